@@ -1,0 +1,122 @@
+// Package storage is the contract between Mayfly's engine and the key-value
+// stores it runs on.
+//
+// A Store is an ordered map from byte-string keys to byte-string values with
+// two kinds of access:
+//
+//   - View runs a function against a consistent, read-only snapshot. Every
+//     read inside one View sees the same committed state.
+//   - Update runs a function inside a serializable read-write transaction.
+//     Reads inside the function see the committed state plus the
+//     transaction's own writes. When Update returns nil, every write of the
+//     function is committed atomically and durably (it survives a crash of
+//     the process and, where the backend is durable, of the machine). When
+//     the function returns an error, nothing it wrote is visible, ever.
+//
+// The engine keeps an item, its index entries and its TTL bookkeeping in
+// several keys and changes them in one Update, so they can never disagree.
+//
+// Backends may run Update functions one at a time or concurrently; when they
+// run concurrently they must detect conflicts and either retry the function
+// (it must therefore be free of side effects outside the transaction) or
+// return ErrConflict. The Pebble backend serialises writers in process and
+// commits with group commit; a PostgreSQL-wire backend uses SERIALIZABLE
+// transactions and retries serialization failures.
+//
+// Keys and values passed in are not retained by the store after the call
+// returns, and slices returned by the store are valid only until the next
+// call on the same Reader or Iterator: callers copy what they keep.
+//
+// Optional capabilities are separate interfaces (see Clocked), in the manner
+// of database/sql/driver: the engine checks for them and falls back.
+//
+// Every backend must pass the conformance suite in package storagetest.
+package storage
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrNotFound is returned by Get when the key does not exist.
+var ErrNotFound = errors.New("storage: key not found")
+
+// ErrConflict is returned by Update when a concurrent transaction conflicted
+// and the backend gave up retrying.
+var ErrConflict = errors.New("storage: transaction conflict")
+
+// ErrClosed is returned by every method once the store is closed.
+var ErrClosed = errors.New("storage: store closed")
+
+// Store is an ordered, transactional key-value store. It is safe for
+// concurrent use by multiple goroutines.
+type Store interface {
+	// View runs fn against a consistent snapshot. The Reader must not be
+	// used after fn returns.
+	View(ctx context.Context, fn func(r Reader) error) error
+
+	// Update runs fn in a serializable read-write transaction and commits
+	// it atomically and durably when fn returns nil. The Txn must not be
+	// used after fn returns. fn may be called more than once.
+	Update(ctx context.Context, fn func(tx Txn) error) error
+
+	// Close releases the store. It waits for in-flight calls to finish.
+	Close() error
+}
+
+// Reader reads keys from a snapshot or transaction.
+type Reader interface {
+	// Get returns the value stored under key, or ErrNotFound.
+	Get(key []byte) ([]byte, error)
+
+	// NewIter returns an iterator over the keys in [p.Lower, p.Upper).
+	// A nil Upper means no upper bound. The iterator must be closed.
+	NewIter(p IterParams) (Iterator, error)
+}
+
+// IterParams bounds an iteration.
+type IterParams struct {
+	Lower []byte // inclusive; nil means the first key
+	Upper []byte // exclusive; nil means past the last key
+	// Reverse makes First start at the largest key below Upper and Next
+	// move towards Lower.
+	Reverse bool
+}
+
+// Iterator walks keys in order. Its Key and Value are valid until the next
+// call to Next, First, SeekGE or Close.
+type Iterator interface {
+	// First positions at the first key in the iteration order and reports
+	// whether one exists.
+	First() bool
+	// SeekGE positions at the first key >= key (or, in reverse, the last
+	// key <= key) within the bounds and reports whether one exists.
+	SeekGE(key []byte) bool
+	// Next advances and reports whether a key exists there.
+	Next() bool
+	Key() []byte
+	Value() []byte
+	// Err reports an error that ended the iteration early.
+	Err() error
+	Close() error
+}
+
+// Txn is a read-write transaction. Its reads see its own writes.
+type Txn interface {
+	Reader
+	Set(key, value []byte) error
+	Delete(key []byte) error
+}
+
+// Clocked is implemented by stores that own the authoritative clock for
+// every gateway that shares them (ttl.md B6). The engine falls back to its
+// own clock when the store does not implement it.
+type Clocked interface {
+	Now(ctx context.Context) (time.Time, error)
+}
+
+// Sizer is implemented by stores that can report the bytes they occupy.
+type Sizer interface {
+	DiskUsage() (uint64, error)
+}
