@@ -1,0 +1,511 @@
+package document
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// MaxDepth is the deepest nesting Parse accepts. Cosmos DB limits items to
+// 128 levels; the margin lets the engine report that limit itself.
+const MaxDepth = 256
+
+// SyntaxError describes malformed JSON.
+type SyntaxError struct {
+	Offset int
+	Msg    string
+}
+
+func (e *SyntaxError) Error() string {
+	return fmt.Sprintf("invalid JSON at offset %d: %s", e.Offset, e.Msg)
+}
+
+// ErrTooDeep is wrapped by the error Parse returns for too deeply nested input.
+var ErrTooDeep = errors.New("JSON nesting too deep")
+
+// Parse decodes one JSON value. Trailing non-space input is an error.
+// Integers that fit in an int64 are kept exactly; other numbers become
+// float64; numbers outside the float64 range are an error. Duplicate object
+// keys keep the last value, in the position of the first.
+func Parse(data []byte) (Value, error) {
+	p := parser{data: data}
+	p.skipSpace()
+	v, err := p.value(0)
+	if err != nil {
+		return Undef, err
+	}
+	p.skipSpace()
+	if p.pos != len(p.data) {
+		return Undef, p.fail("unexpected data after the value")
+	}
+	return v, nil
+}
+
+type parser struct {
+	data []byte
+	pos  int
+}
+
+func (p *parser) fail(msg string) error { return &SyntaxError{Offset: p.pos, Msg: msg} }
+
+func (p *parser) skipSpace() {
+	for p.pos < len(p.data) {
+		switch p.data[p.pos] {
+		case ' ', '\t', '\n', '\r':
+			p.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (p *parser) value(depth int) (Value, error) {
+	if p.pos >= len(p.data) {
+		return Undef, p.fail("unexpected end of input")
+	}
+	switch c := p.data[p.pos]; {
+	case c == '{':
+		return p.object(depth + 1)
+	case c == '[':
+		return p.array(depth + 1)
+	case c == '"':
+		s, err := p.str()
+		if err != nil {
+			return Undef, err
+		}
+		return Str(s), nil
+	case c == '-' || (c >= '0' && c <= '9'):
+		return p.number()
+	case c == 't':
+		return p.literal("true", BoolValue(true))
+	case c == 'f':
+		return p.literal("false", BoolValue(false))
+	case c == 'n':
+		return p.literal("null", NullValue())
+	default:
+		return Undef, p.fail(fmt.Sprintf("unexpected character %q", c))
+	}
+}
+
+func (p *parser) literal(word string, v Value) (Value, error) {
+	if len(p.data)-p.pos < len(word) || string(p.data[p.pos:p.pos+len(word)]) != word {
+		return Undef, p.fail("invalid literal")
+	}
+	p.pos += len(word)
+	return v, nil
+}
+
+func (p *parser) object(depth int) (Value, error) {
+	if depth > MaxDepth {
+		return Undef, fmt.Errorf("%w: more than %d levels", ErrTooDeep, MaxDepth)
+	}
+	p.pos++ // {
+	fields := []Field{}
+	var index map[string]int
+	p.skipSpace()
+	if p.pos < len(p.data) && p.data[p.pos] == '}' {
+		p.pos++
+		return Obj(fields), nil
+	}
+	for {
+		p.skipSpace()
+		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
+			return Undef, p.fail("expected a property name")
+		}
+		name, err := p.str()
+		if err != nil {
+			return Undef, err
+		}
+		p.skipSpace()
+		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
+			return Undef, p.fail("expected ':' after a property name")
+		}
+		p.pos++
+		p.skipSpace()
+		v, err := p.value(depth)
+		if err != nil {
+			return Undef, err
+		}
+		dup := false
+		if index != nil {
+			if i, ok := index[name]; ok {
+				fields[i].Value, dup = v, true
+			}
+		} else {
+			for i := range fields {
+				if fields[i].Name == name {
+					fields[i].Value, dup = v, true
+					break
+				}
+			}
+		}
+		if !dup {
+			fields = append(fields, Field{Name: name, Value: v})
+			// Past a few dozen properties a map beats the linear scan.
+			if index == nil && len(fields) == 32 {
+				index = make(map[string]int, 64)
+				for i, f := range fields {
+					index[f.Name] = i
+				}
+			} else if index != nil {
+				index[name] = len(fields) - 1
+			}
+		}
+		p.skipSpace()
+		if p.pos >= len(p.data) {
+			return Undef, p.fail("unexpected end of input in an object")
+		}
+		switch p.data[p.pos] {
+		case ',':
+			p.pos++
+		case '}':
+			p.pos++
+			return Obj(fields), nil
+		default:
+			return Undef, p.fail("expected ',' or '}' in an object")
+		}
+	}
+}
+
+func (p *parser) array(depth int) (Value, error) {
+	if depth > MaxDepth {
+		return Undef, fmt.Errorf("%w: more than %d levels", ErrTooDeep, MaxDepth)
+	}
+	p.pos++ // [
+	vals := []Value{}
+	p.skipSpace()
+	if p.pos < len(p.data) && p.data[p.pos] == ']' {
+		p.pos++
+		return Arr(vals), nil
+	}
+	for {
+		p.skipSpace()
+		v, err := p.value(depth)
+		if err != nil {
+			return Undef, err
+		}
+		vals = append(vals, v)
+		p.skipSpace()
+		if p.pos >= len(p.data) {
+			return Undef, p.fail("unexpected end of input in an array")
+		}
+		switch p.data[p.pos] {
+		case ',':
+			p.pos++
+		case ']':
+			p.pos++
+			return Arr(vals), nil
+		default:
+			return Undef, p.fail("expected ',' or ']' in an array")
+		}
+	}
+}
+
+func (p *parser) number() (Value, error) {
+	start := p.pos
+	isInt := true
+	if p.data[p.pos] == '-' {
+		p.pos++
+	}
+	digits := func() int {
+		n := 0
+		for p.pos < len(p.data) && p.data[p.pos] >= '0' && p.data[p.pos] <= '9' {
+			p.pos++
+			n++
+		}
+		return n
+	}
+	if p.pos < len(p.data) && p.data[p.pos] == '0' {
+		p.pos++
+	} else if digits() == 0 {
+		return Undef, p.fail("invalid number")
+	}
+	if p.pos < len(p.data) && p.data[p.pos] == '.' {
+		isInt = false
+		p.pos++
+		if digits() == 0 {
+			return Undef, p.fail("invalid number: no digits after '.'")
+		}
+	}
+	if p.pos < len(p.data) && (p.data[p.pos] == 'e' || p.data[p.pos] == 'E') {
+		isInt = false
+		p.pos++
+		if p.pos < len(p.data) && (p.data[p.pos] == '+' || p.data[p.pos] == '-') {
+			p.pos++
+		}
+		if digits() == 0 {
+			return Undef, p.fail("invalid number: no digits in the exponent")
+		}
+	}
+	text := string(p.data[start:p.pos])
+	if isInt {
+		if i, err := strconv.ParseInt(text, 10, 64); err == nil {
+			return Int(i), nil
+		}
+	}
+	f, err := strconv.ParseFloat(text, 64)
+	if err != nil || math.IsInf(f, 0) {
+		p.pos = start
+		return Undef, p.fail("number out of range")
+	}
+	if !isInt {
+		return FloatExact(f), nil
+	}
+	return FloatExact(f), nil
+}
+
+func (p *parser) str() (string, error) {
+	p.pos++ // opening quote
+	start := p.pos
+	// Fast path: no escapes and valid UTF-8.
+	for p.pos < len(p.data) {
+		c := p.data[p.pos]
+		if c == '"' {
+			s := p.data[start:p.pos]
+			p.pos++
+			if utf8.Valid(s) {
+				return string(s), nil
+			}
+			return string([]rune(string(s))), nil // invalid bytes become U+FFFD
+		}
+		if c == '\\' {
+			break
+		}
+		if c < 0x20 {
+			return "", p.fail("control character in a string")
+		}
+		p.pos++
+	}
+	buf := append([]byte(nil), p.data[start:p.pos]...)
+	for p.pos < len(p.data) {
+		c := p.data[p.pos]
+		switch {
+		case c == '"':
+			p.pos++
+			if !utf8.Valid(buf) {
+				return string([]rune(string(buf))), nil
+			}
+			return string(buf), nil
+		case c < 0x20:
+			return "", p.fail("control character in a string")
+		case c != '\\':
+			buf = append(buf, c)
+			p.pos++
+			continue
+		}
+		p.pos++
+		if p.pos >= len(p.data) {
+			break
+		}
+		e := p.data[p.pos]
+		p.pos++
+		switch e {
+		case '"', '\\', '/':
+			buf = append(buf, e)
+		case 'b':
+			buf = append(buf, '\b')
+		case 'f':
+			buf = append(buf, '\f')
+		case 'n':
+			buf = append(buf, '\n')
+		case 'r':
+			buf = append(buf, '\r')
+		case 't':
+			buf = append(buf, '\t')
+		case 'u':
+			r, ok := p.hex4()
+			if !ok {
+				return "", p.fail("invalid \\u escape")
+			}
+			if utf16.IsSurrogate(r) {
+				r2 := rune(-1)
+				if p.pos+1 < len(p.data) && p.data[p.pos] == '\\' && p.data[p.pos+1] == 'u' {
+					save := p.pos
+					p.pos += 2
+					var ok2 bool
+					r2, ok2 = p.hex4()
+					if !ok2 {
+						return "", p.fail("invalid \\u escape")
+					}
+					if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+						r = dec
+					} else {
+						p.pos = save
+						r = utf8.RuneError
+					}
+				} else {
+					r = utf8.RuneError
+				}
+			}
+			buf = utf8.AppendRune(buf, r)
+		default:
+			return "", p.fail("invalid escape in a string")
+		}
+	}
+	return "", p.fail("unterminated string")
+}
+
+func (p *parser) hex4() (rune, bool) {
+	if len(p.data)-p.pos < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range p.data[p.pos : p.pos+4] {
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		case c >= 'A' && c <= 'F':
+			r |= rune(c - 'A' + 10)
+		default:
+			return 0, false
+		}
+	}
+	p.pos += 4
+	return r, true
+}
+
+// AppendJSON appends the JSON encoding of v. Undefined encodes as nothing at
+// the top level and is skipped inside objects; inside arrays it encodes as
+// null, as JavaScript does. Non-finite numbers encode as null.
+func (v Value) AppendJSON(dst []byte) []byte {
+	switch v.kind {
+	case Undefined, Null:
+		if v.kind == Undefined {
+			return dst
+		}
+		return append(dst, "null"...)
+	case Bool:
+		if v.b {
+			return append(dst, "true"...)
+		}
+		return append(dst, "false"...)
+	case Number:
+		if v.isInt {
+			return strconv.AppendInt(dst, v.i, 10)
+		}
+		return AppendFloat(dst, v.f)
+	case String:
+		return AppendString(dst, v.s)
+	case Array:
+		dst = append(dst, '[')
+		for i, e := range v.arr {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			if e.kind == Undefined {
+				dst = append(dst, "null"...)
+				continue
+			}
+			dst = e.AppendJSON(dst)
+		}
+		return append(dst, ']')
+	case Object:
+		dst = append(dst, '{')
+		first := true
+		for _, f := range v.obj {
+			if f.Value.kind == Undefined {
+				continue
+			}
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			dst = AppendString(dst, f.Name)
+			dst = append(dst, ':')
+			dst = f.Value.AppendJSON(dst)
+		}
+		return append(dst, '}')
+	}
+	return dst
+}
+
+// JSON returns the encoding of v.
+func (v Value) JSON() []byte { return v.AppendJSON(nil) }
+
+// String returns the JSON text of v ("undefined" for Undef).
+func (v Value) String() string {
+	if v.kind == Undefined {
+		return "undefined"
+	}
+	return string(v.AppendJSON(nil))
+}
+
+// MarshalJSON lets Values sit inside structs encoded by encoding/json.
+func (v Value) MarshalJSON() ([]byte, error) {
+	if v.kind == Undefined {
+		return []byte("null"), nil
+	}
+	return v.AppendJSON(nil), nil
+}
+
+// UnmarshalJSON decodes with Parse.
+func (v *Value) UnmarshalJSON(b []byte) error {
+	x, err := Parse(b)
+	if err != nil {
+		return err
+	}
+	*v = x
+	return nil
+}
+
+// AppendFloat formats f as JavaScript's Number.prototype.toString does, so
+// clients in every language read back the same value.
+func AppendFloat(dst []byte, f float64) []byte {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return append(dst, "null"...)
+	}
+	if f == 0 {
+		return append(dst, '0')
+	}
+	abs := math.Abs(f)
+	if abs >= 1e-6 && abs < 1e21 {
+		return strconv.AppendFloat(dst, f, 'f', -1, 64)
+	}
+	start := len(dst)
+	dst = strconv.AppendFloat(dst, f, 'e', -1, 64)
+	// Go writes e-07 where JavaScript writes e-7.
+	for i := start; i < len(dst)-2; i++ {
+		if dst[i] == 'e' && dst[i+2] == '0' && len(dst)-(i+2) > 1 {
+			copy(dst[i+2:], dst[i+3:])
+			dst = dst[:len(dst)-1]
+			break
+		}
+	}
+	return dst
+}
+
+const hexDigits = "0123456789abcdef"
+
+// AppendString appends s as a JSON string, escaping only what JSON requires.
+func AppendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		}
+		start = i + 1
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
