@@ -1,0 +1,47 @@
+# Mayfly's entry points. `make test` is what CI runs (.ci/run).
+
+GO ?= go
+
+.PHONY: build run test lint unit e2e race bench clean
+
+## build: compile every command into bin/
+build:
+	$(GO) build -o bin/ ./cmd/...
+
+## run: build, then start the server with its default flags
+run: build
+	./bin/mayfly
+
+## test: lint, Go unit and integration tests, then the end-to-end SDK suites;
+## every part runs, and the target fails if any part failed
+test:
+	@status=0; for part in lint unit e2e; do \
+		start=$$(date +%s); \
+		if $(MAKE) --no-print-directory $$part; then result=ok; else result=FAILED; status=1; fi; \
+		summary="$$summary$$(printf '\n  %-5s %-6s %4ss' $$part $$result $$(( $$(date +%s) - start )))"; \
+	done; \
+	printf '\nmake test:%s\n' "$$summary"; \
+	exit $$status
+
+## lint: gofmt, go vet, import direction and package names (internal/lint)
+lint:
+	$(GO) test -count=1 ./internal/lint
+
+## unit: every Go test in the module except lint
+unit:
+	$(GO) test -count=1 -timeout 10m $$($(GO) list ./... | grep -v '/internal/lint$$')
+
+## e2e: the Go SDK emulator suite and the JavaScript smoke test against bin/mayfly
+e2e:
+	scripts/e2e.sh
+
+## race: the Go tests under the race detector (slower; not part of test)
+race:
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+## bench: Mayfly against the floor server with the Go SDK load tool
+bench:
+	scripts/bench.sh
+
+clean:
+	rm -rf bin
