@@ -27,6 +27,10 @@
 // returns, and slices returned by the store are valid only until the next
 // call on the same Reader or Iterator: callers copy what they keep.
 //
+// A Reader, Txn or Iterator belongs to the function it was given to: it is
+// for one goroutine at a time and must not be used after the function
+// returns. Keys are compared bytewise (bytes.Compare).
+//
 // Optional capabilities are separate interfaces (see Clocked), in the manner
 // of database/sql/driver: the engine checks for them and falls back.
 //
@@ -53,15 +57,19 @@ var ErrClosed = errors.New("storage: store closed")
 // concurrent use by multiple goroutines.
 type Store interface {
 	// View runs fn against a consistent snapshot. The Reader must not be
-	// used after fn returns.
+	// used after fn returns. View returns fn's error unchanged.
 	View(ctx context.Context, fn func(r Reader) error) error
 
 	// Update runs fn in a serializable read-write transaction and commits
 	// it atomically and durably when fn returns nil. The Txn must not be
-	// used after fn returns. fn may be called more than once.
+	// used after fn returns. fn may be called more than once. When fn
+	// returns an error, Update returns it unchanged and commits nothing;
+	// when fn panics, nothing is committed and the panic propagates.
 	Update(ctx context.Context, fn func(tx Txn) error) error
 
-	// Close releases the store. It waits for in-flight calls to finish.
+	// Close releases the store. It waits for in-flight calls to finish;
+	// calls that begin after it, including a second Close, return
+	// ErrClosed.
 	Close() error
 }
 
@@ -71,7 +79,9 @@ type Reader interface {
 	Get(key []byte) ([]byte, error)
 
 	// NewIter returns an iterator over the keys in [p.Lower, p.Upper).
-	// A nil Upper means no upper bound. The iterator must be closed.
+	// A nil Upper means no upper bound; Lower >= Upper is an empty range.
+	// In a Txn the iterator sees the transaction's writes made before
+	// NewIter. The iterator must be closed.
 	NewIter(p IterParams) (Iterator, error)
 }
 
@@ -93,7 +103,8 @@ type Iterator interface {
 	// SeekGE positions at the first key >= key (or, in reverse, the last
 	// key <= key) within the bounds and reports whether one exists.
 	SeekGE(key []byte) bool
-	// Next advances and reports whether a key exists there.
+	// Next advances and reports whether a key exists there. Position the
+	// iterator with First or SeekGE before calling it.
 	Next() bool
 	Key() []byte
 	Value() []byte
@@ -105,7 +116,9 @@ type Iterator interface {
 // Txn is a read-write transaction. Its reads see its own writes.
 type Txn interface {
 	Reader
+	// Set stores value under key, replacing any value there.
 	Set(key, value []byte) error
+	// Delete removes key. Deleting a missing key is not an error.
 	Delete(key []byte) error
 }
 

@@ -1,0 +1,216 @@
+package pebblestore
+
+import (
+	"bytes"
+	"errors"
+	"io"
+
+	"github.com/cockroachdb/pebble"
+
+	"github.com/mayfly-db/mayfly/internal/storage"
+)
+
+// errFinished is returned when a Reader, Txn or Iterator is used after the
+// function it was given to has returned.
+var errFinished = errors.New("pebblestore: transaction used after its function returned")
+
+// source is what a reader reads: a snapshot (View) or an indexed batch,
+// which overlays its own writes on the database (Update).
+type source interface {
+	Get(key []byte) ([]byte, io.Closer, error)
+	NewIter(o *pebble.IterOptions) (*pebble.Iterator, error)
+}
+
+// reader implements storage.Reader. Like the Pebble objects under it, it is
+// for one goroutine at a time.
+type reader struct {
+	src      source
+	finished bool
+	iters    []*iterator // every iterator opened, closed by finish
+}
+
+var _ storage.Reader = (*reader)(nil)
+
+// Get returns a copy of the value, so it stays valid whatever the caller
+// does next.
+func (r *reader) Get(key []byte) ([]byte, error) {
+	if r.finished {
+		return nil, errFinished
+	}
+	v, closer, err := r.src.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, storage.ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, len(v))
+	copy(out, v)
+	return out, closer.Close()
+}
+
+// NewIter opens an iterator. Over a transaction it sees the transaction's
+// writes made before it was opened.
+func (r *reader) NewIter(p storage.IterParams) (storage.Iterator, error) {
+	if r.finished {
+		return nil, errFinished
+	}
+	it := &iterator{reverse: p.Reverse}
+	if p.Upper != nil && bytes.Compare(p.Lower, p.Upper) >= 0 {
+		// An empty range. Pebble requires lower < upper.
+		return it, nil
+	}
+	// Pebble keeps the bounds for the iterator's life; the caller may not.
+	o := &pebble.IterOptions{
+		LowerBound: clone(p.Lower),
+		UpperBound: clone(p.Upper),
+	}
+	pit, err := r.src.NewIter(o)
+	if err != nil {
+		return nil, err
+	}
+	it.it = pit
+	r.iters = append(r.iters, it)
+	return it, nil
+}
+
+// finish closes the iterators the function left open and makes later use
+// of the reader fail. It must run before the snapshot or batch is closed.
+func (r *reader) finish() {
+	r.finished = true
+	for _, it := range r.iters {
+		_ = it.Close()
+	}
+	r.iters = nil
+}
+
+// txn implements storage.Txn on an indexed batch.
+type txn struct {
+	reader
+	b *pebble.Batch
+}
+
+var _ storage.Txn = (*txn)(nil)
+
+// Set stores value under key. The batch copies both.
+func (t *txn) Set(key, value []byte) error {
+	if t.finished {
+		return errFinished
+	}
+	return t.b.Set(key, value, nil)
+}
+
+// Delete removes key. Deleting a missing key is not an error.
+func (t *txn) Delete(key []byte) error {
+	if t.finished {
+		return errFinished
+	}
+	return t.b.Delete(key, nil)
+}
+
+// iterator implements storage.Iterator. In reverse it maps First to Last,
+// Next to Prev and SeekGE to "seek to the last key <= k".
+type iterator struct {
+	it      *pebble.Iterator // nil for an empty range
+	reverse bool
+	closed  bool
+	err     error
+	seekBuf []byte
+}
+
+var _ storage.Iterator = (*iterator)(nil)
+
+func (it *iterator) First() bool {
+	if it.closed {
+		it.err = errFinished
+		return false
+	}
+	if it.it == nil {
+		return false
+	}
+	if it.reverse {
+		return it.it.Last()
+	}
+	return it.it.First()
+}
+
+func (it *iterator) SeekGE(key []byte) bool {
+	if it.closed {
+		it.err = errFinished
+		return false
+	}
+	if it.it == nil {
+		return false
+	}
+	if !it.reverse {
+		return it.it.SeekGE(key)
+	}
+	// Pebble has no SeekLE. key+"\x00" is the smallest key greater than
+	// key, so the last key below it is the last key <= key.
+	it.seekBuf = append(append(it.seekBuf[:0], key...), 0)
+	return it.it.SeekLT(it.seekBuf)
+}
+
+func (it *iterator) Next() bool {
+	if it.closed {
+		it.err = errFinished
+		return false
+	}
+	if it.it == nil {
+		return false
+	}
+	if it.reverse {
+		return it.it.Prev()
+	}
+	return it.it.Next()
+}
+
+func (it *iterator) Key() []byte {
+	if it.closed || it.it == nil || !it.it.Valid() {
+		return nil
+	}
+	return it.it.Key()
+}
+
+func (it *iterator) Value() []byte {
+	if it.closed || it.it == nil || !it.it.Valid() {
+		return nil
+	}
+	v, err := it.it.ValueAndErr()
+	if err != nil {
+		it.err = err
+		return nil
+	}
+	return v
+}
+
+func (it *iterator) Err() error {
+	if it.err != nil {
+		return it.err
+	}
+	if it.closed || it.it == nil {
+		return nil
+	}
+	return it.it.Error()
+}
+
+// Close releases the iterator. Closing twice is harmless.
+func (it *iterator) Close() error {
+	if it.closed {
+		return nil
+	}
+	it.closed = true
+	if it.it == nil {
+		return nil
+	}
+	err := it.it.Close()
+	it.it = nil
+	return err
+}
+
+func clone(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte(nil), b...)
+}

@@ -1,0 +1,284 @@
+// Package pebblestore is Mayfly's default storage backend: an embedded
+// Pebble database on local disk, or on an in-memory filesystem for tests
+// and throwaway servers.
+//
+// # Transactions
+//
+// Update functions run one at a time. A writer holds the store's write lock
+// while its function runs against an indexed Pebble batch (so its reads see
+// its own writes, merged with the committed state) and while the batch is
+// applied to the memtable and queued for the write-ahead log. It then
+// releases the lock and waits for the fsync outside it, so writers that
+// commit close together share one fsync (group commit). Because writers are
+// serialised, every Update is trivially serializable and never conflicts:
+// Update calls its function exactly once and never returns
+// storage.ErrConflict.
+//
+// View runs against a Pebble snapshot. A snapshot may include a write whose
+// Update has been applied but has not yet returned because its fsync is in
+// flight; that write is lost if the machine fails before the fsync. Pebble
+// makes writes visible before they are synced, and the engine never
+// acknowledges a write to a client before Update returns, so no
+// acknowledged write is ever lost.
+//
+// # Lifetime
+//
+// Close stops new calls (they get storage.ErrClosed), makes writers still
+// waiting for the write lock give up with storage.ErrClosed, waits for
+// running View and Update functions to finish, and closes Pebble.
+package pebblestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+
+	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/bloom"
+	"github.com/cockroachdb/pebble/vfs"
+
+	"github.com/mayfly-db/mayfly/internal/storage"
+)
+
+// Defaults for a small server. Pebble's own defaults (8 MiB cache, 4 MiB
+// memtables) are tuned for embedding many instances; Mayfly runs one.
+const (
+	DefaultCacheSize    = 64 << 20
+	DefaultMemTableSize = 16 << 20
+)
+
+// Options configures Open.
+type Options struct {
+	// Dir is the directory holding the database. It is created if missing.
+	// Required unless InMemory is set.
+	Dir string
+
+	// InMemory keeps everything in memory (Pebble on an in-memory
+	// filesystem). Nothing survives Close; writes are not synced.
+	InMemory bool
+
+	// Logger receives Pebble's messages: its routine chatter at debug
+	// level, write stalls and slow disks as warnings, background errors as
+	// errors. Nil discards everything.
+	Logger *slog.Logger
+
+	// CacheSize is the block cache size in bytes; 0 means DefaultCacheSize.
+	CacheSize int64
+
+	// MemTableSize is the size of one memtable in bytes; 0 means
+	// DefaultMemTableSize. Up to four may be in memory at once while
+	// flushes catch up.
+	MemTableSize uint64
+}
+
+// Store is a storage.Store on Pebble. Create it with Open.
+type Store struct {
+	db      *pebble.DB
+	durable bool // sync the write-ahead log on commit
+
+	// writeLock is a one-slot semaphore rather than a mutex so that a
+	// writer waiting for it can give up when its context is cancelled or
+	// the store closes.
+	writeLock chan struct{}
+
+	mu       sync.Mutex
+	closed   bool
+	closing  chan struct{} // closed by Close
+	inflight sync.WaitGroup
+}
+
+var (
+	_ storage.Store = (*Store)(nil)
+	_ storage.Sizer = (*Store)(nil)
+)
+
+// Open opens the store described by opts, creating it if it does not exist.
+func Open(opts Options) (*Store, error) {
+	if opts.Dir == "" && !opts.InMemory {
+		return nil, errors.New("pebblestore: Options.Dir is required unless InMemory is set")
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cacheSize := opts.CacheSize
+	if cacheSize <= 0 {
+		cacheSize = DefaultCacheSize
+	}
+	memTableSize := opts.MemTableSize
+	if memTableSize == 0 {
+		memTableSize = DefaultMemTableSize
+	}
+
+	cache := pebble.NewCache(cacheSize)
+	defer cache.Unref() // Pebble holds its own reference while open.
+
+	po := &pebble.Options{
+		Cache:                       cache,
+		MemTableSize:                memTableSize,
+		MemTableStopWritesThreshold: 4,
+		// New stores get every on-disk format feature this Pebble has.
+		FormatMajorVersion: pebble.FormatNewest,
+		MaxConcurrentCompactions: func() int {
+			return max(1, min(4, runtime.GOMAXPROCS(0)/2))
+		},
+		Logger:        pebbleLogger{log: log},
+		EventListener: eventListener(log),
+	}
+	// Bloom filters make point lookups that miss (creates, unique-key
+	// checks) skip tables without reading them.
+	po.Levels = make([]pebble.LevelOptions, 7)
+	for i := range po.Levels {
+		l := &po.Levels[i]
+		l.FilterPolicy = bloom.FilterPolicy(10)
+		l.FilterType = pebble.TableFilter
+		if i > 0 {
+			l.TargetFileSize = po.Levels[i-1].TargetFileSize * 2
+		}
+		l.EnsureDefaults()
+	}
+
+	dir := opts.Dir
+	if opts.InMemory {
+		po.FS = vfs.NewMem()
+	}
+	db, err := pebble.Open(dir, po)
+	if err != nil {
+		return nil, fmt.Errorf("pebblestore: open %q: %w", dir, err)
+	}
+	return &Store{
+		db:        db,
+		durable:   !opts.InMemory,
+		writeLock: make(chan struct{}, 1),
+		closing:   make(chan struct{}),
+	}, nil
+}
+
+// enter registers an in-flight call; the caller must call s.inflight.Done.
+func (s *Store) enter() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return storage.ErrClosed
+	}
+	s.inflight.Add(1)
+	return nil
+}
+
+// View runs fn against a consistent snapshot of the committed state.
+func (s *Store) View(ctx context.Context, fn func(r storage.Reader) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.inflight.Done()
+
+	snap := s.db.NewSnapshot()
+	r := &reader{src: snap}
+	defer func() {
+		r.finish()
+		_ = snap.Close() // Closing a snapshot only releases memory.
+	}()
+	return fn(r)
+}
+
+// Update runs fn in a transaction and commits it durably when fn returns
+// nil. fn runs exactly once, while no other Update function runs.
+func (s *Store) Update(ctx context.Context, fn func(tx storage.Txn) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.inflight.Done()
+
+	select {
+	case s.writeLock <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.closing:
+		return storage.ErrClosed
+	}
+	locked := true
+	unlock := func() {
+		if locked {
+			locked = false
+			<-s.writeLock
+		}
+	}
+	defer unlock() // also when fn panics
+
+	// The lock may have been granted in the same instant as cancellation.
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+
+	b := s.db.NewIndexedBatch()
+	// Runs after SyncWait: Pebble forbids closing a batch whose sync is
+	// pending.
+	defer b.Close()
+	tx := &txn{reader: reader{src: b}, b: b}
+	err := func() error {
+		defer tx.finish()
+		return fn(tx)
+	}()
+	if err != nil || b.Empty() {
+		return err
+	}
+
+	if !s.durable {
+		err := s.db.Apply(b, pebble.NoSync)
+		if err != nil {
+			return fmt.Errorf("pebblestore: commit: %w", err)
+		}
+		return nil
+	}
+	// Apply under the lock, so the next writer reads this one's writes;
+	// wait for the fsync after releasing it, so writers that queued
+	// behind this one share its fsync.
+	err = s.db.ApplyNoSyncWait(b, pebble.Sync)
+	unlock()
+	if err != nil {
+		return fmt.Errorf("pebblestore: commit: %w", err)
+	}
+	if err := b.SyncWait(); err != nil {
+		return fmt.Errorf("pebblestore: sync: %w", err)
+	}
+	return nil
+}
+
+// DiskUsage reports the bytes the store occupies on its filesystem:
+// tables, write-ahead log, manifest and files awaiting deletion.
+func (s *Store) DiskUsage() (uint64, error) {
+	if err := s.enter(); err != nil {
+		return 0, err
+	}
+	defer s.inflight.Done()
+	return s.db.Metrics().DiskSpaceUsage(), nil
+}
+
+// Close waits for running calls to finish and closes the database. Calls
+// made after Close has begun, including a second Close, return
+// storage.ErrClosed.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return storage.ErrClosed
+	}
+	s.closed = true
+	close(s.closing)
+	s.mu.Unlock()
+
+	s.inflight.Wait()
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("pebblestore: close: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,993 @@
+// Package storagetest is the conformance suite for storage backends. Every
+// backend's tests call Run; a backend that passes it can carry the engine.
+//
+// The suite tests the contract in package storage, not an implementation:
+// it never assumes that Update functions run one at a time, and it counts an
+// Update function that runs more than once (a backend retrying a conflict)
+// as correct.
+package storagetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mayfly-db/mayfly/internal/storage"
+)
+
+// Run runs the suite. open must return a new, empty store each time it is
+// called; Run closes every store it opens.
+func Run(t *testing.T, open func(t *testing.T) storage.Store) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s storage.Store)
+	}{
+		{"GetSetDelete", testGetSetDelete},
+		{"NotFound", testNotFound},
+		{"Iterate", testIterate},
+		{"IterateEmptyStore", testIterateEmptyStore},
+		{"SeekGE", testSeekGE},
+		{"IteratorReposition", testIteratorReposition},
+		{"ReadYourWrites", testReadYourWrites},
+		{"IteratorSeesOwnWrites", testIteratorSeesOwnWrites},
+		{"Atomicity", testAtomicity},
+		{"PanicRollsBack", testPanicRollsBack},
+		{"ErrorsPassThrough", testErrorsPassThrough},
+		{"SnapshotIsolation", testSnapshotIsolation},
+		{"ConsistentViewsUnderWrites", testConsistentViewsUnderWrites},
+		{"ConcurrentCounter", testConcurrentCounter},
+		{"Copies", testCopies},
+		{"LargeValues", testLargeValues},
+		{"CancelledContext", testCancelledContext},
+		{"Closed", testClosed},
+		{"CloseWaits", testCloseWaits},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := open(t)
+			t.Cleanup(func() {
+				if err := s.Close(); err != nil && !errors.Is(err, storage.ErrClosed) {
+					t.Errorf("Close: %v", err)
+				}
+			})
+			tc.fn(t, s)
+		})
+	}
+}
+
+// op is one write in a test table.
+type op struct {
+	del   bool
+	key   string
+	value string
+}
+
+func set(k, v string) op { return op{key: k, value: v} }
+func del(k string) op    { return op{del: true, key: k} }
+
+func apply(tx storage.Txn, ops []op) error {
+	for _, o := range ops {
+		var err error
+		if o.del {
+			err = tx.Delete([]byte(o.key))
+		} else {
+			err = tx.Set([]byte(o.key), []byte(o.value))
+		}
+		if err != nil {
+			return fmt.Errorf("apply %+v: %w", o, err)
+		}
+	}
+	return nil
+}
+
+// write commits ops in one Update.
+func write(t *testing.T, s storage.Store, ops ...op) {
+	t.Helper()
+	err := s.Update(context.Background(), func(tx storage.Txn) error { return apply(tx, ops) })
+	if err != nil {
+		t.Fatalf("Update: %v", err)
+	}
+}
+
+// get reads key in its own View; found is false for ErrNotFound.
+func get(t *testing.T, s storage.Store, key string) (value string, found bool) {
+	t.Helper()
+	err := s.View(context.Background(), func(r storage.Reader) error {
+		var err error
+		value, found, err = getFrom(r, key)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("View: %v", err)
+	}
+	return value, found
+}
+
+func getFrom(r storage.Reader, key string) (string, bool, error) {
+	v, err := r.Get([]byte(key))
+	if errors.Is(err, storage.ErrNotFound) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("Get(%q): %w", key, err)
+	}
+	return string(v), true, nil
+}
+
+// scan lists "key=value" for every key in the range, in iteration order.
+func scan(r storage.Reader, p storage.IterParams) ([]string, error) {
+	it, err := r.NewIter(p)
+	if err != nil {
+		return nil, fmt.Errorf("NewIter: %w", err)
+	}
+	return drain(it, it.First())
+}
+
+// drain lists the iterator's pairs from its current position and closes it.
+func drain(it storage.Iterator, ok bool) ([]string, error) {
+	got := []string{}
+	for ; ok; ok = it.Next() {
+		got = append(got, string(it.Key())+"="+string(it.Value()))
+	}
+	if err := it.Err(); err != nil {
+		it.Close()
+		return nil, fmt.Errorf("iterate: %w", err)
+	}
+	if err := it.Close(); err != nil {
+		return nil, fmt.Errorf("close iterator: %w", err)
+	}
+	return got, nil
+}
+
+func viewScan(t *testing.T, s storage.Store, p storage.IterParams) []string {
+	t.Helper()
+	var got []string
+	err := s.View(context.Background(), func(r storage.Reader) error {
+		var err error
+		got, err = scan(r, p)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("View: %v", err)
+	}
+	return got
+}
+
+func reversed(s []string) []string {
+	out := slices.Clone(s)
+	slices.Reverse(out)
+	return out
+}
+
+func b(s string) []byte { return []byte(s) }
+
+func testGetSetDelete(t *testing.T, s storage.Store) {
+	tests := []struct {
+		name      string
+		updates   [][]op // each committed in its own Update
+		key       string
+		want      string
+		wantFound bool
+	}{
+		{"missing", nil, "a", "", false},
+		{"set", [][]op{{set("a", "1")}}, "a", "1", true},
+		{"overwrite in one txn", [][]op{{set("a", "1"), set("a", "2")}}, "a", "2", true},
+		{"overwrite in two txns", [][]op{{set("a", "1")}, {set("a", "2")}}, "a", "2", true},
+		{"delete", [][]op{{set("a", "1")}, {del("a")}}, "a", "", false},
+		{"delete missing key", [][]op{{del("a")}}, "a", "", false},
+		{"set after delete", [][]op{{set("a", "1")}, {del("a")}, {set("a", "3")}}, "a", "3", true},
+		{"set and delete in one txn", [][]op{{set("a", "1"), del("a")}}, "a", "", false},
+		{"empty value", [][]op{{set("a", "")}}, "a", "", true},
+		{"binary key", [][]op{{set("\x00\xff\x00", "bin")}}, "\x00\xff\x00", "bin", true},
+		{"prefix is another key", [][]op{{set("ab", "long")}}, "a", "", false},
+		{"longer key is another key", [][]op{{set("a", "short")}}, "a\x00", "", false},
+		{"neighbours untouched", [][]op{{set("a", "1"), set("a\x00", "2"), set("b", "3")}, {del("a\x00")}}, "a", "1", true},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// Each case gets its own key space inside the one store.
+			prefix := fmt.Sprintf("case%02d/", i)
+			for _, ops := range tc.updates {
+				prefixed := make([]op, len(ops))
+				for j, o := range ops {
+					prefixed[j] = op{del: o.del, key: prefix + o.key, value: o.value}
+				}
+				write(t, s, prefixed...)
+			}
+			got, found := get(t, s, prefix+tc.key)
+			if found != tc.wantFound || got != tc.want {
+				t.Errorf("Get(%q) = %q, found %v; want %q, found %v", tc.key, got, found, tc.want, tc.wantFound)
+			}
+		})
+	}
+}
+
+func testNotFound(t *testing.T, s storage.Store) {
+	write(t, s, set("present", "1"))
+	check := func(where string, r storage.Reader) {
+		v, err := r.Get(b("absent"))
+		if !errors.Is(err, storage.ErrNotFound) {
+			t.Errorf("%s: Get(absent) = %q, %v; want ErrNotFound", where, v, err)
+		}
+	}
+	if err := s.View(context.Background(), func(r storage.Reader) error {
+		check("View", r)
+		return nil
+	}); err != nil {
+		t.Fatalf("View: %v", err)
+	}
+	if err := s.Update(context.Background(), func(tx storage.Txn) error {
+		check("Update", tx)
+		if err := tx.Delete(b("present")); err != nil {
+			return err
+		}
+		if v, err := tx.Get(b("present")); !errors.Is(err, storage.ErrNotFound) {
+			t.Errorf("Update: Get after own Delete = %q, %v; want ErrNotFound", v, err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("Update: %v", err)
+	}
+}
+
+// iterKeys is the data set for the iteration tests: bytewise order, with
+// keys that are prefixes of others and keys at both ends of the byte range.
+var iterKeys = []string{"\x00", "a", "b", "ba", "bb", "c", "d\x00", "e", "\xff", "\xff\xff"}
+
+func loadIterKeys(t *testing.T, s storage.Store) []string {
+	t.Helper()
+	ops := make([]op, len(iterKeys))
+	all := make([]string, len(iterKeys))
+	for i, k := range iterKeys {
+		ops[i] = set(k, "v"+strconv.Itoa(i))
+		all[i] = k + "=v" + strconv.Itoa(i)
+	}
+	write(t, s, ops...)
+	return all
+}
+
+func testIterate(t *testing.T, s storage.Store) {
+	all := loadIterKeys(t, s)
+	pairs := func(keys ...string) []string {
+		var out []string
+		for _, k := range keys {
+			i := slices.Index(iterKeys, k)
+			out = append(out, k+"=v"+strconv.Itoa(i))
+		}
+		return out
+	}
+	tests := []struct {
+		name         string
+		lower, upper []byte
+		want         []string // forward order
+	}{
+		{"unbounded", nil, nil, all},
+		{"lower only", b("b"), nil, pairs("b", "ba", "bb", "c", "d\x00", "e", "\xff", "\xff\xff")},
+		{"upper only", nil, b("b"), pairs("\x00", "a")},
+		{"both bounds on keys", b("b"), b("c"), pairs("b", "ba", "bb")},
+		{"bounds between keys", b("a\x00"), b("bz"), pairs("b", "ba", "bb")},
+		{"upper is exclusive", b("a"), b("ba"), pairs("a", "b")},
+		{"lower is inclusive", b("bb"), b("c\x00"), pairs("bb", "c")},
+		{"empty lower is the first key", b(""), b("a\x00"), pairs("\x00", "a")},
+		{"top of the byte range", b("\xff"), nil, pairs("\xff", "\xff\xff")},
+		{"one key", b("e"), b("e\x00"), pairs("e")},
+		{"no keys in range", b("bc"), b("bz"), nil},
+		{"lower equals upper", b("b"), b("b"), nil},
+		{"lower above upper", b("c"), b("b"), nil},
+		{"empty upper", nil, b(""), nil},
+		{"range past the last key", b("\xff\xff\x00"), nil, nil},
+	}
+	for _, tc := range tests {
+		for _, reverse := range []bool{false, true} {
+			name := tc.name + "/forward"
+			want := tc.want
+			if reverse {
+				name = tc.name + "/reverse"
+				want = reversed(tc.want)
+			}
+			t.Run(name, func(t *testing.T) {
+				got := viewScan(t, s, storage.IterParams{Lower: tc.lower, Upper: tc.upper, Reverse: reverse})
+				if !slices.Equal(got, want) {
+					t.Errorf("got %q\nwant %q", got, want)
+				}
+			})
+		}
+	}
+}
+
+func testIterateEmptyStore(t *testing.T, s storage.Store) {
+	for _, reverse := range []bool{false, true} {
+		err := s.View(context.Background(), func(r storage.Reader) error {
+			it, err := r.NewIter(storage.IterParams{Reverse: reverse})
+			if err != nil {
+				return err
+			}
+			defer it.Close()
+			if it.First() {
+				t.Errorf("reverse=%v: First on an empty store found %q", reverse, it.Key())
+			}
+			if it.SeekGE(b("a")) {
+				t.Errorf("reverse=%v: SeekGE on an empty store found %q", reverse, it.Key())
+			}
+			return it.Err()
+		})
+		if err != nil {
+			t.Fatalf("View: %v", err)
+		}
+	}
+}
+
+func testSeekGE(t *testing.T, s storage.Store) {
+	loadIterKeys(t, s)
+	tests := []struct {
+		name         string
+		lower, upper []byte
+		reverse      bool
+		seek         string
+		want         []string // keys from the seek position to the end
+	}{
+		{"exact key", nil, nil, false, "bb", []string{"bb", "c", "d\x00", "e", "\xff", "\xff\xff"}},
+		{"between keys", nil, nil, false, "bc", []string{"c", "d\x00", "e", "\xff", "\xff\xff"}},
+		{"before the first key", nil, nil, false, "", iterKeys},
+		{"past the last key", nil, nil, false, "\xff\xff\xff", nil},
+		{"below lower bound", b("b"), b("c"), false, "a", []string{"b", "ba", "bb"}},
+		{"at upper bound", b("b"), b("c"), false, "c", nil},
+		{"above upper bound", b("b"), b("c"), false, "d", nil},
+		{"inside bounds", b("b"), b("c"), false, "ba", []string{"ba", "bb"}},
+		{"reverse exact key", nil, nil, true, "bb", []string{"bb", "ba", "b", "a", "\x00"}},
+		{"reverse between keys", nil, nil, true, "bc", []string{"bb", "ba", "b", "a", "\x00"}},
+		{"reverse prefix of a key", nil, nil, true, "d", []string{"c", "bb", "ba", "b", "a", "\x00"}},
+		{"reverse key with successor", nil, nil, true, "d\x00", []string{"d\x00", "c", "bb", "ba", "b", "a", "\x00"}},
+		{"reverse before the first key", nil, nil, true, "", nil},
+		{"reverse past the last key", nil, nil, true, "\xff\xff\xff", reversed(iterKeys)},
+		{"reverse above upper bound", b("b"), b("c"), true, "z", []string{"bb", "ba", "b"}},
+		{"reverse at upper bound", b("b"), b("c"), true, "c", []string{"bb", "ba", "b"}},
+		{"reverse below lower bound", b("b"), b("c"), true, "a", nil},
+		{"reverse at lower bound", b("b"), b("c"), true, "b", []string{"b"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			err := s.View(context.Background(), func(r storage.Reader) error {
+				it, err := r.NewIter(storage.IterParams{Lower: tc.lower, Upper: tc.upper, Reverse: tc.reverse})
+				if err != nil {
+					return err
+				}
+				for ok := it.SeekGE(b(tc.seek)); ok; ok = it.Next() {
+					got = append(got, string(it.Key()))
+				}
+				if err := it.Err(); err != nil {
+					return err
+				}
+				return it.Close()
+			})
+			if err != nil {
+				t.Fatalf("View: %v", err)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("got %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// testIteratorReposition checks that an iterator can be positioned again
+// after it has run off the end.
+func testIteratorReposition(t *testing.T, s storage.Store) {
+	loadIterKeys(t, s)
+	for _, reverse := range []bool{false, true} {
+		err := s.View(context.Background(), func(r storage.Reader) error {
+			it, err := r.NewIter(storage.IterParams{Lower: b("b"), Upper: b("c"), Reverse: reverse})
+			if err != nil {
+				return err
+			}
+			defer it.Close()
+			n := 0
+			for ok := it.First(); ok; ok = it.Next() {
+				n++
+			}
+			if n != 3 {
+				t.Errorf("reverse=%v: first pass saw %d keys, want 3", reverse, n)
+			}
+			if !it.SeekGE(b("ba")) || string(it.Key()) != "ba" {
+				t.Errorf("reverse=%v: SeekGE(ba) after the end did not land on ba", reverse)
+			}
+			if !it.First() {
+				t.Errorf("reverse=%v: First after SeekGE found nothing", reverse)
+			}
+			want := "b"
+			if reverse {
+				want = "bb"
+			}
+			if got := string(it.Key()); got != want {
+				t.Errorf("reverse=%v: First = %q, want %q", reverse, got, want)
+			}
+			return it.Err()
+		})
+		if err != nil {
+			t.Fatalf("View: %v", err)
+		}
+	}
+}
+
+func testReadYourWrites(t *testing.T, s storage.Store) {
+	write(t, s, set("a", "1"), set("b", "2"))
+	err := s.Update(context.Background(), func(tx storage.Txn) error {
+		if err := apply(tx, []op{set("b", "20"), set("c", "3"), del("a")}); err != nil {
+			return err
+		}
+		for _, want := range []struct {
+			key, value string
+			found      bool
+		}{
+			{"a", "", false},
+			{"b", "20", true},
+			{"c", "3", true},
+		} {
+			v, found, err := getFrom(tx, want.key)
+			if err != nil {
+				return err
+			}
+			if v != want.value || found != want.found {
+				t.Errorf("inside Update: Get(%q) = %q, found %v; want %q, found %v", want.key, v, found, want.value, want.found)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Update: %v", err)
+	}
+	got := viewScan(t, s, storage.IterParams{})
+	if want := []string{"b=20", "c=3"}; !slices.Equal(got, want) {
+		t.Errorf("after commit: %q, want %q", got, want)
+	}
+}
+
+func testIteratorSeesOwnWrites(t *testing.T, s storage.Store) {
+	write(t, s, set("a", "1"), set("b", "2"), set("c", "3"), set("d", "4"))
+	tx := []op{
+		set("b", "20"), // overwrite a committed key
+		del("c"),       // delete a committed key
+		set("bb", "x"), // a new key between committed ones
+		set("e", "5"),  // a new key past the last committed one
+		set("0", "0"),  // a new key before the first
+		set("f", "6"),  // a new key...
+		del("f"),       // ...deleted in the same transaction
+		del("zz"),      // deleting a key that never existed
+	}
+	merged := []string{"0=0", "a=1", "b=20", "bb=x", "d=4", "e=5"}
+	tests := []struct {
+		name string
+		p    storage.IterParams
+		seek string // empty: First
+		want []string
+	}{
+		{"all", storage.IterParams{}, "", merged},
+		{"all reverse", storage.IterParams{Reverse: true}, "", reversed(merged)},
+		{"bounded", storage.IterParams{Lower: b("b"), Upper: b("d")}, "", []string{"b=20", "bb=x"}},
+		{"bounded reverse", storage.IterParams{Lower: b("b"), Upper: b("d"), Reverse: true}, "", []string{"bb=x", "b=20"}},
+		{"seek onto a deleted key", storage.IterParams{}, "c", []string{"d=4", "e=5"}},
+		{"reverse seek onto a deleted key", storage.IterParams{Reverse: true}, "c", []string{"bb=x", "b=20", "a=1", "0=0"}},
+		{"only deleted keys in range", storage.IterParams{Lower: b("c"), Upper: b("d")}, "", nil},
+	}
+	err := s.Update(context.Background(), func(txn storage.Txn) error {
+		if err := apply(txn, tx); err != nil {
+			return err
+		}
+		for _, tc := range tests {
+			it, err := txn.NewIter(tc.p)
+			if err != nil {
+				return err
+			}
+			var ok bool
+			if tc.seek == "" {
+				ok = it.First()
+			} else {
+				ok = it.SeekGE(b(tc.seek))
+			}
+			got, err := drain(it, ok)
+			if err != nil {
+				return err
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("%s: got %q\nwant %q", tc.name, got, tc.want)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Update: %v", err)
+	}
+	if got := viewScan(t, s, storage.IterParams{}); !slices.Equal(got, merged) {
+		t.Errorf("after commit: %q\nwant %q", got, merged)
+	}
+}
+
+var errAbort = errors.New("abort on purpose")
+
+func testAtomicity(t *testing.T, s storage.Store) {
+	write(t, s, set("a", "1"), set("b", "2"))
+	before := viewScan(t, s, storage.IterParams{})
+	err := s.Update(context.Background(), func(tx storage.Txn) error {
+		if err := apply(tx, []op{set("a", "changed"), del("b"), set("c", "new")}); err != nil {
+			return err
+		}
+		return errAbort
+	})
+	if !errors.Is(err, errAbort) {
+		t.Fatalf("Update = %v, want the function's error", err)
+	}
+	if got := viewScan(t, s, storage.IterParams{}); !slices.Equal(got, before) {
+		t.Errorf("after a failed Update: %q, want %q", got, before)
+	}
+}
+
+func testPanicRollsBack(t *testing.T, s storage.Store) {
+	write(t, s, set("a", "1"))
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Errorf("the panic did not propagate out of Update")
+			}
+		}()
+		_ = s.Update(context.Background(), func(tx storage.Txn) error {
+			if err := tx.Set(b("a"), b("changed")); err != nil {
+				return err
+			}
+			panic("on purpose")
+		})
+	}()
+	if v, _ := get(t, s, "a"); v != "1" {
+		t.Errorf("after a panicking Update: a = %q, want 1", v)
+	}
+	// The store must still take writes: nothing may be left locked.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		write(t, s, set("a", "2"))
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Update after a panicking Update did not finish")
+	}
+	if v, _ := get(t, s, "a"); v != "2" {
+		t.Errorf("a = %q, want 2", v)
+	}
+}
+
+func testErrorsPassThrough(t *testing.T, s storage.Store) {
+	wrapped := fmt.Errorf("context: %w", errAbort)
+	if err := s.View(context.Background(), func(storage.Reader) error { return wrapped }); !errors.Is(err, errAbort) {
+		t.Errorf("View = %v, want the function's error", err)
+	}
+	if err := s.Update(context.Background(), func(storage.Txn) error { return wrapped }); !errors.Is(err, errAbort) {
+		t.Errorf("Update = %v, want the function's error", err)
+	}
+	// A read-only Update commits nothing and succeeds.
+	if err := s.Update(context.Background(), func(tx storage.Txn) error {
+		_, err := tx.Get(b("nothing"))
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil
+		}
+		return err
+	}); err != nil {
+		t.Errorf("read-only Update = %v", err)
+	}
+}
+
+func testSnapshotIsolation(t *testing.T, s storage.Store) {
+	write(t, s, set("k", "old"), set("gone", "here"), set("m", "1"))
+	before := []string{"gone=here", "k=old", "m=1"}
+	after := []string{"k=new", "m=1", "n=added"}
+
+	err := s.View(context.Background(), func(r storage.Reader) error {
+		// Read something first: some backends take the snapshot lazily.
+		if v, _, err := getFrom(r, "k"); err != nil || v != "old" {
+			return fmt.Errorf("first read: %q, %v", v, err)
+		}
+		early, err := r.NewIter(storage.IterParams{})
+		if err != nil {
+			return err
+		}
+
+		// Commit from another goroutine while the View is open.
+		done := make(chan error)
+		go func() {
+			done <- s.Update(context.Background(), func(tx storage.Txn) error {
+				return apply(tx, []op{set("k", "new"), del("gone"), set("n", "added")})
+			})
+		}()
+		if err := <-done; err != nil {
+			return fmt.Errorf("concurrent Update: %w", err)
+		}
+
+		for _, want := range []struct {
+			key, value string
+			found      bool
+		}{{"k", "old", true}, {"gone", "here", true}, {"n", "", false}} {
+			v, found, err := getFrom(r, want.key)
+			if err != nil {
+				return err
+			}
+			if v != want.value || found != want.found {
+				t.Errorf("View after a concurrent commit: Get(%q) = %q, found %v; want %q, found %v", want.key, v, found, want.value, want.found)
+			}
+		}
+		got, err := drain(early, early.First())
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(got, before) {
+			t.Errorf("iterator opened before the commit: %q, want %q", got, before)
+		}
+		got, err = scan(r, storage.IterParams{})
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(got, before) {
+			t.Errorf("iterator opened after the commit: %q, want %q", got, before)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("View: %v", err)
+	}
+	if got := viewScan(t, s, storage.IterParams{}); !slices.Equal(got, after) {
+		t.Errorf("new View: %q, want %q", got, after)
+	}
+}
+
+// testConsistentViewsUnderWrites has writers keep two keys equal, and
+// readers check that no View ever sees them differ or sees the pair move
+// while it reads.
+func testConsistentViewsUnderWrites(t *testing.T, s storage.Store) {
+	write(t, s, set("x", "0"), set("y", "0"))
+	ctx := context.Background()
+	const writes = 100
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	writerErr := make(chan error, 1)
+	go func() {
+		defer close(stop)
+		for i := 1; i <= writes; i++ {
+			v := b(strconv.Itoa(i))
+			err := s.Update(ctx, func(tx storage.Txn) error {
+				if err := tx.Set(b("x"), v); err != nil {
+					return err
+				}
+				return tx.Set(b("y"), v)
+			})
+			if err != nil {
+				writerErr <- err
+				return
+			}
+		}
+	}()
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				err := s.View(ctx, func(r storage.Reader) error {
+					x1, _, err := getFrom(r, "x")
+					if err != nil {
+						return err
+					}
+					got, err := scan(r, storage.IterParams{})
+					if err != nil {
+						return err
+					}
+					x2, _, err := getFrom(r, "x")
+					if err != nil {
+						return err
+					}
+					want := []string{"x=" + x1, "y=" + x1}
+					if !slices.Equal(got, want) || x2 != x1 {
+						return fmt.Errorf("inconsistent View: x=%s, then %q, then x=%s", x1, got, x2)
+					}
+					return nil
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	select {
+	case err := <-writerErr:
+		t.Fatalf("Update: %v", err)
+	default:
+	}
+	if v, _ := get(t, s, "y"); v != strconv.Itoa(writes) {
+		t.Errorf("y = %s, want %d", v, writes)
+	}
+}
+
+func testConcurrentCounter(t *testing.T, s storage.Store) {
+	const (
+		writers = 16
+		each    = 25
+	)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				err := s.Update(ctx, func(tx storage.Txn) error {
+					n := 0
+					v, err := tx.Get(b("counter"))
+					switch {
+					case errors.Is(err, storage.ErrNotFound):
+					case err != nil:
+						return err
+					default:
+						if n, err = strconv.Atoi(string(v)); err != nil {
+							return err
+						}
+					}
+					if err := tx.Set(b("counter"), b(strconv.Itoa(n+1))); err != nil {
+						return err
+					}
+					// Record who took each value: a lost update shows up
+					// as two writers holding the same one.
+					return tx.Set(b(fmt.Sprintf("taken/%06d", n+1)), b(fmt.Sprintf("%d/%d", w, i)))
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("Update: %v", err)
+	}
+	if v, _ := get(t, s, "counter"); v != strconv.Itoa(writers*each) {
+		t.Errorf("counter = %s, want %d", v, writers*each)
+	}
+	taken := viewScan(t, s, storage.IterParams{Lower: b("taken/"), Upper: b("taken0")})
+	if len(taken) != writers*each {
+		t.Errorf("%d values taken, want %d", len(taken), writers*each)
+	}
+	owners := map[string]bool{}
+	for _, kv := range taken {
+		_, owner, _ := strings.Cut(kv, "=")
+		if owners[owner] {
+			t.Errorf("increment %s counted twice", owner)
+		}
+		owners[owner] = true
+	}
+}
+
+func testCopies(t *testing.T, s storage.Store) {
+	key, value := b("key"), b("value")
+	lower, upper := b("k"), b("l")
+	err := s.Update(context.Background(), func(tx storage.Txn) error {
+		if err := tx.Set(key, value); err != nil {
+			return err
+		}
+		// Scribble over both slices while the transaction is open.
+		copy(key, "XXX")
+		copy(value, "XXXXX")
+		v, found, err := getFrom(tx, "key")
+		if err != nil {
+			return err
+		}
+		if !found || v != "value" {
+			t.Errorf("inside Update after mutating the arguments: Get(key) = %q, found %v", v, found)
+		}
+		// Bounds too: the iterator keeps to the range it was given.
+		it, err := tx.NewIter(storage.IterParams{Lower: lower, Upper: upper})
+		if err != nil {
+			return err
+		}
+		copy(lower, "a")
+		copy(upper, "z")
+		got, err := drain(it, it.First())
+		if err != nil {
+			return err
+		}
+		if want := []string{"key=value"}; !slices.Equal(got, want) {
+			t.Errorf("iterator after mutating its bounds: %q, want %q", got, want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Update: %v", err)
+	}
+	key2, value2 := b("key2"), b("value2")
+	write(t, s) // an empty Update in between does no harm
+	err = s.Update(context.Background(), func(tx storage.Txn) error { return tx.Set(key2, value2) })
+	if err != nil {
+		t.Fatalf("Update: %v", err)
+	}
+	copy(key2, "XXXX")
+	copy(value2, "XXXXXX")
+	got := viewScan(t, s, storage.IterParams{})
+	if want := []string{"key=value", "key2=value2"}; !slices.Equal(got, want) {
+		t.Errorf("after mutating the arguments: %q, want %q", got, want)
+	}
+	// A value returned by Get belongs to the caller once it is copied; the
+	// store must not hand out the same memory to the next reader.
+	err = s.View(context.Background(), func(r storage.Reader) error {
+		v, err := r.Get(b("key"))
+		if err != nil {
+			return err
+		}
+		kept := slices.Clone(v)
+		if _, err := r.Get(b("key2")); err != nil {
+			return err
+		}
+		if string(kept) != "value" {
+			t.Errorf("copied value changed to %q", kept)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("View: %v", err)
+	}
+}
+
+func testLargeValues(t *testing.T, s storage.Store) {
+	big := bytes.Repeat(b("0123456789abcdef"), 1<<18) // 4 MiB
+	const many = 2000
+	err := s.Update(context.Background(), func(tx storage.Txn) error {
+		if err := tx.Set(b("big"), big); err != nil {
+			return err
+		}
+		for i := range many {
+			if err := tx.Set(b(fmt.Sprintf("many/%05d", i)), b(strconv.Itoa(i))); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Update: %v", err)
+	}
+	err = s.View(context.Background(), func(r storage.Reader) error {
+		v, err := r.Get(b("big"))
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(v, big) {
+			t.Errorf("big value: got %d bytes, not the %d written", len(v), len(big))
+		}
+		got, err := scan(r, storage.IterParams{Lower: b("many/"), Upper: b("many0")})
+		if err != nil {
+			return err
+		}
+		if len(got) != many {
+			t.Errorf("scanned %d keys, want %d", len(got), many)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("View: %v", err)
+	}
+}
+
+func testCancelledContext(t *testing.T, s storage.Store) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	expired, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel2()
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		want error
+	}{
+		{"cancelled", cancelled, context.Canceled},
+		{"deadline passed", expired, context.DeadlineExceeded},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			called := false
+			err := s.View(tc.ctx, func(storage.Reader) error { called = true; return nil })
+			if !errors.Is(err, tc.want) || called {
+				t.Errorf("View = %v, function called %v; want %v and no call", err, called, tc.want)
+			}
+			err = s.Update(tc.ctx, func(tx storage.Txn) error {
+				called = true
+				return tx.Set(b("written"), b("1"))
+			})
+			if !errors.Is(err, tc.want) || called {
+				t.Errorf("Update = %v, function called %v; want %v and no call", err, called, tc.want)
+			}
+			if _, found := get(t, s, "written"); found {
+				t.Errorf("a cancelled Update wrote")
+			}
+		})
+	}
+}
+
+func testClosed(t *testing.T, s storage.Store) {
+	write(t, s, set("a", "1"))
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	called := false
+	if err := s.View(context.Background(), func(storage.Reader) error { called = true; return nil }); !errors.Is(err, storage.ErrClosed) {
+		t.Errorf("View after Close = %v, want ErrClosed", err)
+	}
+	if err := s.Update(context.Background(), func(storage.Txn) error { called = true; return nil }); !errors.Is(err, storage.ErrClosed) {
+		t.Errorf("Update after Close = %v, want ErrClosed", err)
+	}
+	if called {
+		t.Errorf("a function ran after Close")
+	}
+	if sz, ok := s.(storage.Sizer); ok {
+		if _, err := sz.DiskUsage(); !errors.Is(err, storage.ErrClosed) {
+			t.Errorf("DiskUsage after Close = %v, want ErrClosed", err)
+		}
+	}
+	if err := s.Close(); !errors.Is(err, storage.ErrClosed) {
+		t.Errorf("second Close = %v, want ErrClosed", err)
+	}
+}
+
+// testCloseWaits closes the store while a View and an Update are running:
+// Close must wait for both, and the Update must commit.
+func testCloseWaits(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	release := make(chan struct{})
+	var running sync.WaitGroup
+	running.Add(2)
+	viewErr, updateErr := make(chan error, 1), make(chan error, 1)
+	go func() {
+		viewErr <- s.View(ctx, func(r storage.Reader) error {
+			running.Done()
+			<-release
+			_, err := r.Get(b("anything"))
+			if errors.Is(err, storage.ErrNotFound) {
+				return nil
+			}
+			return err
+		})
+	}()
+	var once sync.Once
+	go func() {
+		updateErr <- s.Update(ctx, func(tx storage.Txn) error {
+			once.Do(running.Done)
+			<-release
+			return tx.Set(b("late"), b("write"))
+		})
+	}()
+	running.Wait()
+
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) while calls were running", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	if err := <-viewErr; err != nil {
+		t.Errorf("View running during Close = %v", err)
+	}
+	if err := <-updateErr; err != nil {
+		t.Errorf("Update running during Close = %v", err)
+	}
+	if err := <-closed; err != nil {
+		t.Errorf("Close = %v", err)
+	}
+	if err := s.View(ctx, func(storage.Reader) error { return nil }); !errors.Is(err, storage.ErrClosed) {
+		t.Errorf("View after Close = %v, want ErrClosed", err)
+	}
+}
