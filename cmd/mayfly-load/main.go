@@ -1,0 +1,518 @@
+// Command mayfly-load drives a Cosmos DB endpoint with the official Go SDK
+// (azcosmos) and reports throughput and latency.
+//
+// It runs N goroutines through three phases, each for a fixed time or a
+// fixed number of operations:
+//
+//	create  CreateItem over a working set of -items ids; once every id
+//	        exists, later writes to them are UpsertItem
+//	read    ReadItem of a random id in the working set
+//	query   SELECT * FROM c WHERE c.id = @id, scoped to the item's
+//	        partition key, reading every page
+//
+// and prints, per phase, operations per second and the 50th and 99th
+// percentile latencies. With -out it also writes the results as JSON; with
+// -baseline it adds each phase's throughput as a ratio of the baseline's,
+// which is how `make bench` compares Mayfly with the floor server
+// (cmd/mayfly-floor).
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+)
+
+const emulatorKey = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw=="
+
+type config struct {
+	endpoint, key, caFile  string
+	insecure, http1        bool
+	concurrency, items     int
+	ops                    int64
+	duration               time.Duration
+	database, container    string
+	phases                 []string
+	docSize, partitions    int
+	outFile, baselineFile  string
+	label                  string
+	maxErrors              int64
+	requestTimeout         time.Duration
+	keepDatabase, noCreate bool
+}
+
+func main() {
+	var cfg config
+	var phases string
+	flag.StringVar(&cfg.endpoint, "endpoint", "https://localhost:8081/", "account endpoint")
+	flag.StringVar(&cfg.key, "key", emulatorKey, "account key")
+	flag.StringVar(&cfg.caFile, "ca-file", "", "PEM file to trust (default: fetch /_explorer/emulator.pem from the endpoint and trust that)")
+	flag.BoolVar(&cfg.insecure, "insecure", false, "skip certificate verification")
+	flag.BoolVar(&cfg.http1, "http1", false, "use HTTP/1.1 instead of HTTP/2, which the SDK's own transport prefers")
+	flag.IntVar(&cfg.concurrency, "concurrency", 16, "goroutines issuing requests")
+	flag.DurationVar(&cfg.duration, "duration", 10*time.Second, "length of each phase (ignored with -ops)")
+	flag.Int64Var(&cfg.ops, "ops", 0, "operations per phase instead of a duration")
+	flag.IntVar(&cfg.items, "items", 10000, "ids in the working set")
+	flag.IntVar(&cfg.partitions, "partitions", 64, "distinct partition key values over the working set")
+	flag.IntVar(&cfg.docSize, "doc-size", 256, "approximate size of each item in bytes")
+	flag.StringVar(&cfg.database, "database", "mayfly-load", "database to use (created if missing)")
+	flag.StringVar(&cfg.container, "container", "items", "container to use (created if missing, partitioned on /pk)")
+	flag.StringVar(&phases, "phases", "create,read,query", "phases to run, in order")
+	flag.StringVar(&cfg.outFile, "out", "", "write the results as JSON to this file")
+	flag.StringVar(&cfg.baselineFile, "baseline", "", "JSON results of another run to compare throughput with")
+	flag.StringVar(&cfg.label, "label", "", "name of this target in the report (default: the endpoint)")
+	flag.Int64Var(&cfg.maxErrors, "max-errors", 100, "stop a phase after this many failed operations")
+	flag.DurationVar(&cfg.requestTimeout, "request-timeout", 30*time.Second, "time limit for each operation")
+	flag.BoolVar(&cfg.keepDatabase, "keep", false, "keep the database afterwards (default: delete it if this run created it)")
+	flag.Parse()
+	cfg.phases = strings.Split(phases, ",")
+	if cfg.label == "" {
+		cfg.label = cfg.endpoint
+	}
+
+	if err := run(context.Background(), cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "mayfly-load:", err)
+		os.Exit(1)
+	}
+}
+
+// phaseResult is one phase's measurements; it is also the JSON format of
+// -out and -baseline.
+type phaseResult struct {
+	Phase     string  `json:"phase"`
+	Ops       int64   `json:"ops"`
+	Errors    int64   `json:"errors"`
+	Seconds   float64 `json:"seconds"`
+	OpsPerSec float64 `json:"ops_per_sec"`
+	P50Ms     float64 `json:"p50_ms"`
+	P99Ms     float64 `json:"p99_ms"`
+	FirstErr  string  `json:"first_error,omitempty"`
+}
+
+type report struct {
+	Label       string        `json:"label"`
+	Endpoint    string        `json:"endpoint"`
+	Concurrency int           `json:"concurrency"`
+	Phases      []phaseResult `json:"phases"`
+}
+
+func run(ctx context.Context, cfg config) error {
+	for _, p := range cfg.phases {
+		if _, ok := phaseOps[p]; !ok {
+			return fmt.Errorf("unknown phase %q (want create, read or query)", p)
+		}
+	}
+	if cfg.concurrency < 1 || cfg.items < 1 || cfg.partitions < 1 {
+		return errors.New("-concurrency, -items and -partitions must be positive")
+	}
+	var baseline *report
+	if cfg.baselineFile != "" {
+		data, err := os.ReadFile(cfg.baselineFile)
+		if err != nil {
+			return err
+		}
+		baseline = new(report)
+		if err := json.Unmarshal(data, baseline); err != nil {
+			return fmt.Errorf("%s: %w", cfg.baselineFile, err)
+		}
+	}
+
+	httpClient, err := newHTTPClient(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	cred, err := azcosmos.NewKeyCredential(cfg.key)
+	if err != nil {
+		return fmt.Errorf("key: %w", err)
+	}
+	client, err := azcosmos.NewClientWithKey(cfg.endpoint, cred, &azcosmos.ClientOptions{
+		ClientOptions: azcore.ClientOptions{Transport: httpClient},
+	})
+	if err != nil {
+		return err
+	}
+	container, cleanup, err := setUp(ctx, client, cfg)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+
+	w := &workload{cfg: cfg, container: container, payload: strings.Repeat("x", max(cfg.docSize-60, 0))}
+	rep := report{Label: cfg.label, Endpoint: cfg.endpoint, Concurrency: cfg.concurrency}
+	for _, p := range cfg.phases {
+		if p != "create" && w.existing() == 0 {
+			// Nothing to read yet: fill the working set first, untimed.
+			if _, err := w.fill(ctx); err != nil {
+				return err
+			}
+		}
+		res := w.runPhase(ctx, p)
+		rep.Phases = append(rep.Phases, res)
+		fmt.Fprintf(os.Stderr, "%s: %s %.0f ops/s\n", cfg.label, p, res.OpsPerSec)
+	}
+	printReport(os.Stdout, rep, baseline)
+
+	if cfg.outFile != "" {
+		data, _ := json.MarshalIndent(rep, "", "  ")
+		if err := os.WriteFile(cfg.outFile, append(data, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	for _, r := range rep.Phases {
+		if r.Errors > 0 {
+			return fmt.Errorf("%s phase: %d operations failed; first: %s", r.Phase, r.Errors, r.FirstErr)
+		}
+	}
+	return nil
+}
+
+// newHTTPClient mirrors the SDK's default transport (HTTP/2, many idle
+// connections) but trusts the server's own certificate.
+func newHTTPClient(ctx context.Context, cfg config) (*http.Client, error) {
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
+	switch {
+	case cfg.insecure:
+		tlsConfig.InsecureSkipVerify = true
+	default:
+		pem, err := serverCertificate(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, errors.New("no certificate in the PEM to trust")
+		}
+		tlsConfig.RootCAs = pool
+	}
+	transport := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     !cfg.http1,
+		MaxIdleConns:          1000,
+		MaxIdleConnsPerHost:   max(100, cfg.concurrency),
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		TLSClientConfig:       tlsConfig,
+	}
+	if cfg.http1 {
+		transport.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+	}
+	return &http.Client{Transport: transport, Timeout: cfg.requestTimeout}, nil
+}
+
+func serverCertificate(ctx context.Context, cfg config) ([]byte, error) {
+	if cfg.caFile != "" {
+		return os.ReadFile(cfg.caFile)
+	}
+	u, err := url.JoinPath(cfg.endpoint, "/_explorer/emulator.pem")
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	// Trust on first use: the PEM itself is fetched without verification.
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true},
+	}}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("fetch the server certificate: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("fetch the server certificate: %s: %s", resp.Status, body)
+	}
+	return body, nil
+}
+
+// setUp creates the database and container when missing and returns a
+// cleanup that deletes the database if this run created it.
+func setUp(ctx context.Context, client *azcosmos.Client, cfg config) (*azcosmos.ContainerClient, func(), error) {
+	created := false
+	if _, err := client.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: cfg.database}, nil); err == nil {
+		created = true
+	} else if !isStatus(err, http.StatusConflict) {
+		return nil, nil, fmt.Errorf("create database %s: %w", cfg.database, err)
+	}
+	db, err := client.NewDatabase(cfg.database)
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup := func() {
+		if created && !cfg.keepDatabase {
+			if _, err := db.Delete(context.Background(), nil); err != nil {
+				fmt.Fprintln(os.Stderr, "mayfly-load: delete database:", err)
+			}
+		}
+	}
+	props := azcosmos.ContainerProperties{
+		ID:                     cfg.container,
+		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}, Kind: azcosmos.PartitionKeyKindHash, Version: 2},
+	}
+	if _, err := db.CreateContainer(ctx, props, nil); err != nil && !isStatus(err, http.StatusConflict) {
+		cleanup()
+		return nil, nil, fmt.Errorf("create container %s: %w", cfg.container, err)
+	}
+	container, err := db.NewContainer(cfg.container)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return container, cleanup, nil
+}
+
+func isStatus(err error, status int) bool {
+	var re *azcore.ResponseError
+	return errors.As(err, &re) && re.StatusCode == status
+}
+
+// workload holds what the phases share: the container and how much of the
+// working set exists.
+type workload struct {
+	cfg       config
+	container *azcosmos.ContainerClient
+	payload   string
+	written   atomic.Int64 // ids item-0 … item-(written-1) exist, capped at items
+}
+
+func (w *workload) existing() int64 { return min(w.written.Load(), int64(w.cfg.items)) }
+
+func (w *workload) id(n int64) string { return fmt.Sprintf("item-%d", n) }
+
+func (w *workload) pk(n int64) string { return fmt.Sprintf("pk-%d", n%int64(w.cfg.partitions)) }
+
+type document struct {
+	ID      string `json:"id"`
+	PK      string `json:"pk"`
+	N       int64  `json:"n"`
+	Payload string `json:"payload"`
+}
+
+var phaseOps = map[string]func(w *workload, ctx context.Context, seq int64, rng *rand.Rand) error{
+	"create": (*workload).write,
+	"read":   (*workload).read,
+	"query":  (*workload).query,
+}
+
+// write creates item seq%items on the first pass over the working set and
+// upserts it afterwards.
+func (w *workload) write(ctx context.Context, seq int64, _ *rand.Rand) error {
+	n := seq % int64(w.cfg.items)
+	doc, err := json.Marshal(document{ID: w.id(n), PK: w.pk(n), N: seq, Payload: w.payload})
+	if err != nil {
+		return err
+	}
+	pk := azcosmos.NewPartitionKeyString(w.pk(n))
+	if seq < int64(w.cfg.items) {
+		_, err = w.container.CreateItem(ctx, pk, doc, nil)
+		// A rerun with -keep finds the item already there.
+		if isStatus(err, http.StatusConflict) {
+			_, err = w.container.UpsertItem(ctx, pk, doc, nil)
+		}
+	} else {
+		_, err = w.container.UpsertItem(ctx, pk, doc, nil)
+	}
+	if err == nil {
+		// Items are written in order per worker but not overall; count
+		// the highest id known to exist conservatively.
+		for {
+			cur := w.written.Load()
+			if seq+1 <= cur || w.written.CompareAndSwap(cur, seq+1) {
+				break
+			}
+		}
+	}
+	return err
+}
+
+func (w *workload) read(ctx context.Context, _ int64, rng *rand.Rand) error {
+	n := rng.Int64N(w.existing())
+	resp, err := w.container.ReadItem(ctx, azcosmos.NewPartitionKeyString(w.pk(n)), w.id(n), nil)
+	if err != nil {
+		return err
+	}
+	var doc document
+	if err := json.Unmarshal(resp.Value, &doc); err != nil {
+		return fmt.Errorf("read %s: %w", w.id(n), err)
+	}
+	if doc.ID != w.id(n) {
+		return fmt.Errorf("read %s: got item %q", w.id(n), doc.ID)
+	}
+	return nil
+}
+
+func (w *workload) query(ctx context.Context, _ int64, rng *rand.Rand) error {
+	n := rng.Int64N(w.existing())
+	pager := w.container.NewQueryItemsPager("SELECT * FROM c WHERE c.id = @id",
+		azcosmos.NewPartitionKeyString(w.pk(n)),
+		&azcosmos.QueryOptions{QueryParameters: []azcosmos.QueryParameter{{Name: "@id", Value: w.id(n)}}})
+	found := 0
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return err
+		}
+		found += len(page.Items)
+	}
+	if found != 1 {
+		return fmt.Errorf("query for %s: %d items, want 1", w.id(n), found)
+	}
+	return nil
+}
+
+// fill writes the whole working set once, untimed, for runs that start
+// with a read or query phase.
+func (w *workload) fill(ctx context.Context) (phaseResult, error) {
+	cfg := w.cfg
+	cfg.ops, cfg.duration = int64(cfg.items), 0
+	res := (&workload{cfg: cfg, container: w.container, payload: w.payload}).runPhaseWith(ctx, "create", w)
+	if res.Errors > 0 {
+		return res, fmt.Errorf("fill the working set: %s", res.FirstErr)
+	}
+	return res, nil
+}
+
+func (w *workload) runPhase(ctx context.Context, phase string) phaseResult {
+	return w.runPhaseWith(ctx, phase, w)
+}
+
+// runPhaseWith runs one phase with the limits of w.cfg, recording writes in
+// target (which differs from w only while filling).
+func (w *workload) runPhaseWith(ctx context.Context, phase string, target *workload) phaseResult {
+	op := phaseOps[phase]
+	var (
+		seq, errs atomic.Int64
+		firstErr  atomic.Pointer[string]
+		wg        sync.WaitGroup
+		latencies = make([][]time.Duration, w.cfg.concurrency)
+	)
+	deadline := time.Time{}
+	if w.cfg.ops <= 0 {
+		deadline = time.Now().Add(w.cfg.duration)
+	}
+	start := time.Now()
+	for g := range w.cfg.concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(g), uint64(start.UnixNano())))
+			lat := make([]time.Duration, 0, 1024)
+			for {
+				if !deadline.IsZero() && time.Now().After(deadline) {
+					break
+				}
+				s := seq.Add(1) - 1
+				if w.cfg.ops > 0 && s >= w.cfg.ops {
+					break
+				}
+				if errs.Load() >= w.cfg.maxErrors {
+					break
+				}
+				opCtx, cancel := context.WithTimeout(ctx, w.cfg.requestTimeout)
+				t0 := time.Now()
+				err := op(target, opCtx, s, rng)
+				d := time.Since(t0)
+				cancel()
+				if err != nil {
+					errs.Add(1)
+					msg := err.Error()
+					firstErr.CompareAndSwap(nil, &msg)
+					continue
+				}
+				lat = append(lat, d)
+			}
+			latencies[g] = lat
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+
+	all := slices.Concat(latencies...)
+	slices.Sort(all)
+	res := phaseResult{
+		Phase:   phase,
+		Ops:     int64(len(all)),
+		Errors:  errs.Load(),
+		Seconds: elapsed.Seconds(),
+		P50Ms:   percentile(all, 0.50),
+		P99Ms:   percentile(all, 0.99),
+	}
+	if elapsed > 0 {
+		res.OpsPerSec = float64(len(all)) / elapsed.Seconds()
+	}
+	if p := firstErr.Load(); p != nil {
+		res.FirstErr = firstLine(*p)
+	}
+	return res
+}
+
+func percentile(sorted []time.Duration, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(sorted)-1) + 0.5)
+	return float64(sorted[i]) / float64(time.Millisecond)
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+func printReport(out io.Writer, rep report, baseline *report) {
+	fmt.Fprintf(out, "\n%s (%d goroutines)\n", rep.Label, rep.Concurrency)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	header := "phase\tops\terrors\tops/s\tp50 ms\tp99 ms\t"
+	if baseline != nil {
+		header += baseline.Label + " ops/s\tratio\t"
+	}
+	fmt.Fprintln(tw, header)
+	for _, r := range rep.Phases {
+		line := fmt.Sprintf("%s\t%d\t%d\t%.0f\t%.2f\t%.2f\t", r.Phase, r.Ops, r.Errors, r.OpsPerSec, r.P50Ms, r.P99Ms)
+		if baseline != nil {
+			i := slices.IndexFunc(baseline.Phases, func(b phaseResult) bool { return b.Phase == r.Phase })
+			if i >= 0 && baseline.Phases[i].OpsPerSec > 0 {
+				b := baseline.Phases[i].OpsPerSec
+				line += fmt.Sprintf("%.0f\t%.2f\t", b, r.OpsPerSec/b)
+			} else {
+				line += "-\t-\t"
+			}
+		}
+		fmt.Fprintln(tw, line)
+	}
+	tw.Flush()
+	for _, r := range rep.Phases {
+		if r.FirstErr != "" {
+			fmt.Fprintf(out, "%s: %d errors; first: %s\n", r.Phase, r.Errors, r.FirstErr)
+		}
+	}
+}
