@@ -10,29 +10,20 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 port=8081
 endpoint="https://localhost:${port}/"
 out=bin/e2e
 
-say() { printf '\n==> %s\n' "$*"; }
-fail() { printf 'e2e: %s\n' "$*" >&2; exit 1; }
-
-command -v curl >/dev/null || fail "curl is required to wait for the server"
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
 	say "node or npm missing; installing the Debian packages"
-	if [ "$(id -u)" = 0 ]; then
-		apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null
-	else
-		sudo apt-get update -qq && sudo apt-get install -y -qq nodejs npm >/dev/null
-	fi
+	sudo=; [ "$(id -u)" = 0 ] || sudo=sudo
+	$sudo apt-get update -qq && $sudo apt-get install -y -qq nodejs npm >/dev/null
 fi
-
-if (exec 3<>"/dev/tcp/127.0.0.1/${port}") 2>/dev/null; then
-	fail "port ${port} is already in use; stop whatever listens there (the SDK tests need exactly this port)"
-fi
-
+require_free_port "$port"
 rm -rf "$out"
 mkdir -p "$out"
+pem="$PWD/$out/emulator.pem"
 
 say "build"
 t0=$SECONDS
@@ -40,54 +31,30 @@ go build -o bin/ ./cmd/mayfly ./integration/emulatorsuite
 echo "built bin/mayfly and bin/emulatorsuite in $((SECONDS - t0))s"
 
 say "start mayfly --in-memory on :${port}"
-server_pid=
-stop_server() {
-	if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-		kill "$server_pid" 2>/dev/null || true
-		for _ in $(seq 50); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
-		kill -9 "$server_pid" 2>/dev/null || true
-		wait "$server_pid" 2>/dev/null || true
-	fi
-}
-trap stop_server EXIT
+trap stop_servers EXIT
 trap 'exit 130' INT TERM
-
-./bin/mayfly --in-memory --addr ":${port}" >"$out/mayfly.log" 2>&1 &
-server_pid=$!
-
-t0=$SECONDS
-until curl -ksf -o "$out/emulator.pem" "${endpoint}_explorer/emulator.pem"; do
-	if ! kill -0 "$server_pid" 2>/dev/null; then
-		echo "--- mayfly.log"; cat "$out/mayfly.log"
-		fail "mayfly exited before it was ready"
-	fi
-	if [ $((SECONDS - t0)) -ge 60 ]; then
-		echo "--- mayfly.log"; cat "$out/mayfly.log"
-		fail "mayfly not ready after 60s"
-	fi
-	sleep 0.2
-done
-echo "ready in $((SECONDS - t0))s; certificate saved to $out/emulator.pem"
+start_server "$out/mayfly.log" ./bin/mayfly --in-memory --addr ":${port}"
+server_pid=$started_pid
+wait_ready "$endpoint" "$server_pid" "$out/mayfly.log" "$pem"
 
 status=0
-declare -A took
 
 say "(a) Go SDK emulator suite"
 t0=$SECONDS
-if ! ./bin/emulatorsuite -list integration/emulator-suite.txt -work "$out/emulator" -ca-file "$PWD/$out/emulator.pem"; then
+if ! ./bin/emulatorsuite -list integration/emulator-suite.txt -work "$out/emulator" -ca-file "$pem"; then
 	status=1
 	echo "(a) FAILED"
 fi
-took[a]=$((SECONDS - t0))
+took_a=$((SECONDS - t0))
 
 say "(b) JavaScript SDK smoke test"
 t0=$SECONDS
 if ! (cd integration/js && npm ci --no-audit --no-fund --loglevel=error &&
-	MAYFLY_ENDPOINT="$endpoint" MAYFLY_CA_FILE="$PWD/../../$out/emulator.pem" node --test --test-reporter=spec); then
+	MAYFLY_ENDPOINT="$endpoint" MAYFLY_CA_FILE="$pem" node --test --test-reporter=spec); then
 	status=1
 	echo "(b) FAILED"
 fi
-took[b]=$((SECONDS - t0))
+took_b=$((SECONDS - t0))
 
 if ! kill -0 "$server_pid" 2>/dev/null; then
 	status=1
@@ -99,7 +66,7 @@ if [ "$status" -ne 0 ]; then
 fi
 
 say "e2e summary"
-echo "(a) Go SDK emulator suite: ${took[a]}s"
-echo "(b) JavaScript SDK smoke:  ${took[b]}s"
+echo "(a) Go SDK emulator suite: ${took_a}s"
+echo "(b) JavaScript SDK smoke:  ${took_b}s"
 if [ "$status" -eq 0 ]; then echo "e2e: ok"; else echo "e2e: FAILED"; fi
 exit "$status"

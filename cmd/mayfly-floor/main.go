@@ -1,0 +1,335 @@
+// Command mayfly-floor is the performance floor for `make bench`: an HTTPS
+// server that answers exactly the requests cmd/mayfly-load makes, with
+// canned bodies, after checking each request's master-key signature.
+//
+// It stores nothing and evaluates nothing, so its throughput under the load
+// tool is what the transport, TLS, the signature check and the SDK itself
+// cost. Mayfly's throughput as a ratio of the floor's is then the share of
+// the ceiling that Mayfly's own work leaves.
+//
+// Requests it answers: GET / (account), database and container create and
+// read, database delete, the partition key ranges feed (with 304 once the
+// client has the current etag), item create, upsert and read, and queries on
+// a container, which return one item whose id is the @id parameter.
+// Anything else gets 404 with a JSON body naming the request.
+package main
+
+import (
+	"crypto/tls"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mayfly-db/mayfly/internal/tlscert"
+)
+
+const emulatorKey = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw=="
+
+func main() {
+	addr := flag.String("addr", ":8082", "listen address")
+	key := flag.String("key", emulatorKey, "account key requests must be signed with")
+	flag.Parse()
+
+	if err := run(*addr, *key); err != nil {
+		fmt.Fprintln(os.Stderr, "mayfly-floor:", err)
+		os.Exit(1)
+	}
+}
+
+func run(addr, key string) error {
+	verify, err := newVerifier(key)
+	if err != nil {
+		return err
+	}
+	cert, certPEM, err := tlscert.LoadOrCreate("")
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           &floor{verify: verify, certPEM: certPEM},
+		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}},
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.ServeTLS(ln, "", "") }()
+	slog.Info("mayfly-floor is ready", "addr", ln.Addr().String())
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	select {
+	case err := <-done:
+		return err
+	case <-sig:
+		return srv.Close()
+	}
+}
+
+type floor struct {
+	verify  verifier
+	certPEM []byte
+}
+
+// pkRangesETag is the version of the one partition key range every
+// container has.
+const pkRangesETag = `"pkranges-1"`
+
+func (f *floor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && r.URL.Path == "/_explorer/emulator.pem" {
+		w.Header().Set("Content-Type", "application/x-pem-file")
+		w.Write(f.certPEM)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("x-ms-request-charge", "1")
+	h.Set("x-ms-session-token", "0:-1#1")
+	if id := r.Header.Get("x-ms-activity-id"); id != "" {
+		h.Set("x-ms-activity-id", id)
+	} else {
+		h.Set("x-ms-activity-id", "00000000-0000-0000-0000-000000000000")
+	}
+
+	if err := f.verify(r); err != nil {
+		writeError(w, http.StatusUnauthorized, "Unauthorized", err.Error())
+		return
+	}
+
+	segs := segments(r.URL.EscapedPath())
+	switch {
+	case len(segs) == 0 && r.Method == http.MethodGet:
+		writeJSON(w, http.StatusOK, account(r))
+
+	case len(segs) == 1 && segs[0] == "dbs" && r.Method == http.MethodPost:
+		var body struct{ ID string }
+		if !readJSON(w, r, &body) {
+			return
+		}
+		writeJSON(w, http.StatusCreated, database(body.ID))
+	case len(segs) == 2 && segs[0] == "dbs" && r.Method == http.MethodGet:
+		writeJSON(w, http.StatusOK, database(segs[1]))
+	case len(segs) == 2 && segs[0] == "dbs" && r.Method == http.MethodDelete:
+		w.WriteHeader(http.StatusNoContent)
+
+	case len(segs) == 3 && segs[2] == "colls" && r.Method == http.MethodPost:
+		var body map[string]any
+		if !readJSON(w, r, &body) {
+			return
+		}
+		id, _ := body["id"].(string)
+		writeJSON(w, http.StatusCreated, container(id, body["partitionKey"]))
+	case len(segs) == 4 && segs[2] == "colls" && r.Method == http.MethodGet:
+		writeJSON(w, http.StatusOK, container(segs[3], nil))
+
+	case len(segs) == 5 && segs[4] == "pkranges" && r.Method == http.MethodGet:
+		h.Set("etag", pkRangesETag)
+		if r.Header.Get("If-None-Match") == pkRangesETag {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		writeJSON(w, http.StatusOK, pkRanges)
+
+	case len(segs) == 5 && segs[4] == "docs" && r.Method == http.MethodPost:
+		if strings.HasPrefix(r.Header.Get("Content-Type"), "application/query+json") {
+			f.query(w, r)
+			return
+		}
+		f.write(w, r)
+	case len(segs) == 6 && segs[4] == "docs" && r.Method == http.MethodGet:
+		h.Set("etag", itemETag)
+		writeJSON(w, http.StatusOK, item(segs[5], partitionKey(r)))
+
+	default:
+		writeError(w, http.StatusNotFound, "NotFound", fmt.Sprintf("the floor server does not answer %s %s", r.Method, r.URL.Path))
+	}
+}
+
+const itemETag = `"00000000-0000-0000-0000-000000000001"`
+
+// write answers a create or upsert. The body is read in full, as any
+// server must, and echoed unless the client asked for a minimal response.
+func (f *floor) write(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "BadRequest", err.Error())
+		return
+	}
+	status := http.StatusCreated
+	if strings.EqualFold(r.Header.Get("x-ms-documentdb-is-upsert"), "true") {
+		status = http.StatusOK
+	}
+	w.Header().Set("etag", itemETag)
+	if strings.Contains(r.Header.Get("Prefer"), "return=minimal") {
+		w.WriteHeader(status)
+		return
+	}
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+func (f *floor) query(w http.ResponseWriter, r *http.Request) {
+	var q struct {
+		Query      string
+		Parameters []struct {
+			Name  string
+			Value any
+		}
+	}
+	if !readJSON(w, r, &q) {
+		return
+	}
+	id := ""
+	for _, p := range q.Parameters {
+		if p.Name == "@id" {
+			id, _ = p.Value.(string)
+		}
+	}
+	h := w.Header()
+	h.Set("x-ms-item-count", "1")
+	if strings.EqualFold(r.Header.Get("x-ms-documentdb-populatequerymetrics"), "true") {
+		h.Set("x-ms-documentdb-query-metrics", queryMetrics)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"_rid":      collRID,
+		"Documents": []any{item(id, partitionKey(r))},
+		"_count":    1,
+	})
+}
+
+const queryMetrics = "totalExecutionTimeInMs=0.01;queryCompileTimeInMs=0.00;queryLogicalPlanBuildTimeInMs=0.00;" +
+	"queryPhysicalPlanBuildTimeInMs=0.00;queryOptimizationTimeInMs=0.00;VMExecutionTimeInMs=0.00;" +
+	"indexLookupTimeInMs=0.00;documentLoadTimeInMs=0.00;systemFunctionExecuteTimeInMs=0.00;" +
+	"userFunctionExecuteTimeInMs=0.00;retrievedDocumentCount=1;retrievedDocumentSize=100;" +
+	"outputDocumentCount=1;outputDocumentSize=100;writeOutputTimeInMs=0.00;indexUtilizationRatio=1.00"
+
+// Canned resource ids: one database, one container, for every name.
+const (
+	dbRID   = "Sl8fAA=="
+	collRID = "Sl8fAG8cXgA="
+)
+
+func account(r *http.Request) map[string]any {
+	endpoint := "https://" + r.Host + "/"
+	loc := []map[string]string{{"name": "South Central US", "databaseAccountEndpoint": endpoint}}
+	return map[string]any{
+		"id": "localhost", "_rid": "localhost", "_self": "", "_dbs": "//dbs/", "media": "//media/", "addresses": "//addresses/",
+		"writableLocations":            loc,
+		"readableLocations":            loc,
+		"enableMultipleWriteLocations": false,
+		"userConsistencyPolicy":        map[string]string{"defaultConsistencyLevel": "Session"},
+		"userReplicationPolicy":        map[string]int{"minReplicaSetSize": 1, "maxReplicasetSize": 4},
+		"systemReplicationPolicy":      map[string]int{"minReplicaSetSize": 1, "maxReplicasetSize": 4},
+		"readPolicy":                   map[string]int{"primaryReadCoefficient": 1, "secondaryReadCoefficient": 1},
+		"queryEngineConfiguration":     "{}",
+	}
+}
+
+func database(id string) map[string]any {
+	return map[string]any{
+		"id": id, "_rid": dbRID, "_self": "dbs/" + dbRID + "/", "_etag": `"00000000-0000-0000-0000-000000000002"`,
+		"_ts": 1700000000, "_colls": "colls/", "_users": "users/",
+	}
+}
+
+func container(id string, pk any) map[string]any {
+	if pk == nil {
+		pk = map[string]any{"paths": []string{"/pk"}, "kind": "Hash", "version": 2}
+	}
+	return map[string]any{
+		"id": id, "_rid": collRID, "_self": "dbs/" + dbRID + "/colls/" + collRID + "/",
+		"_etag": `"00000000-0000-0000-0000-000000000003"`, "_ts": 1700000000,
+		"_docs": "docs/", "_sprocs": "sprocs/", "_triggers": "triggers/", "_udfs": "udfs/", "_conflicts": "conflicts/",
+		"partitionKey": pk,
+		"indexingPolicy": map[string]any{
+			"indexingMode": "consistent", "automatic": true,
+			"includedPaths": []any{map[string]string{"path": "/*"}},
+			"excludedPaths": []any{map[string]string{"path": `/"_etag"/?`}},
+		},
+		"conflictResolutionPolicy": map[string]string{"mode": "LastWriterWins", "conflictResolutionPath": "/_ts", "conflictResolutionProcedure": ""},
+		"geospatialConfig":         map[string]string{"type": "Geography"},
+	}
+}
+
+var pkRanges = map[string]any{
+	"_rid": collRID, "_count": 1,
+	"PartitionKeyRanges": []any{map[string]any{
+		"id": "0", "_rid": "Sl8fAG8cXgACAAAAAAAAUA==", "_self": "dbs/" + dbRID + "/colls/" + collRID + "/pkranges/Sl8fAG8cXgACAAAAAAAAUA==/",
+		"_etag": `"00000000-0000-0000-0000-000000000004"`, "_ts": 1700000000,
+		"minInclusive": "", "maxExclusive": "FF", "ridPrefix": 0, "throughputFraction": 1,
+		"status": "online", "parents": []string{}, "ownedArchivalPKRangeIds": []string{}, "lsn": 1,
+	}},
+}
+
+func item(id string, pk any) map[string]any {
+	return map[string]any{
+		"id": id, "pk": pk, "n": 1, "payload": "floor",
+		"_rid": "Sl8fAG8cXgABAAAAAAAAAA==", "_self": "dbs/" + dbRID + "/colls/" + collRID + "/docs/Sl8fAG8cXgABAAAAAAAAAA==/",
+		"_etag": itemETag, "_attachments": "attachments/", "_ts": 1700000000,
+	}
+}
+
+// partitionKey returns the single component of the request's partition key
+// header, or nil.
+func partitionKey(r *http.Request) any {
+	var pk []any
+	if err := json.Unmarshal([]byte(r.Header.Get("x-ms-documentdb-partitionkey")), &pk); err != nil || len(pk) != 1 {
+		return nil
+	}
+	return pk[0]
+}
+
+// segments splits an escaped path into unescaped segments, so an id holding
+// an escaped "/" stays one segment.
+func segments(escaped string) []string {
+	escaped = strings.Trim(escaped, "/")
+	if escaped == "" {
+		return nil
+	}
+	segs := strings.Split(escaped, "/")
+	for i, s := range segs {
+		if u, err := pathUnescape(s); err == nil {
+			segs[i] = u
+		}
+	}
+	return segs
+}
+
+func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
+		writeError(w, http.StatusBadRequest, "BadRequest", "body is not JSON: "+err.Error())
+		return false
+	}
+	return true
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "InternalServerError", err.Error())
+		return
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+func writeError(w http.ResponseWriter, status int, code, message string) {
+	body, _ := json.Marshal(map[string]string{"code": code, "message": message})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(body)
+}

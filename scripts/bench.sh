@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Throughput of Mayfly against the floor: the same Go SDK load
+# (cmd/mayfly-load) runs first against cmd/mayfly-floor, a server that
+# checks signatures and answers with canned bodies, then against Mayfly with
+# an on-disk data directory, and Mayfly's per-phase throughput is printed
+# as a ratio of the floor's.
+#
+# Tunables (environment): BENCH_DURATION (per phase, default 10s),
+# BENCH_CONCURRENCY (default 16), BENCH_ITEMS (default 10000).
+# Results go to bin/bench/.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+. scripts/lib.sh
+duration=${BENCH_DURATION:-10s}
+concurrency=${BENCH_CONCURRENCY:-16}
+items=${BENCH_ITEMS:-10000}
+mayfly_port=8081
+floor_port=8082
+out=bin/bench
+
+require_free_port "$mayfly_port"
+require_free_port "$floor_port"
+rm -rf "$out"
+mkdir -p "$out"
+data=$(mktemp -d)
+cleanup() { stop_servers; rm -rf "$data"; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+say "build"
+go build -o bin/ ./cmd/mayfly ./cmd/mayfly-floor ./cmd/mayfly-load
+
+say "start the floor on :${floor_port} and mayfly on :${mayfly_port} (data in ${data})"
+start_server "$out/floor.log" ./bin/mayfly-floor -addr ":${floor_port}"
+floor_pid=$started_pid
+start_server "$out/mayfly.log" ./bin/mayfly --addr ":${mayfly_port}" --data-dir "$data"
+mayfly_pid=$started_pid
+wait_ready "https://localhost:${floor_port}/" "$floor_pid" "$out/floor.log" "$out/floor.pem"
+wait_ready "https://localhost:${mayfly_port}/" "$mayfly_pid" "$out/mayfly.log" "$out/mayfly.pem"
+
+load=(./bin/mayfly-load -concurrency "$concurrency" -duration "$duration" -items "$items")
+
+say "load against the floor"
+"${load[@]}" -endpoint "https://localhost:${floor_port}/" -ca-file "$out/floor.pem" \
+	-label floor -out "$out/floor.json"
+
+say "load against mayfly"
+"${load[@]}" -endpoint "https://localhost:${mayfly_port}/" -ca-file "$out/mayfly.pem" \
+	-label mayfly -out "$out/mayfly.json" -baseline "$out/floor.json"
