@@ -81,7 +81,8 @@ type Reader interface {
 	// NewIter returns an iterator over the keys in [p.Lower, p.Upper).
 	// A nil Upper means no upper bound; Lower >= Upper is an empty range.
 	// In a Txn the iterator sees the transaction's writes made before
-	// NewIter. The iterator must be closed.
+	// NewIter; whether it sees writes made while it is open is up to the
+	// backend. The iterator must be closed.
 	NewIter(p IterParams) (Iterator, error)
 }
 
