@@ -1,0 +1,552 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/storage"
+	"github.com/mayfly-db/mayfly/internal/ttl"
+)
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// containerRecord is a container's stored metadata. Props holds the
+// user-visible properties (normalised, without system properties); the rest
+// is derived from them when the record is loaded.
+type containerRecord struct {
+	ID       string         `json:"id"`
+	DBID     string         `json:"db"`
+	DBRid    []byte         `json:"dbRid"`
+	Rid      []byte         `json:"rid"`
+	Ts       int64          `json:"ts"`
+	Etag     string         `json:"etag"`
+	OfferRid string         `json:"offer,omitempty"`
+	Props    document.Value `json:"props"`
+	TTL      ttl.History    `json:"ttl"`
+
+	pk         pkDefinition
+	uniqueKeys [][][]string // per unique key, its paths
+	mode       string       // indexing mode
+}
+
+type pkDefinition struct {
+	paths   [][]string
+	raw     []string
+	kind    string
+	version int
+}
+
+func (c *containerRecord) ridString() string { return ridString(c.Rid) }
+
+func (c *containerRecord) link() string { return "dbs/" + c.DBID + "/colls/" + c.ID }
+
+func (c *containerRecord) self() string {
+	return "dbs/" + ridString(c.DBRid) + "/colls/" + c.ridString() + "/"
+}
+
+func (c *containerRecord) body() document.Value {
+	fields := append([]document.Field(nil), c.Props.Fields()...)
+	if s := c.TTL.Setting(); s.On {
+		fields = setField(fields, "defaultTtl", s.Value())
+	}
+	rid := c.ridString()
+	fields = append(fields,
+		document.Field{Name: "_rid", Value: document.Str(rid)},
+		document.Field{Name: "_ts", Value: document.Int(c.Ts)},
+		document.Field{Name: "_self", Value: document.Str(c.self())},
+		document.Field{Name: "_etag", Value: document.Str(c.Etag)},
+		document.Field{Name: "_docs", Value: document.Str("docs/")},
+		document.Field{Name: "_sprocs", Value: document.Str("sprocs/")},
+		document.Field{Name: "_triggers", Value: document.Str("triggers/")},
+		document.Field{Name: "_udfs", Value: document.Str("udfs/")},
+		document.Field{Name: "_conflicts", Value: document.Str("conflicts/")},
+	)
+	return document.Obj(fields)
+}
+
+func (c *containerRecord) resource() *Resource {
+	return &Resource{Body: c.body(), Etag: c.Etag, Rid: c.ridString()}
+}
+
+func setField(fields []document.Field, name string, v document.Value) []document.Field {
+	for i := range fields {
+		if fields[i].Name == name {
+			fields[i].Value = v
+			return fields
+		}
+	}
+	return append(fields, document.Field{Name: name, Value: v})
+}
+
+func decodeContainer(raw []byte) (*containerRecord, error) {
+	var c containerRecord
+	if err := unmarshalRecord(raw, &c); err != nil {
+		return nil, err
+	}
+	if _, derr := c.derive(); derr != nil {
+		return nil, fmt.Errorf("stored container %q: %w", c.ID, derr)
+	}
+	return &c, nil
+}
+
+var systemContainerProps = []string{"_rid", "_ts", "_self", "_etag", "_docs", "_sprocs", "_triggers", "_udfs", "_conflicts", "defaultTtl"}
+
+// normalizeContainer validates a container body and fills in the defaults
+// the service fills in. It returns the properties to store and the TTL
+// setting asked for.
+func normalizeContainer(body document.Value) (document.Value, ttl.Setting, *Error) {
+	id, derr := bodyID(body)
+	if derr != nil {
+		return document.Undef, ttl.Setting{}, derr
+	}
+	if derr := validateResourceID(id); derr != nil {
+		return document.Undef, ttl.Setting{}, derr
+	}
+	setting, derr := parseDefaultTTL(body.Get("defaultTtl"))
+	if derr != nil {
+		return document.Undef, ttl.Setting{}, derr
+	}
+	props := body.Without(systemContainerProps...)
+	if pk := body.Get("partitionKey"); pk.IsDefined() && !pk.IsNull() {
+		norm, derr := normalizePartitionKey(pk)
+		if derr != nil {
+			return document.Undef, ttl.Setting{}, derr
+		}
+		props = props.With("partitionKey", norm)
+	}
+	ip, derr := normalizeIndexingPolicy(body.Get("indexingPolicy"))
+	if derr != nil {
+		return document.Undef, ttl.Setting{}, derr
+	}
+	props = props.With("indexingPolicy", ip)
+	if err := ttl.CheckIndexingMode(setting, ip.Get("indexingMode").Str()); err != nil {
+		return document.Undef, ttl.Setting{}, &Error{Code: BadRequest, Message: err.Error()}
+	}
+	if uk := body.Get("uniqueKeyPolicy"); uk.IsDefined() {
+		if _, derr := parseUniqueKeys(uk); derr != nil {
+			return document.Undef, ttl.Setting{}, derr
+		}
+	}
+	if !body.Get("conflictResolutionPolicy").IsDefined() {
+		props = props.With("conflictResolutionPolicy", mustParse(`{"mode":"LastWriterWins","conflictResolutionPath":"/_ts","conflictResolutionProcedure":""}`))
+	}
+	if !body.Get("geospatialConfig").IsDefined() {
+		props = props.With("geospatialConfig", mustParse(`{"type":"Geography"}`))
+	}
+	return props, setting, nil
+}
+
+func mustParse(s string) document.Value {
+	v, err := document.Parse([]byte(s))
+	if err != nil {
+		panic(err) // constant input
+	}
+	return v
+}
+
+func normalizePartitionKey(pk document.Value) (document.Value, *Error) {
+	if pk.Kind() != document.Object {
+		return document.Undef, errorf(BadRequest, "The partitionKey must be an object with 'paths', 'kind' and 'version'.")
+	}
+	paths := pk.Get("paths")
+	if paths.Kind() != document.Array || paths.Len() == 0 {
+		return document.Undef, errorf(BadRequest, "The partition key definition must have at least one path in 'paths'.")
+	}
+	if paths.Len() > 3 {
+		return document.Undef, errorf(BadRequest, "The partition key definition can have at most 3 paths.")
+	}
+	for _, p := range paths.Array() {
+		if p.Kind() != document.String {
+			return document.Undef, errorf(BadRequest, "Partition key paths must be strings.")
+		}
+		if _, err := document.ParsePath(p.Str()); err != nil {
+			return document.Undef, errorf(BadRequest, "The partition key path '%s' is invalid: %v", p.Str(), err)
+		}
+	}
+	kind := pk.Get("kind")
+	switch {
+	case !kind.IsDefined() || kind.IsNull() || kind.Str() == "":
+		if paths.Len() > 1 {
+			pk = pk.With("kind", document.Str("MultiHash"))
+		} else {
+			pk = pk.With("kind", document.Str("Hash"))
+		}
+	case kind.Str() == "Hash" || kind.Str() == "Range":
+		if paths.Len() > 1 {
+			return document.Undef, errorf(BadRequest, "A partition key with more than one path must be of kind 'MultiHash'.")
+		}
+	case kind.Str() == "MultiHash":
+	default:
+		return document.Undef, errorf(BadRequest, "The partition key kind '%s' is invalid; use 'Hash' or 'MultiHash'.", kind.String())
+	}
+	if v := pk.Get("version"); v.IsDefined() && !v.IsNull() {
+		if !v.IsInt() || (v.Int() != 1 && v.Int() != 2) {
+			return document.Undef, errorf(BadRequest, "The partition key version must be 1 or 2.")
+		}
+	}
+	if pk.Get("kind").Str() == "MultiHash" && !pk.Get("version").IsDefined() {
+		pk = pk.With("version", document.Int(2))
+	}
+	return pk, nil
+}
+
+var defaultExcludedEtag = mustParse(`{"path":"/\"_etag\"/?"}`)
+
+func normalizeIndexingPolicy(ip document.Value) (document.Value, *Error) {
+	if !ip.IsDefined() || ip.IsNull() {
+		return mustParse(`{"indexingMode":"consistent","automatic":true,"includedPaths":[{"path":"/*"}],"excludedPaths":[{"path":"/\"_etag\"/?"}]}`), nil
+	}
+	if ip.Kind() != document.Object {
+		return document.Undef, errorf(BadRequest, "The indexingPolicy must be an object.")
+	}
+	mode := ip.Get("indexingMode")
+	switch {
+	case !mode.IsDefined() || mode.IsNull():
+		ip = ip.With("indexingMode", document.Str("consistent"))
+	case mode.Kind() == document.String && (strings.EqualFold(mode.Str(), "consistent") || strings.EqualFold(mode.Str(), "lazy") || strings.EqualFold(mode.Str(), "none")):
+		ip = ip.With("indexingMode", document.Str(strings.ToLower(mode.Str())))
+	default:
+		return document.Undef, errorf(BadRequest, "The indexingMode '%s' is invalid; use 'consistent' or 'none'.", mode.String())
+	}
+	if a := ip.Get("automatic"); !a.IsDefined() || a.IsNull() {
+		ip = ip.With("automatic", document.BoolValue(true))
+	} else if a.Kind() != document.Bool {
+		return document.Undef, errorf(BadRequest, "The indexingPolicy property 'automatic' must be a boolean.")
+	}
+	none := ip.Get("indexingMode").Str() == "none"
+	for _, name := range []string{"includedPaths", "excludedPaths"} {
+		paths := ip.Get(name)
+		if !paths.IsDefined() || paths.IsNull() {
+			switch {
+			case none:
+				paths = document.Arr(nil)
+			case name == "includedPaths":
+				paths = mustParse(`[{"path":"/*"}]`)
+			default:
+				paths = document.Arr(nil)
+			}
+		}
+		if paths.Kind() != document.Array {
+			return document.Undef, errorf(BadRequest, "The indexingPolicy property '%s' must be an array.", name)
+		}
+		for _, p := range paths.Array() {
+			if p.Kind() != document.Object || p.Get("path").Kind() != document.String || !strings.HasPrefix(p.Get("path").Str(), "/") {
+				return document.Undef, errorf(BadRequest, "Every entry of '%s' must be an object with a 'path' starting with '/'.", name)
+			}
+		}
+		if name == "excludedPaths" && !none {
+			has := false
+			for _, p := range paths.Array() {
+				if p.Get("path").Str() == `/"_etag"/?` {
+					has = true
+				}
+			}
+			if !has {
+				paths = document.Arr(append(append([]document.Value(nil), paths.Array()...), defaultExcludedEtag))
+			}
+		}
+		ip = ip.With(name, paths)
+	}
+	return ip, nil
+}
+
+func parseUniqueKeys(uk document.Value) ([][][]string, *Error) {
+	if uk.IsNull() {
+		return nil, nil
+	}
+	keys := uk.Get("uniqueKeys")
+	if uk.Kind() != document.Object || (keys.IsDefined() && keys.Kind() != document.Array) {
+		return nil, errorf(BadRequest, "The uniqueKeyPolicy must be an object with a 'uniqueKeys' array.")
+	}
+	var out [][][]string
+	for _, k := range keys.Array() {
+		paths := k.Get("paths")
+		if paths.Kind() != document.Array || paths.Len() == 0 {
+			return nil, errorf(BadRequest, "Every unique key must have a non-empty 'paths' array.")
+		}
+		var ps [][]string
+		for _, p := range paths.Array() {
+			parsed, err := document.ParsePath(p.Str())
+			if p.Kind() != document.String || err != nil {
+				return nil, errorf(BadRequest, "The unique key path %s is invalid.", p.String())
+			}
+			ps = append(ps, parsed)
+		}
+		out = append(out, ps)
+	}
+	return out, nil
+}
+
+// derive fills the record's derived fields from Props.
+func (c *containerRecord) derive() (*containerRecord, *Error) {
+	c.pk = pkDefinition{}
+	if pk := c.Props.Get("partitionKey"); pk.Kind() == document.Object {
+		for _, p := range pk.Get("paths").Array() {
+			parsed, err := document.ParsePath(p.Str())
+			if err != nil {
+				return nil, errorf(BadRequest, "invalid partition key path %q", p.Str())
+			}
+			c.pk.paths = append(c.pk.paths, parsed)
+			c.pk.raw = append(c.pk.raw, p.Str())
+		}
+		c.pk.kind = pk.Get("kind").Str()
+		c.pk.version = int(pk.Get("version").Int())
+	}
+	uk, derr := parseUniqueKeys(c.Props.Get("uniqueKeyPolicy"))
+	if derr != nil {
+		return nil, derr
+	}
+	c.uniqueKeys = uk
+	c.mode = c.Props.Get("indexingPolicy").Get("indexingMode").Str()
+	return c, nil
+}
+
+// loadContainer reads a container's metadata, reusing the parsed form while
+// the stored bytes are unchanged (another gateway may have changed them).
+func (e *Engine) loadContainer(r storage.Reader, db, coll string) (*containerRecord, error) {
+	d, err := e.loadDatabase(r, db)
+	if err != nil {
+		if isNotFound(err) {
+			return nil, &Error{Code: NotFound, SubStatus: SubOwnerResourceNotFound, Message: fmt.Sprintf("Owner resource does not exist: database '%s' not found.", db)}
+		}
+		return nil, err
+	}
+	key := containerKey(d.Rid, coll)
+	raw, err := r.Get(key)
+	if err == storage.ErrNotFound {
+		return nil, errorf(NotFound, "Resource Not Found. Container '%s' does not exist in database '%s'.", coll, db)
+	}
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	cached, ok := e.cache[string(key)]
+	e.mu.Unlock()
+	if ok && bytes.Equal(cached.raw, raw) {
+		return cached.c, nil
+	}
+	c, err := decodeContainer(raw)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	e.cache[string(key)] = cachedContainer{raw: bytes.Clone(raw), c: c}
+	e.mu.Unlock()
+	return c, nil
+}
+
+// CreateContainer creates a container in database db.
+func (e *Engine) CreateContainer(ctx context.Context, db string, body document.Value, tp *Throughput) (*Resource, error) {
+	props, setting, derr := normalizeContainer(body)
+	if derr != nil {
+		return nil, derr
+	}
+	id := props.Get("id").Str()
+	now := e.Now(ctx)
+	var c *containerRecord
+	err := e.store.Update(ctx, func(tx storage.Txn) error {
+		d, err := e.loadDatabase(tx, db)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Get(containerKey(d.Rid, id)); err == nil {
+			return conflict()
+		} else if err != storage.ErrNotFound {
+			return err
+		}
+		n, err := nextCounter(tx, "rid")
+		if err != nil {
+			return err
+		}
+		rid := binary.BigEndian.AppendUint32(append([]byte(nil), d.Rid...), uint32(n))
+		c = &containerRecord{ID: id, DBID: db, DBRid: d.Rid, Rid: rid, Ts: now.Unix(), Props: props}
+		c.Etag = etagFor(rid, n)
+		c.TTL = ttl.NewHistory(setting, now)
+		if _, derr := c.derive(); derr != nil {
+			return derr
+		}
+		if tp != nil {
+			o, err := e.createOffer(tx, now, tp, c.self(), c.ridString())
+			if err != nil {
+				return err
+			}
+			c.OfferRid = o.Rid
+		}
+		return setJSON(tx, containerKey(d.Rid, id), c)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c.resource(), nil
+}
+
+// ReadContainer returns a container.
+func (e *Engine) ReadContainer(ctx context.Context, db, coll string) (*Resource, *ContainerUsage, error) {
+	var c *containerRecord
+	var usage *ContainerUsage
+	now := e.Now(ctx)
+	err := e.store.View(ctx, func(r storage.Reader) error {
+		var err error
+		c, err = e.loadContainer(r, db, coll)
+		if err != nil {
+			return err
+		}
+		usage, err = e.usage(r, c, now)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return c.resource(), usage, nil
+}
+
+// ContainerUsage is what a container holds, expired items excluded.
+type ContainerUsage struct {
+	DocumentsCount int64
+	DocumentsSize  int64 // bytes
+}
+
+func (e *Engine) usage(r storage.Reader, c *containerRecord, now timeNow) (*ContainerUsage, error) {
+	u := &ContainerUsage{}
+	err := scanPrefix(r, collPrefix(famItem, c.Rid), func(_, v []byte) (bool, error) {
+		rec, err := decodeItemRecord(v)
+		if err != nil {
+			return false, err
+		}
+		if !c.expired(&rec, now) {
+			u.DocumentsCount++
+			u.DocumentsSize += int64(len(rec.json))
+		}
+		return true, nil
+	})
+	return u, err
+}
+
+// ListContainers returns the containers of database db in id order.
+func (e *Engine) ListContainers(ctx context.Context, db string) ([]document.Value, string, error) {
+	var out []document.Value
+	var dbRid string
+	err := e.store.View(ctx, func(r storage.Reader) error {
+		d, err := e.loadDatabase(r, db)
+		if err != nil {
+			return err
+		}
+		dbRid = d.ridString()
+		return scanPrefix(r, containerPrefix(d.Rid), func(_, v []byte) (bool, error) {
+			c, err := decodeContainer(v)
+			if err != nil {
+				return false, err
+			}
+			out = append(out, c.body())
+			return true, nil
+		})
+	})
+	return out, dbRid, err
+}
+
+// ReplaceContainer replaces a container's properties. The partition key and
+// unique keys cannot change; a defaultTtl change takes effect at once for
+// every item (ttl.md B2) at O(1) cost.
+func (e *Engine) ReplaceContainer(ctx context.Context, db, coll string, body document.Value, ifMatch string) (*Resource, error) {
+	props, setting, derr := normalizeContainer(body)
+	if derr != nil {
+		return nil, derr
+	}
+	if props.Get("id").Str() != coll {
+		return nil, errorf(BadRequest, "The id in the body '%s' does not match the container '%s' addressed.", props.Get("id").Str(), coll)
+	}
+	now := e.Now(ctx)
+	var c *containerRecord
+	err := e.store.Update(ctx, func(tx storage.Txn) error {
+		old, err := e.loadContainer(tx, db, coll)
+		if err != nil {
+			return err
+		}
+		if ifMatch != "" && ifMatch != "*" && ifMatch != old.Etag {
+			return preconditionFailed()
+		}
+		if !body.Get("partitionKey").IsDefined() {
+			props = props.With("partitionKey", old.Props.Get("partitionKey"))
+		}
+		if !document.Equal(pkPathsValue(props), pkPathsValue(old.Props)) && (old.Props.Get("partitionKey").IsDefined() || props.Get("partitionKey").IsDefined()) {
+			return errorf(BadRequest, "The partition key of a container cannot be changed.")
+		}
+		oldUK, newUK := old.Props.Get("uniqueKeyPolicy"), props.Get("uniqueKeyPolicy")
+		if (oldUK.IsDefined() || newUK.IsDefined()) && !document.Equal(uniqueKeysValue(oldUK), uniqueKeysValue(newUK)) {
+			return errorf(BadRequest, "The unique key policy of a container cannot be changed.")
+		}
+		n, err := nextCounter(tx, "rid")
+		if err != nil {
+			return err
+		}
+		c = &containerRecord{ID: old.ID, DBID: old.DBID, DBRid: old.DBRid, Rid: old.Rid, Ts: now.Unix(), OfferRid: old.OfferRid, Props: props}
+		c.Etag = etagFor(c.Rid, n)
+		c.TTL = old.TTL.Change(setting, now)
+		if _, derr := c.derive(); derr != nil {
+			return derr
+		}
+		return setJSON(tx, containerKey(c.DBRid, c.ID), c)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c.resource(), nil
+}
+
+func pkPathsValue(props document.Value) document.Value {
+	return props.Get("partitionKey").Get("paths")
+}
+
+func uniqueKeysValue(uk document.Value) document.Value {
+	keys := uk.Get("uniqueKeys")
+	if !keys.IsDefined() || keys.IsNull() {
+		return document.Arr(nil)
+	}
+	return keys
+}
+
+// DeleteContainer removes a container and everything in it.
+func (e *Engine) DeleteContainer(ctx context.Context, db, coll string) error {
+	var c *containerRecord
+	err := e.store.Update(ctx, func(tx storage.Txn) error {
+		var err error
+		c, err = e.loadContainer(tx, db, coll)
+		if err != nil {
+			return err
+		}
+		return e.removeContainerMeta(tx, c)
+	})
+	if err != nil {
+		return err
+	}
+	return e.dropContainerData(ctx, c)
+}
+
+func (e *Engine) removeContainerMeta(tx storage.Txn, c *containerRecord) error {
+	if c.OfferRid != "" {
+		if err := tx.Delete(offerKey(c.OfferRid)); err != nil {
+			return err
+		}
+	}
+	return tx.Delete(containerKey(c.DBRid, c.ID))
+}
+
+// dropContainerData deletes the data of a container whose metadata is gone.
+// Rids are never reused, so leftovers of an interrupted drop are unreachable
+// and harmless until the next attempt removes them.
+func (e *Engine) dropContainerData(ctx context.Context, c *containerRecord) error {
+	for _, fam := range []byte{famItem, famItemKey, famUnique, famOwnDue, famByTs, famLSN} {
+		if err := e.deletePrefix(ctx, collPrefix(fam, c.Rid)); err != nil {
+			return fmt.Errorf("drop container %q data: %w", c.ID, err)
+		}
+	}
+	e.mu.Lock()
+	delete(e.cache, string(containerKey(c.DBRid, c.ID)))
+	e.mu.Unlock()
+	return nil
+}

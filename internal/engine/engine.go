@@ -1,0 +1,186 @@
+// Package engine is Mayfly's domain: databases, containers, items and their
+// system properties, offers, partition key ranges, queries and request
+// charges. It knows nothing of HTTP and nothing of any one storage engine:
+// it runs on a storage.Store and judges time with a clock.Clock.
+//
+// Every operation takes one "now" when it starts and decides every expiry in
+// that operation with it (ttl.md B6). Errors are *Error values carrying a
+// Code; the transport maps codes to statuses.
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/mayfly-db/mayfly/internal/clock"
+	"github.com/mayfly-db/mayfly/internal/storage"
+)
+
+// Config configures an Engine.
+type Config struct {
+	Store storage.Store
+	Clock clock.Clock // nil means the real clock
+	// MaxItemSize is the largest item in bytes (default 2 MiB, as the service).
+	MaxItemSize int
+	// Charges receives every user request's charge, per container link, so
+	// background work can yield to users (the purger's budget). May be nil.
+	Charges ChargeSink
+}
+
+// ChargeSink is told about request units spent by user requests.
+type ChargeSink interface {
+	Charge(container string, ru float64)
+}
+
+// Engine is safe for concurrent use.
+type Engine struct {
+	store   storage.Store
+	clock   clock.Clock
+	maxItem int
+	charges ChargeSink
+
+	mu    sync.Mutex
+	cache map[string]cachedContainer // by container key
+}
+
+type cachedContainer struct {
+	raw []byte
+	c   *containerRecord
+}
+
+// New returns an engine over cfg.Store.
+func New(cfg Config) (*Engine, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("engine: no store")
+	}
+	e := &Engine{store: cfg.Store, clock: cfg.Clock, maxItem: cfg.MaxItemSize, charges: cfg.Charges, cache: map[string]cachedContainer{}}
+	if e.clock == nil {
+		e.clock = clock.Real{}
+	}
+	if e.maxItem <= 0 {
+		e.maxItem = 2 << 20
+	}
+	return e, nil
+}
+
+// Now is the engine's current time: the store's clock when the store owns
+// one (several gateways over one store then agree), else the engine's.
+func (e *Engine) Now(ctx context.Context) time.Time {
+	if c, ok := e.store.(storage.Clocked); ok {
+		if t, err := c.Now(ctx); err == nil {
+			return t
+		}
+	}
+	return e.clock.Now()
+}
+
+// nextCounter increments a named counter inside tx and returns the new value.
+func nextCounter(tx storage.Txn, name string) (uint64, error) {
+	k := counterKey(name)
+	var n uint64
+	v, err := tx.Get(k)
+	switch {
+	case err == nil && len(v) == 8:
+		n = binary.BigEndian.Uint64(v)
+	case err == nil || errors.Is(err, storage.ErrNotFound):
+	default:
+		return 0, err
+	}
+	n++
+	if err := tx.Set(k, binary.BigEndian.AppendUint64(nil, n)); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// getJSON reads key and decodes it into v. It reports false when missing.
+func getJSON(r storage.Reader, key []byte, v any) (bool, error) {
+	raw, err := r.Get(key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return false, fmt.Errorf("decode %q: %w", key, err)
+	}
+	return true, nil
+}
+
+func setJSON(tx storage.Txn, key []byte, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return tx.Set(key, raw)
+}
+
+// scanPrefix calls fn for every key under prefix, in order, stopping early
+// when fn returns false.
+func scanPrefix(r storage.Reader, prefix []byte, fn func(k, v []byte) (bool, error)) error {
+	it, err := r.NewIter(storage.IterParams{Lower: prefix, Upper: prefixEnd(prefix)})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		more, err := fn(it.Key(), it.Value())
+		if err != nil {
+			return err
+		}
+		if !more {
+			break
+		}
+	}
+	return it.Err()
+}
+
+// deletePrefix removes every key under prefix, in bounded transactions so a
+// huge container never becomes one huge write.
+func (e *Engine) deletePrefix(ctx context.Context, prefix []byte) error {
+	for {
+		var n int
+		err := e.store.Update(ctx, func(tx storage.Txn) error {
+			n = 0
+			var keys [][]byte
+			if err := scanPrefix(tx, prefix, func(k, _ []byte) (bool, error) {
+				keys = append(keys, bytes.Clone(k))
+				return len(keys) < 1000, nil
+			}); err != nil {
+				return err
+			}
+			for _, k := range keys {
+				if err := tx.Delete(k); err != nil {
+					return err
+				}
+			}
+			n = len(keys)
+			return nil
+		})
+		if err != nil || n == 0 {
+			return err
+		}
+	}
+}
+
+func (e *Engine) charge(c *containerRecord, ru float64) {
+	if e.charges != nil && c != nil {
+		e.charges.Charge(c.link(), ru)
+	}
+}
+
+// etagFor makes an opaque, quoted etag that changes with every write.
+func etagFor(rid []byte, lsn uint64) string {
+	var h uint32 = 2166136261
+	for _, b := range rid {
+		h = (h ^ uint32(b)) * 16777619
+	}
+	return fmt.Sprintf("\"%08x-0000-0000-%04x-%012x\"", h, uint16(lsn>>48), lsn&0xffffffffffff)
+}

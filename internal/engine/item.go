@@ -1,0 +1,501 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/partition"
+	"github.com/mayfly-db/mayfly/internal/storage"
+	"github.com/mayfly-db/mayfly/internal/ttl"
+)
+
+// WriteMode says what a write expects to find.
+type WriteMode int
+
+// The item write modes.
+const (
+	ModeCreate  WriteMode = iota // 409 if the item exists
+	ModeUpsert                   // create or replace
+	ModeReplace                  // 404 if the item is missing
+)
+
+// ItemRef addresses an item's container and, optionally, its partition.
+type ItemRef struct {
+	DB, Coll string
+	// PartitionKey is the parsed x-ms-documentdb-partitionkey header; nil
+	// when the header was absent.
+	PartitionKey partition.Key
+	HasKey       bool
+}
+
+// WriteItemParams is a create, upsert or replace.
+type WriteItemParams struct {
+	ItemRef
+	Mode    WriteMode
+	ID      string // the addressed id, for replace
+	Body    []byte
+	IfMatch string
+}
+
+// ItemResult is an item as stored, plus what the transport reports.
+type ItemResult struct {
+	Body    []byte // the item's JSON, system properties included
+	Etag    string
+	LSN     uint64
+	Created bool // an upsert that created
+	Charge  float64
+	CollRid string
+}
+
+// liveItem is an item found by (partition key, id) and still visible.
+type liveItem struct {
+	seq uint64
+	rec itemRecord
+}
+
+const maxIDBytes = 1023
+
+func validateItemID(id string) *Error {
+	switch {
+	case id == "":
+		return errorf(BadRequest, "The input content is invalid because the required properties - 'id; ' - are missing")
+	case len(id) > maxIDBytes:
+		return errorf(BadRequest, "The id exceeds the maximum allowed length of %d bytes.", maxIDBytes)
+	}
+	return nil
+}
+
+// keyFromBody extracts an item's partition key from its properties.
+func (c *containerRecord) keyFromBody(body document.Value) (partition.Key, *Error) {
+	key := make(partition.Key, len(c.pk.paths))
+	for i, p := range c.pk.paths {
+		comp, ok := componentOf(body.At(p))
+		if !ok {
+			return nil, errorf(BadRequest, "The partition key value at path '%s' must be a string, number, boolean or null.", c.pk.raw[i])
+		}
+		key[i] = comp
+	}
+	return key, nil
+}
+
+func componentOf(v document.Value) (partition.Component, bool) {
+	switch v.Kind() {
+	case document.Undefined:
+		return partition.Undefined(), true
+	case document.Null:
+		return partition.Null(), true
+	case document.Bool:
+		return partition.Bool(v.Bool()), true
+	case document.Number:
+		return partition.Number(v.Float()), true
+	case document.String:
+		return partition.String(v.Str()), true
+	}
+	return partition.Component{}, false
+}
+
+// pointKey checks the partition key header of a point operation.
+func (c *containerRecord) pointKey(ref ItemRef) ([]byte, *Error) {
+	if !ref.HasKey {
+		if len(c.pk.paths) == 0 {
+			return partition.AppendKeyBytes(nil, nil), nil
+		}
+		return nil, errorf(BadRequest, "PartitionKey value must be supplied for this operation.")
+	}
+	return c.headerKeyBytes(ref.PartitionKey)
+}
+
+func (c *containerRecord) headerKeyBytes(k partition.Key) ([]byte, *Error) {
+	if len(k) == 0 {
+		// "[]" addresses items without a partition key value.
+		k = make(partition.Key, len(c.pk.paths))
+		for i := range k {
+			k[i] = partition.Undefined()
+		}
+	}
+	if len(k) != len(c.pk.paths) {
+		return nil, errorf(BadRequest, "Partition key provided either doesn't correspond to definition in the collection or doesn't match partition key field values specified in the document.")
+	}
+	return partition.AppendKeyBytes(nil, k), nil
+}
+
+// findItem looks an item up by partition key bytes and id. Expired items
+// are reported as absent, together with their record so a write can remove
+// what is left of them.
+func (e *Engine) findItem(r storage.Reader, c *containerRecord, pk []byte, id string, now time.Time) (live *liveItem, dead *liveItem, err error) {
+	seqb, err := r.Get(itemIDKey(c.Rid, pk, id))
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(seqb) != 8 {
+		return nil, nil, errBadRecord
+	}
+	seq := binary.BigEndian.Uint64(seqb)
+	raw, err := r.Get(itemKey(c.Rid, seq))
+	if err != nil {
+		return nil, nil, fmt.Errorf("item %q: id index points at a missing record: %w", id, err)
+	}
+	rec, err := decodeItemRecord(raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	it := &liveItem{seq: seq, rec: rec}
+	if c.expired(&rec, now) {
+		return nil, it, nil
+	}
+	return it, nil, nil
+}
+
+var itemSystemProps = []string{"_rid", "_self", "_etag", "_ts", "_attachments", "_lsn"}
+
+// WriteItem creates, upserts or replaces an item.
+func (e *Engine) WriteItem(ctx context.Context, p WriteItemParams) (*ItemResult, error) {
+	if len(p.Body) > e.maxItem {
+		return nil, errorf(RequestEntityTooLarge, "Request size is too large. The item exceeds the maximum allowed size of %d bytes.", e.maxItem)
+	}
+	body, err := document.Parse(p.Body)
+	if err != nil {
+		return nil, errorf(BadRequest, "The request payload is invalid: %v", err)
+	}
+	if derr := checkDepth(body); derr != nil {
+		return nil, derr
+	}
+	id, derr := bodyID(body)
+	if derr != nil {
+		return nil, derr
+	}
+	if derr := validateItemID(id); derr != nil {
+		return nil, derr
+	}
+	if p.Mode == ModeReplace && id != p.ID {
+		return nil, errorf(BadRequest, "The id '%s' in the body does not match the id '%s' addressed.", id, p.ID)
+	}
+	body = body.Without(itemSystemProps...)
+	now := e.Now(ctx)
+	var res ItemResult
+	var coll *containerRecord
+	err = e.store.Update(ctx, func(tx storage.Txn) error {
+		c, err := e.loadContainer(tx, p.DB, p.Coll)
+		if err != nil {
+			return err
+		}
+		coll = c
+		r, err := e.writeItemTx(tx, c, p, id, body, now)
+		if err != nil {
+			return err
+		}
+		res = *r
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.Charge = writeCharge(len(res.Body))
+	e.charge(coll, res.Charge)
+	return &res, nil
+}
+
+// writeItemTx does a write inside a transaction; batches call it once per
+// operation.
+func (e *Engine) writeItemTx(tx storage.Txn, c *containerRecord, p WriteItemParams, id string, body document.Value, now time.Time) (*ItemResult, error) {
+	itemTTL, err := ttl.ParseItemTTL(body.Get("ttl"), c.TTL.Setting())
+	if err != nil {
+		return nil, ttlError(err)
+	}
+	key, derr := c.keyFromBody(body)
+	if derr != nil {
+		return nil, derr
+	}
+	pk := partition.AppendKeyBytes(nil, key)
+	if p.HasKey {
+		hk, derr := c.headerKeyBytes(p.PartitionKey)
+		if derr != nil {
+			return nil, derr
+		}
+		if !bytes.Equal(hk, pk) {
+			return nil, &Error{Code: BadRequest, SubStatus: SubPartitionKeyMismatch, Message: "PartitionKey extracted from document doesn't match the one specified in the header. Learn more: https://aka.ms/CosmosDB/sql/errors/wrong-pk-value"}
+		}
+	}
+	live, dead, err := e.findItem(tx, c, pk, id, now)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case live != nil && p.Mode == ModeCreate:
+		return nil, conflict()
+	case live == nil && p.Mode == ModeReplace:
+		return nil, notFound()
+	case live != nil && p.IfMatch != "" && p.IfMatch != "*" && p.IfMatch != etagFor(c.Rid, live.rec.lsn):
+		return nil, preconditionFailed()
+	case live == nil && p.IfMatch != "" && p.IfMatch != "*" && p.Mode == ModeUpsert:
+		return nil, preconditionFailed()
+	}
+	lsn, err := nextLSN(tx, c)
+	if err != nil {
+		return nil, err
+	}
+	seq := lsn
+	if live != nil {
+		seq = live.seq
+		if err := e.removeIndexes(tx, c, live); err != nil {
+			return nil, err
+		}
+	} else if dead != nil {
+		if err := e.removeItem(tx, c, dead); err != nil {
+			return nil, err
+		}
+	}
+	rec := itemRecord{ts: now.Unix(), lsn: lsn, ttlKind: ttlKind(itemTTL.Kind), ttlSecs: itemTTL.Seconds, pk: pk, id: id}
+	rid := ridString(binary.BigEndian.AppendUint64(append([]byte(nil), c.Rid...), seq))
+	etag := etagFor(c.Rid, lsn)
+	out := body.AppendJSON(nil)
+	out = appendSystemProps(out, rid, c.self()+"docs/"+rid+"/", etag, rec.ts)
+	if len(out) > e.maxItem {
+		return nil, errorf(RequestEntityTooLarge, "Request size is too large. The item exceeds the maximum allowed size of %d bytes.", e.maxItem)
+	}
+	rec.json = out
+	if err := e.checkUniqueKeys(tx, c, body, pk, seq, now); err != nil {
+		return nil, err
+	}
+	if err := e.putItem(tx, c, seq, &rec, body); err != nil {
+		return nil, err
+	}
+	return &ItemResult{Body: out, Etag: etag, LSN: lsn, Created: live == nil, CollRid: c.ridString()}, nil
+}
+
+// appendSystemProps closes the object in out (which ends with '}') with the
+// system properties, in the order the service writes them.
+func appendSystemProps(out []byte, rid, self, etag string, ts int64) []byte {
+	out = out[:len(out)-1]
+	if len(out) > 1 {
+		out = append(out, ',')
+	}
+	out = append(out, `"_rid":`...)
+	out = document.AppendString(out, rid)
+	out = append(out, `,"_self":`...)
+	out = document.AppendString(out, self)
+	out = append(out, `,"_etag":`...)
+	out = document.AppendString(out, etag)
+	out = append(out, `,"_attachments":"attachments/","_ts":`...)
+	out = strconv.AppendInt(out, ts, 10)
+	return append(out, '}')
+}
+
+func nextLSN(tx storage.Txn, c *containerRecord) (uint64, error) {
+	k := lsnKey(c.Rid)
+	var n uint64
+	v, err := tx.Get(k)
+	switch {
+	case err == nil && len(v) == 8:
+		n = binary.BigEndian.Uint64(v)
+	case err == nil || errors.Is(err, storage.ErrNotFound):
+	default:
+		return 0, err
+	}
+	n++
+	return n, tx.Set(k, binary.BigEndian.AppendUint64(nil, n))
+}
+
+func (e *Engine) currentLSN(r storage.Reader, c *containerRecord) (uint64, error) {
+	v, err := r.Get(lsnKey(c.Rid))
+	if errors.Is(err, storage.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil || len(v) != 8 {
+		return 0, err
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
+
+// putItem writes an item record and every index entry it needs.
+func (e *Engine) putItem(tx storage.Txn, c *containerRecord, seq uint64, rec *itemRecord, body document.Value) error {
+	seqb := binary.BigEndian.AppendUint64(nil, seq)
+	if err := tx.Set(itemKey(c.Rid, seq), rec.encode()); err != nil {
+		return err
+	}
+	if err := tx.Set(itemIDKey(c.Rid, rec.pk, rec.id), seqb); err != nil {
+		return err
+	}
+	if k := expiryKey(c, rec, seq); k != nil {
+		if err := tx.Set(k, nil); err != nil {
+			return err
+		}
+	}
+	for _, k := range uniqueKeys(c, body, rec.pk) {
+		if err := tx.Set(k, seqb); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeIndexes deletes the index entries of an item version that is about
+// to be overwritten in place.
+func (e *Engine) removeIndexes(tx storage.Txn, c *containerRecord, it *liveItem) error {
+	if k := expiryKey(c, &it.rec, it.seq); k != nil {
+		if err := tx.Delete(k); err != nil {
+			return err
+		}
+	}
+	if len(c.uniqueKeys) > 0 {
+		old, err := document.Parse(it.rec.json)
+		if err != nil {
+			return err
+		}
+		for _, k := range uniqueKeys(c, old, it.rec.pk) {
+			// A later item may have taken the entry over once this one
+			// expired; only the owner removes it.
+			v, err := tx.Get(k)
+			if errors.Is(err, storage.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if len(v) == 8 && binary.BigEndian.Uint64(v) != it.seq {
+				continue
+			}
+			if err := tx.Delete(k); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// removeItem deletes an item and all its index entries.
+func (e *Engine) removeItem(tx storage.Txn, c *containerRecord, it *liveItem) error {
+	if err := e.removeIndexes(tx, c, it); err != nil {
+		return err
+	}
+	if err := tx.Delete(itemIDKey(c.Rid, it.rec.pk, it.rec.id)); err != nil {
+		return err
+	}
+	return tx.Delete(itemKey(c.Rid, it.seq))
+}
+
+// ReadItemParams is a point read.
+type ReadItemParams struct {
+	ItemRef
+	ID          string
+	IfNoneMatch string
+}
+
+// ReadItem returns one item. A matching If-None-Match gives NotModified.
+func (e *Engine) ReadItem(ctx context.Context, p ReadItemParams) (*ItemResult, error) {
+	now := e.Now(ctx)
+	var res *ItemResult
+	var coll *containerRecord
+	err := e.store.View(ctx, func(r storage.Reader) error {
+		c, err := e.loadContainer(r, p.DB, p.Coll)
+		if err != nil {
+			return err
+		}
+		coll = c
+		pk, derr := c.pointKey(p.ItemRef)
+		if derr != nil {
+			return derr
+		}
+		live, _, err := e.findItem(r, c, pk, p.ID, now)
+		if err != nil {
+			return err
+		}
+		if live == nil {
+			return notFound()
+		}
+		res = &ItemResult{Body: bytes.Clone(live.rec.json), Etag: etagFor(c.Rid, live.rec.lsn), LSN: live.rec.lsn, CollRid: c.ridString()}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.Charge = readCharge(len(res.Body))
+	e.charge(coll, res.Charge)
+	if p.IfNoneMatch != "" && (p.IfNoneMatch == res.Etag || p.IfNoneMatch == "*") {
+		return res, &Error{Code: NotModified, Message: "Not modified."}
+	}
+	return res, nil
+}
+
+// DeleteItemParams is a delete.
+type DeleteItemParams struct {
+	ItemRef
+	ID      string
+	IfMatch string
+}
+
+// DeleteItem removes an item.
+func (e *Engine) DeleteItem(ctx context.Context, p DeleteItemParams) (*ItemResult, error) {
+	now := e.Now(ctx)
+	var res ItemResult
+	var coll *containerRecord
+	err := e.store.Update(ctx, func(tx storage.Txn) error {
+		c, err := e.loadContainer(tx, p.DB, p.Coll)
+		if err != nil {
+			return err
+		}
+		coll = c
+		pk, derr := c.pointKey(p.ItemRef)
+		if derr != nil {
+			return derr
+		}
+		live, _, err := e.findItem(tx, c, pk, p.ID, now)
+		if err != nil {
+			return err
+		}
+		if live == nil {
+			return notFound()
+		}
+		if p.IfMatch != "" && p.IfMatch != "*" && p.IfMatch != etagFor(c.Rid, live.rec.lsn) {
+			return preconditionFailed()
+		}
+		lsn, err := nextLSN(tx, c)
+		if err != nil {
+			return err
+		}
+		res = ItemResult{LSN: lsn, CollRid: c.ridString()}
+		return e.removeItem(tx, c, live)
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.Charge = writeCharge(0)
+	e.charge(coll, res.Charge)
+	return &res, nil
+}
+
+// checkDepth enforces the service's nesting limit for items.
+func checkDepth(v document.Value) *Error {
+	if depth(v, 0) > 128 {
+		return errorf(BadRequest, "The item exceeds the maximum nesting depth of 128 levels.")
+	}
+	return nil
+}
+
+func depth(v document.Value, d int) int {
+	max := d
+	switch v.Kind() {
+	case document.Array:
+		for _, e := range v.Array() {
+			if n := depth(e, d+1); n > max {
+				max = n
+			}
+		}
+	case document.Object:
+		for _, f := range v.Fields() {
+			if n := depth(f.Value, d+1); n > max {
+				max = n
+			}
+		}
+	}
+	return max
+}

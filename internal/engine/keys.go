@@ -1,0 +1,89 @@
+package engine
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"strings"
+)
+
+// The engine owns the key layout (docs/design/storage.md records it). Every
+// key starts with a one-byte family prefix so families never interleave.
+const (
+	famCounter   = 'a' // 'a'+name → uint64 counter
+	famDatabase  = 'd' // 'd'+dbID → database record
+	famContainer = 'c' // 'c'+dbRid(4)+collID → container record
+	famOffer     = 'o' // 'o'+offerRid → offer record
+	famItem      = 'i' // 'i'+collRid(8)+seq(8) → item record, in _rid order
+	famItemKey   = 'k' // 'k'+collRid(8)+uvarint(len pk)+pk+id → seq
+	famUnique    = 'u' // 'u'+collRid(8)+uvarint(len pk)+pk+policy#+values → seq
+	famOwnDue    = 't' // 't'+collRid(8)+due(8)+seq(8) → "" (items with their own ttl)
+	famByTs      = 's' // 's'+collRid(8)+_ts(8)+seq(8) → "" (items inheriting the default)
+	famLSN       = 'l' // 'l'+collRid(8) → last LSN of the container
+)
+
+func counterKey(name string) []byte { return append([]byte{famCounter}, name...) }
+
+func databaseKey(id string) []byte { return append([]byte{famDatabase}, id...) }
+
+func containerPrefix(dbRid []byte) []byte {
+	return append([]byte{famContainer}, dbRid...)
+}
+
+func containerKey(dbRid []byte, id string) []byte {
+	return append(containerPrefix(dbRid), id...)
+}
+
+func offerKey(rid string) []byte { return append([]byte{famOffer}, rid...) }
+
+func collPrefix(fam byte, collRid []byte) []byte {
+	k := make([]byte, 0, 1+len(collRid)+24)
+	k = append(k, fam)
+	return append(k, collRid...)
+}
+
+func itemKey(collRid []byte, seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(collPrefix(famItem, collRid), seq)
+}
+
+func itemIDKey(collRid, pk []byte, id string) []byte {
+	k := collPrefix(famItemKey, collRid)
+	k = binary.AppendUvarint(k, uint64(len(pk)))
+	k = append(k, pk...)
+	return append(k, id...)
+}
+
+func ownDueKey(collRid []byte, due int64, seq uint64) []byte {
+	k := binary.BigEndian.AppendUint64(collPrefix(famOwnDue, collRid), uint64(due))
+	return binary.BigEndian.AppendUint64(k, seq)
+}
+
+func byTsKey(collRid []byte, ts int64, seq uint64) []byte {
+	k := binary.BigEndian.AppendUint64(collPrefix(famByTs, collRid), uint64(ts))
+	return binary.BigEndian.AppendUint64(k, seq)
+}
+
+func lsnKey(collRid []byte) []byte { return collPrefix(famLSN, collRid) }
+
+// prefixEnd returns the smallest key greater than every key with prefix p.
+func prefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+// ridString renders a binary resource id the way Cosmos DB does: base64
+// with '/' written as '-'.
+func ridString(b []byte) string {
+	return strings.ReplaceAll(base64.StdEncoding.EncodeToString(b), "/", "-")
+}
+
+// parseRid is ridString's inverse.
+func parseRid(s string) ([]byte, bool) {
+	b, err := base64.StdEncoding.DecodeString(strings.ReplaceAll(s, "-", "/"))
+	return b, err == nil
+}

@@ -1,0 +1,172 @@
+package engine
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/storage"
+)
+
+// offerRecord is provisioned throughput for a database or container. The
+// numbers are stored and returned; enforcing them is the request-unit
+// budget's job.
+type offerRecord struct {
+	Rid          string `json:"rid"`
+	ResourceSelf string `json:"resource"`
+	ResourceRid  string `json:"resourceRid"`
+	Ts           int64  `json:"ts"`
+	Etag         string `json:"etag"`
+	Manual       int    `json:"manual,omitempty"`
+	AutoscaleMax int    `json:"autoscaleMax,omitempty"`
+	Increment    int    `json:"increment,omitempty"`
+}
+
+const offerAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+
+// offerRid renders a counter as a short lower-case id: the SDKs sign offer
+// links lower-cased, so an all-lower-case rid avoids any ambiguity.
+func offerRid(n uint64) string {
+	var b strings.Builder
+	for i := 0; i < 4 || n > 0; i++ {
+		b.WriteByte(offerAlphabet[n%uint64(len(offerAlphabet))])
+		n /= uint64(len(offerAlphabet))
+	}
+	return b.String()
+}
+
+func (o *offerRecord) body() document.Value {
+	var content document.Value
+	if o.AutoscaleMax > 0 {
+		auto := []document.Field{{Name: "maxThroughput", Value: document.Int(int64(o.AutoscaleMax))}}
+		if o.Increment > 0 {
+			auto = append(auto, document.Field{Name: "autoUpgradePolicy", Value: document.Obj([]document.Field{
+				{Name: "throughputPolicy", Value: document.Obj([]document.Field{{Name: "incrementPercent", Value: document.Int(int64(o.Increment))}})},
+			})})
+		}
+		content = document.Obj([]document.Field{{Name: "offerAutopilotSettings", Value: document.Obj(auto)}})
+	} else {
+		content = document.Obj([]document.Field{
+			{Name: "offerThroughput", Value: document.Int(int64(o.Manual))},
+			{Name: "offerIsRUPerMinuteThroughputEnabled", Value: document.BoolValue(false)},
+		})
+	}
+	return document.Obj([]document.Field{
+		{Name: "resource", Value: document.Str(o.ResourceSelf)},
+		{Name: "offerType", Value: document.Str("Invalid")},
+		{Name: "offerResourceId", Value: document.Str(o.ResourceRid)},
+		{Name: "offerVersion", Value: document.Str("V2")},
+		{Name: "content", Value: content},
+		{Name: "id", Value: document.Str(o.Rid)},
+		{Name: "_rid", Value: document.Str(o.Rid)},
+		{Name: "_self", Value: document.Str("offers/" + o.Rid + "/")},
+		{Name: "_etag", Value: document.Str(o.Etag)},
+		{Name: "_ts", Value: document.Int(o.Ts)},
+	})
+}
+
+func validateThroughput(tp *Throughput) *Error {
+	switch {
+	case tp.AutoscaleMax > 0:
+		if tp.AutoscaleMax < 1000 || tp.AutoscaleMax > 1000000 || tp.AutoscaleMax%1000 != 0 {
+			return errorf(BadRequest, "The autoscale max throughput %d is invalid: it must be a multiple of 1000 between 1000 and 1000000.", tp.AutoscaleMax)
+		}
+	case tp.Manual < 400 || tp.Manual > 1000000:
+		return errorf(BadRequest, "The offer throughput %d is invalid: it must be between 400 and 1000000 RU/s.", tp.Manual)
+	}
+	return nil
+}
+
+func (e *Engine) createOffer(tx storage.Txn, now time.Time, tp *Throughput, self, resourceRid string) (*offerRecord, error) {
+	if derr := validateThroughput(tp); derr != nil {
+		return nil, derr
+	}
+	n, err := nextCounter(tx, "offer")
+	if err != nil {
+		return nil, err
+	}
+	o := &offerRecord{Rid: offerRid(n), ResourceSelf: self, ResourceRid: resourceRid, Ts: now.Unix(),
+		Manual: tp.Manual, AutoscaleMax: tp.AutoscaleMax, Increment: tp.AutoscaleIncrementPercent}
+	o.Etag = etagFor([]byte(o.Rid), n)
+	return o, setJSON(tx, offerKey(o.Rid), o)
+}
+
+// ListOffers returns every offer.
+func (e *Engine) ListOffers(ctx context.Context) ([]document.Value, error) {
+	var out []document.Value
+	err := e.store.View(ctx, func(r storage.Reader) error {
+		return scanPrefix(r, []byte{famOffer}, func(_, v []byte) (bool, error) {
+			var o offerRecord
+			if err := unmarshalRecord(v, &o); err != nil {
+				return false, err
+			}
+			out = append(out, o.body())
+			return true, nil
+		})
+	})
+	return out, err
+}
+
+// ReadOffer returns one offer by rid (case-insensitively: the SDKs sign
+// offer links lower-cased).
+func (e *Engine) ReadOffer(ctx context.Context, rid string) (*Resource, error) {
+	var o offerRecord
+	err := e.store.View(ctx, func(r storage.Reader) error {
+		found, err := getJSON(r, offerKey(strings.ToLower(rid)), &o)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return errorf(NotFound, "Offer '%s' not found.", rid)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Resource{Body: o.body(), Etag: o.Etag, Rid: o.Rid}, nil
+}
+
+// ReplaceOffer changes an offer's throughput from a full offer body.
+func (e *Engine) ReplaceOffer(ctx context.Context, rid string, body document.Value) (*Resource, error) {
+	content := body.Get("content")
+	if content.Kind() != document.Object {
+		return nil, errorf(BadRequest, "The offer must have a 'content' object.")
+	}
+	var tp Throughput
+	if auto := content.Get("offerAutopilotSettings"); auto.Kind() == document.Object {
+		tp.AutoscaleMax = int(auto.Get("maxThroughput").Int())
+		tp.AutoscaleIncrementPercent = int(auto.Get("autoUpgradePolicy").Get("throughputPolicy").Get("incrementPercent").Int())
+	} else if t := content.Get("offerThroughput"); t.Kind() == document.Number {
+		tp.Manual = int(t.Int())
+	} else {
+		return nil, errorf(BadRequest, "The offer content must set 'offerThroughput' or 'offerAutopilotSettings'.")
+	}
+	if derr := validateThroughput(&tp); derr != nil {
+		return nil, derr
+	}
+	now := e.Now(ctx)
+	var o offerRecord
+	err := e.store.Update(ctx, func(tx storage.Txn) error {
+		found, err := getJSON(tx, offerKey(strings.ToLower(rid)), &o)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return errorf(NotFound, "Offer '%s' not found.", rid)
+		}
+		n, err := nextCounter(tx, "offer-etag")
+		if err != nil {
+			return err
+		}
+		o.Manual, o.AutoscaleMax, o.Increment = tp.Manual, tp.AutoscaleMax, tp.AutoscaleIncrementPercent
+		o.Ts = now.Unix()
+		o.Etag = etagFor([]byte(o.Rid), n<<20)
+		return setJSON(tx, offerKey(o.Rid), &o)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Resource{Body: o.body(), Etag: o.Etag, Rid: o.Rid}, nil
+}

@@ -1,0 +1,349 @@
+package engine
+
+import (
+	"context"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/storage"
+)
+
+// PatchOp is one partial-update operation (protocol §7.3).
+type PatchOp struct {
+	Op    string // add, set, replace, remove, incr, move
+	Path  []string
+	From  []string
+	Value document.Value
+	raw   string
+}
+
+const maxPatchOps = 10
+
+// ParsePatch decodes a patch body: {"condition"?, "operations":[…]} or a bare
+// array of operations.
+func ParsePatch(body []byte) (ops []PatchOp, condition string, err error) {
+	v, perr := document.Parse(body)
+	if perr != nil {
+		return nil, "", errorf(BadRequest, "The patch request payload is invalid: %v", perr)
+	}
+	list := v
+	if v.Kind() == document.Object {
+		list = v.Get("operations")
+		if c := v.Get("condition"); c.IsDefined() && !c.IsNull() {
+			if c.Kind() != document.String {
+				return nil, "", errorf(BadRequest, "The patch condition must be a string.")
+			}
+			condition = c.Str()
+		}
+	}
+	if list.Kind() != document.Array {
+		return nil, "", errorf(BadRequest, "The patch request must contain an 'operations' array.")
+	}
+	if list.Len() == 0 {
+		return nil, "", errorf(BadRequest, "The patch request must contain at least one operation.")
+	}
+	if list.Len() > maxPatchOps {
+		return nil, "", errorf(BadRequest, "The number of patch operations exceeds the limit of %d.", maxPatchOps)
+	}
+	for i, o := range list.Array() {
+		op := PatchOp{Op: strings.ToLower(o.Get("op").Str()), Value: o.Get("value")}
+		switch op.Op {
+		case "add", "set", "replace", "remove", "incr", "increment", "move":
+		default:
+			return nil, "", errorf(BadRequest, "For Operation(%d): the operation type '%s' is invalid.", i, o.Get("op").Str())
+		}
+		if op.Op == "increment" {
+			op.Op = "incr"
+		}
+		p, derr := parsePointer(o.Get("path"), i)
+		if derr != nil {
+			return nil, "", derr
+		}
+		op.Path, op.raw = p, o.Get("path").Str()
+		if op.Op == "move" {
+			if op.From, derr = parsePointer(o.Get("from"), i); derr != nil {
+				return nil, "", derr
+			}
+			if strings.HasPrefix(op.raw+"/", o.Get("from").Str()+"/") {
+				return nil, "", errorf(BadRequest, "For Operation(%d): the path cannot be inside 'from'.", i)
+			}
+		}
+		if !op.Value.IsDefined() && op.Op != "remove" && op.Op != "move" {
+			op.Value = document.NullValue()
+		}
+		if op.Op == "incr" && op.Value.Kind() != document.Number {
+			return nil, "", errorf(BadRequest, "For Operation(%d): increment value must be a number.", i)
+		}
+		if len(op.Path) > 0 {
+			switch op.Path[0] {
+			case "id", "_rid", "_self", "_etag", "_ts", "_attachments", "_lsn":
+				return nil, "", errorf(BadRequest, "For Operation(%d): the system property '%s' cannot be patched.", i, op.Path[0])
+			}
+		}
+		ops = append(ops, op)
+	}
+	return ops, condition, nil
+}
+
+func parsePointer(v document.Value, i int) ([]string, *Error) {
+	if v.Kind() != document.String || !strings.HasPrefix(v.Str(), "/") || v.Str() == "/" {
+		return nil, errorf(BadRequest, "For Operation(%d): the path %s is invalid; it must be a JSON pointer such as '/a/b'.", i, v.String())
+	}
+	parts := strings.Split(v.Str()[1:], "/")
+	for j, p := range parts {
+		parts[j] = strings.ReplaceAll(strings.ReplaceAll(p, "~1", "/"), "~0", "~")
+	}
+	return parts, nil
+}
+
+// applyPatch applies ops in order to doc.
+func applyPatch(doc document.Value, ops []PatchOp) (document.Value, *Error) {
+	for i, op := range ops {
+		var derr *Error
+		switch op.Op {
+		case "move":
+			var moved document.Value
+			moved, derr = getPath(doc, op.From, i)
+			if derr == nil {
+				doc, derr = update(doc, op.From, i, func(document.Value, bool) (document.Value, *Error) { return document.Undef, nil }, "remove")
+			}
+			if derr == nil {
+				doc, derr = update(doc, op.Path, i, func(document.Value, bool) (document.Value, *Error) { return moved, nil }, "set")
+			}
+		case "incr":
+			doc, derr = update(doc, op.Path, i, func(old document.Value, exists bool) (document.Value, *Error) {
+				if !exists {
+					return op.Value, nil
+				}
+				if old.Kind() != document.Number {
+					return document.Undef, errorf(BadRequest, "For Operation(%d): Node(%s) is not a number and cannot be incremented.", i, op.raw)
+				}
+				return addNumbers(old, op.Value), nil
+			}, "set")
+		default:
+			doc, derr = update(doc, op.Path, i, func(old document.Value, exists bool) (document.Value, *Error) {
+				if (op.Op == "replace" || op.Op == "remove") && !exists {
+					verb := "replaced"
+					if op.Op == "remove" {
+						verb = "removed"
+					}
+					return document.Undef, errorf(BadRequest, "For Operation(%d): Node(%s) to be %s is absent.", i, op.raw, verb)
+				}
+				if op.Op == "remove" {
+					return document.Undef, nil
+				}
+				return op.Value, nil
+			}, op.Op)
+		}
+		if derr != nil {
+			return document.Undef, derr
+		}
+	}
+	return doc, nil
+}
+
+func addNumbers(a, b document.Value) document.Value {
+	if a.IsInt() && b.IsInt() {
+		s := a.Int() + b.Int()
+		if (s > a.Int()) == (b.Int() > 0) {
+			return document.Int(s)
+		}
+	}
+	return document.Float(a.Float() + b.Float())
+}
+
+func getPath(doc document.Value, path []string, i int) (document.Value, *Error) {
+	cur := doc
+	for _, seg := range path {
+		switch cur.Kind() {
+		case document.Object:
+			cur = cur.Get(seg)
+		case document.Array:
+			n, err := strconv.Atoi(seg)
+			if err != nil {
+				return document.Undef, errorf(BadRequest, "For Operation(%d): invalid array index '%s'.", i, seg)
+			}
+			cur = cur.Index(n)
+		default:
+			cur = document.Undef
+		}
+		if !cur.IsDefined() {
+			return document.Undef, errorf(BadRequest, "For Operation(%d): Node(/%s) is absent.", i, strings.Join(path, "/"))
+		}
+	}
+	return cur, nil
+}
+
+// update rebuilds doc with the value at path replaced by fn's result (Undef
+// removes it). op decides array semantics: add inserts, set/replace
+// overwrite, remove deletes.
+func update(doc document.Value, path []string, i int, fn func(old document.Value, exists bool) (document.Value, *Error), op string) (document.Value, *Error) {
+	if len(path) == 0 {
+		return document.Undef, errorf(BadRequest, "For Operation(%d): the root cannot be patched.", i)
+	}
+	seg := path[0]
+	last := len(path) == 1
+	switch doc.Kind() {
+	case document.Object:
+		child := doc.Get(seg)
+		if last {
+			nv, derr := fn(child, child.IsDefined())
+			if derr != nil {
+				return document.Undef, derr
+			}
+			return doc.With(seg, nv), nil
+		}
+		if !child.IsDefined() {
+			return document.Undef, errorf(BadRequest, "For Operation(%d): the parent of Node(/%s) is absent.", i, strings.Join(path, "/"))
+		}
+		nv, derr := update(child, path[1:], i, fn, op)
+		if derr != nil {
+			return document.Undef, derr
+		}
+		return doc.With(seg, nv), nil
+	case document.Array:
+		elems := doc.Array()
+		var idx int
+		if seg == "-" {
+			idx = len(elems)
+		} else {
+			n, err := strconv.Atoi(seg)
+			if err != nil || n < 0 || n > math.MaxInt32 {
+				return document.Undef, errorf(BadRequest, "For Operation(%d): invalid array index '%s'.", i, seg)
+			}
+			idx = n
+		}
+		if last {
+			exists := idx < len(elems)
+			if idx > len(elems) || (idx == len(elems) && op != "add" && op != "set") {
+				return document.Undef, errorf(BadRequest, "For Operation(%d): array index %d is out of bounds.", i, idx)
+			}
+			var old document.Value
+			if exists {
+				old = elems[idx]
+			}
+			nv, derr := fn(old, exists)
+			if derr != nil {
+				return document.Undef, derr
+			}
+			out := make([]document.Value, 0, len(elems)+1)
+			out = append(out, elems[:idx]...)
+			switch {
+			case !nv.IsDefined(): // remove
+				if exists {
+					out = append(out, elems[idx+1:]...)
+				}
+			case op == "add":
+				out = append(out, nv)
+				out = append(out, elems[idx:]...)
+			default:
+				out = append(out, nv)
+				if exists {
+					out = append(out, elems[idx+1:]...)
+				}
+			}
+			return document.Arr(out), nil
+		}
+		if idx >= len(elems) {
+			return document.Undef, errorf(BadRequest, "For Operation(%d): array index %d is out of bounds.", i, idx)
+		}
+		nv, derr := update(elems[idx], path[1:], i, fn, op)
+		if derr != nil {
+			return document.Undef, derr
+		}
+		out := append([]document.Value(nil), elems...)
+		out[idx] = nv
+		return document.Arr(out), nil
+	}
+	return document.Undef, errorf(BadRequest, "For Operation(%d): the parent of Node(/%s) is not an object or array.", i, strings.Join(path, "/"))
+}
+
+// PatchItemParams is a patch.
+type PatchItemParams struct {
+	ItemRef
+	ID        string
+	Ops       []PatchOp
+	Condition string
+	IfMatch   string
+}
+
+// PatchItem applies a partial update. It sets _ts (restarting the TTL
+// countdown) and validates a patched ttl like any write.
+func (e *Engine) PatchItem(ctx context.Context, p PatchItemParams) (*ItemResult, error) {
+	now := e.Now(ctx)
+	var res *ItemResult
+	var coll *containerRecord
+	err := e.store.Update(ctx, func(tx storage.Txn) error {
+		c, err := e.loadContainer(tx, p.DB, p.Coll)
+		if err != nil {
+			return err
+		}
+		coll = c
+		pk, derr := c.pointKey(p.ItemRef)
+		if derr != nil {
+			return derr
+		}
+		live, _, err := e.findItem(tx, c, pk, p.ID, now)
+		if err != nil {
+			return err
+		}
+		if live == nil {
+			return notFound()
+		}
+		if p.IfMatch != "" && p.IfMatch != "*" && p.IfMatch != etagFor(c.Rid, live.rec.lsn) {
+			return preconditionFailed()
+		}
+		doc, err := document.Parse(live.rec.json)
+		if err != nil {
+			return err
+		}
+		if p.Condition != "" {
+			ok, err := e.evalCondition(p.Condition, doc, now)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return preconditionFailed()
+			}
+		}
+		for _, op := range p.Ops {
+			for i, path := range c.pk.paths {
+				if pathsOverlap(op.Path, path) || (op.Op == "move" && pathsOverlap(op.From, path)) {
+					return errorf(BadRequest, "The partition key path '%s' cannot be patched.", c.pk.raw[i])
+				}
+			}
+		}
+		patched, derr := applyPatch(doc.Without(itemSystemProps...), p.Ops)
+		if derr != nil {
+			return derr
+		}
+		w := WriteItemParams{ItemRef: ItemRef{DB: p.DB, Coll: p.Coll}, Mode: ModeReplace, ID: p.ID}
+		res, err = e.writeItemTx(tx, c, w, p.ID, patched, now)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.Charge = writeCharge(len(res.Body))
+	e.charge(coll, res.Charge)
+	return res, nil
+}
+
+func pathsOverlap(a, b []string) bool {
+	n := len(a)
+	if len(b) < n {
+		n = len(b)
+	}
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func (e *Engine) evalCondition(cond string, doc document.Value, now timeNow) (bool, error) {
+	return conditionHolds(cond, doc, now)
+}

@@ -1,0 +1,61 @@
+package engine
+
+import (
+	"errors"
+	"time"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/ttl"
+)
+
+// The rules of ttl.md live in package ttl; this file only adapts them to
+// the engine's records and errors.
+
+type timeNow = time.Time
+
+func ttlError(err error) error {
+	var te *ttl.Error
+	if errors.As(err, &te) {
+		return &Error{Code: BadRequest, Message: te.Message}
+	}
+	return err
+}
+
+func parseDefaultTTL(v document.Value) (ttl.Setting, *Error) {
+	s, err := ttl.ParseDefaultTTL(v)
+	if err != nil {
+		var te *ttl.Error
+		if errors.As(err, &te) {
+			return ttl.Setting{}, &Error{Code: BadRequest, Message: te.Message}
+		}
+		return ttl.Setting{}, &Error{Code: BadRequest, Message: err.Error()}
+	}
+	return s, nil
+}
+
+func (r *itemRecord) itemTTL() ttl.ItemTTL {
+	return ttl.ItemTTL{Kind: ttl.ItemKind(r.ttlKind), Seconds: r.ttlSecs}
+}
+
+// expired reports whether the item is invisible at now: every API asks
+// this one question, so they never disagree (ttl.md A3).
+func (c *containerRecord) expired(r *itemRecord, now time.Time) bool {
+	if !c.TTL.NeedsPurge() {
+		return false
+	}
+	return ttl.Expired(r.ts, r.itemTTL(), c.TTL, now)
+}
+
+// expiryKey is the item's entry in one of the two expiry indexes: by its
+// own due time, or by _ts for items that inherit the container default (so
+// a default change needs no rewrite).
+func expiryKey(c *containerRecord, rec *itemRecord, seq uint64) []byte {
+	e := ttl.EntryFor(rec.ts, rec.itemTTL())
+	switch e.Index {
+	case ttl.DueIndex:
+		return ownDueKey(c.Rid, e.Key, seq)
+	case ttl.InheritIndex:
+		return byTsKey(c.Rid, e.Key, seq)
+	}
+	return nil
+}

@@ -1,0 +1,304 @@
+// Package httpapi is Mayfly's Cosmos DB REST transport. It parses requests
+// (paths, headers, bodies), checks signatures, calls the engine and writes
+// responses. It is the one place where engine errors become HTTP statuses
+// and Cosmos-style bodies ({"code","message"}).
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/engine"
+)
+
+// Engine is what the transport needs from the domain.
+type Engine interface {
+	CreateDatabase(ctx context.Context, body document.Value, tp *engine.Throughput) (*engine.Resource, error)
+	ReadDatabase(ctx context.Context, id string) (*engine.Resource, error)
+	ListDatabases(ctx context.Context) ([]document.Value, error)
+	DeleteDatabase(ctx context.Context, id string) error
+
+	CreateContainer(ctx context.Context, db string, body document.Value, tp *engine.Throughput) (*engine.Resource, error)
+	ReadContainer(ctx context.Context, db, coll string) (*engine.Resource, *engine.ContainerUsage, error)
+	ListContainers(ctx context.Context, db string) ([]document.Value, string, error)
+	ReplaceContainer(ctx context.Context, db, coll string, body document.Value, ifMatch string) (*engine.Resource, error)
+	DeleteContainer(ctx context.Context, db, coll string) error
+	PartitionKeyRanges(ctx context.Context, db, coll string) ([]engine.KeyRange, *engine.Resource, error)
+
+	WriteItem(ctx context.Context, p engine.WriteItemParams) (*engine.ItemResult, error)
+	ReadItem(ctx context.Context, p engine.ReadItemParams) (*engine.ItemResult, error)
+	DeleteItem(ctx context.Context, p engine.DeleteItemParams) (*engine.ItemResult, error)
+	PatchItem(ctx context.Context, p engine.PatchItemParams) (*engine.ItemResult, error)
+	ReadFeed(ctx context.Context, p engine.FeedParams) (*engine.FeedPage, error)
+	QueryItems(ctx context.Context, p engine.QueryParams) (*engine.FeedPage, error)
+	QueryResources(ctx context.Context, p engine.ResourceQueryParams) (*engine.FeedPage, error)
+
+	ListOffers(ctx context.Context) ([]document.Value, error)
+	ReadOffer(ctx context.Context, rid string) (*engine.Resource, error)
+	ReplaceOffer(ctx context.Context, rid string, body document.Value) (*engine.Resource, error)
+}
+
+// AuthRequest is what a signature is checked against.
+type AuthRequest struct {
+	Verb, ResourceType, ResourceLink string
+	Authorization, Date              string
+}
+
+// AuthResult says how a request was authenticated.
+type AuthResult struct {
+	AAD bool // an Entra ID (AAD) token rather than a key signature
+}
+
+// Authenticator checks a request's Authorization header. Its errors carry
+// the status to answer (see AuthError).
+type Authenticator interface {
+	Authenticate(r AuthRequest) (AuthResult, error)
+}
+
+// AuthError is an authentication failure with the status, code and message
+// to send.
+type AuthError struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *AuthError) Error() string { return e.Message }
+
+// Config configures the handler.
+type Config struct {
+	Engine  Engine
+	Auth    Authenticator
+	Logger  *slog.Logger
+	CertPEM []byte // served at /_explorer/emulator.pem
+	// MaxBodyBytes bounds request bodies (default 2 MiB + 64 KiB of slack
+	// for the envelope of batches and queries).
+	MaxBodyBytes int64
+	// Extra routes mounted beside the API (metrics, the explorer page).
+	Extra map[string]http.Handler
+}
+
+// Handler serves the Cosmos DB REST API.
+type Handler struct {
+	eng     Engine
+	auth    Authenticator
+	log     *slog.Logger
+	certPEM []byte
+	maxBody int64
+	extra   map[string]http.Handler
+}
+
+// New returns the API handler.
+func New(cfg Config) (*Handler, error) {
+	if cfg.Engine == nil || cfg.Auth == nil {
+		return nil, errors.New("httpapi: engine and authenticator are required")
+	}
+	h := &Handler{eng: cfg.Engine, auth: cfg.Auth, log: cfg.Logger, certPEM: cfg.CertPEM, maxBody: cfg.MaxBodyBytes, extra: cfg.Extra}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.maxBody <= 0 {
+		h.maxBody = 2<<20 + 64<<10
+	}
+	return h, nil
+}
+
+// request carries one request through the handler.
+type request struct {
+	w        http.ResponseWriter
+	r        *http.Request
+	path     *resourcePath
+	activity string
+	status   int
+	aad      bool
+	charge   float64
+}
+
+func newActivityID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = (b[6] & 0x0f) | 0x40
+	b[8] = (b[8] & 0x3f) | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if x, ok := h.extra[r.URL.Path]; ok {
+		x.ServeHTTP(w, r)
+		return
+	}
+	start := time.Now()
+	rq := &request{w: w, r: r, activity: r.Header.Get("x-ms-activity-id")}
+	if rq.activity == "" {
+		rq.activity = newActivityID()
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			h.log.Error("request panicked", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p), "activity_id", rq.activity)
+			h.fail(rq, fmt.Errorf("panic: %v", p))
+		}
+		h.log.Debug("request served", "method", r.Method, "path", r.URL.EscapedPath(), "status", rq.status,
+			"duration_ms", float64(time.Since(start).Microseconds())/1000, "charge", rq.charge, "activity_id", rq.activity)
+	}()
+	h.serve(rq)
+}
+
+func (h *Handler) serve(rq *request) {
+	r := rq.r
+	if r.URL.Path == "/_explorer/emulator.pem" && r.Method == http.MethodGet {
+		rq.w.Header().Set("Content-Type", "application/x-pem-file")
+		rq.status = http.StatusOK
+		rq.w.WriteHeader(http.StatusOK)
+		_, _ = rq.w.Write(h.certPEM)
+		return
+	}
+	p, err := parseResourcePath(r.URL.EscapedPath())
+	if err != nil {
+		h.fail(rq, &engine.Error{Code: engine.BadRequest, Message: err.Error()})
+		return
+	}
+	rq.path = p
+	res, err := h.auth.Authenticate(AuthRequest{
+		Verb: r.Method, ResourceType: p.typ, ResourceLink: p.link,
+		Authorization: r.Header.Get("Authorization"), Date: r.Header.Get("x-ms-date"),
+	})
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	rq.aad = res.AAD
+	h.route(rq)
+}
+
+// statusOf maps engine codes to HTTP statuses: the only place this happens.
+func statusOf(c engine.Code) (int, string) {
+	switch c {
+	case engine.BadRequest:
+		return http.StatusBadRequest, "BadRequest"
+	case engine.Unauthorized:
+		return http.StatusUnauthorized, "Unauthorized"
+	case engine.Forbidden:
+		return http.StatusForbidden, "Forbidden"
+	case engine.NotFound:
+		return http.StatusNotFound, "NotFound"
+	case engine.Conflict:
+		return http.StatusConflict, "Conflict"
+	case engine.PreconditionFailed:
+		return http.StatusPreconditionFailed, "PreconditionFailed"
+	case engine.RequestEntityTooLarge:
+		return http.StatusRequestEntityTooLarge, "RequestEntityTooLarge"
+	case engine.NotModified:
+		return http.StatusNotModified, "NotModified"
+	case engine.FailedDependency:
+		return http.StatusFailedDependency, "FailedDependency"
+	case engine.TooManyRequests:
+		return http.StatusTooManyRequests, "TooManyRequests"
+	case engine.ServiceUnavailable:
+		return http.StatusServiceUnavailable, "ServiceUnavailable"
+	}
+	return http.StatusInternalServerError, "InternalServerError"
+}
+
+// fail writes err as a Cosmos-style error response.
+func (h *Handler) fail(rq *request, err error) {
+	var status int
+	var code, msg string
+	var sub int
+	var extra []byte
+	var ae *AuthError
+	var ee *engine.Error
+	switch {
+	case errors.As(err, &ae):
+		status, code, msg = ae.Status, ae.Code, ae.Message
+	case errors.As(err, &ee):
+		status, code = statusOf(ee.Code)
+		msg, sub, extra = ee.Message, ee.SubStatus, ee.Additional
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		status, code, msg = http.StatusRequestTimeout, "RequestTimeout", "The request was cancelled or timed out."
+	default:
+		status, code = http.StatusInternalServerError, "InternalServerError"
+		msg = "An internal error occurred; the activity id identifies it in the server log."
+		h.log.Error("request failed", "method", rq.r.Method, "path", rq.r.URL.EscapedPath(), "err", err, "activity_id", rq.activity)
+	}
+	hd := rq.w.Header()
+	h.commonHeaders(rq, 0)
+	hd.Set("x-ms-substatus", strconv.Itoa(sub))
+	if status == http.StatusNotModified {
+		rq.status = status
+		rq.w.WriteHeader(status)
+		return
+	}
+	hd.Set("Content-Type", "application/json")
+	body := []byte(`{"code":`)
+	body = document.AppendString(body, code)
+	body = append(body, `,"message":`...)
+	body = document.AppendString(body, msg+"\r\nActivityId: "+rq.activity+", Mayfly")
+	if len(extra) > 0 {
+		body = append(body, `,"additionalErrorInfo":`...)
+		body = document.AppendString(body, string(extra))
+	}
+	body = append(body, '}')
+	rq.status = status
+	rq.w.WriteHeader(status)
+	_, _ = rq.w.Write(body)
+}
+
+func (h *Handler) commonHeaders(rq *request, charge float64) {
+	hd := rq.w.Header()
+	hd.Set("x-ms-activity-id", rq.activity)
+	if charge <= 0 {
+		charge = engine.MetadataCharge
+	}
+	rq.charge = charge
+	hd.Set("x-ms-request-charge", strconv.FormatFloat(charge, 'f', -1, 64))
+	if hd.Get("x-ms-session-token") == "" {
+		hd.Set("x-ms-session-token", "0:-1#1")
+	}
+	hd.Set("x-ms-schemaversion", "1.18")
+	hd.Set("x-ms-serviceversion", "version=2.14.0.0")
+	hd.Set("x-ms-gatewayversion", "version=2.14.0")
+	hd.Set("Date", time.Now().UTC().Format(http.TimeFormat))
+}
+
+// reply writes a JSON body with the common headers.
+func (h *Handler) reply(rq *request, status int, charge float64, body []byte) {
+	h.commonHeaders(rq, charge)
+	hd := rq.w.Header()
+	if body != nil {
+		hd.Set("Content-Type", "application/json")
+		hd.Set("Content-Length", strconv.Itoa(len(body)))
+	}
+	rq.status = status
+	rq.w.WriteHeader(status)
+	if body != nil {
+		_, _ = rq.w.Write(body)
+	}
+}
+
+// feedBody renders the envelope of a feed or query page.
+func feedBody(rid, key string, items [][]byte) []byte {
+	b := []byte(`{"_rid":`)
+	b = document.AppendString(b, rid)
+	b = append(b, ',')
+	b = document.AppendString(b, key)
+	b = append(b, ":["...)
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, it...)
+	}
+	b = append(b, `],"_count":`...)
+	b = strconv.AppendInt(b, int64(len(items)), 10)
+	return append(b, '}')
+}

@@ -1,0 +1,431 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/engine"
+)
+
+func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
+
+func (h *Handler) account(rq *request) {
+	scheme := "https"
+	if rq.r.TLS == nil {
+		scheme = "http"
+	}
+	endpoint := scheme + "://" + rq.r.Host + "/"
+	loc := document.Arr([]document.Value{document.Obj([]document.Field{
+		{Name: "name", Value: document.Str("South Central US")},
+		{Name: "databaseAccountEndpoint", Value: document.Str(endpoint)},
+	})})
+	repl := document.Obj([]document.Field{{Name: "minReplicaSetSize", Value: document.Int(1)}, {Name: "maxReplicasetSize", Value: document.Int(4)}})
+	body := document.Obj([]document.Field{
+		{Name: "_self", Value: document.Str("")},
+		{Name: "id", Value: document.Str("localhost")},
+		{Name: "_rid", Value: document.Str("localhost")},
+		{Name: "media", Value: document.Str("//media/")},
+		{Name: "addresses", Value: document.Str("//addresses/")},
+		{Name: "_dbs", Value: document.Str("//dbs/")},
+		{Name: "writableLocations", Value: loc},
+		{Name: "readableLocations", Value: loc},
+		{Name: "enableMultipleWriteLocations", Value: document.BoolValue(false)},
+		{Name: "continuousBackupEnabled", Value: document.BoolValue(false)},
+		{Name: "enableNRegionSynchronousCommit", Value: document.BoolValue(false)},
+		{Name: "enablePerPartitionFailoverBehavior", Value: document.BoolValue(false)},
+		{Name: "userReplicationPolicy", Value: repl},
+		{Name: "userConsistencyPolicy", Value: document.Obj([]document.Field{{Name: "defaultConsistencyLevel", Value: document.Str("Session")}})},
+		{Name: "systemReplicationPolicy", Value: repl},
+		{Name: "readPolicy", Value: document.Obj([]document.Field{{Name: "primaryReadCoefficient", Value: document.Int(1)}, {Name: "secondaryReadCoefficient", Value: document.Int(1)}})},
+		{Name: "queryEngineConfiguration", Value: document.Str(`{"maxSqlQueryInputLength":262144,"maxJoinsPerSqlQuery":10,"maxLogicalAndPerSqlQuery":500,"maxLogicalOrPerSqlQuery":500,"maxUdfRefPerSqlQuery":10,"maxInExpressionItemsCount":16000,"queryMaxInMemorySortDocumentCount":500,"maxQueryRequestTimeoutFraction":0.9,"sqlAllowNonFiniteNumbers":false,"sqlAllowAggregateFunctions":true,"sqlAllowSubQuery":true,"sqlAllowScalarSubQuery":true,"allowNewKeywords":true,"sqlAllowLike":true,"sqlAllowGroupByClause":true,"maxSpatialQueryCells":12,"spatialMaxGeometryPointCount":256,"sqlDisableOptimizationFlags":0,"sqlAllowTop":true,"enableSpatialIndexing":true}`)},
+	})
+	rq.w.Header().Set("x-ms-max-media-storage-usage-mb", "10240")
+	rq.w.Header().Set("x-ms-media-storage-usage-mb", "0")
+	h.reply(rq, http.StatusOK, 0, body.JSON())
+}
+
+func (h *Handler) resourceReply(rq *request, status int, res *engine.Resource) {
+	rq.w.Header().Set("etag", res.Etag)
+	h.reply(rq, status, engine.MetadataCharge, res.Body.JSON())
+}
+
+// refuseAAD enforces the service's rule that Entra ID tokens may not
+// manage databases and containers.
+func (h *Handler) refuseAAD(rq *request) bool {
+	if rq.aad && rq.r.Method != http.MethodGet {
+		h.fail(rq, &engine.Error{Code: engine.Forbidden, SubStatus: engine.SubAADMetadataNotPermitted,
+			Message: "Request blocked by Auth : The given request [" + rq.r.Method + " " + rq.r.URL.Path + "] cannot be authorized by AAD token in data plane."})
+		return true
+	}
+	return false
+}
+
+func (h *Handler) createDatabase(rq *request) {
+	if h.refuseAAD(rq) {
+		return
+	}
+	body, err := h.readJSON(rq)
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	tp, err := throughput(rq.r)
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	res, err := h.eng.CreateDatabase(rq.r.Context(), body, tp)
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	h.resourceReply(rq, http.StatusCreated, res)
+}
+
+func (h *Handler) readDatabase(rq *request, id string) {
+	res, err := h.eng.ReadDatabase(rq.r.Context(), id)
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	h.resourceReply(rq, http.StatusOK, res)
+}
+
+func (h *Handler) deleteDatabase(rq *request, id string) {
+	if h.refuseAAD(rq) {
+		return
+	}
+	if err := h.eng.DeleteDatabase(rq.r.Context(), id); err != nil {
+		h.fail(rq, err)
+		return
+	}
+	h.reply(rq, http.StatusNoContent, 0, nil)
+}
+
+func valuesJSON(vals []document.Value) [][]byte {
+	out := make([][]byte, len(vals))
+	for i, v := range vals {
+		out[i] = v.JSON()
+	}
+	return out
+}
+
+func (h *Handler) listDatabases(rq *request) {
+	dbs, err := h.eng.ListDatabases(rq.r.Context())
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	rq.w.Header().Set("x-ms-item-count", strconv.Itoa(len(dbs)))
+	h.reply(rq, http.StatusOK, 0, feedBody("", "Databases", valuesJSON(dbs)))
+}
+
+func (h *Handler) createContainer(rq *request, db string) {
+	if h.refuseAAD(rq) {
+		return
+	}
+	body, err := h.readJSON(rq)
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	tp, err := throughput(rq.r)
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	res, err := h.eng.CreateContainer(rq.r.Context(), db, body, tp)
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	h.contentPath(rq, res.Rid, "dbs/"+db+"/colls/"+res.Body.Get("id").Str())
+	h.resourceReply(rq, http.StatusCreated, res)
+}
+
+// contentPath sets the owner headers the JS SDK tracks sessions by.
+func (h *Handler) contentPath(rq *request, rid, altPath string) {
+	rq.w.Header().Set("x-ms-content-path", rid)
+	rq.w.Header().Set("x-ms-alt-content-path", altPath)
+}
+
+func (h *Handler) readContainer(rq *request, db, coll string) {
+	res, usage, err := h.eng.ReadContainer(rq.r.Context(), db, coll)
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	hd := rq.w.Header()
+	hd.Set("x-ms-resource-quota", "functions=25;storedProcedures=100;triggers=25;documentSize=10240;documentsSize=10485760;documentsCount=-1;collectionSize=10485760;")
+	hd.Set("x-ms-resource-usage", "functions=0;storedProcedures=0;triggers=0;documentSize="+strconv.FormatInt(usage.DocumentsSize/1024, 10)+
+		";documentsSize="+strconv.FormatInt(usage.DocumentsSize/1024, 10)+";documentsCount="+strconv.FormatInt(usage.DocumentsCount, 10)+
+		";collectionSize="+strconv.FormatInt(usage.DocumentsSize/1024, 10)+";")
+	h.contentPath(rq, res.Rid, "dbs/"+db+"/colls/"+coll)
+	h.resourceReply(rq, http.StatusOK, res)
+}
+
+func (h *Handler) replaceContainer(rq *request, db, coll string) {
+	if h.refuseAAD(rq) {
+		return
+	}
+	body, err := h.readJSON(rq)
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	res, err := h.eng.ReplaceContainer(rq.r.Context(), db, coll, body, rq.r.Header.Get("If-Match"))
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	h.resourceReply(rq, http.StatusOK, res)
+}
+
+func (h *Handler) deleteContainer(rq *request, db, coll string) {
+	if h.refuseAAD(rq) {
+		return
+	}
+	if err := h.eng.DeleteContainer(rq.r.Context(), db, coll); err != nil {
+		h.fail(rq, err)
+		return
+	}
+	h.reply(rq, http.StatusNoContent, 0, nil)
+}
+
+func (h *Handler) listContainers(rq *request, db string) {
+	colls, rid, err := h.eng.ListContainers(rq.r.Context(), db)
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	rq.w.Header().Set("x-ms-item-count", strconv.Itoa(len(colls)))
+	h.reply(rq, http.StatusOK, 0, feedBody(rid, "DocumentCollections", valuesJSON(colls)))
+}
+
+func (h *Handler) pkranges(rq *request, db, coll string) {
+	ranges, c, err := h.eng.PartitionKeyRanges(rq.r.Context(), db, coll)
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	// The range set changes only on a split, which Mayfly does not do; its
+	// version is therefore fixed per container.
+	etag := `"` + c.Rid + `-ranges-` + strconv.Itoa(len(ranges)) + `"`
+	rq.w.Header().Set("etag", etag)
+	if inm := rq.r.Header.Get("If-None-Match"); inm != "" && (inm == etag || inm == "*") {
+		h.commonHeaders(rq, 0)
+		rq.status = http.StatusNotModified
+		rq.w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	items := make([][]byte, len(ranges))
+	for i, r := range ranges {
+		rid := c.Rid + "-pkr-" + r.ID
+		items[i] = document.Obj([]document.Field{
+			{Name: "_rid", Value: document.Str(rid)},
+			{Name: "id", Value: document.Str(r.ID)},
+			{Name: "_etag", Value: document.Str(etag)},
+			{Name: "minInclusive", Value: document.Str(r.Min)},
+			{Name: "maxExclusive", Value: document.Str(r.Max)},
+			{Name: "ridPrefix", Value: document.Int(int64(i))},
+			{Name: "_self", Value: document.Str(c.Body.Get("_self").Str() + "pkranges/" + rid + "/")},
+			{Name: "throughputFraction", Value: document.Float(1 / float64(len(ranges)))},
+			{Name: "status", Value: document.Str("online")},
+			{Name: "parents", Value: document.Arr(nil)},
+			{Name: "ownedArchivalPKRangeIds", Value: document.Arr(nil)},
+			{Name: "_ts", Value: c.Body.Get("_ts")},
+			{Name: "_lsn", Value: document.Int(1)},
+		}).JSON()
+	}
+	rq.w.Header().Set("x-ms-item-count", strconv.Itoa(len(items)))
+	h.reply(rq, http.StatusOK, 0, feedBody(c.Rid, "PartitionKeyRanges", items))
+}
+
+// itemHeaders sets what every item response carries.
+func (h *Handler) itemHeaders(rq *request, res *engine.ItemResult) {
+	hd := rq.w.Header()
+	if res.Etag != "" {
+		hd.Set("etag", res.Etag)
+	}
+	hd.Set("x-ms-session-token", "0:-1#"+strconv.FormatUint(res.LSN, 10))
+	hd.Set("lsn", strconv.FormatUint(res.LSN, 10))
+	hd.Set("x-ms-documentdb-partitionkeyrangeid", "0")
+	if res.CollRid != "" {
+		hd.Set("x-ms-content-path", res.CollRid)
+	}
+}
+
+func preferMinimal(r *http.Request) bool {
+	return strings.Contains(strings.ToLower(r.Header.Get("Prefer")), "return=minimal")
+}
+
+func (h *Handler) writeItem(rq *request, db, coll string, mode engine.WriteMode, id string) {
+	ref, err := itemRef(rq.r, db, coll)
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	body, err := h.readBody(rq)
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	res, err := h.eng.WriteItem(rq.r.Context(), engine.WriteItemParams{ItemRef: ref, Mode: mode, ID: id, Body: body, IfMatch: rq.r.Header.Get("If-Match")})
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	status := http.StatusOK
+	if mode == engine.ModeCreate || (mode == engine.ModeUpsert && res.Created) {
+		status = http.StatusCreated
+	}
+	h.itemHeaders(rq, res)
+	out := res.Body
+	if preferMinimal(rq.r) {
+		out = nil
+	}
+	h.reply(rq, status, res.Charge, out)
+}
+
+func (h *Handler) readItem(rq *request, db, coll, id string) {
+	ref, err := itemRef(rq.r, db, coll)
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	res, err := h.eng.ReadItem(rq.r.Context(), engine.ReadItemParams{ItemRef: ref, ID: id, IfNoneMatch: rq.r.Header.Get("If-None-Match")})
+	if res != nil {
+		h.itemHeaders(rq, res)
+	}
+	var ee *engine.Error
+	if errors.As(err, &ee) && ee.Code == engine.NotModified {
+		h.commonHeaders(rq, res.Charge)
+		rq.status = http.StatusNotModified
+		rq.w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	h.reply(rq, http.StatusOK, res.Charge, res.Body)
+}
+
+func (h *Handler) deleteItem(rq *request, db, coll, id string) {
+	ref, err := itemRef(rq.r, db, coll)
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	res, err := h.eng.DeleteItem(rq.r.Context(), engine.DeleteItemParams{ItemRef: ref, ID: id, IfMatch: rq.r.Header.Get("If-Match")})
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	h.itemHeaders(rq, res)
+	h.reply(rq, http.StatusNoContent, res.Charge, nil)
+}
+
+func (h *Handler) patchItem(rq *request, db, coll, id string) {
+	ref, err := itemRef(rq.r, db, coll)
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	body, err := h.readBody(rq)
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	ops, cond, err := engine.ParsePatch(body)
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	res, err := h.eng.PatchItem(rq.r.Context(), engine.PatchItemParams{ItemRef: ref, ID: id, Ops: ops, Condition: cond, IfMatch: rq.r.Header.Get("If-Match")})
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	h.itemHeaders(rq, res)
+	out := res.Body
+	if preferMinimal(rq.r) {
+		out = nil
+	}
+	h.reply(rq, http.StatusOK, res.Charge, out)
+}
+
+func (h *Handler) pageReply(rq *request, key string, page *engine.FeedPage) {
+	hd := rq.w.Header()
+	hd.Set("x-ms-item-count", strconv.Itoa(len(page.Items)))
+	if page.Continuation != "" {
+		hd.Set("x-ms-continuation", page.Continuation)
+	}
+	if page.LSN > 0 {
+		hd.Set("x-ms-session-token", "0:-1#"+strconv.FormatUint(page.LSN, 10))
+	}
+	if page.CollRid != "" {
+		hd.Set("x-ms-content-path", page.CollRid)
+	}
+	h.reply(rq, http.StatusOK, page.Charge, feedBody(page.CollRid, key, page.Items))
+}
+
+func (h *Handler) readFeed(rq *request, db, coll string) {
+	ref, err := itemRef(rq.r, db, coll)
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	n, err := maxItemCount(rq.r)
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	page, err := h.eng.ReadFeed(rq.r.Context(), engine.FeedParams{ItemRef: ref, MaxItemCount: n, Continuation: rq.r.Header.Get("x-ms-continuation")})
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	h.pageReply(rq, "Documents", page)
+}
+
+func (h *Handler) routeOffers(rq *request, s []string) {
+	m := rq.r.Method
+	switch {
+	case len(s) == 0 && m == http.MethodPost && isQuery(rq.r):
+		h.queryResources(rq, engine.ResourceOffers, "")
+	case len(s) == 0 && m == http.MethodGet:
+		offers, err := h.eng.ListOffers(rq.r.Context())
+		if err != nil {
+			h.fail(rq, err)
+			return
+		}
+		rq.w.Header().Set("x-ms-item-count", strconv.Itoa(len(offers)))
+		h.reply(rq, http.StatusOK, 0, feedBody("", "Offers", valuesJSON(offers)))
+	case len(s) == 1 && m == http.MethodGet:
+		res, err := h.eng.ReadOffer(rq.r.Context(), s[0])
+		if err != nil {
+			h.fail(rq, err)
+			return
+		}
+		h.resourceReply(rq, http.StatusOK, res)
+	case len(s) == 1 && m == http.MethodPut:
+		body, err := h.readJSON(rq)
+		if err != nil {
+			h.fail(rq, err)
+			return
+		}
+		res, err := h.eng.ReplaceOffer(rq.r.Context(), s[0], body)
+		if err != nil {
+			h.fail(rq, err)
+			return
+		}
+		h.resourceReply(rq, http.StatusOK, res)
+	default:
+		h.methodNotAllowed(rq)
+	}
+}

@@ -1,0 +1,65 @@
+package httpapi
+
+import (
+	"net/url"
+	"strings"
+)
+
+// resourcePath is a request path split the way the routing gateway splits
+// it: the whole path is percent-decoded (and a second time where the result
+// still holds escapes), a '#' ends it, '\' separates like '/', and trailing
+// spaces of a segment are dropped. The SDKs sign the ids they meant, so an
+// id the gateway would read differently fails the signature check (401),
+// exactly as against Azure Cosmos DB's gateway.
+type resourcePath struct {
+	segs []string
+	// typ and link are what the client must have signed (protocol §1.1).
+	typ, link string
+}
+
+// errBadPathChars is returned for paths holding control characters the
+// gateway refuses outright.
+type pathError struct{ msg string }
+
+func (e *pathError) Error() string { return e.msg }
+
+func parseResourcePath(escaped string) (*resourcePath, error) {
+	decoded, err := url.PathUnescape(escaped)
+	if err != nil {
+		return nil, &pathError{"The request path is not correctly percent-encoded."}
+	}
+	if strings.ContainsAny(decoded, "\r\n\t") {
+		return nil, &pathError{"The request path contains characters that are not allowed: carriage return, line feed or tab."}
+	}
+	if strings.Contains(decoded, "%") {
+		if again, err := url.PathUnescape(decoded); err == nil {
+			decoded = again
+		}
+	}
+	if i := strings.IndexByte(decoded, '#'); i >= 0 {
+		decoded = decoded[:i]
+	}
+	decoded = strings.ReplaceAll(decoded, `\`, "/")
+	decoded = strings.Trim(decoded, "/")
+	p := &resourcePath{}
+	if decoded != "" {
+		p.segs = strings.Split(decoded, "/")
+		for i, s := range p.segs {
+			p.segs[i] = strings.TrimRight(s, " ")
+		}
+	}
+	n := len(p.segs)
+	switch {
+	case n == 0:
+	case n%2 == 0:
+		p.typ = strings.ToLower(p.segs[n-2])
+		p.link = strings.Join(p.segs, "/")
+	default:
+		p.typ = strings.ToLower(p.segs[n-1])
+		p.link = strings.Join(p.segs[:n-1], "/")
+	}
+	if p.typ == "offers" && n == 2 {
+		p.link = strings.ToLower(p.segs[1])
+	}
+	return p, nil
+}
