@@ -1,0 +1,287 @@
+package eval
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/query/ast"
+)
+
+type compiler struct {
+	prog *Program
+}
+
+func errAt(e ast.Expr, code, format string, args ...any) *ast.Error {
+	pos := ast.Pos(-1)
+	if e != nil {
+		pos = e.Position()
+	}
+	return &ast.Error{Code: code, Message: fmt.Sprintf(format, args...), Pos: pos, End: pos}
+}
+
+// query checks q and records what evaluation needs. outer lists the aliases
+// bound by enclosing queries.
+func (c *compiler) query(q *ast.Query, outer []string, top bool) (*compiled, error) {
+	cq := &compiled{q: q, top: -1, offset: -1, limit: -1, aggIndex: map[*ast.Call]int{}}
+	c.prog.queries[q] = cq
+	names := append([]string(nil), outer...)
+	if q.From != nil {
+		if top {
+			if id, ok := rootIdent(q.From.Expr); ok {
+				cq.container = id.Name
+			}
+			if err := c.expr(q.From.Expr, []string{cq.container}, nil); err != nil {
+				return nil, err
+			}
+		} else if err := c.expr(q.From.Expr, names, nil); err != nil {
+			return nil, err
+		}
+		names = append(names, q.From.Alias)
+		for _, j := range q.Joins {
+			if err := c.expr(j.Expr, names, nil); err != nil {
+				return nil, err
+			}
+			names = append(names, j.Alias)
+		}
+	}
+	if q.Where != nil {
+		if err := c.expr(q.Where, names, nil); err != nil {
+			return nil, err
+		}
+	}
+	for _, g := range q.GroupBy {
+		if err := c.expr(g, names, nil); err != nil {
+			return nil, err
+		}
+	}
+	sel := &q.Select
+	switch {
+	case sel.Star:
+		if q.From == nil {
+			return nil, ast.NewError("SC2002", "'SELECT *' is not valid if FROM clause is omitted.")
+		}
+		if len(q.Joins) > 0 {
+			return nil, ast.NewError("SC2003", "'SELECT *' is only valid with a single input set.")
+		}
+	case sel.Value != nil:
+		if err := c.expr(sel.Value, names, cq); err != nil {
+			return nil, err
+		}
+	default:
+		n := 0
+		seen := map[string]bool{}
+		for _, it := range sel.Items {
+			if err := c.expr(it.Expr, names, cq); err != nil {
+				return nil, err
+			}
+			name := it.Alias
+			if name == "" {
+				switch e := it.Expr.(type) {
+				case *ast.Member:
+					name = e.Name
+				case *ast.Ident:
+					name = e.Name
+				default:
+					n++
+					name = "$" + strconv.Itoa(n)
+				}
+			}
+			if seen[name] {
+				return nil, errAt(it.Expr, "SC2009", "Duplicate alias '%s' in the select list.", name)
+			}
+			seen[name] = true
+			cq.names = append(cq.names, name)
+		}
+	}
+	for _, o := range q.OrderBy {
+		if err := c.expr(o.Expr, names, nil); err != nil {
+			return nil, err
+		}
+	}
+	cq.grouped = len(q.GroupBy) > 0 || len(cq.aggs) > 0
+	if cq.grouped {
+		if sel.Star {
+			return nil, ast.NewError("SC2004", "'SELECT *' is not valid with GROUP BY or aggregates.")
+		}
+		if len(q.OrderBy) > 0 {
+			return nil, ast.NewError("SC2103", "ORDER BY is not supported together with GROUP BY or aggregates.")
+		}
+		exprs := []ast.Expr{sel.Value}
+		if sel.Value == nil {
+			exprs = exprs[:0]
+			for _, it := range sel.Items {
+				exprs = append(exprs, it.Expr)
+			}
+		}
+		groupText := map[string]bool{}
+		for _, g := range q.GroupBy {
+			groupText[ast.ExprString(g)] = true
+		}
+		for _, e := range exprs {
+			if err := checkGrouped(e, groupText, cq); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var err error
+	if cq.top, err = c.count(sel.Top, "TOP"); err != nil {
+		return nil, err
+	}
+	if cq.offset, err = c.count(q.Offset, "OFFSET"); err != nil {
+		return nil, err
+	}
+	if cq.limit, err = c.count(q.Limit, "LIMIT"); err != nil {
+		return nil, err
+	}
+	return cq, nil
+}
+
+// rootIdent returns the identifier a FROM collection expression starts from.
+func rootIdent(e ast.Expr) (*ast.Ident, bool) {
+	for {
+		switch x := e.(type) {
+		case *ast.Ident:
+			return x, true
+		case *ast.Member:
+			e = x.X
+		case *ast.Index:
+			e = x.X
+		default:
+			return nil, false
+		}
+	}
+}
+
+// checkGrouped refuses select-list expressions that read the row outside
+// an aggregate or a GROUP BY expression.
+func checkGrouped(e ast.Expr, groups map[string]bool, cq *compiled) error {
+	if e == nil || groups[ast.ExprString(e)] {
+		return nil
+	}
+	switch x := e.(type) {
+	case *ast.Call:
+		if _, ok := cq.aggIndex[x]; ok {
+			return nil
+		}
+	case *ast.Ident, *ast.Member, *ast.Index:
+		if _, ok := rootIdent(e); ok {
+			return errAt(e, "SC2102", "Property reference '%s' is invalid in the select list because it is not contained in either an aggregate function or the GROUP BY clause.", ast.ExprString(e))
+		}
+	case *ast.Exists, *ast.ArrayQuery, *ast.Subquery:
+		return nil
+	}
+	var err error
+	first := true
+	ast.Walk(e, func(sub ast.Expr) bool {
+		if first {
+			first = false
+			return true
+		}
+		if err == nil {
+			err = checkGrouped(sub, groups, cq)
+		}
+		return false
+	})
+	return err
+}
+
+func (c *compiler) count(e ast.Expr, what string) (int, error) {
+	if e == nil {
+		return -1, nil
+	}
+	var v document.Value
+	switch x := e.(type) {
+	case *ast.Literal:
+		v = x.Value
+	case *ast.Param:
+		pv, ok := c.prog.params[x.Name]
+		if !ok {
+			return 0, errAt(e, "SC2011", "The parameter '%s' is not defined.", x.Name)
+		}
+		v = pv
+	}
+	if v.Kind() != document.Number || v.Float() != float64(int64(v.Float())) || v.Float() < 0 || v.Float() > 1<<31 {
+		return 0, errAt(e, "SC2060", "The %s value must be a non-negative integer.", what)
+	}
+	return int(v.Float()), nil
+}
+
+// expr resolves names in e. cq is the query whose aggregates e may hold,
+// nil where aggregates are not allowed.
+func (c *compiler) expr(e ast.Expr, names []string, cq *compiled) error {
+	return c.walk(e, names, cq, false)
+}
+
+func (c *compiler) walk(e ast.Expr, names []string, cq *compiled, inAgg bool) error {
+	switch x := e.(type) {
+	case nil:
+		return nil
+	case *ast.Ident:
+		for _, n := range names {
+			if n == x.Name {
+				return nil
+			}
+		}
+		return &ast.Error{Code: "SC2001", Pos: x.Pos, End: x.Pos + ast.Pos(len(x.Name)),
+			Message: fmt.Sprintf("Identifier '%s' could not be resolved.", x.Name)}
+	case *ast.Param:
+		if _, ok := c.prog.params[x.Name]; !ok {
+			return errAt(e, "SC2011", "The parameter '%s' is not defined.", x.Name)
+		}
+		return nil
+	case *ast.Exists:
+		_, err := c.query(x.Query, names, false)
+		return err
+	case *ast.ArrayQuery:
+		_, err := c.query(x.Query, names, false)
+		return err
+	case *ast.Subquery:
+		_, err := c.query(x.Query, names, false)
+		return err
+	case *ast.Call:
+		if !x.UDF {
+			lname := strings.ToLower(x.Name)
+			if _, isAgg := aggregateKinds[lname]; isAgg {
+				if cq == nil || inAgg {
+					return errAt(e, "SC2101", "Aggregate function '%s' is not allowed in this context.", strings.ToUpper(x.Name))
+				}
+				if len(x.Args) != 1 {
+					return errAt(e, "SC2050", "The %s function requires 1 argument(s).", strings.ToUpper(x.Name))
+				}
+				cq.aggIndex[x] = len(cq.aggs)
+				cq.aggs = append(cq.aggs, x)
+				return c.walk(x.Args[0], names, cq, true)
+			}
+			b, ok := builtins[lname]
+			if !ok {
+				return &ast.Error{Code: "SC2005", Pos: x.Pos, End: x.Pos + ast.Pos(len(x.Name)),
+					Message: fmt.Sprintf("'%s' is not a recognized built-in function name.", x.Name)}
+			}
+			if len(x.Args) < b.min || (b.max >= 0 && len(x.Args) > b.max) {
+				return errAt(e, "SC2050", "The %s function requires %s argument(s).", strings.ToUpper(x.Name), b.arity())
+			}
+			c.prog.funcs[x] = b
+		}
+		for _, a := range x.Args {
+			if err := c.walk(a, names, cq, inAgg); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var err error
+	first := true
+	ast.Walk(e, func(sub ast.Expr) bool {
+		if first {
+			first = false
+			return true
+		}
+		if err == nil {
+			err = c.walk(sub, names, cq, inAgg)
+		}
+		return false
+	})
+	return err
+}

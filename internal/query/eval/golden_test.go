@@ -1,0 +1,244 @@
+package eval_test
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/query/eval"
+	"github.com/mayfly-db/mayfly/internal/query/parser"
+)
+
+var update = flag.Bool("update", false, "rewrite the expected output of the golden files")
+
+// goldenNow is the request time of every golden query.
+var goldenNow = time.Date(2024, 1, 2, 3, 4, 5, 678901200, time.UTC)
+
+// The golden files under ../testdata are transcripts of blocks separated by
+// blank lines. Each block is a directive line, input lines, a "----" line
+// and the expected output:
+//
+//	docs                      input: one JSON document a line; replaces the
+//	                          documents later queries read
+//	query [params={...}]      input: the query; output: one JSON row a line,
+//	                          "(no rows)", or "error: <message>"
+//	parse                     input: the query; output: the printed tree, or
+//	                          "error: <message>"
+//
+// Lines starting with '#' between blocks are comments.
+func TestGolden(t *testing.T) {
+	files, err := filepath.Glob("../testdata/*.txt")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no golden files: %v", err)
+	}
+	total := 0
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			total += runGolden(t, f)
+		})
+	}
+	t.Logf("%d golden cases", total)
+}
+
+type block struct {
+	directive string
+	input     []string
+	output    []string
+	line      int
+	comments  []string
+}
+
+func parseBlocks(t *testing.T, data string) []*block {
+	lines := strings.Split(strings.ReplaceAll(data, "\r\n", "\n"), "\n")
+	var blocks []*block
+	var comments []string
+	for i := 0; i < len(lines); {
+		l := lines[i]
+		if strings.TrimSpace(l) == "" {
+			i++
+			continue
+		}
+		if strings.HasPrefix(l, "#") {
+			comments = append(comments, l)
+			i++
+			continue
+		}
+		b := &block{directive: l, line: i + 1, comments: comments}
+		comments = nil
+		i++
+		for i < len(lines) && lines[i] != "----" {
+			b.input = append(b.input, lines[i])
+			i++
+		}
+		if i >= len(lines) {
+			t.Fatalf("line %d: block without ----", b.line)
+		}
+		i++
+		for i < len(lines) && strings.TrimSpace(lines[i]) != "" {
+			b.output = append(b.output, lines[i])
+			i++
+		}
+		blocks = append(blocks, b)
+	}
+	return blocks
+}
+
+func runGolden(t *testing.T, path string) int {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := parseBlocks(t, string(data))
+	var docs []document.Value
+	cases := 0
+	for _, b := range blocks {
+		var got []string
+		switch {
+		case b.directive == "docs":
+			docs = docs[:0:0]
+			for _, l := range b.input {
+				v, err := document.Parse([]byte(l))
+				if err != nil {
+					t.Fatalf("%s:%d: bad document %q: %v", path, b.line, l, err)
+				}
+				docs = append(docs, v)
+			}
+			got = []string{fmt.Sprintf("%d documents", len(docs))}
+		case strings.HasPrefix(b.directive, "query"):
+			cases++
+			got = runQuery(t, b, docs)
+		case b.directive == "parse":
+			cases++
+			q, err := parser.Parse(strings.Join(b.input, "\n"))
+			if err != nil {
+				got = []string{"error: " + err.Error()}
+			} else {
+				got = []string{q.String()}
+				// The printed form must parse back to the same print.
+				q2, err := parser.Parse(got[0])
+				if err != nil || q2.String() != got[0] {
+					t.Errorf("%s:%d: printed form does not round-trip: %q: %v", path, b.line, got[0], err)
+				}
+			}
+		default:
+			t.Fatalf("%s:%d: unknown directive %q", path, b.line, b.directive)
+		}
+		if *update {
+			b.output = got
+			continue
+		}
+		if strings.Join(got, "\n") != strings.Join(b.output, "\n") {
+			t.Errorf("%s:%d: %s\n%s\ngot:\n%s\nwant:\n%s", path, b.line, b.directive,
+				strings.Join(b.input, "\n"), strings.Join(got, "\n"), strings.Join(b.output, "\n"))
+		}
+	}
+	if *update {
+		var buf bytes.Buffer
+		for i, b := range blocks {
+			if i > 0 {
+				buf.WriteByte('\n')
+			}
+			for _, c := range b.comments {
+				buf.WriteString(c + "\n")
+			}
+			buf.WriteString(b.directive + "\n")
+			for _, l := range b.input {
+				buf.WriteString(l + "\n")
+			}
+			buf.WriteString("----\n")
+			for _, l := range b.output {
+				buf.WriteString(l + "\n")
+			}
+		}
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cases
+}
+
+func runQuery(t *testing.T, b *block, docs []document.Value) []string {
+	params := map[string]document.Value{}
+	if rest := strings.TrimSpace(strings.TrimPrefix(b.directive, "query")); rest != "" {
+		if !strings.HasPrefix(rest, "params=") {
+			t.Fatalf("line %d: unknown query option %q", b.line, rest)
+		}
+		v, err := document.Parse([]byte(strings.TrimPrefix(rest, "params=")))
+		if err != nil || v.Kind() != document.Object {
+			t.Fatalf("line %d: bad params: %v", b.line, err)
+		}
+		for _, f := range v.Fields() {
+			params[f.Name] = f.Value
+		}
+	}
+	text := strings.Join(b.input, "\n")
+	rows, err := evalQuery(text, params, docs)
+	if err != nil {
+		return []string{"error: " + err.Error()}
+	}
+	if len(rows) == 0 {
+		return []string{"(no rows)"}
+	}
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.String()
+	}
+	return out
+}
+
+func evalQuery(text string, params map[string]document.Value, docs []document.Value) ([]document.Value, error) {
+	q, err := parser.Parse(text)
+	if err != nil {
+		return nil, err
+	}
+	opts := eval.Options{Now: goldenNow, UDF: testUDF}
+	p, err := eval.Compile(q, params, opts)
+	if err != nil {
+		return nil, err
+	}
+	i := 0
+	rows, err := p.Run(func() (document.Value, eval.DocMeta, bool, error) {
+		if i >= len(docs) {
+			return document.Undef, eval.DocMeta{}, false, nil
+		}
+		i++
+		return docs[i-1], eval.DocMeta{DocumentID: int64(i)}, true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if p.Streaming() {
+		// Streaming programs must give the same rows document by document.
+		var streamed []document.Value
+		for i, d := range docs {
+			r, err := p.Rows(d, eval.DocMeta{DocumentID: int64(i + 1)})
+			if err != nil {
+				return nil, fmt.Errorf("Rows: %w", err)
+			}
+			streamed = append(streamed, r...)
+		}
+		if len(streamed) != len(rows) {
+			return nil, fmt.Errorf("Rows gave %d rows, Run %d", len(streamed), len(rows))
+		}
+		for i := range rows {
+			if rows[i].String() != streamed[i].String() {
+				return nil, fmt.Errorf("Rows and Run differ at row %d", i)
+			}
+		}
+	}
+	return rows, nil
+}
+
+// testUDF knows one function, udf.double(x).
+func testUDF(name string, args []document.Value) (document.Value, error) {
+	if name == "double" && len(args) == 1 && args[0].Kind() == document.Number {
+		return document.Float(args[0].Float() * 2), nil
+	}
+	return document.Undef, fmt.Errorf("no such function %q", name)
+}

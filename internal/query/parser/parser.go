@@ -1,0 +1,709 @@
+// Package parser turns Cosmos DB NoSQL query text into an ast.Query.
+//
+// A hand-written lexer feeds a recursive-descent parser with one token of
+// lookahead (two where FROM must tell "x IN c.arr" from "c.arr x"). It never
+// panics and bounds its own recursion, so any input, however hostile, ends
+// in a tree or an *ast.Error.
+//
+// Operator precedence, loosest first:
+//
+//	?:   ??   OR   AND   NOT   [NOT] IN / LIKE / BETWEEN
+//	||   |   ^   &   = != <>   < <= > >=   << >> >>>   + -   * / %
+//	unary - + ~   postfix .name [expr]
+package parser
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/query/ast"
+)
+
+// Error is the error type Parse returns.
+type Error = ast.Error
+
+// Limits the service documents.
+const (
+	MaxQueryBytes = 512 * 1024
+	MaxJoins      = 10
+	// MaxDepth bounds nesting of expressions and subqueries, which keeps
+	// recursion (and the Go stack) small on hostile input.
+	MaxDepth = 200
+)
+
+// keywords may not be used as identifiers or aliases. Property names after a
+// dot and object-literal names may still be keywords.
+var keywords = map[string]bool{
+	"AND": true, "ARRAY": true, "AS": true, "ASC": true, "BETWEEN": true, "BY": true,
+	"CASE": true, "CAST": true, "CONVERT": true, "CROSS": true, "DESC": true,
+	"DISTINCT": true, "ELSE": true, "END": true, "ESCAPE": true, "EXISTS": true,
+	"FALSE": true, "FOR": true, "FROM": true, "GROUP": true, "HAVING": true, "IN": true,
+	"INNER": true, "INSERT": true, "INTO": true, "IS": true, "JOIN": true, "LEFT": true,
+	"LIKE": true, "LIMIT": true, "NOT": true, "NULL": true, "OFFSET": true, "ON": true,
+	"OR": true, "ORDER": true, "OUTER": true, "OVER": true, "RIGHT": true, "SELECT": true,
+	"SET": true, "THEN": true, "TOP": true, "TRUE": true, "UDF": true, "UNDEFINED": true,
+	"UPDATE": true, "VALUE": true, "WHEN": true, "WHERE": true, "WITH": true,
+}
+
+// Parse parses one query.
+func Parse(text string) (*ast.Query, error) {
+	if len(text) > MaxQueryBytes {
+		return nil, ast.NewError("SC1002", fmt.Sprintf(
+			"The SQL query text exceeded the maximum limit of %d characters.", MaxQueryBytes))
+	}
+	p := &parser{lex: lexer{src: text}}
+	p.advance()
+	p.advance()
+	q := p.query()
+	if p.err == nil && p.tok.kind != tEOF {
+		p.fail()
+	}
+	if p.err != nil {
+		return nil, p.err
+	}
+	return q, nil
+}
+
+// ParseExpr parses a lone scalar expression (used by tests and tools).
+func ParseExpr(text string) (ast.Expr, error) {
+	if len(text) > MaxQueryBytes {
+		return nil, ast.NewError("SC1002", "The SQL query text exceeded the maximum limit.")
+	}
+	p := &parser{lex: lexer{src: text}}
+	p.advance()
+	p.advance()
+	e := p.expr()
+	if p.err == nil && p.tok.kind != tEOF {
+		p.fail()
+	}
+	if p.err != nil {
+		return nil, p.err
+	}
+	return e, nil
+}
+
+type parser struct {
+	lex   lexer
+	tok   token // current
+	peek  token // next
+	err   *ast.Error
+	depth int
+}
+
+func (p *parser) advance() {
+	p.tok = p.peek
+	if p.err != nil {
+		p.peek = token{kind: tEOF, pos: len(p.lex.src), end: len(p.lex.src)}
+		return
+	}
+	p.peek = p.lex.next()
+}
+
+func syntaxError(pos, end int, near string) *ast.Error {
+	return &ast.Error{Code: "SC1001", Pos: ast.Pos(pos), End: ast.Pos(end),
+		Message: fmt.Sprintf("Syntax error, incorrect syntax near '%s'.", near)}
+}
+
+// fail records a syntax error at the current token (the first error wins).
+func (p *parser) fail() {
+	if p.err != nil {
+		return
+	}
+	if p.tok.kind == tEOF {
+		if p.lex.err != nil {
+			p.err = p.lex.err
+			return
+		}
+		p.err = &ast.Error{Code: "SC1001", Pos: ast.Pos(p.tok.pos), End: ast.Pos(p.tok.pos),
+			Message: "Syntax error, unexpected end-of-file."}
+		return
+	}
+	p.err = syntaxError(p.tok.pos, p.tok.end, p.tok.text)
+}
+
+func (p *parser) failf(pos, end int, code, format string, args ...any) {
+	if p.err == nil {
+		p.err = &ast.Error{Code: code, Pos: ast.Pos(pos), End: ast.Pos(end), Message: fmt.Sprintf(format, args...)}
+	}
+}
+
+func (p *parser) isKeyword(kw string) bool {
+	return p.tok.kind == tWord && strings.EqualFold(p.tok.text, kw)
+}
+
+func (p *parser) peekKeyword(kw string) bool {
+	return p.peek.kind == tWord && strings.EqualFold(p.peek.text, kw)
+}
+
+func (p *parser) acceptKeyword(kw string) bool {
+	if p.err == nil && p.isKeyword(kw) {
+		p.advance()
+		return true
+	}
+	return false
+}
+
+func (p *parser) expectKeyword(kw string) {
+	if !p.acceptKeyword(kw) {
+		p.fail()
+	}
+}
+
+func (p *parser) isPunct(s string) bool { return p.tok.kind == tPunct && p.tok.text == s }
+
+func (p *parser) acceptPunct(s string) bool {
+	if p.err == nil && p.isPunct(s) {
+		p.advance()
+		return true
+	}
+	return false
+}
+
+func (p *parser) expectPunct(s string) {
+	if !p.acceptPunct(s) {
+		p.fail()
+	}
+}
+
+// name consumes an identifier that is not a keyword.
+func (p *parser) name() string {
+	if p.err != nil {
+		return ""
+	}
+	if p.tok.kind != tWord || keywords[strings.ToUpper(p.tok.text)] {
+		p.fail()
+		return ""
+	}
+	s := p.tok.text
+	p.advance()
+	return s
+}
+
+func (p *parser) enter() bool {
+	p.depth++
+	if p.depth > MaxDepth {
+		p.failf(p.tok.pos, p.tok.end, "SC1001", "The query is nested too deeply.")
+		return false
+	}
+	return p.err == nil
+}
+
+func (p *parser) leave() { p.depth-- }
+
+func (p *parser) query() *ast.Query {
+	q := &ast.Query{Pos: ast.Pos(p.tok.pos)}
+	if !p.enter() {
+		return q
+	}
+	defer p.leave()
+	p.expectKeyword("SELECT")
+	p.selectClause(&q.Select)
+	if p.acceptKeyword("FROM") {
+		q.From = p.source(true)
+		for p.err == nil && p.isKeyword("JOIN") {
+			pos := p.tok.pos
+			p.advance()
+			q.Joins = append(q.Joins, p.source(false))
+			if len(q.Joins) > MaxJoins {
+				p.failf(pos, pos+4, "SC2201", "The number of JOINs in the query exceeded the maximum of %d.", MaxJoins)
+			}
+		}
+	}
+	if p.acceptKeyword("WHERE") {
+		q.Where = p.expr()
+	}
+	if p.isKeyword("GROUP") {
+		p.advance()
+		p.expectKeyword("BY")
+		for p.err == nil {
+			q.GroupBy = append(q.GroupBy, p.expr())
+			if !p.acceptPunct(",") {
+				break
+			}
+		}
+	}
+	if p.isKeyword("ORDER") {
+		p.advance()
+		p.expectKeyword("BY")
+		for p.err == nil {
+			item := ast.OrderItem{Expr: p.expr()}
+			if p.acceptKeyword("DESC") {
+				item.Desc, item.Explicit = true, true
+			} else if p.acceptKeyword("ASC") {
+				item.Explicit = true
+			}
+			q.OrderBy = append(q.OrderBy, item)
+			if !p.acceptPunct(",") {
+				break
+			}
+		}
+	}
+	if p.acceptKeyword("OFFSET") {
+		q.Offset = p.countArg()
+		p.expectKeyword("LIMIT")
+		q.Limit = p.countArg()
+	}
+	return q
+}
+
+// countArg parses the operand of TOP, OFFSET and LIMIT: a non-negative
+// integer or a parameter.
+func (p *parser) countArg() ast.Expr {
+	if p.err != nil {
+		return nil
+	}
+	switch p.tok.kind {
+	case tNumber:
+		v := p.tok.val
+		if !v.IsInt() || v.Int() < 0 {
+			p.fail()
+			return nil
+		}
+		e := &ast.Literal{Value: v, Text: p.tok.text, Pos: ast.Pos(p.tok.pos)}
+		p.advance()
+		return e
+	case tParam:
+		e := &ast.Param{Name: p.tok.text, Pos: ast.Pos(p.tok.pos)}
+		p.advance()
+		return e
+	}
+	p.fail()
+	return nil
+}
+
+func (p *parser) selectClause(s *ast.Select) {
+	for p.err == nil {
+		switch {
+		case !s.Distinct && s.Top == nil && p.isKeyword("DISTINCT"):
+			p.advance()
+			s.Distinct = true
+			continue
+		case s.Top == nil && p.isKeyword("TOP"):
+			p.advance()
+			s.Top = p.countArg()
+			continue
+		}
+		break
+	}
+	switch {
+	case p.acceptPunct("*"):
+		s.Star = true
+	case p.acceptKeyword("VALUE"):
+		s.Value = p.expr()
+	default:
+		for p.err == nil {
+			item := ast.SelectItem{Expr: p.expr()}
+			if p.acceptKeyword("AS") {
+				item.Alias = p.name()
+			} else if p.tok.kind == tWord && !keywords[strings.ToUpper(p.tok.text)] {
+				item.Alias = p.name()
+			}
+			s.Items = append(s.Items, item)
+			if !p.acceptPunct(",") {
+				break
+			}
+		}
+	}
+}
+
+// source parses a FROM or JOIN source.
+func (p *parser) source(isFrom bool) *ast.FromSource {
+	src := &ast.FromSource{Pos: ast.Pos(p.tok.pos)}
+	if p.err != nil {
+		return src
+	}
+	if p.tok.kind == tWord && p.peekKeyword("IN") {
+		src.Alias = p.name()
+		src.AliasWritten = true
+		src.Iterate = true
+		p.advance() // IN
+		src.Expr = p.collection()
+		return src
+	}
+	src.Expr = p.collection()
+	if p.acceptKeyword("AS") {
+		src.Alias = p.name()
+		src.AliasWritten = true
+	} else if p.tok.kind == tWord && !keywords[strings.ToUpper(p.tok.text)] {
+		src.Alias = p.name()
+		src.AliasWritten = true
+	} else {
+		switch e := src.Expr.(type) {
+		case *ast.Ident:
+			src.Alias = e.Name
+		case *ast.Member:
+			src.Alias = e.Name
+		default:
+			if p.err == nil {
+				p.failf(int(src.Pos), p.tok.pos, "SC1001", "An alias is required for this FROM source.")
+			}
+		}
+	}
+	_ = isFrom
+	return src
+}
+
+// collection parses a collection expression: a name followed by property
+// and index accessors, or a parenthesised subquery.
+func (p *parser) collection() ast.Expr {
+	if p.err != nil {
+		return nil
+	}
+	pos := ast.Pos(p.tok.pos)
+	if p.isPunct("(") && p.peekKeyword("SELECT") {
+		p.advance()
+		q := p.query()
+		p.expectPunct(")")
+		return &ast.Subquery{Query: q, Pos: pos}
+	}
+	var e ast.Expr = &ast.Ident{Name: p.name(), Pos: pos}
+	for p.err == nil {
+		switch {
+		case p.isPunct("."):
+			p.advance()
+			e = p.member(e)
+		case p.isPunct("["):
+			p.advance()
+			switch p.tok.kind {
+			case tString:
+				e = &ast.Member{X: e, Name: p.tok.val.Str(), Quoted: true, Pos: pos}
+				p.advance()
+			case tNumber, tParam:
+				e = &ast.Index{X: e, Index: p.primary(), Pos: pos}
+			default:
+				p.fail()
+			}
+			p.expectPunct("]")
+		default:
+			return e
+		}
+	}
+	return e
+}
+
+// member parses the name after a dot. Keywords are accepted: c.value is a
+// property named "value".
+func (p *parser) member(x ast.Expr) ast.Expr {
+	if p.tok.kind != tWord {
+		p.fail()
+		return x
+	}
+	e := &ast.Member{X: x, Name: p.tok.text, Pos: x.Position()}
+	p.advance()
+	return e
+}
+
+func (p *parser) expr() ast.Expr {
+	if !p.enter() {
+		return nil
+	}
+	defer p.leave()
+	pos := ast.Pos(p.tok.pos)
+	cond := p.coalesce()
+	if p.acceptPunct("?") {
+		then := p.expr()
+		p.expectPunct(":")
+		els := p.expr()
+		return &ast.Ternary{Cond: cond, Then: then, Else: els, Pos: pos}
+	}
+	return cond
+}
+
+func (p *parser) coalesce() ast.Expr {
+	pos := ast.Pos(p.tok.pos)
+	e := p.or()
+	for p.acceptPunct("??") {
+		e = &ast.Binary{Op: ast.OpCoalesce, L: e, R: p.or(), Pos: pos}
+	}
+	return e
+}
+
+func (p *parser) or() ast.Expr {
+	pos := ast.Pos(p.tok.pos)
+	e := p.and()
+	for p.acceptKeyword("OR") {
+		e = &ast.Binary{Op: ast.OpOr, L: e, R: p.and(), Pos: pos}
+	}
+	return e
+}
+
+func (p *parser) and() ast.Expr {
+	pos := ast.Pos(p.tok.pos)
+	e := p.not()
+	for p.acceptKeyword("AND") {
+		e = &ast.Binary{Op: ast.OpAnd, L: e, R: p.not(), Pos: pos}
+	}
+	return e
+}
+
+func (p *parser) not() ast.Expr {
+	pos := ast.Pos(p.tok.pos)
+	if p.acceptKeyword("NOT") {
+		if !p.enter() {
+			return nil
+		}
+		defer p.leave()
+		return &ast.Unary{Op: ast.OpNot, X: p.not(), Pos: pos}
+	}
+	return p.predicate()
+}
+
+func (p *parser) predicate() ast.Expr {
+	pos := ast.Pos(p.tok.pos)
+	e := p.binary(0)
+	for p.err == nil {
+		not := false
+		if p.isKeyword("NOT") && (p.peekKeyword("IN") || p.peekKeyword("LIKE") || p.peekKeyword("BETWEEN")) {
+			p.advance()
+			not = true
+		}
+		switch {
+		case p.acceptKeyword("IN"):
+			p.expectPunct("(")
+			in := &ast.In{X: e, Not: not, Pos: pos}
+			for p.err == nil {
+				in.List = append(in.List, p.expr())
+				if !p.acceptPunct(",") {
+					break
+				}
+			}
+			p.expectPunct(")")
+			e = in
+		case p.acceptKeyword("LIKE"):
+			like := &ast.Like{X: e, Pattern: p.binary(0), Not: not, Pos: pos}
+			if p.acceptKeyword("ESCAPE") {
+				like.Escape = p.binary(0)
+			}
+			e = like
+		case p.acceptKeyword("BETWEEN"):
+			b := &ast.Between{X: e, Not: not, Pos: pos}
+			b.Lo = p.binary(0)
+			p.expectKeyword("AND")
+			b.Hi = p.binary(0)
+			e = b
+		default:
+			return e
+		}
+	}
+	return e
+}
+
+type binOp struct {
+	op   ast.BinaryOp
+	prec int
+}
+
+var binOps = map[string]binOp{
+	"||": {ast.OpConcat, 1},
+	"|":  {ast.OpBitOr, 2},
+	"^":  {ast.OpBitXor, 3},
+	"&":  {ast.OpBitAnd, 4},
+	"=":  {ast.OpEq, 5}, "!=": {ast.OpNe, 5}, "<>": {ast.OpNe, 5},
+	"<": {ast.OpLt, 6}, "<=": {ast.OpLe, 6}, ">": {ast.OpGt, 6}, ">=": {ast.OpGe, 6},
+	"<<": {ast.OpShl, 7}, ">>": {ast.OpShr, 7}, ">>>": {ast.OpShrZero, 7},
+	"+": {ast.OpAdd, 8}, "-": {ast.OpSub, 8},
+	"*": {ast.OpMul, 9}, "/": {ast.OpDiv, 9}, "%": {ast.OpMod, 9},
+}
+
+// binary parses left-associative infix operators binding tighter than
+// minPrec, by precedence climbing.
+func (p *parser) binary(minPrec int) ast.Expr {
+	pos := ast.Pos(p.tok.pos)
+	e := p.unary()
+	for p.err == nil && p.tok.kind == tPunct {
+		op, ok := binOps[p.tok.text]
+		if !ok || op.prec <= minPrec {
+			return e
+		}
+		p.advance()
+		r := p.binary(op.prec)
+		e = &ast.Binary{Op: op.op, L: e, R: r, Pos: pos}
+	}
+	return e
+}
+
+func (p *parser) unary() ast.Expr {
+	pos := ast.Pos(p.tok.pos)
+	var op ast.UnaryOp
+	switch {
+	case p.isPunct("-"):
+		op = ast.OpNeg
+	case p.isPunct("+"):
+		op = ast.OpPlus
+	case p.isPunct("~"):
+		op = ast.OpBitNot
+	default:
+		return p.postfix()
+	}
+	if !p.enter() {
+		return nil
+	}
+	defer p.leave()
+	p.advance()
+	return &ast.Unary{Op: op, X: p.unary(), Pos: pos}
+}
+
+func (p *parser) postfix() ast.Expr {
+	e := p.primary()
+	for p.err == nil {
+		switch {
+		case p.isPunct("."):
+			p.advance()
+			e = p.member(e)
+		case p.isPunct("["):
+			p.advance()
+			if p.tok.kind == tString && p.peek.kind == tPunct && p.peek.text == "]" {
+				e = &ast.Member{X: e, Name: p.tok.val.Str(), Quoted: true, Pos: e.Position()}
+				p.advance()
+			} else {
+				e = &ast.Index{X: e, Index: p.expr(), Pos: e.Position()}
+			}
+			p.expectPunct("]")
+		default:
+			return e
+		}
+	}
+	return e
+}
+
+func (p *parser) primary() ast.Expr {
+	if p.err != nil {
+		return nil
+	}
+	t := p.tok
+	pos := ast.Pos(t.pos)
+	switch t.kind {
+	case tNumber:
+		p.advance()
+		return &ast.Literal{Value: t.val, Text: t.text, Pos: pos}
+	case tString:
+		p.advance()
+		return &ast.Literal{Value: t.val, Pos: pos}
+	case tParam:
+		p.advance()
+		return &ast.Param{Name: t.text, Pos: pos}
+	case tPunct:
+		switch t.text {
+		case "(":
+			p.advance()
+			if p.isKeyword("SELECT") {
+				q := p.query()
+				p.expectPunct(")")
+				return &ast.Subquery{Query: q, Pos: pos}
+			}
+			e := p.expr()
+			p.expectPunct(")")
+			return e
+		case "[":
+			p.advance()
+			a := &ast.ArrayLit{Pos: pos}
+			if p.acceptPunct("]") {
+				return a
+			}
+			for p.err == nil {
+				a.Elems = append(a.Elems, p.expr())
+				if !p.acceptPunct(",") {
+					break
+				}
+			}
+			p.expectPunct("]")
+			return a
+		case "{":
+			p.advance()
+			o := &ast.ObjectLit{Pos: pos}
+			if p.acceptPunct("}") {
+				return o
+			}
+			for p.err == nil {
+				var name string
+				switch p.tok.kind {
+				case tWord:
+					name = p.tok.text
+				case tString:
+					name = p.tok.val.Str()
+				default:
+					p.fail()
+					return o
+				}
+				p.advance()
+				p.expectPunct(":")
+				o.Fields = append(o.Fields, ast.ObjectField{Name: name, Value: p.expr()})
+				if !p.acceptPunct(",") {
+					break
+				}
+			}
+			p.expectPunct("}")
+			return o
+		}
+	case tWord:
+		upper := strings.ToUpper(t.text)
+		switch upper {
+		case "TRUE":
+			p.advance()
+			return &ast.Literal{Value: document.BoolValue(true), Pos: pos}
+		case "FALSE":
+			p.advance()
+			return &ast.Literal{Value: document.BoolValue(false), Pos: pos}
+		case "NULL":
+			p.advance()
+			return &ast.Literal{Value: document.NullValue(), Pos: pos}
+		case "UNDEFINED":
+			p.advance()
+			return &ast.Literal{Value: document.Undef, Pos: pos}
+		case "EXISTS", "ARRAY":
+			if p.peek.kind != tPunct || p.peek.text != "(" {
+				break
+			}
+			p.advance()
+			p.advance()
+			q := p.query()
+			p.expectPunct(")")
+			if upper == "EXISTS" {
+				return &ast.Exists{Query: q, Pos: pos}
+			}
+			return &ast.ArrayQuery{Query: q, Pos: pos}
+		case "UDF":
+			p.advance()
+			p.expectPunct(".")
+			if p.tok.kind != tWord {
+				p.fail()
+				return nil
+			}
+			name := p.tok.text
+			p.advance()
+			c := &ast.Call{Name: name, UDF: true, Pos: pos}
+			c.Args = p.args()
+			return c
+		}
+		if p.peek.kind == tPunct && p.peek.text == "(" && (!keywords[upper] || upper == "LEFT" || upper == "RIGHT") {
+			p.advance()
+			c := &ast.Call{Name: t.text, Pos: pos}
+			c.Args = p.args()
+			return c
+		}
+		if !keywords[upper] {
+			p.advance()
+			return &ast.Ident{Name: t.text, Pos: pos}
+		}
+	}
+	p.fail()
+	return nil
+}
+
+// args parses a parenthesised argument list; the current token is '('.
+func (p *parser) args() []ast.Expr {
+	p.expectPunct("(")
+	var args []ast.Expr
+	if p.acceptPunct(")") {
+		return args
+	}
+	for p.err == nil {
+		args = append(args, p.expr())
+		if !p.acceptPunct(",") {
+			break
+		}
+	}
+	p.expectPunct(")")
+	return args
+}
