@@ -48,6 +48,7 @@ func main() {
 	flag.DurationVar(&cfg.passTimeout, "pass-timeout", 3*time.Minute, "time limit for each test expected to pass")
 	flag.DurationVar(&cfg.xfailTimeout, "xfail-timeout", 45*time.Second, "time limit for each test expected to fail")
 	flag.IntVar(&cfg.xfailParallel, "xfail-parallel", 2, "expected failures run this many at a time")
+	flag.DurationVar(&cfg.xfailBudget, "xfail-budget", 5*time.Minute, "stop starting expected failures after this long, so that hanging ones cannot stretch the run")
 	flag.BoolVar(&cfg.verbose, "v", false, "print the output of every test")
 	flag.Parse()
 
@@ -64,6 +65,7 @@ func main() {
 type config struct {
 	list, module, workDir, caFile, run string
 	passTimeout, xfailTimeout          time.Duration
+	xfailBudget                        time.Duration
 	xfailParallel                      int
 	verbose                            bool
 }
@@ -182,10 +184,11 @@ const (
 	failed
 	skipped
 	timedOut
+	notRun // the time budget ran out first
 )
 
 func (o outcome) String() string {
-	return [...]string{"PASS", "FAIL", "SKIP", "TIMEOUT"}[o]
+	return [...]string{"PASS", "FAIL", "SKIP", "TIMEOUT", "NOT RUN"}[o]
 }
 
 type result struct {
@@ -286,7 +289,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (bool, error) {
 		report(stdout, res, cfg.verbose)
 		results = append(results, res)
 	}
-	for _, res := range r.runAll(ctx, xfail, cfg.xfailTimeout, max(cfg.xfailParallel, 1)) {
+	for _, res := range r.runAll(ctx, xfail, cfg.xfailTimeout, max(cfg.xfailParallel, 1), time.Now().Add(cfg.xfailBudget)) {
 		report(stdout, res, cfg.verbose)
 		results = append(results, res)
 	}
@@ -349,13 +352,20 @@ type runner struct {
 	bin, dir, logDir, caFile string
 }
 
-func (r runner) runAll(ctx context.Context, exps []expectation, timeout time.Duration, parallel int) []result {
+// runAll runs tests parallel at a time; tests not started by the deadline
+// are reported as not run.
+func (r runner) runAll(ctx context.Context, exps []expectation, timeout time.Duration, parallel int, deadline time.Time) []result {
 	results := make([]result, len(exps))
 	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
 	for i, e := range exps {
-		wg.Add(1)
 		sem <- struct{}{}
+		if time.Now().After(deadline) {
+			<-sem
+			results[i] = result{exp: e, outcome: notRun}
+			continue
+		}
+		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
@@ -452,9 +462,11 @@ func tail(out []byte, lines int) []byte {
 // passed.
 func summarize(w io.Writer, results []result, elapsed time.Duration) bool {
 	var mustFail, nowPass []result
-	var npass, nxfail int
+	var npass, nxfail, nnotRun int
 	for _, res := range results {
 		switch {
+		case res.outcome == notRun:
+			nnotRun++
 		case res.exp.Pass && res.outcome == passed:
 			npass++
 		case res.exp.Pass:
@@ -467,6 +479,9 @@ func summarize(w io.Writer, results []result, elapsed time.Duration) bool {
 	}
 	fmt.Fprintf(w, "\nemulator suite: %d of %d must-pass tests passed; %d expected failures; %d expected failures now pass; %s\n",
 		npass, npass+len(mustFail), nxfail, len(nowPass), elapsed.Round(time.Second))
+	if nnotRun > 0 {
+		fmt.Fprintf(w, "  %d expected failures not run: the -xfail-budget ran out\n", nnotRun)
+	}
 	for _, res := range nowPass {
 		fmt.Fprintf(w, "  now passes: %s (listed as xfail: %s); consider marking it pass\n", res.exp.Name, res.exp.Reason)
 	}
