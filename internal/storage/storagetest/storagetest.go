@@ -23,7 +23,8 @@ import (
 )
 
 // Run runs the suite. open must return a new, empty store each time it is
-// called; Run closes every store it opens.
+// called; Run closes every store it opens. Run with -tags invariants, the
+// suite also checks every result through storage.WithChecks.
 func Run(t *testing.T, open func(t *testing.T) storage.Store) {
 	tests := []struct {
 		name string
@@ -51,7 +52,9 @@ func Run(t *testing.T, open func(t *testing.T) storage.Store) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := open(t)
+			// Under -tags invariants this checks every call the suite
+			// makes; otherwise it returns the store itself.
+			s := storage.WithChecks(open(t))
 			t.Cleanup(func() {
 				if err := s.Close(); err != nil && !errors.Is(err, storage.ErrClosed) {
 					t.Errorf("Close: %v", err)

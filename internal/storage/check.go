@@ -1,0 +1,278 @@
+//go:build invariants
+
+package storage
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+)
+
+// WithChecks wraps s in a store that checks how the store and its caller
+// keep this package's contract, and panics when either breaks it. It exists
+// only in builds with the invariants tag; other builds return s unchanged.
+//
+// The caller's side: a Reader, Txn or Iterator used after its function
+// returned, an iterator left open, Next before First or SeekGE, Key or
+// Value read at no position. The store's side: keys out of bounds or out
+// of order, a seek landing on the wrong side of its key. To catch callers
+// that keep a slice past its validity, the wrapper hands out copies and
+// overwrites them with garbage when they expire.
+//
+// The result implements Clocked and Sizer exactly when s does.
+func WithChecks(s Store) Store {
+	c := &checked{inner: s}
+	sizer, isSizer := s.(Sizer)
+	clocked, isClocked := s.(Clocked)
+	switch {
+	case isSizer && isClocked:
+		return struct {
+			*checked
+			Sizer
+			Clocked
+		}{c, sizer, clocked}
+	case isSizer:
+		return struct {
+			*checked
+			Sizer
+		}{c, sizer}
+	case isClocked:
+		return struct {
+			*checked
+			Clocked
+		}{c, clocked}
+	}
+	return c
+}
+
+type checked struct {
+	inner Store
+}
+
+func (c *checked) View(ctx context.Context, fn func(r Reader) error) error {
+	return c.inner.View(ctx, func(r Reader) error {
+		cr := &checkedReader{inner: r}
+		err := fn(cr)
+		cr.finish()
+		return err
+	})
+}
+
+func (c *checked) Update(ctx context.Context, fn func(tx Txn) error) error {
+	return c.inner.Update(ctx, func(tx Txn) error {
+		ct := &checkedTxn{checkedReader: checkedReader{inner: tx}, tx: tx}
+		err := fn(ct)
+		ct.finish()
+		return err
+	})
+}
+
+func (c *checked) Close() error { return c.inner.Close() }
+
+func violation(format string, args ...any) {
+	panic(fmt.Sprintf("storage invariant violated: "+format, args...))
+}
+
+// poison overwrites a slice the caller may no longer use.
+func poison(b []byte) {
+	for i := range b {
+		b[i] = 0xa5
+	}
+}
+
+type checkedReader struct {
+	inner   Reader
+	done    bool
+	lastGet []byte
+	open    map[*checkedIter]bool
+}
+
+func (r *checkedReader) enter(op string) {
+	if r.done {
+		violation("%s on a Reader or Txn after its function returned", op)
+	}
+	poison(r.lastGet)
+	r.lastGet = nil
+}
+
+func (r *checkedReader) finish() {
+	r.done = true
+	poison(r.lastGet)
+	if n := len(r.open); n > 0 {
+		violation("%d iterator(s) left open when the function returned", n)
+	}
+}
+
+func (r *checkedReader) Get(key []byte) ([]byte, error) {
+	r.enter("Get")
+	v, err := r.inner.Get(key)
+	if err != nil {
+		if v != nil {
+			violation("Get(%q) returned a value with error %v", key, err)
+		}
+		return nil, err
+	}
+	r.lastGet = bytes.Clone(v)
+	if r.lastGet == nil {
+		r.lastGet = []byte{}
+	}
+	return r.lastGet, nil
+}
+
+func (r *checkedReader) NewIter(p IterParams) (Iterator, error) {
+	r.enter("NewIter")
+	inner, err := r.inner.NewIter(p)
+	if err != nil {
+		return nil, err
+	}
+	it := &checkedIter{
+		inner:   inner,
+		r:       r,
+		lower:   bytes.Clone(p.Lower),
+		upper:   bytes.Clone(p.Upper),
+		hasUp:   p.Upper != nil,
+		reverse: p.Reverse,
+	}
+	if r.open == nil {
+		r.open = map[*checkedIter]bool{}
+	}
+	r.open[it] = true
+	return it, nil
+}
+
+type checkedTxn struct {
+	checkedReader
+	tx Txn
+}
+
+func (t *checkedTxn) Set(key, value []byte) error {
+	t.enter("Set")
+	return t.tx.Set(key, value)
+}
+
+func (t *checkedTxn) Delete(key []byte) error {
+	t.enter("Delete")
+	return t.tx.Delete(key)
+}
+
+type checkedIter struct {
+	inner        Iterator
+	r            *checkedReader
+	lower, upper []byte
+	hasUp        bool
+	reverse      bool
+
+	positioned bool // First or SeekGE has been called
+	valid      bool // the last move landed on a key
+	closed     bool
+	last       []byte // the key at the current position
+	key, value []byte // copies handed out at this position
+}
+
+func (it *checkedIter) move(op string) {
+	if it.closed {
+		violation("%s on a closed iterator", op)
+	}
+	if it.r.done {
+		violation("%s on an iterator after its function returned", op)
+	}
+	poison(it.key)
+	poison(it.value)
+	it.key, it.value = nil, nil
+}
+
+// landed checks the key a move landed on and makes it the current one.
+func (it *checkedIter) landed(op string, ok bool) bool {
+	it.valid = ok
+	if !ok {
+		return false
+	}
+	k := it.inner.Key()
+	if bytes.Compare(k, it.lower) < 0 || it.hasUp && bytes.Compare(k, it.upper) >= 0 {
+		violation("%s landed on %q, outside [%q, %q)", op, k, it.lower, it.upper)
+	}
+	it.last = append(it.last[:0], k...)
+	return true
+}
+
+func (it *checkedIter) First() bool {
+	it.move("First")
+	it.positioned = true
+	return it.landed("First", it.inner.First())
+}
+
+func (it *checkedIter) SeekGE(key []byte) bool {
+	it.move("SeekGE")
+	it.positioned = true
+	if !it.landed("SeekGE", it.inner.SeekGE(key)) {
+		return false
+	}
+	c := bytes.Compare(it.last, key)
+	if !it.reverse && c < 0 || it.reverse && c > 0 {
+		violation("SeekGE(%q) landed on %q, on the wrong side (reverse %v)", key, it.last, it.reverse)
+	}
+	return true
+}
+
+func (it *checkedIter) Next() bool {
+	it.move("Next")
+	if !it.positioned {
+		violation("Next before First or SeekGE")
+	}
+	wasValid := it.valid
+	prev := bytes.Clone(it.last)
+	if !it.landed("Next", it.inner.Next()) {
+		return false
+	}
+	if wasValid {
+		c := bytes.Compare(it.last, prev)
+		if !it.reverse && c <= 0 || it.reverse && c >= 0 {
+			violation("Next went from %q to %q (reverse %v)", prev, it.last, it.reverse)
+		}
+	}
+	return true
+}
+
+func (it *checkedIter) Key() []byte {
+	it.at("Key")
+	if it.key == nil {
+		it.key = bytes.Clone(it.last)
+	}
+	return it.key
+}
+
+func (it *checkedIter) Value() []byte {
+	it.at("Value")
+	if it.value == nil {
+		it.value = bytes.Clone(it.inner.Value())
+		if it.value == nil {
+			it.value = []byte{}
+		}
+	}
+	return it.value
+}
+
+func (it *checkedIter) at(op string) {
+	if it.closed {
+		violation("%s on a closed iterator", op)
+	}
+	if it.r.done {
+		violation("%s on an iterator after its function returned", op)
+	}
+	if !it.valid {
+		violation("%s while the iterator is not at a key", op)
+	}
+}
+
+func (it *checkedIter) Err() error { return it.inner.Err() }
+
+func (it *checkedIter) Close() error {
+	if it.closed {
+		return nil
+	}
+	it.closed = true
+	poison(it.key)
+	poison(it.value)
+	delete(it.r.open, it)
+	return it.inner.Close()
+}
