@@ -13,6 +13,7 @@ import (
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/query/eval"
 	"github.com/mayfly-db/mayfly/internal/query/parser"
+	"github.com/mayfly-db/mayfly/internal/query/plan"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected output of the golden files")
@@ -30,6 +31,10 @@ var goldenNow = time.Date(2024, 1, 2, 3, 4, 5, 678901200, time.UTC)
 //	                          "(no rows)", or "error: <message>"
 //	parse                     input: the query; output: the printed tree, or
 //	                          "error: <message>"
+//	plan [pk=/a,/b/c]         input: the query; output: whether the gateway
+//	                          needs a plan, the queryInfo JSON, and with pk=
+//	                          the partition-key values the WHERE clause pins
+//	                          and the sargable predicates
 //
 // Lines starting with '#' between blocks are comments.
 func TestGolden(t *testing.T) {
@@ -113,6 +118,9 @@ func runGolden(t *testing.T, path string) int {
 		case strings.HasPrefix(b.directive, "query"):
 			cases++
 			got = runQuery(t, b, docs)
+		case strings.HasPrefix(b.directive, "plan"):
+			cases++
+			got = runPlan(t, b)
 		case b.directive == "parse":
 			cases++
 			q, err := parser.Parse(strings.Join(b.input, "\n"))
@@ -241,4 +249,41 @@ func testUDF(name string, args []document.Value) (document.Value, error) {
 		return document.Float(args[0].Float() * 2), nil
 	}
 	return document.Undef, fmt.Errorf("no such function %q", name)
+}
+
+func runPlan(t *testing.T, b *block) []string {
+	q, err := parser.Parse(strings.Join(b.input, "\n"))
+	if err != nil {
+		return []string{"error: " + err.Error()}
+	}
+	params := map[string]document.Value{"@n": document.Int(3), "@pk": document.Str("p1")}
+	info := plan.Describe(q, params)
+	if info.RewrittenQuery != "" {
+		// The SDKs send the rewritten query back with the filter replaced.
+		text := strings.ReplaceAll(info.RewrittenQuery, plan.Filter, "true")
+		rq, err := parser.Parse(text)
+		if err == nil {
+			_, err = eval.Compile(rq, params, eval.Options{})
+		}
+		if err != nil {
+			t.Errorf("line %d: rewritten query %q: %v", b.line, text, err)
+		}
+	}
+	out := []string{fmt.Sprintf("gateway plan: %v", plan.NeedsGatewayPlan(q)), string(plan.JSON(info))}
+	if rest := strings.TrimSpace(strings.TrimPrefix(b.directive, "plan")); rest != "" {
+		var paths [][]string
+		for _, p := range strings.Split(strings.TrimPrefix(rest, "pk="), ",") {
+			path, err := document.ParsePath(p)
+			if err != nil {
+				t.Fatalf("line %d: %v", b.line, err)
+			}
+			paths = append(paths, path)
+		}
+		vals, ok := plan.PartitionKeyFilter(q, params, paths)
+		out = append(out, fmt.Sprintf("pinned: %v %v", ok, document.Arr(vals)))
+		for _, p := range plan.Predicates(q, params) {
+			out = append(out, fmt.Sprintf("predicate: %s %s %v %v", strings.Join(p.Path, "/"), p.Op, p.Value, document.Arr(p.Values)))
+		}
+	}
+	return out
 }

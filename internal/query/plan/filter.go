@@ -1,0 +1,258 @@
+package plan
+
+import (
+	"strings"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/query/ast"
+)
+
+// conjuncts returns the terms of the top-level AND chain of e.
+func conjuncts(e ast.Expr) []ast.Expr {
+	if b, ok := e.(*ast.Binary); ok && b.Op == ast.OpAnd {
+		return append(conjuncts(b.L), conjuncts(b.R)...)
+	}
+	if e == nil {
+		return nil
+	}
+	return []ast.Expr{e}
+}
+
+// docPath returns the property path e reads from the document bound to
+// the FROM alias of q, when e is such a path (c.a.b, c["a"]["b"]).
+func docPath(q *ast.Query, e ast.Expr) ([]string, bool) {
+	if q.From == nil || q.From.Iterate {
+		return nil, false
+	}
+	if id, ok := q.From.Expr.(*ast.Ident); !ok || id == nil {
+		return nil, false // FROM c.children ch binds a sub-document
+	}
+	var rev []string
+	for {
+		switch x := e.(type) {
+		case *ast.Member:
+			rev = append(rev, x.Name)
+			e = x.X
+		case *ast.Index:
+			lit, ok := x.Index.(*ast.Literal)
+			if !ok || lit.Value.Kind() != document.String {
+				return nil, false
+			}
+			rev = append(rev, lit.Value.Str())
+			e = x.X
+		case *ast.Ident:
+			if x.Name != q.From.Alias || len(rev) == 0 {
+				return nil, false
+			}
+			path := make([]string, len(rev))
+			for i := range rev {
+				path[i] = rev[len(rev)-1-i]
+			}
+			return path, true
+		default:
+			return nil, false
+		}
+	}
+}
+
+// constant returns the value of a literal or parameter.
+func constant(e ast.Expr, params map[string]document.Value) (document.Value, bool) {
+	switch x := e.(type) {
+	case *ast.Literal:
+		return x.Value, x.Value.IsDefined()
+	case *ast.Param:
+		v := param(params, x.Name)
+		return v, v.IsDefined()
+	case *ast.Unary:
+		if x.Op == ast.OpNeg {
+			if lit, ok := x.X.(*ast.Literal); ok && lit.Value.Kind() == document.Number {
+				if lit.Value.IsInt() {
+					return document.Int(-lit.Value.Int()), true
+				}
+				return document.Float(-lit.Value.Float()), true
+			}
+		}
+	}
+	return document.Undef, false
+}
+
+func samePath(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// PartitionKeyFilter reports whether the WHERE clause of q fixes the
+// partition key: for each key path in turn (one path, or the paths of a
+// hierarchical key), some top-level AND term must be "path = constant",
+// "constant = path", "path IN (one constant)" or IS_NULL(path). values holds
+// the values found for the leading paths (a prefix of a hierarchical key may
+// be pinned alone); ok is true when every path is.
+func PartitionKeyFilter(q *ast.Query, params map[string]document.Value, paths [][]string) (values []document.Value, ok bool) {
+	terms := conjuncts(q.Where)
+	for _, want := range paths {
+		v, found := pinned(q, terms, params, want)
+		if !found {
+			return values, false
+		}
+		values = append(values, v)
+	}
+	return values, len(paths) > 0
+}
+
+func pinned(q *ast.Query, terms []ast.Expr, params map[string]document.Value, want []string) (document.Value, bool) {
+	for _, t := range terms {
+		switch x := t.(type) {
+		case *ast.Binary:
+			if x.Op != ast.OpEq {
+				continue
+			}
+			if p, ok := docPath(q, x.L); ok && samePath(p, want) {
+				if v, ok := constant(x.R, params); ok {
+					return v, true
+				}
+			}
+			if p, ok := docPath(q, x.R); ok && samePath(p, want) {
+				if v, ok := constant(x.L, params); ok {
+					return v, true
+				}
+			}
+		case *ast.In:
+			if x.Not || len(x.List) != 1 {
+				continue
+			}
+			if p, ok := docPath(q, x.X); ok && samePath(p, want) {
+				if v, ok := constant(x.List[0], params); ok {
+					return v, true
+				}
+			}
+		case *ast.Call:
+			if x.UDF || len(x.Args) != 1 || !strings.EqualFold(x.Name, "IS_NULL") {
+				continue
+			}
+			if p, ok := docPath(q, x.Args[0]); ok && samePath(p, want) {
+				return document.NullValue(), true
+			}
+		}
+	}
+	return document.Undef, false
+}
+
+// Op is the comparison of a Predicate.
+type Op uint8
+
+// The predicate comparisons.
+const (
+	Eq Op = iota
+	Lt
+	Le
+	Gt
+	Ge
+	In       // Values holds the candidates
+	Prefix   // STARTSWITH(path, Value), case-sensitive
+	IsDefine // IS_DEFINED(path)
+)
+
+// Predicate is one "path op constant" term of a WHERE clause that an index
+// can answer. Every document the query returns satisfies every predicate,
+// so an index may narrow the candidates; the evaluator still filters them
+// all (pushdown is advisory).
+type Predicate struct {
+	Path   []string
+	Op     Op
+	Value  document.Value
+	Values []document.Value // for In
+}
+
+var flip = map[ast.BinaryOp]Op{ast.OpEq: Eq, ast.OpLt: Gt, ast.OpLe: Ge, ast.OpGt: Lt, ast.OpGe: Le}
+var direct = map[ast.BinaryOp]Op{ast.OpEq: Eq, ast.OpLt: Lt, ast.OpLe: Le, ast.OpGt: Gt, ast.OpGe: Ge}
+
+// Predicates returns the sargable terms of the top-level AND chain of the
+// WHERE clause of q. Terms of other shapes are left out; the result may be
+// empty.
+func Predicates(q *ast.Query, params map[string]document.Value) []Predicate {
+	var out []Predicate
+	for _, t := range conjuncts(q.Where) {
+		switch x := t.(type) {
+		case *ast.Binary:
+			op, ok := direct[x.Op]
+			if !ok {
+				continue
+			}
+			if p, ok := docPath(q, x.L); ok {
+				if v, ok := constant(x.R, params); ok {
+					out = append(out, Predicate{Path: p, Op: op, Value: v})
+				}
+			} else if p, ok := docPath(q, x.R); ok {
+				if v, ok := constant(x.L, params); ok {
+					out = append(out, Predicate{Path: p, Op: flip[x.Op], Value: v})
+				}
+			}
+		case *ast.Between:
+			if x.Not {
+				continue
+			}
+			if p, ok := docPath(q, x.X); ok {
+				lo, ok1 := constant(x.Lo, params)
+				hi, ok2 := constant(x.Hi, params)
+				if ok1 && ok2 {
+					out = append(out, Predicate{Path: p, Op: Ge, Value: lo}, Predicate{Path: p, Op: Le, Value: hi})
+				}
+			}
+		case *ast.In:
+			if x.Not {
+				continue
+			}
+			if p, ok := docPath(q, x.X); ok {
+				var vals []document.Value
+				for _, e := range x.List {
+					v, ok := constant(e, params)
+					if !ok {
+						vals = nil
+						break
+					}
+					vals = append(vals, v)
+				}
+				if vals != nil {
+					out = append(out, Predicate{Path: p, Op: In, Values: vals})
+				}
+			}
+		case *ast.Call:
+			if x.UDF {
+				continue
+			}
+			switch {
+			case strings.EqualFold(x.Name, "STARTSWITH") && len(x.Args) == 2:
+				if p, ok := docPath(q, x.Args[0]); ok {
+					if v, ok := constant(x.Args[1], params); ok && v.Kind() == document.String {
+						out = append(out, Predicate{Path: p, Op: Prefix, Value: v})
+					}
+				}
+			case strings.EqualFold(x.Name, "IS_DEFINED") && len(x.Args) == 1:
+				if p, ok := docPath(q, x.Args[0]); ok {
+					out = append(out, Predicate{Path: p, Op: IsDefine})
+				}
+			case strings.EqualFold(x.Name, "IS_NULL") && len(x.Args) == 1:
+				if p, ok := docPath(q, x.Args[0]); ok {
+					out = append(out, Predicate{Path: p, Op: Eq, Value: document.NullValue()})
+				}
+			}
+		}
+	}
+	return out
+}
+
+var opNames = [...]string{Eq: "=", Lt: "<", Le: "<=", Gt: ">", Ge: ">=", In: "IN", Prefix: "STARTSWITH", IsDefine: "IS_DEFINED"}
+
+func (o Op) String() string {
+	if int(o) < len(opNames) {
+		return opNames[o]
+	}
+	return "?"
+}

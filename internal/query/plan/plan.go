@@ -1,0 +1,360 @@
+// Package plan describes a parsed query the way the Cosmos DB gateway does
+// for cross-partition clients (protocol §6.3-6.5), and extracts what the
+// engine can use before evaluation: whether the WHERE clause pins the
+// partition key, and simple "path op constant" predicates for indexes.
+//
+// Nothing here evaluates documents; package eval does that. The functions
+// only read the tree, which they never modify.
+package plan
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/query/ast"
+)
+
+// Filter is the placeholder the SDKs replace (with "true" or a
+// continuation filter) in an ORDER BY query's rewritten text.
+const Filter = "{documentdb-formattableorderbyquery-filter}"
+
+// Info is the queryInfo object of a query plan response.
+type Info struct {
+	DistinctType                string             `json:"distinctType"`
+	Top                         *int               `json:"top"`
+	Offset                      *int               `json:"offset"`
+	Limit                       *int               `json:"limit"`
+	OrderBy                     []string           `json:"orderBy"`
+	OrderByExpressions          []string           `json:"orderByExpressions"`
+	GroupByExpressions          []string           `json:"groupByExpressions"`
+	GroupByAliases              []string           `json:"groupByAliases"`
+	Aggregates                  []string           `json:"aggregates"`
+	GroupByAliasToAggregateType map[string]*string `json:"groupByAliasToAggregateType"`
+	RewrittenQuery              string             `json:"rewrittenQuery"`
+	HasSelectValue              bool               `json:"hasSelectValue"`
+	HasNonStreamingOrderBy      bool               `json:"hasNonStreamingOrderBy"`
+}
+
+// Range is one entry of queryRanges.
+type Range struct {
+	Min            string `json:"min"`
+	Max            string `json:"max"`
+	IsMinInclusive bool   `json:"isMinInclusive"`
+	IsMaxInclusive bool   `json:"isMaxInclusive"`
+}
+
+// FullRange covers every effective partition key.
+var FullRange = Range{Min: "", Max: "FF", IsMinInclusive: true}
+
+// Response is the body of a query plan response.
+type Response struct {
+	Version     int     `json:"partitionedQueryExecutionInfoVersion"`
+	QueryInfo   Info    `json:"queryInfo"`
+	QueryRanges []Range `json:"queryRanges"`
+}
+
+// JSON encodes a plan response for info over the given ranges (the full
+// range when none are given).
+func JSON(info Info, ranges ...Range) []byte {
+	if len(ranges) == 0 {
+		ranges = []Range{FullRange}
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(Response{Version: 2, QueryInfo: info, QueryRanges: ranges})
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+// aggregateNames maps the aggregate functions to their plan names.
+var aggregateNames = map[string]string{
+	"count": "Count", "sum": "Sum", "avg": "Average", "min": "Min", "max": "Max",
+	"countif": "CountIf", "makelist": "MakeList", "makeset": "MakeSet",
+}
+
+// aggregateOf returns the plan name of e when e is an aggregate call.
+func aggregateOf(e ast.Expr) (string, bool) {
+	c, ok := e.(*ast.Call)
+	if !ok || c.UDF {
+		return "", false
+	}
+	n, ok := aggregateNames[strings.ToLower(c.Name)]
+	return n, ok
+}
+
+// hasAggregate reports whether e holds an aggregate call outside
+// subqueries.
+func hasAggregate(e ast.Expr) bool {
+	found := false
+	ast.Walk(e, func(x ast.Expr) bool {
+		if _, ok := aggregateOf(x); ok {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+func selectExprs(q *ast.Query) []ast.Expr {
+	if q.Select.Value != nil {
+		return []ast.Expr{q.Select.Value}
+	}
+	var out []ast.Expr
+	for _, it := range q.Select.Items {
+		out = append(out, it.Expr)
+	}
+	return out
+}
+
+// HasAggregates reports whether the select list of q aggregates.
+func HasAggregates(q *ast.Query) bool {
+	for _, e := range selectExprs(q) {
+		if hasAggregate(e) {
+			return true
+		}
+	}
+	return false
+}
+
+// NeedsGatewayPlan reports whether q uses anything beyond filtering and
+// projection (TOP, ORDER BY, OFFSET/LIMIT, aggregates, DISTINCT or GROUP
+// BY): such a query cannot be served across partitions by the gateway
+// directly (protocol §6.3 b).
+func NeedsGatewayPlan(q *ast.Query) bool {
+	return q.Select.Top != nil || len(q.OrderBy) > 0 || q.Offset != nil || q.Select.Distinct ||
+		len(q.GroupBy) > 0 || HasAggregates(q)
+}
+
+// count resolves a TOP/OFFSET/LIMIT operand.
+func count(e ast.Expr, params map[string]document.Value) *int {
+	var v document.Value
+	switch x := e.(type) {
+	case *ast.Literal:
+		v = x.Value
+	case *ast.Param:
+		v = param(params, x.Name)
+	default:
+		return nil
+	}
+	if v.Kind() != document.Number {
+		return nil
+	}
+	n := int(v.Int())
+	return &n
+}
+
+func param(params map[string]document.Value, name string) document.Value {
+	if v, ok := params[name]; ok {
+		return v
+	}
+	return params[strings.TrimPrefix(name, "@")]
+}
+
+// Describe returns the queryInfo the gateway would give for q. params
+// resolve TOP, OFFSET and LIMIT written as parameters.
+func Describe(q *ast.Query, params map[string]document.Value) Info {
+	info := Info{
+		DistinctType:                "None",
+		OrderBy:                     []string{},
+		OrderByExpressions:          []string{},
+		GroupByExpressions:          []string{},
+		GroupByAliases:              []string{},
+		Aggregates:                  []string{},
+		GroupByAliasToAggregateType: map[string]*string{},
+		HasSelectValue:              q.Select.Value != nil,
+	}
+	if q.Select.Distinct {
+		info.DistinctType = "Unordered"
+		if len(q.OrderBy) > 0 {
+			info.DistinctType = "Ordered"
+		}
+	}
+	if q.Select.Top != nil {
+		info.Top = count(q.Select.Top, params)
+	}
+	if q.Offset != nil {
+		info.Offset = count(q.Offset, params)
+		info.Limit = count(q.Limit, params)
+	}
+	for _, o := range q.OrderBy {
+		dir := "Ascending"
+		if o.Desc {
+			dir = "Descending"
+		}
+		info.OrderBy = append(info.OrderBy, dir)
+		info.OrderByExpressions = append(info.OrderByExpressions, ast.ExprString(o.Expr))
+	}
+	for _, g := range q.GroupBy {
+		info.GroupByExpressions = append(info.GroupByExpressions, ast.ExprString(g))
+	}
+	aggregates := HasAggregates(q)
+	switch {
+	case len(q.GroupBy) > 0 || (aggregates && q.Select.Value == nil):
+		info.RewrittenQuery = rewriteGroupBy(q, &info)
+	case aggregates:
+		// SELECT VALUE AGG(...): each range returns [{"item": partial}].
+		if agg, ok := aggregateOf(q.Select.Value); ok {
+			info.Aggregates = append(info.Aggregates, agg)
+		}
+		info.RewrittenQuery = rewrite(q, func(r *ast.Query) {
+			r.Select.Value = &ast.ArrayLit{Elems: []ast.Expr{item(partial(q.Select.Value))}}
+		})
+	case len(q.OrderBy) > 0:
+		info.RewrittenQuery = rewriteOrderBy(q)
+	}
+	return info
+}
+
+// filterMark stands for the filter placeholder in a rewritten tree; it
+// cannot occur in parsed text (identifiers have no dashes and no leading
+// '$').
+const filterMark = "$filter$"
+
+// rewrite returns the text of a copy of q changed by edit, without
+// OFFSET/LIMIT (the client applies them over the merged ranges).
+func rewrite(q *ast.Query, edit func(r *ast.Query)) string {
+	r := *q
+	r.Select = q.Select
+	r.Offset, r.Limit = nil, nil
+	edit(&r)
+	return strings.ReplaceAll(r.String(), filterMark, "("+Filter+")")
+}
+
+func item(e ast.Expr) ast.Expr {
+	return &ast.ObjectLit{Fields: []ast.ObjectField{{Name: "item", Value: e}}}
+}
+
+// partial turns an aggregate into the partial result a range returns: AVG
+// becomes {"sum", "count"}, MIN and MAX {"min"} / {"max"}; others stay.
+func partial(e ast.Expr) ast.Expr {
+	agg, ok := aggregateOf(e)
+	if !ok {
+		return e
+	}
+	arg := e.(*ast.Call).Args
+	call := func(name string) ast.Expr { return &ast.Call{Name: name, Args: arg} }
+	switch agg {
+	case "Average":
+		return &ast.ObjectLit{Fields: []ast.ObjectField{{Name: "sum", Value: call("SUM")}, {Name: "count", Value: call("COUNT")}}}
+	case "Min":
+		return &ast.ObjectLit{Fields: []ast.ObjectField{{Name: "min", Value: e}, {Name: "count", Value: call("COUNT")}}}
+	case "Max":
+		return &ast.ObjectLit{Fields: []ast.ObjectField{{Name: "max", Value: e}, {Name: "count", Value: call("COUNT")}}}
+	}
+	return e
+}
+
+// rewriteOrderBy builds SELECT alias._rid, [{"item": k}...] AS orderByItems,
+// payload AS payload ... WHERE (filter) ORDER BY ...
+func rewriteOrderBy(q *ast.Query) string {
+	alias := "c"
+	if q.From != nil {
+		alias = q.From.Alias
+	}
+	var keys []ast.Expr
+	for _, o := range q.OrderBy {
+		keys = append(keys, item(o.Expr))
+	}
+	var payload ast.Expr
+	switch {
+	case q.Select.Star:
+		payload = &ast.Ident{Name: alias}
+	case q.Select.Value != nil:
+		payload = q.Select.Value
+	default:
+		obj := &ast.ObjectLit{}
+		for i, it := range q.Select.Items {
+			obj.Fields = append(obj.Fields, ast.ObjectField{Name: itemName(it, i, q.Select.Items), Value: it.Expr})
+		}
+		payload = obj
+	}
+	return rewrite(q, func(r *ast.Query) {
+		r.Select = ast.Select{Distinct: q.Select.Distinct, Top: q.Select.Top, Items: []ast.SelectItem{
+			{Expr: &ast.Member{X: &ast.Ident{Name: alias}, Name: "_rid"}},
+			{Expr: &ast.ArrayLit{Elems: keys}, Alias: "orderByItems"},
+			{Expr: payload, Alias: "payload"},
+		}}
+		r.Where = filterWhere(q.Where)
+	})
+}
+
+// filterWhere combines a WHERE clause with the filter placeholder. The
+// placeholder is spliced in as an identifier; printing writes it verbatim.
+func filterWhere(w ast.Expr) ast.Expr {
+	ph := &ast.Ident{Name: filterMark}
+	if w == nil {
+		return ph
+	}
+	return &ast.Binary{Op: ast.OpAnd, L: w, R: ph}
+}
+
+// itemName is the property name a select item gets in results.
+func itemName(it ast.SelectItem, i int, all []ast.SelectItem) string {
+	if it.Alias != "" {
+		return it.Alias
+	}
+	switch e := it.Expr.(type) {
+	case *ast.Member:
+		return e.Name
+	case *ast.Ident:
+		return e.Name
+	}
+	n := 0
+	for _, o := range all[:i+1] {
+		switch o.Expr.(type) {
+		case *ast.Member, *ast.Ident:
+			continue
+		}
+		if o.Alias == "" {
+			n++
+		}
+	}
+	return "$" + itoa(n)
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
+
+// rewriteGroupBy handles GROUP BY, and aggregates in a select list without
+// VALUE (a grouping with no keys): each range returns
+// {"groupByItems": [{"item": key}...], "payload": {...}}.
+func rewriteGroupBy(q *ast.Query, info *Info) string {
+	var keys []ast.Expr
+	for _, g := range q.GroupBy {
+		keys = append(keys, item(g))
+	}
+	var payload ast.Expr
+	if q.Select.Value != nil {
+		payload = q.Select.Value
+		if agg, ok := aggregateOf(q.Select.Value); ok {
+			info.Aggregates = append(info.Aggregates, agg)
+			payload = item(partial(q.Select.Value))
+		}
+	} else {
+		obj := &ast.ObjectLit{}
+		for i, it := range q.Select.Items {
+			name := itemName(it, i, q.Select.Items)
+			info.GroupByAliases = append(info.GroupByAliases, name)
+			v := it.Expr
+			if agg, ok := aggregateOf(it.Expr); ok {
+				a := agg
+				info.GroupByAliasToAggregateType[name] = &a
+				v = item(partial(it.Expr))
+			} else {
+				info.GroupByAliasToAggregateType[name] = nil
+			}
+			obj.Fields = append(obj.Fields, ast.ObjectField{Name: name, Value: v})
+		}
+		payload = obj
+	}
+	return rewrite(q, func(r *ast.Query) {
+		r.Select = ast.Select{Items: []ast.SelectItem{
+			{Expr: &ast.ArrayLit{Elems: keys}, Alias: "groupByItems"},
+			{Expr: payload, Alias: "payload"},
+		}}
+	})
+}
