@@ -64,7 +64,9 @@ type Store interface {
 	// it atomically and durably when fn returns nil. The Txn must not be
 	// used after fn returns. fn may be called more than once. When fn
 	// returns an error, Update returns it unchanged and commits nothing;
-	// when fn panics, nothing is committed and the panic propagates.
+	// when fn panics, nothing is committed and the panic propagates. fn
+	// must not call Update on the same store: a backend that serialises
+	// writers would deadlock.
 	Update(ctx context.Context, fn func(tx Txn) error) error
 
 	// Close releases the store. It waits for in-flight calls to finish;

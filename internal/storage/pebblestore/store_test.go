@@ -185,3 +185,38 @@ func TestUseAfterFunctionReturns(t *testing.T) {
 		t.Error("iterator of a finished Txn reports no error")
 	}
 }
+
+// A writer waiting for the write lock when the store closes gives up with
+// ErrClosed instead of running after Close has begun.
+func TestCloseReleasesWaitingWriters(t *testing.T) {
+	s := openMem(t)
+	holding, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error)
+	go func() {
+		done <- s.Update(context.Background(), func(storage.Txn) error {
+			close(holding)
+			<-release
+			return nil
+		})
+	}()
+	<-holding
+	waiting := make(chan error)
+	go func() {
+		waiting <- s.Update(context.Background(), func(storage.Txn) error {
+			t.Error("a writer ran after Close began")
+			return nil
+		})
+	}()
+	closed := make(chan error)
+	go func() { closed <- s.Close() }()
+	if err := <-waiting; !errors.Is(err, storage.ErrClosed) {
+		t.Errorf("waiting Update = %v, want ErrClosed", err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Errorf("running Update = %v", err)
+	}
+	if err := <-closed; err != nil {
+		t.Errorf("Close = %v", err)
+	}
+}
