@@ -17,6 +17,7 @@ package main
 import (
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -30,6 +31,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mayfly-db/mayfly/internal/auth"
 	"github.com/mayfly-db/mayfly/internal/tlscert"
 )
 
@@ -47,7 +49,7 @@ func main() {
 }
 
 func run(addr, key string) error {
-	verify, err := newVerifier(key)
+	verify, err := newVerifier(auth.Config{Keys: []string{key}})
 	if err != nil {
 		return err
 	}
@@ -104,12 +106,18 @@ func (f *floor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.Set("x-ms-activity-id", "00000000-0000-0000-0000-000000000000")
 	}
 
-	if err := f.verify(r); err != nil {
-		writeError(w, http.StatusUnauthorized, "Unauthorized", err.Error())
+	res, err := f.verify(r)
+	if err != nil {
+		var ae *auth.Error
+		if errors.As(err, &ae) {
+			writeError(w, ae.Status, ae.Code, ae.Message)
+		} else {
+			writeError(w, http.StatusUnauthorized, "Unauthorized", err.Error())
+		}
 		return
 	}
 
-	segs := segments(r.URL.EscapedPath())
+	segs := res.Segments
 	switch {
 	case len(segs) == 0 && r.Method == http.MethodGet:
 		writeJSON(w, http.StatusOK, account(r))
@@ -290,22 +298,6 @@ func partitionKey(r *http.Request) any {
 		return nil
 	}
 	return pk[0]
-}
-
-// segments splits an escaped path into unescaped segments, so an id holding
-// an escaped "/" stays one segment.
-func segments(escaped string) []string {
-	escaped = strings.Trim(escaped, "/")
-	if escaped == "" {
-		return nil
-	}
-	segs := strings.Split(escaped, "/")
-	for i, s := range segs {
-		if u, err := pathUnescape(s); err == nil {
-			segs[i] = u
-		}
-	}
-	return segs
 }
 
 func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
