@@ -237,6 +237,16 @@ func (c *ctx) step() error {
 	return nil
 }
 
+// charge counts n steps of work done outside eval, such as a function
+// scanning a large argument.
+func (c *ctx) charge(n int) error {
+	c.steps += n
+	if c.steps > c.prog.opts.MaxWork || n < 0 {
+		return errWork
+	}
+	return nil
+}
+
 // errStop ends a production early once enough rows are known.
 var errStop = fmt.Errorf("stop")
 

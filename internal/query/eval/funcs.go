@@ -61,6 +61,16 @@ func (c *ctx) call(x *ast.Call, s scope) (document.Value, error) {
 			return undef, err
 		}
 		args[i] = v
+		switch v.Kind() {
+		case document.Array, document.Object:
+			if err := c.charge(v.Len()); err != nil {
+				return undef, err
+			}
+		case document.String:
+			if err := c.charge(v.Len() / 16); err != nil {
+				return undef, err
+			}
+		}
 	}
 	if x.UDF {
 		if c.prog.opts.UDF == nil {

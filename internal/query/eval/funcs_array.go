@@ -21,6 +21,15 @@ func partialMatch(elem, want document.Value) bool {
 	return true
 }
 
+// keySet returns the canonical keys of the elements of arr.
+func keySet(arr document.Value) map[string]bool {
+	set := make(map[string]bool, arr.Len())
+	for _, e := range arr.Array() {
+		set[string(canonicalKey(nil, e))] = true
+	}
+	return set
+}
+
 func arrayHas(arr, v document.Value, partial bool) bool {
 	for _, e := range arr.Array() {
 		if partial && partialMatch(e, v) || !partial && document.Equal(e, v) {
@@ -42,8 +51,9 @@ func init() {
 		if a[0].Kind() != document.Array {
 			return undef
 		}
+		set := keySet(a[0])
 		for _, v := range a[1:] {
-			if arrayHas(a[0], v, false) {
+			if v.IsDefined() && set[string(canonicalKey(nil, v))] {
 				return vTrue
 			}
 		}
@@ -53,8 +63,9 @@ func init() {
 		if a[0].Kind() != document.Array {
 			return undef
 		}
+		set := keySet(a[0])
 		for _, v := range a[1:] {
-			if !arrayHas(a[0], v, false) {
+			if !v.IsDefined() || !set[string(canonicalKey(nil, v))] {
 				return vFals
 			}
 		}
@@ -112,9 +123,10 @@ func init() {
 		}
 		var out []document.Value
 		seen := map[string]bool{}
+		other := keySet(a[1])
 		for _, v := range a[0].Array() {
 			k := string(canonicalKey(nil, v))
-			if !seen[k] && arrayHas(a[1], v, false) {
+			if !seen[k] && other[k] {
 				seen[k] = true
 				out = append(out, v)
 			}

@@ -1,0 +1,369 @@
+package eval
+
+import (
+	"math"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+)
+
+// Spatial functions take GeoJSON Point, LineString and Polygon (and
+// MultiPolygon as the container of ST_WITHIN). Distances are great-circle
+// distances in metres on a sphere of the Earth's mean radius; containment
+// and crossing tests treat edges as straight lines in longitude/latitude,
+// which is close to the service's geodesic edges for shapes of city size.
+
+const earthRadius = 6371008.8 // metres
+
+type lonLat struct{ lon, lat float64 }
+
+type geometry struct {
+	kind  string       // Point, LineString, Polygon, MultiPolygon
+	point lonLat       // Point
+	line  []lonLat     // LineString
+	rings [][]lonLat   // Polygon: outer ring then holes
+	polys [][][]lonLat // MultiPolygon
+}
+
+func position(v document.Value) (lonLat, string) {
+	a := v.Array()
+	if v.Kind() != document.Array || len(a) < 2 || len(a) > 3 {
+		return lonLat{}, "A position must be an array of two or three numbers."
+	}
+	for _, x := range a {
+		if x.Kind() != document.Number {
+			return lonLat{}, "A position must be an array of two or three numbers."
+		}
+	}
+	p := lonLat{a[0].Float(), a[1].Float()}
+	if p.lon < -180 || p.lon > 180 || p.lat < -90 || p.lat > 90 {
+		return lonLat{}, "Longitude must be within [-180, 180] and latitude within [-90, 90]."
+	}
+	return p, ""
+}
+
+func positions(v document.Value) ([]lonLat, string) {
+	if v.Kind() != document.Array {
+		return nil, "Coordinates must be an array of positions."
+	}
+	out := make([]lonLat, 0, v.Len())
+	for _, e := range v.Array() {
+		p, why := position(e)
+		if why != "" {
+			return nil, why
+		}
+		out = append(out, p)
+	}
+	return out, ""
+}
+
+func ring(v document.Value) ([]lonLat, string) {
+	r, why := positions(v)
+	if why != "" {
+		return nil, why
+	}
+	if len(r) < 4 {
+		return nil, "A polygon ring must have at least four positions."
+	}
+	if r[0] != r[len(r)-1] {
+		return nil, "A polygon ring must be closed: its first and last positions must be equal."
+	}
+	return r, ""
+}
+
+func polygon(v document.Value) ([][]lonLat, string) {
+	if v.Kind() != document.Array || v.Len() == 0 {
+		return nil, "Polygon coordinates must be a non-empty array of rings."
+	}
+	var rings [][]lonLat
+	for _, e := range v.Array() {
+		r, why := ring(e)
+		if why != "" {
+			return nil, why
+		}
+		rings = append(rings, r)
+	}
+	return rings, ""
+}
+
+// parseGeometry reads a GeoJSON geometry; the string is why it is invalid.
+func parseGeometry(v document.Value) (geometry, string) {
+	if v.Kind() != document.Object {
+		return geometry{}, "A geometry must be a GeoJSON object."
+	}
+	t := v.Get("type")
+	c := v.Get("coordinates")
+	g := geometry{kind: t.Str()}
+	var why string
+	switch g.kind {
+	case "Point":
+		g.point, why = position(c)
+	case "LineString":
+		g.line, why = positions(c)
+		if why == "" && len(g.line) < 2 {
+			why = "A LineString must have at least two positions."
+		}
+	case "Polygon":
+		g.rings, why = polygon(c)
+	case "MultiPolygon":
+		if c.Kind() != document.Array || c.Len() == 0 {
+			return g, "MultiPolygon coordinates must be a non-empty array of polygons."
+		}
+		for _, pv := range c.Array() {
+			rings, w := polygon(pv)
+			if w != "" {
+				return g, w
+			}
+			g.polys = append(g.polys, rings)
+		}
+	default:
+		return g, "Unsupported or missing GeoJSON type."
+	}
+	return g, why
+}
+
+func rad(d float64) float64 { return d * math.Pi / 180 }
+
+// haversine is the great-circle distance between two points in metres.
+func haversine(a, b lonLat) float64 {
+	dLat, dLon := rad(b.lat-a.lat), rad(b.lon-a.lon)
+	h := math.Sin(dLat/2)*math.Sin(dLat/2) + math.Cos(rad(a.lat))*math.Cos(rad(b.lat))*math.Sin(dLon/2)*math.Sin(dLon/2)
+	return 2 * earthRadius * math.Asin(math.Min(1, math.Sqrt(h)))
+}
+
+func bearing(a, b lonLat) float64 {
+	y := math.Sin(rad(b.lon-a.lon)) * math.Cos(rad(b.lat))
+	x := math.Cos(rad(a.lat))*math.Sin(rad(b.lat)) - math.Sin(rad(a.lat))*math.Cos(rad(b.lat))*math.Cos(rad(b.lon-a.lon))
+	return math.Atan2(y, x)
+}
+
+// segmentDistance is the distance from p to the great-circle segment a-b.
+func segmentDistance(p, a, b lonLat) float64 {
+	dap := haversine(a, p)
+	dab := haversine(a, b)
+	if dab == 0 {
+		return dap
+	}
+	d := dap / earthRadius
+	cross := math.Asin(math.Max(-1, math.Min(1, math.Sin(d)*math.Sin(bearing(a, p)-bearing(a, b)))))
+	along := math.Acos(math.Max(-1, math.Min(1, math.Cos(d)/math.Cos(cross)))) * earthRadius
+	if math.Cos(bearing(a, p)-bearing(a, b)) < 0 || along > dab {
+		return math.Min(dap, haversine(b, p))
+	}
+	return math.Abs(cross) * earthRadius
+}
+
+// inRing tests containment by ray casting in the longitude/latitude plane.
+func inRing(p lonLat, r []lonLat) bool {
+	in := false
+	for i, j := 0, len(r)-1; i < len(r); j, i = i, i+1 {
+		a, b := r[i], r[j]
+		if (a.lat > p.lat) != (b.lat > p.lat) &&
+			p.lon < (b.lon-a.lon)*(p.lat-a.lat)/(b.lat-a.lat)+a.lon {
+			in = !in
+		}
+	}
+	return in
+}
+
+func inPolygon(p lonLat, rings [][]lonLat) bool {
+	if !inRing(p, rings[0]) {
+		return false
+	}
+	for _, hole := range rings[1:] {
+		if inRing(p, hole) {
+			return false
+		}
+	}
+	return true
+}
+
+func orient(a, b, c lonLat) float64 {
+	return (b.lon-a.lon)*(c.lat-a.lat) - (b.lat-a.lat)*(c.lon-a.lon)
+}
+
+func onSegment(a, b, p lonLat) bool {
+	return math.Min(a.lon, b.lon) <= p.lon && p.lon <= math.Max(a.lon, b.lon) &&
+		math.Min(a.lat, b.lat) <= p.lat && p.lat <= math.Max(a.lat, b.lat)
+}
+
+func segmentsCross(a, b, c, d lonLat) bool {
+	o1, o2, o3, o4 := orient(a, b, c), orient(a, b, d), orient(c, d, a), orient(c, d, b)
+	if ((o1 > 0 && o2 < 0) || (o1 < 0 && o2 > 0)) && ((o3 > 0 && o4 < 0) || (o3 < 0 && o4 > 0)) {
+		return true
+	}
+	return o1 == 0 && onSegment(a, b, c) || o2 == 0 && onSegment(a, b, d) ||
+		o3 == 0 && onSegment(c, d, a) || o4 == 0 && onSegment(c, d, b)
+}
+
+// vertices and edges flatten a geometry for the generic tests.
+func (g geometry) vertices() []lonLat {
+	switch g.kind {
+	case "Point":
+		return []lonLat{g.point}
+	case "LineString":
+		return g.line
+	case "Polygon":
+		return g.rings[0]
+	}
+	var out []lonLat
+	for _, p := range g.polys {
+		out = append(out, p[0]...)
+	}
+	return out
+}
+
+func (g geometry) edges() [][2]lonLat {
+	var out [][2]lonLat
+	add := func(ps []lonLat) {
+		for i := 1; i < len(ps); i++ {
+			out = append(out, [2]lonLat{ps[i-1], ps[i]})
+		}
+	}
+	switch g.kind {
+	case "LineString":
+		add(g.line)
+	case "Polygon":
+		for _, r := range g.rings {
+			add(r)
+		}
+	case "MultiPolygon":
+		for _, p := range g.polys {
+			for _, r := range p {
+				add(r)
+			}
+		}
+	}
+	return out
+}
+
+// contains reports whether point p lies in area g (a Polygon or
+// MultiPolygon).
+func (g geometry) contains(p lonLat) bool {
+	switch g.kind {
+	case "Polygon":
+		return inPolygon(p, g.rings)
+	case "MultiPolygon":
+		for _, rings := range g.polys {
+			if inPolygon(p, rings) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func intersects(a, b geometry) bool {
+	if a.kind == "Point" && b.kind == "Point" {
+		return a.point == b.point
+	}
+	for _, v := range a.vertices() {
+		if b.contains(v) {
+			return true
+		}
+	}
+	for _, v := range b.vertices() {
+		if a.contains(v) {
+			return true
+		}
+	}
+	if a.kind == "Point" || b.kind == "Point" {
+		pt, other := a, b
+		if b.kind == "Point" {
+			pt, other = b, a
+		}
+		for _, e := range other.edges() {
+			if orient(e[0], e[1], pt.point) == 0 && onSegment(e[0], e[1], pt.point) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, e := range a.edges() {
+		for _, f := range b.edges() {
+			if segmentsCross(e[0], e[1], f[0], f[1]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func distance(a, b geometry) float64 {
+	if intersects(a, b) {
+		return 0
+	}
+	best := math.Inf(1)
+	for _, v := range a.vertices() {
+		if b.kind == "Point" {
+			best = math.Min(best, haversine(v, b.point))
+		}
+		for _, e := range b.edges() {
+			best = math.Min(best, segmentDistance(v, e[0], e[1]))
+		}
+	}
+	for _, v := range b.vertices() {
+		for _, e := range a.edges() {
+			best = math.Min(best, segmentDistance(v, e[0], e[1]))
+		}
+	}
+	return best
+}
+
+// spatial2 registers a function of two geometries, charging the work of
+// comparing every edge of one with every edge of the other.
+func spatial2(name string, fn func(g1, g2 geometry) document.Value) {
+	register(2, 2, func(c *ctx, a []document.Value) (document.Value, error) {
+		g1, w1 := parseGeometry(a[0])
+		g2, w2 := parseGeometry(a[1])
+		if w1 != "" || w2 != "" {
+			return undef, nil
+		}
+		n1 := len(g1.vertices()) + len(g1.edges())
+		n2 := len(g2.vertices()) + len(g2.edges())
+		if err := c.charge(n1 * n2); err != nil {
+			return undef, err
+		}
+		return fn(g1, g2), nil
+	}, name)
+}
+
+func init() {
+	spatial2("ST_DISTANCE", func(g1, g2 geometry) document.Value { return number(distance(g1, g2)) })
+	spatial2("ST_WITHIN", func(g1, g2 geometry) document.Value {
+		if g2.kind != "Polygon" && g2.kind != "MultiPolygon" {
+			return undef
+		}
+		for _, v := range g1.vertices() {
+			if !g2.contains(v) {
+				return vFals
+			}
+		}
+		// An edge leaving and re-entering the area through a hole or a
+		// concave part is not within it.
+		if g1.kind != "Point" {
+			for _, e := range g1.edges() {
+				for _, f := range g2.edges() {
+					if o1, o2 := orient(f[0], f[1], e[0]), orient(f[0], f[1], e[1]); (o1 > 0 && o2 < 0) || (o1 < 0 && o2 > 0) {
+						if o3, o4 := orient(e[0], e[1], f[0]), orient(e[0], e[1], f[1]); (o3 > 0 && o4 < 0) || (o3 < 0 && o4 > 0) {
+							return vFals
+						}
+					}
+				}
+			}
+		}
+		return vTrue
+	})
+	spatial2("ST_INTERSECTS", func(g1, g2 geometry) document.Value { return boolVal(intersects(g1, g2)) })
+	pure(1, 1, func(a []document.Value) document.Value {
+		_, why := parseGeometry(a[0])
+		return boolVal(why == "")
+	}, "ST_ISVALID")
+	pure(1, 1, func(a []document.Value) document.Value {
+		_, why := parseGeometry(a[0])
+		fields := []document.Field{{Name: "valid", Value: boolVal(why == "")}}
+		if why != "" {
+			fields = append(fields, document.Field{Name: "reason", Value: document.Str(why)})
+		}
+		return document.Obj(fields)
+	}, "ST_ISVALIDDETAILED")
+}
