@@ -7,10 +7,11 @@ import (
 	"unicode/utf8"
 )
 
-// Partition key kinds.
+// The kinds of partition key definition: Hash has one path; MultiHash (a
+// hierarchical key) has up to MaxMultiHashPaths.
 const (
-	KindHash      = "Hash"
-	KindMultiHash = "MultiHash"
+	Hash      = "Hash"
+	MultiHash = "MultiHash"
 )
 
 // MaxMultiHashPaths is the most paths a hierarchical key may have.
@@ -32,14 +33,14 @@ var ErrDefinition = errors.New("invalid partition key definition")
 // version 2. Each path must start with '/'.
 func (def Definition) Validate() error {
 	switch def.kind() {
-	case KindHash:
+	case Hash:
 		if len(def.Paths) != 1 {
 			return fmt.Errorf("%w: a Hash key has exactly one path, got %d", ErrDefinition, len(def.Paths))
 		}
 		if def.Version < 0 || def.Version > 2 {
 			return fmt.Errorf("%w: version %d is not 1 or 2", ErrDefinition, def.Version)
 		}
-	case KindMultiHash:
+	case MultiHash:
 		if len(def.Paths) < 1 || len(def.Paths) > MaxMultiHashPaths {
 			return fmt.Errorf("%w: a MultiHash key has 1 to %d paths, got %d", ErrDefinition, MaxMultiHashPaths, len(def.Paths))
 		}
@@ -59,7 +60,7 @@ func (def Definition) Validate() error {
 
 func (def Definition) kind() string {
 	if def.Kind == "" {
-		return KindHash
+		return Hash
 	}
 	return def.Kind
 }
@@ -90,7 +91,7 @@ func EPK(def Definition, k Key) (string, error) {
 		return "", nil
 	}
 	switch def.kind() {
-	case KindMultiHash:
+	case MultiHash:
 		if len(def.Paths) > 0 && len(k) > len(def.Paths) {
 			return "", fmt.Errorf("%w: %d components for %d paths", ErrKeyShape, len(k), len(def.Paths))
 		}

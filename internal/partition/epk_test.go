@@ -8,9 +8,9 @@ import (
 )
 
 var (
-	hashV1    = Definition{Paths: []string{"/pk"}, Kind: "Hash"}
-	hashV2    = Definition{Paths: []string{"/pk"}, Kind: "Hash", Version: 2}
-	multiHash = Definition{Paths: []string{"/a", "/b", "/c"}, Kind: "MultiHash", Version: 2}
+	hashV1    = Definition{Paths: []string{"/pk"}, Kind: Hash}
+	hashV2    = Definition{Paths: []string{"/pk"}, Kind: Hash, Version: 2}
+	multiHash = Definition{Paths: []string{"/a", "/b", "/c"}, Kind: MultiHash, Version: 2}
 )
 
 // The vectors of the protocol notes (§5.2), which the Go and JS SDKs agree on.
@@ -280,10 +280,10 @@ func TestEPKRange(t *testing.T) {
 func TestDefinitionValidate(t *testing.T) {
 	valid := []Definition{
 		{Paths: []string{"/pk"}},
-		{Paths: []string{"/pk"}, Kind: "Hash", Version: 1},
-		{Paths: []string{"/pk"}, Kind: "Hash", Version: 2},
-		{Paths: []string{"/a"}, Kind: "MultiHash", Version: 2},
-		{Paths: []string{"/a", "/b/c", "/d"}, Kind: "MultiHash", Version: 2},
+		{Paths: []string{"/pk"}, Kind: Hash, Version: 1},
+		{Paths: []string{"/pk"}, Kind: Hash, Version: 2},
+		{Paths: []string{"/a"}, Kind: MultiHash, Version: 2},
+		{Paths: []string{"/a", "/b/c", "/d"}, Kind: MultiHash, Version: 2},
 	}
 	for _, def := range valid {
 		if err := def.Validate(); err != nil {
@@ -292,13 +292,13 @@ func TestDefinitionValidate(t *testing.T) {
 	}
 	invalid := []Definition{
 		{},
-		{Paths: []string{"/a", "/b"}, Kind: "Hash", Version: 2},
+		{Paths: []string{"/a", "/b"}, Kind: Hash, Version: 2},
 		{Paths: []string{"/pk"}, Version: 3},
 		{Paths: []string{"/pk"}, Version: -1},
-		{Paths: []string{"/a", "/b"}, Kind: "MultiHash"},
-		{Paths: []string{"/a", "/b"}, Kind: "MultiHash", Version: 1},
-		{Kind: "MultiHash", Version: 2},
-		{Paths: []string{"/a", "/b", "/c", "/d"}, Kind: "MultiHash", Version: 2},
+		{Paths: []string{"/a", "/b"}, Kind: MultiHash},
+		{Paths: []string{"/a", "/b"}, Kind: MultiHash, Version: 1},
+		{Kind: MultiHash, Version: 2},
+		{Paths: []string{"/a", "/b", "/c", "/d"}, Kind: MultiHash, Version: 2},
 		{Paths: []string{"/pk"}, Kind: "Range"},
 		{Paths: []string{"pk"}},
 		{Paths: []string{"/"}},
@@ -322,7 +322,7 @@ func FuzzEPK(f *testing.F) {
 		for _, def := range []Definition{hashV1, hashV2, multiHash} {
 			epk, err := EPK(def, k)
 			if err != nil {
-				if !errors.Is(err, ErrKeyShape) || (def.Kind == "Hash" && len(k) <= 1) {
+				if !errors.Is(err, ErrKeyShape) || (def.Kind == Hash && len(k) <= 1) {
 					t.Fatalf("EPK(%+v, %#v): %v", def, k, err)
 				}
 				continue

@@ -28,7 +28,7 @@ import (
 // cross-type sort order.
 type ComponentKind uint8
 
-// The component kinds. The zero value is Undefined.
+// The component kinds. The zero value is KindUndefined.
 const (
 	KindUndefined ComponentKind = iota
 	KindNull
