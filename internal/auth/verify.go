@@ -265,9 +265,9 @@ type token struct {
 }
 
 // parseAuthorization parses type=<type>&ver=<version>&sig=<signature>. The
-// SDKs URL-encode master-key and resource tokens but not AAD tokens (whose
-// JWT may end in '=' padding or hold '%'), so the header is percent-decoded
-// only when it starts with "type%3D". Unknown parameters are ignored.
+// SDKs URL-encode master-key and resource tokens but send AAD tokens as they
+// are, so the header is percent-decoded only when it starts with "type%3D"
+// (in any case). Unknown parameters are ignored.
 func parseAuthorization(h string) (token, error) {
 	h = strings.TrimSpace(h)
 	if h == "" {
