@@ -256,11 +256,11 @@ func normalizeIndexingPolicy(ip document.Value) (document.Value, *Error) {
 }
 
 func parseUniqueKeys(uk document.Value) ([][][]string, *Error) {
-	if uk.IsNull() {
+	if !uk.IsDefined() || uk.IsNull() {
 		return nil, nil
 	}
 	keys := uk.Get("uniqueKeys")
-	if uk.Kind() != document.Object || (keys.IsDefined() && keys.Kind() != document.Array) {
+	if uk.Kind() != document.Object || (keys.IsDefined() && !keys.IsNull() && keys.Kind() != document.Array) {
 		return nil, errorf(BadRequest, "The uniqueKeyPolicy must be an object with a 'uniqueKeys' array.")
 	}
 	var out [][][]string

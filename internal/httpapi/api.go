@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/mayfly-db/mayfly/internal/auth"
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/engine"
 )
@@ -46,32 +47,11 @@ type Engine interface {
 	ReplaceOffer(ctx context.Context, rid string, body document.Value) (*engine.Resource, error)
 }
 
-// AuthRequest is what a signature is checked against.
-type AuthRequest struct {
-	Verb, ResourceType, ResourceLink string
-	Authorization, Date              string
-}
-
-// AuthResult says how a request was authenticated.
-type AuthResult struct {
-	AAD bool // an Entra ID (AAD) token rather than a key signature
-}
-
-// Authenticator checks a request's Authorization header. Its errors carry
-// the status to answer (see AuthError).
+// Authenticator checks a request's Authorization header (*auth.Verifier).
+// Its errors are *auth.Error values carrying the status to answer.
 type Authenticator interface {
-	Authenticate(r AuthRequest) (AuthResult, error)
+	Verify(req auth.Request) (auth.Principal, error)
 }
-
-// AuthError is an authentication failure with the status, code and message
-// to send.
-type AuthError struct {
-	Status  int
-	Code    string
-	Message string
-}
-
-func (e *AuthError) Error() string { return e.Message }
 
 // Config configures the handler.
 type Config struct {
@@ -168,15 +148,20 @@ func (h *Handler) serve(rq *request) {
 		return
 	}
 	rq.path = p
-	res, err := h.auth.Authenticate(AuthRequest{
+	date := r.Header.Get("x-ms-date")
+	if date == "" {
+		date = r.Header.Get("Date")
+	}
+	principal, err := h.auth.Verify(auth.Request{
 		Verb: r.Method, ResourceType: p.typ, ResourceLink: p.link,
-		Authorization: r.Header.Get("Authorization"), Date: r.Header.Get("x-ms-date"),
+		Authorization: r.Header.Get("Authorization"), Date: date,
+		Query: r.Method == http.MethodPost && isQuery(r),
 	})
 	if err != nil {
 		h.fail(rq, err)
 		return
 	}
-	rq.aad = res.AAD
+	rq.aad = principal.Method == auth.MethodAAD
 	h.route(rq)
 }
 
@@ -215,11 +200,11 @@ func (h *Handler) fail(rq *request, err error) {
 	var code, msg string
 	var sub int
 	var extra []byte
-	var ae *AuthError
+	var ae *auth.Error
 	var ee *engine.Error
 	switch {
 	case errors.As(err, &ae):
-		status, code, msg = ae.Status, ae.Code, ae.Message
+		status, code, msg, sub = ae.Status, ae.Code, ae.Message, ae.Substatus
 	case errors.As(err, &ee):
 		status, code = statusOf(ee.Code)
 		msg, sub, extra = ee.Message, ee.SubStatus, ee.Additional

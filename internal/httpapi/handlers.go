@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mayfly-db/mayfly/internal/auth"
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/engine"
 )
@@ -57,8 +58,7 @@ func (h *Handler) resourceReply(rq *request, status int, res *engine.Resource) {
 // manage databases and containers.
 func (h *Handler) refuseAAD(rq *request) bool {
 	if rq.aad && rq.r.Method != http.MethodGet {
-		h.fail(rq, &engine.Error{Code: engine.Forbidden, SubStatus: engine.SubAADMetadataNotPermitted,
-			Message: "Request blocked by Auth : The given request [" + rq.r.Method + " " + rq.r.URL.Path + "] cannot be authorized by AAD token in data plane."})
+		h.fail(rq, auth.AADMetadataForbidden("localhost", rq.r.Method, rq.r.URL.Path))
 		return true
 	}
 	return false
