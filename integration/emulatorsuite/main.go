@@ -408,22 +408,40 @@ func (r runner) runTest(ctx context.Context, e expectation, timeout time.Duratio
 	return res
 }
 
-var testLine = regexp.MustCompile(`^\S+_test\.go:\d+: `)
+var testLine = regexp.MustCompile(`^\S+_test\.go:\d+:( |$)`)
 
-// firstFailure picks the first line that explains a failure: an assertion
-// message or error from the test output.
+// firstFailure summarizes the first failure in a test's output on one line:
+// the first assertion, error or panic, plus what follows it that says most
+// (for an SDK error, the response status and the server's message).
 func firstFailure(out []byte) string {
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if strings.HasPrefix(line, "panic:") || strings.HasPrefix(line, "Error:") ||
-			testLine.MatchString(line) {
-			if len(line) > 200 {
-				line = line[:200] + "…"
-			}
-			return line
+	lines := strings.Split(string(out), "\n")
+	where := "" // a testify failure starts with a bare "file_test.go:NN:" line
+	for i, raw := range lines {
+		line := strings.TrimSpace(raw)
+		if testLine.MatchString(line) && strings.HasSuffix(line, ":") {
+			where = line + " "
+			continue
 		}
+		if !strings.HasPrefix(line, "panic:") && !strings.HasPrefix(line, "Error:") && !testLine.MatchString(line) {
+			continue
+		}
+		parts := []string{where + strings.Join(strings.Fields(line), " ")}
+		for n, next := range lines[i+1 : min(i+20, len(lines))] {
+			next = strings.TrimSpace(next)
+			if testLine.MatchString(next) || strings.HasPrefix(next, "--- ") || strings.HasPrefix(next, "Error:") ||
+				strings.HasPrefix(next, "Test:") || strings.HasPrefix(next, "Messages:") {
+				break
+			}
+			if (n == 0 && strings.HasSuffix(parts[0], ":")) || strings.HasPrefix(next, "RESPONSE ") ||
+				strings.HasPrefix(next, `"message"`) {
+				parts = append(parts, strings.Join(strings.Fields(next), " "))
+			}
+		}
+		summary := strings.Join(parts, " ")
+		if len(summary) > 300 {
+			summary = summary[:300] + "…"
+		}
+		return summary
 	}
 	return ""
 }

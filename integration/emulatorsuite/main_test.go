@@ -87,3 +87,30 @@ func TestFirstFailure(t *testing.T) {
 		t.Errorf("firstFailure = %q", got)
 	}
 }
+
+func TestFirstFailureSDKError(t *testing.T) {
+	out := []byte(`=== RUN   TestReadMany_NullPartitionKey
+    emulator_cosmos_read_many_items_test.go:19: 
+        	Error Trace:	/tmp/x/emulator_cosmos_read_many_items_test.go:19
+        	Error:      	Received unexpected error:
+        	            	POST https://localhost:8081/dbs/readmany_nullpk_db/colls
+        	            	--------------------------------------------------------------------------------
+        	            	RESPONSE 400: 400 Bad Request
+        	            	ERROR CODE: 400 Bad Request
+        	            	--------------------------------------------------------------------------------
+        	            	{
+        	            	  "code": "BadRequest",
+        	            	  "message": "The uniqueKeyPolicy must be an object."
+        	            	}
+        	Test:       	TestReadMany_NullPartitionKey
+--- FAIL: TestReadMany_NullPartitionKey (0.01s)
+`)
+	want := "emulator_cosmos_read_many_items_test.go:19: Error: Received unexpected error: " +
+		"POST https://localhost:8081/dbs/readmany_nullpk_db/colls RESPONSE 400: 400 Bad Request " +
+		`"message": "The uniqueKeyPolicy must be an object."`
+	// The test-file line ends with ":" and is followed by the trace; the
+	// summary starts at the assertion.
+	if got := firstFailure(out); got != want {
+		t.Errorf("firstFailure =\n%s\nwant\n%s", got, want)
+	}
+}
