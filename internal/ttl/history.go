@@ -143,10 +143,11 @@ func (h History) Epochs() []Epoch {
 // or a clock that stepped back) replaces the current setting, which was
 // then never in force for any instant and so expired nothing.
 //
-// at must be read from the store's authoritative clock (B6) in the same
-// transaction that stores the new History: every expiry judgement made
-// before the change is stored must be at an instant before at, or B1 would
-// not hold for it.
+// at comes from the store's authoritative clock (B6), and every expiry
+// judgement made before the new History is stored must be at an instant
+// before at, or B1 would not hold for it: the engine serialises changes
+// with readers, or dates at a little ahead and commits before it (see
+// docs/design/ttl.md, "The instant of a change").
 func (h History) Change(s Setting, at time.Time) History {
 	if s == h.cur.Setting {
 		return h

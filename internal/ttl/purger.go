@@ -129,9 +129,10 @@ const (
 	// yields to user requests often.
 	DefaultBatchSize = 100
 	// DefaultItemCost is the request units charged to the budget per
-	// purged item: what Cosmos DB charges to delete a 1 KB item (about
-	// 5 RU), so that a container's budget means the same thing for user
-	// deletes and for expiry.
+	// purged item when the Target does not measure it: of the order of
+	// what Cosmos DB charges for a point delete of a small item, so that a
+	// container's budget means about the same for user deletes and for
+	// expiry.
 	DefaultItemCost = 5
 	// DefaultCountInterval spaces DueCounter calls per container.
 	DefaultCountInterval = time.Second
