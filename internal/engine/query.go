@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/partition"
 	"github.com/mayfly-db/mayfly/internal/query/ast"
 	"github.com/mayfly-db/mayfly/internal/query/eval"
 	"github.com/mayfly-db/mayfly/internal/query/parser"
+	"github.com/mayfly-db/mayfly/internal/query/plan"
 	"github.com/mayfly-db/mayfly/internal/storage"
 )
 
@@ -88,6 +90,28 @@ func (e *Engine) QueryItems(ctx context.Context, p QueryParams) (*FeedPage, erro
 			return derr
 		}
 		single := p.HasKey || p.RangeID != "" || len(c.pk.paths) == 0
+		if !single {
+			// A WHERE clause that pins the partition key (or a prefix of a
+			// hierarchical one) makes the query single-partition, as the
+			// gateway routes it.
+			if vals, _ := plan.PartitionKeyFilter(prog.Query(), p.Params, c.pk.paths); len(vals) > 0 {
+				key := make(partition.Key, 0, len(vals))
+				for _, v := range vals {
+					comp, ok := componentOf(v)
+					if !ok {
+						break
+					}
+					key = append(key, comp)
+				}
+				if len(key) == len(vals) {
+					ref := p.ItemRef
+					ref.PartitionKey, ref.HasKey = key, true
+					if m, derr := c.keyFilter(ref); derr == nil {
+						match, single = m, true
+					}
+				}
+			}
+		}
 		if !single && !prog.Streaming() {
 			return e.crossPartitionRefusal(prog)
 		}
