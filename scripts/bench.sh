@@ -12,6 +12,7 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
+lock_checkout
 duration=${BENCH_DURATION:-10s}
 concurrency=${BENCH_CONCURRENCY:-16}
 items=${BENCH_ITEMS:-10000}

@@ -11,6 +11,7 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
+lock_checkout
 port=8081
 endpoint="https://localhost:${port}/"
 out=bin/e2e

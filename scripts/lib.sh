@@ -5,6 +5,19 @@
 say() { printf '\n==> %s\n' "$*"; }
 fail() { printf '%s: %s\n' "$(basename "$0")" "$*" >&2; exit 1; }
 
+# lock_checkout: let one e2e or bench run at a time use this checkout (they
+# share ports 8081/8082, bin/ and integration/js/node_modules); a second run
+# waits for the first instead of colliding with it.
+lock_checkout() {
+	command -v flock >/dev/null || return 0
+	mkdir -p bin
+	exec 9>bin/.e2e.lock
+	if ! flock -n 9; then
+		echo "another e2e or bench run is using this checkout; waiting for it to finish"
+		flock -w 1800 9 || fail "gave up waiting for the other run after 30 minutes"
+	fi
+}
+
 # require_free_port PORT: stop if something already listens on PORT.
 require_free_port() {
 	if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then
@@ -52,5 +65,11 @@ wait_ready() {
 		fi
 		sleep 0.2
 	done
+	# Whatever answered must be our server, not one that held the port.
+	sleep 0.2
+	if ! kill -0 "$pid" 2>/dev/null; then
+		echo "--- $log"; cat "$log"
+		fail "the server exited after $url answered: another process is serving that port"
+	fi
 	echo "ready at $url in $((SECONDS - t0))s"
 }

@@ -147,7 +147,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.purger = ttl.New(ttl.Config{Target: s.engine, Clock: cfg.Clock, Budget: budget,
 		Metrics: newPurgeMetrics(s.registry), Logger: cfg.Logger})
-	authn, err := newAuthenticator(cfg.Keys, cfg.Clock)
+	authn, err := newAuthenticator(cfg.Keys)
 	if err != nil {
 		s.closeStore()
 		return nil, err
