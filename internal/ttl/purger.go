@@ -301,13 +301,22 @@ func (p *Purger) Kick() {
 
 func (p *Purger) run() {
 	defer close(p.donec)
+	// A failure that persists is logged once a minute, not every pass.
+	var lastErr string
+	var loggedAt time.Time
 	for {
 		res, err := p.Pass(p.ctx)
 		if p.ctx.Err() != nil {
 			return
 		}
 		if err != nil {
-			p.cfg.Logger.Warn("Expired items could not all be purged.", "err", err)
+			now := p.cfg.Clock.Now()
+			if err.Error() != lastErr || now.Sub(loggedAt) >= time.Minute {
+				p.cfg.Logger.Warn("Expired items could not all be purged.", "err", err)
+				lastErr, loggedAt = err.Error(), now
+			}
+		} else {
+			lastErr = ""
 		}
 		if res.More {
 			select {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sort"
 	"strings"
@@ -656,5 +657,48 @@ func TestPurger_BudgetIsShared(t *testing.T) {
 	}
 	if New(Config{Target: newFakeTarget()}).Budget() == nil {
 		t.Error("no default budget")
+	}
+}
+
+// lockedBuffer is a log sink the loop and the test can share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func TestPurger_LogsAPersistentFailureOncePerMinute(t *testing.T) {
+	clk := newSleepClock(sec(100))
+	f := newFakeTarget()
+	f.add("c", NewHistory(Enabled(10), sec(0)))
+	fill(f, "c", "x", 5, t0, ItemTTL{})
+	f.fail["c"] = errors.New("disk on fire")
+	var logs lockedBuffer
+	p := New(Config{Target: f, Clock: clk, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	p.Start()
+	defer p.Close()
+	for range 10 {
+		clk.waitSleep(t)
+		clk.Advance(DefaultInterval)
+	}
+	clk.waitSleep(t)
+	if n := strings.Count(logs.String(), "disk on fire"); n != 1 {
+		t.Errorf("logged %d times in 2 s:\n%s", n, logs.String())
+	}
+	clk.Advance(time.Minute)
+	clk.waitSleep(t)
+	if n := strings.Count(logs.String(), "disk on fire"); n != 2 {
+		t.Errorf("logged %d times after a minute", n)
 	}
 }
