@@ -86,14 +86,19 @@ func (c *ctx) eval(e ast.Expr, s scope) (document.Value, error) {
 		if err != nil {
 			return undef, err
 		}
+		// IN is membership: true when some element equals the operand,
+		// false otherwise, undefined only for an undefined operand.
+		if !v.IsDefined() {
+			return undef, nil
+		}
 		r := vFals
 		for _, le := range x.List {
 			lv, err := c.eval(le, s)
 			if err != nil {
 				return undef, err
 			}
-			r = or(r, compare(ast.OpEq, v, lv))
-			if r.Bool() {
+			if document.Equal(v, lv) {
+				r = vTrue
 				break
 			}
 		}
