@@ -23,6 +23,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mayfly-db/mayfly/internal/document"
@@ -71,6 +73,9 @@ type Program struct {
 	queries map[*ast.Query]*compiled
 	funcs   map[*ast.Call]*builtin
 	rnd     func() float64
+
+	regexps    sync.Map // pattern → *regexp.Regexp
+	regexCount atomic.Int32
 }
 
 // compiled is what Compile learned about one query or subquery.

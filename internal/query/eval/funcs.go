@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/query/ast"
@@ -95,9 +96,16 @@ func (c *ctx) call(x *ast.Call, s scope) (document.Value, error) {
 	return b.fn(c, args)
 }
 
+// newRand returns a seeded source that is safe for the concurrent
+// evaluations of one Program.
 func newRand(seed int64) func() float64 {
 	r := rand.New(rand.NewSource(seed))
-	return r.Float64
+	var mu sync.Mutex
+	return func() float64 {
+		mu.Lock()
+		defer mu.Unlock()
+		return r.Float64()
+	}
 }
 
 func init() {

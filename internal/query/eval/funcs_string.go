@@ -207,17 +207,17 @@ func init() {
 		}
 		return document.Str(b.String())
 	}, "CONCAT")
-	pure(2, 3, func(a []document.Value) document.Value {
+	register(2, 3, func(c *ctx, a []document.Value) (document.Value, error) {
 		s, ok1 := strArg(a[0])
 		p, ok2 := strArg(a[1])
 		if !ok1 || !ok2 {
-			return undef
+			return undef, nil
 		}
 		flags := ""
 		if len(a) > 2 {
 			m, ok := strArg(a[2])
 			if !ok {
-				return undef
+				return undef, nil
 			}
 			for _, c := range m {
 				switch c {
@@ -228,18 +228,18 @@ func init() {
 				case 'x':
 					p = stripExtended(p)
 				default:
-					return undef
+					return undef, nil
 				}
 			}
 		}
 		if flags != "" {
 			p = "(?" + flags + ")" + p
 		}
-		re, err := regexp.Compile(p)
+		re, err := c.prog.regexp(p)
 		if err != nil {
-			return undef
+			return undef, nil
 		}
-		return boolVal(re.MatchString(s))
+		return boolVal(re.MatchString(s)), nil
 	}, "RegexMatch")
 	pure(1, 1, func(a []document.Value) document.Value {
 		switch a[0].Kind() {
@@ -339,4 +339,20 @@ func stripExtended(p string) string {
 		}
 	}
 	return b.String()
+}
+
+// regexp compiles a pattern once per program; a query usually applies the
+// same constant pattern to every document.
+func (p *Program) regexp(pattern string) (*regexp.Regexp, error) {
+	if re, ok := p.regexps.Load(pattern); ok {
+		return re.(*regexp.Regexp), nil
+	}
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return nil, err
+	}
+	if p.regexCount.Add(1) <= 64 {
+		p.regexps.Store(pattern, re)
+	}
+	return re, nil
 }

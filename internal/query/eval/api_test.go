@@ -1,0 +1,120 @@
+package eval_test
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/query/ast"
+	"github.com/mayfly-db/mayfly/internal/query/eval"
+	"github.com/mayfly-db/mayfly/internal/query/parser"
+)
+
+func compile(t *testing.T, text string, opts eval.Options) *eval.Program {
+	t.Helper()
+	q, err := parser.Parse(text)
+	if err != nil {
+		t.Fatalf("parse %q: %v", text, err)
+	}
+	p, err := eval.Compile(q, nil, opts)
+	if err != nil {
+		t.Fatalf("compile %q: %v", text, err)
+	}
+	return p
+}
+
+func TestStreaming(t *testing.T) {
+	for text, want := range map[string]bool{
+		"SELECT * FROM c":                                                true,
+		"SELECT VALUE t FROM c JOIN t IN c.tags":                         true,
+		"SELECT c.a FROM c WHERE c.b = 1":                                true,
+		"SELECT 1":                                                       false,
+		"SELECT * FROM c ORDER BY c.a":                                   false,
+		"SELECT TOP 1 * FROM c":                                          false,
+		"SELECT * FROM c OFFSET 1 LIMIT 1":                               false,
+		"SELECT DISTINCT VALUE c.a FROM c":                               false,
+		"SELECT VALUE COUNT(1) FROM c":                                   false,
+		"SELECT c.a FROM c GROUP BY c.a":                                 false,
+		"SELECT VALUE ARRAY(SELECT VALUE COUNT(1) FROM t IN c.x) FROM c": true,
+	} {
+		if got := compile(t, text, eval.Options{}).Streaming(); got != want {
+			t.Errorf("%s: Streaming() = %v, want %v", text, got, want)
+		}
+	}
+}
+
+func TestRowsRefusesNonStreaming(t *testing.T) {
+	p := compile(t, "SELECT * FROM c ORDER BY c.a", eval.Options{})
+	_, err := p.Rows(document.Obj(nil), eval.DocMeta{})
+	var qe *ast.Error
+	if !errors.As(err, &qe) {
+		t.Fatalf("Rows on an ORDER BY program: %v, want an *ast.Error", err)
+	}
+}
+
+func TestRunWithoutFromReadsNothing(t *testing.T) {
+	p := compile(t, "SELECT VALUE 1 + 1", eval.Options{})
+	rows, err := p.Run(func() (document.Value, eval.DocMeta, bool, error) {
+		t.Fatal("a query without FROM read a document")
+		return document.Undef, eval.DocMeta{}, false, nil
+	})
+	if err != nil || len(rows) != 1 || rows[0].String() != "2" {
+		t.Fatalf("got %v, %v", rows, err)
+	}
+}
+
+func TestSourceErrorsPropagate(t *testing.T) {
+	boom := errors.New("storage failed")
+	p := compile(t, "SELECT * FROM c ORDER BY c.a", eval.Options{})
+	_, err := p.Run(func() (document.Value, eval.DocMeta, bool, error) {
+		return document.Undef, eval.DocMeta{}, false, boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("got %v, want the source's error", err)
+	}
+}
+
+func TestWorkLimit(t *testing.T) {
+	p := compile(t, "SELECT VALUE COUNT(1) FROM c JOIN a IN c.x JOIN b IN c.x JOIN d IN c.x JOIN e IN c.x",
+		eval.Options{MaxWork: 10_000})
+	arr := make([]document.Value, 50)
+	for i := range arr {
+		arr[i] = document.Int(int64(i))
+	}
+	doc := document.Obj([]document.Field{{Name: "x", Value: document.Arr(arr)}})
+	_, err := p.RunDocs([]document.Value{doc})
+	var qe *ast.Error
+	if !errors.As(err, &qe) || !strings.Contains(qe.Message, "maximum amount of work") {
+		t.Fatalf("got %v, want the work limit error", err)
+	}
+}
+
+func TestUnknownUDF(t *testing.T) {
+	p := compile(t, "SELECT VALUE udf.f(1)", eval.Options{})
+	_, err := p.RunDocs(nil)
+	if err == nil || !strings.Contains(err.Error(), "unknown UDF") {
+		t.Fatalf("got %v, want unknown UDF", err)
+	}
+}
+
+func TestConcurrentUse(t *testing.T) {
+	p := compile(t, "SELECT VALUE [RAND() < 1, RegexMatch(c.s, 'a+b')] FROM c", eval.Options{})
+	doc := document.Obj([]document.Field{{Name: "s", Value: document.Str("xaab")}})
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 100; j++ {
+				rows, err := p.Rows(doc, eval.DocMeta{})
+				if err != nil || len(rows) != 1 || rows[0].String() != "[true,true]" {
+					t.Errorf("got %v, %v", rows, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
