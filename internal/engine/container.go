@@ -389,7 +389,8 @@ func (e *Engine) CreateContainer(ctx context.Context, db string, body document.V
 func (e *Engine) ReadContainer(ctx context.Context, db, coll string) (*Resource, *ContainerUsage, error) {
 	var c *containerRecord
 	var usage *ContainerUsage
-	now := e.Now(ctx)
+	now, done := e.judging(ctx)
+	defer done()
 	err := e.store.View(ctx, func(r storage.Reader) error {
 		var err error
 		c, err = e.loadContainer(r, db, coll)
@@ -460,6 +461,10 @@ func (e *Engine) ReplaceContainer(ctx context.Context, db, coll string, body doc
 	if props.Get("id").Str() != coll {
 		return nil, errorf(BadRequest, "The id in the body '%s' does not match the container '%s' addressed.", props.Get("id").Str(), coll)
 	}
+	// The new setting's instant is taken, and committed, while no expiry is
+	// being judged (see settingMu).
+	e.settingMu.Lock()
+	defer e.settingMu.Unlock()
 	now := e.Now(ctx)
 	var c *containerRecord
 	err := e.store.Update(ctx, func(tx storage.Txn) error {

@@ -47,6 +47,20 @@ type Engine struct {
 
 	mu    sync.Mutex
 	cache map[string]cachedContainer // by container key
+
+	// settingMu orders expiry judgements against TTL setting changes
+	// (ttl.md B1). Every operation that judges expiry holds it shared from
+	// before it reads a container's history until it has judged; a change
+	// of setting holds it exclusively while it takes its instant and
+	// commits. So any judgement made with the old history used a "now" no
+	// later than the change's instant, and the new history agrees with it.
+	settingMu sync.RWMutex
+}
+
+// judging takes the shared side of settingMu and the operation's one "now".
+func (e *Engine) judging(ctx context.Context) (time.Time, func()) {
+	e.settingMu.RLock()
+	return e.Now(ctx), e.settingMu.RUnlock
 }
 
 type cachedContainer struct {

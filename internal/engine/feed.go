@@ -83,7 +83,8 @@ func pageSize(n int) int {
 // excluded, optionally only those of one partition key (a prefix of the
 // key for hierarchical keys).
 func (e *Engine) ReadFeed(ctx context.Context, p FeedParams) (*FeedPage, error) {
-	now := e.Now(ctx)
+	now, done := e.judging(ctx)
+	defer done()
 	start := uint64(0)
 	if p.Continuation != "" {
 		s, _, derr := decodeContinuation(p.Continuation)

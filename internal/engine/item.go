@@ -180,7 +180,8 @@ func (e *Engine) WriteItem(ctx context.Context, p WriteItemParams) (*ItemResult,
 		return nil, errorf(BadRequest, "The id '%s' in the body does not match the id '%s' addressed.", id, p.ID)
 	}
 	body = body.Without(itemSystemProps...)
-	now := e.Now(ctx)
+	now, done := e.judging(ctx)
+	defer done()
 	var res ItemResult
 	var coll *containerRecord
 	err = e.store.Update(ctx, func(tx storage.Txn) error {
@@ -392,7 +393,8 @@ type ReadItemParams struct {
 
 // ReadItem returns one item. A matching If-None-Match gives NotModified.
 func (e *Engine) ReadItem(ctx context.Context, p ReadItemParams) (*ItemResult, error) {
-	now := e.Now(ctx)
+	now, done := e.judging(ctx)
+	defer done()
 	var res *ItemResult
 	var coll *containerRecord
 	err := e.store.View(ctx, func(r storage.Reader) error {
@@ -435,7 +437,8 @@ type DeleteItemParams struct {
 
 // DeleteItem removes an item.
 func (e *Engine) DeleteItem(ctx context.Context, p DeleteItemParams) (*ItemResult, error) {
-	now := e.Now(ctx)
+	now, done := e.judging(ctx)
+	defer done()
 	var res ItemResult
 	var coll *containerRecord
 	err := e.store.Update(ctx, func(tx storage.Txn) error {

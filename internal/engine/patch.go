@@ -272,7 +272,8 @@ type PatchItemParams struct {
 // PatchItem applies a partial update. It sets _ts (restarting the TTL
 // countdown) and validates a patched ttl like any write.
 func (e *Engine) PatchItem(ctx context.Context, p PatchItemParams) (*ItemResult, error) {
-	now := e.Now(ctx)
+	now, done := e.judging(ctx)
+	defer done()
 	var res *ItemResult
 	var coll *containerRecord
 	err := e.store.Update(ctx, func(tx storage.Txn) error {

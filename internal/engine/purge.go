@@ -107,6 +107,8 @@ func (e *Engine) PurgeDue(ctx context.Context, p ttl.PurgeParams) (ttl.PurgeResu
 		return ttl.PurgeResult{}, err
 	}
 	var res ttl.PurgeResult
+	e.settingMu.RLock()
+	defer e.settingMu.RUnlock()
 	err = e.store.Update(ctx, func(tx storage.Txn) error {
 		res = ttl.PurgeResult{}
 		c, err := e.loadContainer(tx, db, coll)

@@ -28,6 +28,7 @@ import (
 	"github.com/mayfly-db/mayfly/internal/storage/pebblestore"
 	"github.com/mayfly-db/mayfly/internal/tlscert"
 	"github.com/mayfly-db/mayfly/internal/ttl"
+	"github.com/mayfly-db/mayfly/internal/ttl/ttlmetrics"
 )
 
 // EmulatorKey is the well-known Cosmos DB emulator account key, accepted by
@@ -145,8 +146,13 @@ func New(cfg Config) (*Server, error) {
 		s.closeStore()
 		return nil, err
 	}
+	purgeMetrics, err := ttlmetrics.New(s.registry)
+	if err != nil {
+		s.closeStore()
+		return nil, err
+	}
 	s.purger = ttl.New(ttl.Config{Target: s.engine, Clock: cfg.Clock, Budget: budget,
-		Metrics: newPurgeMetrics(s.registry), Logger: cfg.Logger})
+		Metrics: purgeMetrics, Logger: cfg.Logger})
 	authn, err := newAuthenticator(cfg.Keys)
 	if err != nil {
 		s.closeStore()
