@@ -61,15 +61,6 @@ type FromSource struct {
 	Pos          Pos
 }
 
-// SortOrder is an ORDER BY direction.
-type SortOrder uint8
-
-// The directions.
-const (
-	Asc SortOrder = iota
-	Desc
-)
-
 // OrderItem is one ORDER BY key.
 type OrderItem struct {
 	Expr Expr

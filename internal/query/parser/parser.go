@@ -200,11 +200,11 @@ func (p *parser) query() *ast.Query {
 	p.expectKeyword("SELECT")
 	p.selectClause(&q.Select)
 	if p.acceptKeyword("FROM") {
-		q.From = p.source(true)
+		q.From = p.source()
 		for p.err == nil && p.isKeyword("JOIN") {
 			pos := p.tok.pos
 			p.advance()
-			q.Joins = append(q.Joins, p.source(false))
+			q.Joins = append(q.Joins, p.source())
 			if len(q.Joins) > MaxJoins {
 				p.failf(pos, pos+4, "SC2201", "The number of JOINs in the query exceeded the maximum of %d.", MaxJoins)
 			}
@@ -308,7 +308,7 @@ func (p *parser) selectClause(s *ast.Select) {
 }
 
 // source parses a FROM or JOIN source.
-func (p *parser) source(isFrom bool) *ast.FromSource {
+func (p *parser) source() *ast.FromSource {
 	src := &ast.FromSource{Pos: ast.Pos(p.tok.pos)}
 	if p.err != nil {
 		return src
@@ -340,7 +340,6 @@ func (p *parser) source(isFrom bool) *ast.FromSource {
 			}
 		}
 	}
-	_ = isFrom
 	return src
 }
 
