@@ -1,0 +1,234 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"strings"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/storage"
+	"github.com/mayfly-db/mayfly/internal/ttl"
+)
+
+// IndexCounts is what CheckIndexes found in one container.
+type IndexCounts struct {
+	// Items is the number of item records on disk, expired or not.
+	Items int
+	// Expired is how many of them are expired at the instant of the
+	// check: invisible, waiting for the purger.
+	Expired int
+	// DueEntries and InheritEntries count the entries of the two expiry
+	// indexes (own ttl, keyed by due second; inherited, keyed by _ts).
+	DueEntries     int
+	InheritEntries int
+}
+
+// maxProblems bounds the report of a damaged store.
+const maxProblems = 20
+
+// CheckIndexes verifies, in one snapshot, that every container's indexes
+// match its items exactly:
+//
+//   - every item record decodes, and its stored _ts and ttl classification
+//     are those of its JSON body;
+//   - every item has its id-index entry, pointing at it, and every id-index
+//     entry points at an item with that partition key and id;
+//   - every item has exactly the expiry-index entry ttl.EntryFor gives it
+//     (none for ttl -1), and every expiry-index entry is some item's entry;
+//   - every unique-key entry belongs to an existing item, and every live
+//     item owns its unique-key entries (an expired one may have lost them
+//     to a newer item, ttl.md A3);
+//   - no item version is newer than the container's last LSN.
+//
+// It changes nothing and reads the whole store, so it is for tests and
+// tools (a data directory opened offline after a crash), not for serving.
+// The result is keyed by container link, "dbs/{db}/colls/{coll}".
+func (e *Engine) CheckIndexes(ctx context.Context) (map[string]IndexCounts, error) {
+	now := e.Now(ctx)
+	out := map[string]IndexCounts{}
+	var problems []string
+	report := func(format string, args ...any) {
+		if len(problems) < maxProblems {
+			problems = append(problems, fmt.Sprintf(format, args...))
+		}
+	}
+	err := e.store.View(ctx, func(r storage.Reader) error {
+		var colls []*containerRecord
+		if err := scanPrefix(r, []byte{famContainer}, func(_, v []byte) (bool, error) {
+			c, err := decodeContainer(v)
+			if err != nil {
+				return false, err
+			}
+			colls = append(colls, c)
+			return true, nil
+		}); err != nil {
+			return err
+		}
+		for _, c := range colls {
+			counts, err := e.checkContainer(r, c, now, func(format string, args ...any) {
+				report("%s: "+format, append([]any{c.link()}, args...)...)
+			})
+			if err != nil {
+				return fmt.Errorf("check %s: %w", c.link(), err)
+			}
+			out[c.link()] = counts
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(problems) > 0 {
+		return out, fmt.Errorf("engine: indexes do not match the items:\n%s", strings.Join(problems, "\n"))
+	}
+	return out, nil
+}
+
+func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now timeNow, report func(string, ...any)) (IndexCounts, error) {
+	var counts IndexCounts
+	lastLSN, err := e.currentLSN(r, c)
+	if err != nil {
+		return counts, err
+	}
+	items := map[uint64]*itemRecord{}
+	live := map[uint64]bool{}
+	err = scanPrefix(r, collPrefix(famItem, c.Rid), func(k, v []byte) (bool, error) {
+		if len(k) != 1+len(c.Rid)+8 {
+			report("item key %x has the wrong length", k)
+			return true, nil
+		}
+		seq := binary.BigEndian.Uint64(k[1+len(c.Rid):])
+		rec, err := decodeItemRecord(bytes.Clone(v))
+		if err != nil {
+			report("item %d: %v", seq, err)
+			return true, nil
+		}
+		counts.Items++
+		items[seq] = &rec
+		if c.expired(&rec, now) {
+			counts.Expired++
+		} else {
+			live[seq] = true
+		}
+		if rec.lsn > lastLSN || seq > lastLSN {
+			report("item %q (seq %d) has LSN %d beyond the container's last LSN %d", rec.id, seq, rec.lsn, lastLSN)
+		}
+		body, err := document.Parse(rec.json)
+		if err != nil {
+			report("item %q: stored JSON does not parse: %v", rec.id, err)
+			return true, nil
+		}
+		if ts := body.Get("_ts"); !ts.IsInt() || ts.Int() != rec.ts {
+			report("item %q: record _ts %d, body _ts %s", rec.id, rec.ts, ts.String())
+		}
+		if id := body.Get("id"); id.Kind() != document.String || id.Str() != rec.id {
+			report("item %q: body id %s", rec.id, id.String())
+		}
+		if got, want := rec.itemTTL(), ttl.Classify(body.Get("ttl")); got != want {
+			report("item %q: record ttl %v, body ttl %s (%v)", rec.id, got, body.Get("ttl").String(), want)
+		}
+		return true, nil
+	})
+	if err != nil {
+		return counts, err
+	}
+
+	// The id index: one entry per item, pointing at it.
+	byID := map[uint64]bool{}
+	err = scanPrefix(r, collPrefix(famItemKey, c.Rid), func(k, v []byte) (bool, error) {
+		if len(v) != 8 {
+			report("id entry %x: value %x is not a sequence", k, v)
+			return true, nil
+		}
+		seq := binary.BigEndian.Uint64(v)
+		rec, ok := items[seq]
+		switch {
+		case !ok:
+			report("id entry %x points at missing item %d", k, seq)
+		case !bytes.Equal(k, itemIDKey(c.Rid, rec.pk, rec.id)):
+			report("id entry %x points at item %q (seq %d) of another key", k, rec.id, seq)
+		case byID[seq]:
+			report("item %q (seq %d) has two id entries", rec.id, seq)
+		}
+		byID[seq] = true
+		return true, nil
+	})
+	if err != nil {
+		return counts, err
+	}
+
+	// The expiry indexes: exactly the entry EntryFor gives each item.
+	byExpiry := map[uint64]bool{}
+	for _, fam := range []byte{famOwnDue, famByTs} {
+		prefix := collPrefix(fam, c.Rid)
+		err = scanPrefix(r, prefix, func(k, _ []byte) (bool, error) {
+			if len(k) != len(prefix)+16 {
+				report("expiry entry %x has the wrong length", k)
+				return true, nil
+			}
+			if fam == famOwnDue {
+				counts.DueEntries++
+			} else {
+				counts.InheritEntries++
+			}
+			seq := binary.BigEndian.Uint64(k[len(prefix)+8:])
+			rec, ok := items[seq]
+			switch {
+			case !ok:
+				report("expiry entry %x is dangling: no item %d", k, seq)
+			case !bytes.Equal(k, expiryKey(c, rec, seq)):
+				report("expiry entry %x does not match item %q (seq %d, _ts %d, ttl %v)", k, rec.id, seq, rec.ts, rec.itemTTL())
+			case byExpiry[seq]:
+				report("item %q (seq %d) has two expiry entries", rec.id, seq)
+			}
+			byExpiry[seq] = true
+			return true, nil
+		})
+		if err != nil {
+			return counts, err
+		}
+	}
+	for seq, rec := range items {
+		if !byID[seq] {
+			report("item %q (seq %d) has no id entry", rec.id, seq)
+		}
+		if want := expiryKey(c, rec, seq) != nil; want != byExpiry[seq] {
+			report("item %q (seq %d, ttl %v): expiry entry present %v, want %v", rec.id, seq, rec.itemTTL(), byExpiry[seq], want)
+		}
+	}
+
+	// Unique keys: entries belong to existing items; live items own theirs.
+	if len(c.uniqueKeys) > 0 {
+		owned := map[string]uint64{}
+		err = scanPrefix(r, collPrefix(famUnique, c.Rid), func(k, v []byte) (bool, error) {
+			if len(v) != 8 {
+				report("unique entry %x: value %x is not a sequence", k, v)
+				return true, nil
+			}
+			seq := binary.BigEndian.Uint64(v)
+			if _, ok := items[seq]; !ok {
+				report("unique entry %x points at missing item %d", k, seq)
+			}
+			owned[string(k)] = seq
+			return true, nil
+		})
+		if err != nil {
+			return counts, err
+		}
+		for seq := range live {
+			rec := items[seq]
+			body, err := document.Parse(rec.json)
+			if err != nil {
+				continue // reported above
+			}
+			for _, k := range uniqueKeys(c, body, rec.pk) {
+				if got, ok := owned[string(k)]; !ok || got != seq {
+					report("live item %q (seq %d) does not own its unique entry %x", rec.id, seq, k)
+				}
+			}
+		}
+	}
+	return counts, nil
+}
