@@ -57,7 +57,10 @@ func expiredEntries(r storage.Reader, c *containerRecord, z ttl.Horizon, limit i
 	var out []dueEntry
 	more := false
 	scan := func(fam byte, bound int64) error {
-		if bound == ttl.NoKey || len(out) >= limit {
+		// Scan even when out is full: the first entry found then says that
+		// more remain. Skipping the second index because the first filled
+		// the batch would report no more while the second has a backlog.
+		if bound == ttl.NoKey {
 			return nil
 		}
 		prefix := collPrefix(fam, c.Rid)
