@@ -1,0 +1,144 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mayfly-db/mayfly/internal/auth"
+	"github.com/mayfly-db/mayfly/internal/engine"
+	"github.com/mayfly-db/mayfly/internal/storage/pebblestore"
+)
+
+// newTestHandler returns a handler over an in-memory store holding database
+// "db" with container "c" (partition key /pk) and one item.
+func newTestHandler(t testing.TB) *Handler {
+	st, err := pebblestore.Open(pebblestore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	eng, err := engine.New(engine.Config{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := auth.NewVerifier(auth.Config{Keys: []string{auth.EmulatorKey}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(Config{Engine: eng, Auth: v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []struct{ method, path, body, pk string }{
+		{"POST", "/dbs", `{"id":"db"}`, ""},
+		{"POST", "/dbs/db/colls", `{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":-1}`, ""},
+		{"POST", "/dbs/db/colls/c/docs", `{"id":"x","pk":"a","n":1,"arr":[1,2]}`, `["a"]`},
+	} {
+		if rec := serve(h, r.method, r.path, r.body, map[string]string{"x-ms-documentdb-partitionkey": r.pk}); rec.Code >= 300 {
+			t.Fatalf("setup %s %s: %d %s", r.method, r.path, rec.Code, rec.Body)
+		}
+	}
+	return h
+}
+
+// serve sends one correctly signed request.
+func serve(h *Handler, method, path, body string, headers map[string]string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, "https://localhost"+path, strings.NewReader(body))
+	date := auth.FormatDate(time.Now())
+	req.Header.Set("x-ms-date", date)
+	if p, err := parseResourcePath(req.URL.EscapedPath()); err == nil {
+		key, _ := auth.DecodeKey(auth.EmulatorKey)
+		req.Header.Set("Authorization", auth.MasterHeader(method, p.typ, p.link, date, key))
+	}
+	for k, v := range headers {
+		if v != "" {
+			req.Header.Set(k, v)
+		}
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// FuzzRequests sends arbitrary signed requests: whatever they hold, the
+// answer is never a 500, and every error has a Cosmos-style JSON body.
+func FuzzRequests(f *testing.F) {
+	seeds := []struct{ method, path, body, pk, extra string }{
+		{"POST", "/dbs/db/colls/c/docs", `{"id":"y","pk":"a","ttl":5}`, `["a"]`, ""},
+		{"PUT", "/dbs/db/colls/c/docs/x", `{"id":"x","pk":"a"}`, `["a"]`, ""},
+		{"PATCH", "/dbs/db/colls/c/docs/x", `[{"op":"incr","path":"/n","value":1}]`, `["a"]`, ""},
+		{"POST", "/dbs/db/colls/c/docs", `{"query":"SELECT * FROM c WHERE c.n > @n","parameters":[{"name":"@n","value":0}]}`, "", "query"},
+		{"GET", "/dbs/db/colls/c/docs", ``, `["a"]`, ""},
+		{"PUT", "/dbs/db/colls/c", `{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":10}`, "", ""},
+		{"POST", "/dbs/db/colls", `{"id":"d","uniqueKeyPolicy":{"uniqueKeys":[{"paths":["/u"]}]}}`, "", ""},
+		{"DELETE", "/dbs/db/colls/c/docs/x", ``, `[{}]`, ""},
+		{"GET", "/offers", ``, "", ""},
+	}
+	for _, s := range seeds {
+		f.Add(s.method, s.path, s.body, s.pk, s.extra)
+	}
+	h := newTestHandler(f)
+	f.Fuzz(func(t *testing.T, method, path, body, pk, extra string) {
+		if !strings.HasPrefix(path, "/") || strings.ContainsAny(path, " \r\n\t?#") || len(body) > 1<<16 {
+			return
+		}
+		if _, err := url.ParseRequestURI(path); err != nil {
+			return // not something a client can send
+		}
+		switch method {
+		case "GET", "POST", "PUT", "PATCH", "DELETE":
+		default:
+			return
+		}
+		hdr := map[string]string{"x-ms-documentdb-partitionkey": pk}
+		if extra == "query" {
+			hdr["Content-Type"] = "application/query+json"
+			hdr["x-ms-documentdb-isquery"] = "true"
+			hdr["x-ms-documentdb-query-enablecrosspartition"] = "true"
+		} else if extra != "" {
+			hdr["x-ms-continuation"] = extra
+		}
+		rec := serve(h, method, path, body, hdr)
+		if rec.Code >= 500 {
+			t.Fatalf("%s %s %q → %d %s", method, path, body, rec.Code, rec.Body)
+		}
+		if rec.Code >= 400 {
+			var e struct{ Code, Message string }
+			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Code == "" || e.Message == "" {
+				t.Fatalf("%s %s → %d with a body that is not a Cosmos error: %s", method, path, rec.Code, rec.Body)
+			}
+		}
+	})
+}
+
+func TestErrorsAreCosmosShaped(t *testing.T) {
+	h := newTestHandler(t)
+	cases := []struct {
+		method, path, body, pk string
+		status                 int
+	}{
+		{"GET", "/dbs/db/colls/c/docs/x", "", `["a"]`, http.StatusOK},
+		{"GET", "/dbs/db/colls/c/docs/x", "", `["b"]`, http.StatusNotFound},
+		{"POST", "/dbs/db/colls/c/docs", `{"id":"z","pk":"a","ttl":0}`, `["a"]`, http.StatusBadRequest},
+		{"POST", "/dbs/db/colls/c/docs", `{"query":"SELECT FROM"}`, "", http.StatusBadRequest},
+		{"DELETE", "/dbs/db/colls/c/docs/x", "", `["a"]`, http.StatusNoContent},
+	}
+	for _, c := range cases {
+		hdr := map[string]string{"x-ms-documentdb-partitionkey": c.pk}
+		if strings.Contains(c.body, "query") {
+			hdr["Content-Type"] = "application/query+json"
+		}
+		rec := serve(h, c.method, c.path, c.body, hdr)
+		if rec.Code != c.status {
+			t.Errorf("%s %s %s: %d, want %d: %s", c.method, c.path, c.body, rec.Code, c.status, rec.Body)
+		}
+		if rec.Header().Get("x-ms-request-charge") == "" || rec.Header().Get("x-ms-activity-id") == "" {
+			t.Errorf("%s %s: charge or activity id missing", c.method, c.path)
+		}
+	}
+}
