@@ -251,7 +251,12 @@ func (e *Engine) writeItemTx(tx storage.Txn, c *containerRecord, p WriteItemPara
 			return nil, err
 		}
 	} else if dead != nil {
+		// The expired item leaves now; its expiry is recorded once, here
+		// or by the purger, whichever removes it.
 		if err := e.removeItem(tx, c, dead); err != nil {
+			return nil, err
+		}
+		if err := e.logChange(tx, c, change{kind: changeExpire, lsn: lsn, seq: dead.seq, prev: &dead.rec}); err != nil {
 			return nil, err
 		}
 	}
@@ -268,6 +273,13 @@ func (e *Engine) writeItemTx(tx storage.Txn, c *containerRecord, p WriteItemPara
 		return nil, err
 	}
 	if err := e.putItem(tx, c, seq, &rec, body); err != nil {
+		return nil, err
+	}
+	ch := change{kind: changeCreate, lsn: lsn, seq: seq, cur: &rec}
+	if live != nil {
+		ch.kind, ch.prev = changeReplace, &live.rec
+	}
+	if err := e.logChange(tx, c, ch); err != nil {
 		return nil, err
 	}
 	return &ItemResult{Body: out, Etag: etag, LSN: lsn, Created: live == nil, CollRid: c.ridString()}, nil
@@ -466,7 +478,10 @@ func (e *Engine) DeleteItem(ctx context.Context, p DeleteItemParams) (*ItemResul
 			return err
 		}
 		res = ItemResult{LSN: lsn, CollRid: c.ridString()}
-		return e.removeItem(tx, c, live)
+		if err := e.removeItem(tx, c, live); err != nil {
+			return err
+		}
+		return e.logChange(tx, c, change{kind: changeDelete, lsn: lsn, seq: live.seq, prev: &live.rec})
 	})
 	if err != nil {
 		return nil, err

@@ -151,6 +151,13 @@ func (e *Engine) PurgeDue(ctx context.Context, p ttl.PurgeParams) (ttl.PurgeResu
 			if err := e.removeItem(tx, c, &liveItem{seq: en.seq, rec: rec}); err != nil {
 				return err
 			}
+			lsn, err := nextLSN(tx, c)
+			if err != nil {
+				return err
+			}
+			if err := e.logChange(tx, c, change{kind: changeExpire, lsn: lsn, seq: en.seq, prev: &rec}); err != nil {
+				return err
+			}
 			res.Items = append(res.Items, ttl.PurgedItem{TS: rec.ts, TTL: rec.itemTTL()})
 		}
 		return nil
