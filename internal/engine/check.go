@@ -46,7 +46,8 @@ const maxProblems = 20
 // tools (a data directory opened offline after a crash), not for serving.
 // The result is keyed by container link, "dbs/{db}/colls/{coll}".
 func (e *Engine) CheckIndexes(ctx context.Context) (map[string]IndexCounts, error) {
-	now := e.Now(ctx)
+	now, done := e.judging(ctx)
+	defer done()
 	out := map[string]IndexCounts{}
 	var problems []string
 	report := func(format string, args ...any) {
