@@ -10,6 +10,7 @@ package integration
 // S+m on. Every check looks through every read path at once (see expect).
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,6 +32,7 @@ import (
 	"github.com/mayfly-db/mayfly/internal/engine"
 	"github.com/mayfly-db/mayfly/internal/partition"
 	"github.com/mayfly-db/mayfly/internal/server"
+	"github.com/mayfly-db/mayfly/internal/storage"
 	"github.com/mayfly-db/mayfly/internal/storage/pebblestore"
 	"github.com/mayfly-db/mayfly/internal/ttl"
 )
@@ -1160,6 +1162,115 @@ func offline(t *testing.T, dir string, clk clock.Clock, fn func(*engine.Engine))
 func (te *ttlEnv) open(id string) *ttlColl {
 	c, _ := te.db.NewContainer(id)
 	return &ttlColl{ContainerClient: c, te: te, id: id}
+}
+
+// gatedStore holds every Update at a gate while the test keeps it shut, so
+// a test can stop a write between the moment it took its instant and its
+// commit.
+type gatedStore struct {
+	storage.Store
+	mu   sync.Mutex
+	gate chan struct{} // nil when open
+	held chan struct{} // told of each Update held
+}
+
+func (s *gatedStore) Update(ctx context.Context, fn func(storage.Txn) error) error {
+	s.mu.Lock()
+	g := s.gate
+	s.mu.Unlock()
+	if g != nil {
+		s.held <- struct{}{}
+		<-g
+	}
+	return s.Store.Update(ctx, fn)
+}
+
+func (s *gatedStore) shut() {
+	s.mu.Lock()
+	s.gate = make(chan struct{})
+	s.mu.Unlock()
+}
+
+func (s *gatedStore) open() {
+	s.mu.Lock()
+	close(s.gate)
+	s.gate = nil
+	s.mu.Unlock()
+}
+
+// TestB1_ExpiryIsFinalUnderConcurrentChange: a setting change that took its
+// instant before an item fell due, but commits after, must not contradict
+// reads made meanwhile. Reads that judge the item while the change is in
+// flight and reads made after it all agree, through every read path.
+func TestB1_ExpiryIsFinalUnderConcurrentChange(t *testing.T) {
+	mem, err := pebblestore.Open(pebblestore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mem.Close() })
+	gs := &gatedStore{Store: mem, held: make(chan struct{}, 1)}
+	te := startTTL(t, func(cfg *server.Config) { cfg.Store = gs })
+	c := te.coll(t, "c", i32(10))
+	c.create(t, "x")
+	c.create(t, "y", `"ttl":-1`)
+	props := readProps(t, c.ContainerClient)
+	props.DefaultTimeToLive = nil
+
+	te.to(t, 9, 500*time.Millisecond) // x falls due at S+10
+	gs.shut()
+	replaced := make(chan error, 1)
+	go func() {
+		_, err := c.Replace(ctx, props, nil)
+		replaced <- err
+	}()
+	<-gs.held // the change has taken its instant, S+9.5, and waits to commit
+	te.to(t, 10, 500*time.Millisecond)
+
+	type seen struct {
+		path string
+		got  string
+	}
+	during := make(chan seen, 3)
+	go func() {
+		status := 200
+		if _, err := c.ReadItem(ctx, pk, "x", nil); err != nil {
+			status = statusOf(err)
+		}
+		during <- seen{"point read", strconv.Itoa(status)}
+	}()
+	go func() {
+		rows, err := queryRows(c, "SELECT VALUE COUNT(1) FROM c")
+		if err != nil {
+			during <- seen{"COUNT", err.Error()}
+			return
+		}
+		during <- seen{"COUNT", string(rows[0])}
+	}()
+	go func() {
+		r, err := c.Read(ctx, nil)
+		if err != nil {
+			during <- seen{"usage", err.Error()}
+			return
+		}
+		u := r.RawResponse.Header.Get("x-ms-resource-usage")
+		i := strings.Index(u, "documentsCount=")
+		during <- seen{"usage", strings.Split(u[i+len("documentsCount="):], ";")[0]}
+	}()
+	time.Sleep(100 * time.Millisecond)
+	gs.open()
+	if err := <-replaced; err != nil {
+		t.Fatalf("replace: %v", err)
+	}
+	// The change's instant preceded x's due second, so x never expired:
+	// every read, during the change or after, must show it.
+	want := map[string]string{"point read": "200", "COUNT": "2", "usage": "2"}
+	for range 3 {
+		s := <-during
+		if s.got != want[s.path] {
+			t.Errorf("%s while the change was in flight: %s, want %s (x was judged expired by a change dated before its due second)", s.path, s.got, want[s.path])
+		}
+	}
+	te.timeline(t, map[*ttlColl]dues{c: {"x": never, "y": never}})
 }
 
 // TestB1_NotYetExpiredFollowNewSetting: items that had not expired when the
