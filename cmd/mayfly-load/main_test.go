@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/mayfly-db/mayfly/internal/server"
+)
+
+// TestAgainstMayfly runs every phase against an in-process Mayfly.
+func TestAgainstMayfly(t *testing.T) {
+	srv, err := server.New(server.Config{Addr: "127.0.0.1:0", InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close(context.Background()) })
+	dir := t.TempDir()
+	pem := filepath.Join(dir, "server.pem")
+	if err := os.WriteFile(pem, srv.CertPEM(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := config{
+		endpoint: srv.URL(), key: emulatorKey, caFile: pem,
+		concurrency: 4, ops: 120, items: 40, partitions: 8, docSize: 100,
+		database: "load", container: "items", phases: []string{"create", "read", "query"},
+		outFile: filepath.Join(dir, "first.json"), label: "first",
+		maxErrors: 1, requestTimeout: 10 * time.Second,
+	}
+	if err := run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	var rep report
+	data, err := os.ReadFile(cfg.outFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Phases) != 3 {
+		t.Fatalf("%d phases in the report, want 3", len(rep.Phases))
+	}
+	for _, p := range rep.Phases {
+		if p.Ops != cfg.ops || p.Errors != 0 || p.OpsPerSec <= 0 || p.P50Ms <= 0 || p.P99Ms < p.P50Ms {
+			t.Errorf("phase %+v", p)
+		}
+	}
+
+	// A run starting with reads fills the working set first, and compares
+	// itself with the first run.
+	cfg.phases, cfg.baselineFile, cfg.outFile, cfg.label = []string{"query"}, cfg.outFile, "", "second"
+	cfg.database = "load2"
+	if err := run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	var d []time.Duration
+	for i := 1; i <= 100; i++ {
+		d = append(d, time.Duration(i)*time.Millisecond)
+	}
+	if got := percentile(d, 0.50); got != 51 && got != 50 {
+		t.Errorf("p50 = %v", got)
+	}
+	if got := percentile(d, 0.99); got != 99 {
+		t.Errorf("p99 = %v", got)
+	}
+	if got := percentile(nil, 0.5); got != 0 {
+		t.Errorf("p50 of nothing = %v", got)
+	}
+}
