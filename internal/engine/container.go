@@ -28,10 +28,21 @@ type containerRecord struct {
 	OfferRid string         `json:"offer,omitempty"`
 	Props    document.Value `json:"props"`
 	TTL      ttl.History    `json:"ttl"`
+	Index    indexState     `json:"index"`
 
 	pk         pkDefinition
 	uniqueKeys [][][]string // per unique key, its paths
 	mode       string       // indexing mode
+	index      indexPolicy
+}
+
+// indexState is where the container's range index stands: entries of
+// Version are complete when Ready; until then a builder fills them from
+// item sequence Cursor onwards and queries scan.
+type indexState struct {
+	Version uint32 `json:"version"`
+	Ready   bool   `json:"ready"`
+	Cursor  uint64 `json:"cursor,omitempty"`
 }
 
 type pkDefinition struct {
@@ -303,6 +314,7 @@ func (c *containerRecord) derive() (*containerRecord, *Error) {
 	}
 	c.uniqueKeys = uk
 	c.mode = c.Props.Get("indexingPolicy").Get("indexingMode").Str()
+	c.index = newIndexPolicy(c.Props.Get("indexingPolicy"))
 	return c, nil
 }
 
@@ -367,6 +379,7 @@ func (e *Engine) CreateContainer(ctx context.Context, db string, body document.V
 		c = &containerRecord{ID: id, DBID: db, DBRid: d.Rid, Rid: rid, Ts: now.Unix(), Props: props}
 		c.Etag = etagFor(rid, n)
 		c.TTL = ttl.NewHistory(setting, now)
+		c.Index = indexState{Version: 1, Ready: true}
 		if _, derr := c.derive(); derr != nil {
 			return derr
 		}
@@ -467,7 +480,9 @@ func (e *Engine) ReplaceContainer(ctx context.Context, db, coll string, body doc
 	defer e.settingMu.Unlock()
 	now := e.Now(ctx)
 	var c *containerRecord
+	reindex := false
 	err := e.store.Update(ctx, func(tx storage.Txn) error {
+		reindex = false
 		old, err := e.loadContainer(tx, db, coll)
 		if err != nil {
 			return err
@@ -492,6 +507,13 @@ func (e *Engine) ReplaceContainer(ctx context.Context, db, coll string, body doc
 		c = &containerRecord{ID: old.ID, DBID: old.DBID, DBRid: old.DBRid, Rid: old.Rid, Ts: now.Unix(), OfferRid: old.OfferRid, Props: props}
 		c.Etag = etagFor(c.Rid, n)
 		c.TTL = old.TTL.Change(setting, now)
+		c.Index = old.Index
+		if !document.Equal(old.Props.Get("indexingPolicy"), props.Get("indexingPolicy")) {
+			// A new policy starts a new index version, built in the
+			// background; queries scan until it is complete.
+			c.Index = indexState{Version: old.Index.Version + 1}
+			reindex = true
+		}
 		if _, derr := c.derive(); derr != nil {
 			return derr
 		}
@@ -499,6 +521,9 @@ func (e *Engine) ReplaceContainer(ctx context.Context, db, coll string, body doc
 	})
 	if err != nil {
 		return nil, err
+	}
+	if reindex {
+		e.kickIndexer()
 	}
 	return c.resource(), nil
 }
@@ -545,7 +570,7 @@ func (e *Engine) removeContainerMeta(tx storage.Txn, c *containerRecord) error {
 // Rids are never reused, so leftovers of an interrupted drop are unreachable
 // and harmless until the next attempt removes them.
 func (e *Engine) dropContainerData(ctx context.Context, c *containerRecord) error {
-	for _, fam := range []byte{famItem, famItemKey, famUnique, famOwnDue, famByTs, famLSN} {
+	for _, fam := range []byte{famItem, famItemKey, famUnique, famOwnDue, famByTs, famLSN, famIndex} {
 		if err := e.deletePrefix(ctx, collPrefix(fam, c.Rid)); err != nil {
 			return fmt.Errorf("drop container %q data: %w", c.ID, err)
 		}

@@ -45,8 +45,9 @@ type Engine struct {
 	maxItem int
 	charges ChargeSink
 
-	mu    sync.Mutex
-	cache map[string]cachedContainer // by container key
+	mu      sync.Mutex
+	cache   map[string]cachedContainer // by container key
+	indexer *Indexer
 
 	// settingMu orders expiry judgements against TTL setting changes
 	// (ttl.md B1). Every operation that judges expiry holds it shared from

@@ -348,7 +348,7 @@ func (e *Engine) putItem(tx storage.Txn, c *containerRecord, seq uint64, rec *it
 			return err
 		}
 	}
-	return nil
+	return e.putIndexEntries(tx, c, body, seq)
 }
 
 // removeIndexes deletes the index entries of an item version that is about
@@ -359,9 +359,12 @@ func (e *Engine) removeIndexes(tx storage.Txn, c *containerRecord, it *liveItem)
 			return err
 		}
 	}
-	if len(c.uniqueKeys) > 0 {
+	if len(c.uniqueKeys) > 0 || !c.index.none {
 		old, err := document.Parse(it.rec.json)
 		if err != nil {
+			return err
+		}
+		if err := e.deleteIndexEntries(tx, c, old, it.seq); err != nil {
 			return err
 		}
 		for _, k := range uniqueKeys(c, old, it.rec.pk) {

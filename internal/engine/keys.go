@@ -19,6 +19,7 @@ const (
 	famOwnDue    = 't' // 't'+collRid(8)+due(8)+seq(8) → "" (items with their own ttl)
 	famByTs      = 's' // 's'+collRid(8)+_ts(8)+seq(8) → "" (items inheriting the default)
 	famLSN       = 'l' // 'l'+collRid(8) → last LSN of the container
+	famIndex     = 'x' // 'x'+collRid(8)+version(4)+path+value+seq(8) → "" (index.go)
 )
 
 func counterKey(name string) []byte { return append([]byte{famCounter}, name...) }

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"strings"
 	"time"
@@ -120,10 +119,16 @@ func (e *Engine) QueryItems(ctx context.Context, p QueryParams) (*FeedPage, erro
 			return errorf(BadRequest, "Cross partition query is required but disabled. Please set x-ms-documentdb-query-enablecrosspartition to true, specify x-ms-documentdb-partitionkey, or revise your query to avoid this exception.")
 		}
 		limit := pageSize(p.MaxItemCount)
-		if prog.Streaming() {
-			return e.streamQuery(r, c, prog, match, now, start, skip, limit, !single, page)
+		src := itemSource{e: e, r: r, c: c}
+		if seqs, ok, err := indexCandidates(r, c, plan.Predicates(prog.Query(), p.Params)); err != nil {
+			return err
+		} else if ok {
+			src.seqs, src.indexed = seqs, true
 		}
-		return e.runQuery(r, c, prog, match, now, skip, limit, page)
+		if prog.Streaming() {
+			return e.streamQuery(src, prog, match, now, start, skip, limit, !single, page)
+		}
+		return e.runQuery(src, prog, match, now, skip, limit, page)
 	})
 	if err != nil {
 		return nil, err
@@ -145,9 +150,10 @@ func docMeta(c *containerRecord, seq uint64) eval.DocMeta {
 // the single-partition path a continuation is returned only when more rows
 // exist; on the cross-partition path whenever a page is full, as the
 // gateway does (the SDKs' page counts depend on it).
-func (e *Engine) streamQuery(r storage.Reader, c *containerRecord, prog *eval.Program, match func([]byte) bool, now time.Time, start uint64, skip, limit int, cross bool, page *FeedPage) error {
+func (e *Engine) streamQuery(src itemSource, prog *eval.Program, match func([]byte) bool, now time.Time, start uint64, skip, limit int, cross bool, page *FeedPage) error {
 	size := 0
-	return e.scanItems(r, c, start, func(seq uint64, rec *itemRecord) (bool, error) {
+	c := src.c
+	return src.each(start, func(seq uint64, rec *itemRecord) (bool, error) {
 		if c.expired(rec, now) || !match(rec.pk) {
 			return true, nil
 		}
@@ -188,36 +194,77 @@ func (e *Engine) streamQuery(r storage.Reader, c *containerRecord, prog *eval.Pr
 // runQuery evaluates a query that needs every document (ORDER BY,
 // aggregates, DISTINCT, GROUP BY, TOP, OFFSET/LIMIT) and returns the page
 // of its results that starts at offset.
-func (e *Engine) runQuery(r storage.Reader, c *containerRecord, prog *eval.Program, match func([]byte) bool, now time.Time, offset, limit int, page *FeedPage) error {
-	prefix := collPrefix(famItem, c.Rid)
-	it, err := r.NewIter(storage.IterParams{Lower: prefix, Upper: prefixEnd(prefix)})
+func (e *Engine) runQuery(src itemSource, prog *eval.Program, match func([]byte) bool, now time.Time, offset, limit int, page *FeedPage) error {
+	c := src.c
+	type item struct {
+		doc document.Value
+		seq uint64
+	}
+	var docs []item
+	err := src.each(0, func(seq uint64, rec *itemRecord) (bool, error) {
+		if c.expired(rec, now) || !match(rec.pk) {
+			return true, nil
+		}
+		page.Examined++
+		doc, err := document.Parse(rec.json)
+		if err != nil {
+			return false, err
+		}
+		docs = append(docs, item{doc, seq})
+		return true, nil
+	})
 	if err != nil {
 		return err
 	}
-	defer it.Close()
-	ok := it.First()
-	next := func() (document.Value, eval.DocMeta, bool, error) {
-		for ; ok; ok = it.Next() {
-			rec, err := decodeItemRecord(it.Value())
-			if err != nil {
-				return document.Undef, eval.DocMeta{}, false, err
-			}
-			if c.expired(&rec, now) || !match(rec.pk) {
-				continue
-			}
-			page.Examined++
-			seq := binary.BigEndian.Uint64(it.Key()[len(prefix):])
-			doc, err := document.Parse(rec.json)
-			ok = it.Next()
-			return doc, docMeta(c, seq), err == nil, err
+	i := 0
+	rows, err := prog.Run(func() (document.Value, eval.DocMeta, bool, error) {
+		if i == len(docs) {
+			return document.Undef, eval.DocMeta{}, false, nil
 		}
-		return document.Undef, eval.DocMeta{}, false, it.Err()
-	}
-	rows, err := prog.Run(next)
+		i++
+		return docs[i-1].doc, docMeta(c, docs[i-1].seq), true, nil
+	})
 	if err != nil {
 		return queryError(err)
 	}
 	return pageRows(rows, offset, limit, page)
+}
+
+// itemSource walks a container's items in sequence order: all of them, or
+// only the candidates an index produced.
+type itemSource struct {
+	e       *Engine
+	r       storage.Reader
+	c       *containerRecord
+	indexed bool
+	seqs    []uint64
+}
+
+func (s itemSource) each(start uint64, fn func(seq uint64, rec *itemRecord) (bool, error)) error {
+	if !s.indexed {
+		return s.e.scanItems(s.r, s.c, start, fn)
+	}
+	for _, seq := range s.seqs {
+		if seq < start {
+			continue
+		}
+		raw, err := s.r.Get(itemKey(s.c.Rid, seq))
+		if errors.Is(err, storage.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		rec, err := decodeItemRecord(raw)
+		if err != nil {
+			return err
+		}
+		more, err := fn(seq, &rec)
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
 }
 
 func pageRows(rows []document.Value, offset, limit int, page *FeedPage) error {

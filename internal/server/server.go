@@ -96,6 +96,7 @@ type Server struct {
 	certPEM  []byte
 	registry *prometheus.Registry
 	purger   *ttl.Purger
+	indexer  *engine.Indexer
 
 	done    chan struct{}
 	serveMu sync.Mutex
@@ -146,6 +147,7 @@ func New(cfg Config) (*Server, error) {
 		s.closeStore()
 		return nil, err
 	}
+	s.indexer = s.engine.NewIndexer(cfg.Logger)
 	purgeMetrics, err := ttlmetrics.New(s.registry)
 	if err != nil {
 		s.closeStore()
@@ -177,6 +179,9 @@ func New(cfg Config) (*Server, error) {
 // Purger returns the server's TTL purger (tests drive passes with it).
 func (s *Server) Purger() *ttl.Purger { return s.purger }
 
+// Indexer returns the server's index builder (tests drive passes with it).
+func (s *Server) Indexer() *engine.Indexer { return s.indexer }
+
 // Engine returns the server's engine (for tests and tools).
 func (s *Server) Engine() *engine.Engine { return s.engine }
 
@@ -189,6 +194,7 @@ func (s *Server) Start() error {
 	}
 	s.ln = ln
 	s.purger.Start()
+	s.indexer.Start()
 	go func() {
 		defer close(s.done)
 		var err error
@@ -240,6 +246,9 @@ func (s *Server) Close(ctx context.Context) error {
 		<-s.done
 	}
 	if err := s.purger.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := s.indexer.Close(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := s.closeStore(); err != nil {

@@ -1,0 +1,159 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+)
+
+var retrievedRE = regexp.MustCompile(`retrievedDocumentCount=(\d+)`)
+
+// queryRaw runs a cross-partition query page by page and returns the ids of
+// the rows and the documents the server examined, from the query metrics.
+func (e *env) queryRaw(t *testing.T, query string) (ids []string, examined int) {
+	t.Helper()
+	cont := ""
+	for {
+		hdr := map[string]string{
+			"Content-Type": "application/query+json", "x-ms-documentdb-isquery": "true",
+			"x-ms-documentdb-query-enablecrosspartition": "true", "x-ms-documentdb-populatequerymetrics": "true",
+			"x-ms-documentdb-partitionkeyrangeid": "0", // as the SDKs send per range
+		}
+		if cont != "" {
+			hdr["x-ms-continuation"] = cont
+		}
+		r := e.do("POST", "/dbs/db/colls/c/docs", mustJSON(t, map[string]any{"query": query}), hdr)
+		if r.status != 200 {
+			t.Fatalf("%s: %d %s", query, r.status, r.body)
+		}
+		var page struct{ Documents []json.RawMessage }
+		if err := json.Unmarshal(r.body, &page); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range page.Documents {
+			var it struct{ ID string }
+			_ = json.Unmarshal(d, &it)
+			ids = append(ids, it.ID)
+		}
+		m := retrievedRE.FindStringSubmatch(r.header.Get("x-ms-documentdb-query-metrics"))
+		if m == nil {
+			t.Fatalf("no query metrics: %v", r.header)
+		}
+		n, _ := strconv.Atoi(m[1])
+		examined += n
+		if cont = r.header.Get("x-ms-continuation"); cont == "" {
+			return ids, examined
+		}
+	}
+}
+
+func idsWhere(n int, keep func(i int) bool) []string {
+	var out []string
+	for i := 0; i < n; i++ {
+		if keep(i) {
+			out = append(out, fmt.Sprint(i))
+		}
+	}
+	return out
+}
+
+func sameSet(a, b []string) bool {
+	a, b = append([]string(nil), a...), append([]string(nil), b...)
+	sort.Strings(a)
+	sort.Strings(b)
+	return strings.Join(a, ",") == strings.Join(b, ",")
+}
+
+func TestRangeIndex(t *testing.T) {
+	e := start(t)
+	db := e.database("db")
+	c := e.container(db, azcosmos.ContainerProperties{ID: "c", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}})
+	const n = 200
+	for i := 0; i < n; i++ {
+		pk := fmt.Sprint(i % 4)
+		body := fmt.Sprintf(`{"id":"%d","pk":"%s","n":%d,"cat":%d,"name":"item-%03d","tags":["t%d"]}`, i, pk, i, i%10, i, i%3)
+		if _, err := c.CreateItem(ctx, azcosmos.NewPartitionKeyString(pk), []byte(body), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		query       string
+		want        []string
+		maxExamined int // the index must narrow the candidates to about the rows
+	}{
+		{"SELECT * FROM c WHERE c.cat = 3", idsWhere(n, func(i int) bool { return i%10 == 3 }), 20},
+		{"SELECT * FROM c WHERE c.n >= 50 AND c.n < 60", idsWhere(n, func(i int) bool { return i >= 50 && i < 60 }), 11},
+		{"SELECT * FROM c WHERE c.n > 190", idsWhere(n, func(i int) bool { return i > 190 }), 10},
+		{"SELECT * FROM c WHERE c.cat IN (1, 2) AND c.n < 100", idsWhere(n, func(i int) bool { return (i%10 == 1 || i%10 == 2) && i < 100 }), 40},
+		{"SELECT * FROM c WHERE STARTSWITH(c.name, 'item-01')", idsWhere(n, func(i int) bool { return i >= 10 && i < 20 }), 10},
+		{"SELECT * FROM c WHERE c.id = '42'", []string{"42"}, 1},
+		{"SELECT * FROM c WHERE c.cat = '3'", nil, 0}, // another type: nothing matches
+		{"SELECT * FROM c WHERE c.cat = 3 ORDER BY c.n DESC", idsWhere(n, func(i int) bool { return i%10 == 3 }), 20},
+		{"SELECT VALUE COUNT(1) FROM c WHERE c.cat = 3", nil, 20},
+		{"SELECT * FROM c WHERE ARRAY_CONTAINS(c.tags, 't1')", idsWhere(n, func(i int) bool { return i%3 == 1 }), n}, // no index use: a scan
+	}
+	for _, tt := range cases {
+		t.Run(tt.query, func(t *testing.T) {
+			ids, examined := e.queryRaw(t, tt.query)
+			if strings.HasPrefix(tt.query, "SELECT VALUE COUNT") {
+				ids = nil
+			}
+			if !sameSet(ids, tt.want) {
+				t.Fatalf("rows %v, want %v", ids, tt.want)
+			}
+			if examined > tt.maxExamined {
+				t.Fatalf("examined %d documents, want at most %d (the index was not used)", examined, tt.maxExamined)
+			}
+		})
+	}
+
+	// Writes keep the index exact: move item 3 out of category 3, delete 13.
+	pk3 := azcosmos.NewPartitionKeyString("3")
+	if _, err := c.ReplaceItem(ctx, pk3, "3", []byte(`{"id":"3","pk":"3","n":3,"cat":99,"name":"x"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DeleteItem(ctx, azcosmos.NewPartitionKeyString("1"), "13", nil); err != nil {
+		t.Fatal(err)
+	}
+	want := idsWhere(n, func(i int) bool { return i%10 == 3 && i != 3 && i != 13 })
+	if ids, examined := e.queryRaw(t, "SELECT * FROM c WHERE c.cat = 3"); !sameSet(ids, want) || examined != len(want) {
+		t.Fatalf("after writes: %v (examined %d), want %v", ids, examined, want)
+	}
+	if ids, _ := e.queryRaw(t, "SELECT * FROM c WHERE c.cat = 99"); !sameSet(ids, []string{"3"}) {
+		t.Fatalf("cat 99: %v", ids)
+	}
+
+	// A new policy that excludes /cat: queries stay correct at once (they
+	// scan while the index is rebuilt, and afterwards since cat is no longer
+	// indexed), and other paths use the rebuilt index.
+	props := azcosmos.ContainerProperties{ID: "c", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}},
+		IndexingPolicy: &azcosmos.IndexingPolicy{Automatic: true, IndexingMode: azcosmos.IndexingModeConsistent,
+			IncludedPaths: []azcosmos.IncludedPath{{Path: "/*"}}, ExcludedPaths: []azcosmos.ExcludedPath{{Path: "/cat/?"}}}}
+	if _, err := c.Replace(ctx, props, nil); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := e.queryRaw(t, "SELECT * FROM c WHERE c.cat = 3"); !sameSet(ids, want) {
+		t.Fatalf("during rebuild: %v, want %v", ids, want)
+	}
+	for {
+		more, err := e.srv.Indexer().Pass(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !more {
+			break
+		}
+	}
+	if ids, examined := e.queryRaw(t, "SELECT * FROM c WHERE c.cat = 3"); !sameSet(ids, want) || examined < n-1 {
+		t.Fatalf("after rebuild, excluded path: %v examined %d, want %v by a scan", ids, examined, want)
+	}
+	if ids, examined := e.queryRaw(t, "SELECT * FROM c WHERE c.n = 7"); !sameSet(ids, []string{"7"}) || examined != 1 {
+		t.Fatalf("after rebuild, included path: %v examined %d", ids, examined)
+	}
+}

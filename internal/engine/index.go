@@ -1,0 +1,379 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/query/plan"
+	"github.com/mayfly-db/mayfly/internal/storage"
+)
+
+// The range index. Every scalar an indexing policy includes gets one entry
+//
+//	'x' + collRid(8) + version(4) + path + value + seq(8) → ""
+//
+// written in the same transaction as the item. path and value are encoded
+// so that byte order is the query language's order within a type: entries
+// for one path and type are contiguous, and equality, range and prefix
+// filters are range scans. Array elements are indexed under the segment
+// "[]", as the policy language writes them ("/tags/[]/?").
+//
+// The version changes with the indexing policy; entries of older versions
+// are dropped in the background, and queries use the index only while the
+// container's index is complete for the current version (they scan
+// otherwise), so results stay correct while an index is rebuilt.
+
+const (
+	tagNull   = 0x01
+	tagFalse  = 0x02
+	tagTrue   = 0x03
+	tagNumber = 0x04
+	tagString = 0x05
+)
+
+// appendEscaped appends s so that the encoding sorts like s and is
+// self-delimiting: 0x00 is written 0x00 0xFF and the end is 0x00 0x01.
+func appendEscaped(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0 {
+			dst = append(dst, 0, 0xff)
+		} else {
+			dst = append(dst, s[i])
+		}
+	}
+	return append(dst, 0, 1)
+}
+
+func appendIndexPath(dst []byte, path []string) []byte {
+	for _, seg := range path {
+		dst = appendEscaped(dst, seg)
+	}
+	return append(dst, 0, 0) // sorts before any further segment
+}
+
+func orderedFloat(f float64) uint64 {
+	if f == 0 {
+		f = 0 // fold -0
+	}
+	u := math.Float64bits(f)
+	if u>>63 == 0 {
+		return u | 1<<63
+	}
+	return ^u
+}
+
+// appendIndexValue encodes a scalar; ok is false for values the index does
+// not hold (arrays, objects, undefined).
+func appendIndexValue(dst []byte, v document.Value) ([]byte, bool) {
+	switch v.Kind() {
+	case document.Null:
+		return append(dst, tagNull), true
+	case document.Bool:
+		if v.Bool() {
+			return append(dst, tagTrue), true
+		}
+		return append(dst, tagFalse), true
+	case document.Number:
+		return binary.BigEndian.AppendUint64(append(dst, tagNumber), orderedFloat(v.Float())), true
+	case document.String:
+		return appendEscaped(append(dst, tagString), v.Str()), true
+	}
+	return dst, false
+}
+
+func indexPrefix(c *containerRecord) []byte {
+	return binary.BigEndian.AppendUint32(collPrefix(famIndex, c.Rid), c.Index.Version)
+}
+
+// indexPolicy decides which paths are indexed.
+type indexPolicy struct {
+	none     bool
+	included []indexPattern
+	excluded []indexPattern
+}
+
+type indexPattern struct {
+	segs    []string
+	subtree bool // ends in "/*"
+}
+
+func parseIndexPattern(p string) (indexPattern, bool) {
+	if !strings.HasPrefix(p, "/") {
+		return indexPattern{}, false
+	}
+	var out indexPattern
+	for _, seg := range strings.Split(p[1:], "/") {
+		seg = strings.Trim(seg, `"`)
+		switch seg {
+		case "*":
+			out.subtree = true
+			return out, true
+		case "?":
+			return out, true
+		case "":
+			return indexPattern{}, false
+		}
+		out.segs = append(out.segs, seg)
+	}
+	out.subtree = true // a path without a wildcard covers its subtree
+	return out, true
+}
+
+// match reports whether the pattern covers path and how specific it is.
+func (p indexPattern) match(path []string) (int, bool) {
+	if len(path) < len(p.segs) || (!p.subtree && len(path) != len(p.segs)) {
+		return 0, false
+	}
+	for i, s := range p.segs {
+		if s != path[i] {
+			return 0, false
+		}
+	}
+	score := 2 * len(p.segs)
+	if !p.subtree {
+		score++ // an exact path beats a subtree of the same depth
+	}
+	return score, true
+}
+
+func newIndexPolicy(ip document.Value) indexPolicy {
+	var pol indexPolicy
+	if strings.EqualFold(ip.Get("indexingMode").Str(), "none") {
+		pol.none = true
+		return pol
+	}
+	for _, p := range ip.Get("includedPaths").Array() {
+		if pat, ok := parseIndexPattern(p.Get("path").Str()); ok {
+			pol.included = append(pol.included, pat)
+		}
+	}
+	for _, p := range ip.Get("excludedPaths").Array() {
+		if pat, ok := parseIndexPattern(p.Get("path").Str()); ok {
+			pol.excluded = append(pol.excluded, pat)
+		}
+	}
+	return pol
+}
+
+// indexes reports whether a scalar at path is indexed: the most specific
+// matching pattern decides, an exclusion winning a tie.
+func (pol indexPolicy) indexes(path []string) bool {
+	if pol.none {
+		return false
+	}
+	best, incl := -1, false
+	for _, p := range pol.included {
+		if s, ok := p.match(path); ok && s > best {
+			best, incl = s, true
+		}
+	}
+	for _, p := range pol.excluded {
+		if s, ok := p.match(path); ok && s >= best {
+			best, incl = s, false
+		}
+	}
+	return incl
+}
+
+// indexEntries returns the index keys of a document.
+func indexEntries(c *containerRecord, doc document.Value, seq uint64) [][]byte {
+	if c.index.none {
+		return nil
+	}
+	prefix := indexPrefix(c)
+	var out [][]byte
+	var path []string
+	var walk func(v document.Value)
+	walk = func(v document.Value) {
+		switch v.Kind() {
+		case document.Object:
+			for _, f := range v.Fields() {
+				if len(path) == 0 && isSystemProp(f.Name) {
+					continue
+				}
+				path = append(path, f.Name)
+				walk(f.Value)
+				path = path[:len(path)-1]
+			}
+		case document.Array:
+			path = append(path, "[]")
+			for _, e := range v.Array() {
+				walk(e)
+			}
+			path = path[:len(path)-1]
+		default:
+			if !c.index.indexes(path) {
+				return
+			}
+			k := appendIndexPath(bytes.Clone(prefix), path)
+			k, ok := appendIndexValue(k, v)
+			if ok {
+				out = append(out, binary.BigEndian.AppendUint64(k, seq))
+			}
+		}
+	}
+	walk(doc)
+	return out
+}
+
+func isSystemProp(name string) bool {
+	switch name {
+	case "_rid", "_self", "_etag", "_attachments", "_ts", "_lsn":
+		return true
+	}
+	return false
+}
+
+func (e *Engine) putIndexEntries(tx storage.Txn, c *containerRecord, doc document.Value, seq uint64) error {
+	for _, k := range indexEntries(c, doc, seq) {
+		if err := tx.Set(k, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *Engine) deleteIndexEntries(tx storage.Txn, c *containerRecord, doc document.Value, seq uint64) error {
+	for _, k := range indexEntries(c, doc, seq) {
+		if err := tx.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// indexCandidates answers the most selective indexable predicate of a
+// query from the index: the sequence numbers of every item that may match,
+// ascending. ok is false when no predicate can use the index (or the index
+// is still being built), and the caller scans.
+func indexCandidates(r storage.Reader, c *containerRecord, preds []plan.Predicate) ([]uint64, bool, error) {
+	if !c.Index.Ready || c.index.none || len(preds) == 0 {
+		return nil, false, nil
+	}
+	type span struct{ lo, hi []byte }
+	var best []span
+	bestRank := 100
+	// Two-sided ranges on one path combine into one span.
+	bounds := map[string]*[2]*plan.Predicate{}
+	for i := range preds {
+		p := &preds[i]
+		if !c.index.indexes(p.Path) {
+			continue
+		}
+		base := appendIndexPath(indexPrefix(c), p.Path)
+		var spans []span
+		rank := 0
+		switch p.Op {
+		case plan.Eq:
+			k, ok := appendIndexValue(bytes.Clone(base), p.Value)
+			if !ok {
+				continue
+			}
+			spans, rank = []span{{k, prefixEnd(k)}}, 0
+		case plan.In:
+			ok := true
+			for _, v := range p.Values {
+				k, vok := appendIndexValue(bytes.Clone(base), v)
+				if !vok {
+					ok = false
+					break
+				}
+				spans = append(spans, span{k, prefixEnd(k)})
+			}
+			if !ok {
+				continue
+			}
+			rank = 1
+		case plan.Prefix:
+			k := append(bytes.Clone(base), tagString)
+			for i := 0; i < len(p.Value.Str()); i++ {
+				if b := p.Value.Str()[i]; b == 0 {
+					k = append(k, 0, 0xff)
+				} else {
+					k = append(k, b)
+				}
+			}
+			spans, rank = []span{{k, prefixEnd(k)}}, 2
+		case plan.Lt, plan.Le, plan.Gt, plan.Ge:
+			if p.Value.Kind() != document.Number && p.Value.Kind() != document.String {
+				continue
+			}
+			key := strings.Join(p.Path, "\x00")
+			b := bounds[key]
+			if b == nil {
+				b = &[2]*plan.Predicate{}
+				bounds[key] = b
+			}
+			if p.Op == plan.Gt || p.Op == plan.Ge {
+				b[0] = p
+			} else {
+				b[1] = p
+			}
+			lo, hi := rangeSpan(base, b[0], b[1], p.Value.Kind())
+			if lo == nil {
+				continue
+			}
+			spans, rank = []span{{lo, hi}}, 4
+			if b[0] != nil && b[1] != nil {
+				rank = 3
+			}
+		default:
+			continue
+		}
+		if rank < bestRank {
+			best, bestRank = spans, rank
+		}
+	}
+	if best == nil {
+		return nil, false, nil
+	}
+	seen := map[uint64]bool{}
+	var seqs []uint64
+	for _, s := range best {
+		it, err := r.NewIter(storage.IterParams{Lower: s.lo, Upper: s.hi})
+		if err != nil {
+			return nil, false, err
+		}
+		for ok := it.First(); ok; ok = it.Next() {
+			k := it.Key()
+			seq := binary.BigEndian.Uint64(k[len(k)-8:])
+			if !seen[seq] {
+				seen[seq] = true
+				seqs = append(seqs, seq)
+			}
+		}
+		err = it.Err()
+		it.Close()
+		if err != nil {
+			return nil, false, err
+		}
+	}
+	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+	return seqs, true, nil
+}
+
+// rangeSpan turns lower and upper bounds on one path into a key span within
+// the bound's type (comparisons across types are undefined, so no other
+// type can match). Exclusive bounds are left to the evaluator's re-filter.
+func rangeSpan(base []byte, lower, upper *plan.Predicate, kind document.Kind) ([]byte, []byte) {
+	tag := byte(tagNumber)
+	if kind == document.String {
+		tag = tagString
+	}
+	typeLo := append(bytes.Clone(base), tag)
+	typeHi := prefixEnd(typeLo)
+	lo, hi := typeLo, typeHi
+	if lower != nil && lower.Value.Kind() == kind {
+		k, _ := appendIndexValue(bytes.Clone(base), lower.Value)
+		lo = k
+	}
+	if upper != nil && upper.Value.Kind() == kind {
+		k, _ := appendIndexValue(bytes.Clone(base), upper.Value)
+		hi = prefixEnd(k)
+	}
+	return lo, hi
+}

@@ -1,0 +1,217 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/storage"
+)
+
+// Indexer builds a container's range index after its indexing policy
+// changed. It is the one owner of that work per engine: Start runs its
+// loop, Close stops it and waits. It keeps nothing in memory that matters:
+// the container record holds the version and the cursor, so a build
+// resumes where it stopped after a crash.
+type Indexer struct {
+	e        *Engine
+	interval time.Duration
+	batch    int
+	log      *slog.Logger
+
+	kickc   chan struct{}
+	stopc   chan struct{}
+	donec   chan struct{}
+	once    sync.Once
+	started atomic.Bool
+}
+
+// NewIndexer returns a stopped indexer for e.
+func (e *Engine) NewIndexer(log *slog.Logger) *Indexer {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	x := &Indexer{e: e, interval: time.Second, batch: 500, log: log,
+		kickc: make(chan struct{}, 1), stopc: make(chan struct{}), donec: make(chan struct{})}
+	e.mu.Lock()
+	e.indexer = x
+	e.mu.Unlock()
+	return x
+}
+
+func (e *Engine) kickIndexer() {
+	e.mu.Lock()
+	x := e.indexer
+	e.mu.Unlock()
+	if x != nil {
+		select {
+		case x.kickc <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Start runs the loop in the background.
+func (x *Indexer) Start() {
+	if x.started.Swap(true) {
+		return
+	}
+	go func() {
+		defer close(x.donec)
+		t := time.NewTicker(x.interval)
+		defer t.Stop()
+		for {
+			more, err := x.Pass(context.Background())
+			if err != nil {
+				x.log.Error("index build failed", "err", err)
+			}
+			if more {
+				select {
+				case <-x.stopc:
+					return
+				default:
+					continue
+				}
+			}
+			select {
+			case <-x.stopc:
+				return
+			case <-x.kickc:
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+// Close stops the loop and waits for it. Closing an indexer that was never
+// started is fine.
+func (x *Indexer) Close() error {
+	x.once.Do(func() { close(x.stopc) })
+	if x.started.Load() {
+		<-x.donec
+	}
+	return nil
+}
+
+// Pass does one batch of work for every container whose index is not
+// ready, and reports whether work remains.
+func (x *Indexer) Pass(ctx context.Context) (bool, error) {
+	var pending []*containerRecord
+	err := x.e.store.View(ctx, func(r storage.Reader) error {
+		return scanPrefix(r, []byte{famContainer}, func(_, v []byte) (bool, error) {
+			c, err := decodeContainer(v)
+			if err != nil {
+				return false, err
+			}
+			if !c.Index.Ready {
+				pending = append(pending, c)
+			}
+			return true, nil
+		})
+	})
+	if err != nil {
+		return false, err
+	}
+	more := false
+	for _, c := range pending {
+		m, err := x.e.buildIndexBatch(ctx, c.DBID, c.ID, x.batch)
+		if err != nil && !isNotFound(err) {
+			return false, err
+		}
+		more = more || m
+	}
+	return more, nil
+}
+
+// buildIndexBatch indexes up to n items from the container's cursor under
+// the current index version, in one transaction with the cursor's advance;
+// at the end it drops the entries of older versions and marks the index
+// ready.
+func (e *Engine) buildIndexBatch(ctx context.Context, db, coll string, n int) (bool, error) {
+	more := false
+	var stale *containerRecord
+	err := e.store.Update(ctx, func(tx storage.Txn) error {
+		more, stale = false, nil
+		c, err := e.loadContainer(tx, db, coll)
+		if err != nil {
+			return err
+		}
+		if c.Index.Ready {
+			return nil
+		}
+		next := *c
+		done := 0
+		var last uint64
+		err = e.scanItems(tx, c, c.Index.Cursor, func(seq uint64, rec *itemRecord) (bool, error) {
+			if done == n {
+				more = true
+				return false, nil
+			}
+			doc, err := document.Parse(rec.json)
+			if err != nil {
+				return false, err
+			}
+			if err := e.putIndexEntries(tx, c, doc, seq); err != nil {
+				return false, err
+			}
+			done++
+			last = seq
+			return true, nil
+		})
+		if err != nil {
+			return err
+		}
+		if more {
+			next.Index.Cursor = last + 1
+		} else {
+			next.Index = indexState{Version: c.Index.Version, Ready: true}
+			stale = c
+		}
+		return setJSON(tx, containerKey(c.DBRid, c.ID), &next)
+	})
+	if err != nil || stale == nil {
+		return more, err
+	}
+	// Entries of older versions are unreachable now; remove their bytes.
+	lo := collPrefix(famIndex, stale.Rid)
+	hi := binary.BigEndian.AppendUint32(bytes.Clone(lo), stale.Index.Version)
+	return false, e.deleteRange(ctx, lo, hi)
+}
+
+// deleteRange removes every key in [lo, hi) in bounded transactions.
+func (e *Engine) deleteRange(ctx context.Context, lo, hi []byte) error {
+	for {
+		var n int
+		err := e.store.Update(ctx, func(tx storage.Txn) error {
+			n = 0
+			it, err := tx.NewIter(storage.IterParams{Lower: lo, Upper: hi})
+			if err != nil {
+				return err
+			}
+			var keys [][]byte
+			for ok := it.First(); ok && len(keys) < 1000; ok = it.Next() {
+				keys = append(keys, bytes.Clone(it.Key()))
+			}
+			if err := it.Err(); err != nil {
+				it.Close()
+				return err
+			}
+			it.Close()
+			for _, k := range keys {
+				if err := tx.Delete(k); err != nil {
+					return err
+				}
+			}
+			n = len(keys)
+			return nil
+		})
+		if err != nil || n == 0 {
+			return err
+		}
+	}
+}
