@@ -113,7 +113,7 @@ func (e *Engine) QueryItems(ctx context.Context, p QueryParams) (*FeedPage, erro
 			}
 		}
 		if !single && !prog.Streaming() {
-			return e.crossPartitionRefusal(prog)
+			return e.crossPartitionRefusal(prog, p.Params)
 		}
 		if !single && !p.CrossPartition {
 			return errorf(BadRequest, "Cross partition query is required but disabled. Please set x-ms-documentdb-query-enablecrosspartition to true, specify x-ms-documentdb-partitionkey, or revise your query to avoid this exception.")
@@ -294,8 +294,8 @@ func pageRows(rows []document.Value, offset, limit int, page *FeedPage) error {
 // crossPartitionRefusal is the gateway's answer to a cross-partition query
 // it cannot serve directly: 400/1004 with the query plan, so the SDK runs
 // the query range by range and merges (protocol §6.3).
-func (e *Engine) crossPartitionRefusal(prog *eval.Program) error {
-	plan, err := QueryPlan(prog.Query())
+func (e *Engine) crossPartitionRefusal(prog *eval.Program, params map[string]document.Value) error {
+	plan, err := QueryPlan(prog.Query(), params)
 	if err != nil {
 		return err
 	}

@@ -41,7 +41,7 @@ func (h *Handler) queryItems(rq *request, db, coll string) {
 		return
 	}
 	if headerBool(rq.r, "x-ms-cosmos-is-query-plan-request") {
-		plan, err := engine.PlanForText(text)
+		plan, err := engine.PlanForText(text, params)
 		if err != nil {
 			h.fail(rq, err)
 			return
