@@ -133,7 +133,7 @@ func (h *Handler) routeItems(rq *request, db, coll string, s []string) {
 		case m == http.MethodPost && isQuery(rq.r):
 			h.queryItems(rq, db, coll)
 		case m == http.MethodPost && headerBool(rq.r, "x-ms-cosmos-is-batch-request"):
-			h.fail(rq, badRequest("Transactional batch is not supported yet."))
+			h.batch(rq, db, coll)
 		case m == http.MethodPost:
 			mode := engine.ModeCreate
 			if headerBool(rq.r, "x-ms-documentdb-is-upsert") {

@@ -1,0 +1,574 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/partition"
+	"github.com/mayfly-db/mayfly/internal/storage"
+)
+
+// Transactional batch and bulk (protocol §7.1, §7.2).
+//
+// An atomic batch runs every operation in one storage transaction, in
+// order, so each operation sees the writes of those before it. The first
+// operation that fails aborts the transaction: nothing is committed, the
+// failing operation reports its own error and every other operation
+// FailedDependency. A non-atomic batch (the JavaScript SDK's bulk) runs
+// each operation in a transaction of its own and reports each outcome.
+//
+// Every operation is judged with the batch's one "now" (ttl.md B6): an item
+// that has expired is absent to every operation of the batch, and every
+// write restarts the countdown of what it writes (ttl.md A2, A3).
+
+// BatchOpType is what one operation of a batch does.
+type BatchOpType uint8
+
+// The batch operation types, named as on the wire ("operationType").
+const (
+	BatchCreate BatchOpType = iota + 1
+	BatchUpsert
+	BatchReplace
+	BatchRead
+	BatchDelete
+	BatchPatch
+)
+
+var batchOpNames = [...]string{BatchCreate: "Create", BatchUpsert: "Upsert", BatchReplace: "Replace", BatchRead: "Read", BatchDelete: "Delete", BatchPatch: "Patch"}
+
+func (t BatchOpType) String() string {
+	if int(t) < len(batchOpNames) && batchOpNames[t] != "" {
+		return batchOpNames[t]
+	}
+	return "Unknown"
+}
+
+// Batch limits, as the service's (protocol §12).
+const (
+	MaxBatchOps   = 100
+	MaxBatchBytes = 2 << 20
+)
+
+// BatchOp is one operation of a batch.
+type BatchOp struct {
+	Type        BatchOpType
+	ID          string // the addressed item: Read, Replace, Delete, Patch
+	IfMatch     string
+	IfNoneMatch string // Read only: a match answers NotModified
+	// Body is "resourceBody": the item of a Create, Upsert or Replace, the
+	// patch specification ({"operations":[…],"condition"?} or a bare array
+	// of operations) of a Patch. Undefined when absent.
+	Body document.Value
+	// PartitionKey is the operation's own key ("partitionKey", which the
+	// JavaScript SDK sends as a JSON string); HasKey says it was given.
+	PartitionKey partition.Key
+	HasKey       bool
+}
+
+// BatchParams is a batch of operations on one container.
+type BatchParams struct {
+	// ItemRef carries the x-ms-documentdb-partitionkey header: in an atomic
+	// batch every operation must be under that key.
+	ItemRef
+	Ops []BatchOp
+	// Atomic is x-ms-cosmos-batch-atomic: all operations commit or none.
+	Atomic bool
+	// ContinueOnError is x-ms-cosmos-batch-continue-on-error, for a
+	// non-atomic batch: when false, the operations after the first failure
+	// are not run and report FailedDependency.
+	ContinueOnError bool
+}
+
+// BatchOpResult is the outcome of one operation.
+type BatchOpResult struct {
+	Type BatchOpType
+	// Body is the item as stored or read; nil for deletes, failures and
+	// reads answered NotModified.
+	Body    []byte
+	Etag    string
+	Created bool // an upsert that created
+	Charge  float64
+	// Err is the operation's failure, nil on success. Operations an atomic
+	// batch did not commit because another failed carry FailedDependency;
+	// a read whose IfNoneMatch matched carries NotModified, which is not a
+	// failure.
+	Err *Error
+}
+
+// Failed reports whether the operation failed.
+func (r *BatchOpResult) Failed() bool { return r.Err != nil && r.Err.Code != NotModified }
+
+// BatchResult is the outcome of a batch, one result per operation in order.
+type BatchResult struct {
+	Ops []BatchOpResult
+	// Committed is false when an atomic batch was rolled back.
+	Committed bool
+	LSN       uint64 // the container's LSN once the batch is done
+	Charge    float64
+	CollRid   string
+}
+
+// Failed reports whether any operation failed.
+func (r *BatchResult) Failed() bool {
+	for i := range r.Ops {
+		if r.Ops[i].Failed() {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseBatch decodes a batch request body: a JSON array of operations.
+// Whatever makes the request as a whole unreadable is an error here; what
+// makes one operation fail (a missing id, a bad item or patch) is left to
+// that operation.
+func ParseBatch(body []byte) ([]BatchOp, error) {
+	if len(body) > MaxBatchBytes {
+		return nil, errorf(RequestEntityTooLarge, "Request size is too large.")
+	}
+	v, err := document.Parse(body)
+	if err != nil {
+		return nil, errorf(BadRequest, "The batch request payload is invalid: %v", err)
+	}
+	if v.Kind() != document.Array {
+		return nil, errorf(BadRequest, "The batch request payload must be a JSON array of operations.")
+	}
+	ops := make([]BatchOp, 0, v.Len())
+	for i, o := range v.Array() {
+		op, derr := parseBatchOp(o, i)
+		if derr != nil {
+			return nil, derr
+		}
+		ops = append(ops, op)
+	}
+	return ops, nil
+}
+
+func parseBatchOp(o document.Value, i int) (BatchOp, *Error) {
+	var op BatchOp
+	if o.Kind() != document.Object {
+		return op, errorf(BadRequest, "Batch operation %d must be a JSON object.", i)
+	}
+	t := o.Get("operationType")
+	if t.Kind() != document.String {
+		return op, errorf(BadRequest, "Batch operation %d has no operationType.", i)
+	}
+	for typ, name := range batchOpNames {
+		if name != "" && strings.EqualFold(name, t.Str()) {
+			op.Type = BatchOpType(typ)
+		}
+	}
+	if op.Type == 0 {
+		return op, errorf(BadRequest, "Batch operation %d has an unknown operationType '%s'.", i, t.Str())
+	}
+	str := func(name string) (string, *Error) {
+		switch f := o.Get(name); f.Kind() {
+		case document.Undefined, document.Null:
+			return "", nil
+		case document.String:
+			return f.Str(), nil
+		}
+		return "", errorf(BadRequest, "The property '%s' of batch operation %d must be a string.", name, i)
+	}
+	var derr *Error
+	if op.ID, derr = str("id"); derr != nil {
+		return op, derr
+	}
+	if op.IfMatch, derr = str("ifMatch"); derr != nil {
+		return op, derr
+	}
+	if op.IfNoneMatch, derr = str("ifNoneMatch"); derr != nil {
+		return op, derr
+	}
+	op.Body = o.Get("resourceBody")
+	switch pk := o.Get("partitionKey"); pk.Kind() {
+	case document.Undefined, document.Null:
+	case document.String, document.Array:
+		text := pk.Str()
+		if pk.Kind() == document.Array {
+			text = string(pk.JSON())
+		}
+		k, err := partition.ParseHeader(text)
+		if err != nil {
+			return op, errorf(BadRequest, "The partition key of batch operation %d is invalid: %v", i, err)
+		}
+		op.PartitionKey, op.HasKey = k, true
+	default:
+		return op, errorf(BadRequest, "The partition key of batch operation %d must be a JSON string.", i)
+	}
+	return op, nil
+}
+
+// errBatchAborted ends the transaction of an atomic batch whose operation
+// failed; the failure itself is kept beside it.
+var errBatchAborted = errors.New("batch aborted")
+
+// Batch runs a batch of operations on one container.
+func (e *Engine) Batch(ctx context.Context, p BatchParams) (*BatchResult, error) {
+	switch {
+	case len(p.Ops) == 0:
+		return nil, errorf(BadRequest, `Message: {"Errors":["Batch request has no operations."]}`)
+	case len(p.Ops) > MaxBatchOps:
+		return nil, errorf(BadRequest, `Message: {"Errors":["Batch request has more operations than what is supported."]}`)
+	}
+	now, done := e.judging(ctx)
+	defer done()
+	var (
+		res  *BatchResult
+		coll *containerRecord
+		err  error
+	)
+	if p.Atomic {
+		res, coll, err = e.atomicBatch(ctx, p, now)
+	} else {
+		res, coll, err = e.separateBatch(ctx, p, now)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for i := range res.Ops {
+		res.Charge += res.Ops[i].Charge
+	}
+	e.charge(coll, res.Charge)
+	return res, nil
+}
+
+// atomicBatch runs every operation in one transaction, or in one snapshot
+// when none writes, so a batch of reads writes nothing.
+func (e *Engine) atomicBatch(ctx context.Context, p BatchParams, now time.Time) (*BatchResult, *containerRecord, error) {
+	readOnly := true
+	for i := range p.Ops {
+		if p.Ops[i].Type != BatchRead {
+			readOnly = false
+		}
+	}
+	var (
+		res     *BatchResult
+		coll    *containerRecord
+		failed  int
+		failure *Error
+	)
+	run := func(r storage.Reader, tx storage.Txn) error {
+		res = &BatchResult{Ops: make([]BatchOpResult, len(p.Ops)), Committed: true}
+		failed, failure = -1, nil
+		c, err := e.loadContainer(r, p.DB, p.Coll)
+		if err != nil {
+			return err
+		}
+		coll = c
+		res.CollRid = c.ridString()
+		ref, derr := c.batchKey(p)
+		if derr != nil {
+			return derr
+		}
+		if res.LSN, err = e.currentLSN(r, c); err != nil {
+			return err
+		}
+		for i := range p.Ops {
+			op, err := e.batchOp(r, tx, c, ref, &p.Ops[i], now)
+			if err != nil {
+				var oe *Error
+				if errors.As(err, &oe) {
+					failed, failure = i, oe
+					return errBatchAborted
+				}
+				return err
+			}
+			res.Ops[i] = op
+		}
+		res.LSN, err = e.currentLSN(r, c)
+		return err
+	}
+	var err error
+	if readOnly {
+		err = e.store.View(ctx, func(r storage.Reader) error { return run(r, nil) })
+	} else {
+		err = e.store.Update(ctx, func(tx storage.Txn) error { return run(tx, tx) })
+	}
+	if errors.Is(err, errBatchAborted) {
+		// The LSN read before the first operation is still the
+		// container's: nothing was committed.
+		res.Committed = false
+		for i := range res.Ops {
+			res.Ops[i] = BatchOpResult{Type: p.Ops[i].Type, Err: failedDependency()}
+		}
+		res.Ops[failed] = BatchOpResult{Type: p.Ops[failed].Type, Err: failure, Charge: failedOpCharge}
+		return res, coll, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return res, coll, nil
+}
+
+// separateBatch runs each operation in a transaction of its own.
+func (e *Engine) separateBatch(ctx context.Context, p BatchParams, now time.Time) (*BatchResult, *containerRecord, error) {
+	var coll *containerRecord
+	res := &BatchResult{Ops: make([]BatchOpResult, len(p.Ops)), Committed: true}
+	// The container must exist for the request to make sense at all.
+	err := e.store.View(ctx, func(r storage.Reader) error {
+		c, err := e.loadContainer(r, p.DB, p.Coll)
+		if err != nil {
+			return err
+		}
+		coll = c
+		res.CollRid = c.ridString()
+		res.LSN, err = e.currentLSN(r, c)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	stopped := false
+	for i := range p.Ops {
+		op := &p.Ops[i]
+		if stopped {
+			res.Ops[i] = BatchOpResult{Type: op.Type, Err: failedDependency()}
+			continue
+		}
+		ref := p.ItemRef
+		if op.HasKey {
+			ref.PartitionKey, ref.HasKey = op.PartitionKey, true
+		}
+		var out BatchOpResult
+		var lsn uint64
+		run := func(r storage.Reader, tx storage.Txn) error {
+			c, err := e.loadContainer(r, p.DB, p.Coll)
+			if err != nil {
+				return err
+			}
+			if out, err = e.batchOp(r, tx, c, ref, op, now); err != nil {
+				return err
+			}
+			lsn, err = e.currentLSN(r, c)
+			return err
+		}
+		if op.Type == BatchRead {
+			err = e.store.View(ctx, func(r storage.Reader) error { return run(r, nil) })
+		} else {
+			err = e.store.Update(ctx, func(tx storage.Txn) error { return run(tx, tx) })
+		}
+		var oe *Error
+		switch {
+		case errors.As(err, &oe):
+			out = BatchOpResult{Type: op.Type, Err: oe, Charge: failedOpCharge}
+			stopped = !p.ContinueOnError
+		case err != nil:
+			return nil, nil, err
+		case lsn > res.LSN:
+			res.LSN = lsn
+		}
+		res.Ops[i] = out
+	}
+	return res, coll, nil
+}
+
+// failedOpCharge is what an operation that failed costs: finding out.
+const failedOpCharge = 1.0
+
+func failedDependency() *Error {
+	return errorf(FailedDependency, "The operation did not run because another operation in the batch failed.")
+}
+
+// batchKey checks the partition keys of an atomic batch: the header's, or
+// when it is absent the first operation's, and every operation's own key
+// must be that one.
+func (c *containerRecord) batchKey(p BatchParams) (ItemRef, *Error) {
+	ref := p.ItemRef
+	if !ref.HasKey {
+		for _, op := range p.Ops {
+			if op.HasKey {
+				ref.PartitionKey, ref.HasKey = op.PartitionKey, true
+				break
+			}
+		}
+	}
+	want, derr := c.pointKey(ref)
+	if derr != nil {
+		return ref, derr
+	}
+	for i, op := range p.Ops {
+		if !op.HasKey {
+			continue
+		}
+		got, derr := c.headerKeyBytes(op.PartitionKey)
+		if derr != nil {
+			return ref, derr
+		}
+		if !bytes.Equal(got, want) {
+			return ref, errorf(BadRequest, "The partition key of batch operation %d does not match the partition key of the batch; every operation of a transactional batch must be in the same logical partition.", i)
+		}
+	}
+	return ref, nil
+}
+
+// batchOp runs one operation. tx is nil when the batch only reads. An
+// *Error return is the operation's own failure; any other error ends the
+// whole request.
+func (e *Engine) batchOp(r storage.Reader, tx storage.Txn, c *containerRecord, ref ItemRef, op *BatchOp, now time.Time) (BatchOpResult, error) {
+	if op.Type == BatchRead {
+		return e.batchRead(r, c, ref, op, now)
+	}
+	if tx == nil {
+		return BatchOpResult{}, errors.New("batch: a write outside a transaction")
+	}
+	switch op.Type {
+	case BatchCreate, BatchUpsert, BatchReplace:
+		return e.batchWrite(tx, c, ref, op, now)
+	case BatchDelete:
+		return e.batchDelete(tx, c, ref, op, now)
+	case BatchPatch:
+		return e.batchPatch(tx, c, ref, op, now)
+	}
+	return BatchOpResult{}, errorf(BadRequest, "The batch operation type %d is not supported.", op.Type)
+}
+
+func (e *Engine) batchRead(r storage.Reader, c *containerRecord, ref ItemRef, op *BatchOp, now time.Time) (BatchOpResult, error) {
+	if derr := validateItemID(op.ID); derr != nil {
+		return BatchOpResult{}, derr
+	}
+	pk, derr := c.pointKey(ref)
+	if derr != nil {
+		return BatchOpResult{}, derr
+	}
+	live, _, err := e.findItem(r, c, pk, op.ID, now)
+	if err != nil {
+		return BatchOpResult{}, err
+	}
+	if live == nil {
+		return BatchOpResult{}, notFound()
+	}
+	out := BatchOpResult{Type: op.Type, Body: bytes.Clone(live.rec.json), Etag: etagFor(c.Rid, live.rec.lsn)}
+	out.Charge = readCharge(len(out.Body))
+	if op.IfNoneMatch != "" && (op.IfNoneMatch == out.Etag || op.IfNoneMatch == "*") {
+		out.Body = nil
+		out.Err = &Error{Code: NotModified, Message: "Not modified."}
+	}
+	return out, nil
+}
+
+// batchWrite is a create, upsert or replace, checked as WriteItem checks
+// its body.
+func (e *Engine) batchWrite(tx storage.Txn, c *containerRecord, ref ItemRef, op *BatchOp, now time.Time) (BatchOpResult, error) {
+	body := op.Body
+	if derr := checkDepth(body); derr != nil {
+		return BatchOpResult{}, derr
+	}
+	id, derr := bodyID(body)
+	if derr != nil {
+		return BatchOpResult{}, derr
+	}
+	if derr := validateItemID(id); derr != nil {
+		return BatchOpResult{}, derr
+	}
+	mode := ModeCreate
+	switch op.Type {
+	case BatchUpsert:
+		mode = ModeUpsert
+	case BatchReplace:
+		mode = ModeReplace
+		if id != op.ID {
+			return BatchOpResult{}, errorf(BadRequest, "The id '%s' in the body does not match the id '%s' addressed.", id, op.ID)
+		}
+	}
+	w := WriteItemParams{ItemRef: ref, Mode: mode, ID: op.ID, IfMatch: op.IfMatch}
+	res, err := e.writeItemTx(tx, c, w, id, body.Without(itemSystemProps...), now)
+	if err != nil {
+		return BatchOpResult{}, err
+	}
+	return BatchOpResult{Type: op.Type, Body: res.Body, Etag: res.Etag, Created: res.Created, Charge: writeCharge(len(res.Body))}, nil
+}
+
+// batchDelete is DeleteItem inside the batch's transaction.
+func (e *Engine) batchDelete(tx storage.Txn, c *containerRecord, ref ItemRef, op *BatchOp, now time.Time) (BatchOpResult, error) {
+	if derr := validateItemID(op.ID); derr != nil {
+		return BatchOpResult{}, derr
+	}
+	pk, derr := c.pointKey(ref)
+	if derr != nil {
+		return BatchOpResult{}, derr
+	}
+	live, _, err := e.findItem(tx, c, pk, op.ID, now)
+	if err != nil {
+		return BatchOpResult{}, err
+	}
+	if live == nil {
+		return BatchOpResult{}, notFound()
+	}
+	if op.IfMatch != "" && op.IfMatch != "*" && op.IfMatch != etagFor(c.Rid, live.rec.lsn) {
+		return BatchOpResult{}, preconditionFailed()
+	}
+	lsn, err := nextLSN(tx, c)
+	if err != nil {
+		return BatchOpResult{}, err
+	}
+	if err := e.removeItem(tx, c, live); err != nil {
+		return BatchOpResult{}, err
+	}
+	if err := e.logChange(tx, c, change{kind: changeDelete, lsn: lsn, seq: live.seq, prev: &live.rec}); err != nil {
+		return BatchOpResult{}, err
+	}
+	return BatchOpResult{Type: op.Type, Charge: writeCharge(0)}, nil
+}
+
+// batchPatch is PatchItem inside the batch's transaction.
+func (e *Engine) batchPatch(tx storage.Txn, c *containerRecord, ref ItemRef, op *BatchOp, now time.Time) (BatchOpResult, error) {
+	if derr := validateItemID(op.ID); derr != nil {
+		return BatchOpResult{}, derr
+	}
+	if !op.Body.IsDefined() {
+		return BatchOpResult{}, errorf(BadRequest, "The patch request must contain an 'operations' array.")
+	}
+	ops, cond, err := ParsePatch(op.Body.JSON())
+	if err != nil {
+		return BatchOpResult{}, err
+	}
+	pk, derr := c.pointKey(ref)
+	if derr != nil {
+		return BatchOpResult{}, derr
+	}
+	live, _, err := e.findItem(tx, c, pk, op.ID, now)
+	if err != nil {
+		return BatchOpResult{}, err
+	}
+	if live == nil {
+		return BatchOpResult{}, notFound()
+	}
+	if op.IfMatch != "" && op.IfMatch != "*" && op.IfMatch != etagFor(c.Rid, live.rec.lsn) {
+		return BatchOpResult{}, preconditionFailed()
+	}
+	doc, err := document.Parse(live.rec.json)
+	if err != nil {
+		return BatchOpResult{}, err
+	}
+	if cond != "" {
+		ok, err := e.evalCondition(cond, doc, now)
+		if err != nil {
+			return BatchOpResult{}, err
+		}
+		if !ok {
+			return BatchOpResult{}, preconditionFailed()
+		}
+	}
+	for _, po := range ops {
+		for i, path := range c.pk.paths {
+			if pathsOverlap(po.Path, path) || (po.Op == "move" && pathsOverlap(po.From, path)) {
+				return BatchOpResult{}, errorf(BadRequest, "The partition key path '%s' cannot be patched.", c.pk.raw[i])
+			}
+		}
+	}
+	patched, derr := applyPatch(doc.Without(itemSystemProps...), ops)
+	if derr != nil {
+		return BatchOpResult{}, derr
+	}
+	w := WriteItemParams{ItemRef: ItemRef{DB: ref.DB, Coll: ref.Coll}, Mode: ModeReplace, ID: op.ID}
+	res, err := e.writeItemTx(tx, c, w, op.ID, patched, now)
+	if err != nil {
+		return BatchOpResult{}, err
+	}
+	return BatchOpResult{Type: op.Type, Body: res.Body, Etag: res.Etag, Charge: writeCharge(len(res.Body))}, nil
+}

@@ -1,0 +1,126 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/engine"
+)
+
+// batcher is the engine's batch capability (protocol §7.1, §7.2).
+type batcher interface {
+	Batch(ctx context.Context, p engine.BatchParams) (*engine.BatchResult, error)
+}
+
+var _ batcher = (*engine.Engine)(nil)
+
+// batch serves a transactional batch (x-ms-cosmos-batch-atomic: true, the
+// default) or a bulk request (atomic false).
+func (h *Handler) batch(rq *request, db, coll string) {
+	b, ok := h.eng.(batcher)
+	if !ok {
+		h.fail(rq, badRequest("Transactional batch is not supported by this server."))
+		return
+	}
+	ref, err := itemRef(rq.r, db, coll)
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	body, err := h.readBody(rq)
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	ops, err := engine.ParseBatch(body)
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	p := engine.BatchParams{
+		ItemRef:         ref,
+		Ops:             ops,
+		Atomic:          !headerFalse(rq.r, "x-ms-cosmos-batch-atomic"),
+		ContinueOnError: headerBool(rq.r, "x-ms-cosmos-batch-continue-on-error"),
+	}
+	res, err := b.Batch(rq.r.Context(), p)
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	status := http.StatusOK
+	if res.Failed() {
+		status = http.StatusMultiStatus
+	}
+	h.itemHeaders(rq, &engine.ItemResult{LSN: res.LSN, CollRid: res.CollRid})
+	h.reply(rq, status, res.Charge, batchBody(res, preferMinimal(rq.r)))
+}
+
+// headerFalse reports whether a boolean header is present and false.
+func headerFalse(r *http.Request, name string) bool {
+	return strings.EqualFold(strings.TrimSpace(r.Header.Get(name)), "false")
+}
+
+// batchBody renders the per-operation results. Under Prefer:
+// return=minimal, writes leave "resourceBody" out altogether (the Go SDK
+// takes a present key, even null, for a body); reads always carry it and
+// deletes never do.
+func batchBody(res *engine.BatchResult, minimal bool) []byte {
+	b := []byte{'['}
+	for i := range res.Ops {
+		op := &res.Ops[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		status, sub := batchStatus(op)
+		b = append(b, `{"statusCode":`...)
+		b = strconv.AppendInt(b, int64(status), 10)
+		b = append(b, `,"requestCharge":`...)
+		b = strconv.AppendFloat(b, op.Charge, 'f', -1, 64)
+		if op.Etag != "" {
+			b = append(b, `,"eTag":`...)
+			b = document.AppendString(b, op.Etag)
+		}
+		if op.Body != nil && (op.Type == engine.BatchRead || !minimal) {
+			b = append(b, `,"resourceBody":`...)
+			b = append(b, op.Body...)
+		}
+		if op.Failed() {
+			b = append(b, `,"subStatusCode":`...)
+			b = strconv.AppendInt(b, int64(sub), 10)
+			b = append(b, `,"message":`...)
+			b = document.AppendString(b, op.Err.Message)
+			if status == http.StatusTooManyRequests {
+				b = append(b, `,"retryAfterMilliseconds":`...)
+				b = strconv.AppendInt(b, retryAfterMs, 10)
+			}
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}
+
+// retryAfterMs is the back-off suggested to a throttled operation.
+const retryAfterMs = 100
+
+// batchStatus is the HTTP status an operation reports.
+func batchStatus(op *engine.BatchOpResult) (status, sub int) {
+	if op.Err != nil {
+		status, _ = statusOf(op.Err.Code)
+		return status, op.Err.SubStatus
+	}
+	switch op.Type {
+	case engine.BatchCreate:
+		return http.StatusCreated, 0
+	case engine.BatchUpsert:
+		if op.Created {
+			return http.StatusCreated, 0
+		}
+	case engine.BatchDelete:
+		return http.StatusNoContent, 0
+	}
+	return http.StatusOK, 0
+}
