@@ -895,6 +895,102 @@ func TestA3_UsageExcludesExpired(t *testing.T) {
 	}
 }
 
+// TestA4_PurgeUsesSpareCapacityOnly: the purger takes only the capacity
+// user requests leave: while they keep a container's budget in debt its
+// batches are deferred, and when load stops it catches up at the
+// container's rate. Its work is never charged to a user request, and the
+// deferred items stay invisible meanwhile.
+func TestA4_PurgeUsesSpareCapacityOnly(t *testing.T) {
+	const rate = 100 // RU/s: 20 items a second at ttl.DefaultItemCost
+	te := startTTL(t, func(cfg *server.Config) { cfg.PurgeRUPerSecond = rate })
+	c := te.coll(t, "c", i32(1))
+	plan := dues{"keep": never}
+	c.create(t, "keep", `"ttl":-1`)
+	for i := range 50 {
+		id := fmt.Sprintf("i%02d", i)
+		c.create(t, id) // 50 writes of 6 RU: the budget is in debt
+		plan[id] = 1
+	}
+	charge := func() float32 {
+		t.Helper()
+		r, err := c.ReadItem(ctx, pk, "keep", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.RequestCharge
+	}
+	readCharge := charge()
+
+	te.to(t, 1, 0)
+	if res := te.pass(t); res.Purged != 0 || res.Deferred != 1 {
+		t.Fatalf("pass under user load: purged %d, deferred %d; want 0 and 1", res.Purged, res.Deferred)
+	}
+	if got := te.metrics(t)[`mayfly_ttl_purge_batches_deferred_total{container="dbs/db/colls/c"}`]; got != 1 {
+		t.Errorf("mayfly_ttl_purge_batches_deferred_total = %v, want 1", got)
+	}
+	c.expect(t, plan.ids(), []string{"keep"})
+
+	// Load stops; two seconds later the bucket is full again: one second
+	// of the rate, 20 items a pass, each second.
+	for i, want := range []int{20, 20, 10, 0} {
+		te.to(t, int64(3+i), 0)
+		if res := te.pass(t); res.Purged != want {
+			t.Errorf("pass %d after the load: purged %d, want %d", i, res.Purged, want)
+		}
+	}
+	if got := te.checkIndexes(t)[c.link()]; got.Items != 1 {
+		t.Errorf("on disk after catching up: %+v, want only keep", got)
+	}
+	if got := charge(); got != readCharge {
+		t.Errorf("a read costs %v after the purge, %v before", got, readCharge)
+	}
+	c.expect(t, plan.ids(), []string{"keep"})
+}
+
+// TestA6_GatewaysAgree: two gateways over one store judge every item the
+// same at every instant, including right after a setting change made
+// through the other.
+func TestA6_GatewaysAgree(t *testing.T) {
+	mem, err := pebblestore.Open(pebblestore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mem.Close() })
+	shared := func(cfg *server.Config) { cfg.Store = mem }
+	g1 := startTTL(t, shared)
+	e2 := start(t, withManualClock(g1.clk), shared)
+	if err := e2.srv.Purger().Close(); err != nil {
+		t.Fatal(err)
+	}
+	db2, _ := e2.client.NewDatabase("db")
+	g2 := &ttlEnv{env: e2, clk: g1.clk, db: db2, base: g1.base}
+	c1 := g1.coll(t, "c", i32(10))
+	c2 := g2.open("c")
+	c1.create(t, "inherit")
+	c1.create(t, "own", `"ttl":5`)
+	c1.create(t, "never", `"ttl":-1`)
+	all := []string{"inherit", "own", "never"}
+	both := func(want ...string) {
+		t.Helper()
+		c1.expect(t, all, want)
+		c2.expect(t, all, want)
+	}
+	both(all...)
+	g1.to(t, 5, -time.Nanosecond)
+	both(all...)
+	g1.to(t, 5, 0)
+	both("inherit", "never")
+	// A change through one gateway holds at once through the other.
+	g1.to(t, 7, 500*time.Millisecond)
+	c2.setDefaultTTL(t, i32(3))
+	both("never")
+	g1.to(t, 8, 500*time.Millisecond)
+	c1.setDefaultTTL(t, nil)
+	both("never")
+	g1.to(t, 100, 0)
+	both("never")
+}
+
 // TestA5_DisableStopsExpiry: defaultTtl null turns TTL off completely: no
 // item expires, not even one with its own ttl, and nothing is purged. That
 // differs from -1, under which own ttls still count.
@@ -1085,9 +1181,7 @@ func TestB1_ExpiryIsFinalAcrossRestart(t *testing.T) {
 	c.setDefaultTTL(t, nil) // TTL off: "late" no longer expires
 	c.expect(t, all, []string{"never", "late"})
 
-	if err := te.srv.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
+	te.close(t)
 	// Offline, before any purger could run: the expired items are on disk
 	// and still judged expired.
 	offline(t, dir, te.clk, func(eng *engine.Engine) {
@@ -1123,13 +1217,22 @@ func TestB1_ExpiryIsFinalAcrossRestart(t *testing.T) {
 	c.expect(t, all, []string{"never", "late"})
 }
 
+// close stops the server; the harness's Close at the end of the test is
+// then harmless. Dropping the client's idle connections first spares the
+// server's wait for HTTP/2 clients to hang up.
+func (te *ttlEnv) close(t *testing.T) {
+	t.Helper()
+	te.http.CloseIdleConnections()
+	if err := te.srv.Close(ctx); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+}
+
 // restart closes the server and starts another on the same data directory
 // and clock.
 func (te *ttlEnv) restart(t *testing.T, dir string) *ttlEnv {
 	t.Helper()
-	if err := te.srv.Close(ctx); err != nil { // a second Close is harmless
-		t.Fatalf("close: %v", err)
-	}
+	te.close(t)
 	e := start(t, withManualClock(te.clk), withDataDir(dir))
 	db, err := e.client.NewDatabase("db")
 	if err != nil {
@@ -1162,6 +1265,36 @@ func offline(t *testing.T, dir string, clk clock.Clock, fn func(*engine.Engine))
 func (te *ttlEnv) open(id string) *ttlColl {
 	c, _ := te.db.NewContainer(id)
 	return &ttlColl{ContainerClient: c, te: te, id: id}
+}
+
+// TestB1_ExpiryIsFinalAtTheChangeInstant: reads made at the very instant
+// a setting change is dated must not be contradicted by it. Two cases, on
+// a clock that stands still at S+7:
+//   - an item due at S+7 exactly is judged expired at S+7, then TTL is
+//     turned off at S+7;
+//   - defaultTtl is shortened at S+7, which expires an item at once, and
+//     then turned off at the same instant.
+//
+// Each time the item must stay gone.
+func TestB1_ExpiryIsFinalAtTheChangeInstant(t *testing.T) {
+	t.Skip("known bug: a change dated at the instant of an earlier judgement can contradict it " +
+		"(engine dates the change at the lock holder's now, equal to the reads' now; " +
+		"ttl.History.Change drops an epoch begun at the same instant)")
+	te := startTTL(t)
+	due := te.coll(t, "due", i32(-1))
+	due.create(t, "x", `"ttl":7`)
+	twice := te.coll(t, "twice", i32(10))
+	twice.create(t, "x")
+	te.to(t, 7, 0)
+	due.expect(t, []string{"x"}, nil) // due at S+7: expired at S+7
+	due.setDefaultTTL(t, nil)
+	due.expect(t, []string{"x"}, nil)
+
+	twice.expect(t, []string{"x"}, []string{"x"})
+	twice.setDefaultTTL(t, i32(3)) // S+3 <= S+7: expired at once
+	twice.expect(t, []string{"x"}, nil)
+	twice.setDefaultTTL(t, nil)
+	twice.expect(t, []string{"x"}, nil)
 }
 
 // gatedStore holds every Update at a gate while the test keeps it shut, so
