@@ -36,6 +36,7 @@ func run(args []string) error {
 	cert := fs.String("cert", "", "TLS certificate file (PEM); default: a self-signed certificate kept in the data directory")
 	certKey := fs.String("cert-key", "", "TLS private key file (PEM) for --cert")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	partitions := fs.Int("partitions", 1, "partition key ranges per container (1-64)")
 	purgeRU := fs.Float64("purge-ru-per-second", 10000, "request units per second per container the TTL purger may spend when users leave them spare")
 	fs.VisitAll(func(f *flag.Flag) {
 		env := "MAYFLY_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
@@ -52,7 +53,7 @@ func run(args []string) error {
 	}
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	cfg := server.Config{Addr: *addr, DataDir: *dataDir, InMemory: *inMemory, NoTLS: *noTLS,
-		CertFile: *cert, KeyFile: *certKey, Logger: logger, PurgeRUPerSecond: *purgeRU}
+		CertFile: *cert, KeyFile: *certKey, Logger: logger, PurgeRUPerSecond: *purgeRU, Partitions: *partitions}
 	switch {
 	case *key != "" && *keyFile != "":
 		return errors.New("give --key or --key-file, not both")

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/mayfly-db/mayfly/internal/clock"
+	"github.com/mayfly-db/mayfly/internal/partition"
 	"github.com/mayfly-db/mayfly/internal/storage"
 )
 
@@ -28,6 +29,9 @@ type Config struct {
 	Clock clock.Clock // nil means the real clock
 	// MaxItemSize is the largest item in bytes (default 2 MiB, as the service).
 	MaxItemSize int
+	// Partitions is how many partition key ranges every container is
+	// split into (default 1). Items are placed by effective partition key.
+	Partitions int
 	// Charges receives every user request's charge, per container link, so
 	// background work can yield to users (the purger's budget). May be nil.
 	Charges ChargeSink
@@ -44,6 +48,7 @@ type Engine struct {
 	clock   clock.Clock
 	maxItem int
 	charges ChargeSink
+	ranges  []partition.Range
 
 	mu      sync.Mutex
 	cache   map[string]cachedContainer // by container key
@@ -81,6 +86,7 @@ func New(cfg Config) (*Engine, error) {
 	if e.maxItem <= 0 {
 		e.maxItem = 2 << 20
 	}
+	e.ranges = partition.Split(cfg.Partitions)
 	return e, nil
 }
 

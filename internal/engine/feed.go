@@ -22,6 +22,7 @@ type FeedParams struct {
 	ItemRef
 	MaxItemCount int    // <= 0: the default; -1 lets the server choose
 	Continuation string // from the previous page, "" for the first
+	RangeID      string // x-ms-documentdb-partitionkeyrangeid; "" for all
 }
 
 // FeedPage is one page of a feed or query.
@@ -110,10 +111,14 @@ func (e *Engine) ReadFeed(ctx context.Context, p FeedParams) (*FeedPage, error) 
 		if derr != nil {
 			return derr
 		}
+		inRange, derr := e.rangeFilter(p.RangeID)
+		if derr != nil {
+			return derr
+		}
 		size := 0
 		return e.scanItems(r, c, start, func(seq uint64, rec *itemRecord) (bool, error) {
 			page.Examined++
-			if c.expired(rec, now) || !match(rec.pk) {
+			if c.expired(rec, now) || !match(rec.pk) || !inRange(rec.epk) {
 				return true, nil
 			}
 			if len(page.Items) == limit || (size+len(rec.json) > maxPageBytes && len(page.Items) > 0) {
@@ -200,5 +205,9 @@ func (e *Engine) PartitionKeyRanges(ctx context.Context, db, coll string) ([]Key
 	if err != nil {
 		return nil, nil, err
 	}
-	return []KeyRange{{ID: "0", Min: "", Max: "FF"}}, c.resource(), nil
+	out := make([]KeyRange, len(e.ranges))
+	for i, r := range e.ranges {
+		out[i] = KeyRange{ID: r.ID, Min: r.Min, Max: r.Max}
+	}
+	return out, c.resource(), nil
 }

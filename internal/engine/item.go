@@ -260,7 +260,7 @@ func (e *Engine) writeItemTx(tx storage.Txn, c *containerRecord, p WriteItemPara
 			return nil, err
 		}
 	}
-	rec := itemRecord{ts: now.Unix(), lsn: lsn, ttlKind: ttlKind(itemTTL.Kind), ttlSecs: itemTTL.Seconds, pk: pk, id: id}
+	rec := itemRecord{ts: now.Unix(), lsn: lsn, ttlKind: ttlKind(itemTTL.Kind), ttlSecs: itemTTL.Seconds, pk: pk, id: id, epk: c.epk(key)}
 	rid := ridString(binary.BigEndian.AppendUint64(append([]byte(nil), c.Rid...), seq))
 	etag := etagFor(c.Rid, lsn)
 	out := body.AppendJSON(nil)

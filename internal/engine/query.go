@@ -82,8 +82,9 @@ func (e *Engine) QueryItems(ctx context.Context, p QueryParams) (*FeedPage, erro
 		if page.LSN, err = e.currentLSN(r, c); err != nil {
 			return err
 		}
-		if p.RangeID != "" && p.RangeID != "0" {
-			return &Error{Code: Gone, SubStatus: SubPartitionKeyRangeGone, Message: "The partition key range '" + p.RangeID + "' does not exist."}
+		inRange, derr := e.rangeFilter(p.RangeID)
+		if derr != nil {
+			return derr
 		}
 		match, derr := c.keyFilter(p.ItemRef)
 		if derr != nil {
@@ -125,10 +126,11 @@ func (e *Engine) QueryItems(ctx context.Context, p QueryParams) (*FeedPage, erro
 		} else if ok {
 			src.seqs, src.indexed = seqs, true
 		}
+		keep := func(rec *itemRecord) bool { return match(rec.pk) && inRange(rec.epk) }
 		if prog.Streaming() {
-			return e.streamQuery(src, prog, match, now, start, skip, limit, !single, page)
+			return e.streamQuery(src, prog, keep, now, start, skip, limit, !single, page)
 		}
-		return e.runQuery(src, prog, match, now, skip, limit, page)
+		return e.runQuery(src, prog, keep, now, skip, limit, page)
 	})
 	if err != nil {
 		return nil, err
@@ -150,11 +152,11 @@ func docMeta(c *containerRecord, seq uint64) eval.DocMeta {
 // the single-partition path a continuation is returned only when more rows
 // exist; on the cross-partition path whenever a page is full, as the
 // gateway does (the SDKs' page counts depend on it).
-func (e *Engine) streamQuery(src itemSource, prog *eval.Program, match func([]byte) bool, now time.Time, start uint64, skip, limit int, cross bool, page *FeedPage) error {
+func (e *Engine) streamQuery(src itemSource, prog *eval.Program, keep func(*itemRecord) bool, now time.Time, start uint64, skip, limit int, cross bool, page *FeedPage) error {
 	size := 0
 	c := src.c
 	return src.each(start, func(seq uint64, rec *itemRecord) (bool, error) {
-		if c.expired(rec, now) || !match(rec.pk) {
+		if c.expired(rec, now) || !keep(rec) {
 			return true, nil
 		}
 		page.Examined++
@@ -194,7 +196,7 @@ func (e *Engine) streamQuery(src itemSource, prog *eval.Program, match func([]by
 // runQuery evaluates a query that needs every document (ORDER BY,
 // aggregates, DISTINCT, GROUP BY, TOP, OFFSET/LIMIT) and returns the page
 // of its results that starts at offset.
-func (e *Engine) runQuery(src itemSource, prog *eval.Program, match func([]byte) bool, now time.Time, offset, limit int, page *FeedPage) error {
+func (e *Engine) runQuery(src itemSource, prog *eval.Program, keep func(*itemRecord) bool, now time.Time, offset, limit int, page *FeedPage) error {
 	c := src.c
 	type item struct {
 		doc document.Value
@@ -202,7 +204,7 @@ func (e *Engine) runQuery(src itemSource, prog *eval.Program, match func([]byte)
 	}
 	var docs []item
 	err := src.each(0, func(seq uint64, rec *itemRecord) (bool, error) {
-		if c.expired(rec, now) || !match(rec.pk) {
+		if c.expired(rec, now) || !keep(rec) {
 			return true, nil
 		}
 		page.Examined++

@@ -15,6 +15,7 @@ type itemRecord struct {
 	ttlSecs int32  // the item's own ttl when ttlKind == ttlOwn
 	pk      []byte // canonical partition key bytes
 	id      string
+	epk     string // effective partition key: which range holds the item
 	json    []byte
 }
 
@@ -23,10 +24,10 @@ type itemRecord struct {
 // later and then counts from _ts (ttl.md A5).
 type ttlKind uint8
 
-const recordVersion = 1
+const recordVersion = 2
 
 func (r *itemRecord) encode() []byte {
-	b := make([]byte, 0, 32+len(r.pk)+len(r.id)+len(r.json))
+	b := make([]byte, 0, 40+len(r.pk)+len(r.id)+len(r.epk)+len(r.json))
 	b = append(b, recordVersion)
 	b = binary.BigEndian.AppendUint64(b, uint64(r.ts))
 	b = binary.BigEndian.AppendUint64(b, r.lsn)
@@ -36,6 +37,8 @@ func (r *itemRecord) encode() []byte {
 	b = append(b, r.pk...)
 	b = binary.AppendUvarint(b, uint64(len(r.id)))
 	b = append(b, r.id...)
+	b = binary.AppendUvarint(b, uint64(len(r.epk)))
+	b = append(b, r.epk...)
 	return append(b, r.json...)
 }
 
@@ -63,6 +66,12 @@ func decodeItemRecord(b []byte) (itemRecord, error) {
 		return r, errBadRecord
 	}
 	r.id = string(rest[w : w+int(n)])
+	rest = rest[w+int(n):]
+	n, w = binary.Uvarint(rest)
+	if w <= 0 || uint64(len(rest)-w) < n {
+		return r, errBadRecord
+	}
+	r.epk = string(rest[w : w+int(n)])
 	r.json = rest[w+int(n):]
 	return r, nil
 }

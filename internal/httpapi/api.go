@@ -190,6 +190,8 @@ func statusOf(c engine.Code) (int, string) {
 		return http.StatusTooManyRequests, "TooManyRequests"
 	case engine.ServiceUnavailable:
 		return http.StatusServiceUnavailable, "ServiceUnavailable"
+	case engine.Gone:
+		return http.StatusGone, "Gone"
 	}
 	return http.StatusInternalServerError, "InternalServerError"
 }

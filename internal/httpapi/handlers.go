@@ -385,7 +385,8 @@ func (h *Handler) readFeed(rq *request, db, coll string) {
 		h.fail(rq, err)
 		return
 	}
-	page, err := h.eng.ReadFeed(rq.r.Context(), engine.FeedParams{ItemRef: ref, MaxItemCount: n, Continuation: rq.r.Header.Get("x-ms-continuation")})
+	page, err := h.eng.ReadFeed(rq.r.Context(), engine.FeedParams{ItemRef: ref, MaxItemCount: n,
+		Continuation: rq.r.Header.Get("x-ms-continuation"), RangeID: rq.r.Header.Get("x-ms-documentdb-partitionkeyrangeid")})
 	if err != nil {
 		h.fail(rq, err)
 		return

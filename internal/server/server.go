@@ -51,6 +51,8 @@ type Config struct {
 	Store storage.Store
 	// PurgeRUPerSecond is the purger's budget per container.
 	PurgeRUPerSecond float64
+	// Partitions is how many partition key ranges each container has.
+	Partitions int
 }
 
 // Validate fills defaults and checks the configuration.
@@ -72,6 +74,12 @@ func (c *Config) Validate() error {
 	}
 	if c.PurgeRUPerSecond <= 0 {
 		c.PurgeRUPerSecond = 10000
+	}
+	if c.Partitions <= 0 {
+		c.Partitions = 1
+	}
+	if c.Partitions > 64 {
+		return errors.New("--partitions must be between 1 and 64")
 	}
 	if (c.CertFile == "") != (c.KeyFile == "") {
 		return errors.New("--cert and --cert-key must be given together")
@@ -142,7 +150,7 @@ func New(cfg Config) (*Server, error) {
 	s.registry = prometheus.NewRegistry()
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	budget := ttl.NewBudget(cfg.Clock, cfg.PurgeRUPerSecond)
-	s.engine, err = engine.New(engine.Config{Store: s.store, Clock: cfg.Clock, Charges: budget})
+	s.engine, err = engine.New(engine.Config{Store: s.store, Clock: cfg.Clock, Charges: budget, Partitions: cfg.Partitions})
 	if err != nil {
 		s.closeStore()
 		return nil, err
