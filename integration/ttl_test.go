@@ -533,6 +533,11 @@ func TestA1_InvalidItemTTL(t *testing.T) {
 				ops.AppendSet("/ttl", json.RawMessage(v))
 				_, err = c.PatchItem(ctx, pk, "keep", ops, nil)
 				checkSDKBadRequest(t, "patch", err)
+				b := c.NewTransactionalBatch(pk)
+				b.UpsertItem(doc(id, `"ttl":`+v), nil)
+				if r, err := c.ExecuteTransactionalBatch(ctx, b, nil); err != nil || r.Success || r.OperationResults[0].StatusCode != 400 {
+					t.Errorf("batch upsert: %v %+v, want the operation to fail with 400", err, r.OperationResults)
+				}
 				if s := c.readStatus(t, id); s != 404 {
 					t.Errorf("a refused write created %s", id)
 				}
@@ -646,6 +651,35 @@ var writes = []write{
 		}
 		return r.Value
 	}},
+	{"batch replace", batchWrite("replace")},
+	{"batch upsert", batchWrite("upsert")},
+	{"batch patch", batchWrite("patch")},
+}
+
+// batchWrite runs one operation in a transactional batch and returns the
+// item it wrote.
+func batchWrite(op string) func(t *testing.T, c *ttlColl, id, f string) []byte {
+	return func(t *testing.T, c *ttlColl, id, f string) []byte {
+		b := c.NewTransactionalBatch(pk)
+		switch op {
+		case "replace":
+			b.ReplaceItem(id, doc(id, nonEmpty(f, `"v":2`)...), nil)
+		case "upsert":
+			b.UpsertItem(doc(id, nonEmpty(f, `"v":2`)...), nil)
+		case "patch":
+			var ops azcosmos.PatchOperations
+			ops.AppendSet("/v", 2)
+			if f != "" {
+				ops.AppendSet("/ttl", json.RawMessage(strings.TrimPrefix(f, `"ttl":`)))
+			}
+			b.PatchItem(id, ops, nil)
+		}
+		r, err := c.ExecuteTransactionalBatch(ctx, b, &azcosmos.TransactionalBatchOptions{EnableContentResponseOnWrite: true})
+		if err != nil || !r.Success || len(r.OperationResults) != 1 {
+			t.Fatalf("batch %s %s: %v %+v", op, id, err, r.OperationResults)
+		}
+		return r.OperationResults[0].ResourceBody
+	}
 }
 
 func nonEmpty(fs ...string) []string {
@@ -673,7 +707,7 @@ func TestA2_WriteRestartsCountdown(t *testing.T) {
 			c.create(t, "untouched", `"ttl":4`)
 			te.to(t, 3, 500*time.Millisecond)
 			for id, f := range map[string]string{"inherit": "", "own": `"ttl":4`, "shorter": `"ttl":2`, "longer": `"ttl":12`} {
-				if w.name == "patch" && id == "own" {
+				if strings.HasSuffix(w.name, "patch") && id == "own" {
 					f = "" // a patch that leaves ttl alone
 				}
 				c.checkTS(t, w.do(t, c, id, f))
@@ -838,6 +872,61 @@ func TestA3_ExpiredItemIsGone(t *testing.T) {
 		t.Errorf("create over expired kept something of an old version: %v", m)
 	}
 	c.expect(t, all, all)
+	te.checkIndexes(t)
+}
+
+// TestA3_BatchOnExpiredItem: in a transactional batch an expired item is
+// missing: reading, replacing, patching or deleting it fails the batch with
+// 404 and writes nothing, while creating or upserting it creates a new
+// item (201).
+func TestA3_BatchOnExpiredItem(t *testing.T) {
+	te := startTTL(t)
+	c := te.coll(t, "c", i32(5))
+	c.create(t, "x", `"old":true`)
+	c.create(t, "keep", `"ttl":-1`)
+	te.to(t, 5, 0)
+	all := []string{"x", "keep", "y"}
+	var patch azcosmos.PatchOperations
+	patch.AppendSet("/v", 1)
+	for _, tc := range []struct {
+		op  string
+		add func(b *azcosmos.TransactionalBatch)
+	}{
+		{"read", func(b *azcosmos.TransactionalBatch) { b.ReadItem("x", nil) }},
+		{"replace", func(b *azcosmos.TransactionalBatch) { b.ReplaceItem("x", doc("x"), nil) }},
+		{"patch", func(b *azcosmos.TransactionalBatch) { b.PatchItem("x", patch, nil) }},
+		{"delete", func(b *azcosmos.TransactionalBatch) { b.DeleteItem("x", nil) }},
+	} {
+		b := c.NewTransactionalBatch(pk)
+		b.UpsertItem(doc("y"), nil) // must be rolled back
+		tc.add(&b)
+		r, err := c.ExecuteTransactionalBatch(ctx, b, nil)
+		if err != nil {
+			t.Fatalf("batch %s: %v", tc.op, err)
+		}
+		if r.Success || len(r.OperationResults) != 2 || r.OperationResults[1].StatusCode != 404 || r.OperationResults[0].StatusCode != http.StatusFailedDependency {
+			t.Errorf("batch %s of an expired item: success %v, results %+v; want 424 then 404", tc.op, r.Success, r.OperationResults)
+		}
+		c.expect(t, all, []string{"keep"})
+	}
+	for i, op := range []string{"upsert", "create"} {
+		b := c.NewTransactionalBatch(pk)
+		if op == "upsert" {
+			b.UpsertItem(doc("x", `"new":1`), nil)
+		} else {
+			b.CreateItem(doc("x", `"new":2`), nil)
+		}
+		r, err := c.ExecuteTransactionalBatch(ctx, b, &azcosmos.TransactionalBatchOptions{EnableContentResponseOnWrite: true})
+		if err != nil || !r.Success || r.OperationResults[0].StatusCode != 201 {
+			t.Fatalf("batch %s over an expired item: %v %+v, want 201", op, err, r.OperationResults)
+		}
+		if m := c.checkTS(t, r.OperationResults[0].ResourceBody); m["old"] != nil || m["new"] != float64(i+1) {
+			t.Errorf("batch %s over an expired item kept something of the old one: %v", op, m)
+		}
+		c.expect(t, all, []string{"x", "keep"})
+		te.to(t, int64(10+5*i), 0) // x expires again
+		c.expect(t, all, []string{"keep"})
+	}
 	te.checkIndexes(t)
 }
 
