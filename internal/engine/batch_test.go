@@ -531,3 +531,48 @@ func TestBatchTTL(t *testing.T) {
 		})
 	}
 }
+
+// FuzzBatch runs arbitrary batches, atomic and not, against a container
+// with TTL on: whatever they hold, every failure is a client error, never
+// an internal one, and an atomic batch either commits or reports a cause.
+func FuzzBatch(f *testing.F) {
+	for _, s := range []string{
+		`[{"operationType":"Create","resourceBody":{"id":"c","pk":"p","v":3}},{"operationType":"Read","id":"c"}]`,
+		`[{"operationType":"Upsert","resourceBody":{"id":"a","pk":"p","ttl":5}},{"operationType":"Delete","id":"b"}]`,
+		`[{"operationType":"Replace","id":"a","ifMatch":"*","resourceBody":{"id":"a","pk":"p"}}]`,
+		`[{"operationType":"Patch","id":"a","resourceBody":{"condition":"from c where c.v = 1","operations":[{"op":"move","from":"/v","path":"/w"}]}}]`,
+		`[{"operationType":"Read","id":"a","partitionKey":"[\"q\"]","ifNoneMatch":"*"}]`,
+	} {
+		f.Add(s, true)
+		f.Add(s, false)
+	}
+	f.Fuzz(func(t *testing.T, body string, atomic bool) {
+		ops, err := ParseBatch([]byte(body))
+		if err != nil {
+			return
+		}
+		be := newBatchEnv(t, "20")
+		be.seed(t, `{"id":"a","pk":"p","v":1,"ttl":10}`, `{"id":"b","pk":"p","v":2}`)
+		be.clock.Advance(5 * time.Second)
+		res, err := be.e.Batch(context.Background(), BatchParams{ItemRef: batchRef(`["p"]`), Ops: ops, Atomic: atomic, ContinueOnError: true})
+		var e *Error
+		if err != nil {
+			if !errors.As(err, &e) || e.Code == Internal {
+				t.Fatalf("Batch(%s): %v", body, err)
+			}
+			return
+		}
+		causes := 0
+		for i, op := range res.Ops {
+			if op.Err != nil && op.Err.Code == Internal {
+				t.Fatalf("operation %d of %s: internal error %v", i, body, op.Err)
+			}
+			if op.Failed() && op.Err.Code != FailedDependency {
+				causes++
+			}
+		}
+		if atomic && res.Committed == (causes > 0) || atomic && causes > 1 {
+			t.Fatalf("atomic batch %s: committed %v with %d failures", body, res.Committed, causes)
+		}
+	})
+}
