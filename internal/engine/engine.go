@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mayfly-db/mayfly/internal/clock"
@@ -53,6 +54,9 @@ type Engine struct {
 	mu      sync.Mutex
 	cache   map[string]cachedContainer // by container key
 	indexer *Indexer
+	// purgedTo is, per expiry index (by key prefix), the highest entry key
+	// a committed purge took: where the next purge starts (purge.go).
+	purgedTo map[string][]byte
 
 	// settingMu orders expiry judgements against TTL setting changes
 	// (ttl.md B1). Every operation that judges expiry holds it shared from
@@ -61,12 +65,40 @@ type Engine struct {
 	// commits. So any judgement made with the old history used a "now" no
 	// later than the change's instant, and the new history agrees with it.
 	settingMu sync.RWMutex
+	// lastStamp is the latest instant handed out by stamp, in Unix
+	// nanoseconds: the engine's time never runs backwards, and a setting
+	// change is always dated strictly after every judgement before it.
+	lastStamp atomic.Int64
+}
+
+// stamp returns the operation's "now": the clock's time, raised to the
+// latest instant already handed out, and strictly after it when after is
+// set (setting changes). Without it, a read and a change taken at the same
+// clock reading would disagree about the instant between them (B1).
+func (e *Engine) stamp(ctx context.Context, after bool) time.Time {
+	t := e.Now(ctx)
+	for {
+		last := e.lastStamp.Load()
+		n := t.UnixNano()
+		switch {
+		case after && n <= last:
+			n = last + 1
+		case n < last:
+			n = last
+		}
+		if e.lastStamp.CompareAndSwap(last, n) {
+			if n == t.UnixNano() {
+				return t
+			}
+			return time.Unix(0, n)
+		}
+	}
 }
 
 // judging takes the shared side of settingMu and the operation's one "now".
 func (e *Engine) judging(ctx context.Context) (time.Time, func()) {
 	e.settingMu.RLock()
-	return e.Now(ctx), e.settingMu.RUnlock
+	return e.stamp(ctx, false), e.settingMu.RUnlock
 }
 
 type cachedContainer struct {

@@ -50,53 +50,111 @@ type dueEntry struct {
 	seq uint64
 }
 
+// expiryRange is the part of one expiry index that lies within a horizon
+// bound: [prefix, upper). ok is false when nothing can be expired.
+func expiryRange(c *containerRecord, fam byte, bound int64) (prefix, upper []byte, ok bool) {
+	if bound == ttl.NoKey || bound < 0 {
+		return nil, nil, false
+	}
+	prefix = collPrefix(fam, c.Rid)
+	if bound == math.MaxInt64 {
+		return prefix, prefixEnd(prefix), true
+	}
+	return prefix, binary.BigEndian.AppendUint64(bytes.Clone(prefix), uint64(bound)+1), true
+}
+
+// purgeHint returns where the last purge of the index under prefix stopped:
+// the highest entry key it took, or nil.
+func (e *Engine) purgeHint(prefix []byte) []byte {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.purgedTo[string(prefix)]
+}
+
+// advancePurgeHint records that the entries of the index under prefix up to
+// key were taken by a committed purge.
+func (e *Engine) advancePurgeHint(prefix, key []byte) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.purgedTo == nil {
+		e.purgedTo = map[string][]byte{}
+	}
+	if old := e.purgedTo[string(prefix)]; bytes.Compare(key, old) > 0 {
+		e.purgedTo[string(prefix)] = key
+	}
+}
+
 // expiredEntries returns up to limit entries of the expiry indexes that lie
-// within the horizon, own-ttl index first, each in key order. It reads only
-// expired entries, so its cost grows with them alone.
-func expiredEntries(r storage.Reader, c *containerRecord, z ttl.Horizon, limit int) ([]dueEntry, bool, error) {
+// within the horizon, own-ttl index first, and reports whether more remain.
+// It reads only expired entries, so its cost grows with them alone.
+//
+// An index is a queue consumed from its low end, and every purged entry
+// leaves a deletion tombstone there until a compaction drops it. Scanning
+// from the start of the index each time would step over every entry purged
+// so far, so a backlog of n items would cost O(n²). Each index is therefore
+// scanned from the highest key the previous purge took (e.purgedTo), and
+// only once that is exhausted is the part below it scanned too. Entries are
+// written above the horizon of their instant (_ts + ttl > now, and _ts >
+// now - default), so that part is normally empty; checking it each time the
+// scan above runs dry keeps the hint a hint: an entry that got there anyway
+// (a clock stepped back) is purged, never lost.
+func (e *Engine) expiredEntries(r storage.Reader, c *containerRecord, z ttl.Horizon, limit int) ([]dueEntry, bool, error) {
 	var out []dueEntry
 	more := false
-	scan := func(fam byte, bound int64) error {
-		// Scan even when out is full: the first entry found then says that
-		// more remain. Skipping the second index because the first filled
-		// the batch would report no more while the second has a backlog.
-		if bound == ttl.NoKey {
-			return nil
-		}
-		prefix := collPrefix(fam, c.Rid)
-		lower := prefix
-		if bound < 0 {
-			return nil
-		}
-		var upper []byte
-		if bound == math.MaxInt64 {
-			upper = prefixEnd(prefix)
-		} else {
-			upper = binary.BigEndian.AppendUint64(bytes.Clone(prefix), uint64(bound)+1)
-		}
+	// collect appends the entries in [lower, upper) until out holds limit;
+	// it reports whether it stopped because out was full.
+	collect := func(prefix, lower, upper []byte) (bool, error) {
 		it, err := r.NewIter(storage.IterParams{Lower: lower, Upper: upper})
 		if err != nil {
-			return err
+			return false, err
 		}
 		defer it.Close()
 		for ok := it.First(); ok; ok = it.Next() {
-			if len(out) >= limit {
-				more = true
-				break
-			}
 			k := it.Key()
 			if len(k) != len(prefix)+16 {
 				continue
 			}
+			if len(out) >= limit {
+				return true, it.Err()
+			}
 			out = append(out, dueEntry{key: bytes.Clone(k), seq: binary.BigEndian.Uint64(k[len(prefix)+8:])})
 		}
-		return it.Err()
+		return false, it.Err()
 	}
-	if err := scan(famOwnDue, z.OwnDue); err != nil {
-		return nil, false, err
+	// Scan each index even when out is full: its first entry then says
+	// that more remain.
+	type scanned struct{ prefix, lower []byte }
+	var below []scanned
+	for _, ix := range []struct {
+		fam   byte
+		bound int64
+	}{{famOwnDue, z.OwnDue}, {famByTs, z.InheritTS}} {
+		prefix, upper, ok := expiryRange(c, ix.fam, ix.bound)
+		if !ok {
+			continue
+		}
+		lower := prefix
+		if h := e.purgeHint(prefix); h != nil && bytes.Compare(h, upper) < 0 {
+			lower = h
+			below = append(below, scanned{prefix, lower})
+		}
+		full, err := collect(prefix, lower, upper)
+		if err != nil {
+			return nil, false, err
+		}
+		more = more || full
 	}
-	if err := scan(famByTs, z.InheritTS); err != nil {
-		return nil, false, err
+	// Only when both indexes ran dry above their hints, look below them,
+	// once per backlog rather than once per batch.
+	for _, s := range below {
+		if more {
+			break
+		}
+		full, err := collect(s.prefix, s.prefix, s.lower)
+		if err != nil {
+			return nil, false, err
+		}
+		more = full
 	}
 	return out, more, nil
 }
@@ -110,6 +168,7 @@ func (e *Engine) PurgeDue(ctx context.Context, p ttl.PurgeParams) (ttl.PurgeResu
 		return ttl.PurgeResult{}, err
 	}
 	var res ttl.PurgeResult
+	var taken []dueEntry
 	e.settingMu.RLock()
 	defer e.settingMu.RUnlock()
 	err = e.store.Update(ctx, func(tx storage.Txn) error {
@@ -122,7 +181,8 @@ func (e *Engine) PurgeDue(ctx context.Context, p ttl.PurgeParams) (ttl.PurgeResu
 		if z.Empty() {
 			return nil
 		}
-		entries, more, err := expiredEntries(tx, c, z, p.Limit)
+		entries, more, err := e.expiredEntries(tx, c, z, p.Limit)
+		taken = entries
 		if err != nil {
 			return err
 		}
@@ -168,6 +228,9 @@ func (e *Engine) PurgeDue(ctx context.Context, p ttl.PurgeParams) (ttl.PurgeResu
 		}
 		return ttl.PurgeResult{}, err
 	}
+	for _, en := range taken {
+		e.advancePurgeHint(en.key[:len(en.key)-16], en.key)
+	}
 	return res, nil
 }
 
@@ -192,7 +255,9 @@ func (e *Engine) SweepHistory(ctx context.Context, p ttl.SweepParams) error {
 	return err
 }
 
-// CountDue counts expired items still on disk, up to p.Max.
+// CountDue counts expired items still on disk, up to p.Max. It counts
+// from where the last purge stopped (see expiredEntries) without copying
+// keys, since the purger asks for it every second while a backlog lasts.
 func (e *Engine) CountDue(ctx context.Context, p ttl.CountDueParams) (int, error) {
 	db, coll, err := splitLink(p.Container)
 	if err != nil {
@@ -204,9 +269,35 @@ func (e *Engine) CountDue(ctx context.Context, p ttl.CountDueParams) (int, error
 		if err != nil {
 			return err
 		}
-		entries, _, err := expiredEntries(r, c, c.TTL.Horizon(p.Now), p.Max)
-		n = len(entries)
-		return err
+		z := c.TTL.Horizon(p.Now)
+		for _, ix := range []struct {
+			fam   byte
+			bound int64
+		}{{famOwnDue, z.OwnDue}, {famByTs, z.InheritTS}} {
+			prefix, upper, ok := expiryRange(c, ix.fam, ix.bound)
+			if !ok {
+				continue
+			}
+			lower := prefix
+			if h := e.purgeHint(prefix); h != nil && bytes.Compare(h, upper) < 0 {
+				lower = h
+			}
+			it, err := r.NewIter(storage.IterParams{Lower: lower, Upper: upper})
+			if err != nil {
+				return err
+			}
+			for ok := it.First(); ok && n < p.Max; ok = it.Next() {
+				if len(it.Key()) == len(prefix)+16 {
+					n++
+				}
+			}
+			err = it.Err()
+			it.Close()
+			if err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if isNotFound(err) {
 		return 0, nil
