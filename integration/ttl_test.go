@@ -1366,9 +1366,6 @@ func (te *ttlEnv) open(id string) *ttlColl {
 //
 // Each time the item must stay gone.
 func TestB1_ExpiryIsFinalAtTheChangeInstant(t *testing.T) {
-	t.Skip("known bug: a change dated at the instant of an earlier judgement can contradict it " +
-		"(engine dates the change at the lock holder's now, equal to the reads' now; " +
-		"ttl.History.Change drops an epoch begun at the same instant)")
 	te := startTTL(t)
 	due := te.coll(t, "due", i32(-1))
 	due.create(t, "x", `"ttl":7`)

@@ -478,7 +478,7 @@ func (e *Engine) ReplaceContainer(ctx context.Context, db, coll string, body doc
 	// being judged (see settingMu).
 	e.settingMu.Lock()
 	defer e.settingMu.Unlock()
-	now := e.Now(ctx)
+	now := e.stamp(ctx, true)
 	var c *containerRecord
 	reindex := false
 	err := e.store.Update(ctx, func(tx storage.Txn) error {
@@ -570,7 +570,7 @@ func (e *Engine) removeContainerMeta(tx storage.Txn, c *containerRecord) error {
 // Rids are never reused, so leftovers of an interrupted drop are unreachable
 // and harmless until the next attempt removes them.
 func (e *Engine) dropContainerData(ctx context.Context, c *containerRecord) error {
-	for _, fam := range []byte{famItem, famItemKey, famUnique, famOwnDue, famByTs, famLSN, famIndex} {
+	for _, fam := range []byte{famItem, famItemKey, famUnique, famOwnDue, famByTs, famLSN, famIndex, famFeedLatest, famFeedVersion, famFeedFloor} {
 		if err := e.deletePrefix(ctx, collPrefix(fam, c.Rid)); err != nil {
 			return fmt.Errorf("drop container %q data: %w", c.ID, err)
 		}
