@@ -35,8 +35,8 @@ import (
 	"github.com/mayfly-db/mayfly/internal/storage/pebblestore"
 )
 
-// process is a mayfly child process.
-type process struct {
+// mayflyProcess is a mayfly child process.
+type mayflyProcess struct {
 	cmd    *exec.Cmd
 	url    string
 	stderr *bytes.Buffer // read only after the process has exited
@@ -67,10 +67,10 @@ func freeAddr(t *testing.T) string {
 
 // startProcess runs mayfly on dir and waits until it serves its
 // certificate.
-func startProcess(t *testing.T, bin, dir string) *process {
+func startProcess(t *testing.T, bin, dir string) *mayflyProcess {
 	t.Helper()
 	addr := freeAddr(t)
-	p := &process{url: "https://" + addr + "/", stderr: &bytes.Buffer{}, exited: make(chan struct{})}
+	p := &mayflyProcess{url: "https://" + addr + "/", stderr: &bytes.Buffer{}, exited: make(chan struct{})}
 	p.cmd = exec.Command(bin, "--data-dir", dir, "--addr", addr, "--log-level", "error")
 	p.cmd.Stderr = p.stderr
 	if err := p.cmd.Start(); err != nil {
@@ -108,7 +108,7 @@ func startProcess(t *testing.T, bin, dir string) *process {
 }
 
 // kill sends SIGKILL and waits for the process to die.
-func (p *process) kill(t *testing.T) {
+func (p *mayflyProcess) kill(t *testing.T) {
 	t.Helper()
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -117,7 +117,7 @@ func (p *process) kill(t *testing.T) {
 }
 
 // stop asks the process to shut down and waits for a clean exit.
-func (p *process) stop(t *testing.T) {
+func (p *mayflyProcess) stop(t *testing.T) {
 	t.Helper()
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -152,10 +152,10 @@ func connect(t *testing.T, url string) *env {
 	return &env{t: t, url: url, client: client, http: hc}
 }
 
-// expiry is the TTL rule of one container of the crash test, from the
+// expiryRule is the TTL rule of one container of the crash test, from the
 // client's side: the server's clock is the machine's, so expiry is judged
 // against time.Now.
-type expiry struct {
+type expiryRule struct {
 	defaultTTL int64 // 0: TTL off from the start
 	// TTL was turned off at an instant in [off0, off1] (zero: never).
 	off0, off1 time.Time
@@ -163,7 +163,7 @@ type expiry struct {
 
 // due is the second at which a version written at ts expires, under the
 // setting before any change, and false when it never does.
-func (x expiry) due(ts int64, ttlField string) (int64, bool) {
+func (x expiryRule) due(ts int64, ttlField string) (int64, bool) {
 	if x.defaultTTL == 0 {
 		return 0, false
 	}
@@ -183,7 +183,7 @@ func (x expiry) due(ts int64, ttlField string) (int64, bool) {
 // mayHaveExpired reports whether a version written no earlier than second
 // ts may be expired at t: its due second has come, and came before TTL was
 // turned off (B1 keeps it expired afterwards).
-func (x expiry) mayHaveExpired(ts int64, ttlField string, t time.Time) bool {
+func (x expiryRule) mayHaveExpired(ts int64, ttlField string, t time.Time) bool {
 	d, ok := x.due(ts, ttlField)
 	if !ok {
 		return false
@@ -197,7 +197,7 @@ func (x expiry) mayHaveExpired(ts int64, ttlField string, t time.Time) bool {
 
 // mustHaveExpired reports whether a version written at second ts is
 // certainly expired at t.
-func (x expiry) mustHaveExpired(ts int64, ttlField string, t time.Time) bool {
+func (x expiryRule) mustHaveExpired(ts int64, ttlField string, t time.Time) bool {
 	d, ok := x.due(ts, ttlField)
 	if !ok {
 		return false
@@ -209,8 +209,8 @@ func (x expiry) mustHaveExpired(ts int64, ttlField string, t time.Time) bool {
 	return !time.Unix(d, 0).After(limit)
 }
 
-// version is one state of an item as a client wrote it.
-type version struct {
+// itemVersion is one state of an item as a client wrote it.
+type itemVersion struct {
 	exists bool   // false: deleted, or never written
 	v      int    // the body's "v", increasing per item
 	ttl    string // the item's ttl property as JSON, "" when absent
@@ -218,25 +218,25 @@ type version struct {
 	sent   time.Time
 }
 
-func (v version) String() string {
+func (v itemVersion) String() string {
 	if !v.exists {
 		return fmt.Sprintf("absent after v%d", v.v)
 	}
 	return fmt.Sprintf("v%d ttl=%q _ts=%d sent=%s", v.v, v.ttl, v.ts, v.sent.Format("15:04:05.000"))
 }
 
-// tracked is everything the writers know of one item.
-type tracked struct {
+// trackedItem is everything the writers know of one item.
+type trackedItem struct {
 	coll, pk, id string
-	acked        version  // the last acknowledged state
-	pending      *version // a write without an answer when the process died
-	gone         bool     // the server said it expired; write it anew
+	acked        itemVersion  // the last acknowledged state
+	pending      *itemVersion // a write without an answer when the process died
+	gone         bool         // the server said it expired; write it anew
 }
 
 // candidates are the states the item may be in: the acknowledged one, or
 // the one of a write whose answer was lost.
-func (it *tracked) candidates() []version {
-	out := []version{it.acked}
+func (it *trackedItem) candidates() []itemVersion {
+	out := []itemVersion{it.acked}
 	if it.pending != nil {
 		out = append(out, *it.pending)
 	}
@@ -246,7 +246,7 @@ func (it *tracked) candidates() []version {
 // crashRun is the state of one crash test.
 type crashRun struct {
 	t      *testing.T
-	rules  map[string]*expiry
+	rules  map[string]*expiryRule
 	killed time.Time
 	dying  atomic.Bool // set just before the kill
 	mu     sync.Mutex
@@ -264,7 +264,7 @@ func (r *crashRun) errorf(format string, args ...any) {
 }
 
 // checkPresent checks a version of it that a read at [sent, …] showed.
-func (r *crashRun) checkPresent(path string, it *tracked, body []byte, sent time.Time) {
+func (r *crashRun) checkPresent(path string, it *trackedItem, body []byte, sent time.Time) {
 	var d struct {
 		V   int             `json:"v"`
 		TS  int64           `json:"_ts"`
@@ -297,7 +297,7 @@ func (r *crashRun) checkPresent(path string, it *tracked, body []byte, sent time
 }
 
 // mayBeAbsent reports whether a read answered by recv may not show it.
-func (r *crashRun) mayBeAbsent(it *tracked, recv time.Time) bool {
+func (r *crashRun) mayBeAbsent(it *trackedItem, recv time.Time) bool {
 	x := r.rules[it.coll]
 	for i, c := range it.candidates() {
 		ts := c.ts
@@ -311,7 +311,8 @@ func (r *crashRun) mayBeAbsent(it *tracked, recv time.Time) bool {
 	return false
 }
 
-type observation struct {
+// sighting is what a point read saw of an item: absent, or a version.
+type sighting struct {
 	present bool
 	v       int
 }
@@ -320,9 +321,9 @@ type observation struct {
 // a query, and returns what the point reads saw. prev, when not nil, is
 // what an earlier round saw: an item absent then must still be absent (B1),
 // and one present must show the same version or have expired.
-func (r *crashRun) checkAll(e *env, db string, items map[string]*tracked, colls []string, prev map[string]observation) map[string]observation {
+func (r *crashRun) checkAll(e *env, db string, items map[string]*trackedItem, colls []string, prev map[string]sighting) map[string]sighting {
 	t := r.t
-	seen := make(map[string]observation, len(items))
+	seen := make(map[string]sighting, len(items))
 	var mu sync.Mutex
 	keys := make(chan string)
 	var wg sync.WaitGroup
@@ -336,13 +337,13 @@ func (r *crashRun) checkAll(e *env, db string, items map[string]*tracked, colls 
 				sent := time.Now()
 				resp, err := c.ReadItem(context.Background(), azcosmos.NewPartitionKeyString(it.pk), it.id, nil)
 				recv := time.Now()
-				var o observation
+				var o sighting
 				switch {
 				case err == nil:
 					r.checkPresent("point read", it, resp.Value, sent)
 					var d struct{ V int }
 					_ = json.Unmarshal(resp.Value, &d)
-					o = observation{present: true, v: d.V}
+					o = sighting{present: true, v: d.V}
 				case statusOf(err) == 404:
 					if !r.mayBeAbsent(it, recv) {
 						r.errorf("point read: %s/%s is missing; acknowledged %v, unacknowledged %v", it.coll, it.id, it.acked, it.pending)
@@ -388,7 +389,7 @@ func (r *crashRun) checkAll(e *env, db string, items map[string]*tracked, colls 
 // checkListing checks the items a feed or query listed between sent and
 // recv: each must be a tracked version, not expired; each tracked item
 // that cannot have gone must be listed.
-func (r *crashRun) checkListing(path, coll string, docs [][]byte, items map[string]*tracked, sent, recv time.Time) {
+func (r *crashRun) checkListing(path, coll string, docs [][]byte, items map[string]*trackedItem, sent, recv time.Time) {
 	listed := map[string]bool{}
 	for _, b := range docs {
 		var d struct{ ID, PK string }
@@ -454,28 +455,28 @@ func (r *crashRun) queryAll(e *env, db, coll string) [][]byte {
 	return rows
 }
 
-// writer drives one client's writes to its own items of one container,
+// crashWriter drives one client's writes to its own items of one container,
 // sequentially, until ctx ends or an answer is lost.
-type writer struct {
+type crashWriter struct {
 	run   *crashRun
 	c     *azcosmos.ContainerClient
 	coll  string
 	name  string // its partition key value
 	mode  string // "mixed": upsert, patch, delete; "upsert"; "create"
 	rng   *rand.Rand
-	items []*tracked
+	items []*trackedItem
 	acks  int
 }
 
 var ttlChoices = []string{"", "", "2", "-1"}
 
-func (w *writer) loop(ctx context.Context) {
+func (w *crashWriter) loop(ctx context.Context) {
 	pk := azcosmos.NewPartitionKeyString(w.name)
 	opts := &azcosmos.ItemOptions{EnableContentResponseOnWrite: true}
 	for ctx.Err() == nil {
-		var it *tracked
+		var it *trackedItem
 		if len(w.items) == 0 || w.mode == "create" || w.rng.IntN(4) == 0 {
-			it = &tracked{coll: w.coll, pk: w.name, id: fmt.Sprintf("%s-%d", w.name, len(w.items))}
+			it = &trackedItem{coll: w.coll, pk: w.name, id: fmt.Sprintf("%s-%d", w.name, len(w.items))}
 			w.items = append(w.items, it)
 		} else {
 			it = w.items[w.rng.IntN(len(w.items))]
@@ -492,7 +493,7 @@ func (w *writer) loop(ctx context.Context) {
 				op = "delete"
 			}
 		}
-		next := version{exists: true, v: it.acked.v + 1, ttl: ttlChoices[w.rng.IntN(len(ttlChoices))]}
+		next := itemVersion{exists: true, v: it.acked.v + 1, ttl: ttlChoices[w.rng.IntN(len(ttlChoices))]}
 		if w.coll == "durable" {
 			next.ttl = ""
 		}
@@ -512,7 +513,7 @@ func (w *writer) loop(ctx context.Context) {
 				}
 			}
 		case "delete":
-			next = version{v: it.acked.v}
+			next = itemVersion{v: it.acked.v}
 		}
 		body := fmt.Sprintf(`{"id":%q,"pk":%q,"v":%d,"pad":"%0128d"`, it.id, w.name, next.v, next.v)
 		if next.ttl != "" {
@@ -595,7 +596,7 @@ func TestCrash_KillDuringWritesAndPurge(t *testing.T) {
 	if _, err := e.client.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: db}, nil); err != nil {
 		t.Fatal(err)
 	}
-	run := &crashRun{t: t, rules: map[string]*expiry{"ttl": {defaultTTL: 1}, "switch": {defaultTTL: 1}, "durable": {}}}
+	run := &crashRun{t: t, rules: map[string]*expiryRule{"ttl": {defaultTTL: 1}, "switch": {defaultTTL: 1}, "durable": {}}}
 	colls := []string{"ttl", "switch", "durable"}
 	dbc, err := e.client.NewDatabase(db)
 	if err != nil {
@@ -611,11 +612,11 @@ func TestCrash_KillDuringWritesAndPurge(t *testing.T) {
 		}
 	}
 
-	var writers []*writer
+	var writers []*crashWriter
 	add := func(coll, mode string, n int) {
 		for i := range n {
 			c, _ := e.client.NewContainer(db, coll)
-			writers = append(writers, &writer{run: run, c: c, coll: coll, name: fmt.Sprintf("%s%d", coll, i), mode: mode,
+			writers = append(writers, &crashWriter{run: run, c: c, coll: coll, name: fmt.Sprintf("%s%d", coll, i), mode: mode,
 				rng: rand.New(rand.NewPCG(uint64(len(writers)), 1))})
 		}
 	}
@@ -653,7 +654,7 @@ func TestCrash_KillDuringWritesAndPurge(t *testing.T) {
 	stopWriters()
 	wg.Wait()
 
-	items := map[string]*tracked{}
+	items := map[string]*trackedItem{}
 	acks, pending := 0, 0
 	for _, w := range writers {
 		acks += w.acks
