@@ -43,6 +43,12 @@ func (c *containerRecord) expired(r *itemRecord, now time.Time) bool {
 	if !c.TTL.NeedsPurge() {
 		return false
 	}
+	// A change this operation can see has happened: its instant is not
+	// later than this operation's, even when another gateway dated it by a
+	// clock a hair ahead of ours.
+	if from := c.TTL.Current().From; now.Before(from) {
+		now = from
+	}
 	return ttl.Expired(r.ts, r.itemTTL(), c.TTL, now)
 }
 
