@@ -930,6 +930,100 @@ func TestA3_BatchOnExpiredItem(t *testing.T) {
 	te.checkIndexes(t)
 }
 
+// TestA3_ExpiryAcrossPartitionKeyRanges: with several partition key
+// ranges, expiry is judged alike in every range, by the per-range feeds,
+// cross-partition queries, read-many and point reads, before and after the
+// purge.
+func TestA3_ExpiryAcrossPartitionKeyRanges(t *testing.T) {
+	te := startTTL(t, withPartitions(4))
+	cl := te.container(te.db, azcosmos.ContainerProperties{ID: "c", DefaultTimeToLive: i32(10),
+		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}, Version: 2}})
+	plan := dues{}
+	for i := range 60 {
+		id, field := fmt.Sprintf("i%02d", i), ""
+		switch i % 3 {
+		case 0:
+			plan[id] = 10
+		case 1:
+			field, plan[id] = `,"ttl":5`, 5
+		case 2:
+			field, plan[id] = `,"ttl":-1`, never
+		}
+		body := fmt.Sprintf(`{"id":%q,"pk":"k%d"%s}`, id, i, field)
+		if _, err := cl.CreateItem(ctx, azcosmos.NewPartitionKeyString(fmt.Sprintf("k%d", i)), []byte(body), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keyOf := func(id string) azcosmos.PartitionKey {
+		n, _ := strconv.Atoi(id[1:])
+		return azcosmos.NewPartitionKeyString(fmt.Sprintf("k%d", n))
+	}
+	var ranges []string
+	var pr struct {
+		PartitionKeyRanges []struct{ ID string } `json:"PartitionKeyRanges"`
+	}
+	if err := json.Unmarshal(te.do("GET", "/dbs/db/colls/c/pkranges", nil, nil).body, &pr); err != nil || len(pr.PartitionKeyRanges) != 4 {
+		t.Fatalf("pkranges: %v %+v", err, pr)
+	}
+	for _, r := range pr.PartitionKeyRanges {
+		ranges = append(ranges, r.ID)
+	}
+	check := func(at time.Duration) {
+		t.Helper()
+		want := slices.Sorted(slices.Values(plan.visibleAt(at)))
+		var read []string
+		var idents []azcosmos.ItemIdentity
+		for _, id := range plan.ids() {
+			idents = append(idents, azcosmos.ItemIdentity{ID: id, PartitionKey: keyOf(id)})
+			_, err := cl.ReadItem(ctx, keyOf(id), id, nil)
+			switch {
+			case err == nil:
+				read = append(read, id)
+			case statusOf(err) != 404:
+				t.Fatalf("read %s: %v", id, err)
+			}
+		}
+		var feed []string
+		for _, rg := range ranges {
+			r := te.do("GET", "/dbs/db/colls/c/docs", nil, map[string]string{"x-ms-documentdb-partitionkeyrangeid": rg, "x-ms-max-item-count": "-1"})
+			var page struct{ Documents []struct{ ID string } }
+			if err := json.Unmarshal(r.body, &page); err != nil || r.status != 200 {
+				t.Fatalf("feed of range %s: %d %s", rg, r.status, r.body)
+			}
+			for _, d := range page.Documents {
+				feed = append(feed, d.ID)
+			}
+		}
+		var query []string
+		p := cl.NewQueryItemsPager("SELECT * FROM c", azcosmos.NewPartitionKey(), nil)
+		for p.More() {
+			page, err := p.NextPage(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			query = append(query, idsOf(t, page.Items)...)
+		}
+		rm, err := cl.ReadManyItems(ctx, idents, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for path, got := range map[string][]string{"point reads": read, "range feeds": feed, "cross-partition query": query, "read-many": idsOf(t, rm.Items)} {
+			if got = slices.Sorted(slices.Values(got)); !slices.Equal(got, want) {
+				t.Errorf("at S+%v, %s: got %v, want %v", at, path, got, want)
+			}
+		}
+	}
+	for _, at := range []time.Duration{5*time.Second - time.Nanosecond, 5 * time.Second, 10*time.Second - time.Nanosecond, 10 * time.Second} {
+		te.setClock(t, time.Unix(te.base, 0).Add(at))
+		check(at)
+		te.pass(t)
+		check(at)
+	}
+	if got := te.checkIndexes(t)["dbs/db/colls/c"]; got.Items != 20 {
+		t.Errorf("on disk after the purges: %+v, want the 20 items with ttl -1", got)
+	}
+}
+
 // TestA3_ExpiredItemFreesUniqueKey: an expired item no longer holds its
 // unique key values; a new item may take them, before and after the purge.
 func TestA3_ExpiredItemFreesUniqueKey(t *testing.T) {
