@@ -483,39 +483,18 @@ func (e *Engine) batchWrite(tx storage.Txn, c *containerRecord, ref ItemRef, op 
 	return BatchOpResult{Type: op.Type, Body: res.Body, Etag: res.Etag, Created: res.Created, Charge: writeCharge(len(res.Body))}, nil
 }
 
-// batchDelete is DeleteItem inside the batch's transaction.
+// batchDelete is a delete inside the batch's transaction.
 func (e *Engine) batchDelete(tx storage.Txn, c *containerRecord, ref ItemRef, op *BatchOp, now time.Time) (BatchOpResult, error) {
 	if derr := validateItemID(op.ID); derr != nil {
 		return BatchOpResult{}, derr
 	}
-	pk, derr := c.pointKey(ref)
-	if derr != nil {
-		return BatchOpResult{}, derr
-	}
-	live, _, err := e.findItem(tx, c, pk, op.ID, now)
-	if err != nil {
-		return BatchOpResult{}, err
-	}
-	if live == nil {
-		return BatchOpResult{}, notFound()
-	}
-	if op.IfMatch != "" && op.IfMatch != "*" && op.IfMatch != etagFor(c.Rid, live.rec.lsn) {
-		return BatchOpResult{}, preconditionFailed()
-	}
-	lsn, err := nextLSN(tx, c)
-	if err != nil {
-		return BatchOpResult{}, err
-	}
-	if err := e.removeItem(tx, c, live); err != nil {
-		return BatchOpResult{}, err
-	}
-	if err := e.logChange(tx, c, change{kind: changeDelete, lsn: lsn, seq: live.seq, prev: &live.rec}); err != nil {
+	if _, err := e.deleteItemTx(tx, c, DeleteItemParams{ItemRef: ref, ID: op.ID, IfMatch: op.IfMatch}, now); err != nil {
 		return BatchOpResult{}, err
 	}
 	return BatchOpResult{Type: op.Type, Charge: writeCharge(0)}, nil
 }
 
-// batchPatch is PatchItem inside the batch's transaction.
+// batchPatch is a patch inside the batch's transaction.
 func (e *Engine) batchPatch(tx storage.Txn, c *containerRecord, ref ItemRef, op *BatchOp, now time.Time) (BatchOpResult, error) {
 	if derr := validateItemID(op.ID); derr != nil {
 		return BatchOpResult{}, derr
@@ -527,46 +506,7 @@ func (e *Engine) batchPatch(tx storage.Txn, c *containerRecord, ref ItemRef, op 
 	if err != nil {
 		return BatchOpResult{}, err
 	}
-	pk, derr := c.pointKey(ref)
-	if derr != nil {
-		return BatchOpResult{}, derr
-	}
-	live, _, err := e.findItem(tx, c, pk, op.ID, now)
-	if err != nil {
-		return BatchOpResult{}, err
-	}
-	if live == nil {
-		return BatchOpResult{}, notFound()
-	}
-	if op.IfMatch != "" && op.IfMatch != "*" && op.IfMatch != etagFor(c.Rid, live.rec.lsn) {
-		return BatchOpResult{}, preconditionFailed()
-	}
-	doc, err := document.Parse(live.rec.json)
-	if err != nil {
-		return BatchOpResult{}, err
-	}
-	if cond != "" {
-		ok, err := e.evalCondition(cond, doc, now)
-		if err != nil {
-			return BatchOpResult{}, err
-		}
-		if !ok {
-			return BatchOpResult{}, preconditionFailed()
-		}
-	}
-	for _, po := range ops {
-		for i, path := range c.pk.paths {
-			if pathsOverlap(po.Path, path) || (po.Op == "move" && pathsOverlap(po.From, path)) {
-				return BatchOpResult{}, errorf(BadRequest, "The partition key path '%s' cannot be patched.", c.pk.raw[i])
-			}
-		}
-	}
-	patched, derr := applyPatch(doc.Without(itemSystemProps...), ops)
-	if derr != nil {
-		return BatchOpResult{}, derr
-	}
-	w := WriteItemParams{ItemRef: ItemRef{DB: ref.DB, Coll: ref.Coll}, Mode: ModeReplace, ID: op.ID}
-	res, err := e.writeItemTx(tx, c, w, op.ID, patched, now)
+	res, err := e.patchItemTx(tx, c, PatchItemParams{ItemRef: ref, ID: op.ID, Ops: ops, Condition: cond, IfMatch: op.IfMatch}, now)
 	if err != nil {
 		return BatchOpResult{}, err
 	}

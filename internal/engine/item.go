@@ -454,7 +454,7 @@ type DeleteItemParams struct {
 func (e *Engine) DeleteItem(ctx context.Context, p DeleteItemParams) (*ItemResult, error) {
 	now, done := e.judging(ctx)
 	defer done()
-	var res ItemResult
+	var res *ItemResult
 	var coll *containerRecord
 	err := e.store.Update(ctx, func(tx storage.Txn) error {
 		c, err := e.loadContainer(tx, p.DB, p.Coll)
@@ -462,36 +462,55 @@ func (e *Engine) DeleteItem(ctx context.Context, p DeleteItemParams) (*ItemResul
 			return err
 		}
 		coll = c
-		pk, derr := c.pointKey(p.ItemRef)
-		if derr != nil {
-			return derr
-		}
-		live, _, err := e.findItem(tx, c, pk, p.ID, now)
-		if err != nil {
-			return err
-		}
-		if live == nil {
-			return notFound()
-		}
-		if p.IfMatch != "" && p.IfMatch != "*" && p.IfMatch != etagFor(c.Rid, live.rec.lsn) {
-			return preconditionFailed()
-		}
-		lsn, err := nextLSN(tx, c)
-		if err != nil {
-			return err
-		}
-		res = ItemResult{LSN: lsn, CollRid: c.ridString()}
-		if err := e.removeItem(tx, c, live); err != nil {
-			return err
-		}
-		return e.logChange(tx, c, change{kind: changeDelete, lsn: lsn, seq: live.seq, prev: &live.rec})
+		res, err = e.deleteItemTx(tx, c, p, now)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	res.Charge = writeCharge(0)
 	e.charge(coll, res.Charge)
-	return &res, nil
+	return res, nil
+}
+
+// deleteItemTx deletes inside a transaction; batches call it once per
+// delete operation.
+func (e *Engine) deleteItemTx(tx storage.Txn, c *containerRecord, p DeleteItemParams, now time.Time) (*ItemResult, error) {
+	live, err := e.liveForWrite(tx, c, p.ItemRef, p.ID, p.IfMatch, now)
+	if err != nil {
+		return nil, err
+	}
+	lsn, err := nextLSN(tx, c)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.removeItem(tx, c, live); err != nil {
+		return nil, err
+	}
+	if err := e.logChange(tx, c, change{kind: changeDelete, lsn: lsn, seq: live.seq, prev: &live.rec}); err != nil {
+		return nil, err
+	}
+	return &ItemResult{LSN: lsn, CollRid: c.ridString()}, nil
+}
+
+// liveForWrite finds the item a delete or patch addresses: 404 when it is
+// missing or expired, 412 when If-Match names another version.
+func (e *Engine) liveForWrite(tx storage.Txn, c *containerRecord, ref ItemRef, id, ifMatch string, now time.Time) (*liveItem, error) {
+	pk, derr := c.pointKey(ref)
+	if derr != nil {
+		return nil, derr
+	}
+	live, _, err := e.findItem(tx, c, pk, id, now)
+	if err != nil {
+		return nil, err
+	}
+	if live == nil {
+		return nil, notFound()
+	}
+	if ifMatch != "" && ifMatch != "*" && ifMatch != etagFor(c.Rid, live.rec.lsn) {
+		return nil, preconditionFailed()
+	}
+	return live, nil
 }
 
 // checkDepth enforces the service's nesting limit for items.

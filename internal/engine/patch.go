@@ -282,46 +282,7 @@ func (e *Engine) PatchItem(ctx context.Context, p PatchItemParams) (*ItemResult,
 			return err
 		}
 		coll = c
-		pk, derr := c.pointKey(p.ItemRef)
-		if derr != nil {
-			return derr
-		}
-		live, _, err := e.findItem(tx, c, pk, p.ID, now)
-		if err != nil {
-			return err
-		}
-		if live == nil {
-			return notFound()
-		}
-		if p.IfMatch != "" && p.IfMatch != "*" && p.IfMatch != etagFor(c.Rid, live.rec.lsn) {
-			return preconditionFailed()
-		}
-		doc, err := document.Parse(live.rec.json)
-		if err != nil {
-			return err
-		}
-		if p.Condition != "" {
-			ok, err := e.evalCondition(p.Condition, doc, now)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return preconditionFailed()
-			}
-		}
-		for _, op := range p.Ops {
-			for i, path := range c.pk.paths {
-				if pathsOverlap(op.Path, path) || (op.Op == "move" && pathsOverlap(op.From, path)) {
-					return errorf(BadRequest, "The partition key path '%s' cannot be patched.", c.pk.raw[i])
-				}
-			}
-		}
-		patched, derr := applyPatch(doc.Without(itemSystemProps...), p.Ops)
-		if derr != nil {
-			return derr
-		}
-		w := WriteItemParams{ItemRef: ItemRef{DB: p.DB, Coll: p.Coll}, Mode: ModeReplace, ID: p.ID}
-		res, err = e.writeItemTx(tx, c, w, p.ID, patched, now)
+		res, err = e.patchItemTx(tx, c, p, now)
 		return err
 	})
 	if err != nil {
@@ -330,6 +291,41 @@ func (e *Engine) PatchItem(ctx context.Context, p PatchItemParams) (*ItemResult,
 	res.Charge = writeCharge(len(res.Body))
 	e.charge(coll, res.Charge)
 	return res, nil
+}
+
+// patchItemTx applies a patch inside a transaction; batches call it once
+// per patch operation.
+func (e *Engine) patchItemTx(tx storage.Txn, c *containerRecord, p PatchItemParams, now timeNow) (*ItemResult, error) {
+	live, err := e.liveForWrite(tx, c, p.ItemRef, p.ID, p.IfMatch, now)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := document.Parse(live.rec.json)
+	if err != nil {
+		return nil, err
+	}
+	if p.Condition != "" {
+		ok, err := e.evalCondition(p.Condition, doc, now)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, preconditionFailed()
+		}
+	}
+	for _, op := range p.Ops {
+		for i, path := range c.pk.paths {
+			if pathsOverlap(op.Path, path) || (op.Op == "move" && pathsOverlap(op.From, path)) {
+				return nil, errorf(BadRequest, "The partition key path '%s' cannot be patched.", c.pk.raw[i])
+			}
+		}
+	}
+	patched, derr := applyPatch(doc.Without(itemSystemProps...), p.Ops)
+	if derr != nil {
+		return nil, derr
+	}
+	w := WriteItemParams{ItemRef: ItemRef{DB: p.DB, Coll: p.Coll}, Mode: ModeReplace, ID: p.ID}
+	return e.writeItemTx(tx, c, w, p.ID, patched, now)
 }
 
 func pathsOverlap(a, b []string) bool {
