@@ -47,8 +47,12 @@ type mayflyProcess struct {
 // buildMayfly builds the mayfly command into a temporary directory.
 func buildMayfly(t *testing.T) string {
 	t.Helper()
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("the go command is not on PATH, so mayfly cannot be built")
+	}
 	bin := filepath.Join(t.TempDir(), "mayfly")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/mayfly-db/mayfly/cmd/mayfly").CombinedOutput()
+	out, err := exec.Command(goCmd, "build", "-o", bin, "github.com/mayfly-db/mayfly/cmd/mayfly").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
