@@ -135,9 +135,14 @@ func (e *Engine) Now(ctx context.Context) time.Time {
 
 // nextCounter increments a named counter inside tx and returns the new value.
 func nextCounter(tx storage.Txn, name string) (uint64, error) {
-	k := counterKey(name)
+	return increment(tx, counterKey(name))
+}
+
+// increment adds one to the big-endian counter stored under key (absent
+// reads as zero) and returns the new value.
+func increment(tx storage.Txn, key []byte) (uint64, error) {
 	var n uint64
-	v, err := tx.Get(k)
+	v, err := tx.Get(key)
 	switch {
 	case err == nil && len(v) == 8:
 		n = binary.BigEndian.Uint64(v)
@@ -146,7 +151,7 @@ func nextCounter(tx storage.Txn, name string) (uint64, error) {
 		return 0, err
 	}
 	n++
-	if err := tx.Set(k, binary.BigEndian.AppendUint64(nil, n)); err != nil {
+	if err := tx.Set(key, binary.BigEndian.AppendUint64(nil, n)); err != nil {
 		return 0, err
 	}
 	return n, nil

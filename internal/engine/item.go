@@ -303,19 +303,9 @@ func appendSystemProps(out []byte, rid, self, etag string, ts int64) []byte {
 	return append(out, '}')
 }
 
+// nextLSN allocates the container's next log sequence number.
 func nextLSN(tx storage.Txn, c *containerRecord) (uint64, error) {
-	k := lsnKey(c.Rid)
-	var n uint64
-	v, err := tx.Get(k)
-	switch {
-	case err == nil && len(v) == 8:
-		n = binary.BigEndian.Uint64(v)
-	case err == nil || errors.Is(err, storage.ErrNotFound):
-	default:
-		return 0, err
-	}
-	n++
-	return n, tx.Set(k, binary.BigEndian.AppendUint64(nil, n))
+	return increment(tx, lsnKey(c.Rid))
 }
 
 func (e *Engine) currentLSN(r storage.Reader, c *containerRecord) (uint64, error) {
