@@ -1,6 +1,36 @@
 package engine
 
+// The change feed (docs/design/changefeed.md). Every write, user delete and
+// expiry calls logChange in its own transaction, which keeps two per-container
+// logs in step with the items:
+//
+//   - the latest-version index, 'f'+collRid+lsn+seq: one entry per live item
+//     version. A write adds its version's entry and deletes the entry of the
+//     version it replaces; a delete or an expiry deletes it. Latest-version
+//     mode is a range scan of it from the client's LSN, so a page costs what
+//     it returns (plus entries another scope filters out), never the history.
+//   - the version log, 'v'+collRid+lsn+ord: one record per change (create,
+//     replace, delete, expiry) with the images a reader needs. All-versions-
+//     and-deletes mode scans it. Records older than the container's
+//     retention are hidden at once and trimmed lazily, a few per change.
+//
+// Several changes may share an LSN (an expired item removed by the create
+// that takes its id); ord keeps their records apart and in order, and pages
+// never split the changes of one LSN, so an LSN is a complete continuation.
+
 import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/partition"
 	"github.com/mayfly-db/mayfly/internal/storage"
 )
 
@@ -25,8 +55,763 @@ type change struct {
 	prev *itemRecord
 }
 
+// DefaultFeedRetention is how long the version log keeps a change when the
+// container has no changeFeedPolicy.retentionDuration.
+const DefaultFeedRetention = 24 * time.Hour
+
+// trimPerChange bounds how many expired version records one change removes:
+// more than one, so trimming outpaces any write rate.
+const trimPerChange = 2
+
+// timeSlack is how far apart, at most, the times and the LSN order of
+// changes can disagree. A write takes its time before it takes its LSN, so
+// writers waiting on one another (or a clock stepped back) can commit a
+// later LSN with an earlier time. A start from a time seeks to this much
+// before it and filters exactly from there.
+const timeSlack = 5 * time.Minute
+
 // logChange records a change for the change feed, in the same transaction
 // as the write itself.
 func (e *Engine) logChange(tx storage.Txn, c *containerRecord, ch change) error {
-	return nil
+	img := ch.cur
+	if img == nil {
+		img = ch.prev
+	}
+	if img == nil {
+		return fmt.Errorf("change feed: change at LSN %d has no item version", ch.lsn)
+	}
+	epk, err := c.epkOf(img.pk)
+	if err != nil {
+		return fmt.Errorf("change feed: item %q: %w", img.id, err)
+	}
+	if ch.prev != nil {
+		if err := tx.Delete(latestKey(c.Rid, ch.prev.lsn, ch.seq)); err != nil {
+			return err
+		}
+	}
+	if ch.cur != nil {
+		if err := tx.Set(latestKey(c.Rid, ch.lsn, ch.seq), encodeLatestEntry(ch.cur.ts, epk, ch.cur.pk)); err != nil {
+			return err
+		}
+	}
+	now := e.clock.Now()
+	v := versionRecord{kind: ch.kind, epk: epk, pk: img.pk, id: img.id}
+	switch {
+	case ch.cur != nil:
+		v.crts = ch.cur.ts
+		v.cur = ch.cur.json
+	case ch.kind == changeExpire:
+		// Never before the instant the item expired, whichever clock
+		// removed it.
+		v.crts = now.Unix()
+		if at, ok := c.TTL.ExpiresAt(ch.prev.ts, ch.prev.itemTTL()); ok {
+			v.crts = max(v.crts, ceilSecond(at))
+		}
+	default:
+		v.crts = now.Unix()
+	}
+	if ch.prev != nil {
+		v.prevLSN = ch.prev.lsn
+		v.prev = ch.prev.json
+	}
+	ord, err := nextOrdinal(tx, c.Rid, ch.lsn)
+	if err != nil {
+		return err
+	}
+	if err := tx.Set(versionKey(c.Rid, ch.lsn, ord), v.encode()); err != nil {
+		return err
+	}
+	return trimVersions(tx, c, now.Add(-c.feedRetention()).Unix(), ch.lsn)
+}
+
+func ceilSecond(t time.Time) int64 {
+	s := t.Unix()
+	if t.After(time.Unix(s, 0)) {
+		s++
+	}
+	return s
+}
+
+// nextOrdinal is the ordinal of the next version record at lsn: 0 unless a
+// change earlier in the transaction took the LSN already.
+func nextOrdinal(tx storage.Txn, rid []byte, lsn uint64) (uint32, error) {
+	if _, err := tx.Get(versionKey(rid, lsn, 0)); errors.Is(err, storage.ErrNotFound) {
+		return 0, nil
+	} else if err != nil {
+		return 0, err
+	}
+	it, err := tx.NewIter(storage.IterParams{Lower: versionKey(rid, lsn, 0), Upper: versionKey(rid, lsn+1, 0), Reverse: true})
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	if !it.First() {
+		return 0, errors.Join(errors.New("change feed: version record vanished"), it.Err())
+	}
+	k := it.Key()
+	return binary.BigEndian.Uint32(k[len(k)-4:]) + 1, it.Err()
+}
+
+// trimVersions deletes up to trimPerChange version records older than
+// cutoff (Unix seconds), oldest first, and moves the log's low-water mark
+// past them, so neither trimming nor reading ever walks over the
+// tombstones trimming leaves. It never touches records at or after below.
+func trimVersions(tx storage.Txn, c *containerRecord, cutoff int64, below uint64) error {
+	lower, err := versionFloor(tx, c.Rid)
+	if err != nil {
+		return err
+	}
+	it, err := tx.NewIter(storage.IterParams{Lower: versionKey(c.Rid, lower, 0), Upper: versionKey(c.Rid, below, 0)})
+	if err != nil {
+		return err
+	}
+	var dead [][]byte
+	floor := lower
+	for ok := it.First(); ok && len(dead) < trimPerChange; ok = it.Next() {
+		crts, err := versionCRTS(it.Value())
+		if err != nil {
+			it.Close()
+			return err
+		}
+		if crts >= cutoff {
+			break
+		}
+		k := bytes.Clone(it.Key())
+		dead = append(dead, k)
+		floor = versionKeyLSN(c.Rid, k)
+	}
+	err = errors.Join(it.Err(), it.Close())
+	if err != nil || len(dead) == 0 {
+		return err
+	}
+	for _, k := range dead {
+		if err := tx.Delete(k); err != nil {
+			return err
+		}
+	}
+	// Records sharing the last trimmed LSN may remain; the floor stays at
+	// that LSN so they are still found.
+	return tx.Set(versionFloorKey(c.Rid), binary.BigEndian.AppendUint64(nil, floor))
+}
+
+// versionFloor is the lowest LSN the version log may still hold.
+func versionFloor(r storage.Reader, rid []byte) (uint64, error) {
+	v, err := r.Get(versionFloorKey(rid))
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return 0, nil
+	case err != nil:
+		return 0, err
+	case len(v) != 8:
+		return 0, errBadFeedRecord
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
+
+// feedRetention is the container's changeFeedPolicy.retentionDuration
+// (minutes), or DefaultFeedRetention.
+func (c *containerRecord) feedRetention() time.Duration {
+	m := c.Props.Get("changeFeedPolicy").Get("retentionDuration")
+	if m.Kind() != document.Number || m.Float() <= 0 {
+		return DefaultFeedRetention
+	}
+	if f := m.Float(); f < float64(math.MaxInt64/int64(time.Minute)) {
+		return time.Duration(f * float64(time.Minute))
+	}
+	return time.Duration(math.MaxInt64)
+}
+
+// epkOf is the effective partition key of stored partition key bytes.
+func (c *containerRecord) epkOf(pk []byte) (string, error) {
+	k, err := decodeKeyBytes(pk)
+	if err != nil {
+		return "", err
+	}
+	return partition.EPK(c.hashDefinition(), k)
+}
+
+var errBadKeyBytes = errors.New("corrupt partition key bytes")
+
+// decodeKeyBytes inverts partition.AppendKeyBytes.
+func decodeKeyBytes(b []byte) (partition.Key, error) {
+	var k partition.Key
+	for len(b) > 0 {
+		tag := b[0]
+		b = b[1:]
+		switch tag {
+		case 0x10:
+			k = append(k, partition.Undefined())
+		case 0x20:
+			k = append(k, partition.Null())
+		case 0x30, 0x31:
+			k = append(k, partition.Bool(tag == 0x31))
+		case 0x40:
+			if len(b) < 8 {
+				return nil, errBadKeyBytes
+			}
+			u := binary.BigEndian.Uint64(b)
+			if u>>63 == 1 {
+				u &^= 1 << 63
+			} else {
+				u = ^u
+			}
+			k = append(k, partition.Number(math.Float64frombits(u)))
+			b = b[8:]
+		case 0x50:
+			var s []byte
+			for {
+				i := bytes.IndexByte(b, 0)
+				if i < 0 || i+1 >= len(b) {
+					return nil, errBadKeyBytes
+				}
+				s = append(s, b[:i]...)
+				switch b[i+1] {
+				case 0xff:
+					s = append(s, 0)
+				case 0x01:
+				default:
+					return nil, errBadKeyBytes
+				}
+				end := b[i+1] == 0x01
+				b = b[i+2:]
+				if end {
+					break
+				}
+			}
+			k = append(k, partition.String(string(s)))
+		default:
+			return nil, errBadKeyBytes
+		}
+	}
+	return k, nil
+}
+
+// Keys of the two logs.
+
+func latestKey(rid []byte, lsn, seq uint64) []byte {
+	k := binary.BigEndian.AppendUint64(collPrefix(famFeedLatest, rid), lsn)
+	return binary.BigEndian.AppendUint64(k, seq)
+}
+
+func versionKey(rid []byte, lsn uint64, ord uint32) []byte {
+	k := binary.BigEndian.AppendUint64(collPrefix(famFeedVersion, rid), lsn)
+	return binary.BigEndian.AppendUint32(k, ord)
+}
+
+func versionKeyLSN(rid, k []byte) uint64 {
+	return binary.BigEndian.Uint64(k[1+len(rid):])
+}
+
+func versionFloorKey(rid []byte) []byte { return collPrefix(famFeedFloor, rid) }
+
+var errBadFeedRecord = errors.New("corrupt change feed record")
+
+// A latest-version entry: the version's _ts, then its EPK and partition key
+// bytes, so scopes and start times are judged without reading the item.
+func encodeLatestEntry(ts int64, epk string, pk []byte) []byte {
+	b := make([]byte, 0, 8+2+len(epk)+len(pk))
+	b = binary.BigEndian.AppendUint64(b, uint64(ts))
+	b = appendBytes(b, []byte(epk))
+	return appendBytes(b, pk)
+}
+
+func decodeLatestEntry(b []byte) (ts int64, epk, pk []byte, err error) {
+	if len(b) < 8 {
+		return 0, nil, nil, errBadFeedRecord
+	}
+	ts = int64(binary.BigEndian.Uint64(b))
+	rest := b[8:]
+	if epk, rest, err = readBytes(rest); err != nil {
+		return 0, nil, nil, err
+	}
+	if pk, rest, err = readBytes(rest); err != nil || len(rest) != 0 {
+		return 0, nil, nil, errBadFeedRecord
+	}
+	return ts, epk, pk, nil
+}
+
+func latestTime(v []byte) (int64, error) {
+	ts, _, _, err := decodeLatestEntry(v)
+	return ts, err
+}
+
+func appendBytes(b, s []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func readBytes(b []byte) (s, rest []byte, err error) {
+	n, w := binary.Uvarint(b)
+	if w <= 0 || uint64(len(b)-w) < n {
+		return nil, nil, errBadFeedRecord
+	}
+	return b[w : w+int(n)], b[w+int(n):], nil
+}
+
+// versionRecord is one change in the version log: what the all-versions
+// mode serves, and the EPK and key bytes its scopes filter on.
+type versionRecord struct {
+	kind    changeKind
+	crts    int64 // Unix seconds
+	prevLSN uint64
+	epk     string
+	pk      []byte
+	id      string
+	cur     []byte // nil for deletes and expiries
+	prev    []byte // nil for creates
+}
+
+const versionRecordVersion = 1
+
+func (v *versionRecord) encode() []byte {
+	b := make([]byte, 0, 32+len(v.epk)+len(v.pk)+len(v.id)+len(v.cur)+len(v.prev))
+	b = append(b, versionRecordVersion, byte(v.kind))
+	b = binary.BigEndian.AppendUint64(b, uint64(v.crts))
+	b = binary.BigEndian.AppendUint64(b, v.prevLSN)
+	b = appendBytes(b, []byte(v.epk))
+	b = appendBytes(b, v.pk)
+	b = appendBytes(b, []byte(v.id))
+	b = appendBytes(b, v.cur)
+	return appendBytes(b, v.prev)
+}
+
+// versionCRTS reads a record's time without decoding the rest.
+func versionCRTS(b []byte) (int64, error) {
+	if len(b) < 10 || b[0] != versionRecordVersion {
+		return 0, errBadFeedRecord
+	}
+	return int64(binary.BigEndian.Uint64(b[2:])), nil
+}
+
+// decodeVersionRecord parses a record; its slices alias b.
+func decodeVersionRecord(b []byte) (versionRecord, error) {
+	var v versionRecord
+	if len(b) < 18 || b[0] != versionRecordVersion {
+		return v, errBadFeedRecord
+	}
+	v.kind = changeKind(b[1])
+	if v.kind < changeCreate || v.kind > changeExpire {
+		return v, errBadFeedRecord
+	}
+	v.crts = int64(binary.BigEndian.Uint64(b[2:]))
+	v.prevLSN = binary.BigEndian.Uint64(b[10:])
+	rest := b[18:]
+	var epk, id []byte
+	var err error
+	for _, f := range []*[]byte{&epk, &v.pk, &id, &v.cur, &v.prev} {
+		if *f, rest, err = readBytes(rest); err != nil {
+			return v, err
+		}
+	}
+	if len(rest) != 0 {
+		return v, errBadFeedRecord
+	}
+	v.epk, v.id = string(epk), string(id)
+	if len(v.cur) == 0 {
+		v.cur = nil
+	}
+	if len(v.prev) == 0 {
+		v.prev = nil
+	}
+	return v, nil
+}
+
+// ChangeFeedMode is what a change feed request reads.
+type ChangeFeedMode uint8
+
+// The change feed modes.
+const (
+	// LatestVersion (A-IM: Incremental Feed): each changed item once, in
+	// its latest version; deletes and expiries do not appear.
+	LatestVersion ChangeFeedMode = iota
+	// AllVersionsAndDeletes (A-IM: Full-Fidelity Feed): every create,
+	// replace and delete, expiries as deletes with timeToLiveExpired.
+	AllVersionsAndDeletes
+)
+
+// ChangeFeedStart is where a change feed read begins.
+type ChangeFeedStart uint8
+
+// The start points.
+const (
+	StartBeginning ChangeFeedStart = iota // no If-None-Match
+	StartNow                              // If-None-Match: *
+	StartAfter                            // If-None-Match: an LSN from a previous page
+	StartTime                             // If-Modified-Since
+)
+
+// ChangeFeedParams asks for one page of a container's change feed.
+type ChangeFeedParams struct {
+	// ItemRef scopes the feed to a logical partition, or to a prefix of a
+	// hierarchical key, when HasKey is set.
+	ItemRef
+	Mode  ChangeFeedMode
+	Start ChangeFeedStart
+	After uint64    // StartAfter: changes with a greater LSN
+	Since time.Time // StartTime: changes made at or after it
+	// RangeID is x-ms-documentdb-partitionkeyrangeid: one partition key
+	// range, "" for all of them.
+	RangeID string
+	// MinEPK and MaxEPK (x-ms-start-epk, x-ms-end-epk) scope the feed to
+	// effective partition keys in [MinEPK, MaxEPK) when either is set.
+	MinEPK, MaxEPK string
+	MaxItemCount   int
+}
+
+// ChangeFeedPage is one page of a change feed. No items means nothing new:
+// the transport answers 304.
+type ChangeFeedPage struct {
+	Items [][]byte
+	// LSN is the continuation: the LSN of the last change in the page, or,
+	// when the page is empty, the point the reader has caught up to.
+	LSN uint64
+	// CurrentLSN is the container's last LSN when the page was read.
+	CurrentLSN uint64
+	CollRid    string
+	Charge     float64
+	// Examined is how many log entries the page looked at: its cost.
+	Examined int
+}
+
+// ChangeFeed returns one page of a container's change feed.
+func (e *Engine) ChangeFeed(ctx context.Context, p ChangeFeedParams) (*ChangeFeedPage, error) {
+	now, done := e.judging(ctx)
+	defer done()
+	page := &ChangeFeedPage{}
+	var coll *containerRecord
+	size := 0
+	err := e.store.View(ctx, func(r storage.Reader) error {
+		c, err := e.loadContainer(r, p.DB, p.Coll)
+		if err != nil {
+			return err
+		}
+		coll = c
+		page.CollRid = c.ridString()
+		inPKRange, derr := e.rangeFilter(p.RangeID)
+		if derr != nil {
+			return derr
+		}
+		match, derr := c.keyFilter(p.ItemRef)
+		if derr != nil {
+			return derr
+		}
+		inEPKs := epkFilter(p.MinEPK, p.MaxEPK)
+		inRange := func(epk []byte) bool { return inPKRange(string(epk)) && (inEPKs == nil || inEPKs(epk)) }
+		if page.CurrentLSN, err = e.currentLSN(r, c); err != nil {
+			return err
+		}
+		s := &feedScan{r: r, c: c, now: now, p: &p, match: match, inRange: inRange, limit: pageSize(p.MaxItemCount)}
+		switch p.Start {
+		case StartNow:
+			page.LSN = page.CurrentLSN
+			return nil
+		case StartAfter:
+			s.from = p.After + 1
+		case StartTime:
+			s.since, s.hasSince = p.Since.Unix(), true
+		}
+		if p.Mode == AllVersionsAndDeletes {
+			err = s.versions()
+		} else {
+			err = s.latest()
+		}
+		if err != nil {
+			return err
+		}
+		page.Items, page.Examined, size = s.items, s.examined, s.size
+		switch {
+		case len(s.items) > 0:
+			page.LSN = s.last
+		default:
+			// Everything up to the current LSN was looked at and none of
+			// it is for this reader.
+			page.LSN = max(page.CurrentLSN, p.After)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	page.Charge = queryCharge(page.Examined, size)
+	e.charge(coll, page.Charge)
+	return page, nil
+}
+
+// epkFilter scopes by effective partition key; EPKs are upper-case hex, so
+// their order is the order of strings.
+func epkFilter(lo, hi string) func(epk []byte) bool {
+	if lo == "" && hi == "" {
+		return nil
+	}
+	lo, hi = strings.ToUpper(lo), strings.ToUpper(hi)
+	if hi == "" {
+		hi = partition.MaxEPK
+	}
+	return func(epk []byte) bool {
+		s := string(epk)
+		return s >= lo && s < hi
+	}
+}
+
+// feedScan builds one page from one of the two logs.
+type feedScan struct {
+	r       storage.Reader
+	c       *containerRecord
+	now     time.Time
+	p       *ChangeFeedParams
+	match   func(pk []byte) bool
+	inRange func(epk []byte) bool
+	limit   int
+
+	from     uint64 // first LSN to read
+	since    int64  // with hasSince, the earliest time to serve
+	hasSince bool
+
+	items    [][]byte
+	size     int
+	last     uint64 // LSN of the last item
+	examined int
+}
+
+// admit reports whether a change at lsn may still join the page: a full
+// page still takes the rest of its last LSN, so no LSN is ever split.
+func (s *feedScan) admit(lsn uint64) bool {
+	full := len(s.items) >= s.limit || s.size >= maxPageBytes
+	return !full || lsn == s.last
+}
+
+func (s *feedScan) add(lsn uint64, item []byte) {
+	s.items = append(s.items, item)
+	s.size += len(item)
+	s.last = lsn
+}
+
+func (s *feedScan) scoped(epk, pk []byte) bool {
+	return s.match(pk) && s.inRange(epk)
+}
+
+// walk visits a log's entries from s.from on, after seeking past older
+// ones when the read starts from a time.
+func (s *feedScan) walk(fam byte, lower uint64, timeOf func(v []byte) (int64, error), fn func(lsn uint64, k, v []byte) (bool, error)) error {
+	prefix := collPrefix(fam, s.c.Rid)
+	from := max(s.from, lower)
+	if s.hasSince {
+		lsn, err := seekTime(s.r, prefix, from, s.since-int64(timeSlack/time.Second), timeOf)
+		if err != nil {
+			return err
+		}
+		from = max(from, lsn)
+	}
+	it, err := s.r.NewIter(storage.IterParams{
+		Lower: binary.BigEndian.AppendUint64(bytes.Clone(prefix), from),
+		Upper: prefixEnd(prefix),
+	})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		if len(k) < len(prefix)+8 {
+			return errBadFeedRecord
+		}
+		s.examined++
+		lsn := binary.BigEndian.Uint64(k[len(prefix):])
+		if !s.admit(lsn) {
+			break
+		}
+		more, err := fn(lsn, k, it.Value())
+		if err != nil || !more {
+			return err
+		}
+	}
+	return it.Err()
+}
+
+// seekTime finds, by bisecting LSNs, the first LSN from which entries
+// carry times at or after target, taking the times of a log as ordered
+// like its LSNs (which timeSlack makes safe). Entries are sparse: each
+// probe looks at the first entry at or after an LSN.
+func seekTime(r storage.Reader, prefix []byte, lo uint64, target int64, timeOf func(v []byte) (int64, error)) (uint64, error) {
+	it, err := r.NewIter(storage.IterParams{Lower: binary.BigEndian.AppendUint64(bytes.Clone(prefix), lo), Upper: prefixEnd(prefix)})
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	// at reports whether the first entry at or after lsn is at or after
+	// target (true when there is none), and that entry's LSN.
+	at := func(lsn uint64) (bool, uint64, error) {
+		if !it.SeekGE(binary.BigEndian.AppendUint64(bytes.Clone(prefix), lsn)) {
+			return true, math.MaxUint64, it.Err()
+		}
+		t, err := timeOf(it.Value())
+		if err != nil {
+			return false, 0, err
+		}
+		return t >= target, binary.BigEndian.Uint64(it.Key()[len(prefix):]), nil
+	}
+	ok, first, err := at(lo)
+	if err != nil || ok {
+		return lo, err
+	}
+	// Invariant: the entry at or after lo is early; the one at or after
+	// hi is not (or there is none).
+	lo, hi := first, uint64(math.MaxUint64)
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		ok, found, err := at(mid)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			hi = mid
+		} else {
+			lo = found // mid <= found < hi, and its entry is early
+		}
+	}
+	return hi, nil
+}
+
+// latest fills the page from the latest-version index.
+func (s *feedScan) latest() error {
+	return s.walk(famFeedLatest, 0, latestTime, func(lsn uint64, k, v []byte) (bool, error) {
+		ts, epk, pk, err := decodeLatestEntry(v)
+		if err != nil {
+			return false, err
+		}
+		if (s.hasSince && ts < s.since) || !s.scoped(epk, pk) {
+			return true, nil
+		}
+		seq := binary.BigEndian.Uint64(k[len(k)-8:])
+		raw, err := s.r.Get(itemKey(s.c.Rid, seq))
+		if errors.Is(err, storage.ErrNotFound) {
+			return false, fmt.Errorf("change feed: entry at LSN %d points at missing item %d", lsn, seq)
+		}
+		if err != nil {
+			return false, err
+		}
+		rec, err := decodeItemRecord(raw)
+		if err != nil {
+			return false, err
+		}
+		if rec.lsn != lsn {
+			return false, fmt.Errorf("change feed: entry at LSN %d points at item %q of LSN %d", lsn, rec.id, rec.lsn)
+		}
+		if s.c.expired(&rec, s.now) {
+			return true, nil // ttl.md A3: expired items appear nowhere
+		}
+		s.add(lsn, withLSN(nil, rec.json, lsn))
+		return true, nil
+	})
+}
+
+// versions fills the page from the version log.
+func (s *feedScan) versions() error {
+	floor, err := versionFloor(s.r, s.c.Rid)
+	if err != nil {
+		return err
+	}
+	cutoff := s.now.Add(-s.c.feedRetention()).Unix()
+	return s.walk(famFeedVersion, floor, versionCRTS, func(lsn uint64, _, v []byte) (bool, error) {
+		rec, err := decodeVersionRecord(v)
+		if err != nil {
+			return false, err
+		}
+		if rec.crts < cutoff || (s.hasSince && rec.crts < s.since) || !s.scoped([]byte(rec.epk), rec.pk) {
+			return true, nil
+		}
+		out, err := s.c.renderVersion(lsn, &rec)
+		if err != nil {
+			return false, err
+		}
+		s.add(lsn, out)
+		return true, nil
+	})
+}
+
+// withLSN appends item (a JSON object) to dst with "_lsn" added.
+func withLSN(dst, item []byte, lsn uint64) []byte {
+	dst = append(dst, item[:len(item)-1]...)
+	if len(item) > 2 {
+		dst = append(dst, ',')
+	}
+	dst = append(dst, `"_lsn":`...)
+	dst = strconv.AppendUint(dst, lsn, 10)
+	return append(dst, '}')
+}
+
+var operationTypes = [...]string{changeCreate: "create", changeReplace: "replace", changeDelete: "delete", changeExpire: "delete"}
+
+// renderVersion writes a record in the service's all-versions wire format
+// (2021-09-15): current and previous images and the metadata.
+func (c *containerRecord) renderVersion(lsn uint64, v *versionRecord) ([]byte, error) {
+	b := []byte{'{'}
+	if v.cur != nil {
+		b = append(b, `"current":`...)
+		b = withLSN(b, v.cur, lsn)
+		b = append(b, ',')
+	}
+	if v.prev != nil {
+		b = append(b, `"previous":`...)
+		b = withLSN(b, v.prev, v.prevLSN)
+		b = append(b, ',')
+	}
+	b = append(b, `"metadata":{"operationType":"`...)
+	b = append(b, operationTypes[v.kind]...)
+	b = append(b, `","lsn":`...)
+	b = strconv.AppendUint(b, lsn, 10)
+	b = append(b, `,"crts":`...)
+	b = strconv.AppendInt(b, v.crts, 10)
+	if v.prev != nil {
+		b = append(b, `,"previousImageLSN":`...)
+		b = strconv.AppendUint(b, v.prevLSN, 10)
+	}
+	b = append(b, `,"timeToLiveExpired":`...)
+	b = strconv.AppendBool(b, v.kind == changeExpire)
+	if v.kind == changeDelete || v.kind == changeExpire {
+		b = append(b, `,"id":`...)
+		b = document.AppendString(b, v.id)
+		key, err := decodeKeyBytes(v.pk)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, `,"partitionKey":`...)
+		b = c.appendKeyObject(b, key)
+	}
+	return append(b, "}}"...), nil
+}
+
+// appendKeyObject writes a partition key as the service's metadata does:
+// {"<path>": value} for each path, undefined components left out.
+func (c *containerRecord) appendKeyObject(b []byte, key partition.Key) []byte {
+	b = append(b, '{')
+	n := 0
+	for i, comp := range key {
+		if i >= len(c.pk.paths) || comp.Kind == partition.KindUndefined {
+			continue
+		}
+		if n > 0 {
+			b = append(b, ',')
+		}
+		n++
+		b = document.AppendString(b, strings.Join(c.pk.paths[i], "/"))
+		b = append(b, ':')
+		b = componentValue(comp).AppendJSON(b)
+	}
+	return append(b, '}')
+}
+
+// componentValue is a partition key component as a JSON value.
+func componentValue(comp partition.Component) document.Value {
+	switch comp.Kind {
+	case partition.KindNull:
+		return document.NullValue()
+	case partition.KindBool:
+		return document.BoolValue(comp.Bool)
+	case partition.KindNumber:
+		return document.Float(comp.Num)
+	case partition.KindString:
+		return document.Str(comp.Str)
+	}
+	return document.Undef
 }

@@ -20,6 +20,11 @@ const (
 	famByTs      = 's' // 's'+collRid(8)+_ts(8)+seq(8) → "" (items inheriting the default)
 	famLSN       = 'l' // 'l'+collRid(8) → last LSN of the container
 	famIndex     = 'x' // 'x'+collRid(8)+version(4)+path+value+seq(8) → "" (index.go)
+
+	// The change feed (changefeed.go).
+	famFeedLatest  = 'f' // 'f'+collRid(8)+lsn(8)+seq(8) → _ts(8), EPK, pk: latest version of each live item
+	famFeedVersion = 'v' // 'v'+collRid(8)+lsn(8)+ord(4) → change record: every create, replace, delete, expiry
+	famFeedFloor   = 'w' // 'w'+collRid(8) → lowest LSN the version log may hold (trimming's low-water mark)
 )
 
 func counterKey(name string) []byte { return append([]byte{famCounter}, name...) }

@@ -141,7 +141,7 @@ func (h *Handler) routeItems(rq *request, db, coll string, s []string) {
 			}
 			h.writeItem(rq, db, coll, mode, "")
 		case m == http.MethodGet && rq.r.Header.Get("A-IM") != "":
-			h.fail(rq, badRequest("The change feed is not supported yet."))
+			h.changeFeed(rq, db, coll)
 		case m == http.MethodGet:
 			h.readFeed(rq, db, coll)
 		default:

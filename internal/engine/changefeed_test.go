@@ -1,0 +1,711 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mayfly-db/mayfly/internal/clock"
+	"github.com/mayfly-db/mayfly/internal/partition"
+	"github.com/mayfly-db/mayfly/internal/storage"
+	"github.com/mayfly-db/mayfly/internal/storage/pebblestore"
+	"github.com/mayfly-db/mayfly/internal/ttl"
+)
+
+// cfEnv is an engine on in-memory Pebble and a manual clock with database
+// "db"; containers are made by coll.
+type cfEnv struct {
+	t     *testing.T
+	e     *Engine
+	clock *clock.Manual
+	store storage.Store
+}
+
+var cfT0 = time.Unix(1_700_000_000, 0).Add(500 * time.Millisecond)
+
+func newCFEnv(t *testing.T) *cfEnv {
+	t.Helper()
+	s, err := pebblestore.Open(pebblestore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	clk := clock.NewManual(cfT0)
+	e, err := New(Config{Store: storage.WithChecks(s), Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateDatabase(context.Background(), batchJSON(t, `{"id":"db"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	return &cfEnv{t: t, e: e, clock: clk, store: s}
+}
+
+// coll creates container id from the JSON properties that follow its id.
+func (ce *cfEnv) coll(id, props string) {
+	ce.t.Helper()
+	body := `{"id":"` + id + `"`
+	if props != "" {
+		body += "," + props
+	}
+	if _, err := ce.e.CreateContainer(context.Background(), "db", batchJSON(ce.t, body+"}"), nil); err != nil {
+		ce.t.Fatal(err)
+	}
+}
+
+func (ce *cfEnv) write(coll string, mode WriteMode, body string) {
+	ce.t.Helper()
+	var id struct{ ID string }
+	_ = json.Unmarshal([]byte(body), &id)
+	if _, err := ce.e.WriteItem(context.Background(), WriteItemParams{ItemRef: ItemRef{DB: "db", Coll: coll}, Mode: mode, ID: id.ID, Body: []byte(body)}); err != nil {
+		ce.t.Fatalf("write %s: %v", body, err)
+	}
+}
+
+func (ce *cfEnv) delete(coll, key, id string) {
+	ce.t.Helper()
+	if _, err := ce.e.DeleteItem(context.Background(), DeleteItemParams{ItemRef: cfRef(coll, key), ID: id}); err != nil {
+		ce.t.Fatalf("delete %s: %v", id, err)
+	}
+}
+
+func cfRef(coll, key string) ItemRef {
+	ref := batchRef(key)
+	ref.Coll = coll
+	return ref
+}
+
+// purge runs PurgeDue on coll until it has nothing left.
+func (ce *cfEnv) purge(coll string) int {
+	ce.t.Helper()
+	n := 0
+	for {
+		res, err := ce.e.PurgeDue(context.Background(), ttl.PurgeParams{Container: "dbs/db/colls/" + coll, Now: ce.clock.Now(), Limit: 100})
+		if err != nil {
+			ce.t.Fatal(err)
+		}
+		n += len(res.Items)
+		if !res.More {
+			return n
+		}
+	}
+}
+
+func (ce *cfEnv) feed(p ChangeFeedParams) *ChangeFeedPage {
+	ce.t.Helper()
+	page, err := ce.e.ChangeFeed(context.Background(), p)
+	if err != nil {
+		ce.t.Fatalf("change feed %+v: %v", p, err)
+	}
+	return page
+}
+
+// drain reads a feed from p's start to the end, page by page, and
+// returns every item.
+func (ce *cfEnv) drain(p ChangeFeedParams) ([]map[string]any, uint64) {
+	ce.t.Helper()
+	var out []map[string]any
+	for range 10_000 {
+		page := ce.feed(p)
+		if len(page.Items) == 0 {
+			return out, page.LSN
+		}
+		for _, it := range page.Items {
+			var m map[string]any
+			if err := json.Unmarshal(it, &m); err != nil {
+				ce.t.Fatalf("feed item %s: %v", it, err)
+			}
+			out = append(out, m)
+		}
+		p.Start, p.After = StartAfter, page.LSN
+	}
+	ce.t.Fatal("the feed never ran dry")
+	return nil, 0
+}
+
+// latest summarises a latest-version feed as "id@lsn" in order.
+func latest(items []map[string]any) string {
+	var s []string
+	for _, m := range items {
+		s = append(s, fmt.Sprintf("%v@%v", m["id"], m["_lsn"]))
+	}
+	return strings.Join(s, " ")
+}
+
+// versions summarises an all-versions feed: operation, id, LSN, and the
+// previous image's LSN, with "ttl" for expiries.
+func versions(items []map[string]any) string {
+	var s []string
+	for _, m := range items {
+		md := m["metadata"].(map[string]any)
+		id := md["id"]
+		if c, ok := m["current"].(map[string]any); ok {
+			id = c["id"]
+		}
+		e := fmt.Sprintf("%v:%v@%v", md["operationType"], id, md["lsn"])
+		if p, ok := md["previousImageLSN"]; ok {
+			e += fmt.Sprintf("<%v", p)
+		}
+		if md["timeToLiveExpired"] == true {
+			e += "(ttl)"
+		}
+		s = append(s, e)
+	}
+	return strings.Join(s, " ")
+}
+
+func all(coll string) ChangeFeedParams {
+	return ChangeFeedParams{ItemRef: ItemRef{DB: "db", Coll: coll}, Mode: AllVersionsAndDeletes}
+}
+
+func lv(coll string) ChangeFeedParams {
+	return ChangeFeedParams{ItemRef: ItemRef{DB: "db", Coll: coll}, Mode: LatestVersion}
+}
+
+const pkDef = `"partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}`
+
+func TestChangeFeedLatestVersion(t *testing.T) {
+	ce := newCFEnv(t)
+	ce.coll("c", pkDef)
+	ce.write("c", ModeCreate, `{"id":"a","pk":"x"}`)        // 1
+	ce.write("c", ModeCreate, `{"id":"b","pk":"y"}`)        // 2
+	ce.write("c", ModeCreate, `{"id":"c","pk":"x"}`)        // 3
+	ce.write("c", ModeReplace, `{"id":"a","pk":"x","n":1}`) // 4
+	ce.write("c", ModeUpsert, `{"id":"b","pk":"y","n":1}`)  // 5
+	ce.delete("c", `["x"]`, "c")                            // 6
+	ce.write("c", ModeUpsert, `{"id":"d","pk":"z"}`)        // 7
+	ce.write("c", ModeReplace, `{"id":"a","pk":"x","n":2}`) // 8
+
+	items, etag := ce.drain(lv("c"))
+	if got, want := latest(items), "b@5 d@7 a@8"; got != want {
+		t.Fatalf("from the beginning: %s, want %s", got, want)
+	}
+	if etag != 8 {
+		t.Errorf("caught-up etag %d, want 8", etag)
+	}
+	if items[2]["n"] != 2.0 || items[2]["_lsn"] != 8.0 || items[2]["_rid"] == nil {
+		t.Errorf("latest version of a: %v", items[2])
+	}
+
+	// Paging by etag: each page ends on its last item's LSN.
+	p := lv("c")
+	p.MaxItemCount = 2
+	page := ce.feed(p)
+	if len(page.Items) != 2 || page.LSN != 7 {
+		t.Fatalf("first page of 2: %d items, etag %d", len(page.Items), page.LSN)
+	}
+	p.Start, p.After = StartAfter, page.LSN
+	if page = ce.feed(p); len(page.Items) != 1 || page.LSN != 8 {
+		t.Fatalf("second page: %d items, etag %d", len(page.Items), page.LSN)
+	}
+	p.After = page.LSN
+	if page = ce.feed(p); len(page.Items) != 0 || page.LSN != 8 {
+		t.Fatalf("caught up: %d items, etag %d; want 304 with 8", len(page.Items), page.LSN)
+	}
+
+	// From now: nothing, and the etag is the current LSN.
+	now := lv("c")
+	now.Start = StartNow
+	if page = ce.feed(now); len(page.Items) != 0 || page.LSN != 8 {
+		t.Fatalf("from now: %d items, etag %d", len(page.Items), page.LSN)
+	}
+	ce.write("c", ModeReplace, `{"id":"b","pk":"y","n":2}`) // 9
+	now.Start, now.After = StartAfter, page.LSN
+	if items, _ := ce.drain(now); latest(items) != "b@9" {
+		t.Errorf("after now: %s", latest(items))
+	}
+
+	// A delete after the etag only advances it.
+	ce.delete("c", `["z"]`, "d") // 10
+	p.After = 9
+	if page = ce.feed(p); len(page.Items) != 0 || page.LSN != 10 {
+		t.Errorf("after a delete: %d items, etag %d; want none and 10", len(page.Items), page.LSN)
+	}
+}
+
+func TestChangeFeedScopes(t *testing.T) {
+	ce := newCFEnv(t)
+	ce.coll("h", `"partitionKey":{"paths":["/t","/u"],"kind":"MultiHash","version":2}`)
+	ce.write("h", ModeCreate, `{"id":"1","t":"a","u":"x"}`)
+	ce.write("h", ModeCreate, `{"id":"2","t":"b","u":"x"}`)
+	ce.write("h", ModeCreate, `{"id":"3","t":"a","u":"y"}`)
+	ce.write("h", ModeCreate, `{"id":"4","t":"a"}`)
+
+	key := func(h string) ChangeFeedParams {
+		p := lv("h")
+		p.ItemRef = cfRef("h", h)
+		return p
+	}
+	def := partition.Definition{Paths: []string{"/t", "/u"}, Kind: partition.MultiHash, Version: 2}
+	epkRange := func(k partition.Key) ChangeFeedParams {
+		lo, hi, err := partition.EPKRange(def, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := lv("h")
+		p.MinEPK, p.MaxEPK = lo, hi
+		return p
+	}
+	for _, c := range []struct {
+		name string
+		p    ChangeFeedParams
+		want string
+	}{
+		{"full key", key(`["a","x"]`), "1@1"},
+		{"prefix", key(`["a"]`), "1@1 3@3 4@4"},
+		{"undefined second level", key(`["a",{}]`), "4@4"},
+		{"EPK prefix range", epkRange(partition.Key{partition.String("a")}), "1@1 3@3 4@4"},
+		{"EPK of a full key", epkRange(partition.Key{partition.String("b"), partition.String("x")}), "2@2"},
+		{"range 0", ChangeFeedParams{ItemRef: ItemRef{DB: "db", Coll: "h"}, RangeID: "0"}, "1@1 2@2 3@3 4@4"},
+	} {
+		items, _ := ce.drain(c.p)
+		if got := latest(items); got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+		}
+		ap := c.p
+		ap.Mode = AllVersionsAndDeletes
+		if items, _ := ce.drain(ap); strings.Count(versions(items), "create") != strings.Count(c.want, "@") {
+			t.Errorf("%s, all versions: %s, want the creates of %s", c.name, versions(items), c.want)
+		}
+	}
+
+	p := lv("h")
+	p.RangeID = "1"
+	_, err := ce.e.ChangeFeed(context.Background(), p)
+	if e, ok := err.(*Error); !ok || e.Code != Gone || e.SubStatus != SubPartitionKeyRangeGone {
+		t.Errorf("range 1: %v, want 410/1002", err)
+	}
+}
+
+func TestChangeFeedStartTime(t *testing.T) {
+	ce := newCFEnv(t)
+	ce.coll("c", pkDef)
+	for i := range 10 {
+		ce.write("c", ModeCreate, fmt.Sprintf(`{"id":"%d","pk":"p"}`, i))
+		ce.clock.Advance(time.Second)
+	}
+	// Far older history than the slack, which the start must skip.
+	ce.clock.Advance(time.Hour)
+	since := ce.clock.Now()
+	ce.write("c", ModeCreate, `{"id":"late1","pk":"p"}`)
+	ce.write("c", ModeReplace, `{"id":"3","pk":"p","n":1}`)
+	for _, mode := range []ChangeFeedMode{LatestVersion, AllVersionsAndDeletes} {
+		p := ChangeFeedParams{ItemRef: ItemRef{DB: "db", Coll: "c"}, Mode: mode, Start: StartTime, Since: since}
+		page := ce.feed(p)
+		if len(page.Items) != 2 {
+			t.Fatalf("mode %d from %v: %d items, want 2", mode, since, len(page.Items))
+		}
+		if page.Examined > 3 {
+			t.Errorf("mode %d: examined %d entries for 2 items: the start did not seek", mode, page.Examined)
+		}
+		p.Since = since.Add(time.Hour)
+		if page := ce.feed(p); len(page.Items) != 0 || page.LSN != 12 {
+			t.Errorf("mode %d from the future: %d items, etag %d", mode, len(page.Items), page.LSN)
+		}
+		p.Since = cfT0.Add(-time.Hour)
+		if page := ce.feed(p); len(page.Items) != 11+int(mode) {
+			t.Errorf("mode %d from the past: %d items", mode, len(page.Items))
+		}
+	}
+}
+
+func TestSeekTime(t *testing.T) {
+	ce := newCFEnv(t)
+	prefix := []byte{'z'}
+	// Entries at LSNs 10, 20, …, 100 with times 1…10, one pair inverted.
+	times := map[uint64]int64{10: 1, 20: 2, 30: 3, 40: 5, 50: 4, 60: 6, 70: 7, 80: 8, 90: 9, 100: 10}
+	err := ce.store.Update(context.Background(), func(tx storage.Txn) error {
+		for lsn, ts := range times {
+			k := append(bytes.Clone(prefix), make([]byte, 8)...)
+			k[1], k[8] = 0, byte(lsn)
+			v := make([]byte, 8)
+			v[7] = byte(ts)
+			if err := tx.Set(k, v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	timeOf := func(v []byte) (int64, error) { return int64(v[7]), nil }
+	for _, c := range []struct {
+		lo     uint64
+		target int64
+		want   uint64
+	}{
+		{0, 0, 0}, {0, 1, 0}, {0, 2, 11}, {0, 3, 21}, {0, 6, 51}, {0, 10, 91}, {0, 11, 101}, {35, 2, 35}, {95, 11, 101},
+	} {
+		var got uint64
+		err := ce.store.View(context.Background(), func(r storage.Reader) error {
+			var err error
+			got, err = seekTime(r, prefix, c.lo, c.target, timeOf)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The answer is one past the last entry before the target: the
+		// inverted pair (5 then 4) sits wholly on one side of every
+		// target asked.
+		if got != c.want {
+			t.Errorf("seekTime(lo %d, target %d) = %d, want %d", c.lo, c.target, got, c.want)
+		}
+	}
+}
+
+func TestChangeFeedAllVersions(t *testing.T) {
+	ce := newCFEnv(t)
+	ce.coll("c", pkDef+`,"defaultTtl":-1`)
+	ce.write("c", ModeCreate, `{"id":"a","pk":"x"}`)          // 1
+	ce.write("c", ModeUpsert, `{"id":"a","pk":"x","n":1}`)    // 2
+	ce.write("c", ModeCreate, `{"id":"b","pk":"y","ttl":5}`)  // 3
+	ce.write("c", ModeCreate, `{"id":"c","pk":"y","ttl":10}`) // 4
+	ce.delete("c", `["x"]`, "a")                              // 5
+	// c's expiry is pushed back before it comes due: no expiry record.
+	ce.clock.Advance(9 * time.Second)
+	ce.write("c", ModeReplace, `{"id":"c","pk":"y","ttl":10}`) // 6
+	if n := ce.purge("c"); n != 1 {                            // 7: b
+		t.Fatalf("purged %d items, want b alone", n)
+	}
+	ce.clock.Advance(10 * time.Second)
+	// c has expired; a create over its id removes it and logs the expiry
+	// at the create's LSN, before the create.
+	ce.write("c", ModeCreate, `{"id":"c","pk":"y"}`) // 8 (expiry of c, then the create)
+	if n := ce.purge("c"); n != 0 {
+		t.Fatalf("purged %d items after the create took c's place", n)
+	}
+
+	items, etag := ce.drain(all("c"))
+	want := "create:a@1 replace:a@2<1 create:b@3 create:c@4 delete:a@5<2 replace:c@6<4 delete:b@7<3(ttl) delete:c@8<6(ttl) create:c@8"
+	if got := versions(items); got != want {
+		t.Fatalf("all versions:\n got %s\nwant %s", got, want)
+	}
+	if etag != 8 {
+		t.Errorf("etag %d, want 8", etag)
+	}
+
+	// Shapes: a create has current and no previous; a delete has metadata
+	// with the id and partition key, and the previous image.
+	create, del, expiry := items[0], items[4], items[6]
+	if _, ok := create["previous"]; ok || create["current"].(map[string]any)["_lsn"] != 1.0 {
+		t.Errorf("create: %v", create)
+	}
+	md := del["metadata"].(map[string]any)
+	if _, ok := del["current"]; ok || md["id"] != "a" || fmt.Sprint(md["partitionKey"]) != "map[pk:x]" ||
+		md["timeToLiveExpired"] != false || del["previous"].(map[string]any)["n"] != 1.0 {
+		t.Errorf("delete: %v", del)
+	}
+	md = expiry["metadata"].(map[string]any)
+	if md["crts"].(float64) < float64(cfT0.Unix()+5) || fmt.Sprint(md["partitionKey"]) != "map[pk:y]" {
+		t.Errorf("expiry of b (written at %d with ttl 5): %v", cfT0.Unix(), expiry)
+	}
+
+	// A page never splits an LSN: with one item per page, LSN 8 comes
+	// whole.
+	p := all("c")
+	p.Start, p.After, p.MaxItemCount = StartAfter, 7, 1
+	if page := ce.feed(p); len(page.Items) != 2 || page.LSN != 8 {
+		t.Errorf("page at LSN 8 of one item: %d items, etag %d", len(page.Items), page.LSN)
+	}
+
+	// The latest-version feed holds c's new version alone.
+	if items, _ := ce.drain(lv("c")); latest(items) != "c@8" {
+		t.Errorf("latest version: %s", latest(items))
+	}
+}
+
+func TestChangeFeedExpiredItemsNeverAppear(t *testing.T) {
+	ce := newCFEnv(t)
+	ce.coll("c", pkDef+`,"defaultTtl":3`)
+	ce.write("c", ModeCreate, `{"id":"a","pk":"x"}`)
+	ce.write("c", ModeCreate, `{"id":"b","pk":"x","ttl":-1}`)
+	ce.clock.Advance(3 * time.Second)
+	// Expired, not yet purged: absent from the latest-version feed.
+	if items, _ := ce.drain(lv("c")); latest(items) != "b@2" {
+		t.Fatalf("before the purge: %s", latest(items))
+	}
+	// B1: turning TTL off does not bring it back.
+	if _, err := ce.e.ReplaceContainer(context.Background(), "db", "c", batchJSON(t, `{"id":"c",`+pkDef+`}`), ""); err != nil {
+		t.Fatal(err)
+	}
+	if items, _ := ce.drain(lv("c")); latest(items) != "b@2" {
+		t.Fatalf("after TTL was turned off: %s", latest(items))
+	}
+	ce.purge("c")
+	if items, _ := ce.drain(all("c")); versions(items) != "create:a@1 create:b@2 delete:a@3<1(ttl)" {
+		t.Fatalf("all versions: %s", versions(items))
+	}
+}
+
+// TestChangeFeedExpiryOncePerItem: every expired item yields exactly one
+// expiry record, never before it is due, whatever mix of purges and creates
+// over expired ids removes them.
+func TestChangeFeedExpiryOncePerItem(t *testing.T) {
+	ce := newCFEnv(t)
+	ce.coll("c", pkDef+`,"defaultTtl":-1`)
+	const n = 300
+	due := map[string]int64{}
+	for i := range n {
+		id := fmt.Sprintf("i%d", i)
+		ttl := 1 + i%3
+		ce.write("c", ModeCreate, fmt.Sprintf(`{"id":%q,"pk":"p%d","ttl":%d}`, id, i%7, ttl))
+		due[id] = ce.clock.Now().Unix() + int64(ttl)
+		if i%50 == 49 {
+			ce.clock.Advance(700 * time.Millisecond)
+			ce.purge("c")
+		}
+	}
+	// Some expired ids are taken over by creates, which remove them.
+	ce.clock.Advance(4 * time.Second)
+	for i := 0; i < n; i += 10 {
+		ce.write("c", ModeUpsert, fmt.Sprintf(`{"id":"i%d","pk":"p%d","ttl":-1}`, i, i%7))
+	}
+	ce.purge("c")
+	items, _ := ce.drain(all("c"))
+	seen := map[string]int{}
+	for _, m := range items {
+		md := m["metadata"].(map[string]any)
+		if md["timeToLiveExpired"] != true {
+			continue
+		}
+		id := md["id"].(string)
+		seen[id]++
+		if crts := int64(md["crts"].(float64)); crts < due[id] {
+			t.Errorf("%s: expiry record at %d, before it was due at %d", id, crts, due[id])
+		}
+	}
+	if len(seen) != n {
+		t.Errorf("%d items have expiry records, want %d", len(seen), n)
+	}
+	for id, c := range seen {
+		if c != 1 {
+			t.Errorf("%s: %d expiry records", id, c)
+		}
+	}
+	checkLatestIndex(t, ce, "c")
+}
+
+func TestChangeFeedRetention(t *testing.T) {
+	ce := newCFEnv(t)
+	ce.coll("c", pkDef+`,"changeFeedPolicy":{"retentionDuration":10}`)
+	for i := range 5 {
+		ce.write("c", ModeCreate, fmt.Sprintf(`{"id":"old%d","pk":"p"}`, i))
+	}
+	ce.clock.Advance(10*time.Minute + time.Second)
+	// Hidden at once, before any trimming.
+	if items, _ := ce.drain(all("c")); len(items) != 0 {
+		t.Fatalf("records past retention: %s", versions(items))
+	}
+	ce.write("c", ModeCreate, `{"id":"new0","pk":"p"}`)
+	ce.write("c", ModeCreate, `{"id":"new1","pk":"p"}`)
+	ce.write("c", ModeCreate, `{"id":"new2","pk":"p"}`)
+	if items, _ := ce.drain(all("c")); versions(items) != "create:new0@6 create:new1@7 create:new2@8" {
+		t.Fatalf("after retention: %s", versions(items))
+	}
+	// Three changes trimmed two records each: all five old ones are gone
+	// from the store, and the low-water mark is past them.
+	var left int
+	var floor uint64
+	err := ce.store.View(context.Background(), func(r storage.Reader) error {
+		c, err := ce.e.loadContainer(r, "db", "c")
+		if err != nil {
+			return err
+		}
+		if floor, err = versionFloor(r, c.Rid); err != nil {
+			return err
+		}
+		return scanPrefix(r, collPrefix(famFeedVersion, c.Rid), func(_, _ []byte) (bool, error) {
+			left++
+			return true, nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left != 3 || floor != 5 {
+		t.Errorf("%d records left with floor %d; want the 3 new ones, floor 5", left, floor)
+	}
+	// The latest-version feed keeps every live item whatever the retention.
+	if items, _ := ce.drain(lv("c")); len(items) != 8 {
+		t.Errorf("latest version: %s", latest(items))
+	}
+}
+
+// TestChangeFeedPageCostIsBounded: a page costs what it returns, not the
+// history behind it.
+func TestChangeFeedPageCostIsBounded(t *testing.T) {
+	ce := newCFEnv(t)
+	ce.coll("c", pkDef)
+	for round := range 20 {
+		for i := range 50 {
+			ce.write("c", ModeUpsert, fmt.Sprintf(`{"id":"i%d","pk":"p","r":%d}`, i, round))
+		}
+	}
+	p := lv("c")
+	p.MaxItemCount = 10
+	page := ce.feed(p)
+	if len(page.Items) != 10 || page.Examined > 11 {
+		t.Errorf("first page after 1000 writes to 50 items: %d items, %d examined", len(page.Items), page.Examined)
+	}
+	p.Start, p.After = StartAfter, page.LSN
+	ce.write("c", ModeUpsert, `{"id":"i7","pk":"p","r":99}`)
+	p.After = 1000
+	if page := ce.feed(p); len(page.Items) != 1 || page.Examined != 1 {
+		t.Errorf("one new change: %d items, %d examined", len(page.Items), page.Examined)
+	}
+}
+
+func TestChangeFeedDroppedWithContainer(t *testing.T) {
+	ce := newCFEnv(t)
+	ce.coll("c", pkDef)
+	ce.write("c", ModeCreate, `{"id":"a","pk":"p"}`)
+	if err := ce.e.DeleteContainer(context.Background(), "db", "c"); err != nil {
+		t.Fatal(err)
+	}
+	ce.coll("c", pkDef)
+	if items, _ := ce.drain(all("c")); len(items) != 0 {
+		t.Errorf("a recreated container inherits records: %s", versions(items))
+	}
+	err := ce.store.View(context.Background(), func(r storage.Reader) error {
+		for _, fam := range []byte{famFeedLatest, famFeedVersion, famFeedFloor} {
+			n := 0
+			if err := scanPrefix(r, []byte{fam}, func(_, _ []byte) (bool, error) { n++; return true, nil }); err != nil {
+				return err
+			}
+			if n != 0 {
+				t.Errorf("family %c holds %d keys after the drop", fam, n)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkLatestIndex verifies that the latest-version index holds exactly
+// one entry per item, at the item's LSN and seq.
+func checkLatestIndex(t *testing.T, ce *cfEnv, coll string) {
+	t.Helper()
+	err := ce.store.View(context.Background(), func(r storage.Reader) error {
+		c, err := ce.e.loadContainer(r, "db", coll)
+		if err != nil {
+			return err
+		}
+		want := map[string]bool{}
+		if err := ce.e.scanItems(r, c, 0, func(seq uint64, rec *itemRecord) (bool, error) {
+			want[string(latestKey(c.Rid, rec.lsn, seq))] = true
+			return true, nil
+		}); err != nil {
+			return err
+		}
+		got := map[string]bool{}
+		if err := scanPrefix(r, collPrefix(famFeedLatest, c.Rid), func(k, _ []byte) (bool, error) {
+			got[string(k)] = true
+			return true, nil
+		}); err != nil {
+			return err
+		}
+		if len(got) != len(want) {
+			t.Errorf("latest-version index has %d entries for %d items", len(got), len(want))
+		}
+		for k := range want {
+			if !got[k] {
+				t.Errorf("no latest-version entry %x", k)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestKeyBytesRoundTrip(t *testing.T) {
+	keys := []partition.Key{
+		nil,
+		{partition.Undefined()},
+		{partition.Null()},
+		{partition.Bool(false), partition.Bool(true)},
+		{partition.Number(0), partition.Number(-1.5), partition.Number(math.MaxFloat64), partition.Number(-math.SmallestNonzeroFloat64)},
+		{partition.String(""), partition.String("a\x00b\x00"), partition.String("\xff\x01")},
+	}
+	for _, k := range keys {
+		got, err := decodeKeyBytes(partition.AppendKeyBytes(nil, k))
+		if err != nil || !got.Equal(k) {
+			t.Errorf("round trip of %v: %v, %v", k, got, err)
+		}
+	}
+}
+
+func FuzzKeyBytes(f *testing.F) {
+	f.Add(partition.AppendKeyBytes(nil, partition.Key{partition.String("a\x00"), partition.Number(2)}))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		k, err := decodeKeyBytes(b)
+		if err != nil {
+			return
+		}
+		if again := partition.AppendKeyBytes(nil, k); !bytes.Equal(again, b) {
+			// Only non-canonical numbers (-0, NaN payloads) may differ.
+			k2, err := decodeKeyBytes(again)
+			if err != nil || !k2.Equal(k) {
+				t.Fatalf("%x decodes to %v, which encodes to %x", b, k, again)
+			}
+		}
+	})
+}
+
+func TestVersionRecordRoundTrip(t *testing.T) {
+	for _, v := range []versionRecord{
+		{kind: changeCreate, crts: 1_700_000_000, epk: "ABC", pk: []byte{0x50, 'a', 0, 1}, id: "x", cur: []byte(`{"id":"x"}`)},
+		{kind: changeExpire, crts: -1, prevLSN: math.MaxUint64, id: "", prev: []byte(`{}`)},
+	} {
+		got, err := decodeVersionRecord(v.encode())
+		if err != nil || got.kind != v.kind || got.crts != v.crts || got.prevLSN != v.prevLSN || got.epk != v.epk ||
+			!bytes.Equal(got.pk, v.pk) || got.id != v.id || !bytes.Equal(got.cur, v.cur) || !bytes.Equal(got.prev, v.prev) {
+			t.Errorf("round trip of %+v: %+v, %v", v, got, err)
+		}
+		if crts, err := versionCRTS(v.encode()); err != nil || crts != v.crts {
+			t.Errorf("versionCRTS: %d, %v", crts, err)
+		}
+	}
+}
+
+func FuzzVersionRecord(f *testing.F) {
+	f.Add((&versionRecord{kind: changeReplace, id: "i", cur: []byte("{}"), prev: []byte("{}")}).encode())
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, err := decodeVersionRecord(b)
+		if err != nil {
+			return
+		}
+		again, err := decodeVersionRecord(v.encode())
+		if err != nil || again.id != v.id || !bytes.Equal(again.cur, v.cur) || !bytes.Equal(again.prev, v.prev) {
+			t.Fatalf("re-encoding changed the record")
+		}
+		c := &containerRecord{}
+		if _, err := c.renderVersion(1, &v); err == nil && !slices.Contains([]changeKind{changeCreate, changeReplace, changeDelete, changeExpire}, v.kind) {
+			t.Fatalf("rendered a record of kind %d", v.kind)
+		}
+	})
+}
+
+func TestLatestEntryRoundTrip(t *testing.T) {
+	b := encodeLatestEntry(-5, "EPK", []byte{1, 2})
+	ts, epk, pk, err := decodeLatestEntry(b)
+	if err != nil || ts != -5 || string(epk) != "EPK" || !bytes.Equal(pk, []byte{1, 2}) {
+		t.Fatalf("%d %q %v %v", ts, epk, pk, err)
+	}
+	for i := range len(b) {
+		if _, _, _, err := decodeLatestEntry(b[:i]); err == nil {
+			t.Errorf("a truncated entry of %d bytes decoded", i)
+		}
+	}
+}

@@ -1,0 +1,131 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mayfly-db/mayfly/internal/engine"
+)
+
+// changeFeeder is the change feed, an optional capability of the engine in
+// the manner of database/sql/driver: without it, change feed requests are
+// refused as unsupported.
+type changeFeeder interface {
+	ChangeFeed(ctx context.Context, p engine.ChangeFeedParams) (*engine.ChangeFeedPage, error)
+}
+
+var _ changeFeeder = (*engine.Engine)(nil)
+
+// The A-IM values and the one all-versions wire format (protocol §8).
+const (
+	aimLatestVersion   = "Incremental Feed"
+	aimAllVersions     = "Full-Fidelity Feed"
+	wireFormatHeader   = "x-ms-cosmos-changefeed-wire-format-version"
+	wireFormat20210915 = "2021-09-15"
+)
+
+// changeFeed serves GET …/docs with A-IM: one page of the change feed, or
+// 304 when there is nothing new. The etag is the continuation: the client
+// sends it back in If-None-Match.
+func (h *Handler) changeFeed(rq *request, db, coll string) {
+	cf, ok := h.eng.(changeFeeder)
+	if !ok {
+		h.fail(rq, badRequest("The change feed is not supported yet."))
+		return
+	}
+	p, err := changeFeedParams(rq.r, db, coll)
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	page, err := cf.ChangeFeed(rq.r.Context(), p)
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	hd := rq.w.Header()
+	hd.Set("etag", lsnETag(page.LSN))
+	hd.Set("x-ms-session-token", "0:-1#"+strconv.FormatUint(page.CurrentLSN, 10))
+	hd.Set("lsn", strconv.FormatUint(page.CurrentLSN, 10))
+	hd.Set("x-ms-documentdb-partitionkeyrangeid", "0")
+	hd.Set("x-ms-item-count", strconv.Itoa(len(page.Items)))
+	if page.CollRid != "" {
+		hd.Set("x-ms-content-path", page.CollRid)
+	}
+	if len(page.Items) == 0 {
+		h.commonHeaders(rq, page.Charge)
+		rq.status = http.StatusNotModified
+		rq.w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h.reply(rq, http.StatusOK, page.Charge, feedBody(page.CollRid, "Documents", page.Items))
+}
+
+// changeFeedParams reads a change feed request's headers.
+func changeFeedParams(r *http.Request, db, coll string) (engine.ChangeFeedParams, error) {
+	var p engine.ChangeFeedParams
+	ref, err := itemRef(r, db, coll)
+	if err != nil {
+		return p, err
+	}
+	p.ItemRef = ref
+	switch aim := strings.TrimSpace(r.Header.Get("A-IM")); {
+	case strings.EqualFold(aim, aimLatestVersion):
+		p.Mode = engine.LatestVersion
+	case strings.EqualFold(aim, aimAllVersions):
+		p.Mode = engine.AllVersionsAndDeletes
+		if v := strings.TrimSpace(r.Header.Get(wireFormatHeader)); v != wireFormat20210915 {
+			return p, badRequest("The all versions and deletes change feed needs %s: %s; got '%s'.", wireFormatHeader, wireFormat20210915, v)
+		}
+	default:
+		return p, badRequest("The A-IM value '%s' is not supported; use '%s' or '%s'.", aim, aimLatestVersion, aimAllVersions)
+	}
+	if p.MaxItemCount, err = maxItemCount(r); err != nil {
+		return p, err
+	}
+	p.RangeID = strings.TrimSpace(r.Header.Get("x-ms-documentdb-partitionkeyrangeid"))
+	p.MinEPK = strings.TrimSpace(r.Header.Get("x-ms-start-epk"))
+	p.MaxEPK = strings.TrimSpace(r.Header.Get("x-ms-end-epk"))
+	inm := strings.TrimSpace(r.Header.Get("If-None-Match"))
+	ims := strings.TrimSpace(r.Header.Get("If-Modified-Since"))
+	switch {
+	case inm == "*":
+		p.Start = engine.StartNow
+	case inm != "":
+		lsn, ok := parseLSNETag(inm)
+		if !ok {
+			return p, badRequest("The If-None-Match value '%s' is not a change feed continuation.", inm)
+		}
+		p.Start, p.After = engine.StartAfter, lsn
+	case ims != "":
+		t, err := time.Parse(time.RFC1123, ims)
+		if err != nil {
+			if t, err = http.ParseTime(ims); err != nil {
+				return p, badRequest("The If-Modified-Since value '%s' is not an HTTP date.", ims)
+			}
+		}
+		p.Start, p.Since = engine.StartTime, t
+	default:
+		p.Start = engine.StartBeginning
+	}
+	return p, nil
+}
+
+// lsnETag is the etag of a change feed position: the LSN, quoted.
+func lsnETag(lsn uint64) string { return `"` + strconv.FormatUint(lsn, 10) + `"` }
+
+// parseLSNETag reads an etag made by lsnETag, quoted or not.
+func parseLSNETag(s string) (uint64, bool) {
+	s = strings.TrimPrefix(s, "W/")
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		s = s[1 : len(s)-1]
+	}
+	if s == "" || s[0] == '+' {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	return n, err == nil
+}
