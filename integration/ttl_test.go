@@ -10,6 +10,7 @@ package integration
 // S+m on. Every check looks through every read path at once (see expect).
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -336,8 +337,25 @@ func (c *ttlColl) expect(t *testing.T, all []string, want []string) {
 	if got := slices.Sorted(slices.Values(idsOf(t, c.query(t, "SELECT * FROM c WHERE c.pk = 'p'", pk)))); !slices.Equal(got, want) {
 		fail("single-partition query", got)
 	}
+	// Queries the range index serves, and ones that need every document.
+	in := `"` + strings.Join(all, `","`) + `"`
+	for _, q := range []string{
+		"SELECT * FROM c WHERE c.id > ''",
+		"SELECT * FROM c WHERE STARTSWITH(c.id, '')",
+		"SELECT * FROM c WHERE c.id IN (" + in + ")",
+		"SELECT * FROM c ORDER BY c.id",
+		"SELECT DISTINCT c.id FROM c",
+		"SELECT TOP 1000 c.id FROM c",
+	} {
+		if got := slices.Sorted(slices.Values(idsOf(t, c.query(t, q, pk)))); !slices.Equal(got, want) {
+			fail(q, got)
+		}
+	}
 	if n := c.count(t); n != len(want) {
 		fail("COUNT", n)
+	}
+	if rows := c.query(t, "SELECT VALUE SUM(1) FROM c", pk); len(want) > 0 && (len(rows) != 1 || string(rows[0]) != strconv.Itoa(len(want))) {
+		fail("SUM", string(bytes.Join(rows, []byte(","))))
 	}
 	if n, _ := c.usage(t); n != len(want) {
 		fail("documentsCount", n)
