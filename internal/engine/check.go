@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/mayfly-db/mayfly/internal/document"
@@ -23,6 +24,9 @@ type IndexCounts struct {
 	// indexes (own ttl, keyed by due second; inherited, keyed by _ts).
 	DueEntries     int
 	InheritEntries int
+	// IndexEntries counts the entries of the range index's current
+	// version.
+	IndexEntries int
 }
 
 // maxProblems bounds the report of a damaged store.
@@ -37,6 +41,9 @@ const maxProblems = 20
 //     entry points at an item with that partition key and id;
 //   - every item has exactly the expiry-index entry ttl.EntryFor gives it
 //     (none for ttl -1), and every expiry-index entry is some item's entry;
+//   - every entry of the range index's current version belongs to an
+//     existing item and is one of its entries, and, once that index is
+//     complete, every item has all of its entries;
 //   - every unique-key entry belongs to an existing item, and every live
 //     item owns its unique-key entries (an expired one may have lost them
 //     to a newer item, ttl.md A3);
@@ -197,6 +204,56 @@ func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now timeNo
 		}
 		if want := expiryKey(c, rec, seq) != nil; want != byExpiry[seq] {
 			report("item %q (seq %d, ttl %v): expiry entry present %v, want %v", rec.id, seq, rec.itemTTL(), byExpiry[seq], want)
+		}
+	}
+
+	// The range index of the current version: entries belong to existing
+	// items and are theirs; once the index is complete, every item has all
+	// of its entries. (Entries of older versions are dropped in the
+	// background and not checked.)
+	indexed := map[uint64][][]byte{}
+	entriesOf := func(seq uint64) [][]byte {
+		if es, ok := indexed[seq]; ok {
+			return es
+		}
+		body, err := document.Parse(items[seq].json)
+		if err != nil {
+			return nil // reported above
+		}
+		es := indexEntries(c, body, seq)
+		indexed[seq] = es
+		return es
+	}
+	found := map[string]bool{}
+	if prefix := indexPrefix(c); !c.index.none {
+		err = scanPrefix(r, prefix, func(k, _ []byte) (bool, error) {
+			counts.IndexEntries++
+			if len(k) < len(prefix)+8 {
+				report("range index entry %x is too short", k)
+				return true, nil
+			}
+			seq := binary.BigEndian.Uint64(k[len(k)-8:])
+			if _, ok := items[seq]; !ok {
+				report("range index entry %x is dangling: no item %d", k, seq)
+				return true, nil
+			}
+			if !slices.ContainsFunc(entriesOf(seq), func(e []byte) bool { return bytes.Equal(e, k) }) {
+				report("range index entry %x is not one of item %q (seq %d)", k, items[seq].id, seq)
+			}
+			found[string(k)] = true
+			return true, nil
+		})
+		if err != nil {
+			return counts, err
+		}
+		if c.Index.Ready {
+			for seq, rec := range items {
+				for _, k := range entriesOf(seq) {
+					if !found[string(k)] {
+						report("item %q (seq %d) lacks its range index entry %x", rec.id, seq, k)
+					}
+				}
+			}
 		}
 	}
 
