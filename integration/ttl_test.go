@@ -1796,7 +1796,8 @@ func TestA3_PurgeDeletesPhysically(t *testing.T) {
 		offAll[fmt.Sprintf("never%02d", i)] = never
 	}
 	want := func(items, expired, due, inherit int) engine.IndexCounts {
-		return engine.IndexCounts{Items: items, Expired: expired, DueEntries: due, InheritEntries: inherit}
+		// Range index entries: id, pk and, for all but inheriting items, ttl.
+		return engine.IndexCounts{Items: items, Expired: expired, DueEntries: due, InheritEntries: inherit, IndexEntries: 3*items - inherit}
 	}
 	checkDisk := func(step string, cw, ow engine.IndexCounts) {
 		t.Helper()
