@@ -256,6 +256,35 @@ func idsOf(t *testing.T, rows [][]byte) []string {
 	return ids
 }
 
+// changeFeedIDs reads the change feed (latest version) from the
+// beginning to the end.
+func (c *ttlColl) changeFeedIDs(t *testing.T) []string {
+	t.Helper()
+	ranges, err := c.ReadFeedRanges(ctx, nil)
+	if err != nil {
+		t.Fatalf("feed ranges of %s: %v", c.id, err)
+	}
+	var ids []string
+	for _, rg := range ranges {
+		opts := &azcosmos.ChangeFeedOptions{FeedRange: &rg, MaxItemCount: 7}
+		for n := 0; ; n++ {
+			r, err := c.ReadChangeFeed(ctx, opts)
+			if err != nil {
+				t.Fatalf("change feed of %s: %v", c.id, err)
+			}
+			if r.Count == 0 {
+				break
+			}
+			if n == 1000 {
+				t.Fatalf("change feed of %s does not end", c.id)
+			}
+			ids = append(ids, idsOf(t, r.Items)...)
+			opts = &azcosmos.ChangeFeedOptions{MaxItemCount: 7, Continuation: &r.ContinuationToken}
+		}
+	}
+	return ids
+}
+
 func (c *ttlColl) count(t *testing.T) int {
 	t.Helper()
 	rows := c.query(t, "SELECT VALUE COUNT(1) FROM c", pk)
@@ -296,8 +325,9 @@ func (c *ttlColl) usage(t *testing.T) (count, sizeKB int) {
 }
 
 // expect checks that exactly the items want of all are visible, through
-// every read path: point reads, read-many, the read feed, a cross-partition
-// and a single-partition query, COUNT and the container's usage.
+// every read path: point reads, read-many, the read feed, the change feed,
+// cross-partition and single-partition queries (index-served, ORDER BY,
+// DISTINCT, TOP), COUNT, SUM and the container's usage.
 func (c *ttlColl) expect(t *testing.T, all []string, want []string) {
 	t.Helper()
 	want = slices.Sorted(slices.Values(want))
@@ -350,6 +380,9 @@ func (c *ttlColl) expect(t *testing.T, all []string, want []string) {
 		if got := slices.Sorted(slices.Values(idsOf(t, c.query(t, q, pk)))); !slices.Equal(got, want) {
 			fail(q, got)
 		}
+	}
+	if got := slices.Sorted(slices.Values(c.changeFeedIDs(t))); !slices.Equal(got, want) {
+		fail("change feed", got)
 	}
 	if n := c.count(t); n != len(want) {
 		fail("COUNT", n)
