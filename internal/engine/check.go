@@ -41,6 +41,8 @@ const maxProblems = 20
 //     entry points at an item with that partition key and id;
 //   - every item has exactly the expiry-index entry ttl.EntryFor gives it
 //     (none for ttl -1), and every expiry-index entry is some item's entry;
+//   - the change feed's latest-version index has exactly one entry per
+//     item, at the LSN of its version;
 //   - every entry of the range index's current version belongs to an
 //     existing item and is one of its entries, and, once that index is
 //     complete, every item has all of its entries;
@@ -204,6 +206,50 @@ func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now timeNo
 		}
 		if want := expiryKey(c, rec, seq) != nil; want != byExpiry[seq] {
 			report("item %q (seq %d, ttl %v): expiry entry present %v, want %v", rec.id, seq, rec.itemTTL(), byExpiry[seq], want)
+		}
+	}
+
+	// The change feed's latest-version index: exactly one entry per item,
+	// at the LSN of its version, describing it.
+	byLatest := map[uint64]bool{}
+	prefix := collPrefix(famFeedLatest, c.Rid)
+	err = scanPrefix(r, prefix, func(k, v []byte) (bool, error) {
+		if len(k) != len(prefix)+16 {
+			report("latest-version entry %x has the wrong length", k)
+			return true, nil
+		}
+		lsn, seq := binary.BigEndian.Uint64(k[len(prefix):]), binary.BigEndian.Uint64(k[len(prefix)+8:])
+		rec, ok := items[seq]
+		switch {
+		case !ok:
+			report("latest-version entry %x is dangling: no item %d", k, seq)
+			return true, nil
+		case lsn != rec.lsn:
+			report("latest-version entry of item %q (seq %d) at LSN %d, its version is LSN %d", rec.id, seq, lsn, rec.lsn)
+		case byLatest[seq]:
+			report("item %q (seq %d) has two latest-version entries", rec.id, seq)
+		}
+		byLatest[seq] = true
+		ts, epk, pk, err := decodeLatestEntry(v)
+		if err != nil {
+			report("latest-version entry of item %q: %v", rec.id, err)
+			return true, nil
+		}
+		want, err := c.epkOf(rec.pk)
+		if err != nil {
+			return false, err
+		}
+		if ts != rec.ts || string(epk) != want || !bytes.Equal(pk, rec.pk) {
+			report("latest-version entry of item %q (seq %d) says _ts %d, key %x, EPK %s; the item has %d, %x, %s", rec.id, seq, ts, pk, epk, rec.ts, rec.pk, want)
+		}
+		return true, nil
+	})
+	if err != nil {
+		return counts, err
+	}
+	for seq, rec := range items {
+		if !byLatest[seq] {
+			report("item %q (seq %d) has no latest-version entry", rec.id, seq)
 		}
 	}
 
