@@ -123,9 +123,6 @@ func parseLSNETag(s string) (uint64, bool) {
 	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
 		s = s[1 : len(s)-1]
 	}
-	if s == "" || s[0] == '+' {
-		return 0, false
-	}
 	n, err := strconv.ParseUint(s, 10, 64)
 	return n, err == nil
 }
