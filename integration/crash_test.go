@@ -321,8 +321,8 @@ type sighting struct {
 	v       int
 }
 
-// checkAll reads every tracked item through point reads, the read feed and
-// a query, and returns what the point reads saw. prev, when not nil, is
+// checkAll reads every tracked item through point reads, the read feed, a
+// query and the change feed, and returns what the point reads saw. prev, when not nil, is
 // what an earlier round saw: an item absent then must still be absent (B1),
 // and one present must show the same version or have expired.
 func (r *crashRun) checkAll(e *env, db string, items map[string]*trackedItem, colls []string, prev map[string]sighting) map[string]sighting {
@@ -383,6 +383,9 @@ func (r *crashRun) checkAll(e *env, db string, items map[string]*trackedItem, co
 		sent = time.Now()
 		rows := r.queryAll(e, db, coll)
 		r.checkListing("query", coll, rows, items, sent, time.Now())
+		sent = time.Now()
+		changes := r.changeFeed(e, db, coll)
+		r.checkListing("change feed", coll, changes, items, sent, time.Now())
 	}
 	if t.Failed() {
 		t.FailNow()
@@ -457,6 +460,31 @@ func (r *crashRun) queryAll(e *env, db, coll string) [][]byte {
 		rows = append(rows, page.Items...)
 	}
 	return rows
+}
+
+// changeFeed reads the change feed (latest version) from the beginning.
+func (r *crashRun) changeFeed(e *env, db, coll string) [][]byte {
+	c, _ := e.client.NewContainer(db, coll)
+	ranges, err := c.ReadFeedRanges(context.Background(), nil)
+	if err != nil {
+		r.t.Fatalf("feed ranges of %s: %v", coll, err)
+	}
+	var docs [][]byte
+	for _, rg := range ranges {
+		opts := &azcosmos.ChangeFeedOptions{FeedRange: &rg, MaxItemCount: 500}
+		for {
+			resp, err := c.ReadChangeFeed(context.Background(), opts)
+			if err != nil {
+				r.t.Fatalf("change feed of %s: %v", coll, err)
+			}
+			if resp.Count == 0 {
+				break
+			}
+			docs = append(docs, resp.Items...)
+			opts = &azcosmos.ChangeFeedOptions{MaxItemCount: 500, Continuation: &resp.ContinuationToken}
+		}
+	}
+	return docs
 }
 
 // crashWriter drives one client's writes to its own items of one container,
@@ -582,7 +610,7 @@ func (w *crashWriter) loop(ctx context.Context) {
 //   - "durable", no TTL: creates only, every acknowledged one must survive.
 //
 // It restarts mayfly on the same directory, checks every item through point
-// reads, the read feed and queries, kills it again at once (the purger is
+// reads, the read feed, queries and the change feed, kills it again at once (the purger is
 // then busy with the backlog), restarts and checks again, stops it, and
 // finally opens the directory offline to verify the indexes against the
 // items.
