@@ -57,6 +57,20 @@ if ! (cd integration/js && npm ci --no-audit --no-fund --loglevel=error &&
 fi
 took_b=$((SECONDS - t0))
 
+say "(c) JavaScript SDK queries over 4 partition key ranges"
+t0=$SECONDS
+multi_port=8083
+require_free_port "$multi_port"
+start_server "$out/mayfly-partitions.log" ./bin/mayfly --in-memory --partitions 4 --addr ":${multi_port}"
+multi_pid=$started_pid
+wait_ready "https://localhost:${multi_port}/" "$multi_pid" "$out/mayfly-partitions.log" "$out/partitions.pem"
+if ! (cd integration/js && MAYFLY_ENDPOINT="https://localhost:${multi_port}/" MAYFLY_CA_FILE="$PWD/../../$out/partitions.pem" \
+	node --test --test-reporter=spec query.test.js smoke.test.js); then
+	status=1
+	echo "(c) FAILED"
+fi
+took_c=$((SECONDS - t0))
+
 if ! kill -0 "$server_pid" 2>/dev/null; then
 	status=1
 	echo "mayfly exited during the tests; see $out/mayfly.log"
@@ -69,5 +83,6 @@ fi
 say "e2e summary"
 echo "(a) Go SDK emulator suite: ${took_a}s"
 echo "(b) JavaScript SDK smoke:  ${took_b}s"
+echo "(c) JS queries, 4 ranges:   ${took_c}s"
 if [ "$status" -eq 0 ]; then echo "e2e: ok"; else echo "e2e: FAILED"; fi
 exit "$status"
