@@ -322,9 +322,10 @@ type sighting struct {
 }
 
 // checkAll reads every tracked item through point reads, the read feed, a
-// query and the change feed, and returns what the point reads saw. prev, when not nil, is
-// what an earlier round saw: an item absent then must still be absent (B1),
-// and one present must show the same version or have expired.
+// query and the change feed, and returns what the point reads saw. prev,
+// when not nil, is what an earlier round saw: an item absent then must
+// still be absent (B1), and one present must show the same version or have
+// expired.
 func (r *crashRun) checkAll(e *env, db string, items map[string]*trackedItem, colls []string, prev map[string]sighting) map[string]sighting {
 	t := r.t
 	seen := make(map[string]sighting, len(items))
@@ -610,10 +611,10 @@ func (w *crashWriter) loop(ctx context.Context) {
 //   - "durable", no TTL: creates only, every acknowledged one must survive.
 //
 // It restarts mayfly on the same directory, checks every item through point
-// reads, the read feed, queries and the change feed, kills it again at once (the purger is
-// then busy with the backlog), restarts and checks again, stops it, and
-// finally opens the directory offline to verify the indexes against the
-// items.
+// reads, the read feed, queries and the change feed, kills it again at once
+// (the purger is then busy with the backlog), restarts and checks again,
+// stops it, and finally opens the directory offline to verify the indexes
+// against the items.
 func TestCrash_KillDuringWritesAndPurge(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds mayfly and kills it with SIGKILL; skipped in -short mode")
