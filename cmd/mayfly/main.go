@@ -9,6 +9,8 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/http"
+	_ "net/http/pprof"
 	"os"
 	"os/signal"
 	"strings"
@@ -36,6 +38,7 @@ func run(args []string) error {
 	cert := fs.String("cert", "", "TLS certificate file (PEM); default: a self-signed certificate kept in the data directory")
 	certKey := fs.String("cert-key", "", "TLS private key file (PEM) for --cert")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	pprofAddr := fs.String("pprof-addr", "", "serve Go's net/http/pprof profiles on this address (off when empty)")
 	partitions := fs.Int("partitions", 1, "partition key ranges per container (1-64)")
 	purgeRU := fs.Float64("purge-ru-per-second", 10000, "request units per second per container the TTL purger may spend when users leave them spare")
 	fs.VisitAll(func(f *flag.Flag) {
@@ -65,6 +68,14 @@ func run(args []string) error {
 			return fmt.Errorf("--key-file: %w", err)
 		}
 		cfg.Keys = []string{strings.TrimSpace(string(b))}
+	}
+	if *pprofAddr != "" {
+		go func() {
+			// The default mux carries the pprof handlers.
+			if err := http.ListenAndServe(*pprofAddr, nil); err != nil {
+				logger.Error("pprof listener failed", "err", err)
+			}
+		}()
 	}
 	start := time.Now()
 	srv, err := server.New(cfg)

@@ -53,6 +53,7 @@ type Engine struct {
 
 	mu      sync.Mutex
 	cache   map[string]cachedContainer // by container key
+	dbCache map[string]cachedDatabase  // by database id
 	indexer *Indexer
 	// purgedTo is, per expiry index (by key prefix), the highest entry key
 	// a committed purge took: where the next purge starts (purge.go).
@@ -111,7 +112,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("engine: no store")
 	}
-	e := &Engine{store: cfg.Store, clock: cfg.Clock, maxItem: cfg.MaxItemSize, charges: cfg.Charges, cache: map[string]cachedContainer{}}
+	e := &Engine{store: cfg.Store, clock: cfg.Clock, maxItem: cfg.MaxItemSize, charges: cfg.Charges, cache: map[string]cachedContainer{}, dbCache: map[string]cachedDatabase{}}
 	if e.clock == nil {
 		e.clock = clock.Real{}
 	}

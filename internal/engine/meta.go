@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -125,16 +126,36 @@ func (e *Engine) CreateDatabase(ctx context.Context, body document.Value, tp *Th
 	return rec.resource(), nil
 }
 
+// loadDatabase reads a database's record, reusing the decoded form while
+// the stored bytes are unchanged. Callers must not modify the result.
 func (e *Engine) loadDatabase(r storage.Reader, id string) (*databaseRecord, error) {
-	var rec databaseRecord
-	found, err := getJSON(r, databaseKey(id), &rec)
+	key := databaseKey(id)
+	raw, err := r.Get(key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, errorf(NotFound, "Database '%s' not found.", id)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if !found {
-		return nil, errorf(NotFound, "Database '%s' not found.", id)
+	e.mu.Lock()
+	cached, ok := e.dbCache[id]
+	e.mu.Unlock()
+	if ok && bytes.Equal(cached.raw, raw) {
+		return cached.rec, nil
 	}
+	var rec databaseRecord
+	if err := unmarshalRecord(raw, &rec); err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	e.dbCache[id] = cachedDatabase{raw: bytes.Clone(raw), rec: &rec}
+	e.mu.Unlock()
 	return &rec, nil
+}
+
+type cachedDatabase struct {
+	raw []byte
+	rec *databaseRecord
 }
 
 // ReadDatabase returns a database.
