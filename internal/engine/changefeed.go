@@ -59,9 +59,14 @@ type change struct {
 // container has no changeFeedPolicy.retentionDuration.
 const DefaultFeedRetention = 24 * time.Hour
 
-// trimPerChange bounds how many expired version records one change removes:
-// more than one, so trimming outpaces any write rate.
-const trimPerChange = 2
+// Trimming runs on one change in trimEvery and removes up to trimPerChange
+// expired version records, so it keeps pace with writes (two records per
+// change on average) while most writes pay nothing for it: a trim opens an
+// iterator, the dearest step of logging a change.
+const (
+	trimEvery     = 32
+	trimPerChange = 2 * trimEvery
+)
 
 // timeSlack is how far apart, at most, the times and the LSN order of
 // changes can disagree. A write takes its time before it takes its LSN, so
@@ -120,6 +125,9 @@ func (e *Engine) logChange(tx storage.Txn, c *containerRecord, ch change) error 
 	}
 	if err := tx.Set(versionKey(c.Rid, ch.lsn, ord), v.encode()); err != nil {
 		return err
+	}
+	if ch.lsn%trimEvery != 0 {
+		return nil
 	}
 	return trimVersions(tx, c, now.Add(-c.feedRetention()).Unix(), ch.lsn)
 }

@@ -510,8 +510,12 @@ func TestChangeFeedRetention(t *testing.T) {
 	if items, _ := ce.drain(all("c")); versions(items) != "create:new0@6 create:new1@7 create:new2@8" {
 		t.Fatalf("after retention: %s", versions(items))
 	}
-	// Three changes trimmed two records each: all five old ones are gone
-	// from the store, and the low-water mark is past them.
+	// Trimming runs at LSN trimEvery: write up to it.
+	for i := 3; i < trimEvery-5; i++ {
+		ce.write("c", ModeCreate, fmt.Sprintf(`{"id":"new%d","pk":"p"}`, i))
+	}
+	// The trim removed the five old records from the store, and the
+	// low-water mark is past them.
 	var left int
 	var floor uint64
 	err := ce.store.View(context.Background(), func(r storage.Reader) error {
@@ -530,11 +534,11 @@ func TestChangeFeedRetention(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if left != 3 || floor != 5 {
-		t.Errorf("%d records left with floor %d; want the 3 new ones, floor 5", left, floor)
+	if left != trimEvery-5 || floor != 5 {
+		t.Errorf("%d records left with floor %d; want the %d new ones, floor 5", left, floor, trimEvery-5)
 	}
 	// The latest-version feed keeps every live item whatever the retention.
-	if items, _ := ce.drain(lv("c")); len(items) != 8 {
+	if items, _ := ce.drain(lv("c")); len(items) != trimEvery {
 		t.Errorf("latest version: %s", latest(items))
 	}
 }

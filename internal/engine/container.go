@@ -320,7 +320,24 @@ func (c *containerRecord) derive() (*containerRecord, *Error) {
 
 // loadContainer reads a container's metadata, reusing the parsed form while
 // the stored bytes are unchanged (another gateway may have changed them).
+//
+// The database's rid is remembered by name, so the usual read is one Get:
+// the container record under that rid. A database dropped and created
+// again under the same name has a new rid; the old one then finds nothing,
+// and the database record is read afresh.
 func (e *Engine) loadContainer(r storage.Reader, db, coll string) (*containerRecord, error) {
+	e.mu.Lock()
+	rid, known := e.dbRids[db]
+	e.mu.Unlock()
+	if known {
+		raw, err := r.Get(containerKey(rid, coll))
+		if err == nil {
+			return e.decodeCachedContainer(containerKey(rid, coll), raw)
+		}
+		if err != storage.ErrNotFound {
+			return nil, err
+		}
+	}
 	d, err := e.loadDatabase(r, db)
 	if err != nil {
 		if isNotFound(err) {
@@ -328,6 +345,9 @@ func (e *Engine) loadContainer(r storage.Reader, db, coll string) (*containerRec
 		}
 		return nil, err
 	}
+	e.mu.Lock()
+	e.dbRids[db] = d.Rid
+	e.mu.Unlock()
 	key := containerKey(d.Rid, coll)
 	raw, err := r.Get(key)
 	if err == storage.ErrNotFound {
@@ -336,6 +356,10 @@ func (e *Engine) loadContainer(r storage.Reader, db, coll string) (*containerRec
 	if err != nil {
 		return nil, err
 	}
+	return e.decodeCachedContainer(key, raw)
+}
+
+func (e *Engine) decodeCachedContainer(key, raw []byte) (*containerRecord, error) {
 	e.mu.Lock()
 	cached, ok := e.cache[string(key)]
 	e.mu.Unlock()

@@ -54,6 +54,7 @@ type Engine struct {
 	mu      sync.Mutex
 	cache   map[string]cachedContainer // by container key
 	dbCache map[string]cachedDatabase  // by database id
+	dbRids  map[string][]byte          // database id → rid, a hint
 	indexer *Indexer
 	// purgedTo is, per expiry index (by key prefix), the highest entry key
 	// a committed purge took: where the next purge starts (purge.go).
@@ -112,7 +113,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("engine: no store")
 	}
-	e := &Engine{store: cfg.Store, clock: cfg.Clock, maxItem: cfg.MaxItemSize, charges: cfg.Charges, cache: map[string]cachedContainer{}, dbCache: map[string]cachedDatabase{}}
+	e := &Engine{store: cfg.Store, clock: cfg.Clock, maxItem: cfg.MaxItemSize, charges: cfg.Charges, cache: map[string]cachedContainer{}, dbCache: map[string]cachedDatabase{}, dbRids: map[string][]byte{}}
 	if e.clock == nil {
 		e.clock = clock.Real{}
 	}
