@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/storage"
@@ -499,14 +500,17 @@ func (e *Engine) ReplaceContainer(ctx context.Context, db, coll string, body doc
 		return nil, errorf(BadRequest, "The id in the body '%s' does not match the container '%s' addressed.", props.Get("id").Str(), coll)
 	}
 	// The new setting's instant is taken, and committed, while no expiry is
-	// being judged (see settingMu).
+	// being judged here (see settingMu); and it is taken inside the store's
+	// transaction, as late as possible, so that a gateway over the same
+	// store that judged an item meanwhile did so before it.
 	e.settingMu.Lock()
 	defer e.settingMu.Unlock()
-	now := e.stamp(ctx, true)
+	var now time.Time
 	var c *containerRecord
 	reindex := false
 	err := e.store.Update(ctx, func(tx storage.Txn) error {
 		reindex = false
+		now = e.stamp(ctx, true)
 		old, err := e.loadContainer(tx, db, coll)
 		if err != nil {
 			return err
