@@ -157,3 +157,48 @@ func TestRangeIndex(t *testing.T) {
 		t.Fatalf("after rebuild, included path: %v examined %d", ids, examined)
 	}
 }
+
+// Queries that need an index the policy does not keep are refused as the
+// service refuses them; a scan header lets range filters through.
+func TestQueriesNeedingAnIndex(t *testing.T) {
+	e := start(t)
+	e.database("db")
+	for _, body := range []string{
+		`{"id":"none","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"indexingMode":"none","automatic":false}}`,
+		`{"id":"excl","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"indexingMode":"consistent","includedPaths":[{"path":"/*"}],"excludedPaths":[{"path":"/n/?"}]}}`,
+	} {
+		if r := e.do("POST", "/dbs/db/colls", []byte(body), nil); r.status != 201 {
+			t.Fatalf("create: %d %s", r.status, r.body)
+		}
+	}
+	for _, coll := range []string{"none", "excl"} {
+		if r := e.do("POST", "/dbs/db/colls/"+coll+"/docs", []byte(`{"id":"1","pk":"a","n":5}`), map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}); r.status != 201 {
+			t.Fatalf("create item: %d %s", r.status, r.body)
+		}
+	}
+	cases := []struct {
+		coll, query string
+		scan        bool
+		status      int
+	}{
+		{"none", "SELECT * FROM c WHERE c.n = 5", false, 200},
+		{"none", "SELECT * FROM c WHERE c.n > 1", false, 400},
+		{"none", "SELECT * FROM c WHERE c.n > 1", true, 200},
+		{"none", "SELECT * FROM c ORDER BY c.n", true, 400},
+		{"excl", "SELECT * FROM c WHERE c.n > 1", false, 400},
+		{"excl", "SELECT * FROM c WHERE c.id > '0'", false, 200},
+		{"excl", "SELECT * FROM c ORDER BY c.n", false, 400},
+		{"excl", "SELECT * FROM c ORDER BY c.id", false, 200},
+	}
+	for _, tt := range cases {
+		hdr := map[string]string{"Content-Type": "application/query+json", "x-ms-documentdb-isquery": "true",
+			"x-ms-documentdb-partitionkey": `["a"]`}
+		if tt.scan {
+			hdr["x-ms-documentdb-query-enable-scan"] = "true"
+		}
+		r := e.do("POST", "/dbs/db/colls/"+tt.coll+"/docs", mustJSON(t, map[string]any{"query": tt.query}), hdr)
+		if r.status != tt.status {
+			t.Errorf("%s on %s (scan %v): %d, want %d: %s", tt.query, tt.coll, tt.scan, r.status, tt.status, r.body)
+		}
+	}
+}

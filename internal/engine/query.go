@@ -27,6 +27,9 @@ type QueryParams struct {
 	RangeID string
 	// CrossPartition is x-ms-documentdb-query-enablecrosspartition.
 	CrossPartition bool
+	// AllowScan lets range filters run on paths the index does not keep
+	// (x-ms-documentdb-force-query-scan, x-ms-documentdb-query-enable-scan).
+	AllowScan bool
 }
 
 // compileQuery parses and compiles a query, turning its errors into 400s.
@@ -84,6 +87,9 @@ func (e *Engine) QueryItems(ctx context.Context, p QueryParams) (*FeedPage, erro
 		}
 		inRange, derr := e.rangeFilter(p.RangeID)
 		if derr != nil {
+			return derr
+		}
+		if derr := checkIndexNeeds(c, prog.Query(), p.Params, p.AllowScan); derr != nil {
 			return derr
 		}
 		match, derr := c.keyFilter(p.ItemRef)

@@ -68,6 +68,7 @@ func (h *Handler) queryItems(rq *request, db, coll string) {
 		Continuation:   rq.r.Header.Get("x-ms-continuation"),
 		RangeID:        rq.r.Header.Get("x-ms-documentdb-partitionkeyrangeid"),
 		CrossPartition: cross,
+		AllowScan:      headerBool(rq.r, "x-ms-documentdb-force-query-scan") || headerBool(rq.r, "x-ms-documentdb-query-enable-scan"),
 	})
 	if err != nil {
 		h.fail(rq, err)
