@@ -7,47 +7,10 @@
 
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { readFile } from "node:fs/promises";
 import https from "node:https";
 import { randomUUID } from "node:crypto";
 import { CosmosClient } from "@azure/cosmos";
-
-const endpoint = process.env.MAYFLY_ENDPOINT || "https://localhost:8081/";
-const key =
-  process.env.MAYFLY_KEY ||
-  "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw==";
-
-async function serverCertificate() {
-  if (process.env.MAYFLY_CA_FILE) {
-    return readFile(process.env.MAYFLY_CA_FILE, "utf8");
-  }
-  const url = new URL("/_explorer/emulator.pem", endpoint);
-  return new Promise((resolve, reject) => {
-    https
-      .get(url, { rejectUnauthorized: false }, (res) => {
-        let body = "";
-        res.setEncoding("utf8");
-        res.on("data", (chunk) => (body += chunk));
-        res.on("end", () =>
-          res.statusCode === 200
-            ? resolve(body)
-            : reject(new Error(`GET ${url}: ${res.statusCode} ${body}`)),
-        );
-      })
-      .on("error", reject);
-  });
-}
-
-// statusOf is a point operation's status, whether the SDK resolves with it
-// or throws an error carrying it.
-async function statusOf(promise) {
-  try {
-    return (await promise).statusCode;
-  } catch (err) {
-    if (typeof err.code === "number") return err.code;
-    throw err;
-  }
-}
+import { endpoint, key, serverCertificate, statusOf } from "./mayfly.js";
 
 const statuses = (results) => results.map((r) => r.statusCode);
 

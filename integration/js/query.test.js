@@ -3,34 +3,14 @@
 // asks for a query plan, is refused a direct cross-partition ORDER BY with
 // 400/1004, and then runs the query range by range itself.
 //
-// Environment: as smoke.test.js.
+// Environment: see mayfly.js.
 
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { readFile } from "node:fs/promises";
 import https from "node:https";
 import { randomUUID } from "node:crypto";
 import { CosmosClient } from "@azure/cosmos";
-
-const endpoint = process.env.MAYFLY_ENDPOINT || "https://localhost:8081/";
-const key =
-  process.env.MAYFLY_KEY ||
-  "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw==";
-
-async function serverCertificate() {
-  if (process.env.MAYFLY_CA_FILE) return readFile(process.env.MAYFLY_CA_FILE, "utf8");
-  const url = new URL("/_explorer/emulator.pem", endpoint);
-  return new Promise((resolve, reject) => {
-    https
-      .get(url, { rejectUnauthorized: false }, (res) => {
-        let body = "";
-        res.setEncoding("utf8");
-        res.on("data", (c) => (body += c));
-        res.on("end", () => (res.statusCode === 200 ? resolve(body) : reject(new Error(`${res.statusCode}`))));
-      })
-      .on("error", reject);
-  });
-}
+import { endpoint, key, serverCertificate } from "./mayfly.js";
 
 describe("JavaScript SDK queries against Mayfly", () => {
   let client;
