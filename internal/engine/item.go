@@ -183,29 +183,9 @@ func (e *Engine) WriteItem(ctx context.Context, p WriteItemParams) (*ItemResult,
 		return nil, errorf(BadRequest, "The id '%s' in the body does not match the id '%s' addressed.", id, p.ID)
 	}
 	body = body.Without(itemSystemProps...)
-	now, done := e.judging(ctx)
-	defer done()
-	var res ItemResult
-	var coll *containerRecord
-	err = e.store.Update(ctx, func(tx storage.Txn) error {
-		c, err := e.loadContainer(tx, p.DB, p.Coll)
-		if err != nil {
-			return err
-		}
-		coll = c
-		r, err := e.writeItemTx(tx, c, p, id, body, now)
-		if err != nil {
-			return err
-		}
-		res = *r
-		return nil
+	return e.writeOne(ctx, p.ItemRef, func(tx storage.Txn, c *containerRecord, now time.Time) (*ItemResult, error) {
+		return e.writeItemTx(tx, c, p, id, body, now)
 	})
-	if err != nil {
-		return nil, err
-	}
-	res.Charge = writeCharge(len(res.Body))
-	e.charge(coll, res.Charge)
-	return &res, nil
 }
 
 // writeItemTx does a write inside a transaction; batches call it once per
@@ -445,23 +425,31 @@ type DeleteItemParams struct {
 
 // DeleteItem removes an item.
 func (e *Engine) DeleteItem(ctx context.Context, p DeleteItemParams) (*ItemResult, error) {
+	return e.writeOne(ctx, p.ItemRef, func(tx storage.Txn, c *containerRecord, now time.Time) (*ItemResult, error) {
+		return e.deleteItemTx(tx, c, p, now)
+	})
+}
+
+// writeOne runs one item write in a transaction of its own, with the
+// operation's one "now", and charges it to the container.
+func (e *Engine) writeOne(ctx context.Context, ref ItemRef, op func(tx storage.Txn, c *containerRecord, now time.Time) (*ItemResult, error)) (*ItemResult, error) {
 	now, done := e.judging(ctx)
 	defer done()
 	var res *ItemResult
 	var coll *containerRecord
 	err := e.store.Update(ctx, func(tx storage.Txn) error {
-		c, err := e.loadContainer(tx, p.DB, p.Coll)
+		c, err := e.loadContainer(tx, ref.DB, ref.Coll)
 		if err != nil {
 			return err
 		}
 		coll = c
-		res, err = e.deleteItemTx(tx, c, p, now)
+		res, err = op(tx, c, now)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	res.Charge = writeCharge(0)
+	res.Charge = writeCharge(len(res.Body))
 	e.charge(coll, res.Charge)
 	return res, nil
 }

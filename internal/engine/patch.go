@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/storage"
@@ -272,25 +273,9 @@ type PatchItemParams struct {
 // PatchItem applies a partial update. It sets _ts (restarting the TTL
 // countdown) and validates a patched ttl like any write.
 func (e *Engine) PatchItem(ctx context.Context, p PatchItemParams) (*ItemResult, error) {
-	now, done := e.judging(ctx)
-	defer done()
-	var res *ItemResult
-	var coll *containerRecord
-	err := e.store.Update(ctx, func(tx storage.Txn) error {
-		c, err := e.loadContainer(tx, p.DB, p.Coll)
-		if err != nil {
-			return err
-		}
-		coll = c
-		res, err = e.patchItemTx(tx, c, p, now)
-		return err
+	return e.writeOne(ctx, p.ItemRef, func(tx storage.Txn, c *containerRecord, now time.Time) (*ItemResult, error) {
+		return e.patchItemTx(tx, c, p, now)
 	})
-	if err != nil {
-		return nil, err
-	}
-	res.Charge = writeCharge(len(res.Body))
-	e.charge(coll, res.Charge)
-	return res, nil
 }
 
 // patchItemTx applies a patch inside a transaction; batches call it once

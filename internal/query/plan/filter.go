@@ -18,9 +18,9 @@ func conjuncts(e ast.Expr) []ast.Expr {
 	return []ast.Expr{e}
 }
 
-// docPath returns the property path e reads from the document bound to
+// DocPath returns the property path e reads from the document bound to
 // the FROM alias of q, when e is such a path (c.a.b, c["a"]["b"]).
-func docPath(q *ast.Query, e ast.Expr) ([]string, bool) {
+func DocPath(q *ast.Query, e ast.Expr) ([]string, bool) {
 	if q.From == nil || q.From.Iterate {
 		return nil, false
 	}
@@ -113,12 +113,12 @@ func pinned(q *ast.Query, terms []ast.Expr, params map[string]document.Value, wa
 			if x.Op != ast.OpEq {
 				continue
 			}
-			if p, ok := docPath(q, x.L); ok && samePath(p, want) {
+			if p, ok := DocPath(q, x.L); ok && samePath(p, want) {
 				if v, ok := constant(x.R, params); ok {
 					return v, true
 				}
 			}
-			if p, ok := docPath(q, x.R); ok && samePath(p, want) {
+			if p, ok := DocPath(q, x.R); ok && samePath(p, want) {
 				if v, ok := constant(x.L, params); ok {
 					return v, true
 				}
@@ -127,7 +127,7 @@ func pinned(q *ast.Query, terms []ast.Expr, params map[string]document.Value, wa
 			if x.Not || len(x.List) != 1 {
 				continue
 			}
-			if p, ok := docPath(q, x.X); ok && samePath(p, want) {
+			if p, ok := DocPath(q, x.X); ok && samePath(p, want) {
 				if v, ok := constant(x.List[0], params); ok {
 					return v, true
 				}
@@ -136,7 +136,7 @@ func pinned(q *ast.Query, terms []ast.Expr, params map[string]document.Value, wa
 			if x.UDF || len(x.Args) != 1 || !strings.EqualFold(x.Name, "IS_NULL") {
 				continue
 			}
-			if p, ok := docPath(q, x.Args[0]); ok && samePath(p, want) {
+			if p, ok := DocPath(q, x.Args[0]); ok && samePath(p, want) {
 				return document.NullValue(), true
 			}
 		}
@@ -185,11 +185,11 @@ func Predicates(q *ast.Query, params map[string]document.Value) []Predicate {
 			if !ok {
 				continue
 			}
-			if p, ok := docPath(q, x.L); ok {
+			if p, ok := DocPath(q, x.L); ok {
 				if v, ok := constant(x.R, params); ok {
 					out = append(out, Predicate{Path: p, Op: op, Value: v})
 				}
-			} else if p, ok := docPath(q, x.R); ok {
+			} else if p, ok := DocPath(q, x.R); ok {
 				if v, ok := constant(x.L, params); ok {
 					out = append(out, Predicate{Path: p, Op: flip[x.Op], Value: v})
 				}
@@ -198,7 +198,7 @@ func Predicates(q *ast.Query, params map[string]document.Value) []Predicate {
 			if x.Not {
 				continue
 			}
-			if p, ok := docPath(q, x.X); ok {
+			if p, ok := DocPath(q, x.X); ok {
 				lo, ok1 := constant(x.Lo, params)
 				hi, ok2 := constant(x.Hi, params)
 				if ok1 && ok2 {
@@ -209,7 +209,7 @@ func Predicates(q *ast.Query, params map[string]document.Value) []Predicate {
 			if x.Not {
 				continue
 			}
-			if p, ok := docPath(q, x.X); ok {
+			if p, ok := DocPath(q, x.X); ok {
 				var vals []document.Value
 				for _, e := range x.List {
 					v, ok := constant(e, params)
@@ -229,17 +229,17 @@ func Predicates(q *ast.Query, params map[string]document.Value) []Predicate {
 			}
 			switch {
 			case strings.EqualFold(x.Name, "STARTSWITH") && len(x.Args) == 2:
-				if p, ok := docPath(q, x.Args[0]); ok {
+				if p, ok := DocPath(q, x.Args[0]); ok {
 					if v, ok := constant(x.Args[1], params); ok && v.Kind() == document.String {
 						out = append(out, Predicate{Path: p, Op: Prefix, Value: v})
 					}
 				}
 			case strings.EqualFold(x.Name, "IS_DEFINED") && len(x.Args) == 1:
-				if p, ok := docPath(q, x.Args[0]); ok {
+				if p, ok := DocPath(q, x.Args[0]); ok {
 					out = append(out, Predicate{Path: p, Op: IsDefine})
 				}
 			case strings.EqualFold(x.Name, "IS_NULL") && len(x.Args) == 1:
-				if p, ok := docPath(q, x.Args[0]); ok {
+				if p, ok := DocPath(q, x.Args[0]); ok {
 					out = append(out, Predicate{Path: p, Op: Eq, Value: document.NullValue()})
 				}
 			}
