@@ -65,6 +65,14 @@ func (h *Handler) refuseAAD(rq *request) bool {
 }
 
 func (h *Handler) createDatabase(rq *request) {
+	h.createResource(rq, func(body document.Value, tp *engine.Throughput) (*engine.Resource, error) {
+		return h.eng.CreateDatabase(rq.r.Context(), body, tp)
+	})
+}
+
+// createResource reads the body and throughput headers of a database or
+// container create, runs it and answers 201 with the new resource.
+func (h *Handler) createResource(rq *request, create func(document.Value, *engine.Throughput) (*engine.Resource, error)) {
 	if h.refuseAAD(rq) {
 		return
 	}
@@ -78,7 +86,7 @@ func (h *Handler) createDatabase(rq *request) {
 		h.fail(rq, err)
 		return
 	}
-	res, err := h.eng.CreateDatabase(rq.r.Context(), body, tp)
+	res, err := create(body, tp)
 	if err != nil {
 		h.fail(rq, err)
 		return
@@ -125,26 +133,13 @@ func (h *Handler) listDatabases(rq *request) {
 }
 
 func (h *Handler) createContainer(rq *request, db string) {
-	if h.refuseAAD(rq) {
-		return
-	}
-	body, err := h.readJSON(rq)
-	if err != nil {
-		h.fail(rq, err)
-		return
-	}
-	tp, err := throughput(rq.r)
-	if err != nil {
-		h.fail(rq, err)
-		return
-	}
-	res, err := h.eng.CreateContainer(rq.r.Context(), db, body, tp)
-	if err != nil {
-		h.fail(rq, err)
-		return
-	}
-	h.contentPath(rq, res.Rid, "dbs/"+db+"/colls/"+res.Body.Get("id").Str())
-	h.resourceReply(rq, http.StatusCreated, res)
+	h.createResource(rq, func(body document.Value, tp *engine.Throughput) (*engine.Resource, error) {
+		res, err := h.eng.CreateContainer(rq.r.Context(), db, body, tp)
+		if err == nil {
+			h.contentPath(rq, res.Rid, "dbs/"+db+"/colls/"+res.Body.Get("id").Str())
+		}
+		return res, err
+	})
 }
 
 // contentPath sets the owner headers the JS SDK tracks sessions by.
