@@ -98,23 +98,12 @@ func (e *Engine) ReadFeed(ctx context.Context, p FeedParams) (*FeedPage, error) 
 	page := &FeedPage{}
 	var coll *containerRecord
 	err := e.store.View(ctx, func(r storage.Reader) error {
-		c, err := e.loadContainer(r, p.DB, p.Coll)
+		sc, err := e.openPage(r, p.ItemRef, p.RangeID, page)
 		if err != nil {
 			return err
 		}
+		c, match, inRange := sc.c, sc.match, sc.inRange
 		coll = c
-		page.CollRid = c.ridString()
-		if page.LSN, err = e.currentLSN(r, c); err != nil {
-			return err
-		}
-		match, derr := c.keyFilter(p.ItemRef)
-		if derr != nil {
-			return derr
-		}
-		inRange, derr := e.rangeFilter(p.RangeID)
-		if derr != nil {
-			return derr
-		}
 		size := 0
 		return e.scanItems(r, c, start, func(seq uint64, rec *itemRecord) (bool, error) {
 			page.Examined++
@@ -140,6 +129,36 @@ func (e *Engine) ReadFeed(ctx context.Context, p FeedParams) (*FeedPage, error) 
 	page.Charge = queryCharge(page.Examined, n)
 	e.charge(coll, page.Charge)
 	return page, nil
+}
+
+// pageScope is what a feed or query page reads before its items: the
+// container and the filters of its partition key and range headers.
+type pageScope struct {
+	c       *containerRecord
+	match   func(pk []byte) bool
+	inRange func(epk string) bool
+}
+
+// openPage loads the container for a page, fills the page's container rid
+// and LSN, and builds its filters.
+func (e *Engine) openPage(r storage.Reader, ref ItemRef, rangeID string, page *FeedPage) (*pageScope, error) {
+	c, err := e.loadContainer(r, ref.DB, ref.Coll)
+	if err != nil {
+		return nil, err
+	}
+	page.CollRid = c.ridString()
+	if page.LSN, err = e.currentLSN(r, c); err != nil {
+		return nil, err
+	}
+	inRange, derr := e.rangeFilter(rangeID)
+	if derr != nil {
+		return nil, derr
+	}
+	match, derr := c.keyFilter(ref)
+	if derr != nil {
+		return nil, derr
+	}
+	return &pageScope{c: c, match: match, inRange: inRange}, nil
 }
 
 // scanItems visits items from sequence start onwards in order.

@@ -76,24 +76,13 @@ func (e *Engine) QueryItems(ctx context.Context, p QueryParams) (*FeedPage, erro
 	page := &FeedPage{}
 	var coll *containerRecord
 	err = e.store.View(ctx, func(r storage.Reader) error {
-		c, err := e.loadContainer(r, p.DB, p.Coll)
+		sc, err := e.openPage(r, p.ItemRef, p.RangeID, page)
 		if err != nil {
 			return err
 		}
+		c, match, inRange := sc.c, sc.match, sc.inRange
 		coll = c
-		page.CollRid = c.ridString()
-		if page.LSN, err = e.currentLSN(r, c); err != nil {
-			return err
-		}
-		inRange, derr := e.rangeFilter(p.RangeID)
-		if derr != nil {
-			return derr
-		}
 		if derr := checkIndexNeeds(c, prog.Query(), p.Params, p.AllowScan); derr != nil {
-			return derr
-		}
-		match, derr := c.keyFilter(p.ItemRef)
-		if derr != nil {
 			return derr
 		}
 		single := p.HasKey || p.RangeID != "" || len(c.pk.paths) == 0
