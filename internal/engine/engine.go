@@ -1,6 +1,8 @@
 // Package engine is Mayfly's domain: databases, containers, items and their
-// system properties, offers, partition key ranges, queries and request
-// charges. It knows nothing of HTTP and nothing of any one storage engine:
+// system properties, patch, transactional batch and bulk, offers, partition
+// key ranges, queries over a range index, the change feed and request
+// charges; and, as the TTL purger's Target, physical deletion of expired
+// items. It knows nothing of HTTP and nothing of any one storage engine:
 // it runs on a storage.Store and judges time with a clock.Clock.
 //
 // Every operation takes one "now" when it starts and decides every expiry in
