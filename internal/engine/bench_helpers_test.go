@@ -45,7 +45,7 @@ func benchItems(b *testing.B) int {
 	return n
 }
 
-// benchEnv reads a duration in seconds from the environment, or def.
+// benchSeconds reads a duration in seconds from the environment, or def.
 func benchSeconds(b *testing.B, name string, def time.Duration) time.Duration {
 	b.Helper()
 	s := os.Getenv(name)
@@ -110,7 +110,7 @@ func benchPK(i int) string { return "p" + strconv.Itoa(i/MaxBatchOps%benchPartit
 // benchPayload pads items to about 300 bytes of JSON, a small document.
 var benchPayload = string(slices.Repeat([]byte("x"), 200))
 
-// benchItem is the JSON of item number i; ttl is the literal ttl property,
+// benchItem is the JSON of item number i; ttlJSON is its ttl property as JSON,
 // "" for none (the item inherits the container default).
 func benchItem(prefix string, i int, ttlJSON string) []byte {
 	out := make([]byte, 0, 320)

@@ -10,6 +10,7 @@ package engine
 //	MAYFLY_BENCH_LAG_SECONDS   how long they are written (default 10)
 //	MAYFLY_BENCH_READ_RATE     point reads/s in BenchmarkPointReadWithPurgeBacklog (default 1000)
 //	MAYFLY_BENCH_WINDOW        seconds per measured phase there (default 5)
+//	MAYFLY_BENCH_PURGE_RU      the container's budget there, RU/s (default ttl.DefaultRUPerSecond)
 
 import (
 	"context"
@@ -264,17 +265,20 @@ func BenchmarkPurgeLag(b *testing.B) {
 
 // BenchmarkPointReadWithPurgeBacklog measures user point reads while a
 // backlog of MAYFLY_BENCH_ITEMS expired items drains (the real purger loop
-// with its default budget, users charging the budget through
-// Config.Charges) against reads while no purge runs, in the same run on
-// the same store. The phases alternate (idle, draining, idle, draining, …)
-// so that drift (compactions, cache) falls on both alike. Reads are open
-// loop at MAYFLY_BENCH_READ_RATE per second on random live items among a
-// tenth of MAYFLY_BENCH_ITEMS. A4: p99 at most 5% worse with the backlog.
+// and budget, users charging the budget through Config.Charges) against
+// reads while no purge runs, in the same run on the same store. The phases
+// alternate (idle, draining, idle, draining, …) so that drift (compactions,
+// cache, the neighbours' load) falls on both alike. Reads are open loop at
+// MAYFLY_BENCH_READ_RATE per second on random live items, a tenth of
+// MAYFLY_BENCH_ITEMS of them. A4: p99 at most 5% worse with the backlog.
+// The purge drains at what the budget leaves the purger: about
+// (MAYFLY_BENCH_PURGE_RU - reads/s × 1 RU) / 5 items per second.
 func BenchmarkPointReadWithPurgeBacklog(b *testing.B) {
 	n := benchItems(b)
 	live := max(n/10, 100)
 	rate := benchInt(b, "MAYFLY_BENCH_READ_RATE", 1000)
 	window := benchSeconds(b, "MAYFLY_BENCH_WINDOW", 5*time.Second)
+	ru := benchInt(b, "MAYFLY_BENCH_PURGE_RU", ttl.DefaultRUPerSecond)
 	const rounds = 6
 	b.StopTimer()
 	var idle, draining []time.Duration
@@ -283,7 +287,7 @@ func BenchmarkPointReadWithPurgeBacklog(b *testing.B) {
 		// The offset clock runs in real time (timers, budget refill) and
 		// jumps an hour ahead once the backlog is written.
 		clk := &offsetClock{}
-		budget := ttl.NewBudget(clk, 0)
+		budget := ttl.NewBudget(clk, float64(ru))
 		s := openBenchEngine(b, clk, budget, "3600")
 		total := live + n
 		var liveIdx []int
@@ -302,6 +306,7 @@ func BenchmarkPointReadWithPurgeBacklog(b *testing.B) {
 		if got := s.countDue(b, clk.Now()); got != n {
 			b.Fatalf("%d items due, want %d", got, n)
 		}
+		s.settle(b)
 
 		ctx := context.Background()
 		read := func(into *[]time.Duration, mu *sync.Mutex) func(int) {
@@ -348,6 +353,7 @@ func BenchmarkPointReadWithPurgeBacklog(b *testing.B) {
 	b.ReportMetric(float64(p99Drain)/float64(p99Idle), "p99-ratio")
 	b.ReportMetric(float64(purged)/drainTime.Seconds(), "purged/s")
 	b.ReportMetric(float64(n), "backlog")
+	b.ReportMetric(float64(ru), "budget-RU/s")
 }
 
 // TestPurgeDueMoreAcrossIndexes: a batch filled by the due index must
