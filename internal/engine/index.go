@@ -33,6 +33,10 @@ const (
 	tagTrue   = 0x03
 	tagNumber = 0x04
 	tagString = 0x05
+	// Arrays and objects get a bare marker entry, so an ORDER BY walk of
+	// the index meets every document whose value sorts above strings.
+	tagArray  = 0x06
+	tagObject = 0x07
 )
 
 // appendEscaped appends s so that the encoding sorts like s and is
@@ -188,9 +192,17 @@ func indexEntries(c *containerRecord, doc document.Value, seq uint64) [][]byte {
 	var out [][]byte
 	var path []string
 	var walk func(v document.Value)
+	marker := func(tag byte) {
+		if len(path) == 0 || !c.index.indexes(path) {
+			return
+		}
+		k := append(appendIndexPath(bytes.Clone(prefix), path), tag)
+		out = append(out, binary.BigEndian.AppendUint64(k, seq))
+	}
 	walk = func(v document.Value) {
 		switch v.Kind() {
 		case document.Object:
+			marker(tagObject)
 			for _, f := range v.Fields() {
 				if len(path) == 0 && isSystemProp(f.Name) {
 					continue
@@ -200,6 +212,7 @@ func indexEntries(c *containerRecord, doc document.Value, seq uint64) [][]byte {
 				path = path[:len(path)-1]
 			}
 		case document.Array:
+			marker(tagArray)
 			path = append(path, "[]")
 			for _, e := range v.Array() {
 				walk(e)

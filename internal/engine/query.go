@@ -125,6 +125,11 @@ func (e *Engine) QueryItems(ctx context.Context, p QueryParams) (*FeedPage, erro
 		if prog.Streaming() {
 			return e.streamQuery(src, prog, keep, now, start, skip, limit, !single, page)
 		}
+		if seqs, ok, err := e.orderedSource(r, c, prog, p.Params, now, keep); err != nil {
+			return err
+		} else if ok {
+			src.seqs, src.indexed = seqs, true
+		}
 		return e.runQuery(src, prog, keep, now, skip, limit, page)
 	})
 	if err != nil {
