@@ -50,6 +50,9 @@ const (
 type change struct {
 	kind changeKind
 	lsn  uint64
+	// ord orders changes that share an LSN: a create over an expired id
+	// logs the expiry (0) and the create (1) under one LSN.
+	ord  uint32
 	seq  uint64
 	cur  *itemRecord
 	prev *itemRecord
@@ -85,9 +88,14 @@ func (e *Engine) logChange(tx storage.Txn, c *containerRecord, ch change) error 
 	if img == nil {
 		return fmt.Errorf("change feed: change at LSN %d has no item version", ch.lsn)
 	}
-	epk, err := c.epkOf(img.pk)
-	if err != nil {
-		return fmt.Errorf("change feed: item %q: %w", img.id, err)
+	// Records carry their EPK; recompute it only for a container without
+	// partition key paths, whose records keep "".
+	epk := img.epk
+	if epk == "" {
+		var err error
+		if epk, err = c.epkOf(img.pk); err != nil {
+			return fmt.Errorf("change feed: item %q: %w", img.id, err)
+		}
 	}
 	if ch.prev != nil {
 		if err := tx.Delete(latestKey(c.Rid, ch.prev.lsn, ch.seq)); err != nil {
@@ -119,11 +127,7 @@ func (e *Engine) logChange(tx storage.Txn, c *containerRecord, ch change) error 
 		v.prevLSN = ch.prev.lsn
 		v.prev = ch.prev.json
 	}
-	ord, err := nextOrdinal(tx, c.Rid, ch.lsn)
-	if err != nil {
-		return err
-	}
-	if err := tx.Set(versionKey(c.Rid, ch.lsn, ord), v.encode()); err != nil {
+	if err := tx.Set(versionKey(c.Rid, ch.lsn, ch.ord), v.encode()); err != nil {
 		return err
 	}
 	if ch.lsn%trimEvery != 0 {
@@ -138,26 +142,6 @@ func ceilSecond(t time.Time) int64 {
 		s++
 	}
 	return s
-}
-
-// nextOrdinal is the ordinal of the next version record at lsn: 0 unless a
-// change earlier in the transaction took the LSN already.
-func nextOrdinal(tx storage.Txn, rid []byte, lsn uint64) (uint32, error) {
-	if _, err := tx.Get(versionKey(rid, lsn, 0)); errors.Is(err, storage.ErrNotFound) {
-		return 0, nil
-	} else if err != nil {
-		return 0, err
-	}
-	it, err := tx.NewIter(storage.IterParams{Lower: versionKey(rid, lsn, 0), Upper: versionKey(rid, lsn+1, 0), Reverse: true})
-	if err != nil {
-		return 0, err
-	}
-	defer it.Close()
-	if !it.First() {
-		return 0, errors.Join(errors.New("change feed: version record vanished"), it.Err())
-	}
-	k := it.Key()
-	return binary.BigEndian.Uint32(k[len(k)-4:]) + 1, it.Err()
 }
 
 // trimVersions deletes up to trimPerChange version records older than

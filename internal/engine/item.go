@@ -259,6 +259,9 @@ func (e *Engine) writeItemTx(tx storage.Txn, c *containerRecord, p WriteItemPara
 		return nil, err
 	}
 	ch := change{kind: changeCreate, lsn: lsn, seq: seq, cur: &rec}
+	if dead != nil {
+		ch.ord = 1 // after the expiry logged under the same LSN
+	}
 	if live != nil {
 		ch.kind, ch.prev = changeReplace, &live.rec
 	}
