@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"slices"
@@ -45,7 +46,10 @@ func (e *Engine) orderedSource(r storage.Reader, c *containerRecord, prog *eval.
 		return nil, false, nil
 	}
 	desc := q.OrderBy[0].Desc
-	if !desc && !filtersOn(q, params, path) {
+	// A term on the ORDER BY path makes the property defined in every row,
+	// so every candidate is in the index.
+	defined := filtersOn(q, params, path)
+	if !desc && !defined {
 		return nil, false, nil
 	}
 	filter, err := whereOnly(q, params)
@@ -53,7 +57,8 @@ func (e *Engine) orderedSource(r storage.Reader, c *containerRecord, prog *eval.
 		return nil, false, nil
 	}
 	prefix := appendIndexPath(indexPrefix(c), path)
-	it, err := r.NewIter(storage.IterParams{Lower: prefix, Upper: prefixEnd(prefix), Reverse: desc})
+	lo, hi := pathBounds(prefix, plan.Predicates(q, params), path)
+	it, err := r.NewIter(storage.IterParams{Lower: lo, Upper: hi, Reverse: desc})
 	if err != nil {
 		return nil, false, err
 	}
@@ -101,12 +106,51 @@ func (e *Engine) orderedSource(r storage.Reader, c *containerRecord, prog *eval.
 	if err := it.Err(); err != nil {
 		return nil, false, err
 	}
-	if scalars < want {
+	if scalars < want && !defined {
 		// Too few documents have the property: the rest of the answer is
 		// documents without it, which only a scan finds.
 		return nil, false, nil
 	}
 	return seqs, true, nil
+}
+
+// pathBounds narrows the walk of path's entries (all under prefix) to what
+// the WHERE clause's terms on that path allow, so a filtered ORDER BY reads
+// only entries that can match.
+func pathBounds(prefix []byte, preds []plan.Predicate, path []string) ([]byte, []byte) {
+	lo, hi := prefix, prefixEnd(prefix)
+	narrow := func(l, h []byte) {
+		if l != nil && bytes.Compare(l, lo) > 0 {
+			lo = l
+		}
+		if h != nil && bytes.Compare(h, hi) < 0 {
+			hi = h
+		}
+	}
+	for i := range preds {
+		p := &preds[i]
+		if !slices.Equal(p.Path, path) {
+			continue
+		}
+		switch p.Op {
+		case plan.Eq:
+			if k, ok := appendIndexValue(bytes.Clone(prefix), p.Value); ok {
+				narrow(k, prefixEnd(k))
+			}
+		case plan.Gt, plan.Ge:
+			if k := p.Value.Kind(); k == document.Number || k == document.String {
+				narrow(rangeSpan(prefix, p, nil, k))
+			}
+		case plan.Lt, plan.Le:
+			if k := p.Value.Kind(); k == document.Number || k == document.String {
+				narrow(rangeSpan(prefix, nil, p, k))
+			}
+		}
+	}
+	if bytes.Compare(lo, hi) >= 0 {
+		return lo, lo // nothing can match
+	}
+	return lo, hi
 }
 
 // filtersOn reports whether the WHERE clause has a term on path.

@@ -116,19 +116,30 @@ func (e *Engine) QueryItems(ctx context.Context, p QueryParams) (*FeedPage, erro
 		}
 		limit := pageSize(p.MaxItemCount)
 		src := itemSource{e: e, r: r, c: c}
-		if seqs, ok, err := indexCandidates(r, c, plan.Predicates(prog.Query(), p.Params)); err != nil {
-			return err
-		} else if ok {
-			src.seqs, src.indexed = seqs, true
-		}
 		keep := func(rec *itemRecord) bool { return match(rec.pk) && inRange(rec.epk) }
+		// A TOP … ORDER BY walk of the index, when it applies, reads the
+		// fewest entries; otherwise the most selective filter's candidates.
+		ordered := false
+		if !prog.Streaming() {
+			seqs, ok, err := e.orderedSource(r, c, prog, p.Params, now, keep)
+			if err != nil {
+				return err
+			}
+			if ok {
+				src.seqs, src.indexed, ordered = seqs, true, true
+			}
+		}
+		if !ordered {
+			seqs, ok, err := indexCandidates(r, c, plan.Predicates(prog.Query(), p.Params))
+			if err != nil {
+				return err
+			}
+			if ok {
+				src.seqs, src.indexed = seqs, true
+			}
+		}
 		if prog.Streaming() {
 			return e.streamQuery(src, prog, keep, now, start, skip, limit, !single, page)
-		}
-		if seqs, ok, err := e.orderedSource(r, c, prog, p.Params, now, keep); err != nil {
-			return err
-		} else if ok {
-			src.seqs, src.indexed = seqs, true
 		}
 		return e.runQuery(src, prog, keep, now, skip, limit, page)
 	})
