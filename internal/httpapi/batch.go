@@ -25,14 +25,8 @@ func (h *Handler) batch(rq *request, db, coll string) {
 		h.fail(rq, badRequest("Transactional batch is not supported by this server."))
 		return
 	}
-	ref, err := itemRef(rq.r, db, coll)
-	if err != nil {
-		h.fail(rq, err)
-		return
-	}
-	body, err := h.readBody(rq)
-	if err != nil {
-		h.fail(rq, err)
+	ref, body, ok := h.itemInput(rq, db, coll)
+	if !ok {
 		return
 	}
 	ops, err := engine.ParseBatch(body)

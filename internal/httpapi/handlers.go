@@ -254,19 +254,45 @@ func (h *Handler) itemHeaders(rq *request, res *engine.ItemResult) {
 	}
 }
 
+// itemInput reads the partition key header and the body of an item
+// request; on failure it has answered and reports false.
+func (h *Handler) itemInput(rq *request, db, coll string) (engine.ItemRef, []byte, bool) {
+	ref, err := itemRef(rq.r, db, coll)
+	if err != nil {
+		h.fail(rq, err)
+		return ref, nil, false
+	}
+	body, err := h.readBody(rq)
+	if err != nil {
+		h.fail(rq, err)
+		return ref, nil, false
+	}
+	return ref, body, true
+}
+
+// pageInput reads the partition key and page size headers of a feed or
+// query; on failure it has answered and reports false.
+func (h *Handler) pageInput(rq *request, db, coll string) (engine.ItemRef, int, bool) {
+	ref, err := itemRef(rq.r, db, coll)
+	if err != nil {
+		h.fail(rq, err)
+		return ref, 0, false
+	}
+	n, err := maxItemCount(rq.r)
+	if err != nil {
+		h.fail(rq, err)
+		return ref, 0, false
+	}
+	return ref, n, true
+}
+
 func preferMinimal(r *http.Request) bool {
 	return strings.Contains(strings.ToLower(r.Header.Get("Prefer")), "return=minimal")
 }
 
 func (h *Handler) writeItem(rq *request, db, coll string, mode engine.WriteMode, id string) {
-	ref, err := itemRef(rq.r, db, coll)
-	if err != nil {
-		h.fail(rq, err)
-		return
-	}
-	body, err := h.readBody(rq)
-	if err != nil {
-		h.fail(rq, err)
+	ref, body, ok := h.itemInput(rq, db, coll)
+	if !ok {
 		return
 	}
 	res, err := h.eng.WriteItem(rq.r.Context(), engine.WriteItemParams{ItemRef: ref, Mode: mode, ID: id, Body: body, IfMatch: rq.r.Header.Get("If-Match")})
@@ -326,14 +352,8 @@ func (h *Handler) deleteItem(rq *request, db, coll, id string) {
 }
 
 func (h *Handler) patchItem(rq *request, db, coll, id string) {
-	ref, err := itemRef(rq.r, db, coll)
-	if err != nil {
-		h.fail(rq, err)
-		return
-	}
-	body, err := h.readBody(rq)
-	if err != nil {
-		h.fail(rq, err)
+	ref, body, ok := h.itemInput(rq, db, coll)
+	if !ok {
 		return
 	}
 	ops, cond, err := engine.ParsePatch(body)
@@ -370,14 +390,8 @@ func (h *Handler) pageReply(rq *request, key string, page *engine.FeedPage) {
 }
 
 func (h *Handler) readFeed(rq *request, db, coll string) {
-	ref, err := itemRef(rq.r, db, coll)
-	if err != nil {
-		h.fail(rq, err)
-		return
-	}
-	n, err := maxItemCount(rq.r)
-	if err != nil {
-		h.fail(rq, err)
+	ref, n, ok := h.pageInput(rq, db, coll)
+	if !ok {
 		return
 	}
 	page, err := h.eng.ReadFeed(rq.r.Context(), engine.FeedParams{ItemRef: ref, MaxItemCount: n,

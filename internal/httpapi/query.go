@@ -49,14 +49,8 @@ func (h *Handler) queryItems(rq *request, db, coll string) {
 		h.reply(rq, http.StatusOK, 0, plan)
 		return
 	}
-	ref, err := itemRef(rq.r, db, coll)
-	if err != nil {
-		h.fail(rq, err)
-		return
-	}
-	n, err := maxItemCount(rq.r)
-	if err != nil {
-		h.fail(rq, err)
+	ref, n, ok := h.pageInput(rq, db, coll)
+	if !ok {
 		return
 	}
 	cross := true
