@@ -125,17 +125,9 @@ func (e *Engine) expiredEntries(r storage.Reader, c *containerRecord, z ttl.Hori
 	// that more remain.
 	type scanned struct{ prefix, lower []byte }
 	var below []scanned
-	for _, ix := range []struct {
-		fam   byte
-		bound int64
-	}{{famOwnDue, z.OwnDue}, {famByTs, z.InheritTS}} {
-		prefix, upper, ok := expiryRange(c, ix.fam, ix.bound)
-		if !ok {
-			continue
-		}
-		lower := prefix
-		if h := e.purgeHint(prefix); h != nil && bytes.Compare(h, upper) < 0 {
-			lower = h
+	for _, sp := range e.expirySpans(c, z) {
+		prefix, lower, upper := sp.prefix, sp.lower, sp.upper
+		if sp.hinted {
 			below = append(below, scanned{prefix, lower})
 		}
 		full, err := collect(prefix, lower, upper)
@@ -270,18 +262,8 @@ func (e *Engine) CountDue(ctx context.Context, p ttl.CountDueParams) (int, error
 			return err
 		}
 		z := c.TTL.Horizon(p.Now)
-		for _, ix := range []struct {
-			fam   byte
-			bound int64
-		}{{famOwnDue, z.OwnDue}, {famByTs, z.InheritTS}} {
-			prefix, upper, ok := expiryRange(c, ix.fam, ix.bound)
-			if !ok {
-				continue
-			}
-			lower := prefix
-			if h := e.purgeHint(prefix); h != nil && bytes.Compare(h, upper) < 0 {
-				lower = h
-			}
+		for _, sp := range e.expirySpans(c, z) {
+			prefix, lower, upper := sp.prefix, sp.lower, sp.upper
 			it, err := r.NewIter(storage.IterParams{Lower: lower, Upper: upper})
 			if err != nil {
 				return err
@@ -303,4 +285,31 @@ func (e *Engine) CountDue(ctx context.Context, p ttl.CountDueParams) (int, error
 		return 0, nil
 	}
 	return n, err
+}
+
+// expirySpan is the expired part of one expiry index, from where the last
+// purge left off (hinted) or from its start.
+type expirySpan struct {
+	prefix, lower, upper []byte
+	hinted               bool
+}
+
+// expirySpans returns the expired spans of both expiry indexes under z.
+func (e *Engine) expirySpans(c *containerRecord, z ttl.Horizon) []expirySpan {
+	var out []expirySpan
+	for _, ix := range []struct {
+		fam   byte
+		bound int64
+	}{{famOwnDue, z.OwnDue}, {famByTs, z.InheritTS}} {
+		prefix, upper, ok := expiryRange(c, ix.fam, ix.bound)
+		if !ok {
+			continue
+		}
+		sp := expirySpan{prefix: prefix, lower: prefix, upper: upper}
+		if h := e.purgeHint(prefix); h != nil && bytes.Compare(h, upper) < 0 {
+			sp.lower, sp.hinted = h, true
+		}
+		out = append(out, sp)
+	}
+	return out
 }
