@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -296,78 +295,15 @@ func (p *parser) str() (string, error) {
 			p.pos++
 			continue
 		}
-		p.pos++
-		if p.pos >= len(p.data) {
+		if p.pos+1 >= len(p.data) {
 			break
 		}
-		e := p.data[p.pos]
-		p.pos++
-		switch e {
-		case '"', '\\', '/':
-			buf = append(buf, e)
-		case 'b':
-			buf = append(buf, '\b')
-		case 'f':
-			buf = append(buf, '\f')
-		case 'n':
-			buf = append(buf, '\n')
-		case 'r':
-			buf = append(buf, '\r')
-		case 't':
-			buf = append(buf, '\t')
-		case 'u':
-			r, ok := p.hex4()
-			if !ok {
-				return "", p.fail("invalid \\u escape")
-			}
-			if utf16.IsSurrogate(r) {
-				r2 := rune(-1)
-				if p.pos+1 < len(p.data) && p.data[p.pos] == '\\' && p.data[p.pos+1] == 'u' {
-					save := p.pos
-					p.pos += 2
-					var ok2 bool
-					r2, ok2 = p.hex4()
-					if !ok2 {
-						return "", p.fail("invalid \\u escape")
-					}
-					if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
-						r = dec
-					} else {
-						p.pos = save
-						r = utf8.RuneError
-					}
-				} else {
-					r = utf8.RuneError
-				}
-			}
-			buf = utf8.AppendRune(buf, r)
-		default:
+		var ok bool
+		if buf, p.pos, ok = UnescapeAt(buf, p.data, p.pos, false); !ok {
 			return "", p.fail("invalid escape in a string")
 		}
 	}
 	return "", p.fail("unterminated string")
-}
-
-func (p *parser) hex4() (rune, bool) {
-	if len(p.data)-p.pos < 4 {
-		return 0, false
-	}
-	var r rune
-	for _, c := range p.data[p.pos : p.pos+4] {
-		r <<= 4
-		switch {
-		case c >= '0' && c <= '9':
-			r |= rune(c - '0')
-		case c >= 'a' && c <= 'f':
-			r |= rune(c - 'a' + 10)
-		case c >= 'A' && c <= 'F':
-			r |= rune(c - 'A' + 10)
-		default:
-			return 0, false
-		}
-	}
-	p.pos += 4
-	return r, true
 }
 
 // AppendJSON appends the JSON encoding of v. Undefined encodes as nothing at

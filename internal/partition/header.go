@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/mayfly-db/mayfly/internal/document"
 )
 
 // ErrHeader is wrapped by every error ParseHeader returns.
@@ -204,47 +206,8 @@ func unquoteJSON(s string) (string, bool) {
 		case b < 0x20:
 			return "", false
 		case b == '\\':
-			if i+1 >= len(s) {
-				return "", false
-			}
-			i += 2
-			switch s[i-1] {
-			case '"', '\\', '/':
-				buf = append(buf, s[i-1])
-			case 'b':
-				buf = append(buf, '\b')
-			case 'f':
-				buf = append(buf, '\f')
-			case 'n':
-				buf = append(buf, '\n')
-			case 'r':
-				buf = append(buf, '\r')
-			case 't':
-				buf = append(buf, '\t')
-			case 'u':
-				r, ok := hex4(s, i)
-				if !ok {
-					return "", false
-				}
-				i += 4
-				if utf16.IsSurrogate(r) {
-					r2, ok := rune(0), false
-					if i+6 <= len(s) && s[i] == '\\' && s[i+1] == 'u' {
-						r2, ok = hex4(s, i+2)
-					}
-					if ok {
-						if pair := utf16.DecodeRune(r, r2); pair != utf8.RuneError {
-							r = pair
-							i += 6
-						} else {
-							r = utf8.RuneError
-						}
-					} else {
-						r = utf8.RuneError
-					}
-				}
-				buf = utf8.AppendRune(buf, r)
-			default:
+			var ok bool
+			if buf, i, ok = document.UnescapeAt(buf, s, i, false); !ok {
 				return "", false
 			}
 		case b < utf8.RuneSelf:
@@ -257,27 +220,6 @@ func unquoteJSON(s string) (string, bool) {
 		}
 	}
 	return string(buf), true
-}
-
-func hex4(s string, i int) (rune, bool) {
-	if i+4 > len(s) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range []byte(s[i : i+4]) {
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c -= 'a' - 10
-		case c >= 'A' && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
-	return r, true
 }
 
 // validUTF8 replaces every byte of s that is not part of valid UTF-8 with

@@ -4,7 +4,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/mayfly-db/mayfly/internal/document"
@@ -212,71 +211,18 @@ func (l *lexer) str(quote byte) token {
 			l.pos++
 			continue
 		}
-		l.pos++
-		if l.pos >= len(src) {
+		if l.pos+1 >= len(src) {
 			break
 		}
-		e := src[l.pos]
-		l.pos++
-		switch e {
-		case '\'', '"', '\\', '/':
-			buf = append(buf, e)
-		case 'b':
-			buf = append(buf, '\b')
-		case 'f':
-			buf = append(buf, '\f')
-		case 'n':
-			buf = append(buf, '\n')
-		case 'r':
-			buf = append(buf, '\r')
-		case 't':
-			buf = append(buf, '\t')
-		case 'u':
-			r, ok := l.hex4()
-			if !ok {
-				return l.bad(start, src[start:l.pos])
+		next, ok := 0, false
+		if buf, next, ok = document.UnescapeAt(buf, src, l.pos, true); !ok {
+			l.pos += 2
+			if l.pos > len(src) {
+				l.pos = len(src)
 			}
-			if utf16.IsSurrogate(r) {
-				r2 := utf8.RuneError
-				if l.pos+1 < len(src) && src[l.pos] == '\\' && src[l.pos+1] == 'u' {
-					save := l.pos
-					l.pos += 2
-					if x, ok := l.hex4(); ok && utf16.DecodeRune(r, x) != utf8.RuneError {
-						r2 = utf16.DecodeRune(r, x)
-					} else {
-						l.pos = save
-					}
-				}
-				r = r2
-			}
-			buf = utf8.AppendRune(buf, r)
-		default:
 			return l.bad(start, src[start:l.pos])
 		}
+		l.pos = next
 	}
 	return l.bad(start, src[start:])
-}
-
-func (l *lexer) hex4() (rune, bool) {
-	if len(l.src)-l.pos < 4 {
-		return 0, false
-	}
-	var r rune
-	for i := 0; i < 4; i++ {
-		c := l.src[l.pos+i]
-		var d byte
-		switch {
-		case c >= '0' && c <= '9':
-			d = c - '0'
-		case c >= 'a' && c <= 'f':
-			d = c - 'a' + 10
-		case c >= 'A' && c <= 'F':
-			d = c - 'A' + 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(d)
-	}
-	l.pos += 4
-	return r, true
 }
