@@ -56,9 +56,7 @@ func (h *Handler) changeFeed(rq *request, db, coll string) {
 		hd.Set("x-ms-content-path", page.CollRid)
 	}
 	if len(page.Items) == 0 {
-		h.commonHeaders(rq, page.Charge)
-		rq.status = http.StatusNotModified
-		rq.w.WriteHeader(http.StatusNotModified)
+		h.notModified(rq, page.Charge)
 		return
 	}
 	h.reply(rq, http.StatusOK, page.Charge, feedBody(page.CollRid, "Documents", page.Items))

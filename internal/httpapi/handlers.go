@@ -212,9 +212,7 @@ func (h *Handler) pkranges(rq *request, db, coll string) {
 	etag := `"` + c.Rid + `-ranges-` + strconv.Itoa(len(ranges)) + `"`
 	rq.w.Header().Set("etag", etag)
 	if inm := rq.r.Header.Get("If-None-Match"); inm != "" && (inm == etag || inm == "*") {
-		h.commonHeaders(rq, 0)
-		rq.status = http.StatusNotModified
-		rq.w.WriteHeader(http.StatusNotModified)
+		h.notModified(rq, 0)
 		return
 	}
 	items := make([][]byte, len(ranges))
@@ -286,6 +284,24 @@ func (h *Handler) pageInput(rq *request, db, coll string) (engine.ItemRef, int, 
 	return ref, n, true
 }
 
+// itemWritten answers a write with the item, or without it under
+// Prefer: return=minimal; the headers are the same either way.
+func (h *Handler) itemWritten(rq *request, status int, res *engine.ItemResult) {
+	h.itemHeaders(rq, res)
+	out := res.Body
+	if preferMinimal(rq.r) {
+		out = nil
+	}
+	h.reply(rq, status, res.Charge, out)
+}
+
+// notModified answers 304: the common headers and no body.
+func (h *Handler) notModified(rq *request, charge float64) {
+	h.commonHeaders(rq, charge)
+	rq.status = http.StatusNotModified
+	rq.w.WriteHeader(http.StatusNotModified)
+}
+
 func preferMinimal(r *http.Request) bool {
 	return strings.Contains(strings.ToLower(r.Header.Get("Prefer")), "return=minimal")
 }
@@ -304,12 +320,7 @@ func (h *Handler) writeItem(rq *request, db, coll string, mode engine.WriteMode,
 	if mode == engine.ModeCreate || (mode == engine.ModeUpsert && res.Created) {
 		status = http.StatusCreated
 	}
-	h.itemHeaders(rq, res)
-	out := res.Body
-	if preferMinimal(rq.r) {
-		out = nil
-	}
-	h.reply(rq, status, res.Charge, out)
+	h.itemWritten(rq, status, res)
 }
 
 func (h *Handler) readItem(rq *request, db, coll, id string) {
@@ -324,9 +335,7 @@ func (h *Handler) readItem(rq *request, db, coll, id string) {
 	}
 	var ee *engine.Error
 	if errors.As(err, &ee) && ee.Code == engine.NotModified {
-		h.commonHeaders(rq, res.Charge)
-		rq.status = http.StatusNotModified
-		rq.w.WriteHeader(http.StatusNotModified)
+		h.notModified(rq, res.Charge)
 		return
 	}
 	if err != nil {
@@ -366,12 +375,7 @@ func (h *Handler) patchItem(rq *request, db, coll, id string) {
 		h.fail(rq, err)
 		return
 	}
-	h.itemHeaders(rq, res)
-	out := res.Body
-	if preferMinimal(rq.r) {
-		out = nil
-	}
-	h.reply(rq, http.StatusOK, res.Charge, out)
+	h.itemWritten(rq, http.StatusOK, res)
 }
 
 func (h *Handler) pageReply(rq *request, key string, page *engine.FeedPage) {
