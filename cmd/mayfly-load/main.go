@@ -45,19 +45,19 @@ import (
 const emulatorKey = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw=="
 
 type config struct {
-	endpoint, key, caFile  string
-	insecure, http1        bool
-	concurrency, items     int
-	ops                    int64
-	duration               time.Duration
-	database, container    string
-	phases                 []string
-	docSize, partitions    int
-	outFile, baselineFile  string
-	label                  string
-	maxErrors              int64
-	requestTimeout         time.Duration
-	keepDatabase, noCreate bool
+	endpoint, key, caFile string
+	insecure, http1       bool
+	concurrency, items    int
+	ops                   int64
+	duration              time.Duration
+	database, container   string
+	phases                []string
+	docSize, partitions   int
+	outFile, baselineFile string
+	label                 string
+	maxErrors             int64
+	requestTimeout        time.Duration
+	keepDatabase          bool
 }
 
 func main() {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/storage"
@@ -96,7 +97,7 @@ func (e *Engine) CheckIndexes(ctx context.Context) (map[string]IndexCounts, erro
 	return out, nil
 }
 
-func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now timeNow, report func(string, ...any)) (IndexCounts, error) {
+func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now time.Time, report func(string, ...any)) (IndexCounts, error) {
 	var counts IndexCounts
 	lastLSN, err := e.currentLSN(r, c)
 	if err != nil {

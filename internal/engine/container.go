@@ -450,7 +450,7 @@ type ContainerUsage struct {
 	DocumentsSize  int64 // bytes
 }
 
-func (e *Engine) usage(r storage.Reader, c *containerRecord, now timeNow) (*ContainerUsage, error) {
+func (e *Engine) usage(r storage.Reader, c *containerRecord, now time.Time) (*ContainerUsage, error) {
 	u := &ContainerUsage{}
 	err := scanPrefix(r, collPrefix(famItem, c.Rid), func(_, v []byte) (bool, error) {
 		rec, err := decodeItemRecord(v)

@@ -28,13 +28,12 @@ const (
 
 // Substatus codes the SDKs act on.
 const (
-	SubPartitionKeyMismatch     = 1001
-	SubCrossPartitionNotServed  = 1004
-	SubPartitionKeyRangeGone    = 1002
-	SubOwnerResourceNotFound    = 1003
-	SubAADMetadataNotPermitted  = 5300
-	SubRequestRateTooLarge      = 3200
-	SubContinuationTokenInvalid = 0
+	SubPartitionKeyMismatch    = 1001
+	SubCrossPartitionNotServed = 1004
+	SubPartitionKeyRangeGone   = 1002
+	SubOwnerResourceNotFound   = 1003
+	SubAADMetadataNotPermitted = 5300
+	SubRequestRateTooLarge     = 3200
 )
 
 // Error is the engine's one error type: a code, an optional substatus, a

@@ -87,9 +87,3 @@ func prefixEnd(p []byte) []byte {
 func ridString(b []byte) string {
 	return strings.ReplaceAll(base64.StdEncoding.EncodeToString(b), "/", "-")
 }
-
-// parseRid is ridString's inverse.
-func parseRid(s string) ([]byte, bool) {
-	b, err := base64.StdEncoding.DecodeString(strings.ReplaceAll(s, "-", "/"))
-	return b, err == nil
-}

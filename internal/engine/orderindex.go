@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/query/ast"
@@ -25,7 +26,7 @@ import (
 // Documents without the property are not in the index. Ascending, they
 // would sort first, so the walk is used ascending only when the WHERE
 // clause filters on the ORDER BY path itself (which makes it defined).
-func (e *Engine) orderedSource(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, now timeNow, keep func(*itemRecord) bool) ([]uint64, bool, error) {
+func (e *Engine) orderedSource(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, now time.Time, keep func(*itemRecord) bool) ([]uint64, bool, error) {
 	q := prog.Query()
 	if !c.Index.Ready || c.index.none || len(q.OrderBy) != 1 || len(q.GroupBy) > 0 || q.Select.Distinct || plan.HasAggregates(q) || len(q.Joins) > 0 {
 		return nil, false, nil

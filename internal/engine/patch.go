@@ -280,7 +280,7 @@ func (e *Engine) PatchItem(ctx context.Context, p PatchItemParams) (*ItemResult,
 
 // patchItemTx applies a patch inside a transaction; batches call it once
 // per patch operation.
-func (e *Engine) patchItemTx(tx storage.Txn, c *containerRecord, p PatchItemParams, now timeNow) (*ItemResult, error) {
+func (e *Engine) patchItemTx(tx storage.Txn, c *containerRecord, p PatchItemParams, now time.Time) (*ItemResult, error) {
 	live, err := e.liveForWrite(tx, c, p.ItemRef, p.ID, p.IfMatch, now)
 	if err != nil {
 		return nil, err
@@ -290,7 +290,7 @@ func (e *Engine) patchItemTx(tx storage.Txn, c *containerRecord, p PatchItemPara
 		return nil, err
 	}
 	if p.Condition != "" {
-		ok, err := e.evalCondition(p.Condition, doc, now)
+		ok, err := conditionHolds(p.Condition, doc, now)
 		if err != nil {
 			return nil, err
 		}
@@ -324,8 +324,4 @@ func pathsOverlap(a, b []string) bool {
 		}
 	}
 	return true
-}
-
-func (e *Engine) evalCondition(cond string, doc document.Value, now timeNow) (bool, error) {
-	return conditionHolds(cond, doc, now)
 }

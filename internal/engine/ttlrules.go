@@ -11,8 +11,6 @@ import (
 // The rules of ttl.md live in package ttl; this file only adapts them to
 // the engine's records and errors.
 
-type timeNow = time.Time
-
 func ttlError(err error) error {
 	var te *ttl.Error
 	if errors.As(err, &te) {
