@@ -125,6 +125,11 @@ func (e *Engine) logChange(tx storage.Txn, c *containerRecord, ch change) error 
 	}
 	if ch.prev != nil {
 		v.prevLSN = ch.prev.lsn
+	}
+	// Deletes and expiries carry the item's id and partition key and not
+	// its last image, as the service's do; a purge then writes a small
+	// record, not a copy of the item it removes.
+	if ch.prev != nil && ch.cur != nil {
 		v.prev = ch.prev.json
 	}
 	if err := tx.Set(versionKey(c.Rid, ch.lsn, ch.ord), v.encode()); err != nil {
@@ -754,7 +759,7 @@ func (c *containerRecord) renderVersion(lsn uint64, v *versionRecord) ([]byte, e
 	b = strconv.AppendUint(b, lsn, 10)
 	b = append(b, `,"crts":`...)
 	b = strconv.AppendInt(b, v.crts, 10)
-	if v.prev != nil {
+	if v.prevLSN != 0 {
 		b = append(b, `,"previousImageLSN":`...)
 		b = strconv.AppendUint(b, v.prevLSN, 10)
 	}

@@ -393,18 +393,18 @@ func TestChangeFeedAllVersions(t *testing.T) {
 	}
 
 	// Shapes: a create has current and no previous; a delete has metadata
-	// with the id and partition key, and the previous image.
+	// with the id, the partition key and the previous LSN, and no image.
 	create, del, expiry := items[0], items[4], items[6]
 	if _, ok := create["previous"]; ok || create["current"].(map[string]any)["_lsn"] != 1.0 {
 		t.Errorf("create: %v", create)
 	}
 	md := del["metadata"].(map[string]any)
 	if _, ok := del["current"]; ok || md["id"] != "a" || fmt.Sprint(md["partitionKey"]) != "map[pk:x]" ||
-		md["timeToLiveExpired"] != false || del["previous"].(map[string]any)["n"] != 1.0 {
+		md["timeToLiveExpired"] != false || md["previousImageLSN"] != 2.0 || del["previous"] != nil {
 		t.Errorf("delete: %v", del)
 	}
 	md = expiry["metadata"].(map[string]any)
-	if md["crts"].(float64) < float64(cfT0.Unix()+5) || fmt.Sprint(md["partitionKey"]) != "map[pk:y]" {
+	if md["crts"].(float64) < float64(cfT0.Unix()+5) || fmt.Sprint(md["partitionKey"]) != "map[pk:y]" || expiry["previous"] != nil {
 		t.Errorf("expiry of b (written at %d with ttl 5): %v", cfT0.Unix(), expiry)
 	}
 

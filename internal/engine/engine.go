@@ -145,6 +145,12 @@ func nextCounter(tx storage.Txn, name string) (uint64, error) {
 // increment adds one to the big-endian counter stored under key (absent
 // reads as zero) and returns the new value.
 func increment(tx storage.Txn, key []byte) (uint64, error) {
+	return add(tx, key, 1)
+}
+
+// add adds d to the big-endian counter stored under key (absent reads as
+// zero) and returns the new value.
+func add(tx storage.Txn, key []byte, d uint64) (uint64, error) {
 	var n uint64
 	v, err := tx.Get(key)
 	switch {
@@ -154,7 +160,7 @@ func increment(tx storage.Txn, key []byte) (uint64, error) {
 	default:
 		return 0, err
 	}
-	n++
+	n += d
 	if err := tx.Set(key, binary.BigEndian.AppendUint64(nil, n)); err != nil {
 		return 0, err
 	}

@@ -11,12 +11,14 @@ package engine
 //	MAYFLY_BENCH_READ_RATE     point reads/s in BenchmarkPointReadWithPurgeBacklog (default 1000)
 //	MAYFLY_BENCH_WINDOW        seconds per measured phase there (default 5)
 //	MAYFLY_BENCH_PURGE_RU      the container's budget there, RU/s (default ttl.DefaultRUPerSecond)
+//	MAYFLY_BENCH_CPUPROFILE    a file for a CPU profile of the timed purges (throughput, cost per item)
 
 import (
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"testing"
@@ -95,6 +97,10 @@ func loadExpiring(b *testing.B, s *benchStore, clk *clock.Manual, live, due int)
 func purgeTimed(b *testing.B, s *benchStore, now time.Time, limit, due int, cpu *cpuMeter) {
 	b.Helper()
 	cpu.start()
+	if path := os.Getenv("MAYFLY_BENCH_CPUPROFILE"); path != "" {
+		stop := cpuProfile(b, path)
+		defer stop()
+	}
 	b.StartTimer()
 	n := s.purgeAll(b, now, limit)
 	b.StopTimer()
@@ -104,6 +110,24 @@ func purgeTimed(b *testing.B, s *benchStore, now time.Time, limit, due int, cpu 
 	}
 	if left := s.countDue(b, now); left != 0 {
 		b.Fatalf("%d due items left after purging", left)
+	}
+}
+
+// cpuProfile writes a CPU profile to path until stop is called.
+func cpuProfile(b *testing.B, path string) (stop func()) {
+	b.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Error(err)
+		}
 	}
 }
 

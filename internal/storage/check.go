@@ -59,12 +59,23 @@ func (c *checked) View(ctx context.Context, fn func(r Reader) error) error {
 }
 
 func (c *checked) Update(ctx context.Context, fn func(tx Txn) error) error {
-	return c.inner.Update(ctx, func(tx Txn) error {
+	return c.inner.Update(ctx, checkedFn(fn))
+}
+
+// UpdateDeferred checks like Update; a store without the capability
+// commits durably, which is stronger.
+func (c *checked) UpdateDeferred(ctx context.Context, fn func(tx Txn) error) error {
+	return UpdateDeferred(ctx, c.inner, checkedFn(fn))
+}
+
+// checkedFn runs fn on a checking wrapper of the transaction.
+func checkedFn(fn func(tx Txn) error) func(tx Txn) error {
+	return func(tx Txn) error {
 		ct := &checkedTxn{checkedReader: checkedReader{inner: tx}, tx: tx}
 		err := fn(ct)
 		ct.finish()
 		return err
-	})
+	}
 }
 
 func (c *checked) Close() error { return c.inner.Close() }

@@ -132,6 +132,26 @@ type Clocked interface {
 	Now(ctx context.Context) (time.Time, error)
 }
 
+// Deferrer is implemented by stores that can commit a transaction without
+// waiting for it to become durable. UpdateDeferred is Update except that
+// when it returns nil the commit is visible but may still be lost in a
+// crash, together with every commit after it that is not yet durable:
+// commits become durable in commit order, so a later Update makes it
+// durable too. It is for work that is safe to lose and redo, like purging
+// items that are already invisible. Update is the fallback.
+type Deferrer interface {
+	UpdateDeferred(ctx context.Context, fn func(tx Txn) error) error
+}
+
+// UpdateDeferred runs fn through s's UpdateDeferred when s has one, and
+// through Update otherwise.
+func UpdateDeferred(ctx context.Context, s Store, fn func(tx Txn) error) error {
+	if d, ok := s.(Deferrer); ok {
+		return d.UpdateDeferred(ctx, fn)
+	}
+	return s.Update(ctx, fn)
+}
+
 // Sizer is implemented by stores that can report the bytes they occupy.
 type Sizer interface {
 	DiskUsage() (uint64, error)

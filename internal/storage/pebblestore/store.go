@@ -43,12 +43,9 @@ import (
 	"github.com/mayfly-db/mayfly/internal/storage"
 )
 
-// Defaults for a small server. Pebble's own defaults (8 MiB cache, 4 MiB
-// memtables) are tuned for embedding many instances; Mayfly runs one.
-const (
-	DefaultCacheSize    = 64 << 20
-	DefaultMemTableSize = 16 << 20
-)
+// DefaultMemTableSize is for a server. Pebble's own defaults (8 MiB cache,
+// 4 MiB memtables) are tuned for embedding many instances; Mayfly runs one.
+const DefaultMemTableSize = 16 << 20
 
 // Options configures Open.
 type Options struct {
@@ -65,7 +62,8 @@ type Options struct {
 	// errors. Nil discards everything.
 	Logger *slog.Logger
 
-	// CacheSize is the block cache size in bytes; 0 means DefaultCacheSize.
+	// CacheSize is the block cache size in bytes; 0 means an eighth of the
+	// memory available to the process, between 64 MiB and 8 GiB.
 	CacheSize int64
 
 	// MemTableSize is the size of one memtable in bytes; 0 means
@@ -91,8 +89,9 @@ type Store struct {
 }
 
 var (
-	_ storage.Store = (*Store)(nil)
-	_ storage.Sizer = (*Store)(nil)
+	_ storage.Store    = (*Store)(nil)
+	_ storage.Sizer    = (*Store)(nil)
+	_ storage.Deferrer = (*Store)(nil)
 )
 
 // Open opens the store described by opts, creating it if it does not exist.
@@ -106,7 +105,7 @@ func Open(opts Options) (*Store, error) {
 	}
 	cacheSize := opts.CacheSize
 	if cacheSize <= 0 {
-		cacheSize = DefaultCacheSize
+		cacheSize = defaultCacheSize()
 	}
 	memTableSize := opts.MemTableSize
 	if memTableSize == 0 {
@@ -190,6 +189,17 @@ func (s *Store) View(ctx context.Context, fn func(r storage.Reader) error) error
 // Update runs fn in a transaction and commits it durably when fn returns
 // nil. fn runs exactly once, while no other Update function runs.
 func (s *Store) Update(ctx context.Context, fn func(tx storage.Txn) error) error {
+	return s.update(ctx, fn, true)
+}
+
+// UpdateDeferred is Update without waiting for the fsync: the commit is in
+// the write-ahead log, which is synced in order, by the next synced commit
+// if not sooner.
+func (s *Store) UpdateDeferred(ctx context.Context, fn func(tx storage.Txn) error) error {
+	return s.update(ctx, fn, false)
+}
+
+func (s *Store) update(ctx context.Context, fn func(tx storage.Txn) error, sync bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -232,7 +242,7 @@ func (s *Store) Update(ctx context.Context, fn func(tx storage.Txn) error) error
 		return err
 	}
 
-	if !s.durable {
+	if !s.durable || !sync {
 		err := s.db.Apply(b, pebble.NoSync)
 		if err != nil {
 			return fmt.Errorf("pebblestore: commit: %w", err)

@@ -39,6 +39,7 @@ func Run(t *testing.T, open func(t *testing.T) storage.Store) {
 		{"ReadYourWrites", testReadYourWrites},
 		{"IteratorSeesOwnWrites", testIteratorSeesOwnWrites},
 		{"Atomicity", testAtomicity},
+		{"DeferredUpdate", testDeferredUpdate},
 		{"PanicRollsBack", testPanicRollsBack},
 		{"ErrorsPassThrough", testErrorsPassThrough},
 		{"SnapshotIsolation", testSnapshotIsolation},
@@ -529,6 +530,43 @@ func testAtomicity(t *testing.T, s storage.Store) {
 	}
 	if got := viewScan(t, s, storage.IterParams{}); !slices.Equal(got, before) {
 		t.Errorf("after a failed Update: %q, want %q", got, before)
+	}
+}
+
+// testDeferredUpdate: a deferred commit is visible when UpdateDeferred
+// returns, atomic, and a failed one leaves nothing; a later Update sees it.
+func testDeferredUpdate(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	err := storage.UpdateDeferred(ctx, s, func(tx storage.Txn) error {
+		return apply(tx, []op{set("a", "1"), set("b", "2")})
+	})
+	if err != nil {
+		t.Fatalf("UpdateDeferred: %v", err)
+	}
+	if got, want := viewScan(t, s, storage.IterParams{}), []string{"a=1", "b=2"}; !slices.Equal(got, want) {
+		t.Fatalf("after UpdateDeferred: %q, want %q", got, want)
+	}
+	err = storage.UpdateDeferred(ctx, s, func(tx storage.Txn) error {
+		if err := apply(tx, []op{del("a"), set("c", "3")}); err != nil {
+			return err
+		}
+		return errAbort
+	})
+	if !errors.Is(err, errAbort) {
+		t.Fatalf("UpdateDeferred = %v, want the function's error", err)
+	}
+	err = s.Update(ctx, func(tx storage.Txn) error {
+		v, found, err := getFrom(tx, "b")
+		if err != nil || !found || v != "2" {
+			return fmt.Errorf("b = %q, %v, %v in a later Update, want 2", v, found, err)
+		}
+		return apply(tx, []op{set("d", "4")})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := viewScan(t, s, storage.IterParams{}), []string{"a=1", "b=2", "d=4"}; !slices.Equal(got, want) {
+		t.Errorf("after a failed UpdateDeferred and an Update: %q, want %q", got, want)
 	}
 }
 
