@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -216,6 +217,10 @@ func (e *Engine) PurgeDue(ctx context.Context, p ttl.PurgeParams) (ttl.PurgeResu
 			return err
 		}
 		for i := range dead {
+			// Purging is background work: between items it lets a user
+			// request waiting for a processor run first, rather than
+			// after the whole batch (ttl.md A4).
+			runtime.Gosched()
 			it := &dead[i]
 			if err := e.removeItem(tx, c, it); err != nil {
 				return err
@@ -257,6 +262,7 @@ func itemsBySeq(r storage.Reader, collRid []byte, entries []dueEntry) ([][]byte,
 	defer it.Close()
 	out := make([][]byte, len(entries))
 	for i, en := range entries {
+		runtime.Gosched() // as in PurgeDue
 		k := itemKey(collRid, en.seq)
 		if it.SeekGE(k) && bytes.Equal(it.Key(), k) {
 			out[i] = bytes.Clone(it.Value())
