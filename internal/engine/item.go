@@ -291,7 +291,17 @@ func appendSystemProps(out []byte, rid, self, etag string, ts int64) []byte {
 
 // nextLSN allocates the container's next log sequence number.
 func nextLSN(tx storage.Txn, c *containerRecord) (uint64, error) {
-	return increment(tx, lsnKey(c.Rid))
+	return reserveLSNs(tx, c, 1)
+}
+
+// reserveLSNs allocates the container's next n log sequence numbers with
+// one counter update and returns the first.
+func reserveLSNs(tx storage.Txn, c *containerRecord, n int) (uint64, error) {
+	last, err := add(tx, lsnKey(c.Rid), uint64(n))
+	if err != nil {
+		return 0, err
+	}
+	return last - uint64(n) + 1, nil
 }
 
 func (e *Engine) currentLSN(r storage.Reader, c *containerRecord) (uint64, error) {

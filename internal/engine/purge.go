@@ -212,7 +212,7 @@ func (e *Engine) PurgeDue(ctx context.Context, p ttl.PurgeParams) (ttl.PurgeResu
 			return nil
 		}
 		// One counter update for the batch's LSNs, not one per item.
-		last, err := add(tx, lsnKey(c.Rid), uint64(len(dead)))
+		first, err := reserveLSNs(tx, c, len(dead))
 		if err != nil {
 			return err
 		}
@@ -225,7 +225,7 @@ func (e *Engine) PurgeDue(ctx context.Context, p ttl.PurgeParams) (ttl.PurgeResu
 			if err := e.removeItem(tx, c, it); err != nil {
 				return err
 			}
-			lsn := last - uint64(len(dead)-1-i)
+			lsn := first + uint64(i)
 			if err := e.logChange(tx, c, change{kind: changeExpire, lsn: lsn, seq: it.seq, prev: &it.rec}); err != nil {
 				return err
 			}
