@@ -121,3 +121,19 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkParse parses a stored item of about 400 bytes: a few properties,
+// the system properties, and one nested object and array.
+func BenchmarkParse(b *testing.B) {
+	doc := []byte(`{"id":"a12345","pk":"tenant-42","ttl":3600,"payload":"` + strings.Repeat("x", 200) +
+		`","tags":["red","green"],"owner":{"name":"Ada","age":36},` +
+		`"_rid":"AAAAAAAAAAABAAAAAAAAAA==","_self":"dbs/AAAAAA==/colls/AAAAAAAAAAA=/docs/AAAAAAAAAAABAAAAAAAAAA==/",` +
+		`"_etag":"\"0000000000000001\"","_attachments":"attachments/","_ts":1700000000}`)
+	b.SetBytes(int64(len(doc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse(doc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -30,7 +32,9 @@ var ErrTooDeep = errors.New("JSON nesting too deep")
 // float64; numbers outside the float64 range are an error. Duplicate object
 // keys keep the last value, in the position of the first.
 func Parse(data []byte) (Value, error) {
-	p := parser{data: data}
+	st := stackPool.Get().(*stacks)
+	defer st.release()
+	p := parser{data: data, stacks: st}
 	p.skipSpace()
 	v, err := p.value(0)
 	if err != nil {
@@ -46,6 +50,35 @@ func Parse(data []byte) (Value, error) {
 type parser struct {
 	data []byte
 	pos  int
+	*stacks
+}
+
+// stacks are where the objects and arrays being parsed collect their
+// members: each pushes them on top and, when it closes, copies them into
+// one slice of the exact size and pops them. Growing a slice per object
+// by appending allocated several times the object's final size, most of
+// what parsing a stored item allocated. Parses reuse stacks through a pool.
+type stacks struct {
+	fields []Field
+	vals   []Value
+}
+
+var stackPool = sync.Pool{New: func() any { return new(stacks) }}
+
+// maxPooledStack bounds what a pooled stack keeps, so that one huge
+// document does not pin its memory.
+const maxPooledStack = 1 << 12
+
+// release clears the stacks (they hold strings and slices of the parsed
+// value) and returns them to the pool.
+func (st *stacks) release() {
+	if cap(st.fields) > maxPooledStack || cap(st.vals) > maxPooledStack {
+		return
+	}
+	clear(st.fields[:cap(st.fields)])
+	clear(st.vals[:cap(st.vals)])
+	st.fields, st.vals = st.fields[:0], st.vals[:0]
+	stackPool.Put(st)
 }
 
 func (p *parser) fail(msg string) error { return &SyntaxError{Offset: p.pos, Msg: msg} }
@@ -102,12 +135,12 @@ func (p *parser) object(depth int) (Value, error) {
 		return Undef, fmt.Errorf("%w: more than %d levels", ErrTooDeep, MaxDepth)
 	}
 	p.pos++ // {
-	fields := []Field{}
+	base := len(p.fields)
 	var index map[string]int
 	p.skipSpace()
 	if p.pos < len(p.data) && p.data[p.pos] == '}' {
 		p.pos++
-		return Obj(fields), nil
+		return Obj(nil), nil
 	}
 	for {
 		p.skipSpace()
@@ -128,6 +161,7 @@ func (p *parser) object(depth int) (Value, error) {
 		if err != nil {
 			return Undef, err
 		}
+		fields := p.fields[base:]
 		dup := false
 		if index != nil {
 			if i, ok := index[name]; ok {
@@ -142,15 +176,16 @@ func (p *parser) object(depth int) (Value, error) {
 			}
 		}
 		if !dup {
-			fields = append(fields, Field{Name: name, Value: v})
+			p.fields = append(p.fields, Field{Name: name, Value: v})
+			n := len(p.fields) - base
 			// Past a few dozen properties a map beats the linear scan.
-			if index == nil && len(fields) == 32 {
+			if index == nil && n == 32 {
 				index = make(map[string]int, 64)
-				for i, f := range fields {
+				for i, f := range p.fields[base:] {
 					index[f.Name] = i
 				}
 			} else if index != nil {
-				index[name] = len(fields) - 1
+				index[name] = n - 1
 			}
 		}
 		p.skipSpace()
@@ -162,7 +197,9 @@ func (p *parser) object(depth int) (Value, error) {
 			p.pos++
 		case '}':
 			p.pos++
-			return Obj(fields), nil
+			out := slices.Clone(p.fields[base:])
+			p.fields = p.fields[:base]
+			return Obj(out), nil
 		default:
 			return Undef, p.fail("expected ',' or '}' in an object")
 		}
@@ -174,11 +211,11 @@ func (p *parser) array(depth int) (Value, error) {
 		return Undef, fmt.Errorf("%w: more than %d levels", ErrTooDeep, MaxDepth)
 	}
 	p.pos++ // [
-	vals := []Value{}
+	base := len(p.vals)
 	p.skipSpace()
 	if p.pos < len(p.data) && p.data[p.pos] == ']' {
 		p.pos++
-		return Arr(vals), nil
+		return Arr(nil), nil
 	}
 	for {
 		p.skipSpace()
@@ -186,7 +223,7 @@ func (p *parser) array(depth int) (Value, error) {
 		if err != nil {
 			return Undef, err
 		}
-		vals = append(vals, v)
+		p.vals = append(p.vals, v)
 		p.skipSpace()
 		if p.pos >= len(p.data) {
 			return Undef, p.fail("unexpected end of input in an array")
@@ -196,7 +233,9 @@ func (p *parser) array(depth int) (Value, error) {
 			p.pos++
 		case ']':
 			p.pos++
-			return Arr(vals), nil
+			out := slices.Clone(p.vals[base:])
+			p.vals = p.vals[:base]
+			return Arr(out), nil
 		default:
 			return Undef, p.fail("expected ',' or ']' in an array")
 		}
@@ -324,6 +363,11 @@ func (v Value) AppendJSON(dst []byte) []byte {
 	case Number:
 		if v.isInt {
 			return strconv.AppendInt(dst, v.i, 10)
+		}
+		if a := math.Abs(v.f); a >= 1<<53 && a < 1<<63 && v.f == math.Trunc(v.f) {
+			// Written plainly, a float this large would read back as the
+			// int64 its digits spell, which is a different number.
+			return append(AppendFloat(dst, v.f), ".0"...)
 		}
 		return AppendFloat(dst, v.f)
 	case String:
