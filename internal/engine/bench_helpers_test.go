@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -225,6 +226,9 @@ func (s *benchStore) settle(b testing.TB) {
 			stable, last = 0, n
 		}
 	}
+	// Return the memory loading freed to the system now, so that the
+	// runtime's scavenger does not do it during the timed phase.
+	debug.FreeOSMemory()
 }
 
 // purgeAll calls PurgeDue in batches of limit at now until nothing due is

@@ -93,9 +93,11 @@ func loadExpiring(b *testing.B, s *benchStore, clk *clock.Manual, live, due int)
 
 // purgeTimed purges everything due in s at now in batches of limit, timing
 // only that, checks that exactly due items went, and adds the process CPU
-// time it took to cpu.
-func purgeTimed(b *testing.B, s *benchStore, now time.Time, limit, due int, cpu *cpuMeter) {
+// time it took to cpu, and that time plus the CPU of the flushes and
+// compactions it left behind, until they settle, to settled.
+func purgeTimed(b *testing.B, s *benchStore, now time.Time, limit, due int, cpu, settled *cpuMeter) {
 	b.Helper()
+	settled.start()
 	cpu.start()
 	if path := os.Getenv("MAYFLY_BENCH_CPUPROFILE"); path != "" {
 		stop := cpuProfile(b, path)
@@ -111,6 +113,8 @@ func purgeTimed(b *testing.B, s *benchStore, now time.Time, limit, due int, cpu 
 	if left := s.countDue(b, now); left != 0 {
 		b.Fatalf("%d due items left after purging", left)
 	}
+	s.settle(b)
+	settled.stop()
 }
 
 // cpuProfile writes a CPU profile to path until stop is called.
@@ -148,10 +152,11 @@ func (m *cpuMeter) stop() {
 	m.total += now - m.at
 }
 
-// report adds the CPU time per item as a metric, where it was measured.
-func (m *cpuMeter) report(b *testing.B, items int) {
+// report adds the CPU time per item as a metric of the given unit, where it
+// was measured.
+func (m *cpuMeter) report(b *testing.B, items int, unit string) {
 	if m.ok && items > 0 {
-		b.ReportMetric(float64(m.total.Nanoseconds())/float64(items), "cpu-ns/item")
+		b.ReportMetric(float64(m.total.Nanoseconds())/float64(items), unit)
 	}
 }
 
@@ -187,18 +192,19 @@ func BenchmarkPurgeCostPerItem(b *testing.B) {
 func benchPurge(b *testing.B, live, due, limit int) {
 	b.StopTimer()
 	purged := 0
-	var cpu cpuMeter
+	var cpu, settled cpuMeter
 	for range b.N {
 		clk := clock.NewManual(purgeT0)
 		s := openBenchEngine(b, clk, nil, "60")
 		now := loadExpiring(b, s, clk, live, due)
-		purgeTimed(b, s, now, limit, due, &cpu)
+		purgeTimed(b, s, now, limit, due, &cpu, &settled)
 		purged += due
 		s.store.Close()
 	}
 	b.ReportMetric(float64(purged)/b.Elapsed().Seconds(), "items/s")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(purged), "ns/item")
-	cpu.report(b, purged)
+	cpu.report(b, purged, "cpu-ns/item")
+	settled.report(b, purged, "settled-cpu-ns/item")
 }
 
 // atRate calls op(k) for k = 0, 1, … at rate per second for d, open loop

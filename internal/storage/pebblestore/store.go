@@ -45,7 +45,13 @@ import (
 
 // DefaultMemTableSize is for a server. Pebble's own defaults (8 MiB cache,
 // 4 MiB memtables) are tuned for embedding many instances; Mayfly runs one.
-const DefaultMemTableSize = 16 << 20
+// Every memtable that fills closes and syncs a write-ahead log file while
+// commits wait, and becomes a level-0 table that compactions must merge
+// down: 64 MiB memtables (RocksDB's default write buffer) cut the CPU a
+// purged item costs, its compactions included, by a sixth against 16 MiB
+// (docs/benchmarks.md). Pebble starts small and doubles up to this size,
+// so a store that writes little never holds it.
+const DefaultMemTableSize = 64 << 20
 
 // Options configures Open.
 type Options struct {
