@@ -72,7 +72,7 @@ type benchStore struct {
 // TTL off) partitioned on /pk. The store is closed when b ends.
 func openBenchEngine(b testing.TB, clk clock.Clock, charges ChargeSink, defaultTTL string) *benchStore {
 	b.Helper()
-	s, err := pebblestore.Open(pebblestore.Options{Dir: b.TempDir()})
+	s, err := pebblestore.Open(pebblestore.Options{Dir: b.TempDir(), Filter: &pebblestore.KeyFilter{Name: IteratedOnlyRule, Skip: IteratedOnly}})
 	if err != nil {
 		b.Fatalf("open store: %v", err)
 	}

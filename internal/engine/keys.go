@@ -87,3 +87,22 @@ func prefixEnd(p []byte) []byte {
 func ridString(b []byte) string {
 	return strings.ReplaceAll(base64.StdEncoding.EncodeToString(b), "/", "-")
 }
+
+// IteratedOnlyRule names the rule IteratedOnly applies. A store that keeps
+// such keys out of its bloom filters records the name with each filter, so
+// it must change whenever the rule does.
+const IteratedOnlyRule = "engine-keys-1"
+
+// IteratedOnly reports keys the engine reads only by iterating, never with
+// a point read: index entries, expiry index entries and change-feed
+// records, most of the keys a store holds.
+func IteratedOnly(key []byte) bool {
+	if len(key) == 0 {
+		return false
+	}
+	switch key[0] {
+	case famIndex, famOwnDue, famByTs, famFeedLatest, famFeedVersion:
+		return true
+	}
+	return false
+}

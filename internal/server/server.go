@@ -35,6 +35,10 @@ import (
 // default so that SDK samples work unchanged.
 const EmulatorKey = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw=="
 
+// storeFilter keeps the keys the engine only iterates over out of the
+// embedded store's bloom filters.
+var storeFilter = &pebblestore.KeyFilter{Name: engine.IteratedOnlyRule, Skip: engine.IteratedOnly}
+
 // Config is everything a server can be told. The zero value plus
 // Validate's defaults is a working server.
 type Config struct {
@@ -120,7 +124,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, done: make(chan struct{}), tls: !cfg.NoTLS}
 	s.store = cfg.Store
 	if s.store == nil {
-		opts := pebblestore.Options{InMemory: cfg.InMemory, Logger: cfg.Logger}
+		opts := pebblestore.Options{InMemory: cfg.InMemory, Logger: cfg.Logger, Filter: storeFilter}
 		if !cfg.InMemory {
 			opts.Dir = filepath.Join(cfg.DataDir, "store")
 		}

@@ -37,7 +37,6 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble"
-	"github.com/cockroachdb/pebble/bloom"
 	"github.com/cockroachdb/pebble/vfs"
 
 	"github.com/mayfly-db/mayfly/internal/storage"
@@ -76,6 +75,10 @@ type Options struct {
 	// DefaultMemTableSize. Up to four may be in memory at once while
 	// flushes catch up.
 	MemTableSize uint64
+
+	// Filter, if set, keeps the keys it skips out of the bloom filters;
+	// nil puts every key in them.
+	Filter *KeyFilter
 }
 
 // Store is a storage.Store on Pebble. Create it with Open.
@@ -135,10 +138,12 @@ func Open(opts Options) (*Store, error) {
 	}
 	// Bloom filters make point lookups that miss (creates, unique-key
 	// checks) skip tables without reading them.
+	policy, known := filterPolicies(opts.Filter)
+	po.Filters = known
 	po.Levels = make([]pebble.LevelOptions, 7)
 	for i := range po.Levels {
 		l := &po.Levels[i]
-		l.FilterPolicy = bloom.FilterPolicy(10)
+		l.FilterPolicy = policy
 		l.FilterType = pebble.TableFilter
 		// 16 KiB blocks, not Pebble's 4 KiB: a quarter of the blocks to
 		// index, checksum, cache and compress in compactions and scans,
