@@ -250,15 +250,6 @@ func (e *Engine) putIndexEntries(tx storage.Txn, c *containerRecord, doc documen
 	return nil
 }
 
-func (e *Engine) deleteIndexEntries(tx storage.Txn, c *containerRecord, doc document.Value, seq uint64) error {
-	for _, k := range indexEntries(c, doc, seq) {
-		if err := tx.Delete(k); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // indexCandidates answers the most selective indexable predicate of a
 // query from the index: the sequence numbers of every item that may match,
 // ascending. ok is false when no predicate can use the index (or the index

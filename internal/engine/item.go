@@ -340,35 +340,51 @@ func (e *Engine) putItem(tx storage.Txn, c *containerRecord, seq uint64, rec *it
 // removeIndexes deletes the index entries of an item version that is about
 // to be overwritten in place.
 func (e *Engine) removeIndexes(tx storage.Txn, c *containerRecord, it *liveItem) error {
+	keys, uniq, err := indexKeys(c, it)
+	if err != nil {
+		return err
+	}
+	return deleteEntries(tx, keys, uniq, it.seq)
+}
+
+// indexKeys returns the keys of an item version's expiry and range index
+// entries, and of its unique-key entries.
+func indexKeys(c *containerRecord, it *liveItem) (keys, uniq [][]byte, err error) {
 	if k := expiryKey(c, &it.rec, it.seq); k != nil {
+		keys = append(keys, k)
+	}
+	if len(c.uniqueKeys) == 0 && c.index.none {
+		return keys, nil, nil
+	}
+	doc, err := document.Parse(it.rec.json)
+	if err != nil {
+		return nil, nil, err
+	}
+	return append(keys, indexEntries(c, doc, it.seq)...), uniqueKeys(c, doc, it.rec.pk), nil
+}
+
+// deleteEntries deletes keys, and those of the unique-key entries uniq
+// that item seq still owns: a later item may have taken an entry over once
+// this one expired.
+func deleteEntries(tx storage.Txn, keys, uniq [][]byte, seq uint64) error {
+	for _, k := range keys {
 		if err := tx.Delete(k); err != nil {
 			return err
 		}
 	}
-	if len(c.uniqueKeys) > 0 || !c.index.none {
-		old, err := document.Parse(it.rec.json)
+	for _, k := range uniq {
+		v, err := tx.Get(k)
+		if errors.Is(err, storage.ErrNotFound) {
+			continue
+		}
 		if err != nil {
 			return err
 		}
-		if err := e.deleteIndexEntries(tx, c, old, it.seq); err != nil {
-			return err
+		if len(v) == 8 && binary.BigEndian.Uint64(v) != seq {
+			continue
 		}
-		for _, k := range uniqueKeys(c, old, it.rec.pk) {
-			// A later item may have taken the entry over once this one
-			// expired; only the owner removes it.
-			v, err := tx.Get(k)
-			if errors.Is(err, storage.ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if len(v) == 8 && binary.BigEndian.Uint64(v) != it.seq {
-				continue
-			}
-			if err := tx.Delete(k); err != nil {
-				return err
-			}
+		if err := tx.Delete(k); err != nil {
+			return err
 		}
 	}
 	return nil

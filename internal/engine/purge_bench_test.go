@@ -406,3 +406,43 @@ func TestPurgeDueMoreAcrossIndexes(t *testing.T) {
 		}
 	}
 }
+
+// TestPurgeDueSparesItemsWrittenAgain: an expired item created again
+// between two batches is a new item; the next batch must leave it, its id
+// entry included, and purge the rest.
+func TestPurgeDueSparesItemsWrittenAgain(t *testing.T) {
+	clk := clock.NewManual(purgeT0)
+	s := openBenchEngine(t, clk, nil, "60")
+	s.load(t, 0, 4, func(i int) []byte { return benchItem("m", i, "1") })
+	clk.Advance(2 * time.Second)
+	ctx := context.Background()
+	purge := func() ttl.PurgeResult {
+		t.Helper()
+		res, err := s.PurgeDue(ctx, ttl.PurgeParams{Container: benchLink, Now: clk.Now(), Limit: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := purge(); len(res.Items) != 2 || !res.More {
+		t.Fatalf("first batch: %d items, More %v; want 2, true", len(res.Items), res.More)
+	}
+	// m2 is created again (it has expired, so this is a new item, which
+	// does not expire).
+	_, err := s.WriteItem(ctx, WriteItemParams{ItemRef: benchRef(2), Mode: ModeCreate, Body: benchItem("m", 2, "-1")})
+	if err != nil {
+		t.Fatalf("create m2 again: %v", err)
+	}
+	if res := purge(); len(res.Items) != 1 || res.More {
+		t.Fatalf("second batch: %d items, More %v; want 1 (m3), false", len(res.Items), res.More)
+	}
+	if _, err := s.ReadItem(ctx, ReadItemParams{ItemRef: benchRef(2), ID: "m2"}); err != nil {
+		t.Fatalf("m2, written again, after the purge: %v", err)
+	}
+	if _, err := s.ReadItem(ctx, ReadItemParams{ItemRef: benchRef(3), ID: "m3"}); !isNotFound(err) {
+		t.Fatalf("m3 after the purge: %v, want not found", err)
+	}
+	if n := s.countDue(t, clk.Now()); n != 0 {
+		t.Fatalf("%d items due after the purge, want 0", n)
+	}
+}
