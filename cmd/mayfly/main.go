@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mayfly-db/mayfly/internal/memory"
 	"github.com/mayfly-db/mayfly/internal/server"
 )
 
@@ -55,6 +56,7 @@ func run(args []string) error {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	memory.TuneGC()
 	cfg := server.Config{Addr: *addr, DataDir: *dataDir, InMemory: *inMemory, NoTLS: *noTLS,
 		CertFile: *cert, KeyFile: *certKey, Logger: logger, PurgeRUPerSecond: *purgeRU, Partitions: *partitions}
 	switch {

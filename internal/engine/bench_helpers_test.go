@@ -16,6 +16,7 @@ import (
 
 	"github.com/mayfly-db/mayfly/internal/clock"
 	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/memory"
 	"github.com/mayfly-db/mayfly/internal/partition"
 	"github.com/mayfly-db/mayfly/internal/storage/pebblestore"
 	"github.com/mayfly-db/mayfly/internal/ttl"
@@ -72,6 +73,8 @@ type benchStore struct {
 // TTL off) partitioned on /pk. The store is closed when b ends.
 func openBenchEngine(b testing.TB, clk clock.Clock, charges ChargeSink, defaultTTL string) *benchStore {
 	b.Helper()
+	// The garbage collector as the server sets it.
+	memory.TuneGC()
 	s, err := pebblestore.Open(pebblestore.Options{Dir: b.TempDir(), Filter: &pebblestore.KeyFilter{Name: IteratedOnlyRule, Skip: IteratedOnly}})
 	if err != nil {
 		b.Fatalf("open store: %v", err)

@@ -1,4 +1,4 @@
-package pebblestore
+package memory
 
 import "syscall"
 
