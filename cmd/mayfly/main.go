@@ -56,7 +56,11 @@ func run(args []string) error {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	memory.TuneGC()
+	if !*inMemory {
+		// In memory, the data itself is on the Go heap, which is then
+		// anything but small; Go's default target suits it.
+		memory.TuneGC()
+	}
 	cfg := server.Config{Addr: *addr, DataDir: *dataDir, InMemory: *inMemory, NoTLS: *noTLS,
 		CertFile: *cert, KeyFile: *certKey, Logger: logger, PurgeRUPerSecond: *purgeRU, Partitions: *partitions}
 	switch {

@@ -45,10 +45,10 @@ func cgroupLimit() (int64, bool) {
 // a backlog of expired items drains (docs/benchmarks.md).
 const GCPercent = 400
 
-// TuneGC sets the collector for a server, except where the environment
-// already does (GOGC, GOMEMLIMIT): GCPercent, with a soft limit of a
-// quarter of the available memory on the heap, past which it collects
-// as often as it must to stay under.
+// TuneGC sets the collector for a server that keeps its data off the Go
+// heap, except where the environment already does (GOGC, GOMEMLIMIT):
+// GCPercent, with a soft limit of a quarter of the available memory on
+// the heap, past which it collects as often as it must to stay under.
 func TuneGC() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(GCPercent)
