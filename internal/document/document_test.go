@@ -2,7 +2,9 @@ package document
 
 import (
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -136,4 +138,31 @@ func BenchmarkParse(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestParseConcurrent: parses share pooled stacks, one parse at a time
+// each; values from parallel parses must never share or lose members.
+func TestParseConcurrent(t *testing.T) {
+	docs := make([][]byte, 8)
+	for i := range docs {
+		docs[i] = []byte(fmt.Sprintf(`{"id":"d%d","a":[%d,{"b":[%d,%d]},"x"],"n":{"m":{"k":%d}},"z":[]}`, i, i, i, i+1, i))
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for n := range 500 {
+				want := docs[(g+n)%len(docs)]
+				v, err := Parse(want)
+				if err != nil {
+					t.Errorf("Parse(%s): %v", want, err)
+					return
+				}
+				if got := v.JSON(); string(got) != string(want) {
+					t.Errorf("Parse(%s) wrote back %s", want, got)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
