@@ -1181,23 +1181,36 @@ func TestA4_PurgeUsesSpareCapacityOnly(t *testing.T) {
 	c.expect(t, plan.ids(), []string{"keep"})
 }
 
-// TestA6_GatewaysAgree: two gateways over one store judge every item the
-// same at every instant, including right after a setting change made
-// through the other.
-func TestA6_GatewaysAgree(t *testing.T) {
+// memStore opens an in-memory store that t closes.
+func memStore(t *testing.T) storage.Store {
+	t.Helper()
 	mem, err := pebblestore.Open(pebblestore.Options{InMemory: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = mem.Close() })
-	shared := func(cfg *server.Config) { cfg.Store = mem }
-	g1 := startTTL(t, shared)
+	return mem
+}
+
+// twoGateways starts two servers on one manual clock over st, as two
+// gateways over one store; only the first runs a purger.
+func twoGateways(t *testing.T, st storage.Store) (g1, g2 *ttlEnv) {
+	t.Helper()
+	shared := func(cfg *server.Config) { cfg.Store = st }
+	g1 = startTTL(t, shared)
 	e2 := start(t, withManualClock(g1.clk), shared)
 	if err := e2.srv.Purger().Close(); err != nil {
 		t.Fatal(err)
 	}
 	db2, _ := e2.client.NewDatabase("db")
-	g2 := &ttlEnv{env: e2, clk: g1.clk, db: db2, base: g1.base}
+	return g1, &ttlEnv{env: e2, clk: g1.clk, db: db2, base: g1.base}
+}
+
+// TestA6_GatewaysAgree: two gateways over one store judge every item the
+// same at every instant, including right after a setting change made
+// through the other.
+func TestA6_GatewaysAgree(t *testing.T) {
+	g1, g2 := twoGateways(t, memStore(t))
 	c1 := g1.coll(t, "c", i32(10))
 	c2 := g2.open("c")
 	c1.create(t, "inherit")
@@ -1230,20 +1243,8 @@ func TestA6_GatewaysAgree(t *testing.T) {
 // one gateway, dated before an item fell due but committed after, must not
 // contradict what another gateway answered meanwhile (A6, B1).
 func TestA6_GatewaysAgreeUnderConcurrentChange(t *testing.T) {
-	mem, err := pebblestore.Open(pebblestore.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = mem.Close() })
-	gs := &gatedStore{Store: mem, held: make(chan struct{}, 1)}
-	shared := func(cfg *server.Config) { cfg.Store = gs }
-	g1 := startTTL(t, shared)
-	e2 := start(t, withManualClock(g1.clk), shared)
-	if err := e2.srv.Purger().Close(); err != nil {
-		t.Fatal(err)
-	}
-	db2, _ := e2.client.NewDatabase("db")
-	g2 := &ttlEnv{env: e2, clk: g1.clk, db: db2, base: g1.base}
+	gs := &gatedStore{Store: memStore(t), held: make(chan struct{}, 1)}
+	g1, g2 := twoGateways(t, gs)
 	c1 := g1.coll(t, "c", i32(10))
 	c2 := g2.open("c")
 	c1.create(t, "x")
@@ -1612,12 +1613,7 @@ func (s *gatedStore) open() {
 // old setting, and the change does not contradict them. Reads during the
 // change and after it all agree, through every read path.
 func TestB1_ExpiryIsFinalUnderConcurrentChange(t *testing.T) {
-	mem, err := pebblestore.Open(pebblestore.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = mem.Close() })
-	gs := &gatedStore{Store: mem, held: make(chan struct{}, 1)}
+	gs := &gatedStore{Store: memStore(t), held: make(chan struct{}, 1)}
 	te := startTTL(t, func(cfg *server.Config) { cfg.Store = gs })
 	c := te.coll(t, "c", i32(10))
 	c.create(t, "x")
