@@ -11,7 +11,7 @@ package engine
 //	MAYFLY_BENCH_READ_RATE     point reads/s in BenchmarkPointReadWithPurgeBacklog (default 1000)
 //	MAYFLY_BENCH_WINDOW        seconds per measured phase there (default 5)
 //	MAYFLY_BENCH_PURGE_RU      the container's budget there, RU/s (default ttl.DefaultRUPerSecond)
-//	MAYFLY_BENCH_CPUPROFILE    a file for a CPU profile of the timed purges (throughput, cost per item)
+//	MAYFLY_BENCH_CPUPROFILE    a file for a CPU profile of the timed purges and the compactions they leave (throughput, cost per item)
 
 import (
 	"context"
