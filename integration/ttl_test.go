@@ -1824,9 +1824,12 @@ func TestA3_PurgeDeletesPhysically(t *testing.T) {
 		offAll[fmt.Sprintf("never%02d", i)] = never
 	}
 	want := func(items, expired, due, inherit int) engine.IndexCounts {
-		// Range index entries: id, pk and, for all but inheriting items, ttl.
-		return engine.IndexCounts{Items: items, Expired: expired, DueEntries: due, InheritEntries: inherit, IndexEntries: 3*items - inherit}
+		// Range index entries: id, pk and, for all but inheriting items,
+		// ttl. Every expiry entry has its record image while TTL is on.
+		return engine.IndexCounts{Items: items, Expired: expired, DueEntries: due, InheritEntries: inherit,
+			Images: due + inherit, IndexEntries: 3*items - inherit}
 	}
+	offWant := engine.IndexCounts{Items: 10, DueEntries: 10, IndexEntries: 30}
 	checkDisk := func(step string, cw, ow engine.IndexCounts) {
 		t.Helper()
 		counts := te.checkIndexes(t)
@@ -1834,7 +1837,7 @@ func TestA3_PurgeDeletesPhysically(t *testing.T) {
 			t.Errorf("%s: on disk %+v / off %+v, want %+v / %+v", step, counts[c.link()], counts[off.link()], cw, ow)
 		}
 	}
-	checkDisk("written", want(60, 0, 20, 30), want(10, 0, 10, 0))
+	checkDisk("written", want(60, 0, 20, 30), offWant)
 
 	steps := []struct {
 		at            int64
@@ -1850,7 +1853,7 @@ func TestA3_PurgeDeletesPhysically(t *testing.T) {
 		te.to(t, s.at, 0)
 		visible := plan.visibleAt(time.Duration(s.at) * time.Second)
 		c.expect(t, plan.ids(), visible)
-		checkDisk(fmt.Sprintf("S+%d before the pass", s.at), s.before, want(10, 0, 10, 0))
+		checkDisk(fmt.Sprintf("S+%d before the pass", s.at), s.before, offWant)
 		if due, err := te.srv.Engine().CountDue(ctx, ttl.CountDueParams{Container: c.link(), Now: te.clk.Now(), Max: 1000}); err != nil || due != s.purged {
 			t.Errorf("S+%d: CountDue = %d, %v; want %d", s.at, due, err, s.purged)
 		}
@@ -1859,7 +1862,7 @@ func TestA3_PurgeDeletesPhysically(t *testing.T) {
 		}
 		c.expect(t, plan.ids(), visible)
 		off.expect(t, offAll.ids(), offAll.ids())
-		checkDisk(fmt.Sprintf("S+%d after the pass", s.at), s.after, want(10, 0, 10, 0))
+		checkDisk(fmt.Sprintf("S+%d after the pass", s.at), s.after, offWant)
 		m := te.metrics(t)
 		if got := m[`mayfly_ttl_items_purged_total{container="dbs/db/colls/c"}`]; got != s.purgedTotal {
 			t.Errorf("S+%d: mayfly_ttl_items_purged_total = %v, want %v", s.at, got, s.purgedTotal)

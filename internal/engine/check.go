@@ -25,6 +25,8 @@ type IndexCounts struct {
 	// indexes (own ttl, keyed by due second; inherited, keyed by _ts).
 	DueEntries     int
 	InheritEntries int
+	// Images counts the record images kept next to expiry entries.
+	Images int
 	// IndexEntries counts the entries of the range index's current
 	// version.
 	IndexEntries int
@@ -42,6 +44,9 @@ const maxProblems = 20
 //     entry points at an item with that partition key and id;
 //   - every item has exactly the expiry-index entry ttl.EntryFor gives it
 //     (none for ttl -1), and every expiry-index entry is some item's entry;
+//   - every record image is a byte-for-byte copy of the record of an item
+//     with that expiry entry, and an item written while TTL has been on
+//     has one;
 //   - the change feed's latest-version index has exactly one entry per
 //     item, at the LSN of its version;
 //   - every entry of the range index's current version belongs to an
@@ -104,6 +109,7 @@ func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now time.T
 		return counts, err
 	}
 	items := map[uint64]*itemRecord{}
+	raws := map[uint64][]byte{}
 	live := map[uint64]bool{}
 	err = scanPrefix(r, collPrefix(famItem, c.Rid), func(k, v []byte) (bool, error) {
 		if len(k) != 1+len(c.Rid)+8 {
@@ -118,6 +124,7 @@ func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now time.T
 		}
 		counts.Items++
 		items[seq] = &rec
+		raws[seq] = bytes.Clone(v)
 		if c.expired(&rec, now) {
 			counts.Expired++
 		} else {
@@ -200,6 +207,9 @@ func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now time.T
 		if err != nil {
 			return counts, err
 		}
+	}
+	if err := checkImages(r, c, items, raws, report, &counts); err != nil {
+		return counts, err
 	}
 	for seq, rec := range items {
 		if !byID[seq] {
@@ -336,4 +346,46 @@ func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now time.T
 		}
 	}
 	return counts, nil
+}
+
+// checkImages checks the record images (keys.go, imageKey) against the
+// items: each copies the record of an item whose expiry entry it follows,
+// and an item whose version was written after TTL was last turned on (a
+// later second than the setting's) has one.
+func checkImages(r storage.Reader, c *containerRecord, items map[uint64]*itemRecord, raws map[uint64][]byte, report func(string, ...any), counts *IndexCounts) error {
+	prefix := collPrefix(famImage, c.Rid)
+	imaged := map[uint64]bool{}
+	err := scanPrefix(r, prefix, func(k, v []byte) (bool, error) {
+		counts.Images++
+		if len(k) != len(prefix)+17 || (k[len(prefix)] != famOwnDue && k[len(prefix)] != famByTs) {
+			report("record image key %x is malformed", k)
+			return true, nil
+		}
+		ek := append(collPrefix(k[len(prefix)], c.Rid), k[len(prefix)+1:]...)
+		seq := binary.BigEndian.Uint64(k[len(k)-8:])
+		rec, ok := items[seq]
+		switch {
+		case !ok:
+			report("record image %x is dangling: no item %d", k, seq)
+		case !bytes.Equal(ek, expiryKey(c, rec, seq)):
+			report("record image %x does not follow the expiry entry of item %q (seq %d)", k, rec.id, seq)
+		case !bytes.Equal(v, raws[seq]):
+			report("record image of item %q (seq %d) differs from its record", rec.id, seq)
+		}
+		imaged[seq] = true
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	if !c.TTL.Setting().On {
+		return nil
+	}
+	since := c.TTL.Current().From.Unix()
+	for seq, rec := range items {
+		if rec.ts > since && expiryKey(c, rec, seq) != nil && !imaged[seq] {
+			report("item %q (seq %d, _ts %d) has no record image though TTL is on since %d", rec.id, seq, rec.ts, since)
+		}
+	}
+	return nil
 }

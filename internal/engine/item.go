@@ -318,7 +318,8 @@ func (e *Engine) currentLSN(r storage.Reader, c *containerRecord) (uint64, error
 // putItem writes an item record and every index entry it needs.
 func (e *Engine) putItem(tx storage.Txn, c *containerRecord, seq uint64, rec *itemRecord, body document.Value) error {
 	seqb := binary.BigEndian.AppendUint64(nil, seq)
-	if err := tx.Set(itemKey(c.Rid, seq), rec.encode()); err != nil {
+	raw := rec.encode()
+	if err := tx.Set(itemKey(c.Rid, seq), raw); err != nil {
 		return err
 	}
 	if err := tx.Set(itemIDKey(c.Rid, rec.pk, rec.id), seqb); err != nil {
@@ -327,6 +328,13 @@ func (e *Engine) putItem(tx storage.Txn, c *containerRecord, seq uint64, rec *it
 	if k := expiryKey(c, rec, seq); k != nil {
 		if err := tx.Set(k, nil); err != nil {
 			return err
+		}
+		// While TTL is on, the purge reads the record from its image,
+		// in expiry order, rather than from among the live records.
+		if c.TTL.Setting().On {
+			if err := tx.Set(imageKey(c.Rid, k), raw); err != nil {
+				return err
+			}
 		}
 	}
 	for _, k := range uniqueKeys(c, body, rec.pk) {
@@ -351,7 +359,9 @@ func (e *Engine) removeIndexes(tx storage.Txn, c *containerRecord, it *liveItem)
 // entries, and of its unique-key entries.
 func indexKeys(c *containerRecord, it *liveItem) (keys, uniq [][]byte, err error) {
 	if k := expiryKey(c, &it.rec, it.seq); k != nil {
-		keys = append(keys, k)
+		// The image may or may not exist (it depends on the setting when
+		// this version was written); deleting it either way is exact.
+		keys = append(keys, k, imageKey(c.Rid, k))
 	}
 	if len(c.uniqueKeys) == 0 && c.index.none {
 		return keys, nil, nil

@@ -18,6 +18,7 @@ const (
 	famUnique    = 'u' // 'u'+collRid(8)+uvarint(len pk)+pk+policy#+values → seq
 	famOwnDue    = 't' // 't'+collRid(8)+due(8)+seq(8) → "" (items with their own ttl)
 	famByTs      = 's' // 's'+collRid(8)+_ts(8)+seq(8) → "" (items inheriting the default)
+	famImage     = 'e' // 'e'+collRid(8)+'t'|'s'+key(16) → the item record of expiry entry 't'|'s'+collRid+key, while TTL is on (purge.go)
 	famLSN       = 'l' // 'l'+collRid(8) → last LSN of the container
 	famIndex     = 'x' // 'x'+collRid(8)+version(4)+path+value+seq(8) → "" (index.go)
 
@@ -68,6 +69,15 @@ func byTsKey(collRid []byte, ts int64, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(k, seq)
 }
 
+// imageKey is where the record of the item with expiry entry ek is copied:
+// the image family orders the copies as the two expiry indexes order
+// their entries, so the purge reads them in one forward pass.
+func imageKey(collRid, ek []byte) []byte {
+	k := collPrefix(famImage, collRid)
+	k = append(k, ek[0])
+	return append(k, ek[1+len(collRid):]...)
+}
+
 func lsnKey(collRid []byte) []byte { return collPrefix(famLSN, collRid) }
 
 // prefixEnd returns the smallest key greater than every key with prefix p.
@@ -91,17 +101,17 @@ func ridString(b []byte) string {
 // IteratedOnlyRule names the rule IteratedOnly applies. A store that keeps
 // such keys out of its bloom filters records the name with each filter, so
 // it must change whenever the rule does.
-const IteratedOnlyRule = "engine-keys-1"
+const IteratedOnlyRule = "engine-keys-2"
 
 // IteratedOnly reports keys the engine reads only by iterating, never with
-// a point read: index entries, expiry index entries and change-feed
-// records, most of the keys a store holds.
+// a point read: index entries, expiry index entries and their record
+// images, and change-feed records, most of the keys a store holds.
 func IteratedOnly(key []byte) bool {
 	if len(key) == 0 {
 		return false
 	}
 	switch key[0] {
-	case famIndex, famOwnDue, famByTs, famFeedLatest, famFeedVersion:
+	case famIndex, famOwnDue, famByTs, famImage, famFeedLatest, famFeedVersion:
 		return true
 	}
 	return false

@@ -446,3 +446,86 @@ func TestPurgeDueSparesItemsWrittenAgain(t *testing.T) {
 		t.Fatalf("%d items due after the purge, want 0", n)
 	}
 }
+
+// TestPurgeReadsImagesAndRecords: items written while TTL was off have no
+// record image and are purged from their records; items written or
+// replaced since TTL is on are purged from their images; batches mixing
+// both purge exactly the expired items, and the indexes match the items
+// at every step.
+func TestPurgeReadsImagesAndRecords(t *testing.T) {
+	clk := clock.NewManual(purgeT0)
+	s := openBenchEngine(t, clk, nil, "null")
+	ctx := context.Background()
+	check := func(step string, images int) {
+		t.Helper()
+		counts, err := s.CheckIndexes(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		if got := counts[benchLink].Images; got != images {
+			t.Fatalf("%s: %d record images, want %d", step, got, images)
+		}
+	}
+	// Items 0-9 while TTL is off: odd ones inheriting, even ones with ttl
+	// 5, 4, 3, 2, 1, so that their expiry order is not their records' order;
+	// items 10-19 later, alike but with ttl 1.
+	body := func(i int) []byte {
+		switch {
+		case i%2 == 1:
+			return benchItem("m", i, "")
+		case i < 10:
+			return benchItem("m", i, strconv.Itoa(5-i/2))
+		}
+		return benchItem("m", i, "1")
+	}
+	s.load(t, 0, 10, body)
+	check("TTL off", 0)
+	clk.Advance(time.Second)
+	setTTL := func(v string) {
+		t.Helper()
+		b := `{"id":"` + benchColl + `","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":` + v + `}`
+		if _, err := s.ReplaceContainer(ctx, benchDB, benchColl, benchParse(t, b), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setTTL("60")
+	check("TTL turned on", 0)
+	clk.Advance(time.Second)
+	// Items 10-19 while TTL is on, and items 1 and 3 replaced, 1 now with
+	// ttl 1: the new versions' entries and images.
+	s.load(t, 10, 20, body)
+	for i, ttlJSON := range map[int]string{1: "1", 3: ""} {
+		_, err := s.WriteItem(ctx, WriteItemParams{ItemRef: benchRef(i), Mode: ModeReplace, ID: "m" + strconv.Itoa(i), Body: benchItem("m", i, ttlJSON)})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("written while on", 12)
+
+	// At +6 s, only own-ttl items are due: the even ones written while off
+	// (their ttl counts from _ts once TTL is on), 1, and the even ones of
+	// 10-19.
+	clk.Advance(4 * time.Second)
+	purged := 0
+	for {
+		res, err := s.PurgeDue(ctx, ttl.PurgeParams{Container: benchLink, Now: clk.Now(), Limit: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		purged += len(res.Items)
+		if !res.More {
+			break
+		}
+	}
+	if want := 5 + 1 + 5; purged != want {
+		t.Errorf("purged %d items, want %d", purged, want)
+	}
+	check("after the purge", 6)
+	for i := range 20 {
+		_, err := s.ReadItem(ctx, ReadItemParams{ItemRef: benchRef(i), ID: "m" + strconv.Itoa(i)})
+		wantGone := i%2 == 0 || i == 1
+		if gone := isNotFound(err); gone != wantGone || (!gone && err != nil) {
+			t.Errorf("m%d after the purge: %v, want gone %v", i, err, wantGone)
+		}
+	}
+}
