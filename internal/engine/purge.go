@@ -185,6 +185,7 @@ func (e *Engine) PurgeDue(ctx context.Context, p ttl.PurgeParams) (ttl.PurgeResu
 			return err
 		}
 		res.More = more
+		slices.SortFunc(entries, func(a, b dueEntry) int { return bytes.Compare(a.key, b.key) })
 		raws, err := dueRecords(tx, c.Rid, entries)
 		if err != nil {
 			return err
@@ -244,60 +245,49 @@ func (e *Engine) PurgeDue(ctx context.Context, p ttl.PurgeParams) (ttl.PurgeResu
 	return res, nil
 }
 
-// dueRecords reads the records of the items of entries, in their order; a
-// missing item reads nil. An item written while TTL was on has an image of
-// its record next to its expiry entry, and the images of the items due
-// together lie together, whatever the live items around their records:
-// those are read with one iterator seeking forward in expiry order, so the
-// purge loads only blocks of expired items. The others (written while TTL
-// was off) are read from the records themselves.
+// dueRecords reads the records of the items of entries, which are sorted
+// by key, in their order; a missing item reads nil. An item written while
+// TTL was on has an image of its record next to its expiry entry, and the
+// images of the items due together lie together, whatever the live items
+// around their records: those are read with one iterator seeking forward
+// in expiry order, so the purge loads only blocks of expired items. The
+// others (written while TTL was off) are read from the records themselves.
 func dueRecords(r storage.Reader, collRid []byte, entries []dueEntry) ([][]byte, error) {
 	out := make([][]byte, len(entries))
 	if len(entries) == 0 {
 		return out, nil
 	}
-	byKey := make([]int, len(entries))
-	for i := range byKey {
-		byKey[i] = i
-	}
-	slices.SortFunc(byKey, func(a, b int) int { return bytes.Compare(entries[a].key, entries[b].key) })
-	first, last := entries[byKey[0]].key, entries[byKey[len(byKey)-1]].key
+	first, last := entries[0].key, entries[len(entries)-1].key
 	it, err := r.NewIter(storage.IterParams{Lower: imageKey(collRid, first), Upper: prefixEnd(imageKey(collRid, last))})
 	if err != nil {
 		return nil, err
 	}
-	var rest []dueEntry
-	var restAt []int
-	for _, i := range byKey {
+	var rest []int
+	for i, en := range entries {
 		runtime.Gosched() // as in PurgeDue
-		k := imageKey(collRid, entries[i].key)
+		k := imageKey(collRid, en.key)
 		if it.SeekGE(k) && bytes.Equal(it.Key(), k) {
 			out[i] = bytes.Clone(it.Value())
-			continue
+		} else {
+			rest = append(rest, i)
 		}
-		rest = append(rest, entries[i])
-		restAt = append(restAt, i)
 	}
 	err = it.Err()
 	it.Close()
 	if err != nil || len(rest) == 0 {
 		return out, err
 	}
-	order := make([]int, len(rest))
-	for i := range order {
-		order[i] = i
+	slices.SortFunc(rest, func(a, b int) int { return cmp.Compare(entries[a].seq, entries[b].seq) })
+	bySeq := make([]dueEntry, len(rest))
+	for j, i := range rest {
+		bySeq[j] = entries[i]
 	}
-	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(rest[a].seq, rest[b].seq) })
-	sorted := make([]dueEntry, len(rest))
-	for j, o := range order {
-		sorted[j] = rest[o]
-	}
-	raws, err := itemsBySeq(r, collRid, sorted)
+	raws, err := itemsBySeq(r, collRid, bySeq)
 	if err != nil {
 		return nil, err
 	}
-	for j, o := range order {
-		out[restAt[o]] = raws[j]
+	for j, i := range rest {
+		out[i] = raws[j]
 	}
 	return out, nil
 }
