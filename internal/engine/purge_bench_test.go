@@ -5,7 +5,7 @@ package engine
 // them and what they measured. Sizes and rates come from the environment:
 //
 //	MAYFLY_BENCH_ITEMS         large data sets (default 1000000)
-//	MAYFLY_BENCH_BATCH         PurgeDue batch size (default ttl.DefaultBatchSize)
+//	MAYFLY_BENCH_BATCH         the purge's batch size (default ttl.DefaultBatchSize)
 //	MAYFLY_BENCH_LAG_RATE      writes/s of ttl-1 items in BenchmarkPurgeLag (default 500)
 //	MAYFLY_BENCH_LAG_SECONDS   how long they are written (default 10)
 //	MAYFLY_BENCH_READ_RATE     point reads/s in BenchmarkPointReadWithPurgeBacklog (default 1000)
@@ -302,6 +302,7 @@ func BenchmarkPointReadWithPurgeBacklog(b *testing.B) {
 	rate := benchInt(b, "MAYFLY_BENCH_READ_RATE", 1000)
 	window := benchSeconds(b, "MAYFLY_BENCH_WINDOW", 5*time.Second)
 	ru := benchInt(b, "MAYFLY_BENCH_PURGE_RU", ttl.DefaultRUPerSecond)
+	batch := benchInt(b, "MAYFLY_BENCH_BATCH", ttl.DefaultBatchSize)
 	const rounds = 6
 	b.StopTimer()
 	var idle, draining []time.Duration
@@ -356,7 +357,7 @@ func BenchmarkPointReadWithPurgeBacklog(b *testing.B) {
 			atRate(rate, window, 8, read(&idle, &mu))
 
 			rec := &lagRecorder{}
-			p := ttl.New(ttl.Config{Target: s.Engine, Clock: clk, Budget: budget, Metrics: rec})
+			p := ttl.New(ttl.Config{Target: s.Engine, Clock: clk, Budget: budget, BatchSize: batch, Metrics: rec})
 			start := time.Now()
 			p.Start()
 			atRate(rate, window, 8, read(&draining, &mu))
@@ -377,6 +378,7 @@ func BenchmarkPointReadWithPurgeBacklog(b *testing.B) {
 	b.ReportMetric(float64(purged)/drainTime.Seconds(), "purged/s")
 	b.ReportMetric(float64(n), "backlog")
 	b.ReportMetric(float64(ru), "budget-RU/s")
+	b.ReportMetric(float64(batch), "batch")
 }
 
 // TestPurgeDueMoreAcrossIndexes: a batch filled by the due index must
