@@ -46,7 +46,8 @@ const maxProblems = 20
 //     (none for ttl -1), and every expiry-index entry is some item's entry;
 //   - every record image is a byte-for-byte copy of the record of an item
 //     with that expiry entry, and an item written while TTL has been on
-//     has one;
+//     has one (items written before the engine kept images lack them, and
+//     are reported, though the purge reads their records instead);
 //   - the change feed's latest-version index has exactly one entry per
 //     item, at the LSN of its version;
 //   - every entry of the range index's current version belongs to an
