@@ -358,11 +358,11 @@ func checkImages(r storage.Reader, c *containerRecord, items map[uint64]*itemRec
 	imaged := map[uint64]bool{}
 	err := scanPrefix(r, prefix, func(k, v []byte) (bool, error) {
 		counts.Images++
-		if len(k) != len(prefix)+17 || (k[len(prefix)] != famOwnDue && k[len(prefix)] != famByTs) {
+		ek := imageEntry(c.Rid, k)
+		if ek == nil {
 			report("record image key %x is malformed", k)
 			return true, nil
 		}
-		ek := append(collPrefix(k[len(prefix)], c.Rid), k[len(prefix)+1:]...)
 		seq := binary.BigEndian.Uint64(k[len(k)-8:])
 		rec, ok := items[seq]
 		switch {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/binary"
 	"strings"
@@ -76,6 +77,19 @@ func imageKey(collRid, ek []byte) []byte {
 	k := collPrefix(famImage, collRid)
 	k = append(k, ek[0])
 	return append(k, ek[1+len(collRid):]...)
+}
+
+// imageEntry is the expiry entry whose record image is at key ik, or nil
+// if ik is not an image key of the container.
+func imageEntry(collRid, ik []byte) []byte {
+	prefix := collPrefix(famImage, collRid)
+	if len(ik) != len(prefix)+17 || !bytes.HasPrefix(ik, prefix) {
+		return nil
+	}
+	if fam := ik[len(prefix)]; fam != famOwnDue && fam != famByTs {
+		return nil
+	}
+	return append(collPrefix(ik[len(prefix)], collRid), ik[len(prefix)+1:]...)
 }
 
 func lsnKey(collRid []byte) []byte { return collPrefix(famLSN, collRid) }

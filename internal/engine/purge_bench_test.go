@@ -14,6 +14,7 @@ package engine
 //	MAYFLY_BENCH_CPUPROFILE    a file for a CPU profile of the timed purges and the compactions they leave (throughput, cost per item)
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -483,14 +484,10 @@ func TestPurgeReadsImagesAndRecords(t *testing.T) {
 	s.load(t, 0, 10, body)
 	check("TTL off", 0)
 	clk.Advance(time.Second)
-	setTTL := func(v string) {
-		t.Helper()
-		b := `{"id":"` + benchColl + `","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":` + v + `}`
-		if _, err := s.ReplaceContainer(ctx, benchDB, benchColl, benchParse(t, b), ""); err != nil {
-			t.Fatal(err)
-		}
+	on := `{"id":"` + benchColl + `","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":60}`
+	if _, err := s.ReplaceContainer(ctx, benchDB, benchColl, benchParse(t, on), ""); err != nil {
+		t.Fatal(err)
 	}
-	setTTL("60")
 	check("TTL turned on", 0)
 	clk.Advance(time.Second)
 	// Items 10-19 while TTL is on, and items 1 and 3 replaced, 1 now with
@@ -508,18 +505,7 @@ func TestPurgeReadsImagesAndRecords(t *testing.T) {
 	// (their ttl counts from _ts once TTL is on), 1, and the even ones of
 	// 10-19.
 	clk.Advance(4 * time.Second)
-	purged := 0
-	for {
-		res, err := s.PurgeDue(ctx, ttl.PurgeParams{Container: benchLink, Now: clk.Now(), Limit: 3})
-		if err != nil {
-			t.Fatal(err)
-		}
-		purged += len(res.Items)
-		if !res.More {
-			break
-		}
-	}
-	if want := 5 + 1 + 5; purged != want {
+	if purged, want := s.purgeAll(t, clk.Now(), 3), 5+1+5; purged != want {
 		t.Errorf("purged %d items, want %d", purged, want)
 	}
 	check("after the purge", 6)
@@ -529,5 +515,32 @@ func TestPurgeReadsImagesAndRecords(t *testing.T) {
 		if gone := isNotFound(err); gone != wantGone || (!gone && err != nil) {
 			t.Errorf("m%d after the purge: %v, want gone %v", i, err, wantGone)
 		}
+	}
+}
+
+// TestImageKeyRoundTrip: imageEntry recovers the expiry entry of every
+// image key and rejects keys that are not a container's image keys.
+func TestImageKeyRoundTrip(t *testing.T) {
+	rid := []byte{0, 0, 0, 1, 0, 0, 0, 2}
+	other := []byte{0, 0, 0, 1, 0, 0, 0, 3}
+	for _, ek := range [][]byte{ownDueKey(rid, 1_700_000_061, 7), byTsKey(rid, 0, 1<<63), byTsKey(rid, -1, 0)} {
+		ik := imageKey(rid, ek)
+		if got := imageEntry(rid, ik); !bytes.Equal(got, ek) {
+			t.Errorf("imageEntry(imageKey(%x)) = %x", ek, got)
+		}
+		if got := imageEntry(other, ik); got != nil {
+			t.Errorf("imageEntry of another container's key %x = %x, want nil", ik, got)
+		}
+		if got := imageEntry(rid, ik[:len(ik)-1]); got != nil {
+			t.Errorf("imageEntry of a short key = %x, want nil", got)
+		}
+		if got := imageEntry(rid, ek); got != nil {
+			t.Errorf("imageEntry of the expiry key %x itself = %x, want nil", ek, got)
+		}
+	}
+	bad := imageKey(rid, ownDueKey(rid, 5, 5))
+	bad[len(collPrefix(famImage, rid))] = famItem
+	if got := imageEntry(rid, bad); got != nil {
+		t.Errorf("imageEntry of an image key of family 'i' = %x, want nil", got)
 	}
 }
