@@ -10,6 +10,7 @@ import (
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/query/ast"
 	"github.com/mayfly-db/mayfly/internal/query/eval"
+	"github.com/mayfly-db/mayfly/internal/query/gatewayplan"
 	"github.com/mayfly-db/mayfly/internal/query/plan"
 	"github.com/mayfly-db/mayfly/internal/storage"
 )
@@ -28,14 +29,14 @@ import (
 // clause filters on the ORDER BY path itself (which makes it defined).
 func (e *Engine) orderedSource(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, now time.Time, keep func(*itemRecord) bool) ([]uint64, bool, error) {
 	q := prog.Query()
-	if !c.Index.Ready || c.index.none || len(q.OrderBy) != 1 || len(q.GroupBy) > 0 || q.Select.Distinct || plan.HasAggregates(q) || len(q.Joins) > 0 {
+	if !c.Index.Ready || c.index.none || len(q.OrderBy) != 1 || len(q.GroupBy) > 0 || q.Select.Distinct || gatewayplan.HasAggregates(q) || len(q.Joins) > 0 {
 		return nil, false, nil
 	}
 	path, ok := plan.DocPath(q, q.OrderBy[0].Expr)
 	if !ok || !c.index.indexes(path) {
 		return nil, false, nil
 	}
-	info := plan.Describe(q, params)
+	info := gatewayplan.Describe(q, params)
 	want := -1
 	switch {
 	case info.Top != nil:

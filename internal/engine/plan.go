@@ -3,7 +3,7 @@ package engine
 import (
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/query/ast"
-	"github.com/mayfly-db/mayfly/internal/query/plan"
+	"github.com/mayfly-db/mayfly/internal/query/gatewayplan"
 )
 
 // QueryPlan is the plan the SDKs ask for before running a cross-partition
@@ -11,7 +11,7 @@ import (
 // combine aggregates, apply TOP, DISTINCT, OFFSET/LIMIT), the rewritten
 // query to send to each range, and the ranges to ask.
 func QueryPlan(q *ast.Query, params map[string]document.Value) ([]byte, error) {
-	return plan.JSON(plan.Describe(q, params)), nil
+	return gatewayplan.JSON(gatewayplan.Describe(q, params)), nil
 }
 
 // PlanForText parses a query and returns its plan, for query-plan requests.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/query/eval"
+	"github.com/mayfly-db/mayfly/internal/query/gatewayplan"
 	"github.com/mayfly-db/mayfly/internal/query/parser"
 	"github.com/mayfly-db/mayfly/internal/query/plan"
 )
@@ -257,10 +258,10 @@ func runPlan(t *testing.T, b *block) []string {
 		return []string{"error: " + err.Error()}
 	}
 	params := map[string]document.Value{"@n": document.Int(3), "@pk": document.Str("p1")}
-	info := plan.Describe(q, params)
+	info := gatewayplan.Describe(q, params)
 	if info.RewrittenQuery != "" {
 		// The SDKs send the rewritten query back with the filter replaced.
-		text := strings.ReplaceAll(info.RewrittenQuery, plan.Filter, "true")
+		text := strings.ReplaceAll(info.RewrittenQuery, gatewayplan.Filter, "true")
 		rq, err := parser.Parse(text)
 		if err == nil {
 			_, err = eval.Compile(rq, params, eval.Options{})
@@ -269,7 +270,7 @@ func runPlan(t *testing.T, b *block) []string {
 			t.Errorf("line %d: rewritten query %q: %v", b.line, text, err)
 		}
 	}
-	out := []string{fmt.Sprintf("gateway plan: %v", plan.NeedsGatewayPlan(q)), string(plan.JSON(info))}
+	out := []string{fmt.Sprintf("gateway plan: %v", gatewayplan.NeedsGatewayPlan(q)), string(gatewayplan.JSON(info))}
 	if rest := strings.TrimSpace(strings.TrimPrefix(b.directive, "plan")); rest != "" {
 		var paths [][]string
 		for _, p := range strings.Split(strings.TrimPrefix(rest, "pk="), ",") {

@@ -1,3 +1,9 @@
+// Package plan decides how the engine reads what a query asks: it extracts
+// from a parsed query what an access path can use before evaluation
+// (whether the WHERE clause pins the partition key, and simple
+// "path op constant" predicates), and chooses among access paths by cost.
+// It knows no storage engine. Nothing here evaluates documents; package
+// eval does that, and always re-filters what an access path returns.
 package plan
 
 import (
@@ -61,7 +67,7 @@ func constant(e ast.Expr, params map[string]document.Value) (document.Value, boo
 	case *ast.Literal:
 		return x.Value, x.Value.IsDefined()
 	case *ast.Param:
-		v := param(params, x.Name)
+		v := Param(params, x.Name)
 		return v, v.IsDefined()
 	case *ast.Unary:
 		if x.Op == ast.OpNeg {
@@ -255,4 +261,12 @@ func (o Op) String() string {
 		return opNames[o]
 	}
 	return "?"
+}
+
+// Param returns the value of a query parameter, named with or without "@".
+func Param(params map[string]document.Value, name string) document.Value {
+	if v, ok := params[name]; ok {
+		return v
+	}
+	return params[strings.TrimPrefix(name, "@")]
 }

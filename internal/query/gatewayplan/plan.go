@@ -1,11 +1,12 @@
-// Package plan describes a parsed query the way the Cosmos DB gateway does
-// for cross-partition clients (protocol §6.3-6.5), and extracts what the
-// engine can use before evaluation: whether the WHERE clause pins the
-// partition key, and simple "path op constant" predicates for indexes.
+// Package gatewayplan describes a parsed query the way the Cosmos DB
+// gateway does for cross-partition clients (protocol §6.3-6.5): the query
+// plan the SDKs ask for before they fan a query out over partition key
+// ranges and merge the results themselves. Package plan, by contrast,
+// chooses how the engine reads one range.
 //
 // Nothing here evaluates documents; package eval does that. The functions
 // only read the tree, which they never modify.
-package plan
+package gatewayplan
 
 import (
 	"bytes"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/query/ast"
+	"github.com/mayfly-db/mayfly/internal/query/plan"
 )
 
 // Filter is the placeholder the SDKs replace (with "true" or a
@@ -134,7 +136,7 @@ func count(e ast.Expr, params map[string]document.Value) *int {
 	case *ast.Literal:
 		v = x.Value
 	case *ast.Param:
-		v = param(params, x.Name)
+		v = plan.Param(params, x.Name)
 	default:
 		return nil
 	}
@@ -143,13 +145,6 @@ func count(e ast.Expr, params map[string]document.Value) *int {
 	}
 	n := int(v.Int())
 	return &n
-}
-
-func param(params map[string]document.Value, name string) document.Value {
-	if v, ok := params[name]; ok {
-		return v
-	}
-	return params[strings.TrimPrefix(name, "@")]
 }
 
 // Describe returns the queryInfo the gateway would give for q. params
