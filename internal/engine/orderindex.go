@@ -54,7 +54,7 @@ func (e *Engine) orderedSource(r storage.Reader, c *containerRecord, prog *eval.
 	if !desc && !defined {
 		return nil, false, nil
 	}
-	filter, err := whereOnly(q, params)
+	filter, err := whereOnly(q, params, now)
 	if err != nil {
 		return nil, false, nil
 	}
@@ -165,10 +165,11 @@ func filtersOn(q *ast.Query, params map[string]document.Value, path []string) bo
 	return false
 }
 
-// whereOnly compiles "SELECT * FROM … WHERE …" of q: the filter alone.
-func whereOnly(q *ast.Query, params map[string]document.Value) (*eval.Program, error) {
+// whereOnly compiles "SELECT * FROM … WHERE …" of q: the filter alone,
+// judged at the operation's now like the query it comes from.
+func whereOnly(q *ast.Query, params map[string]document.Value, now time.Time) (*eval.Program, error) {
 	f := *q
 	f.Select = ast.Select{Star: true}
 	f.OrderBy, f.GroupBy, f.Offset, f.Limit = nil, nil, nil, nil
-	return eval.Compile(&f, params, eval.Options{})
+	return eval.Compile(&f, params, eval.Options{Now: now})
 }
