@@ -204,8 +204,8 @@ func TestQueriesNeedingAnIndex(t *testing.T) {
 }
 
 // ORDER BY with TOP or OFFSET/LIMIT walks the index and stops once it has
-// the rows: it examines about as many documents as it returns, and gives
-// the answer a full sort would.
+// the rows: it reads about as many documents as it returns (and those the
+// filter drops on the way), and gives the answer a full sort would.
 func TestOrderByFromIndex(t *testing.T) {
 	e := start(t)
 	db := e.database("db")
@@ -230,7 +230,8 @@ func TestOrderByFromIndex(t *testing.T) {
 		maxExamined int
 	}{
 		{"SELECT TOP 3 c.id FROM c ORDER BY c.n DESC", []string{"7", "199", "198"}, 4}, // three, and the array
-		{"SELECT TOP 3 c.id FROM c WHERE c.even = true ORDER BY c.n DESC", []string{"198", "196", "194"}, 3},
+		// every record read counts: the walk reads the odd ones it skips.
+		{"SELECT TOP 3 c.id FROM c WHERE c.even = true ORDER BY c.n DESC", []string{"198", "196", "194"}, 7},
 		{"SELECT c.id FROM c ORDER BY c.n DESC OFFSET 2 LIMIT 2", []string{"198", "197"}, 5},
 		{"SELECT TOP 2 c.id FROM c WHERE c.n >= 100 ORDER BY c.n", []string{"100", "101"}, 2},
 		// ascending without a filter on n: documents lacking n come first,

@@ -529,7 +529,7 @@ func (e *Engine) ChangeFeed(ctx context.Context, p ChangeFeedParams) (*ChangeFee
 	if err != nil {
 		return nil, err
 	}
-	page.Charge = queryCharge(page.Examined, size)
+	page.Charge = queryCharge(page.Examined, 0, size)
 	e.charge(coll, page.Charge)
 	return page, nil
 }
@@ -680,7 +680,7 @@ func (s *feedScan) latest() error {
 			return true, nil
 		}
 		seq := binary.BigEndian.Uint64(k[len(k)-8:])
-		raw, err := s.r.Get(itemKey(s.c.Rid, seq))
+		raw, err := s.r.Get(itemKey(s.c.Rid, itemLoc(string(epk), seq)))
 		if errors.Is(err, storage.ErrNotFound) {
 			return false, fmt.Errorf("change feed: entry at LSN %d points at missing item %d", lsn, seq)
 		}

@@ -605,8 +605,8 @@ func checkLatestIndex(t *testing.T, ce *cfEnv, coll string) {
 			return err
 		}
 		want := map[string]bool{}
-		if err := ce.e.scanItems(r, c, 0, func(seq uint64, rec *itemRecord) (bool, error) {
-			want[string(latestKey(c.Rid, rec.lsn, seq))] = true
+		if err := scanItems(r, c, wholeContainer(), nil, &readStats{}, func(loc []byte, rec *itemRecord) (bool, error) {
+			want[string(latestKey(c.Rid, rec.lsn, locSeq(loc)))] = true
 			return true, nil
 		}); err != nil {
 			return err

@@ -112,17 +112,25 @@ func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now time.T
 	items := map[uint64]*itemRecord{}
 	raws := map[uint64][]byte{}
 	live := map[uint64]bool{}
+	var totalBytes int64
+	perEPK := map[string]int64{}
 	err = scanPrefix(r, collPrefix(famItem, c.Rid), func(k, v []byte) (bool, error) {
-		if len(k) != 1+len(c.Rid)+8 {
-			report("item key %x has the wrong length", k)
+		if len(k) < 1+len(c.Rid)+10 {
+			report("item key %x is too short", k)
 			return true, nil
 		}
-		seq := binary.BigEndian.Uint64(k[1+len(c.Rid):])
+		loc := k[1+len(c.Rid):]
+		seq := locSeq(loc)
 		rec, err := decodeItemRecord(bytes.Clone(v))
 		if err != nil {
 			report("item %d: %v", seq, err)
 			return true, nil
 		}
+		if want := itemLoc(rec.epk, seq); !bytes.Equal(loc, want) {
+			report("item %q (seq %d) is stored at %x, not at its location %x", rec.id, seq, loc, want)
+		}
+		totalBytes += int64(len(rec.json))
+		perEPK[rec.epk]++
 		counts.Items++
 		items[seq] = &rec
 		raws[seq] = bytes.Clone(v)
@@ -154,18 +162,34 @@ func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now time.T
 		return counts, err
 	}
 
+	// The usage counters: what the items add up to.
+	n, size, err := readUsage(r, usageKey(c.Rid))
+	if err != nil {
+		return counts, err
+	}
+	if n != int64(len(items)) || size != totalBytes {
+		report("usage counter says %d items of %d bytes; the container holds %d of %d", n, size, len(items), totalBytes)
+	}
+	for epk, want := range perEPK {
+		got, _, err := readUsage(r, partitionCountKey(c.Rid, epk))
+		if err != nil {
+			return counts, err
+		}
+		if got != want {
+			report("partition count of EPK %q says %d; the partition holds %d", epk, got, want)
+		}
+	}
+
 	// The id index: one entry per item, pointing at it.
 	byID := map[uint64]bool{}
 	err = scanPrefix(r, collPrefix(famItemKey, c.Rid), func(k, v []byte) (bool, error) {
-		if len(v) != 8 {
-			report("id entry %x: value %x is not a sequence", k, v)
-			return true, nil
-		}
-		seq := binary.BigEndian.Uint64(v)
+		seq := locSeq(v)
 		rec, ok := items[seq]
 		switch {
 		case !ok:
 			report("id entry %x points at missing item %d", k, seq)
+		case !bytes.Equal(v, itemLoc(rec.epk, seq)):
+			report("id entry %x holds %x, not the location of item %q", k, v, rec.id)
 		case !bytes.Equal(k, itemIDKey(c.Rid, rec.pk, rec.id)):
 			report("id entry %x points at item %q (seq %d) of another key", k, rec.id, seq)
 		case byID[seq]:
@@ -182,10 +206,15 @@ func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now time.T
 	byExpiry := map[uint64]bool{}
 	for _, fam := range []byte{famOwnDue, famByTs} {
 		prefix := collPrefix(fam, c.Rid)
-		err = scanPrefix(r, prefix, func(k, _ []byte) (bool, error) {
+		err = scanPrefix(r, prefix, func(k, v []byte) (bool, error) {
 			if len(k) != len(prefix)+16 {
 				report("expiry entry %x has the wrong length", k)
 				return true, nil
+			}
+			if rec, ok := items[binary.BigEndian.Uint64(k[len(prefix)+8:])]; ok {
+				if want := expiryValue(rec, itemLoc(rec.epk, binary.BigEndian.Uint64(k[len(prefix)+8:]))); !bytes.Equal(v, want) {
+					report("expiry entry %x holds %x, not %x", k, v, want)
+				}
 			}
 			if fam == famOwnDue {
 				counts.DueEntries++
@@ -278,7 +307,7 @@ func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now time.T
 		if err != nil {
 			return nil // reported above
 		}
-		es := indexEntries(c, body, seq)
+		es := indexEntries(c, body, itemLoc(items[seq].epk, seq))
 		indexed[seq] = es
 		return es
 	}
@@ -286,11 +315,11 @@ func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now time.T
 	if prefix := indexPrefix(c); !c.index.none {
 		err = scanPrefix(r, prefix, func(k, _ []byte) (bool, error) {
 			counts.IndexEntries++
-			if len(k) < len(prefix)+8 {
+			if len(k) < len(prefix)+10 {
 				report("range index entry %x is too short", k)
 				return true, nil
 			}
-			seq := binary.BigEndian.Uint64(k[len(k)-8:])
+			seq := locSeq(k)
 			if _, ok := items[seq]; !ok {
 				report("range index entry %x is dangling: no item %d", k, seq)
 				return true, nil
@@ -319,13 +348,11 @@ func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now time.T
 	if len(c.uniqueKeys) > 0 {
 		owned := map[string]uint64{}
 		err = scanPrefix(r, collPrefix(famUnique, c.Rid), func(k, v []byte) (bool, error) {
-			if len(v) != 8 {
-				report("unique entry %x: value %x is not a sequence", k, v)
-				return true, nil
-			}
-			seq := binary.BigEndian.Uint64(v)
-			if _, ok := items[seq]; !ok {
+			seq := locSeq(v)
+			if rec, ok := items[seq]; !ok {
 				report("unique entry %x points at missing item %d", k, seq)
+			} else if !bytes.Equal(v, itemLoc(rec.epk, seq)) {
+				report("unique entry %x holds %x, not the location of item %q", k, v, rec.id)
 			}
 			owned[string(k)] = seq
 			return true, nil

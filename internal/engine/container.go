@@ -43,7 +43,7 @@ type containerRecord struct {
 type indexState struct {
 	Version uint32 `json:"version"`
 	Ready   bool   `json:"ready"`
-	Cursor  uint64 `json:"cursor,omitempty"`
+	Cursor  []byte `json:"cursor,omitempty"`
 }
 
 type pkDefinition struct {
@@ -450,20 +450,46 @@ type ContainerUsage struct {
 	DocumentsSize  int64 // bytes
 }
 
+// usage reads the container's counters (usage.go) and takes away the
+// items that have expired but are not purged yet, which ttl.md says no
+// longer count. Those are exactly the expiry index entries within the
+// horizon, each holding its item's size, so the cost is O(1) plus the
+// purge backlog, whatever the container holds.
 func (e *Engine) usage(r storage.Reader, c *containerRecord, now time.Time) (*ContainerUsage, error) {
-	u := &ContainerUsage{}
-	err := scanPrefix(r, collPrefix(famItem, c.Rid), func(_, v []byte) (bool, error) {
-		rec, err := decodeItemRecord(v)
+	n, size, err := readUsage(r, usageKey(c.Rid))
+	if err != nil {
+		return nil, err
+	}
+	u := &ContainerUsage{DocumentsCount: n, DocumentsSize: size}
+	if !c.TTL.NeedsPurge() {
+		return u, nil
+	}
+	if from := c.TTL.Current().From; now.Before(from) {
+		now = from // as expired() judges
+	}
+	z := c.TTL.Horizon(now)
+	for _, fam := range []byte{famOwnDue, famByTs} {
+		bound := z.OwnDue
+		if fam == famByTs {
+			bound = z.InheritTS
+		}
+		prefix, upper, ok := expiryRange(c, fam, bound)
+		if !ok {
+			continue
+		}
+		err := scanRange(r, prefix, upper, func(_, v []byte) (bool, error) {
+			if sz, _, ok := decodeExpiryValue(v); ok {
+				u.DocumentsCount--
+				u.DocumentsSize -= sz
+			}
+			return true, nil
+		})
 		if err != nil {
-			return false, err
+			return nil, err
 		}
-		if !c.expired(&rec, now) {
-			u.DocumentsCount++
-			u.DocumentsSize += int64(len(rec.json))
-		}
-		return true, nil
-	})
-	return u, err
+	}
+	u.DocumentsCount, u.DocumentsSize = max(u.DocumentsCount, 0), max(u.DocumentsSize, 0)
+	return u, nil
 }
 
 // ListContainers returns the containers of database db in id order.
@@ -598,7 +624,7 @@ func (e *Engine) removeContainerMeta(tx storage.Txn, c *containerRecord) error {
 // Rids are never reused, so leftovers of an interrupted drop are unreachable
 // and harmless until the next attempt removes them.
 func (e *Engine) dropContainerData(ctx context.Context, c *containerRecord) error {
-	for _, fam := range []byte{famItem, famItemKey, famUnique, famOwnDue, famByTs, famImage, famLSN, famIndex, famFeedLatest, famFeedVersion, famFeedFloor} {
+	for _, fam := range []byte{famItem, famItemKey, famUnique, famOwnDue, famByTs, famImage, famLSN, famIndex, famFeedLatest, famFeedVersion, famFeedFloor, famUsage} {
 		if err := e.deletePrefix(ctx, collPrefix(fam, c.Rid)); err != nil {
 			return fmt.Errorf("drop container %q data: %w", c.ID, err)
 		}

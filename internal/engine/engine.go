@@ -123,7 +123,48 @@ func New(cfg Config) (*Engine, error) {
 		e.maxItem = 2 << 20
 	}
 	e.ranges = partition.Split(cfg.Partitions)
+	if err := checkLayout(context.Background(), cfg.Store); err != nil {
+		return nil, err
+	}
 	return e, nil
+}
+
+// layoutVersion names the key layout (keys.go) this engine reads and
+// writes. Version 2 keys items and index entries by location (EPK, then
+// sequence); version 1 stores, which keyed them by sequence alone and
+// carried no marker, are refused rather than misread.
+const layoutVersion = "2"
+
+// ErrLayout is wrapped by the error New returns for a store written with
+// another key layout.
+var ErrLayout = errors.New("the data directory was written by a Mayfly with another key layout")
+
+// checkLayout records the layout in a new store and refuses a store that
+// holds data in another layout.
+func checkLayout(ctx context.Context, s storage.Store) error {
+	key := counterKey("layout")
+	return s.Update(ctx, func(tx storage.Txn) error {
+		v, err := tx.Get(key)
+		switch {
+		case err == nil && string(v) == layoutVersion:
+			return nil
+		case err == nil:
+			return fmt.Errorf("%w (layout %q; this version reads layout %s): start with an empty data directory, or keep running the earlier version", ErrLayout, v, layoutVersion)
+		case !errors.Is(err, storage.ErrNotFound):
+			return fmt.Errorf("read the key layout marker: %w", err)
+		}
+		empty := true
+		if err := scanPrefix(tx, nil, func(_, _ []byte) (bool, error) {
+			empty = false
+			return false, nil
+		}); err != nil {
+			return err
+		}
+		if !empty {
+			return fmt.Errorf("%w (layout 1; this version reads layout %s): start with an empty data directory, or keep running the earlier version", ErrLayout, layoutVersion)
+		}
+		return tx.Set(key, []byte(layoutVersion))
+	})
 }
 
 // Now is the engine's current time: the store's clock when the store owns

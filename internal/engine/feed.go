@@ -3,11 +3,10 @@ package engine
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"strconv"
-	"strings"
 
 	"github.com/mayfly-db/mayfly/internal/partition"
+	"github.com/mayfly-db/mayfly/internal/query/plan"
 	"github.com/mayfly-db/mayfly/internal/storage"
 )
 
@@ -32,42 +31,13 @@ type FeedPage struct {
 	Charge       float64
 	CollRid      string
 	LSN          uint64
+	// Examined is how many records the page read, IndexEntries how many
+	// index entries: all the work, returned or not.
 	Examined     int
-}
-
-const contPrefix = "mf1."
-
-func encodeContinuation(seq uint64, skip int) string {
-	s := contPrefix + strconv.FormatUint(seq, 36)
-	if skip > 0 {
-		s += "." + strconv.Itoa(skip)
-	}
-	return s
-}
-
-// decodeContinuation parses a token made by encodeContinuation: the next
-// item sequence to read, and how many rows of it were already returned.
-func decodeContinuation(s string) (seq uint64, skip int, err *Error) {
-	bad := errorf(BadRequest, "Invalid Continuation Token")
-	if !strings.HasPrefix(s, contPrefix) {
-		return 0, 0, bad
-	}
-	parts := strings.Split(s[len(contPrefix):], ".")
-	if len(parts) > 2 {
-		return 0, 0, bad
-	}
-	seq, perr := strconv.ParseUint(parts[0], 36, 64)
-	if perr != nil {
-		return 0, 0, bad
-	}
-	if len(parts) == 2 {
-		n, perr := strconv.Atoi(parts[1])
-		if perr != nil || n <= 0 {
-			return 0, 0, bad
-		}
-		skip = n
-	}
-	return seq, skip, nil
+	IndexEntries int
+	// Plan is what the planner weighed for a query's first page; nil
+	// otherwise.
+	Plan *plan.Plan
 }
 
 func pageSize(n int) int {
@@ -80,38 +50,47 @@ func pageSize(n int) int {
 	return n
 }
 
-// ReadFeed returns a page of items in _rid (insertion) order, expired items
-// excluded, optionally only those of one partition key (a prefix of the
-// key for hierarchical keys).
+// ReadFeed returns a page of items, expired items excluded, optionally only
+// those of one partition key (a prefix of the key for hierarchical keys) or
+// one partition key range. Items come in location order: by partition,
+// then in _rid (insertion) order. A page reads only its scope's key span
+// from where the previous page stopped, so it costs O(page) whatever the
+// container holds.
 func (e *Engine) ReadFeed(ctx context.Context, p FeedParams) (*FeedPage, error) {
 	now, done := e.judging(ctx)
 	defer done()
-	start := uint64(0)
-	if p.Continuation != "" {
-		s, _, derr := decodeContinuation(p.Continuation)
-		if derr != nil {
-			return nil, derr
-		}
-		start = s
-	}
 	limit := pageSize(p.MaxItemCount)
 	page := &FeedPage{}
 	var coll *containerRecord
+	var st readStats
 	err := e.store.View(ctx, func(r storage.Reader) error {
-		sc, err := e.openPage(r, p.ItemRef, p.RangeID, page)
+		c, err := e.loadContainer(r, p.DB, p.Coll)
 		if err != nil {
 			return err
 		}
-		c, match, inRange := sc.c, sc.match, sc.inRange
 		coll = c
+		page.CollRid = c.ridString()
+		if page.LSN, err = e.currentLSN(r, c); err != nil {
+			return err
+		}
+		s, derr := e.scopeFor(c, p.PartitionKey, p.HasKey, p.RangeID)
+		if derr != nil {
+			return derr
+		}
+		fp := fingerprint(nil, "feed", string(partition.AppendKeyBytes(nil, p.PartitionKey)), strconv.FormatBool(p.HasKey), p.RangeID)
+		var cur cursor
+		if p.Continuation != "" {
+			if cur, derr = parseCursor(p.Continuation, fp); derr != nil {
+				return derr
+			}
+		}
 		size := 0
-		return e.scanItems(r, c, start, func(seq uint64, rec *itemRecord) (bool, error) {
-			page.Examined++
-			if c.expired(rec, now) || !match(rec.pk) || !inRange(rec.epk) {
+		return scanItems(r, c, s, cur.pos, &st, func(loc []byte, rec *itemRecord) (bool, error) {
+			if c.expired(rec, now) || !s.keeps(rec) {
 				return true, nil
 			}
 			if len(page.Items) == limit || (size+len(rec.json) > maxPageBytes && len(page.Items) > 0) {
-				page.Continuation = encodeContinuation(seq, 0)
+				page.Continuation = cursor{fingerprint: fp, pos: bytes.Clone(loc)}.String()
 				return false, nil
 			}
 			page.Items = append(page.Items, bytes.Clone(rec.json))
@@ -126,67 +105,10 @@ func (e *Engine) ReadFeed(ctx context.Context, p FeedParams) (*FeedPage, error) 
 	for _, it := range page.Items {
 		n += len(it)
 	}
-	page.Charge = queryCharge(page.Examined, n)
+	page.Examined = st.records
+	page.Charge = queryCharge(st.records, 0, n)
 	e.charge(coll, page.Charge)
 	return page, nil
-}
-
-// pageScope is what a feed or query page reads before its items: the
-// container and the filters of its partition key and range headers.
-type pageScope struct {
-	c       *containerRecord
-	match   func(pk []byte) bool
-	inRange func(epk string) bool
-}
-
-// openPage loads the container for a page, fills the page's container rid
-// and LSN, and builds its filters.
-func (e *Engine) openPage(r storage.Reader, ref ItemRef, rangeID string, page *FeedPage) (*pageScope, error) {
-	c, err := e.loadContainer(r, ref.DB, ref.Coll)
-	if err != nil {
-		return nil, err
-	}
-	page.CollRid = c.ridString()
-	if page.LSN, err = e.currentLSN(r, c); err != nil {
-		return nil, err
-	}
-	inRange, derr := e.rangeFilter(rangeID)
-	if derr != nil {
-		return nil, derr
-	}
-	match, derr := c.keyFilter(ref)
-	if derr != nil {
-		return nil, derr
-	}
-	return &pageScope{c: c, match: match, inRange: inRange}, nil
-}
-
-// scanItems visits items from sequence start onwards in order.
-func (e *Engine) scanItems(r storage.Reader, c *containerRecord, start uint64, fn func(seq uint64, rec *itemRecord) (bool, error)) error {
-	prefix := collPrefix(famItem, c.Rid)
-	it, err := r.NewIter(storage.IterParams{Lower: itemKey(c.Rid, start), Upper: prefixEnd(prefix)})
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	for ok := it.First(); ok; ok = it.Next() {
-		k := it.Key()
-		if len(k) != len(prefix)+8 {
-			continue
-		}
-		rec, err := decodeItemRecord(it.Value())
-		if err != nil {
-			return err
-		}
-		more, err := fn(binary.BigEndian.Uint64(k[len(prefix):]), &rec)
-		if err != nil {
-			return err
-		}
-		if !more {
-			break
-		}
-	}
-	return it.Err()
 }
 
 // keyFilter returns a predicate on stored partition key bytes for the

@@ -2,41 +2,76 @@ package engine
 
 import (
 	"bytes"
+	"slices"
 	"testing"
+
+	"github.com/mayfly-db/mayfly/internal/query/plan"
 )
 
-func TestContinuationRoundTrip(t *testing.T) {
-	for _, c := range []struct {
-		seq  uint64
-		skip int
-	}{{0, 0}, {1, 0}, {1 << 40, 3}, {^uint64(0), 1}} {
-		seq, skip, err := decodeContinuation(encodeContinuation(c.seq, c.skip))
-		if err != nil || seq != c.seq || skip != c.skip {
-			t.Errorf("round trip of %v: %d %d %v", c, seq, skip, err)
+func TestCursorRoundTrip(t *testing.T) {
+	for _, c := range []cursor{
+		{fingerprint: 1},
+		{fingerprint: 7, access: plan.IndexSpan, terms: []int{2}, indexVer: 3, skip: 4, pos: []byte{'x', 0, 1, 2}},
+		{fingerprint: ^uint64(0), access: plan.Intersect, terms: []int{0, 1}, pos: itemLoc("0A0B", 1<<40)},
+	} {
+		got, err := parseCursor(c.String(), c.fingerprint)
+		if err != nil || got.fingerprint != c.fingerprint || got.access != c.access || !slices.Equal(got.terms, c.terms) ||
+			got.indexVer != c.indexVer || got.skip != c.skip || !bytes.Equal(got.pos, c.pos) {
+			t.Errorf("round trip of %+v: %+v %v", c, got, err)
+		}
+		if _, err := parseCursor(c.String(), c.fingerprint+1); err == nil || err.Code != BadRequest {
+			t.Errorf("a token of another query was accepted: %v", err)
 		}
 	}
-	for _, bad := range []string{"", "x", "mf1.", "mf1.zz!", "mf1.1.0", "mf1.1.-2", "mf1.1.2.3", "mf2.1"} {
-		if _, _, err := decodeContinuation(bad); err == nil || err.Code != BadRequest {
-			t.Errorf("decodeContinuation(%q) = %v, want 400", bad, err)
+	for _, bad := range []string{"", "x", "mf1.abc", "mf2.", "mf2.!!", "mf2.AQ", cursorPrefix + "AgAAAAAAAAAB"} {
+		if _, err := parseCursor(bad, 1); err == nil || err.Code != BadRequest {
+			t.Errorf("parseCursor(%q) = %v, want 400", bad, err)
 		}
 	}
 }
 
-func FuzzContinuation(f *testing.F) {
-	f.Add("mf1.abc.4")
+func FuzzCursor(f *testing.F) {
+	f.Add(cursor{fingerprint: 5, access: plan.IndexSpan, terms: []int{1}, skip: 2, pos: []byte("pos")}.String())
+	f.Add("mf2.AQ")
 	f.Fuzz(func(t *testing.T, s string) {
-		seq, skip, err := decodeContinuation(s)
+		c, err := parseCursor(s, 5)
 		if err != nil {
-			if err.Message != "Invalid Continuation Token" {
-				t.Fatalf("unexpected message %q", err.Message)
+			if err.Code != BadRequest {
+				t.Fatalf("unexpected code %v", err.Code)
 			}
 			return
 		}
-		if skip < 0 {
-			t.Fatalf("negative skip from %q", s)
+		if c.skip < 0 || c.access > plan.OrderedWalk {
+			t.Fatalf("parsed an impossible cursor %+v from %q", c, s)
 		}
-		_ = seq
+		if again, err := parseCursor(c.String(), 5); err != nil || again.String() != c.String() {
+			t.Fatalf("re-encoding %q gives %v", s, err)
+		}
 	})
+}
+
+func TestLocOrder(t *testing.T) {
+	// Locations sort by EPK as the hex strings do, then by sequence, and an
+	// EPK bound (no terminator) separates the EPKs below it from the rest.
+	epks := []string{"", "00", "0000", "05C1", "05C100", "3F", "3F00FF", "FF"}
+	var locs [][]byte
+	for _, e := range epks {
+		for _, seq := range []uint64{1, 1 << 40} {
+			locs = append(locs, itemLoc(e, seq))
+		}
+	}
+	if !slices.IsSortedFunc(locs, bytes.Compare) {
+		t.Fatalf("locations out of EPK order")
+	}
+	for _, bound := range epks {
+		b := appendEPK(nil, bound, false)
+		for _, e := range epks {
+			loc := itemLoc(e, 1<<40)
+			if got, want := bytes.Compare(loc, b) >= 0, e >= bound; got != want {
+				t.Errorf("EPK %q against bound %q: at or above = %v, want %v", e, bound, got, want)
+			}
+		}
+	}
 }
 
 func TestItemRecordRoundTrip(t *testing.T) {

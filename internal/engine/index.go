@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
-	"sort"
 	"strings"
 
 	"github.com/mayfly-db/mayfly/internal/document"
@@ -14,7 +13,7 @@ import (
 
 // The range index. Every scalar an indexing policy includes gets one entry
 //
-//	'x' + collRid(8) + version(4) + path + value + seq(8) → ""
+//	'x' + collRid(8) + version(4) + path + value + loc → ""
 //
 // written in the same transaction as the item. path and value are encoded
 // so that byte order is the query language's order within a type: entries
@@ -184,7 +183,7 @@ func (pol indexPolicy) indexes(path []string) bool {
 }
 
 // indexEntries returns the index keys of a document.
-func indexEntries(c *containerRecord, doc document.Value, seq uint64) [][]byte {
+func indexEntries(c *containerRecord, doc document.Value, loc []byte) [][]byte {
 	if c.index.none {
 		return nil
 	}
@@ -197,7 +196,7 @@ func indexEntries(c *containerRecord, doc document.Value, seq uint64) [][]byte {
 			return
 		}
 		k := append(appendIndexPath(bytes.Clone(prefix), path), tag)
-		out = append(out, binary.BigEndian.AppendUint64(k, seq))
+		out = append(out, append(k, loc...))
 	}
 	walk = func(v document.Value) {
 		switch v.Kind() {
@@ -225,7 +224,7 @@ func indexEntries(c *containerRecord, doc document.Value, seq uint64) [][]byte {
 			k := appendIndexPath(bytes.Clone(prefix), path)
 			k, ok := appendIndexValue(k, v)
 			if ok {
-				out = append(out, binary.BigEndian.AppendUint64(k, seq))
+				out = append(out, append(k, loc...))
 			}
 		}
 	}
@@ -241,123 +240,13 @@ func isSystemProp(name string) bool {
 	return false
 }
 
-func (e *Engine) putIndexEntries(tx storage.Txn, c *containerRecord, doc document.Value, seq uint64) error {
-	for _, k := range indexEntries(c, doc, seq) {
+func (e *Engine) putIndexEntries(tx storage.Txn, c *containerRecord, doc document.Value, loc []byte) error {
+	for _, k := range indexEntries(c, doc, loc) {
 		if err := tx.Set(k, nil); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// indexCandidates answers the most selective indexable predicate of a
-// query from the index: the sequence numbers of every item that may match,
-// ascending. ok is false when no predicate can use the index (or the index
-// is still being built), and the caller scans.
-func indexCandidates(r storage.Reader, c *containerRecord, preds []plan.Predicate) ([]uint64, bool, error) {
-	if !c.Index.Ready || c.index.none || len(preds) == 0 {
-		return nil, false, nil
-	}
-	type span struct{ lo, hi []byte }
-	var best []span
-	bestRank := 100
-	// Two-sided ranges on one path combine into one span.
-	bounds := map[string]*[2]*plan.Predicate{}
-	for i := range preds {
-		p := &preds[i]
-		if !c.index.indexes(p.Path) {
-			continue
-		}
-		base := appendIndexPath(indexPrefix(c), p.Path)
-		var spans []span
-		rank := 0
-		switch p.Op {
-		case plan.Eq:
-			k, ok := appendIndexValue(bytes.Clone(base), p.Value)
-			if !ok {
-				continue
-			}
-			spans, rank = []span{{k, prefixEnd(k)}}, 0
-		case plan.In:
-			ok := true
-			for _, v := range p.Values {
-				k, vok := appendIndexValue(bytes.Clone(base), v)
-				if !vok {
-					ok = false
-					break
-				}
-				spans = append(spans, span{k, prefixEnd(k)})
-			}
-			if !ok {
-				continue
-			}
-			rank = 1
-		case plan.Prefix:
-			k := append(bytes.Clone(base), tagString)
-			for i := 0; i < len(p.Value.Str()); i++ {
-				if b := p.Value.Str()[i]; b == 0 {
-					k = append(k, 0, 0xff)
-				} else {
-					k = append(k, b)
-				}
-			}
-			spans, rank = []span{{k, prefixEnd(k)}}, 2
-		case plan.Lt, plan.Le, plan.Gt, plan.Ge:
-			if p.Value.Kind() != document.Number && p.Value.Kind() != document.String {
-				continue
-			}
-			key := strings.Join(p.Path, "\x00")
-			b := bounds[key]
-			if b == nil {
-				b = &[2]*plan.Predicate{}
-				bounds[key] = b
-			}
-			if p.Op == plan.Gt || p.Op == plan.Ge {
-				b[0] = p
-			} else {
-				b[1] = p
-			}
-			lo, hi := rangeSpan(base, b[0], b[1], p.Value.Kind())
-			if lo == nil {
-				continue
-			}
-			spans, rank = []span{{lo, hi}}, 4
-			if b[0] != nil && b[1] != nil {
-				rank = 3
-			}
-		default:
-			continue
-		}
-		if rank < bestRank {
-			best, bestRank = spans, rank
-		}
-	}
-	if best == nil {
-		return nil, false, nil
-	}
-	seen := map[uint64]bool{}
-	var seqs []uint64
-	for _, s := range best {
-		it, err := r.NewIter(storage.IterParams{Lower: s.lo, Upper: s.hi})
-		if err != nil {
-			return nil, false, err
-		}
-		for ok := it.First(); ok; ok = it.Next() {
-			k := it.Key()
-			seq := binary.BigEndian.Uint64(k[len(k)-8:])
-			if !seen[seq] {
-				seen[seq] = true
-				seqs = append(seqs, seq)
-			}
-		}
-		err = it.Err()
-		it.Close()
-		if err != nil {
-			return nil, false, err
-		}
-	}
-	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
-	return seqs, true, nil
 }
 
 // rangeSpan turns lower and upper bounds on one path into a key span within

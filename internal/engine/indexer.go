@@ -146,8 +146,8 @@ func (e *Engine) buildIndexBatch(ctx context.Context, db, coll string, n int) (b
 		}
 		next := *c
 		done := 0
-		var last uint64
-		err = e.scanItems(tx, c, c.Index.Cursor, func(seq uint64, rec *itemRecord) (bool, error) {
+		var last []byte
+		err = scanItems(tx, c, wholeContainer(), c.Index.Cursor, &readStats{}, func(loc []byte, rec *itemRecord) (bool, error) {
 			if done == n {
 				more = true
 				return false, nil
@@ -156,18 +156,18 @@ func (e *Engine) buildIndexBatch(ctx context.Context, db, coll string, n int) (b
 			if err != nil {
 				return false, err
 			}
-			if err := e.putIndexEntries(tx, c, doc, seq); err != nil {
+			if err := e.putIndexEntries(tx, c, doc, loc); err != nil {
 				return false, err
 			}
 			done++
-			last = seq
+			last = bytes.Clone(loc)
 			return true, nil
 		})
 		if err != nil {
 			return err
 		}
 		if more {
-			next.Index.Cursor = last + 1
+			next.Index.Cursor = append(last, 0) // just after last
 		} else {
 			next.Index = indexState{Version: c.Index.Version, Ready: true}
 			stale = c

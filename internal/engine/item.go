@@ -55,9 +55,11 @@ type ItemResult struct {
 
 // liveItem is an item found by (partition key, id) and still visible.
 type liveItem struct {
-	seq uint64
+	loc []byte // itemLoc(rec.epk, seq)
 	rec itemRecord
 }
+
+func (it *liveItem) seq() uint64 { return locSeq(it.loc) }
 
 const maxIDBytes = 1023
 
@@ -129,18 +131,18 @@ func (c *containerRecord) headerKeyBytes(k partition.Key) ([]byte, *Error) {
 // are reported as absent, together with their record so a write can remove
 // what is left of them.
 func (e *Engine) findItem(r storage.Reader, c *containerRecord, pk []byte, id string, now time.Time) (live *liveItem, dead *liveItem, err error) {
-	seqb, err := r.Get(itemIDKey(c.Rid, pk, id))
+	locv, err := r.Get(itemIDKey(c.Rid, pk, id))
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, nil, nil
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(seqb) != 8 {
+	if len(locv) < 10 {
 		return nil, nil, errBadRecord
 	}
-	seq := binary.BigEndian.Uint64(seqb)
-	raw, err := r.Get(itemKey(c.Rid, seq))
+	loc := bytes.Clone(locv)
+	raw, err := r.Get(itemKey(c.Rid, loc))
 	if err != nil {
 		return nil, nil, fmt.Errorf("item %q: id index points at a missing record: %w", id, err)
 	}
@@ -151,7 +153,7 @@ func (e *Engine) findItem(r storage.Reader, c *containerRecord, pk []byte, id st
 	// The record outlives later reads of the transaction; the store's
 	// buffers do not (storage contract).
 	rec.json, rec.pk = bytes.Clone(rec.json), bytes.Clone(rec.pk)
-	it := &liveItem{seq: seq, rec: rec}
+	it := &liveItem{loc: loc, rec: rec}
 	if c.expired(&rec, now) {
 		return nil, it, nil
 	}
@@ -229,7 +231,7 @@ func (e *Engine) writeItemTx(tx storage.Txn, c *containerRecord, p WriteItemPara
 	}
 	seq := lsn
 	if live != nil {
-		seq = live.seq
+		seq = live.seq()
 		if err := e.removeIndexes(tx, c, live); err != nil {
 			return nil, err
 		}
@@ -239,7 +241,7 @@ func (e *Engine) writeItemTx(tx storage.Txn, c *containerRecord, p WriteItemPara
 		if err := e.removeItem(tx, c, dead); err != nil {
 			return nil, err
 		}
-		if err := e.logChange(tx, c, change{kind: changeExpire, lsn: lsn, seq: dead.seq, prev: &dead.rec}); err != nil {
+		if err := e.logChange(tx, c, change{kind: changeExpire, lsn: lsn, seq: dead.seq(), prev: &dead.rec}); err != nil {
 			return nil, err
 		}
 	}
@@ -252,10 +254,18 @@ func (e *Engine) writeItemTx(tx storage.Txn, c *containerRecord, p WriteItemPara
 		return nil, errorf(RequestEntityTooLarge, "Request size is too large. The item exceeds the maximum allowed size of %d bytes.", e.maxItem)
 	}
 	rec.json = out
-	if err := e.checkUniqueKeys(tx, c, body, pk, seq, now); err != nil {
+	loc := itemLoc(rec.epk, seq)
+	if err := e.checkUniqueKeys(tx, c, body, pk, loc, now); err != nil {
 		return nil, err
 	}
-	if err := e.putItem(tx, c, seq, &rec, body); err != nil {
+	if err := e.putItem(tx, c, loc, &rec, body); err != nil {
+		return nil, err
+	}
+	items, grew := int64(1), int64(len(out))
+	if live != nil {
+		items, grew = 0, grew-int64(len(live.rec.json))
+	}
+	if err := addUsage(tx, c, rec.epk, items, grew); err != nil {
 		return nil, err
 	}
 	ch := change{kind: changeCreate, lsn: lsn, seq: seq, cur: &rec}
@@ -316,17 +326,16 @@ func (e *Engine) currentLSN(r storage.Reader, c *containerRecord) (uint64, error
 }
 
 // putItem writes an item record and every index entry it needs.
-func (e *Engine) putItem(tx storage.Txn, c *containerRecord, seq uint64, rec *itemRecord, body document.Value) error {
-	seqb := binary.BigEndian.AppendUint64(nil, seq)
+func (e *Engine) putItem(tx storage.Txn, c *containerRecord, loc []byte, rec *itemRecord, body document.Value) error {
 	raw := rec.encode()
-	if err := tx.Set(itemKey(c.Rid, seq), raw); err != nil {
+	if err := tx.Set(itemKey(c.Rid, loc), raw); err != nil {
 		return err
 	}
-	if err := tx.Set(itemIDKey(c.Rid, rec.pk, rec.id), seqb); err != nil {
+	if err := tx.Set(itemIDKey(c.Rid, rec.pk, rec.id), loc); err != nil {
 		return err
 	}
-	if k := expiryKey(c, rec, seq); k != nil {
-		if err := tx.Set(k, nil); err != nil {
+	if k := expiryKey(c, rec, locSeq(loc)); k != nil {
+		if err := tx.Set(k, expiryValue(rec, loc)); err != nil {
 			return err
 		}
 		// While TTL is on, the purge reads the record from its image,
@@ -338,11 +347,11 @@ func (e *Engine) putItem(tx storage.Txn, c *containerRecord, seq uint64, rec *it
 		}
 	}
 	for _, k := range uniqueKeys(c, body, rec.pk) {
-		if err := tx.Set(k, seqb); err != nil {
+		if err := tx.Set(k, loc); err != nil {
 			return err
 		}
 	}
-	return e.putIndexEntries(tx, c, body, seq)
+	return e.putIndexEntries(tx, c, body, loc)
 }
 
 // removeIndexes deletes the index entries of an item version that is about
@@ -352,13 +361,13 @@ func (e *Engine) removeIndexes(tx storage.Txn, c *containerRecord, it *liveItem)
 	if err != nil {
 		return err
 	}
-	return deleteEntries(tx, keys, uniq, it.seq)
+	return deleteEntries(tx, keys, uniq, it.loc)
 }
 
 // indexKeys returns the keys of an item version's expiry and range index
 // entries, and of its unique-key entries.
 func indexKeys(c *containerRecord, it *liveItem) (keys, uniq [][]byte, err error) {
-	if k := expiryKey(c, &it.rec, it.seq); k != nil {
+	if k := expiryKey(c, &it.rec, it.seq()); k != nil {
 		// The image may or may not exist (it depends on the setting when
 		// this version was written); deleting it either way is exact.
 		keys = append(keys, k, imageKey(c.Rid, k))
@@ -370,13 +379,13 @@ func indexKeys(c *containerRecord, it *liveItem) (keys, uniq [][]byte, err error
 	if err != nil {
 		return nil, nil, err
 	}
-	return append(keys, indexEntries(c, doc, it.seq)...), uniqueKeys(c, doc, it.rec.pk), nil
+	return append(keys, indexEntries(c, doc, it.loc)...), uniqueKeys(c, doc, it.rec.pk), nil
 }
 
 // deleteEntries deletes keys, and those of the unique-key entries uniq
-// that item seq still owns: a later item may have taken an entry over once
-// this one expired.
-func deleteEntries(tx storage.Txn, keys, uniq [][]byte, seq uint64) error {
+// that the item at loc still owns: a later item may have taken an entry
+// over once this one expired.
+func deleteEntries(tx storage.Txn, keys, uniq [][]byte, loc []byte) error {
 	for _, k := range keys {
 		if err := tx.Delete(k); err != nil {
 			return err
@@ -390,7 +399,7 @@ func deleteEntries(tx storage.Txn, keys, uniq [][]byte, seq uint64) error {
 		if err != nil {
 			return err
 		}
-		if len(v) == 8 && binary.BigEndian.Uint64(v) != seq {
+		if !bytes.Equal(v, loc) {
 			continue
 		}
 		if err := tx.Delete(k); err != nil {
@@ -408,7 +417,10 @@ func (e *Engine) removeItem(tx storage.Txn, c *containerRecord, it *liveItem) er
 	if err := tx.Delete(itemIDKey(c.Rid, it.rec.pk, it.rec.id)); err != nil {
 		return err
 	}
-	return tx.Delete(itemKey(c.Rid, it.seq))
+	if err := addUsage(tx, c, it.rec.epk, -1, -int64(len(it.rec.json))); err != nil {
+		return err
+	}
+	return tx.Delete(itemKey(c.Rid, it.loc))
 }
 
 // ReadItemParams is a point read.
@@ -507,7 +519,7 @@ func (e *Engine) deleteItemTx(tx storage.Txn, c *containerRecord, p DeleteItemPa
 	if err := e.removeItem(tx, c, live); err != nil {
 		return nil, err
 	}
-	if err := e.logChange(tx, c, change{kind: changeDelete, lsn: lsn, seq: live.seq, prev: &live.rec}); err != nil {
+	if err := e.logChange(tx, c, change{kind: changeDelete, lsn: lsn, seq: live.seq(), prev: &live.rec}); err != nil {
 		return nil, err
 	}
 	return &ItemResult{LSN: lsn, CollRid: c.ridString()}, nil

@@ -14,14 +14,15 @@ const (
 	famDatabase  = 'd' // 'd'+dbID → database record
 	famContainer = 'c' // 'c'+dbRid(4)+collID → container record
 	famOffer     = 'o' // 'o'+offerRid → offer record
-	famItem      = 'i' // 'i'+collRid(8)+seq(8) → item record, in _rid order
-	famItemKey   = 'k' // 'k'+collRid(8)+uvarint(len pk)+pk+id → seq
-	famUnique    = 'u' // 'u'+collRid(8)+uvarint(len pk)+pk+policy#+values → seq
-	famOwnDue    = 't' // 't'+collRid(8)+due(8)+seq(8) → "" (items with their own ttl)
-	famByTs      = 's' // 's'+collRid(8)+_ts(8)+seq(8) → "" (items inheriting the default)
+	famItem      = 'i' // 'i'+collRid(8)+loc → item record: by partition, then in _rid order
+	famItemKey   = 'k' // 'k'+collRid(8)+uvarint(len pk)+pk+id → loc
+	famUnique    = 'u' // 'u'+collRid(8)+uvarint(len pk)+pk+policy#+values → loc
+	famOwnDue    = 't' // 't'+collRid(8)+due(8)+seq(8) → size+loc (items with their own ttl)
+	famByTs      = 's' // 's'+collRid(8)+_ts(8)+seq(8) → size+loc (items inheriting the default)
 	famImage     = 'e' // 'e'+collRid(8)+'t'|'s'+key(16) → the item record of expiry entry 't'|'s'+collRid+key, while TTL is on (purge.go)
 	famLSN       = 'l' // 'l'+collRid(8) → last LSN of the container
-	famIndex     = 'x' // 'x'+collRid(8)+version(4)+path+value+seq(8) → "" (index.go)
+	famIndex     = 'x' // 'x'+collRid(8)+version(4)+path+value+loc → "" (index.go)
+	famUsage     = 'n' // 'n'+collRid(8) → items, bytes; 'n'+collRid(8)+escaped EPK → items of that EPK (usage.go)
 
 	// The change feed (changefeed.go).
 	famFeedLatest  = 'f' // 'f'+collRid(8)+lsn(8)+seq(8) → _ts(8), EPK, pk: latest version of each live item
@@ -49,8 +50,70 @@ func collPrefix(fam byte, collRid []byte) []byte {
 	return append(k, collRid...)
 }
 
-func itemKey(collRid []byte, seq uint64) []byte {
-	return binary.BigEndian.AppendUint64(collPrefix(famItem, collRid), seq)
+// An item's location, loc, is its effective partition key in binary,
+// escaped (appendEscaped: self-delimiting and order-preserving), then its
+// sequence number. Items are stored under 'i'+collRid+loc and index
+// entries end in loc, so a logical partition, a hierarchical key prefix and
+// a partition key range are each one contiguous span of item keys, an index
+// entry tells its item's partition without reading the item, and within a
+// logical partition items keep their insertion order.
+func itemLoc(epk string, seq uint64) []byte {
+	b := make([]byte, 0, len(epk)/2+12)
+	return binary.BigEndian.AppendUint64(appendEPK(b, epk, true), seq)
+}
+
+// locSeq is the sequence number of a location.
+func locSeq(loc []byte) uint64 {
+	if len(loc) < 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(loc[len(loc)-8:])
+}
+
+// appendEPK appends the escaped binary form of an upper-case hex EPK.
+// Without the terminator (whole false) the result is a bound: every
+// location whose EPK is at or above epk sorts at or above it, every other
+// below. An odd final digit is read as its high nibble, which keeps that
+// order; a character that is not a hex digit ends the key.
+func appendEPK(dst []byte, epk string, whole bool) []byte {
+	for i := 0; i < len(epk); i += 2 {
+		hi, ok := unhex(epk[i])
+		if !ok {
+			break
+		}
+		lo := byte(0)
+		if i+1 < len(epk) {
+			if lo, ok = unhex(epk[i+1]); !ok {
+				lo = 0
+			}
+		}
+		if b := hi<<4 | lo; b == 0 {
+			dst = append(dst, 0, 0xff)
+		} else {
+			dst = append(dst, b)
+		}
+	}
+	if whole {
+		dst = append(dst, 0, 1)
+	}
+	return dst
+}
+
+func unhex(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	}
+	return 0, false
+}
+
+func itemKey(collRid, loc []byte) []byte {
+	k := collPrefix(famItem, collRid)
+	return append(k, loc...)
 }
 
 func itemIDKey(collRid, pk []byte, id string) []byte {

@@ -2,8 +2,6 @@ package engine
 
 import (
 	"bytes"
-	"encoding/binary"
-	"errors"
 	"slices"
 	"time"
 
@@ -15,26 +13,25 @@ import (
 	"github.com/mayfly-db/mayfly/internal/storage"
 )
 
-// orderedSource serves a query of the shape
+// orderedShape recognizes a query of the shape
 //
 //	SELECT … FROM c [WHERE …] ORDER BY c.path [ASC|DESC] with TOP n or OFFSET/LIMIT
 //
-// from the range index: it walks the path's entries in the query's order
-// and stops as soon as it has as many documents passing the WHERE clause as
-// the query can return, so the cost follows the rows returned, not the
+// which a walk of the path's index in the query's order can answer,
+// stopping as soon as it has as many documents passing the WHERE clause
+// as the query can return, so the cost follows the rows returned, not the
 // container. It reports false when the query has another shape.
 //
 // Documents without the property are not in the index. Ascending, they
 // would sort first, so the walk is used ascending only when the WHERE
 // clause filters on the ORDER BY path itself (which makes it defined).
-func (e *Engine) orderedSource(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, now time.Time, keep func(*itemRecord) bool) ([]uint64, bool, error) {
-	q := prog.Query()
+func orderedShape(c *containerRecord, q *ast.Query, params map[string]document.Value, terms []plan.Term) (*plan.Ordered, bool) {
 	if !c.Index.Ready || c.index.none || len(q.OrderBy) != 1 || len(q.GroupBy) > 0 || q.Select.Distinct || gatewayplan.HasAggregates(q) || len(q.Joins) > 0 {
-		return nil, false, nil
+		return nil, false
 	}
 	path, ok := plan.DocPath(q, q.OrderBy[0].Expr)
-	if !ok || !c.index.indexes(path) {
-		return nil, false, nil
+	if !ok || !c.index.indexes(path) || crossesArray(path) {
+		return nil, false
 	}
 	info := gatewayplan.Describe(q, params)
 	want := -1
@@ -45,62 +42,71 @@ func (e *Engine) orderedSource(r storage.Reader, c *containerRecord, prog *eval.
 		want = *info.Offset + *info.Limit
 	}
 	if want < 0 {
-		return nil, false, nil
+		return nil, false
 	}
-	desc := q.OrderBy[0].Desc
 	// A term on the ORDER BY path makes the property defined in every row,
 	// so every candidate is in the index.
-	defined := filtersOn(q, params, path)
-	if !desc && !defined {
-		return nil, false, nil
+	if !q.OrderBy[0].Desc && !filtersOn(q, params, path) {
+		return nil, false
 	}
+	o := &plan.Ordered{Path: path, Want: int64(want), Term: -1}
+	for i, t := range terms {
+		if slices.Equal(t.Path, path) {
+			o.Term = i
+		}
+	}
+	return o, true
+}
+
+// orderedItems walks the index of the ORDER BY path o.Path in the query's
+// order and returns the documents that pass the WHERE clause, until it has
+// o.Want of them. It reports false when too few
+// documents have the property: the rest of the answer is documents
+// without it, which only a scan finds.
+func orderedItems(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, o *plan.Ordered, s *itemScope, now time.Time, st *readStats) ([]foundItem, bool, error) {
 	filter, err := whereOnly(q, params, now)
 	if err != nil {
 		return nil, false, nil
 	}
-	prefix := appendIndexPath(indexPrefix(c), path)
-	lo, hi := pathBounds(prefix, plan.Predicates(q, params), path)
+	desc := q.OrderBy[0].Desc
+	defined := filtersOn(q, params, o.Path)
+	prefix := appendIndexPath(indexPrefix(c), o.Path)
+	lo, hi := pathBounds(prefix, plan.Predicates(q, params), o.Path)
 	it, err := r.NewIter(storage.IterParams{Lower: lo, Upper: hi, Reverse: desc})
 	if err != nil {
 		return nil, false, err
 	}
 	defer it.Close()
-	var seqs []uint64
-	seen := map[uint64]bool{}
-	scalars := 0 // documents met through scalar entries
-	for ok := it.First(); ok && scalars < want; ok = it.Next() {
+	var found []foundItem
+	scalars := int64(0) // documents met through scalar entries
+	for ok := it.First(); ok && scalars < o.Want; ok = it.Next() {
+		st.entries++
 		k := it.Key()
-		seq := binary.BigEndian.Uint64(k[len(k)-8:])
+		loc, ok := entryLoc(k, len(prefix))
+		if !ok || !s.holds(loc) {
+			continue
+		}
 		// Arrays and objects have bare markers, unordered among
 		// themselves: take every one of them, then want scalars.
 		nonScalar := k[len(prefix)] >= tagArray
-		if seen[seq] {
-			continue
-		}
-		seen[seq] = true
-		raw, err := r.Get(itemKey(c.Rid, seq))
-		if errors.Is(err, storage.ErrNotFound) {
-			continue
-		}
+		loc = bytes.Clone(loc)
+		rec, ok, err := readItemAt(r, c, loc, st)
 		if err != nil {
 			return nil, false, err
 		}
-		rec, err := decodeItemRecord(raw)
-		if err != nil {
-			return nil, false, err
-		}
-		if c.expired(&rec, now) || !keep(&rec) {
+		if !ok || c.expired(&rec, now) || !s.keeps(&rec) {
 			continue
 		}
 		doc, err := document.Parse(rec.json)
 		if err != nil {
 			return nil, false, err
 		}
-		rows, err := filter.Rows(doc, docMeta(c, seq))
+		rows, err := filter.Rows(doc, docMeta(loc))
 		if err != nil || len(rows) == 0 {
 			continue
 		}
-		seqs = append(seqs, seq)
+		rec.json = bytes.Clone(rec.json)
+		found = append(found, foundItem{loc: loc, rec: rec})
 		if !nonScalar {
 			scalars++
 		}
@@ -108,12 +114,16 @@ func (e *Engine) orderedSource(r storage.Reader, c *containerRecord, prog *eval.
 	if err := it.Err(); err != nil {
 		return nil, false, err
 	}
-	if scalars < want && !defined {
-		// Too few documents have the property: the rest of the answer is
-		// documents without it, which only a scan finds.
+	if scalars < o.Want && !defined {
 		return nil, false, nil
 	}
-	return seqs, true, nil
+	return found, true, nil
+}
+
+// foundItem is an item an access path has read already.
+type foundItem struct {
+	loc []byte
+	rec itemRecord
 }
 
 // pathBounds narrows the walk of path's entries (all under prefix) to what

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -49,7 +48,7 @@ func splitLink(link string) (db, coll string, err error) {
 // dueEntry is one expiry index entry found expired.
 type dueEntry struct {
 	key []byte
-	seq uint64
+	loc []byte // the item's location, from the entry's value
 }
 
 // expiryRange is the part of one expiry index that lies within a horizon
@@ -119,7 +118,11 @@ func (e *Engine) expiredEntries(r storage.Reader, c *containerRecord, z ttl.Hori
 			if len(out) >= limit {
 				return true, it.Err()
 			}
-			out = append(out, dueEntry{key: bytes.Clone(k), seq: binary.BigEndian.Uint64(k[len(prefix)+8:])})
+			_, loc, ok := decodeExpiryValue(it.Value())
+			if !ok {
+				return false, fmt.Errorf("expiry entry %x: %w", k, errBadRecord)
+			}
+			out = append(out, dueEntry{key: bytes.Clone(k), loc: bytes.Clone(loc)})
 		}
 		return false, it.Err()
 	}
@@ -205,7 +208,7 @@ func (e *Engine) PurgeDue(ctx context.Context, p ttl.PurgeParams) (ttl.PurgeResu
 				return err
 			}
 			if z.Expired(rec.ts, rec.itemTTL()) {
-				dead = append(dead, liveItem{seq: en.seq, rec: rec})
+				dead = append(dead, liveItem{loc: en.loc, rec: rec})
 			}
 		}
 		if len(dead) == 0 {
@@ -226,7 +229,7 @@ func (e *Engine) PurgeDue(ctx context.Context, p ttl.PurgeParams) (ttl.PurgeResu
 				return err
 			}
 			lsn := first + uint64(i)
-			if err := e.logChange(tx, c, change{kind: changeExpire, lsn: lsn, seq: it.seq, prev: &it.rec}); err != nil {
+			if err := e.logChange(tx, c, change{kind: changeExpire, lsn: lsn, seq: it.seq(), prev: &it.rec}); err != nil {
 				return err
 			}
 			res.Items = append(res.Items, ttl.PurgedItem{TS: it.rec.ts, TTL: it.rec.itemTTL()})
@@ -277,12 +280,12 @@ func dueRecords(r storage.Reader, collRid []byte, entries []dueEntry) ([][]byte,
 	if err != nil || len(rest) == 0 {
 		return out, err
 	}
-	slices.SortFunc(rest, func(a, b int) int { return cmp.Compare(entries[a].seq, entries[b].seq) })
-	bySeq := make([]dueEntry, len(rest))
+	slices.SortFunc(rest, func(a, b int) int { return bytes.Compare(entries[a].loc, entries[b].loc) })
+	byLoc := make([]dueEntry, len(rest))
 	for j, i := range rest {
-		bySeq[j] = entries[i]
+		byLoc[j] = entries[i]
 	}
-	raws, err := itemsBySeq(r, collRid, bySeq)
+	raws, err := itemsByLoc(r, collRid, byLoc)
 	if err != nil {
 		return nil, err
 	}
@@ -292,17 +295,18 @@ func dueRecords(r storage.Reader, collRid []byte, entries []dueEntry) ([][]byte,
 	return out, nil
 }
 
-// itemsBySeq reads the records of the items of entries, which are sorted
-// by seq, with one iterator seeking forward; a missing item reads nil.
-// Items due together were mostly written together, so their records share
-// blocks: a forward seek steps on from the block the previous one loaded,
-// where a point read would look each one up afresh through every level.
-func itemsBySeq(r storage.Reader, collRid []byte, entries []dueEntry) ([][]byte, error) {
+// itemsByLoc reads the records of the items of entries, which are sorted
+// by location, with one iterator seeking forward; a missing item reads nil.
+// Items of one partition due together were mostly written together, so
+// their records share blocks: a forward seek steps on from the block the
+// previous one loaded, where a point read would look each one up afresh
+// through every level.
+func itemsByLoc(r storage.Reader, collRid []byte, entries []dueEntry) ([][]byte, error) {
 	if len(entries) == 0 {
 		return nil, nil
 	}
-	last := entries[len(entries)-1].seq
-	it, err := r.NewIter(storage.IterParams{Lower: itemKey(collRid, entries[0].seq), Upper: prefixEnd(itemKey(collRid, last))})
+	last := entries[len(entries)-1].loc
+	it, err := r.NewIter(storage.IterParams{Lower: itemKey(collRid, entries[0].loc), Upper: prefixEnd(itemKey(collRid, last))})
 	if err != nil {
 		return nil, err
 	}
@@ -310,7 +314,7 @@ func itemsBySeq(r storage.Reader, collRid []byte, entries []dueEntry) ([][]byte,
 	out := make([][]byte, len(entries))
 	for i, en := range entries {
 		runtime.Gosched() // as in PurgeDue
-		k := itemKey(collRid, en.seq)
+		k := itemKey(collRid, en.loc)
 		if it.SeekGE(k) && bytes.Equal(it.Key(), k) {
 			out[i] = bytes.Clone(it.Value())
 		}

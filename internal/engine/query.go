@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -65,47 +67,30 @@ func (e *Engine) QueryItems(ctx context.Context, p QueryParams) (*FeedPage, erro
 	if err != nil {
 		return nil, err
 	}
-	var start uint64
-	var skip int
-	if p.Continuation != "" {
-		var derr *Error
-		if start, skip, derr = decodeContinuation(p.Continuation); derr != nil {
-			return nil, derr
-		}
-	}
 	page := &FeedPage{}
 	var coll *containerRecord
+	var st readStats
 	err = e.store.View(ctx, func(r storage.Reader) error {
-		sc, err := e.openPage(r, p.ItemRef, p.RangeID, page)
+		c, err := e.loadContainer(r, p.DB, p.Coll)
 		if err != nil {
 			return err
 		}
-		c, match, inRange := sc.c, sc.match, sc.inRange
 		coll = c
+		page.CollRid = c.ridString()
+		if page.LSN, err = e.currentLSN(r, c); err != nil {
+			return err
+		}
 		if derr := checkIndexNeeds(c, prog.Query(), p.Params, p.AllowScan); derr != nil {
 			return derr
 		}
-		single := p.HasKey || p.RangeID != "" || len(c.pk.paths) == 0
-		if !single {
+		key, hasKey := p.PartitionKey, p.HasKey
+		single := hasKey || p.RangeID != "" || len(c.pk.paths) == 0
+		if !hasKey && len(c.pk.paths) > 0 {
 			// A WHERE clause that pins the partition key (or a prefix of a
-			// hierarchical one) makes the query single-partition, as the
-			// gateway routes it.
-			if vals, _ := plan.PartitionKeyFilter(prog.Query(), p.Params, c.pk.paths); len(vals) > 0 {
-				key := make(partition.Key, 0, len(vals))
-				for _, v := range vals {
-					comp, ok := componentOf(v)
-					if !ok {
-						break
-					}
-					key = append(key, comp)
-				}
-				if len(key) == len(vals) {
-					ref := p.ItemRef
-					ref.PartitionKey, ref.HasKey = key, true
-					if m, derr := c.keyFilter(ref); derr == nil {
-						match, single = m, true
-					}
-				}
+			// hierarchical one) scopes the query to it, as the gateway
+			// routes it.
+			if pinned, ok := pinnedKey(c, prog.Query(), p.Params); ok {
+				key, hasKey, single = pinned, true, true
 			}
 		}
 		if !single && !prog.Streaming() {
@@ -114,34 +99,28 @@ func (e *Engine) QueryItems(ctx context.Context, p QueryParams) (*FeedPage, erro
 		if !single && !p.CrossPartition {
 			return errorf(BadRequest, "Cross partition query is required but disabled. Please set x-ms-documentdb-query-enablecrosspartition to true, specify x-ms-documentdb-partitionkey, or revise your query to avoid this exception.")
 		}
+		scope, derr := e.scopeFor(c, key, hasKey, p.RangeID)
+		if derr != nil {
+			return derr
+		}
+		fp := fingerprint(p.Params, "query", p.Query, string(partition.AppendKeyBytes(nil, key)), strconv.FormatBool(hasKey), p.RangeID)
+		var cur cursor
+		if p.Continuation != "" {
+			if cur, derr = parseCursor(p.Continuation, fp); derr != nil {
+				return derr
+			}
+		}
+		qp, err := e.planQuery(r, c, prog, p.Params, scope, now, &st, p.Continuation != "", cur)
+		if err != nil {
+			return err
+		}
+		page.Plan = qp.plan
 		limit := pageSize(p.MaxItemCount)
-		src := itemSource{e: e, r: r, c: c}
-		keep := func(rec *itemRecord) bool { return match(rec.pk) && inRange(rec.epk) }
-		// A TOP … ORDER BY walk of the index, when it applies, reads the
-		// fewest entries; otherwise the most selective filter's candidates.
-		ordered := false
-		if !prog.Streaming() {
-			seqs, ok, err := e.orderedSource(r, c, prog, p.Params, now, keep)
-			if err != nil {
-				return err
-			}
-			if ok {
-				src.seqs, src.indexed, ordered = seqs, true, true
-			}
-		}
-		if !ordered {
-			seqs, ok, err := indexCandidates(r, c, plan.Predicates(prog.Query(), p.Params))
-			if err != nil {
-				return err
-			}
-			if ok {
-				src.seqs, src.indexed = seqs, true
-			}
-		}
+		next := cursor{fingerprint: fp, access: qp.access, terms: qp.terms, indexVer: c.Index.Version}
 		if prog.Streaming() {
-			return e.streamQuery(src, prog, keep, now, start, skip, limit, !single, page)
+			return streamQuery(qp.src, c, prog, scope, now, cur, next, limit, !single, page)
 		}
-		return e.runQuery(src, prog, keep, now, skip, limit, page)
+		return runQuery(qp.src, c, prog, scope, now, cur, next, limit, page)
 	})
 	if err != nil {
 		return nil, err
@@ -150,42 +129,66 @@ func (e *Engine) QueryItems(ctx context.Context, p QueryParams) (*FeedPage, erro
 	for _, it := range page.Items {
 		n += len(it)
 	}
-	page.Charge = queryCharge(page.Examined, n)
+	page.Examined, page.IndexEntries = st.records, st.entries
+	page.Charge = queryCharge(st.records, st.entries, n)
 	e.charge(coll, page.Charge)
 	return page, nil
 }
 
-func docMeta(c *containerRecord, seq uint64) eval.DocMeta {
-	return eval.DocMeta{DocumentID: int64(seq)}
+// pinnedKey returns the partition key (or hierarchical prefix) the WHERE
+// clause pins, if it pins one.
+func pinnedKey(c *containerRecord, q *ast.Query, params map[string]document.Value) (partition.Key, bool) {
+	vals, _ := plan.PartitionKeyFilter(q, params, c.pk.paths)
+	if len(vals) == 0 {
+		return nil, false
+	}
+	key := make(partition.Key, 0, len(vals))
+	for _, v := range vals {
+		comp, ok := componentOf(v)
+		if !ok {
+			return nil, false
+		}
+		key = append(key, comp)
+	}
+	if _, derr := c.keyFilter(ItemRef{PartitionKey: key, HasKey: true}); derr != nil {
+		return nil, false
+	}
+	return key, true
 }
 
-// streamQuery pages a filter-and-projection query by document position. On
-// the single-partition path a continuation is returned only when more rows
-// exist; on the cross-partition path whenever a page is full, as the
-// gateway does (the SDKs' page counts depend on it).
-func (e *Engine) streamQuery(src itemSource, prog *eval.Program, keep func(*itemRecord) bool, now time.Time, start uint64, skip, limit int, cross bool, page *FeedPage) error {
+func docMeta(loc []byte) eval.DocMeta {
+	return eval.DocMeta{DocumentID: int64(locSeq(loc))}
+}
+
+// streamQuery pages a filter-and-projection query by position in its
+// access path. On the single-partition path a continuation is returned
+// only when more rows exist; on the cross-partition path whenever a page
+// is full, as the gateway does (the SDKs' page counts depend on it).
+func streamQuery(src itemSource, c *containerRecord, prog *eval.Program, s *itemScope, now time.Time, cur, next cursor, limit int, cross bool, page *FeedPage) error {
 	size := 0
-	c := src.c
-	return src.each(start, func(seq uint64, rec *itemRecord) (bool, error) {
-		if c.expired(rec, now) || !keep(rec) {
+	resume := func(pos []byte, skip int) {
+		next.pos, next.skip = bytes.Clone(pos), skip
+		page.Continuation = next.String()
+	}
+	return src(cur.pos, func(pos, loc []byte, rec *itemRecord) (bool, error) {
+		if c.expired(rec, now) || !s.keeps(rec) {
 			return true, nil
 		}
-		page.Examined++
 		doc, err := document.Parse(rec.json)
 		if err != nil {
 			return false, err
 		}
-		rows, err := prog.Rows(doc, docMeta(c, seq))
+		rows, err := prog.Rows(doc, docMeta(loc))
 		if err != nil {
 			return false, queryError(err)
 		}
 		first := 0
-		if seq == start {
-			first = skip
+		if cur.pos != nil && bytes.Equal(pos, cur.pos) {
+			first = cur.skip
 		}
 		for i := first; i < len(rows); i++ {
 			if len(page.Items) == limit || (size > maxPageBytes && len(page.Items) > 0) {
-				page.Continuation = encodeContinuation(seq, i)
+				resume(pos, i)
 				return false, nil
 			}
 			b := rows[i].JSON()
@@ -193,9 +196,11 @@ func (e *Engine) streamQuery(src itemSource, prog *eval.Program, keep func(*item
 			size += len(b)
 			if cross && len(page.Items) == limit {
 				if i+1 < len(rows) {
-					page.Continuation = encodeContinuation(seq, i+1)
+					resume(pos, i+1)
 				} else {
-					page.Continuation = encodeContinuation(seq+1, 0)
+					// The next item's position is not known yet; one
+					// past this one's is where it starts.
+					resume(append(bytes.Clone(pos), 0), 0)
 				}
 				return false, nil
 			}
@@ -206,24 +211,22 @@ func (e *Engine) streamQuery(src itemSource, prog *eval.Program, keep func(*item
 
 // runQuery evaluates a query that needs every document (ORDER BY,
 // aggregates, DISTINCT, GROUP BY, TOP, OFFSET/LIMIT) and returns the page
-// of its results that starts at offset.
-func (e *Engine) runQuery(src itemSource, prog *eval.Program, keep func(*itemRecord) bool, now time.Time, offset, limit int, page *FeedPage) error {
-	c := src.c
+// of its results that starts at the cursor's offset.
+func runQuery(src itemSource, c *containerRecord, prog *eval.Program, s *itemScope, now time.Time, cur, next cursor, limit int, page *FeedPage) error {
 	type item struct {
 		doc document.Value
-		seq uint64
+		loc []byte
 	}
 	var docs []item
-	err := src.each(0, func(seq uint64, rec *itemRecord) (bool, error) {
-		if c.expired(rec, now) || !keep(rec) {
+	err := src(nil, func(_, loc []byte, rec *itemRecord) (bool, error) {
+		if c.expired(rec, now) || !s.keeps(rec) {
 			return true, nil
 		}
-		page.Examined++
 		doc, err := document.Parse(rec.json)
 		if err != nil {
 			return false, err
 		}
-		docs = append(docs, item{doc, seq})
+		docs = append(docs, item{doc, bytes.Clone(loc)})
 		return true, nil
 	})
 	if err != nil {
@@ -235,54 +238,27 @@ func (e *Engine) runQuery(src itemSource, prog *eval.Program, keep func(*itemRec
 			return document.Undef, eval.DocMeta{}, false, nil
 		}
 		i++
-		return docs[i-1].doc, docMeta(c, docs[i-1].seq), true, nil
+		return docs[i-1].doc, docMeta(docs[i-1].loc), true, nil
 	})
 	if err != nil {
 		return queryError(err)
 	}
-	return pageRows(rows, offset, limit, page)
-}
-
-// itemSource walks a container's items in sequence order: all of them, or
-// only the candidates an index produced.
-type itemSource struct {
-	e       *Engine
-	r       storage.Reader
-	c       *containerRecord
-	indexed bool
-	seqs    []uint64
-}
-
-func (s itemSource) each(start uint64, fn func(seq uint64, rec *itemRecord) (bool, error)) error {
-	if !s.indexed {
-		return s.e.scanItems(s.r, s.c, start, fn)
+	end, derr := pageRows(rows, cur.skip, limit, page)
+	if derr != nil {
+		return derr
 	}
-	for _, seq := range s.seqs {
-		if seq < start {
-			continue
-		}
-		raw, err := s.r.Get(itemKey(s.c.Rid, seq))
-		if errors.Is(err, storage.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		rec, err := decodeItemRecord(raw)
-		if err != nil {
-			return err
-		}
-		more, err := fn(seq, &rec)
-		if err != nil || !more {
-			return err
-		}
+	if end < len(rows) {
+		next.skip = end
+		page.Continuation = next.String()
 	}
 	return nil
 }
 
-func pageRows(rows []document.Value, offset, limit int, page *FeedPage) error {
+// pageRows adds rows[offset:] to the page, as many as fit, and returns
+// the offset of the first row left out.
+func pageRows(rows []document.Value, offset, limit int, page *FeedPage) (int, *Error) {
 	if offset > len(rows) {
-		return errorf(BadRequest, "Invalid Continuation Token")
+		return 0, errBadContinuation
 	}
 	end := offset + limit
 	if end > len(rows) {
@@ -298,10 +274,7 @@ func pageRows(rows []document.Value, offset, limit int, page *FeedPage) error {
 		page.Items = append(page.Items, b)
 		size += len(b)
 	}
-	if end < len(rows) {
-		page.Continuation = encodeContinuation(0, end)
-	}
-	return nil
+	return end, nil
 }
 
 // crossPartitionRefusal is the gateway's answer to a cross-partition query
@@ -367,19 +340,23 @@ func (e *Engine) QueryResources(ctx context.Context, p ResourceQueryParams) (*Fe
 	if err != nil {
 		return nil, queryError(err)
 	}
-	offset := 0
+	fp := fingerprint(p.Params, "resources", strconv.Itoa(int(p.Kind)), p.DB, p.Query)
+	var cur cursor
 	if p.Continuation != "" {
-		_, skip, derr := decodeContinuation(p.Continuation)
-		if derr != nil {
+		var derr *Error
+		if cur, derr = parseCursor(p.Continuation, fp); derr != nil {
 			return nil, derr
 		}
-		offset = skip
 	}
-	if err := pageRows(rows, offset, pageSize(p.MaxItemCount), page); err != nil {
-		return nil, err
+	end, derr := pageRows(rows, cur.skip, pageSize(p.MaxItemCount), page)
+	if derr != nil {
+		return nil, derr
+	}
+	if end < len(rows) {
+		page.Continuation = cursor{fingerprint: fp, skip: end}.String()
 	}
 	page.Examined = len(vals)
-	page.Charge = queryCharge(len(vals), 0)
+	page.Charge = queryCharge(len(vals), 0, 0)
 	return page, nil
 }
 

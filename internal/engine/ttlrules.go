@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/binary"
 	"errors"
 	"time"
 
@@ -62,4 +63,21 @@ func expiryKey(c *containerRecord, rec *itemRecord, seq uint64) []byte {
 		return byTsKey(c.Rid, e.Key, seq)
 	}
 	return nil
+}
+
+// expiryValue is what an expiry entry holds: the item's size, for usage
+// (expired items stop counting before they are purged), and its location.
+func expiryValue(rec *itemRecord, loc []byte) []byte {
+	v := binary.AppendUvarint(make([]byte, 0, 4+len(loc)), uint64(len(rec.json)))
+	return append(v, loc...)
+}
+
+// decodeExpiryValue splits an expiry entry's value; ok is false when it is
+// malformed.
+func decodeExpiryValue(v []byte) (size int64, loc []byte, ok bool) {
+	n, w := binary.Uvarint(v)
+	if w <= 0 || len(v)-w < 10 {
+		return 0, nil, false
+	}
+	return int64(n), v[w:], true
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"time"
@@ -39,7 +40,7 @@ func uniqueKeys(c *containerRecord, body document.Value, pk []byte) [][]byte {
 // checkUniqueKeys refuses a write that would give two live items in one
 // partition the same unique key values. Entries left by expired items do
 // not count: their owner is invisible, and the entry goes with the purge.
-func (e *Engine) checkUniqueKeys(tx storage.Txn, c *containerRecord, body document.Value, pk []byte, seq uint64, now time.Time) error {
+func (e *Engine) checkUniqueKeys(tx storage.Txn, c *containerRecord, body document.Value, pk, loc []byte, now time.Time) error {
 	for _, k := range uniqueKeys(c, body, pk) {
 		v, err := tx.Get(k)
 		if errors.Is(err, storage.ErrNotFound) {
@@ -48,10 +49,10 @@ func (e *Engine) checkUniqueKeys(tx storage.Txn, c *containerRecord, body docume
 		if err != nil {
 			return err
 		}
-		if len(v) == 8 && binary.BigEndian.Uint64(v) == seq {
+		if bytes.Equal(v, loc) {
 			continue
 		}
-		owner, err := tx.Get(itemKey(c.Rid, binary.BigEndian.Uint64(v)))
+		owner, err := tx.Get(itemKey(c.Rid, v))
 		if errors.Is(err, storage.ErrNotFound) {
 			continue
 		}

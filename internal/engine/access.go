@@ -1,0 +1,430 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/partition"
+	"github.com/mayfly-db/mayfly/internal/query/plan"
+	"github.com/mayfly-db/mayfly/internal/storage"
+)
+
+// itemScope is the part of a container one page may read: the items whose
+// location lies in [lo, hi) (hi nil: no upper bound), which is one span of
+// item keys, and among them those whose stored partition key match accepts
+// (two keys may share an EPK; a prefix is checked on the key itself).
+type itemScope struct {
+	kind   plan.ScopeKind
+	lo, hi []byte
+	match  func(pk []byte) bool
+	// epk and pk are the EPK and key bytes of the logical partition, for
+	// its count and for point reads; pk is nil for wider scopes.
+	epk string
+	pk  []byte
+}
+
+// holds reports whether an item at loc lies in the scope's span.
+func (s *itemScope) holds(loc []byte) bool {
+	return bytes.Compare(loc, s.lo) >= 0 && (s.hi == nil || bytes.Compare(loc, s.hi) < 0)
+}
+
+// keeps reports whether a record read from the span belongs to the scope.
+func (s *itemScope) keeps(rec *itemRecord) bool { return s.match(rec.pk) }
+
+// narrow intersects the scope's span with the locations of EPKs in
+// [min, max) ("" max: no bound).
+func (s *itemScope) narrow(min, max string) {
+	if lo := appendEPK(nil, min, false); bytes.Compare(lo, s.lo) > 0 {
+		s.lo = lo
+	}
+	if max != "" {
+		if hi := appendEPK(nil, max, false); s.hi == nil || bytes.Compare(hi, s.hi) < 0 {
+			s.hi = hi
+		}
+	}
+}
+
+// wholeContainer is the scope of every item.
+func wholeContainer() *itemScope {
+	return &itemScope{kind: plan.ScopeAll, lo: []byte{}, match: func([]byte) bool { return true }}
+}
+
+// scopeFor decides a page's scope from the partition key (from the header
+// or pinned by the WHERE clause; nil when neither gives one) and the
+// partition key range header, before any I/O.
+func (e *Engine) scopeFor(c *containerRecord, key partition.Key, hasKey bool, rangeID string) (*itemScope, *Error) {
+	s := wholeContainer()
+	if rangeID != "" && !(len(e.ranges) == 1 && rangeID == e.ranges[0].ID) {
+		found := false
+		for _, r := range e.ranges {
+			if r.ID == rangeID {
+				s.kind, found = plan.ScopeRange, true
+				s.narrow(r.Min, r.Max)
+			}
+		}
+		if !found {
+			return nil, &Error{Code: Gone, SubStatus: SubPartitionKeyRangeGone, Message: "The partition key range '" + rangeID + "' does not exist."}
+		}
+	}
+	if !hasKey {
+		return s, nil
+	}
+	match, derr := c.keyFilter(ItemRef{PartitionKey: key, HasKey: true})
+	if derr != nil {
+		return nil, derr
+	}
+	s.match = match
+	if len(c.pk.paths) == 0 {
+		return s, nil // one partition holds every item
+	}
+	if len(key) > 0 && len(key) < len(c.pk.paths) {
+		min, max, err := partition.EPKRange(c.hashDefinition(), key)
+		if err != nil {
+			return nil, errorf(BadRequest, "%v", err)
+		}
+		s.kind = plan.ScopePrefix
+		s.narrow(min, max)
+		return s, nil
+	}
+	if len(key) == 0 {
+		key = make(partition.Key, len(c.pk.paths))
+		for i := range key {
+			key[i] = partition.Undefined()
+		}
+	}
+	s.kind, s.epk = plan.ScopePartition, c.epk(key)
+	s.pk = partition.AppendKeyBytes(nil, key)
+	lo := appendEPK(nil, s.epk, true)
+	hi := prefixEnd(lo)
+	if bytes.Compare(lo, s.lo) > 0 {
+		s.lo = lo
+	}
+	if s.hi == nil || bytes.Compare(hi, s.hi) < 0 {
+		s.hi = hi
+	}
+	if bytes.Compare(s.lo, s.hi) > 0 {
+		s.hi = s.lo // a partition outside the range: nothing
+	}
+	return s, nil
+}
+
+// maxPrefixPartitions bounds how many partition counts a hierarchical
+// prefix's size is summed from; beyond it the container's count stands in.
+const maxPrefixPartitions = 256
+
+// scopeSize returns the planner's view of a scope: how many items it and
+// the container hold, from the maintained counters (usage.go).
+func (e *Engine) scopeSize(r storage.Reader, c *containerRecord, s *itemScope) (plan.Scope, error) {
+	total, _, err := readUsage(r, usageKey(c.Rid))
+	if err != nil {
+		return plan.Scope{}, err
+	}
+	out := plan.Scope{Kind: s.kind, Items: total, ContainerItems: total}
+	switch s.kind {
+	case plan.ScopePartition:
+		out.Items, _, err = readUsage(r, partitionCountKey(c.Rid, s.epk))
+	case plan.ScopeRange:
+		out.Items = total / int64(max(len(e.ranges), 1))
+	case plan.ScopePrefix:
+		prefix := collPrefix(famUsage, c.Rid)
+		lo := append(bytes.Clone(prefix), s.lo...)
+		hi := prefixEnd(prefix)
+		if s.hi != nil {
+			hi = append(bytes.Clone(prefix), s.hi...)
+		}
+		var sum, n int64
+		err = scanRange(r, lo, hi, func(_, v []byte) (bool, error) {
+			if n++; n > maxPrefixPartitions {
+				sum = total
+				return false, nil
+			}
+			sum += int64(decodeCount(v))
+			return true, nil
+		})
+		out.Items = sum
+	}
+	return out, err
+}
+
+// scanRange calls fn for every key in [lo, hi), in order, stopping early
+// when fn returns false.
+func scanRange(r storage.Reader, lo, hi []byte, fn func(k, v []byte) (bool, error)) error {
+	it, err := r.NewIter(storage.IterParams{Lower: lo, Upper: hi})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		more, err := fn(it.Key(), it.Value())
+		if err != nil {
+			return err
+		}
+		if !more {
+			break
+		}
+	}
+	return it.Err()
+}
+
+// readStats counts the work a page does: every record and every index
+// entry it reads, whether or not it returns them (the request charge and
+// the query metrics are made from them).
+type readStats struct {
+	records int
+	entries int
+}
+
+// scanItems visits the items of the scope's span from location from
+// onwards (nil: the start), in location order.
+func scanItems(r storage.Reader, c *containerRecord, s *itemScope, from []byte, st *readStats, fn func(loc []byte, rec *itemRecord) (bool, error)) error {
+	prefix := collPrefix(famItem, c.Rid)
+	lo := append(bytes.Clone(prefix), s.lo...)
+	if from != nil && bytes.Compare(from, s.lo) > 0 {
+		lo = append(bytes.Clone(prefix), from...)
+	}
+	hi := prefixEnd(prefix)
+	if s.hi != nil {
+		hi = append(bytes.Clone(prefix), s.hi...)
+	}
+	return scanRange(r, lo, hi, func(k, v []byte) (bool, error) {
+		st.records++
+		rec, err := decodeItemRecord(v)
+		if err != nil {
+			return false, err
+		}
+		return fn(k[len(prefix):], &rec)
+	})
+}
+
+// readItemAt reads the record at loc; ok is false when it is gone.
+func readItemAt(r storage.Reader, c *containerRecord, loc []byte, st *readStats) (itemRecord, bool, error) {
+	st.records++
+	raw, err := r.Get(itemKey(c.Rid, loc))
+	if errors.Is(err, storage.ErrNotFound) {
+		return itemRecord{}, false, nil
+	}
+	if err != nil {
+		return itemRecord{}, false, err
+	}
+	rec, err := decodeItemRecord(raw)
+	return rec, err == nil, err
+}
+
+// keySpan is a span [lo, hi) of index keys.
+type keySpan struct{ lo, hi []byte }
+
+// termSpans turns a planner term into spans of the container's index
+// keys, in key order.
+func termSpans(c *containerRecord, t plan.Term) []keySpan {
+	base := appendIndexPath(indexPrefix(c), t.Path)
+	var out []keySpan
+	for _, sp := range t.Spans {
+		switch sp.Kind {
+		case plan.SpanValue:
+			k, ok := appendIndexValue(bytes.Clone(base), sp.Lo)
+			if ok {
+				out = append(out, keySpan{k, prefixEnd(k)})
+			}
+		case plan.SpanPrefix:
+			k := append(bytes.Clone(base), tagString)
+			for i := 0; i < len(sp.Lo.Str()); i++ {
+				if b := sp.Lo.Str()[i]; b == 0 {
+					k = append(k, 0, 0xff)
+				} else {
+					k = append(k, b)
+				}
+			}
+			out = append(out, keySpan{k, prefixEnd(k)})
+		case plan.SpanRange:
+			v := sp.Lo
+			if !sp.HasLo {
+				v = sp.Hi
+			}
+			tag := byte(tagNumber)
+			if v.Kind() == document.String {
+				tag = tagString
+			}
+			lo := append(bytes.Clone(base), tag)
+			hi := prefixEnd(lo)
+			if sp.HasLo {
+				lo, _ = appendIndexValue(bytes.Clone(base), sp.Lo)
+			}
+			if sp.HasHi {
+				k, _ := appendIndexValue(bytes.Clone(base), sp.Hi)
+				hi = prefixEnd(k)
+			}
+			if bytes.Compare(lo, hi) < 0 {
+				out = append(out, keySpan{lo, hi})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b keySpan) int { return bytes.Compare(a.lo, b.lo) })
+	return out
+}
+
+// entryLoc is the location at the end of an index entry key k whose path
+// ends at offset base; ok is false for a malformed key.
+func entryLoc(k []byte, base int) ([]byte, bool) {
+	n := indexValueLen(k[base:])
+	if n <= 0 || len(k)-base-n < 10 {
+		return nil, false
+	}
+	return k[base+n:], true
+}
+
+// indexValueLen is the length of the encoded value (or marker) at the
+// start of b, or 0 when it is malformed.
+func indexValueLen(b []byte) int {
+	if len(b) == 0 {
+		return 0
+	}
+	switch b[0] {
+	case tagNull, tagFalse, tagTrue, tagArray, tagObject:
+		return 1
+	case tagNumber:
+		if len(b) < 9 {
+			return 0
+		}
+		return 9
+	case tagString:
+		for i := 1; i+1 < len(b); i++ {
+			if b[i] == 0 {
+				if b[i+1] == 1 {
+					return i + 2
+				}
+				i++ // an escaped 0x00
+			}
+		}
+	}
+	return 0
+}
+
+// spanLocs collects the locations of the items in the scope that the
+// spans' entries name, sorted and without repeats.
+func spanLocs(r storage.Reader, c *containerRecord, t plan.Term, s *itemScope, st *readStats) ([][]byte, error) {
+	base := len(appendIndexPath(indexPrefix(c), t.Path))
+	var out [][]byte
+	for _, sp := range termSpans(c, t) {
+		err := scanRange(r, sp.lo, sp.hi, func(k, _ []byte) (bool, error) {
+			st.entries++
+			if loc, ok := entryLoc(k, base); ok && s.holds(loc) {
+				out = append(out, bytes.Clone(loc))
+			}
+			return true, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(out, bytes.Compare)
+	return slices.CompactFunc(out, bytes.Equal), nil
+}
+
+// countEntries counts the entries of a term's spans, stopping at limit.
+func countEntries(r storage.Reader, c *containerRecord, t plan.Term, limit int64, st *readStats) (int64, error) {
+	var n int64
+	for _, sp := range termSpans(c, t) {
+		err := scanRange(r, sp.lo, sp.hi, func(_, _ []byte) (bool, error) {
+			st.entries++
+			n++
+			return n < limit, nil
+		})
+		if err != nil || n >= limit {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// itemSource yields the candidates of an access path in its order, from
+// position from (inclusive; nil: the start). pos is the item's position in
+// the path, where a continuation resumes; loc is where the item is stored.
+// Records are re-filtered by the caller: a source may yield items the
+// query does not want, never omit one it does.
+type itemSource func(from []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error
+
+// scanSource reads every item of the scope in location order.
+func scanSource(r storage.Reader, c *containerRecord, s *itemScope, st *readStats) itemSource {
+	return func(from []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
+		return scanItems(r, c, s, from, st, func(loc []byte, rec *itemRecord) (bool, error) {
+			return fn(loc, loc, rec)
+		})
+	}
+}
+
+// locSource reads the items at the locations locs returns, in that
+// order; a page that resumes needs them sorted, and starts at the first
+// location at or after from.
+func locSource(r storage.Reader, c *containerRecord, locs func() ([][]byte, error), st *readStats) itemSource {
+	return func(from []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
+		all, err := locs()
+		if err != nil {
+			return err
+		}
+		i := 0
+		if from != nil {
+			i, _ = slices.BinarySearchFunc(all, from, bytes.Compare)
+		}
+		for _, loc := range all[i:] {
+			rec, ok, err := readItemAt(r, c, loc, st)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+			if more, err := fn(loc, loc, &rec); err != nil || !more {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// spanSource walks a term's index spans in key order and reads the items
+// in the scope that the entries name. An entry outside the scope costs
+// only its key. The position is the entry's key. The term's path must not
+// cross an array: an item then has one entry per path, and the walk meets
+// it once.
+func spanSource(r storage.Reader, c *containerRecord, t plan.Term, s *itemScope, st *readStats) itemSource {
+	return func(from []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
+		base := len(appendIndexPath(indexPrefix(c), t.Path))
+		for _, sp := range termSpans(c, t) {
+			lo := sp.lo
+			if from != nil {
+				if bytes.Compare(from, sp.hi) >= 0 {
+					continue
+				}
+				if bytes.Compare(from, lo) > 0 {
+					lo = from
+				}
+			}
+			stop := false
+			err := scanRange(r, lo, sp.hi, func(k, _ []byte) (bool, error) {
+				st.entries++
+				loc, ok := entryLoc(k, base)
+				if !ok || !s.holds(loc) {
+					return true, nil
+				}
+				pos := bytes.Clone(k)
+				loc = pos[len(pos)-len(loc):]
+				rec, ok, err := readItemAt(r, c, loc, st)
+				if err != nil || !ok {
+					return err == nil, err
+				}
+				more, err := fn(pos, loc, &rec)
+				stop = !more
+				return more, err
+			})
+			if err != nil || stop {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// crossesArray reports whether a path goes through array elements.
+func crossesArray(path []string) bool { return slices.Contains(path, "[]") }

@@ -1,0 +1,186 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/query/ast"
+	"github.com/mayfly-db/mayfly/internal/query/eval"
+	"github.com/mayfly-db/mayfly/internal/query/plan"
+	"github.com/mayfly-db/mayfly/internal/storage"
+)
+
+// queryAccess is the access path a page reads, ready to run.
+type queryAccess struct {
+	plan   *plan.Plan // what the planner weighed; nil on a resumed page
+	access plan.Access
+	terms  []int
+	src    itemSource
+}
+
+// probeLimit is how many entries of a term's spans are worth counting: at
+// that many, walking them and reading the records they name in the scope
+// already costs more than scanning the scope, so the span cannot win.
+func probeLimit(s plan.Scope) int64 {
+	frac := 1.0
+	if s.Kind != plan.ScopeAll && s.ContainerItems > 0 {
+		frac = math.Min(1, float64(s.Items)/float64(s.ContainerItems))
+	}
+	return int64(float64(s.Items)/(0.15+2.5*frac)) + 16
+}
+
+// planQuery chooses the access path of a page. A first page asks the
+// planner; a later page reads the path its cursor names, so every page of
+// a query continues the same walk.
+func (e *Engine) planQuery(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, s *itemScope, now time.Time, st *readStats, resumed bool, cur cursor) (*queryAccess, error) {
+	q := prog.Query()
+	terms := plan.Terms(plan.Predicates(q, params))
+	ready := c.Index.Ready && !c.index.none
+	if resumed {
+		for _, t := range cur.terms {
+			if t >= len(terms) {
+				return nil, errBadContinuation
+			}
+		}
+		if cur.access != plan.Scan && cur.access != plan.PointRead && (!ready || cur.indexVer != c.Index.Version) {
+			return nil, errorf(BadRequest, "Invalid Continuation Token: the container's indexing policy changed since the query began; run the query again.")
+		}
+		qa := &queryAccess{access: cur.access, terms: cur.terms}
+		return qa, e.buildSource(r, c, q, params, s, terms, now, st, qa)
+	}
+	size, err := e.scopeSize(r, c, s)
+	if err != nil {
+		return nil, err
+	}
+	in := plan.Input{Scope: size, Terms: terms, Entries: make([]int64, len(terms))}
+	limit := probeLimit(size)
+	for i, t := range terms {
+		if !ready || !c.index.indexes(t.Path) {
+			in.Entries[i] = -1
+			continue
+		}
+		if in.Entries[i], err = countEntries(r, c, t, limit, st); err != nil {
+			return nil, err
+		}
+	}
+	if s.kind == plan.ScopePartition && s.pk != nil {
+		_, in.Point = pointID(terms)
+	}
+	if !prog.Streaming() {
+		if o, ok := orderedShape(c, q, params, terms); ok {
+			in.Ordered, in.WalkEntries = o, size.ContainerItems
+		}
+	}
+	p := plan.Choose(in)
+	qa := &queryAccess{plan: &p, access: p.Chosen.Access, terms: p.Chosen.Terms}
+	if slog.Default().Enabled(context.Background(), slog.LevelDebug) {
+		slog.Debug("query plan chosen", "container", c.link(), "query", q.String(), "plan", p.Explain())
+	}
+	return qa, e.buildSource(r, c, q, params, s, terms, now, st, qa)
+}
+
+// pointID returns the id an equality term pins, if one does.
+func pointID(terms []plan.Term) (string, bool) {
+	for _, t := range terms {
+		if len(t.Path) == 1 && t.Path[0] == "id" && len(t.Spans) == 1 && t.Spans[0].Kind == plan.SpanValue && t.Spans[0].Lo.Kind() == document.String {
+			return t.Spans[0].Lo.Str(), true
+		}
+	}
+	return "", false
+}
+
+// buildSource makes the item source of the access path qa names.
+func (e *Engine) buildSource(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, s *itemScope, terms []plan.Term, now time.Time, st *readStats, qa *queryAccess) error {
+	switch qa.access {
+	case plan.PointRead:
+		id, ok := pointID(terms)
+		if !ok || s.pk == nil {
+			return errBadContinuation
+		}
+		qa.src = locSource(r, c, func() ([][]byte, error) {
+			st.entries++
+			loc, err := r.Get(itemIDKey(c.Rid, s.pk, id))
+			if errors.Is(err, storage.ErrNotFound) {
+				return nil, nil
+			}
+			if err != nil {
+				return nil, err
+			}
+			return [][]byte{bytes.Clone(loc)}, nil
+		}, st)
+	case plan.IndexSpan:
+		if len(qa.terms) != 1 {
+			return errBadContinuation
+		}
+		t := terms[qa.terms[0]]
+		if crossesArray(t.Path) {
+			qa.src = locSource(r, c, func() ([][]byte, error) { return spanLocs(r, c, t, s, st) }, st)
+		} else {
+			qa.src = spanSource(r, c, t, s, st)
+		}
+	case plan.Intersect:
+		if len(qa.terms) != 2 {
+			return errBadContinuation
+		}
+		qa.src = locSource(r, c, func() ([][]byte, error) {
+			a, err := spanLocs(r, c, terms[qa.terms[0]], s, st)
+			if err != nil {
+				return nil, err
+			}
+			b, err := spanLocs(r, c, terms[qa.terms[1]], s, st)
+			if err != nil {
+				return nil, err
+			}
+			return intersectLocs(a, b), nil
+		}, st)
+	case plan.OrderedWalk:
+		o, ok := orderedShape(c, q, params, terms)
+		if !ok {
+			return errBadContinuation
+		}
+		found, ok, err := orderedItems(r, c, q, params, o, s, now, st)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			// Too few documents have the property for the walk to
+			// answer alone: the scope is scanned after all.
+			qa.src = scanSource(r, c, s, st)
+			return nil
+		}
+		qa.src = func(_ []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
+			for i := range found {
+				if more, err := fn(found[i].loc, found[i].loc, &found[i].rec); err != nil || !more {
+					return err
+				}
+			}
+			return nil
+		}
+	default:
+		qa.src = scanSource(r, c, s, st)
+	}
+	return nil
+}
+
+// intersectLocs returns the locations both sorted lists hold.
+func intersectLocs(a, b [][]byte) [][]byte {
+	var out [][]byte
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		switch d := bytes.Compare(a[i], b[j]); {
+		case d < 0:
+			i++
+		case d > 0:
+			j++
+		default:
+			out = append(out, a[i])
+			i, j = i+1, j+1
+		}
+	}
+	return slices.Clip(out)
+}

@@ -1,0 +1,116 @@
+package engine
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"hash/fnv"
+	"slices"
+	"strings"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/query/plan"
+)
+
+// A continuation token is a position in the access path a query's first
+// page chose, so page k costs what page 1 costs: the next page seeks to
+// the position and goes on. It is opaque to clients ("mf2." and base64url)
+// and holds
+//
+//	version(1) fingerprint(8) access(1) nterms(1) terms(n) indexVersion(4)
+//	uvarint(skip) position
+//
+// The fingerprint is a hash of the query text, its parameters and its
+// scope (partition key, range), so a token given with a different query is
+// refused rather than misread. The access path and its terms are kept so
+// the next page reads the same path even if the counts the planner weighs
+// have changed; the index version, so a token taken before an indexing
+// policy change is refused (its positions named entries of the old index).
+// skip counts rows of the item at the position already returned (a JOIN
+// can make several rows of one item), or rows of a materialized result.
+type cursor struct {
+	fingerprint uint64
+	access      plan.Access
+	terms       []int
+	indexVer    uint32
+	skip        int
+	pos         []byte // nil: from the start
+}
+
+const (
+	cursorPrefix  = "mf2."
+	cursorVersion = 2
+)
+
+var errBadContinuation = errorf(BadRequest, "Invalid Continuation Token")
+
+func (k cursor) String() string {
+	b := []byte{cursorVersion}
+	b = binary.BigEndian.AppendUint64(b, k.fingerprint)
+	b = append(b, byte(k.access), byte(len(k.terms)))
+	for _, t := range k.terms {
+		b = append(b, byte(t))
+	}
+	b = binary.BigEndian.AppendUint32(b, k.indexVer)
+	b = binary.AppendUvarint(b, uint64(k.skip))
+	b = append(b, k.pos...)
+	return cursorPrefix + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// parseCursor decodes a token and checks it belongs to the query with
+// fingerprint fp.
+func parseCursor(s string, fp uint64) (cursor, *Error) {
+	var k cursor
+	if !strings.HasPrefix(s, cursorPrefix) {
+		return k, errBadContinuation
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s[len(cursorPrefix):])
+	if err != nil || len(b) < 11 || b[0] != cursorVersion {
+		return k, errBadContinuation
+	}
+	k.fingerprint = binary.BigEndian.Uint64(b[1:])
+	if k.fingerprint != fp {
+		return k, errorf(BadRequest, "Invalid Continuation Token: it belongs to a different query.")
+	}
+	k.access = plan.Access(b[9])
+	n := int(b[10])
+	b = b[11:]
+	if k.access > plan.OrderedWalk || len(b) < n+4 {
+		return k, errBadContinuation
+	}
+	for _, t := range b[:n] {
+		k.terms = append(k.terms, int(t))
+	}
+	b = b[n:]
+	k.indexVer = binary.BigEndian.Uint32(b)
+	skip, w := binary.Uvarint(b[4:])
+	if w <= 0 || skip > 1<<31 {
+		return k, errBadContinuation
+	}
+	k.skip = int(skip)
+	if rest := b[4+w:]; len(rest) > 0 {
+		k.pos = slices.Clone(rest)
+	}
+	return k, nil
+}
+
+// fingerprint hashes what makes two requests the same query: the parts
+// given, then the parameters in name order.
+func fingerprint(params map[string]document.Value, parts ...string) uint64 {
+	h := fnv.New64a()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	names := make([]string, 0, len(params))
+	for n := range params {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		h.Write([]byte(n))
+		h.Write([]byte{0})
+		h.Write(params[n].JSON())
+		h.Write([]byte{0})
+	}
+	return h.Sum64()
+}

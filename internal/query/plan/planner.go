@@ -1,0 +1,385 @@
+package plan
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+)
+
+// The planner chooses how one page of a query reads its candidates. It
+// works in three steps, none of which touches storage:
+//
+//  1. Scope: what the partition key header, a WHERE clause that pins the
+//     partition key, and the partition key range allow (ScopeKind). The
+//     engine turns a scope into one contiguous span of item keys.
+//  2. Access paths: a scan of the scope; a point read when the id and the
+//     whole partition key are known; a walk of one path's index spans; the
+//     intersection of two paths' spans; and, for TOP/OFFSET-LIMIT with one
+//     ORDER BY, a walk of the ORDER BY path's index in order.
+//  3. Choice: each path gets an estimated cost from the counts the engine
+//     keeps (items per container and per logical partition) and the number
+//     of index entries each span holds, which the engine counts up to a
+//     bound; the cheapest wins. Explain says what was weighed.
+//
+// Costs are in units of one record read in key order. The weights below
+// were set from the engine's benchmarks: a record read by point lookup
+// costs a few sequential ones, and an index entry is a short key with no
+// value.
+const (
+	costRecordScan  = 1.0
+	costRecordPoint = 2.5
+	costEntry       = 0.15
+	costPoint       = 3.0 // id lookup plus the record
+)
+
+// ScopeKind is how much of a container a page may read.
+type ScopeKind uint8
+
+// The scopes, widest first.
+const (
+	ScopeAll       ScopeKind = iota // every item of the container
+	ScopeRange                      // a partition key range (an EPK span)
+	ScopePrefix                     // a hierarchical partition key prefix
+	ScopePartition                  // one logical partition
+)
+
+var scopeNames = [...]string{ScopeAll: "all", ScopeRange: "range", ScopePrefix: "prefix", ScopePartition: "partition"}
+
+func (k ScopeKind) String() string { return scopeNames[k] }
+
+// Scope is what a page may read and how big it is.
+type Scope struct {
+	Kind ScopeKind
+	// Items is how many items the scope holds: exact for a logical
+	// partition and the whole container, estimated otherwise.
+	Items int64
+	// ContainerItems is how many items the container holds.
+	ContainerItems int64
+}
+
+// fraction is the share of the container's items in the scope.
+func (s Scope) fraction() float64 {
+	if s.ContainerItems <= 0 || s.Kind == ScopeAll {
+		return 1
+	}
+	return math.Min(1, float64(s.Items)/float64(s.ContainerItems))
+}
+
+// SpanKind is the shape of a span of index values.
+type SpanKind uint8
+
+// The span shapes.
+const (
+	SpanValue  SpanKind = iota // exactly Lo
+	SpanRange                  // values of Lo's (or Hi's) type between the bounds present
+	SpanPrefix                 // strings starting with Lo
+)
+
+// Span is a set of values of one path, contiguous in the index. Range
+// bounds are inclusive as far as the index is concerned: an exclusive
+// bound is left to the evaluator, which re-filters every candidate.
+type Span struct {
+	Kind         SpanKind
+	Lo, Hi       document.Value
+	HasLo, HasHi bool
+}
+
+// Term is what the WHERE clause lets the index read for one path: the
+// union of Spans.
+type Term struct {
+	Path  []string
+	Spans []Span
+	Label string // the predicates it came from, for Explain
+}
+
+// Terms groups the predicates by path into index terms. For each path the
+// narrowest form wins: an equality, then IN, then STARTSWITH, then the
+// range the comparisons bound (both sides combined). Predicates an index
+// cannot answer (IS_DEFINED, comparisons with arrays or objects) give no
+// term.
+func Terms(preds []Predicate) []Term {
+	type group struct {
+		path   []string
+		best   *Term
+		rank   int
+		lo, hi *Predicate
+	}
+	var groups []*group
+	find := func(path []string) *group {
+		for _, g := range groups {
+			if slices.Equal(g.path, path) {
+				return g
+			}
+		}
+		g := &group{path: path, rank: 100}
+		groups = append(groups, g)
+		return g
+	}
+	offer := func(g *group, rank int, t Term) {
+		if rank < g.rank {
+			t.Path = g.path
+			g.best, g.rank = &t, rank
+		}
+	}
+	for i := range preds {
+		p := &preds[i]
+		g := find(p.Path)
+		label := pathLabel(p.Path) + " " + p.Op.String()
+		switch p.Op {
+		case Eq:
+			if scalar(p.Value) {
+				offer(g, 0, Term{Spans: []Span{{Kind: SpanValue, Lo: p.Value}}, Label: label + " " + string(p.Value.JSON())})
+			}
+		case In:
+			spans := make([]Span, 0, len(p.Values))
+			for _, v := range p.Values {
+				if !scalar(v) {
+					spans = nil
+					break
+				}
+				spans = append(spans, Span{Kind: SpanValue, Lo: v})
+			}
+			if spans != nil {
+				offer(g, 1, Term{Spans: dedupe(spans), Label: fmt.Sprintf("%s (%d values)", label, len(p.Values))})
+			}
+		case Prefix:
+			offer(g, 2, Term{Spans: []Span{{Kind: SpanPrefix, Lo: p.Value}}, Label: label + " " + string(p.Value.JSON())})
+		case Lt, Le, Gt, Ge:
+			if k := p.Value.Kind(); k != document.Number && k != document.String {
+				continue
+			}
+			if p.Op == Gt || p.Op == Ge {
+				g.lo = p
+			} else {
+				g.hi = p
+			}
+			s := Span{Kind: SpanRange}
+			var parts []string
+			if g.lo != nil {
+				s.Lo, s.HasLo = g.lo.Value, true
+				parts = append(parts, pathLabel(p.Path)+" "+g.lo.Op.String()+" "+string(g.lo.Value.JSON()))
+			}
+			if g.hi != nil && (g.lo == nil || g.hi.Value.Kind() == g.lo.Value.Kind()) {
+				s.Hi, s.HasHi = g.hi.Value, true
+				parts = append(parts, pathLabel(p.Path)+" "+g.hi.Op.String()+" "+string(g.hi.Value.JSON()))
+			}
+			rank := 4
+			if s.HasLo && s.HasHi {
+				rank = 3
+			}
+			offer(g, rank, Term{Spans: []Span{s}, Label: strings.Join(parts, " AND ")})
+		}
+	}
+	var out []Term
+	for _, g := range groups {
+		if g.best != nil {
+			out = append(out, *g.best)
+		}
+	}
+	return out
+}
+
+func scalar(v document.Value) bool {
+	switch v.Kind() {
+	case document.Null, document.Bool, document.Number, document.String:
+		return true
+	}
+	return false
+}
+
+// dedupe drops repeated values, so an IN list with a value twice reads its
+// entries once.
+func dedupe(spans []Span) []Span {
+	out := spans[:0]
+	for _, s := range spans {
+		if !slices.ContainsFunc(out, func(o Span) bool { return document.Compare(o.Lo, s.Lo) == 0 && o.Lo.Kind() == s.Lo.Kind() }) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func pathLabel(path []string) string { return "/" + strings.Join(path, "/") }
+
+// Access is the kind of an access path.
+type Access uint8
+
+// The access paths.
+const (
+	Scan        Access = iota // every item of the scope, in key order
+	PointRead                 // one item by partition key and id
+	IndexSpan                 // one term's index spans
+	Intersect                 // the items two terms' spans share
+	OrderedWalk               // the ORDER BY path's index, in order, until enough rows
+)
+
+var accessNames = [...]string{Scan: "scan", PointRead: "point", IndexSpan: "index", Intersect: "intersect", OrderedWalk: "ordered"}
+
+func (a Access) String() string { return accessNames[a] }
+
+// Ordered says that a walk of the ORDER BY path's index can answer the
+// query: it needs Want rows that pass the filter.
+type Ordered struct {
+	Path []string
+	Want int64
+	// Term is the index into Input.Terms of the term on the ORDER BY
+	// path, or -1; the walk then reads only that term's spans.
+	Term int
+}
+
+// Input is what the planner weighs.
+type Input struct {
+	Scope Scope
+	Terms []Term
+	// Entries[i] is how many index entries Terms[i]'s spans hold in the
+	// whole container, or -1 when the index cannot answer the term (the
+	// path is not indexed, or the index is being rebuilt). A count the
+	// engine stopped at its bound reads as that bound.
+	Entries []int64
+	// Point is set when the id and the whole partition key are known.
+	Point bool
+	// Ordered is set when an ordered walk applies; WalkEntries is then
+	// how many entries the ORDER BY path's index holds (or -1).
+	Ordered     *Ordered
+	WalkEntries int64
+}
+
+// Path is one candidate access path with its estimates.
+type Path struct {
+	Access  Access
+	Terms   []int   // indexes into Input.Terms
+	Entries float64 // index entries it is expected to read
+	Records float64 // records it is expected to read
+	Cost    float64
+}
+
+// Plan is the planner's choice and what it weighed.
+type Plan struct {
+	Scope      Scope
+	Chosen     Path
+	Considered []Path
+	terms      []Term
+}
+
+// Choose enumerates the access paths in, estimates each, and picks the
+// cheapest; a scan is always possible, so a plan always exists. Ties go
+// to the path enumerated first (scan, point, ordered, index, intersect),
+// so the choice is deterministic.
+func Choose(in Input) Plan {
+	frac := in.Scope.fraction()
+	n := float64(max(in.Scope.ContainerItems, 1))
+	p := Plan{Scope: in.Scope, terms: in.Terms}
+	add := func(path Path) {
+		path.Cost = path.Entries*costEntry + path.Records*costRecordPoint
+		if path.Access == Scan {
+			path.Cost = path.Records * costRecordScan
+		}
+		if path.Access == PointRead {
+			path.Cost = costPoint
+		}
+		p.Considered = append(p.Considered, path)
+	}
+	add(Path{Access: Scan, Records: float64(in.Scope.Items)})
+	if in.Point {
+		add(Path{Access: PointRead, Records: 1})
+	}
+	if o := in.Ordered; o != nil && in.WalkEntries >= 0 {
+		// The walk stops after Want rows. Rows that pass the other terms
+		// are assumed spread evenly along the path, so it reads
+		// Want/(frac·sel) entries, at most all it may read. Entries outside
+		// the scope are skipped by their key; only those in it cost a
+		// record.
+		total := float64(in.WalkEntries)
+		sel := 1.0
+		for i, e := range in.Entries {
+			switch {
+			case e < 0:
+			case i == o.Term:
+				total = float64(e)
+			default:
+				sel = math.Min(sel, math.Max(float64(e), 1)/n)
+			}
+		}
+		entries := math.Min(total, float64(o.Want)/(frac*sel))
+		add(Path{Access: OrderedWalk, Terms: orderedTerms(o), Entries: entries, Records: entries * frac})
+	}
+	best := -1
+	for i, e := range in.Entries {
+		if e < 0 {
+			continue
+		}
+		add(Path{Access: IndexSpan, Terms: []int{i}, Entries: float64(e), Records: float64(e) * frac})
+		if best < 0 || e < in.Entries[best] {
+			best = i
+		}
+	}
+	if best >= 0 {
+		// Intersect the narrowest term with the next narrowest: the
+		// records read are those both hold, assuming independence.
+		second := -1
+		for i, e := range in.Entries {
+			if e >= 0 && i != best && (second < 0 || e < in.Entries[second]) {
+				second = i
+			}
+		}
+		if second >= 0 {
+			e1, e2 := float64(in.Entries[best]), float64(in.Entries[second])
+			add(Path{Access: Intersect, Terms: []int{best, second}, Entries: e1 + e2, Records: e1 * e2 / n * frac})
+		}
+	}
+	p.Chosen = p.Considered[0]
+	for _, c := range p.Considered[1:] {
+		if c.Cost < p.Chosen.Cost {
+			p.Chosen = c
+		}
+	}
+	return p
+}
+
+func orderedTerms(o *Ordered) []int {
+	if o.Term >= 0 {
+		return []int{o.Term}
+	}
+	return nil
+}
+
+// Explain describes the choice in one line per path, the chosen first:
+//
+//	scope=partition items=100 of 10000
+//	chosen: scan records=100 cost=100
+//	considered: index /n >= 10 entries=9000 records=90 cost=1575
+func (p Plan) Explain() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "scope=%s items=%d of %d\n", p.Scope.Kind, p.Scope.Items, p.Scope.ContainerItems)
+	b.WriteString("chosen: " + p.describe(p.Chosen) + "\n")
+	for _, c := range p.Considered {
+		if c.Access == p.Chosen.Access && slices.Equal(c.Terms, p.Chosen.Terms) {
+			continue
+		}
+		b.WriteString("considered: " + p.describe(c) + "\n")
+	}
+	return b.String()
+}
+
+// Summary is the chosen path in a few words, for a response header.
+func (p Plan) Summary() string {
+	return fmt.Sprintf("scope=%s;%s", p.Scope.Kind, strings.ReplaceAll(p.describe(p.Chosen), " ", ";"))
+}
+
+func (p Plan) describe(c Path) string {
+	var b strings.Builder
+	b.WriteString(c.Access.String())
+	for _, t := range c.Terms {
+		if t < len(p.terms) {
+			b.WriteString(" [" + p.terms[t].Label + "]")
+		}
+	}
+	if c.Entries > 0 {
+		fmt.Fprintf(&b, " entries=%.0f", c.Entries)
+	}
+	fmt.Fprintf(&b, " records=%.0f cost=%.0f", c.Records, c.Cost)
+	return b.String()
+}
