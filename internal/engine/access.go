@@ -302,7 +302,8 @@ func indexValueLen(b []byte) int {
 }
 
 // spanLocs collects the locations of the items in the scope that the
-// spans' entries name, sorted and without repeats.
+// spans' entries name, in _rid order and without repeats. An entry outside
+// the scope costs only its key.
 func spanLocs(r storage.Reader, c *containerRecord, t plan.Term, s *itemScope, st *readStats) ([][]byte, error) {
 	base := len(appendIndexPath(indexPrefix(c), t.Path))
 	var out [][]byte
@@ -318,7 +319,7 @@ func spanLocs(r storage.Reader, c *containerRecord, t plan.Term, s *itemScope, s
 			return nil, err
 		}
 	}
-	slices.SortFunc(out, bytes.Compare)
+	slices.SortFunc(out, bySeq)
 	return slices.CompactFunc(out, bytes.Equal), nil
 }
 
@@ -345,18 +346,48 @@ func countEntries(r storage.Reader, c *containerRecord, t plan.Term, limit int64
 // query does not want, never omit one it does.
 type itemSource func(from []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error
 
-// scanSource reads every item of the scope in location order.
+// scanSource reads every item of the scope. A logical partition or a
+// hierarchical prefix is one span of item keys, read in location order
+// (which within a partition is _rid order); the position is the location.
+// A wider scope walks the _rid-order entries, skipping by key those whose
+// location lies outside the scope, and reads each item: the service
+// returns a physical partition's documents in _rid order, and clients
+// depend on it. The position is then the sequence.
 func scanSource(r storage.Reader, c *containerRecord, s *itemScope, st *readStats) itemSource {
+	if s.kind == plan.ScopePartition || s.kind == plan.ScopePrefix {
+		return func(from []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
+			return scanItems(r, c, s, from, st, func(loc []byte, rec *itemRecord) (bool, error) {
+				return fn(loc, loc, rec)
+			})
+		}
+	}
 	return func(from []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
-		return scanItems(r, c, s, from, st, func(loc []byte, rec *itemRecord) (bool, error) {
-			return fn(loc, loc, rec)
+		prefix := collPrefix(famByRid, c.Rid)
+		lo := append(bytes.Clone(prefix), from...)
+		return scanRange(r, lo, prefixEnd(prefix), func(k, v []byte) (bool, error) {
+			st.entries++
+			if !s.holds(v) {
+				return true, nil
+			}
+			pos, loc := bytes.Clone(k[len(prefix):]), bytes.Clone(v)
+			rec, ok, err := readItemAt(r, c, loc, st)
+			if err != nil || !ok {
+				return err == nil, err
+			}
+			return fn(pos, loc, &rec)
 		})
 	}
 }
 
-// locSource reads the items at the locations locs returns, in that
-// order; a page that resumes needs them sorted, and starts at the first
-// location at or after from.
+// seqPos is the position of a location in _rid order.
+func seqPos(loc []byte) []byte { return loc[len(loc)-8:] }
+
+func bySeq(a, b []byte) int { return bytes.Compare(seqPos(a), seqPos(b)) }
+
+// locSource reads the items at the locations locs returns, in that order,
+// starting at the first whose sequence is at or after from; a page that
+// resumes needs them sorted by sequence (_rid order, as the service
+// returns a filtered query's documents).
 func locSource(r storage.Reader, c *containerRecord, locs func() ([][]byte, error), st *readStats) itemSource {
 	return func(from []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
 		all, err := locs()
@@ -365,7 +396,7 @@ func locSource(r storage.Reader, c *containerRecord, locs func() ([][]byte, erro
 		}
 		i := 0
 		if from != nil {
-			i, _ = slices.BinarySearchFunc(all, from, bytes.Compare)
+			i, _ = slices.BinarySearchFunc(all, from, func(loc, from []byte) int { return bytes.Compare(seqPos(loc), from) })
 		}
 		for _, loc := range all[i:] {
 			rec, ok, err := readItemAt(r, c, loc, st)
@@ -375,50 +406,7 @@ func locSource(r storage.Reader, c *containerRecord, locs func() ([][]byte, erro
 			if !ok {
 				continue
 			}
-			if more, err := fn(loc, loc, &rec); err != nil || !more {
-				return err
-			}
-		}
-		return nil
-	}
-}
-
-// spanSource walks a term's index spans in key order and reads the items
-// in the scope that the entries name. An entry outside the scope costs
-// only its key. The position is the entry's key. The term's path must not
-// cross an array: an item then has one entry per path, and the walk meets
-// it once.
-func spanSource(r storage.Reader, c *containerRecord, t plan.Term, s *itemScope, st *readStats) itemSource {
-	return func(from []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
-		base := len(appendIndexPath(indexPrefix(c), t.Path))
-		for _, sp := range termSpans(c, t) {
-			lo := sp.lo
-			if from != nil {
-				if bytes.Compare(from, sp.hi) >= 0 {
-					continue
-				}
-				if bytes.Compare(from, lo) > 0 {
-					lo = from
-				}
-			}
-			stop := false
-			err := scanRange(r, lo, sp.hi, func(k, _ []byte) (bool, error) {
-				st.entries++
-				loc, ok := entryLoc(k, base)
-				if !ok || !s.holds(loc) {
-					return true, nil
-				}
-				pos := bytes.Clone(k)
-				loc = pos[len(pos)-len(loc):]
-				rec, ok, err := readItemAt(r, c, loc, st)
-				if err != nil || !ok {
-					return err == nil, err
-				}
-				more, err := fn(pos, loc, &rec)
-				stop = !more
-				return more, err
-			})
-			if err != nil || stop {
+			if more, err := fn(seqPos(loc), loc, &rec); err != nil || !more {
 				return err
 			}
 		}

@@ -180,6 +180,25 @@ func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now time.T
 		}
 	}
 
+	// The _rid-order entries: one per item, holding its location.
+	byRid := 0
+	err = scanPrefix(r, collPrefix(famByRid, c.Rid), func(k, v []byte) (bool, error) {
+		byRid++
+		seq := binary.BigEndian.Uint64(k[len(k)-8:])
+		if rec, ok := items[seq]; !ok {
+			report("_rid entry %x is dangling: no item %d", k, seq)
+		} else if !bytes.Equal(v, itemLoc(rec.epk, seq)) {
+			report("_rid entry %x holds %x, not the location of item %q", k, v, rec.id)
+		}
+		return true, nil
+	})
+	if err != nil {
+		return counts, err
+	}
+	if byRid != len(items) {
+		report("%d _rid entries for %d items", byRid, len(items))
+	}
+
 	// The id index: one entry per item, pointing at it.
 	byID := map[uint64]bool{}
 	err = scanPrefix(r, collPrefix(famItemKey, c.Rid), func(k, v []byte) (bool, error) {

@@ -61,7 +61,10 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, prog *eval.Prog
 	in := plan.Input{Scope: size, Terms: terms, Entries: make([]int64, len(terms))}
 	limit := probeLimit(size)
 	for i, t := range terms {
-		if !ready || !c.index.indexes(t.Path) {
+		if !ready || !c.index.indexes(t.Path) || (s.kind != plan.ScopeAll && s.kind != plan.ScopeRange && c.isKeyPath(t.Path)) {
+			// A term on the partition key within a partition (or prefix)
+			// scope holds for every item of the scope: the scope is the
+			// better way to read it.
 			in.Entries[i] = -1
 			continue
 		}
@@ -119,11 +122,7 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, q *ast.Query,
 			return errBadContinuation
 		}
 		t := terms[qa.terms[0]]
-		if crossesArray(t.Path) {
-			qa.src = locSource(r, c, func() ([][]byte, error) { return spanLocs(r, c, t, s, st) }, st)
-		} else {
-			qa.src = spanSource(r, c, t, s, st)
-		}
+		qa.src = locSource(r, c, func() ([][]byte, error) { return spanLocs(r, c, t, s, st) }, st)
 	case plan.Intersect:
 		if len(qa.terms) != 2 {
 			return errBadContinuation
@@ -168,11 +167,12 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, q *ast.Query,
 	return nil
 }
 
-// intersectLocs returns the locations both sorted lists hold.
+// intersectLocs returns the locations both lists, sorted by sequence,
+// hold.
 func intersectLocs(a, b [][]byte) [][]byte {
 	var out [][]byte
 	for i, j := 0, 0; i < len(a) && j < len(b); {
-		switch d := bytes.Compare(a[i], b[j]); {
+		switch d := bySeq(a[i], b[j]); {
 		case d < 0:
 			i++
 		case d > 0:
@@ -183,4 +183,9 @@ func intersectLocs(a, b [][]byte) [][]byte {
 		}
 	}
 	return slices.Clip(out)
+}
+
+// isKeyPath reports whether path is one of the partition key's paths.
+func (c *containerRecord) isKeyPath(path []string) bool {
+	return slices.ContainsFunc(c.pk.paths, func(p []string) bool { return slices.Equal(p, path) })
 }

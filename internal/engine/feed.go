@@ -52,10 +52,10 @@ func pageSize(n int) int {
 
 // ReadFeed returns a page of items, expired items excluded, optionally only
 // those of one partition key (a prefix of the key for hierarchical keys) or
-// one partition key range. Items come in location order: by partition,
-// then in _rid (insertion) order. A page reads only its scope's key span
-// from where the previous page stopped, so it costs O(page) whatever the
-// container holds.
+// one partition key range, in _rid (insertion) order as the service
+// returns them. A page reads from where the previous page stopped, and a
+// partition-scoped page only its partition's key span, so it costs
+// O(page) whatever the container holds.
 func (e *Engine) ReadFeed(ctx context.Context, p FeedParams) (*FeedPage, error) {
 	now, done := e.judging(ctx)
 	defer done()
@@ -85,12 +85,12 @@ func (e *Engine) ReadFeed(ctx context.Context, p FeedParams) (*FeedPage, error) 
 			}
 		}
 		size := 0
-		return scanItems(r, c, s, cur.pos, &st, func(loc []byte, rec *itemRecord) (bool, error) {
+		return scanSource(r, c, s, &st)(cur.pos, func(pos, _ []byte, rec *itemRecord) (bool, error) {
 			if c.expired(rec, now) || !s.keeps(rec) {
 				return true, nil
 			}
 			if len(page.Items) == limit || (size+len(rec.json) > maxPageBytes && len(page.Items) > 0) {
-				page.Continuation = cursor{fingerprint: fp, pos: bytes.Clone(loc)}.String()
+				page.Continuation = cursor{fingerprint: fp, pos: bytes.Clone(pos)}.String()
 				return false, nil
 			}
 			page.Items = append(page.Items, bytes.Clone(rec.json))
@@ -106,7 +106,7 @@ func (e *Engine) ReadFeed(ctx context.Context, p FeedParams) (*FeedPage, error) 
 		n += len(it)
 	}
 	page.Examined = st.records
-	page.Charge = queryCharge(st.records, 0, n)
+	page.Charge = queryCharge(st.records, st.entries, n)
 	e.charge(coll, page.Charge)
 	return page, nil
 }

@@ -268,6 +268,11 @@ func (e *Engine) writeItemTx(tx storage.Txn, c *containerRecord, p WriteItemPara
 	if err := addUsage(tx, c, rec.epk, items, grew); err != nil {
 		return nil, err
 	}
+	if live == nil {
+		if err := tx.Set(byRidKey(c.Rid, seq), loc); err != nil {
+			return nil, err
+		}
+	}
 	ch := change{kind: changeCreate, lsn: lsn, seq: seq, cur: &rec}
 	if dead != nil {
 		ch.ord = 1 // after the expiry logged under the same LSN
@@ -418,6 +423,9 @@ func (e *Engine) removeItem(tx storage.Txn, c *containerRecord, it *liveItem) er
 		return err
 	}
 	if err := addUsage(tx, c, it.rec.epk, -1, -int64(len(it.rec.json))); err != nil {
+		return err
+	}
+	if err := tx.Delete(byRidKey(c.Rid, it.seq())); err != nil {
 		return err
 	}
 	return tx.Delete(itemKey(c.Rid, it.loc))

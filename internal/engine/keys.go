@@ -16,6 +16,7 @@ const (
 	famOffer     = 'o' // 'o'+offerRid → offer record
 	famItem      = 'i' // 'i'+collRid(8)+loc → item record: by partition, then in _rid order
 	famItemKey   = 'k' // 'k'+collRid(8)+uvarint(len pk)+pk+id → loc
+	famByRid     = 'r' // 'r'+collRid(8)+seq(8) → loc: items in _rid (insertion) order
 	famUnique    = 'u' // 'u'+collRid(8)+uvarint(len pk)+pk+policy#+values → loc
 	famOwnDue    = 't' // 't'+collRid(8)+due(8)+seq(8) → size+loc (items with their own ttl)
 	famByTs      = 's' // 's'+collRid(8)+_ts(8)+seq(8) → size+loc (items inheriting the default)
@@ -111,6 +112,14 @@ func unhex(c byte) (byte, bool) {
 	return 0, false
 }
 
+// byRidKey is the item's entry in _rid order. Scans wider than a logical
+// partition walk it, so they return items in the order the service does
+// (a physical partition's documents in _rid order), and seek to a page's
+// position by sequence.
+func byRidKey(collRid []byte, seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(collPrefix(famByRid, collRid), seq)
+}
+
 func itemKey(collRid, loc []byte) []byte {
 	k := collPrefix(famItem, collRid)
 	return append(k, loc...)
@@ -178,17 +187,18 @@ func ridString(b []byte) string {
 // IteratedOnlyRule names the rule IteratedOnly applies. A store that keeps
 // such keys out of its bloom filters records the name with each filter, so
 // it must change whenever the rule does.
-const IteratedOnlyRule = "engine-keys-2"
+const IteratedOnlyRule = "engine-keys-3"
 
 // IteratedOnly reports keys the engine reads only by iterating, never with
 // a point read: index entries, expiry index entries and their record
-// images, and change-feed records, most of the keys a store holds.
+// images, the _rid-order entries, and change-feed records, most of the
+// keys a store holds.
 func IteratedOnly(key []byte) bool {
 	if len(key) == 0 {
 		return false
 	}
 	switch key[0] {
-	case famIndex, famOwnDue, famByTs, famImage, famFeedLatest, famFeedVersion:
+	case famIndex, famOwnDue, famByTs, famImage, famFeedLatest, famFeedVersion, famByRid:
 		return true
 	}
 	return false

@@ -32,7 +32,9 @@ const (
 	costRecordScan  = 1.0
 	costRecordPoint = 2.5
 	costEntry       = 0.15
-	costPoint       = 3.0 // id lookup plus the record
+	// A point read is exact, one id lookup and one record: it is chosen
+	// whenever it is possible.
+	costPoint = 0
 )
 
 // ScopeKind is how much of a container a page may read.
@@ -382,4 +384,15 @@ func (p Plan) describe(c Path) string {
 	}
 	fmt.Fprintf(&b, " records=%.0f cost=%.0f", c.Records, c.Cost)
 	return b.String()
+}
+
+// UsedPaths returns the paths whose index the chosen access path reads.
+func (p Plan) UsedPaths() [][]string {
+	var out [][]string
+	for _, t := range p.Chosen.Terms {
+		if t < len(p.terms) {
+			out = append(out, p.terms[t].Path)
+		}
+	}
+	return out
 }

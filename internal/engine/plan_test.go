@@ -1,0 +1,107 @@
+package engine
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/mayfly-db/mayfly/internal/partition"
+)
+
+var updatePlans = flag.Bool("update", false, "rewrite the expected plans in testdata/plans.txt")
+
+// TestPlanTranscript runs the queries of testdata/plans.txt against a
+// fixed container and compares the planner's explanation, the rows and the
+// work done with the file: which access path each query shape takes, at a
+// glance. go test -run TestPlanTranscript -update rewrites the file.
+//
+// The container: 5,000 items in 50 logical partitions of 100 ("p0".."p49"),
+// n = 0..99 within each partition, s = "s"+n%10, tags = [n%3, n%5], and a
+// composite-free default indexing policy.
+func TestPlanTranscript(t *testing.T) {
+	be := newBatchEnv(t, "null")
+	ctx := context.Background()
+	for p := 0; p < 50; p++ {
+		ops := make([]string, 0, 100)
+		for n := 0; n < 100; n++ {
+			ops = append(ops, fmt.Sprintf(`{"id":"i%d","pk":"p%d","n":%d,"s":"s%d","tags":[%d,%d]}`, p*100+n, p, n, n%10, n%3, n%5))
+		}
+		be.seed(t, ops...)
+	}
+	const file = "testdata/plans.txt"
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	for _, block := range strings.Split(strings.TrimSpace(string(raw)), "\n\n") {
+		var query, key, rangeID string
+		for _, line := range strings.Split(block, "\n") {
+			switch {
+			case strings.HasPrefix(line, "query: "):
+				query = strings.TrimPrefix(line, "query: ")
+			case strings.HasPrefix(line, "key: "):
+				key = strings.TrimPrefix(line, "key: ")
+			case strings.HasPrefix(line, "range: "):
+				rangeID = strings.TrimPrefix(line, "range: ")
+			}
+		}
+		p := QueryParams{ItemRef: ItemRef{DB: "db", Coll: "c"}, Query: query, MaxItemCount: -1, RangeID: rangeID, CrossPartition: true}
+		if key != "" {
+			k, err := partition.ParseHeader(key)
+			if err != nil {
+				t.Fatalf("key %s: %v", key, err)
+			}
+			p.PartitionKey, p.HasKey = k, true
+		}
+		page, err := be.e.QueryItems(ctx, p)
+		fmt.Fprintf(&out, "query: %s\n", query)
+		if key != "" {
+			fmt.Fprintf(&out, "key: %s\n", key)
+		}
+		if rangeID != "" {
+			fmt.Fprintf(&out, "range: %s\n", rangeID)
+		}
+		if err != nil {
+			fmt.Fprintf(&out, "error: %v\n\n", err)
+			continue
+		}
+		if page.Plan != nil {
+			out.WriteString(page.Plan.Explain())
+		}
+		fmt.Fprintf(&out, "rows=%d records=%d entries=%d\n\n", len(page.Items), page.Examined, page.IndexEntries)
+	}
+	got := strings.TrimSpace(out.String()) + "\n"
+	if *updatePlans {
+		if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if got != string(raw) {
+		t.Errorf("plans differ from %s (go test -run TestPlanTranscript -update to accept):\n%s", file, diffLines(string(raw), got))
+	}
+}
+
+// diffLines lists the lines that differ, with their numbers.
+func diffLines(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var b strings.Builder
+	for i := 0; i < max(len(w), len(g)); i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			b.WriteString(strconv.Itoa(i+1) + ":\n- " + wl + "\n+ " + gl + "\n")
+		}
+	}
+	return b.String()
+}
