@@ -66,6 +66,8 @@ func benchSeconds(b *testing.B, name string, def time.Duration) time.Duration {
 type benchStore struct {
 	*Engine
 	store *pebblestore.Store
+	// pk is the partition key value of item number i; nil means benchPK.
+	pk func(i int) string
 }
 
 // openBenchEngine opens an engine on a new Pebble store in b.TempDir(),
@@ -195,7 +197,11 @@ func (s *benchStore) createBlock(ctx context.Context, lo, hi int, body func(i in
 		}
 		ops = append(ops, BatchOp{Type: BatchCreate, Body: v})
 	}
-	res, err := s.Batch(ctx, BatchParams{ItemRef: benchRef(lo), Ops: ops, Atomic: true})
+	ref := benchRef(lo)
+	if s.pk != nil {
+		ref.PartitionKey = partition.Key{partition.String(s.pk(lo))}
+	}
+	res, err := s.Batch(ctx, BatchParams{ItemRef: ref, Ops: ops, Atomic: true})
 	if err != nil {
 		return fmt.Errorf("batch of items %d to %d: %w", lo, hi-1, err)
 	}
