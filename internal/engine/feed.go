@@ -84,7 +84,7 @@ func pageSize(n int) int {
 // excluded, optionally only those of one partition key (a prefix of the
 // key for hierarchical keys).
 func (e *Engine) ReadFeed(ctx context.Context, p FeedParams) (*FeedPage, error) {
-	now, done := e.judging(ctx)
+	now, done := e.judging(ctx, p.DB, p.Coll)
 	defer done()
 	start := uint64(0)
 	if p.Continuation != "" {
