@@ -215,7 +215,7 @@ func (e *Engine) Batch(ctx context.Context, p BatchParams) (*BatchResult, error)
 	case len(p.Ops) > MaxBatchOps:
 		return nil, errorf(BadRequest, `Message: {"Errors":["Batch request has more operations than what is supported."]}`)
 	}
-	now, done := e.judging(ctx)
+	now, done := e.judging(ctx, p.DB, p.Coll)
 	defer done()
 	var (
 		res  *BatchResult

@@ -472,7 +472,7 @@ type ChangeFeedPage struct {
 
 // ChangeFeed returns one page of a container's change feed.
 func (e *Engine) ChangeFeed(ctx context.Context, p ChangeFeedParams) (*ChangeFeedPage, error) {
-	now, done := e.judging(ctx)
+	now, done := e.judging(ctx, p.DB, p.Coll)
 	defer done()
 	page := &ChangeFeedPage{}
 	var coll *containerRecord

@@ -62,7 +62,7 @@ const maxProblems = 20
 // tools (a data directory opened offline after a crash), not for serving.
 // The result is keyed by container link, "dbs/{db}/colls/{coll}".
 func (e *Engine) CheckIndexes(ctx context.Context) (map[string]IndexCounts, error) {
-	now, done := e.judging(ctx)
+	now, done := e.judgingEvery(ctx)
 	defer done()
 	out := map[string]IndexCounts{}
 	var problems []string

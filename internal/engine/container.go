@@ -427,7 +427,7 @@ func (e *Engine) CreateContainer(ctx context.Context, db string, body document.V
 func (e *Engine) ReadContainer(ctx context.Context, db, coll string) (*Resource, *ContainerUsage, error) {
 	var c *containerRecord
 	var usage *ContainerUsage
-	now, done := e.judging(ctx)
+	now, done := e.judging(ctx, db, coll)
 	defer done()
 	err := e.store.View(ctx, func(r storage.Reader) error {
 		var err error
@@ -526,11 +526,11 @@ func (e *Engine) ReplaceContainer(ctx context.Context, db, coll string, body doc
 		return nil, errorf(BadRequest, "The id in the body '%s' does not match the container '%s' addressed.", props.Get("id").Str(), coll)
 	}
 	// The new setting's instant is taken, and committed, while no expiry is
-	// being judged here (see settingMu); and it is taken inside the store's
-	// transaction, as late as possible, so that a gateway over the same
-	// store that judged an item meanwhile did so before it.
-	e.settingMu.Lock()
-	defer e.settingMu.Unlock()
+	// being judged in this container (see Engine.locks); and it is taken
+	// inside the store's transaction, as late as possible, so that a
+	// gateway over the same store that judged an item meanwhile did so
+	// before it.
+	defer e.changingSetting(db, coll)()
 	var now time.Time
 	var c *containerRecord
 	reindex := false

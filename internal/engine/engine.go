@@ -62,13 +62,21 @@ type Engine struct {
 	// a committed purge took: where the next purge starts (purge.go).
 	purgedTo map[string][]byte
 
-	// settingMu orders expiry judgements against TTL setting changes
-	// (ttl.md B1). Every operation that judges expiry holds it shared from
-	// before it reads a container's history until it has judged; a change
-	// of setting holds it exclusively while it takes its instant and
-	// commits. So any judgement made with the old history used a "now" no
-	// later than the change's instant, and the new history agrees with it.
-	settingMu sync.RWMutex
+	// Expiry judgements are ordered against TTL setting changes (ttl.md
+	// B1) container by container, with each container's settingLock.
+	// Every operation that judges a container's items holds its lock
+	// shared from before it reads the container's history until it has
+	// judged; a change of the container's setting holds it exclusively
+	// while it takes its instant and commits. So any judgement made with
+	// the old history used a "now" no later than the change's instant, and
+	// the new history agrees with it. One container's work never waits for
+	// another's: the lock is per container, not one for the engine.
+	lockMu sync.Mutex
+	locks  map[containerName]*settingLock // guarded by lockMu
+	// everyMu orders the judgements that span every container (CheckIndexes)
+	// against all setting changes: changes hold it shared, such a judgement
+	// exclusively. No request on a container takes it.
+	everyMu sync.RWMutex
 	// lastStamp is the latest instant handed out by stamp, in Unix
 	// nanoseconds: the engine's time never runs backwards, and a setting
 	// change is always dated strictly after every judgement before it.
@@ -99,10 +107,85 @@ func (e *Engine) stamp(ctx context.Context, after bool) time.Time {
 	}
 }
 
-// judging takes the shared side of settingMu and the operation's one "now".
-func (e *Engine) judging(ctx context.Context) (time.Time, func()) {
-	e.settingMu.RLock()
-	return e.stamp(ctx, false), e.settingMu.RUnlock
+// containerName is a container's key among the setting locks: its
+// database and container ids, as requests name it. A container deleted and
+// recreated under the same name shares the lock of its predecessor, which
+// only orders more than it needs to.
+type containerName struct{ db, coll string }
+
+// settingLock is one container's lock between expiry judgements and TTL
+// setting changes (see Engine.locks). It lives in the engine's map while
+// some operation holds or waits for it, so every operation on a container
+// at a given time uses the same one, and the map holds only the containers
+// in use.
+type settingLock struct {
+	sync.RWMutex
+	name  containerName
+	users int // holders and waiters; guarded by Engine.lockMu
+}
+
+// lockOf returns container db/coll's setting lock, counting the caller as
+// a user until it calls releaseLock.
+func (e *Engine) lockOf(db, coll string) *settingLock {
+	name := containerName{db, coll}
+	e.lockMu.Lock()
+	defer e.lockMu.Unlock()
+	l := e.locks[name]
+	if l == nil {
+		l = &settingLock{name: name}
+		e.locks[name] = l
+	}
+	l.users++
+	return l
+}
+
+// releaseLock ends a use of l, begun with lockOf.
+func (e *Engine) releaseLock(l *settingLock) {
+	e.lockMu.Lock()
+	defer e.lockMu.Unlock()
+	if l.users--; l.users == 0 {
+		delete(e.locks, l.name)
+	}
+}
+
+// sharing takes the shared side of container db/coll's setting lock and
+// returns its release.
+func (e *Engine) sharing(db, coll string) func() {
+	l := e.lockOf(db, coll)
+	l.RLock()
+	return func() {
+		l.RUnlock()
+		e.releaseLock(l)
+	}
+}
+
+// judging takes the shared side of container db/coll's setting lock and
+// the operation's one "now".
+func (e *Engine) judging(ctx context.Context, db, coll string) (time.Time, func()) {
+	done := e.sharing(db, coll)
+	return e.stamp(ctx, false), done
+}
+
+// judgingEvery is judging for an operation that judges the items of every
+// container (CheckIndexes): it waits for the setting changes in progress
+// and holds off new ones, but never a request. It is for tests and tools,
+// not for serving: while it waits, new setting changes wait too.
+func (e *Engine) judgingEvery(ctx context.Context) (time.Time, func()) {
+	e.everyMu.Lock()
+	return e.stamp(ctx, false), e.everyMu.Unlock
+}
+
+// changingSetting takes container db/coll's setting lock exclusively, for
+// a change of its TTL setting, and returns its release.
+func (e *Engine) changingSetting(db, coll string) func() {
+	e.everyMu.RLock()
+	l := e.lockOf(db, coll)
+	l.Lock()
+	return func() {
+		l.Unlock()
+		e.releaseLock(l)
+		e.everyMu.RUnlock()
+	}
 }
 
 type cachedContainer struct {
@@ -115,7 +198,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("engine: no store")
 	}
-	e := &Engine{store: cfg.Store, clock: cfg.Clock, maxItem: cfg.MaxItemSize, charges: cfg.Charges, cache: map[string]cachedContainer{}, dbCache: map[string]cachedDatabase{}, dbRids: map[string][]byte{}}
+	e := &Engine{store: cfg.Store, clock: cfg.Clock, maxItem: cfg.MaxItemSize, charges: cfg.Charges, cache: map[string]cachedContainer{}, locks: map[containerName]*settingLock{}, dbCache: map[string]cachedDatabase{}, dbRids: map[string][]byte{}}
 	if e.clock == nil {
 		e.clock = clock.Real{}
 	}

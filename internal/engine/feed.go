@@ -57,7 +57,7 @@ func pageSize(n int) int {
 // partition-scoped page only its partition's key span, so it costs
 // O(page) whatever the container holds.
 func (e *Engine) ReadFeed(ctx context.Context, p FeedParams) (*FeedPage, error) {
-	now, done := e.judging(ctx)
+	now, done := e.judging(ctx, p.DB, p.Coll)
 	defer done()
 	limit := pageSize(p.MaxItemCount)
 	page := &FeedPage{}

@@ -440,7 +440,7 @@ type ReadItemParams struct {
 
 // ReadItem returns one item. A matching If-None-Match gives NotModified.
 func (e *Engine) ReadItem(ctx context.Context, p ReadItemParams) (*ItemResult, error) {
-	now, done := e.judging(ctx)
+	now, done := e.judging(ctx, p.DB, p.Coll)
 	defer done()
 	var res *ItemResult
 	var coll *containerRecord
@@ -492,7 +492,7 @@ func (e *Engine) DeleteItem(ctx context.Context, p DeleteItemParams) (*ItemResul
 // writeOne runs one item write in a transaction of its own, with the
 // operation's one "now", and charges it to the container.
 func (e *Engine) writeOne(ctx context.Context, ref ItemRef, op func(tx storage.Txn, c *containerRecord, now time.Time) (*ItemResult, error)) (*ItemResult, error) {
-	now, done := e.judging(ctx)
+	now, done := e.judging(ctx, ref.DB, ref.Coll)
 	defer done()
 	var res *ItemResult
 	var coll *containerRecord

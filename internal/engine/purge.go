@@ -166,8 +166,7 @@ func (e *Engine) PurgeDue(ctx context.Context, p ttl.PurgeParams) (ttl.PurgeResu
 	}
 	var res ttl.PurgeResult
 	var taken []dueEntry
-	e.settingMu.RLock()
-	defer e.settingMu.RUnlock()
+	defer e.sharing(db, coll)()
 	// A purge lost in a crash is harmless: its items are still expired,
 	// so still invisible, and are purged again; its change-feed records
 	// go with it and are written again then. So it does not wait for

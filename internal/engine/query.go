@@ -61,7 +61,7 @@ func queryError(err error) error {
 // QueryItems runs one page of a query over a container's items. Expired
 // items never take part (ttl.md A3).
 func (e *Engine) QueryItems(ctx context.Context, p QueryParams) (*FeedPage, error) {
-	now, done := e.judging(ctx)
+	now, done := e.judging(ctx, p.DB, p.Coll)
 	defer done()
 	prog, err := compileQuery(p.Query, p.Params, now)
 	if err != nil {
