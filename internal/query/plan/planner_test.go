@@ -1,0 +1,78 @@
+package plan
+
+import (
+	"testing"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/query/parser"
+)
+
+func TestTerms(t *testing.T) {
+	tests := []struct {
+		where string
+		want  []string // one label per term
+	}{
+		{"c.n > 10", []string{"/n > 10"}},
+		{"c.n > 10 AND c.n <= 20", []string{"/n > 10 AND /n <= 20"}},
+		{"c.n > 10 AND c.n = 12", []string{"/n = 12"}},
+		{"c.n IN (1, 2, 2) AND STARTSWITH(c.s, 'a')", []string{"/n IN (3 values)", "/s STARTSWITH \"a\""}},
+		{"c.n > 'a' AND c.n < 5", []string{"/n > \"a\""}},
+		{"IS_DEFINED(c.n) AND c.a = [1]", nil},
+		{"c.n > 1 OR c.m = 2", nil},
+	}
+	for _, tt := range tests {
+		q, err := parser.Parse("SELECT * FROM c WHERE " + tt.where)
+		if err != nil {
+			t.Fatal(err)
+		}
+		terms := Terms(Predicates(q, nil))
+		var got []string
+		for _, term := range terms {
+			got = append(got, term.Label)
+		}
+		if len(got) != len(tt.want) {
+			t.Errorf("%s: terms %q, want %q", tt.where, got, tt.want)
+			continue
+		}
+		for i := range got {
+			if got[i] != tt.want[i] {
+				t.Errorf("%s: term %d is %q, want %q", tt.where, i, got[i], tt.want[i])
+			}
+		}
+	}
+	q, _ := parser.Parse("SELECT * FROM c WHERE c.n IN (1, 2, 2)")
+	if spans := Terms(Predicates(q, nil))[0].Spans; len(spans) != 2 {
+		t.Errorf("IN with a repeated value: %d spans, want 2", len(spans))
+	}
+}
+
+func TestChoose(t *testing.T) {
+	term := Term{Path: []string{"n"}, Spans: []Span{{Kind: SpanRange, Lo: document.Int(10), HasLo: true}}, Label: "/n > 10"}
+	other := Term{Path: []string{"s"}, Spans: []Span{{Kind: SpanValue, Lo: document.Str("x")}}, Label: "/s = x"}
+	partition := Scope{Kind: ScopePartition, Items: 100, ContainerItems: 1_000_000}
+	all := Scope{Kind: ScopeAll, Items: 1_000_000, ContainerItems: 1_000_000}
+	tests := []struct {
+		name string
+		in   Input
+		want Access
+	}{
+		{"a partition's scan beats a wide span", Input{Scope: partition, Terms: []Term{term}, Entries: []int64{682}}, Scan},
+		{"a narrow span beats a partition's scan", Input{Scope: partition, Terms: []Term{term}, Entries: []int64{20}}, IndexSpan},
+		{"a selective span beats a container scan", Input{Scope: all, Terms: []Term{term}, Entries: []int64{1000}}, IndexSpan},
+		{"an unselective span loses to a container scan", Input{Scope: all, Terms: []Term{term}, Entries: []int64{600_000}}, Scan},
+		{"an unindexed term is no path", Input{Scope: all, Terms: []Term{term}, Entries: []int64{-1}}, Scan},
+		{"two wide terms intersect", Input{Scope: all, Terms: []Term{term, other}, Entries: []int64{100_000, 100_000}}, Intersect},
+		{"a point read wins", Input{Scope: partition, Terms: []Term{term}, Entries: []int64{1}, Point: true}, PointRead},
+		{"TOP 10 walks the order", Input{Scope: all, Ordered: &Ordered{Path: []string{"n"}, Want: 10, Term: -1}, WalkEntries: 1_000_000}, OrderedWalk},
+		{"TOP 10 in a small partition scans it", Input{Scope: partition, Ordered: &Ordered{Path: []string{"n"}, Want: 10, Term: -1}, WalkEntries: 1_000_000}, Scan},
+	}
+	for _, tt := range tests {
+		p := Choose(tt.in)
+		if p.Chosen.Access != tt.want {
+			t.Errorf("%s: chose %v, want %v\n%s", tt.name, p.Chosen.Access, tt.want, p.Explain())
+		}
+		if p.Explain() == "" || p.Summary() == "" {
+			t.Errorf("%s: no explanation", tt.name)
+		}
+	}
+}
