@@ -164,8 +164,12 @@ func newIndexPolicy(ip document.Value) indexPolicy {
 
 // indexes reports whether a scalar at path is indexed: the most specific
 // matching pattern decides, an exclusion winning a tie.
+//
+// System properties (_ts, _rid, …) are never in the index: the stored body
+// the entries are made from does not hold them when it is written. Queries
+// on them scan, and are not refused as unindexed (systemPath).
 func (pol indexPolicy) indexes(path []string) bool {
-	if pol.none {
+	if pol.none || systemPath(path) {
 		return false
 	}
 	best, incl := -1, false
@@ -231,6 +235,9 @@ func indexEntries(c *containerRecord, doc document.Value, loc []byte) [][]byte {
 	walk(doc)
 	return out
 }
+
+// systemPath reports whether path is a system property of the item.
+func systemPath(path []string) bool { return len(path) == 1 && isSystemProp(path[0]) }
 
 func isSystemProp(name string) bool {
 	switch name {

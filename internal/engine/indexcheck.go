@@ -11,7 +11,7 @@ import (
 // not indexed, and a range filter on one unless the client allowed a scan.
 func checkIndexNeeds(c *containerRecord, q *ast.Query, params map[string]document.Value, allowScan bool) *Error {
 	for _, o := range q.OrderBy {
-		if path, ok := plan.DocPath(q, o.Expr); ok && !c.index.indexes(path) {
+		if path, ok := plan.DocPath(q, o.Expr); ok && !c.index.indexes(path) && !systemPath(path) {
 			return errorf(BadRequest, "Order-by item requires a range index to be defined on the corresponding index path.")
 		}
 	}
@@ -21,7 +21,7 @@ func checkIndexNeeds(c *containerRecord, q *ast.Query, params map[string]documen
 	for _, p := range plan.Predicates(q, params) {
 		switch p.Op {
 		case plan.Lt, plan.Le, plan.Gt, plan.Ge:
-			if !c.index.indexes(p.Path) {
+			if !c.index.indexes(p.Path) && !systemPath(p.Path) {
 				return errorf(BadRequest, "An invalid query has been specified with filters against path(s) excluded from indexing. Consider adding allow scan header in the request.")
 			}
 		}
