@@ -5,8 +5,14 @@
 # an on-disk data directory, and Mayfly's per-phase throughput is printed
 # as a ratio of the floor's.
 #
+# The two run alternately, BENCH_ROUNDS times, and the summary gives per
+# phase the median of each round's ratio, the server CPU time per operation
+# of each (from /proc) and Mayfly's peak resident memory.
+#
 # Tunables (environment): BENCH_DURATION (per phase, default 10s),
-# BENCH_CONCURRENCY (default 16), BENCH_ITEMS (default 10000).
+# BENCH_CONCURRENCY (default 16), BENCH_ITEMS (default 10000),
+# BENCH_PARTITIONS (partition key values, default 64), BENCH_ROUNDS
+# (default 3), BENCH_PHASES (default create,read,query,range).
 # Results go to bin/bench/.
 set -euo pipefail
 
@@ -16,6 +22,9 @@ lock_checkout
 duration=${BENCH_DURATION:-10s}
 concurrency=${BENCH_CONCURRENCY:-16}
 items=${BENCH_ITEMS:-10000}
+partitions=${BENCH_PARTITIONS:-64}
+rounds=${BENCH_ROUNDS:-3}
+phases=${BENCH_PHASES:-create,read,query,range}
 mayfly_port=8081
 floor_port=8082
 out=bin/bench
@@ -33,19 +42,23 @@ say "build"
 go build -o bin/ ./cmd/mayfly ./cmd/mayfly-floor ./cmd/mayfly-load
 
 say "start the floor on :${floor_port} and mayfly on :${mayfly_port} (data in ${data})"
-start_server "$out/floor.log" ./bin/mayfly-floor -addr ":${floor_port}"
+start_server "$out/floor.log" ./bin/mayfly-floor -addr ":${floor_port}" -range-rows $((items / partitions))
 floor_pid=$started_pid
 start_server "$out/mayfly.log" ./bin/mayfly --addr ":${mayfly_port}" --data-dir "$data"
 mayfly_pid=$started_pid
 wait_ready "https://localhost:${floor_port}/" "$floor_pid" "$out/floor.log" "$out/floor.pem"
 wait_ready "https://localhost:${mayfly_port}/" "$mayfly_pid" "$out/mayfly.log" "$out/mayfly.pem"
 
-load=(./bin/mayfly-load -concurrency "$concurrency" -duration "$duration" -items "$items")
+load=(./bin/mayfly-load -concurrency "$concurrency" -duration "$duration" -items "$items" -partitions "$partitions" -phases "$phases")
 
-say "load against the floor"
-"${load[@]}" -endpoint "https://localhost:${floor_port}/" -ca-file "$out/floor.pem" \
-	-label floor -out "$out/floor.json"
-
-say "load against mayfly"
-"${load[@]}" -endpoint "https://localhost:${mayfly_port}/" -ca-file "$out/mayfly.pem" \
-	-label mayfly -out "$out/mayfly.json" -baseline "$out/floor.json"
+files=()
+for round in $(seq 1 "$rounds"); do
+	say "round ${round}: load against the floor"
+	"${load[@]}" -endpoint "https://localhost:${floor_port}/" -ca-file "$out/floor.pem" \
+		-label floor -server-pid "$floor_pid" -out "$out/floor-${round}.json"
+	say "round ${round}: load against mayfly"
+	"${load[@]}" -endpoint "https://localhost:${mayfly_port}/" -ca-file "$out/mayfly.pem" \
+		-label mayfly -server-pid "$mayfly_pid" -out "$out/mayfly-${round}.json" -baseline "$out/floor-${round}.json"
+	files+=("$out/floor-${round}.json" "$out/mayfly-${round}.json")
+done
+./bin/mayfly-load -summarize "${files[@]}" | tee "$out/summary.txt"

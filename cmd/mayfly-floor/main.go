@@ -40,15 +40,16 @@ const emulatorKey = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8m
 func main() {
 	addr := flag.String("addr", ":8082", "listen address")
 	key := flag.String("key", emulatorKey, "account key requests must be signed with")
+	rangeRows := flag.Int("range-rows", 156, "rows a query without an @id parameter returns, in pages of 100 (mayfly-load's range phase)")
 	flag.Parse()
 
-	if err := run(*addr, *key); err != nil {
+	if err := run(*addr, *key, *rangeRows); err != nil {
 		fmt.Fprintln(os.Stderr, "mayfly-floor:", err)
 		os.Exit(1)
 	}
 }
 
-func run(addr, key string) error {
+func run(addr, key string, rangeRows int) error {
 	verify, err := newVerifier(auth.Config{Keys: []string{key}})
 	if err != nil {
 		return err
@@ -62,7 +63,7 @@ func run(addr, key string) error {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           &floor{verify: verify, certPEM: certPEM},
+		Handler:           &floor{verify: verify, certPEM: certPEM, rangeRows: rangeRows},
 		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}},
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),
@@ -84,6 +85,9 @@ func run(addr, key string) error {
 type floor struct {
 	verify  verifier
 	certPEM []byte
+	// rangeRows is how many rows a range query (one without @id) returns
+	// over its pages.
+	rangeRows int
 }
 
 // pkRangesETag is the version of the one partition key range every
@@ -207,14 +211,29 @@ func (f *floor) query(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	h := w.Header()
-	h.Set("x-ms-item-count", "1")
 	if strings.EqualFold(r.Header.Get("x-ms-documentdb-populatequerymetrics"), "true") {
 		h.Set("x-ms-documentdb-query-metrics", queryMetrics)
 	}
+	docs := []any{item(id, partitionKey(r))}
+	if id == "" {
+		// A range query: rangeRows canned rows in pages of 100, the
+		// continuation saying how many were sent.
+		sent, _ := strconv.Atoi(r.Header.Get("x-ms-continuation"))
+		n := min(100, max(f.rangeRows-sent, 0))
+		docs = make([]any, n)
+		pk := partitionKey(r)
+		for i := range docs {
+			docs[i] = item("item-"+strconv.Itoa(sent+i), pk)
+		}
+		if sent+n < f.rangeRows {
+			h.Set("x-ms-continuation", strconv.Itoa(sent+n))
+		}
+	}
+	h.Set("x-ms-item-count", strconv.Itoa(len(docs)))
 	writeJSON(w, http.StatusOK, map[string]any{
 		"_rid":      collRID,
-		"Documents": []any{item(id, partitionKey(r))},
-		"_count":    1,
+		"Documents": docs,
+		"_count":    len(docs),
 	})
 }
 

@@ -1,7 +1,7 @@
 // Command mayfly-load drives a Cosmos DB endpoint with the official Go SDK
 // (azcosmos) and reports throughput and latency.
 //
-// It runs N goroutines through three phases, each for a fixed time or a
+// It runs N goroutines through its phases, each for a fixed time or a
 // fixed number of operations:
 //
 //	create  CreateItem over a working set of -items ids; once every id
@@ -9,6 +9,8 @@
 //	read    ReadItem of a random id in the working set
 //	query   SELECT * FROM c WHERE c.id = @id, scoped to the item's
 //	        partition key, reading every page
+//	range   SELECT * FROM c WHERE c.n > 10, scoped to a random partition
+//	        key, reading every page (about items/partitions rows)
 //
 // and prints, per phase, operations per second and the 50th and 99th
 // percentile latencies. With -out it also writes the results as JSON; with
@@ -58,6 +60,7 @@ type config struct {
 	maxErrors             int64
 	requestTimeout        time.Duration
 	keepDatabase          bool
+	serverPID             int
 }
 
 func main() {
@@ -83,7 +86,16 @@ func main() {
 	flag.Int64Var(&cfg.maxErrors, "max-errors", 100, "stop a phase after this many failed operations")
 	flag.DurationVar(&cfg.requestTimeout, "request-timeout", 30*time.Second, "time limit for each operation")
 	flag.BoolVar(&cfg.keepDatabase, "keep", false, "keep the database afterwards (default: delete it if this run created it)")
+	flag.IntVar(&cfg.serverPID, "server-pid", 0, "process id of the server, to report its CPU time per operation and peak memory (Linux /proc)")
+	summarize := flag.Bool("summarize", false, "instead of running, print the median of each phase over the -out files given as arguments: baseline and target alternating, baseline first")
 	flag.Parse()
+	if *summarize {
+		if err := summarizeRounds(os.Stdout, flag.Args()); err != nil {
+			fmt.Fprintln(os.Stderr, "mayfly-load:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	cfg.phases = strings.Split(phases, ",")
 	if cfg.label == "" {
 		cfg.label = cfg.endpoint
@@ -105,7 +117,12 @@ type phaseResult struct {
 	OpsPerSec float64 `json:"ops_per_sec"`
 	P50Ms     float64 `json:"p50_ms"`
 	P99Ms     float64 `json:"p99_ms"`
-	FirstErr  string  `json:"first_error,omitempty"`
+	// ServerCPUUs is the server's CPU time (user and system) per
+	// operation in microseconds, and ServerPeakKB its peak resident
+	// memory so far, when -server-pid is given.
+	ServerCPUUs  float64 `json:"server_cpu_us_per_op,omitempty"`
+	ServerPeakKB int64   `json:"server_peak_kb,omitempty"`
+	FirstErr     string  `json:"first_error,omitempty"`
 }
 
 type report struct {
@@ -118,7 +135,7 @@ type report struct {
 func run(ctx context.Context, cfg config) error {
 	for _, p := range cfg.phases {
 		if _, ok := phaseOps[p]; !ok {
-			return fmt.Errorf("unknown phase %q (want create, read or query)", p)
+			return fmt.Errorf("unknown phase %q (want create, read, query or range)", p)
 		}
 	}
 	if cfg.concurrency < 1 || cfg.items < 1 || cfg.partitions < 1 {
@@ -165,7 +182,12 @@ func run(ctx context.Context, cfg config) error {
 				return err
 			}
 		}
+		cpu0, _ := processCPU(cfg.serverPID)
 		res := w.runPhase(ctx, p)
+		if cpu1, ok := processCPU(cfg.serverPID); ok && res.Ops > 0 {
+			res.ServerCPUUs = float64(cpu1-cpu0) / float64(time.Microsecond) / float64(res.Ops)
+			res.ServerPeakKB = peakRSS(cfg.serverPID)
+		}
 		rep.Phases = append(rep.Phases, res)
 		fmt.Fprintf(os.Stderr, "%s: %s %.0f ops/s\n", cfg.label, p, res.OpsPerSec)
 	}
@@ -318,6 +340,7 @@ var phaseOps = map[string]func(w *workload, ctx context.Context, seq int64, rng 
 	"create": (*workload).write,
 	"read":   (*workload).read,
 	"query":  (*workload).query,
+	"range":  (*workload).rangeQuery,
 }
 
 // write creates item seq%items on the first pass over the working set and
@@ -382,6 +405,28 @@ func (w *workload) query(ctx context.Context, _ int64, rng *rand.Rand) error {
 	}
 	if found != 1 {
 		return fmt.Errorf("query for %s: %d items, want 1", w.id(n), found)
+	}
+	return nil
+}
+
+// rangeQuery reads every page of a filter on another property than the
+// partition key, scoped to one logical partition: the shape whose cost
+// must follow the partition, not the container.
+func (w *workload) rangeQuery(ctx context.Context, _ int64, rng *rand.Rand) error {
+	pk := w.pk(rng.Int64N(int64(w.cfg.partitions)))
+	pager := w.container.NewQueryItemsPager("SELECT * FROM c WHERE c.n > @min",
+		azcosmos.NewPartitionKeyString(pk),
+		&azcosmos.QueryOptions{QueryParameters: []azcosmos.QueryParameter{{Name: "@min", Value: 10}}})
+	found := 0
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return err
+		}
+		found += len(page.Items)
+	}
+	if found == 0 {
+		return fmt.Errorf("range query in %s: no items", pk)
 	}
 	return nil
 }
@@ -515,4 +560,107 @@ func printReport(out io.Writer, rep report, baseline *report) {
 			fmt.Fprintf(out, "%s: %d errors; first: %s\n", r.Phase, r.Errors, r.FirstErr)
 		}
 	}
+}
+
+// processCPU is the user and system CPU time process pid has used, from
+// /proc/<pid>/stat (fields 14 and 15, in clock ticks of 1/100 s).
+func processCPU(pid int) (time.Duration, bool) {
+	if pid <= 0 {
+		return 0, false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	// The command name may hold spaces; fields are counted after it.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, false
+	}
+	var utime, stime int64
+	fmt.Sscan(f[11], &utime)
+	fmt.Sscan(f[12], &stime)
+	return time.Duration(utime+stime) * 10 * time.Millisecond, true
+}
+
+// peakRSS is process pid's peak resident memory in KiB (VmHWM), or 0.
+func peakRSS(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb int64
+			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), &kb)
+			return kb
+		}
+	}
+	return 0
+}
+
+// summarizeRounds prints, for each phase, the median over rounds of the
+// target's throughput as a ratio of the baseline's in the same round, and
+// of the server CPU per operation likewise. files alternate baseline,
+// target, baseline, target, …
+func summarizeRounds(out io.Writer, files []string) error {
+	if len(files) < 2 || len(files)%2 != 0 {
+		return errors.New("-summarize needs baseline and target files in pairs")
+	}
+	var reps []report
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		var r report
+		if err := json.Unmarshal(data, &r); err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		reps = append(reps, r)
+	}
+	median := func(xs []float64) float64 {
+		slices.Sort(xs)
+		if len(xs) == 0 {
+			return 0
+		}
+		if len(xs)%2 == 1 {
+			return xs[len(xs)/2]
+		}
+		return (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
+	}
+	fmt.Fprintf(out, "\n%s against %s, %d rounds (median of each round's ratio)\n", reps[1].Label, reps[0].Label, len(reps)/2)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "phase\tops/s\tbaseline ops/s\tratio\trounds\tcpu us/op\tbaseline cpu us/op\tcpu ratio\tpeak MB\t")
+	for _, ph := range reps[1].Phases {
+		var ops, bops, ratios, cpu, bcpu, cratios []float64
+		peak := int64(0)
+		for i := 0; i+1 < len(reps); i += 2 {
+			b, t := reps[i], reps[i+1]
+			bi := slices.IndexFunc(b.Phases, func(p phaseResult) bool { return p.Phase == ph.Phase })
+			ti := slices.IndexFunc(t.Phases, func(p phaseResult) bool { return p.Phase == ph.Phase })
+			if bi < 0 || ti < 0 || b.Phases[bi].OpsPerSec == 0 {
+				continue
+			}
+			bp, tp := b.Phases[bi], t.Phases[ti]
+			ops, bops = append(ops, tp.OpsPerSec), append(bops, bp.OpsPerSec)
+			ratios = append(ratios, tp.OpsPerSec/bp.OpsPerSec)
+			if bp.ServerCPUUs > 0 && tp.ServerCPUUs > 0 {
+				cpu, bcpu = append(cpu, tp.ServerCPUUs), append(bcpu, bp.ServerCPUUs)
+				cratios = append(cratios, tp.ServerCPUUs/bp.ServerCPUUs)
+			}
+			peak = max(peak, tp.ServerPeakKB)
+		}
+		ratioList := make([]string, len(ratios))
+		for i, r := range ratios {
+			ratioList[i] = fmt.Sprintf("%.2f", r)
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.2f\t%s\t%.0f\t%.0f\t%.2f\t%.0f\t\n", ph.Phase, median(ops), median(bops),
+			median(slices.Clone(ratios)), strings.Join(ratioList, " "), median(cpu), median(bcpu), median(cratios), float64(peak)/1024)
+	}
+	return tw.Flush()
 }
