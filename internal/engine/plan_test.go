@@ -20,8 +20,9 @@ var updatePlans = flag.Bool("update", false, "rewrite the expected plans in test
 // glance. go test -run TestPlanTranscript -update rewrites the file.
 //
 // The container: 5,000 items in 50 logical partitions of 100 ("p0".."p49"),
-// n = 0..99 within each partition, s = "s"+n%10, tags = [n%3, n%5], and a
-// composite-free default indexing policy.
+// n = 0..99 within each partition, and one partition of 1,000 ("pbig",
+// n = 0..999); s = "s"+n%10, tags = [n%3, n%5]; the default indexing
+// policy.
 func TestPlanTranscript(t *testing.T) {
 	be := newBatchEnv(t, "null")
 	ctx := context.Background()
@@ -32,6 +33,11 @@ func TestPlanTranscript(t *testing.T) {
 		}
 		be.seed(t, ops...)
 	}
+	big := make([]string, 0, 1000)
+	for n := 0; n < 1000; n++ {
+		big = append(big, fmt.Sprintf(`{"id":"b%d","pk":"pbig","n":%d,"s":"s%d","tags":[%d,%d]}`, n, n, n%10, n%3, n%5))
+	}
+	be.seed(t, big...)
 	const file = "testdata/plans.txt"
 	raw, err := os.ReadFile(file)
 	if err != nil {
