@@ -117,10 +117,11 @@ const maxPrefixPartitions = 256
 // scopeSize returns the planner's view of a scope: how many items it and
 // the container hold, from the maintained counters (usage.go).
 func (e *Engine) scopeSize(r storage.Reader, c *containerRecord, s *itemScope) (plan.Scope, error) {
-	total, _, err := readUsage(r, usageKey(c.Rid))
+	st, err := readState(r, c.Rid)
 	if err != nil {
 		return plan.Scope{}, err
 	}
+	total := st.items
 	out := plan.Scope{Kind: s.kind, Items: total, ContainerItems: total}
 	switch s.kind {
 	case plan.ScopePartition:

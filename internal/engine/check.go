@@ -163,10 +163,11 @@ func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now time.T
 	}
 
 	// The usage counters: what the items add up to.
-	n, size, err := readUsage(r, usageKey(c.Rid))
+	state, err := readState(r, c.Rid)
 	if err != nil {
 		return counts, err
 	}
+	n, size := state.items, state.bytes
 	if n != int64(len(items)) || size != totalBytes {
 		report("usage counter says %d items of %d bytes; the container holds %d of %d", n, size, len(items), totalBytes)
 	}

@@ -456,10 +456,11 @@ type ContainerUsage struct {
 // horizon, each holding its item's size, so the cost is O(1) plus the
 // purge backlog, whatever the container holds.
 func (e *Engine) usage(r storage.Reader, c *containerRecord, now time.Time) (*ContainerUsage, error) {
-	n, size, err := readUsage(r, usageKey(c.Rid))
+	st, err := readState(r, c.Rid)
 	if err != nil {
 		return nil, err
 	}
+	n, size := st.items, st.bytes
 	u := &ContainerUsage{DocumentsCount: n, DocumentsSize: size}
 	if !c.TTL.NeedsPurge() {
 		return u, nil

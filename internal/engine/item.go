@@ -310,24 +310,22 @@ func nextLSN(tx storage.Txn, c *containerRecord) (uint64, error) {
 }
 
 // reserveLSNs allocates the container's next n log sequence numbers with
-// one counter update and returns the first.
+// one update of its state and returns the first.
 func reserveLSNs(tx storage.Txn, c *containerRecord, n int) (uint64, error) {
-	last, err := add(tx, lsnKey(c.Rid), uint64(n))
+	st, err := readState(tx, c.Rid)
 	if err != nil {
 		return 0, err
 	}
-	return last - uint64(n) + 1, nil
+	st.lsn += uint64(n)
+	if err := tx.Set(lsnKey(c.Rid), st.encode()); err != nil {
+		return 0, err
+	}
+	return st.lsn - uint64(n) + 1, nil
 }
 
 func (e *Engine) currentLSN(r storage.Reader, c *containerRecord) (uint64, error) {
-	v, err := r.Get(lsnKey(c.Rid))
-	if errors.Is(err, storage.ErrNotFound) {
-		return 0, nil
-	}
-	if err != nil || len(v) != 8 {
-		return 0, err
-	}
-	return binary.BigEndian.Uint64(v), nil
+	st, err := readState(r, c.Rid)
+	return st.lsn, err
 }
 
 // putItem writes an item record and every index entry it needs.

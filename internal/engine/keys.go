@@ -21,9 +21,9 @@ const (
 	famOwnDue    = 't' // 't'+collRid(8)+due(8)+seq(8) → size+loc (items with their own ttl)
 	famByTs      = 's' // 's'+collRid(8)+_ts(8)+seq(8) → size+loc (items inheriting the default)
 	famImage     = 'e' // 'e'+collRid(8)+'t'|'s'+key(16) → the item record of expiry entry 't'|'s'+collRid+key, while TTL is on (purge.go)
-	famLSN       = 'l' // 'l'+collRid(8) → last LSN of the container
+	famLSN       = 'l' // 'l'+collRid(8) → last LSN, items, bytes of the container (usage.go)
 	famIndex     = 'x' // 'x'+collRid(8)+version(4)+path+value+loc → "" (index.go)
-	famUsage     = 'n' // 'n'+collRid(8) → items, bytes; 'n'+collRid(8)+escaped EPK → items of that EPK (usage.go)
+	famUsage     = 'n' // 'n'+collRid(8)+escaped EPK → items of that EPK (usage.go)
 
 	// The change feed (changefeed.go).
 	famFeedLatest  = 'f' // 'f'+collRid(8)+lsn(8)+seq(8) → _ts(8), EPK, pk: latest version of each live item

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 
 	"github.com/mayfly-db/mayfly/internal/storage"
 )
@@ -10,9 +11,12 @@ import (
 // Usage counters. Every write that adds or removes an item, or changes its
 // size, updates in the same transaction
 //
-//	'n'+collRid            → items(8), bytes(8): the container's totals
+//	'l'+collRid             → last LSN(8), items(8), bytes(8): the container's state
 //	'n'+collRid+escaped EPK → items(8): the items of one effective partition key
 //
+// The totals share the key of the container's last LSN, which every write
+// reads and writes already, so they cost no read of their own (a later
+// read of it in the transaction finds it in the transaction's batch);
 // so reading a container's usage costs O(1) and the planner knows how many
 // items a logical partition holds before it reads any (plan.Scope). Items
 // that expired but are not yet purged are still counted here; ReadContainer
@@ -22,7 +26,39 @@ import (
 // share only on a hash collision; the count is then their sum, which is
 // what the partition's key span holds.
 
-func usageKey(collRid []byte) []byte { return collPrefix(famUsage, collRid) }
+// containerState is the value under lsnKey.
+type containerState struct {
+	lsn          uint64
+	items, bytes int64
+}
+
+func (st containerState) encode() []byte {
+	b := binary.BigEndian.AppendUint64(make([]byte, 0, 24), st.lsn)
+	b = binary.BigEndian.AppendUint64(b, uint64(max(st.items, 0)))
+	return binary.BigEndian.AppendUint64(b, uint64(max(st.bytes, 0)))
+}
+
+// readState reads the container's state; a container without one (new)
+// reads as zeros.
+func readState(r storage.Reader, collRid []byte) (containerState, error) {
+	var st containerState
+	v, err := r.Get(lsnKey(collRid))
+	if errors.Is(err, storage.ErrNotFound) {
+		return st, nil
+	}
+	if err != nil {
+		return st, err
+	}
+	if len(v) != 8 && len(v) != 24 {
+		return st, fmt.Errorf("container state %x: %w", v, errBadRecord)
+	}
+	st.lsn = binary.BigEndian.Uint64(v)
+	if len(v) == 24 {
+		st.items = int64(binary.BigEndian.Uint64(v[8:]))
+		st.bytes = int64(binary.BigEndian.Uint64(v[16:]))
+	}
+	return st, nil
+}
 
 func partitionCountKey(collRid []byte, epk string) []byte {
 	return appendEPK(collPrefix(famUsage, collRid), epk, true)
@@ -34,21 +70,19 @@ func addUsage(tx storage.Txn, c *containerRecord, epk string, items, bytes int64
 	if items == 0 && bytes == 0 {
 		return nil
 	}
-	k := usageKey(c.Rid)
-	n, size, err := readUsage(tx, k)
+	st, err := readState(tx, c.Rid)
 	if err != nil {
 		return err
 	}
-	v := binary.BigEndian.AppendUint64(nil, uint64(max(n+items, 0)))
-	v = binary.BigEndian.AppendUint64(v, uint64(max(size+bytes, 0)))
-	if err := tx.Set(k, v); err != nil {
+	st.items, st.bytes = st.items+items, st.bytes+bytes
+	if err := tx.Set(lsnKey(c.Rid), st.encode()); err != nil {
 		return err
 	}
 	if items == 0 {
 		return nil
 	}
 	pk := partitionCountKey(c.Rid, epk)
-	n, _, err = readUsage(tx, pk)
+	n, _, err := readUsage(tx, pk)
 	if err != nil {
 		return err
 	}
