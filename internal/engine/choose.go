@@ -35,10 +35,11 @@ func probeLimit(s plan.Scope) int64 {
 	return int64(float64(s.Items)/(0.15+2.5*frac)) + 16
 }
 
-// smallScope is the size up to which a scope is read whole without
-// counting index entries: reading it costs little, and the count's first
-// seek alone may cost as much (an index span whose start has seen many
-// deletions makes the store step over their tombstones).
+// smallScope is the size up to which a logical partition (or prefix) is
+// read whole without counting index entries: reading it costs little, while
+// a span's entries belong to the whole container, and the count's first
+// seek alone may cost more (a span whose start has seen many deletions
+// makes the store step over their tombstones).
 const smallScope = 256
 
 // planQuery chooses the access path of a page. A first page asks the
@@ -66,7 +67,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, prog *eval.Prog
 	}
 	in := plan.Input{Scope: size, Terms: terms, Entries: make([]int64, len(terms))}
 	limit := probeLimit(size)
-	small := size.Items <= smallScope
+	small := size.Items <= smallScope && (s.kind == plan.ScopePartition || s.kind == plan.ScopePrefix)
 	for i, t := range terms {
 		if small || !ready || !c.index.indexes(t.Path) || (s.kind != plan.ScopeAll && s.kind != plan.ScopeRange && c.isKeyPath(t.Path)) {
 			// A term on the partition key within a partition (or prefix)
