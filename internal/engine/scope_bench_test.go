@@ -2,10 +2,13 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/mayfly-db/mayfly/internal/clock"
 	"github.com/mayfly-db/mayfly/internal/partition"
@@ -139,5 +142,147 @@ func BenchmarkScopedCost(b *testing.B) {
 				report(b, records, entries)
 			})
 		})
+	}
+}
+
+// BenchmarkScopedCostRatio measures the scoped operations of
+// BenchmarkScopedCost on two containers at once, 10⁵ and 10⁶ items (both
+// with partitions of 100), alternating between them round by round, and
+// reports for each operation the median over rounds of the per-round
+// ratio of time per operation, large over small: flat is 1. The sizes come
+// from MAYFLY_BENCH_RATIO_SIZES ("100000,1000000" by default), the rounds
+// from MAYFLY_BENCH_ROUNDS (default 5).
+//
+//	go test -run '^$' -bench BenchmarkScopedCostRatio -benchtime 1x -timeout 60m ./internal/engine/
+func BenchmarkScopedCostRatio(b *testing.B) {
+	sizes := []int{100_000, 1_000_000}
+	if v := os.Getenv("MAYFLY_BENCH_RATIO_SIZES"); v != "" {
+		var lo, hi int
+		if _, err := fmt.Sscanf(v, "%d,%d", &lo, &hi); err != nil {
+			b.Fatalf("MAYFLY_BENCH_RATIO_SIZES=%q: %v", v, err)
+		}
+		sizes = []int{lo, hi}
+	}
+	rounds := 5
+	if v, err := strconv.Atoi(os.Getenv("MAYFLY_BENCH_ROUNDS")); err == nil && v > 0 {
+		rounds = v
+	}
+	const per = 100
+	stores := make([]*benchStore, len(sizes))
+	for i, n := range sizes {
+		s := openBenchEngine(b, clock.Real{}, nil, "null")
+		s.pk = func(i int) string { return "q" + strconv.Itoa(i/per) }
+		s.load(b, 0, n, func(i int) []byte {
+			return []byte(`{"id":"x` + strconv.Itoa(i) + `","pk":"q` + strconv.Itoa(i/per) + `","n":` + strconv.Itoa(i%per) + `,"payload":"` + benchPayload + `"}`)
+		})
+		s.settle(b)
+		stores[i] = s
+	}
+	ctx := context.Background()
+	drainQuery := func(s *benchStore, p QueryParams) error {
+		for {
+			page, err := s.QueryItems(ctx, p)
+			if err != nil {
+				return err
+			}
+			if page.Continuation == "" {
+				return nil
+			}
+			p.Continuation = page.Continuation
+		}
+	}
+	type op struct {
+		name string
+		prep func(s *benchStore, n int) func() error
+	}
+	partitionRef := func(n int) ItemRef {
+		return ItemRef{DB: benchDB, Coll: benchColl, HasKey: true, PartitionKey: partition.Key{partition.String("q" + strconv.Itoa(rand.IntN(n/per)))}}
+	}
+	whole := ItemRef{DB: benchDB, Coll: benchColl}
+	ops := []op{
+		{"range-in-partition", func(s *benchStore, n int) func() error {
+			return func() error {
+				return drainQuery(s, QueryParams{ItemRef: partitionRef(n), Query: "SELECT * FROM c WHERE c.n > 10", MaxItemCount: 100})
+			}
+		}},
+		{"read-container", func(s *benchStore, n int) func() error {
+			return func() error { _, _, err := s.ReadContainer(ctx, benchDB, benchColl); return err }
+		}},
+		{"feed-partition", func(s *benchStore, n int) func() error {
+			return func() error {
+				p := FeedParams{ItemRef: partitionRef(n), MaxItemCount: 100}
+				for {
+					page, err := s.ReadFeed(ctx, p)
+					if err != nil || page.Continuation == "" {
+						return err
+					}
+					p.Continuation = page.Continuation
+				}
+			}
+		}},
+		{"count-partition", func(s *benchStore, n int) func() error {
+			return func() error {
+				_, err := s.QueryItems(ctx, QueryParams{ItemRef: partitionRef(n), Query: "SELECT VALUE COUNT(1) FROM c"})
+				return err
+			}
+		}},
+		{"top10-cross", func(s *benchStore, n int) func() error {
+			return func() error {
+				_, err := s.QueryItems(ctx, QueryParams{ItemRef: whole, Query: "SELECT TOP 10 c.n FROM c ORDER BY c.n DESC", RangeID: "0", CrossPartition: true})
+				return err
+			}
+		}},
+		{"drain-page", func(s *benchStore, n int) func() error {
+			// Continuations spread over the whole drain, taken by seeking
+			// page by page only once per size.
+			p := QueryParams{ItemRef: whole, Query: "SELECT * FROM c", RangeID: "0", CrossPartition: true, MaxItemCount: 100}
+			var conts []string
+			for i := 0; ; i++ {
+				page, err := s.QueryItems(ctx, p)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if page.Continuation == "" {
+					break
+				}
+				if i%97 == 0 {
+					conts = append(conts, page.Continuation)
+				}
+				p.Continuation = page.Continuation
+			}
+			return func() error {
+				q := p
+				q.Continuation = conts[rand.IntN(len(conts))]
+				_, err := s.QueryItems(ctx, q)
+				return err
+			}
+		}},
+	}
+	const perRound = 200
+	for _, o := range ops {
+		runs := make([]func() error, len(stores))
+		for i, s := range stores {
+			runs[i] = o.prep(s, sizes[i])
+		}
+		var ratios []float64
+		var small, large []float64
+		for r := 0; r < rounds; r++ {
+			var per [2]float64
+			for i, run := range runs {
+				start := time.Now()
+				for j := 0; j < perRound; j++ {
+					if err := run(); err != nil {
+						b.Fatalf("%s at %d items: %v", o.name, sizes[i], err)
+					}
+				}
+				per[i] = float64(time.Since(start).Nanoseconds()) / perRound
+			}
+			small, large = append(small, per[0]), append(large, per[1])
+			ratios = append(ratios, per[1]/per[0])
+		}
+		med := func(xs []float64) float64 { xs = slices.Clone(xs); slices.Sort(xs); return xs[len(xs)/2] }
+		b.ReportMetric(med(ratios), o.name+"-ratio")
+		b.Logf("%s: %d items %.0f ns/op, %d items %.0f ns/op, ratio per round %.2f, median %.2f",
+			o.name, sizes[0], med(small), sizes[1], med(large), ratios, med(ratios))
 	}
 }
