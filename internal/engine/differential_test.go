@@ -114,6 +114,7 @@ type diffScenario struct {
 	failures int
 	compared int
 	refused  map[string]int
+	chosen   map[string]int // first pages by the access path chosen
 }
 
 type diffDoc struct {
@@ -148,14 +149,14 @@ func runDiffScenario(t testing.TB, seed uint64, size diffSize) {
 		s.fail("CheckIndexes after the scenario: %v", err)
 	}
 	if tt, ok := t.(*testing.T); ok && testing.Verbose() {
-		tt.Logf("seed %d: %d documents, %d comparisons, refused %v", seed, len(s.docs), s.compared, s.refused)
+		tt.Logf("seed %d: %d documents, %d comparisons, refused %v, access paths %v", seed, len(s.docs), s.compared, s.refused, s.chosen)
 	}
 }
 
 func newDiffScenario(t testing.TB, seed uint64) *diffScenario {
 	t.Helper()
 	s := &diffScenario{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), ctx: context.Background(),
-		model: map[string]*diffDoc{}, refused: map[string]int{}}
+		model: map[string]*diffDoc{}, refused: map[string]int{}, chosen: map[string]int{}}
 	store, err := pebblestore.Open(pebblestore.Options{InMemory: true})
 	if err != nil {
 		t.Fatal(err)
@@ -176,6 +177,9 @@ func newDiffScenario(t testing.TB, seed uint64) *diffScenario {
 		s.def = partition.Definition{Paths: []string{"/pk"}, Kind: partition.Hash, Version: 2}
 	}
 	s.policy = diffPolicies[s.rng.IntN(len(diffPolicies))]
+	if s.rng.IntN(4) == 0 { // composite indexes need their own queries: draw them more often
+		s.policy = diffPolicies[len(diffPolicies)-3+s.rng.IntN(3)]
+	}
 	s.ttl = !diffNone(s.policy) && s.rng.IntN(4) == 0
 
 	if _, err := s.e.CreateDatabase(s.ctx, diffJSON(t, `{"id":"db"}`), nil); err != nil {
@@ -244,6 +248,30 @@ var diffPolicies = []string{
 	`{"indexingMode":"consistent","includedPaths":[{"path":"/n/?"},{"path":"/pk/?"},{"path":"/o/x/?"}],"excludedPaths":[{"path":"/*"}]}`,
 	`{"indexingMode":"consistent","includedPaths":[{"path":"/s/?"},{"path":"/id/?"},{"path":"/tags/[]/?"}],"excludedPaths":[{"path":"/*"}]}`,
 	`{"indexingMode":"none","automatic":false}`,
+	`{"indexingMode":"consistent","includedPaths":[{"path":"/*"}],"compositeIndexes":[[{"path":"/s"},{"path":"/n"}],[{"path":"/n","order":"descending"},{"path":"/o/x"}],[{"path":"/_ts"},{"path":"/b"}]]}`,
+	`{"indexingMode":"consistent","includedPaths":[{"path":"/*"}],"excludedPaths":[{"path":"/n/?"}],"compositeIndexes":[[{"path":"/pk","order":"ascending"},{"path":"/n","order":"descending"},{"path":"/s","order":"ascending"}],[{"path":"/b"},{"path":"/id","order":"descending"}]]}`,
+	`{"indexingMode":"consistent","includedPaths":[{"path":"/s/?"},{"path":"/pk/?"}],"excludedPaths":[{"path":"/*"}],"compositeIndexes":[[{"path":"/nul"},{"path":"/s","order":"descending"},{"path":"/o/x"}],[{"path":"/sk"},{"path":"/s"}]]}`,
+}
+
+// diffComposites returns the composite indexes of a policy, each as the
+// ORDER BY items that follow it.
+func diffComposites(policy string) [][]diffOrder {
+	if policy == "" {
+		return nil
+	}
+	v, err := document.Parse([]byte(policy))
+	if err != nil {
+		panic(err)
+	}
+	var out [][]diffOrder
+	for _, ci := range v.Get("compositeIndexes").Array() {
+		var comp []diffOrder
+		for _, p := range ci.Array() {
+			comp = append(comp, diffOrder{expr: "c" + strings.ReplaceAll(p.Get("path").Str(), "/", "."), desc: p.Get("order").Str() == "descending"})
+		}
+		out = append(out, comp)
+	}
+	return out
 }
 
 func diffJSON(t testing.TB, s string) document.Value {
@@ -882,6 +910,9 @@ func (s *diffScenario) genQuery() *diffQuery {
 	}
 	switch x := r.IntN(20); {
 	case x < 6: // a filter and a projection
+		if comps := diffComposites(s.policy); len(comps) > 0 && r.IntN(2) == 0 {
+			s.compositeShape(q, comps[r.IntN(len(comps))], false)
+		}
 		switch r.IntN(6) {
 		case 0:
 			q.sel = "VALUE c.n"
@@ -906,6 +937,9 @@ func (s *diffScenario) genQuery() *diffQuery {
 			q.top = []int{0, 1, 3, 10, 10, 50}[r.IntN(6)]
 		case 2:
 			q.offset, q.limit = r.IntN(20), []int{0, 1, 5, 10, 100}[r.IntN(5)]
+		}
+		if comps := diffComposites(s.policy); len(comps) > 0 && r.IntN(3) > 0 {
+			s.compositeShape(q, comps[r.IntN(len(comps))], true)
 		}
 		if x == 12 && len(q.orderBy) == 1 {
 			q.distinct, q.sel, q.rform = true, "VALUE "+q.orderBy[0].expr, ""
@@ -951,6 +985,109 @@ func (s *diffScenario) genQuery() *diffQuery {
 		q.params["@limit"] = document.Int(int64(q.limit))
 	}
 	return q
+}
+
+// compositeShape makes q one of the shapes a composite index serves: a
+// term on each of its paths (equalities on a leading run, then anything),
+// and with order an ORDER BY over its paths from a position the
+// equalities reach, in its directions or all reversed, now and then with
+// a key of its own direction or a path left out, which no composite
+// follows.
+func (s *diffScenario) compositeShape(q *diffQuery, comp []diffOrder, order bool) {
+	r := s.rng
+	eq := r.IntN(len(comp) + 1)
+	var terms []string
+	for i, o := range comp {
+		terms = append(terms, s.pathTerm(q, o.expr, i < eq))
+	}
+	if q.where != "" && r.IntN(2) == 0 {
+		terms = append(terms, q.where)
+	}
+	r.Shuffle(len(terms), func(i, j int) { terms[i], terms[j] = terms[j], terms[i] })
+	if r.IntN(10) == 0 {
+		terms = terms[1:] // a path without a term: the composite cannot serve it
+	}
+	q.where = strings.Join(terms, " AND ")
+	if !order {
+		return
+	}
+	from := r.IntN(min(eq, len(comp)-1) + 1)
+	n := len(comp) - from
+	if n > 1 && r.IntN(3) == 0 {
+		n = 1 + r.IntN(n)
+	}
+	rev := r.IntN(2) == 0
+	q.orderBy = nil
+	for _, o := range comp[from : from+n] {
+		q.orderBy = append(q.orderBy, diffOrder{expr: o.expr, desc: o.desc != rev})
+	}
+	if r.IntN(10) == 0 {
+		i := r.IntN(len(q.orderBy))
+		q.orderBy[i].desc = !q.orderBy[i].desc
+	}
+	if q.top < 0 && q.offset < 0 && r.IntN(4) > 0 {
+		q.top = []int{1, 3, 10}[r.IntN(3)]
+	}
+}
+
+// pathTerm draws a term on a path a composite index names: an equality,
+// or a range, IN or STARTSWITH of the path's usual type.
+func (s *diffScenario) pathTerm(q *diffQuery, expr string, eq bool) string {
+	r := s.rng
+	cmp := []string{"<", "<=", ">", ">="}[r.IntN(4)]
+	switch expr {
+	case "c.n", "c.o.x":
+		switch {
+		case eq:
+			return expr + " = " + s.literal(q, s.num())
+		case r.IntN(3) == 0:
+			return expr + " IN (" + s.literal(q, s.num()) + ", " + s.literal(q, s.num()) + ")"
+		case r.IntN(2) == 0:
+			lo := r.IntN(30) - 5
+			return fmt.Sprintf("%s BETWEEN %s AND %s", expr, s.literal(q, document.Int(int64(lo))), s.literal(q, document.Int(int64(lo+r.IntN(12)))))
+		}
+		return expr + " " + cmp + " " + s.literal(q, s.num())
+	case "c.s":
+		switch {
+		case eq:
+			return expr + " = " + s.literal(q, s.str())
+		case r.IntN(3) == 0:
+			runes := []rune(diffStrings[r.IntN(len(diffStrings))])
+			return "STARTSWITH(c.s, " + s.literal(q, document.Str(string(runes[:r.IntN(len(runes)+1)]))) + ")"
+		case r.IntN(2) == 0:
+			return "c.s IN (" + s.literal(q, s.str()) + ", " + s.literal(q, s.str()) + ")"
+		}
+		return expr + " " + cmp + " " + s.literal(q, s.str())
+	case "c.b":
+		if eq || r.IntN(2) == 0 {
+			return "c.b = " + s.literal(q, document.BoolValue(r.IntN(2) == 0))
+		}
+		return "c.b IN (true, false)"
+	case "c.nul":
+		return []string{"c.nul = null", "IS_NULL(c.nul)"}[r.IntN(2)]
+	case "c.id":
+		if len(s.docs) > 0 {
+			id := s.docs[r.IntN(len(s.docs))].doc.Get("id")
+			if eq {
+				return "c.id = " + s.literal(q, id)
+			}
+			return "c.id " + cmp + " " + s.literal(q, id)
+		}
+		return "c.id > \"d\""
+	case "c.pk", "c.sk":
+		i := 0
+		if expr == "c.sk" {
+			i = 1
+		}
+		if len(s.keys) > 0 && i < len(s.keys[0]) {
+			v := diffComponentValue(s.keys[r.IntN(len(s.keys))][i])
+			if v.IsDefined() && (eq || r.IntN(2) == 0) {
+				return expr + " = " + s.literal(q, v)
+			}
+		}
+		return expr + " " + cmp + " " + s.literal(q, document.Str("p"+strconv.Itoa(r.IntN(10))))
+	}
+	return expr + " = " + s.literal(q, s.num())
 }
 
 // diffScope is where a query runs: a partition key header (full or a
@@ -1084,6 +1221,9 @@ func (s *diffScenario) check(q *diffQuery) {
 			case errors.As(err, &ee) && strings.Contains(ee.Message, "Order-by item requires a range index"):
 				s.refused["ORDER BY an unindexed path"]++
 				continue
+			case errors.As(err, &ee) && strings.Contains(ee.Message, "does not have a corresponding composite index"):
+				s.refused["ORDER BY several paths no composite index follows"]++
+				continue
 			}
 			s.fail("query %s\n  scope %s, page size %d\n  engine error: %v", q, sc.name, pageSize, err)
 			continue
@@ -1156,6 +1296,9 @@ func (s *diffScenario) runEngine(q *diffQuery, sc diffScope, pageSize int, allow
 		page, err := s.e.QueryItems(s.ctx, p)
 		if err != nil {
 			return out, err
+		}
+		if page.Plan != nil {
+			s.chosen[page.Plan.Chosen.Access.String()]++
 		}
 		if pageSize > 0 && len(page.Items) > pageSize {
 			return out, fmt.Errorf("a page of %d rows for a page size of %d", len(page.Items), pageSize)
