@@ -2,7 +2,8 @@ package engine_test
 
 // The differential test: every access path the engine may choose for a
 // query (a scan, index spans for =, IN, ranges and STARTSWITH, the ordered
-// index walk for TOP and OFFSET/LIMIT) must give what the evaluator gives
+// index walk for TOP and OFFSET/LIMIT, the spans and ordered walks of
+// composite indexes) must give what the evaluator gives
 // over exactly the live documents of the query's scope. Containers, indexing
 // policies, documents, updates and queries are drawn from a seed; each query
 // runs in every scope a client uses (the whole container, one partition key
@@ -10,8 +11,10 @@ package engine_test
 // page by page. A scenario ends with CheckIndexes.
 //
 // By default six seeds run (three, with smaller scenarios, under -short
-// and -race). Run more with MAYFLY_DIFF_SEEDS=500, one with
-// MAYFLY_DIFF_SEED=123 (-v logs what it compared), and let
+// and -race), and half as many again with a policy that has composite
+// indexes. Run more with MAYFLY_DIFF_SEEDS=500, one with
+// MAYFLY_DIFF_SEED=123 (-v logs what it compared; MAYFLY_DIFF_COMPOSITE=1
+// draws it with composite indexes), and let
 // "go test -fuzz FuzzDifferential" look for new ones. MAYFLY_DIFF_KNOWN=1
 // also draws the shapes of the known discrepancies (TestDifferentialKnown).
 
@@ -42,6 +45,9 @@ import (
 type diffSize struct {
 	minDocs, maxDocs int
 	queries          int
+	// composite draws a policy with composite indexes, whose queries
+	// are drawn then more often.
+	composite bool
 }
 
 var (
@@ -55,7 +61,9 @@ func TestDifferential(t *testing.T) {
 		if err != nil {
 			t.Fatalf("MAYFLY_DIFF_SEED=%q: %v", s, err)
 		}
-		runDiffScenario(t, seed, diffDefault)
+		size := diffDefault
+		size.composite = os.Getenv("MAYFLY_DIFF_COMPOSITE") != ""
+		runDiffScenario(t, seed, size)
 		return
 	}
 	seeds := 6
@@ -74,6 +82,17 @@ func TestDifferential(t *testing.T) {
 		seed := uint64(i + 1)
 		t.Run("seed="+strconv.FormatUint(seed, 10), func(t *testing.T) {
 			runDiffScenario(t, seed, size)
+		})
+	}
+	// Composite indexes serve only queries that filter on all their
+	// paths: a few scenarios are drawn with them, so every run checks the
+	// composite access paths.
+	comp := size
+	comp.composite = true
+	for i := 0; i < (seeds+1)/2; i++ {
+		seed := uint64(i + 101)
+		t.Run("composite,seed="+strconv.FormatUint(seed, 10), func(t *testing.T) {
+			runDiffScenario(t, seed, comp)
 		})
 	}
 }
@@ -111,10 +130,11 @@ type diffScenario struct {
 	docs  []diffStored        // the stored bodies, in feed order
 	keys  []partition.Key     // partition keys in use
 
-	failures int
-	compared int
-	refused  map[string]int
-	chosen   map[string]int // first pages by the access path chosen
+	composite bool // drawn with composite indexes
+	failures  int
+	compared  int
+	refused   map[string]int
+	chosen    map[string]int // first pages by the access path chosen
 }
 
 type diffDoc struct {
@@ -131,7 +151,8 @@ type diffStored struct {
 const diffMaxFailures = 3
 
 func runDiffScenario(t testing.TB, seed uint64, size diffSize) {
-	s := newDiffScenario(t, seed)
+	s := newDiffScenario(t, seed, size.composite)
+	s.composite = size.composite
 	s.load(size)
 	s.readBack()
 	for _, sc := range s.scopes() {
@@ -153,7 +174,7 @@ func runDiffScenario(t testing.TB, seed uint64, size diffSize) {
 	}
 }
 
-func newDiffScenario(t testing.TB, seed uint64) *diffScenario {
+func newDiffScenario(t testing.TB, seed uint64, composite bool) *diffScenario {
 	t.Helper()
 	s := &diffScenario{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), ctx: context.Background(),
 		model: map[string]*diffDoc{}, refused: map[string]int{}, chosen: map[string]int{}}
@@ -177,7 +198,7 @@ func newDiffScenario(t testing.TB, seed uint64) *diffScenario {
 		s.def = partition.Definition{Paths: []string{"/pk"}, Kind: partition.Hash, Version: 2}
 	}
 	s.policy = diffPolicies[s.rng.IntN(len(diffPolicies))]
-	if s.rng.IntN(4) == 0 { // composite indexes need their own queries: draw them more often
+	if s.rng.IntN(4) == 0 || composite {
 		s.policy = diffPolicies[len(diffPolicies)-3+s.rng.IntN(3)]
 	}
 	s.ttl = !diffNone(s.policy) && s.rng.IntN(4) == 0
@@ -298,8 +319,12 @@ func (s *diffScenario) fail(format string, args ...any) {
 	if s.rebuild != "" {
 		rebuild = " (" + s.rebuild + ")"
 	}
-	s.t.Errorf("seed %d (MAYFLY_DIFF_SEED=%d go test -run 'TestDifferential$' ./internal/engine)\n  partitions %d, key %v %s v%d, policy %s%s, ttl %v\n%s",
-		s.seed, s.seed, s.parts, s.def.Paths, s.def.Kind, s.def.Version, orDefault(s.policy), rebuild, s.ttl, fmt.Sprintf(format, args...))
+	env := ""
+	if s.composite {
+		env = "MAYFLY_DIFF_COMPOSITE=1 "
+	}
+	s.t.Errorf("seed %d (%sMAYFLY_DIFF_SEED=%d go test -run 'TestDifferential$' ./internal/engine)\n  partitions %d, key %v %s v%d, policy %s%s, ttl %v\n%s",
+		s.seed, env, s.seed, s.parts, s.def.Paths, s.def.Kind, s.def.Version, orDefault(s.policy), rebuild, s.ttl, fmt.Sprintf(format, args...))
 }
 
 func orDefault(p string) string {
