@@ -219,22 +219,37 @@ type keySpan struct{ lo, hi []byte }
 // termSpans turns a planner term into spans of the container's index
 // keys, in key order.
 func termSpans(c *containerRecord, t plan.Term) []keySpan {
-	base := appendIndexPath(indexPrefix(c), t.Path)
+	return valueSpans(appendIndexPath(indexPrefix(c), t.Path), t, false)
+}
+
+// valueSpans turns the value spans of a term into spans of keys that hold
+// an encoded value after base, in key order; desc says the values are
+// encoded inverted (a descending path of a composite index), which
+// reverses their order, so a range's upper bound is then the span's start.
+func valueSpans(base []byte, t plan.Term, desc bool) []keySpan {
+	enc := func(v document.Value) []byte {
+		k, _ := appendCompositeValue(bytes.Clone(base), v, desc)
+		return k
+	}
+	mask := byte(0)
+	if desc {
+		mask = 0xff
+	}
 	var out []keySpan
 	for _, sp := range t.Spans {
 		switch sp.Kind {
 		case plan.SpanValue:
-			k, ok := appendIndexValue(bytes.Clone(base), sp.Lo)
+			k, ok := appendCompositeValue(bytes.Clone(base), sp.Lo, desc)
 			if ok {
 				out = append(out, keySpan{k, prefixEnd(k)})
 			}
 		case plan.SpanPrefix:
-			k := append(bytes.Clone(base), tagString)
+			k := append(bytes.Clone(base), tagString^mask)
 			for i := 0; i < len(sp.Lo.Str()); i++ {
 				if b := sp.Lo.Str()[i]; b == 0 {
-					k = append(k, 0, 0xff)
+					k = append(k, 0^mask, 0xff^mask)
 				} else {
-					k = append(k, b)
+					k = append(k, b^mask)
 				}
 			}
 			out = append(out, keySpan{k, prefixEnd(k)})
@@ -247,14 +262,18 @@ func termSpans(c *containerRecord, t plan.Term) []keySpan {
 			if v.Kind() == document.String {
 				tag = tagString
 			}
-			lo := append(bytes.Clone(base), tag)
+			lo := append(bytes.Clone(base), tag^mask)
 			hi := prefixEnd(lo)
-			if sp.HasLo {
-				lo, _ = appendIndexValue(bytes.Clone(base), sp.Lo)
+			first, last := sp.Lo, sp.Hi
+			hasFirst, hasLast := sp.HasLo, sp.HasHi
+			if desc {
+				first, last, hasFirst, hasLast = sp.Hi, sp.Lo, sp.HasHi, sp.HasLo
 			}
-			if sp.HasHi {
-				k, _ := appendIndexValue(bytes.Clone(base), sp.Hi)
-				hi = prefixEnd(k)
+			if hasFirst {
+				lo = enc(first)
+			}
+			if hasLast {
+				hi = prefixEnd(enc(last))
 			}
 			if bytes.Compare(lo, hi) < 0 {
 				out = append(out, keySpan{lo, hi})
@@ -277,11 +296,15 @@ func entryLoc(k []byte, base int) ([]byte, bool) {
 
 // indexValueLen is the length of the encoded value (or marker) at the
 // start of b, or 0 when it is malformed.
-func indexValueLen(b []byte) int {
+func indexValueLen(b []byte) int { return maskedValueLen(b, 0) }
+
+// maskedValueLen is indexValueLen of a value whose bytes were XORed with
+// mask (0xFF: a descending path of a composite index).
+func maskedValueLen(b []byte, mask byte) int {
 	if len(b) == 0 {
 		return 0
 	}
-	switch b[0] {
+	switch b[0] ^ mask {
 	case tagNull, tagFalse, tagTrue, tagArray, tagObject:
 		return 1
 	case tagNumber:
@@ -291,8 +314,8 @@ func indexValueLen(b []byte) int {
 		return 9
 	case tagString:
 		for i := 1; i+1 < len(b); i++ {
-			if b[i] == 0 {
-				if b[i+1] == 1 {
+			if b[i]^mask == 0 {
+				if b[i+1]^mask == 1 {
 					return i + 2
 				}
 				i++ // an escaped 0x00
@@ -300,6 +323,27 @@ func indexValueLen(b []byte) int {
 		}
 	}
 	return 0
+}
+
+// compositeLoc is the location at the end of an entry k of composite
+// comp whose values start at offset base; ok is false for a malformed key.
+func compositeLoc(k []byte, base int, comp *compositeIndex) ([]byte, bool) {
+	off := base
+	for _, desc := range comp.desc {
+		mask := byte(0)
+		if desc {
+			mask = 0xff
+		}
+		n := maskedValueLen(k[off:], mask)
+		if n <= 0 {
+			return nil, false
+		}
+		off += n
+	}
+	if len(k)-off < 10 {
+		return nil, false
+	}
+	return k[off:], true
 }
 
 // spanLocs collects the locations of the items in the scope that the

@@ -41,6 +41,12 @@ var batchT0 = time.Unix(1_700_000_000, 0)
 // container's defaultTtl as JSON ("null" for TTL off).
 func newBatchEnv(t *testing.T, defaultTTL string) *batchEnv {
 	t.Helper()
+	return newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":`+defaultTTL+`}`)
+}
+
+// newBatchEnvWith is newBatchEnv with the container body given.
+func newBatchEnvWith(t *testing.T, body string) *batchEnv {
+	t.Helper()
 	s, err := pebblestore.Open(pebblestore.Options{InMemory: true})
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +62,6 @@ func newBatchEnv(t *testing.T, defaultTTL string) *batchEnv {
 	if _, err := e.CreateDatabase(ctx, batchJSON(t, `{"id":"db"}`), nil); err != nil {
 		t.Fatal(err)
 	}
-	body := `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":` + defaultTTL + `}`
 	if _, err := e.CreateContainer(ctx, "db", batchJSON(t, body), nil); err != nil {
 		t.Fatal(err)
 	}

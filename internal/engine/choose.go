@@ -18,10 +18,11 @@ import (
 
 // queryAccess is the access path a page reads, ready to run.
 type queryAccess struct {
-	plan   *plan.Plan // what the planner weighed; nil on a resumed page
-	access plan.Access
-	terms  []int
-	src    itemSource
+	plan      *plan.Plan // what the planner weighed; nil on a resumed page
+	access    plan.Access
+	terms     []int
+	composite int // the composite index's ordinal, for CompositeSpan and CompositeWalk
+	src       itemSource
 }
 
 // probeLimit is how many entries of a term's spans are worth counting: at
@@ -58,7 +59,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, prog *eval.Prog
 		if cur.access != plan.Scan && cur.access != plan.PointRead && (!ready || cur.indexVer != c.Index.Version) {
 			return nil, errorf(BadRequest, "Invalid Continuation Token: the container's indexing policy changed since the query began; run the query again.")
 		}
-		qa := &queryAccess{access: cur.access, terms: cur.terms}
+		qa := &queryAccess{access: cur.access, terms: cur.terms, composite: cur.composite}
 		return qa, e.buildSource(r, c, q, params, s, terms, now, st, qa)
 	}
 	size, err := e.scopeSize(r, c, s)
@@ -88,12 +89,38 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, prog *eval.Prog
 			in.Ordered, in.WalkEntries = o, size.ContainerItems
 		}
 	}
+	in.Composites = compositeUses(c, q, params, terms)
+	for i := range in.Composites {
+		u := &in.Composites[i]
+		u.Scoped = s.kind == plan.ScopePartition && len(c.pk.paths) > 0 && pinsKey(c, u, terms)
+		if i > 0 && u.Index.Ordinal == in.Composites[i-1].Index.Ordinal {
+			u.Entries = in.Composites[i-1].Entries // the same span, walked in order
+			continue
+		}
+		if u.Entries, err = countSpans(r, compositeSpans(c, u, terms), limit, st); err != nil {
+			return nil, err
+		}
+	}
 	p := plan.Choose(in)
 	qa := &queryAccess{plan: &p, access: p.Chosen.Access, terms: p.Chosen.Terms}
+	if p.Chosen.Composite != nil {
+		qa.composite = p.Chosen.Composite.Index.Ordinal
+	}
 	if slog.Default().Enabled(context.Background(), slog.LevelDebug) {
 		slog.Debug("query plan chosen", "container", c.link(), "query", q.String(), "plan", p.Explain())
 	}
 	return qa, e.buildSource(r, c, q, params, s, terms, now, st, qa)
+}
+
+// pinsKey reports whether the equalities of a composite use pin every
+// path of the partition key.
+func pinsKey(c *containerRecord, u *plan.CompositeUse, terms []plan.Term) bool {
+	for _, p := range c.pk.paths {
+		if !slices.ContainsFunc(u.Eq, func(t int) bool { return slices.Equal(terms[t].Path, p) }) {
+			return false
+		}
+	}
+	return true
 }
 
 // pointID returns the id an equality term pins, if one does.
@@ -161,18 +188,51 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, q *ast.Query,
 			qa.src = scanSource(r, c, s, st)
 			return nil
 		}
-		qa.src = func(_ []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
-			for i := range found {
-				if more, err := fn(found[i].loc, found[i].loc, &found[i].rec); err != nil || !more {
-					return err
-				}
-			}
+		qa.src = foundSource(found)
+	case plan.CompositeSpan, plan.CompositeWalk:
+		u, ok := findCompositeUse(c, q, params, terms, qa)
+		if !ok {
+			return errBadContinuation
+		}
+		if qa.access == plan.CompositeSpan {
+			qa.src = locSource(r, c, func() ([][]byte, error) { return compositeLocs(r, c, u, terms, s, st) }, st)
 			return nil
 		}
+		found, err := compositeItems(r, c, q, params, u, terms, s, now, st)
+		if err != nil {
+			return err
+		}
+		qa.src = foundSource(found)
 	default:
 		qa.src = scanSource(r, c, s, st)
 	}
 	return nil
+}
+
+// findCompositeUse finds the composite use qa names among those the query
+// allows: the planner's choice on a first page, the cursor's on a later
+// one (the query and the policy version being the same, it is there).
+func findCompositeUse(c *containerRecord, q *ast.Query, params map[string]document.Value, terms []plan.Term, qa *queryAccess) (*plan.CompositeUse, bool) {
+	uses := compositeUses(c, q, params, terms)
+	for i := range uses {
+		u := &uses[i]
+		if u.Index.Ordinal == qa.composite && u.Ordered == (qa.access == plan.CompositeWalk) && slices.Equal(u.Terms(), qa.terms) {
+			return u, true
+		}
+	}
+	return nil, false
+}
+
+// foundSource yields items an access path has read already, in order.
+func foundSource(found []foundItem) itemSource {
+	return func(_ []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
+		for i := range found {
+			if more, err := fn(found[i].loc, found[i].loc, &found[i].rec); err != nil || !more {
+				return err
+			}
+		}
+		return nil
+	}
 }
 
 // intersectLocs returns the locations both lists, sorted by sequence,

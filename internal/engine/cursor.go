@@ -16,8 +16,11 @@ import (
 // the position and goes on. It is opaque to clients ("mf2." and base64url)
 // and holds
 //
-//	version(1) fingerprint(8) access(1) nterms(1) terms(n) indexVersion(4)
-//	uvarint(skip) position
+//	version(1) fingerprint(8) access(1) nterms(1) terms(n) [composite(2)]
+//	indexVersion(4) uvarint(skip) position
+//
+// where composite, the ordinal of a composite index in the policy, is
+// there only for the composite access paths.
 //
 // The fingerprint is a hash of the query text, its parameters and its
 // scope (partition key, range), so a token given with a different query is
@@ -31,6 +34,7 @@ type cursor struct {
 	fingerprint uint64
 	access      plan.Access
 	terms       []int
+	composite   int
 	indexVer    uint32
 	skip        int
 	pos         []byte // nil: from the start
@@ -49,6 +53,9 @@ func (k cursor) String() string {
 	b = append(b, byte(k.access), byte(len(k.terms)))
 	for _, t := range k.terms {
 		b = append(b, byte(t))
+	}
+	if k.access.Composite() {
+		b = binary.BigEndian.AppendUint16(b, uint16(k.composite))
 	}
 	b = binary.BigEndian.AppendUint32(b, k.indexVer)
 	b = binary.AppendUvarint(b, uint64(k.skip))
@@ -74,13 +81,20 @@ func parseCursor(s string, fp uint64) (cursor, *Error) {
 	k.access = plan.Access(b[9])
 	n := int(b[10])
 	b = b[11:]
-	if k.access > plan.OrderedWalk || len(b) < n+4 {
+	if k.access > plan.CompositeWalk || len(b) < n+4 {
 		return k, errBadContinuation
 	}
 	for _, t := range b[:n] {
 		k.terms = append(k.terms, int(t))
 	}
 	b = b[n:]
+	if k.access.Composite() {
+		if len(b) < 6 {
+			return k, errBadContinuation
+		}
+		k.composite = int(binary.BigEndian.Uint16(b))
+		b = b[2:]
+	}
 	k.indexVer = binary.BigEndian.Uint32(b)
 	skip, w := binary.Uvarint(b[4:])
 	if w <= 0 || skip > 1<<31 {

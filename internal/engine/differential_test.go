@@ -2,7 +2,8 @@ package engine_test
 
 // The differential test: every access path the engine may choose for a
 // query (a scan, index spans for =, IN, ranges and STARTSWITH, the ordered
-// index walk for TOP and OFFSET/LIMIT) must give what the evaluator gives
+// index walk for TOP and OFFSET/LIMIT, the spans and ordered walks of
+// composite indexes) must give what the evaluator gives
 // over exactly the live documents of the query's scope. Containers, indexing
 // policies, documents, updates and queries are drawn from a seed; each query
 // runs in every scope a client uses (the whole container, one partition key
@@ -10,8 +11,10 @@ package engine_test
 // page by page. A scenario ends with CheckIndexes.
 //
 // By default six seeds run (three, with smaller scenarios, under -short
-// and -race). Run more with MAYFLY_DIFF_SEEDS=500, one with
-// MAYFLY_DIFF_SEED=123 (-v logs what it compared), and let
+// and -race), and half as many again with a policy that has composite
+// indexes. Run more with MAYFLY_DIFF_SEEDS=500, one with
+// MAYFLY_DIFF_SEED=123 (-v logs what it compared; MAYFLY_DIFF_COMPOSITE=1
+// draws it with composite indexes), and let
 // "go test -fuzz FuzzDifferential" look for new ones. MAYFLY_DIFF_KNOWN=1
 // also draws the shapes of the known discrepancies (TestDifferentialKnown).
 
@@ -42,6 +45,9 @@ import (
 type diffSize struct {
 	minDocs, maxDocs int
 	queries          int
+	// composite draws a policy with composite indexes, whose queries
+	// are drawn then more often.
+	composite bool
 }
 
 var (
@@ -55,7 +61,9 @@ func TestDifferential(t *testing.T) {
 		if err != nil {
 			t.Fatalf("MAYFLY_DIFF_SEED=%q: %v", s, err)
 		}
-		runDiffScenario(t, seed, diffDefault)
+		size := diffDefault
+		size.composite = os.Getenv("MAYFLY_DIFF_COMPOSITE") != ""
+		runDiffScenario(t, seed, size)
 		return
 	}
 	seeds := 6
@@ -74,6 +82,17 @@ func TestDifferential(t *testing.T) {
 		seed := uint64(i + 1)
 		t.Run("seed="+strconv.FormatUint(seed, 10), func(t *testing.T) {
 			runDiffScenario(t, seed, size)
+		})
+	}
+	// Composite indexes serve only queries that filter on all their
+	// paths: a few scenarios are drawn with them, so every run checks the
+	// composite access paths.
+	comp := size
+	comp.composite = true
+	for i := 0; i < (seeds+1)/2; i++ {
+		seed := uint64(i + 101)
+		t.Run("composite,seed="+strconv.FormatUint(seed, 10), func(t *testing.T) {
+			runDiffScenario(t, seed, comp)
 		})
 	}
 }
@@ -111,9 +130,11 @@ type diffScenario struct {
 	docs  []diffStored        // the stored bodies, in feed order
 	keys  []partition.Key     // partition keys in use
 
-	failures int
-	compared int
-	refused  map[string]int
+	composite bool // drawn with composite indexes
+	failures  int
+	compared  int
+	refused   map[string]int
+	chosen    map[string]int // first pages by the access path chosen
 }
 
 type diffDoc struct {
@@ -130,7 +151,8 @@ type diffStored struct {
 const diffMaxFailures = 3
 
 func runDiffScenario(t testing.TB, seed uint64, size diffSize) {
-	s := newDiffScenario(t, seed)
+	s := newDiffScenario(t, seed, size.composite)
+	s.composite = size.composite
 	s.load(size)
 	s.readBack()
 	for _, sc := range s.scopes() {
@@ -148,14 +170,14 @@ func runDiffScenario(t testing.TB, seed uint64, size diffSize) {
 		s.fail("CheckIndexes after the scenario: %v", err)
 	}
 	if tt, ok := t.(*testing.T); ok && testing.Verbose() {
-		tt.Logf("seed %d: %d documents, %d comparisons, refused %v", seed, len(s.docs), s.compared, s.refused)
+		tt.Logf("seed %d: %d documents, %d comparisons, refused %v, access paths %v", seed, len(s.docs), s.compared, s.refused, s.chosen)
 	}
 }
 
-func newDiffScenario(t testing.TB, seed uint64) *diffScenario {
+func newDiffScenario(t testing.TB, seed uint64, composite bool) *diffScenario {
 	t.Helper()
 	s := &diffScenario{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), ctx: context.Background(),
-		model: map[string]*diffDoc{}, refused: map[string]int{}}
+		model: map[string]*diffDoc{}, refused: map[string]int{}, chosen: map[string]int{}}
 	store, err := pebblestore.Open(pebblestore.Options{InMemory: true})
 	if err != nil {
 		t.Fatal(err)
@@ -176,6 +198,9 @@ func newDiffScenario(t testing.TB, seed uint64) *diffScenario {
 		s.def = partition.Definition{Paths: []string{"/pk"}, Kind: partition.Hash, Version: 2}
 	}
 	s.policy = diffPolicies[s.rng.IntN(len(diffPolicies))]
+	if s.rng.IntN(4) == 0 || composite {
+		s.policy = diffPolicies[len(diffPolicies)-3+s.rng.IntN(3)]
+	}
 	s.ttl = !diffNone(s.policy) && s.rng.IntN(4) == 0
 
 	if _, err := s.e.CreateDatabase(s.ctx, diffJSON(t, `{"id":"db"}`), nil); err != nil {
@@ -244,6 +269,30 @@ var diffPolicies = []string{
 	`{"indexingMode":"consistent","includedPaths":[{"path":"/n/?"},{"path":"/pk/?"},{"path":"/o/x/?"}],"excludedPaths":[{"path":"/*"}]}`,
 	`{"indexingMode":"consistent","includedPaths":[{"path":"/s/?"},{"path":"/id/?"},{"path":"/tags/[]/?"}],"excludedPaths":[{"path":"/*"}]}`,
 	`{"indexingMode":"none","automatic":false}`,
+	`{"indexingMode":"consistent","includedPaths":[{"path":"/*"}],"compositeIndexes":[[{"path":"/s"},{"path":"/n"}],[{"path":"/n","order":"descending"},{"path":"/o/x"}],[{"path":"/_ts"},{"path":"/b"}]]}`,
+	`{"indexingMode":"consistent","includedPaths":[{"path":"/*"}],"excludedPaths":[{"path":"/n/?"}],"compositeIndexes":[[{"path":"/pk","order":"ascending"},{"path":"/n","order":"descending"},{"path":"/s","order":"ascending"}],[{"path":"/b"},{"path":"/id","order":"descending"}]]}`,
+	`{"indexingMode":"consistent","includedPaths":[{"path":"/s/?"},{"path":"/pk/?"}],"excludedPaths":[{"path":"/*"}],"compositeIndexes":[[{"path":"/nul"},{"path":"/s","order":"descending"},{"path":"/o/x"}],[{"path":"/sk"},{"path":"/s"}]]}`,
+}
+
+// diffComposites returns the composite indexes of a policy, each as the
+// ORDER BY items that follow it.
+func diffComposites(policy string) [][]diffOrder {
+	if policy == "" {
+		return nil
+	}
+	v, err := document.Parse([]byte(policy))
+	if err != nil {
+		panic(err)
+	}
+	var out [][]diffOrder
+	for _, ci := range v.Get("compositeIndexes").Array() {
+		var comp []diffOrder
+		for _, p := range ci.Array() {
+			comp = append(comp, diffOrder{expr: "c" + strings.ReplaceAll(p.Get("path").Str(), "/", "."), desc: p.Get("order").Str() == "descending"})
+		}
+		out = append(out, comp)
+	}
+	return out
 }
 
 func diffJSON(t testing.TB, s string) document.Value {
@@ -270,8 +319,12 @@ func (s *diffScenario) fail(format string, args ...any) {
 	if s.rebuild != "" {
 		rebuild = " (" + s.rebuild + ")"
 	}
-	s.t.Errorf("seed %d (MAYFLY_DIFF_SEED=%d go test -run 'TestDifferential$' ./internal/engine)\n  partitions %d, key %v %s v%d, policy %s%s, ttl %v\n%s",
-		s.seed, s.seed, s.parts, s.def.Paths, s.def.Kind, s.def.Version, orDefault(s.policy), rebuild, s.ttl, fmt.Sprintf(format, args...))
+	env := ""
+	if s.composite {
+		env = "MAYFLY_DIFF_COMPOSITE=1 "
+	}
+	s.t.Errorf("seed %d (%sMAYFLY_DIFF_SEED=%d go test -run 'TestDifferential$' ./internal/engine)\n  partitions %d, key %v %s v%d, policy %s%s, ttl %v\n%s",
+		s.seed, env, s.seed, s.parts, s.def.Paths, s.def.Kind, s.def.Version, orDefault(s.policy), rebuild, s.ttl, fmt.Sprintf(format, args...))
 }
 
 func orDefault(p string) string {
@@ -882,6 +935,9 @@ func (s *diffScenario) genQuery() *diffQuery {
 	}
 	switch x := r.IntN(20); {
 	case x < 6: // a filter and a projection
+		if comps := diffComposites(s.policy); len(comps) > 0 && r.IntN(2) == 0 {
+			s.compositeShape(q, comps[r.IntN(len(comps))], false)
+		}
 		switch r.IntN(6) {
 		case 0:
 			q.sel = "VALUE c.n"
@@ -906,6 +962,9 @@ func (s *diffScenario) genQuery() *diffQuery {
 			q.top = []int{0, 1, 3, 10, 10, 50}[r.IntN(6)]
 		case 2:
 			q.offset, q.limit = r.IntN(20), []int{0, 1, 5, 10, 100}[r.IntN(5)]
+		}
+		if comps := diffComposites(s.policy); len(comps) > 0 && r.IntN(3) > 0 {
+			s.compositeShape(q, comps[r.IntN(len(comps))], true)
 		}
 		if x == 12 && len(q.orderBy) == 1 {
 			q.distinct, q.sel, q.rform = true, "VALUE "+q.orderBy[0].expr, ""
@@ -951,6 +1010,109 @@ func (s *diffScenario) genQuery() *diffQuery {
 		q.params["@limit"] = document.Int(int64(q.limit))
 	}
 	return q
+}
+
+// compositeShape makes q one of the shapes a composite index serves: a
+// term on each of its paths (equalities on a leading run, then anything),
+// and with order an ORDER BY over its paths from a position the
+// equalities reach, in its directions or all reversed, now and then with
+// a key of its own direction or a path left out, which no composite
+// follows.
+func (s *diffScenario) compositeShape(q *diffQuery, comp []diffOrder, order bool) {
+	r := s.rng
+	eq := r.IntN(len(comp) + 1)
+	var terms []string
+	for i, o := range comp {
+		terms = append(terms, s.pathTerm(q, o.expr, i < eq))
+	}
+	if q.where != "" && r.IntN(2) == 0 {
+		terms = append(terms, q.where)
+	}
+	r.Shuffle(len(terms), func(i, j int) { terms[i], terms[j] = terms[j], terms[i] })
+	if r.IntN(10) == 0 {
+		terms = terms[1:] // a path without a term: the composite cannot serve it
+	}
+	q.where = strings.Join(terms, " AND ")
+	if !order {
+		return
+	}
+	from := r.IntN(min(eq, len(comp)-1) + 1)
+	n := len(comp) - from
+	if n > 1 && r.IntN(3) == 0 {
+		n = 1 + r.IntN(n)
+	}
+	rev := r.IntN(2) == 0
+	q.orderBy = nil
+	for _, o := range comp[from : from+n] {
+		q.orderBy = append(q.orderBy, diffOrder{expr: o.expr, desc: o.desc != rev})
+	}
+	if r.IntN(10) == 0 {
+		i := r.IntN(len(q.orderBy))
+		q.orderBy[i].desc = !q.orderBy[i].desc
+	}
+	if q.top < 0 && q.offset < 0 && r.IntN(4) > 0 {
+		q.top = []int{1, 3, 10}[r.IntN(3)]
+	}
+}
+
+// pathTerm draws a term on a path a composite index names: an equality,
+// or a range, IN or STARTSWITH of the path's usual type.
+func (s *diffScenario) pathTerm(q *diffQuery, expr string, eq bool) string {
+	r := s.rng
+	cmp := []string{"<", "<=", ">", ">="}[r.IntN(4)]
+	switch expr {
+	case "c.n", "c.o.x":
+		switch {
+		case eq:
+			return expr + " = " + s.literal(q, s.num())
+		case r.IntN(3) == 0:
+			return expr + " IN (" + s.literal(q, s.num()) + ", " + s.literal(q, s.num()) + ")"
+		case r.IntN(2) == 0:
+			lo := r.IntN(30) - 5
+			return fmt.Sprintf("%s BETWEEN %s AND %s", expr, s.literal(q, document.Int(int64(lo))), s.literal(q, document.Int(int64(lo+r.IntN(12)))))
+		}
+		return expr + " " + cmp + " " + s.literal(q, s.num())
+	case "c.s":
+		switch {
+		case eq:
+			return expr + " = " + s.literal(q, s.str())
+		case r.IntN(3) == 0:
+			runes := []rune(diffStrings[r.IntN(len(diffStrings))])
+			return "STARTSWITH(c.s, " + s.literal(q, document.Str(string(runes[:r.IntN(len(runes)+1)]))) + ")"
+		case r.IntN(2) == 0:
+			return "c.s IN (" + s.literal(q, s.str()) + ", " + s.literal(q, s.str()) + ")"
+		}
+		return expr + " " + cmp + " " + s.literal(q, s.str())
+	case "c.b":
+		if eq || r.IntN(2) == 0 {
+			return "c.b = " + s.literal(q, document.BoolValue(r.IntN(2) == 0))
+		}
+		return "c.b IN (true, false)"
+	case "c.nul":
+		return []string{"c.nul = null", "IS_NULL(c.nul)"}[r.IntN(2)]
+	case "c.id":
+		if len(s.docs) > 0 {
+			id := s.docs[r.IntN(len(s.docs))].doc.Get("id")
+			if eq {
+				return "c.id = " + s.literal(q, id)
+			}
+			return "c.id " + cmp + " " + s.literal(q, id)
+		}
+		return "c.id > \"d\""
+	case "c.pk", "c.sk":
+		i := 0
+		if expr == "c.sk" {
+			i = 1
+		}
+		if len(s.keys) > 0 && i < len(s.keys[0]) {
+			v := diffComponentValue(s.keys[r.IntN(len(s.keys))][i])
+			if v.IsDefined() && (eq || r.IntN(2) == 0) {
+				return expr + " = " + s.literal(q, v)
+			}
+		}
+		return expr + " " + cmp + " " + s.literal(q, document.Str("p"+strconv.Itoa(r.IntN(10))))
+	}
+	return expr + " = " + s.literal(q, s.num())
 }
 
 // diffScope is where a query runs: a partition key header (full or a
@@ -1084,6 +1246,9 @@ func (s *diffScenario) check(q *diffQuery) {
 			case errors.As(err, &ee) && strings.Contains(ee.Message, "Order-by item requires a range index"):
 				s.refused["ORDER BY an unindexed path"]++
 				continue
+			case errors.As(err, &ee) && strings.Contains(ee.Message, "does not have a corresponding composite index"):
+				s.refused["ORDER BY several paths no composite index follows"]++
+				continue
 			}
 			s.fail("query %s\n  scope %s, page size %d\n  engine error: %v", q, sc.name, pageSize, err)
 			continue
@@ -1156,6 +1321,9 @@ func (s *diffScenario) runEngine(q *diffQuery, sc diffScope, pageSize int, allow
 		page, err := s.e.QueryItems(s.ctx, p)
 		if err != nil {
 			return out, err
+		}
+		if page.Plan != nil {
+			s.chosen[page.Plan.Chosen.Access.String()]++
 		}
 		if pageSize > 0 && len(page.Items) > pageSize {
 			return out, fmt.Errorf("a page of %d rows for a page size of %d", len(page.Items), pageSize)

@@ -13,9 +13,11 @@ func TestCursorRoundTrip(t *testing.T) {
 		{fingerprint: 1},
 		{fingerprint: 7, access: plan.IndexSpan, terms: []int{2}, indexVer: 3, skip: 4, pos: []byte{'x', 0, 1, 2}},
 		{fingerprint: ^uint64(0), access: plan.Intersect, terms: []int{0, 1}, pos: itemLoc("0A0B", 1<<40)},
+		{fingerprint: 9, access: plan.CompositeSpan, terms: []int{0, 2}, composite: 3, indexVer: 2, pos: []byte{1, 2, 3, 4, 5, 6, 7, 8}},
+		{fingerprint: 9, access: plan.CompositeWalk, terms: []int{1}, composite: 65535, skip: 12},
 	} {
 		got, err := parseCursor(c.String(), c.fingerprint)
-		if err != nil || got.fingerprint != c.fingerprint || got.access != c.access || !slices.Equal(got.terms, c.terms) ||
+		if err != nil || got.fingerprint != c.fingerprint || got.access != c.access || !slices.Equal(got.terms, c.terms) || got.composite != c.composite ||
 			got.indexVer != c.indexVer || got.skip != c.skip || !bytes.Equal(got.pos, c.pos) {
 			t.Errorf("round trip of %+v: %+v %v", c, got, err)
 		}
@@ -33,6 +35,8 @@ func TestCursorRoundTrip(t *testing.T) {
 func FuzzCursor(f *testing.F) {
 	f.Add(cursor{fingerprint: 5, access: plan.IndexSpan, terms: []int{1}, skip: 2, pos: []byte("pos")}.String())
 	f.Add("mf2.AQ")
+	f.Add(cursor{fingerprint: 5, access: plan.CompositeWalk, terms: []int{0, 1}, composite: 2, skip: 3}.String())
+	f.Add(cursor{fingerprint: 5, access: plan.CompositeSpan, terms: []int{0}, composite: 1, pos: []byte("pos")}.String())
 	f.Fuzz(func(t *testing.T, s string) {
 		c, err := parseCursor(s, 5)
 		if err != nil {
@@ -41,7 +45,7 @@ func FuzzCursor(f *testing.F) {
 			}
 			return
 		}
-		if c.skip < 0 || c.access > plan.OrderedWalk {
+		if c.skip < 0 || c.access > plan.CompositeWalk || (!c.access.Composite() && c.composite != 0) {
 			t.Fatalf("parsed an impossible cursor %+v from %q", c, s)
 		}
 		if again, err := parseCursor(c.String(), 5); err != nil || again.String() != c.String() {

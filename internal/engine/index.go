@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/mayfly-db/mayfly/internal/document"
@@ -94,9 +95,22 @@ func indexPrefix(c *containerRecord) []byte {
 
 // indexPolicy decides which paths are indexed.
 type indexPolicy struct {
-	none     bool
-	included []indexPattern
-	excluded []indexPattern
+	none       bool
+	included   []indexPattern
+	excluded   []indexPattern
+	composites []compositeIndex
+}
+
+// compositeIndex is one entry of the policy's "compositeIndexes": two or
+// more property paths, each ascending or descending.
+type compositeIndex struct {
+	ordinal int // its position in the policy, which its entries carry
+	paths   [][]string
+	desc    []bool
+	// kept is false when the engine keeps no entries for it: a path names
+	// a system property, which the stored body does not hold. It still
+	// counts for the ORDER BY check (indexcheck.go).
+	kept bool
 }
 
 type indexPattern struct {
@@ -159,7 +173,32 @@ func newIndexPolicy(ip document.Value) indexPolicy {
 			pol.excluded = append(pol.excluded, pat)
 		}
 	}
+	for i, ci := range ip.Get("compositeIndexes").Array() {
+		if comp, ok := parseComposite(i, ci); ok {
+			pol.composites = append(pol.composites, comp)
+		}
+	}
 	return pol
+}
+
+// parseComposite reads one composite index of a policy. Paths name
+// properties, with no wildcard and not through array elements, as the
+// service requires; a composite that breaks the rules, or has fewer than
+// two paths, is ignored.
+func parseComposite(ordinal int, v document.Value) (compositeIndex, bool) {
+	comp := compositeIndex{ordinal: ordinal, kept: true}
+	for _, p := range v.Array() {
+		path, err := document.ParsePath(p.Get("path").Str())
+		if err != nil || slices.ContainsFunc(path, func(s string) bool { return s == "*" || s == "?" || s == "[]" }) {
+			return compositeIndex{}, false
+		}
+		comp.paths = append(comp.paths, path)
+		comp.desc = append(comp.desc, strings.EqualFold(p.Get("order").Str(), "descending"))
+		if systemPath(path) {
+			comp.kept = false
+		}
+	}
+	return comp, len(comp.paths) >= 2 && ordinal <= math.MaxUint16
 }
 
 // indexes reports whether a scalar at path is indexed: the most specific
@@ -233,7 +272,78 @@ func indexEntries(c *containerRecord, doc document.Value, loc []byte) [][]byte {
 		}
 	}
 	walk(doc)
+	for i := range c.index.composites {
+		if k, ok := compositeEntry(prefix, &c.index.composites[i], doc, loc); ok {
+			out = append(out, k)
+		}
+	}
 	return out
+}
+
+// The composite index. Each composite index of the policy gets one entry
+// per item whose every path holds a scalar:
+//
+//	'x' + collRid(8) + version(4) + 0x00 0x03 + ordinal(2) + value… + loc
+//
+// with one value per path, in the composite's order, encoded as the range
+// index encodes it, every byte inverted for a descending path. The value
+// encoding is prefix-free, so inverting it reverses its order, and the
+// concatenation sorts by the first path, then the second, each in its own
+// direction: a walk of the composite in key order (or backwards) is the
+// order of an ORDER BY over its paths (or over them all reversed), and
+// equalities on its leading paths with a range on the next one are one
+// contiguous span. The marker 0x00 0x03 cannot begin a path's encoding
+// (which begins with a segment byte, the escape 0x00 0xFF, or the end
+// 0x00 0x00), so composite entries never fall among single-path ones
+// and live in the same version space: the rebuild and the drop of old
+// versions treat them alike.
+//
+// Items where a path is undefined, an array or an object get no entry.
+// The query language sorts undefined first and arrays and objects after
+// strings, but the service does not document what its composite index
+// holds for them; the planner uses a composite only when the WHERE clause
+// bounds every one of its paths to a scalar, so such items cannot be in
+// the answer (plan.CompositeUses).
+var compositeMarker = []byte{0, 3}
+
+// compositePrefix is where the entries of composite ordinal begin, under
+// an index prefix.
+func compositePrefix(indexPrefix []byte, ordinal int) []byte {
+	k := append(bytes.Clone(indexPrefix), compositeMarker...)
+	return binary.BigEndian.AppendUint16(k, uint16(ordinal))
+}
+
+// compositeEntry is an item's entry in a composite index; ok is false
+// when a path does not hold a scalar.
+func compositeEntry(indexPrefix []byte, comp *compositeIndex, doc document.Value, loc []byte) ([]byte, bool) {
+	if !comp.kept {
+		return nil, false
+	}
+	k := compositePrefix(indexPrefix, comp.ordinal)
+	for i, p := range comp.paths {
+		var ok bool
+		if k, ok = appendCompositeValue(k, doc.At(p), comp.desc[i]); !ok {
+			return nil, false
+		}
+	}
+	return append(k, loc...), true
+}
+
+// appendCompositeValue encodes a scalar as appendIndexValue does, every
+// byte inverted when desc.
+func appendCompositeValue(dst []byte, v document.Value, desc bool) ([]byte, bool) {
+	start := len(dst)
+	dst, ok := appendIndexValue(dst, v)
+	if desc {
+		invert(dst[start:])
+	}
+	return dst, ok
+}
+
+func invert(b []byte) {
+	for i := range b {
+		b[i] = ^b[i]
+	}
 }
 
 // systemPath reports whether path is a system property of the item.

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"slices"
 	"sort"
 	"testing"
 
@@ -60,6 +61,72 @@ func TestIndexValueOrder(t *testing.T) {
 		v, _ := document.Parse([]byte(s))
 		if _, ok := appendIndexValue(nil, v); ok {
 			t.Errorf("%s should not be indexed as a value", s)
+		}
+	}
+}
+
+// Composite entries sort by the first path, then the next, each in its
+// own direction, across types as the query language orders them; they
+// never fall among single-path entries; and the location is found again
+// at their end.
+func TestCompositeOrder(t *testing.T) {
+	c := &containerRecord{index: newIndexPolicy(mustParse(`{"includedPaths":[{"path":"/*"}],
+		"compositeIndexes":[[{"path":"/a"},{"path":"/b","order":"descending"}],[{"path":"/_ts"},{"path":"/a"}],[{"path":"/x/[]"},{"path":"/a"}]]}`))}
+	if len(c.index.composites) != 2 || c.index.composites[1].kept {
+		t.Fatalf("composites %+v: want two, the one on _ts without entries", c.index.composites)
+	}
+	vals := []string{`null`, `false`, `true`, `-2`, `0`, `0.5`, `3`, `""`, `"a"`, `"a\u0000"`, `"ab"`}
+	type entry struct {
+		a, b document.Value
+		key  []byte
+	}
+	var entries []entry
+	seq := uint64(1)
+	for _, as := range vals {
+		for _, bs := range vals {
+			doc := mustParse(`{"a":` + as + `,"b":` + bs + `}`)
+			loc := itemLoc("0A", seq)
+			seq++
+			var comp [][]byte
+			for _, k := range indexEntries(c, doc, loc) {
+				if bytes.HasPrefix(k, append(indexPrefix(c), compositeMarker...)) {
+					comp = append(comp, k)
+				}
+			}
+			if len(comp) != 1 {
+				t.Fatalf("%s: %d composite entries, want 1", doc.JSON(), len(comp))
+			}
+			got, ok := compositeLoc(comp[0], len(compositePrefix(indexPrefix(c), 0)), &c.index.composites[0])
+			if !ok || !bytes.Equal(got, loc) {
+				t.Fatalf("%s: location %x, want %x", doc.JSON(), got, loc)
+			}
+			entries = append(entries, entry{doc.Get("a"), doc.Get("b"), comp[0]})
+		}
+	}
+	for _, missing := range []string{`{"a":1}`, `{"a":1,"b":[1]}`, `{"a":{},"b":1}`} {
+		for _, k := range indexEntries(c, mustParse(missing), itemLoc("0A", 1)) {
+			if bytes.HasPrefix(k, append(indexPrefix(c), compositeMarker...)) {
+				t.Errorf("%s has a composite entry; only items with scalars on every path do", missing)
+			}
+		}
+	}
+	want := slices.Clone(entries)
+	slices.SortStableFunc(want, func(x, y entry) int {
+		if d := document.Compare(x.a, y.a); d != 0 {
+			return d
+		}
+		return document.Compare(y.b, x.b)
+	})
+	slices.SortStableFunc(entries, func(x, y entry) int { return bytes.Compare(x.key, y.key) })
+	for i := range want {
+		if document.Compare(want[i].a, entries[i].a) != 0 || document.Compare(want[i].b, entries[i].b) != 0 {
+			t.Fatalf("entry %d is (%s, %s), want (%s, %s)", i, entries[i].a.JSON(), entries[i].b.JSON(), want[i].a.JSON(), want[i].b.JSON())
+		}
+	}
+	// No path's encoding begins with the composite marker.
+	for _, path := range [][]string{{"a"}, {"\x00"}, {"\x03"}, {"a", "b"}} {
+		if bytes.HasPrefix(appendIndexPath(nil, path), compositeMarker) {
+			t.Errorf("path %q encodes like the composite marker", path)
 		}
 	}
 }

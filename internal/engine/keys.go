@@ -22,7 +22,7 @@ const (
 	famByTs      = 's' // 's'+collRid(8)+_ts(8)+seq(8) → size+loc (items inheriting the default)
 	famImage     = 'e' // 'e'+collRid(8)+'t'|'s'+key(16) → the item record of expiry entry 't'|'s'+collRid+key, while TTL is on (purge.go)
 	famLSN       = 'l' // 'l'+collRid(8) → last LSN, items, bytes of the container (usage.go)
-	famIndex     = 'x' // 'x'+collRid(8)+version(4)+path+value+loc → "" (index.go)
+	famIndex     = 'x' // 'x'+collRid(8)+version(4)+path+value+loc, or +0x00 0x03+ordinal(2)+values+loc for a composite → "" (index.go)
 	famUsage     = 'n' // 'n'+collRid(8)+escaped EPK → items of that EPK (usage.go)
 
 	// The change feed (changefeed.go).

@@ -22,9 +22,12 @@ var updatePlans = flag.Bool("update", false, "rewrite the expected plans in test
 // The container: 5,000 items in 50 logical partitions of 100 ("p0".."p49"),
 // n = 0..99 within each partition, and one partition of 1,000 ("pbig",
 // n = 0..999); s = "s"+n%10, tags = [n%3, n%5]; the default indexing
-// policy.
+// policy with two composite indexes, (/s ASC, /n ASC) and
+// (/pk ASC, /n DESC).
 func TestPlanTranscript(t *testing.T) {
-	be := newBatchEnv(t, "null")
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"indexingPolicy":{"indexingMode":"consistent",
+		"includedPaths":[{"path":"/*"}],"compositeIndexes":[[{"path":"/s","order":"ascending"},{"path":"/n","order":"ascending"}],
+		[{"path":"/pk"},{"path":"/n","order":"descending"}]]}}`)
 	ctx := context.Background()
 	for p := 0; p < 50; p++ {
 		ops := make([]string, 0, 100)

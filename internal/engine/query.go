@@ -116,7 +116,7 @@ func (e *Engine) QueryItems(ctx context.Context, p QueryParams) (*FeedPage, erro
 		}
 		page.Plan = qp.plan
 		limit := pageSize(p.MaxItemCount)
-		next := cursor{fingerprint: fp, access: qp.access, terms: qp.terms, indexVer: c.Index.Version}
+		next := cursor{fingerprint: fp, access: qp.access, terms: qp.terms, composite: qp.composite, indexVer: c.Index.Version}
 		if prog.Streaming() {
 			return streamQuery(qp.src, c, prog, scope, now, cur, next, limit, !single, page)
 		}

@@ -103,12 +103,13 @@ func (h *Handler) queryMetrics(rq *request, page *engine.FeedPage) {
 	hd.Set("x-ms-cosmos-query-execution-info", `{"reverseRidEnabled":false,"reverseIndexScan":false}`)
 }
 
-// indexUtilization is the index metrics document: the single-path indexes
-// the chosen access path read.
+// indexUtilization is the index metrics document: the single-path or
+// composite index the chosen access path read.
 func indexUtilization(p *plan.Plan) string {
 	type index struct {
 		FilterExpression string
-		IndexSpec        string
+		IndexSpec        string   `json:",omitempty"`
+		IndexSpecs       []string `json:",omitempty"`
 		FilterPreciseSet bool
 		IndexPreciseSet  bool
 		IndexImpactScore string
@@ -122,6 +123,9 @@ func indexUtilization(p *plan.Plan) string {
 	if p != nil {
 		for _, path := range p.UsedPaths() {
 			doc.UtilizedSingleIndexes = append(doc.UtilizedSingleIndexes, index{IndexSpec: "/" + strings.Join(path, "/") + "/?", FilterPreciseSet: true, IndexPreciseSet: true, IndexImpactScore: "High"})
+		}
+		if comp, ok := p.UsedComposite(); ok {
+			doc.UtilizedCompositeIndexes = append(doc.UtilizedCompositeIndexes, index{IndexSpecs: comp.Spec(), FilterPreciseSet: true, IndexPreciseSet: true, IndexImpactScore: "High"})
 		}
 	}
 	b, _ := json.Marshal(doc)

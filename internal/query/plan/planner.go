@@ -17,8 +17,11 @@ import (
 //     engine turns a scope into one contiguous span of item keys.
 //  2. Access paths: a scan of the scope; a point read when the id and the
 //     whole partition key are known; a walk of one path's index spans; the
-//     intersection of two paths' spans; and, for TOP/OFFSET-LIMIT with one
-//     ORDER BY, a walk of the ORDER BY path's index in order.
+//     intersection of two paths' spans; for TOP/OFFSET-LIMIT with one
+//     ORDER BY, a walk of the ORDER BY path's index in order; and the span
+//     of a composite index that equalities on its leading paths and a term
+//     on the next one give, read for its items or, when the ORDER BY
+//     follows the composite, walked in order (CompositeUses).
 //  3. Choice: each path gets an estimated cost from the counts the engine
 //     keeps (items per container and per logical partition) and the number
 //     of index entries each span holds, which the engine counts up to a
@@ -211,14 +214,17 @@ type Access uint8
 
 // The access paths.
 const (
-	Scan        Access = iota // every item of the scope, in key order
-	PointRead                 // one item by partition key and id
-	IndexSpan                 // one term's index spans
-	Intersect                 // the items two terms' spans share
-	OrderedWalk               // the ORDER BY path's index, in order, until enough rows
+	Scan          Access = iota // every item of the scope, in key order
+	PointRead                   // one item by partition key and id
+	IndexSpan                   // one term's index spans
+	Intersect                   // the items two terms' spans share
+	OrderedWalk                 // the ORDER BY path's index, in order, until enough rows
+	CompositeSpan               // the items of a span of a composite index
+	CompositeWalk               // a span of a composite index, in the ORDER BY's order, until enough rows
 )
 
-var accessNames = [...]string{Scan: "scan", PointRead: "point", IndexSpan: "index", Intersect: "intersect", OrderedWalk: "ordered"}
+var accessNames = [...]string{Scan: "scan", PointRead: "point", IndexSpan: "index", Intersect: "intersect", OrderedWalk: "ordered",
+	CompositeSpan: "composite", CompositeWalk: "composite-ordered"}
 
 func (a Access) String() string { return accessNames[a] }
 
@@ -247,15 +253,19 @@ type Input struct {
 	// how many entries the ORDER BY path's index holds (or -1).
 	Ordered     *Ordered
 	WalkEntries int64
+	// Composites are the ways composite indexes can answer the query
+	// (CompositeUses), each with the count of its span's entries.
+	Composites []CompositeUse
 }
 
 // Path is one candidate access path with its estimates.
 type Path struct {
-	Access  Access
-	Terms   []int   // indexes into Input.Terms
-	Entries float64 // index entries it is expected to read
-	Records float64 // records it is expected to read
-	Cost    float64
+	Access    Access
+	Composite *CompositeUse // for CompositeSpan and CompositeWalk
+	Terms     []int         // indexes into Input.Terms
+	Entries   float64       // index entries it is expected to read
+	Records   float64       // records it is expected to read
+	Cost      float64
 }
 
 // Plan is the planner's choice and what it weighed.
@@ -332,6 +342,30 @@ func Choose(in Input) Plan {
 			add(Path{Access: Intersect, Terms: []int{best, second}, Entries: e1 + e2, Records: e1 * e2 / n * frac})
 		}
 	}
+	for i := range in.Composites {
+		u := &in.Composites[i]
+		if u.Entries < 0 {
+			continue
+		}
+		e, f := float64(u.Entries), frac
+		if u.Scoped {
+			f = 1
+		}
+		if !u.Ordered {
+			add(Path{Access: CompositeSpan, Composite: u, Terms: u.Terms(), Entries: e, Records: e * f})
+			continue
+		}
+		// As the ordered walk: the rows passing the terms the span does
+		// not hold are assumed spread evenly along it.
+		sel := 1.0
+		for i, te := range in.Entries {
+			if te >= 0 && !slices.Contains(u.Eq, i) && i != u.Next {
+				sel = math.Min(sel, math.Max(float64(te), 1)/n)
+			}
+		}
+		entries := math.Min(e, float64(u.Want)/(f*sel))
+		add(Path{Access: CompositeWalk, Composite: u, Terms: u.Terms(), Entries: entries, Records: entries * f})
+	}
 	p.Chosen = p.Considered[0]
 	for _, c := range p.Considered[1:] {
 		if c.Cost < p.Chosen.Cost {
@@ -358,7 +392,7 @@ func (p Plan) Explain() string {
 	fmt.Fprintf(&b, "scope=%s items=%d of %d\n", p.Scope.Kind, p.Scope.Items, p.Scope.ContainerItems)
 	b.WriteString("chosen: " + p.describe(p.Chosen) + "\n")
 	for _, c := range p.Considered {
-		if c.Access == p.Chosen.Access && slices.Equal(c.Terms, p.Chosen.Terms) {
+		if c.Access == p.Chosen.Access && c.Composite == p.Chosen.Composite && slices.Equal(c.Terms, p.Chosen.Terms) {
 			continue
 		}
 		b.WriteString("considered: " + p.describe(c) + "\n")
@@ -374,6 +408,9 @@ func (p Plan) Summary() string {
 func (p Plan) describe(c Path) string {
 	var b strings.Builder
 	b.WriteString(c.Access.String())
+	if c.Composite != nil {
+		b.WriteString(" " + c.Composite.Index.Label())
+	}
 	for _, t := range c.Terms {
 		if t < len(p.terms) {
 			b.WriteString(" [" + p.terms[t].Label + "]")
@@ -386,8 +423,12 @@ func (p Plan) describe(c Path) string {
 	return b.String()
 }
 
-// UsedPaths returns the paths whose index the chosen access path reads.
+// UsedPaths returns the paths whose single-path index the chosen access
+// path reads (UsedComposite names a composite index).
 func (p Plan) UsedPaths() [][]string {
+	if p.Chosen.Composite != nil {
+		return nil
+	}
 	var out [][]string
 	for _, t := range p.Chosen.Terms {
 		if t < len(p.terms) {
@@ -396,3 +437,14 @@ func (p Plan) UsedPaths() [][]string {
 	}
 	return out
 }
+
+// UsedComposite returns the composite index the chosen access path reads.
+func (p Plan) UsedComposite() (CompositeIndex, bool) {
+	if p.Chosen.Composite == nil {
+		return CompositeIndex{}, false
+	}
+	return p.Chosen.Composite.Index, true
+}
+
+// Composite reports whether the access path reads a composite index.
+func (a Access) Composite() bool { return a == CompositeSpan || a == CompositeWalk }

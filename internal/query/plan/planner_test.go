@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/mayfly-db/mayfly/internal/document"
@@ -73,6 +75,63 @@ func TestChoose(t *testing.T) {
 		}
 		if p.Explain() == "" || p.Summary() == "" {
 			t.Errorf("%s: no explanation", tt.name)
+		}
+	}
+}
+
+func TestCompositeUses(t *testing.T) {
+	comps := []CompositeIndex{
+		{Ordinal: 0, Paths: [][]string{{"a"}, {"b"}, {"c"}}, Desc: []bool{false, true, false}},
+		{Ordinal: 1, Paths: [][]string{{"s"}, {"n"}}, Desc: []bool{false, false}},
+	}
+	tests := []struct {
+		query string
+		want  []string // "ordinal terms [ordered [reverse]]"
+	}{
+		// Every path needs a term: an item lacking one is not in the index.
+		{"SELECT * FROM c WHERE c.a = 1 AND c.b > 2", nil},
+		{"SELECT TOP 5 * FROM c WHERE IS_DEFINED(c.s) AND c.n > 1 ORDER BY c.s, c.n", nil},
+		{"SELECT * FROM c WHERE c.a = 1 AND c.b > 2 AND c.c = 3", []string{"0 eq=1 next=/b"}},
+		{"SELECT * FROM c WHERE c.c = 3 AND c.b = 2 AND c.a = 1", []string{"0 eq=3 next="}},
+		{"SELECT * FROM c WHERE c.a IN (1, 2) AND c.b = 2 AND c.c = 3", []string{"0 eq=0 next=/a"}},
+		{"SELECT TOP 5 * FROM c WHERE c.s > 'a' AND c.n > 1 ORDER BY c.s, c.n", []string{"1 eq=0 next=/s", "1 eq=0 next=/s ordered"}},
+		{"SELECT TOP 5 * FROM c WHERE c.s > 'a' AND c.n > 1 ORDER BY c.s DESC, c.n DESC", []string{"1 eq=0 next=/s", "1 eq=0 next=/s ordered reverse"}},
+		{"SELECT TOP 5 * FROM c WHERE c.s > 'a' AND c.n > 1 ORDER BY c.s, c.n DESC", []string{"1 eq=0 next=/s"}},
+		{"SELECT TOP 5 * FROM c WHERE c.s > 'a' AND c.n > 1 ORDER BY c.n", []string{"1 eq=0 next=/s"}},
+		// An equality fixes a leading path: the ORDER BY may start after it,
+		// and its direction there does not matter.
+		{"SELECT TOP 5 * FROM c WHERE c.s = 'a' AND c.n > 1 ORDER BY c.n DESC", []string{"1 eq=1 next=/n", "1 eq=1 next=/n ordered reverse"}},
+		{"SELECT TOP 5 * FROM c WHERE c.s = 'a' AND c.n > 1 ORDER BY c.s DESC, c.n", []string{"1 eq=1 next=/n", "1 eq=1 next=/n ordered"}},
+		{"SELECT TOP 5 * FROM c WHERE c.a = 1 AND c.b < 2 AND c.c < 3 ORDER BY c.b, c.c DESC", []string{"0 eq=1 next=/b", "0 eq=1 next=/b ordered reverse"}},
+		{"SELECT TOP 5 * FROM c WHERE c.a > 1 AND c.b < 2 AND c.c < 3 ORDER BY c.b, c.c DESC", []string{"0 eq=0 next=/a"}},
+	}
+	for _, tt := range tests {
+		q, err := parser.Parse(tt.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		terms := Terms(Predicates(q, nil))
+		var order []OrderKey
+		for _, o := range q.OrderBy {
+			p, _ := DocPath(q, o.Expr)
+			order = append(order, OrderKey{Path: p, Desc: o.Desc})
+		}
+		var got []string
+		for _, u := range CompositeUses(comps, terms, order, 5) {
+			s := fmt.Sprintf("%d eq=%d next=", u.Index.Ordinal, len(u.Eq))
+			if u.Next >= 0 {
+				s += pathLabel(terms[u.Next].Path)
+			}
+			if u.Ordered {
+				s += " ordered"
+			}
+			if u.Reverse {
+				s += " reverse"
+			}
+			got = append(got, s)
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s:\n got  %q\n want %q", tt.query, got, tt.want)
 		}
 	}
 }

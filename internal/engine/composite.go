@@ -1,0 +1,251 @@
+package engine
+
+import (
+	"bytes"
+	"slices"
+	"time"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/query/ast"
+	"github.com/mayfly-db/mayfly/internal/query/gatewayplan"
+	"github.com/mayfly-db/mayfly/internal/query/plan"
+	"github.com/mayfly-db/mayfly/internal/storage"
+)
+
+// compositeUses returns the ways the container's composite indexes can
+// answer q (plan.CompositeUses), without their counts. None while the
+// index is being rebuilt.
+func compositeUses(c *containerRecord, q *ast.Query, params map[string]document.Value, terms []plan.Term) []plan.CompositeUse {
+	if !c.Index.Ready || c.index.none || len(c.index.composites) == 0 {
+		return nil
+	}
+	var comps []plan.CompositeIndex
+	for _, ci := range c.index.composites {
+		if ci.kept {
+			comps = append(comps, plan.CompositeIndex{Ordinal: ci.ordinal, Paths: ci.paths, Desc: ci.desc})
+		}
+	}
+	order, want := walkableOrder(q, params)
+	return plan.CompositeUses(comps, terms, order, want)
+}
+
+// walkableOrder returns the ORDER BY keys of a query an ordered walk can
+// answer, and how many rows it needs: one per ORDER BY item, each a
+// document path, with TOP or OFFSET/LIMIT and without grouping,
+// aggregates, DISTINCT or JOINs (whose rows are not the documents). want
+// is -1 otherwise.
+func walkableOrder(q *ast.Query, params map[string]document.Value) ([]plan.OrderKey, int64) {
+	if len(q.OrderBy) == 0 || len(q.GroupBy) > 0 || q.Select.Distinct || gatewayplan.HasAggregates(q) || len(q.Joins) > 0 {
+		return nil, -1
+	}
+	keys := orderKeys(q)
+	if keys == nil {
+		return nil, -1
+	}
+	info := gatewayplan.Describe(q, params)
+	switch {
+	case info.Top != nil:
+		return keys, int64(*info.Top)
+	case info.Offset != nil && info.Limit != nil:
+		return keys, int64(*info.Offset + *info.Limit)
+	}
+	return nil, -1
+}
+
+// orderKeys returns the ORDER BY items of q as document paths, or nil
+// when one is not a path.
+func orderKeys(q *ast.Query) []plan.OrderKey {
+	keys := make([]plan.OrderKey, 0, len(q.OrderBy))
+	for _, o := range q.OrderBy {
+		path, ok := plan.DocPath(q, o.Expr)
+		if !ok {
+			return nil
+		}
+		keys = append(keys, plan.OrderKey{Path: path, Desc: o.Desc})
+	}
+	return keys
+}
+
+// compositeSpans turns a composite use into spans of index keys, in key
+// order: the equalities' values after the composite's prefix, then each
+// value span of the next path's term.
+func compositeSpans(c *containerRecord, u *plan.CompositeUse, terms []plan.Term) []keySpan {
+	base := compositePrefix(indexPrefix(c), u.Index.Ordinal)
+	for i, t := range u.Eq {
+		var ok bool
+		if base, ok = appendCompositeValue(base, terms[t].Spans[0].Lo, u.Index.Desc[i]); !ok {
+			return nil
+		}
+	}
+	if u.Next < 0 {
+		return []keySpan{{base, prefixEnd(base)}}
+	}
+	return valueSpans(base, terms[u.Next], u.Index.Desc[len(u.Eq)])
+}
+
+// entryCheck tells, from an entry's key alone, whether its item can pass
+// the terms on the composite's paths that its span does not already bound
+// (paths after the span's), so the walk reads only those items' records.
+// Terms are implied by the WHERE clause, so a skipped item cannot pass it.
+type entryCheck struct {
+	comp  *compositeIndex
+	base  int
+	spans [][]keySpan // per path of the composite; nil: not checked
+}
+
+func newEntryCheck(c *containerRecord, comp *compositeIndex, u *plan.CompositeUse, terms []plan.Term) *entryCheck {
+	ch := &entryCheck{comp: comp, base: compositeBase(c, u), spans: make([][]keySpan, len(comp.paths))}
+	for i := len(u.Terms()); i < len(comp.paths); i++ {
+		if t := slices.IndexFunc(terms, func(t plan.Term) bool { return slices.Equal(t.Path, comp.paths[i]) }); t >= 0 {
+			ch.spans[i] = valueSpans(nil, terms[t], comp.desc[i])
+		}
+	}
+	return ch
+}
+
+// loc returns the location of entry k; ok is false when the key is
+// malformed or the item cannot pass the terms.
+func (ch *entryCheck) loc(k []byte) ([]byte, bool) {
+	off := ch.base
+	for i, desc := range ch.comp.desc {
+		mask := byte(0)
+		if desc {
+			mask = 0xff
+		}
+		n := maskedValueLen(k[off:], mask)
+		if n <= 0 {
+			return nil, false
+		}
+		if ch.spans[i] != nil && !slices.ContainsFunc(ch.spans[i], func(sp keySpan) bool {
+			return bytes.Compare(k[off:], sp.lo) >= 0 && (sp.hi == nil || bytes.Compare(k[off:], sp.hi) < 0)
+		}) {
+			return nil, false
+		}
+		off += n
+	}
+	if len(k)-off < 10 {
+		return nil, false
+	}
+	return k[off:], true
+}
+
+// compositeBase is the offset of the first value in an entry of u's
+// composite.
+func compositeBase(c *containerRecord, u *plan.CompositeUse) int {
+	return len(compositePrefix(indexPrefix(c), u.Index.Ordinal))
+}
+
+// policyComposite is the container's composite index with the ordinal.
+func (c *containerRecord) policyComposite(ordinal int) (*compositeIndex, bool) {
+	for i := range c.index.composites {
+		if c.index.composites[i].ordinal == ordinal {
+			return &c.index.composites[i], true
+		}
+	}
+	return nil, false
+}
+
+// compositeLocs collects the locations of the items in the scope that the
+// use's span names, in _rid order. An entry outside the scope costs only
+// its key.
+func compositeLocs(r storage.Reader, c *containerRecord, u *plan.CompositeUse, terms []plan.Term, s *itemScope, st *readStats) ([][]byte, error) {
+	comp, ok := c.policyComposite(u.Index.Ordinal)
+	if !ok {
+		return nil, nil
+	}
+	check := newEntryCheck(c, comp, u, terms)
+	var out [][]byte
+	for _, sp := range compositeSpans(c, u, terms) {
+		err := scanRange(r, sp.lo, sp.hi, func(k, _ []byte) (bool, error) {
+			st.entries++
+			if loc, ok := check.loc(k); ok && s.holds(loc) {
+				out = append(out, bytes.Clone(loc))
+			}
+			return true, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(out, bySeq)
+	return slices.CompactFunc(out, bytes.Equal), nil
+}
+
+// countSpans counts the entries of spans, stopping at limit.
+func countSpans(r storage.Reader, spans []keySpan, limit int64, st *readStats) (int64, error) {
+	var n int64
+	for _, sp := range spans {
+		err := scanRange(r, sp.lo, sp.hi, func(_, _ []byte) (bool, error) {
+			st.entries++
+			n++
+			return n < limit, nil
+		})
+		if err != nil || n >= limit {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// compositeItems walks the use's span in key order (backwards when
+// u.Reverse), which is the ORDER BY's order, and returns the documents
+// that pass the WHERE clause until it has u.Want of them. Every document
+// the query can return is in the span (plan.CompositeUses), so what it
+// returns holds the query's first u.Want rows.
+func compositeItems(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, u *plan.CompositeUse, terms []plan.Term, s *itemScope, now time.Time, st *readStats) ([]foundItem, error) {
+	comp, ok := c.policyComposite(u.Index.Ordinal)
+	if !ok {
+		return nil, errBadContinuation
+	}
+	filter, err := whereOnly(q, params, now)
+	if err != nil {
+		return nil, err
+	}
+	spans := compositeSpans(c, u, terms)
+	if u.Reverse {
+		slices.Reverse(spans)
+	}
+	check := newEntryCheck(c, comp, u, terms)
+	var found []foundItem
+	for _, sp := range spans {
+		if int64(len(found)) >= u.Want {
+			break
+		}
+		it, err := r.NewIter(storage.IterParams{Lower: sp.lo, Upper: sp.hi, Reverse: u.Reverse})
+		if err != nil {
+			return nil, err
+		}
+		for ok := it.First(); ok && int64(len(found)) < u.Want; ok = it.Next() {
+			st.entries++
+			loc, ok := check.loc(it.Key())
+			if !ok || !s.holds(loc) {
+				continue
+			}
+			loc = bytes.Clone(loc)
+			rec, ok, err := readItemAt(r, c, loc, st)
+			if err != nil {
+				it.Close()
+				return nil, err
+			}
+			if !ok || c.expired(&rec, now) || !s.keeps(&rec) {
+				continue
+			}
+			doc, err := document.Parse(rec.json)
+			if err != nil {
+				it.Close()
+				return nil, err
+			}
+			if rows, err := filter.Rows(doc, docMeta(loc)); err != nil || len(rows) == 0 {
+				continue
+			}
+			rec.json = bytes.Clone(rec.json)
+			found = append(found, foundItem{loc: loc, rec: rec})
+		}
+		err = it.Err()
+		it.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return found, nil
+}
