@@ -238,7 +238,7 @@ func (e *Engine) writeItemTx(tx storage.Txn, c *containerRecord, p WriteItemPara
 	} else if dead != nil {
 		// The expired item leaves now; its expiry is recorded once, here
 		// or by the purger, whichever removes it.
-		if err := e.removeItem(tx, c, dead); err != nil {
+		if err := e.removeItem(tx, c, dead, nil); err != nil {
 			return nil, err
 		}
 		if err := e.logChange(tx, c, change{kind: changeExpire, lsn: lsn, seq: dead.seq(), prev: &dead.rec}); err != nil {
@@ -412,15 +412,19 @@ func deleteEntries(tx storage.Txn, keys, uniq [][]byte, loc []byte) error {
 	return nil
 }
 
-// removeItem deletes an item and all its index entries.
-func (e *Engine) removeItem(tx storage.Txn, c *containerRecord, it *liveItem) error {
+// removeItem deletes an item and all its index entries. Its usage is
+// taken off the counters at once, or gathered in d when d is not nil (a
+// purge applies a whole batch's with one update per partition).
+func (e *Engine) removeItem(tx storage.Txn, c *containerRecord, it *liveItem, d *usageDelta) error {
 	if err := e.removeIndexes(tx, c, it); err != nil {
 		return err
 	}
 	if err := tx.Delete(itemIDKey(c.Rid, it.rec.pk, it.rec.id)); err != nil {
 		return err
 	}
-	if err := addUsage(tx, c, it.rec.epk, -1, -int64(len(it.rec.json))); err != nil {
+	if d != nil {
+		d.add(it.rec.epk, -1, -int64(len(it.rec.json)))
+	} else if err := addUsage(tx, c, it.rec.epk, -1, -int64(len(it.rec.json))); err != nil {
 		return err
 	}
 	if err := tx.Delete(byRidKey(c.Rid, it.seq())); err != nil {
@@ -522,7 +526,7 @@ func (e *Engine) deleteItemTx(tx storage.Txn, c *containerRecord, p DeleteItemPa
 	if err != nil {
 		return nil, err
 	}
-	if err := e.removeItem(tx, c, live); err != nil {
+	if err := e.removeItem(tx, c, live, nil); err != nil {
 		return nil, err
 	}
 	if err := e.logChange(tx, c, change{kind: changeDelete, lsn: lsn, seq: live.seq(), prev: &live.rec}); err != nil {

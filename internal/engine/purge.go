@@ -218,13 +218,14 @@ func (e *Engine) PurgeDue(ctx context.Context, p ttl.PurgeParams) (ttl.PurgeResu
 		if err != nil {
 			return err
 		}
+		var usage usageDelta
 		for i := range dead {
 			// Purging is background work: between items it lets a user
 			// request waiting for a processor run first, rather than
 			// after the whole batch (ttl.md A4).
 			runtime.Gosched()
 			it := &dead[i]
-			if err := e.removeItem(tx, c, it); err != nil {
+			if err := e.removeItem(tx, c, it, &usage); err != nil {
 				return err
 			}
 			lsn := first + uint64(i)
@@ -233,7 +234,7 @@ func (e *Engine) PurgeDue(ctx context.Context, p ttl.PurgeParams) (ttl.PurgeResu
 			}
 			res.Items = append(res.Items, ttl.PurgedItem{TS: it.rec.ts, TTL: it.rec.itemTTL()})
 		}
-		return nil
+		return usage.apply(tx, c)
 	})
 	if err != nil {
 		if isNotFound(err) {

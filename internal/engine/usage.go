@@ -67,17 +67,13 @@ func partitionCountKey(collRid []byte, epk string) []byte {
 // addUsage adds items and bytes to the container's totals and items to its
 // partition's count.
 func addUsage(tx storage.Txn, c *containerRecord, epk string, items, bytes int64) error {
-	if items == 0 && bytes == 0 {
-		return nil
-	}
-	st, err := readState(tx, c.Rid)
-	if err != nil {
-		return err
-	}
-	st.items, st.bytes = st.items+items, st.bytes+bytes
-	if err := tx.Set(lsnKey(c.Rid), st.encode()); err != nil {
-		return err
-	}
+	var d usageDelta
+	d.add(epk, items, bytes)
+	return d.apply(tx, c)
+}
+
+// addPartitionItems adds items to the count of the partition of epk.
+func addPartitionItems(tx storage.Txn, c *containerRecord, epk string, items int64) error {
 	if items == 0 {
 		return nil
 	}
@@ -116,4 +112,42 @@ func decodeCount(v []byte) uint64 {
 		return 0
 	}
 	return binary.BigEndian.Uint64(v)
+}
+
+// usageDelta gathers the usage changes of several removals in one
+// transaction, so they cost one update of the container's state and one
+// per partition rather than one of each per item.
+type usageDelta struct {
+	items, bytes int64
+	perEPK       map[string]int64
+}
+
+func (d *usageDelta) add(epk string, items, bytes int64) {
+	if d.perEPK == nil {
+		d.perEPK = map[string]int64{}
+	}
+	d.items += items
+	d.bytes += bytes
+	d.perEPK[epk] += items
+}
+
+// apply writes the gathered changes.
+func (d *usageDelta) apply(tx storage.Txn, c *containerRecord) error {
+	if d.items == 0 && d.bytes == 0 && len(d.perEPK) == 0 {
+		return nil
+	}
+	st, err := readState(tx, c.Rid)
+	if err != nil {
+		return err
+	}
+	st.items, st.bytes = st.items+d.items, st.bytes+d.bytes
+	if err := tx.Set(lsnKey(c.Rid), st.encode()); err != nil {
+		return err
+	}
+	for epk, n := range d.perEPK {
+		if err := addPartitionItems(tx, c, epk, n); err != nil {
+			return err
+		}
+	}
+	return nil
 }
