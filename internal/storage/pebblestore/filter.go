@@ -1,8 +1,8 @@
 package pebblestore
 
 import (
-	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/bloom"
 )
 
 // bloomBitsPerKey gives bloom filters about a 1% false-positive rate.

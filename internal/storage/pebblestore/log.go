@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble"
 )
 
 // pebbleLogger sends Pebble's log lines to slog at debug level, so they
@@ -23,12 +23,6 @@ func (l pebbleLogger) Infof(format string, args ...any) {
 		return
 	}
 	l.log.Debug("Pebble logged a message.", "text", strings.TrimSpace(fmt.Sprintf(format, args...)))
-}
-
-// Errorf reports a failure Pebble worked around, such as a table whose
-// statistics could not be computed.
-func (l pebbleLogger) Errorf(format string, args ...any) {
-	l.log.Error("Pebble logged an error.", "text", strings.TrimSpace(fmt.Sprintf(format, args...)))
 }
 
 // Fatalf is called when Pebble cannot continue safely (a failed write to

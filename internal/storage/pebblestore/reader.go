@@ -5,7 +5,7 @@ import (
 	"errors"
 	"io"
 
-	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble"
 
 	"github.com/mayfly-db/mayfly/internal/storage"
 )
@@ -143,11 +143,6 @@ func (it *iterator) SeekGE(key []byte) bool {
 		return false
 	}
 	if !it.reverse {
-		if len(key) == 0 {
-			// The same position. Pebble built with its invariants (or race)
-			// checks reads the seek key's first byte.
-			return it.it.First()
-		}
 		return it.it.SeekGE(key)
 	}
 	// Pebble has no SeekLE. key+"\x00" is the smallest key greater than

@@ -36,8 +36,8 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/vfs"
 
 	"github.com/mayfly-db/mayfly/internal/storage"
 )
@@ -51,15 +51,6 @@ import (
 // (docs/benchmarks.md). Pebble starts small and doubles up to this size,
 // so a store that writes little never holds it.
 const DefaultMemTableSize = 64 << 20
-
-// formatMajorVersion is the on-disk format of new stores, and the format
-// Open moves older stores up to: 016, row blocks, as Pebble v1.1 wrote.
-// The newer columnar formats made a purge cost about 45% more CPU once its
-// compactions had run (docs/benchmarks.md, "Pebble v2 against v1.1"). It is
-// named rather than pebble.FormatNewest so that upgrading Pebble does not
-// also move existing stores to a format the previous release cannot read:
-// that is a separate, deliberate change (docs/design/storage.md).
-const formatMajorVersion = pebble.FormatVirtualSSTables
 
 // Options configures Open.
 type Options struct {
@@ -137,11 +128,10 @@ func Open(opts Options) (*Store, error) {
 		Cache:                       cache,
 		MemTableSize:                memTableSize,
 		MemTableStopWritesThreshold: 4,
-		FormatMajorVersion:          formatMajorVersion,
-		// One compaction at a time, more (up to half the processors, at
-		// most four) while level 0 or the compaction debt piles up.
-		CompactionConcurrencyRange: func() (int, int) {
-			return 1, max(1, min(4, runtime.GOMAXPROCS(0)/2))
+		// New stores get every on-disk format feature this Pebble has.
+		FormatMajorVersion: pebble.FormatNewest,
+		MaxConcurrentCompactions: func() int {
+			return max(1, min(4, runtime.GOMAXPROCS(0)/2))
 		},
 		Logger:        pebbleLogger{log: log},
 		EventListener: eventListener(log),
@@ -150,6 +140,7 @@ func Open(opts Options) (*Store, error) {
 	// checks) skip tables without reading them.
 	policy, known := filterPolicies(opts.Filter)
 	po.Filters = known
+	po.Levels = make([]pebble.LevelOptions, 7)
 	for i := range po.Levels {
 		l := &po.Levels[i]
 		l.FilterPolicy = policy
@@ -158,6 +149,10 @@ func Open(opts Options) (*Store, error) {
 		// index, checksum, cache and compress in compactions and scans,
 		// while a cached point read costs the same (docs/benchmarks.md).
 		l.BlockSize = 16 << 10
+		if i > 0 {
+			l.TargetFileSize = po.Levels[i-1].TargetFileSize * 2
+		}
+		l.EnsureDefaults()
 	}
 
 	dir := opts.Dir
@@ -290,14 +285,7 @@ func (s *Store) DiskUsage() (uint64, error) {
 		return 0, err
 	}
 	defer s.inflight.Done()
-	m := s.db.Metrics()
-	usage := m.DiskSpaceUsage()
-	// Pebble counts the write-ahead log being written at its size when it
-	// was opened; the bytes written to it since are on disk too.
-	if m.WAL.Size > m.WAL.PhysicalSize {
-		usage += m.WAL.Size - m.WAL.PhysicalSize
-	}
-	return usage, nil
+	return s.db.Metrics().DiskSpaceUsage(), nil
 }
 
 // Close waits for running calls to finish and closes the database. Calls
