@@ -81,7 +81,7 @@ func parseCursor(s string, fp uint64) (cursor, *Error) {
 	k.access = plan.Access(b[9])
 	n := int(b[10])
 	b = b[11:]
-	if k.access > plan.CompositeWalk || len(b) < n+4 {
+	if k.access > plan.OrderedStream || len(b) < n+4 {
 		return k, errBadContinuation
 	}
 	for _, t := range b[:n] {

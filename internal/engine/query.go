@@ -110,13 +110,16 @@ func (e *Engine) QueryItems(ctx context.Context, p QueryParams) (*FeedPage, erro
 				return derr
 			}
 		}
-		qp, err := e.planQuery(r, c, prog, p.Params, scope, now, &st, p.Continuation != "", cur)
+		limit := pageSize(p.MaxItemCount)
+		qp, err := e.planQuery(r, c, prog, p.Params, scope, now, &st, limit, p.Continuation != "", cur)
 		if err != nil {
 			return err
 		}
 		page.Plan = qp.plan
-		limit := pageSize(p.MaxItemCount)
 		next := cursor{fingerprint: fp, access: qp.access, terms: qp.terms, composite: qp.composite, indexVer: c.Index.Version}
+		if qp.stream != nil {
+			return streamOrdered(r, c, prog, p.Params, qp.stream, scope, now, &st, cur, next, limit, page)
+		}
 		if prog.Streaming() {
 			return streamQuery(qp.src, c, prog, scope, now, cur, next, limit, !single, page)
 		}
