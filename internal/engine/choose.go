@@ -53,7 +53,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, prog *eval.Prog
 	ready := c.Index.Ready && !c.index.none
 	if resumed {
 		for _, t := range cur.terms {
-			if t >= len(terms) {
+			if t >= len(terms) && cur.access != plan.OrderedStream {
 				return nil, errBadContinuation
 			}
 		}
@@ -145,7 +145,9 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, q *ast.Query,
 		if !ok {
 			return errBadContinuation
 		}
-		qa.stream = o
+		// The terms are the query's: a resumed ORDER BY of an SDK may
+		// come with a filter the first page did not have.
+		qa.stream, qa.terms = o, orderedTerms(o)
 	case plan.PointRead:
 		id, ok := pointID(terms)
 		if !ok || s.pk == nil {
@@ -215,6 +217,13 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, q *ast.Query,
 		qa.src = foundSource(found)
 	default:
 		qa.src = scanSource(r, c, s, st)
+	}
+	return nil
+}
+
+func orderedTerms(o *plan.Ordered) []int {
+	if o.Term >= 0 {
+		return []int{o.Term}
 	}
 	return nil
 }

@@ -119,12 +119,9 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 	lo, hi := pathBounds(prefix, plan.Predicates(q, params), o.Path)
 	w := &orderStream{r: r, c: c, s: s, now: now, st: st, rows: rows, o: o, desc: q.OrderBy[0].Desc,
 		prefix: prefix, lo: lo, hi: hi, next: next, limit: limit, page: page}
-	phases := []byte{phaseWalk}
-	if o.Undefined {
-		phases = []byte{phaseUndefined, phaseWalk}
-		if w.desc {
-			phases = []byte{phaseWalk, phaseUndefined}
-		}
+	phases := []byte{phaseUndefined, phaseWalk}
+	if w.desc {
+		phases = []byte{phaseWalk, phaseUndefined}
 	}
 	pos := cur.pos
 	if pos != nil {
@@ -133,6 +130,14 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 			return errBadContinuation
 		}
 		phases = phases[i:]
+	}
+	if !o.Undefined {
+		// A token may come from the query with another resume filter
+		// (see fingerprintText), under which the phase was needed.
+		if pos != nil && pos[0] == phaseUndefined {
+			pos = nil
+		}
+		phases = slices.DeleteFunc(phases, func(p byte) bool { return p == phaseUndefined })
 	}
 	for _, ph := range phases {
 		var more bool
