@@ -23,6 +23,7 @@ type queryAccess struct {
 	terms     []int
 	composite int // the composite index's ordinal, for CompositeSpan and CompositeWalk
 	src       itemSource
+	stream    *plan.Ordered // for OrderedStream, which pages itself (streamOrdered)
 }
 
 // probeLimit is how many entries of a term's spans are worth counting: at
@@ -43,16 +44,16 @@ func probeLimit(s plan.Scope) int64 {
 // makes the store step over their tombstones).
 const smallScope = 256
 
-// planQuery chooses the access path of a page. A first page asks the
-// planner; a later page reads the path its cursor names, so every page of
-// a query continues the same walk.
-func (e *Engine) planQuery(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, s *itemScope, now time.Time, st *readStats, resumed bool, cur cursor) (*queryAccess, error) {
+// planQuery chooses the access path of a page of limit rows. A first page
+// asks the planner; a later page reads the path its cursor names, so every
+// page of a query continues the same walk.
+func (e *Engine) planQuery(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, s *itemScope, now time.Time, st *readStats, limit int, resumed bool, cur cursor) (*queryAccess, error) {
 	q := prog.Query()
 	terms := plan.Terms(plan.Predicates(q, params))
 	ready := c.Index.Ready && !c.index.none
 	if resumed {
 		for _, t := range cur.terms {
-			if t >= len(terms) {
+			if t >= len(terms) && cur.access != plan.OrderedStream {
 				return nil, errBadContinuation
 			}
 		}
@@ -60,14 +61,14 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, prog *eval.Prog
 			return nil, errorf(BadRequest, "Invalid Continuation Token: the container's indexing policy changed since the query began; run the query again.")
 		}
 		qa := &queryAccess{access: cur.access, terms: cur.terms, composite: cur.composite}
-		return qa, e.buildSource(r, c, q, params, s, terms, now, st, qa)
+		return qa, e.buildSource(r, c, q, params, s, terms, now, st, limit, qa)
 	}
 	size, err := e.scopeSize(r, c, s)
 	if err != nil {
 		return nil, err
 	}
 	in := plan.Input{Scope: size, Terms: terms, Entries: make([]int64, len(terms))}
-	limit := probeLimit(size)
+	probe := probeLimit(size)
 	small := size.Items <= smallScope && (s.kind == plan.ScopePartition || s.kind == plan.ScopePrefix)
 	for i, t := range terms {
 		if small || !ready || !c.index.indexes(t.Path) || (s.kind != plan.ScopeAll && s.kind != plan.ScopeRange && c.isKeyPath(t.Path)) {
@@ -77,7 +78,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, prog *eval.Prog
 			in.Entries[i] = -1
 			continue
 		}
-		if in.Entries[i], err = countEntries(r, c, t, limit, st); err != nil {
+		if in.Entries[i], err = countEntries(r, c, t, probe, st); err != nil {
 			return nil, err
 		}
 	}
@@ -87,6 +88,8 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, prog *eval.Prog
 	if !prog.Streaming() {
 		if o, ok := orderedShape(c, q, params, terms); ok {
 			in.Ordered, in.WalkEntries = o, size.ContainerItems
+		} else if o, ok := streamShape(c, q, params, terms, limit); ok {
+			in.Stream, in.WalkEntries = o, size.ContainerItems
 		}
 	}
 	in.Composites = compositeUses(c, q, params, terms)
@@ -97,7 +100,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, prog *eval.Prog
 			u.Entries = in.Composites[i-1].Entries // the same span, walked in order
 			continue
 		}
-		if u.Entries, err = countSpans(r, compositeSpans(c, u, terms), limit, st); err != nil {
+		if u.Entries, err = countSpans(r, compositeSpans(c, u, terms), probe, st); err != nil {
 			return nil, err
 		}
 	}
@@ -109,7 +112,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, prog *eval.Prog
 	if slog.Default().Enabled(context.Background(), slog.LevelDebug) {
 		slog.Debug("query plan chosen", "container", c.link(), "query", q.String(), "plan", p.Explain())
 	}
-	return qa, e.buildSource(r, c, q, params, s, terms, now, st, qa)
+	return qa, e.buildSource(r, c, q, params, s, terms, now, st, limit, qa)
 }
 
 // pinsKey reports whether the equalities of a composite use pin every
@@ -133,9 +136,18 @@ func pointID(terms []plan.Term) (string, bool) {
 	return "", false
 }
 
-// buildSource makes the item source of the access path qa names.
-func (e *Engine) buildSource(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, s *itemScope, terms []plan.Term, now time.Time, st *readStats, qa *queryAccess) error {
+// buildSource makes the item source of the access path qa names (for
+// OrderedStream, the shape streamOrdered runs).
+func (e *Engine) buildSource(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, s *itemScope, terms []plan.Term, now time.Time, st *readStats, limit int, qa *queryAccess) error {
 	switch qa.access {
+	case plan.OrderedStream:
+		o, ok := streamShape(c, q, params, terms, limit)
+		if !ok {
+			return errBadContinuation
+		}
+		// The terms are the query's: a resumed ORDER BY of an SDK may
+		// come with a filter the first page did not have.
+		qa.stream, qa.terms = o, orderedTerms(o)
 	case plan.PointRead:
 		id, ok := pointID(terms)
 		if !ok || s.pk == nil {
@@ -205,6 +217,13 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, q *ast.Query,
 		qa.src = foundSource(found)
 	default:
 		qa.src = scanSource(r, c, s, st)
+	}
+	return nil
+}
+
+func orderedTerms(o *plan.Ordered) []int {
+	if o.Term >= 0 {
+		return []int{o.Term}
 	}
 	return nil
 }

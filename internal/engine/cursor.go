@@ -16,15 +16,20 @@ import (
 // the position and goes on. It is opaque to clients ("mf2." and base64url)
 // and holds
 //
-//	version(1) fingerprint(8) access(1) nterms(1) terms(n) [composite(2)]
-//	indexVersion(4) uvarint(skip) position
+//	version(1) fingerprint(8) text(4) access(1) nterms(1) terms(n)
+//	[composite(2)] indexVersion(4) uvarint(skip) position
 //
 // where composite, the ordinal of a composite index in the policy, is
 // there only for the composite access paths.
 //
 // The fingerprint is a hash of the query text, its parameters and its
 // scope (partition key, range), so a token given with a different query is
-// refused rather than misread. The access path and its terms are kept so
+// refused rather than misread. The text of an ORDER BY query an SDK
+// rewrote from a gateway plan is hashed with its resume filter (what
+// replaced {documentdb-formattableorderbyquery-filter}) left out: an SDK
+// resuming from a user's continuation sends the range's token with a
+// filter on the ORDER BY values in place of "true" (orderByFilter). text
+// is a hash of the exact text, which tells the engine that happened. The access path and its terms are kept so
 // the next page reads the same path even if the counts the planner weighs
 // have changed; the index version, so a token taken before an indexing
 // policy change is refused (its positions named entries of the old index).
@@ -32,6 +37,7 @@ import (
 // can make several rows of one item), or rows of a materialized result.
 type cursor struct {
 	fingerprint uint64
+	text        uint32
 	access      plan.Access
 	terms       []int
 	composite   int
@@ -42,7 +48,7 @@ type cursor struct {
 
 const (
 	cursorPrefix  = "mf2."
-	cursorVersion = 2
+	cursorVersion = 3
 )
 
 var errBadContinuation = errorf(BadRequest, "Invalid Continuation Token")
@@ -50,6 +56,7 @@ var errBadContinuation = errorf(BadRequest, "Invalid Continuation Token")
 func (k cursor) String() string {
 	b := []byte{cursorVersion}
 	b = binary.BigEndian.AppendUint64(b, k.fingerprint)
+	b = binary.BigEndian.AppendUint32(b, k.text)
 	b = append(b, byte(k.access), byte(len(k.terms)))
 	for _, t := range k.terms {
 		b = append(b, byte(t))
@@ -71,17 +78,24 @@ func parseCursor(s string, fp uint64) (cursor, *Error) {
 		return k, errBadContinuation
 	}
 	b, err := base64.RawURLEncoding.DecodeString(s[len(cursorPrefix):])
-	if err != nil || len(b) < 11 || b[0] != cursorVersion {
+	if err == nil && len(b) >= 11 && b[0] == cursorVersion-1 {
+		// A token of the version before, which kept no text hash: as if
+		// the text were the same.
+		b = slices.Concat(b[:9], binary.BigEndian.AppendUint32(nil, textUnknown), b[9:])
+		b[0] = cursorVersion
+	}
+	if err != nil || len(b) < 15 || b[0] != cursorVersion {
 		return k, errBadContinuation
 	}
 	k.fingerprint = binary.BigEndian.Uint64(b[1:])
 	if k.fingerprint != fp {
 		return k, errorf(BadRequest, "Invalid Continuation Token: it belongs to a different query.")
 	}
-	k.access = plan.Access(b[9])
-	n := int(b[10])
-	b = b[11:]
-	if k.access > plan.CompositeWalk || len(b) < n+4 {
+	k.text = binary.BigEndian.Uint32(b[9:])
+	k.access = plan.Access(b[13])
+	n := int(b[14])
+	b = b[15:]
+	if k.access > plan.OrderedStream || len(b) < n+4 {
 		return k, errBadContinuation
 	}
 	for _, t := range b[:n] {
@@ -106,6 +120,16 @@ func parseCursor(s string, fp uint64) (cursor, *Error) {
 	}
 	return k, nil
 }
+
+// textHash is the hash of a query's exact text a cursor keeps; it is
+// never textUnknown, which a token from before text hashes holds.
+func textHash(text string) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(text))
+	return max(h.Sum32(), 1)
+}
+
+const textUnknown = 0
 
 // fingerprint hashes what makes two requests the same query: the parts
 // given, then the parameters in name order.

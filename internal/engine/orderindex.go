@@ -157,6 +157,36 @@ func pathBounds(prefix []byte, preds []plan.Predicate, path []string) ([]byte, [
 			if k := p.Value.Kind(); k == document.Number || k == document.String {
 				narrow(rangeSpan(prefix, nil, p, k))
 			}
+		case plan.Prefix:
+			k := append(bytes.Clone(prefix), tagString)
+			for _, b := range []byte(p.Value.Str()) {
+				if b == 0 {
+					k = append(k, 0, 0xff)
+				} else {
+					k = append(k, b)
+				}
+			}
+			narrow(k, prefixEnd(k))
+		case plan.In:
+			// The hull of the values' entries, when every value is a
+			// scalar (no other value can be equal to one).
+			var first, last []byte
+			for _, v := range p.Values {
+				k, ok := appendIndexValue(bytes.Clone(prefix), v)
+				if !ok {
+					first = nil
+					break
+				}
+				if first == nil || bytes.Compare(k, first) < 0 {
+					first = k
+				}
+				if last == nil || bytes.Compare(k, last) > 0 {
+					last = k
+				}
+			}
+			if first != nil {
+				narrow(first, prefixEnd(last))
+			}
 		}
 	}
 	if bytes.Compare(lo, hi) >= 0 {

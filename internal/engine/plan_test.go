@@ -48,9 +48,11 @@ func TestPlanTranscript(t *testing.T) {
 	}
 	var out strings.Builder
 	for _, block := range strings.Split(strings.TrimSpace(string(raw)), "\n\n") {
-		var query, key, rangeID string
+		var query, key, rangeID, size string
 		for _, line := range strings.Split(block, "\n") {
 			switch {
+			case strings.HasPrefix(line, "size: "):
+				size = strings.TrimPrefix(line, "size: ")
 			case strings.HasPrefix(line, "query: "):
 				query = strings.TrimPrefix(line, "query: ")
 			case strings.HasPrefix(line, "key: "):
@@ -60,6 +62,11 @@ func TestPlanTranscript(t *testing.T) {
 			}
 		}
 		p := QueryParams{ItemRef: ItemRef{DB: "db", Coll: "c"}, Query: query, MaxItemCount: -1, RangeID: rangeID, CrossPartition: true}
+		if size != "" {
+			if p.MaxItemCount, err = strconv.Atoi(size); err != nil {
+				t.Fatalf("size %s: %v", size, err)
+			}
+		}
 		if key != "" {
 			k, err := partition.ParseHeader(key)
 			if err != nil {
@@ -74,6 +81,9 @@ func TestPlanTranscript(t *testing.T) {
 		}
 		if rangeID != "" {
 			fmt.Fprintf(&out, "range: %s\n", rangeID)
+		}
+		if size != "" {
+			fmt.Fprintf(&out, "size: %s\n", size)
 		}
 		if err != nil {
 			fmt.Fprintf(&out, "error: %v\n\n", err)

@@ -103,20 +103,33 @@ func (e *Engine) QueryItems(ctx context.Context, p QueryParams) (*FeedPage, erro
 		if derr != nil {
 			return derr
 		}
-		fp := fingerprint(p.Params, "query", p.Query, string(partition.AppendKeyBytes(nil, key)), strconv.FormatBool(hasKey), p.RangeID)
+		fp := fingerprint(p.Params, "query", fingerprintText(prog.Query(), p.Query), string(partition.AppendKeyBytes(nil, key)),
+			strconv.FormatBool(hasKey), p.RangeID, string(scope.lo), string(scope.hi))
 		var cur cursor
-		if p.Continuation != "" {
+		resumed := p.Continuation != ""
+		if resumed {
 			if cur, derr = parseCursor(p.Continuation, fp); derr != nil {
 				return derr
 			}
+			if cur.text != textUnknown && cur.text != textHash(p.Query) && cur.access != plan.OrderedStream {
+				// The resume filter of an SDK's ORDER BY changed: an
+				// offset into the old filter's rows means nothing in the
+				// new one's. The new filter leaves out the values before
+				// the resume point; the rows at it already returned come
+				// again, and the SDK drops them by _rid and skip count.
+				cur, resumed = cursor{}, false
+			}
 		}
-		qp, err := e.planQuery(r, c, prog, p.Params, scope, now, &st, p.Continuation != "", cur)
+		limit := pageSize(p.MaxItemCount)
+		qp, err := e.planQuery(r, c, prog, p.Params, scope, now, &st, limit, resumed, cur)
 		if err != nil {
 			return err
 		}
 		page.Plan = qp.plan
-		limit := pageSize(p.MaxItemCount)
-		next := cursor{fingerprint: fp, access: qp.access, terms: qp.terms, composite: qp.composite, indexVer: c.Index.Version}
+		next := cursor{fingerprint: fp, text: textHash(p.Query), access: qp.access, terms: qp.terms, composite: qp.composite, indexVer: c.Index.Version}
+		if qp.stream != nil {
+			return streamOrdered(r, c, prog, p.Params, qp.stream, scope, now, &st, cur, next, limit, page)
+		}
 		if prog.Streaming() {
 			return streamQuery(qp.src, c, prog, scope, now, cur, next, limit, !single, page)
 		}
@@ -133,6 +146,36 @@ func (e *Engine) QueryItems(ctx context.Context, p QueryParams) (*FeedPage, erro
 	page.Charge = queryCharge(st.records, st.entries, n)
 	e.charge(coll, page.Charge)
 	return page, nil
+}
+
+// fingerprintText is the text a query's continuation tokens are bound to:
+// the query's own, except for an ORDER BY query an SDK rewrote from the
+// gateway plan (SELECT c._rid, [...] AS orderByItems, ... AS payload ...),
+// whose WHERE clause is left out. The SDK puts "true" where the plan had
+// {documentdb-formattableorderbyquery-filter}, and to resume from a
+// user's continuation a filter on the ORDER BY values (c.n >= 5), with the
+// range's token taken under "true"; the text alone cannot tell that
+// filter from the query's own WHERE clause, which the rewrite ANDs in
+// front of it. Such a token is a position in the ORDER BY (the ordered
+// stream), which holds under any filter; an offset token starts over
+// (QueryItems).
+func fingerprintText(q *ast.Query, text string) string {
+	if !orderByRewrite(q) {
+		return text
+	}
+	f := *q
+	f.Where = nil
+	return "order by rewrite " + f.String()
+}
+
+// orderByRewrite reports whether q has the shape of the query the gateway
+// plan of an ORDER BY has the SDKs send to each range.
+func orderByRewrite(q *ast.Query) bool {
+	if len(q.OrderBy) == 0 || len(q.Select.Items) != 3 || q.Select.Items[1].Alias != "orderByItems" || q.Select.Items[2].Alias != "payload" {
+		return false
+	}
+	m, ok := q.Select.Items[0].Expr.(*ast.Member)
+	return ok && m.Name == "_rid"
 }
 
 // pinnedKey returns the partition key (or hierarchical prefix) the WHERE

@@ -21,7 +21,9 @@ import (
 //     ORDER BY, a walk of the ORDER BY path's index in order; and the span
 //     of a composite index that equalities on its leading paths and a term
 //     on the next one give, read for its items or, when the ORDER BY
-//     follows the composite, walked in order (CompositeUses).
+//     follows the composite, walked in order (CompositeUses); and for
+//     ORDER BY on one path without a window, a walk of that path's index
+//     that streams the rows a page at a time (OrderedStream).
 //  3. Choice: each path gets an estimated cost from the counts the engine
 //     keeps (items per container and per logical partition) and the number
 //     of index entries each span holds, which the engine counts up to a
@@ -221,10 +223,11 @@ const (
 	OrderedWalk                 // the ORDER BY path's index, in order, until enough rows
 	CompositeSpan               // the items of a span of a composite index
 	CompositeWalk               // a span of a composite index, in the ORDER BY's order, until enough rows
+	OrderedStream               // the ORDER BY path's index, in order, one page at a time
 )
 
 var accessNames = [...]string{Scan: "scan", PointRead: "point", IndexSpan: "index", Intersect: "intersect", OrderedWalk: "ordered",
-	CompositeSpan: "composite", CompositeWalk: "composite-ordered"}
+	CompositeSpan: "composite", CompositeWalk: "composite-ordered", OrderedStream: "ordered-stream"}
 
 func (a Access) String() string { return accessNames[a] }
 
@@ -236,6 +239,11 @@ type Ordered struct {
 	// Term is the index into Input.Terms of the term on the ORDER BY
 	// path, or -1; the walk then reads only that term's spans.
 	Term int
+	// Undefined is set, for OrderedStream, when documents without the
+	// property may pass the filter: they are in no index entry, so a
+	// scan of the scope finds them (before the walk ascending, after it
+	// descending).
+	Undefined bool
 }
 
 // Input is what the planner weighs.
@@ -253,6 +261,9 @@ type Input struct {
 	// how many entries the ORDER BY path's index holds (or -1).
 	Ordered     *Ordered
 	WalkEntries int64
+	// Stream is set when the ORDER BY can stream (OrderedStream); its
+	// Want is the rows of one page. WalkEntries counts its entries too.
+	Stream *Ordered
 	// Composites are the ways composite indexes can answer the query
 	// (CompositeUses), each with the count of its span's entries.
 	Composites []CompositeUse
@@ -265,7 +276,10 @@ type Path struct {
 	Terms     []int         // indexes into Input.Terms
 	Entries   float64       // index entries it is expected to read
 	Records   float64       // records it is expected to read
-	Cost      float64
+	// Scanned is the records read in key order besides (OrderedStream's
+	// share, per page, of the scan for documents without the property).
+	Scanned float64
+	Cost    float64
 }
 
 // Plan is the planner's choice and what it weighed.
@@ -285,7 +299,7 @@ func Choose(in Input) Plan {
 	n := float64(max(in.Scope.ContainerItems, 1))
 	p := Plan{Scope: in.Scope, terms: in.Terms}
 	add := func(path Path) {
-		path.Cost = path.Entries*costEntry + path.Records*costRecordPoint
+		path.Cost = path.Entries*costEntry + path.Records*costRecordPoint + path.Scanned*costRecordScan
 		if path.Access == Scan {
 			path.Cost = path.Records * costRecordScan
 		}
@@ -304,19 +318,25 @@ func Choose(in Input) Plan {
 		// Want/(frac·sel) entries, at most all it may read. Entries outside
 		// the scope are skipped by their key; only those in it cost a
 		// record.
-		total := float64(in.WalkEntries)
-		sel := 1.0
-		for i, e := range in.Entries {
-			switch {
-			case e < 0:
-			case i == o.Term:
-				total = float64(e)
-			default:
-				sel = math.Min(sel, math.Max(float64(e), 1)/n)
-			}
-		}
+		total, sel := walkSpan(in, o)
 		entries := math.Min(total, float64(o.Want)/(frac*sel))
 		add(Path{Access: OrderedWalk, Terms: orderedTerms(o), Entries: entries, Records: entries * frac})
+	}
+	if o := in.Stream; o != nil && in.WalkEntries >= 0 {
+		// Every page walks on from where the last one stopped, so a page
+		// costs what the TOP walk of one page's rows costs, and the other
+		// paths (which evaluate the whole scope on every page) are
+		// weighed per page too. The scan for documents without the
+		// property is read once over the whole drain: a page's share is
+		// the scope over the number of pages the walk's rows make.
+		total, sel := walkSpan(in, o)
+		entries := math.Min(total, float64(o.Want)/(frac*sel))
+		path := Path{Access: OrderedStream, Terms: orderedTerms(o), Entries: entries, Records: entries * frac}
+		if o.Undefined {
+			pages := math.Max(1, total*frac*sel/float64(max(o.Want, 1)))
+			path.Scanned = float64(in.Scope.Items) / pages
+		}
+		add(path)
 	}
 	best := -1
 	for i, e := range in.Entries {
@@ -375,6 +395,23 @@ func Choose(in Input) Plan {
 	return p
 }
 
+// walkSpan returns how many entries a walk of o's path may read (those of
+// its term, if it has one) and the selectivity of the other terms.
+func walkSpan(in Input, o *Ordered) (total, sel float64) {
+	n := float64(max(in.Scope.ContainerItems, 1))
+	total, sel = float64(in.WalkEntries), 1.0
+	for i, e := range in.Entries {
+		switch {
+		case e < 0:
+		case i == o.Term:
+			total = float64(e)
+		default:
+			sel = math.Min(sel, math.Max(float64(e), 1)/n)
+		}
+	}
+	return total, sel
+}
+
 func orderedTerms(o *Ordered) []int {
 	if o.Term >= 0 {
 		return []int{o.Term}
@@ -419,7 +456,11 @@ func (p Plan) describe(c Path) string {
 	if c.Entries > 0 {
 		fmt.Fprintf(&b, " entries=%.0f", c.Entries)
 	}
-	fmt.Fprintf(&b, " records=%.0f cost=%.0f", c.Records, c.Cost)
+	fmt.Fprintf(&b, " records=%.0f", c.Records)
+	if c.Scanned > 0 {
+		fmt.Fprintf(&b, " scanned=%.0f", c.Scanned)
+	}
+	fmt.Fprintf(&b, " cost=%.0f", c.Cost)
 	return b.String()
 }
 

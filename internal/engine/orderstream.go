@@ -1,0 +1,445 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/query/ast"
+	"github.com/mayfly-db/mayfly/internal/query/eval"
+	"github.com/mayfly-db/mayfly/internal/query/gatewayplan"
+	"github.com/mayfly-db/mayfly/internal/query/plan"
+	"github.com/mayfly-db/mayfly/internal/storage"
+)
+
+// The ordered stream serves
+//
+//	SELECT … FROM c [WHERE …] ORDER BY c.path [ASC|DESC]
+//
+// (one key on an indexed path that crosses no array; no TOP, OFFSET/LIMIT,
+// DISTINCT, GROUP BY, aggregate or JOIN) page by page: a page walks the
+// path's index in the query's order from where the last page stopped and
+// evaluates the query without its ORDER BY on each document, so page k
+// costs what page 1 costs and holds one page of rows. The rows come out
+// exactly as Program.Run's stable sort gives them:
+//
+//   - Documents without the property sort first (last descending) and are
+//     in no index entry. Unless the WHERE clause has a term on the path
+//     (which only a defined value passes), a scan of the scope in its
+//     order finds them, before the walk ascending and after it
+//     descending. That phase reads every record of the scope once over
+//     the whole drain, like a filter query.
+//   - Entries with equal values sort by location (EPK, then sequence),
+//     but the evaluator keeps equal keys in the order it read them: the
+//     scan order of the scope (scanSource: _rid order for a range or the
+//     whole container, location order within a partition or prefix),
+//     ascending in both directions. So the entries of each value (a
+//     group) are collected, keys only, and read in scan order.
+//   - A group may hold values the evaluator tells apart: numbers the
+//     index keeps as one double but document.Compare orders exactly
+//     (beyond 2^53), and arrays and objects, which have one bare marker
+//     each, unordered among themselves. Such a group is read whole and
+//     sorted by document.Compare, then scan order.
+//
+// Each document is emitted only from the group its own value encodes to,
+// so an entry that does not match the record is passed over.
+//
+// A position (cursor.pos) is one of
+//
+//	phaseUndefined + scan position               (skip: rows of that item)
+//	phaseWalk + value + modeItem + scan position (skip: rows of that item)
+//	phaseWalk + value + modeGroup                (skip: rows of the group)
+const (
+	phaseUndefined = 0
+	phaseWalk      = 1
+	modeItem       = 0
+	modeGroup      = 1
+)
+
+// streamShape recognizes a query the ordered stream serves; want is the
+// rows of one page.
+func streamShape(c *containerRecord, q *ast.Query, params map[string]document.Value, terms []plan.Term, want int) (*plan.Ordered, bool) {
+	if !c.Index.Ready || c.index.none || len(q.OrderBy) != 1 || len(q.GroupBy) > 0 || q.Select.Distinct ||
+		q.Select.Top != nil || q.Offset != nil || q.Limit != nil || len(q.Joins) > 0 || gatewayplan.HasAggregates(q) {
+		return nil, false
+	}
+	path, ok := plan.DocPath(q, q.OrderBy[0].Expr)
+	if !ok || !c.index.indexes(path) || crossesArray(path) {
+		return nil, false
+	}
+	o := &plan.Ordered{Path: path, Want: int64(want), Term: -1, Undefined: !filtersOn(q, params, path)}
+	for i, t := range terms {
+		if slices.Equal(t.Path, path) {
+			o.Term = i
+		}
+	}
+	return o, true
+}
+
+// withoutOrder compiles q without its ORDER BY: the per-document rows of
+// the stream.
+func withoutOrder(q *ast.Query, params map[string]document.Value, now time.Time) (*eval.Program, error) {
+	f := *q
+	f.OrderBy = nil
+	return eval.Compile(&f, params, eval.Options{Now: now})
+}
+
+// orderStream is one page of an ordered stream.
+type orderStream struct {
+	r      storage.Reader
+	c      *containerRecord
+	s      *itemScope
+	now    time.Time
+	st     *readStats
+	rows   *eval.Program
+	o      *plan.Ordered
+	desc   bool
+	prefix []byte // the path's entries
+	lo, hi []byte // the walk's bounds, narrowed by the WHERE clause's terms
+	next   cursor
+	limit  int
+	page   *FeedPage
+	size   int
+}
+
+// streamOrdered runs one page of the ordered stream o from cur.
+func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, o *plan.Ordered, s *itemScope, now time.Time, st *readStats, cur, next cursor, limit int, page *FeedPage) error {
+	q := prog.Query()
+	rows, err := withoutOrder(q, params, now)
+	if err != nil {
+		return queryError(err)
+	}
+	if !rows.Streaming() {
+		return errBadContinuation
+	}
+	prefix := appendIndexPath(indexPrefix(c), o.Path)
+	lo, hi := pathBounds(prefix, plan.Predicates(q, params), o.Path)
+	w := &orderStream{r: r, c: c, s: s, now: now, st: st, rows: rows, o: o, desc: q.OrderBy[0].Desc,
+		prefix: prefix, lo: lo, hi: hi, next: next, limit: limit, page: page}
+	phases := []byte{phaseUndefined, phaseWalk}
+	if w.desc {
+		phases = []byte{phaseWalk, phaseUndefined}
+	}
+	pos := cur.pos
+	if pos != nil {
+		i := slices.Index(phases, pos[0])
+		if i < 0 {
+			return errBadContinuation
+		}
+		phases = phases[i:]
+	}
+	if !o.Undefined {
+		// A token may come from the query with another resume filter
+		// (see fingerprintText), under which the phase was needed.
+		if pos != nil && pos[0] == phaseUndefined {
+			pos = nil
+		}
+		phases = slices.DeleteFunc(phases, func(p byte) bool { return p == phaseUndefined })
+	}
+	for _, ph := range phases {
+		var more bool
+		if ph == phaseUndefined {
+			var from []byte
+			if pos != nil {
+				from = pos[1:]
+			}
+			more, err = w.undefined(from, cur.skip)
+		} else {
+			more, err = w.walk(pos, cur.skip)
+		}
+		if err != nil || !more {
+			return err
+		}
+		pos = nil
+	}
+	return nil
+}
+
+// full reports whether the page can take no more rows.
+func (w *orderStream) full() bool {
+	return len(w.page.Items) == w.limit || (w.size > maxPageBytes && len(w.page.Items) > 0)
+}
+
+func (w *orderStream) add(row document.Value) {
+	b := row.JSON()
+	w.page.Items = append(w.page.Items, b)
+	w.size += len(b)
+}
+
+// stop ends the page with a continuation at pos, skip.
+func (w *orderStream) stop(pos []byte, skip int) {
+	w.next.pos, w.next.skip = pos, skip
+	w.page.Continuation = w.next.String()
+}
+
+// docRows reads the record at loc and returns its document and rows, or
+// ok false when the item is gone, expired or outside the scope.
+func (w *orderStream) docRows(loc []byte, rec *itemRecord) (document.Value, []document.Value, bool, error) {
+	if w.c.expired(rec, w.now) || !w.s.keeps(rec) {
+		return document.Undef, nil, false, nil
+	}
+	doc, err := document.Parse(rec.json)
+	if err != nil {
+		return document.Undef, nil, false, err
+	}
+	rows, err := w.rows.Rows(doc, docMeta(loc))
+	if err != nil {
+		return document.Undef, nil, false, queryError(err)
+	}
+	return doc, rows, true, nil
+}
+
+// undefined streams the rows of the scope's documents without the
+// property, in scan order, from scan position from (nil: the start). It
+// reports false when the page filled.
+func (w *orderStream) undefined(from []byte, skip int) (bool, error) {
+	filled := false
+	err := scanSource(w.r, w.c, w.s, w.st)(from, func(pos, loc []byte, rec *itemRecord) (bool, error) {
+		doc, rows, ok, err := w.docRows(loc, rec)
+		if err != nil || !ok || doc.At(w.o.Path).IsDefined() {
+			return err == nil, err
+		}
+		first := 0
+		if from != nil && bytes.Equal(pos, from) {
+			first = skip
+		}
+		for i := first; i < len(rows); i++ {
+			if w.full() {
+				w.stop(append([]byte{phaseUndefined}, pos...), i)
+				filled = true
+				return false, nil
+			}
+			w.add(rows[i])
+		}
+		return true, nil
+	})
+	return !filled, err
+}
+
+// walkResume is where a walk resumes within its first group.
+type walkResume struct {
+	value []byte // nil: from the start of the walk
+	mode  byte
+	item  []byte // modeItem: the scan position of the item
+	skip  int
+}
+
+func parseWalkPos(pos []byte, skip int) (walkResume, bool) {
+	if pos == nil {
+		return walkResume{}, true
+	}
+	n := indexValueLen(pos[1:])
+	if n <= 0 || len(pos) < 2+n {
+		return walkResume{}, false
+	}
+	wr := walkResume{value: pos[1 : 1+n], mode: pos[1+n], skip: skip}
+	switch {
+	case wr.mode == modeItem && len(pos) > 2+n:
+		wr.item = pos[2+n:]
+	case wr.mode == modeGroup && len(pos) == 2+n:
+	default:
+		return walkResume{}, false
+	}
+	return wr, true
+}
+
+// walk streams the rows of the documents the path's entries name, a group
+// of equal values at a time, from the position pos. It reports false when
+// the page filled.
+func (w *orderStream) walk(pos []byte, skip int) (bool, error) {
+	wr, ok := parseWalkPos(pos, skip)
+	if !ok {
+		return false, errBadContinuation
+	}
+	lo, hi := w.lo, w.hi
+	if wr.value != nil {
+		k := append(bytes.Clone(w.prefix), wr.value...)
+		if w.desc {
+			if e := prefixEnd(k); bytes.Compare(e, hi) < 0 {
+				hi = e
+			}
+		} else if bytes.Compare(k, lo) > 0 {
+			lo = k
+		}
+		if bytes.Compare(lo, hi) >= 0 {
+			return true, nil
+		}
+	}
+	it, err := w.r.NewIter(storage.IterParams{Lower: lo, Upper: hi, Reverse: w.desc})
+	if err != nil {
+		return false, err
+	}
+	defer it.Close()
+	var value []byte
+	var locs [][]byte
+	flush := func() (bool, error) {
+		at := walkResume{}
+		if wr.value != nil && bytes.Equal(value, wr.value) {
+			at = wr
+		}
+		return w.group(value, locs, at)
+	}
+	base := len(w.prefix)
+	for ok := it.First(); ok; ok = it.Next() {
+		w.st.entries++
+		k := it.Key()
+		loc, ok := entryLoc(k, base)
+		if !ok {
+			continue
+		}
+		v := k[base : len(k)-len(loc)]
+		if value != nil && !bytes.Equal(v, value) {
+			if more, err := flush(); err != nil || !more {
+				return more, err
+			}
+			value, locs = nil, locs[:0]
+		}
+		if value == nil {
+			value = bytes.Clone(v)
+		}
+		if w.s.holds(loc) {
+			locs = append(locs, bytes.Clone(loc))
+		}
+	}
+	if err := it.Err(); err != nil {
+		return false, err
+	}
+	if value != nil {
+		return flush()
+	}
+	return true, nil
+}
+
+// scanPos is the position of the item at loc in the scan order of the
+// scope, which is the order the evaluator keeps equal keys in.
+func (w *orderStream) scanPos(loc []byte) []byte {
+	if w.s.kind == plan.ScopePartition || w.s.kind == plan.ScopePrefix {
+		return loc
+	}
+	return seqPos(loc)
+}
+
+// group streams the rows of the items at locs, whose entries hold the
+// encoded value, in the evaluator's order, resuming at at.
+func (w *orderStream) group(value []byte, locs [][]byte, at walkResume) (bool, error) {
+	slices.SortFunc(locs, func(a, b []byte) int { return bytes.Compare(w.scanPos(a), w.scanPos(b)) })
+	if exactValue(value) {
+		i := 0
+		if at.mode == modeItem && at.item != nil {
+			i, _ = slices.BinarySearchFunc(locs, at.item, func(loc, item []byte) int { return bytes.Compare(w.scanPos(loc), item) })
+		}
+		for _, loc := range locs[i:] {
+			_, rows, ok, err := w.groupRows(value, loc)
+			if err != nil {
+				return false, err
+			}
+			if !ok {
+				continue
+			}
+			first := 0
+			if at.item != nil && bytes.Equal(w.scanPos(loc), at.item) {
+				first = at.skip
+			}
+			for j := first; j < len(rows); j++ {
+				if w.full() {
+					p := append(append([]byte{phaseWalk}, value...), modeItem)
+					w.stop(append(p, w.scanPos(loc)...), j)
+					return false, nil
+				}
+				w.add(rows[j])
+			}
+		}
+		return true, nil
+	}
+	// Values the index does not tell apart: read them all and sort them
+	// as the evaluator does (the locations are in scan order already).
+	type member struct {
+		key  document.Value
+		rows []document.Value
+	}
+	var ms []member
+	for _, loc := range locs {
+		doc, rows, ok, err := w.groupRows(value, loc)
+		if err != nil {
+			return false, err
+		}
+		if ok && len(rows) > 0 {
+			ms = append(ms, member{key: doc.At(w.o.Path), rows: rows})
+		}
+	}
+	slices.SortStableFunc(ms, func(a, b member) int {
+		d := document.Compare(a.key, b.key)
+		if w.desc {
+			d = -d
+		}
+		return d
+	})
+	first := 0
+	if at.mode == modeGroup {
+		first = at.skip
+	}
+	n := 0
+	for _, m := range ms {
+		for _, row := range m.rows {
+			if n >= first {
+				if w.full() {
+					w.stop(append(append([]byte{phaseWalk}, value...), modeGroup), n)
+					return false, nil
+				}
+				w.add(row)
+			}
+			n++
+		}
+	}
+	return true, nil
+}
+
+// groupRows reads the item at loc of the group of value and returns its
+// document and rows; ok is false when it is gone, out of the scope, or its
+// value is not the group's.
+func (w *orderStream) groupRows(value, loc []byte) (document.Value, []document.Value, bool, error) {
+	rec, ok, err := readItemAt(w.r, w.c, loc, w.st)
+	if err != nil || !ok {
+		return document.Undef, nil, false, err
+	}
+	doc, rows, ok, err := w.docRows(loc, &rec)
+	if err != nil || !ok || !encodes(doc.At(w.o.Path), value) {
+		return document.Undef, nil, false, err
+	}
+	return doc, rows, true, nil
+}
+
+// encodes reports whether the index keeps v under the encoded value.
+func encodes(v document.Value, value []byte) bool {
+	switch v.Kind() {
+	case document.Array:
+		return value[0] == tagArray
+	case document.Object:
+		return value[0] == tagObject
+	}
+	k, ok := appendIndexValue(nil, v)
+	return ok && bytes.Equal(k, value)
+}
+
+// exactValue reports whether every value the index keeps as the encoded
+// value is equal under document.Compare: true for scalars except numbers
+// of magnitude 2^53 or more (the index keeps doubles, and distinct
+// integers there share one).
+func exactValue(value []byte) bool {
+	switch value[0] {
+	case tagNull, tagFalse, tagTrue, tagString:
+		return true
+	case tagNumber:
+		u := binary.BigEndian.Uint64(value[1:9])
+		if u>>63 == 1 {
+			u &^= 1 << 63
+		} else {
+			u = ^u
+		}
+		return math.Abs(math.Float64frombits(u)) < 1<<53
+	}
+	return false
+}

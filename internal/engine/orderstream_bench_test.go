@@ -1,0 +1,81 @@
+package engine
+
+import (
+	"context"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+
+	"github.com/mayfly-db/mayfly/internal/clock"
+)
+
+// BenchmarkOrderByDrain shows that a page of an ORDER BY drained through
+// the ordered stream costs what the first page costs, whatever its place
+// in the drain: records/op and entries/op of page-1 and page-k should
+// match, and stay flat as the container grows. Every query runs over the
+// range (pages of 100; the values of n are a permutation of the items, so
+// ties are rare; m has 100 values, so every value is a group of ties):
+//
+//   - asc: SELECT c.id, c.n FROM c WHERE c.n >= 0 ORDER BY c.n
+//   - desc: SELECT c.id, c.n FROM c ORDER BY c.n DESC, whose last page
+//     also scans the range for documents without n
+//   - ties: SELECT c.id, c.m FROM c WHERE c.m >= 0 ORDER BY c.m
+//
+// page-1 is the first page, page-k a page at a random position of the
+// drain (its continuation taken once, by draining).
+//
+//	go test -run '^$' -bench BenchmarkOrderByDrain -benchtime 200x ./internal/engine/
+func BenchmarkOrderByDrain(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		b.Run("items="+strconv.Itoa(n), func(b *testing.B) {
+			s := openBenchEngine(b, clock.Real{}, nil, "null")
+			s.pk = func(i int) string { return "q" + strconv.Itoa(i/100) }
+			s.load(b, 0, n, func(i int) []byte {
+				return []byte(`{"id":"x` + strconv.Itoa(i) + `","pk":"q` + strconv.Itoa(i/100) + `","n":` + strconv.Itoa(i*7919%n) +
+					`,"m":` + strconv.Itoa(i%100) + `,"payload":"` + benchPayload + `"}`)
+			})
+			s.settle(b)
+			ctx := context.Background()
+			for _, c := range []struct{ name, query string }{
+				{"asc", "SELECT c.id, c.n FROM c WHERE c.n >= 0 ORDER BY c.n"},
+				{"desc", "SELECT c.id, c.n FROM c ORDER BY c.n DESC"},
+				{"ties", "SELECT c.id, c.m FROM c WHERE c.m >= 0 ORDER BY c.m"},
+			} {
+				p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: c.query, RangeID: "0", CrossPartition: true, MaxItemCount: 100}
+				conts := []string{""}
+				for {
+					page, err := s.QueryItems(ctx, p)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if page.Plan != nil && page.Plan.Chosen.Access.String() != "ordered-stream" {
+						b.Fatalf("%s: chose %s", c.query, page.Plan.Explain())
+					}
+					if page.Continuation == "" {
+						break
+					}
+					conts = append(conts, page.Continuation)
+					p.Continuation = page.Continuation
+				}
+				for _, k := range []string{"page-1", "page-k"} {
+					b.Run(c.name+"/"+k, func(b *testing.B) {
+						records, entries := 0, 0
+						for b.Loop() {
+							p.Continuation = ""
+							if k == "page-k" {
+								p.Continuation = conts[1+rand.IntN(len(conts)-1)]
+							}
+							page, err := s.QueryItems(ctx, p)
+							if err != nil {
+								b.Fatal(err)
+							}
+							records, entries = records+page.Examined, entries+page.IndexEntries
+						}
+						b.ReportMetric(float64(records)/float64(b.N), "records/op")
+						b.ReportMetric(float64(entries)/float64(b.N), "entries/op")
+					})
+				}
+			}
+		})
+	}
+}
