@@ -114,14 +114,11 @@ func (e *Engine) scopeFor(c *containerRecord, key partition.Key, hasKey bool, ra
 // prefix's size is summed from; beyond it the container's count stands in.
 const maxPrefixPartitions = 256
 
-// scopeSize returns the planner's view of a scope: how many items it and
-// the container hold, from the maintained counters (usage.go).
-func (e *Engine) scopeSize(r storage.Reader, c *containerRecord, s *itemScope) (plan.Scope, error) {
-	st, err := readState(r, c.Rid)
-	if err != nil {
-		return plan.Scope{}, err
-	}
-	total := st.items
+// scopeSize returns the planner's view of a scope in a container holding
+// total items: how many items it holds, from the maintained counters
+// (usage.go).
+func (e *Engine) scopeSize(r storage.Reader, c *containerRecord, s *itemScope, total int64) (plan.Scope, error) {
+	var err error
 	out := plan.Scope{Kind: s.kind, Items: total, ContainerItems: total}
 	switch s.kind {
 	case plan.ScopePartition:

@@ -47,7 +47,7 @@ const smallScope = 256
 // planQuery chooses the access path of a page of limit rows. A first page
 // asks the planner; a later page reads the path its cursor names, so every
 // page of a query continues the same walk.
-func (e *Engine) planQuery(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, s *itemScope, now time.Time, st *readStats, limit int, resumed bool, cur cursor) (*queryAccess, error) {
+func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, prog *eval.Program, params map[string]document.Value, s *itemScope, now time.Time, st *readStats, limit int, resumed bool, cur cursor) (*queryAccess, error) {
 	q := prog.Query()
 	terms := plan.Terms(plan.Predicates(q, params))
 	ready := c.Index.Ready && !c.index.none
@@ -63,7 +63,12 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, prog *eval.Prog
 		qa := &queryAccess{access: cur.access, terms: cur.terms, composite: cur.composite}
 		return qa, e.buildSource(r, c, q, params, s, terms, now, st, limit, qa)
 	}
-	size, err := e.scopeSize(r, c, s)
+	if _, ok := pointID(terms); ok && s.kind == plan.ScopePartition && s.pk != nil {
+		p := plan.PointPlan(s.kind, terms)
+		qa := &queryAccess{plan: &p, access: plan.PointRead}
+		return qa, e.buildSource(r, c, q, params, s, terms, now, st, limit, qa)
+	}
+	size, err := e.scopeSize(r, c, s, total)
 	if err != nil {
 		return nil, err
 	}

@@ -77,9 +77,11 @@ func (e *Engine) QueryItems(ctx context.Context, p QueryParams) (*FeedPage, erro
 		}
 		coll = c
 		page.CollRid = c.ridString()
-		if page.LSN, err = e.currentLSN(r, c); err != nil {
+		state, err := readState(r, c.Rid)
+		if err != nil {
 			return err
 		}
+		page.LSN = state.lsn
 		if derr := checkIndexNeeds(c, prog.Query(), p.Params, p.AllowScan); derr != nil {
 			return derr
 		}
@@ -121,7 +123,7 @@ func (e *Engine) QueryItems(ctx context.Context, p QueryParams) (*FeedPage, erro
 			}
 		}
 		limit := pageSize(p.MaxItemCount)
-		qp, err := e.planQuery(r, c, prog, p.Params, scope, now, &st, limit, resumed, cur)
+		qp, err := e.planQuery(r, c, state.items, prog, p.Params, scope, now, &st, limit, resumed, cur)
 		if err != nil {
 			return err
 		}

@@ -419,6 +419,14 @@ func orderedTerms(o *Ordered) []int {
 	return nil
 }
 
+// PointPlan is the plan of a page whose id and whole partition key are
+// known: a point read, which no other path can beat, so nothing else is
+// weighed and nothing is counted (the scope's sizes are left at -1).
+func PointPlan(kind ScopeKind, terms []Term) Plan {
+	p := Path{Access: PointRead, Records: 1, Cost: costPoint}
+	return Plan{Scope: Scope{Kind: kind, Items: -1, ContainerItems: -1}, Chosen: p, Considered: []Path{p}, terms: terms}
+}
+
 // Explain describes the choice in one line per path, the chosen first:
 //
 //	scope=partition items=100 of 10000
@@ -426,7 +434,11 @@ func orderedTerms(o *Ordered) []int {
 //	considered: index /n >= 10 entries=9000 records=90 cost=1575
 func (p Plan) Explain() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "scope=%s items=%d of %d\n", p.Scope.Kind, p.Scope.Items, p.Scope.ContainerItems)
+	if p.Scope.ContainerItems < 0 {
+		fmt.Fprintf(&b, "scope=%s (not counted)\n", p.Scope.Kind)
+	} else {
+		fmt.Fprintf(&b, "scope=%s items=%d of %d\n", p.Scope.Kind, p.Scope.Items, p.Scope.ContainerItems)
+	}
 	b.WriteString("chosen: " + p.describe(p.Chosen) + "\n")
 	for _, c := range p.Considered {
 		if c.Access == p.Chosen.Access && c.Composite == p.Chosen.Composite && slices.Equal(c.Terms, p.Chosen.Terms) {
