@@ -392,21 +392,11 @@ func (w *workload) read(ctx context.Context, _ int64, rng *rand.Rand) error {
 
 func (w *workload) query(ctx context.Context, _ int64, rng *rand.Rand) error {
 	n := rng.Int64N(w.existing())
-	pager := w.container.NewQueryItemsPager("SELECT * FROM c WHERE c.id = @id",
-		azcosmos.NewPartitionKeyString(w.pk(n)),
-		&azcosmos.QueryOptions{QueryParameters: []azcosmos.QueryParameter{{Name: "@id", Value: w.id(n)}}})
-	found := 0
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
-		if err != nil {
-			return err
-		}
-		found += len(page.Items)
+	found, err := w.drain(ctx, "SELECT * FROM c WHERE c.id = @id", w.pk(n), azcosmos.QueryParameter{Name: "@id", Value: w.id(n)})
+	if err == nil && found != 1 {
+		err = fmt.Errorf("query for %s: %d items, want 1", w.id(n), found)
 	}
-	if found != 1 {
-		return fmt.Errorf("query for %s: %d items, want 1", w.id(n), found)
-	}
-	return nil
+	return err
 }
 
 // rangeQuery reads every page of a filter on another property than the
@@ -414,21 +404,27 @@ func (w *workload) query(ctx context.Context, _ int64, rng *rand.Rand) error {
 // must follow the partition, not the container.
 func (w *workload) rangeQuery(ctx context.Context, _ int64, rng *rand.Rand) error {
 	pk := w.pk(rng.Int64N(int64(w.cfg.partitions)))
-	pager := w.container.NewQueryItemsPager("SELECT * FROM c WHERE c.n > @min",
-		azcosmos.NewPartitionKeyString(pk),
-		&azcosmos.QueryOptions{QueryParameters: []azcosmos.QueryParameter{{Name: "@min", Value: 10}}})
+	found, err := w.drain(ctx, "SELECT * FROM c WHERE c.n > @min", pk, azcosmos.QueryParameter{Name: "@min", Value: 10})
+	if err == nil && found == 0 {
+		err = fmt.Errorf("range query in %s: no items", pk)
+	}
+	return err
+}
+
+// drain runs a query scoped to partition key pk, reads every page and
+// returns how many items came back.
+func (w *workload) drain(ctx context.Context, query, pk string, params ...azcosmos.QueryParameter) (int, error) {
+	pager := w.container.NewQueryItemsPager(query, azcosmos.NewPartitionKeyString(pk),
+		&azcosmos.QueryOptions{QueryParameters: params})
 	found := 0
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
-			return err
+			return found, err
 		}
 		found += len(page.Items)
 	}
-	if found == 0 {
-		return fmt.Errorf("range query in %s: no items", pk)
-	}
-	return nil
+	return found, nil
 }
 
 // fill writes the whole working set once, untimed, for runs that start

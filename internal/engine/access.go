@@ -344,15 +344,21 @@ func compositeLoc(k []byte, base int, comp *compositeIndex) ([]byte, bool) {
 }
 
 // spanLocs collects the locations of the items in the scope that the
-// spans' entries name, in _rid order and without repeats. An entry outside
-// the scope costs only its key.
+// term's spans name, in _rid order and without repeats.
 func spanLocs(r storage.Reader, c *containerRecord, t plan.Term, s *itemScope, st *readStats) ([][]byte, error) {
 	base := len(appendIndexPath(indexPrefix(c), t.Path))
+	return collectLocs(r, termSpans(c, t), s, st, func(k []byte) ([]byte, bool) { return entryLoc(k, base) })
+}
+
+// collectLocs reads the entries of spans and returns the locations locOf
+// finds in them that lie in the scope, in _rid order and without repeats.
+// An entry outside the scope (or one locOf rejects) costs only its key.
+func collectLocs(r storage.Reader, spans []keySpan, s *itemScope, st *readStats, locOf func(k []byte) ([]byte, bool)) ([][]byte, error) {
 	var out [][]byte
-	for _, sp := range termSpans(c, t) {
+	for _, sp := range spans {
 		err := scanRange(r, sp.lo, sp.hi, func(k, _ []byte) (bool, error) {
 			st.entries++
-			if loc, ok := entryLoc(k, base); ok && s.holds(loc) {
+			if loc, ok := locOf(k); ok && s.holds(loc) {
 				out = append(out, bytes.Clone(loc))
 			}
 			return true, nil
@@ -365,10 +371,10 @@ func spanLocs(r storage.Reader, c *containerRecord, t plan.Term, s *itemScope, s
 	return slices.CompactFunc(out, bytes.Equal), nil
 }
 
-// countEntries counts the entries of a term's spans, stopping at limit.
-func countEntries(r storage.Reader, c *containerRecord, t plan.Term, limit int64, st *readStats) (int64, error) {
+// countSpans counts the entries of spans, stopping at limit.
+func countSpans(r storage.Reader, spans []keySpan, limit int64, st *readStats) (int64, error) {
 	var n int64
-	for _, sp := range termSpans(c, t) {
+	for _, sp := range spans {
 		err := scanRange(r, sp.lo, sp.hi, func(_, _ []byte) (bool, error) {
 			st.entries++
 			n++

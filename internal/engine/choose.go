@@ -83,7 +83,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 			in.Entries[i] = -1
 			continue
 		}
-		if in.Entries[i], err = countEntries(r, c, t, probe, st); err != nil {
+		if in.Entries[i], err = countSpans(r, termSpans(c, t), probe, st); err != nil {
 			return nil, err
 		}
 	}

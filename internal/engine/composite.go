@@ -154,37 +154,7 @@ func compositeLocs(r storage.Reader, c *containerRecord, u *plan.CompositeUse, t
 		return nil, nil
 	}
 	check := newEntryCheck(c, comp, u, terms)
-	var out [][]byte
-	for _, sp := range compositeSpans(c, u, terms) {
-		err := scanRange(r, sp.lo, sp.hi, func(k, _ []byte) (bool, error) {
-			st.entries++
-			if loc, ok := check.loc(k); ok && s.holds(loc) {
-				out = append(out, bytes.Clone(loc))
-			}
-			return true, nil
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	slices.SortFunc(out, bySeq)
-	return slices.CompactFunc(out, bytes.Equal), nil
-}
-
-// countSpans counts the entries of spans, stopping at limit.
-func countSpans(r storage.Reader, spans []keySpan, limit int64, st *readStats) (int64, error) {
-	var n int64
-	for _, sp := range spans {
-		err := scanRange(r, sp.lo, sp.hi, func(_, _ []byte) (bool, error) {
-			st.entries++
-			n++
-			return n < limit, nil
-		})
-		if err != nil || n >= limit {
-			return n, err
-		}
-	}
-	return n, nil
+	return collectLocs(r, compositeSpans(c, u, terms), s, st, check.loc)
 }
 
 // compositeItems walks the use's span in key order (backwards when

@@ -317,21 +317,7 @@ func setJSON(tx storage.Txn, key []byte, v any) error {
 // scanPrefix calls fn for every key under prefix, in order, stopping early
 // when fn returns false.
 func scanPrefix(r storage.Reader, prefix []byte, fn func(k, v []byte) (bool, error)) error {
-	it, err := r.NewIter(storage.IterParams{Lower: prefix, Upper: prefixEnd(prefix)})
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	for ok := it.First(); ok; ok = it.Next() {
-		more, err := fn(it.Key(), it.Value())
-		if err != nil {
-			return err
-		}
-		if !more {
-			break
-		}
-	}
-	return it.Err()
+	return scanRange(r, prefix, prefixEnd(prefix), fn)
 }
 
 // deletePrefix removes every key under prefix, in bounded transactions so a
