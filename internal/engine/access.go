@@ -122,7 +122,7 @@ func (e *Engine) scopeSize(r storage.Reader, c *containerRecord, s *itemScope, t
 	out := plan.Scope{Kind: s.kind, Items: total, ContainerItems: total}
 	switch s.kind {
 	case plan.ScopePartition:
-		out.Items, _, err = readUsage(r, partitionCountKey(c.Rid, s.epk))
+		out.Items, err = readCount(r, partitionCountKey(c.Rid, s.epk))
 	case plan.ScopeRange:
 		out.Items = total / int64(max(len(e.ranges), 1))
 	case plan.ScopePrefix:
@@ -138,7 +138,7 @@ func (e *Engine) scopeSize(r storage.Reader, c *containerRecord, s *itemScope, t
 				sum = total
 				return false, nil
 			}
-			sum += int64(decodeCount(v))
+			sum += decodeCount(v)
 			return true, nil
 		})
 		out.Items = sum

@@ -172,7 +172,7 @@ func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now time.T
 		report("usage counter says %d items of %d bytes; the container holds %d of %d", n, size, len(items), totalBytes)
 	}
 	for epk, want := range perEPK {
-		got, _, err := readUsage(r, partitionCountKey(c.Rid, epk))
+		got, err := readCount(r, partitionCountKey(c.Rid, epk))
 		if err != nil {
 			return counts, err
 		}

@@ -87,9 +87,6 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 			return nil, err
 		}
 	}
-	if s.kind == plan.ScopePartition && s.pk != nil {
-		_, in.Point = pointID(terms)
-	}
 	if !prog.Streaming() {
 		if o, ok := orderedShape(c, q, params, terms); ok {
 			in.Ordered, in.WalkEntries = o, size.ContainerItems

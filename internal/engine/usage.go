@@ -67,9 +67,23 @@ func partitionCountKey(collRid []byte, epk string) []byte {
 // addUsage adds items and bytes to the container's totals and items to its
 // partition's count.
 func addUsage(tx storage.Txn, c *containerRecord, epk string, items, bytes int64) error {
-	var d usageDelta
-	d.add(epk, items, bytes)
-	return d.apply(tx, c)
+	if err := addTotals(tx, c, items, bytes); err != nil {
+		return err
+	}
+	return addPartitionItems(tx, c, epk, items)
+}
+
+// addTotals adds items and bytes to the container's totals.
+func addTotals(tx storage.Txn, c *containerRecord, items, bytes int64) error {
+	if items == 0 && bytes == 0 {
+		return nil
+	}
+	st, err := readState(tx, c.Rid)
+	if err != nil {
+		return err
+	}
+	st.items, st.bytes = st.items+items, st.bytes+bytes
+	return tx.Set(lsnKey(c.Rid), st.encode())
 }
 
 // addPartitionItems adds items to the count of the partition of epk.
@@ -78,7 +92,7 @@ func addPartitionItems(tx storage.Txn, c *containerRecord, epk string, items int
 		return nil
 	}
 	pk := partitionCountKey(c.Rid, epk)
-	n, _, err := readUsage(tx, pk)
+	n, err := readCount(tx, pk)
 	if err != nil {
 		return err
 	}
@@ -88,30 +102,24 @@ func addPartitionItems(tx storage.Txn, c *containerRecord, epk string, items int
 	return tx.Set(pk, binary.BigEndian.AppendUint64(nil, uint64(n+items)))
 }
 
-// readUsage reads a counter value: items, and bytes where it has them.
-func readUsage(r storage.Reader, key []byte) (items, bytes int64, err error) {
+// readCount reads a partition's item count; absent reads as zero.
+func readCount(r storage.Reader, key []byte) (int64, error) {
 	v, err := r.Get(key)
 	if errors.Is(err, storage.ErrNotFound) {
-		return 0, 0, nil
+		return 0, nil
 	}
 	if err != nil {
-		return 0, 0, err
+		return 0, err
 	}
-	if len(v) >= 8 {
-		items = int64(binary.BigEndian.Uint64(v))
-	}
-	if len(v) >= 16 {
-		bytes = int64(binary.BigEndian.Uint64(v[8:]))
-	}
-	return items, bytes, nil
+	return decodeCount(v), nil
 }
 
 // decodeCount reads a partition count value.
-func decodeCount(v []byte) uint64 {
+func decodeCount(v []byte) int64 {
 	if len(v) < 8 {
 		return 0
 	}
-	return binary.BigEndian.Uint64(v)
+	return int64(binary.BigEndian.Uint64(v))
 }
 
 // usageDelta gathers the usage changes of several removals in one
@@ -133,15 +141,7 @@ func (d *usageDelta) add(epk string, items, bytes int64) {
 
 // apply writes the gathered changes.
 func (d *usageDelta) apply(tx storage.Txn, c *containerRecord) error {
-	if d.items == 0 && d.bytes == 0 && len(d.perEPK) == 0 {
-		return nil
-	}
-	st, err := readState(tx, c.Rid)
-	if err != nil {
-		return err
-	}
-	st.items, st.bytes = st.items+d.items, st.bytes+d.bytes
-	if err := tx.Set(lsnKey(c.Rid), st.encode()); err != nil {
+	if err := addTotals(tx, c, d.items, d.bytes); err != nil {
 		return err
 	}
 	for epk, n := range d.perEPK {

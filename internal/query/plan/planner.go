@@ -255,8 +255,6 @@ type Input struct {
 	// path is not indexed, or the index is being rebuilt). A count the
 	// engine stopped at its bound reads as that bound.
 	Entries []int64
-	// Point is set when the id and the whole partition key are known.
-	Point bool
 	// Ordered is set when an ordered walk applies; WalkEntries is then
 	// how many entries the ORDER BY path's index holds (or -1).
 	Ordered     *Ordered
@@ -292,7 +290,7 @@ type Plan struct {
 
 // Choose enumerates the access paths in, estimates each, and picks the
 // cheapest; a scan is always possible, so a plan always exists. Ties go
-// to the path enumerated first (scan, point, ordered, index, intersect),
+// to the path enumerated first (scan, ordered, index, intersect),
 // so the choice is deterministic.
 func Choose(in Input) Plan {
 	frac := in.Scope.fraction()
@@ -303,15 +301,9 @@ func Choose(in Input) Plan {
 		if path.Access == Scan {
 			path.Cost = path.Records * costRecordScan
 		}
-		if path.Access == PointRead {
-			path.Cost = costPoint
-		}
 		p.Considered = append(p.Considered, path)
 	}
 	add(Path{Access: Scan, Records: float64(in.Scope.Items)})
-	if in.Point {
-		add(Path{Access: PointRead, Records: 1})
-	}
 	if o := in.Ordered; o != nil && in.WalkEntries >= 0 {
 		// The walk stops after Want rows. Rows that pass the other terms
 		// are assumed spread evenly along the path, so it reads

@@ -64,9 +64,11 @@ func TestChoose(t *testing.T) {
 		{"an unselective span loses to a container scan", Input{Scope: all, Terms: []Term{term}, Entries: []int64{600_000}}, Scan},
 		{"an unindexed term is no path", Input{Scope: all, Terms: []Term{term}, Entries: []int64{-1}}, Scan},
 		{"two wide terms intersect", Input{Scope: all, Terms: []Term{term, other}, Entries: []int64{100_000, 100_000}}, Intersect},
-		{"a point read wins", Input{Scope: partition, Terms: []Term{term}, Entries: []int64{1}, Point: true}, PointRead},
 		{"TOP 10 walks the order", Input{Scope: all, Ordered: &Ordered{Path: []string{"n"}, Want: 10, Term: -1}, WalkEntries: 1_000_000}, OrderedWalk},
 		{"TOP 10 in a small partition scans it", Input{Scope: partition, Ordered: &Ordered{Path: []string{"n"}, Want: 10, Term: -1}, WalkEntries: 1_000_000}, Scan},
+	}
+	if p := PointPlan(ScopePartition, []Term{term}); p.Chosen.Access != PointRead || len(p.Considered) != 1 || p.Explain() == "" {
+		t.Errorf("PointPlan chose %v of %d paths", p.Chosen.Access, len(p.Considered))
 	}
 	for _, tt := range tests {
 		p := Choose(tt.in)
