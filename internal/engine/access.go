@@ -56,17 +56,13 @@ func wholeContainer() *itemScope {
 // partition key range header, before any I/O.
 func (e *Engine) scopeFor(c *containerRecord, key partition.Key, hasKey bool, rangeID string) (*itemScope, *Error) {
 	s := wholeContainer()
-	if rangeID != "" && !(len(e.ranges) == 1 && rangeID == e.ranges[0].ID) {
-		found := false
-		for _, r := range e.ranges {
-			if r.ID == rangeID {
-				s.kind, found = plan.ScopeRange, true
-				s.narrow(r.Min, r.Max)
-			}
-		}
-		if !found {
-			return nil, &Error{Code: Gone, SubStatus: SubPartitionKeyRangeGone, Message: "The partition key range '" + rangeID + "' does not exist."}
-		}
+	r, whole, derr := e.lookupRange(rangeID)
+	if derr != nil {
+		return nil, derr
+	}
+	if !whole {
+		s.kind = plan.ScopeRange
+		s.narrow(r.Min, r.Max)
 	}
 	if !hasKey {
 		return s, nil

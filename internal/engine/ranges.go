@@ -22,21 +22,25 @@ func (c *containerRecord) epk(k partition.Key) string {
 // 410/1002 for a range that does not exist, which makes the SDKs refresh
 // their range cache.
 func (e *Engine) rangeFilter(id string) (func(epk string) bool, *Error) {
+	r, whole, derr := e.lookupRange(id)
+	if derr != nil || whole {
+		return func(string) bool { return true }, derr
+	}
+	return r.Contains, nil
+}
+
+// lookupRange finds the range the header names; whole reports that it is
+// absent or names the only range, so every EPK is in it.
+func (e *Engine) lookupRange(id string) (r partition.Range, whole bool, derr *Error) {
 	if id == "" || len(e.ranges) == 1 && id == e.ranges[0].ID {
-		return func(string) bool { return true }, nil
+		return partition.Range{}, true, nil
 	}
 	for _, r := range e.ranges {
 		if r.ID == id {
-			return r.Contains, nil
+			return r, false, nil
 		}
 	}
-	return nil, &Error{Code: Gone, SubStatus: SubPartitionKeyRangeGone, Message: "The partition key range '" + id + "' does not exist."}
-}
-
-// EPKRange returns a filter for an effective-partition-key span [min, max),
-// as the JS SDK sends it in x-ms-start-epk and x-ms-end-epk.
-func EPKRange(min, max string) func(epk string) bool {
-	return func(epk string) bool { return epk >= min && (max == "" || epk < max) }
+	return partition.Range{}, false, &Error{Code: Gone, SubStatus: SubPartitionKeyRangeGone, Message: "The partition key range '" + id + "' does not exist."}
 }
 
 // hashDefinition is the container's partition key definition for hashing.
