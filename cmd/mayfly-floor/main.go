@@ -54,7 +54,7 @@ func run(addr, key string, rangeRows int) error {
 	if err != nil {
 		return err
 	}
-	cert, certPEM, err := tlscert.LoadOrCreate("")
+	cert, certPEM, err := tlscert.LoadOrCreate("", time.Now())
 	if err != nil {
 		return err
 	}

@@ -13,9 +13,9 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/mayfly-db/mayfly/internal/auth"
+	"github.com/mayfly-db/mayfly/internal/clock"
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/engine"
 )
@@ -64,6 +64,9 @@ type Config struct {
 	MaxBodyBytes int64
 	// Extra routes mounted beside the API (metrics, the explorer page).
 	Extra map[string]http.Handler
+	// Clock dates responses and times requests for the log (default: the
+	// system clock).
+	Clock clock.Clock
 }
 
 // Handler serves the Cosmos DB REST API.
@@ -74,6 +77,7 @@ type Handler struct {
 	certPEM []byte
 	maxBody int64
 	extra   map[string]http.Handler
+	clock   clock.Clock
 }
 
 // New returns the API handler.
@@ -81,9 +85,12 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Engine == nil || cfg.Auth == nil {
 		return nil, errors.New("httpapi: engine and authenticator are required")
 	}
-	h := &Handler{eng: cfg.Engine, auth: cfg.Auth, log: cfg.Logger, certPEM: cfg.CertPEM, maxBody: cfg.MaxBodyBytes, extra: cfg.Extra}
+	h := &Handler{eng: cfg.Engine, auth: cfg.Auth, log: cfg.Logger, certPEM: cfg.CertPEM, maxBody: cfg.MaxBodyBytes, extra: cfg.Extra, clock: cfg.Clock}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.clock == nil {
+		h.clock = clock.Real{}
 	}
 	if h.maxBody <= 0 {
 		h.maxBody = 2<<20 + 64<<10
@@ -117,7 +124,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		x.ServeHTTP(w, r)
 		return
 	}
-	start := time.Now()
+	start := h.clock.Now()
 	rq := &request{w: w, r: r, activity: r.Header.Get("x-ms-activity-id")}
 	if rq.activity == "" {
 		rq.activity = newActivityID()
@@ -128,7 +135,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.fail(rq, fmt.Errorf("panic: %v", p))
 		}
 		h.log.Debug("request served", "method", r.Method, "path", r.URL.EscapedPath(), "status", rq.status,
-			"duration_ms", float64(time.Since(start).Microseconds())/1000, "charge", rq.charge, "activity_id", rq.activity)
+			"duration_ms", float64(h.clock.Now().Sub(start).Microseconds())/1000, "charge", rq.charge, "activity_id", rq.activity)
 	}()
 	h.serve(rq)
 }
@@ -254,7 +261,7 @@ func (h *Handler) commonHeaders(rq *request, charge float64) {
 	hd.Set("x-ms-schemaversion", "1.18")
 	hd.Set("x-ms-serviceversion", "version=2.14.0.0")
 	hd.Set("x-ms-gatewayversion", "version=2.14.0")
-	hd.Set("Date", time.Now().UTC().Format(http.TimeFormat))
+	hd.Set("Date", h.clock.Now().UTC().Format(http.TimeFormat))
 }
 
 // reply writes a JSON body with the common headers.

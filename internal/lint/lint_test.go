@@ -190,15 +190,7 @@ func TestImportDirectionCatches(t *testing.T) {
 		"internal/transport/t.go":   "package transport\n\nimport _ \"net/http\"\n",
 		"internal/clock/clock.go":   "package clock\n\nimport _ \"time\"\n",
 	}
-	for name, body := range files {
-		path := filepath.Join(root, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, root, files)
 	got := importViolations(t, root)
 	if len(got) != 1 || !strings.Contains(got[0], "internal/engine must not import net/http") ||
 		!strings.Contains(got[0], "internal/transport") {
@@ -303,6 +295,20 @@ func TestForbidden(t *testing.T) {
 	} {
 		if got := forbidden(path); got != want {
 			t.Errorf("forbidden(%q) = %v, want %v", path, got, want)
+		}
+	}
+}
+
+// writeFiles writes each named file under root, creating directories.
+func writeFiles(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for name, body := range files {
+		path := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

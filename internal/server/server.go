@@ -141,10 +141,10 @@ func New(cfg Config) (*Server, error) {
 	case cfg.CertFile != "":
 		tlsCert, s.certPEM, err = tlscert.FromFiles(cfg.CertFile, cfg.KeyFile)
 	case cfg.InMemory:
-		tlsCert, s.certPEM, err = tlscert.LoadOrCreate("")
+		tlsCert, s.certPEM, err = tlscert.LoadOrCreate("", cfg.Clock.Now())
 	default:
 		if err = os.MkdirAll(cfg.DataDir, 0o755); err == nil {
-			tlsCert, s.certPEM, err = tlscert.LoadOrCreate(cfg.DataDir)
+			tlsCert, s.certPEM, err = tlscert.LoadOrCreate(cfg.DataDir, cfg.Clock.Now())
 		}
 	}
 	if err != nil {
@@ -173,7 +173,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	api, err := httpapi.New(httpapi.Config{
-		Engine: s.engine, Auth: authn, Logger: cfg.Logger, CertPEM: s.certPEM,
+		Engine: s.engine, Auth: authn, Logger: cfg.Logger, CertPEM: s.certPEM, Clock: cfg.Clock,
 		Extra: map[string]http.Handler{"/metrics": promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{})},
 	})
 	if err != nil {

@@ -63,11 +63,9 @@ var (
 //
 // The key file is written with mode 0600. The files are replaced atomically,
 // so a crash while writing leaves either the old pair or the new one.
-func LoadOrCreate(dir string) (tls.Certificate, []byte, error) {
-	return loadOrCreate(dir, time.Now())
-}
-
-func loadOrCreate(dir string, now time.Time) (tls.Certificate, []byte, error) {
+//
+// now decides whether a stored certificate is still valid and dates a new one.
+func LoadOrCreate(dir string, now time.Time) (tls.Certificate, []byte, error) {
 	if dir == "" {
 		certPEM, keyPEM, err := generate(now)
 		if err != nil {

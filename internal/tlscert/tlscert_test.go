@@ -29,7 +29,7 @@ func leafOf(t *testing.T, cert tls.Certificate) *x509.Certificate {
 }
 
 func TestInMemory(t *testing.T) {
-	cert, certPEM, err := LoadOrCreate("")
+	cert, certPEM, err := LoadOrCreate("", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestInMemory(t *testing.T) {
 	}
 
 	// Each in-memory start makes a new key.
-	cert2, _, err := LoadOrCreate("")
+	cert2, _, err := LoadOrCreate("", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestInMemory(t *testing.T) {
 
 func TestCreateThenReuse(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data") // does not exist yet
-	cert1, pem1, err := LoadOrCreate(dir)
+	cert1, pem1, err := LoadOrCreate(dir, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestCreateThenReuse(t *testing.T) {
 		t.Errorf("directory holds %d entries, want cert.pem and key.pem only", len(entries))
 	}
 
-	cert2, pem2, err := LoadOrCreate(dir)
+	cert2, pem2, err := LoadOrCreate(dir, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,12 +149,12 @@ func TestRegenerates(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			_, before, err := LoadOrCreate(dir)
+			_, before, err := LoadOrCreate(dir, time.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
 			tt.spoil(t, dir)
-			cert, after, err := LoadOrCreate(dir)
+			cert, after, err := LoadOrCreate(dir, time.Now())
 			if err != nil {
 				t.Fatalf("LoadOrCreate after spoiling: %v", err)
 			}
@@ -166,7 +166,7 @@ func TestRegenerates(t *testing.T) {
 				t.Errorf("new certificate not valid now: %s to %s", leaf.NotBefore, leaf.NotAfter)
 			}
 			// And the new pair is what a third start finds.
-			_, again, err := LoadOrCreate(dir)
+			_, again, err := LoadOrCreate(dir, time.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -180,14 +180,14 @@ func TestRegenerates(t *testing.T) {
 func TestUnwritableDir(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "file")
 	write(t, filepath.Dir(file), "file", []byte("x"))
-	if _, _, err := LoadOrCreate(filepath.Join(file, "sub")); err == nil {
+	if _, _, err := LoadOrCreate(filepath.Join(file, "sub"), time.Now()); err == nil {
 		t.Error("LoadOrCreate under a regular file succeeded")
 	}
 }
 
 func TestFromFiles(t *testing.T) {
 	dir := t.TempDir()
-	_, certPEM, err := LoadOrCreate(dir)
+	_, certPEM, err := LoadOrCreate(dir, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestFromFiles(t *testing.T) {
 // TestHandshake checks what clients do: trust the published PEM and connect
 // by each name the certificate is for.
 func TestHandshake(t *testing.T) {
-	cert, certPEM, err := LoadOrCreate("")
+	cert, certPEM, err := LoadOrCreate("", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
