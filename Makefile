@@ -12,10 +12,11 @@ build:
 run: build
 	./bin/mayfly
 
-## test: lint, Go unit and integration tests, then the end-to-end SDK suites;
-## every part runs, and the target fails if any part failed
+## test: lint, Go unit and integration tests (with the storage invariant
+## checks built in), the same under the race detector, then the end-to-end
+## SDK suites; every part runs, and the target fails if any part failed
 test:
-	@status=0; for part in lint unit e2e; do \
+	@status=0; for part in lint unit race e2e; do \
 		start=$$(date +%s); \
 		if $(MAKE) --no-print-directory $$part; then result=ok; else result=FAILED; status=1; fi; \
 		summary="$$summary$$(printf '\n  %-5s %-6s %4ss' $$part $$result $$(( $$(date +%s) - start )))"; \
@@ -23,21 +24,25 @@ test:
 	printf '\nmake test:%s\n' "$$summary"; \
 	exit $$status
 
-## lint: gofmt, go vet, import direction and package names (internal/lint)
+## lint: gofmt, go vet, staticcheck, forbidden calls, import direction and
+## package names (internal/lint)
 lint:
 	$(GO) test -count=1 ./internal/lint
 
-## unit: every Go test in the module except lint
+## unit: every Go test in the module except lint, built with the invariants
+## tag: every store call, in the engine's tests and in servers the tests
+## start, is checked against the storage contract (internal/storage/check.go)
 unit:
-	$(GO) test -count=1 -timeout 10m $$($(GO) list ./... | grep -v '/internal/lint$$')
+	$(GO) test -tags invariants -count=1 -timeout 10m $$($(GO) list ./... | grep -v '/internal/lint$$')
 
-## e2e: the Go SDK emulator suite and the JavaScript smoke test against bin/mayfly
+## e2e: the Go SDK emulator suite and the JavaScript suites against a
+## bin/mayfly built with the invariants tag
 e2e:
 	scripts/e2e.sh
 
-## race: the Go tests under the race detector (slower; not part of test)
+## race: every Go test except lint under the race detector
 race:
-	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) test -race -count=1 -timeout 15m $$($(GO) list ./... | grep -v '/internal/lint$$')
 
 ## bench: Mayfly against the floor server with the Go SDK load tool
 bench:

@@ -28,13 +28,16 @@ pem="$PWD/$out/emulator.pem"
 
 say "build"
 t0=$SECONDS
-go build -o bin/ ./cmd/mayfly ./integration/emulatorsuite
-echo "built bin/mayfly and bin/emulatorsuite in $((SECONDS - t0))s"
+# The server is built with the storage invariant checks (internal/storage/
+# check.go): a store call that breaks the contract panics and fails a test.
+tags=${MAYFLY_E2E_TAGS-invariants}
+go build -tags "$tags" -o "$out/" ./cmd/mayfly ./integration/emulatorsuite
+echo "built $out/mayfly (tags: ${tags:-none}) and $out/emulatorsuite in $((SECONDS - t0))s"
 
 say "start mayfly --in-memory on :${port}"
 trap stop_servers EXIT
 trap 'exit 130' INT TERM
-start_server "$out/mayfly.log" ./bin/mayfly --in-memory --addr ":${port}"
+start_server "$out/mayfly.log" "$out/mayfly" --in-memory --addr ":${port}"
 server_pid=$started_pid
 wait_ready "$endpoint" "$server_pid" "$out/mayfly.log" "$pem"
 
@@ -42,7 +45,7 @@ status=0
 
 say "(a) Go SDK emulator suite"
 t0=$SECONDS
-if ! ./bin/emulatorsuite -list integration/emulator-suite.txt -work "$out/emulator" -ca-file "$pem"; then
+if ! "$out/emulatorsuite" -list integration/emulator-suite.txt -work "$out/emulator" -ca-file "$pem"; then
 	status=1
 	echo "(a) FAILED"
 fi
@@ -61,7 +64,7 @@ say "(c) JavaScript SDK queries over 4 partition key ranges"
 t0=$SECONDS
 multi_port=8083
 require_free_port "$multi_port"
-start_server "$out/mayfly-partitions.log" ./bin/mayfly --in-memory --partitions 4 --addr ":${multi_port}"
+start_server "$out/mayfly-partitions.log" "$out/mayfly" --in-memory --partitions 4 --addr ":${multi_port}"
 multi_pid=$started_pid
 wait_ready "https://localhost:${multi_port}/" "$multi_pid" "$out/mayfly-partitions.log" "$out/partitions.pem"
 if ! (cd integration/js && MAYFLY_ENDPOINT="https://localhost:${multi_port}/" MAYFLY_CA_FILE="$PWD/../../$out/partitions.pem" \

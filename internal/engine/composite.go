@@ -208,7 +208,7 @@ func compositeItems(r storage.Reader, c *containerRecord, q *ast.Query, params m
 			if rows, err := filter.Rows(doc, docMeta(loc)); err != nil || len(rows) == 0 {
 				continue
 			}
-			rec.json = bytes.Clone(rec.json)
+			rec.detach()
 			found = append(found, foundItem{loc: loc, rec: rec})
 		}
 		err = it.Err()

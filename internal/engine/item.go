@@ -150,9 +150,7 @@ func (e *Engine) findItem(r storage.Reader, c *containerRecord, pk []byte, id st
 	if err != nil {
 		return nil, nil, err
 	}
-	// The record outlives later reads of the transaction; the store's
-	// buffers do not (storage contract).
-	rec.json, rec.pk = bytes.Clone(rec.json), bytes.Clone(rec.pk)
+	rec.detach()
 	it := &liveItem{loc: loc, rec: rec}
 	if c.expired(&rec, now) {
 		return nil, it, nil

@@ -105,7 +105,7 @@ func orderedItems(r storage.Reader, c *containerRecord, q *ast.Query, params map
 		if err != nil || len(rows) == 0 {
 			continue
 		}
-		rec.json = bytes.Clone(rec.json)
+		rec.detach()
 		found = append(found, foundItem{loc: loc, rec: rec})
 		if !nonScalar {
 			scalars++

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 )
@@ -17,6 +18,13 @@ type itemRecord struct {
 	id      string
 	epk     string // effective partition key: which range holds the item
 	json    []byte
+}
+
+// detach copies the record's slices out of the store's buffers, which are
+// valid only until the next read (storage contract), for a record that
+// outlives later reads.
+func (r *itemRecord) detach() {
+	r.json, r.pk = bytes.Clone(r.json), bytes.Clone(r.pk)
 }
 
 // ttlKind is ttl.ItemKind as stored: how the item's own ttl property reads

@@ -134,6 +134,9 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.store, s.ownStore = st, true
 	}
+	// Built with the invariants tag, every store call is checked against
+	// the storage contract; otherwise this returns the store unchanged.
+	s.store = storage.WithChecks(s.store)
 	var tlsCert tls.Certificate
 	var err error
 	switch {
