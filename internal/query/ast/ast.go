@@ -341,3 +341,83 @@ func Walk(e Expr, fn func(Expr) bool) {
 		}
 	}
 }
+
+// MaxDepth is the most levels a query may have, counting each query and
+// each expression as one (parentheses add none). The parser refuses deeper
+// text; 200 levels reach well past the deepest property an item may have
+// (128 levels), and keep every recursive walk of a tree small.
+const MaxDepth = 200
+
+// Deeper reports whether q has a path of more than limit levels, counting
+// each query and each expression as one level. The parser builds no such
+// tree for the limit it enforces; this check lets a package that recurses
+// over trees from anywhere (rewritten ones included) refuse one that would
+// take its recursion too deep. It walks with an explicit stack, so it is
+// itself safe on a tree of any depth.
+func Deeper(q *Query, limit int) bool {
+	type node struct {
+		e Expr
+		q *Query
+		d int
+	}
+	stack := []node{{q: q, d: 1}}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if n.d > limit {
+			return true
+		}
+		push := func(e Expr) {
+			if e != nil {
+				stack = append(stack, node{e: e, d: n.d + 1})
+			}
+		}
+		sub := func(q *Query) {
+			if q != nil {
+				stack = append(stack, node{q: q, d: n.d + 1})
+			}
+		}
+		if q := n.q; q != nil {
+			push(q.Select.Top)
+			push(q.Select.Value)
+			for _, it := range q.Select.Items {
+				push(it.Expr)
+			}
+			if q.From != nil {
+				push(q.From.Expr)
+			}
+			for _, j := range q.Joins {
+				push(j.Expr)
+			}
+			push(q.Where)
+			for _, g := range q.GroupBy {
+				push(g)
+			}
+			for _, o := range q.OrderBy {
+				push(o.Expr)
+			}
+			push(q.Offset)
+			push(q.Limit)
+			continue
+		}
+		switch e := n.e.(type) {
+		case *Exists:
+			sub(e.Query)
+		case *ArrayQuery:
+			sub(e.Query)
+		case *Subquery:
+			sub(e.Query)
+		default:
+			// Walk's fn sees e first, then each direct child: push the
+			// children and stop it from descending further.
+			Walk(e, func(x Expr) bool {
+				if x == e {
+					return true
+				}
+				push(x)
+				return false
+			})
+		}
+	}
+	return false
+}
