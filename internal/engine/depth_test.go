@@ -333,3 +333,16 @@ func TestUnreadableBodyStillRemovable(t *testing.T) {
 	// The unique values of the removed items are free again.
 	be.seed(t, `{"id":"again","pk":"p","u":0}`, `{"id":"again2","pk":"p","u":1}`)
 }
+
+// TestQueryTextTooLong: text over the limit gets the service's code and
+// message, in the service's error body.
+func TestQueryTextTooLong(t *testing.T) {
+	be := newDepthEnv(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	q := "SELECT VALUE '" + strings.Repeat("a", 512<<10) + "'"
+	_, err := be.e.QueryItems(context.Background(), QueryParams{ItemRef: batchRef(""), Query: q, CrossPartition: true})
+	wantCode(t, "long query", err, BadRequest)
+	want := `"code":"SC3020","message":"The SQL query text exceeded the maximum limit of 524288 characters."`
+	if !strings.Contains(err.Error(), want) {
+		t.Fatalf("got %v; want %s", err, want)
+	}
+}
