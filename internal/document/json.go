@@ -11,8 +11,13 @@ import (
 )
 
 // MaxDepth is the deepest nesting Parse accepts. Cosmos DB limits items to
-// 128 levels; the margin lets the engine report that limit itself.
-const MaxDepth = 256
+// 128 levels, and the engine checks that on every write; Parse accepts far
+// more so that the engine can report its own limit, and so that it can
+// still read, query, fix and delete any item stored past that limit by a
+// build that did not check patches (ten operations of one patch could
+// reach about 2,800 levels). Parse recurses once per level, a few hundred
+// bytes of stack each.
+const MaxDepth = 4096
 
 // SyntaxError describes malformed JSON.
 type SyntaxError struct {

@@ -426,6 +426,9 @@ func (p *Purger) purge(ctx context.Context, c Container, res *PassResult) error 
 	p.record(c, out.Items)
 	res.Purged += len(out.Items)
 	if err != nil {
+		// The items it could not purge are still waiting: the metric
+		// must say so, not keep what it said before.
+		p.count(ctx, c.ID, now)
 		return err
 	}
 	if out.More {

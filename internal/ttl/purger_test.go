@@ -465,6 +465,26 @@ func TestPurger_ErrorsAreContainedAndReturned(t *testing.T) {
 	}
 }
 
+// TestPurger_FailingPurgeShowsItsBacklog: a container whose purge keeps
+// failing shows its expired items as awaiting purge, not zero.
+func TestPurger_FailingPurgeShowsItsBacklog(t *testing.T) {
+	clk := clock.NewManual(sec(100))
+	f := newFakeTarget()
+	f.add("bad", NewHistory(Enabled(10), sec(0)))
+	fill(f, "bad", "x", 5, t0, ItemTTL{})
+	f.fail["bad"] = errors.New("disk on fire")
+	m := newFakeMetrics()
+	p := New(Config{Target: countingTarget{f}, Clock: clk, Metrics: m})
+	if _, err := p.Pass(context.Background()); err == nil {
+		t.Fatal("the failing purge passed")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if n, ok := m.awaiting["bad"]; !ok || n != 5 {
+		t.Fatalf("awaiting = %d (set: %v), want 5", n, ok)
+	}
+}
+
 func TestPurger_ForgetsDroppedContainers(t *testing.T) {
 	clk := clock.NewManual(sec(100))
 	f := newFakeTarget()

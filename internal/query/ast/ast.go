@@ -341,3 +341,113 @@ func Walk(e Expr, fn func(Expr) bool) {
 		}
 	}
 }
+
+// MaxDepth is the most levels a query may have, counting each query and
+// each expression as one (parentheses add none). The parser refuses deeper
+// text; 200 levels reach well past the deepest property an item may have
+// (128 levels), and keep every recursive walk of a tree small.
+const MaxDepth = 200
+
+// Deeper reports whether q has a path of more than limit levels, counting
+// each query and each expression as one level. The parser builds no such
+// tree for the limit it enforces; this check lets a package that recurses
+// over trees from anywhere (rewritten ones included) refuse one that would
+// take its recursion too deep. It recurses itself, but stops descending
+// past limit, so its own depth is bounded whatever the tree's; and it
+// allocates nothing.
+func Deeper(q *Query, limit int) bool {
+	return queryDeeper(q, 1, limit)
+}
+
+func queryDeeper(q *Query, d, limit int) bool {
+	if q == nil {
+		return false
+	}
+	if d > limit {
+		return true
+	}
+	d++
+	if exprDeeper(q.Select.Top, d, limit) || exprDeeper(q.Select.Value, d, limit) ||
+		exprDeeper(q.Where, d, limit) || exprDeeper(q.Offset, d, limit) || exprDeeper(q.Limit, d, limit) {
+		return true
+	}
+	for _, it := range q.Select.Items {
+		if exprDeeper(it.Expr, d, limit) {
+			return true
+		}
+	}
+	if q.From != nil && exprDeeper(q.From.Expr, d, limit) {
+		return true
+	}
+	for _, j := range q.Joins {
+		if exprDeeper(j.Expr, d, limit) {
+			return true
+		}
+	}
+	for _, g := range q.GroupBy {
+		if exprDeeper(g, d, limit) {
+			return true
+		}
+	}
+	for _, o := range q.OrderBy {
+		if exprDeeper(o.Expr, d, limit) {
+			return true
+		}
+	}
+	return false
+}
+
+// exprDeeper reports whether e, at level d, has a path below it that goes
+// past limit.
+func exprDeeper(e Expr, d, limit int) bool {
+	if e == nil {
+		return false
+	}
+	if d > limit {
+		return true
+	}
+	d++
+	anyDeeper := func(xs []Expr) bool {
+		for _, x := range xs {
+			if exprDeeper(x, d, limit) {
+				return true
+			}
+		}
+		return false
+	}
+	switch e := e.(type) {
+	case *Member:
+		return exprDeeper(e.X, d, limit)
+	case *Index:
+		return exprDeeper(e.X, d, limit) || exprDeeper(e.Index, d, limit)
+	case *Unary:
+		return exprDeeper(e.X, d, limit)
+	case *Binary:
+		return exprDeeper(e.L, d, limit) || exprDeeper(e.R, d, limit)
+	case *Ternary:
+		return exprDeeper(e.Cond, d, limit) || exprDeeper(e.Then, d, limit) || exprDeeper(e.Else, d, limit)
+	case *Between:
+		return exprDeeper(e.X, d, limit) || exprDeeper(e.Lo, d, limit) || exprDeeper(e.Hi, d, limit)
+	case *In:
+		return exprDeeper(e.X, d, limit) || anyDeeper(e.List)
+	case *Like:
+		return exprDeeper(e.X, d, limit) || exprDeeper(e.Pattern, d, limit) || exprDeeper(e.Escape, d, limit)
+	case *Call:
+		return anyDeeper(e.Args)
+	case *ArrayLit:
+		return anyDeeper(e.Elems)
+	case *ObjectLit:
+		for _, f := range e.Fields {
+			if exprDeeper(f.Value, d, limit) {
+				return true
+			}
+		}
+	case *Exists:
+		return queryDeeper(e.Query, d, limit)
+	case *ArrayQuery:
+		return queryDeeper(e.Query, d, limit)
+	case *Subquery:
+		return queryDeeper(e.Query, d, limit)
+	}
+	return false
+}

@@ -91,6 +91,10 @@ type compiled struct {
 	container string
 }
 
+// maxRewriteLevels is how many levels the packages that rewrite parsed
+// queries may add to them.
+const maxRewriteLevels = 16
+
 // Compile prepares q for evaluation with the given parameters (keys with or
 // without the leading '@').
 func Compile(q *ast.Query, params map[string]document.Value, opts Options) (*Program, error) {
@@ -113,6 +117,13 @@ func Compile(q *ast.Query, params map[string]document.Value, opts Options) (*Pro
 	p.rnd = opts.Rand
 	if p.rnd == nil {
 		p.rnd = newRand(opts.Now.UnixNano())
+	}
+	// The compiler and the evaluator recurse once per level of the tree.
+	// Parsed trees are bounded already; trees built from them (rewritten
+	// by the planner) add a few levels, which the margin allows.
+	if ast.Deeper(q, ast.MaxDepth+maxRewriteLevels) {
+		return nil, ast.NewError("SC1001", fmt.Sprintf(
+			"The query is nested too deeply: an expression may have at most %d levels of operators, accessors and subqueries.", ast.MaxDepth))
 	}
 	c := &compiler{prog: p}
 	top, err := c.query(q, nil, true)

@@ -1,6 +1,7 @@
 package parser_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/mayfly-db/mayfly/internal/query/parser"
@@ -17,10 +18,23 @@ var seeds = []string{
 	"SELECT udf.f(c), LEFT(c.s, 1) FROM c -- comment",
 }
 
+// deepSeeds are chains that build deep trees from flat text: they must end
+// in the depth error (or, for AND, OR and ??, a balanced tree), never in a
+// tree that overflows the stack of whatever walks it.
+var deepSeeds = []string{
+	"SELECT VALUE 1" + strings.Repeat("+1", 300),
+	"SELECT * FROM c WHERE c" + strings.Repeat(".a", 300),
+	"SELECT * FROM c WHERE c" + strings.Repeat("[0]", 300),
+	"SELECT * FROM c WHERE c.a = 1" + strings.Repeat(" OR c.a = 1", 300),
+	"SELECT * FROM c WHERE c.a" + strings.Repeat(" IN (1)", 300),
+	"SELECT VALUE " + strings.Repeat("-", 300) + "1",
+	"SELECT VALUE " + strings.Repeat("(", 300) + "1" + strings.Repeat(")", 300),
+}
+
 // FuzzParse checks that any input parses or fails cleanly, and that what
 // parses prints to text that parses back to the same print.
 func FuzzParse(f *testing.F) {
-	for _, s := range seeds {
+	for _, s := range append(seeds, deepSeeds...) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, text string) {

@@ -2,8 +2,10 @@
 //
 // A hand-written lexer feeds a recursive-descent parser with one token of
 // lookahead (two where FROM must tell "x IN c.arr" from "c.arr x"). It never
-// panics and bounds its own recursion, so any input, however hostile, ends
-// in a tree or an *ast.Error.
+// panics and bounds both its own recursion and the depth of the tree it
+// builds, so any input, however hostile, ends in a tree or an *ast.Error,
+// and every package that walks the tree recursively (the evaluator, the
+// planner, the printer) can do so without exhausting the stack.
 //
 // Operator precedence, loosest first:
 //
@@ -27,9 +29,17 @@ type Error = ast.Error
 const (
 	MaxQueryBytes = 512 * 1024
 	MaxJoins      = 10
-	// MaxDepth bounds nesting of expressions and subqueries, which keeps
-	// recursion (and the Go stack) small on hostile input.
-	MaxDepth = 200
+	// MaxDepth bounds nesting of expressions and subqueries, and the depth
+	// of the tree: operators and accessors chained without parentheses
+	// (1+1+…, c.a.a.…, c[0][0]…) build a tree as deep as the chain is
+	// long, and the packages downstream recurse once per level. Long
+	// chains of the associative AND, OR and ?? are built balanced instead
+	// (see chain), so they stay shallow at any length.
+	MaxDepth = ast.MaxDepth
+	// balanceOver is the length past which a chain of an associative
+	// operator is built balanced. Shorter chains keep the left-nested
+	// shape (and so the printed form) they always had.
+	balanceOver = 32
 )
 
 // keywords may not be used as identifiers or aliases. Property names after a
@@ -49,8 +59,7 @@ var keywords = map[string]bool{
 // Parse parses one query.
 func Parse(text string) (*ast.Query, error) {
 	if len(text) > MaxQueryBytes {
-		return nil, ast.NewError("SC1002", fmt.Sprintf(
-			"The SQL query text exceeded the maximum limit of %d characters.", MaxQueryBytes))
+		return nil, tooLong()
 	}
 	p := &parser{lex: lexer{src: text}}
 	p.advance()
@@ -68,7 +77,7 @@ func Parse(text string) (*ast.Query, error) {
 // ParseExpr parses a lone scalar expression (used by tests and tools).
 func ParseExpr(text string) (ast.Expr, error) {
 	if len(text) > MaxQueryBytes {
-		return nil, ast.NewError("SC1002", "The SQL query text exceeded the maximum limit.")
+		return nil, tooLong()
 	}
 	p := &parser{lex: lexer{src: text}}
 	p.advance()
@@ -83,12 +92,23 @@ func ParseExpr(text string) (ast.Expr, error) {
 	return e, nil
 }
 
+// tooLong is the service's answer to query text over its size limit.
+func tooLong() *ast.Error {
+	return ast.NewError("SC3020", fmt.Sprintf(
+		"The SQL query text exceeded the maximum limit of %d characters.", MaxQueryBytes))
+}
+
 type parser struct {
 	lex   lexer
 	tok   token // current
 	peek  token // next
 	err   *ast.Error
-	depth int
+	depth int // recursion depth, bounded by enter
+	// h is the height of the tree the last parse function returned (a
+	// leaf is 1; a query counts one level above its deepest expression).
+	// Every function that returns an expression or a query sets it, so a
+	// node's height is known as it is built, without walking the tree.
+	h int
 }
 
 func (p *parser) advance() {
@@ -183,10 +203,26 @@ func (p *parser) name() string {
 func (p *parser) enter() bool {
 	p.depth++
 	if p.depth > MaxDepth {
-		p.failf(p.tok.pos, p.tok.end, "SC1001", "The query is nested too deeply.")
+		p.tooDeep()
 		return false
 	}
 	return p.err == nil
+}
+
+// tooDeep records the error for a query past MaxDepth. The service's own
+// code for this limit is not documented; the refusal is a 400 either way.
+func (p *parser) tooDeep() {
+	p.failf(p.tok.pos, p.tok.end, "SC1001",
+		"The query is nested too deeply: an expression may have at most %d levels of operators, accessors and subqueries.", MaxDepth)
+}
+
+// height records h as the height of the node just built, and fails once it
+// passes MaxDepth: the parse stops there, before a longer chain costs more.
+func (p *parser) height(h int) {
+	p.h = h
+	if h > MaxDepth {
+		p.tooDeep()
+	}
 }
 
 func (p *parser) leave() { p.depth-- }
@@ -197,14 +233,24 @@ func (p *parser) query() *ast.Query {
 		return q
 	}
 	defer p.leave()
+	// m is the height of the deepest expression of the query so far.
+	m := 0
+	sub := func() {
+		if p.h > m {
+			m = p.h
+		}
+	}
 	p.expectKeyword("SELECT")
 	p.selectClause(&q.Select)
+	sub()
 	if p.acceptKeyword("FROM") {
 		q.From = p.source()
+		sub()
 		for p.err == nil && p.isKeyword("JOIN") {
 			pos := p.tok.pos
 			p.advance()
 			q.Joins = append(q.Joins, p.source())
+			sub()
 			if len(q.Joins) > MaxJoins {
 				p.failf(pos, pos+4, "SC2201", "The number of JOINs in the query exceeded the maximum of %d.", MaxJoins)
 			}
@@ -212,12 +258,14 @@ func (p *parser) query() *ast.Query {
 	}
 	if p.acceptKeyword("WHERE") {
 		q.Where = p.expr()
+		sub()
 	}
 	if p.isKeyword("GROUP") {
 		p.advance()
 		p.expectKeyword("BY")
 		for p.err == nil {
 			q.GroupBy = append(q.GroupBy, p.expr())
+			sub()
 			if !p.acceptPunct(",") {
 				break
 			}
@@ -228,6 +276,7 @@ func (p *parser) query() *ast.Query {
 		p.expectKeyword("BY")
 		for p.err == nil {
 			item := ast.OrderItem{Expr: p.expr()}
+			sub()
 			if p.acceptKeyword("DESC") {
 				item.Desc, item.Explicit = true, true
 			} else if p.acceptKeyword("ASC") {
@@ -244,12 +293,14 @@ func (p *parser) query() *ast.Query {
 		p.expectKeyword("LIMIT")
 		q.Limit = p.countArg()
 	}
+	p.height(m + 1)
 	return q
 }
 
 // countArg parses the operand of TOP, OFFSET and LIMIT: a non-negative
 // integer or a parameter.
 func (p *parser) countArg() ast.Expr {
+	p.h = 1
 	if p.err != nil {
 		return nil
 	}
@@ -272,7 +323,10 @@ func (p *parser) countArg() ast.Expr {
 	return nil
 }
 
+// selectClause parses the select list; p.h is left at the height of its
+// deepest expression.
 func (p *parser) selectClause(s *ast.Select) {
+	m := 1
 	for p.err == nil {
 		switch {
 		case !s.Distinct && s.Top == nil && p.isKeyword("DISTINCT"):
@@ -291,9 +345,11 @@ func (p *parser) selectClause(s *ast.Select) {
 		s.Star = true
 	case p.acceptKeyword("VALUE"):
 		s.Value = p.expr()
+		m = max(m, p.h)
 	default:
 		for p.err == nil {
 			item := ast.SelectItem{Expr: p.expr()}
+			m = max(m, p.h)
 			if p.acceptKeyword("AS") {
 				item.Alias = p.name()
 			} else if p.tok.kind == tWord && !keywords[strings.ToUpper(p.tok.text)] {
@@ -305,11 +361,14 @@ func (p *parser) selectClause(s *ast.Select) {
 			}
 		}
 	}
+	p.h = m
 }
 
-// source parses a FROM or JOIN source.
+// source parses a FROM or JOIN source; p.h is left at the height of its
+// expression.
 func (p *parser) source() *ast.FromSource {
 	src := &ast.FromSource{Pos: ast.Pos(p.tok.pos)}
+	p.h = 1
 	if p.err != nil {
 		return src
 	}
@@ -322,6 +381,7 @@ func (p *parser) source() *ast.FromSource {
 		return src
 	}
 	src.Expr = p.collection()
+	h := p.h
 	if p.acceptKeyword("AS") {
 		src.Alias = p.name()
 		src.AliasWritten = true
@@ -340,12 +400,14 @@ func (p *parser) source() *ast.FromSource {
 			}
 		}
 	}
+	p.h = h
 	return src
 }
 
 // collection parses a collection expression: a name followed by property
 // and index accessors, or a parenthesised subquery.
 func (p *parser) collection() ast.Expr {
+	p.h = 1
 	if p.err != nil {
 		return nil
 	}
@@ -354,9 +416,11 @@ func (p *parser) collection() ast.Expr {
 		p.advance()
 		q := p.query()
 		p.expectPunct(")")
+		p.height(p.h + 1)
 		return &ast.Subquery{Query: q, Pos: pos}
 	}
 	var e ast.Expr = &ast.Ident{Name: p.name(), Pos: pos}
+	h := 1
 	for p.err == nil {
 		switch {
 		case p.isPunct("."):
@@ -375,14 +439,18 @@ func (p *parser) collection() ast.Expr {
 			}
 			p.expectPunct("]")
 		default:
+			p.h = h
 			return e
 		}
+		// Each accessor adds one level; an index is a leaf.
+		h++
+		p.height(h)
 	}
 	return e
 }
 
 // member parses the name after a dot. Keywords are accepted: c.value is a
-// property named "value".
+// property named "value". The caller accounts for the level it adds.
 func (p *parser) member(x ast.Expr) ast.Expr {
 	if p.tok.kind != tWord {
 		p.fail()
@@ -401,40 +469,109 @@ func (p *parser) expr() ast.Expr {
 	pos := ast.Pos(p.tok.pos)
 	cond := p.coalesce()
 	if p.acceptPunct("?") {
+		h := p.h
 		then := p.expr()
+		h = max(h, p.h)
 		p.expectPunct(":")
 		els := p.expr()
+		p.height(max(h, p.h) + 1)
 		return &ast.Ternary{Cond: cond, Then: then, Else: els, Pos: pos}
 	}
 	return cond
 }
 
-func (p *parser) coalesce() ast.Expr {
+// chain parses operands separated by the associative operator op (??, OR
+// or AND). Up to balanceOver operands nest to the left, as written; a
+// longer chain is built balanced, which is the same value (each of these
+// operators is associative, and evaluation still goes left to right with
+// the same short circuits) at a depth that grows with the logarithm of its
+// length rather than with the length.
+func (p *parser) chain(op ast.BinaryOp) ast.Expr {
 	pos := ast.Pos(p.tok.pos)
-	e := p.or()
-	for p.acceptPunct("??") {
-		e = &ast.Binary{Op: ast.OpCoalesce, L: e, R: p.or(), Pos: pos}
+	first := p.chainOperand(op)
+	if p.err != nil || !p.chainSep(op) {
+		return first
 	}
+	h := p.h
+	ops := []operand{{first, p.h}}
+	for {
+		e := p.chainOperand(op)
+		ops = append(ops, operand{e, p.h})
+		if p.err != nil {
+			return nil
+		}
+		if len(ops) <= balanceOver {
+			// The left-nested height, checked as it grows so that a
+			// chain over deep operands stops where it passes the limit.
+			h = max(h, p.h) + 1
+			p.height(h)
+			if p.err != nil {
+				return nil
+			}
+		}
+		if !p.chainSep(op) {
+			break
+		}
+	}
+	var e ast.Expr
+	if len(ops) <= balanceOver {
+		e = ops[0].e
+		for _, o := range ops[1:] {
+			e = &ast.Binary{Op: op, L: e, R: o.e, Pos: pos}
+		}
+	} else {
+		e, h = balance(op, ops)
+		e.(*ast.Binary).Pos = pos
+	}
+	p.height(h)
 	return e
 }
 
-func (p *parser) or() ast.Expr {
-	pos := ast.Pos(p.tok.pos)
-	e := p.and()
-	for p.acceptKeyword("OR") {
-		e = &ast.Binary{Op: ast.OpOr, L: e, R: p.and(), Pos: pos}
+// chainOperand parses one operand of a chain of op: the next tighter level.
+func (p *parser) chainOperand(op ast.BinaryOp) ast.Expr {
+	switch op {
+	case ast.OpCoalesce:
+		return p.or()
+	case ast.OpOr:
+		return p.and()
 	}
-	return e
+	return p.not()
 }
 
-func (p *parser) and() ast.Expr {
-	pos := ast.Pos(p.tok.pos)
-	e := p.not()
-	for p.acceptKeyword("AND") {
-		e = &ast.Binary{Op: ast.OpAnd, L: e, R: p.not(), Pos: pos}
+// chainSep consumes the operator of a chain of op, if it comes next.
+func (p *parser) chainSep(op ast.BinaryOp) bool {
+	switch op {
+	case ast.OpCoalesce:
+		return p.acceptPunct("??")
+	case ast.OpOr:
+		return p.acceptKeyword("OR")
 	}
-	return e
+	return p.acceptKeyword("AND")
 }
+
+// operand is one operand of a chain, with its height.
+type operand struct {
+	e ast.Expr
+	h int
+}
+
+// balance builds ops (one or more) into a balanced tree, the left half one
+// larger when the count is odd. Its recursion is as deep as the tree.
+func balance(op ast.BinaryOp, ops []operand) (ast.Expr, int) {
+	if len(ops) == 1 {
+		return ops[0].e, ops[0].h
+	}
+	mid := (len(ops) + 1) / 2
+	l, lh := balance(op, ops[:mid])
+	r, rh := balance(op, ops[mid:])
+	return &ast.Binary{Op: op, L: l, R: r, Pos: l.Position()}, max(lh, rh) + 1
+}
+
+func (p *parser) coalesce() ast.Expr { return p.chain(ast.OpCoalesce) }
+
+func (p *parser) or() ast.Expr { return p.chain(ast.OpOr) }
+
+func (p *parser) and() ast.Expr { return p.chain(ast.OpAnd) }
 
 func (p *parser) not() ast.Expr {
 	pos := ast.Pos(p.tok.pos)
@@ -443,7 +580,9 @@ func (p *parser) not() ast.Expr {
 			return nil
 		}
 		defer p.leave()
-		return &ast.Unary{Op: ast.OpNot, X: p.not(), Pos: pos}
+		x := p.not()
+		p.height(p.h + 1)
+		return &ast.Unary{Op: ast.OpNot, X: x, Pos: pos}
 	}
 	return p.predicate()
 }
@@ -451,6 +590,7 @@ func (p *parser) not() ast.Expr {
 func (p *parser) predicate() ast.Expr {
 	pos := ast.Pos(p.tok.pos)
 	e := p.binary(0)
+	h := p.h
 	for p.err == nil {
 		not := false
 		if p.isKeyword("NOT") && (p.peekKeyword("IN") || p.peekKeyword("LIKE") || p.peekKeyword("BETWEEN")) {
@@ -463,6 +603,7 @@ func (p *parser) predicate() ast.Expr {
 			in := &ast.In{X: e, Not: not, Pos: pos}
 			for p.err == nil {
 				in.List = append(in.List, p.expr())
+				h = max(h, p.h)
 				if !p.acceptPunct(",") {
 					break
 				}
@@ -471,19 +612,27 @@ func (p *parser) predicate() ast.Expr {
 			e = in
 		case p.acceptKeyword("LIKE"):
 			like := &ast.Like{X: e, Pattern: p.binary(0), Not: not, Pos: pos}
+			h = max(h, p.h)
 			if p.acceptKeyword("ESCAPE") {
 				like.Escape = p.binary(0)
+				h = max(h, p.h)
 			}
 			e = like
 		case p.acceptKeyword("BETWEEN"):
 			b := &ast.Between{X: e, Not: not, Pos: pos}
 			b.Lo = p.binary(0)
+			h = max(h, p.h)
 			p.expectKeyword("AND")
 			b.Hi = p.binary(0)
+			h = max(h, p.h)
 			e = b
 		default:
+			p.h = h
 			return e
 		}
+		// c.a IN (1) IN (2) … is a chain too.
+		h++
+		p.height(h)
 	}
 	return e
 }
@@ -506,19 +655,25 @@ var binOps = map[string]binOp{
 }
 
 // binary parses left-associative infix operators binding tighter than
-// minPrec, by precedence climbing.
+// minPrec, by precedence climbing. Its recursion is bounded by the number
+// of precedence levels; a chain at one level is a loop, and its length is
+// bounded by the height it builds.
 func (p *parser) binary(minPrec int) ast.Expr {
 	pos := ast.Pos(p.tok.pos)
 	e := p.unary()
+	h := p.h
 	for p.err == nil && p.tok.kind == tPunct {
 		op, ok := binOps[p.tok.text]
 		if !ok || op.prec <= minPrec {
-			return e
+			break
 		}
 		p.advance()
 		r := p.binary(op.prec)
 		e = &ast.Binary{Op: op.op, L: e, R: r, Pos: pos}
+		h = max(h, p.h) + 1
+		p.height(h)
 	}
+	p.h = h
 	return e
 }
 
@@ -540,11 +695,14 @@ func (p *parser) unary() ast.Expr {
 	}
 	defer p.leave()
 	p.advance()
-	return &ast.Unary{Op: op, X: p.unary(), Pos: pos}
+	x := p.unary()
+	p.height(p.h + 1)
+	return &ast.Unary{Op: op, X: x, Pos: pos}
 }
 
 func (p *parser) postfix() ast.Expr {
 	e := p.primary()
+	h := p.h
 	for p.err == nil {
 		switch {
 		case p.isPunct("."):
@@ -557,16 +715,21 @@ func (p *parser) postfix() ast.Expr {
 				p.advance()
 			} else {
 				e = &ast.Index{X: e, Index: p.expr(), Pos: e.Position()}
+				h = max(h, p.h)
 			}
 			p.expectPunct("]")
 		default:
+			p.h = h
 			return e
 		}
+		h++
+		p.height(h)
 	}
 	return e
 }
 
 func (p *parser) primary() ast.Expr {
+	p.h = 1
 	if p.err != nil {
 		return nil
 	}
@@ -589,8 +752,10 @@ func (p *parser) primary() ast.Expr {
 			if p.isKeyword("SELECT") {
 				q := p.query()
 				p.expectPunct(")")
+				p.height(p.h + 1)
 				return &ast.Subquery{Query: q, Pos: pos}
 			}
+			// Parentheses group; they add no node.
 			e := p.expr()
 			p.expectPunct(")")
 			return e
@@ -600,13 +765,16 @@ func (p *parser) primary() ast.Expr {
 			if p.acceptPunct("]") {
 				return a
 			}
+			m := 0
 			for p.err == nil {
 				a.Elems = append(a.Elems, p.expr())
+				m = max(m, p.h)
 				if !p.acceptPunct(",") {
 					break
 				}
 			}
 			p.expectPunct("]")
+			p.height(m + 1)
 			return a
 		case "{":
 			p.advance()
@@ -614,6 +782,7 @@ func (p *parser) primary() ast.Expr {
 			if p.acceptPunct("}") {
 				return o
 			}
+			m := 0
 			for p.err == nil {
 				var name string
 				switch p.tok.kind {
@@ -628,11 +797,13 @@ func (p *parser) primary() ast.Expr {
 				p.advance()
 				p.expectPunct(":")
 				o.Fields = append(o.Fields, ast.ObjectField{Name: name, Value: p.expr()})
+				m = max(m, p.h)
 				if !p.acceptPunct(",") {
 					break
 				}
 			}
 			p.expectPunct("}")
+			p.height(m + 1)
 			return o
 		}
 	case tWord:
@@ -658,6 +829,7 @@ func (p *parser) primary() ast.Expr {
 			p.advance()
 			q := p.query()
 			p.expectPunct(")")
+			p.height(p.h + 1)
 			if upper == "EXISTS" {
 				return &ast.Exists{Query: q, Pos: pos}
 			}
@@ -691,18 +863,21 @@ func (p *parser) primary() ast.Expr {
 }
 
 // args parses a parenthesised argument list; the current token is '('.
+// p.h is left at the height of the call.
 func (p *parser) args() []ast.Expr {
 	p.expectPunct("(")
 	var args []ast.Expr
-	if p.acceptPunct(")") {
-		return args
-	}
-	for p.err == nil {
-		args = append(args, p.expr())
-		if !p.acceptPunct(",") {
-			break
+	m := 0
+	if !p.acceptPunct(")") {
+		for p.err == nil {
+			args = append(args, p.expr())
+			m = max(m, p.h)
+			if !p.acceptPunct(",") {
+				break
+			}
 		}
+		p.expectPunct(")")
 	}
-	p.expectPunct(")")
+	p.height(m + 1)
 	return args
 }
