@@ -81,10 +81,10 @@ func streamShape(c *containerRecord, q *ast.Query, params map[string]document.Va
 
 // withoutOrder compiles q without its ORDER BY: the per-document rows of
 // the stream.
-func withoutOrder(q *ast.Query, params map[string]document.Value, now time.Time) (*eval.Program, error) {
+func withoutOrder(q *ast.Query, params map[string]document.Value, now time.Time, b *eval.Budget) (*eval.Program, error) {
 	f := *q
 	f.OrderBy = nil
-	return eval.Compile(&f, params, eval.Options{Now: now})
+	return eval.Compile(&f, params, eval.Options{Now: now, Budget: b})
 }
 
 // orderStream is one page of an ordered stream.
@@ -108,7 +108,7 @@ type orderStream struct {
 // streamOrdered runs one page of the ordered stream o from cur.
 func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, o *plan.Ordered, s *itemScope, now time.Time, st *readStats, cur, next cursor, limit int, page *FeedPage) error {
 	q := prog.Query()
-	rows, err := withoutOrder(q, params, now)
+	rows, err := withoutOrder(q, params, now, st.budget)
 	if err != nil {
 		return queryError(err)
 	}

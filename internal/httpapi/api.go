@@ -192,6 +192,8 @@ func statusOf(c engine.Code) (int, string) {
 		return http.StatusServiceUnavailable, "ServiceUnavailable"
 	case engine.Gone:
 		return http.StatusGone, "Gone"
+	case engine.RequestTimeout:
+		return http.StatusRequestTimeout, "RequestTimeout"
 	}
 	return http.StatusInternalServerError, "InternalServerError"
 }
