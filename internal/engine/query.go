@@ -44,7 +44,7 @@ func compileQuery(text string, params map[string]document.Value, now time.Time, 
 	if err != nil {
 		return nil, queryError(err)
 	}
-	prog, err := eval.Compile(q, params, eval.Options{Now: now, Budget: b})
+	prog, err := eval.Compile(q, params, eval.Options{Now: now, Budget: b, MaxSortRows: eval.MaxSortRows})
 	if err != nil {
 		return nil, queryError(err)
 	}

@@ -56,6 +56,14 @@ const DefaultMaxMemory = 256 << 20
 // page, and a page resumes inside a document by producing its rows again.
 const MaxRowsPerDocument = 100_000
 
+// MaxSortRows is how many rows an ORDER BY sorted in memory (not served
+// in order by an index) may hold at once: the account's advertised
+// queryMaxInMemorySortDocumentCount. Only the rows up to the end of the
+// page asked for are held, so the bound is met by any page that ends
+// within the first MaxSortRows rows in order, and by any query with at
+// most that many rows.
+const MaxSortRows = 500
+
 // checkEvery is how many steps pass between looks at the context and the
 // clock: often enough to stop within microseconds, seldom enough to cost
 // nothing measurable.
@@ -68,6 +76,8 @@ var (
 	ErrWork   = errWork
 	ErrMemory = ast.NewError("SC3003", "The query needs more memory than one request may hold (ORDER BY, DISTINCT, GROUP BY or JOIN state). Add a filter, TOP or OFFSET LIMIT, or serve the ORDER BY from the index.")
 	ErrTime   = errors.New("the query's time for this request ran out")
+	// ErrSort refuses an in-memory sort of more than MaxSortRows rows.
+	ErrSort = ast.NewError("SC3006", fmt.Sprintf("The query's ORDER BY needs more than %d documents sorted in memory: add a filter or a smaller OFFSET, or define an index that serves the ORDER BY.", MaxSortRows))
 	// ErrFanOut refuses a document whose JOINs produce too many rows.
 	ErrFanOut = ast.NewError("SC3005", fmt.Sprintf("The JOINs of the query produce more than %d rows for one document.", MaxRowsPerDocument))
 )

@@ -53,6 +53,9 @@ type Options struct {
 	// DefaultMaxWork) when there is no Budget. Past it the call fails with
 	// an *ast.Error.
 	MaxWork int
+	// MaxSortRows, when positive, bounds the rows an ORDER BY of the
+	// top-level query holds at once (see the constant MaxSortRows).
+	MaxSortRows int
 	// Budget, when set, is the request's budget: every Rows and Run call
 	// draws on it instead of starting a budget of its own, and it carries
 	// the request's context and deadline.
@@ -426,6 +429,17 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 		}
 		ordered := len(q.OrderBy) > 0
 		capped := want > 0 && ordered && !q.Select.Distinct
+		// An ORDER BY with a known end keeps the rows that can be among
+		// the first want: it sorts and trims whenever the buffer reaches
+		// compact rows, so it holds O(want) rows, not the scope's.
+		limit := 0
+		if cq == c.prog.top {
+			limit = c.prog.opts.MaxSortRows
+		}
+		compact := 2*want + 64
+		if limit > 0 && want < limit {
+			compact = min(compact, limit)
+		}
 		err := produce(func(s scope) error {
 			v, err := c.project(cq, s)
 			if err != nil {
@@ -451,10 +465,9 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 			switch {
 			case want > 0 && !ordered && len(rows) >= want:
 				return errStop
-			case capped && len(rows) >= 2*want+64:
-				// Only the first want rows in order can be returned:
-				// keep those, so the sort holds O(want) rows rather
-				// than every row of the scope.
+			case ordered && limit > 0 && len(rows) > limit && (!capped || want >= limit):
+				return ErrSort
+			case capped && len(rows) >= compact:
 				c.sortRows(q, rows)
 				for _, dropped := range rows[want:] {
 					size := sizeOf(dropped.val)
