@@ -1,0 +1,264 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mayfly-db/mayfly/internal/storage/pebblestore"
+)
+
+// tickClock is a clock that moves on by step every time it is read once
+// armed, and can act on its n-th read: a query's page time then runs out,
+// or its context is cancelled, after a counted number of looks at the
+// clock, however fast or slow the machine is.
+type tickClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	step   time.Duration
+	armed  bool
+	reads  int
+	onRead func(n int)
+}
+
+func (c *tickClock) Now() time.Time {
+	c.mu.Lock()
+	now := c.now
+	var hook func(int)
+	n := 0
+	if c.armed {
+		c.reads++
+		n = c.reads
+		c.now = c.now.Add(c.step)
+		hook = c.onRead
+	}
+	c.mu.Unlock()
+	if hook != nil {
+		hook(n)
+	}
+	return now
+}
+
+// After never fires: nothing in these tests waits on the clock.
+func (c *tickClock) After(time.Duration) <-chan time.Time { return make(chan time.Time) }
+
+func (c *tickClock) arm(step time.Duration, onRead func(n int)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.armed, c.step, c.reads, c.onRead = true, step, 0, onRead
+}
+
+func (c *tickClock) readCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reads
+}
+
+// newLimitsEngine is an engine on Pebble in a temporary directory with
+// database "db" and container "c" partitioned on /pk, and the items
+// given created in it.
+func newLimitsEngine(t *testing.T, cfg Config, items ...string) *Engine {
+	t.Helper()
+	s, err := pebblestore.Open(pebblestore.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	cfg.Store = s
+	e, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := e.CreateDatabase(ctx, batchJSON(t, `{"id":"db"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateContainer(ctx, "db", batchJSON(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < len(items); i += MaxBatchOps {
+		var ops []BatchOp
+		for _, it := range items[i:min(i+MaxBatchOps, len(items))] {
+			ops = append(ops, BatchOp{Type: BatchCreate, Body: batchJSON(t, it)})
+		}
+		res, err := e.Batch(ctx, BatchParams{ItemRef: batchRef(`["a"]`), Ops: ops, Atomic: true})
+		if err != nil || res.Failed() {
+			t.Fatalf("seed: %v %+v", err, res)
+		}
+	}
+	return e
+}
+
+// arrayItems makes n items under key "a", each with an array of size
+// numbers in "a" and its ordinal in "n".
+func arrayItems(n, size int) []string {
+	var arr strings.Builder
+	for i := 0; i < size; i++ {
+		if i > 0 {
+			arr.WriteByte(',')
+		}
+		fmt.Fprint(&arr, i)
+	}
+	var out []string
+	for i := 0; i < n; i++ {
+		out = append(out, fmt.Sprintf(`{"id":"%d","pk":"a","n":%d,"a":[%s]}`, i, i, arr.String()))
+	}
+	return out
+}
+
+// heavyFilter costs about four evaluation steps per element of c.a: a
+// look at the clock every 250 elements.
+const heavyFilter = "SELECT c.id FROM c WHERE ARRAY_LENGTH(ARRAY(SELECT VALUE x FROM x IN c.a WHERE x >= 0)) > 0"
+
+// A page's evaluation time is the request's, not each document's: when
+// it runs out the page ends early with a continuation at the document it
+// was reading, and the following pages go on from there, so the query is
+// drained whole, in order, in bounded pages.
+func TestQueryPageEndsWhenItsTimeRunsOut(t *testing.T) {
+	clk := &tickClock{now: batchT0}
+	e := newLimitsEngine(t, Config{Clock: clk, QueryPageTime: 8 * time.Second}, arrayItems(6, 500)...)
+	clk.arm(time.Second, nil)
+	var ids []string
+	cont := ""
+	pages := 0
+	for {
+		page, err := e.QueryItems(context.Background(), QueryParams{ItemRef: batchRef(`["a"]`), Query: heavyFilter, MaxItemCount: 100, Continuation: cont})
+		if err != nil {
+			t.Fatalf("page %d: %v", pages, err)
+		}
+		pages++
+		if pages == 1 && (len(page.Items) >= 6 || page.Continuation == "") {
+			t.Fatalf("first page: %d items, continuation %q; want it cut short by its time", len(page.Items), page.Continuation)
+		}
+		for _, it := range page.Items {
+			ids = append(ids, string(it))
+		}
+		if cont = page.Continuation; cont == "" {
+			break
+		}
+		if pages > 20 {
+			t.Fatal("the query makes no progress")
+		}
+	}
+	want := `{"id":"0"} {"id":"1"} {"id":"2"} {"id":"3"} {"id":"4"} {"id":"5"}`
+	if got := strings.Join(ids, " "); got != want {
+		t.Errorf("rows over %d pages: %s, want %s", pages, got, want)
+	}
+}
+
+// A page that cannot end early (its first document alone outlasts the
+// page time, or the query sorts, groups or aggregates) fails with 408
+// rather than running on.
+func TestQueryTimesOutWhenItCannotEndEarly(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		items []string
+		query string
+	}{
+		{"one document", arrayItems(1, 20000), heavyFilter},
+		{"aggregate", arrayItems(6, 1000), "SELECT VALUE COUNT(1) FROM c WHERE ARRAY_LENGTH(ARRAY(SELECT VALUE x FROM x IN c.a WHERE x >= 0)) > 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := &tickClock{now: batchT0}
+			e := newLimitsEngine(t, Config{Clock: clk, QueryPageTime: 5 * time.Second}, tc.items...)
+			clk.arm(time.Second, nil)
+			_, err := e.QueryItems(context.Background(), QueryParams{ItemRef: batchRef(`["a"]`), Query: tc.query})
+			if ErrorCode(err) != RequestTimeout {
+				t.Fatalf("err %v (code %d), want RequestTimeout", err, ErrorCode(err))
+			}
+		})
+	}
+}
+
+// A query stops soon after its request's context is cancelled: the
+// evaluation looks at the context between its looks at the clock, so
+// once the clock's third read cancels the context it is not read again.
+func TestQueryStopsWhenCancelled(t *testing.T) {
+	clk := &tickClock{now: batchT0}
+	e := newLimitsEngine(t, Config{Clock: clk, QueryPageTime: time.Hour}, arrayItems(6, 1000)...)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	clk.arm(0, func(n int) {
+		if n == 3 {
+			cancel()
+		}
+	})
+	_, err := e.QueryItems(ctx, QueryParams{ItemRef: batchRef(`["a"]`), Query: heavyFilter})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want context.Canceled", err)
+	}
+	if n := clk.readCount(); n > 4 {
+		t.Errorf("the clock was read %d times; the query went on after it was cancelled at the third", n)
+	}
+}
+
+// The rows JOINs make from one document are bounded: a cross product of
+// three 50-element arrays (125,000 rows) is refused, not built.
+func TestJoinFanOutRefused(t *testing.T) {
+	e := newLimitsEngine(t, Config{}, arrayItems(1, 50)...)
+	_, err := e.QueryItems(context.Background(), QueryParams{ItemRef: batchRef(`["a"]`),
+		Query: "SELECT VALUE 1 FROM c JOIN x IN c.a JOIN y IN c.a JOIN z IN c.a"})
+	if ErrorCode(err) != BadRequest || !strings.Contains(err.Error(), "JOINs") {
+		t.Fatalf("err %v, want 400 refusing the JOINs' rows", err)
+	}
+}
+
+// padItems makes n items under key "a", each carrying about 2 KB.
+func padItems(n int) []string {
+	pad := strings.Repeat("x", 2000)
+	var out []string
+	for i := 0; i < n; i++ {
+		out = append(out, fmt.Sprintf(`{"id":"%d","pk":"a","n":%d,"one":[1],"pad":"%s%d"}`, i, i, pad, i))
+	}
+	return out
+}
+
+// An ORDER BY the index does not serve (c._ts) is sorted in memory: it
+// holds the rows up to the end of the page, at most the advertised
+// queryMaxInMemorySortDocumentCount (500), and is refused past that.
+func TestInMemorySortLimit(t *testing.T) {
+	e := newLimitsEngine(t, Config{}, padItems(600)...)
+	ctx := context.Background()
+	q := func(text string, max int) (*FeedPage, error) {
+		return e.QueryItems(ctx, QueryParams{ItemRef: batchRef(`["a"]`), Query: text, MaxItemCount: max})
+	}
+	if page, err := q("SELECT c.id FROM c ORDER BY c._ts", 10); err != nil || len(page.Items) != 10 || page.Continuation == "" {
+		t.Fatalf("a page of 10: %v", err)
+	}
+	if page, err := q("SELECT TOP 20 c.id FROM c ORDER BY c._ts DESC", -1); err != nil || len(page.Items) != 20 {
+		t.Fatalf("TOP 20: %v", err)
+	}
+	_, err := q("SELECT c.id FROM c ORDER BY c._ts", -1)
+	if ErrorCode(err) != BadRequest || !strings.Contains(err.Error(), "sorted in memory") {
+		t.Fatalf("sorting 600 rows for a page of 1000: err %v, want 400", err)
+	}
+}
+
+// The state of ORDER BY, DISTINCT and GROUP BY is counted against the
+// request's memory: an ORDER BY with TOP holds only the rows that can be
+// among its first, well within a bound that the whole scope's rows
+// exceed; DISTINCT and GROUP BY past the bound are refused.
+func TestQueryStateMemoryBounded(t *testing.T) {
+	e := newLimitsEngine(t, Config{QueryMemory: 300 << 10}, padItems(400)...)
+	ctx := context.Background()
+	q := func(text string) (*FeedPage, error) {
+		return e.QueryItems(ctx, QueryParams{ItemRef: batchRef(`["a"]`), Query: text, MaxItemCount: -1})
+	}
+	// The JOIN keeps the index walk from serving the ORDER BY.
+	page, err := q("SELECT TOP 5 c.id, c.pad FROM c JOIN x IN c.one ORDER BY c.n DESC")
+	if err != nil || len(page.Items) != 5 {
+		t.Fatalf("TOP 5 ORDER BY over 800 KB of rows: %v", err)
+	}
+	if !strings.HasPrefix(string(page.Items[0]), `{"id":"399"`) || !strings.HasPrefix(string(page.Items[4]), `{"id":"395"`) {
+		t.Errorf("TOP 5 DESC is %.12s … %.12s, want items 399 to 395", page.Items[0], page.Items[4])
+	}
+	for _, text := range []string{"SELECT DISTINCT c.pad FROM c", "SELECT c.pad, COUNT(1) AS n FROM c GROUP BY c.pad"} {
+		if _, err := q(text); ErrorCode(err) != BadRequest || !strings.Contains(err.Error(), "memory") {
+			t.Errorf("%s: err %v, want 400 for its memory", text, err)
+		}
+	}
+}
