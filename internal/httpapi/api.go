@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mayfly-db/mayfly/internal/auth"
+	"github.com/mayfly-db/mayfly/internal/clock"
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/engine"
 )
@@ -64,6 +65,10 @@ type Config struct {
 	MaxBodyBytes int64
 	// Extra routes mounted beside the API (metrics, the explorer page).
 	Extra map[string]http.Handler
+	// RequestTimeout bounds each request (DefaultRequestTimeout when
+	// zero), on Clock (the real clock when nil).
+	RequestTimeout time.Duration
+	Clock          clock.Clock
 }
 
 // Handler serves the Cosmos DB REST API.
@@ -74,6 +79,8 @@ type Handler struct {
 	certPEM []byte
 	maxBody int64
 	extra   map[string]http.Handler
+	timeout time.Duration
+	clock   clock.Clock
 }
 
 // New returns the API handler.
@@ -87,6 +94,13 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if h.maxBody <= 0 {
 		h.maxBody = 2<<20 + 64<<10
+	}
+	h.timeout, h.clock = cfg.RequestTimeout, cfg.Clock
+	if h.timeout <= 0 {
+		h.timeout = DefaultRequestTimeout
+	}
+	if h.clock == nil {
+		h.clock = clock.Real{}
 	}
 	return h, nil
 }
@@ -118,6 +132,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
+	r, release := h.withDeadline(r)
+	defer release()
 	rq := &request{w: w, r: r, activity: r.Header.Get("x-ms-activity-id")}
 	if rq.activity == "" {
 		rq.activity = newActivityID()
