@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/mayfly-db/mayfly/internal/storage"
 	"github.com/mayfly-db/mayfly/internal/storage/pebblestore"
 )
 
@@ -63,12 +66,9 @@ func (c *tickClock) readCount() int {
 // given created in it.
 func newLimitsEngine(t *testing.T, cfg Config, items ...string) *Engine {
 	t.Helper()
-	s, err := pebblestore.Open(pebblestore.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
+	if cfg.Store == nil {
+		cfg.Store = openLimitsStore(t)
 	}
-	t.Cleanup(func() { s.Close() })
-	cfg.Store = s
 	e, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -91,6 +91,17 @@ func newLimitsEngine(t *testing.T, cfg Config, items ...string) *Engine {
 		}
 	}
 	return e
+}
+
+// openLimitsStore opens Pebble in a temporary directory.
+func openLimitsStore(t *testing.T) *pebblestore.Store {
+	t.Helper()
+	s, err := pebblestore.Open(pebblestore.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
 
 // arrayItems makes n items under key "a", each with an array of size
@@ -260,5 +271,79 @@ func TestQueryStateMemoryBounded(t *testing.T) {
 		if _, err := q(text); ErrorCode(err) != BadRequest || !strings.Contains(err.Error(), "memory") {
 			t.Errorf("%s: err %v, want 400 for its memory", text, err)
 		}
+	}
+}
+
+// lockWatch is a store that knows when a write transaction's function is
+// running, which is when the store's write lock is held.
+type lockWatch struct {
+	storage.Store
+	inside atomic.Int32
+}
+
+func (s *lockWatch) Update(ctx context.Context, fn func(tx storage.Txn) error) error {
+	return s.Store.Update(ctx, func(tx storage.Txn) error {
+		s.inside.Add(1)
+		defer s.inside.Add(-1)
+		return fn(tx)
+	})
+}
+
+// A batch's patch conditions are judged before the store's write lock is
+// taken: while one is being evaluated (seen from the evaluation's own
+// looks at the clock) no write transaction is open, and a create in
+// another database goes through at that very moment. The batch then
+// commits as judged.
+func TestBatchConditionJudgedOutsideTheWriteLock(t *testing.T) {
+	clk := &tickClock{now: batchT0}
+	w := &lockWatch{Store: openLimitsStore(t)}
+	e := newLimitsEngine(t, Config{Clock: clk, Store: w, QueryPageTime: time.Hour}, arrayItems(1, 5000)...)
+	ctx := context.Background()
+	if _, err := e.CreateDatabase(ctx, batchJSON(t, `{"id":"db2"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateContainer(ctx, "db2", batchJSON(t, `{"id":"other","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		reached   bool
+		creating  bool
+		underLock bool
+		createErr error
+	)
+	clk.arm(0, func(n int) {
+		// Only the evaluation's own looks at the clock count (writes
+		// read it too, for the change feed's wall time).
+		if creating || !strings.Contains(string(debug.Stack()), "eval.(*Budget).Check") {
+			return
+		}
+		if w.inside.Load() > 0 {
+			underLock = true
+			return // a create now would wait for the batch: do not deadlock
+		}
+		if !reached {
+			reached, creating = true, true
+			defer func() { creating = false }()
+			_, createErr = e.WriteItem(ctx, WriteItemParams{ItemRef: ItemRef{DB: "db2", Coll: "other"}, Mode: ModeCreate, Body: []byte(`{"id":"y","pk":"b"}`)})
+		}
+	})
+	cond := "FROM c WHERE ARRAY_LENGTH(ARRAY(SELECT VALUE x FROM x IN c.a WHERE x >= 0)) > 0"
+	ops := []BatchOp{
+		{Type: BatchPatch, ID: "0", Body: batchJSON(t, `{"condition":"`+cond+`","operations":[{"op":"set","path":"/flag","value":true}]}`)},
+		{Type: BatchRead, ID: "0"},
+	}
+	res, err := e.Batch(ctx, BatchParams{ItemRef: batchRef(`["a"]`), Ops: ops, Atomic: true})
+	switch {
+	case err != nil || res.Failed():
+		t.Fatalf("batch: %v %+v", err, res)
+	case !reached:
+		t.Fatal("the condition's evaluation never looked at the clock")
+	case underLock:
+		t.Fatal("the condition was evaluated while the store's write lock was held")
+	case createErr != nil:
+		t.Fatalf("create in another database during the evaluation: %v", createErr)
+	}
+	if !strings.Contains(string(res.Ops[1].Body), `"flag":true`) {
+		t.Errorf("the batch read %s, want the patched item", res.Ops[1].Body)
 	}
 }

@@ -455,12 +455,12 @@ func (e *Engine) QueryResources(ctx context.Context, p ResourceQueryParams) (*Fe
 
 // ConditionEvaluator returns a patch-condition evaluator over the query
 // engine: the condition "FROM c WHERE …" holds when the item passes it.
-func conditionHolds(cond string, doc document.Value, now time.Time) (bool, error) {
+func conditionHolds(cond string, doc document.Value, now time.Time, b *eval.Budget) (bool, error) {
 	text := strings.TrimSpace(cond)
 	if !strings.HasPrefix(strings.ToUpper(text), "SELECT") {
 		text = "SELECT * " + text
 	}
-	prog, err := compileQuery(text, nil, now, nil)
+	prog, err := compileQuery(text, nil, now, b)
 	if err != nil {
 		return false, err
 	}
