@@ -289,12 +289,47 @@ func (s *lockWatch) Update(ctx context.Context, fn func(tx storage.Txn) error) e
 	})
 }
 
-// A batch's patch conditions are judged before the store's write lock is
-// taken: while one is being evaluated (seen from the evaluation's own
-// looks at the clock) no write transaction is open, and a create in
-// another database goes through at that very moment. The batch then
-// commits as judged.
-func TestBatchConditionJudgedOutsideTheWriteLock(t *testing.T) {
+// A patch's condition, alone or in a batch, is judged before the store's
+// write lock is taken: while it is being evaluated (seen from the
+// evaluation's own looks at the clock) no write transaction is open, and
+// a create in another database goes through at that very moment. The
+// patch then commits as judged.
+func TestPatchConditionJudgedOutsideTheWriteLock(t *testing.T) {
+	const cond = "FROM c WHERE ARRAY_LENGTH(ARRAY(SELECT VALUE x FROM x IN c.a WHERE x >= 0)) > 0"
+	for _, tc := range []struct {
+		name  string
+		patch func(e *Engine) ([]byte, error)
+	}{
+		{"batch", func(e *Engine) ([]byte, error) {
+			ops := []BatchOp{
+				{Type: BatchPatch, ID: "0", Body: batchJSON(t, `{"condition":"`+cond+`","operations":[{"op":"set","path":"/flag","value":true}]}`)},
+				{Type: BatchRead, ID: "0"},
+			}
+			res, err := e.Batch(context.Background(), BatchParams{ItemRef: batchRef(`["a"]`), Ops: ops, Atomic: true})
+			if err != nil || res.Failed() {
+				return nil, fmt.Errorf("batch: %v %+v", err, res)
+			}
+			return res.Ops[1].Body, nil
+		}},
+		{"patch", func(e *Engine) ([]byte, error) {
+			ops, _, err := ParsePatch([]byte(`{"operations":[{"op":"set","path":"/flag","value":true}]}`))
+			if err != nil {
+				return nil, err
+			}
+			res, err := e.PatchItem(context.Background(), PatchItemParams{ItemRef: batchRef(`["a"]`), ID: "0", Ops: ops, Condition: cond})
+			if err != nil {
+				return nil, err
+			}
+			return res.Body, nil
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkJudgedOutsideTheLock(t, tc.patch)
+		})
+	}
+}
+
+func checkJudgedOutsideTheLock(t *testing.T, patch func(e *Engine) ([]byte, error)) {
 	clk := &tickClock{now: batchT0}
 	w := &lockWatch{Store: openLimitsStore(t)}
 	e := newLimitsEngine(t, Config{Clock: clk, Store: w, QueryPageTime: time.Hour}, arrayItems(1, 5000)...)
@@ -327,15 +362,10 @@ func TestBatchConditionJudgedOutsideTheWriteLock(t *testing.T) {
 			_, createErr = e.WriteItem(ctx, WriteItemParams{ItemRef: ItemRef{DB: "db2", Coll: "other"}, Mode: ModeCreate, Body: []byte(`{"id":"y","pk":"b"}`)})
 		}
 	})
-	cond := "FROM c WHERE ARRAY_LENGTH(ARRAY(SELECT VALUE x FROM x IN c.a WHERE x >= 0)) > 0"
-	ops := []BatchOp{
-		{Type: BatchPatch, ID: "0", Body: batchJSON(t, `{"condition":"`+cond+`","operations":[{"op":"set","path":"/flag","value":true}]}`)},
-		{Type: BatchRead, ID: "0"},
-	}
-	res, err := e.Batch(ctx, BatchParams{ItemRef: batchRef(`["a"]`), Ops: ops, Atomic: true})
+	body, err := patch(e)
 	switch {
-	case err != nil || res.Failed():
-		t.Fatalf("batch: %v %+v", err, res)
+	case err != nil:
+		t.Fatal(err)
 	case !reached:
 		t.Fatal("the condition's evaluation never looked at the clock")
 	case underLock:
@@ -343,7 +373,7 @@ func TestBatchConditionJudgedOutsideTheWriteLock(t *testing.T) {
 	case createErr != nil:
 		t.Fatalf("create in another database during the evaluation: %v", createErr)
 	}
-	if !strings.Contains(string(res.Ops[1].Body), `"flag":true`) {
-		t.Errorf("the batch read %s, want the patched item", res.Ops[1].Body)
+	if !strings.Contains(string(body), `"flag":true`) {
+		t.Errorf("the item after the patch is %.80s, want it patched", body)
 	}
 }
