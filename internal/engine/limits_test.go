@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mayfly-db/mayfly/internal/query/plan"
 	"github.com/mayfly-db/mayfly/internal/storage"
 	"github.com/mayfly-db/mayfly/internal/storage/pebblestore"
 )
@@ -130,34 +132,63 @@ const heavyFilter = "SELECT c.id FROM c WHERE ARRAY_LENGTH(ARRAY(SELECT VALUE x 
 // was reading, and the following pages go on from there, so the query is
 // drained whole, in order, in bounded pages.
 func TestQueryPageEndsWhenItsTimeRunsOut(t *testing.T) {
-	clk := &tickClock{now: batchT0}
-	e := newLimitsEngine(t, Config{Clock: clk, QueryPageTime: 8 * time.Second}, arrayItems(6, 500)...)
-	clk.arm(time.Second, nil)
-	var ids []string
-	cont := ""
-	pages := 0
-	for {
-		page, err := e.QueryItems(context.Background(), QueryParams{ItemRef: batchRef(`["a"]`), Query: heavyFilter, MaxItemCount: 100, Continuation: cont})
-		if err != nil {
-			t.Fatalf("page %d: %v", pages, err)
-		}
-		pages++
-		if pages == 1 && (len(page.Items) >= 6 || page.Continuation == "") {
-			t.Fatalf("first page: %d items, continuation %q; want it cut short by its time", len(page.Items), page.Continuation)
-		}
-		for _, it := range page.Items {
-			ids = append(ids, string(it))
-		}
-		if cont = page.Continuation; cont == "" {
-			break
-		}
-		if pages > 20 {
-			t.Fatal("the query makes no progress")
-		}
+	const n = 40
+	var up, down []string
+	for i := 0; i < n; i++ {
+		up, down = append(up, fmt.Sprint(i)), append(down, fmt.Sprint(n-1-i))
 	}
-	want := `{"id":"0"} {"id":"1"} {"id":"2"} {"id":"3"} {"id":"4"} {"id":"5"}`
-	if got := strings.Join(ids, " "); got != want {
-		t.Errorf("rows over %d pages: %s, want %s", pages, got, want)
+	for _, tc := range []struct {
+		name, query string
+		want        []string
+		stream      bool
+	}{
+		{"filter", heavyFilter, up, false},
+		// ORDER BY on an indexed path without TOP is the ordered stream:
+		// ascending, a scan for documents without the property, then
+		// the index walk; descending, the walk first.
+		{"ordered stream", heavyFilter + " ORDER BY c.n", up, true},
+		{"ordered stream descending", heavyFilter + " ORDER BY c.n DESC", down, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := &tickClock{now: batchT0}
+			e := newLimitsEngine(t, Config{Clock: clk, QueryPageTime: 4 * time.Second}, arrayItems(n, 500)...)
+			clk.arm(time.Second, nil)
+			var ids []string
+			cont := ""
+			pages, short := 0, 0
+			for {
+				page, err := e.QueryItems(context.Background(), QueryParams{ItemRef: batchRef(`["a"]`), Query: tc.query, MaxItemCount: 3, Continuation: cont})
+				if err != nil {
+					t.Fatalf("page %d: %v", pages, err)
+				}
+				if pages == 0 && tc.stream && (page.Plan == nil || page.Plan.Chosen.Access != plan.OrderedStream) {
+					t.Fatalf("the plan is not the ordered stream: %+v", page.Plan)
+				}
+				pages++
+				for _, it := range page.Items {
+					var row struct{ ID string }
+					if err := json.Unmarshal(it, &row); err != nil {
+						t.Fatal(err)
+					}
+					ids = append(ids, row.ID)
+				}
+				if cont = page.Continuation; cont == "" {
+					break
+				}
+				if len(page.Items) < 3 {
+					short++
+				}
+				if pages > 10*n {
+					t.Fatal("the query makes no progress")
+				}
+			}
+			if short == 0 {
+				t.Errorf("no page of %d was cut short by its time", pages)
+			}
+			if got, want := strings.Join(ids, " "), strings.Join(tc.want, " "); got != want {
+				t.Errorf("rows over %d pages: %s, want %s", pages, got, want)
+			}
+		})
 	}
 }
 
