@@ -282,8 +282,9 @@ func TestInMemorySortLimit(t *testing.T) {
 
 // The state of ORDER BY, DISTINCT and GROUP BY is counted against the
 // request's memory: an ORDER BY with TOP holds only the rows that can be
-// among its first, well within a bound that the whole scope's rows
-// exceed; DISTINCT and GROUP BY past the bound are refused.
+// among its first, and a DISTINCT only one page of distinct rows, well
+// within a bound that the whole scope's rows exceed; DISTINCT and GROUP
+// BY that need more than the bound are refused.
 func TestQueryStateMemoryBounded(t *testing.T) {
 	e := newLimitsEngine(t, Config{QueryMemory: 300 << 10}, padItems(400)...)
 	ctx := context.Background()
@@ -297,6 +298,15 @@ func TestQueryStateMemoryBounded(t *testing.T) {
 	}
 	if !strings.HasPrefix(string(page.Items[0]), `{"id":"399"`) || !strings.HasPrefix(string(page.Items[4]), `{"id":"395"`) {
 		t.Errorf("TOP 5 DESC is %.12s … %.12s, want items 399 to 395", page.Items[0], page.Items[4])
+	}
+	// DISTINCT without ORDER BY drops repeats as rows come and stops
+	// once the page is known: it holds one page of distinct rows.
+	page, err = e.QueryItems(ctx, QueryParams{ItemRef: batchRef(`["a"]`), Query: "SELECT DISTINCT VALUE c.pad FROM c", MaxItemCount: 3})
+	if err != nil || len(page.Items) != 3 || page.Continuation == "" {
+		t.Fatalf("a page of 3 DISTINCT rows over 800 KB: %v", err)
+	}
+	if !strings.HasSuffix(string(page.Items[2]), `x2"`) {
+		t.Errorf("the third DISTINCT row ends %q, want item 2's", page.Items[2][len(page.Items[2])-4:])
 	}
 	for _, text := range []string{"SELECT DISTINCT c.pad FROM c", "SELECT c.pad, COUNT(1) AS n FROM c GROUP BY c.pad"} {
 		if _, err := q(text); ErrorCode(err) != BadRequest || !strings.Contains(err.Error(), "memory") {

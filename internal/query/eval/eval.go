@@ -204,7 +204,9 @@ type Each func(yield func(doc document.Value, meta DocMeta) error) error
 // instead of every row it reads, and no document is held unless a row
 // holds it. n <= 0 means every row.
 func (p *Program) RunEach(each Each, n int) ([]document.Value, error) {
-	if p.top.grouped || p.q.Select.Distinct {
+	if p.top.grouped || (p.q.Select.Distinct && len(p.q.OrderBy) > 0) {
+		// A group or, under ORDER BY, a DISTINCT row's place is known
+		// only at the end.
 		n = 0
 	}
 	if n > 0 && p.top.offset > 0 {
@@ -393,7 +395,11 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 	if len(stopAt) > 0 && stopAt[0] > 0 {
 		want = stopAt[0]
 	}
-	if !cq.grouped && !q.Select.Distinct {
+	// DISTINCT without ORDER BY drops repeats as rows come (the first
+	// occurrence wins either way), so it holds only distinct rows and
+	// stops like a plain query once it has enough of them.
+	early := q.Select.Distinct && len(q.OrderBy) == 0
+	if !cq.grouped && (!q.Select.Distinct || early) {
 		n := -1
 		if cq.top >= 0 {
 			n = cq.top
@@ -427,6 +433,7 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 		if want == 0 {
 			return []document.Value{}, nil
 		}
+		seenEarly := map[string]bool{}
 		ordered := len(q.OrderBy) > 0
 		capped := want > 0 && ordered && !q.Select.Distinct
 		// An ORDER BY with a known end keeps the rows that can be among
@@ -447,6 +454,16 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 			}
 			if !v.IsDefined() {
 				return nil
+			}
+			if early {
+				k := string(canonicalKey(nil, v))
+				if seenEarly[k] {
+					return nil
+				}
+				if err := hold(len(k) + 48); err != nil {
+					return err
+				}
+				seenEarly[k] = true
 			}
 			r := sortRow{val: v}
 			size := sizeOf(v)
@@ -492,7 +509,7 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 	}
 	out := make([]document.Value, 0, len(rows))
 	var seen map[string]bool
-	if q.Select.Distinct {
+	if q.Select.Distinct && !early {
 		seen = map[string]bool{}
 	}
 	for _, r := range rows {
