@@ -7,6 +7,7 @@ import (
 
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/partition"
+	"github.com/mayfly-db/mayfly/internal/query/eval"
 	"github.com/mayfly-db/mayfly/internal/query/plan"
 	"github.com/mayfly-db/mayfly/internal/storage"
 )
@@ -168,6 +169,21 @@ func scanRange(r storage.Reader, lo, hi []byte, fn func(k, v []byte) (bool, erro
 type readStats struct {
 	records int
 	entries int
+	// budget is the request's evaluation budget. Every record a query
+	// visits is charged to it where the query can still end its page
+	// there, and every index entry it collects here, so that a scan which
+	// filters everything out still stops when the request's time or
+	// context runs out. Nil for readers outside a query.
+	budget *eval.Budget
+}
+
+// entry counts one index entry and charges it to the budget.
+func (st *readStats) entry() error {
+	st.entries++
+	if st.budget == nil {
+		return nil
+	}
+	return st.budget.Spend(1)
 }
 
 // scanItems visits the items of the scope's span from location from
@@ -353,7 +369,9 @@ func collectLocs(r storage.Reader, spans []keySpan, s *itemScope, st *readStats,
 	var out [][]byte
 	for _, sp := range spans {
 		err := scanRange(r, sp.lo, sp.hi, func(k, _ []byte) (bool, error) {
-			st.entries++
+			if err := st.entry(); err != nil {
+				return false, err
+			}
 			if loc, ok := locOf(k); ok && s.holds(loc) {
 				out = append(out, bytes.Clone(loc))
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/partition"
+	"github.com/mayfly-db/mayfly/internal/query/eval"
 	"github.com/mayfly-db/mayfly/internal/storage"
 )
 
@@ -67,6 +68,11 @@ type BatchOp struct {
 	// JavaScript SDK sends as a JSON string); HasKey says it was given.
 	PartitionKey partition.Key
 	HasKey       bool
+
+	// pre and budget are a Patch's conditions judged before the
+	// transaction and the budget of those judged in it (condition.go).
+	pre    verdicts
+	budget *eval.Budget
 }
 
 // BatchParams is a batch of operations on one container.
@@ -217,6 +223,7 @@ func (e *Engine) Batch(ctx context.Context, p BatchParams) (*BatchResult, error)
 	}
 	now, done := e.judging(ctx, p.DB, p.Coll)
 	defer done()
+	e.prejudgeBatch(ctx, p, now)
 	var (
 		res  *BatchResult
 		coll *containerRecord
@@ -235,6 +242,52 @@ func (e *Engine) Batch(ctx context.Context, p BatchParams) (*BatchResult, error)
 	}
 	e.charge(coll, res.Charge)
 	return res, nil
+}
+
+// prejudgeBatch judges the conditions of the batch's patches before any
+// transaction, and hands the verdicts and the request's budget to them.
+func (e *Engine) prejudgeBatch(ctx context.Context, p BatchParams, now time.Time) {
+	var targets []condTarget
+	var patches []int
+	for i := range p.Ops {
+		op := &p.Ops[i]
+		if op.Type != BatchPatch || !op.Body.IsDefined() {
+			continue
+		}
+		_, cond, err := ParsePatch(op.Body.JSON())
+		if err != nil || cond == "" {
+			continue
+		}
+		targets = append(targets, condTarget{ref: batchOpRef(p, op), id: op.ID, cond: cond})
+		patches = append(patches, i)
+	}
+	if len(targets) == 0 {
+		return
+	}
+	b := e.budget(ctx)
+	pre := e.prejudge(ctx, p.DB, p.Coll, targets, now, b)
+	for _, i := range patches {
+		p.Ops[i].pre, p.Ops[i].budget = pre, b
+	}
+}
+
+// batchOpRef is the item reference an operation runs under: its own key,
+// else the batch's (the header's, or in an atomic batch the first
+// operation's that has one, as batchKey decides).
+func batchOpRef(p BatchParams, op *BatchOp) ItemRef {
+	ref := p.ItemRef
+	switch {
+	case op.HasKey:
+		ref.PartitionKey, ref.HasKey = op.PartitionKey, true
+	case !ref.HasKey && p.Atomic:
+		for _, o := range p.Ops {
+			if o.HasKey {
+				ref.PartitionKey, ref.HasKey = o.PartitionKey, true
+				break
+			}
+		}
+	}
+	return ref
 }
 
 // atomicBatch runs every operation in one transaction, or in one snapshot
@@ -506,7 +559,7 @@ func (e *Engine) batchPatch(tx storage.Txn, c *containerRecord, ref ItemRef, op 
 	if err != nil {
 		return BatchOpResult{}, err
 	}
-	res, err := e.patchItemTx(tx, c, PatchItemParams{ItemRef: ref, ID: op.ID, Ops: ops, Condition: cond, IfMatch: op.IfMatch}, now)
+	res, err := e.patchItemTx(tx, c, PatchItemParams{ItemRef: ref, ID: op.ID, Ops: ops, Condition: cond, IfMatch: op.IfMatch, pre: op.pre, budget: op.budget}, now)
 	if err != nil {
 		return BatchOpResult{}, err
 	}

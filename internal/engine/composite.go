@@ -167,7 +167,7 @@ func compositeItems(r storage.Reader, c *containerRecord, q *ast.Query, params m
 	if !ok {
 		return nil, errBadContinuation
 	}
-	filter, err := whereOnly(q, params, now)
+	filter, err := whereOnly(q, params, now, st)
 	if err != nil {
 		return nil, err
 	}

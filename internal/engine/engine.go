@@ -23,6 +23,7 @@ import (
 
 	"github.com/mayfly-db/mayfly/internal/clock"
 	"github.com/mayfly-db/mayfly/internal/partition"
+	"github.com/mayfly-db/mayfly/internal/query/eval"
 	"github.com/mayfly-db/mayfly/internal/storage"
 )
 
@@ -38,6 +39,18 @@ type Config struct {
 	// Charges receives every user request's charge, per container link, so
 	// background work can yield to users (the purger's budget). May be nil.
 	Charges ChargeSink
+	// QueryPageTime bounds the evaluation time of one query page on the
+	// engine's clock (default 5 s, the service's limit per page). A page
+	// that can resume ends early with a continuation; one that cannot
+	// fails with RequestTimeout. The request's context bounds it too.
+	QueryPageTime time.Duration
+	// QueryMemory bounds the estimated bytes of rows one query request
+	// holds for ORDER BY, DISTINCT, GROUP BY and aggregates (default
+	// eval.DefaultMaxMemory).
+	QueryMemory int
+	// MaxSortRows bounds the rows an ORDER BY sorted in memory holds at
+	// once (eval.MaxSortRows when zero).
+	MaxSortRows int
 }
 
 // ChargeSink is told about request units spent by user requests.
@@ -52,6 +65,10 @@ type Engine struct {
 	maxItem int
 	charges ChargeSink
 	ranges  []partition.Range
+
+	pageTime time.Duration
+	queryMem int
+	maxSort  int
 
 	mu      sync.Mutex
 	cache   map[string]cachedContainer // by container key
@@ -205,11 +222,25 @@ func New(cfg Config) (*Engine, error) {
 	if e.maxItem <= 0 {
 		e.maxItem = 2 << 20
 	}
+	e.pageTime, e.queryMem, e.maxSort = cfg.QueryPageTime, cfg.QueryMemory, cfg.MaxSortRows
+	if e.pageTime <= 0 {
+		e.pageTime = DefaultQueryPageTime
+	}
 	e.ranges = partition.Split(cfg.Partitions)
 	if err := checkLayout(context.Background(), cfg.Store); err != nil {
 		return nil, err
 	}
 	return e, nil
+}
+
+// DefaultQueryPageTime is the evaluation time of one query page, as the
+// service's 5-second limit per page.
+const DefaultQueryPageTime = 5 * time.Second
+
+// budget returns the evaluation budget of one request: the engine's page
+// time on its clock, its memory bound, and the request's context.
+func (e *Engine) budget(ctx context.Context) *eval.Budget {
+	return eval.NewBudget(eval.BudgetParams{Ctx: ctx, Now: e.clock.Now, Deadline: e.clock.Now().Add(e.pageTime), MaxMemory: e.queryMem, MaxSortRows: e.maxSort})
 }
 
 // layoutVersion names the key layout (keys.go) this engine reads and

@@ -24,6 +24,9 @@ const (
 	TooManyRequests
 	ServiceUnavailable
 	Gone
+	// RequestTimeout is a request whose time ran out before it could
+	// answer (the service's 408).
+	RequestTimeout
 )
 
 // Substatus codes the SDKs act on.

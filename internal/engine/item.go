@@ -534,6 +534,12 @@ func (e *Engine) DeleteItem(ctx context.Context, p DeleteItemParams) (*ItemResul
 func (e *Engine) writeOne(ctx context.Context, ref ItemRef, op func(tx storage.Txn, c *containerRecord, now time.Time) (*ItemResult, error)) (*ItemResult, error) {
 	now, done := e.judging(ctx, ref.DB, ref.Coll)
 	defer done()
+	return e.writeOneAt(ctx, ref, now, op)
+}
+
+// writeOneAt is writeOne for a caller that holds the container's setting
+// lock and has taken the operation's now.
+func (e *Engine) writeOneAt(ctx context.Context, ref ItemRef, now time.Time, op func(tx storage.Txn, c *containerRecord, now time.Time) (*ItemResult, error)) (*ItemResult, error) {
 	var res *ItemResult
 	var coll *containerRecord
 	err := e.store.Update(ctx, func(tx storage.Txn) error {

@@ -64,7 +64,7 @@ func orderedShape(c *containerRecord, q *ast.Query, params map[string]document.V
 // documents have the property: the rest of the answer is documents
 // without it, which only a scan finds.
 func orderedItems(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, o *plan.Ordered, s *itemScope, now time.Time, st *readStats) ([]foundItem, bool, error) {
-	filter, err := whereOnly(q, params, now)
+	filter, err := whereOnly(q, params, now, st)
 	if err != nil {
 		return nil, false, nil
 	}
@@ -207,9 +207,9 @@ func filtersOn(q *ast.Query, params map[string]document.Value, path []string) bo
 
 // whereOnly compiles "SELECT * FROM … WHERE …" of q: the filter alone,
 // judged at the operation's now like the query it comes from.
-func whereOnly(q *ast.Query, params map[string]document.Value, now time.Time) (*eval.Program, error) {
+func whereOnly(q *ast.Query, params map[string]document.Value, now time.Time, st *readStats) (*eval.Program, error) {
 	f := *q
 	f.Select = ast.Select{Star: true}
 	f.OrderBy, f.GroupBy, f.Offset, f.Limit = nil, nil, nil, nil
-	return eval.Compile(&f, params, eval.Options{Now: now})
+	return eval.Compile(&f, params, eval.Options{Now: now, Budget: st.budget})
 }

@@ -81,10 +81,10 @@ func streamShape(c *containerRecord, q *ast.Query, params map[string]document.Va
 
 // withoutOrder compiles q without its ORDER BY: the per-document rows of
 // the stream.
-func withoutOrder(q *ast.Query, params map[string]document.Value, now time.Time) (*eval.Program, error) {
+func withoutOrder(q *ast.Query, params map[string]document.Value, now time.Time, b *eval.Budget) (*eval.Program, error) {
 	f := *q
 	f.OrderBy = nil
-	return eval.Compile(&f, params, eval.Options{Now: now})
+	return eval.Compile(&f, params, eval.Options{Now: now, Budget: b})
 }
 
 // orderStream is one page of an ordered stream.
@@ -103,12 +103,16 @@ type orderStream struct {
 	limit  int
 	page   *FeedPage
 	size   int
+	// visited is set once the page has read a document through: from
+	// then on, a budget that runs out ends the page early at the document
+	// it is reading (cutShort) rather than failing it.
+	visited bool
 }
 
 // streamOrdered runs one page of the ordered stream o from cur.
 func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, o *plan.Ordered, s *itemScope, now time.Time, st *readStats, cur, next cursor, limit int, page *FeedPage) error {
 	q := prog.Query()
-	rows, err := withoutOrder(q, params, now)
+	rows, err := withoutOrder(q, params, now, st.budget)
 	if err != nil {
 		return queryError(err)
 	}
@@ -176,8 +180,12 @@ func (w *orderStream) stop(pos []byte, skip int) {
 }
 
 // docRows reads the record at loc and returns its document and rows, or
-// ok false when the item is gone, expired or outside the scope.
+// ok false when the item is gone, expired or outside the scope. Its
+// evaluation errors are the evaluator's own (see cutShort).
 func (w *orderStream) docRows(loc []byte, rec *itemRecord) (document.Value, []document.Value, bool, error) {
+	if err := w.rows.Budget().Spend(1); err != nil {
+		return document.Undef, nil, false, err
+	}
 	if w.c.expired(rec, w.now) || !w.s.keeps(rec) {
 		return document.Undef, nil, false, nil
 	}
@@ -187,9 +195,16 @@ func (w *orderStream) docRows(loc []byte, rec *itemRecord) (document.Value, []do
 	}
 	rows, err := w.rows.Rows(doc, docMeta(loc))
 	if err != nil {
-		return document.Undef, nil, false, queryError(err)
+		return document.Undef, nil, false, err
 	}
 	return doc, rows, true, nil
+}
+
+// cutShort reports whether err, met reading a document, ends the page
+// early at that document: the budget ran out of time or work, and the
+// page has read a document through, so its continuation moves on.
+func (w *orderStream) cutShort(err error) bool {
+	return w.visited && eval.Exhausted(err)
 }
 
 // undefined streams the rows of the scope's documents without the
@@ -198,13 +213,19 @@ func (w *orderStream) docRows(loc []byte, rec *itemRecord) (document.Value, []do
 func (w *orderStream) undefined(from []byte, skip int) (bool, error) {
 	filled := false
 	err := scanSource(w.r, w.c, w.s, w.st)(from, func(pos, loc []byte, rec *itemRecord) (bool, error) {
-		doc, rows, ok, err := w.docRows(loc, rec)
-		if err != nil || !ok || doc.At(w.o.Path).IsDefined() {
-			return err == nil, err
-		}
 		first := 0
 		if from != nil && bytes.Equal(pos, from) {
 			first = skip
+		}
+		doc, rows, ok, err := w.docRows(loc, rec)
+		if w.cutShort(err) {
+			w.stop(append([]byte{phaseUndefined}, pos...), first)
+			filled = true
+			return false, nil
+		}
+		w.visited = true
+		if err != nil || !ok || doc.At(w.o.Path).IsDefined() {
+			return err == nil, queryError(err)
 		}
 		for i := first; i < len(rows); i++ {
 			if w.full() {
@@ -332,16 +353,22 @@ func (w *orderStream) group(value []byte, locs [][]byte, at walkResume) (bool, e
 			i, _ = slices.BinarySearchFunc(locs, at.item, func(loc, item []byte) int { return bytes.Compare(w.scanPos(loc), item) })
 		}
 		for _, loc := range locs[i:] {
-			_, rows, ok, err := w.groupRows(value, loc)
-			if err != nil {
-				return false, err
-			}
-			if !ok {
-				continue
-			}
 			first := 0
 			if at.item != nil && bytes.Equal(w.scanPos(loc), at.item) {
 				first = at.skip
+			}
+			_, rows, ok, err := w.groupRows(value, loc)
+			if w.cutShort(err) {
+				p := append(append([]byte{phaseWalk}, value...), modeItem)
+				w.stop(append(p, w.scanPos(loc)...), first)
+				return false, nil
+			}
+			w.visited = true
+			if err != nil {
+				return false, queryError(err)
+			}
+			if !ok {
+				continue
 			}
 			for j := first; j < len(rows); j++ {
 				if w.full() {
@@ -364,7 +391,7 @@ func (w *orderStream) group(value []byte, locs [][]byte, at walkResume) (bool, e
 	for _, loc := range locs {
 		doc, rows, ok, err := w.groupRows(value, loc)
 		if err != nil {
-			return false, err
+			return false, queryError(err)
 		}
 		if ok && len(rows) > 0 {
 			ms = append(ms, member{key: doc.At(w.o.Path), rows: rows})

@@ -44,7 +44,7 @@ func TestOrderedStreamOrder(t *testing.T) {
 	scopes := []struct{ key, rangeID string }{{rangeID: "0"}, {key: `["p1"]`}}
 	ctx := context.Background()
 	for _, text := range queries {
-		prog, err := compileQuery(text, nil, batchT0)
+		prog, err := compileQuery(text, nil, batchT0, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/query/eval"
 	"github.com/mayfly-db/mayfly/internal/storage"
 )
 
@@ -268,12 +269,23 @@ type PatchItemParams struct {
 	Ops       []PatchOp
 	Condition string
 	IfMatch   string
+
+	// pre holds the conditions judged before the transaction
+	// (condition.go); budget bounds the ones judged inside it.
+	pre    verdicts
+	budget *eval.Budget
 }
 
 // PatchItem applies a partial update. It sets _ts (restarting the TTL
 // countdown) and validates a patched ttl like any write.
 func (e *Engine) PatchItem(ctx context.Context, p PatchItemParams) (*ItemResult, error) {
-	return e.writeOne(ctx, p.ItemRef, func(tx storage.Txn, c *containerRecord, now time.Time) (*ItemResult, error) {
+	now, done := e.judging(ctx, p.DB, p.Coll)
+	defer done()
+	if p.Condition != "" {
+		p.budget = e.budget(ctx)
+		p.pre = e.prejudge(ctx, p.DB, p.Coll, []condTarget{{p.ItemRef, p.ID, p.Condition}}, now, p.budget)
+	}
+	return e.writeOneAt(ctx, p.ItemRef, now, func(tx storage.Txn, c *containerRecord, now time.Time) (*ItemResult, error) {
 		return e.patchItemTx(tx, c, p, now)
 	})
 }
@@ -290,7 +302,7 @@ func (e *Engine) patchItemTx(tx storage.Txn, c *containerRecord, p PatchItemPara
 		return nil, err
 	}
 	if p.Condition != "" {
-		ok, err := conditionHolds(p.Condition, doc, now)
+		ok, err := judgeCondition(p.pre, p.Condition, live.rec.json, doc, now, p.budget)
 		if err != nil {
 			return nil, err
 		}

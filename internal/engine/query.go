@@ -35,20 +35,32 @@ type QueryParams struct {
 }
 
 // compileQuery parses and compiles a query, turning its errors into 400s
-// (the parser checks the text's size and depth).
-func compileQuery(text string, params map[string]document.Value, now time.Time) (*eval.Program, error) {
+// (the parser checks the text's size and depth). Its evaluation draws on
+// budget b.
+func compileQuery(text string, params map[string]document.Value, now time.Time, b *eval.Budget) (*eval.Program, error) {
 	q, err := parser.Parse(text)
 	if err != nil {
 		return nil, queryError(err)
 	}
-	prog, err := eval.Compile(q, params, eval.Options{Now: now})
+	prog, err := eval.Compile(q, params, eval.Options{Now: now, Budget: b, MaxSortRows: b.SortRows()})
 	if err != nil {
 		return nil, queryError(err)
 	}
 	return prog, nil
 }
 
+// errPageTime answers a query whose time for the request ran out where
+// the page could not end early.
+var errPageTime = errorf(RequestTimeout, "The query could not complete within the time allowed for one request. Narrow it with a filter or an index, or ask for fewer results per page.")
+
+// queryError turns an evaluation error into the engine's: the query's own
+// faults into 400s with the service's body, a budget's time running out
+// into RequestTimeout. Storage errors and the request's cancellation pass
+// unchanged.
 func queryError(err error) error {
+	if errors.Is(err, eval.ErrTime) {
+		return errPageTime
+	}
 	var qe *ast.Error
 	if errors.As(err, &qe) {
 		return &Error{Code: BadRequest, Message: `Message: {"errors":[{"severity":"Error","code":"` + qe.Code + `","message":` + string(document.AppendString(nil, qe.Error())) + `}]}`}
@@ -61,13 +73,13 @@ func queryError(err error) error {
 func (e *Engine) QueryItems(ctx context.Context, p QueryParams) (*FeedPage, error) {
 	now, done := e.judging(ctx, p.DB, p.Coll)
 	defer done()
-	prog, err := compileQuery(p.Query, p.Params, now)
+	st := readStats{budget: e.budget(ctx)}
+	prog, err := compileQuery(p.Query, p.Params, now, st.budget)
 	if err != nil {
 		return nil, err
 	}
 	page := &FeedPage{}
 	var coll *containerRecord
-	var st readStats
 	err = e.store.View(ctx, func(r storage.Reader) error {
 		c, err := e.loadContainer(r, p.DB, p.Coll)
 		if err != nil {
@@ -226,21 +238,40 @@ func streamQuery(src itemSource, c *containerRecord, prog *eval.Program, s *item
 		next.pos, next.skip = bytes.Clone(pos), skip
 		page.Continuation = next.String()
 	}
-	return src(cur.pos, func(pos, loc []byte, rec *itemRecord) (bool, error) {
-		if c.expired(rec, now) || !s.keeps(rec) {
-			return true, nil
-		}
-		doc, err := document.Parse(rec.json)
-		if err != nil {
-			return false, err
-		}
-		rows, err := prog.Rows(doc, docMeta(loc))
-		if err != nil {
-			return false, queryError(err)
-		}
+	// A page whose time or work runs out ends before the document it
+	// was reading, with a continuation there, as the service's pages end
+	// early; only when it has not got past the document it started at
+	// would that make no progress, and then it fails.
+	started := false
+	stopped := false
+	err := src(cur.pos, func(pos, loc []byte, rec *itemRecord) (bool, error) {
 		first := 0
 		if cur.pos != nil && bytes.Equal(pos, cur.pos) {
 			first = cur.skip
+		}
+		progressed := started
+		started = true
+		rows, err := func() ([]document.Value, error) {
+			// Every record visited counts, passed over or not.
+			if err := prog.Budget().Spend(1); err != nil {
+				return nil, err
+			}
+			if c.expired(rec, now) || !s.keeps(rec) {
+				return nil, nil
+			}
+			doc, err := document.Parse(rec.json)
+			if err != nil {
+				return nil, err
+			}
+			return prog.Rows(doc, docMeta(loc))
+		}()
+		if err != nil {
+			if progressed && eval.Exhausted(err) {
+				resume(pos, first)
+				stopped = true
+				return false, nil
+			}
+			return false, queryError(err)
 		}
 		for i := first; i < len(rows); i++ {
 			if len(page.Items) == limit || (size > maxPageBytes && len(page.Items) > 0) {
@@ -268,39 +299,38 @@ func streamQuery(src itemSource, c *containerRecord, prog *eval.Program, s *item
 		}
 		return true, nil
 	})
+	if err != nil && !stopped {
+		return queryError(err)
+	}
+	return nil
 }
 
 // runQuery evaluates a query that needs every document (ORDER BY,
 // aggregates, DISTINCT, GROUP BY, TOP, OFFSET/LIMIT) and returns the page
 // of its results that starts at the cursor's offset.
+//
+// Documents go to the evaluator as they are read, so none is held unless
+// a row holds it, and an ORDER BY keeps only the rows up to the end of
+// this page (and one more, to know whether a continuation is needed).
 func runQuery(src itemSource, c *containerRecord, prog *eval.Program, s *itemScope, now time.Time, cur, next cursor, limit int, page *FeedPage) error {
-	type item struct {
-		doc document.Value
-		loc []byte
-	}
-	var docs []item
-	err := src(nil, func(_, loc []byte, rec *itemRecord) (bool, error) {
-		if c.expired(rec, now) || !s.keeps(rec) {
+	rows, err := prog.RunEach(func(yield func(document.Value, eval.DocMeta) error) error {
+		return src(nil, func(_, loc []byte, rec *itemRecord) (bool, error) {
+			if err := prog.Budget().Spend(1); err != nil {
+				return false, err
+			}
+			if c.expired(rec, now) || !s.keeps(rec) {
+				return true, nil
+			}
+			doc, err := document.Parse(rec.json)
+			if err != nil {
+				return false, err
+			}
+			if err := yield(doc, docMeta(loc)); err != nil {
+				return false, err
+			}
 			return true, nil
-		}
-		doc, err := document.Parse(rec.json)
-		if err != nil {
-			return false, err
-		}
-		docs = append(docs, item{doc, bytes.Clone(loc)})
-		return true, nil
-	})
-	if err != nil {
-		return err
-	}
-	i := 0
-	rows, err := prog.Run(func() (document.Value, eval.DocMeta, bool, error) {
-		if i == len(docs) {
-			return document.Undef, eval.DocMeta{}, false, nil
-		}
-		i++
-		return docs[i-1].doc, docMeta(docs[i-1].loc), true, nil
-	})
+		})
+	}, cur.skip+limit+1)
 	if err != nil {
 		return queryError(err)
 	}
@@ -373,7 +403,7 @@ type ResourceQueryParams struct {
 // QueryResources runs a query over databases, containers or offers with
 // the same engine as item queries.
 func (e *Engine) QueryResources(ctx context.Context, p ResourceQueryParams) (*FeedPage, error) {
-	prog, err := compileQuery(p.Query, p.Params, e.Now(ctx))
+	prog, err := compileQuery(p.Query, p.Params, e.Now(ctx), e.budget(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -423,12 +453,12 @@ func (e *Engine) QueryResources(ctx context.Context, p ResourceQueryParams) (*Fe
 
 // ConditionEvaluator returns a patch-condition evaluator over the query
 // engine: the condition "FROM c WHERE …" holds when the item passes it.
-func conditionHolds(cond string, doc document.Value, now time.Time) (bool, error) {
+func conditionHolds(cond string, doc document.Value, now time.Time, b *eval.Budget) (bool, error) {
 	text := strings.TrimSpace(cond)
 	if !strings.HasPrefix(strings.ToUpper(text), "SELECT") {
 		text = "SELECT * " + text
 	}
-	prog, err := compileQuery(text, nil, now)
+	prog, err := compileQuery(text, nil, now, b)
 	if err != nil {
 		return false, err
 	}

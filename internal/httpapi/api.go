@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/mayfly-db/mayfly/internal/auth"
 	"github.com/mayfly-db/mayfly/internal/clock"
@@ -64,8 +65,11 @@ type Config struct {
 	MaxBodyBytes int64
 	// Extra routes mounted beside the API (metrics, the explorer page).
 	Extra map[string]http.Handler
-	// Clock dates responses and times requests for the log (default: the
-	// system clock).
+	// RequestTimeout bounds each request (DefaultRequestTimeout when
+	// zero), on Clock.
+	RequestTimeout time.Duration
+	// Clock dates responses, times requests for the log and bounds them
+	// (default: the system clock).
 	Clock clock.Clock
 }
 
@@ -77,6 +81,7 @@ type Handler struct {
 	certPEM []byte
 	maxBody int64
 	extra   map[string]http.Handler
+	timeout time.Duration
 	clock   clock.Clock
 }
 
@@ -94,6 +99,10 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if h.maxBody <= 0 {
 		h.maxBody = 2<<20 + 64<<10
+	}
+	h.timeout = cfg.RequestTimeout
+	if h.timeout <= 0 {
+		h.timeout = DefaultRequestTimeout
 	}
 	return h, nil
 }
@@ -125,6 +134,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := h.clock.Now()
+	r, release := h.withDeadline(r)
+	defer release()
 	rq := &request{w: w, r: r, activity: r.Header.Get("x-ms-activity-id")}
 	if rq.activity == "" {
 		rq.activity = newActivityID()
@@ -199,6 +210,8 @@ func statusOf(c engine.Code) (int, string) {
 		return http.StatusServiceUnavailable, "ServiceUnavailable"
 	case engine.Gone:
 		return http.StatusGone, "Gone"
+	case engine.RequestTimeout:
+		return http.StatusRequestTimeout, "RequestTimeout"
 	}
 	return http.StatusInternalServerError, "InternalServerError"
 }

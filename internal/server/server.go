@@ -57,6 +57,11 @@ type Config struct {
 	PurgeRUPerSecond float64
 	// Partitions is how many partition key ranges each container has.
 	Partitions int
+	// RequestTimeout bounds every request (default 30 s): past it the
+	// request's work stops and it is answered 408. A query page evaluates
+	// for at most 5 s or nine tenths of it, whichever is less (the
+	// advertised maxQueryRequestTimeoutFraction), and then ends early.
+	RequestTimeout time.Duration
 }
 
 // Validate fills defaults and checks the configuration.
@@ -81,6 +86,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Partitions <= 0 {
 		c.Partitions = 1
+	}
+	switch {
+	case c.RequestTimeout == 0:
+		c.RequestTimeout = httpapi.DefaultRequestTimeout
+	case c.RequestTimeout < 0:
+		return errors.New("--request-timeout must be positive")
 	}
 	if c.Partitions > 64 {
 		return errors.New("--partitions must be between 1 and 64")
@@ -157,7 +168,8 @@ func New(cfg Config) (*Server, error) {
 	s.registry = prometheus.NewRegistry()
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	budget := ttl.NewBudget(cfg.Clock, cfg.PurgeRUPerSecond)
-	s.engine, err = engine.New(engine.Config{Store: s.store, Clock: cfg.Clock, Charges: budget, Partitions: cfg.Partitions})
+	s.engine, err = engine.New(engine.Config{Store: s.store, Clock: cfg.Clock, Charges: budget, Partitions: cfg.Partitions,
+		QueryPageTime: min(engine.DefaultQueryPageTime, cfg.RequestTimeout*9/10)})
 	if err != nil {
 		s.closeStore()
 		return nil, err
@@ -176,8 +188,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	api, err := httpapi.New(httpapi.Config{
-		Engine: s.engine, Auth: authn, Logger: cfg.Logger, CertPEM: s.certPEM, Clock: cfg.Clock,
-		Extra: map[string]http.Handler{"/metrics": promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{})},
+		Engine: s.engine, Auth: authn, Logger: cfg.Logger, CertPEM: s.certPEM,
+		Extra:          map[string]http.Handler{"/metrics": promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{})},
+		RequestTimeout: cfg.RequestTimeout, Clock: cfg.Clock,
 	})
 	if err != nil {
 		s.closeStore()

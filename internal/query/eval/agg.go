@@ -145,7 +145,7 @@ type group struct {
 
 // groups evaluates a grouped query: one output row per GROUP BY key, or a
 // single row over the whole input for aggregates without GROUP BY.
-func (c *ctx) groups(cq *compiled, produce func(emit func(scope) error) error) ([]sortRow, error) {
+func (c *ctx) groups(cq *compiled, produce func(emit func(scope) error) error, hold func(int) error) ([]sortRow, error) {
 	q := cq.q
 	index := map[string]*group{}
 	var order []*group
@@ -176,6 +176,12 @@ func (c *ctx) groups(cq *compiled, produce func(emit func(scope) error) error) (
 			}
 			g = index[string(key)]
 			if g == nil {
+				// A group keeps its key, its first row's bindings and
+				// its aggregates' state.
+				size := len(key) + 64*(len(s)+len(cq.aggs)+1)
+				if err := hold(size); err != nil {
+					return err
+				}
 				g = newGroup(s)
 				index[string(key)] = g
 			}
@@ -185,7 +191,15 @@ func (c *ctx) groups(cq *compiled, produce func(emit func(scope) error) error) (
 			if err != nil {
 				return err
 			}
-			g.aggs[i].add(v)
+			a := g.aggs[i]
+			n := len(a.list)
+			a.add(v)
+			if len(a.list) > n {
+				// MakeList and MakeSet keep what they are given.
+				if err := hold(sizeOf(v)); err != nil {
+					return err
+				}
+			}
 		}
 		return nil
 	})

@@ -14,12 +14,14 @@
 //     applies ORDER BY, GROUP BY, aggregates, DISTINCT, TOP and
 //     OFFSET/LIMIT.
 //
-// Evaluation is bounded: Options.MaxWork caps the expression steps one Run
-// or Rows call may take, so a query cannot spin forever however it is
-// written.
+// Evaluation is bounded: a Budget (Options.Budget, or one per call sized
+// by Options.MaxWork) caps the expression steps, the time and the memory
+// of held rows of a request, and stops evaluation when the request's
+// context is done, so a query cannot spin forever however it is written.
 package eval
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -48,8 +50,16 @@ type Options struct {
 	// derived from Now, so a query is repeatable within one request.
 	Rand func() float64
 	// MaxWork bounds the evaluation steps of one Rows or Run call (0 means
-	// DefaultMaxWork). Past it the call fails with an *ast.Error.
+	// DefaultMaxWork) when there is no Budget. Past it the call fails with
+	// an *ast.Error.
 	MaxWork int
+	// MaxSortRows, when positive, bounds the rows an ORDER BY of the
+	// top-level query holds at once (see the constant MaxSortRows).
+	MaxSortRows int
+	// Budget, when set, is the request's budget: every Rows and Run call
+	// draws on it instead of starting a budget of its own, and it carries
+	// the request's context and deadline.
+	Budget *Budget
 }
 
 // DefaultMaxWork is the step budget used when Options.MaxWork is zero. At
@@ -143,6 +153,10 @@ func (p *Program) Streaming() bool {
 		q.Select.Top == nil && q.Offset == nil
 }
 
+// Budget returns the budget the program was compiled with (Options.Budget),
+// nil when it has none.
+func (p *Program) Budget() *Budget { return p.opts.Budget }
+
 // Query returns the query the program was compiled from.
 func (p *Program) Query() *ast.Query { return p.q }
 
@@ -160,6 +174,9 @@ func (p *Program) Rows(doc document.Value, meta DocMeta) ([]document.Value, erro
 			return err
 		}
 		if v.IsDefined() {
+			if len(rows) == MaxRowsPerDocument {
+				return ErrFanOut
+			}
 			rows = append(rows, v)
 		}
 		return nil
@@ -175,26 +192,47 @@ type Source func() (doc document.Value, meta DocMeta, ok bool, err error)
 // order it yields them (which is the order of results without ORDER BY).
 // A query without a FROM clause reads no documents.
 func (p *Program) Run(next Source) ([]document.Value, error) {
+	return p.RunEach(func(yield func(document.Value, DocMeta) error) error {
+		for {
+			doc, meta, ok, err := next()
+			if err != nil || !ok {
+				return err
+			}
+			if err := yield(doc, meta); err != nil {
+				return err
+			}
+		}
+	}, 0)
+}
+
+// Each feeds documents to a Program: it calls yield with every document
+// in order and stops at yield's first error, which it returns.
+type Each func(yield func(doc document.Value, meta DocMeta) error) error
+
+// RunEach is Run over the documents each pushes, for a caller that needs
+// at most the first n rows of the result (a page and whether more
+// follow): an ORDER BY then keeps only the rows that can be among them
+// instead of every row it reads, and no document is held unless a row
+// holds it. n <= 0 means every row.
+func (p *Program) RunEach(each Each, n int) ([]document.Value, error) {
+	if p.top.grouped || (p.q.Select.Distinct && len(p.q.OrderBy) > 0) {
+		// A group or, under ORDER BY, a DISTINCT row's place is known
+		// only at the end.
+		n = 0
+	}
+	if n > 0 && p.top.offset > 0 {
+		n += p.top.offset
+	}
 	ctx := p.newCtx(DocMeta{})
-	produce := func(emit func(scope) error) error {
+	return ctx.run(p.top, func(emit func(scope) error) error {
 		if p.q.From == nil {
 			return ctx.scopes(p.top, nil, document.Undef, emit)
 		}
-		for {
-			doc, meta, ok, err := next()
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return nil
-			}
+		return each(func(doc document.Value, meta DocMeta) error {
 			ctx.meta = meta
-			if err := ctx.scopes(p.top, nil, doc, emit); err != nil {
-				return err
-			}
-		}
-	}
-	return ctx.run(p.top, produce)
+			return ctx.scopes(p.top, nil, doc, emit)
+		})
+	}, n)
 }
 
 // RunDocs is Run over a slice of documents.
@@ -238,30 +276,24 @@ type ctx struct {
 	meta    DocMeta
 	aggVals []document.Value // aggregate results while projecting a group
 	aggOf   *compiled
-	steps   int
+	budget  *Budget
 }
 
-func (p *Program) newCtx(meta DocMeta) *ctx { return &ctx{prog: p, meta: meta} }
+func (p *Program) newCtx(meta DocMeta) *ctx {
+	b := p.opts.Budget
+	if b == nil {
+		b = NewBudget(BudgetParams{MaxWork: p.opts.MaxWork})
+	}
+	return &ctx{prog: p, meta: meta, budget: b}
+}
 
 var errWork = ast.NewError("SC3002", "The query exceeded the maximum amount of work allowed for one request.")
 
-func (c *ctx) step() error {
-	c.steps++
-	if c.steps > c.prog.opts.MaxWork {
-		return errWork
-	}
-	return nil
-}
+func (c *ctx) step() error { return c.budget.Spend(1) }
 
 // charge counts n steps of work done outside eval, such as a function
 // scanning a large argument.
-func (c *ctx) charge(n int) error {
-	c.steps += n
-	if c.steps > c.prog.opts.MaxWork || n < 0 {
-		return errWork
-	}
-	return nil
-}
+func (c *ctx) charge(n int) error { return c.budget.Spend(n) }
 
 // errStop ends a production early once enough rows are known.
 var errStop = fmt.Errorf("stop")
@@ -366,13 +398,19 @@ type sortRow struct {
 }
 
 // run applies the row-set clauses of cq to the scopes produce yields.
+// stopAt, when given and positive, is how many rows before OFFSET the
+// caller needs at most (EXISTS needs one; a page needs its end).
 func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stopAt ...int) ([]document.Value, error) {
 	q := cq.q
 	want := -1 // rows needed before the rest cannot matter
 	if len(stopAt) > 0 && stopAt[0] > 0 {
 		want = stopAt[0]
 	}
-	if !cq.grouped && len(q.OrderBy) == 0 && !q.Select.Distinct {
+	// DISTINCT without ORDER BY drops repeats as rows come (the first
+	// occurrence wins either way), so it holds only distinct rows and
+	// stops like a plain query once it has enough of them.
+	early := q.Select.Distinct && len(q.OrderBy) == 0
+	if !cq.grouped && (!q.Select.Distinct || early) {
 		n := -1
 		if cq.top >= 0 {
 			n = cq.top
@@ -387,16 +425,38 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 			want = n
 		}
 	}
+	// The memory of the rows held is counted against the budget while
+	// the query runs; what is returned is at most what was held.
+	held := 0
+	defer func() { c.budget.release(held) }()
+	hold := func(n int) error {
+		held += n
+		return c.budget.hold(n)
+	}
 	var rows []sortRow
 	if cq.grouped {
 		var err error
-		rows, err = c.groups(cq, produce)
+		rows, err = c.groups(cq, produce, hold)
 		if err != nil {
 			return nil, err
 		}
 	} else {
 		if want == 0 {
 			return []document.Value{}, nil
+		}
+		seenEarly := map[string]bool{}
+		ordered := len(q.OrderBy) > 0
+		capped := want > 0 && ordered && !q.Select.Distinct
+		// An ORDER BY with a known end keeps the rows that can be among
+		// the first want: it sorts and trims whenever the buffer reaches
+		// compact rows, so it holds O(want) rows, not the scope's.
+		limit := 0
+		if cq == c.prog.top {
+			limit = c.prog.opts.MaxSortRows
+		}
+		compact := 2*want + 64
+		if limit > 0 && want < limit {
+			compact = min(compact, limit)
 		}
 		err := produce(func(s scope) error {
 			v, err := c.project(cq, s)
@@ -406,41 +466,61 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 			if !v.IsDefined() {
 				return nil
 			}
+			if early {
+				k := string(canonicalKey(nil, v))
+				if seenEarly[k] {
+					return nil
+				}
+				if err := hold(len(k) + 48); err != nil {
+					return err
+				}
+				seenEarly[k] = true
+			}
 			r := sortRow{val: v}
+			size := sizeOf(v)
 			for _, o := range q.OrderBy {
 				k, err := c.eval(o.Expr, s)
 				if err != nil {
 					return err
 				}
 				r.keys = append(r.keys, k)
+				size += sizeOf(k)
+			}
+			if err := hold(size); err != nil {
+				return err
 			}
 			rows = append(rows, r)
-			if want > 0 && len(rows) >= want {
+			switch {
+			case want > 0 && !ordered && len(rows) >= want:
 				return errStop
+			case ordered && limit > 0 && len(rows) > limit && (!capped || want >= limit):
+				return ErrSort
+			case capped && len(rows) >= compact:
+				c.sortRows(q, rows)
+				for _, dropped := range rows[want:] {
+					size := sizeOf(dropped.val)
+					for _, k := range dropped.keys {
+						size += sizeOf(k)
+					}
+					held -= size
+					c.budget.release(size)
+				}
+				clear(rows[want:])
+				rows = rows[:want]
 			}
 			return nil
 		})
-		if err != nil && err != errStop {
+		if err != nil && !errors.Is(err, errStop) {
 			return nil, err
 		}
 	}
-	if len(q.OrderBy) > 0 {
-		sort.SliceStable(rows, func(i, j int) bool {
-			for k, o := range q.OrderBy {
-				d := document.Compare(rows[i].keys[k], rows[j].keys[k])
-				if o.Desc {
-					d = -d
-				}
-				if d != 0 {
-					return d < 0
-				}
-			}
-			return false
-		})
+	c.sortRows(q, rows)
+	if !cq.grouped && want > 0 && len(q.OrderBy) > 0 && !q.Select.Distinct && len(rows) > want {
+		rows = rows[:want]
 	}
 	out := make([]document.Value, 0, len(rows))
 	var seen map[string]bool
-	if q.Select.Distinct {
+	if q.Select.Distinct && !early {
 		seen = map[string]bool{}
 	}
 	for _, r := range rows {
@@ -451,6 +531,9 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 			k := string(canonicalKey(nil, r.val))
 			if seen[k] {
 				continue
+			}
+			if err := hold(len(k) + 48); err != nil {
+				return nil, err
 			}
 			seen[k] = true
 		}
@@ -470,6 +553,25 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 		out = out[:cq.top]
 	}
 	return out, nil
+}
+
+// sortRows sorts rows stably by the ORDER BY keys of q.
+func (c *ctx) sortRows(q *ast.Query, rows []sortRow) {
+	if len(q.OrderBy) == 0 {
+		return
+	}
+	sort.SliceStable(rows, func(i, j int) bool {
+		for k, o := range q.OrderBy {
+			d := document.Compare(rows[i].keys[k], rows[j].keys[k])
+			if o.Desc {
+				d = -d
+			}
+			if d != 0 {
+				return d < 0
+			}
+		}
+		return false
+	})
 }
 
 // project computes the output value of one row.
