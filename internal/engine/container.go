@@ -20,16 +20,18 @@ func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 // user-visible properties (normalised, without system properties); the rest
 // is derived from them when the record is loaded.
 type containerRecord struct {
-	ID       string         `json:"id"`
-	DBID     string         `json:"db"`
-	DBRid    []byte         `json:"dbRid"`
-	Rid      []byte         `json:"rid"`
-	Ts       int64          `json:"ts"`
-	Etag     string         `json:"etag"`
-	OfferRid string         `json:"offer,omitempty"`
-	Props    document.Value `json:"props"`
-	TTL      ttl.History    `json:"ttl"`
-	Index    indexState     `json:"index"`
+	ID       string `json:"id"`
+	DBID     string `json:"db"`
+	DBRid    []byte `json:"dbRid"`
+	Rid      []byte `json:"rid"`
+	Ts       int64  `json:"ts"`
+	Etag     string `json:"etag"`
+	OfferRid string `json:"offer,omitempty"`
+	// Ranges is the number of partition key ranges, fixed at creation.
+	Ranges int            `json:"ranges,omitempty"`
+	Props  document.Value `json:"props"`
+	TTL    ttl.History    `json:"ttl"`
+	Index  indexState     `json:"index"`
 
 	pk         pkDefinition
 	uniqueKeys [][][]string // per unique key, its paths
@@ -408,6 +410,12 @@ func (e *Engine) CreateContainer(ctx context.Context, db string, body document.V
 		if _, derr := c.derive(); derr != nil {
 			return derr
 		}
+		if tp == nil && d.OfferRid == "" {
+			// The service gives a container created without throughput,
+			// in a database without shared throughput, its own 400 RU/s.
+			tp = &Throughput{Manual: defaultThroughput}
+		}
+		c.Ranges = e.rangeCount(tp)
 		if tp != nil {
 			o, err := e.createOffer(tx, now, tp, c.self(), c.ridString())
 			if err != nil {
@@ -559,7 +567,7 @@ func (e *Engine) ReplaceContainer(ctx context.Context, db, coll string, body doc
 		if err != nil {
 			return err
 		}
-		c = &containerRecord{ID: old.ID, DBID: old.DBID, DBRid: old.DBRid, Rid: old.Rid, Ts: now.Unix(), OfferRid: old.OfferRid, Props: props}
+		c = &containerRecord{ID: old.ID, DBID: old.DBID, DBRid: old.DBRid, Rid: old.Rid, Ts: now.Unix(), OfferRid: old.OfferRid, Ranges: old.Ranges, Props: props}
 		c.Etag = etagFor(c.Rid, n)
 		c.TTL = old.TTL.Change(setting, now)
 		c.Index = old.Index

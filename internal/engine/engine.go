@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/mayfly-db/mayfly/internal/clock"
-	"github.com/mayfly-db/mayfly/internal/partition"
 	"github.com/mayfly-db/mayfly/internal/storage"
 )
 
@@ -51,7 +50,10 @@ type Engine struct {
 	clock   clock.Clock
 	maxItem int
 	charges ChargeSink
-	ranges  []partition.Range
+	// partitions is the number of ranges of a container whose record
+	// does not say (Config.Partitions); splits caches partition.Split by n.
+	partitions int
+	splits     sync.Map
 
 	mu      sync.Mutex
 	cache   map[string]cachedContainer // by container key
@@ -205,7 +207,7 @@ func New(cfg Config) (*Engine, error) {
 	if e.maxItem <= 0 {
 		e.maxItem = 2 << 20
 	}
-	e.ranges = partition.Split(cfg.Partitions)
+	e.partitions = min(max(cfg.Partitions, 1), maxRanges)
 	if err := checkLayout(context.Background(), cfg.Store); err != nil {
 		return nil, err
 	}

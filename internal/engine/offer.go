@@ -66,6 +66,10 @@ func (o *offerRecord) body() document.Value {
 	})
 }
 
+// defaultThroughput is the manual RU/s of a container created without
+// throughput outside a database that shares its own.
+const defaultThroughput = 400
+
 func validateThroughput(tp *Throughput) *Error {
 	switch {
 	case tp.AutoscaleMax > 0:
