@@ -84,7 +84,7 @@ func TestServiceDefaults(t *testing.T) {
 	// The SDK reads and queries across the three ranges.
 	c, _ := db.NewContainer("ru18k")
 	for i := range 30 {
-		body, _ := json.Marshal(map[string]any{"id": string(rune('a' + i%26)) + string(rune('0'+i/26)), "pk": i})
+		body, _ := json.Marshal(map[string]any{"id": string(rune('a'+i%26)) + string(rune('0'+i/26)), "pk": i})
 		if _, err := c.CreateItem(ctx, azcosmos.NewPartitionKeyNumber(float64(i)), body, nil); err != nil {
 			t.Fatal(err)
 		}
