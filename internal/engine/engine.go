@@ -59,7 +59,10 @@ type Engine struct {
 	cache   map[string]cachedContainer // by container key
 	dbCache map[string]cachedDatabase  // by database id
 	dbRids  map[string][]byte          // database id → rid, a hint
-	indexer *Indexer
+	// ridNames maps the rids of databases and containers to the names they
+	// were last seen under: a hint for links addressed by rid (rids.go).
+	ridNames map[string]string
+	indexer  *Indexer
 	// purgedTo is, per expiry index (by key prefix), the highest entry key
 	// a committed purge took: where the next purge starts (purge.go).
 	purgedTo map[string][]byte
@@ -200,7 +203,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("engine: no store")
 	}
-	e := &Engine{store: cfg.Store, clock: cfg.Clock, maxItem: cfg.MaxItemSize, charges: cfg.Charges, cache: map[string]cachedContainer{}, locks: map[containerName]*settingLock{}, dbCache: map[string]cachedDatabase{}, dbRids: map[string][]byte{}}
+	e := &Engine{store: cfg.Store, clock: cfg.Clock, maxItem: cfg.MaxItemSize, charges: cfg.Charges, cache: map[string]cachedContainer{}, locks: map[containerName]*settingLock{}, dbCache: map[string]cachedDatabase{}, dbRids: map[string][]byte{}, ridNames: map[string]string{}}
 	if e.clock == nil {
 		e.clock = clock.Real{}
 	}

@@ -33,6 +33,7 @@ type Engine interface {
 	ReplaceContainer(ctx context.Context, db, coll string, body document.Value, ifMatch string) (*engine.Resource, error)
 	DeleteContainer(ctx context.Context, db, coll string) error
 	PartitionKeyRanges(ctx context.Context, db, coll string) ([]engine.KeyRange, *engine.Resource, error)
+	ResolveRidLink(ctx context.Context, segs []string) (names []string, found bool, err error)
 
 	WriteItem(ctx context.Context, p engine.WriteItemParams) (*engine.ItemResult, error)
 	ReadItem(ctx context.Context, p engine.ReadItemParams) (*engine.ItemResult, error)
@@ -159,16 +160,31 @@ func (h *Handler) serve(rq *request) {
 	if date == "" {
 		date = r.Header.Get("Date")
 	}
-	principal, err := h.auth.Verify(auth.Request{
+	areq := auth.Request{
 		Verb: r.Method, ResourceType: p.typ, ResourceLink: p.link,
 		Authorization: r.Header.Get("Authorization"), Date: date,
 		Query: r.Method == http.MethodPost && isQuery(r),
-	})
+	}
+	principal, err := h.auth.Verify(areq)
+	if err != nil && p.ridLink != "" {
+		areq.ResourceLink = p.ridLink
+		principal, err = h.auth.Verify(areq)
+	}
 	if err != nil {
 		h.fail(rq, err)
 		return
 	}
 	rq.aad = principal.Method == auth.MethodAAD
+	if p.ridLink != "" {
+		names, byRid, err := h.eng.ResolveRidLink(r.Context(), p.segs)
+		if err != nil {
+			h.fail(rq, err)
+			return
+		}
+		if byRid {
+			p.segs = names
+		}
+	}
 	h.route(rq)
 }
 

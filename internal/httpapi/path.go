@@ -3,6 +3,8 @@ package httpapi
 import (
 	"net/url"
 	"strings"
+
+	"github.com/mayfly-db/mayfly/internal/engine"
 )
 
 // resourcePath is a request path split the way the routing gateway splits
@@ -15,6 +17,11 @@ type resourcePath struct {
 	segs []string
 	// typ and link are what the client must have signed (protocol §1.1).
 	typ, link string
+	// ridLink is what a client signs instead when the path addresses its
+	// resources by rid: the addressed resource's rid (for a feed, create
+	// or query, its parent's), lower-cased (protocol §2.1). Empty when the
+	// path cannot be rid-based.
+	ridLink string
 }
 
 // errBadPathChars is returned for paths holding control characters the
@@ -60,6 +67,9 @@ func parseResourcePath(escaped string) (*resourcePath, error) {
 	}
 	if p.typ == "offers" && n == 2 {
 		p.link = strings.ToLower(p.segs[1])
+	}
+	if n >= 2 && p.segs[0] == "dbs" && engine.IsDatabaseRid(p.segs[1]) {
+		p.ridLink = strings.ToLower(p.segs[n-1-n%2])
 	}
 	return p, nil
 }
