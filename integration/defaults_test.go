@@ -130,3 +130,50 @@ func TestPartitionKeyExtraction(t *testing.T) {
 		}
 	}
 }
+
+// TestContainerAndItemHeaders: the legacy indexes array of an included
+// path is accepted and returned; container reads carry the index
+// transformation progress; item responses carry both content paths.
+func TestContainerAndItemHeaders(t *testing.T) {
+	e := start(t)
+	e.database("db")
+	policy := `{"indexingMode":"consistent","automatic":true,"includedPaths":[{"path":"/*","indexes":[{"kind":"Range","dataType":"Number","precision":-1},{"kind":"Hash","dataType":"String","precision":3}]}],"excludedPaths":[]}`
+	r := e.do("POST", "/dbs/db/colls", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash"},"indexingPolicy":`+policy+`}`), nil)
+	if r.status != 201 {
+		t.Fatalf("create with legacy indexes: %d %s", r.status, r.body)
+	}
+	r = e.do("GET", "/dbs/db/colls/c", nil, nil)
+	var props struct {
+		Rid            string `json:"_rid"`
+		IndexingPolicy struct {
+			IncludedPaths []struct {
+				Path    string
+				Indexes []struct{ Kind, DataType string }
+			}
+		}
+	}
+	if err := json.Unmarshal(r.body, &props); err != nil || r.status != 200 {
+		t.Fatalf("read: %d %s", r.status, r.body)
+	}
+	if ip := props.IndexingPolicy.IncludedPaths; len(ip) != 1 || len(ip[0].Indexes) != 2 || ip[0].Indexes[1].Kind != "Hash" {
+		t.Errorf("legacy indexes not returned: %s", r.body)
+	}
+	if got := r.header.Get("x-ms-documentdb-collection-index-transformation-progress"); got != "100" {
+		t.Errorf("index transformation progress %q, want 100", got)
+	}
+	r = e.do("POST", "/dbs/db/colls/c/docs", []byte(`{"id":"x","pk":"p"}`), map[string]string{"x-ms-documentdb-partitionkey": `["p"]`})
+	if r.status != 201 {
+		t.Fatalf("create item: %d %s", r.status, r.body)
+	}
+	for _, method := range []string{"POST", "GET"} {
+		if method == "GET" {
+			r = e.do("GET", "/dbs/db/colls/c/docs/x", nil, map[string]string{"x-ms-documentdb-partitionkey": `["p"]`})
+		}
+		if got := r.header.Get("x-ms-alt-content-path"); got != "dbs/db/colls/c" {
+			t.Errorf("%s item: x-ms-alt-content-path %q, want dbs/db/colls/c", method, got)
+		}
+		if got := r.header.Get("x-ms-content-path"); got != props.Rid {
+			t.Errorf("%s item: x-ms-content-path %q, want %s", method, got, props.Rid)
+		}
+	}
+}

@@ -449,13 +449,32 @@ func (e *Engine) ReadContainer(ctx context.Context, db, coll string) (*Resource,
 	if err != nil {
 		return nil, nil, err
 	}
+	usage.IndexProgress = c.Index.progress()
 	return c.resource(), usage, nil
 }
 
-// ContainerUsage is what a container holds, expired items excluded.
+// ContainerUsage is what a container holds, expired items excluded, and
+// how far a rebuild of its index has come.
 type ContainerUsage struct {
 	DocumentsCount int64
 	DocumentsSize  int64 // bytes
+	// IndexProgress is the percentage of the items the index of the
+	// current policy covers: 100 unless a policy change is being applied.
+	IndexProgress int
+}
+
+// progress estimates how much of the container a rebuild has covered. The
+// builder walks items in key order, which is effective partition key
+// order, and hashed keys spread evenly over it, so the first byte of the
+// location it has reached is the share done, in 256ths.
+func (s indexState) progress() int {
+	if s.Ready {
+		return 100
+	}
+	if len(s.Cursor) == 0 {
+		return 0
+	}
+	return min(int(s.Cursor[0])*100/256, 99)
 }
 
 // usage reads the container's counters (usage.go) and takes away the

@@ -159,6 +159,12 @@ func (h *Handler) readContainer(rq *request, db, coll string) {
 	hd.Set("x-ms-resource-usage", "functions=0;storedProcedures=0;triggers=0;documentSize="+strconv.FormatInt(usage.DocumentsSize/1024, 10)+
 		";documentsSize="+strconv.FormatInt(usage.DocumentsSize/1024, 10)+";documentsCount="+strconv.FormatInt(usage.DocumentsCount, 10)+
 		";collectionSize="+strconv.FormatInt(usage.DocumentsSize/1024, 10)+";")
+	hd.Set("x-ms-documentdb-collection-index-transformation-progress", strconv.Itoa(usage.IndexProgress))
+	if strings.EqualFold(res.Body.Get("indexingPolicy").Get("indexingMode").Str(), "lazy") {
+		// Mayfly indexes every write as it commits, so a lazy container's
+		// index is always complete.
+		hd.Set("x-ms-documentdb-collection-lazy-indexing-progress", "100")
+	}
 	h.contentPath(rq, res.Rid, "dbs/"+db+"/colls/"+coll)
 	h.resourceReply(rq, http.StatusOK, res)
 }
@@ -249,6 +255,9 @@ func (h *Handler) itemHeaders(rq *request, res *engine.ItemResult) {
 	hd.Set("x-ms-documentdb-partitionkeyrangeid", "0")
 	if res.CollRid != "" {
 		hd.Set("x-ms-content-path", res.CollRid)
+	}
+	if s := rq.path.segs; len(s) >= 4 {
+		hd.Set("x-ms-alt-content-path", "dbs/"+s[1]+"/colls/"+s[3])
 	}
 }
 
