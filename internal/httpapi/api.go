@@ -68,6 +68,9 @@ type Config struct {
 	// Clock dates responses and times requests for the log (default: the
 	// system clock).
 	Clock clock.Clock
+	// ComputeGateway splits request paths as the service's compute gateway
+	// does (parseComputePath) instead of as its routing gateway does.
+	ComputeGateway bool
 }
 
 // Handler serves the Cosmos DB REST API.
@@ -79,6 +82,9 @@ type Handler struct {
 	maxBody int64
 	extra   map[string]http.Handler
 	clock   clock.Clock
+	// parsePath is parseResourcePath, or parseComputePath for a compute
+	// gateway.
+	parsePath func(escaped string) (*resourcePath, error)
 }
 
 // New returns the API handler.
@@ -92,6 +98,10 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if h.clock == nil {
 		h.clock = clock.Real{}
+	}
+	h.parsePath = parseResourcePath
+	if cfg.ComputeGateway {
+		h.parsePath = parseComputePath
 	}
 	if h.maxBody <= 0 {
 		h.maxBody = 2<<20 + 64<<10
@@ -150,7 +160,7 @@ func (h *Handler) serve(rq *request) {
 		_, _ = rq.w.Write(h.certPEM)
 		return
 	}
-	p, err := parseResourcePath(r.URL.EscapedPath())
+	p, err := h.parsePath(r.URL.EscapedPath())
 	if err != nil {
 		h.fail(rq, &engine.Error{Code: engine.BadRequest, Message: err.Error()})
 		return

@@ -55,6 +55,33 @@ func parseResourcePath(escaped string) (*resourcePath, error) {
 			p.segs[i] = strings.TrimRight(s, " ")
 		}
 	}
+	p.setLinks()
+	return p, nil
+}
+
+// parseComputePath splits a request path the way the compute gateway
+// does: at every '/' as sent, then each segment is percent-decoded once and
+// kept whole. An id holding '/', '\', '#', '?' or control characters,
+// escaped by the SDK, therefore reaches its item, where the routing
+// gateway would cut it.
+func parseComputePath(escaped string) (*resourcePath, error) {
+	p := &resourcePath{}
+	if trimmed := strings.Trim(escaped, "/"); trimmed != "" {
+		p.segs = strings.Split(trimmed, "/")
+		for i, s := range p.segs {
+			seg, err := url.PathUnescape(s)
+			if err != nil {
+				return nil, &pathError{"The request path is not correctly percent-encoded."}
+			}
+			p.segs[i] = seg
+		}
+	}
+	p.setLinks()
+	return p, nil
+}
+
+// setLinks derives what the client must have signed from the segments.
+func (p *resourcePath) setLinks() {
 	n := len(p.segs)
 	switch {
 	case n == 0:
@@ -71,5 +98,4 @@ func parseResourcePath(escaped string) (*resourcePath, error) {
 	if n >= 2 && p.segs[0] == "dbs" && engine.IsDatabaseRid(p.segs[1]) {
 		p.ridLink = strings.ToLower(p.segs[n-1-n%2])
 	}
-	return p, nil
 }
