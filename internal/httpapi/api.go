@@ -18,6 +18,7 @@ import (
 	"github.com/mayfly-db/mayfly/internal/clock"
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/engine"
+	"github.com/mayfly-db/mayfly/internal/ratelimit"
 )
 
 // Engine is what the transport needs from the domain.
@@ -34,6 +35,7 @@ type Engine interface {
 	DeleteContainer(ctx context.Context, db, coll string) error
 	PartitionKeyRanges(ctx context.Context, db, coll string) ([]engine.KeyRange, *engine.Resource, error)
 	ResolveRidLink(ctx context.Context, segs []string) (names []string, found bool, err error)
+	ProvisionedFor(ctx context.Context, db, coll string) (engine.Provisioned, error)
 
 	WriteItem(ctx context.Context, p engine.WriteItemParams) (*engine.ItemResult, error)
 	ReadItem(ctx context.Context, p engine.ReadItemParams) (*engine.ItemResult, error)
@@ -71,6 +73,10 @@ type Config struct {
 	// ComputeGateway splits request paths as the service's compute gateway
 	// does (parseComputePath) instead of as its routing gateway does.
 	ComputeGateway bool
+	// Limiter, when set, enforces each container's provisioned throughput
+	// on the requests for its items (429 with a retry delay); nil admits
+	// everything.
+	Limiter *ratelimit.Limiter
 }
 
 // Handler serves the Cosmos DB REST API.
@@ -85,6 +91,7 @@ type Handler struct {
 	// parsePath is parseResourcePath, or parseComputePath for a compute
 	// gateway.
 	parsePath func(escaped string) (*resourcePath, error)
+	limiter   *ratelimit.Limiter
 }
 
 // New returns the API handler.
@@ -99,6 +106,7 @@ func New(cfg Config) (*Handler, error) {
 	if h.clock == nil {
 		h.clock = clock.Real{}
 	}
+	h.limiter = cfg.Limiter
 	h.parsePath = parseResourcePath
 	if cfg.ComputeGateway {
 		h.parsePath = parseComputePath
@@ -194,6 +202,19 @@ func (h *Handler) serve(rq *request) {
 		if byRid {
 			p.segs = names
 		}
+	}
+	if h.limiter != nil && len(p.segs) >= 5 && p.segs[0] == "dbs" && p.segs[2] == "colls" && p.segs[4] == "docs" {
+		prov, err := h.eng.ProvisionedFor(r.Context(), p.segs[1], p.segs[3])
+		if err == nil && prov.RUPerSecond > 0 {
+			if ok, wait := h.limiter.Admit(prov.Key, prov.RUPerSecond); !ok {
+				rq.w.Header().Set("x-ms-retry-after-ms", strconv.FormatInt(max(wait.Milliseconds(), 1), 10))
+				h.fail(rq, &engine.Error{Code: engine.TooManyRequests, SubStatus: engine.SubRequestRateTooLarge,
+					Message: "Message: {\"Errors\":[\"Request rate is large. More Request Units may be needed, so no changes were made. Please retry this request later. Learn more: http://aka.ms/cosmosdb-error-429\"]}"})
+				return
+			}
+			defer func() { h.limiter.Spend(prov.Key, prov.RUPerSecond, rq.charge) }()
+		}
+		// A container that cannot be found is the route's to report.
 	}
 	h.route(rq)
 }

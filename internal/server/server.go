@@ -24,6 +24,7 @@ import (
 	"github.com/mayfly-db/mayfly/internal/clock"
 	"github.com/mayfly-db/mayfly/internal/engine"
 	"github.com/mayfly-db/mayfly/internal/httpapi"
+	"github.com/mayfly-db/mayfly/internal/ratelimit"
 	"github.com/mayfly-db/mayfly/internal/storage"
 	"github.com/mayfly-db/mayfly/internal/storage/pebblestore"
 	"github.com/mayfly-db/mayfly/internal/tlscert"
@@ -57,6 +58,9 @@ type Config struct {
 	PurgeRUPerSecond float64
 	// Partitions is how many partition key ranges each container has.
 	Partitions int
+	// EnforceThroughput refuses requests over a container's provisioned
+	// throughput with 429, as the emulator's rate-limiting mode does.
+	EnforceThroughput bool
 }
 
 // Validate fills defaults and checks the configuration.
@@ -175,8 +179,12 @@ func New(cfg Config) (*Server, error) {
 		s.closeStore()
 		return nil, err
 	}
+	var limiter *ratelimit.Limiter
+	if cfg.EnforceThroughput {
+		limiter = ratelimit.New(cfg.Clock)
+	}
 	api, err := httpapi.New(httpapi.Config{
-		Engine: s.engine, Auth: authn, Logger: cfg.Logger, CertPEM: s.certPEM, Clock: cfg.Clock,
+		Engine: s.engine, Auth: authn, Logger: cfg.Logger, CertPEM: s.certPEM, Clock: cfg.Clock, Limiter: limiter,
 		Extra: map[string]http.Handler{"/metrics": promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{})},
 	})
 	if err != nil {
