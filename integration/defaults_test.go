@@ -177,3 +177,37 @@ func TestContainerAndItemHeaders(t *testing.T) {
 		}
 	}
 }
+
+// TestConflictsFeed: the conflicts feed of a container is empty (200),
+// also as a query; it is 404 for a container that does not exist.
+func TestConflictsFeed(t *testing.T) {
+	e := start(t)
+	db := e.database("db")
+	e.container(db, azcosmos.ContainerProperties{ID: "c", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}})
+	for _, tc := range []struct {
+		method, path string
+		body         []byte
+		headers      map[string]string
+		want         int
+	}{
+		{"GET", "/dbs/db/colls/c/conflicts", nil, nil, 200},
+		{"POST", "/dbs/db/colls/c/conflicts", []byte(`{"query":"SELECT * FROM root r"}`), map[string]string{"Content-Type": "application/query+json", "x-ms-documentdb-isquery": "true"}, 200},
+		{"GET", "/dbs/db/colls/missing/conflicts", nil, nil, 404},
+		{"GET", "/dbs/db/colls/c/conflicts/x", nil, nil, 404},
+	} {
+		r := e.do(tc.method, tc.path, tc.body, tc.headers)
+		if r.status != tc.want {
+			t.Errorf("%s %s: %d %s, want %d", tc.method, tc.path, r.status, r.body, tc.want)
+			continue
+		}
+		if tc.want == 200 {
+			var feed struct {
+				Conflicts []json.RawMessage
+				Count     int `json:"_count"`
+			}
+			if err := json.Unmarshal(r.body, &feed); err != nil || feed.Conflicts == nil || feed.Count != 0 {
+				t.Errorf("%s %s: body %s", tc.method, tc.path, r.body)
+			}
+		}
+	}
+}
