@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/mayfly-db/mayfly/internal/server"
 )
 
 // TestServiceDefaults: what the service fills in when a client does not
@@ -209,5 +211,21 @@ func TestConflictsFeed(t *testing.T) {
 				t.Errorf("%s %s: body %s", tc.method, tc.path, r.body)
 			}
 		}
+	}
+}
+
+// TestAccountConsistency: the account reports the configured default
+// consistency, and an unknown level is refused at start.
+func TestAccountConsistency(t *testing.T) {
+	e := start(t, func(cfg *server.Config) { cfg.Consistency = "Strong" })
+	var account struct {
+		UserConsistencyPolicy struct{ DefaultConsistencyLevel string }
+	}
+	r := e.do("GET", "/", nil, nil)
+	if err := json.Unmarshal(r.body, &account); err != nil || account.UserConsistencyPolicy.DefaultConsistencyLevel != "Strong" {
+		t.Errorf("account: %d %s", r.status, r.body)
+	}
+	if _, err := server.New(server.Config{InMemory: true, Consistency: "Sometimes"}); err == nil {
+		t.Error("an unknown consistency level was accepted")
 	}
 }

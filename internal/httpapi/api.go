@@ -5,6 +5,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -73,6 +74,9 @@ type Config struct {
 	// ComputeGateway splits request paths as the service's compute gateway
 	// does (parseComputePath) instead of as its routing gateway does.
 	ComputeGateway bool
+	// Consistency is the account's default consistency level, as the
+	// account resource reports it (default Session).
+	Consistency string
 	// Limiter, when set, enforces each container's provisioned throughput
 	// on the requests for its items (429 with a retry delay); nil admits
 	// everything.
@@ -92,6 +96,7 @@ type Handler struct {
 	// gateway.
 	parsePath func(escaped string) (*resourcePath, error)
 	limiter   *ratelimit.Limiter
+	consist   string
 }
 
 // New returns the API handler.
@@ -107,6 +112,7 @@ func New(cfg Config) (*Handler, error) {
 		h.clock = clock.Real{}
 	}
 	h.limiter = cfg.Limiter
+	h.consist = cmp.Or(cfg.Consistency, "Session")
 	h.parsePath = parseResourcePath
 	if cfg.ComputeGateway {
 		h.parsePath = parseComputePath

@@ -39,7 +39,7 @@ func (h *Handler) account(rq *request) {
 		{Name: "enableNRegionSynchronousCommit", Value: document.BoolValue(false)},
 		{Name: "enablePerPartitionFailoverBehavior", Value: document.BoolValue(false)},
 		{Name: "userReplicationPolicy", Value: repl},
-		{Name: "userConsistencyPolicy", Value: document.Obj([]document.Field{{Name: "defaultConsistencyLevel", Value: document.Str("Session")}})},
+		{Name: "userConsistencyPolicy", Value: document.Obj([]document.Field{{Name: "defaultConsistencyLevel", Value: document.Str(h.consist)}})},
 		{Name: "systemReplicationPolicy", Value: repl},
 		{Name: "readPolicy", Value: document.Obj([]document.Field{{Name: "primaryReadCoefficient", Value: document.Int(1)}, {Name: "secondaryReadCoefficient", Value: document.Int(1)}})},
 		{Name: "queryEngineConfiguration", Value: document.Str(`{"maxSqlQueryInputLength":262144,"maxJoinsPerSqlQuery":10,"maxLogicalAndPerSqlQuery":500,"maxLogicalOrPerSqlQuery":500,"maxUdfRefPerSqlQuery":10,"maxInExpressionItemsCount":16000,"queryMaxInMemorySortDocumentCount":500,"maxQueryRequestTimeoutFraction":0.9,"sqlAllowNonFiniteNumbers":false,"sqlAllowAggregateFunctions":true,"sqlAllowSubQuery":true,"sqlAllowScalarSubQuery":true,"allowNewKeywords":true,"sqlAllowLike":true,"sqlAllowGroupByClause":true,"maxSpatialQueryCells":12,"spatialMaxGeometryPointCount":256,"sqlDisableOptimizationFlags":0,"sqlAllowTop":true,"enableSpatialIndexing":true}`)},

@@ -58,6 +58,10 @@ type Config struct {
 	PurgeRUPerSecond float64
 	// Partitions is how many partition key ranges each container has.
 	Partitions int
+	// Consistency is the account's default consistency level: Strong,
+	// BoundedStaleness, Session (the default), ConsistentPrefix or
+	// Eventual. One node serves every level as strongly as Strong.
+	Consistency string
 	// EnforceThroughput refuses requests over a container's provisioned
 	// throughput with 429, as the emulator's rate-limiting mode does.
 	EnforceThroughput bool
@@ -79,6 +83,13 @@ func (c *Config) Validate() error {
 	}
 	if c.Clock == nil {
 		c.Clock = clock.Real{}
+	}
+	switch c.Consistency {
+	case "":
+		c.Consistency = "Session"
+	case "Strong", "BoundedStaleness", "Session", "ConsistentPrefix", "Eventual":
+	default:
+		return fmt.Errorf("consistency %q: use Strong, BoundedStaleness, Session, ConsistentPrefix or Eventual", c.Consistency)
 	}
 	if c.PurgeRUPerSecond <= 0 {
 		c.PurgeRUPerSecond = 10000
@@ -184,7 +195,7 @@ func New(cfg Config) (*Server, error) {
 		limiter = ratelimit.New(cfg.Clock)
 	}
 	api, err := httpapi.New(httpapi.Config{
-		Engine: s.engine, Auth: authn, Logger: cfg.Logger, CertPEM: s.certPEM, Clock: cfg.Clock, Limiter: limiter,
+		Engine: s.engine, Auth: authn, Logger: cfg.Logger, CertPEM: s.certPEM, Clock: cfg.Clock, Limiter: limiter, Consistency: cfg.Consistency,
 		Extra: map[string]http.Handler{"/metrics": promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{})},
 	})
 	if err != nil {
