@@ -652,7 +652,7 @@ func (e *Engine) removeContainerMeta(tx storage.Txn, c *containerRecord) error {
 // Rids are never reused, so leftovers of an interrupted drop are unreachable
 // and harmless until the next attempt removes them.
 func (e *Engine) dropContainerData(ctx context.Context, c *containerRecord) error {
-	for _, fam := range []byte{famItem, famItemKey, famUnique, famOwnDue, famByTs, famImage, famLSN, famIndex, famFeedLatest, famFeedVersion, famFeedFloor, famUsage, famByRid} {
+	for _, fam := range []byte{famItem, famItemKey, famUnique, famOwnDue, famByTs, famImage, famLSN, famIndex, famFeedLatest, famFeedVersion, famFeedFloor, famUsage, famByRid, famAttachment} {
 		if err := e.deletePrefix(ctx, collPrefix(fam, c.Rid)); err != nil {
 			return fmt.Errorf("drop container %q data: %w", c.ID, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"strings"
 
@@ -19,9 +20,10 @@ import (
 
 // Lengths of the binary rids of each level.
 const (
-	dbRidLen   = 4
-	collRidLen = 8
-	itemRidLen = 16
+	dbRidLen         = 4
+	collRidLen       = 8
+	itemRidLen       = 16
+	attachmentRidLen = 20
 )
 
 // parseRid decodes a rid segment (base64 with '-' for '/'); ok is false
@@ -89,12 +91,23 @@ func (e *Engine) ResolveRidLink(ctx context.Context, segs []string) (names []str
 		if !ok || len(itemRid) != itemRidLen || string(itemRid[:collRidLen]) != string(collRid) {
 			return errMixedLink(segs[5])
 		}
-		id, err := itemIDByRid(r, c, binary.BigEndian.Uint64(itemRid[collRidLen:]))
+		rec, err := itemByRid(r, c, binary.BigEndian.Uint64(itemRid[collRidLen:]))
 		if err != nil {
 			return err
 		}
-		names[5] = id
-		return nil
+		names[5] = rec.id
+		if len(segs) < 8 {
+			return nil
+		}
+		if segs[6] != "attachments" {
+			return errorf(BadRequest, "Resources of type '%s' cannot be addressed by resource id.", segs[6])
+		}
+		attRid, ok := parseRid(segs[7])
+		if !ok || len(attRid) != attachmentRidLen || string(attRid[:itemRidLen]) != string(itemRid) {
+			return errMixedLink(segs[7])
+		}
+		names[7], err = attachmentIDByRid(r, c, &rec, segs[7])
+		return err
 	})
 	if err != nil || !found {
 		return nil, found, err
@@ -184,23 +197,46 @@ func (e *Engine) rememberRid(rid []byte, name string) {
 // maxRidNames bounds the rid hints kept in memory.
 const maxRidNames = 4096
 
-// itemIDByRid finds the id of the item with the sequence number, through
+// itemByRid finds the record of the item with the sequence number, through
 // the _rid-order entry that points at its location: two point reads.
-func itemIDByRid(r storage.Reader, c *containerRecord, seq uint64) (string, error) {
+func itemByRid(r storage.Reader, c *containerRecord, seq uint64) (itemRecord, error) {
 	notFound := errorf(NotFound, "Entity with the specified id does not exist in the system.")
 	loc, err := r.Get(byRidKey(c.Rid, seq))
 	if errors.Is(err, storage.ErrNotFound) {
-		return "", notFound
+		return itemRecord{}, notFound
 	}
 	if err != nil {
-		return "", err
+		return itemRecord{}, err
 	}
 	rec, ok, err := readItemAt(r, c, loc, &readStats{})
 	if err != nil {
-		return "", err
+		return itemRecord{}, err
 	}
 	if !ok {
-		return "", notFound
+		return itemRecord{}, notFound
 	}
-	return rec.id, nil
+	rec.detach()
+	return rec, nil
+}
+
+// attachmentIDByRid finds the id of the item's attachment with the rid
+// among the item's attachments.
+func attachmentIDByRid(r storage.Reader, c *containerRecord, item *itemRecord, rid string) (string, error) {
+	prefix := attachmentPrefix(c.Rid, item.pk, item.id)
+	id := ""
+	err := scanPrefix(r, prefix, func(k, v []byte) (bool, error) {
+		var a attachmentRecord
+		if err := json.Unmarshal(v, &a); err != nil {
+			return false, err
+		}
+		if a.Rid == rid {
+			id = string(k[len(prefix):])
+			return false, nil
+		}
+		return true, nil
+	})
+	if err == nil && id == "" {
+		err = errorf(NotFound, "Resource Not Found. No attachment with resource id '%s'.", rid)
+	}
+	return id, err
 }

@@ -37,6 +37,11 @@ type Engine interface {
 	PartitionKeyRanges(ctx context.Context, db, coll string) ([]engine.KeyRange, *engine.Resource, error)
 	ResolveRidLink(ctx context.Context, segs []string) (names []string, found bool, err error)
 	ProvisionedFor(ctx context.Context, db, coll string) (engine.Provisioned, error)
+	CreateAttachment(ctx context.Context, ref engine.AttachmentRef, body document.Value, upsert bool) (*engine.Resource, bool, error)
+	ReadAttachment(ctx context.Context, ref engine.AttachmentRef, id string) (*engine.Resource, error)
+	ReplaceAttachment(ctx context.Context, ref engine.AttachmentRef, id string, body document.Value, ifMatch string) (*engine.Resource, error)
+	DeleteAttachment(ctx context.Context, ref engine.AttachmentRef, id, ifMatch string) error
+	ListAttachments(ctx context.Context, ref engine.AttachmentRef) ([]document.Value, string, error)
 
 	WriteItem(ctx context.Context, p engine.WriteItemParams) (*engine.ItemResult, error)
 	ReadItem(ctx context.Context, p engine.ReadItemParams) (*engine.ItemResult, error)

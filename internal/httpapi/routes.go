@@ -149,6 +149,10 @@ func (h *Handler) routeItems(rq *request, db, coll string, s []string) {
 		}
 		return
 	}
+	if len(s) >= 2 && s[1] == "attachments" {
+		h.routeAttachments(rq, db, coll, s[0], s[2:])
+		return
+	}
 	if len(s) != 1 {
 		h.fail(rq, &engine.Error{Code: engine.NotFound, Message: "The requested resource does not exist."})
 		return
