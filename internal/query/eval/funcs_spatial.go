@@ -38,8 +38,11 @@ func position(v document.Value) (lonLat, string) {
 		}
 	}
 	p := lonLat{a[0].Float(), a[1].Float()}
-	if p.lon < -180 || p.lon > 180 || p.lat < -90 || p.lat > 90 {
-		return lonLat{}, "Longitude must be within [-180, 180] and latitude within [-90, 90]."
+	switch {
+	case p.lat < -90 || p.lat > 90:
+		return lonLat{}, "Latitude values must be between -90 and 90 degrees."
+	case p.lon < -180 || p.lon > 180:
+		return lonLat{}, "Longitude values must be between -180 and 180 degrees."
 	}
 	return p, ""
 }
