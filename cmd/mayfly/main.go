@@ -42,6 +42,8 @@ func run(args []string) error {
 	pprofAddr := fs.String("pprof-addr", "", "serve Go's net/http/pprof profiles on this address (off when empty)")
 	partitions := fs.Int("partitions", 1, "partition key ranges per container (1-64)")
 	reqTimeout := fs.Duration("request-timeout", 30*time.Second, "longest a request may take before it is stopped and answered 408")
+	consistency := fs.String("consistency", "Session", "the account's default consistency level: Strong, BoundedStaleness, Session, ConsistentPrefix or Eventual")
+	enforce := fs.Bool("enforce-throughput", false, "refuse requests over a container's provisioned throughput with 429, as the emulator's rate-limiting mode does")
 	purgeRU := fs.Float64("purge-ru-per-second", 10000, "request units per second per container the TTL purger may spend when users leave them spare")
 	fs.VisitAll(func(f *flag.Flag) {
 		env := "MAYFLY_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
@@ -63,7 +65,8 @@ func run(args []string) error {
 		memory.TuneGC()
 	}
 	cfg := server.Config{Addr: *addr, DataDir: *dataDir, InMemory: *inMemory, NoTLS: *noTLS,
-		CertFile: *cert, KeyFile: *certKey, Logger: logger, PurgeRUPerSecond: *purgeRU, Partitions: *partitions, RequestTimeout: *reqTimeout}
+		CertFile: *cert, KeyFile: *certKey, Logger: logger, PurgeRUPerSecond: *purgeRU, Partitions: *partitions, RequestTimeout: *reqTimeout,
+		EnforceThroughput: *enforce, Consistency: *consistency}
 	switch {
 	case *key != "" && *keyFile != "":
 		return errors.New("give --key or --key-file, not both")

@@ -57,7 +57,7 @@ func wholeContainer() *itemScope {
 // partition key range header, before any I/O.
 func (e *Engine) scopeFor(c *containerRecord, key partition.Key, hasKey bool, rangeID string) (*itemScope, *Error) {
 	s := wholeContainer()
-	r, whole, derr := e.lookupRange(rangeID)
+	r, whole, derr := e.lookupRange(c, rangeID)
 	if derr != nil {
 		return nil, derr
 	}
@@ -121,7 +121,7 @@ func (e *Engine) scopeSize(r storage.Reader, c *containerRecord, s *itemScope, t
 	case plan.ScopePartition:
 		out.Items, err = readCount(r, partitionCountKey(c.Rid, s.epk))
 	case plan.ScopeRange:
-		out.Items = total / int64(max(len(e.ranges), 1))
+		out.Items = total / int64(len(e.rangesOf(c)))
 	case plan.ScopePrefix:
 		prefix := collPrefix(famUsage, c.Rid)
 		lo := append(bytes.Clone(prefix), s.lo...)

@@ -484,7 +484,7 @@ func (e *Engine) ChangeFeed(ctx context.Context, p ChangeFeedParams) (*ChangeFee
 		}
 		coll = c
 		page.CollRid = c.ridString()
-		inPKRange, derr := e.rangeFilter(p.RangeID)
+		inPKRange, derr := e.rangeFilter(c, p.RangeID)
 		if derr != nil {
 			return derr
 		}

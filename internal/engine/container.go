@@ -20,16 +20,18 @@ func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 // user-visible properties (normalised, without system properties); the rest
 // is derived from them when the record is loaded.
 type containerRecord struct {
-	ID       string         `json:"id"`
-	DBID     string         `json:"db"`
-	DBRid    []byte         `json:"dbRid"`
-	Rid      []byte         `json:"rid"`
-	Ts       int64          `json:"ts"`
-	Etag     string         `json:"etag"`
-	OfferRid string         `json:"offer,omitempty"`
-	Props    document.Value `json:"props"`
-	TTL      ttl.History    `json:"ttl"`
-	Index    indexState     `json:"index"`
+	ID       string `json:"id"`
+	DBID     string `json:"db"`
+	DBRid    []byte `json:"dbRid"`
+	Rid      []byte `json:"rid"`
+	Ts       int64  `json:"ts"`
+	Etag     string `json:"etag"`
+	OfferRid string `json:"offer,omitempty"`
+	// Ranges is the number of partition key ranges, fixed at creation.
+	Ranges int            `json:"ranges,omitempty"`
+	Props  document.Value `json:"props"`
+	TTL    ttl.History    `json:"ttl"`
+	Index  indexState     `json:"index"`
 
 	pk         pkDefinition
 	uniqueKeys [][][]string // per unique key, its paths
@@ -408,6 +410,12 @@ func (e *Engine) CreateContainer(ctx context.Context, db string, body document.V
 		if _, derr := c.derive(); derr != nil {
 			return derr
 		}
+		if tp == nil && d.OfferRid == "" {
+			// The service gives a container created without throughput,
+			// in a database without shared throughput, its own 400 RU/s.
+			tp = &Throughput{Manual: defaultThroughput}
+		}
+		c.Ranges = e.rangeCount(tp)
 		if tp != nil {
 			o, err := e.createOffer(tx, now, tp, c.self(), c.ridString())
 			if err != nil {
@@ -441,13 +449,32 @@ func (e *Engine) ReadContainer(ctx context.Context, db, coll string) (*Resource,
 	if err != nil {
 		return nil, nil, err
 	}
+	usage.IndexProgress = c.Index.progress()
 	return c.resource(), usage, nil
 }
 
-// ContainerUsage is what a container holds, expired items excluded.
+// ContainerUsage is what a container holds, expired items excluded, and
+// how far a rebuild of its index has come.
 type ContainerUsage struct {
 	DocumentsCount int64
 	DocumentsSize  int64 // bytes
+	// IndexProgress is the percentage of the items the index of the
+	// current policy covers: 100 unless a policy change is being applied.
+	IndexProgress int
+}
+
+// progress estimates how much of the container a rebuild has covered. The
+// builder walks items in key order, which is effective partition key
+// order, and hashed keys spread evenly over it, so the first byte of the
+// location it has reached is the share done, in 256ths.
+func (s indexState) progress() int {
+	if s.Ready {
+		return 100
+	}
+	if len(s.Cursor) == 0 {
+		return 0
+	}
+	return min(int(s.Cursor[0])*100/256, 99)
 }
 
 // usage reads the container's counters (usage.go) and takes away the
@@ -559,7 +586,7 @@ func (e *Engine) ReplaceContainer(ctx context.Context, db, coll string, body doc
 		if err != nil {
 			return err
 		}
-		c = &containerRecord{ID: old.ID, DBID: old.DBID, DBRid: old.DBRid, Rid: old.Rid, Ts: now.Unix(), OfferRid: old.OfferRid, Props: props}
+		c = &containerRecord{ID: old.ID, DBID: old.DBID, DBRid: old.DBRid, Rid: old.Rid, Ts: now.Unix(), OfferRid: old.OfferRid, Ranges: old.Ranges, Props: props}
 		c.Etag = etagFor(c.Rid, n)
 		c.TTL = old.TTL.Change(setting, now)
 		c.Index = old.Index
@@ -625,7 +652,7 @@ func (e *Engine) removeContainerMeta(tx storage.Txn, c *containerRecord) error {
 // Rids are never reused, so leftovers of an interrupted drop are unreachable
 // and harmless until the next attempt removes them.
 func (e *Engine) dropContainerData(ctx context.Context, c *containerRecord) error {
-	for _, fam := range []byte{famItem, famItemKey, famUnique, famOwnDue, famByTs, famImage, famLSN, famIndex, famFeedLatest, famFeedVersion, famFeedFloor, famUsage, famByRid} {
+	for _, fam := range []byte{famItem, famItemKey, famUnique, famOwnDue, famByTs, famImage, famLSN, famIndex, famFeedLatest, famFeedVersion, famFeedFloor, famUsage, famByRid, famAttachment} {
 		if err := e.deletePrefix(ctx, collPrefix(fam, c.Rid)); err != nil {
 			return fmt.Errorf("drop container %q data: %w", c.ID, err)
 		}

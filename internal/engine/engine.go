@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/mayfly-db/mayfly/internal/clock"
-	"github.com/mayfly-db/mayfly/internal/partition"
 	"github.com/mayfly-db/mayfly/internal/query/eval"
 	"github.com/mayfly-db/mayfly/internal/storage"
 )
@@ -64,7 +63,10 @@ type Engine struct {
 	clock   clock.Clock
 	maxItem int
 	charges ChargeSink
-	ranges  []partition.Range
+	// partitions is the number of ranges of a container whose record
+	// does not say (Config.Partitions); splits caches partition.Split by n.
+	partitions int
+	splits     sync.Map
 
 	pageTime time.Duration
 	queryMem int
@@ -74,7 +76,10 @@ type Engine struct {
 	cache   map[string]cachedContainer // by container key
 	dbCache map[string]cachedDatabase  // by database id
 	dbRids  map[string][]byte          // database id → rid, a hint
-	indexer *Indexer
+	// ridNames maps the rids of databases and containers to the names they
+	// were last seen under: a hint for links addressed by rid (rids.go).
+	ridNames map[string]string
+	indexer  *Indexer
 	// purgedTo is, per expiry index (by key prefix), the highest entry key
 	// a committed purge took: where the next purge starts (purge.go).
 	purgedTo map[string][]byte
@@ -215,7 +220,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("engine: no store")
 	}
-	e := &Engine{store: cfg.Store, clock: cfg.Clock, maxItem: cfg.MaxItemSize, charges: cfg.Charges, cache: map[string]cachedContainer{}, locks: map[containerName]*settingLock{}, dbCache: map[string]cachedDatabase{}, dbRids: map[string][]byte{}}
+	e := &Engine{store: cfg.Store, clock: cfg.Clock, maxItem: cfg.MaxItemSize, charges: cfg.Charges, cache: map[string]cachedContainer{}, locks: map[containerName]*settingLock{}, dbCache: map[string]cachedDatabase{}, dbRids: map[string][]byte{}, ridNames: map[string]string{}}
 	if e.clock == nil {
 		e.clock = clock.Real{}
 	}
@@ -226,7 +231,7 @@ func New(cfg Config) (*Engine, error) {
 	if e.pageTime <= 0 {
 		e.pageTime = DefaultQueryPageTime
 	}
-	e.ranges = partition.Split(cfg.Partitions)
+	e.partitions = min(max(cfg.Partitions, 1), maxRanges)
 	if err := checkLayout(context.Background(), cfg.Store); err != nil {
 		return nil, err
 	}

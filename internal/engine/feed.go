@@ -146,8 +146,9 @@ func (e *Engine) PartitionKeyRanges(ctx context.Context, db, coll string) ([]Key
 	if err != nil {
 		return nil, nil, err
 	}
-	out := make([]KeyRange, len(e.ranges))
-	for i, r := range e.ranges {
+	ranges := e.rangesOf(c)
+	out := make([]KeyRange, len(ranges))
+	for i, r := range ranges {
 		out[i] = KeyRange{ID: r.ID, Min: r.Min, Max: r.Max}
 	}
 	return out, c.resource(), nil

@@ -73,17 +73,17 @@ func validateItemID(id string) *Error {
 	return nil
 }
 
-// keyFromBody extracts an item's partition key from its properties.
-func (c *containerRecord) keyFromBody(body document.Value) (partition.Key, *Error) {
+// keyFromBody extracts an item's partition key from its properties. A
+// path that leads to an object or an array has no partition key value:
+// the service takes it as undefined, like a missing property.
+func (c *containerRecord) keyFromBody(body document.Value) partition.Key {
 	key := make(partition.Key, len(c.pk.paths))
 	for i, p := range c.pk.paths {
-		comp, ok := componentOf(body.At(p))
-		if !ok {
-			return nil, errorf(BadRequest, "The partition key value at path '%s' must be a string, number, boolean or null.", c.pk.raw[i])
-		}
-		key[i] = comp
+		if comp, ok := componentOf(body.At(p)); ok {
+			key[i] = comp
+		} // else the zero Component: undefined
 	}
-	return key, nil
+	return key
 }
 
 func componentOf(v document.Value) (partition.Component, bool) {
@@ -197,10 +197,7 @@ func (e *Engine) writeItemTx(tx storage.Txn, c *containerRecord, p WriteItemPara
 	if err != nil {
 		return nil, ttlError(err)
 	}
-	key, derr := c.keyFromBody(body)
-	if derr != nil {
-		return nil, derr
-	}
+	key := c.keyFromBody(body)
 	pk := partition.AppendKeyBytes(nil, key)
 	if p.HasKey {
 		hk, derr := c.headerKeyBytes(p.PartitionKey)

@@ -10,20 +10,21 @@ import (
 // The engine owns the key layout (docs/design/storage.md records it). Every
 // key starts with a one-byte family prefix so families never interleave.
 const (
-	famCounter   = 'a' // 'a'+name → uint64 counter
-	famDatabase  = 'd' // 'd'+dbID → database record
-	famContainer = 'c' // 'c'+dbRid(4)+collID → container record
-	famOffer     = 'o' // 'o'+offerRid → offer record
-	famItem      = 'i' // 'i'+collRid(8)+loc → item record: by partition, then in _rid order
-	famItemKey   = 'k' // 'k'+collRid(8)+uvarint(len pk)+pk+id → loc
-	famByRid     = 'r' // 'r'+collRid(8)+seq(8) → loc: items in _rid (insertion) order
-	famUnique    = 'u' // 'u'+collRid(8)+uvarint(len pk)+pk+policy#+values → loc
-	famOwnDue    = 't' // 't'+collRid(8)+due(8)+seq(8) → size+loc (items with their own ttl)
-	famByTs      = 's' // 's'+collRid(8)+_ts(8)+seq(8) → size+loc (items inheriting the default)
-	famImage     = 'e' // 'e'+collRid(8)+'t'|'s'+key(16) → the item record of expiry entry 't'|'s'+collRid+key, while TTL is on (purge.go)
-	famLSN       = 'l' // 'l'+collRid(8) → last LSN, items, bytes of the container (usage.go)
-	famIndex     = 'x' // 'x'+collRid(8)+version(4)+path+value+loc, or +0x00 0x03+ordinal(2)+values+loc for a composite → "" (index.go)
-	famUsage     = 'n' // 'n'+collRid(8)+escaped EPK → items of that EPK (usage.go)
+	famCounter    = 'a' // 'a'+name → uint64 counter
+	famDatabase   = 'd' // 'd'+dbID → database record
+	famContainer  = 'c' // 'c'+dbRid(4)+collID → container record
+	famOffer      = 'o' // 'o'+offerRid → offer record
+	famItem       = 'i' // 'i'+collRid(8)+loc → item record: by partition, then in _rid order
+	famItemKey    = 'k' // 'k'+collRid(8)+uvarint(len pk)+pk+id → loc
+	famByRid      = 'r' // 'r'+collRid(8)+seq(8) → loc: items in _rid (insertion) order
+	famUnique     = 'u' // 'u'+collRid(8)+uvarint(len pk)+pk+policy#+values → loc
+	famOwnDue     = 't' // 't'+collRid(8)+due(8)+seq(8) → size+loc (items with their own ttl)
+	famByTs       = 's' // 's'+collRid(8)+_ts(8)+seq(8) → size+loc (items inheriting the default)
+	famImage      = 'e' // 'e'+collRid(8)+'t'|'s'+key(16) → the item record of expiry entry 't'|'s'+collRid+key, while TTL is on (purge.go)
+	famLSN        = 'l' // 'l'+collRid(8) → last LSN, items, bytes of the container (usage.go)
+	famIndex      = 'x' // 'x'+collRid(8)+version(4)+path+value+loc, or +0x00 0x03+ordinal(2)+values+loc for a composite → "" (index.go)
+	famUsage      = 'n' // 'n'+collRid(8)+escaped EPK → items of that EPK (usage.go)
+	famAttachment = 'b' // 'b'+collRid(8)+uvarint(len pk)+pk+uvarint(len id)+id+attachment id → attachment record (attachment.go)
 
 	// The change feed (changefeed.go).
 	famFeedLatest  = 'f' // 'f'+collRid(8)+lsn(8)+seq(8) → _ts(8), EPK, pk: latest version of each live item

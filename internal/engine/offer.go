@@ -66,6 +66,10 @@ func (o *offerRecord) body() document.Value {
 	})
 }
 
+// defaultThroughput is the manual RU/s of a container created without
+// throughput outside a database that shares its own.
+const defaultThroughput = 400
+
 func validateThroughput(tp *Throughput) *Error {
 	switch {
 	case tp.AutoscaleMax > 0:
@@ -169,4 +173,42 @@ func (e *Engine) ReplaceOffer(ctx context.Context, rid string, body document.Val
 		return nil, err
 	}
 	return &Resource{Body: o.body(), Etag: o.Etag, Rid: o.Rid}, nil
+}
+
+// Provisioned is the throughput requests on a container draw on: Key
+// names the budget (the container's, or its database's when the database
+// shares throughput), RUPerSecond its size (the manual throughput, or the
+// autoscale maximum); 0 when nothing is provisioned.
+type Provisioned struct {
+	Key         string
+	RUPerSecond float64
+}
+
+// ProvisionedFor finds the throughput of container coll of database db.
+func (e *Engine) ProvisionedFor(ctx context.Context, db, coll string) (Provisioned, error) {
+	var p Provisioned
+	err := e.store.View(ctx, func(r storage.Reader) error {
+		c, err := e.loadContainer(r, db, coll)
+		if err != nil {
+			return err
+		}
+		offer, key := c.OfferRid, c.ridString()
+		if offer == "" {
+			d, err := e.loadDatabase(r, db)
+			if err != nil {
+				return err
+			}
+			offer, key = d.OfferRid, d.ridString()
+		}
+		if offer == "" {
+			return nil
+		}
+		var o offerRecord
+		if _, err := getJSON(r, offerKey(offer), &o); err != nil {
+			return err
+		}
+		p = Provisioned{Key: key, RUPerSecond: float64(max(o.Manual, o.AutoscaleMax))}
+		return nil
+	})
+	return p, err
 }

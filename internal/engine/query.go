@@ -388,12 +388,14 @@ const (
 	ResourceDatabases ResourceKind = iota
 	ResourceContainers
 	ResourceOffers
+	ResourceAttachments
 )
 
 // ResourceQueryParams is a query over databases, containers or offers.
 type ResourceQueryParams struct {
 	Kind         ResourceKind
-	DB           string // for containers
+	DB           string        // for containers
+	Item         AttachmentRef // for attachments
 	Query        string
 	Params       map[string]document.Value
 	MaxItemCount int
@@ -416,6 +418,8 @@ func (e *Engine) QueryResources(ctx context.Context, p ResourceQueryParams) (*Fe
 		vals, page.CollRid, err = e.ListContainers(ctx, p.DB)
 	case ResourceOffers:
 		vals, err = e.ListOffers(ctx)
+	case ResourceAttachments:
+		vals, page.CollRid, err = e.ListAttachments(ctx, p.Item)
 	}
 	if err != nil {
 		return nil, err
@@ -431,7 +435,7 @@ func (e *Engine) QueryResources(ctx context.Context, p ResourceQueryParams) (*Fe
 	if err != nil {
 		return nil, queryError(err)
 	}
-	fp := fingerprint(p.Params, "resources", strconv.Itoa(int(p.Kind)), p.DB, p.Query)
+	fp := fingerprint(p.Params, "resources", strconv.Itoa(int(p.Kind)), p.DB, p.Item.Coll, p.Item.ItemID, p.Query)
 	var cur cursor
 	if p.Continuation != "" {
 		var derr *Error

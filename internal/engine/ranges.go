@@ -21,8 +21,8 @@ func (c *containerRecord) epk(k partition.Key) string {
 // x-ms-documentdb-partitionkeyrangeid header ("" means every range), or a
 // 410/1002 for a range that does not exist, which makes the SDKs refresh
 // their range cache.
-func (e *Engine) rangeFilter(id string) (func(epk string) bool, *Error) {
-	r, whole, derr := e.lookupRange(id)
+func (e *Engine) rangeFilter(c *containerRecord, id string) (func(epk string) bool, *Error) {
+	r, whole, derr := e.lookupRange(c, id)
 	if derr != nil || whole {
 		return func(string) bool { return true }, derr
 	}
@@ -31,11 +31,12 @@ func (e *Engine) rangeFilter(id string) (func(epk string) bool, *Error) {
 
 // lookupRange finds the range the header names; whole reports that it is
 // absent or names the only range, so every EPK is in it.
-func (e *Engine) lookupRange(id string) (r partition.Range, whole bool, derr *Error) {
-	if id == "" || len(e.ranges) == 1 && id == e.ranges[0].ID {
+func (e *Engine) lookupRange(c *containerRecord, id string) (r partition.Range, whole bool, derr *Error) {
+	ranges := e.rangesOf(c)
+	if id == "" || len(ranges) == 1 && id == ranges[0].ID {
 		return partition.Range{}, true, nil
 	}
-	for _, r := range e.ranges {
+	for _, r := range ranges {
 		if r.ID == id {
 			return r, false, nil
 		}
@@ -46,4 +47,43 @@ func (e *Engine) lookupRange(id string) (r partition.Range, whole bool, derr *Er
 // hashDefinition is the container's partition key definition for hashing.
 func (c *containerRecord) hashDefinition() partition.Definition {
 	return partition.Definition{Paths: c.pk.raw, Kind: c.pk.kind, Version: c.pk.version}
+}
+
+const (
+	// maxRanges bounds the partition key ranges of one container.
+	maxRanges = 64
+	// ruPerRange and ruPerAutoscaleRange are the throughput one physical
+	// partition is given when a container is created: the service splits
+	// a container created with 18,000 RU/s into three, and one created
+	// with an autoscale maximum of 20,000 RU/s into two.
+	ruPerRange          = 6000
+	ruPerAutoscaleRange = 10000
+)
+
+// rangeCount is how many partition key ranges a new container gets: as
+// many as its throughput asks for, and at least the engine's default.
+func (e *Engine) rangeCount(tp *Throughput) int {
+	n := e.partitions
+	if tp != nil {
+		n = max(n, ceilDiv(tp.Manual, ruPerRange), ceilDiv(tp.AutoscaleMax, ruPerAutoscaleRange))
+	}
+	return min(n, maxRanges)
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// rangesOf returns the container's partition key ranges. A container
+// record from before ranges were kept per container has the engine's
+// default.
+func (e *Engine) rangesOf(c *containerRecord) []partition.Range {
+	n := c.Ranges
+	if n <= 0 {
+		n = e.partitions
+	}
+	if r, ok := e.splits.Load(n); ok {
+		return r.([]partition.Range)
+	}
+	r := partition.Split(n)
+	e.splits.Store(n, r)
+	return r
 }

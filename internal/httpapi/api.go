@@ -5,6 +5,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -19,6 +20,7 @@ import (
 	"github.com/mayfly-db/mayfly/internal/clock"
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/engine"
+	"github.com/mayfly-db/mayfly/internal/ratelimit"
 )
 
 // Engine is what the transport needs from the domain.
@@ -34,6 +36,13 @@ type Engine interface {
 	ReplaceContainer(ctx context.Context, db, coll string, body document.Value, ifMatch string) (*engine.Resource, error)
 	DeleteContainer(ctx context.Context, db, coll string) error
 	PartitionKeyRanges(ctx context.Context, db, coll string) ([]engine.KeyRange, *engine.Resource, error)
+	ResolveRidLink(ctx context.Context, segs []string) (names []string, found bool, err error)
+	ProvisionedFor(ctx context.Context, db, coll string) (engine.Provisioned, error)
+	CreateAttachment(ctx context.Context, ref engine.AttachmentRef, body document.Value, upsert bool) (*engine.Resource, bool, error)
+	ReadAttachment(ctx context.Context, ref engine.AttachmentRef, id string) (*engine.Resource, error)
+	ReplaceAttachment(ctx context.Context, ref engine.AttachmentRef, id string, body document.Value, ifMatch string) (*engine.Resource, error)
+	DeleteAttachment(ctx context.Context, ref engine.AttachmentRef, id, ifMatch string) error
+	ListAttachments(ctx context.Context, ref engine.AttachmentRef) ([]document.Value, string, error)
 
 	WriteItem(ctx context.Context, p engine.WriteItemParams) (*engine.ItemResult, error)
 	ReadItem(ctx context.Context, p engine.ReadItemParams) (*engine.ItemResult, error)
@@ -71,6 +80,16 @@ type Config struct {
 	// Clock dates responses, times requests for the log and bounds them
 	// (default: the system clock).
 	Clock clock.Clock
+	// ComputeGateway splits request paths as the service's compute gateway
+	// does (parseComputePath) instead of as its routing gateway does.
+	ComputeGateway bool
+	// Consistency is the account's default consistency level, as the
+	// account resource reports it (default Session).
+	Consistency string
+	// Limiter, when set, enforces each container's provisioned throughput
+	// on the requests for its items (429 with a retry delay); nil admits
+	// everything.
+	Limiter *ratelimit.Limiter
 }
 
 // Handler serves the Cosmos DB REST API.
@@ -83,6 +102,11 @@ type Handler struct {
 	extra   map[string]http.Handler
 	timeout time.Duration
 	clock   clock.Clock
+	// parsePath is parseResourcePath, or parseComputePath for a compute
+	// gateway.
+	parsePath func(escaped string) (*resourcePath, error)
+	limiter   *ratelimit.Limiter
+	consist   string
 }
 
 // New returns the API handler.
@@ -96,6 +120,12 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if h.clock == nil {
 		h.clock = clock.Real{}
+	}
+	h.limiter = cfg.Limiter
+	h.consist = cmp.Or(cfg.Consistency, "Session")
+	h.parsePath = parseResourcePath
+	if cfg.ComputeGateway {
+		h.parsePath = parseComputePath
 	}
 	if h.maxBody <= 0 {
 		h.maxBody = 2<<20 + 64<<10
@@ -160,7 +190,7 @@ func (h *Handler) serve(rq *request) {
 		_, _ = rq.w.Write(h.certPEM)
 		return
 	}
-	p, err := parseResourcePath(r.URL.EscapedPath())
+	p, err := h.parsePath(r.URL.EscapedPath())
 	if err != nil {
 		h.fail(rq, &engine.Error{Code: engine.BadRequest, Message: err.Error()})
 		return
@@ -170,16 +200,44 @@ func (h *Handler) serve(rq *request) {
 	if date == "" {
 		date = r.Header.Get("Date")
 	}
-	principal, err := h.auth.Verify(auth.Request{
+	areq := auth.Request{
 		Verb: r.Method, ResourceType: p.typ, ResourceLink: p.link,
 		Authorization: r.Header.Get("Authorization"), Date: date,
 		Query: r.Method == http.MethodPost && isQuery(r),
-	})
+	}
+	principal, err := h.auth.Verify(areq)
+	if err != nil && p.ridLink != "" {
+		areq.ResourceLink = p.ridLink
+		principal, err = h.auth.Verify(areq)
+	}
 	if err != nil {
 		h.fail(rq, err)
 		return
 	}
 	rq.aad = principal.Method == auth.MethodAAD
+	if p.ridLink != "" {
+		names, byRid, err := h.eng.ResolveRidLink(r.Context(), p.segs)
+		if err != nil {
+			h.fail(rq, err)
+			return
+		}
+		if byRid {
+			p.segs = names
+		}
+	}
+	if h.limiter != nil && len(p.segs) >= 5 && p.segs[0] == "dbs" && p.segs[2] == "colls" && p.segs[4] == "docs" {
+		prov, err := h.eng.ProvisionedFor(r.Context(), p.segs[1], p.segs[3])
+		if err == nil && prov.RUPerSecond > 0 {
+			if ok, wait := h.limiter.Admit(prov.Key, prov.RUPerSecond); !ok {
+				rq.w.Header().Set("x-ms-retry-after-ms", strconv.FormatInt(max(wait.Milliseconds(), 1), 10))
+				h.fail(rq, &engine.Error{Code: engine.TooManyRequests, SubStatus: engine.SubRequestRateTooLarge,
+					Message: "Message: {\"Errors\":[\"Request rate is large. More Request Units may be needed, so no changes were made. Please retry this request later. Learn more: http://aka.ms/cosmosdb-error-429\"]}"})
+				return
+			}
+			defer func() { h.limiter.Spend(prov.Key, prov.RUPerSecond, rq.charge) }()
+		}
+		// A container that cannot be found is the route's to report.
+	}
 	h.route(rq)
 }
 

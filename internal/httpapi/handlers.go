@@ -39,7 +39,7 @@ func (h *Handler) account(rq *request) {
 		{Name: "enableNRegionSynchronousCommit", Value: document.BoolValue(false)},
 		{Name: "enablePerPartitionFailoverBehavior", Value: document.BoolValue(false)},
 		{Name: "userReplicationPolicy", Value: repl},
-		{Name: "userConsistencyPolicy", Value: document.Obj([]document.Field{{Name: "defaultConsistencyLevel", Value: document.Str("Session")}})},
+		{Name: "userConsistencyPolicy", Value: document.Obj([]document.Field{{Name: "defaultConsistencyLevel", Value: document.Str(h.consist)}})},
 		{Name: "systemReplicationPolicy", Value: repl},
 		{Name: "readPolicy", Value: document.Obj([]document.Field{{Name: "primaryReadCoefficient", Value: document.Int(1)}, {Name: "secondaryReadCoefficient", Value: document.Int(1)}})},
 		{Name: "queryEngineConfiguration", Value: document.Str(`{"maxSqlQueryInputLength":524288,"maxJoinsPerSqlQuery":10,"maxLogicalAndPerSqlQuery":500,"maxLogicalOrPerSqlQuery":500,"maxUdfRefPerSqlQuery":10,"maxInExpressionItemsCount":16000,"queryMaxInMemorySortDocumentCount":100000,"maxQueryRequestTimeoutFraction":0.9,"sqlAllowNonFiniteNumbers":false,"sqlAllowAggregateFunctions":true,"sqlAllowSubQuery":true,"sqlAllowScalarSubQuery":true,"allowNewKeywords":true,"sqlAllowLike":true,"sqlAllowGroupByClause":true,"maxSpatialQueryCells":12,"spatialMaxGeometryPointCount":256,"sqlDisableOptimizationFlags":0,"sqlAllowTop":true,"enableSpatialIndexing":true}`)},
@@ -159,6 +159,12 @@ func (h *Handler) readContainer(rq *request, db, coll string) {
 	hd.Set("x-ms-resource-usage", "functions=0;storedProcedures=0;triggers=0;documentSize="+strconv.FormatInt(usage.DocumentsSize/1024, 10)+
 		";documentsSize="+strconv.FormatInt(usage.DocumentsSize/1024, 10)+";documentsCount="+strconv.FormatInt(usage.DocumentsCount, 10)+
 		";collectionSize="+strconv.FormatInt(usage.DocumentsSize/1024, 10)+";")
+	hd.Set("x-ms-documentdb-collection-index-transformation-progress", strconv.Itoa(usage.IndexProgress))
+	if strings.EqualFold(res.Body.Get("indexingPolicy").Get("indexingMode").Str(), "lazy") {
+		// Mayfly indexes every write as it commits, so a lazy container's
+		// index is always complete.
+		hd.Set("x-ms-documentdb-collection-lazy-indexing-progress", "100")
+	}
 	h.contentPath(rq, res.Rid, "dbs/"+db+"/colls/"+coll)
 	h.resourceReply(rq, http.StatusOK, res)
 }
@@ -249,6 +255,9 @@ func (h *Handler) itemHeaders(rq *request, res *engine.ItemResult) {
 	hd.Set("x-ms-documentdb-partitionkeyrangeid", "0")
 	if res.CollRid != "" {
 		hd.Set("x-ms-content-path", res.CollRid)
+	}
+	if s := rq.path.segs; len(s) >= 4 {
+		hd.Set("x-ms-alt-content-path", "dbs/"+s[1]+"/colls/"+s[3])
 	}
 }
 

@@ -3,6 +3,8 @@ package httpapi
 import (
 	"net/url"
 	"strings"
+
+	"github.com/mayfly-db/mayfly/internal/engine"
 )
 
 // resourcePath is a request path split the way the routing gateway splits
@@ -15,6 +17,11 @@ type resourcePath struct {
 	segs []string
 	// typ and link are what the client must have signed (protocol §1.1).
 	typ, link string
+	// ridLink is what a client signs instead when the path addresses its
+	// resources by rid: the addressed resource's rid (for a feed, create
+	// or query, its parent's), lower-cased (protocol §2.1). Empty when the
+	// path cannot be rid-based.
+	ridLink string
 }
 
 // errBadPathChars is returned for paths holding control characters the
@@ -48,6 +55,33 @@ func parseResourcePath(escaped string) (*resourcePath, error) {
 			p.segs[i] = strings.TrimRight(s, " ")
 		}
 	}
+	p.setLinks()
+	return p, nil
+}
+
+// parseComputePath splits a request path the way the compute gateway
+// does: at every '/' as sent, then each segment is percent-decoded once and
+// kept whole. An id holding '/', '\', '#', '?' or control characters,
+// escaped by the SDK, therefore reaches its item, where the routing
+// gateway would cut it.
+func parseComputePath(escaped string) (*resourcePath, error) {
+	p := &resourcePath{}
+	if trimmed := strings.Trim(escaped, "/"); trimmed != "" {
+		p.segs = strings.Split(trimmed, "/")
+		for i, s := range p.segs {
+			seg, err := url.PathUnescape(s)
+			if err != nil {
+				return nil, &pathError{"The request path is not correctly percent-encoded."}
+			}
+			p.segs[i] = seg
+		}
+	}
+	p.setLinks()
+	return p, nil
+}
+
+// setLinks derives what the client must have signed from the segments.
+func (p *resourcePath) setLinks() {
 	n := len(p.segs)
 	switch {
 	case n == 0:
@@ -61,5 +95,7 @@ func parseResourcePath(escaped string) (*resourcePath, error) {
 	if p.typ == "offers" && n == 2 {
 		p.link = strings.ToLower(p.segs[1])
 	}
-	return p, nil
+	if n >= 2 && p.segs[0] == "dbs" && engine.IsDatabaseRid(p.segs[1]) {
+		p.ridLink = strings.ToLower(p.segs[n-1-n%2])
+	}
 }

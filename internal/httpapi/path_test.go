@@ -60,3 +60,30 @@ func FuzzParseResourcePath(f *testing.F) {
 		}
 	})
 }
+
+// TestParseComputePath: the compute gateway keeps every escaped character
+// of an id, and decodes once.
+func TestParseComputePath(t *testing.T) {
+	for _, tt := range []struct{ path, typ, link string }{
+		{"/dbs/d/colls/c/docs/Test%20", "docs", "dbs/d/colls/c/docs/Test "},
+		{"/dbs/d/colls/c/docs/a%2Fb", "docs", "dbs/d/colls/c/docs/a/b"},
+		{"/dbs/d/colls/c/docs/a%5Cb", "docs", "dbs/d/colls/c/docs/a\\b"},
+		{"/dbs/d/colls/c/docs/a%23b", "docs", "dbs/d/colls/c/docs/a#b"},
+		{"/dbs/d/colls/c/docs/a%3Fb", "docs", "dbs/d/colls/c/docs/a?b"},
+		{"/dbs/d/colls/c/docs/a%0Db%09c%0A", "docs", "dbs/d/colls/c/docs/a\rb\tc\n"},
+		{"/dbs/d/colls/c/docs/x%2520", "docs", "dbs/d/colls/c/docs/x%20"},
+		{"/dbs/d/colls/c/docs", "docs", "dbs/d/colls/c"},
+	} {
+		p, err := parseComputePath(tt.path)
+		if err != nil {
+			t.Errorf("%s: %v", tt.path, err)
+			continue
+		}
+		if p.typ != tt.typ || p.link != tt.link {
+			t.Errorf("%s: type %q link %q, want %q %q", tt.path, p.typ, p.link, tt.typ, tt.link)
+		}
+	}
+	if _, err := parseComputePath("/dbs/%zz"); err == nil {
+		t.Error("a bad escape was accepted")
+	}
+}

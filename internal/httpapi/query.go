@@ -143,6 +143,11 @@ func headerSafe(s string) string {
 }
 
 func (h *Handler) queryResources(rq *request, kind engine.ResourceKind, db string) {
+	h.queryResourcesOf(rq, engine.ResourceQueryParams{Kind: kind, DB: db})
+}
+
+// queryResourcesOf runs the request's query over the resources p names.
+func (h *Handler) queryResourcesOf(rq *request, p engine.ResourceQueryParams) {
 	text, params, err := h.querySpec(rq)
 	if err != nil {
 		h.fail(rq, err)
@@ -153,15 +158,15 @@ func (h *Handler) queryResources(rq *request, kind engine.ResourceKind, db strin
 		h.fail(rq, err)
 		return
 	}
-	page, err := h.eng.QueryResources(rq.r.Context(), engine.ResourceQueryParams{
-		Kind: kind, DB: db, Query: text, Params: params, MaxItemCount: n,
-		Continuation: rq.r.Header.Get("x-ms-continuation"),
-	})
+	p.Query, p.Params, p.MaxItemCount = text, params, n
+	p.Continuation = rq.r.Header.Get("x-ms-continuation")
+	page, err := h.eng.QueryResources(rq.r.Context(), p)
 	if err != nil {
 		h.fail(rq, err)
 		return
 	}
-	key := map[engine.ResourceKind]string{engine.ResourceDatabases: "Databases", engine.ResourceContainers: "DocumentCollections", engine.ResourceOffers: "Offers"}[kind]
+	key := map[engine.ResourceKind]string{engine.ResourceDatabases: "Databases", engine.ResourceContainers: "DocumentCollections",
+		engine.ResourceOffers: "Offers", engine.ResourceAttachments: "Attachments"}[p.Kind]
 	h.queryMetrics(rq, page)
 	h.pageReply(rq, key, page)
 }

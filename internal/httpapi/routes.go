@@ -120,7 +120,7 @@ func (h *Handler) routeContainers(rq *request, db string, s []string) {
 	case "triggers":
 		h.unsupportedFeed(rq, s[2:], "Triggers")
 	case "conflicts":
-		h.unsupportedFeed(rq, s[2:], "Conflicts")
+		h.conflicts(rq, db, coll, s[2:])
 	default:
 		h.fail(rq, &engine.Error{Code: engine.NotFound, Message: "Unknown resource type '" + s[1] + "'."})
 	}
@@ -147,6 +147,10 @@ func (h *Handler) routeItems(rq *request, db, coll string, s []string) {
 		default:
 			h.methodNotAllowed(rq)
 		}
+		return
+	}
+	if len(s) >= 2 && s[1] == "attachments" {
+		h.routeAttachments(rq, db, coll, s[0], s[2:])
 		return
 	}
 	if len(s) != 1 {
@@ -184,6 +188,25 @@ func (h *Handler) unsupportedFeed(rq *request, rest []string, key string) {
 		return
 	}
 	h.fail(rq, badRequest("%s are not supported yet.", key))
+}
+
+// conflicts answers the conflicts feed, which is empty: a single-region
+// account has no write conflicts. It belongs to an existing container.
+func (h *Handler) conflicts(rq *request, db, coll string, rest []string) {
+	res, _, err := h.eng.ReadContainer(rq.r.Context(), db, coll)
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	switch {
+	case len(rest) == 0 && (rq.r.Method == http.MethodGet || rq.r.Method == http.MethodPost && isQuery(rq.r)):
+		rq.w.Header().Set("x-ms-item-count", "0")
+		h.reply(rq, http.StatusOK, 0, feedBody(res.Rid, "Conflicts", nil))
+	case len(rest) == 1 && (rq.r.Method == http.MethodGet || rq.r.Method == http.MethodDelete):
+		h.fail(rq, &engine.Error{Code: engine.NotFound, Message: "Resource Not Found. Conflict '" + rest[0] + "' does not exist."})
+	default:
+		h.methodNotAllowed(rq)
+	}
 }
 
 // readBody reads the request body within the size limit.

@@ -29,6 +29,7 @@ var domainPackages = []string{
 	"internal/partition",
 	"internal/auth",
 	"internal/clock",
+	"internal/ratelimit",
 }
 
 // forbiddenImports are the edges the domain must not reach. A trailing "/"

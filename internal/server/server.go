@@ -24,6 +24,7 @@ import (
 	"github.com/mayfly-db/mayfly/internal/clock"
 	"github.com/mayfly-db/mayfly/internal/engine"
 	"github.com/mayfly-db/mayfly/internal/httpapi"
+	"github.com/mayfly-db/mayfly/internal/ratelimit"
 	"github.com/mayfly-db/mayfly/internal/storage"
 	"github.com/mayfly-db/mayfly/internal/storage/pebblestore"
 	"github.com/mayfly-db/mayfly/internal/tlscert"
@@ -62,6 +63,13 @@ type Config struct {
 	// for at most 5 s or nine tenths of it, whichever is less (the
 	// advertised maxQueryRequestTimeoutFraction), and then ends early.
 	RequestTimeout time.Duration
+	// Consistency is the account's default consistency level: Strong,
+	// BoundedStaleness, Session (the default), ConsistentPrefix or
+	// Eventual. One node serves every level as strongly as Strong.
+	Consistency string
+	// EnforceThroughput refuses requests over a container's provisioned
+	// throughput with 429, as the emulator's rate-limiting mode does.
+	EnforceThroughput bool
 }
 
 // Validate fills defaults and checks the configuration.
@@ -80,6 +88,13 @@ func (c *Config) Validate() error {
 	}
 	if c.Clock == nil {
 		c.Clock = clock.Real{}
+	}
+	switch c.Consistency {
+	case "":
+		c.Consistency = "Session"
+	case "Strong", "BoundedStaleness", "Session", "ConsistentPrefix", "Eventual":
+	default:
+		return fmt.Errorf("consistency %q: use Strong, BoundedStaleness, Session, ConsistentPrefix or Eventual", c.Consistency)
 	}
 	if c.PurgeRUPerSecond <= 0 {
 		c.PurgeRUPerSecond = 10000
@@ -187,16 +202,20 @@ func New(cfg Config) (*Server, error) {
 		s.closeStore()
 		return nil, err
 	}
+	var limiter *ratelimit.Limiter
+	if cfg.EnforceThroughput {
+		limiter = ratelimit.New(cfg.Clock)
+	}
 	api, err := httpapi.New(httpapi.Config{
 		Engine: s.engine, Auth: authn, Logger: cfg.Logger, CertPEM: s.certPEM,
 		Extra:          map[string]http.Handler{"/metrics": promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{})},
-		RequestTimeout: cfg.RequestTimeout, Clock: cfg.Clock,
+		RequestTimeout: cfg.RequestTimeout, Clock: cfg.Clock, Limiter: limiter, Consistency: cfg.Consistency,
 	})
 	if err != nil {
 		s.closeStore()
 		return nil, err
 	}
-	s.http = &http.Server{Handler: api, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 5 * time.Minute,
+	s.http = &http.Server{Handler: httpapi.WireSpelling(api), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 5 * time.Minute,
 		ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug)}
 	if s.tls {
 		s.http.TLSConfig = &tls.Config{Certificates: []tls.Certificate{tlsCert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}

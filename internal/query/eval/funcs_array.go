@@ -47,15 +47,25 @@ func init() {
 		}
 		return boolVal(arrayHas(a[0], a[1], partial))
 	}, "ARRAY_CONTAINS")
+	// An undefined value searched for is unknown: it makes ANY undefined
+	// unless another value matches, and ALL undefined unless another value
+	// is missing (the documentation's examples).
 	pure(2, -1, func(a []document.Value) document.Value {
 		if a[0].Kind() != document.Array {
 			return undef
 		}
 		set := keySet(a[0])
+		unknown := false
 		for _, v := range a[1:] {
-			if v.IsDefined() && set[string(canonicalKey(nil, v))] {
+			switch {
+			case !v.IsDefined():
+				unknown = true
+			case set[string(canonicalKey(nil, v))]:
 				return vTrue
 			}
+		}
+		if unknown {
+			return undef
 		}
 		return vFals
 	}, "ARRAY_CONTAINS_ANY")
@@ -64,10 +74,17 @@ func init() {
 			return undef
 		}
 		set := keySet(a[0])
+		unknown := false
 		for _, v := range a[1:] {
-			if !v.IsDefined() || !set[string(canonicalKey(nil, v))] {
+			switch {
+			case !v.IsDefined():
+				unknown = true
+			case !set[string(canonicalKey(nil, v))]:
 				return vFals
 			}
+		}
+		if unknown {
+			return undef
 		}
 		return vTrue
 	}, "ARRAY_CONTAINS_ALL")

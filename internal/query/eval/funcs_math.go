@@ -144,10 +144,11 @@ func init() {
 	pure(1, 1, math1(func(x float64) float64 { return 1 / math.Tan(x) }), "COT")
 	pure(1, 1, math1(func(x float64) float64 { return x * 180 / math.Pi }), "DEGREES")
 	pure(1, 1, math1(func(x float64) float64 { return x * math.Pi / 180 }), "RADIANS")
-	// ATN2(x, y) is the angle of the point (x, y): atan2(y, x).
+	// ATN2(y, x) is the arc tangent of y/x in the quadrant of (x, y): the
+	// documentation's ATN2(35.175643, 129.44) is 0.265344532064832.
 	pure(2, 2, func(a []document.Value) document.Value {
-		x, ok1 := numArg(a[0])
-		y, ok2 := numArg(a[1])
+		y, ok1 := numArg(a[0])
+		x, ok2 := numArg(a[1])
 		if !ok1 || !ok2 {
 			return undef
 		}
@@ -162,16 +163,21 @@ func init() {
 		if !ok {
 			return undef
 		}
+		// The multiple of size at or below x/size: with a negative size
+		// that rounds away from zero (NumberBin(37.752, -100) is 100).
 		size := 1.0
 		if len(a) > 1 {
-			if size, ok = numArg(a[1]); !ok || size <= 0 {
+			if size, ok = numArg(a[1]); !ok || size == 0 {
 				return undef
 			}
 		}
 		if a[0].IsInt() && (len(a) == 1 || a[1].IsInt()) {
-			s := int64(size)
-			q := a[0].Int() / s
-			if a[0].Int()%s != 0 && a[0].Int() < 0 {
+			v, s := a[0].Int(), int64(size)
+			if s == -1 {
+				return document.Int(v) // v / -1 overflows for the least int64
+			}
+			q := v / s
+			if v%s != 0 && (v < 0) != (s < 0) {
 				q--
 			}
 			return document.Int(q * s)

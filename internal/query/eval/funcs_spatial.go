@@ -7,10 +7,13 @@ import (
 )
 
 // Spatial functions take GeoJSON Point, LineString and Polygon (and
-// MultiPolygon as the container of ST_WITHIN). Distances are great-circle
-// distances in metres on a sphere of the Earth's mean radius; containment
-// and crossing tests treat edges as straight lines in longitude/latitude,
-// which is close to the service's geodesic edges for shapes of city size.
+// MultiPolygon as the container of ST_WITHIN). Distances between points are
+// geodesic distances in metres on the WGS 84 ellipsoid, as the service
+// measures them (funcs_geodesic.go); a point's distance to an edge uses a
+// sphere of the Earth's mean radius; areas are measured on the ellipsoid
+// (funcs_area.go). Containment and crossing tests treat edges as straight
+// lines in longitude/latitude, which is close to the service's geodesic
+// edges for shapes of city size.
 
 const earthRadius = 6371008.8 // metres
 
@@ -35,8 +38,11 @@ func position(v document.Value) (lonLat, string) {
 		}
 	}
 	p := lonLat{a[0].Float(), a[1].Float()}
-	if p.lon < -180 || p.lon > 180 || p.lat < -90 || p.lat > 90 {
-		return lonLat{}, "Longitude must be within [-180, 180] and latitude within [-90, 90]."
+	switch {
+	case p.lat < -90 || p.lat > 90:
+		return lonLat{}, "Latitude values must be between -90 and 90 degrees."
+	case p.lon < -180 || p.lon > 180:
+		return lonLat{}, "Longitude values must be between -180 and 180 degrees."
 	}
 	return p, ""
 }
@@ -138,16 +144,16 @@ func bearing(a, b lonLat) float64 {
 
 // segmentDistance is the distance from p to the great-circle segment a-b.
 func segmentDistance(p, a, b lonLat) float64 {
-	dap := haversine(a, p)
-	dab := haversine(a, b)
+	dap := geodesic(a, p)
+	dab := geodesic(a, b)
 	if dab == 0 {
 		return dap
 	}
-	d := dap / earthRadius
+	d := haversine(a, p) / earthRadius
 	cross := math.Asin(math.Max(-1, math.Min(1, math.Sin(d)*math.Sin(bearing(a, p)-bearing(a, b)))))
 	along := math.Acos(math.Max(-1, math.Min(1, math.Cos(d)/math.Cos(cross)))) * earthRadius
 	if math.Cos(bearing(a, p)-bearing(a, b)) < 0 || along > dab {
-		return math.Min(dap, haversine(b, p))
+		return math.Min(dap, geodesic(b, p))
 	}
 	return math.Abs(cross) * earthRadius
 }
@@ -295,7 +301,7 @@ func distance(a, b geometry) float64 {
 	best := math.Inf(1)
 	for _, v := range a.vertices() {
 		if b.kind == "Point" {
-			best = math.Min(best, haversine(v, b.point))
+			best = math.Min(best, geodesic(v, b.point))
 		}
 		for _, e := range b.edges() {
 			best = math.Min(best, segmentDistance(v, e[0], e[1]))

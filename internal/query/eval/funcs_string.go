@@ -70,6 +70,26 @@ func stringMap(f func(string) string) func([]document.Value) document.Value {
 	}
 }
 
+// trimmer builds LTRIM, RTRIM and TRIM: without a second argument they
+// trim whitespace; with one, any of its characters, as the documentation's
+// examples show (TRIM("-_-a-_-", "-_") is "a").
+func trimmer(space func(string, func(rune) bool) string, set func(string, string) string) func([]document.Value) document.Value {
+	return func(a []document.Value) document.Value {
+		s, ok := strArg(a[0])
+		if !ok {
+			return undef
+		}
+		if len(a) == 1 {
+			return document.Str(space(s, unicode.IsSpace))
+		}
+		chars, ok := strArg(a[1])
+		if !ok {
+			return undef
+		}
+		return document.Str(set(s, chars))
+	}
+}
+
 // runeSlice returns the characters [start, start+n) of s, clamped.
 func runeSlice(s string, start, n int64) string {
 	r := []rune(s)
@@ -120,9 +140,9 @@ func init() {
 	}, "INDEX_OF")
 	pure(1, 1, stringMap(strings.ToLower), "LOWER")
 	pure(1, 1, stringMap(strings.ToUpper), "UPPER")
-	pure(1, 1, stringMap(func(s string) string { return strings.TrimLeftFunc(s, unicode.IsSpace) }), "LTRIM")
-	pure(1, 1, stringMap(func(s string) string { return strings.TrimRightFunc(s, unicode.IsSpace) }), "RTRIM")
-	pure(1, 1, stringMap(func(s string) string { return strings.TrimFunc(s, unicode.IsSpace) }), "TRIM")
+	pure(1, 2, trimmer(strings.TrimLeftFunc, strings.TrimLeft), "LTRIM")
+	pure(1, 2, trimmer(strings.TrimRightFunc, strings.TrimRight), "RTRIM")
+	pure(1, 2, trimmer(strings.TrimFunc, strings.Trim), "TRIM")
 	pure(1, 1, stringMap(func(s string) string {
 		r := []rune(s)
 		for i, j := 0, len(r)-1; i < j; i, j = i+1, j-1 {
