@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/partition"
@@ -63,14 +65,28 @@ func (it *liveItem) seq() uint64 { return locSeq(it.loc) }
 
 const maxIDBytes = 1023
 
+// validateItemID applies the service's rules for item ids. An id is part
+// of the item's address (…/docs/{id}), so the service refuses the
+// characters that would change that address ('/', '\', '?', '#') and
+// control characters, NUL included, which no URL can carry unescaped and
+// no reader expects in a name.
 func validateItemID(id string) *Error {
 	switch {
 	case id == "":
 		return errorf(BadRequest, "The input content is invalid because the required properties - 'id; ' - are missing")
 	case len(id) > maxIDBytes:
 		return errorf(BadRequest, "The id exceeds the maximum allowed length of %d bytes.", maxIDBytes)
+	case strings.ContainsAny(id, `/\?#`) || strings.IndexFunc(id, unicode.IsControl) >= 0:
+		return errorf(BadRequest, "The input name '%s' is invalid. Ensure to provide a unique non-empty string less than '%d' characters. Ids cannot contain '/', '\\', '?', '#' or control characters.", printableID(id), maxIDBytes+1)
 	}
 	return nil
+}
+
+// printableID is id as an error message may quote it: control characters
+// appear as Go escapes, so a message never carries a raw NUL.
+func printableID(id string) string {
+	q := strconv.Quote(id)
+	return q[1 : len(q)-1]
 }
 
 // keyFromBody extracts an item's partition key from its properties.
