@@ -420,6 +420,7 @@ func (e *Engine) CreateContainer(ctx context.Context, db string, body document.V
 	if err != nil {
 		return nil, err
 	}
+	e.containerChanged(ctx, c)
 	return c.resource(), nil
 }
 
@@ -577,6 +578,7 @@ func (e *Engine) ReplaceContainer(ctx context.Context, db, coll string, body doc
 	if err != nil {
 		return nil, err
 	}
+	e.containerChanged(ctx, c)
 	if reindex {
 		e.kickIndexer()
 	}
@@ -609,6 +611,7 @@ func (e *Engine) DeleteContainer(ctx context.Context, db, coll string) error {
 	if err != nil {
 		return err
 	}
+	e.containerGone(ctx, c)
 	return e.dropContainerData(ctx, c)
 }
 

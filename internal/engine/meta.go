@@ -226,6 +226,9 @@ func (e *Engine) DeleteDatabase(ctx context.Context, id string) error {
 		return err
 	}
 	for _, c := range colls {
+		e.containerGone(ctx, c)
+	}
+	for _, c := range colls {
 		if err := e.dropContainerData(ctx, c); err != nil {
 			return fmt.Errorf("delete database %q: %w", id, err)
 		}
