@@ -357,9 +357,10 @@ func (e *Engine) putItem(tx storage.Txn, c *containerRecord, loc []byte, rec *it
 		if err := tx.Set(k, expiryValue(rec, loc)); err != nil {
 			return err
 		}
-		// While TTL is on, the purge reads the record from its image,
-		// in expiry order, rather than from among the live records.
-		if c.TTL.Setting().On {
+		// While the item can fall due, the purge reads the record from
+		// its image, in expiry order, rather than from among the live
+		// records.
+		if hasImage(c, rec) {
 			if err := tx.Set(imageKey(c.Rid, k), raw); err != nil {
 				return err
 			}
