@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/mayfly-db/mayfly/internal/document"
@@ -66,8 +65,8 @@ func validateResourceID(id string) *Error {
 		return errorf(BadRequest, "The input name is empty or invalid. Ensure to provide a non-empty id.")
 	case len(id) > 255:
 		return errorf(BadRequest, "The input name '%s' exceeds the maximum allowed length of 255 characters.", id)
-	case strings.ContainsAny(id, `/\#?`) || strings.HasSuffix(id, " ") || !utf8.ValidString(id) || strings.IndexFunc(id, unicode.IsControl) >= 0:
-		return errorf(BadRequest, "The input name '%s' is invalid. Ensure to provide a unique non-empty string less than '255' characters. Names cannot contain '/', '\\', '#', '?' or control characters, or end with a space.", printableID(id))
+	case strings.ContainsAny(id, `/\#?`) || strings.HasSuffix(id, " ") || !utf8.ValidString(id) || strings.IndexByte(id, 0) >= 0:
+		return errorf(BadRequest, "The input name '%s' is invalid. Ensure to provide a unique non-empty string less than '255' characters. Names cannot contain '/', '\\', '#', '?' or a NUL character, or end with a space.", printableID(id))
 	}
 	return nil
 }
