@@ -89,7 +89,6 @@ func (e *Engine) scanWork(ctx context.Context, now time.Time) error {
 	purge, build := map[string]*containerRecord{}, map[string]*containerRecord{}
 	err := e.store.View(ctx, func(r storage.Reader) error {
 		return scanPrefix(r, []byte{famContainer}, func(k, v []byte) (bool, error) {
-			e.workScans.Add(1)
 			c, err := e.decodeCachedContainer(k, v)
 			if err != nil {
 				return false, err

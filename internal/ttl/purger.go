@@ -418,18 +418,17 @@ func (p *Purger) Pass(ctx context.Context) (PassResult, error) {
 	}
 	var errs []error
 	seen := make(map[string]bool, len(cs))
-	for i, c := range cs {
+	for _, c := range cs {
 		if ctx.Err() != nil {
 			errs = append(errs, ctx.Err())
-			for _, rest := range cs[i:] {
-				if _, ok := used[rest.ID]; ok {
-					p.cfg.Budget.giveBackUsed(map[string]struct{}{rest.ID: {}})
-				}
-			}
+			// The containers not reached keep their mark for the next
+			// pass.
+			p.cfg.Budget.giveBackUsed(used)
 			break
 		}
 		seen[c.ID] = true
 		_, wasUsed := used[c.ID]
+		delete(used, c.ID)
 		if err := p.purge(ctx, c, wasUsed, &res); err != nil {
 			errs = append(errs, fmt.Errorf("purge container %q: %w", c.ID, err))
 		}
