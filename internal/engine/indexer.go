@@ -101,7 +101,7 @@ func (x *Indexer) Close() error {
 // Pass does one batch of work for every container whose index is not
 // ready, and reports whether work remains.
 func (x *Indexer) Pass(ctx context.Context) (bool, error) {
-	_, pending, err := x.e.work(ctx)
+	pending, err := x.e.buildWork(ctx)
 	if err != nil {
 		return false, err
 	}

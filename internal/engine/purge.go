@@ -26,15 +26,7 @@ var (
 // engine's work list (worklist.go): its cost grows with those containers,
 // not with every container of the store.
 func (e *Engine) Containers(ctx context.Context) ([]ttl.Container, error) {
-	purge, _, err := e.work(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]ttl.Container, 0, len(purge))
-	for _, c := range purge {
-		out = append(out, ttl.Container{ID: c.link(), History: c.TTL})
-	}
-	return out, nil
+	return e.purgeWork(ctx)
 }
 
 // splitLink parses a container link "dbs/{db}/colls/{coll}".

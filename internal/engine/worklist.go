@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mayfly-db/mayfly/internal/storage"
+	"github.com/mayfly-db/mayfly/internal/ttl"
 )
 
 // The background jobs (the TTL purger and the index builder) look for
@@ -39,6 +40,9 @@ type workList struct {
 	scanned time.Time
 	purge   map[string]*containerRecord // by container key
 	build   map[string]*containerRecord // by container key
+	// listed is the purge list as the purger reads it, built once per
+	// change of the list rather than once per pass; nil when stale.
+	listed []ttl.Container
 }
 
 // rescanInterval spaces the full scans that pick up changes made through
@@ -48,6 +52,7 @@ const rescanInterval = time.Minute
 // file puts container c, stored under key, in the lists it belongs to; a
 // nil c (a removed container) in none.
 func (w *workList) file(key string, c *containerRecord) {
+	w.listed = nil
 	delete(w.purge, key)
 	delete(w.build, key)
 	if c == nil {
@@ -61,26 +66,50 @@ func (w *workList) file(key string, c *containerRecord) {
 	}
 }
 
-// work returns the containers with purge work and those with index build
-// work, scanning every container record first when the lists are unknown
-// or older than rescanInterval.
-func (e *Engine) work(ctx context.Context) (purge, build []*containerRecord, err error) {
+// fresh scans every container record when the lists are unknown or older
+// than rescanInterval. w.mu is held.
+func (e *Engine) fresh(ctx context.Context) error {
+	w := &e.worklist
+	now := e.clock.Now()
+	if w.scanned.IsZero() || now.Sub(w.scanned) >= rescanInterval || now.Before(w.scanned) {
+		return e.scanWork(ctx, now)
+	}
+	return nil
+}
+
+// purgeWork returns the containers in which an item may expire, with
+// their histories, as the purger lists them.
+func (e *Engine) purgeWork(ctx context.Context) ([]ttl.Container, error) {
 	w := &e.worklist
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	now := e.clock.Now()
-	if w.scanned.IsZero() || now.Sub(w.scanned) >= rescanInterval || now.Before(w.scanned) {
-		if err := e.scanWork(ctx, now); err != nil {
-			return nil, nil, err
+	if err := e.fresh(ctx); err != nil {
+		return nil, err
+	}
+	if w.listed == nil {
+		w.listed = make([]ttl.Container, 0, len(w.purge))
+		for _, c := range w.purge {
+			w.listed = append(w.listed, ttl.Container{ID: c.link(), History: c.TTL})
 		}
 	}
-	for _, c := range w.purge {
-		purge = append(purge, c)
+	// Shared, not copied: the purger only reads it (ttl.Target), and a
+	// change builds a new slice rather than writing into this one.
+	return w.listed, nil
+}
+
+// buildWork returns the containers whose index is being rebuilt.
+func (e *Engine) buildWork(ctx context.Context) ([]*containerRecord, error) {
+	w := &e.worklist
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := e.fresh(ctx); err != nil {
+		return nil, err
 	}
+	build := make([]*containerRecord, 0, len(w.build))
 	for _, c := range w.build {
 		build = append(build, c)
 	}
-	return purge, build, nil
+	return build, nil
 }
 
 // scanWork rebuilds the lists from every container record. w.mu is held.
@@ -105,7 +134,7 @@ func (e *Engine) scanWork(ctx context.Context, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	w.purge, w.build, w.scanned = purge, build, now
+	w.purge, w.build, w.scanned, w.listed = purge, build, now, nil
 	return nil
 }
 

@@ -24,6 +24,8 @@ type Target interface {
 	// list others too. The purger forgets its state for containers no
 	// longer listed. It is called once per pass, so its cost should grow
 	// with the containers it lists, not with every container of the store.
+	// The purger does not modify the slice, so a Target may hand out the
+	// same one while its list is unchanged.
 	Containers(ctx context.Context) ([]Container, error)
 
 	// PurgeDue physically deletes up to p.Limit items of p.Container that
@@ -263,6 +265,7 @@ type Purger struct {
 	done    map[string]idle      // containers a pass left with nothing expired
 	counted map[string]time.Time // last DueCounter call
 	known   map[string]bool      // containers listed by the last pass
+	spare   map[string]bool      // the map before known, reused for the next pass
 }
 
 // idle is what the purger knows of a container that the last pass left
@@ -417,7 +420,11 @@ func (p *Purger) Pass(ctx context.Context) (PassResult, error) {
 		return res, fmt.Errorf("list containers: %w", err)
 	}
 	var errs []error
-	seen := make(map[string]bool, len(cs))
+	seen := p.spare
+	if seen == nil {
+		seen = make(map[string]bool, len(cs))
+	}
+	clear(seen)
 	for _, c := range cs {
 		if ctx.Err() != nil {
 			errs = append(errs, ctx.Err())
@@ -439,7 +446,7 @@ func (p *Purger) Pass(ctx context.Context) (PassResult, error) {
 				p.forget(id)
 			}
 		}
-		p.known = seen
+		p.known, p.spare = seen, p.known
 	}
 	return res, errors.Join(errs...)
 }
