@@ -88,6 +88,21 @@ func (st *stacks) release() {
 
 func (p *parser) fail(msg string) error { return &SyntaxError{Offset: p.pos, Msg: msg} }
 
+func (p *parser) failAt(off int, msg string) error { return &SyntaxError{Offset: off, Msg: msg} }
+
+// invalidUTF8At returns the offset of the first byte of b that does not
+// start a valid UTF-8 sequence.
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
+}
+
 func (p *parser) skipSpace() {
 	for p.pos < len(p.data) {
 		switch p.data[p.pos] {
@@ -309,10 +324,10 @@ func (p *parser) str() (string, error) {
 		if c == '"' {
 			s := p.data[start:p.pos]
 			p.pos++
-			if utf8.Valid(s) {
-				return string(s), nil
+			if !utf8.Valid(s) {
+				return "", p.failAt(start+invalidUTF8At(s), "invalid UTF-8 in a string")
 			}
-			return string([]rune(string(s))), nil // invalid bytes become U+FFFD
+			return string(s), nil
 		}
 		if c == '\\' {
 			break
@@ -329,7 +344,9 @@ func (p *parser) str() (string, error) {
 		case c == '"':
 			p.pos++
 			if !utf8.Valid(buf) {
-				return string([]rune(string(buf))), nil
+				// Escapes decode to valid UTF-8, so the bad bytes came
+				// from the input; point at the string.
+				return "", p.failAt(start, "invalid UTF-8 in a string")
 			}
 			return string(buf), nil
 		case c < 0x20:

@@ -503,6 +503,15 @@ func (e *Engine) ChangeFeed(ctx context.Context, p ChangeFeedParams) (*ChangeFee
 			page.LSN = page.CurrentLSN
 			return nil
 		case StartAfter:
+			if p.After >= page.CurrentLSN {
+				// A continuation at or beyond the container's last
+				// change has nothing after it yet; it is kept as it
+				// is, as the service keeps a position it handed out.
+				// (After+1 would also wrap to 0 at the top of the
+				// range and replay the whole feed.)
+				page.LSN = p.After
+				return nil
+			}
 			s.from = p.After + 1
 		case StartTime:
 			s.since, s.hasSince = p.Since.Unix(), true

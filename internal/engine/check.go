@@ -398,8 +398,9 @@ func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now time.T
 
 // checkImages checks the record images (keys.go, imageKey) against the
 // items: each copies the record of an item whose expiry entry it follows,
-// and an item whose version was written after TTL was last turned on (a
-// later second than the setting's) has one.
+// and an item whose version was written after the setting in force was
+// set (a later second than the setting's) has one when it can fall due
+// under that setting (hasImage).
 func checkImages(r storage.Reader, c *containerRecord, items map[uint64]*itemRecord, raws map[uint64][]byte, report func(string, ...any), counts *IndexCounts) error {
 	prefix := collPrefix(famImage, c.Rid)
 	imaged := map[uint64]bool{}
@@ -431,8 +432,8 @@ func checkImages(r storage.Reader, c *containerRecord, items map[uint64]*itemRec
 	}
 	since := c.TTL.Current().From.Unix()
 	for seq, rec := range items {
-		if rec.ts > since && expiryKey(c, rec, seq) != nil && !imaged[seq] {
-			report("item %q (seq %d, _ts %d) has no record image though TTL is on since %d", rec.id, seq, rec.ts, since)
+		if rec.ts > since && expiryKey(c, rec, seq) != nil && hasImage(c, rec) && !imaged[seq] {
+			report("item %q (seq %d, _ts %d) has no record image though it can expire under the setting in force since %d", rec.id, seq, rec.ts, since)
 		}
 	}
 	return nil

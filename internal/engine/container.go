@@ -428,6 +428,7 @@ func (e *Engine) CreateContainer(ctx context.Context, db string, body document.V
 	if err != nil {
 		return nil, err
 	}
+	e.containerChanged(ctx, c)
 	return c.resource(), nil
 }
 
@@ -604,6 +605,7 @@ func (e *Engine) ReplaceContainer(ctx context.Context, db, coll string, body doc
 	if err != nil {
 		return nil, err
 	}
+	e.containerChanged(ctx, c)
 	if reindex {
 		e.kickIndexer()
 	}
@@ -636,6 +638,7 @@ func (e *Engine) DeleteContainer(ctx context.Context, db, coll string) error {
 	if err != nil {
 		return err
 	}
+	e.containerGone(ctx, c)
 	return e.dropContainerData(ctx, c)
 }
 

@@ -83,6 +83,8 @@ type Engine struct {
 	// purgedTo is, per expiry index (by key prefix), the highest entry key
 	// a committed purge took: where the next purge starts (purge.go).
 	purgedTo map[string][]byte
+	// worklist holds the containers with background work (worklist.go).
+	worklist workList
 
 	// Expiry judgements are ordered against TTL setting changes (ttl.md
 	// B1) container by container, with each container's settingLock.

@@ -101,19 +101,7 @@ func (x *Indexer) Close() error {
 // Pass does one batch of work for every container whose index is not
 // ready, and reports whether work remains.
 func (x *Indexer) Pass(ctx context.Context) (bool, error) {
-	var pending []*containerRecord
-	err := x.e.store.View(ctx, func(r storage.Reader) error {
-		return scanPrefix(r, []byte{famContainer}, func(_, v []byte) (bool, error) {
-			c, err := decodeContainer(v)
-			if err != nil {
-				return false, err
-			}
-			if !c.Index.Ready {
-				pending = append(pending, c)
-			}
-			return true, nil
-		})
-	})
+	pending, err := x.e.buildWork(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -134,9 +122,9 @@ func (x *Indexer) Pass(ctx context.Context) (bool, error) {
 // ready.
 func (e *Engine) buildIndexBatch(ctx context.Context, db, coll string, n int) (bool, error) {
 	more := false
-	var stale *containerRecord
+	var stale, changed *containerRecord
 	err := e.store.Update(ctx, func(tx storage.Txn) error {
-		more, stale = false, nil
+		more, stale, changed = false, nil, nil
 		c, err := e.loadContainer(tx, db, coll)
 		if err != nil {
 			return err
@@ -144,6 +132,7 @@ func (e *Engine) buildIndexBatch(ctx context.Context, db, coll string, n int) (b
 		if c.Index.Ready {
 			return nil
 		}
+		changed = c
 		next := *c
 		done := 0
 		var last []byte
@@ -174,6 +163,9 @@ func (e *Engine) buildIndexBatch(ctx context.Context, db, coll string, n int) (b
 		}
 		return setJSON(tx, containerKey(c.DBRid, c.ID), &next)
 	})
+	if err == nil && changed != nil {
+		e.containerChanged(ctx, changed)
+	}
 	if err != nil || stale == nil {
 		return more, err
 	}

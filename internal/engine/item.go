@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mayfly-db/mayfly/internal/document"
@@ -63,14 +64,31 @@ func (it *liveItem) seq() uint64 { return locSeq(it.loc) }
 
 const maxIDBytes = 1023
 
+// validateItemID applies the rules for item ids. The service's gateway
+// accepts at create ids that its documentation calls restricted ('/',
+// '\', '?', '#') and ids with control characters such as tab, carriage
+// return and line feed (the official Go SDK's emulator suite checks 201
+// for each; such items are then reachable by queries and feeds, not by
+// their address), so Mayfly does too. A NUL is refused: no request path
+// or C string can carry it, and it would only make an item that nothing
+// can name.
 func validateItemID(id string) *Error {
 	switch {
 	case id == "":
 		return errorf(BadRequest, "The input content is invalid because the required properties - 'id; ' - are missing")
 	case len(id) > maxIDBytes:
 		return errorf(BadRequest, "The id exceeds the maximum allowed length of %d bytes.", maxIDBytes)
+	case strings.IndexByte(id, 0) >= 0:
+		return errorf(BadRequest, "The input name '%s' is invalid. Ensure to provide a unique non-empty string less than '%d' characters. Ids cannot contain a NUL character.", printableID(id), maxIDBytes+1)
 	}
 	return nil
+}
+
+// printableID is id as an error message may quote it: control characters
+// appear as Go escapes, so a message never carries a raw NUL.
+func printableID(id string) string {
+	q := strconv.Quote(id)
+	return q[1 : len(q)-1]
 }
 
 // keyFromBody extracts an item's partition key from its properties. A
@@ -338,9 +356,10 @@ func (e *Engine) putItem(tx storage.Txn, c *containerRecord, loc []byte, rec *it
 		if err := tx.Set(k, expiryValue(rec, loc)); err != nil {
 			return err
 		}
-		// While TTL is on, the purge reads the record from its image,
-		// in expiry order, rather than from among the live records.
-		if c.TTL.Setting().On {
+		// While the item can fall due, the purge reads the record from
+		// its image, in expiry order, rather than from among the live
+		// records.
+		if hasImage(c, rec) {
 			if err := tx.Set(imageKey(c.Rid, k), raw); err != nil {
 				return err
 			}

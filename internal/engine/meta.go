@@ -65,8 +65,8 @@ func validateResourceID(id string) *Error {
 		return errorf(BadRequest, "The input name is empty or invalid. Ensure to provide a non-empty id.")
 	case len(id) > 255:
 		return errorf(BadRequest, "The input name '%s' exceeds the maximum allowed length of 255 characters.", id)
-	case strings.ContainsAny(id, `/\#?`) || strings.HasSuffix(id, " ") || !utf8.ValidString(id):
-		return errorf(BadRequest, "The input name '%s' is invalid. Ensure to provide a unique non-empty string less than '255' characters. Names cannot contain '/', '\\', '#', '?' or end with a space.", id)
+	case strings.ContainsAny(id, `/\#?`) || strings.HasSuffix(id, " ") || !utf8.ValidString(id) || strings.IndexByte(id, 0) >= 0:
+		return errorf(BadRequest, "The input name '%s' is invalid. Ensure to provide a unique non-empty string less than '255' characters. Names cannot contain '/', '\\', '#', '?' or a NUL character, or end with a space.", printableID(id))
 	}
 	return nil
 }
@@ -223,6 +223,9 @@ func (e *Engine) DeleteDatabase(ctx context.Context, id string) error {
 	})
 	if err != nil {
 		return err
+	}
+	for _, c := range colls {
+		e.containerGone(ctx, c)
 	}
 	for _, c := range colls {
 		if err := e.dropContainerData(ctx, c); err != nil {

@@ -122,7 +122,11 @@ func applyPatch(doc document.Value, ops []PatchOp) (document.Value, *Error) {
 				if old.Kind() != document.Number {
 					return document.Undef, errorf(BadRequest, "For Operation(%d): Node(%s) is not a number and cannot be incremented.", i, op.raw)
 				}
-				return addNumbers(old, op.Value), nil
+				sum, ok := addNumbers(old, op.Value)
+				if !ok {
+					return document.Undef, errorf(BadRequest, "For Operation(%d): incrementing Node(%s) by %s overflows the range of a number.", i, op.raw, op.Value.JSON())
+				}
+				return sum, nil
 			}, "set")
 		default:
 			doc, derr = update(doc, op.Path, i, func(old document.Value, exists bool) (document.Value, *Error) {
@@ -146,14 +150,24 @@ func applyPatch(doc document.Value, ops []PatchOp) (document.Value, *Error) {
 	return doc, nil
 }
 
-func addNumbers(a, b document.Value) document.Value {
+// addNumbers adds two JSON numbers for incr. The SDKs send an integer or a
+// double, and the service documents no overflow rule: two integers give an
+// integer while the sum fits in 64 bits and widen to a double past that
+// (never wrapping around), anything else adds as doubles. A sum beyond the
+// double range has no JSON form (it would be stored as null), so it
+// reports false and the patch is refused.
+func addNumbers(a, b document.Value) (document.Value, bool) {
 	if a.IsInt() && b.IsInt() {
 		s := a.Int() + b.Int()
 		if (s > a.Int()) == (b.Int() > 0) {
-			return document.Int(s)
+			return document.Int(s), true
 		}
 	}
-	return document.Float(a.Float() + b.Float())
+	f := a.Float() + b.Float()
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return document.Undef, false
+	}
+	return document.Float(f), true
 }
 
 func getPath(doc document.Value, path []string, i int) (document.Value, *Error) {

@@ -16,24 +16,17 @@ import (
 
 // The engine is the purger's Target: it knows where the expiry indexes are.
 var (
-	_ ttl.Target     = (*Engine)(nil)
-	_ ttl.DueCounter = (*Engine)(nil)
+	_ ttl.Target       = (*Engine)(nil)
+	_ ttl.DueCounter   = (*Engine)(nil)
+	_ ttl.FirstEntries = (*Engine)(nil)
 )
 
-// Containers lists every container with its committed TTL history.
+// Containers lists the containers in which some item may expire (their
+// TTL history NeedsPurge), with their committed TTL history, from the
+// engine's work list (worklist.go): its cost grows with those containers,
+// not with every container of the store.
 func (e *Engine) Containers(ctx context.Context) ([]ttl.Container, error) {
-	var out []ttl.Container
-	err := e.store.View(ctx, func(r storage.Reader) error {
-		return scanPrefix(r, []byte{famContainer}, func(_, v []byte) (bool, error) {
-			c, err := decodeContainer(v)
-			if err != nil {
-				return false, err
-			}
-			out = append(out, ttl.Container{ID: c.link(), History: c.TTL})
-			return true, nil
-		})
-	})
-	return out, err
+	return e.purgeWork(ctx)
 }
 
 // splitLink parses a container link "dbs/{db}/colls/{coll}".
@@ -328,17 +321,22 @@ func (e *Engine) SweepHistory(ctx context.Context, p ttl.SweepParams) error {
 	if err != nil {
 		return err
 	}
+	var changed *containerRecord
 	err = e.store.Update(ctx, func(tx storage.Txn) error {
 		c, err := e.loadContainer(tx, db, coll)
 		if err != nil {
 			return err
 		}
+		changed = c
 		next := *c
 		next.TTL = c.TTL.Swept(p.Through)
 		return setJSON(tx, containerKey(c.DBRid, c.ID), &next)
 	})
 	if isNotFound(err) {
 		return nil
+	}
+	if err == nil {
+		e.containerChanged(ctx, changed)
 	}
 	return err
 }
@@ -381,6 +379,53 @@ func (e *Engine) CountDue(ctx context.Context, p ttl.CountDueParams) (int, error
 		return 0, nil
 	}
 	return n, err
+}
+
+// FirstEntries reads the lowest entry of each expiry index, so that the
+// purger can leave a container alone until its next item falls due. Each
+// index is read from its start, not from where the last purge stopped: an
+// entry below that point (written under a clock that stepped back) must
+// not be missed. The purger asks once per pass that left the container
+// with nothing expired, after that pass's own look below the same point,
+// so this adds no cost of another order.
+func (e *Engine) FirstEntries(ctx context.Context, p ttl.FirstEntriesParams) (ttl.Keys, error) {
+	out := ttl.Keys{OwnDue: ttl.NoKey, InheritTS: ttl.NoKey}
+	db, coll, err := splitLink(p.Container)
+	if err != nil {
+		return out, err
+	}
+	err = e.store.View(ctx, func(r storage.Reader) error {
+		c, err := e.loadContainer(r, db, coll)
+		if err != nil {
+			return err
+		}
+		for _, ix := range []struct {
+			fam byte
+			key *int64
+		}{{famOwnDue, &out.OwnDue}, {famByTs, &out.InheritTS}} {
+			prefix := collPrefix(ix.fam, c.Rid)
+			it, err := r.NewIter(storage.IterParams{Lower: prefix, Upper: prefixEnd(prefix)})
+			if err != nil {
+				return err
+			}
+			for ok := it.First(); ok; ok = it.Next() {
+				if k := it.Key(); len(k) == len(prefix)+16 {
+					*ix.key = int64(binary.BigEndian.Uint64(k[len(prefix):]))
+					break
+				}
+			}
+			err = it.Err()
+			it.Close()
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if isNotFound(err) {
+		return out, nil
+	}
+	return out, err
 }
 
 // expirySpan is the expired part of one expiry index, from where the last

@@ -518,6 +518,49 @@ func TestPurgeReadsImagesAndRecords(t *testing.T) {
 	}
 }
 
+// TestNoImageForItemsThatCannotExpire: under defaultTtl -1 an item that
+// inherits the default cannot fall due, so it gets no record image (a
+// copy of its record kept for nothing); an item with its own ttl does.
+// When the default becomes a number, the inheriting items expire and are
+// purged from their records, and the indexes match the items throughout.
+func TestNoImageForItemsThatCannotExpire(t *testing.T) {
+	clk := clock.NewManual(purgeT0)
+	s := openBenchEngine(t, clk, nil, "-1")
+	ctx := context.Background()
+	check := func(step string, images int) {
+		t.Helper()
+		counts, err := s.CheckIndexes(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		if got := counts[benchLink].Images; got != images {
+			t.Fatalf("%s: %d record images, want %d", step, got, images)
+		}
+	}
+	// Items 0-9 inherit -1; items 10-14 have ttl 100.
+	s.load(t, 0, 15, func(i int) []byte {
+		if i < 10 {
+			return benchItem("n", i, "")
+		}
+		return benchItem("n", i, "100")
+	})
+	check("defaultTtl -1", 5)
+	clk.Advance(time.Second)
+	on := `{"id":"` + benchColl + `","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":2}`
+	if _, err := s.ReplaceContainer(ctx, benchDB, benchColl, benchParse(t, on), ""); err != nil {
+		t.Fatal(err)
+	}
+	check("defaultTtl 2", 5)
+	// Item 20 inherits 2 now: it gets an image.
+	s.load(t, 20, 21, func(i int) []byte { return benchItem("n", i, "") })
+	check("written under 2", 6)
+	clk.Advance(3 * time.Second)
+	if purged, want := s.purgeAll(t, clk.Now(), 4), 11; purged != want {
+		t.Errorf("purged %d items, want %d", purged, want)
+	}
+	check("after the purge", 5)
+}
+
 // TestImageKeyRoundTrip: imageEntry recovers the expiry entry of every
 // image key and rejects keys that are not a container's image keys.
 func TestImageKeyRoundTrip(t *testing.T) {

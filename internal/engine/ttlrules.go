@@ -65,6 +65,17 @@ func expiryKey(c *containerRecord, rec *itemRecord, seq uint64) []byte {
 	return nil
 }
 
+// hasImage reports whether an item version written now gets a record
+// image next to its expiry entry: only when it can fall due under the
+// container's current setting. An item that inherits defaultTtl -1 cannot
+// until the setting changes, and its image would be one more full copy of
+// its record kept for nothing; should the setting change, the purge reads
+// it from its record, as it reads items written while TTL was off.
+func hasImage(c *containerRecord, rec *itemRecord) bool {
+	_, ok := ttl.DueAt(rec.ts, rec.itemTTL(), c.TTL.Setting())
+	return ok
+}
+
 // expiryValue is what an expiry entry holds: the item's size, for usage
 // (expired items stop counting before they are purged), and its location.
 func expiryValue(rec *itemRecord, loc []byte) []byte {

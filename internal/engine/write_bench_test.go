@@ -9,14 +9,15 @@ import (
 // BenchmarkLoadTTL measures what a container's TTL setting costs writes:
 // a tenth of MAYFLY_BENCH_ITEMS items inheriting the default are loaded
 // (load: batches of MaxBatchOps creates, synced) into a container with TTL
-// off and into one with defaultTtl 3600, where each item also writes the
-// record image of its expiry entry (purge.go, dueRecords). It reports
+// off, into one with defaultTtl -1 (the items cannot expire, so they get no
+// record image) and into one with defaultTtl 3600, where each item also
+// writes the record image of its expiry entry (purge.go, dueRecords). It reports
 // items/s and cpu-ns/item of the loading, settled-cpu-ns/item with the
 // flushes and compactions it leaves behind, and the store's disk bytes
 // per item once they have settled.
 func BenchmarkLoadTTL(b *testing.B) {
 	n := benchItems(b) / 10
-	for _, def := range []string{"null", "3600"} {
+	for _, def := range []string{"null", "-1", "3600"} {
 		b.Run("defaultTtl="+def, func(b *testing.B) {
 			b.StopTimer()
 			var cpu, settled cpuMeter

@@ -36,6 +36,10 @@ type Budget struct {
 
 	mu      sync.Mutex
 	buckets map[string]*bucket
+	// used holds the containers charged since the purger last took the
+	// set (takeUsed): a user request, a write among them, may have added
+	// an item that falls due sooner than the purger planned to look.
+	used map[string]struct{}
 }
 
 type bucket struct {
@@ -54,7 +58,7 @@ func NewBudget(c clock.Clock, ruPerSecond float64) *Budget {
 	if ruPerSecond <= 0 {
 		ruPerSecond = DefaultRUPerSecond
 	}
-	return &Budget{clock: c, rate: ruPerSecond, buckets: map[string]*bucket{}}
+	return &Budget{clock: c, rate: ruPerSecond, buckets: map[string]*bucket{}, used: map[string]struct{}{}}
 }
 
 // SetRate sets one container's rate, for example from its provisioned
@@ -73,12 +77,16 @@ func (b *Budget) SetRate(container string, ruPerSecond float64) {
 // Charge records that a user request on container consumed ru request
 // units. Only user requests are charged this way; the purger's own
 // consumption never appears in any user request's charge.
+//
+// The engine charges a write after it has committed, so a charge also
+// tells the purger that the container may hold a new expiry entry.
 func (b *Budget) Charge(container string, ru float64) {
 	if ru <= 0 {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.used[container] = struct{}{}
 	k := b.bucket(container)
 	k.tokens = max(k.tokens-ru, -k.capacity())
 	k.lastUser = k.at
@@ -97,6 +105,27 @@ func (b *Budget) Forget(container string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.buckets, container)
+	delete(b.used, container)
+}
+
+// takeUsed returns the containers charged since the last call and starts
+// a new set.
+func (b *Budget) takeUsed() map[string]struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	used := b.used
+	b.used = map[string]struct{}{}
+	return used
+}
+
+// giveBackUsed returns containers taken by takeUsed that a pass did not
+// get to, for the next pass.
+func (b *Budget) giveBackUsed(used map[string]struct{}) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for id := range used {
+		b.used[id] = struct{}{}
+	}
 }
 
 // take grants the purger up to n units of cost each from container's spare

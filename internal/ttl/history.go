@@ -298,6 +298,38 @@ func (h History) ExpiresAt(ts int64, item ItemTTL) (time.Time, bool) {
 	return later(due, h.cur.From), true
 }
 
+// NextDue returns the instant at which the first of the stored entries
+// whose lowest keys are first falls due with time alone, when nothing of
+// them is expired yet; false when only a change of setting can expire
+// them (TTL off, or only InheritIndex entries under defaultTtl -1), or
+// there are none.
+//
+// Only the current epoch's horizon moves with time (past epochs ended, and
+// their bounds are fixed), at one second per second: a DueIndex entry
+// with key k falls due at second k, an InheritIndex entry with key ts at
+// ts + defaultTtl; within an index the lowest key falls due first.
+func (h History) NextDue(first Keys) (time.Time, bool) {
+	s := h.cur.Setting
+	if !s.On {
+		return time.Time{}, false
+	}
+	var at time.Time
+	found := false
+	consider := func(t time.Time) {
+		t = later(t, h.cur.From)
+		if !found || t.Before(at) {
+			at, found = t, true
+		}
+	}
+	if first.OwnDue != NoKey {
+		consider(time.Unix(first.OwnDue, 0))
+	}
+	if first.InheritTS != NoKey && s.Default >= 1 {
+		consider(time.Unix(first.InheritTS+int64(s.Default), 0))
+	}
+	return at, found
+}
+
 // NeedsPurge reports whether any stored item can be expired: TTL is on, or
 // it was on in an epoch not yet swept. While it reports false the purger
 // does no work for the container (A5: with TTL off, nothing expires).

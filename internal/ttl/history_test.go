@@ -475,3 +475,48 @@ func BenchmarkExpired(b *testing.B) {
 		_ = Expired(t0+250, ItemTTL{}, h, now)
 	}
 }
+
+// TestHistory_NextDue: the instant NextDue reports is the first at which
+// the horizon covers one of the entries, and an instant before it covers
+// none; with TTL off, or only inheriting entries under -1, time alone
+// expires nothing.
+func TestHistory_NextDue(t *testing.T) {
+	changed := NewHistory(Enabled(NoDefault), sec(0)).Change(Enabled(10), sec(50))
+	cases := []struct {
+		name  string
+		h     History
+		first Keys
+		want  time.Time // zero: none
+	}{
+		{"off", NewHistory(Setting{}, sec(0)), Keys{OwnDue: t0 + 5, InheritTS: t0}, time.Time{}},
+		{"-1, own", NewHistory(Enabled(NoDefault), sec(0)), Keys{OwnDue: t0 + 10, InheritTS: NoKey}, sec(10)},
+		{"-1, inheriting only", NewHistory(Enabled(NoDefault), sec(0)), Keys{OwnDue: NoKey, InheritTS: t0}, time.Time{}},
+		{"60, inheriting", NewHistory(Enabled(60), sec(0)), Keys{OwnDue: NoKey, InheritTS: t0 + 5}, sec(65)},
+		{"60, both, inheriting first", NewHistory(Enabled(60), sec(0)), Keys{OwnDue: t0 + 100, InheritTS: t0}, sec(60)},
+		{"60, both, own first", NewHistory(Enabled(60), sec(0)), Keys{OwnDue: t0 + 30, InheritTS: t0}, sec(30)},
+		{"none", NewHistory(Enabled(60), sec(0)), Keys{OwnDue: NoKey, InheritTS: NoKey}, time.Time{}},
+		{"due before the setting began", changed, Keys{OwnDue: NoKey, InheritTS: t0 + 1}, sec(50)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, ok := c.h.NextDue(c.first)
+			if ok != !c.want.IsZero() || !got.Equal(c.want) {
+				t.Fatalf("NextDue = %v, %v; want %v", got, ok, c.want)
+			}
+			if !ok {
+				return
+			}
+			covers := func(at time.Time) bool {
+				z := c.h.Horizon(at)
+				return (c.first.OwnDue != NoKey && z.OwnDue != NoKey && c.first.OwnDue <= z.OwnDue) ||
+					(c.first.InheritTS != NoKey && z.InheritTS != NoKey && c.first.InheritTS <= z.InheritTS)
+			}
+			if !covers(got) {
+				t.Fatalf("the horizon at %v does not cover %+v", got, c.first)
+			}
+			if covers(got.Add(-time.Nanosecond)) {
+				t.Fatalf("the horizon already covers %+v before %v", c.first, got)
+			}
+		})
+	}
+}

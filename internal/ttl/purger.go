@@ -19,9 +19,13 @@ import (
 // not be safe for concurrent use by it, but they run concurrently with user
 // requests.
 type Target interface {
-	// Containers lists every container of the store with its committed
-	// History. The purger forgets its state for containers no longer
-	// listed.
+	// Containers lists the containers of the store in which an item may
+	// expire (History.NeedsPurge), with their committed History; it may
+	// list others too. The purger forgets its state for containers no
+	// longer listed. It is called once per pass, so its cost should grow
+	// with the containers it lists, not with every container of the store.
+	// The purger does not modify the slice, so a Target may hand out the
+	// same one while its list is unchanged.
 	Containers(ctx context.Context) ([]Container, error)
 
 	// PurgeDue physically deletes up to p.Limit items of p.Container that
@@ -54,6 +58,33 @@ type DueCounter interface {
 	// CountDue counts items of p.Container expired at p.Now, stopping at
 	// p.Max. Its cost must grow with expired items only.
 	CountDue(ctx context.Context, p CountDueParams) (int, error)
+}
+
+// FirstEntries is an optional interface of a Target that can read the
+// lowest entry of each expiry index of a container. With it, after a pass
+// that left nothing expired in a container, the purger knows when the
+// container's next stored item falls due (History.NextDue) and leaves the
+// container alone until then, unless its setting changes or a user
+// request is charged to it (a write may add an item due sooner). Without
+// it, the purger looks at every listed container whose horizon moved,
+// which with TTL on is every container once a second.
+type FirstEntries interface {
+	// FirstEntries returns the lowest key of each expiry index of
+	// p.Container, NoKey for an empty index. Its cost must not grow with
+	// the live items.
+	FirstEntries(ctx context.Context, p FirstEntriesParams) (Keys, error)
+}
+
+// FirstEntriesParams asks a FirstEntries Target about one container.
+type FirstEntriesParams struct {
+	Container string
+}
+
+// Keys are index keys, one per expiry index: a due second (DueIndex) and
+// a _ts (InheritIndex); NoKey for none.
+type Keys struct {
+	OwnDue    int64
+	InheritTS int64
 }
 
 // Container is one container as listed by Target.Containers.
@@ -122,8 +153,10 @@ type Metrics interface {
 
 // Defaults for Config.
 const (
-	// DefaultInterval keeps purge lag well under a second (B3) at the cost
-	// of one cheap index probe per TTL container five times a second.
+	// DefaultInterval keeps purge lag well under a second (B3). A pass
+	// costs store work only for containers that have some: with a
+	// FirstEntries Target, a container with nothing expired is skipped
+	// until its next item falls due or a request is charged to it.
 	DefaultInterval = 200 * time.Millisecond
 	// DefaultBatchSize bounds the work of one atomic step, so a pass
 	// yields to user requests often. Committing a batch is one stretch of
@@ -229,9 +262,27 @@ type Purger struct {
 	// pass serialises passes, whether run by the loop or by Pass; it
 	// guards the fields below.
 	pass    sync.Mutex
-	done    map[string]Horizon   // horizon of the last pass that left nothing behind
+	done    map[string]idle      // containers a pass left with nothing expired
 	counted map[string]time.Time // last DueCounter call
 	known   map[string]bool      // containers listed by the last pass
+	spare   map[string]bool      // the map before known, reused for the next pass
+}
+
+// idle is what the purger knows of a container that the last pass left
+// with nothing expired on disk.
+type idle struct {
+	// z is that pass's horizon: while the horizon stays the same nothing
+	// new can be expired, since entries are written above the horizon of
+	// their instant.
+	z Horizon
+	// seq is the current epoch's Seq then: a change of setting makes a
+	// new one.
+	seq uint64
+	// scheduled says wake is known (the Target has FirstEntries): no
+	// stored entry falls due before wake, or ever with time alone when
+	// wake is zero.
+	scheduled bool
+	wake      time.Time
 }
 
 // New returns a stopped Purger.
@@ -245,7 +296,7 @@ func New(cfg Config) *Purger {
 		donec:   make(chan struct{}),
 		ctx:     ctx,
 		cancel:  cancel,
-		done:    map[string]Horizon{},
+		done:    map[string]idle{},
 		counted: map[string]time.Time{},
 		known:   map[string]bool{},
 	}
@@ -360,19 +411,32 @@ func (p *Purger) Pass(ctx context.Context) (PassResult, error) {
 	if p.cfg.Target == nil {
 		return res, errors.New("ttl: purger has no target")
 	}
+	// Taken before the containers are read: a write charged after this
+	// committed after it too, and is seen by this pass or the next.
+	used := p.cfg.Budget.takeUsed()
 	cs, err := p.cfg.Target.Containers(ctx)
 	if err != nil {
+		p.cfg.Budget.giveBackUsed(used)
 		return res, fmt.Errorf("list containers: %w", err)
 	}
 	var errs []error
-	seen := make(map[string]bool, len(cs))
+	seen := p.spare
+	if seen == nil {
+		seen = make(map[string]bool, len(cs))
+	}
+	clear(seen)
 	for _, c := range cs {
 		if ctx.Err() != nil {
 			errs = append(errs, ctx.Err())
+			// The containers not reached keep their mark for the next
+			// pass.
+			p.cfg.Budget.giveBackUsed(used)
 			break
 		}
 		seen[c.ID] = true
-		if err := p.purge(ctx, c, &res); err != nil {
+		_, wasUsed := used[c.ID]
+		delete(used, c.ID)
+		if err := p.purge(ctx, c, wasUsed, &res); err != nil {
 			errs = append(errs, fmt.Errorf("purge container %q: %w", c.ID, err))
 		}
 	}
@@ -382,31 +446,44 @@ func (p *Purger) Pass(ctx context.Context) (PassResult, error) {
 				p.forget(id)
 			}
 		}
-		p.known = seen
+		p.known, p.spare = seen, p.known
 	}
 	return res, errors.Join(errs...)
 }
 
-// purge runs one batch for container c.
-func (p *Purger) purge(ctx context.Context, c Container, res *PassResult) error {
+// purge runs one batch for container c; used reports that a user request
+// was charged to it since the previous pass.
+func (p *Purger) purge(ctx context.Context, c Container, used bool, res *PassResult) error {
 	now := p.cfg.Clock.Now()
 	h := c.History
 	if !h.NeedsPurge() {
 		// TTL is off and nothing expired under an earlier setting is left
 		// (A5): no work.
 		if _, ok := p.done[c.ID]; !ok {
-			p.done[c.ID] = Horizon{OwnDue: NoKey, InheritTS: NoKey}
+			p.done[c.ID] = idle{z: Horizon{OwnDue: NoKey, InheritTS: NoKey}, seq: h.Current().Seq}
 			p.cfg.Metrics.AwaitingPurge(c.ID, 0)
 		}
 		return nil
 	}
 	z := h.Horizon(now)
 	sweep := h.sweepable(now)
-	if last, ok := p.done[c.ID]; ok && last == z && sweep == 0 {
-		// Nothing has fallen due since the last pass that left nothing
-		// behind: entries written since lie above that horizon.
-		return nil
+	if last, ok := p.done[c.ID]; ok && sweep == 0 {
+		if last.z == z {
+			// Nothing has fallen due since the last pass that left
+			// nothing behind: entries written since lie above that
+			// horizon.
+			return nil
+		}
+		if last.scheduled && !used && last.seq == h.Current().Seq && (last.wake.IsZero() || now.Before(last.wake)) {
+			// No stored entry falls due before wake, no write added one
+			// since, and the setting is the same.
+			return nil
+		}
 	}
+	// Until a pass leaves it with nothing expired again, the container is
+	// looked at every pass: a batch that fails or is put off must not
+	// leave a schedule that a write it consumed would have changed.
+	delete(p.done, c.ID)
 
 	granted, userLoad := p.cfg.Budget.take(c.ID, p.cfg.BatchSize, p.cfg.ItemCost)
 	if granted == 0 {
@@ -440,7 +517,7 @@ func (p *Purger) purge(ctx context.Context, c Container, res *PassResult) error 
 	}
 
 	// Nothing expired at now is left on disk.
-	p.done[c.ID] = z
+	p.done[c.ID] = p.idleAfter(ctx, c, z)
 	p.cfg.Metrics.AwaitingPurge(c.ID, 0)
 	if sweep != 0 {
 		if err := p.cfg.Target.SweepHistory(ctx, SweepParams{Container: c.ID, Through: sweep}); err != nil {
@@ -448,6 +525,29 @@ func (p *Purger) purge(ctx context.Context, c Container, res *PassResult) error 
 		}
 	}
 	return nil
+}
+
+// idleAfter returns the state of container c after a pass at horizon z
+// left nothing expired in it: with a FirstEntries Target, when its next
+// stored entry falls due. It reads the entries after the pass's deletions,
+// so an entry written before that is counted, and one written after it is
+// announced by the write's charge.
+func (p *Purger) idleAfter(ctx context.Context, c Container, z Horizon) idle {
+	st := idle{z: z, seq: c.History.Current().Seq}
+	fe, ok := p.cfg.Target.(FirstEntries)
+	if !ok {
+		return st
+	}
+	first, err := fe.FirstEntries(ctx, FirstEntriesParams{Container: c.ID})
+	if err != nil {
+		// Without a schedule the container is looked at whenever its
+		// horizon moves, as without FirstEntries.
+		p.cfg.Logger.Warn("The next expiry could not be read.", "container", c.ID, "err", err)
+		return st
+	}
+	st.wake, _ = c.History.NextDue(first)
+	st.scheduled = true
+	return st
 }
 
 // record measures purged items: count and lag from expiry to now.

@@ -1,0 +1,149 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// wantCosmosError checks that rec is an error with status and a
+// Cosmos-shaped body.
+func wantCosmosError(t *testing.T, rec interface {
+	Result() *http.Response
+}, body []byte, status int, what string) {
+	t.Helper()
+	if got := rec.Result().StatusCode; got != status {
+		t.Fatalf("%s: status %d, want %d: %s", what, got, status, body)
+	}
+	var e struct{ Code, Message string }
+	if err := json.Unmarshal(body, &e); err != nil || e.Code == "" || e.Message == "" {
+		t.Fatalf("%s: body is not a Cosmos error: %s", what, body)
+	}
+	if strings.ContainsRune(e.Message, 0) {
+		t.Fatalf("%s: the message carries a raw NUL: %q", what, e.Message)
+	}
+}
+
+// Bytes that are not UTF-8 are refused, never replaced with U+FFFD and
+// stored.
+func TestInvalidUTF8IsRefused(t *testing.T) {
+	h := newTestHandler(t)
+	pk := map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}
+	for _, body := range []string{
+		"{\"id\":\"u1\",\"pk\":\"a\",\"s\":\"\xff\"}",
+		"{\"id\":\"u1\",\"pk\":\"a\",\"s\":\"ok \xc3\"}",
+		"{\"id\":\"u1\",\"pk\":\"a\",\"s\":\"esc\\n \xed\xa0\x80\"}", // an encoded surrogate, after an escape
+		"{\"id\":\"u1\",\"pk\":\"a\",\"\xfe\":1}",
+		"{\"id\":\"u1\xff\",\"pk\":\"a\"}",
+	} {
+		rec := serve(h, "POST", "/dbs/db/colls/c/docs", body, pk)
+		wantCosmosError(t, rec, rec.Body.Bytes(), http.StatusBadRequest, "create "+strings.ToValidUTF8(body, "?"))
+	}
+	if rec := serve(h, "GET", "/dbs/db/colls/c/docs/u1", "", pk); rec.Code != http.StatusNotFound {
+		t.Fatalf("an item was stored: %d %s", rec.Code, rec.Body)
+	}
+	q := map[string]string{"Content-Type": "application/query+json", "x-ms-documentdb-isquery": "true",
+		"x-ms-documentdb-query-enablecrosspartition": "true"}
+	rec := serve(h, "POST", "/dbs/db/colls/c/docs", "{\"query\":\"SELECT * FROM c WHERE c.s = '\xff'\"}", q)
+	wantCosmosError(t, rec, rec.Body.Bytes(), http.StatusBadRequest, "query")
+	rec = serve(h, "PATCH", "/dbs/db/colls/c/docs/x", "[{\"op\":\"set\",\"path\":\"/s\",\"value\":\"\xff\"}]", pk)
+	wantCosmosError(t, rec, rec.Body.Bytes(), http.StatusBadRequest, "patch")
+}
+
+// An id with a NUL is refused on every path that names a new item or
+// resource. The characters the service's documentation restricts ('/',
+// '\\', '?', '#') and other control characters are accepted at create, as
+// the service's gateway accepts them (the official Go SDK's emulator suite
+// expects 201 for each).
+func TestIDWithNULIsRefused(t *testing.T) {
+	h := newTestHandler(t)
+	pk := map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}
+	upsert := map[string]string{"x-ms-documentdb-partitionkey": `["a"]`, "x-ms-documentdb-is-upsert": "true"}
+	batch := map[string]string{"x-ms-documentdb-partitionkey": `["a"]`, "x-ms-cosmos-is-batch-request": "true",
+		"x-ms-cosmos-batch-atomic": "true", "Content-Type": "application/json"}
+	for _, id := range []string{`a\u0000b`, `\u0000`, `ab\u0000`} {
+		body := `{"id":"` + id + `","pk":"a"}`
+		rec := serve(h, "POST", "/dbs/db/colls/c/docs", body, pk)
+		wantCosmosError(t, rec, rec.Body.Bytes(), http.StatusBadRequest, "create "+id)
+		rec = serve(h, "POST", "/dbs/db/colls/c/docs", body, upsert)
+		wantCosmosError(t, rec, rec.Body.Bytes(), http.StatusBadRequest, "upsert "+id)
+		rec = serve(h, "PUT", "/dbs/db/colls/c/docs/x", body, pk)
+		if rec.Code < 400 {
+			t.Fatalf("replace with id %s: %d %s", id, rec.Code, rec.Body)
+		}
+		rec = serve(h, "POST", "/dbs/db/colls/c/docs", `[{"operationType":"Create","resourceBody":`+body+`}]`, batch)
+		if rec.Code == http.StatusOK && !strings.Contains(rec.Body.String(), `"statusCode":400`) {
+			t.Fatalf("batch create with id %s: %d %s", id, rec.Code, rec.Body)
+		}
+		rec = serve(h, "POST", "/dbs", `{"id":"`+id+`"}`, nil)
+		wantCosmosError(t, rec, rec.Body.Bytes(), http.StatusBadRequest, "database "+id)
+		rec = serve(h, "POST", "/dbs/db/colls", `{"id":"`+id+`","partitionKey":{"paths":["/pk"]}}`, nil)
+		wantCosmosError(t, rec, rec.Body.Bytes(), http.StatusBadRequest, "container "+id)
+	}
+	rec := serve(h, "GET", "/dbs/db/colls/c/docs", "", map[string]string{"A-IM": "Incremental Feed"})
+	if strings.Contains(rec.Body.String(), `\u0000`) {
+		t.Fatalf("an item with a NUL in its id was stored: %s", rec.Body)
+	}
+	for _, id := range []string{"a b", "a/b", `a\\b`, "a?b", "a#b", `a\tb`, `a\rb`, `a\nb`, `a\u0001b`, "ü", "a%00b"} {
+		rec := serve(h, "POST", "/dbs/db/colls/c/docs", `{"id":"`+id+`","pk":"a"}`, pk)
+		if rec.Code != http.StatusCreated {
+			t.Fatalf("create %q: %d %s", id, rec.Code, rec.Body)
+		}
+	}
+}
+
+// An increment whose result leaves the range of a double is refused and
+// the item is left as it was; an integer past 64 bits widens to a double.
+func TestIncrementOverflow(t *testing.T) {
+	h := newTestHandler(t)
+	pk := map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}
+	rec := serve(h, "POST", "/dbs/db/colls/c/docs", `{"id":"big","pk":"a","f":1.5e308,"i":9223372036854775807}`, pk)
+	if rec.Code != http.StatusCreated {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	for _, p := range []string{
+		`[{"op":"incr","path":"/f","value":1.5e308}]`,
+		`[{"op":"incr","path":"/f","value":-1e308},{"op":"incr","path":"/f","value":-1.7e308},{"op":"incr","path":"/f","value":-1.7e308}]`,
+	} {
+		rec = serve(h, "PATCH", "/dbs/db/colls/c/docs/big", p, pk)
+		wantCosmosError(t, rec, rec.Body.Bytes(), http.StatusBadRequest, "patch "+p)
+	}
+	rec = serve(h, "GET", "/dbs/db/colls/c/docs/big", "", pk)
+	var got map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || got["f"] != 1.5e308 {
+		t.Fatalf("after refused patches: %s", rec.Body)
+	}
+	rec = serve(h, "PATCH", "/dbs/db/colls/c/docs/big", `[{"op":"incr","path":"/i","value":1}]`, pk)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("int64 overflow: %d %s", rec.Code, rec.Body)
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || got["i"] != 9223372036854775808.0 {
+		t.Fatalf("int64 overflow stored %v: %s", got["i"], rec.Body)
+	}
+}
+
+// A change feed continuation at or beyond the container's last LSN, up
+// to the largest one, has nothing after it: 304 with the etag kept, never
+// a replay of the feed from the start.
+func TestChangeFeedContinuationBeyondTheEnd(t *testing.T) {
+	h := newTestHandler(t)
+	for _, etag := range []string{`"18446744073709551615"`, `18446744073709551615`, `"18446744073709551614"`, `"1000"`} {
+		rec := serve(h, "GET", "/dbs/db/colls/c/docs", "", map[string]string{"A-IM": "Incremental Feed", "If-None-Match": etag})
+		if rec.Code != http.StatusNotModified {
+			t.Fatalf("If-None-Match %s: %d %s", etag, rec.Code, rec.Body)
+		}
+		if got, want := rec.Header().Get("etag"), `"`+strings.Trim(etag, `"`)+`"`; got != want {
+			t.Fatalf("If-None-Match %s: etag %s, want %s", etag, got, want)
+		}
+	}
+	for _, etag := range []string{`"18446744073709551616"`, `"-1"`, `"abc"`} {
+		rec := serve(h, "GET", "/dbs/db/colls/c/docs", "", map[string]string{"A-IM": "Incremental Feed", "If-None-Match": etag})
+		wantCosmosError(t, rec, rec.Body.Bytes(), http.StatusBadRequest, "If-None-Match "+etag)
+	}
+	// From the start the feed does hold the item.
+	rec := serve(h, "GET", "/dbs/db/colls/c/docs", "", map[string]string{"A-IM": "Incremental Feed"})
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"id":"x"`) {
+		t.Fatalf("from the start: %d %s", rec.Code, rec.Body)
+	}
+}
