@@ -24,7 +24,7 @@ const (
 	famLSN        = 'l' // 'l'+collRid(8) → last LSN, items, bytes of the container (usage.go)
 	famIndex      = 'x' // 'x'+collRid(8)+version(4)+path+value+loc, or +0x00 0x03+ordinal(2)+values+loc for a composite → "" (index.go)
 	famUsage      = 'n' // 'n'+collRid(8)+escaped EPK → items of that EPK (usage.go)
-	famAttachment = 'b' // 'b'+collRid(8)+uvarint(len pk)+pk+uvarint(len id)+id+attachment id → attachment record (attachment.go)
+	famAttachment = 'm' // 'm'+collRid(8)+uvarint(len pk)+pk+uvarint(len id)+id+attachment id → attachment record (attachment.go)
 
 	// The change feed (changefeed.go).
 	famFeedLatest  = 'f' // 'f'+collRid(8)+lsn(8)+seq(8) → _ts(8), EPK, pk: latest version of each live item
