@@ -25,6 +25,10 @@ const (
 	famIndex     = 'x' // 'x'+collRid(8)+version(4)+path+value+loc, or +0x00 0x03+ordinal(2)+values+loc for a composite → "" (index.go)
 	famUsage     = 'n' // 'n'+collRid(8)+escaped EPK → items of that EPK (usage.go)
 
+	// Users and permissions (users.go).
+	famUser       = 'b' // 'b'+dbRid(4)+userID → user record
+	famPermission = 'p' // 'p'+userRid(8)+permissionID → permission record; userRid starts with dbRid
+
 	// The change feed (changefeed.go).
 	famFeedLatest  = 'f' // 'f'+collRid(8)+lsn(8)+seq(8) → _ts(8), EPK, pk: latest version of each live item
 	famFeedVersion = 'v' // 'v'+collRid(8)+lsn(8)+ord(4) → change record: every create, replace, delete, expiry
@@ -44,6 +48,16 @@ func containerKey(dbRid []byte, id string) []byte {
 }
 
 func offerKey(rid string) []byte { return append([]byte{famOffer}, rid...) }
+
+func userPrefix(dbRid []byte) []byte { return append([]byte{famUser}, dbRid...) }
+
+func userKey(dbRid []byte, id string) []byte { return append(userPrefix(dbRid), id...) }
+
+func permissionPrefix(userRid []byte) []byte { return append([]byte{famPermission}, userRid...) }
+
+func permissionKey(userRid []byte, id string) []byte {
+	return append(permissionPrefix(userRid), id...)
+}
 
 func collPrefix(fam byte, collRid []byte) []byte {
 	k := make([]byte, 0, 1+len(collRid)+24)
@@ -183,6 +197,9 @@ func prefixEnd(p []byte) []byte {
 func ridString(b []byte) string {
 	return strings.ReplaceAll(base64.StdEncoding.EncodeToString(b), "/", "-")
 }
+
+// decodeRidString reverses the base64 of ridString once '-' is '/' again.
+func decodeRidString(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }
 
 // IteratedOnlyRule names the rule IteratedOnly applies. A store that keeps
 // such keys out of its bloom filters records the name with each filter, so

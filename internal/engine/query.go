@@ -360,12 +360,15 @@ const (
 	ResourceDatabases ResourceKind = iota
 	ResourceContainers
 	ResourceOffers
+	ResourceUsers
+	ResourcePermissions
 )
 
 // ResourceQueryParams is a query over databases, containers or offers.
 type ResourceQueryParams struct {
 	Kind         ResourceKind
-	DB           string // for containers
+	DB           string // for containers, users and permissions
+	User         string // for permissions
 	Query        string
 	Params       map[string]document.Value
 	MaxItemCount int
@@ -388,6 +391,14 @@ func (e *Engine) QueryResources(ctx context.Context, p ResourceQueryParams) (*Fe
 		vals, page.CollRid, err = e.ListContainers(ctx, p.DB)
 	case ResourceOffers:
 		vals, err = e.ListOffers(ctx)
+	case ResourceUsers:
+		vals, page.CollRid, err = e.ListUsers(ctx, p.DB)
+	case ResourcePermissions:
+		var perms []*Permission
+		perms, page.CollRid, err = e.ListPermissions(ctx, p.DB, p.User)
+		for _, pm := range perms {
+			vals = append(vals, pm.Body)
+		}
 	}
 	if err != nil {
 		return nil, err
