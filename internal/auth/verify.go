@@ -18,7 +18,7 @@ type Config struct {
 	// Keys are the accepted read-write master keys, base64.
 	Keys []string
 	// ReadOnlyKeys are accepted for reads only; a write signed with one
-	// fails like a wrong signature (401).
+	// fails with 403.
 	ReadOnlyKeys []string
 	// Now tells the time; nil means time.Now.
 	Now func() time.Time
@@ -111,10 +111,11 @@ type Principal struct {
 // Verify checks req's Authorization header and, for master-key tokens, its
 // date. It returns the principal, or an *Error:
 //   - 401 when the header is missing or malformed, the signature matches no
-//     key, a read-only key signs a write, the date is missing or not RFC
+//     key, the date is missing or not RFC
 //     1123, an AAD token is malformed, expired or not signed with a key, or
 //     the token is a resource token (not supported yet);
-//   - 403 when the date lies more than MaxClockSkew from now.
+//   - 403 when the date lies more than MaxClockSkew from now, or a
+//     read-only key signs a write.
 //
 // The caller still refuses database and container operations made with AAD
 // (see AADMetadataForbidden).
@@ -170,8 +171,11 @@ func (v *Verifier) verifyMaster(req Request, sig string, now time.Time, write bo
 			match = i
 		}
 	}
-	if match < 0 || (write && v.keys[match].readOnly) {
+	if match < 0 {
 		return Principal{}, wrong
+	}
+	if write && v.keys[match].readOnly {
+		return Principal{}, readOnlyWrite()
 	}
 	return Principal{Method: MethodMasterKey, ReadOnly: v.keys[match].readOnly}, nil
 }
@@ -324,4 +328,12 @@ func parseAuthorization(h string) (token, error) {
 func malformed(why string) *Error {
 	return unauthorized("The authorization header is malformed: " + why +
 		". Expected type=master&ver=1.0&sig=<signature>, URL-encoded.")
+}
+
+// readOnlyWrite is the refusal of a write signed with a read-only key: the
+// signature is good, the key just does not carry the right.
+func readOnlyWrite() *Error {
+	return &Error{Status: StatusForbidden, Code: CodeForbidden, Message: "Insufficient permissions provided in the " +
+		"authorization header for the corresponding request: a read-only key cannot authorize a write. Please retry " +
+		"with another authorization header."}
 }

@@ -18,6 +18,6 @@ func checkKey(k string) error {
 // window is about the freshness of a request, which the client judges by
 // its own wall clock, not about expiry, so it must not follow a clock that
 // tests move by hand.
-func newAuthenticator(keys []string) (*auth.Verifier, error) {
-	return auth.NewVerifier(auth.Config{Keys: keys, Now: clock.Real{}.Now})
+func newAuthenticator(keys, readOnly []string) (*auth.Verifier, error) {
+	return auth.NewVerifier(auth.Config{Keys: keys, ReadOnlyKeys: readOnly, Now: clock.Real{}.Now})
 }
