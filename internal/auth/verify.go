@@ -22,13 +22,17 @@ type Config struct {
 	ReadOnlyKeys []string
 	// Now tells the time; nil means time.Now.
 	Now func() time.Time
+	// TokenNow is the clock resource tokens are issued and judged by; nil
+	// means Now.
+	TokenNow func() time.Time
 }
 
 // Verifier checks Authorization headers against a set of master keys. It is
 // immutable once built and safe for concurrent use.
 type Verifier struct {
-	keys []key
-	now  func() time.Time
+	keys     []key
+	now      func() time.Time
+	tokenNow func() time.Time
 }
 
 type key struct {
@@ -43,6 +47,10 @@ func NewVerifier(cfg Config) (*Verifier, error) {
 	v := &Verifier{now: cfg.Now}
 	if v.now == nil {
 		v.now = time.Now
+	}
+	v.tokenNow = cfg.TokenNow
+	if v.tokenNow == nil {
+		v.tokenNow = v.now
 	}
 	add := func(keys []string, readOnly bool) error {
 		for i, k := range keys {
@@ -97,6 +105,8 @@ func (m Method) String() string {
 		return "master key"
 	case MethodAAD:
 		return "AAD"
+	case MethodResource:
+		return "resource token"
 	}
 	return "unknown"
 }
@@ -106,16 +116,19 @@ type Principal struct {
 	Method Method
 	// ReadOnly is set when a read-only key signed the request.
 	ReadOnly bool
+	// Token holds a resource token's claims; the caller checks that its
+	// permission still exists and covers the request.
+	Token *TokenClaims
 }
 
 // Verify checks req's Authorization header and, for master-key tokens, its
 // date. It returns the principal, or an *Error:
 //   - 401 when the header is missing or malformed, the signature matches no
-//     key, the date is missing or not RFC
-//     1123, an AAD token is malformed, expired or not signed with a key, or
-//     the token is a resource token (not supported yet);
-//   - 403 when the date lies more than MaxClockSkew from now, or a
-//     read-only key signs a write.
+//     key, the date is missing or not RFC 1123, an AAD token is malformed,
+//     expired or not signed with a key, or a resource token was not issued
+//     with an accepted key;
+//   - 403 when the date lies more than MaxClockSkew from now, a read-only
+//     key signs a write, or a resource token has expired.
 //
 // The caller still refuses database and container operations made with AAD
 // (see AADMetadataForbidden).
@@ -135,8 +148,7 @@ func (v *Verifier) Verify(req Request) (Principal, error) {
 	case "aad":
 		return v.verifyAAD(tok.sig, now, write)
 	}
-	return Principal{}, unauthorized("Resource tokens are not supported by this server yet; " +
-		"authorize with a master key or an AAD token.")
+	return v.verifyResource(tok.sig)
 }
 
 func (v *Verifier) verifyMaster(req Request, sig string, now time.Time, write bool) (Principal, error) {
@@ -317,7 +329,7 @@ func parseAuthorization(h string) (token, error) {
 		return token{}, malformed("it has no sig")
 	case (t.typ == "master" || t.typ == "aad") && t.ver != "1.0":
 		return token{}, malformed("version " + quote(t.ver) + " is not 1.0")
-	case t.typ == "resource" && t.ver != "1":
+	case t.typ == "resource" && t.ver != "1" && t.ver != "1.0":
 		return token{}, malformed("version " + quote(t.ver) + " is not 1")
 	case t.typ != "master" && t.typ != "aad" && t.typ != "resource":
 		return token{}, malformed("type " + quote(t.typ) + " is not master, aad or resource")

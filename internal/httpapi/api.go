@@ -100,6 +100,9 @@ type request struct {
 	status   int
 	aad      bool
 	charge   float64
+	// grant is what the resource token the request was made with allows;
+	// nil for a master key or AAD token.
+	grant *engine.Grant
 }
 
 func newActivityID() string {
@@ -162,6 +165,17 @@ func (h *Handler) serve(rq *request) {
 		return
 	}
 	rq.aad = principal.Method == auth.MethodAAD
+	if principal.Method == auth.MethodResource {
+		g, err := h.grantOf(rq, principal.Token)
+		if err == nil {
+			err = authorizeGrant(rq, g)
+		}
+		if err != nil {
+			h.fail(rq, err)
+			return
+		}
+		rq.grant = g
+	}
 	h.route(rq)
 }
 

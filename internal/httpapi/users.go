@@ -92,6 +92,10 @@ func (h *Handler) answer(rq *request, status int, res *engine.Resource, err erro
 func (h *Handler) routePermissions(rq *request, us userStore, db, user string, s []string) {
 	ctx := rq.r.Context()
 	m := rq.r.Method
+	if _, err := tokenLifetime(rq.r); err != nil && m != http.MethodDelete {
+		h.fail(rq, err)
+		return
+	}
 	write := func(mode engine.WriteMode, id string) {
 		body, err := h.readJSON(rq)
 		if err != nil {
@@ -108,7 +112,8 @@ func (h *Handler) routePermissions(rq *request, us userStore, db, user string, s
 		if created {
 			status = http.StatusCreated
 		}
-		h.resourceReply(rq, status, &p.Resource)
+		res, err := h.withToken(rq, p)
+		h.answer(rq, status, res, err)
 	}
 	switch {
 	case len(s) == 0 && m == http.MethodPost && isQuery(rq.r):
@@ -127,17 +132,22 @@ func (h *Handler) routePermissions(rq *request, us userStore, db, user string, s
 		}
 		items := make([][]byte, len(perms))
 		for i, p := range perms {
-			items[i] = p.Body.JSON()
+			res, err := h.withToken(rq, p)
+			if err != nil {
+				h.fail(rq, err)
+				return
+			}
+			items[i] = res.Body.JSON()
 		}
 		rq.w.Header().Set("x-ms-item-count", strconv.Itoa(len(items)))
 		h.reply(rq, http.StatusOK, 0, feedBody(rid, "Permissions", items))
 	case len(s) == 1 && m == http.MethodGet:
 		p, err := us.ReadPermission(ctx, db, user, s[0])
-		if err != nil {
-			h.fail(rq, err)
-			return
+		var res *engine.Resource
+		if err == nil {
+			res, err = h.withToken(rq, p)
 		}
-		h.resourceReply(rq, http.StatusOK, &p.Resource)
+		h.answer(rq, http.StatusOK, res, err)
 	case len(s) == 1 && m == http.MethodPut:
 		write(engine.ModeReplace, s[0])
 	case len(s) == 1 && m == http.MethodDelete:

@@ -174,7 +174,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.purger = ttl.New(ttl.Config{Target: s.engine, Clock: cfg.Clock, Budget: budget,
 		Metrics: purgeMetrics, Logger: cfg.Logger})
-	authn, err := newAuthenticator(cfg.Keys, cfg.ReadOnlyKeys)
+	authn, err := newAuthenticator(cfg.Keys, cfg.ReadOnlyKeys, cfg.Clock)
 	if err != nil {
 		s.closeStore()
 		return nil, err
