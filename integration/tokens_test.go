@@ -34,6 +34,7 @@ func TestResourceTokens(t *testing.T) {
 	must(e.do(http.MethodPost, "/dbs/tdb/colls", []byte(`{"id":"other","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil), 201, "container")
 	must(e.do(http.MethodPost, "/dbs/tdb/colls/c/docs", []byte(`{"id":"a","pk":"p"}`), pkp), 201, "item a")
 	must(e.do(http.MethodPost, "/dbs/tdb/colls/c/docs", []byte(`{"id":"b","pk":"q"}`), map[string]string{"x-ms-documentdb-partitionkey": `["q"]`}), 201, "item b")
+	must(e.do(http.MethodPost, "/dbs/tdb/colls/c/docs", []byte(`{"id":"users","pk":"p"}`), pkp), 201, "item users")
 	must(e.do(http.MethodPost, "/dbs/tdb/users", []byte(`{"id":"u"}`), nil), 201, "user")
 	token := func(id, body string) string {
 		p := must(e.do(http.MethodPost, "/dbs/tdb/users/u/permissions", []byte(body), nil), 201, "permission "+id)
@@ -82,6 +83,7 @@ func TestResourceTokens(t *testing.T) {
 		{"GET", "/dbs/tdb/colls/c", "", nil, 200},
 		{"GET", "/dbs/tdb/colls/c/pkranges", "", nil, 200},
 		{"GET", "/dbs/tdb/colls/c/docs/a", "", pkp, 200},
+		{"GET", "/dbs/tdb/colls/c/docs/users", "", pkp, 200},
 		{"GET", "/dbs/tdb/colls/c/docs", "", nil, 200},
 		{"GET", "/dbs/tdb/colls/c/docs", "", map[string]string{"A-IM": "Incremental Feed"}, 200},
 		{"POST", "/dbs/tdb/colls/c/docs", `{"query":"SELECT * FROM c"}`, query(""), 200},

@@ -104,10 +104,10 @@ func authorizeGrant(rq *request, g *engine.Grant) error {
 		}
 		return auth.Forbidden()
 	}
-	for _, seg := range s {
-		if seg == "users" || seg == "permissions" || seg == "offers" {
-			return auth.Forbidden()
-		}
+	// Only databases, containers and what containers hold: not offers,
+	// users or permissions (an item may still be called "users").
+	if s[0] != "dbs" || (len(s) >= 3 && s[2] != "colls") {
+		return auth.Forbidden()
 	}
 	write := m != http.MethodGet && m != http.MethodHead && !(m == http.MethodPost && isQuery(rq.r))
 	within := len(s) >= len(g.Link) && equalSegs(s[:len(g.Link)], g.Link)
