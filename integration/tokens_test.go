@@ -36,17 +36,18 @@ func TestResourceTokens(t *testing.T) {
 	must(e.do(http.MethodPost, "/dbs/tdb/colls/c/docs", []byte(`{"id":"b","pk":"q"}`), map[string]string{"x-ms-documentdb-partitionkey": `["q"]`}), 201, "item b")
 	must(e.do(http.MethodPost, "/dbs/tdb/colls/c/docs", []byte(`{"id":"users","pk":"p"}`), pkp), 201, "item users")
 	must(e.do(http.MethodPost, "/dbs/tdb/users", []byte(`{"id":"u"}`), nil), 201, "user")
-	token := func(id, body string) string {
-		p := must(e.do(http.MethodPost, "/dbs/tdb/users/u/permissions", []byte(body), nil), 201, "permission "+id)
+	must(e.do(http.MethodPost, "/dbs/tdb/users", []byte(`{"id":"v"}`), nil), 201, "user")
+	token := func(user, id, body string) string {
+		p := must(e.do(http.MethodPost, "/dbs/tdb/users/"+user+"/permissions", []byte(body), nil), 201, "permission "+id)
 		tok, _ := p["_token"].(string)
 		if !strings.HasPrefix(tok, "type=resource&ver=1&sig=") {
 			t.Fatalf("permission %s has no resource token: %v", id, p)
 		}
 		return tok
 	}
-	read := token("read", `{"id":"read","permissionMode":"Read","resource":"dbs/tdb/colls/c"}`)
-	part := token("part", `{"id":"part","permissionMode":"All","resource":"dbs/tdb/colls/c","resourcePartitionKey":["p"]}`)
-	item := token("item", `{"id":"item","permissionMode":"All","resource":"dbs/tdb/colls/c/docs/a"}`)
+	read := token("u", "read", `{"id":"read","permissionMode":"Read","resource":"dbs/tdb/colls/c"}`)
+	part := token("v", "part", `{"id":"part","permissionMode":"All","resource":"dbs/tdb/colls/c","resourcePartitionKey":["p"]}`)
+	item := token("u", "item", `{"id":"item","permissionMode":"All","resource":"dbs/tdb/colls/c/docs/a"}`)
 
 	type call struct {
 		method, path, body string
@@ -143,7 +144,7 @@ func TestResourceTokens(t *testing.T) {
 	// Revoked: deleting a permission, or replacing it, ends its tokens.
 	must(e.do(http.MethodDelete, "/dbs/tdb/users/u/permissions/item", nil, nil), 204, "delete permission")
 	run("deleted permission's token", item, []call{{"GET", "/dbs/tdb/colls/c/docs/a", "", pkp, 401}})
-	must(e.do(http.MethodPut, "/dbs/tdb/users/u/permissions/part", []byte(`{"id":"part","permissionMode":"Read","resource":"dbs/tdb/colls/c"}`), nil), 200, "replace permission")
+	must(e.do(http.MethodPut, "/dbs/tdb/users/v/permissions/part", []byte(`{"id":"part","permissionMode":"Read","resource":"dbs/tdb/colls/c"}`), nil), 200, "replace permission")
 	run("replaced permission's token", part, []call{{"GET", "/dbs/tdb/colls/c/docs/a", "", pkp, 401}})
 
 	// Lifetimes: 10 s to 5 h; a token stops working when it expires.

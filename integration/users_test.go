@@ -47,6 +47,8 @@ func TestUsersAndPermissions(t *testing.T) {
 	}
 	expect(e.do(http.MethodPost, "/dbs/pdb/users/alice/permissions",
 		[]byte(`{"id":"p1","permissionMode":"All","resource":"dbs/pdb"}`), nil), http.StatusConflict, "duplicate permission")
+	expect(e.do(http.MethodPost, "/dbs/pdb/users/alice/permissions",
+		[]byte(`{"id":"p9","permissionMode":"All","resource":"dbs/pdb/colls/c1"}`), nil), http.StatusConflict, "second permission on one resource")
 	for _, bad := range []string{
 		`{"id":"p2","permissionMode":"Write","resource":"dbs/pdb"}`,
 		`{"id":"p2","permissionMode":"All"}`,

@@ -77,13 +77,15 @@ describe("resource tokens through the JavaScript SDK", () => {
   });
 
   it("an All token limited to a partition writes there only (permissionFeed)", async () => {
-    await user.permissions.create({
+    // A user holds one permission per resource, so this is another user's.
+    const { user: writer } = await database.users.create({ id: "writer" });
+    await writer.permissions.create({
       id: "all-p",
       permissionMode: "All",
       resource: `dbs/${dbId}/colls/c`,
       resourcePartitionKey: ["p"],
     });
-    const all = await user.permission("all-p").read();
+    const all = await writer.permission("all-p").read();
     const c = tokenClient({ permissionFeed: [all.resource] });
     const container = c.database(dbId).container("c");
     const { statusCode } = await container.items.create({ id: "new", pk: "p" });

@@ -347,6 +347,19 @@ func (e *Engine) WritePermission(ctx context.Context, p PermissionParams) (*Perm
 		case found && p.IfMatch != "" && p.IfMatch != "*" && p.IfMatch != old.Etag:
 			return preconditionFailed()
 		}
+		// A user holds one permission per resource (409 otherwise).
+		if err := scanPrefix(tx, permissionPrefix(u.Rid), func(_, v []byte) (bool, error) {
+			var other permissionRecord
+			if err := unmarshalRecord(v, &other); err != nil {
+				return false, err
+			}
+			if other.ID != rec.ID && other.Resource == rec.Resource {
+				return false, errorf(Conflict, "User '%s' already has permission '%s' on resource '%s'.", p.User, other.ID, rec.Resource)
+			}
+			return true, nil
+		}); err != nil {
+			return err
+		}
 		n, err := nextCounter(tx, "rid")
 		if err != nil {
 			return err
