@@ -35,6 +35,8 @@ func run(args []string) error {
 	inMemory := fs.Bool("in-memory", false, "keep everything in memory; nothing survives a restart")
 	key := fs.String("key", "", "account key (base64); default: the well-known emulator key")
 	keyFile := fs.String("key-file", "", "file holding the account key")
+	roKey := fs.String("read-only-key", "", "a read-only account key (base64): it signs reads, queries and feeds; writes signed with it get 403")
+	roKeyFile := fs.String("read-only-key-file", "", "file holding the read-only account key")
 	noTLS := fs.Bool("no-tls", false, "serve plain HTTP instead of HTTPS")
 	cert := fs.String("cert", "", "TLS certificate file (PEM); default: a self-signed certificate kept in the data directory")
 	certKey := fs.String("cert-key", "", "TLS private key file (PEM) for --cert")
@@ -78,6 +80,18 @@ func run(args []string) error {
 			return fmt.Errorf("--key-file: %w", err)
 		}
 		cfg.Keys = []string{strings.TrimSpace(string(b))}
+	}
+	switch {
+	case *roKey != "" && *roKeyFile != "":
+		return errors.New("give --read-only-key or --read-only-key-file, not both")
+	case *roKey != "":
+		cfg.ReadOnlyKeys = []string{*roKey}
+	case *roKeyFile != "":
+		b, err := os.ReadFile(*roKeyFile)
+		if err != nil {
+			return fmt.Errorf("--read-only-key-file: %w", err)
+		}
+		cfg.ReadOnlyKeys = []string{strings.TrimSpace(string(b))}
 	}
 	if *pprofAddr != "" {
 		go func() {

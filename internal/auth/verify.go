@@ -18,17 +18,21 @@ type Config struct {
 	// Keys are the accepted read-write master keys, base64.
 	Keys []string
 	// ReadOnlyKeys are accepted for reads only; a write signed with one
-	// fails like a wrong signature (401).
+	// fails with 403.
 	ReadOnlyKeys []string
 	// Now tells the time; nil means time.Now.
 	Now func() time.Time
+	// TokenNow is the clock resource tokens are issued and judged by; nil
+	// means Now.
+	TokenNow func() time.Time
 }
 
 // Verifier checks Authorization headers against a set of master keys. It is
 // immutable once built and safe for concurrent use.
 type Verifier struct {
-	keys []key
-	now  func() time.Time
+	keys     []key
+	now      func() time.Time
+	tokenNow func() time.Time
 }
 
 type key struct {
@@ -43,6 +47,10 @@ func NewVerifier(cfg Config) (*Verifier, error) {
 	v := &Verifier{now: cfg.Now}
 	if v.now == nil {
 		v.now = time.Now
+	}
+	v.tokenNow = cfg.TokenNow
+	if v.tokenNow == nil {
+		v.tokenNow = v.now
 	}
 	add := func(keys []string, readOnly bool) error {
 		for i, k := range keys {
@@ -97,6 +105,8 @@ func (m Method) String() string {
 		return "master key"
 	case MethodAAD:
 		return "AAD"
+	case MethodResource:
+		return "resource token"
 	}
 	return "unknown"
 }
@@ -106,15 +116,19 @@ type Principal struct {
 	Method Method
 	// ReadOnly is set when a read-only key signed the request.
 	ReadOnly bool
+	// Token holds a resource token's claims; the caller checks that its
+	// permission still exists and covers the request.
+	Token *TokenClaims
 }
 
 // Verify checks req's Authorization header and, for master-key tokens, its
 // date. It returns the principal, or an *Error:
 //   - 401 when the header is missing or malformed, the signature matches no
-//     key, a read-only key signs a write, the date is missing or not RFC
-//     1123, an AAD token is malformed, expired or not signed with a key, or
-//     the token is a resource token (not supported yet);
-//   - 403 when the date lies more than MaxClockSkew from now.
+//     key, the date is missing or not RFC 1123, an AAD token is malformed,
+//     expired or not signed with a key, or a resource token was not issued
+//     with an accepted key;
+//   - 403 when the date lies more than MaxClockSkew from now, a read-only
+//     key signs a write, or a resource token has expired.
 //
 // The caller still refuses database and container operations made with AAD
 // (see AADMetadataForbidden).
@@ -134,8 +148,7 @@ func (v *Verifier) Verify(req Request) (Principal, error) {
 	case "aad":
 		return v.verifyAAD(tok.sig, now, write)
 	}
-	return Principal{}, unauthorized("Resource tokens are not supported by this server yet; " +
-		"authorize with a master key or an AAD token.")
+	return v.verifyResource(tok.sig)
 }
 
 func (v *Verifier) verifyMaster(req Request, sig string, now time.Time, write bool) (Principal, error) {
@@ -170,8 +183,11 @@ func (v *Verifier) verifyMaster(req Request, sig string, now time.Time, write bo
 			match = i
 		}
 	}
-	if match < 0 || (write && v.keys[match].readOnly) {
+	if match < 0 {
 		return Principal{}, wrong
+	}
+	if write && v.keys[match].readOnly {
+		return Principal{}, readOnlyWrite()
 	}
 	return Principal{Method: MethodMasterKey, ReadOnly: v.keys[match].readOnly}, nil
 }
@@ -313,7 +329,7 @@ func parseAuthorization(h string) (token, error) {
 		return token{}, malformed("it has no sig")
 	case (t.typ == "master" || t.typ == "aad") && t.ver != "1.0":
 		return token{}, malformed("version " + quote(t.ver) + " is not 1.0")
-	case t.typ == "resource" && t.ver != "1":
+	case t.typ == "resource" && t.ver != "1" && t.ver != "1.0":
 		return token{}, malformed("version " + quote(t.ver) + " is not 1")
 	case t.typ != "master" && t.typ != "aad" && t.typ != "resource":
 		return token{}, malformed("type " + quote(t.typ) + " is not master, aad or resource")
@@ -324,4 +340,12 @@ func parseAuthorization(h string) (token, error) {
 func malformed(why string) *Error {
 	return unauthorized("The authorization header is malformed: " + why +
 		". Expected type=master&ver=1.0&sig=<signature>, URL-encoded.")
+}
+
+// readOnlyWrite is the refusal of a write signed with a read-only key: the
+// signature is good, the key just does not carry the right.
+func readOnlyWrite() *Error {
+	return &Error{Status: StatusForbidden, Code: CodeForbidden, Message: "Insufficient permissions provided in the " +
+		"authorization header for the corresponding request: a read-only key cannot authorize a write. Please retry " +
+		"with another authorization header."}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -193,10 +194,10 @@ func TestVerifyFailures(t *testing.T) {
 			malformed("type 'basic' is not master, aad or resource")},
 		{"bad escape", with(func(r *Request) { r.Authorization = "type%3Dmaster%26ver%3D1.0%26sig%3D%zz" }), 401,
 			malformed("it is not validly URL-encoded")},
-		{"resource token", with(func(r *Request) { r.Authorization = "type%3Dresource%26ver%3D1%26sig%3Dabc%3Bdef%3B" }), 401,
-			"Resource tokens are not supported by this server yet; authorize with a master key or an AAD token."},
-		{"resource token version", with(func(r *Request) { r.Authorization = "type=resource&ver=1.0&sig=abc" }), 401,
-			malformed("version '1.0' is not 1")},
+		{"foreign resource token", with(func(r *Request) { r.Authorization = "type%3Dresource%26ver%3D1%26sig%3Dabc%3Bdef%3B" }), 401,
+			"The resource token is not valid: it was not issued by this account or was altered."},
+		{"resource token version", with(func(r *Request) { r.Authorization = "type=resource&ver=2&sig=abc" }), 401,
+			malformed("version '2' is not 1")},
 		{"no date", with(func(r *Request) { r.Date = "" }), 401, noDate},
 		{"not RFC 1123", with(func(r *Request) { r.Date = "1994-11-01T08:12:31Z" }), 401, noDate},
 		{"date too old", signed("GET", "dbs", "dbs/db1", "Tue, 01 Nov 1994 07:57:30 GMT", primary), 403,
@@ -212,10 +213,14 @@ func TestVerifyFailures(t *testing.T) {
 		{"sig of other bytes", with(func(r *Request) {
 			r.Authorization = "type=master&ver=1.0&sig=" + base64.StdEncoding.EncodeToString(make([]byte, 32))
 		}), 401, wrongKey},
-		{"read-only write", signed("PUT", "dbs", "dbs/db1", testDate, readOnly), 401,
-			strings.Replace(wrongKey, "'get", "'put", 1)},
-		{"read-only POST", signed("POST", "dbs", "dbs/db1", testDate, readOnly), 401,
-			strings.Replace(wrongKey, "'get", "'post", 1)},
+		// A read-only key's signature is good; the right is missing.
+		{"read-only write", signed("PUT", "dbs", "dbs/db1", testDate, readOnly), 403, readOnlyWrite().Message},
+		{"read-only POST", signed("POST", "dbs", "dbs/db1", testDate, readOnly), 403, readOnlyWrite().Message},
+		{"read-only DELETE", signed("DELETE", "docs", "dbs/db1/colls/c/docs/x", testDate, readOnly), 403, readOnlyWrite().Message},
+		{"read-only key, wrong payload", with(func(r *Request) {
+			r.Authorization = signed("PUT", "dbs", "dbs/db2", testDate, readOnly).Authorization
+			r.Verb = "PUT"
+		}), 401, strings.Replace(wrongKey, "'get", "'put", 1)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -399,4 +404,27 @@ func FuzzParseAuthorization(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestResourceTokenRoundTrip(t *testing.T) {
+	now := testNow
+	v := newTestVerifier(t, Config{Keys: []string{primary}, ReadOnlyKeys: []string{readOnly}, Now: func() time.Time { return now }})
+	c := TokenClaims{UserRid: "AAAAAQAAAAI=", PermID: "p1", Etag: `"e"`, Expiry: testNow.Add(time.Hour).Unix()}
+	tok := v.IssueResourceToken(c)
+	for _, h := range []string{tok, url.QueryEscape(tok), strings.Replace(tok, "ver=1&", "ver=1.0&", 1)} {
+		p, err := v.Verify(Request{Verb: "GET", Authorization: h})
+		if err != nil || p.Method != MethodResource || p.Token == nil || *p.Token != c {
+			t.Fatalf("Verify(%q) = %+v, %v; want the claims %+v", h, p, err, c)
+		}
+	}
+	// Another account's key does not verify it.
+	other := newTestVerifier(t, Config{Keys: []string{secondary}, Now: func() time.Time { return now }})
+	if _, err := other.Verify(Request{Verb: "GET", Authorization: tok}); err == nil {
+		t.Fatal("a token of another account verified")
+	}
+	now = testNow.Add(time.Hour)
+	var e *Error
+	if _, err := v.Verify(Request{Verb: "GET", Authorization: tok}); !errors.As(err, &e) || e.Status != 403 {
+		t.Fatalf("expired token: %v, want 403", err)
+	}
 }

@@ -26,6 +26,10 @@ const (
 	famUsage      = 'n' // 'n'+collRid(8)+escaped EPK → items of that EPK (usage.go)
 	famAttachment = 'm' // 'm'+collRid(8)+uvarint(len pk)+pk+uvarint(len id)+id+attachment id → attachment record (attachment.go)
 
+	// Users and permissions (users.go).
+	famUser       = 'b' // 'b'+dbRid(4)+userID → user record
+	famPermission = 'p' // 'p'+userRid(8)+permissionID → permission record; userRid starts with dbRid
+
 	// The change feed (changefeed.go).
 	famFeedLatest  = 'f' // 'f'+collRid(8)+lsn(8)+seq(8) → _ts(8), EPK, pk: latest version of each live item
 	famFeedVersion = 'v' // 'v'+collRid(8)+lsn(8)+ord(4) → change record: every create, replace, delete, expiry
@@ -45,6 +49,16 @@ func containerKey(dbRid []byte, id string) []byte {
 }
 
 func offerKey(rid string) []byte { return append([]byte{famOffer}, rid...) }
+
+func userPrefix(dbRid []byte) []byte { return append([]byte{famUser}, dbRid...) }
+
+func userKey(dbRid []byte, id string) []byte { return append(userPrefix(dbRid), id...) }
+
+func permissionPrefix(userRid []byte) []byte { return append([]byte{famPermission}, userRid...) }
+
+func permissionKey(userRid []byte, id string) []byte {
+	return append(permissionPrefix(userRid), id...)
+}
 
 func collPrefix(fam byte, collRid []byte) []byte {
 	k := make([]byte, 0, 1+len(collRid)+24)

@@ -219,6 +219,9 @@ func (e *Engine) DeleteDatabase(ctx context.Context, id string) error {
 				return err
 			}
 		}
+		if err := deleteUsers(tx, rec.Rid); err != nil {
+			return err
+		}
 		return tx.Delete(databaseKey(id))
 	})
 	if err != nil {

@@ -389,12 +389,15 @@ const (
 	ResourceContainers
 	ResourceOffers
 	ResourceAttachments
+	ResourceUsers
+	ResourcePermissions
 )
 
 // ResourceQueryParams is a query over databases, containers or offers.
 type ResourceQueryParams struct {
 	Kind         ResourceKind
-	DB           string        // for containers
+	DB           string        // for containers, users and permissions
+	User         string        // for permissions
 	Item         AttachmentRef // for attachments
 	Query        string
 	Params       map[string]document.Value
@@ -420,6 +423,14 @@ func (e *Engine) QueryResources(ctx context.Context, p ResourceQueryParams) (*Fe
 		vals, err = e.ListOffers(ctx)
 	case ResourceAttachments:
 		vals, page.CollRid, err = e.ListAttachments(ctx, p.Item)
+	case ResourceUsers:
+		vals, page.CollRid, err = e.ListUsers(ctx, p.DB)
+	case ResourcePermissions:
+		var perms []*Permission
+		perms, page.CollRid, err = e.ListPermissions(ctx, p.DB, p.User)
+		for _, pm := range perms {
+			vals = append(vals, pm.Body)
+		}
 	}
 	if err != nil {
 		return nil, err

@@ -146,6 +146,9 @@ type request struct {
 	status   int
 	aad      bool
 	charge   float64
+	// grant is what the resource token the request was made with allows;
+	// nil for a master key or AAD token.
+	grant *engine.Grant
 }
 
 func newActivityID() string {
@@ -224,6 +227,17 @@ func (h *Handler) serve(rq *request) {
 		if byRid {
 			p.segs = names
 		}
+	}
+	if principal.Method == auth.MethodResource {
+		g, err := h.grantOf(rq, principal.Token)
+		if err == nil {
+			err = authorizeGrant(rq, g)
+		}
+		if err != nil {
+			h.fail(rq, err)
+			return
+		}
+		rq.grant = g
 	}
 	if h.limiter != nil && len(p.segs) >= 5 && p.segs[0] == "dbs" && p.segs[2] == "colls" && p.segs[4] == "docs" {
 		prov, err := h.eng.ProvisionedFor(r.Context(), p.segs[1], p.segs[3])

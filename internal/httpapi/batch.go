@@ -34,6 +34,10 @@ func (h *Handler) batch(rq *request, db, coll string) {
 		h.fail(rq, err)
 		return
 	}
+	if err := authorizeBatch(rq.grant, ops); err != nil {
+		h.fail(rq, err)
+		return
+	}
 	p := engine.BatchParams{
 		ItemRef:         ref,
 		Ops:             ops,

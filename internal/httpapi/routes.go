@@ -65,7 +65,7 @@ func (h *Handler) routeDatabases(rq *request, s []string) {
 	}
 	db := s[0]
 	if s[1] == "users" {
-		h.unsupportedFeed(rq, s[2:], "Users")
+		h.routeUsers(rq, db, s[2:])
 		return
 	}
 	if s[1] != "colls" {

@@ -17,7 +17,8 @@ func checkKey(k string) error {
 // newAuthenticator checks signatures against the wall clock: the date
 // window is about the freshness of a request, which the client judges by
 // its own wall clock, not about expiry, so it must not follow a clock that
-// tests move by hand.
-func newAuthenticator(keys []string) (*auth.Verifier, error) {
-	return auth.NewVerifier(auth.Config{Keys: keys, Now: clock.Real{}.Now})
+// tests move by hand. Resource tokens expire, so they are issued and
+// judged by the server's clock (tokens).
+func newAuthenticator(keys, readOnly []string, tokens clock.Clock) (*auth.Verifier, error) {
+	return auth.NewVerifier(auth.Config{Keys: keys, ReadOnlyKeys: readOnly, Now: clock.Real{}.Now, TokenNow: tokens.Now})
 }

@@ -47,11 +47,13 @@ type Config struct {
 	DataDir  string // default "./mayfly-data"
 	InMemory bool   // keep everything in memory
 	Keys     []string
-	NoTLS    bool
-	CertFile string
-	KeyFile  string
-	Logger   *slog.Logger
-	Clock    clock.Clock
+	// ReadOnlyKeys sign reads, queries and feeds only.
+	ReadOnlyKeys []string
+	NoTLS        bool
+	CertFile     string
+	KeyFile      string
+	Logger       *slog.Logger
+	Clock        clock.Clock
 	// Store replaces the embedded Pebble store (tests, other backends).
 	Store storage.Store
 	// PurgeRUPerSecond is the purger's budget per container.
@@ -117,6 +119,11 @@ func (c *Config) Validate() error {
 	for _, k := range c.Keys {
 		if err := checkKey(k); err != nil {
 			return err
+		}
+	}
+	for _, k := range c.ReadOnlyKeys {
+		if err := checkKey(k); err != nil {
+			return fmt.Errorf("read-only key: %w", err)
 		}
 	}
 	return nil
@@ -197,7 +204,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.purger = ttl.New(ttl.Config{Target: s.engine, Clock: cfg.Clock, Budget: budget,
 		Metrics: purgeMetrics, Logger: cfg.Logger})
-	authn, err := newAuthenticator(cfg.Keys)
+	authn, err := newAuthenticator(cfg.Keys, cfg.ReadOnlyKeys, cfg.Clock)
 	if err != nil {
 		s.closeStore()
 		return nil, err

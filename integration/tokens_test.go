@@ -1,0 +1,163 @@
+package integration
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mayfly-db/mayfly/internal/clock"
+)
+
+// TestResourceTokens issues resource tokens for permissions and uses them
+// as the SDKs do (the whole token, URL-encoded, as Authorization): each
+// allows exactly its grant on every path, and expired, altered and revoked
+// tokens are refused.
+func TestResourceTokens(t *testing.T) {
+	clk := clock.NewManual(time.Now())
+	e := start(t, withManualClock(clk))
+	e.database("tdb")
+	must := func(r rawResponse, status int, what string) map[string]any {
+		t.Helper()
+		if r.status != status {
+			t.Fatalf("%s: status %d, want %d: %s", what, r.status, status, r.body)
+		}
+		var m map[string]any
+		_ = json.Unmarshal(r.body, &m)
+		return m
+	}
+	pkp := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`}
+	must(e.do(http.MethodPost, "/dbs/tdb/colls", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil), 201, "container")
+	must(e.do(http.MethodPost, "/dbs/tdb/colls", []byte(`{"id":"other","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil), 201, "container")
+	must(e.do(http.MethodPost, "/dbs/tdb/colls/c/docs", []byte(`{"id":"a","pk":"p"}`), pkp), 201, "item a")
+	must(e.do(http.MethodPost, "/dbs/tdb/colls/c/docs", []byte(`{"id":"b","pk":"q"}`), map[string]string{"x-ms-documentdb-partitionkey": `["q"]`}), 201, "item b")
+	must(e.do(http.MethodPost, "/dbs/tdb/colls/c/docs", []byte(`{"id":"users","pk":"p"}`), pkp), 201, "item users")
+	must(e.do(http.MethodPost, "/dbs/tdb/users", []byte(`{"id":"u"}`), nil), 201, "user")
+	must(e.do(http.MethodPost, "/dbs/tdb/users", []byte(`{"id":"v"}`), nil), 201, "user")
+	token := func(user, id, body string) string {
+		p := must(e.do(http.MethodPost, "/dbs/tdb/users/"+user+"/permissions", []byte(body), nil), 201, "permission "+id)
+		tok, _ := p["_token"].(string)
+		if !strings.HasPrefix(tok, "type=resource&ver=1&sig=") {
+			t.Fatalf("permission %s has no resource token: %v", id, p)
+		}
+		return tok
+	}
+	read := token("u", "read", `{"id":"read","permissionMode":"Read","resource":"dbs/tdb/colls/c"}`)
+	part := token("v", "part", `{"id":"part","permissionMode":"All","resource":"dbs/tdb/colls/c","resourcePartitionKey":["p"]}`)
+	item := token("u", "item", `{"id":"item","permissionMode":"All","resource":"dbs/tdb/colls/c/docs/a"}`)
+
+	type call struct {
+		method, path, body string
+		headers            map[string]string
+		status             int
+	}
+	query := func(pk string) map[string]string {
+		h := map[string]string{"Content-Type": "application/query+json", "x-ms-documentdb-isquery": "true",
+			"x-ms-documentdb-query-enablecrosspartition": "true"}
+		if pk != "" {
+			h["x-ms-documentdb-partitionkey"] = pk
+		}
+		return h
+	}
+	batch := func(pk string) map[string]string {
+		return map[string]string{"x-ms-cosmos-is-batch-request": "true", "x-ms-cosmos-batch-atomic": "true", "x-ms-documentdb-partitionkey": pk}
+	}
+	run := func(name, tok string, calls []call) {
+		t.Helper()
+		for _, c := range calls {
+			h := map[string]string{"Authorization": url.QueryEscape(tok)}
+			for k, v := range c.headers {
+				h[k] = v
+			}
+			r := e.do(c.method, c.path, []byte(c.body), h)
+			if r.status != c.status {
+				t.Errorf("%s: %s %s: status %d, want %d: %s", name, c.method, c.path, r.status, c.status, r.body)
+			}
+		}
+	}
+	run("read token", read, []call{
+		{"GET", "/", "", nil, 200},
+		{"GET", "/dbs/tdb", "", nil, 200},
+		{"GET", "/dbs/tdb/colls/c", "", nil, 200},
+		{"GET", "/dbs/tdb/colls/c/pkranges", "", nil, 200},
+		{"GET", "/dbs/tdb/colls/c/docs/a", "", pkp, 200},
+		{"GET", "/dbs/tdb/colls/c/docs/users", "", pkp, 200},
+		{"GET", "/dbs/tdb/colls/c/docs", "", nil, 200},
+		{"GET", "/dbs/tdb/colls/c/docs", "", map[string]string{"A-IM": "Incremental Feed"}, 200},
+		{"POST", "/dbs/tdb/colls/c/docs", `{"query":"SELECT * FROM c"}`, query(""), 200},
+		{"POST", "/dbs/tdb/colls/c/docs", `{"id":"n","pk":"p"}`, pkp, 403},
+		{"PUT", "/dbs/tdb/colls/c/docs/a", `{"id":"a","pk":"p"}`, pkp, 403},
+		{"PATCH", "/dbs/tdb/colls/c/docs/a", `{"operations":[{"op":"add","path":"/x","value":1}]}`, pkp, 403},
+		{"DELETE", "/dbs/tdb/colls/c/docs/a", "", pkp, 403},
+		{"POST", "/dbs/tdb/colls/c/docs", `[{"operationType":"Read","id":"a"}]`, batch(`["p"]`), 403},
+		{"GET", "/dbs", "", nil, 403},
+		{"GET", "/dbs/tdb/colls", "", nil, 403},
+		{"GET", "/dbs/tdb/colls/other", "", nil, 403},
+		{"GET", "/dbs/tdb/colls/other/docs", "", nil, 403},
+		{"GET", "/dbs/tdb/users", "", nil, 403},
+		{"GET", "/dbs/tdb/users/u/permissions/read", "", nil, 403},
+		{"DELETE", "/dbs/tdb/colls/c", "", nil, 403},
+		{"GET", "/offers", "", nil, 403},
+	})
+	run("partition token", part, []call{
+		{"GET", "/dbs/tdb/colls/c/docs/a", "", pkp, 200},
+		{"GET", "/dbs/tdb/colls/c/docs/b", "", map[string]string{"x-ms-documentdb-partitionkey": `["q"]`}, 403},
+		{"POST", "/dbs/tdb/colls/c/docs", `{"id":"n","pk":"p"}`, pkp, 201},
+		{"POST", "/dbs/tdb/colls/c/docs", `{"id":"m","pk":"q"}`, map[string]string{"x-ms-documentdb-partitionkey": `["q"]`}, 403},
+		{"PATCH", "/dbs/tdb/colls/c/docs/a", `{"operations":[{"op":"add","path":"/x","value":1}]}`, pkp, 200},
+		{"POST", "/dbs/tdb/colls/c/docs", `{"query":"SELECT * FROM c"}`, query(""), 403},
+		{"POST", "/dbs/tdb/colls/c/docs", `{"query":"SELECT * FROM c"}`, query(`["p"]`), 200},
+		{"POST", "/dbs/tdb/colls/c/docs", `{"query":"SELECT * FROM c"}`, query(`["q"]`), 403},
+		{"GET", "/dbs/tdb/colls/c/docs", "", nil, 403},
+		{"GET", "/dbs/tdb/colls/c/docs", "", map[string]string{"A-IM": "Incremental Feed"}, 403},
+		{"GET", "/dbs/tdb/colls/c/docs", "", map[string]string{"A-IM": "Incremental Feed", "x-ms-documentdb-partitionkey": `["p"]`}, 200},
+		{"POST", "/dbs/tdb/colls/c/docs", `[{"operationType":"Create","resourceBody":{"id":"o","pk":"p"}}]`, batch(`["p"]`), 200},
+		{"POST", "/dbs/tdb/colls/c/docs", `[{"operationType":"Create","resourceBody":{"id":"o","pk":"q"}}]`, batch(`["q"]`), 403},
+		{"POST", "/dbs/tdb/colls/c/docs", `[{"operationType":"Create","partitionKey":"[\"q\"]","resourceBody":{"id":"o2","pk":"q"}}]`,
+			map[string]string{"x-ms-cosmos-is-batch-request": "true", "x-ms-cosmos-batch-atomic": "false", "x-ms-documentdb-partitionkey": `["p"]`}, 403},
+	})
+	run("item token", item, []call{
+		{"GET", "/dbs/tdb/colls/c/docs/a", "", pkp, 200},
+		{"PUT", "/dbs/tdb/colls/c/docs/a", `{"id":"a","pk":"p","v":2}`, pkp, 200},
+		{"GET", "/dbs/tdb/colls/c", "", nil, 200},
+		{"GET", "/dbs/tdb/colls/c/docs/b", "", map[string]string{"x-ms-documentdb-partitionkey": `["q"]`}, 403},
+		{"GET", "/dbs/tdb/colls/c/docs", "", nil, 403},
+		{"POST", "/dbs/tdb/colls/c/docs", `{"query":"SELECT * FROM c"}`, query(`["p"]`), 403},
+		{"POST", "/dbs/tdb/colls/c/docs", `{"id":"z","pk":"p"}`, pkp, 403},
+	})
+
+	// Altered or forged tokens: 401.
+	claims, mac, _ := strings.Cut(strings.TrimPrefix(read, "type=resource&ver=1&sig="), ".")
+	raw, _ := base64.RawURLEncoding.DecodeString(claims)
+	widened := base64.RawURLEncoding.EncodeToString([]byte(strings.Replace(string(raw), `"p":"read"`, `"p":"part"`, 1)))
+	for name, tok := range map[string]string{
+		"altered claims": "type=resource&ver=1&sig=" + widened + "." + mac,
+		"no mac":         "type=resource&ver=1&sig=" + claims,
+		"bad mac":        "type=resource&ver=1&sig=" + claims + "." + strings.Repeat("A", len(mac)),
+	} {
+		run(name, tok, []call{{"GET", "/dbs/tdb/colls/c/docs/a", "", pkp, 401}})
+	}
+
+	// Revoked: deleting a permission, or replacing it, ends its tokens.
+	must(e.do(http.MethodDelete, "/dbs/tdb/users/u/permissions/item", nil, nil), 204, "delete permission")
+	run("deleted permission's token", item, []call{{"GET", "/dbs/tdb/colls/c/docs/a", "", pkp, 401}})
+	must(e.do(http.MethodPut, "/dbs/tdb/users/v/permissions/part", []byte(`{"id":"part","permissionMode":"Read","resource":"dbs/tdb/colls/c"}`), nil), 200, "replace permission")
+	run("replaced permission's token", part, []call{{"GET", "/dbs/tdb/colls/c/docs/a", "", pkp, 401}})
+
+	// Lifetimes: 10 s to 5 h; a token stops working when it expires.
+	must(e.do(http.MethodGet, "/dbs/tdb/users/u/permissions/read", nil, map[string]string{"x-ms-documentdb-expiry-seconds": "18001"}), 400, "lifetime too long")
+	must(e.do(http.MethodGet, "/dbs/tdb/users/u/permissions/read", nil, map[string]string{"x-ms-documentdb-expiry-seconds": "9"}), 400, "lifetime too short")
+	long := must(e.do(http.MethodGet, "/dbs/tdb/users/u/permissions/read", nil, map[string]string{"x-ms-documentdb-expiry-seconds": "18000"}), 200, "5 h token")["_token"].(string)
+	feed := must(e.do(http.MethodGet, "/dbs/tdb/users/u/permissions", nil, nil), 200, "permission feed")
+	for _, p := range feed["Permissions"].([]any) {
+		if tok, _ := p.(map[string]any)["_token"].(string); tok == "" {
+			t.Errorf("feed permission without a token: %v", p)
+		}
+	}
+	clk.Advance(time.Hour)
+	run("expired token", read, []call{{"GET", "/dbs/tdb/colls/c/docs/a", "", pkp, 403}})
+	run("5 h token after an hour", long, []call{{"GET", "/dbs/tdb/colls/c/docs/a", "", pkp, 200}})
+}
