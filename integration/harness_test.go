@@ -46,7 +46,7 @@ func withManualClock(c *clock.Manual) envOption {
 // client for it. Everything is torn down when the test ends.
 func start(t *testing.T, opts ...envOption) *env {
 	t.Helper()
-	cfg := server.Config{Addr: "127.0.0.1:0", InMemory: true}
+	cfg := server.Config{Addr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0", InMemory: true}
 	for _, o := range opts {
 		o(&cfg)
 	}

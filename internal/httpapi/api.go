@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mayfly-db/mayfly/internal/auth"
 	"github.com/mayfly-db/mayfly/internal/document"
@@ -62,18 +63,22 @@ type Config struct {
 	// MaxBodyBytes bounds request bodies (default 2 MiB + 64 KiB of slack
 	// for the envelope of batches and queries).
 	MaxBodyBytes int64
-	// Extra routes mounted beside the API (metrics, the explorer page).
+	// Extra routes mounted beside the API (the explorer page).
 	Extra map[string]http.Handler
+	// Endpoint is the account endpoint advertised to a request (GET /);
+	// nil means the request's own scheme and Host.
+	Endpoint func(r *http.Request) string
 }
 
 // Handler serves the Cosmos DB REST API.
 type Handler struct {
-	eng     Engine
-	auth    Authenticator
-	log     *slog.Logger
-	certPEM []byte
-	maxBody int64
-	extra   map[string]http.Handler
+	eng      Engine
+	auth     Authenticator
+	log      *slog.Logger
+	certPEM  []byte
+	maxBody  int64
+	extra    map[string]http.Handler
+	endpoint func(r *http.Request) string
 }
 
 // New returns the API handler.
@@ -81,9 +86,13 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Engine == nil || cfg.Auth == nil {
 		return nil, errors.New("httpapi: engine and authenticator are required")
 	}
-	h := &Handler{eng: cfg.Engine, auth: cfg.Auth, log: cfg.Logger, certPEM: cfg.CertPEM, maxBody: cfg.MaxBodyBytes, extra: cfg.Extra}
+	h := &Handler{eng: cfg.Engine, auth: cfg.Auth, log: cfg.Logger, certPEM: cfg.CertPEM, maxBody: cfg.MaxBodyBytes, extra: cfg.Extra,
+		endpoint: cfg.Endpoint}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.endpoint == nil {
+		h.endpoint = requestEndpoint
 	}
 	if h.maxBody <= 0 {
 		h.maxBody = 2<<20 + 64<<10
@@ -229,7 +238,7 @@ func (h *Handler) fail(rq *request, err error) {
 	body := []byte(`{"code":`)
 	body = document.AppendString(body, code)
 	body = append(body, `,"message":`...)
-	body = document.AppendString(body, msg+"\r\nActivityId: "+rq.activity+", Mayfly")
+	body = document.AppendString(body, capMessage(msg)+"\r\nActivityId: "+rq.activity+", Mayfly")
 	if len(extra) > 0 {
 		body = append(body, `,"additionalErrorInfo":`...)
 		body = document.AppendString(body, string(extra))
@@ -238,6 +247,23 @@ func (h *Handler) fail(rq *request, err error) {
 	rq.status = status
 	rq.w.WriteHeader(status)
 	_, _ = rq.w.Write(body)
+}
+
+// maxMessageBytes bounds an error message. Messages echo what the client
+// sent (paths, ids, query text, the signed payload), and an echo as large
+// as the request would double what a failed request costs to answer.
+const maxMessageBytes = 1024
+
+// capMessage cuts msg to maxMessageBytes at a character boundary.
+func capMessage(msg string) string {
+	if len(msg) <= maxMessageBytes {
+		return msg
+	}
+	cut := maxMessageBytes
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + "… (message truncated)"
 }
 
 func (h *Handler) commonHeaders(rq *request, charge float64) {
