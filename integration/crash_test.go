@@ -37,11 +37,12 @@ import (
 
 // mayflyProcess is a mayfly child process.
 type mayflyProcess struct {
-	cmd    *exec.Cmd
-	url    string
-	stderr *bytes.Buffer // read only after the process has exited
-	exited chan struct{}
-	err    error // of Wait, once exited is closed
+	cmd        *exec.Cmd
+	url        string
+	metricsURL string
+	stderr     *bytes.Buffer // read only after the process has exited
+	exited     chan struct{}
+	err        error // of Wait, once exited is closed
 }
 
 // buildMayfly builds the mayfly command into a temporary directory.
@@ -73,9 +74,9 @@ func freeAddr(t *testing.T) string {
 // certificate.
 func startProcess(t *testing.T, bin, dir string) *mayflyProcess {
 	t.Helper()
-	addr := freeAddr(t)
-	p := &mayflyProcess{url: "https://" + addr + "/", stderr: &bytes.Buffer{}, exited: make(chan struct{})}
-	p.cmd = exec.Command(bin, "--data-dir", dir, "--addr", addr, "--log-level", "error")
+	addr, metrics := freeAddr(t), freeAddr(t)
+	p := &mayflyProcess{url: "https://" + addr + "/", metricsURL: "http://" + metrics + "/metrics", stderr: &bytes.Buffer{}, exited: make(chan struct{})}
+	p.cmd = exec.Command(bin, "--data-dir", dir, "--addr", addr, "--metrics-addr", metrics, "--log-level", "error")
 	p.cmd.Stderr = p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -138,7 +139,7 @@ func (p *mayflyProcess) stop(t *testing.T) {
 
 // connect returns an env (SDK client and raw requests) for a server that
 // runs elsewhere.
-func connect(t *testing.T, url string) *env {
+func connect(t *testing.T, p *mayflyProcess) *env {
 	t.Helper()
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, ForceAttemptHTTP2: true}}
 	t.Cleanup(hc.CloseIdleConnections)
@@ -146,14 +147,14 @@ func connect(t *testing.T, url string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := azcosmos.NewClientWithKey(url, cred, &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{
+	client, err := azcosmos.NewClientWithKey(p.url, cred, &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{
 		Transport: hc,
 		Retry:     policy.RetryOptions{MaxRetries: -1},
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{t: t, url: url, client: client, http: hc}
+	return &env{t: t, url: p.url, metricsURL: p.metricsURL, client: client, http: hc}
 }
 
 // expiryRule is the TTL rule of one container of the crash test, from the
@@ -624,7 +625,7 @@ func TestCrash_KillDuringWritesAndPurge(t *testing.T) {
 	t.Logf("built mayfly in %v", time.Since(t0).Round(time.Millisecond))
 	dir := t.TempDir()
 	p := startProcess(t, bin, dir)
-	e := connect(t, p.url)
+	e := connect(t, p)
 	const db = "crash"
 	if _, err := e.client.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: db}, nil); err != nil {
 		t.Fatal(err)
@@ -712,10 +713,10 @@ func TestCrash_KillDuringWritesAndPurge(t *testing.T) {
 	t1 := time.Now()
 	p = startProcess(t, bin, dir)
 	t.Logf("restarted in %v", time.Since(t1).Round(time.Millisecond))
-	seen := run.checkAll(connect(t, p.url), db, items, colls, nil)
+	seen := run.checkAll(connect(t, p), db, items, colls, nil)
 	p.kill(t)
 	p = startProcess(t, bin, dir)
-	e = connect(t, p.url)
+	e = connect(t, p)
 	seen = run.checkAll(e, db, items, colls, seen)
 	t.Logf("two restarts and checks in %v", time.Since(t1).Round(time.Millisecond))
 	metrics := e.metrics(t)

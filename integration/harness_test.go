@@ -27,12 +27,14 @@ import (
 const emulatorKey = server.EmulatorKey
 
 type env struct {
-	t      *testing.T
-	srv    *server.Server
-	url    string
-	client *azcosmos.Client
-	http   *http.Client
-	clock  *clock.Manual
+	t   *testing.T
+	srv *server.Server
+	url string
+	// metricsURL is the server's metrics endpoint, on a listener of its own.
+	metricsURL string
+	client     *azcosmos.Client
+	http       *http.Client
+	clock      *clock.Manual
 }
 
 type envOption func(*server.Config)
@@ -46,7 +48,7 @@ func withManualClock(c *clock.Manual) envOption {
 // client for it. Everything is torn down when the test ends.
 func start(t *testing.T, opts ...envOption) *env {
 	t.Helper()
-	cfg := server.Config{Addr: "127.0.0.1:0", InMemory: true}
+	cfg := server.Config{Addr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0", InMemory: true}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -77,7 +79,7 @@ func start(t *testing.T, opts ...envOption) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, srv: srv, url: srv.URL(), client: client, http: hc}
+	e := &env{t: t, srv: srv, url: srv.URL(), metricsURL: srv.MetricsURL(), client: client, http: hc}
 	if c, ok := cfg.Clock.(*clock.Manual); ok {
 		e.clock = c
 	}

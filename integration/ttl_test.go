@@ -1890,10 +1890,10 @@ func TestA3_PurgeDeletesPhysically(t *testing.T) {
 	}
 }
 
-// metrics scrapes /metrics into "name{labels}" → value.
+// metrics scrapes the metrics listener into "name{labels}" → value.
 func (e *env) metrics(t *testing.T) map[string]float64 {
 	t.Helper()
-	resp, err := e.http.Get(strings.TrimSuffix(e.url, "/") + "/metrics")
+	resp, err := e.http.Get(e.metricsURL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ go build -o bin/ ./cmd/mayfly ./cmd/mayfly-floor ./cmd/mayfly-load
 say "start the floor on :${floor_port} and mayfly on :${mayfly_port} (data in ${data})"
 start_server "$out/floor.log" ./bin/mayfly-floor -addr ":${floor_port}" -range-rows $((items / partitions))
 floor_pid=$started_pid
-start_server "$out/mayfly.log" ./bin/mayfly --addr ":${mayfly_port}" --data-dir "$data"
+start_server "$out/mayfly.log" ./bin/mayfly --addr "localhost:${mayfly_port}" --data-dir "$data"
 mayfly_pid=$started_pid
 wait_ready "https://localhost:${floor_port}/" "$floor_pid" "$out/floor.log" "$out/floor.pem"
 wait_ready "https://localhost:${mayfly_port}/" "$mayfly_pid" "$out/mayfly.log" "$out/mayfly.pem"

@@ -37,7 +37,7 @@ echo "built $out/mayfly (tags: ${tags:-none}) and $out/emulatorsuite in $((SECON
 say "start mayfly --in-memory on :${port}"
 trap stop_servers EXIT
 trap 'exit 130' INT TERM
-start_server "$out/mayfly.log" "$out/mayfly" --in-memory --addr ":${port}"
+start_server "$out/mayfly.log" "$out/mayfly" --in-memory --addr "localhost:${port}"
 server_pid=$started_pid
 wait_ready "$endpoint" "$server_pid" "$out/mayfly.log" "$pem"
 
@@ -64,7 +64,7 @@ say "(c) JavaScript SDK queries over 4 partition key ranges"
 t0=$SECONDS
 multi_port=8083
 require_free_port "$multi_port"
-start_server "$out/mayfly-partitions.log" "$out/mayfly" --in-memory --partitions 4 --addr ":${multi_port}"
+start_server "$out/mayfly-partitions.log" "$out/mayfly" --in-memory --partitions 4 --addr "localhost:${multi_port}" --metrics-addr off
 multi_pid=$started_pid
 wait_ready "https://localhost:${multi_port}/" "$multi_pid" "$out/mayfly-partitions.log" "$out/partitions.pem"
 if ! (cd integration/js && MAYFLY_ENDPOINT="https://localhost:${multi_port}/" MAYFLY_CA_FILE="$PWD/../../$out/partitions.pem" \

@@ -9,8 +9,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net/http"
-	_ "net/http/pprof"
 	"os"
 	"os/signal"
 	"strings"
@@ -30,7 +28,7 @@ func main() {
 
 func run(args []string) error {
 	fs := flag.NewFlagSet("mayfly", flag.ContinueOnError)
-	addr := fs.String("addr", ":8081", "address to listen on")
+	addr := fs.String("addr", server.DefaultAddr, "address to listen on; localhost means 127.0.0.1 and ::1, \":8081\" every interface")
 	dataDir := fs.String("data-dir", "./mayfly-data", "directory holding the data and the certificate")
 	inMemory := fs.Bool("in-memory", false, "keep everything in memory; nothing survives a restart")
 	key := fs.String("key", "", "account key (base64); default: the well-known emulator key")
@@ -41,7 +39,16 @@ func run(args []string) error {
 	cert := fs.String("cert", "", "TLS certificate file (PEM); default: a self-signed certificate kept in the data directory")
 	certKey := fs.String("cert-key", "", "TLS private key file (PEM) for --cert")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	pprofAddr := fs.String("pprof-addr", "", "serve Go's net/http/pprof profiles on this address (off when empty)")
+	metricsAddr := fs.String("metrics-addr", "127.0.0.1:9464", "address serving /metrics (and --pprof), without a key; \"off\" for none")
+	pprof := fs.Bool("pprof", false, "also serve Go's profiles at /debug/pprof/ on --metrics-addr")
+	publicURL := fs.String("public-url", "", "comma-separated URLs clients reach the server at from other machines, e.g. https://db.example:8081/; the first is advertised to clients that name none")
+	aadJWKS := fs.String("aad-jwks-file", "", "accept Entra ID (AAD) tokens signed by the keys in this JSON Web Key Set file; needs --aad-issuer and --aad-audience")
+	aadIssuer := fs.String("aad-issuer", "", "the iss claim AAD tokens must carry")
+	aadAudience := fs.String("aad-audience", "", "the aud claim AAD tokens must carry")
+	readHeaderTimeout := fs.Duration("read-header-timeout", server.DefaultReadHeaderTimeout, "longest time to read a request's headers")
+	readTimeout := fs.Duration("read-timeout", server.DefaultReadTimeout, "longest time to read a whole request, body included")
+	writeTimeout := fs.Duration("write-timeout", server.DefaultWriteTimeout, "longest time from a request's headers to the end of its response")
+	idleTimeout := fs.Duration("idle-timeout", server.DefaultIdleTimeout, "longest time a kept-alive connection may wait for its next request")
 	partitions := fs.Int("partitions", 1, "partition key ranges per container (1-64)")
 	reqTimeout := fs.Duration("request-timeout", 30*time.Second, "longest a request may take before it is stopped and answered 408")
 	consistency := fs.String("consistency", "Session", "the account's default consistency level: Strong, BoundedStaleness, Session, ConsistentPrefix or Eventual")
@@ -67,8 +74,23 @@ func run(args []string) error {
 		memory.TuneGC()
 	}
 	cfg := server.Config{Addr: *addr, DataDir: *dataDir, InMemory: *inMemory, NoTLS: *noTLS,
-		CertFile: *cert, KeyFile: *certKey, Logger: logger, PurgeRUPerSecond: *purgeRU, Partitions: *partitions, RequestTimeout: *reqTimeout,
-		EnforceThroughput: *enforce, Consistency: *consistency}
+		CertFile: *cert, KeyFile: *certKey, Logger: logger, PurgeRUPerSecond: *purgeRU, Partitions: *partitions,
+		RequestTimeout: *reqTimeout, EnforceThroughput: *enforce, Consistency: *consistency,
+		MetricsAddr: *metricsAddr, Pprof: *pprof,
+		AAD:      server.AADConfig{JWKSFile: *aadJWKS, Issuer: *aadIssuer, Audience: *aadAudience},
+		Timeouts: server.Timeouts{ReadHeader: *readHeaderTimeout, Read: *readTimeout, Write: *writeTimeout, Idle: *idleTimeout}}
+	cfg.MetricsOptional = !explicit(fs, "metrics-addr")
+	if cfg.MetricsAddr == "off" {
+		cfg.MetricsAddr = ""
+	}
+	if cfg.Pprof && cfg.MetricsAddr == "" {
+		return errors.New("--pprof needs --metrics-addr")
+	}
+	for u := range strings.SplitSeq(*publicURL, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			cfg.PublicURLs = append(cfg.PublicURLs, u)
+		}
+	}
 	switch {
 	case *key != "" && *keyFile != "":
 		return errors.New("give --key or --key-file, not both")
@@ -93,14 +115,6 @@ func run(args []string) error {
 		}
 		cfg.ReadOnlyKeys = []string{strings.TrimSpace(string(b))}
 	}
-	if *pprofAddr != "" {
-		go func() {
-			// The default mux carries the pprof handlers.
-			if err := http.ListenAndServe(*pprofAddr, nil); err != nil {
-				logger.Error("pprof listener failed", "err", err)
-			}
-		}()
-	}
 	start := time.Now()
 	srv, err := server.New(cfg)
 	if err != nil {
@@ -110,8 +124,13 @@ func run(args []string) error {
 		_ = srv.Close(context.Background())
 		return err
 	}
-	logger.Info("mayfly is ready", "url", srv.URL(), "in_memory", cfg.InMemory, "data_dir", cfg.DataDir,
-		"startup_ms", time.Since(start).Milliseconds())
+	for _, w := range srv.Warnings() {
+		// Said on stderr as well as in the log: a JSON log line is easy
+		// to miss, and this one matters.
+		fmt.Fprintln(os.Stderr, "mayfly: WARNING:", w)
+	}
+	logger.Info("mayfly is ready", "url", srv.URL(), "metrics_url", srv.MetricsURL(), "in_memory", cfg.InMemory,
+		"data_dir", cfg.DataDir, "startup_ms", time.Since(start).Milliseconds())
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	select {
@@ -127,4 +146,13 @@ func run(args []string) error {
 	}
 	logger.Info("mayfly stopped")
 	return nil
+}
+
+// explicit reports whether the flag name was given on the command line or
+// in its environment variable, rather than left at its default.
+func explicit(fs *flag.FlagSet, name string) bool {
+	_, env := os.LookupEnv("MAYFLY_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")))
+	set := env
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

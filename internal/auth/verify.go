@@ -25,14 +25,21 @@ type Config struct {
 	// TokenNow is the clock resource tokens are issued and judged by; nil
 	// means Now.
 	TokenNow func() time.Time
+	// EmulatorTokens accepts the emulator's test AAD tokens, which carry
+	// the well-known emulator key in clear (see verifyAAD).
+	EmulatorTokens bool
+	// AAD, when set, accepts Entra ID tokens signed by its keys.
+	AAD *AADConfig
 }
 
 // Verifier checks Authorization headers against a set of master keys. It is
 // immutable once built and safe for concurrent use.
 type Verifier struct {
-	keys     []key
-	now      func() time.Time
-	tokenNow func() time.Time
+	keys           []key
+	now            func() time.Time
+	tokenNow       func() time.Time
+	emulatorTokens bool
+	aad            *AADConfig
 }
 
 type key struct {
@@ -44,7 +51,7 @@ type key struct {
 // NewVerifier returns a Verifier for cfg. It fails when no key is given or a
 // key is not base64.
 func NewVerifier(cfg Config) (*Verifier, error) {
-	v := &Verifier{now: cfg.Now}
+	v := &Verifier{now: cfg.Now, emulatorTokens: cfg.EmulatorTokens, aad: cfg.AAD}
 	if v.now == nil {
 		v.now = time.Now
 	}
@@ -70,6 +77,9 @@ func NewVerifier(cfg Config) (*Verifier, error) {
 	}
 	if len(v.keys) == 0 {
 		return nil, errors.New("no master key configured")
+	}
+	if a := cfg.AAD; a != nil && (len(a.Keys) == 0 || a.Issuer == "" || a.Audience == "") {
+		return nil, errors.New("AAD tokens need signing keys, an issuer and an audience")
 	}
 	return v, nil
 }
@@ -190,57 +200,6 @@ func (v *Verifier) verifyMaster(req Request, sig string, now time.Time, write bo
 		return Principal{}, readOnlyWrite()
 	}
 	return Principal{Method: MethodMasterKey, ReadOnly: v.keys[match].readOnly}, nil
-}
-
-// verifyAAD accepts the emulator's test tokens: a JWT whose header and claims
-// are base64url JSON objects, whose exp lies in the future and nbf not
-// beyond the allowed skew, and whose third segment is the base64url of an
-// accepted master key (in its base64 text form) rather than a signature.
-func (v *Verifier) verifyAAD(jwt string, now time.Time, write bool) (Principal, error) {
-	bad := func(why string) (Principal, error) {
-		return Principal{}, unauthorized("The AAD token is not valid: " + why + ".")
-	}
-	parts := strings.Split(jwt, ".")
-	if len(parts) != 3 {
-		return bad("it does not have three dot-separated parts")
-	}
-	if _, ok := decodeJSONPart(parts[0]); !ok {
-		return bad("its header is not base64url-encoded JSON")
-	}
-	claims, ok := decodeJSONPart(parts[1])
-	if !ok {
-		return bad("its claims are not base64url-encoded JSON")
-	}
-	exp, ok := numericDate(claims["exp"])
-	if !ok {
-		return bad("it has no numeric exp claim")
-	}
-	if !now.Before(exp) {
-		return bad("it expired at " + FormatDate(exp))
-	}
-	if raw, present := claims["nbf"]; present {
-		nbf, ok := numericDate(raw)
-		if !ok {
-			return bad("its nbf claim is not numeric")
-		}
-		if nbf.After(now.Add(MaxClockSkew)) {
-			return bad("it is not valid before " + FormatDate(nbf))
-		}
-	}
-	sig, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[2], "="))
-	if err != nil {
-		return bad("its signature is not base64url")
-	}
-	match := -1
-	for i, k := range v.keys {
-		if hmac.Equal(sig, []byte(k.text)) && match < 0 {
-			match = i
-		}
-	}
-	if match < 0 || (write && v.keys[match].readOnly) {
-		return bad("it is not signed with an accepted key")
-	}
-	return Principal{Method: MethodAAD, ReadOnly: v.keys[match].readOnly}, nil
 }
 
 func decodeJSONPart(s string) (map[string]json.RawMessage, bool) {

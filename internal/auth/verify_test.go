@@ -252,9 +252,10 @@ func emulatorToken(key string, nbf, exp time.Time) string {
 
 func TestVerifyAAD(t *testing.T) {
 	v := newTestVerifier(t, Config{
-		Keys:         []string{primary},
-		ReadOnlyKeys: []string{readOnly},
-		Now:          func() time.Time { return testNow },
+		Keys:           []string{primary, secondary},
+		ReadOnlyKeys:   []string{readOnly},
+		Now:            func() time.Time { return testNow },
+		EmulatorTokens: true,
 	})
 	enc := base64.RawURLEncoding.EncodeToString
 	valid := emulatorToken(primary, testNow, testNow.Add(2*time.Hour))
@@ -272,8 +273,7 @@ func TestVerifyAAD(t *testing.T) {
 		{"URL-encoded", Request{Verb: "GET", Authorization: "type%3Daad%26ver%3D1.0%26sig%3D" + valid}, Principal{Method: MethodAAD}},
 		{"padded segments", aad(parts[0] + "." + parts[1] + "==." + parts[2] + "="), Principal{Method: MethodAAD}},
 		{"nbf within skew", aad(emulatorToken(primary, testNow.Add(10*time.Minute), testNow.Add(time.Hour))), Principal{Method: MethodAAD}},
-		{"read-only read", Request{Verb: "GET", Authorization: AADHeader(emulatorToken(readOnly, testNow, testNow.Add(time.Hour)))},
-			Principal{Method: MethodAAD, ReadOnly: true}},
+		{"expires in a day", aad(emulatorToken(primary, testNow, testNow.Add(24*time.Hour))), Principal{Method: MethodAAD}},
 		{"no nbf", aad(parts[0] + "." + enc([]byte(`{"exp":`+strconv.FormatInt(testNow.Unix()+60, 10)+`}`)) + "." + parts[2]),
 			Principal{Method: MethodAAD}},
 		{"fractional exp", aad(parts[0] + "." + enc([]byte(`{"exp":`+strconv.FormatInt(testNow.Unix(), 10)+`.5}`)) + "." + parts[2]),
@@ -304,7 +304,13 @@ func TestVerifyAAD(t *testing.T) {
 			"it is not valid before Tue, 01 Nov 1994 08:28:31 GMT"},
 		{"unknown key", emulatorToken(stranger, testNow, testNow.Add(time.Hour)), "it is not signed with an accepted key"},
 		{"decoded key", parts[0] + "." + parts[1] + "." + enc([]byte("\x0b")), "it is not signed with an accepted key"},
-		{"read-only write", emulatorToken(readOnly, testNow, testNow.Add(time.Hour)), "it is not signed with an accepted key"},
+		// Only the public emulator key may travel in a token: any other
+		// key would be revealed to whoever sees the token.
+		{"read-only key", emulatorToken(readOnly, testNow, testNow.Add(time.Hour)), "it is not signed with an accepted key"},
+		{"secondary key", emulatorToken(secondary, testNow, testNow.Add(time.Hour)), "it is not signed with an accepted key"},
+		{"a thousand years", emulatorToken(primary, testNow, testNow.AddDate(1000, 0, 0)), "it expires more than 24 hours from now"},
+		{"a day and a second", emulatorToken(primary, testNow, testNow.Add(24*time.Hour+time.Second)),
+			"it expires more than 24 hours from now"},
 		{"two parts", parts[0] + "." + parts[1], "it does not have three dot-separated parts"},
 		{"four parts", valid + ".x", "it does not have three dot-separated parts"},
 		{"header not base64", "!!." + parts[1] + "." + parts[2], "its header is not base64url-encoded JSON"},
@@ -385,7 +391,7 @@ func FuzzParseAuthorization(f *testing.F) {
 	f.Add("type%3Dresource%26ver%3D1%26sig%3Da%3Bb%3B")
 	f.Add("type%3d%zz")
 	f.Add("TYPE=Master&VER=1.0&sig=a=b&x=y")
-	v := newTestVerifier(f, Config{Keys: []string{EmulatorKey}, Now: func() time.Time { return testNow }})
+	v := newTestVerifier(f, Config{Keys: []string{EmulatorKey}, Now: func() time.Time { return testNow }, EmulatorTokens: true})
 	f.Fuzz(func(t *testing.T, h string) {
 		tok, err := parseAuthorization(h)
 		if err != nil {

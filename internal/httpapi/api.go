@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mayfly-db/mayfly/internal/auth"
 	"github.com/mayfly-db/mayfly/internal/clock"
@@ -72,7 +73,7 @@ type Config struct {
 	// MaxBodyBytes bounds request bodies (default 2 MiB + 64 KiB of slack
 	// for the envelope of batches and queries).
 	MaxBodyBytes int64
-	// Extra routes mounted beside the API (metrics, the explorer page).
+	// Extra routes mounted beside the API (the explorer page).
 	Extra map[string]http.Handler
 	// RequestTimeout bounds each request (DefaultRequestTimeout when
 	// zero), on Clock.
@@ -90,18 +91,22 @@ type Config struct {
 	// on the requests for its items (429 with a retry delay); nil admits
 	// everything.
 	Limiter *ratelimit.Limiter
+	// Endpoint is the account endpoint advertised to a request (GET /);
+	// nil means the request's own scheme and Host.
+	Endpoint func(r *http.Request) string
 }
 
 // Handler serves the Cosmos DB REST API.
 type Handler struct {
-	eng     Engine
-	auth    Authenticator
-	log     *slog.Logger
-	certPEM []byte
-	maxBody int64
-	extra   map[string]http.Handler
-	timeout time.Duration
-	clock   clock.Clock
+	eng      Engine
+	auth     Authenticator
+	log      *slog.Logger
+	certPEM  []byte
+	maxBody  int64
+	extra    map[string]http.Handler
+	endpoint func(r *http.Request) string
+	timeout  time.Duration
+	clock    clock.Clock
 	// parsePath is parseResourcePath, or parseComputePath for a compute
 	// gateway.
 	parsePath func(escaped string) (*resourcePath, error)
@@ -114,9 +119,13 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Engine == nil || cfg.Auth == nil {
 		return nil, errors.New("httpapi: engine and authenticator are required")
 	}
-	h := &Handler{eng: cfg.Engine, auth: cfg.Auth, log: cfg.Logger, certPEM: cfg.CertPEM, maxBody: cfg.MaxBodyBytes, extra: cfg.Extra, clock: cfg.Clock}
+	h := &Handler{eng: cfg.Engine, auth: cfg.Auth, log: cfg.Logger, certPEM: cfg.CertPEM, maxBody: cfg.MaxBodyBytes, extra: cfg.Extra,
+		endpoint: cfg.Endpoint, clock: cfg.Clock}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.endpoint == nil {
+		h.endpoint = requestEndpoint
 	}
 	if h.clock == nil {
 		h.clock = clock.Real{}
@@ -321,7 +330,7 @@ func (h *Handler) fail(rq *request, err error) {
 	body := []byte(`{"code":`)
 	body = document.AppendString(body, code)
 	body = append(body, `,"message":`...)
-	body = document.AppendString(body, msg+"\r\nActivityId: "+rq.activity+", Mayfly")
+	body = document.AppendString(body, capMessage(msg)+"\r\nActivityId: "+rq.activity+", Mayfly")
 	if len(extra) > 0 {
 		body = append(body, `,"additionalErrorInfo":`...)
 		body = document.AppendString(body, string(extra))
@@ -330,6 +339,23 @@ func (h *Handler) fail(rq *request, err error) {
 	rq.status = status
 	rq.w.WriteHeader(status)
 	_, _ = rq.w.Write(body)
+}
+
+// maxMessageBytes bounds an error message. Messages echo what the client
+// sent (paths, ids, query text, the signed payload), and an echo as large
+// as the request would double what a failed request costs to answer.
+const maxMessageBytes = 1024
+
+// capMessage cuts msg to maxMessageBytes at a character boundary.
+func capMessage(msg string) string {
+	if len(msg) <= maxMessageBytes {
+		return msg
+	}
+	cut := maxMessageBytes
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + "… (message truncated)"
 }
 
 func (h *Handler) commonHeaders(rq *request, charge float64) {

@@ -14,12 +14,18 @@ import (
 
 func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
 
-func (h *Handler) account(rq *request) {
+// requestEndpoint advertises the request's own scheme and Host; the server
+// configures a stricter choice.
+func requestEndpoint(r *http.Request) string {
 	scheme := "https"
-	if rq.r.TLS == nil {
+	if r.TLS == nil {
 		scheme = "http"
 	}
-	endpoint := scheme + "://" + rq.r.Host + "/"
+	return scheme + "://" + r.Host + "/"
+}
+
+func (h *Handler) account(rq *request) {
+	endpoint := h.endpoint(rq.r)
 	loc := document.Arr([]document.Value{document.Obj([]document.Field{
 		{Name: "name", Value: document.Str("South Central US")},
 		{Name: "databaseAccountEndpoint", Value: document.Str(endpoint)},

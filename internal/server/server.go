@@ -13,13 +13,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/mayfly-db/mayfly/internal/clock"
 	"github.com/mayfly-db/mayfly/internal/engine"
@@ -43,7 +42,9 @@ var storeFilter = &pebblestore.KeyFilter{Name: engine.IteratedOnlyRule, Skip: en
 // Config is everything a server can be told. The zero value plus
 // Validate's defaults is a working server.
 type Config struct {
-	Addr     string // listen address, default ":8081"
+	// Addr is the API's listen address, default DefaultAddr (loopback
+	// only); "localhost" means both 127.0.0.1 and ::1.
+	Addr     string
 	DataDir  string // default "./mayfly-data"
 	InMemory bool   // keep everything in memory
 	Keys     []string
@@ -72,12 +73,30 @@ type Config struct {
 	// EnforceThroughput refuses requests over a container's provisioned
 	// throughput with 429, as the emulator's rate-limiting mode does.
 	EnforceThroughput bool
+	// MetricsAddr is the listener for /metrics (and Go's profiles when
+	// Pprof is set), apart from the API so that they need no key yet are
+	// not reachable where the API is. Empty: no such listener.
+	MetricsAddr string
+	// MetricsOptional lets the server start without the metrics listener,
+	// with a warning, when MetricsAddr is taken (the command's default
+	// address, which a second server on the machine finds busy).
+	MetricsOptional bool
+	Pprof           bool
+	// PublicURLs are the addresses clients may reach the API at, beyond
+	// loopback names; the first is advertised when a request names none
+	// of them (see advertise.go).
+	PublicURLs []string
+	// Timeouts bound every connection; zero fields take the defaults.
+	Timeouts Timeouts
+	// AAD, when its JWKS file is set, accepts Entra ID tokens signed by
+	// those keys; see aad.go for what the emulator key allows.
+	AAD AADConfig
 }
 
 // Validate fills defaults and checks the configuration.
 func (c *Config) Validate() error {
 	if c.Addr == "" {
-		c.Addr = ":8081"
+		c.Addr = DefaultAddr
 	}
 	if c.DataDir == "" {
 		c.DataDir = "./mayfly-data"
@@ -126,7 +145,11 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("read-only key: %w", err)
 		}
 	}
-	return nil
+	c.Timeouts.fill()
+	if err := c.AAD.check(); err != nil {
+		return err
+	}
+	return checkPublicURLs(c.PublicURLs)
 }
 
 // Server is a running Mayfly.
@@ -136,7 +159,10 @@ type Server struct {
 	ownStore bool
 	engine   *engine.Engine
 	http     *http.Server
-	ln       net.Listener
+	lns      []net.Listener
+	ops      *http.Server // metrics and profiles, when MetricsAddr is set
+	opsLn    net.Listener
+	warnings []string
 	tls      bool
 	certPEM  []byte
 	registry *prometheus.Registry
@@ -179,7 +205,7 @@ func New(cfg Config) (*Server, error) {
 	case cfg.InMemory:
 		tlsCert, s.certPEM, err = tlscert.LoadOrCreate("", cfg.Clock.Now())
 	default:
-		if err = os.MkdirAll(cfg.DataDir, 0o755); err == nil {
+		if err = os.MkdirAll(cfg.DataDir, 0o700); err == nil {
 			tlsCert, s.certPEM, err = tlscert.LoadOrCreate(cfg.DataDir, cfg.Clock.Now())
 		}
 	}
@@ -204,7 +230,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.purger = ttl.New(ttl.Config{Target: s.engine, Clock: cfg.Clock, Budget: budget,
 		Metrics: purgeMetrics, Logger: cfg.Logger})
-	authn, err := newAuthenticator(cfg.Keys, cfg.ReadOnlyKeys, cfg.Clock)
+	authn, err := newAuthenticator(cfg)
 	if err != nil {
 		s.closeStore()
 		return nil, err
@@ -215,15 +241,17 @@ func New(cfg Config) (*Server, error) {
 	}
 	api, err := httpapi.New(httpapi.Config{
 		Engine: s.engine, Auth: authn, Logger: cfg.Logger, CertPEM: s.certPEM,
-		Extra:          map[string]http.Handler{"/metrics": promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{})},
 		RequestTimeout: cfg.RequestTimeout, Clock: cfg.Clock, Limiter: limiter, Consistency: cfg.Consistency,
+		Endpoint: s.advertise,
 	})
 	if err != nil {
 		s.closeStore()
 		return nil, err
 	}
-	s.http = &http.Server{Handler: httpapi.WireSpelling(api), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 5 * time.Minute,
-		ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug)}
+	s.http = cfg.Timeouts.server(httpapi.WireSpelling(api), cfg.Logger)
+	if cfg.MetricsAddr != "" {
+		s.ops = cfg.Timeouts.server(opsHandler(s.registry, cfg.Pprof), cfg.Logger)
+	}
 	if s.tls {
 		s.http.TLSConfig = &tls.Config{Certificates: []tls.Certificate{tlsCert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}
 	}
@@ -241,29 +269,90 @@ func (s *Server) Engine() *engine.Engine { return s.engine }
 
 // Start listens and serves in the background. It returns once the listener
 // is open, so the server is ready when Start returns.
+//
+// Start logs a warning (and Warnings returns it) when the API is reachable
+// from other machines with the well-known emulator key.
 func (s *Server) Start() error {
-	ln, err := net.Listen("tcp", s.cfg.Addr)
+	lns, err := listen(s.cfg.Addr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", s.cfg.Addr, err)
+		return err
 	}
-	s.ln = ln
+	if s.ops != nil {
+		s.opsLn, err = net.Listen("tcp", s.cfg.MetricsAddr)
+		switch {
+		case err != nil && s.cfg.MetricsOptional:
+			s.ops = nil
+			s.warn("metrics are not served: their address is taken", "addr", s.cfg.MetricsAddr, "err", err)
+		case err != nil:
+			closeAll(lns)
+			return fmt.Errorf("listen on %s for metrics: %w", s.cfg.MetricsAddr, err)
+		}
+		if s.opsLn != nil && len(exposed([]net.Listener{s.opsLn})) > 0 {
+			s.warn("metrics and profiles are served without a key on a non-loopback address", "addr", s.opsLn.Addr().String())
+		}
+	}
+	s.lns = lns
+	if out := exposed(lns); len(out) > 0 && hasEmulatorKey(s.cfg.Keys) {
+		s.warn("the API is reachable from other machines and accepts the well-known emulator key, "+
+			"so anyone who can connect can read and change all data; give --key or --key-file, "+
+			"or listen on localhost", "addr", out[0])
+	}
 	s.purger.Start()
 	s.indexer.Start()
+	var wg sync.WaitGroup
+	for _, ln := range lns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var err error
+			if s.tls {
+				err = s.http.ServeTLS(ln, "", "")
+			} else {
+				err = s.http.Serve(ln)
+			}
+			s.serveFailed(err)
+		}()
+	}
+	if s.ops != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.serveFailed(s.ops.Serve(s.opsLn))
+		}()
+	}
 	go func() {
-		defer close(s.done)
-		var err error
-		if s.tls {
-			err = s.http.ServeTLS(ln, "", "")
-		} else {
-			err = s.http.Serve(ln)
-		}
-		if !errors.Is(err, http.ErrServerClosed) {
-			s.serveMu.Lock()
-			s.err = err
-			s.serveMu.Unlock()
-		}
+		wg.Wait()
+		close(s.done)
 	}()
 	return nil
+}
+
+// serveFailed records why a listener stopped serving, unless Close
+// stopped it.
+func (s *Server) serveFailed(err error) {
+	if errors.Is(err, http.ErrServerClosed) {
+		return
+	}
+	s.serveMu.Lock()
+	if s.err == nil {
+		s.err = err
+	}
+	s.serveMu.Unlock()
+}
+
+func (s *Server) warn(msg string, args ...any) {
+	s.cfg.Logger.Warn(msg, args...)
+	s.warnings = append(s.warnings, msg)
+}
+
+// Warnings are the warnings Start logged about exposure, one sentence
+// each; the command repeats them on stderr.
+func (s *Server) Warnings() []string { return s.warnings }
+
+func closeAll(lns []net.Listener) {
+	for _, ln := range lns {
+		_ = ln.Close()
+	}
 }
 
 // URL is the address clients use, e.g. https://127.0.0.1:8081/.
@@ -272,15 +361,27 @@ func (s *Server) URL() string {
 	if !s.tls {
 		scheme = "http"
 	}
-	addr := s.ln.Addr().(*net.TCPAddr)
+	return scheme + "://" + hostPort(s.lns[0].Addr()) + "/"
+}
+
+// MetricsURL is the address of the metrics listener, e.g.
+// http://127.0.0.1:9464/metrics, or "" when there is none.
+func (s *Server) MetricsURL() string {
+	if s.opsLn == nil {
+		return ""
+	}
+	return "http://" + hostPort(s.opsLn.Addr()) + "/metrics"
+}
+
+// hostPort renders a listener's address for a URL; an unspecified address
+// becomes localhost.
+func hostPort(a net.Addr) string {
+	addr := a.(*net.TCPAddr)
 	host := "localhost"
 	if addr.IP != nil && !addr.IP.IsUnspecified() {
 		host = addr.IP.String()
-		if strings.Contains(host, ":") {
-			host = "[" + host + "]"
-		}
 	}
-	return fmt.Sprintf("%s://%s:%d/", scheme, host, addr.Port)
+	return net.JoinHostPort(host, strconv.Itoa(addr.Port))
 }
 
 // CertPEM is the server's certificate in PEM form.
@@ -293,9 +394,14 @@ func (s *Server) Done() <-chan struct{} { return s.done }
 // deadline), stops background work and closes the store.
 func (s *Server) Close(ctx context.Context) error {
 	var errs []error
-	if s.ln != nil {
+	if s.lns != nil {
 		if err := s.http.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
+		}
+		if s.ops != nil {
+			if err := s.ops.Shutdown(ctx); err != nil {
+				errs = append(errs, err)
+			}
 		}
 		<-s.done
 	}

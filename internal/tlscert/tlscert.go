@@ -92,7 +92,7 @@ func LoadOrCreate(dir string, now time.Time) (tls.Certificate, []byte, error) {
 	if err := writeFileAtomic(keyPath, keyPEM, 0o600); err != nil {
 		return tls.Certificate{}, nil, err
 	}
-	if err := writeFileAtomic(certPath, certPEM, 0o644); err != nil {
+	if err := writeFileAtomic(certPath, certPEM, 0o600); err != nil {
 		return tls.Certificate{}, nil, err
 	}
 	return pair(certPEM, keyPEM)

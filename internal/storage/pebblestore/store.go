@@ -158,6 +158,8 @@ func Open(opts Options) (*Store, error) {
 	dir := opts.Dir
 	if opts.InMemory {
 		po.FS = vfs.NewMem()
+	} else {
+		po.FS = privateFS{vfs.Default}
 	}
 	db, err := pebble.Open(dir, po)
 	if err != nil {

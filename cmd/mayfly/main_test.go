@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bufio"
+	"encoding/base64"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestExposureWarning runs the mayfly binary and reads its stderr up to the
+// "ready" line: listening beyond loopback with the well-known key must be
+// said there, in plain words as well as in the log.
+func TestExposureWarning(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "mayfly")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	own := base64.StdEncoding.EncodeToString([]byte("an account key nobody else knows"))
+	for _, tt := range []struct {
+		args []string
+		warn bool
+	}{
+		{[]string{"--addr", "0.0.0.0:0"}, true},
+		{[]string{"--addr", "0.0.0.0:0", "--key", own}, false},
+		{[]string{"--addr", "localhost:0"}, false},
+	} {
+		args := append([]string{"--in-memory", "--no-tls", "--metrics-addr", "127.0.0.1:0"}, tt.args...)
+		cmd := exec.Command(bin, args...)
+		cmd.Env = cleanEnv()
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var plain, logged, ready bool
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			if strings.HasPrefix(line, "mayfly: WARNING: the API is reachable from other machines") {
+				plain = true
+			}
+			if strings.Contains(line, `"level":"WARN","msg":"the API is reachable from other machines`) {
+				logged = true
+			}
+			if strings.Contains(line, `"msg":"mayfly is ready"`) {
+				ready = true
+				break
+			}
+		}
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		if !ready {
+			t.Errorf("%v: the server never said it was ready", tt.args)
+		}
+		if plain != tt.warn || logged != tt.warn {
+			t.Errorf("%v: warned on stderr %v, in the log %v; want %v", tt.args, plain, logged, tt.warn)
+		}
+	}
+}
+
+// cleanEnv is the test's environment without MAYFLY_* settings, which
+// would override the flags under test's defaults.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "MAYFLY_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
