@@ -37,7 +37,11 @@ echo "built $out/mayfly (tags: ${tags:-none}) and $out/emulatorsuite in $((SECON
 say "start mayfly --in-memory on :${port}"
 trap stop_servers EXIT
 trap 'exit 130' INT TERM
-start_server "$out/mayfly.log" "$out/mayfly" --in-memory --addr "localhost:${port}"
+# As the emulator the Go SDK's tests were written against: a compute
+# gateway on 8903, Strong consistency, and 127.0.0.1 advertised.
+require_free_port 8903
+start_server "$out/mayfly.log" "$out/mayfly" --in-memory --addr "localhost:${port}" \
+	--compute-addr "localhost:8903" --consistency Strong --advertise-host 127.0.0.1
 server_pid=$started_pid
 wait_ready "$endpoint" "$server_pid" "$out/mayfly.log" "$pem"
 

@@ -41,6 +41,8 @@ func run(args []string) error {
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	metricsAddr := fs.String("metrics-addr", "127.0.0.1:9464", "address serving /metrics (and --pprof), without a key; \"off\" for none")
 	pprof := fs.Bool("pprof", false, "also serve Go's profiles at /debug/pprof/ on --metrics-addr")
+	advertiseHost := fs.String("advertise-host", "", "the host advertised to clients that connect by a loopback name, e.g. 127.0.0.1 (the emulator's tests expect it)")
+	computeAddr := fs.String("compute-addr", "", "also serve the API on this address as the service's compute gateway reads paths (the emulator uses localhost:8903)")
 	publicURL := fs.String("public-url", "", "comma-separated URLs clients reach the server at from other machines, e.g. https://db.example:8081/; the first is advertised to clients that name none")
 	aadJWKS := fs.String("aad-jwks-file", "", "accept Entra ID (AAD) tokens signed by the keys in this JSON Web Key Set file; needs --aad-issuer and --aad-audience")
 	aadIssuer := fs.String("aad-issuer", "", "the iss claim AAD tokens must carry")
@@ -76,6 +78,7 @@ func run(args []string) error {
 	cfg := server.Config{Addr: *addr, DataDir: *dataDir, InMemory: *inMemory, NoTLS: *noTLS,
 		CertFile: *cert, KeyFile: *certKey, Logger: logger, PurgeRUPerSecond: *purgeRU, Partitions: *partitions,
 		RequestTimeout: *reqTimeout, EnforceThroughput: *enforce, Consistency: *consistency,
+		AdvertiseHost: *advertiseHost, ComputeAddr: *computeAddr,
 		MetricsAddr: *metricsAddr, Pprof: *pprof,
 		AAD:      server.AADConfig{JWKSFile: *aadJWKS, Issuer: *aadIssuer, Audience: *aadAudience},
 		Timeouts: server.Timeouts{ReadHeader: *readHeaderTimeout, Read: *readTimeout, Write: *writeTimeout, Idle: *idleTimeout}}

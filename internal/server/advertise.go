@@ -14,6 +14,7 @@ import (
 //   - a loopback Host (localhost, 127.0.0.0/8, ::1) is echoed with its port,
 //     since it can only lead a client back to its own machine, and port
 //     forwards (a container's published port) still work;
+//     (with AdvertiseHost set, that host takes the place of the name);
 //   - a Host naming one of the configured public URLs gets that URL;
 //   - anything else gets the first public URL, or the listen address.
 func (s *Server) advertise(r *http.Request) string {
@@ -26,6 +27,13 @@ func (s *Server) advertise(r *http.Request) string {
 		host = r.Host
 	}
 	if isLoopbackName(host) && validHostHeader(r.Host) {
+		if s.cfg.AdvertiseHost != "" {
+			_, port, err := net.SplitHostPort(r.Host)
+			if err != nil {
+				return scheme + "://" + s.cfg.AdvertiseHost + "/"
+			}
+			return scheme + "://" + net.JoinHostPort(s.cfg.AdvertiseHost, port) + "/"
+		}
 		return scheme + "://" + r.Host + "/"
 	}
 	for _, u := range s.cfg.PublicURLs {

@@ -86,6 +86,15 @@ type Config struct {
 	// loopback names; the first is advertised when a request names none
 	// of them (see advertise.go).
 	PublicURLs []string
+	// AdvertiseHost, when set, is the host advertised to clients that
+	// reach the server by a loopback name, with the port they used: the
+	// emulator's way of naming itself (the Go SDK's emulator tests expect
+	// https://127.0.0.1:8081/ while connecting to localhost).
+	AdvertiseHost string
+	// ComputeAddr, when set, serves the API a second time on this address
+	// as the service's compute gateway reads request paths (each segment
+	// decoded once, escaped characters kept: httpapi.Config.ComputeGateway).
+	ComputeAddr string
 	// Timeouts bound every connection; zero fields take the defaults.
 	Timeouts Timeouts
 	// AAD, when its JWKS file is set, accepts Entra ID tokens signed by
@@ -154,20 +163,22 @@ func (c *Config) Validate() error {
 
 // Server is a running Mayfly.
 type Server struct {
-	cfg      Config
-	store    storage.Store
-	ownStore bool
-	engine   *engine.Engine
-	http     *http.Server
-	lns      []net.Listener
-	ops      *http.Server // metrics and profiles, when MetricsAddr is set
-	opsLn    net.Listener
-	warnings []string
-	tls      bool
-	certPEM  []byte
-	registry *prometheus.Registry
-	purger   *ttl.Purger
-	indexer  *engine.Indexer
+	cfg        Config
+	store      storage.Store
+	ownStore   bool
+	engine     *engine.Engine
+	http       *http.Server
+	lns        []net.Listener
+	ops        *http.Server // metrics and profiles, when MetricsAddr is set
+	compute    *http.Server // the compute gateway's reading of paths, when ComputeAddr is set
+	computeLns []net.Listener
+	opsLn      net.Listener
+	warnings   []string
+	tls        bool
+	certPEM    []byte
+	registry   *prometheus.Registry
+	purger     *ttl.Purger
+	indexer    *engine.Indexer
 
 	done    chan struct{}
 	serveMu sync.Mutex
@@ -239,21 +250,35 @@ func New(cfg Config) (*Server, error) {
 	if cfg.EnforceThroughput {
 		limiter = ratelimit.New(cfg.Clock)
 	}
-	api, err := httpapi.New(httpapi.Config{
+	apiCfg := httpapi.Config{
 		Engine: s.engine, Auth: authn, Logger: cfg.Logger, CertPEM: s.certPEM,
 		RequestTimeout: cfg.RequestTimeout, Clock: cfg.Clock, Limiter: limiter, Consistency: cfg.Consistency,
 		Endpoint: s.advertise,
-	})
+	}
+	api, err := httpapi.New(apiCfg)
 	if err != nil {
 		s.closeStore()
 		return nil, err
 	}
 	s.http = cfg.Timeouts.server(httpapi.WireSpelling(api), cfg.Logger)
+	if cfg.ComputeAddr != "" {
+		apiCfg.ComputeGateway = true
+		compute, err := httpapi.New(apiCfg)
+		if err != nil {
+			s.closeStore()
+			return nil, err
+		}
+		s.compute = cfg.Timeouts.server(httpapi.WireSpelling(compute), cfg.Logger)
+	}
 	if cfg.MetricsAddr != "" {
 		s.ops = cfg.Timeouts.server(opsHandler(s.registry, cfg.Pprof), cfg.Logger)
 	}
 	if s.tls {
-		s.http.TLSConfig = &tls.Config{Certificates: []tls.Certificate{tlsCert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}
+		tc := &tls.Config{Certificates: []tls.Certificate{tlsCert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}
+		s.http.TLSConfig = tc
+		if s.compute != nil {
+			s.compute.TLSConfig = tc.Clone()
+		}
 	}
 	return s, nil
 }
@@ -276,6 +301,12 @@ func (s *Server) Start() error {
 	lns, err := listen(s.cfg.Addr)
 	if err != nil {
 		return err
+	}
+	if s.compute != nil {
+		if s.computeLns, err = listen(s.cfg.ComputeAddr); err != nil {
+			closeAll(lns)
+			return fmt.Errorf("compute gateway: %w", err)
+		}
 	}
 	if s.ops != nil {
 		s.opsLn, err = net.Listen("tcp", s.cfg.MetricsAddr)
@@ -300,18 +331,24 @@ func (s *Server) Start() error {
 	s.purger.Start()
 	s.indexer.Start()
 	var wg sync.WaitGroup
-	for _, ln := range lns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var err error
-			if s.tls {
-				err = s.http.ServeTLS(ln, "", "")
-			} else {
-				err = s.http.Serve(ln)
-			}
-			s.serveFailed(err)
-		}()
+	serve := func(srv *http.Server, lns []net.Listener) {
+		for _, ln := range lns {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var err error
+				if s.tls {
+					err = srv.ServeTLS(ln, "", "")
+				} else {
+					err = srv.Serve(ln)
+				}
+				s.serveFailed(err)
+			}()
+		}
+	}
+	serve(s.http, lns)
+	if s.compute != nil {
+		serve(s.compute, s.computeLns)
 	}
 	if s.ops != nil {
 		wg.Add(1)
@@ -364,6 +401,15 @@ func (s *Server) URL() string {
 	return scheme + "://" + hostPort(s.lns[0].Addr()) + "/"
 }
 
+// ComputeURL is the address of the compute gateway, or "" when there is
+// none.
+func (s *Server) ComputeURL() string {
+	if len(s.computeLns) == 0 {
+		return ""
+	}
+	return "https://" + hostPort(s.computeLns[0].Addr()) + "/"
+}
+
 // MetricsURL is the address of the metrics listener, e.g.
 // http://127.0.0.1:9464/metrics, or "" when there is none.
 func (s *Server) MetricsURL() string {
@@ -398,8 +444,11 @@ func (s *Server) Close(ctx context.Context) error {
 		if err := s.http.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
 		}
-		if s.ops != nil {
-			if err := s.ops.Shutdown(ctx); err != nil {
+		for _, srv := range []*http.Server{s.ops, s.compute} {
+			if srv == nil {
+				continue
+			}
+			if err := srv.Shutdown(ctx); err != nil {
 				errs = append(errs, err)
 			}
 		}
