@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: build run test lint unit e2e race bench clean
+.PHONY: build run test lint unit e2e race bench fuzz crash clean
 
 ## build: compile every command into bin/
 build:
@@ -47,6 +47,11 @@ race:
 ## bench: Mayfly against the floor server with the Go SDK load tool
 bench:
 	scripts/bench.sh
+
+## fuzz: every fuzz target in the module for FUZZTIME each (default 20s),
+## one after another; failing inputs are kept in each package's testdata/fuzz
+fuzz:
+	scripts/fuzz.sh
 
 clean:
 	rm -rf bin

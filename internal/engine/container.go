@@ -587,6 +587,14 @@ func (e *Engine) ReplaceContainer(ctx context.Context, db, coll string, body doc
 		if err != nil {
 			return err
 		}
+		// Readers judge at no earlier than the current setting's first
+		// instant (containerRecord.expired), and the stamp that orders
+		// changes after them is forgotten by a restart; a change dated at
+		// or before that instant would replace the setting as one never in
+		// force, and bring back items judged expired under it (ttl.md B1).
+		if from := old.TTL.Current().From; !now.After(from) {
+			now = from.Add(time.Nanosecond)
+		}
 		c = &containerRecord{ID: old.ID, DBID: old.DBID, DBRid: old.DBRid, Rid: old.Rid, Ts: now.Unix(), OfferRid: old.OfferRid, Ranges: old.Ranges, Props: props}
 		c.Etag = etagFor(c.Rid, n)
 		c.TTL = old.TTL.Change(setting, now)

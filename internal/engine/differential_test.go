@@ -40,6 +40,7 @@ import (
 	"github.com/mayfly-db/mayfly/internal/query/eval"
 	"github.com/mayfly-db/mayfly/internal/query/parser"
 	"github.com/mayfly-db/mayfly/internal/query/plan"
+	"github.com/mayfly-db/mayfly/internal/storage"
 	"github.com/mayfly-db/mayfly/internal/storage/pebblestore"
 )
 
@@ -133,10 +134,13 @@ type diffScenario struct {
 	keys  []partition.Key     // partition keys in use
 
 	composite bool // drawn with composite indexes
-	failures  int
-	compared  int
-	refused   map[string]int
-	chosen    map[string]int // first pages by the access path chosen
+	// rerun is how to run the scenario again, for failure reports; ""
+	// gives the differential test's own command.
+	rerun    string
+	failures int
+	compared int
+	refused  map[string]int
+	chosen   map[string]int // first pages by the access path chosen
 }
 
 type diffDoc struct {
@@ -178,13 +182,31 @@ func runDiffScenario(t testing.TB, seed uint64, size diffSize) {
 
 func newDiffScenario(t testing.TB, seed uint64, composite bool) *diffScenario {
 	t.Helper()
-	s := &diffScenario{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), ctx: context.Background(),
-		model: map[string]*diffDoc{}, refused: map[string]int{}, chosen: map[string]int{}}
+	s := newDiffState(t, seed)
 	store, err := pebblestore.Open(pebblestore.Options{InMemory: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
+	s.setUp(store, composite)
+	return s
+}
+
+// newDiffState is a scenario with its generator seeded and nothing else
+// set up yet.
+func newDiffState(t testing.TB, seed uint64) *diffScenario {
+	return &diffScenario{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), ctx: context.Background(),
+		model: map[string]*diffDoc{}, refused: map[string]int{}, chosen: map[string]int{}}
+}
+
+// setUp draws the container (partitions, partition key definition,
+// indexing policy, whether TTL is on) and creates it with its database in
+// a new engine over store. The metamorphic test draws its containers here
+// too, over a store on disk.
+func (s *diffScenario) setUp(store storage.Store, composite bool) {
+	t := s.t
+	t.Helper()
+	var err error
 	s.clk = clock.NewManual(time.Unix(1_700_000_000, 0))
 	s.parts = []int{1, 4}[s.rng.IntN(2)]
 	if s.e, err = engine.New(engine.Config{Store: store, Clock: s.clk, Partitions: s.parts}); err != nil {
@@ -223,7 +245,6 @@ func newDiffScenario(t testing.TB, seed uint64, composite bool) *diffScenario {
 		t.Fatalf("create container %s: %v", s.body(s.policy), err)
 	}
 	s.indexer = s.e.NewIndexer(nil)
-	return s
 }
 
 func diffNone(policy string) bool { return strings.Contains(policy, `"none"`) }
@@ -325,8 +346,12 @@ func (s *diffScenario) fail(format string, args ...any) {
 	if s.composite {
 		env = "MAYFLY_DIFF_COMPOSITE=1 "
 	}
-	s.t.Errorf("seed %d (%sMAYFLY_DIFF_SEED=%d go test -run 'TestDifferential$' ./internal/engine)\n  partitions %d, key %v %s v%d, policy %s%s, ttl %v\n%s",
-		s.seed, env, s.seed, s.parts, s.def.Paths, s.def.Kind, s.def.Version, orDefault(s.policy), rebuild, s.ttl, fmt.Sprintf(format, args...))
+	rerun := fmt.Sprintf("%sMAYFLY_DIFF_SEED=%d go test -run 'TestDifferential$' ./internal/engine", env, s.seed)
+	if s.rerun != "" {
+		rerun = s.rerun
+	}
+	s.t.Errorf("seed %d (%s)\n  partitions %d, key %v %s v%d, policy %s%s, ttl %v\n%s",
+		s.seed, rerun, s.parts, s.def.Paths, s.def.Kind, s.def.Version, orDefault(s.policy), rebuild, s.ttl, fmt.Sprintf(format, args...))
 }
 
 func orDefault(p string) string {

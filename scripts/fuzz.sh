@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Runs every fuzz target in the module, one after another, for FUZZTIME
+# each (default 20s). Go keeps any input that fails in the package's
+# testdata/fuzz/<Target>/ directory; commit it, and from then on the plain
+# `go test` of that package replays it as a regression test.
+#
+# Tunables (environment): FUZZTIME (per target, default 20s), FUZZ_ONLY
+# (a regular expression; run only the targets whose "package.Target" name
+# matches it), FUZZ_PARALLEL (fuzzing workers per target, default
+# GOMAXPROCS). The script fails if any target failed, after running all.
+set -uo pipefail
+
+cd "$(dirname "$0")/.."
+fuzztime=${FUZZTIME:-20s}
+only=${FUZZ_ONLY:-}
+parallel=()
+[ -n "${FUZZ_PARALLEL:-}" ] && parallel=(-parallel "$FUZZ_PARALLEL")
+
+# Every "func FuzzX(" in a _test.go file, as "dir target" pairs.
+mapfile -t targets < <(grep -rEo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*\(' . |
+	sed -E 's#^\./(.*)/[^/]*_test\.go:func (Fuzz[A-Za-z0-9_]*)\($#\1 \2#' | sort -u)
+[ "${#targets[@]}" -gt 0 ] || { echo "fuzz.sh: no fuzz targets found" >&2; exit 1; }
+
+failed=()
+ran=0
+for entry in "${targets[@]}"; do
+	dir=${entry% *}
+	name=${entry#* }
+	if [ -n "$only" ] && ! [[ "$dir.$name" =~ $only ]]; then
+		continue
+	fi
+	printf '\n==> %s %s (%s)\n' "$dir" "$name" "$fuzztime"
+	ran=$((ran + 1))
+	# -run '^$' skips the package's other tests; the seed corpus and
+	# testdata/fuzz still run first, as part of fuzzing.
+	if ! go test "./$dir" -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" "${parallel[@]}"; then
+		failed+=("$dir $name")
+	fi
+done
+
+printf '\nmake fuzz: %d targets, %d failed\n' "$ran" "${#failed[@]}"
+for f in "${failed[@]}"; do
+	printf '  FAILED %s (a failing input, if one was found, is in %s/testdata/fuzz/%s/)\n' "$f" "${f% *}" "${f#* }"
+done
+[ "${#failed[@]}" -eq 0 ]
