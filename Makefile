@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: build run test lint unit e2e race bench fuzz crash clean
+.PHONY: build run test lint unit e2e race bench fuzz clean
 
 ## build: compile every command into bin/
 build:
