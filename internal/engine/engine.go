@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -260,6 +261,20 @@ const layoutVersion = "2"
 // another key layout.
 var ErrLayout = errors.New("the data directory was written by a Mayfly with another key layout")
 
+// layoutError is the refusal of a store in layout v, telling the operator
+// which Mayfly can read it. There is no migration between layouts.
+func layoutError(v string) error {
+	n, err := strconv.Atoi(v)
+	want, _ := strconv.Atoi(layoutVersion)
+	switch {
+	case err == nil && n > want:
+		return fmt.Errorf("%w: it is in key layout %d, newer than layout %s, the one this version reads; run the newer Mayfly that wrote it", ErrLayout, n, layoutVersion)
+	case err == nil && n > 0:
+		return fmt.Errorf("%w: it is in key layout %d, older than layout %s, the one this version reads, and there is no migration; start with an empty data directory, or keep running the earlier Mayfly for this one", ErrLayout, n, layoutVersion)
+	}
+	return fmt.Errorf("%w: its key layout marker reads %q, which no Mayfly wrote; the directory is damaged or not a Mayfly data directory", ErrLayout, v)
+}
+
 // checkLayout records the layout in a new store and refuses a store that
 // holds data in another layout.
 func checkLayout(ctx context.Context, s storage.Store) error {
@@ -270,7 +285,7 @@ func checkLayout(ctx context.Context, s storage.Store) error {
 		case err == nil && string(v) == layoutVersion:
 			return nil
 		case err == nil:
-			return fmt.Errorf("%w (layout %q; this version reads layout %s): start with an empty data directory, or keep running the earlier version", ErrLayout, v, layoutVersion)
+			return layoutError(string(v))
 		case !errors.Is(err, storage.ErrNotFound):
 			return fmt.Errorf("read the key layout marker: %w", err)
 		}
@@ -282,7 +297,7 @@ func checkLayout(ctx context.Context, s storage.Store) error {
 			return err
 		}
 		if !empty {
-			return fmt.Errorf("%w (layout 1; this version reads layout %s): start with an empty data directory, or keep running the earlier version", ErrLayout, layoutVersion)
+			return layoutError("1")
 		}
 		return tx.Set(key, []byte(layoutVersion))
 	})

@@ -22,6 +22,7 @@ import (
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/engine"
 	"github.com/mayfly-db/mayfly/internal/ratelimit"
+	"github.com/mayfly-db/mayfly/internal/storage"
 )
 
 // Engine is what the transport needs from the domain.
@@ -313,6 +314,12 @@ func (h *Handler) fail(rq *request, err error) {
 		msg, sub, extra = ee.Message, ee.SubStatus, ee.Additional
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		status, code, msg = http.StatusRequestTimeout, "RequestTimeout", "The request was cancelled or timed out."
+	case errors.Is(err, storage.ErrCorrupt):
+		// Damage is never answered with what could still be read: the
+		// request fails, and the log names the damaged file.
+		status, code = http.StatusInternalServerError, "InternalServerError"
+		msg = "The data directory is damaged: stored data failed its checksum or a file is missing. The server log names the file; stop the server and run mayfly check --data-dir."
+		h.log.Error("request met damaged data", "method", rq.r.Method, "path", rq.r.URL.EscapedPath(), "err", err, "activity_id", rq.activity)
 	default:
 		status, code = http.StatusInternalServerError, "InternalServerError"
 		msg = "An internal error occurred; the activity id identifies it in the server log."

@@ -199,6 +199,9 @@ func New(cfg Config) (*Server, error) {
 			opts.Dir = filepath.Join(cfg.DataDir, "store")
 		}
 		st, err := pebblestore.Open(opts)
+		if errors.Is(err, storage.ErrCorrupt) {
+			return nil, fmt.Errorf("open store: %w\nThe data directory is damaged: restore it from a backup; mayfly check --data-dir %s reports on it in full", err, cfg.DataDir)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("open store: %w", err)
 		}

@@ -53,6 +53,12 @@ var ErrConflict = errors.New("storage: transaction conflict")
 // ErrClosed is returned by every method once the store is closed.
 var ErrClosed = errors.New("storage: store closed")
 
+// ErrCorrupt is wrapped by the errors of reads and opens that met damaged
+// stored data: a checksum that does not match, a file that is missing or
+// cut short. The wrapping error names the file where the backend knows it.
+// Nothing read from damaged data is returned: the read fails instead.
+var ErrCorrupt = errors.New("storage: stored data is damaged")
+
 // Store is an ordered, transactional key-value store. It is safe for
 // concurrent use by multiple goroutines.
 type Store interface {

@@ -25,6 +25,7 @@ type source interface {
 // for one goroutine at a time.
 type reader struct {
 	src      source
+	dir      string // names damaged tables in errors
 	finished bool
 	iters    []*iterator // every iterator opened, closed by finish
 }
@@ -42,7 +43,7 @@ func (r *reader) Get(key []byte) ([]byte, error) {
 		return nil, storage.ErrNotFound
 	}
 	if err != nil {
-		return nil, err
+		return nil, corrupt(r.dir, err)
 	}
 	out := make([]byte, len(v))
 	copy(out, v)
@@ -67,9 +68,10 @@ func (r *reader) NewIter(p storage.IterParams) (storage.Iterator, error) {
 	}
 	pit, err := r.src.NewIter(o)
 	if err != nil {
-		return nil, err
+		return nil, corrupt(r.dir, err)
 	}
 	it.it = pit
+	it.dir = r.dir
 	r.iters = append(r.iters, it)
 	return it, nil
 }
@@ -113,6 +115,7 @@ func (t *txn) Delete(key []byte) error {
 type iterator struct {
 	it      *pebble.Iterator // nil for an empty range
 	reverse bool
+	dir     string
 	closed  bool
 	err     error
 	seekBuf []byte
@@ -178,7 +181,7 @@ func (it *iterator) Value() []byte {
 	}
 	v, err := it.it.ValueAndErr()
 	if err != nil {
-		it.err = err
+		it.err = corrupt(it.dir, err)
 		return nil
 	}
 	return v
@@ -191,7 +194,7 @@ func (it *iterator) Err() error {
 	if it.closed || it.it == nil {
 		return nil
 	}
-	return it.it.Error()
+	return corrupt(it.dir, it.it.Error())
 }
 
 // Close releases the iterator. Closing twice is harmless.

@@ -21,6 +21,14 @@
 // acknowledges a write to a client before Update returns, so no
 // acknowledged write is ever lost.
 //
+// # Damage
+//
+// Open refuses a directory whose write-ahead log or MANIFEST holds a bad
+// record followed by good ones, and, when the tables are small enough to
+// read at start (Options.VerifyLimit), one with a table whose checksums
+// fail; reads that meet a damaged block fail with an error wrapping
+// storage.ErrCorrupt and naming the file (damage.go).
+//
 // # Lifetime
 //
 // Close stops new calls (they get storage.ErrClosed), makes writers still
@@ -33,7 +41,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"runtime"
+	"strings"
 	"sync"
 
 	"github.com/cockroachdb/pebble"
@@ -79,12 +89,28 @@ type Options struct {
 	// Filter, if set, keeps the keys it skips out of the bloom filters;
 	// nil puts every key in them.
 	Filter *KeyFilter
+
+	// VerifyLimit bounds the tables Open reads to check their checksums:
+	// all of them when they hold at most this many bytes, none otherwise
+	// (reads still check every block they touch). 0 means
+	// DefaultVerifyLimit; a negative value checks them however large.
+	VerifyLimit int64
+
+	// ReadOnly opens an existing store for reading only: it must exist,
+	// Update fails, and nothing in the directory changes.
+	ReadOnly bool
 }
+
+// DefaultVerifyLimit is the largest total of tables Open reads in full to
+// check their checksums: at disk speed, a few seconds of start-up.
+const DefaultVerifyLimit = 1 << 30
 
 // Store is a storage.Store on Pebble. Create it with Open.
 type Store struct {
 	db      *pebble.DB
-	durable bool // sync the write-ahead log on commit
+	dir     string       // "" in memory
+	lock    *pebble.Lock // the directory lock; nil in memory
+	durable bool         // sync the write-ahead log on commit
 
 	// writeLock is a one-slot semaphore rather than a mutex so that a
 	// writer waiting for it can give up when its context is cancelled or
@@ -155,22 +181,91 @@ func Open(opts Options) (*Store, error) {
 		l.EnsureDefaults()
 	}
 
-	dir := opts.Dir
 	if opts.InMemory {
 		po.FS = vfs.NewMem()
-	} else {
-		po.FS = privateFS{vfs.Default}
+		db, err := pebble.Open("", po)
+		if err != nil {
+			return nil, fmt.Errorf("pebblestore: open in memory: %w", err)
+		}
+		return newStore(db, "", nil, false), nil
+	}
+	dir := opts.Dir
+	po.FS = privateFS{vfs.Default}
+	if opts.ReadOnly {
+		if _, err := os.Stat(dir); err != nil {
+			return nil, fmt.Errorf("pebblestore: %w", err)
+		}
+		po.ReadOnly = true
+		po.ErrorIfNotExists = true
+	}
+	// Lock first: the holder is named on refusal, and the logs are read
+	// only once no other process can be writing them.
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("pebblestore: %w", err)
+	}
+	po.Lock = lock
+	db, err := open(dir, po, opts.VerifyLimit)
+	if err != nil {
+		_ = lock.Close()
+		return nil, fmt.Errorf("pebblestore: open %q: %w", dir, err)
+	}
+	return newStore(db, dir, lock, true), nil
+}
+
+// open checks dir's logs, opens Pebble and checks its tables.
+func open(dir string, po *pebble.Options, verifyLimit int64) (*pebble.DB, error) {
+	if err := checkLogs(dir); err != nil {
+		return nil, err
 	}
 	db, err := pebble.Open(dir, po)
 	if err != nil {
-		return nil, fmt.Errorf("pebblestore: open %q: %w", dir, err)
+		if strings.Contains(err.Error(), "unknown to the objstorage provider") || strings.Contains(err.Error(), "object size mismatch") {
+			// The MANIFEST lists tables the directory lacks, or holds
+			// them at another size: tables were deleted or cut short, or
+			// the MANIFEST lost its later records.
+			manifest := "the MANIFEST"
+			if desc, perr := pebble.Peek(dir, vfs.Default); perr == nil && desc.ManifestFilename != "" {
+				manifest = desc.ManifestFilename
+			}
+			return nil, fmt.Errorf("%w: %s lists tables that are missing or of the wrong size: %w", storage.ErrCorrupt, manifest, err)
+		}
+		return nil, corrupt(dir, err)
 	}
+	if verifyLimit == 0 {
+		verifyLimit = DefaultVerifyLimit
+	}
+	if _, err := verifyTables(db, dir, verifyLimit); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+func newStore(db *pebble.DB, dir string, lock *pebble.Lock, durable bool) *Store {
 	return &Store{
 		db:        db,
-		durable:   !opts.InMemory,
+		dir:       dir,
+		lock:      lock,
+		durable:   durable,
 		writeLock: make(chan struct{}, 1),
 		closing:   make(chan struct{}),
-	}, nil
+	}
+}
+
+// VerifyTables reads every block of every table and checks its checksum,
+// whatever their size, and returns the first damage it finds. It runs
+// beside requests; for a large store it takes as long as reading it all.
+func (s *Store) VerifyTables() error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.inflight.Done()
+	if s.dir == "" {
+		return nil
+	}
+	_, err := verifyTables(s.db, s.dir, -1)
+	return err
 }
 
 // enter registers an in-flight call; the caller must call s.inflight.Done.
@@ -195,7 +290,7 @@ func (s *Store) View(ctx context.Context, fn func(r storage.Reader) error) error
 	defer s.inflight.Done()
 
 	snap := s.db.NewSnapshot()
-	r := &reader{src: snap}
+	r := &reader{src: snap, dir: s.dir}
 	defer func() {
 		r.finish()
 		_ = snap.Close() // Closing a snapshot only releases memory.
@@ -250,7 +345,7 @@ func (s *Store) update(ctx context.Context, fn func(tx storage.Txn) error, sync 
 	// Runs after SyncWait: Pebble forbids closing a batch whose sync is
 	// pending.
 	defer b.Close()
-	tx := &txn{reader: reader{src: b}, b: b}
+	tx := &txn{reader: reader{src: b, dir: s.dir}, b: b}
 	err := func() error {
 		defer tx.finish()
 		return fn(tx)
@@ -304,7 +399,15 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 
 	s.inflight.Wait()
-	if err := s.db.Close(); err != nil {
+	err := s.db.Close()
+	if s.lock != nil {
+		// Pebble dropped its reference to the lock; this drops Open's,
+		// which releases it.
+		if lerr := s.lock.Close(); err == nil {
+			err = lerr
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("pebblestore: close: %w", err)
 	}
 	return nil
