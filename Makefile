@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: build run test lint unit e2e race bench fuzz clean
+.PHONY: build run test lint unit e2e race bench fuzz crash clean
 
 ## build: compile every command into bin/
 build:
@@ -52,6 +52,18 @@ bench:
 ## one after another; failing inputs are kept in each package's testdata/fuzz
 fuzz:
 	scripts/fuzz.sh
+
+## crash: the kill -9 campaign, CRASH_ROUNDS rounds (default 50) of the crash
+## test: mixed writes, deletes and purges, a SIGKILL at a random moment, a
+## restart, and every acknowledged write, no half write and no expired item
+## checked after it (integration/crash_test.go)
+crash:
+	@mkdir -p bin; status=0; \
+	$(GO) test -count=$${CRASH_ROUNDS:-50} -timeout 90m -run '^TestCrash_KillDuringWritesAndPurge$$' -v ./integration \
+		> bin/crash.log 2>&1 || status=1; \
+	grep -E 'acknowledged writes|present .* items|--- (PASS|FAIL)' bin/crash.log; \
+	printf 'rounds passed: %s of %s (log: bin/crash.log)\n' "$$(grep -c -- '--- PASS' bin/crash.log)" "$${CRASH_ROUNDS:-50}"; \
+	exit $$status
 
 clean:
 	rm -rf bin
