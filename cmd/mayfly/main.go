@@ -55,6 +55,7 @@ func run(args []string) error {
 	reqTimeout := fs.Duration("request-timeout", 30*time.Second, "longest a request may take before it is stopped and answered 408")
 	consistency := fs.String("consistency", "Session", "the account's default consistency level: Strong, BoundedStaleness, Session, ConsistentPrefix or Eventual")
 	enforce := fs.Bool("enforce-throughput", false, "refuse requests over a container's provisioned throughput with 429, as the emulator's rate-limiting mode does")
+	reserve := fs.Int64("disk-reserve-mib", 0, "free space in MiB that writes leave on the data directory's filesystem for the store's flushes and compactions; writes that find less are refused with 507 until space returns (0: 256; -1: no check)")
 	purgeRU := fs.Float64("purge-ru-per-second", 10000, "request units per second per container the TTL purger may spend when users leave them spare")
 	fs.VisitAll(func(f *flag.Flag) {
 		env := "MAYFLY_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
@@ -76,7 +77,7 @@ func run(args []string) error {
 		memory.TuneGC()
 	}
 	cfg := server.Config{Addr: *addr, DataDir: *dataDir, InMemory: *inMemory, NoTLS: *noTLS,
-		CertFile: *cert, KeyFile: *certKey, Logger: logger, PurgeRUPerSecond: *purgeRU, Partitions: *partitions,
+		CertFile: *cert, KeyFile: *certKey, Logger: logger, PurgeRUPerSecond: *purgeRU, DiskReserve: *reserve << 20, Partitions: *partitions,
 		RequestTimeout: *reqTimeout, EnforceThroughput: *enforce, Consistency: *consistency,
 		AdvertiseHost: *advertiseHost, ComputeAddr: *computeAddr,
 		MetricsAddr: *metricsAddr, Pprof: *pprof,

@@ -320,6 +320,17 @@ func (h *Handler) fail(rq *request, err error) {
 		status, code = http.StatusInternalServerError, "InternalServerError"
 		msg = "The data directory is damaged: stored data failed its checksum or a file is missing. The server log names the file; stop the server and run mayfly check --data-dir."
 		h.log.Error("request met damaged data", "method", rq.r.Method, "path", rq.r.URL.EscapedPath(), "err", err, "activity_id", rq.activity)
+	case errors.Is(err, storage.ErrNoSpace):
+		// Nothing of the request was written; it succeeds once the
+		// operator frees space.
+		status, code = http.StatusInsufficientStorage, "InsufficientStorage"
+		msg = "The server's disk is full: the write was refused and nothing of it was stored. Writes succeed again once space is freed; reads go on."
+		h.log.Error("write refused: disk full", "method", rq.r.Method, "path", rq.r.URL.EscapedPath(), "err", err, "activity_id", rq.activity)
+	case errors.Is(err, storage.ErrUnavailable):
+		status, code = http.StatusServiceUnavailable, "ServiceUnavailable"
+		msg = "The store could not complete the request; retry it. The server log says why."
+		rq.w.Header().Set("x-ms-retry-after-ms", "1000")
+		h.log.Error("store unavailable", "method", rq.r.Method, "path", rq.r.URL.EscapedPath(), "err", err, "activity_id", rq.activity)
 	default:
 		status, code = http.StatusInternalServerError, "InternalServerError"
 		msg = "An internal error occurred; the activity id identifies it in the server log."

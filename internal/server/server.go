@@ -57,6 +57,11 @@ type Config struct {
 	Clock        clock.Clock
 	// Store replaces the embedded Pebble store (tests, other backends).
 	Store storage.Store
+	// DiskReserve is the free space, in bytes, writes leave on the data
+	// directory's filesystem for the store's own flushes and compactions;
+	// a write that would eat into it is answered 507 (0: the store's
+	// default; negative: no check).
+	DiskReserve int64
 	// PurgeRUPerSecond is the purger's budget per container.
 	PurgeRUPerSecond float64
 	// Partitions is how many partition key ranges each container has.
@@ -194,7 +199,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, done: make(chan struct{}), tls: !cfg.NoTLS}
 	s.store = cfg.Store
 	if s.store == nil {
-		opts := pebblestore.Options{InMemory: cfg.InMemory, Logger: cfg.Logger, Filter: storeFilter}
+		opts := pebblestore.Options{InMemory: cfg.InMemory, Logger: cfg.Logger, Filter: storeFilter, Reserve: cfg.DiskReserve}
 		if !cfg.InMemory {
 			opts.Dir = filepath.Join(cfg.DataDir, "store")
 		}

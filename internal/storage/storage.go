@@ -59,6 +59,18 @@ var ErrClosed = errors.New("storage: store closed")
 // Nothing read from damaged data is returned: the read fails instead.
 var ErrCorrupt = errors.New("storage: stored data is damaged")
 
+// ErrNoSpace is wrapped by the errors of Update when the store's disk is
+// full, or too nearly full to accept the write safely. Nothing of the
+// refused transaction is committed; writes succeed again once space
+// returns.
+var ErrNoSpace = errors.New("storage: no space left for writes")
+
+// ErrUnavailable is wrapped by the errors of calls the store cannot serve
+// for now: a write that failed in the backend for a reason other than
+// space, or a backend that stopped accepting writes after such a failure.
+// Whether the failed transaction committed is unknown; callers may retry.
+var ErrUnavailable = errors.New("storage: store unavailable")
+
 // Store is an ordered, transactional key-value store. It is safe for
 // concurrent use by multiple goroutines.
 type Store interface {

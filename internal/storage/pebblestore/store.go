@@ -45,6 +45,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/vfs"
@@ -99,6 +100,13 @@ type Options struct {
 	// ReadOnly opens an existing store for reading only: it must exist,
 	// Update fails, and nothing in the directory changes.
 	ReadOnly bool
+
+	// Reserve is the free space, in bytes, that durable writes leave on
+	// the store's filesystem for Pebble's flushes and compactions: a
+	// write that finds less is refused with storage.ErrNoSpace (see
+	// failure.go). 0 means DefaultReserve; a negative value disables the
+	// check.
+	Reserve int64
 }
 
 // DefaultVerifyLimit is the largest total of tables Open reads in full to
@@ -116,6 +124,11 @@ type Store struct {
 	// writer waiting for it can give up when its context is cancelled or
 	// the store closes.
 	writeLock chan struct{}
+
+	reserve   int64                  // see Options.Reserve; 0 in memory
+	freeSpace func() (uint64, error) // free bytes on the store's filesystem
+	failed    atomic.Pointer[error]  // why writes are refused for good, once a commit failed
+	log       *slog.Logger
 
 	mu       sync.Mutex
 	closed   bool
@@ -187,7 +200,7 @@ func Open(opts Options) (*Store, error) {
 		if err != nil {
 			return nil, fmt.Errorf("pebblestore: open in memory: %w", err)
 		}
-		return newStore(db, "", nil, false), nil
+		return newStore(db, "", nil, false, log), nil
 	}
 	dir := opts.Dir
 	po.FS = privateFS{vfs.Default}
@@ -210,7 +223,13 @@ func Open(opts Options) (*Store, error) {
 		_ = lock.Close()
 		return nil, fmt.Errorf("pebblestore: open %q: %w", dir, err)
 	}
-	return newStore(db, dir, lock, true), nil
+	st := newStore(db, dir, lock, true, log)
+	st.reserve = opts.Reserve
+	if st.reserve == 0 {
+		st.reserve = DefaultReserve
+	}
+	st.freeSpace = func() (uint64, error) { return statfsFree(dir) }
+	return st, nil
 }
 
 // open checks dir's logs, opens Pebble and checks its tables.
@@ -242,8 +261,9 @@ func open(dir string, po *pebble.Options, verifyLimit int64) (*pebble.DB, error)
 	return db, nil
 }
 
-func newStore(db *pebble.DB, dir string, lock *pebble.Lock, durable bool) *Store {
+func newStore(db *pebble.DB, dir string, lock *pebble.Lock, durable bool, log *slog.Logger) *Store {
 	return &Store{
+		log:       log,
 		db:        db,
 		dir:       dir,
 		lock:      lock,
@@ -319,6 +339,12 @@ func (s *Store) update(ctx context.Context, fn func(tx storage.Txn) error, sync 
 		return err
 	}
 	defer s.inflight.Done()
+	if err := s.failedErr(); err != nil {
+		return err
+	}
+	if err := s.checkSpace(!sync); err != nil {
+		return err
+	}
 
 	select {
 	case s.writeLock <- struct{}{}:
@@ -355,22 +381,18 @@ func (s *Store) update(ctx context.Context, fn func(tx storage.Txn) error, sync 
 	}
 
 	if !s.durable || !sync {
-		err := s.db.Apply(b, pebble.NoSync)
-		if err != nil {
-			return fmt.Errorf("pebblestore: commit: %w", err)
-		}
-		return nil
+		return s.apply(b, pebble.NoSync, false)
 	}
 	// Apply under the lock, so the next writer reads this one's writes;
 	// wait for the fsync after releasing it, so writers that queued
 	// behind this one share its fsync.
-	err = s.db.ApplyNoSyncWait(b, pebble.Sync)
+	err = s.apply(b, pebble.Sync, true)
 	unlock()
 	if err != nil {
-		return fmt.Errorf("pebblestore: commit: %w", err)
+		return err
 	}
 	if err := b.SyncWait(); err != nil {
-		return fmt.Errorf("pebblestore: sync: %w", err)
+		return s.fail("sync", err)
 	}
 	return nil
 }
@@ -399,6 +421,15 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 
 	s.inflight.Wait()
+	if ferr := s.failedErr(); ferr != nil {
+		// Pebble's commit pipeline may be left locked by the failure,
+		// and its Close would wait on it forever: release the directory
+		// and leave the rest to the end of the process.
+		if s.lock != nil {
+			_ = s.lock.Close()
+		}
+		return fmt.Errorf("pebblestore: close after a failed write: %w", ferr)
+	}
 	err := s.db.Close()
 	if s.lock != nil {
 		// Pebble dropped its reference to the lock; this drops Open's,
