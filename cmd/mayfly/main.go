@@ -27,6 +27,9 @@ func main() {
 }
 
 func run(args []string) error {
+	if len(args) > 0 && args[0] == "check" {
+		return check(args[1:])
+	}
 	fs := flag.NewFlagSet("mayfly", flag.ContinueOnError)
 	addr := fs.String("addr", server.DefaultAddr, "address to listen on; localhost means 127.0.0.1 and ::1, \":8081\" every interface")
 	dataDir := fs.String("data-dir", "./mayfly-data", "directory holding the data and the certificate")
@@ -159,4 +162,19 @@ func explicit(fs *flag.FlagSet, name string) bool {
 	set := env
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
+}
+
+// check is "mayfly check --data-dir D": the offline verification of a data
+// directory (server.Check). It fails when the directory is damaged or
+// inconsistent, after printing the report.
+func check(args []string) error {
+	fs := flag.NewFlagSet("mayfly check", flag.ContinueOnError)
+	dataDir := fs.String("data-dir", "./mayfly-data", "the data directory to check; no server may be using it")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("mayfly check: unexpected argument %q", fs.Arg(0))
+	}
+	return server.Check(context.Background(), *dataDir, os.Stdout)
 }

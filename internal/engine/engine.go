@@ -279,6 +279,22 @@ func layoutError(v string) error {
 // holds data in another layout.
 func checkLayout(ctx context.Context, s storage.Store) error {
 	key := counterKey("layout")
+	// Read first: a directory opened read-only (mayfly check) is judged
+	// without a write.
+	var v []byte
+	err := s.View(ctx, func(r storage.Reader) error {
+		var err error
+		v, err = r.Get(key)
+		return err
+	})
+	switch {
+	case err == nil && string(v) == layoutVersion:
+		return nil
+	case err == nil:
+		return layoutError(string(v))
+	case !errors.Is(err, storage.ErrNotFound):
+		return fmt.Errorf("read the key layout marker: %w", err)
+	}
 	return s.Update(ctx, func(tx storage.Txn) error {
 		v, err := tx.Get(key)
 		switch {

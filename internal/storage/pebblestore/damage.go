@@ -2,8 +2,10 @@ package pebblestore
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -35,8 +37,11 @@ import (
 //     crash at the end of the file, but a flipped byte in the middle
 //     silently drops every later record (seen: a third of the items gone,
 //     new writes accepted). checkLogs refuses a log with a bad record that
-//     is followed by good ones. Damage to the very last record cannot be
-//     told apart from a torn write and is, as Pebble does, taken as one.
+//     is followed by good ones. In a write-ahead log, damage to the very
+//     last record cannot be told apart from a torn write (or from the
+//     stale tail of a recycled file) and is, as Pebble does, taken as one;
+//     in the MANIFEST, a last chunk that is complete but fails its
+//     checksum is damage (completeBadChunk).
 
 // corrupt wraps a Pebble error that reports damaged data with
 // storage.ErrCorrupt and, where the message names a table by number, the
@@ -146,7 +151,77 @@ func checkRecords(path string, logNum pebble.FileNum) error {
 		// follows.
 		start = (off/blockSize + 1) * blockSize
 	}
+	if bad >= 0 && logNum == 0 {
+		// The MANIFEST is never recycled, and each of its records is
+		// written whole before the next begins: a torn write leaves a
+		// last chunk that is cut short, while a chunk that is all there
+		// but fails its checksum was damaged after it was written.
+		if at, damaged, err := completeBadChunk(f, bad, size); err != nil {
+			return fmt.Errorf("read %s: %w", path, err)
+		} else if damaged {
+			return fmt.Errorf("%w: file %s has a damaged record at offset %d (%v): its chunk at offset %d is complete but fails its checksum",
+				storage.ErrCorrupt, path, bad, badErr, at)
+		}
+	}
 	return nil
+}
+
+// legacyHeader is the size of a chunk header in a file whose chunks carry
+// no log number: checksum (4 bytes), length (2) and type (1).
+const legacyHeader = 7
+
+// completeBadChunk walks the chunks of the record at off and reports the
+// first whose bytes are all in the file, are not all zero (space a crash
+// left allocated but unwritten), and fail their checksum: damage rather
+// than a torn write.
+func completeBadChunk(f *os.File, off, size int64) (int64, bool, error) {
+	buf := make([]byte, blockSize)
+	for off < size {
+		if blockSize-off%blockSize < legacyHeader {
+			off = (off/blockSize + 1) * blockSize // the block's zeroed trailer
+			continue
+		}
+		n := min(blockSize-off%blockSize, size-off)
+		if _, err := f.ReadAt(buf[:n], off); err != nil {
+			return 0, false, err
+		}
+		chunk := buf[:n]
+		if len(chunk) < legacyHeader {
+			return 0, false, nil // a header cut short
+		}
+		length := int(binary.LittleEndian.Uint16(chunk[4:6]))
+		if legacyHeader+length > len(chunk) {
+			return 0, false, nil // a payload cut short (or a damaged length: not told apart)
+		}
+		body := chunk[:legacyHeader+length]
+		if allZero(body) {
+			return 0, false, nil
+		}
+		want := binary.LittleEndian.Uint32(body[0:4])
+		if maskedCRC(body[6:]) != want {
+			return off, true, nil
+		}
+		off += int64(legacyHeader + length)
+	}
+	return 0, false, nil
+}
+
+// maskedCRC is the record format's checksum: CRC-32C, rotated and offset
+// so that a checksum of data holding checksums stays well spread.
+func maskedCRC(b []byte) uint32 {
+	c := crc32.Checksum(b, castagnoli)
+	return (c>>15 | c<<17) + 0xa282ead8
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func allZero(b []byte) bool {
+	for _, x := range b {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // verifyTables reads every block of every table of db and checks its
