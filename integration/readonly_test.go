@@ -11,7 +11,7 @@ import (
 )
 
 // TestReadOnlyKey: a read-only key signs reads, queries and feeds; a write
-// signed with it is refused with 403 and changes nothing.
+// signed with it is refused with 401, as the service refuses it, and changes nothing.
 func TestReadOnlyKey(t *testing.T) {
 	ro := base64.StdEncoding.EncodeToString([]byte("a read-only key for the tests"))
 	e := start(t, func(cfg *server.Config) { cfg.ReadOnlyKeys = []string{ro} })
@@ -56,8 +56,8 @@ func TestReadOnlyKey(t *testing.T) {
 	}
 	for _, w := range writes {
 		r := e.do(w.method, w.path, []byte(w.body), as(w.method, w.path))
-		if r.status != http.StatusForbidden || !strings.Contains(string(r.body), `"code":"Forbidden"`) {
-			t.Errorf("%s %s with the read-only key: %d %s, want 403 Forbidden", w.method, w.path, r.status, r.body)
+		if r.status != http.StatusUnauthorized || !strings.Contains(string(r.body), `"code":"Unauthorized"`) {
+			t.Errorf("%s %s with the read-only key: %d %s, want 401 Unauthorized", w.method, w.path, r.status, r.body)
 		}
 	}
 	if r := e.do(http.MethodGet, "/dbs/rodb/colls/c/docs/a", nil, map[string]string{"x-ms-documentdb-partitionkey": `["p"]`}); r.status != http.StatusOK || strings.Contains(string(r.body), `"x"`) {

@@ -36,7 +36,7 @@ func run(args []string) error {
 	inMemory := fs.Bool("in-memory", false, "keep everything in memory; nothing survives a restart")
 	key := fs.String("key", "", "account key (base64); default: the well-known emulator key")
 	keyFile := fs.String("key-file", "", "file holding the account key")
-	roKey := fs.String("read-only-key", "", "a read-only account key (base64): it signs reads, queries and feeds; writes signed with it get 403")
+	roKey := fs.String("read-only-key", "", "a read-only account key (base64): it signs reads, queries and feeds; writes signed with it get 401")
 	roKeyFile := fs.String("read-only-key-file", "", "file holding the read-only account key")
 	noTLS := fs.Bool("no-tls", false, "serve plain HTTP instead of HTTPS")
 	cert := fs.String("cert", "", "TLS certificate file (PEM); default: a self-signed certificate kept in the data directory")

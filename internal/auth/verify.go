@@ -136,9 +136,9 @@ type Principal struct {
 //   - 401 when the header is missing or malformed, the signature matches no
 //     key, the date is missing or not RFC 1123, an AAD token is malformed,
 //     expired or not signed with a key, or a resource token was not issued
-//     with an accepted key;
-//   - 403 when the date lies more than MaxClockSkew from now, a read-only
-//     key signs a write, or a resource token has expired.
+//     with an accepted key, or a read-only key signs a write;
+//   - 403 when the date lies more than MaxClockSkew from now, or a resource
+//     token has expired.
 //
 // The caller still refuses database and container operations made with AAD
 // (see AADMetadataForbidden).
@@ -301,10 +301,10 @@ func malformed(why string) *Error {
 		". Expected type=master&ver=1.0&sig=<signature>, URL-encoded.")
 }
 
-// readOnlyWrite is the refusal of a write signed with a read-only key: the
-// signature is good, the key just does not carry the right.
+// readOnlyWrite is the refusal of a write signed with a read-only key. The
+// service does not tell it from a wrong key: 401 with the same message
+// (a stored procedure run with a read-only key, or a delete, is refused
+// with "The input authorization token can't serve the request").
 func readOnlyWrite() *Error {
-	return &Error{Status: StatusForbidden, Code: CodeForbidden, Message: "Insufficient permissions provided in the " +
-		"authorization header for the corresponding request: a read-only key cannot authorize a write. Please retry " +
-		"with another authorization header."}
+	return unauthorized(msgWrongKey + " A read-only key cannot authorize a write.")
 }

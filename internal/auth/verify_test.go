@@ -214,9 +214,9 @@ func TestVerifyFailures(t *testing.T) {
 			r.Authorization = "type=master&ver=1.0&sig=" + base64.StdEncoding.EncodeToString(make([]byte, 32))
 		}), 401, wrongKey},
 		// A read-only key's signature is good; the right is missing.
-		{"read-only write", signed("PUT", "dbs", "dbs/db1", testDate, readOnly), 403, readOnlyWrite().Message},
-		{"read-only POST", signed("POST", "dbs", "dbs/db1", testDate, readOnly), 403, readOnlyWrite().Message},
-		{"read-only DELETE", signed("DELETE", "docs", "dbs/db1/colls/c/docs/x", testDate, readOnly), 403, readOnlyWrite().Message},
+		{"read-only write", signed("PUT", "dbs", "dbs/db1", testDate, readOnly), 401, readOnlyWrite().Message},
+		{"read-only POST", signed("POST", "dbs", "dbs/db1", testDate, readOnly), 401, readOnlyWrite().Message},
+		{"read-only DELETE", signed("DELETE", "docs", "dbs/db1/colls/c/docs/x", testDate, readOnly), 401, readOnlyWrite().Message},
 		{"read-only key, wrong payload", with(func(r *Request) {
 			r.Authorization = signed("PUT", "dbs", "dbs/db2", testDate, readOnly).Authorization
 			r.Verb = "PUT"
