@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mayfly-db/mayfly/internal/clock"
 	"github.com/mayfly-db/mayfly/internal/memory"
 	"github.com/mayfly-db/mayfly/internal/server"
 )
@@ -59,6 +60,7 @@ func run(args []string) error {
 	consistency := fs.String("consistency", "Session", "the account's default consistency level: Strong, BoundedStaleness, Session, ConsistentPrefix or Eventual")
 	enforce := fs.Bool("enforce-throughput", false, "refuse requests over a container's provisioned throughput with 429, as the emulator's rate-limiting mode does")
 	reserve := fs.Int64("disk-reserve-mib", 0, "free space in MiB that writes leave on the data directory's filesystem for the store's flushes and compactions; writes that find less are refused with 507 until space returns (0: 256; -1: no check)")
+	clockSkew := fs.Duration("clock-skew", 0, "for testing: run this gateway's local clock this much ahead (or, negative, behind) the machine's; expiry is judged by the store's clock where the store has one, so gateways over one store still agree")
 	purgeRU := fs.Float64("purge-ru-per-second", 10000, "request units per second per container the TTL purger may spend when users leave them spare")
 	fs.VisitAll(func(f *flag.Flag) {
 		env := "MAYFLY_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
@@ -86,6 +88,9 @@ func run(args []string) error {
 		MetricsAddr: *metricsAddr, Pprof: *pprof,
 		AAD:      server.AADConfig{JWKSFile: *aadJWKS, Issuer: *aadIssuer, Audience: *aadAudience},
 		Timeouts: server.Timeouts{ReadHeader: *readHeaderTimeout, Read: *readTimeout, Write: *writeTimeout, Idle: *idleTimeout}}
+	if *clockSkew != 0 {
+		cfg.Clock = clock.Skewed{Clock: clock.Real{}, Offset: *clockSkew}
+	}
 	cfg.MetricsOptional = !explicit(fs, "metrics-addr")
 	if cfg.MetricsAddr == "off" {
 		cfg.MetricsAddr = ""

@@ -84,3 +84,17 @@ func (m *Manual) Set(t time.Time) {
 	}
 	m.waiters = kept
 }
+
+// Skewed is a clock running Offset ahead of another (behind, when Offset is
+// negative): a gateway whose clock disagrees with its peers', for tests of
+// the rule that expiry is judged by the store's clock, not the gateway's.
+type Skewed struct {
+	Clock  Clock
+	Offset time.Duration
+}
+
+// Now returns the underlying clock's time plus the offset.
+func (s Skewed) Now() time.Time { return s.Clock.Now().Add(s.Offset) }
+
+// After waits on the underlying clock: durations are not skewed.
+func (s Skewed) After(d time.Duration) <-chan time.Time { return s.Clock.After(d) }

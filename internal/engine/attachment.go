@@ -123,10 +123,13 @@ func (e *Engine) ReplaceAttachment(ctx context.Context, ref AttachmentRef, id st
 }
 
 func (e *Engine) putAttachment(ctx context.Context, ref AttachmentRef, id string, raw []byte, mayExist, mayCreate bool, ifMatch string) (*Resource, bool, error) {
-	now := e.Now(ctx)
+	now, err := e.Now(ctx)
+	if err != nil {
+		return nil, false, err
+	}
 	var res *Resource
 	created := false
-	err := e.store.Update(ctx, func(tx storage.Txn) error {
+	err = e.store.Update(ctx, func(tx storage.Txn) error {
 		return e.withItem(tx, ref, now, func(c *containerRecord, pk []byte, item *liveItem) error {
 			key := append(attachmentPrefix(c.Rid, pk, ref.ItemID), id...)
 			var old attachmentRecord
@@ -169,9 +172,12 @@ func (e *Engine) putAttachment(ctx context.Context, ref AttachmentRef, id string
 
 // ReadAttachment reads attachment id.
 func (e *Engine) ReadAttachment(ctx context.Context, ref AttachmentRef, id string) (*Resource, error) {
-	now := e.Now(ctx)
+	now, err := e.Now(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var res *Resource
-	err := e.store.View(ctx, func(r storage.Reader) error {
+	err = e.store.View(ctx, func(r storage.Reader) error {
 		return e.withItem(r, ref, now, func(c *containerRecord, pk []byte, item *liveItem) error {
 			var rec attachmentRecord
 			found, err := getJSON(r, append(attachmentPrefix(c.Rid, pk, ref.ItemID), id...), &rec)
@@ -190,7 +196,10 @@ func (e *Engine) ReadAttachment(ctx context.Context, ref AttachmentRef, id strin
 
 // DeleteAttachment deletes attachment id.
 func (e *Engine) DeleteAttachment(ctx context.Context, ref AttachmentRef, id, ifMatch string) error {
-	now := e.Now(ctx)
+	now, err := e.Now(ctx)
+	if err != nil {
+		return err
+	}
 	return e.store.Update(ctx, func(tx storage.Txn) error {
 		return e.withItem(tx, ref, now, func(c *containerRecord, pk []byte, item *liveItem) error {
 			key := append(attachmentPrefix(c.Rid, pk, ref.ItemID), id...)
@@ -212,10 +221,13 @@ func (e *Engine) DeleteAttachment(ctx context.Context, ref AttachmentRef, id, if
 
 // ListAttachments returns the attachments of the item and the item's rid.
 func (e *Engine) ListAttachments(ctx context.Context, ref AttachmentRef) ([]document.Value, string, error) {
-	now := e.Now(ctx)
+	now, err := e.Now(ctx)
+	if err != nil {
+		return nil, "", err
+	}
 	var out []document.Value
 	var itemRid string
-	err := e.store.View(ctx, func(r storage.Reader) error {
+	err = e.store.View(ctx, func(r storage.Reader) error {
 		out = nil
 		return e.withItem(r, ref, now, func(c *containerRecord, pk []byte, item *liveItem) error {
 			itemRid = ridString(binary.BigEndian.AppendUint64(bytes.Clone(c.Rid), item.seq()))

@@ -221,13 +221,15 @@ func (e *Engine) Batch(ctx context.Context, p BatchParams) (*BatchResult, error)
 	case len(p.Ops) > MaxBatchOps:
 		return nil, errorf(BadRequest, `Message: {"Errors":["Batch request has more operations than what is supported."]}`)
 	}
-	now, done := e.judging(ctx, p.DB, p.Coll)
+	now, done, err := e.judging(ctx, p.DB, p.Coll)
+	if err != nil {
+		return nil, err
+	}
 	defer done()
 	e.prejudgeBatch(ctx, p, now)
 	var (
 		res  *BatchResult
 		coll *containerRecord
-		err  error
 	)
 	if p.Atomic {
 		res, coll, err = e.atomicBatch(ctx, p, now)

@@ -472,12 +472,15 @@ type ChangeFeedPage struct {
 
 // ChangeFeed returns one page of a container's change feed.
 func (e *Engine) ChangeFeed(ctx context.Context, p ChangeFeedParams) (*ChangeFeedPage, error) {
-	now, done := e.judging(ctx, p.DB, p.Coll)
+	now, done, err := e.judging(ctx, p.DB, p.Coll)
+	if err != nil {
+		return nil, err
+	}
 	defer done()
 	page := &ChangeFeedPage{}
 	var coll *containerRecord
 	size := 0
-	err := e.store.View(ctx, func(r storage.Reader) error {
+	err = e.store.View(ctx, func(r storage.Reader) error {
 		c, err := e.loadContainer(r, p.DB, p.Coll)
 		if err != nil {
 			return err

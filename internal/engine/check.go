@@ -62,7 +62,10 @@ const maxProblems = 20
 // tools (a data directory opened offline after a crash), not for serving.
 // The result is keyed by container link, "dbs/{db}/colls/{coll}".
 func (e *Engine) CheckIndexes(ctx context.Context) (map[string]IndexCounts, error) {
-	now, done := e.judgingEvery(ctx)
+	now, done, err := e.judgingEvery(ctx)
+	if err != nil {
+		return nil, err
+	}
 	defer done()
 	out := map[string]IndexCounts{}
 	var problems []string
@@ -71,7 +74,7 @@ func (e *Engine) CheckIndexes(ctx context.Context) (map[string]IndexCounts, erro
 			problems = append(problems, fmt.Sprintf(format, args...))
 		}
 	}
-	err := e.store.View(ctx, func(r storage.Reader) error {
+	err = e.store.View(ctx, func(r storage.Reader) error {
 		var colls []*containerRecord
 		if err := scanPrefix(r, []byte{famContainer}, func(_, v []byte) (bool, error) {
 			c, err := decodeContainer(v)

@@ -386,9 +386,12 @@ func (e *Engine) CreateContainer(ctx context.Context, db string, body document.V
 		return nil, derr
 	}
 	id := props.Get("id").Str()
-	now := e.Now(ctx)
+	now, err := e.Now(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var c *containerRecord
-	err := e.store.Update(ctx, func(tx storage.Txn) error {
+	err = e.store.Update(ctx, func(tx storage.Txn) error {
 		d, err := e.loadDatabase(tx, db)
 		if err != nil {
 			return err
@@ -436,9 +439,12 @@ func (e *Engine) CreateContainer(ctx context.Context, db string, body document.V
 func (e *Engine) ReadContainer(ctx context.Context, db, coll string) (*Resource, *ContainerUsage, error) {
 	var c *containerRecord
 	var usage *ContainerUsage
-	now, done := e.judging(ctx, db, coll)
+	now, done, err := e.judging(ctx, db, coll)
+	if err != nil {
+		return nil, nil, err
+	}
 	defer done()
-	err := e.store.View(ctx, func(r storage.Reader) error {
+	err = e.store.View(ctx, func(r storage.Reader) error {
 		var err error
 		c, err = e.loadContainer(r, db, coll)
 		if err != nil {
@@ -565,7 +571,10 @@ func (e *Engine) ReplaceContainer(ctx context.Context, db, coll string, body doc
 	reindex := false
 	err := e.store.Update(ctx, func(tx storage.Txn) error {
 		reindex = false
-		now = e.stamp(ctx, true)
+		var err error
+		if now, err = e.stamp(ctx, true); err != nil {
+			return err
+		}
 		old, err := e.loadContainer(tx, db, coll)
 		if err != nil {
 			return err

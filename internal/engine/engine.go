@@ -112,8 +112,11 @@ type Engine struct {
 // latest instant already handed out, and strictly after it when after is
 // set (setting changes). Without it, a read and a change taken at the same
 // clock reading would disagree about the instant between them (B1).
-func (e *Engine) stamp(ctx context.Context, after bool) time.Time {
-	t := e.Now(ctx)
+func (e *Engine) stamp(ctx context.Context, after bool) (time.Time, error) {
+	t, err := e.Now(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
 	for {
 		last := e.lastStamp.Load()
 		n := t.UnixNano()
@@ -125,9 +128,9 @@ func (e *Engine) stamp(ctx context.Context, after bool) time.Time {
 		}
 		if e.lastStamp.CompareAndSwap(last, n) {
 			if n == t.UnixNano() {
-				return t
+				return t, nil
 			}
-			return time.Unix(0, n)
+			return time.Unix(0, n), nil
 		}
 	}
 }
@@ -186,18 +189,28 @@ func (e *Engine) sharing(db, coll string) func() {
 
 // judging takes the shared side of container db/coll's setting lock and
 // the operation's one "now".
-func (e *Engine) judging(ctx context.Context, db, coll string) (time.Time, func()) {
+func (e *Engine) judging(ctx context.Context, db, coll string) (time.Time, func(), error) {
 	done := e.sharing(db, coll)
-	return e.stamp(ctx, false), done
+	now, err := e.stamp(ctx, false)
+	if err != nil {
+		done()
+		return time.Time{}, nil, err
+	}
+	return now, done, nil
 }
 
 // judgingEvery is judging for an operation that judges the items of every
 // container (CheckIndexes): it waits for the setting changes in progress
 // and holds off new ones, but never a request. It is for tests and tools,
 // not for serving: while it waits, new setting changes wait too.
-func (e *Engine) judgingEvery(ctx context.Context) (time.Time, func()) {
+func (e *Engine) judgingEvery(ctx context.Context) (time.Time, func(), error) {
 	e.everyMu.Lock()
-	return e.stamp(ctx, false), e.everyMu.Unlock
+	now, err := e.stamp(ctx, false)
+	if err != nil {
+		e.everyMu.Unlock()
+		return time.Time{}, nil, err
+	}
+	return now, e.everyMu.Unlock, nil
 }
 
 // changingSetting takes container db/coll's setting lock exclusively, for
@@ -283,8 +296,8 @@ func checkLayout(ctx context.Context, s storage.Store) error {
 	// without a write.
 	var v []byte
 	err := s.View(ctx, func(r storage.Reader) error {
-		var err error
-		v, err = r.Get(key)
+		got, err := r.Get(key)
+		v = bytes.Clone(got)
 		return err
 	})
 	switch {
@@ -320,14 +333,22 @@ func checkLayout(ctx context.Context, s storage.Store) error {
 }
 
 // Now is the engine's current time: the store's clock when the store owns
-// one (several gateways over one store then agree), else the engine's.
-func (e *Engine) Now(ctx context.Context) time.Time {
+// one (several gateways over one store then agree, ttl.md B6), else the
+// engine's. A store clock that cannot be read is an error wrapping
+// storage.ErrUnavailable, never a fall-back to the local clock, which
+// could judge an expiry differently from the other gateways.
+func (e *Engine) Now(ctx context.Context) (time.Time, error) {
 	if c, ok := e.store.(storage.Clocked); ok {
-		if t, err := c.Now(ctx); err == nil {
-			return t
+		t, err := c.Now(ctx)
+		if err != nil {
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				return time.Time{}, err
+			}
+			return time.Time{}, fmt.Errorf("%w: read the store's clock: %w", storage.ErrUnavailable, err)
 		}
+		return t, nil
 	}
-	return e.clock.Now()
+	return e.clock.Now(), nil
 }
 
 // nextCounter increments a named counter inside tx and returns the new value.

@@ -57,13 +57,16 @@ func pageSize(n int) int {
 // partition-scoped page only its partition's key span, so it costs
 // O(page) whatever the container holds.
 func (e *Engine) ReadFeed(ctx context.Context, p FeedParams) (*FeedPage, error) {
-	now, done := e.judging(ctx, p.DB, p.Coll)
+	now, done, err := e.judging(ctx, p.DB, p.Coll)
+	if err != nil {
+		return nil, err
+	}
 	defer done()
 	limit := pageSize(p.MaxItemCount)
 	page := &FeedPage{}
 	var coll *containerRecord
 	var st readStats
-	err := e.store.View(ctx, func(r storage.Reader) error {
+	err = e.store.View(ctx, func(r storage.Reader) error {
 		c, err := e.loadContainer(r, p.DB, p.Coll)
 		if err != nil {
 			return err

@@ -496,11 +496,14 @@ type ReadItemParams struct {
 
 // ReadItem returns one item. A matching If-None-Match gives NotModified.
 func (e *Engine) ReadItem(ctx context.Context, p ReadItemParams) (*ItemResult, error) {
-	now, done := e.judging(ctx, p.DB, p.Coll)
+	now, done, err := e.judging(ctx, p.DB, p.Coll)
+	if err != nil {
+		return nil, err
+	}
 	defer done()
 	var res *ItemResult
 	var coll *containerRecord
-	err := e.store.View(ctx, func(r storage.Reader) error {
+	err = e.store.View(ctx, func(r storage.Reader) error {
 		c, err := e.loadContainer(r, p.DB, p.Coll)
 		if err != nil {
 			return err
@@ -548,7 +551,10 @@ func (e *Engine) DeleteItem(ctx context.Context, p DeleteItemParams) (*ItemResul
 // writeOne runs one item write in a transaction of its own, with the
 // operation's one "now", and charges it to the container.
 func (e *Engine) writeOne(ctx context.Context, ref ItemRef, op func(tx storage.Txn, c *containerRecord, now time.Time) (*ItemResult, error)) (*ItemResult, error) {
-	now, done := e.judging(ctx, ref.DB, ref.Coll)
+	now, done, err := e.judging(ctx, ref.DB, ref.Coll)
+	if err != nil {
+		return nil, err
+	}
 	defer done()
 	return e.writeOneAt(ctx, ref, now, op)
 }

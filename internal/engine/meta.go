@@ -95,9 +95,12 @@ func (e *Engine) CreateDatabase(ctx context.Context, body document.Value, tp *Th
 	if derr := validateResourceID(id); derr != nil {
 		return nil, derr
 	}
-	now := e.Now(ctx)
+	now, err := e.Now(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var rec databaseRecord
-	err := e.store.Update(ctx, func(tx storage.Txn) error {
+	err = e.store.Update(ctx, func(tx storage.Txn) error {
 		found, err := getJSON(tx, databaseKey(id), &databaseRecord{})
 		if err != nil {
 			return err

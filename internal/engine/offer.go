@@ -150,9 +150,12 @@ func (e *Engine) ReplaceOffer(ctx context.Context, rid string, body document.Val
 	if derr := validateThroughput(&tp); derr != nil {
 		return nil, derr
 	}
-	now := e.Now(ctx)
+	now, err := e.Now(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var o offerRecord
-	err := e.store.Update(ctx, func(tx storage.Txn) error {
+	err = e.store.Update(ctx, func(tx storage.Txn) error {
 		found, err := getJSON(tx, offerKey(strings.ToLower(rid)), &o)
 		if err != nil {
 			return err

@@ -293,7 +293,10 @@ type PatchItemParams struct {
 // PatchItem applies a partial update. It sets _ts (restarting the TTL
 // countdown) and validates a patched ttl like any write.
 func (e *Engine) PatchItem(ctx context.Context, p PatchItemParams) (*ItemResult, error) {
-	now, done := e.judging(ctx, p.DB, p.Coll)
+	now, done, err := e.judging(ctx, p.DB, p.Coll)
+	if err != nil {
+		return nil, err
+	}
 	defer done()
 	if p.Condition != "" {
 		p.budget = e.budget(ctx)

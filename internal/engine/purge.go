@@ -160,6 +160,13 @@ func (e *Engine) PurgeDue(ctx context.Context, p ttl.PurgeParams) (ttl.PurgeResu
 	var res ttl.PurgeResult
 	var taken []dueEntry
 	defer e.sharing(db, coll)()
+	if _, ok := e.store.(storage.Clocked); ok {
+		// Several gateways share the store: the purge judges by the
+		// store's clock, as their reads do, not by the purger's.
+		if p.Now, err = e.Now(ctx); err != nil {
+			return ttl.PurgeResult{}, err
+		}
+	}
 	// A purge lost in a crash is harmless: its items are still expired,
 	// so still invisible, and are purged again; its change-feed records
 	// go with it and are written again then. So it does not wait for

@@ -71,7 +71,10 @@ func queryError(err error) error {
 // QueryItems runs one page of a query over a container's items. Expired
 // items never take part (ttl.md A3).
 func (e *Engine) QueryItems(ctx context.Context, p QueryParams) (*FeedPage, error) {
-	now, done := e.judging(ctx, p.DB, p.Coll)
+	now, done, err := e.judging(ctx, p.DB, p.Coll)
+	if err != nil {
+		return nil, err
+	}
 	defer done()
 	st := readStats{budget: e.budget(ctx)}
 	prog, err := compileQuery(p.Query, p.Params, now, st.budget)
@@ -408,7 +411,11 @@ type ResourceQueryParams struct {
 // QueryResources runs a query over databases, containers or offers with
 // the same engine as item queries.
 func (e *Engine) QueryResources(ctx context.Context, p ResourceQueryParams) (*FeedPage, error) {
-	prog, err := compileQuery(p.Query, p.Params, e.Now(ctx), e.budget(ctx))
+	now, err := e.Now(ctx)
+	if err != nil {
+		return nil, err
+	}
+	prog, err := compileQuery(p.Query, p.Params, now, e.budget(ctx))
 	if err != nil {
 		return nil, err
 	}

@@ -124,9 +124,12 @@ func (e *Engine) CreateUser(ctx context.Context, db string, body document.Value)
 	if derr != nil {
 		return nil, derr
 	}
-	now := e.Now(ctx)
+	now, err := e.Now(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var u userRecord
-	err := e.store.Update(ctx, func(tx storage.Txn) error {
+	err = e.store.Update(ctx, func(tx storage.Txn) error {
 		d, err := e.loadDatabase(tx, db)
 		if err != nil {
 			return err
@@ -203,9 +206,12 @@ func (e *Engine) ReplaceUser(ctx context.Context, db, id string, body document.V
 	if derr != nil {
 		return nil, derr
 	}
-	now := e.Now(ctx)
+	now, err := e.Now(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var u userRecord
-	err := e.store.Update(ctx, func(tx storage.Txn) error {
+	err = e.store.Update(ctx, func(tx storage.Txn) error {
 		d, old, err := e.loadUser(tx, db, id)
 		if err != nil {
 			return err
@@ -325,9 +331,12 @@ func (e *Engine) WritePermission(ctx context.Context, p PermissionParams) (*Perm
 	if p.Mode == ModeReplace && rec.ID != p.ID {
 		return nil, false, errorf(BadRequest, "The id in the body '%s' does not match the permission '%s' addressed.", rec.ID, p.ID)
 	}
-	now := e.Now(ctx)
+	now, err := e.Now(ctx)
+	if err != nil {
+		return nil, false, err
+	}
 	created := false
-	err := e.store.Update(ctx, func(tx storage.Txn) error {
+	err = e.store.Update(ctx, func(tx storage.Txn) error {
 		created = false
 		_, u, err := e.loadUser(tx, p.DB, p.User)
 		if err != nil {

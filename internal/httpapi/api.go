@@ -320,6 +320,12 @@ func (h *Handler) fail(rq *request, err error) {
 		status, code = http.StatusInternalServerError, "InternalServerError"
 		msg = "The data directory is damaged: stored data failed its checksum or a file is missing. The server log names the file; stop the server and run mayfly check --data-dir."
 		h.log.Error("request met damaged data", "method", rq.r.Method, "path", rq.r.URL.EscapedPath(), "err", err, "activity_id", rq.activity)
+	case errors.Is(err, storage.ErrConflict):
+		// Another gateway's transaction won, and the store gave up
+		// retrying: the service's answer to a write that lost a race
+		// is 449 RetryWith, which every SDK retries.
+		status, code = 449, "RetryWith"
+		msg = "The request conflicted with a concurrent one; retry it."
 	case errors.Is(err, storage.ErrNoSpace):
 		// Nothing of the request was written; it succeeds once the
 		// operator frees space.

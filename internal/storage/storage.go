@@ -144,8 +144,11 @@ type Txn interface {
 }
 
 // Clocked is implemented by stores that own the authoritative clock for
-// every gateway that shares them (ttl.md B6). The engine falls back to its
-// own clock when the store does not implement it.
+// every gateway that shares them (ttl.md B6). The engine uses its own clock
+// when the store does not implement it; when the store does, an error from
+// Now fails the operation (wrapped with ErrUnavailable), and the engine
+// never falls back to its own clock, which could judge an expiry
+// differently from another gateway's.
 type Clocked interface {
 	Now(ctx context.Context) (time.Time, error)
 }

@@ -1,0 +1,101 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mayfly-db/mayfly/internal/clock"
+	"github.com/mayfly-db/mayfly/internal/storage"
+	"github.com/mayfly-db/mayfly/internal/storage/pebblestore"
+)
+
+// clockedStore is a store that owns the clock, as a database server shared
+// by several gateways does.
+type clockedStore struct {
+	storage.Store
+	mu  sync.Mutex
+	now time.Time
+	err error
+}
+
+func (s *clockedStore) Now(context.Context) (time.Time, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.now, s.err
+}
+
+func (s *clockedStore) set(now time.Time, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.now, s.err = now, err
+}
+
+// Two gateways whose own clocks are 7 s ahead and 7 s behind, over one
+// store that owns the clock, judge every expiry alike, by the store's
+// clock (ttl.md A6, B6).
+func TestGatewaysOverAClockedStoreAgreeOnExpiry(t *testing.T) {
+	base, err := pebblestore.Open(pebblestore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer base.Close()
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	st := &clockedStore{Store: base, now: t0}
+	local := clock.NewManual(t0)
+	var gateways []*Engine
+	for _, skew := range []time.Duration{7 * time.Second, -7 * time.Second} {
+		e, err := New(Config{Store: storage.WithChecks(st), Clock: clock.Skewed{Clock: local, Offset: skew}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gateways = append(gateways, e)
+	}
+	ctx := context.Background()
+	a := gateways[0]
+	if _, err := a.CreateDatabase(ctx, batchJSON(t, `{"id":"db"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.CreateContainer(ctx, "db", batchJSON(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash"},"defaultTtl":-1}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	ref := batchRef(`["p"]`)
+	if _, err := a.WriteItem(ctx, WriteItemParams{ItemRef: ref, Mode: ModeCreate, Body: []byte(`{"id":"x","pk":"p","ttl":10}`)}); err != nil {
+		t.Fatal(err)
+	}
+	visible := func(e *Engine) bool {
+		t.Helper()
+		_, err := e.ReadItem(ctx, ReadItemParams{ItemRef: ref, ID: "x"})
+		var ee *Error
+		switch {
+		case err == nil:
+			return true
+		case errors.As(err, &ee) && ee.Code == NotFound:
+			return false
+		}
+		t.Fatalf("read: %v", err)
+		return false
+	}
+	for _, tc := range []struct {
+		after time.Duration
+		want  bool
+	}{{0, true}, {9 * time.Second, true}, {10 * time.Second, false}, {11 * time.Second, false}} {
+		st.set(t0.Add(tc.after), nil)
+		local.Set(t0.Add(tc.after))
+		for i, e := range gateways {
+			if got := visible(e); got != tc.want {
+				t.Errorf("%v after the write, gateway %d sees the item: %v, want %v", tc.after, i, got, tc.want)
+			}
+		}
+	}
+
+	// A store clock that cannot be read fails the request; it never
+	// falls back to the gateway's own clock.
+	st.set(time.Time{}, errors.New("connection refused"))
+	_, err = a.ReadItem(ctx, ReadItemParams{ItemRef: ref, ID: "x"})
+	if !errors.Is(err, storage.ErrUnavailable) {
+		t.Fatalf("read with the store's clock unreadable: %v, want ErrUnavailable", err)
+	}
+}
