@@ -659,26 +659,28 @@ func (e *Engine) DeleteContainer(ctx context.Context, db, coll string) error {
 	return e.dropContainerData(ctx, c)
 }
 
+// removeContainerMeta deletes a container's record and offer and schedules
+// the deletion of its data (cleanup.go), all in tx.
 func (e *Engine) removeContainerMeta(tx storage.Txn, c *containerRecord) error {
 	if c.OfferRid != "" {
 		if err := tx.Delete(offerKey(c.OfferRid)); err != nil {
 			return err
 		}
 	}
+	if err := scheduleCleanup(tx, c.Rid, containerSpans(c.Rid)); err != nil {
+		return err
+	}
 	return tx.Delete(containerKey(c.DBRid, c.ID))
 }
 
-// dropContainerData deletes the data of a container whose metadata is gone.
-// Rids are never reused, so leftovers of an interrupted drop are unreachable
-// and harmless until the next attempt removes them.
+// dropContainerData deletes the data of a container whose metadata is gone,
+// as its cleanup record says.
 func (e *Engine) dropContainerData(ctx context.Context, c *containerRecord) error {
-	for _, fam := range []byte{famItem, famItemKey, famUnique, famOwnDue, famByTs, famImage, famLSN, famIndex, famFeedLatest, famFeedVersion, famFeedFloor, famUsage, famByRid, famAttachment} {
-		if err := e.deletePrefix(ctx, collPrefix(fam, c.Rid)); err != nil {
-			return fmt.Errorf("drop container %q data: %w", c.ID, err)
-		}
-	}
 	e.mu.Lock()
 	delete(e.cache, string(containerKey(c.DBRid, c.ID)))
 	e.mu.Unlock()
+	if err := e.runCleanup(ctx, c.Rid); err != nil {
+		return fmt.Errorf("drop container %q data: %w", c.ID, err)
+	}
 	return nil
 }

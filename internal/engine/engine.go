@@ -410,34 +410,6 @@ func scanPrefix(r storage.Reader, prefix []byte, fn func(k, v []byte) (bool, err
 	return scanRange(r, prefix, prefixEnd(prefix), fn)
 }
 
-// deletePrefix removes every key under prefix, in bounded transactions so a
-// huge container never becomes one huge write.
-func (e *Engine) deletePrefix(ctx context.Context, prefix []byte) error {
-	for {
-		var n int
-		err := e.store.Update(ctx, func(tx storage.Txn) error {
-			n = 0
-			var keys [][]byte
-			if err := scanPrefix(tx, prefix, func(k, _ []byte) (bool, error) {
-				keys = append(keys, bytes.Clone(k))
-				return len(keys) < 1000, nil
-			}); err != nil {
-				return err
-			}
-			for _, k := range keys {
-				if err := tx.Delete(k); err != nil {
-					return err
-				}
-			}
-			n = len(keys)
-			return nil
-		})
-		if err != nil || n == 0 {
-			return err
-		}
-	}
-}
-
 func (e *Engine) charge(c *containerRecord, ru float64) {
 	if e.charges != nil && c != nil {
 		e.charges.Charge(c.link(), ru)

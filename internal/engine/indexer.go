@@ -101,6 +101,11 @@ func (x *Indexer) Close() error {
 // Pass does one batch of work for every container whose index is not
 // ready, and reports whether work remains.
 func (x *Indexer) Pass(ctx context.Context) (bool, error) {
+	// Data whose metadata is gone, left by a crash or another gateway
+	// (cleanup.go).
+	if err := x.e.cleanupPass(ctx); err != nil {
+		return false, err
+	}
 	pending, err := x.e.buildWork(ctx)
 	if err != nil {
 		return false, err
@@ -160,6 +165,13 @@ func (e *Engine) buildIndexBatch(ctx context.Context, db, coll string, n int) (b
 		} else {
 			next.Index = indexState{Version: c.Index.Version, Ready: true}
 			stale = c
+			// Entries of older versions are unreachable now; their
+			// bytes go once this commits (cleanup.go).
+			lo := collPrefix(famIndex, c.Rid)
+			hi := binary.BigEndian.AppendUint32(bytes.Clone(lo), c.Index.Version)
+			if err := scheduleCleanup(tx, staleIndexID(c), [][2][]byte{{lo, hi}}); err != nil {
+				return err
+			}
 		}
 		return setJSON(tx, containerKey(c.DBRid, c.ID), &next)
 	})
@@ -169,10 +181,13 @@ func (e *Engine) buildIndexBatch(ctx context.Context, db, coll string, n int) (b
 	if err != nil || stale == nil {
 		return more, err
 	}
-	// Entries of older versions are unreachable now; remove their bytes.
-	lo := collPrefix(famIndex, stale.Rid)
-	hi := binary.BigEndian.AppendUint32(bytes.Clone(lo), stale.Index.Version)
-	return false, e.deleteRange(ctx, lo, hi)
+	return false, e.runCleanup(ctx, staleIndexID(stale))
+}
+
+// staleIndexID names the cleanup of the index versions of c older than its
+// current one.
+func staleIndexID(c *containerRecord) []byte {
+	return binary.BigEndian.AppendUint32(bytes.Clone(c.Rid), c.Index.Version)
 }
 
 // deleteRange removes every key in [lo, hi) in bounded transactions.

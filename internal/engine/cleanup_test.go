@@ -1,0 +1,103 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	"github.com/mayfly-db/mayfly/internal/storage"
+	"github.com/mayfly-db/mayfly/internal/storage/pebblestore"
+)
+
+// cutStore lets a set number of Updates through, then fails every one, as
+// a crash right after a commit would leave the work that follows it.
+type cutStore struct {
+	storage.Store
+	left atomic.Int64
+}
+
+var errCut = errors.New("cut")
+
+func (s *cutStore) Update(ctx context.Context, fn func(storage.Txn) error) error {
+	if s.left.Add(-1) < 0 {
+		return errCut
+	}
+	return s.Store.Update(ctx, fn)
+}
+
+func countPrefix(t *testing.T, s storage.Store, prefix []byte) int {
+	t.Helper()
+	n := 0
+	err := s.View(context.Background(), func(r storage.Reader) error {
+		return scanPrefix(r, prefix, func(_, _ []byte) (bool, error) { n++; return true, nil })
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A container whose drop committed but whose data deletion never ran (a
+// crash, a lost connection) has its data deleted by the next background
+// pass, of this engine or of another over the same store.
+func TestDroppedContainerDataIsCleanedUpAfterAnInterruption(t *testing.T) {
+	base, err := pebblestore.Open(pebblestore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer base.Close()
+	st := &cutStore{Store: base}
+	st.left.Store(1 << 30)
+	e, err := New(Config{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := e.CreateDatabase(ctx, batchJSON(t, `{"id":"db"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateContainer(ctx, "db", batchJSON(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash"}}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		if _, err := e.WriteItem(ctx, WriteItemParams{ItemRef: batchRef(`["p"]`), Mode: ModeCreate, Body: []byte(`{"id":"` + id + `","pk":"p"}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rid []byte
+	if err := base.View(ctx, func(r storage.Reader) error {
+		c, err := e.loadContainer(r, "db", "c")
+		rid = c.Rid
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n := countPrefix(t, base, collPrefix(famItem, rid)); n != 3 {
+		t.Fatalf("%d item records, want 3", n)
+	}
+
+	st.left.Store(1) // the drop's metadata commits; nothing after it does
+	if err := e.DeleteContainer(ctx, "db", "c"); !errors.Is(err, errCut) {
+		t.Fatalf("DeleteContainer = %v, want the cut", err)
+	}
+	if n := countPrefix(t, base, collPrefix(famItem, rid)); n != 3 {
+		t.Fatalf("%d item records after the cut, want 3 still there", n)
+	}
+
+	other, err := New(Config{Store: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.NewIndexer(nil).Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, fam := range containerFamilies {
+		if n := countPrefix(t, base, collPrefix(fam, rid)); n != 0 {
+			t.Errorf("family %q: %d keys of the dropped container left", fam, n)
+		}
+	}
+	if n := countPrefix(t, base, []byte{famCleanup}); n != 0 {
+		t.Errorf("%d cleanup records left", n)
+	}
+}
