@@ -40,6 +40,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -70,6 +71,11 @@ var ErrNoSpace = errors.New("storage: no space left for writes")
 // space, or a backend that stopped accepting writes after such a failure.
 // Whether the failed transaction committed is unknown; callers may retry.
 var ErrUnavailable = errors.New("storage: store unavailable")
+
+// ErrAmbiguousCommit is wrapped by the errors of Update when the connection
+// to a networked store was lost while the commit was on its way: the
+// transaction may or may not have committed. It also wraps ErrUnavailable.
+var ErrAmbiguousCommit = fmt.Errorf("storage: commit outcome unknown: %w", ErrUnavailable)
 
 // Store is an ordered, transactional key-value store. It is safe for
 // concurrent use by multiple goroutines.

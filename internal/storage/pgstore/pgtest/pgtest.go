@@ -1,0 +1,204 @@
+// Package pgtest gives tests a PostgreSQL database of their own: on the
+// server named by MAYFLY_TEST_POSTGRES when it is set, otherwise on a
+// throwaway cluster it starts once per test binary from the machine's
+// PostgreSQL binaries (initdb into a temporary directory, a Unix socket
+// and 127.0.0.1 on a free port) and removes when the tests end.
+//
+// A package that uses it runs its tests through Main:
+//
+//	func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+//
+// Tests fail, rather than skip, when no PostgreSQL can be had, unless
+// MAYFLY_SKIP_POSTGRES=1 says to skip them: a check that silently never
+// runs protects nothing.
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+var (
+	once     sync.Once
+	server   string // URL of the server's maintenance database
+	startErr error
+	stop     func()
+)
+
+// Main runs the tests and then stops the cluster Main's tests started.
+func Main(m *testing.M) int {
+	code := m.Run()
+	if stop != nil {
+		stop()
+	}
+	return code
+}
+
+// URL returns the connection string of a new, empty database for t on
+// the test server; it is dropped when t ends.
+func URL(t testing.TB) string {
+	t.Helper()
+	if os.Getenv("MAYFLY_SKIP_POSTGRES") == "1" {
+		t.Skip("MAYFLY_SKIP_POSTGRES=1")
+	}
+	once.Do(func() {
+		if u := os.Getenv("MAYFLY_TEST_POSTGRES"); u != "" {
+			server = u
+			return
+		}
+		server, stop, startErr = startCluster()
+	})
+	if startErr != nil {
+		t.Fatalf("PostgreSQL for tests: %v (install PostgreSQL's server binaries, set MAYFLY_TEST_POSTGRES to a server URL, or MAYFLY_SKIP_POSTGRES=1)", startErr)
+	}
+	name := "t_" + randomHex(6)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	admin, err := pgx.Connect(ctx, server)
+	if err != nil {
+		t.Fatalf("connect to the test server: %v", err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("create database %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if admin, err := pgx.Connect(ctx, server); err == nil {
+			_, _ = admin.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+			_ = admin.Close(ctx)
+		}
+	})
+	cfg, err := pgx.ParseConfig(server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return withDatabase(server, cfg.Database, name)
+}
+
+// withDatabase replaces the database of a URL or key=value string.
+func withDatabase(conn, old, name string) string {
+	if strings.HasPrefix(conn, "postgres://") || strings.HasPrefix(conn, "postgresql://") {
+		base, query, _ := strings.Cut(conn, "?")
+		if i := strings.LastIndex(base, "/"); i > len("postgresql://") {
+			base = base[:i]
+		}
+		out := base + "/" + name
+		if query != "" {
+			out += "?" + query
+		}
+		return out
+	}
+	return conn + " dbname=" + name
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// binDir finds the directory holding initdb, pg_ctl and postgres.
+func binDir() (string, error) {
+	if p, err := exec.LookPath("pg_ctl"); err == nil {
+		if _, err := exec.LookPath("initdb"); err == nil {
+			return filepath.Dir(p), nil
+		}
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool { return version(dirs[i]) > version(dirs[j]) })
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "pg_ctl")); err == nil {
+			return d, nil
+		}
+	}
+	return "", errors.New("no initdb/pg_ctl on PATH or under /usr/lib/postgresql/*/bin")
+}
+
+func version(dir string) int {
+	n, _ := strconv.Atoi(filepath.Base(filepath.Dir(dir)))
+	return n
+}
+
+// startCluster initialises and starts a cluster in a temporary directory
+// and returns the URL of its postgres database and its stop function. As
+// root, the cluster runs as the postgres user, since PostgreSQL refuses
+// to run as root.
+func startCluster() (string, func(), error) {
+	bin, err := binDir()
+	if err != nil {
+		return "", nil, err
+	}
+	dir, err := os.MkdirTemp("", "mayfly-pg-")
+	if err != nil {
+		return "", nil, err
+	}
+	var asUser []string
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			return "", nil, fmt.Errorf("running as root needs a postgres user: %w", err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		if err := os.Chown(dir, uid, gid); err != nil {
+			return "", nil, err
+		}
+		asUser = []string{"runuser", "-u", "postgres", "--"}
+	}
+	run := func(args ...string) error {
+		full := append(append([]string{}, asUser...), args...)
+		out, err := exec.Command(full[0], full[1:]...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%s: %w: %s", strings.Join(args, " "), err, out)
+		}
+		return nil
+	}
+	data := filepath.Join(dir, "data")
+	if err := run(filepath.Join(bin, "initdb"), "-D", data, "-U", "mayfly", "--auth=trust", "-E", "UTF8", "--no-sync"); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return "", nil, err
+	}
+	// fsync off: these clusters hold test data and die with the tests; no
+	// test here pulls the plug on the machine.
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200", port, dir)
+	if err := run(filepath.Join(bin, "pg_ctl"), "-D", data, "-o", opts, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "start"); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", nil, err
+	}
+	stop := func() {
+		_ = run(filepath.Join(bin, "pg_ctl"), "-D", data, "-m", "immediate", "-w", "stop")
+		_ = os.RemoveAll(dir)
+	}
+	return fmt.Sprintf("postgres://mayfly@127.0.0.1:%d/postgres?sslmode=disable", port), stop, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

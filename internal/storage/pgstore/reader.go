@@ -1,0 +1,384 @@
+package pgstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mayfly-db/mayfly/internal/storage"
+)
+
+// reader reads inside one transaction on one pooled connection. The
+// transaction begins lazily, in the same round trip as the first read.
+type reader struct {
+	s     *Store
+	ctx   context.Context
+	conn  *pgxpool.Conn
+	begin string // the BEGIN statement, sent with the first read
+	begun bool
+	// committed is set once the transaction's COMMIT succeeded.
+	committed bool
+	// own is the transaction whose writes this reader sees; nil in a View.
+	own   *txn
+	iters []*iter
+}
+
+// end closes the reader's iterators, rolls the transaction back unless it
+// committed (or never began), and returns the connection to the pool.
+func (r *reader) end() {
+	for _, it := range r.iters {
+		it.closed = true
+	}
+	if r.begun && !r.committed && r.conn.Conn().PgConn().TxStatus() != 'I' {
+		r.s.roundTrips.Add(1)
+		_, _ = r.conn.Exec(context.WithoutCancel(r.ctx), `ROLLBACK`)
+	}
+	// A connection left inside a transaction (its ROLLBACK failed) is
+	// closed by the pool rather than reused.
+	r.conn.Release()
+}
+
+// rows runs one query and returns its rows and the function that closes
+// them (and the batch carrying the BEGIN, for the first read).
+func (r *reader) rows(sql string, args ...any) (pgx.Rows, func() error, error) {
+	r.s.roundTrips.Add(1)
+	if r.begun {
+		rows, err := r.conn.Query(r.ctx, sql, args...)
+		if err != nil {
+			return nil, nil, r.s.classify(err)
+		}
+		return rows, func() error { rows.Close(); return r.s.classify(rows.Err()) }, nil
+	}
+	r.begun = true
+	b := &pgx.Batch{}
+	b.Queue(r.begin)
+	b.Queue(sql, args...)
+	br := r.conn.SendBatch(r.ctx, b)
+	if _, err := br.Exec(); err != nil {
+		_ = br.Close()
+		return nil, nil, r.s.classify(err)
+	}
+	rows, err := br.Query()
+	if err != nil {
+		_ = br.Close()
+		return nil, nil, r.s.classify(err)
+	}
+	return rows, func() error {
+		rows.Close()
+		err := rows.Err()
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		return r.s.classify(err)
+	}, nil
+}
+
+// Get returns the value under key: the transaction's own write when there
+// is one, else the stored value.
+func (r *reader) Get(key []byte) ([]byte, error) {
+	if r.own != nil {
+		if w, ok := r.own.writes[string(key)]; ok {
+			if w.del {
+				return nil, storage.ErrNotFound
+			}
+			return w.value, nil
+		}
+	}
+	rows, done, err := r.rows(`SELECT v FROM mayfly_kv WHERE k = $1`, key)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: get: %w", err)
+	}
+	var v []byte
+	found := false
+	for rows.Next() {
+		if err := rows.Scan(&v); err != nil {
+			_ = done()
+			return nil, fmt.Errorf("pgstore: get: %w", err)
+		}
+		found = true
+	}
+	if err := done(); err != nil {
+		return nil, fmt.Errorf("pgstore: get: %w", err)
+	}
+	if !found {
+		return nil, storage.ErrNotFound
+	}
+	if v == nil {
+		v = []byte{}
+	}
+	return v, nil
+}
+
+// write is a buffered Set (value) or Delete (del).
+type write struct {
+	value []byte
+	del   bool
+}
+
+// txn buffers its writes; reads see them over the stored state, and they
+// are sent with the COMMIT.
+type txn struct {
+	reader
+	writes map[string]write
+}
+
+// Set stores value under key when the transaction commits.
+func (t *txn) Set(key, value []byte) error {
+	t.writes[string(key)] = write{value: append([]byte{}, value...)}
+	return nil
+}
+
+// Delete removes key when the transaction commits.
+func (t *txn) Delete(key []byte) error {
+	t.writes[string(key)] = write{del: true}
+	return nil
+}
+
+// kv is a stored pair fetched by an iterator.
+type kv struct{ k, v []byte }
+
+// ovEntry is one of the transaction's writes an iterator merges in.
+type ovEntry struct {
+	key string
+	w   write
+}
+
+// iter merges the stored keys in its range, fetched a page at a time, with
+// the transaction's writes made before it was opened.
+type iter struct {
+	r            *reader
+	lower, upper []byte
+	reverse      bool
+
+	ov []ovEntry // in iteration order
+	oi int
+
+	rows     []kv
+	ri       int
+	more     bool   // the server may hold more past rows
+	cursor   []byte // where the next page starts; nil: the range's end
+	incl     bool   // the next page includes cursor
+	pageSize int
+
+	key, value  []byte
+	fromServer  bool
+	fromOverlay bool
+	valid       bool
+	err         error
+	closed      bool
+}
+
+// NewIter returns an iterator over [p.Lower, p.Upper).
+func (r *reader) NewIter(p storage.IterParams) (storage.Iterator, error) {
+	it := &iter{r: r, lower: slices.Clone(p.Lower), upper: slices.Clone(p.Upper), reverse: p.Reverse}
+	if r.own != nil {
+		for k, w := range r.own.writes {
+			kb := []byte(k)
+			if (it.lower != nil && bytes.Compare(kb, it.lower) < 0) || (it.upper != nil && bytes.Compare(kb, it.upper) >= 0) {
+				continue
+			}
+			it.ov = append(it.ov, ovEntry{key: k, w: w})
+		}
+		slices.SortFunc(it.ov, func(a, b ovEntry) int { return it.cmp([]byte(a.key), []byte(b.key)) })
+	}
+	r.iters = append(r.iters, it)
+	return it, nil
+}
+
+// cmp orders keys in the iteration's direction.
+func (it *iter) cmp(a, b []byte) int {
+	if it.reverse {
+		return bytes.Compare(b, a)
+	}
+	return bytes.Compare(a, b)
+}
+
+// empty reports whether the range holds no key at all.
+func (it *iter) empty() bool {
+	return it.lower != nil && it.upper != nil && bytes.Compare(it.lower, it.upper) >= 0
+}
+
+// First positions at the first key in iteration order.
+func (it *iter) First() bool {
+	if it.reverse {
+		return it.start(it.upper, false)
+	}
+	return it.start(it.lower, true)
+}
+
+// SeekGE positions at the first key >= key (in reverse, the last <= key).
+func (it *iter) SeekGE(key []byte) bool {
+	if it.reverse {
+		if it.upper != nil && bytes.Compare(key, it.upper) >= 0 {
+			return it.start(it.upper, false)
+		}
+		return it.start(key, true)
+	}
+	if it.lower != nil && bytes.Compare(key, it.lower) < 0 {
+		return it.start(it.lower, true)
+	}
+	return it.start(key, true)
+}
+
+// start positions both streams at from (inclusive or not) and settles.
+func (it *iter) start(from []byte, incl bool) bool {
+	if it.closed {
+		it.err = errors.New("pgstore: iterator used after its transaction ended")
+		it.valid = false
+		return false
+	}
+	it.err = nil
+	it.rows, it.ri, it.pageSize = nil, 0, 16
+	it.cursor, it.incl = slices.Clone(from), incl
+	it.more = !it.empty()
+	// The overlay's first entry at or past from, in iteration order.
+	it.oi = 0
+	if from != nil {
+		it.oi = sort.Search(len(it.ov), func(i int) bool {
+			c := it.cmp([]byte(it.ov[i].key), from)
+			return c > 0 || (c == 0 && incl)
+		})
+	}
+	return it.settle()
+}
+
+// peek returns the next stored pair, fetching a page when needed.
+func (it *iter) peek() (kv, bool) {
+	for it.ri >= len(it.rows) {
+		if !it.more || it.err != nil {
+			return kv{}, false
+		}
+		it.fetch()
+	}
+	return it.rows[it.ri], true
+}
+
+// fetch reads the next page of stored pairs past the cursor.
+func (it *iter) fetch() {
+	var conds []string
+	var args []any
+	arg := func(v []byte) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	op := func(fwd, back string) string {
+		if it.reverse {
+			return back
+		}
+		return fwd
+	}
+	if it.cursor != nil {
+		if it.incl {
+			conds = append(conds, "k "+op(">=", "<=")+" "+arg(it.cursor))
+		} else {
+			conds = append(conds, "k "+op(">", "<")+" "+arg(it.cursor))
+		}
+	}
+	if it.reverse && it.lower != nil {
+		conds = append(conds, "k >= "+arg(it.lower))
+	}
+	if !it.reverse && it.upper != nil {
+		conds = append(conds, "k < "+arg(it.upper))
+	}
+	sql := "SELECT k, v FROM mayfly_kv"
+	if len(conds) > 0 {
+		sql += " WHERE " + strings.Join(conds, " AND ")
+	}
+	sql += " ORDER BY k " + op("ASC", "DESC") + fmt.Sprintf(" LIMIT %d", it.pageSize)
+	rows, done, err := it.r.rows(sql, args...)
+	if err != nil {
+		it.err = fmt.Errorf("pgstore: scan: %w", err)
+		return
+	}
+	it.rows, it.ri = it.rows[:0], 0
+	for rows.Next() {
+		var p kv
+		if err := rows.Scan(&p.k, &p.v); err != nil {
+			_ = done()
+			it.err = fmt.Errorf("pgstore: scan: %w", err)
+			return
+		}
+		if p.v == nil {
+			p.v = []byte{}
+		}
+		it.rows = append(it.rows, p)
+	}
+	if err := done(); err != nil {
+		it.err = fmt.Errorf("pgstore: scan: %w", err)
+		return
+	}
+	it.more = len(it.rows) == it.pageSize
+	if len(it.rows) > 0 {
+		it.cursor, it.incl = it.rows[len(it.rows)-1].k, false
+	}
+	it.pageSize = min(it.pageSize*4, 1024)
+}
+
+// settle makes the current position the next live key of either stream.
+func (it *iter) settle() bool {
+	for {
+		it.valid, it.fromServer, it.fromOverlay = false, false, false
+		srv, hasSrv := it.peek()
+		if it.err != nil {
+			return false
+		}
+		hasOv := it.oi < len(it.ov)
+		switch {
+		case !hasSrv && !hasOv:
+			return false
+		case hasOv && (!hasSrv || it.cmp([]byte(it.ov[it.oi].key), srv.k) <= 0):
+			e := it.ov[it.oi]
+			it.fromOverlay = true
+			if hasSrv && bytes.Equal([]byte(e.key), srv.k) {
+				it.fromServer = true
+			}
+			if e.w.del {
+				it.advance()
+				continue
+			}
+			it.key, it.value, it.valid = []byte(e.key), e.w.value, true
+			return true
+		default:
+			it.fromServer = true
+			it.key, it.value, it.valid = srv.k, srv.v, true
+			return true
+		}
+	}
+}
+
+// advance moves past the current key in the streams that hold it.
+func (it *iter) advance() {
+	if it.fromServer {
+		it.ri++
+	}
+	if it.fromOverlay {
+		it.oi++
+	}
+}
+
+// Next moves to the next key.
+func (it *iter) Next() bool {
+	if !it.valid || it.closed {
+		it.valid = false
+		return false
+	}
+	it.advance()
+	return it.settle()
+}
+
+func (it *iter) Key() []byte   { return it.key }
+func (it *iter) Value() []byte { return it.value }
+func (it *iter) Err() error    { return it.err }
+
+// Close releases nothing on the server: pages are fetched whole.
+func (it *iter) Close() error {
+	it.valid = false
+	return nil
+}

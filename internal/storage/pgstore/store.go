@@ -1,0 +1,398 @@
+// Package pgstore is the storage contract (package storage) over a
+// database that speaks PostgreSQL's wire protocol, with pgx. Several Mayfly
+// gateways can share one such database: it is then their only shared state,
+// and its clock is their one clock (storage.Clocked, ttl.md B6).
+//
+// The layout is one table of byte keys and values, ordered bytewise as the
+// contract orders them (bytea compares as unsigned bytes, then by length,
+// as bytes.Compare does), and one table of named settings holding the
+// schema version. View is a read-only REPEATABLE READ transaction (one
+// snapshot); Update is a SERIALIZABLE transaction whose writes are kept in
+// memory, read back by its own reads, and sent in one round trip with the
+// commit; a serialization failure re-runs the function, a bounded number of
+// times. The SQL stays inside what CockroachDB and YugabyteDB also accept:
+// docs/design/storage.md lists each statement and why.
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mayfly-db/mayfly/internal/storage"
+)
+
+// SchemaVersion is the version of the tables this package reads and
+// writes. A database holding a newer one is refused; an older one is
+// migrated at Open.
+const SchemaVersion = 1
+
+// Options configures Open.
+type Options struct {
+	// URL is the connection string (postgres://… or key=value pairs).
+	URL string
+	// PoolSize is the most connections the store holds (default 16).
+	PoolSize int
+	// MaxRetries bounds how many times Update re-runs a transaction that
+	// met a serialization failure before it returns storage.ErrConflict
+	// (default 30).
+	MaxRetries int
+	// Logger receives retries and connection trouble at debug and warn
+	// levels; nil discards them.
+	Logger *slog.Logger
+}
+
+// Store is a storage.Store on PostgreSQL. Create it with Open.
+type Store struct {
+	pool       *pgxpool.Pool
+	maxRetries int
+	log        *slog.Logger
+
+	retries    atomic.Int64 // serialization failures re-run
+	conflicts  atomic.Int64 // Updates that gave up with ErrConflict
+	roundTrips atomic.Int64 // statements and batches sent
+
+	mu       sync.Mutex
+	closed   bool
+	inflight sync.WaitGroup
+}
+
+var (
+	_ storage.Store   = (*Store)(nil)
+	_ storage.Clocked = (*Store)(nil)
+)
+
+// Open connects, creates the tables when missing, and checks or migrates
+// the schema version. An unreachable server is an error wrapping
+// storage.ErrUnavailable.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(opts.URL)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: connection string: %w", err)
+	}
+	if opts.PoolSize <= 0 {
+		opts.PoolSize = 16
+	}
+	if opts.MaxRetries <= 0 {
+		opts.MaxRetries = 30
+	}
+	cfg.MaxConns = int32(opts.PoolSize)
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	s := &Store{pool: pool, maxRetries: opts.MaxRetries, log: log}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("%w: pgstore: cannot reach PostgreSQL at %s: %w", storage.ErrUnavailable, redact(cfg), err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// redact names the server of cfg without its password.
+func redact(cfg *pgxpool.Config) string {
+	c := cfg.ConnConfig
+	return fmt.Sprintf("%s@%s:%d/%s", c.User, c.Host, c.Port, c.Database)
+}
+
+// ErrSchemaTooNew is wrapped by Open's error when the database was written
+// by a newer Mayfly.
+var ErrSchemaTooNew = errors.New("pgstore: the database holds a newer Mayfly schema")
+
+// migrate creates the tables when missing and brings the schema to
+// SchemaVersion. Several gateways may start at once: the statements are
+// idempotent and the whole runs in a retried serializable transaction.
+func (s *Store) migrate(ctx context.Context) error {
+	for attempt := 0; ; attempt++ {
+		err := s.migrateOnce(ctx)
+		if err == nil || errors.Is(err, ErrSchemaTooNew) || attempt >= 10 {
+			return err
+		}
+		// Concurrent CREATE TABLE IF NOT EXISTS may collide in the
+		// catalog; the next attempt finds the table.
+		if sleepErr := sleepCtx(ctx, backoff(attempt)); sleepErr != nil {
+			return err
+		}
+	}
+}
+
+func (s *Store) migrateOnce(ctx context.Context) error {
+	for _, stmt := range []string{
+		`CREATE TABLE IF NOT EXISTS mayfly_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)`,
+		`CREATE TABLE IF NOT EXISTS mayfly_kv (k BYTEA PRIMARY KEY, v BYTEA NOT NULL)`,
+		`INSERT INTO mayfly_meta (name, value) VALUES ('schema', '` + strconv.Itoa(SchemaVersion) + `') ON CONFLICT (name) DO NOTHING`,
+	} {
+		if _, err := s.pool.Exec(ctx, stmt); err != nil {
+			return fmt.Errorf("pgstore: create the schema: %w", s.classify(err))
+		}
+	}
+	var v string
+	if err := s.pool.QueryRow(ctx, `SELECT value FROM mayfly_meta WHERE name = 'schema'`).Scan(&v); err != nil {
+		return fmt.Errorf("pgstore: read the schema version: %w", s.classify(err))
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return fmt.Errorf("pgstore: the schema version %q is not a number: the database is not Mayfly's", v)
+	}
+	switch {
+	case n > SchemaVersion:
+		return fmt.Errorf("%w: it holds schema version %d, and this Mayfly reads version %d; run the newer Mayfly, or give this one another database", ErrSchemaTooNew, n, SchemaVersion)
+	case n < SchemaVersion:
+		// No older version exists yet; migrations go here, each one
+		// raising the version in the transaction that changes the tables.
+		return fmt.Errorf("pgstore: schema version %d has no migration to %d", n, SchemaVersion)
+	}
+	return nil
+}
+
+// Stats are the store's counters, for metrics and benchmarks.
+type Stats struct {
+	Retries    int64 // serialization failures re-run
+	Conflicts  int64 // Updates that gave up
+	RoundTrips int64 // statements and batches sent
+	PoolSize   int32
+	PoolInUse  int32
+}
+
+// Stats returns the store's counters.
+func (s *Store) Stats() Stats {
+	ps := s.pool.Stat()
+	return Stats{Retries: s.retries.Load(), Conflicts: s.conflicts.Load(), RoundTrips: s.roundTrips.Load(),
+		PoolSize: ps.MaxConns(), PoolInUse: ps.AcquiredConns()}
+}
+
+// enter registers an in-flight call; the caller must call s.inflight.Done.
+func (s *Store) enter() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return storage.ErrClosed
+	}
+	s.inflight.Add(1)
+	return nil
+}
+
+// Close waits for running calls and closes the pool.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return storage.ErrClosed
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.inflight.Wait()
+	s.pool.Close()
+	return nil
+}
+
+// Now reads the database's clock: the one clock of every gateway over it.
+// clock_timestamp() is the time at the call, not at the transaction's
+// start, so it moves on within a connection's session.
+func (s *Store) Now(ctx context.Context) (time.Time, error) {
+	if err := s.enter(); err != nil {
+		return time.Time{}, err
+	}
+	defer s.inflight.Done()
+	var t time.Time
+	s.roundTrips.Add(1)
+	if err := s.pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&t); err != nil {
+		return time.Time{}, fmt.Errorf("pgstore: read the clock: %w", s.classify(err))
+	}
+	return t, nil
+}
+
+// View runs fn in a read-only REPEATABLE READ transaction: one snapshot.
+func (s *Store) View(ctx context.Context, fn func(r storage.Reader) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.inflight.Done()
+	conn, err := s.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	r := &reader{s: s, ctx: ctx, conn: conn, begin: `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`}
+	defer r.end()
+	return fn(r)
+}
+
+// acquire takes a connection from the pool.
+func (s *Store) acquire(ctx context.Context) (*pgxpool.Conn, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: connect: %w", s.classify(err))
+	}
+	return conn, nil
+}
+
+// Update runs fn in a SERIALIZABLE transaction, re-running it after a
+// serialization failure with a growing, jittered pause, at most MaxRetries
+// times; then it returns storage.ErrConflict.
+func (s *Store) Update(ctx context.Context, fn func(tx storage.Txn) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.inflight.Done()
+	for attempt := 0; ; attempt++ {
+		err := s.updateOnce(ctx, fn)
+		if !retryable(err) {
+			return err
+		}
+		if attempt >= s.maxRetries {
+			s.conflicts.Add(1)
+			return fmt.Errorf("%w: gave up after %d serialization failures: %w", storage.ErrConflict, attempt+1, err)
+		}
+		s.retries.Add(1)
+		s.log.Debug("transaction re-run after a serialization failure", "attempt", attempt+1, "err", err)
+		if err := sleepCtx(ctx, backoff(attempt)); err != nil {
+			return err
+		}
+	}
+}
+
+// updateOnce runs fn once. The transaction begins with its first read (one
+// round trip carries BEGIN and the read), and its writes travel with the
+// COMMIT in one more: a transaction that only writes is one round trip.
+func (s *Store) updateOnce(ctx context.Context, fn func(tx storage.Txn) error) error {
+	conn, err := s.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	t := &txn{reader: reader{s: s, ctx: ctx, conn: conn, begin: `BEGIN ISOLATION LEVEL SERIALIZABLE`}, writes: map[string]write{}}
+	t.reader.own = t
+	// Also when fn panics: the transaction is rolled back and the
+	// connection returned before the panic goes on.
+	defer t.reader.end()
+	if err := fn(t); err != nil {
+		return err
+	}
+	if len(t.writes) == 0 {
+		return nil
+	}
+	var sets, vals, dels [][]byte
+	keys := make([]string, 0, len(t.writes))
+	for k := range t.writes {
+		keys = append(keys, k)
+	}
+	// Writing in key order makes two transactions that touch the same
+	// keys lock them in the same order.
+	sort.Strings(keys)
+	for _, k := range keys {
+		w := t.writes[k]
+		if w.del {
+			dels = append(dels, []byte(k))
+		} else {
+			sets = append(sets, []byte(k))
+			vals = append(vals, w.value)
+		}
+	}
+	b := &pgx.Batch{}
+	if !t.begun {
+		b.Queue(t.reader.begin)
+	}
+	if len(sets) > 0 {
+		b.Queue(`INSERT INTO mayfly_kv (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[]) ON CONFLICT (k) DO UPDATE SET v = excluded.v`, sets, vals)
+	}
+	if len(dels) > 0 {
+		b.Queue(`DELETE FROM mayfly_kv WHERE k = ANY($1::bytea[])`, dels)
+	}
+	b.Queue(`COMMIT`)
+	t.begun = true // whatever happens, the connection's state is checked at end
+	s.roundTrips.Add(1)
+	err = conn.SendBatch(ctx, b).Close()
+	switch {
+	case err == nil:
+		t.committed = true
+		return nil
+	case retryable(err):
+		return err
+	case unavailable(err):
+		// The connection broke while the COMMIT may have been on its
+		// way: whether the transaction committed is unknown.
+		return fmt.Errorf("%w: pgstore: commit: %w", storage.ErrAmbiguousCommit, s.classify(err))
+	}
+	return fmt.Errorf("pgstore: commit: %w", err)
+}
+
+// retryable reports a serialization failure or a deadlock: the
+// transaction lost a race and may simply run again.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+}
+
+// unavailable reports errors of the connection or of a server that cannot
+// serve for now, as opposed to errors in what was asked.
+func unavailable(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case len(pe.Code) == 5 && pe.Code[:2] == "08", // connection exception
+			pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03", // shutdown, crash, cannot connect now
+			pe.Code == "53300": // too many connections
+			return true
+		}
+		return false
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	return errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		pgconn.SafeToRetry(err) || pgconn.Timeout(err)
+}
+
+// classify wraps connection trouble with storage.ErrUnavailable, so the
+// transport answers 503 and the SDKs retry; other errors pass unchanged.
+func (s *Store) classify(err error) error {
+	if unavailable(err) {
+		s.log.Warn("PostgreSQL is unreachable or cannot serve", "err", err)
+		return fmt.Errorf("%w: %w", storage.ErrUnavailable, err)
+	}
+	return err
+}
+
+func backoff(attempt int) time.Duration {
+	d := time.Millisecond << min(attempt, 7) // 1 ms … 128 ms
+	return d/2 + time.Duration(rand.Int64N(int64(d)))
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,84 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mayfly-db/mayfly/internal/storage"
+	"github.com/mayfly-db/mayfly/internal/storage/pgstore"
+	"github.com/mayfly-db/mayfly/internal/storage/pgstore/pgtest"
+	"github.com/mayfly-db/mayfly/internal/storage/storagetest"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+func open(t *testing.T) storage.Store {
+	t.Helper()
+	s, err := pgstore.Open(context.Background(), pgstore.Options{URL: pgtest.URL(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storagetest.Run(t, open)
+}
+
+// A database written by a newer Mayfly is refused with both versions
+// named; the same database reopens at the current version.
+func TestNewerSchemaIsRefused(t *testing.T) {
+	url := pgtest.URL(t)
+	s, err := pgstore.Open(context.Background(), pgstore.Options{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+	s, err = pgstore.Open(context.Background(), pgstore.Options{URL: url})
+	if err != nil {
+		t.Fatalf("reopen at the same version: %v", err)
+	}
+	_ = s.Close()
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(context.Background(), `UPDATE mayfly_meta SET value = '99' WHERE name = 'schema'`); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.Close(context.Background())
+	_, err = pgstore.Open(context.Background(), pgstore.Options{URL: url})
+	if !errors.Is(err, pgstore.ErrSchemaTooNew) || !strings.Contains(err.Error(), "99") {
+		t.Fatalf("open a newer schema: %v, want ErrSchemaTooNew naming version 99", err)
+	}
+}
+
+// An unreachable server is a clear error at Open, wrapping ErrUnavailable.
+func TestUnreachableServer(t *testing.T) {
+	_, err := pgstore.Open(context.Background(), pgstore.Options{URL: "postgres://mayfly@127.0.0.1:1/none?sslmode=disable&connect_timeout=2"})
+	if !errors.Is(err, storage.ErrUnavailable) || !strings.Contains(err.Error(), "cannot reach PostgreSQL") {
+		t.Fatalf("open an unreachable server: %v", err)
+	}
+}
+
+// The store's clock is the database's.
+func TestClock(t *testing.T) {
+	s := open(t).(*pgstore.Store)
+	defer s.Close()
+	a, err := s.Now(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.Now(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.IsZero() || b.Before(a) {
+		t.Fatalf("clock readings %v then %v", a, b)
+	}
+}
