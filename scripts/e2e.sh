@@ -3,6 +3,9 @@
 # official SDKs against it.
 #   (a) the Go SDK's own emulator tests, judged by integration/emulator-suite.txt
 #   (b) the JavaScript SDK smoke test in integration/js
+#   (c) the JavaScript query tests against a server with 4 partition key ranges
+#   (d) the Go SDK's emulator tests again, against a gateway over a
+#       throwaway PostgreSQL cluster (scripts/lib.sh pg_start)
 # Logs go to bin/e2e/. Exits non-zero if the server fails to start or
 # either suite fails. The SDK tests hard-code https://localhost:8081/, so the
 # port is fixed; if it is taken the script stops rather than touch whatever
@@ -82,6 +85,22 @@ if ! kill -0 "$server_pid" 2>/dev/null; then
 	status=1
 	echo "mayfly exited during the tests; see $out/mayfly.log"
 fi
+
+say "(d) Go SDK emulator suite against a gateway over PostgreSQL"
+t0=$SECONDS
+stop_servers
+pg_start "$(mktemp -d)"
+require_free_port "$port"
+start_server "$out/mayfly-postgres.log" "$out/mayfly" --postgres "$pg_url" --data-dir "$out/postgres-data" \
+	--addr "localhost:${port}" --compute-addr "localhost:8903" --consistency Strong --advertise-host 127.0.0.1
+pg_server_pid=$started_pid
+wait_ready "$endpoint" "$pg_server_pid" "$out/mayfly-postgres.log" "$PWD/$out/postgres.pem"
+if ! "$out/emulatorsuite" -list integration/emulator-suite.txt -work "$out/emulator-postgres" -ca-file "$PWD/$out/postgres.pem"; then
+	status=1
+	echo "(d) FAILED"
+	tail -n 40 "$out/mayfly-postgres.log" || true
+fi
+took_d=$((SECONDS - t0))
 if [ "$status" -ne 0 ]; then
 	echo "--- last lines of $out/mayfly.log"
 	tail -n 40 "$out/mayfly.log" || true
@@ -91,5 +110,6 @@ say "e2e summary"
 echo "(a) Go SDK emulator suite: ${took_a}s"
 echo "(b) JavaScript SDK smoke:  ${took_b}s"
 echo "(c) JS queries, 4 ranges:   ${took_c}s"
+echo "(d) Go suite, PostgreSQL:   ${took_d}s"
 if [ "$status" -eq 0 ]; then echo "e2e: ok"; else echo "e2e: FAILED"; fi
 exit "$status"

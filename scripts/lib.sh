@@ -47,6 +47,8 @@ stop_servers() {
 		kill -9 "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
 	done
+	server_pids=()
+	pg_stop
 }
 
 # wait_ready URL PID LOG PEM: poll URL/_explorer/emulator.pem until it
@@ -72,4 +74,48 @@ wait_ready() {
 		fail "the server exited after $url answered: another process is serving that port"
 	fi
 	echo "ready at $url in $((SECONDS - t0))s"
+}
+
+# pg_start DIR: initialise and start a throwaway PostgreSQL cluster in DIR
+# (new or empty) on a free port, listening on 127.0.0.1 and a
+# socket in DIR, and set $pg_url to its postgres database. Installs
+# Debian's postgresql package when no server binaries are found. As root
+# the cluster runs as the postgres user (PostgreSQL refuses root). pg_stop
+# stops it; stop_servers calls pg_stop too.
+pg_dir=
+pg_bin=
+pg_start() {
+	pg_dir=$1
+	pg_bin=$(dirname "$(command -v pg_ctl 2>/dev/null || true)")
+	if [ ! -x "$pg_bin/initdb" ]; then
+		pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+	fi
+	if [ ! -x "$pg_bin/initdb" ]; then
+		say "PostgreSQL's server binaries missing; installing the Debian package"
+		local sudo=; [ "$(id -u)" = 0 ] || sudo=sudo
+		$sudo apt-get update -qq && $sudo apt-get install -y -qq postgresql >/dev/null
+		pg_bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+	fi
+	local as=()
+	mkdir -p "$pg_dir"
+	if [ "$(id -u)" = 0 ]; then
+		chown postgres: "$pg_dir"
+		as=(runuser -u postgres --)
+	fi
+	local port
+	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	"${as[@]}" "$pg_bin/initdb" -D "$pg_dir/data" -U mayfly --auth=trust -E UTF8 --no-sync >"$pg_dir/initdb.log" 2>&1 ||
+		fail "initdb failed; see $pg_dir/initdb.log"
+	"${as[@]}" "$pg_bin/pg_ctl" -D "$pg_dir/data" -l "$pg_dir/log" -w -t 60 \
+		-o "-p $port -k $pg_dir -c listen_addresses=127.0.0.1 -c max_connections=300" start >/dev/null ||
+		fail "PostgreSQL did not start; see $pg_dir/log"
+	pg_url="postgres://mayfly@127.0.0.1:${port}/postgres?sslmode=disable"
+	pg_as=("${as[@]}")
+}
+
+pg_stop() {
+	[ -n "$pg_dir" ] || return 0
+	"${pg_as[@]}" "$pg_bin/pg_ctl" -D "$pg_dir/data" -m fast -w stop >/dev/null 2>&1 || true
+	rm -rf "$pg_dir"
+	pg_dir=
 }

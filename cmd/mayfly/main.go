@@ -35,6 +35,8 @@ func run(args []string) error {
 	addr := fs.String("addr", server.DefaultAddr, "address to listen on; localhost means 127.0.0.1 and ::1, \":8081\" every interface")
 	dataDir := fs.String("data-dir", "./mayfly-data", "directory holding the data and the certificate")
 	inMemory := fs.Bool("in-memory", false, "keep everything in memory; nothing survives a restart")
+	postgres := fs.String("postgres", "", "keep the data in this PostgreSQL-wire database (a connection string, postgres://user@host:port/db); several gateways may share it; --data-dir then holds only the certificate")
+	postgresPool := fs.Int("postgres-pool", 16, "the most connections to --postgres")
 	key := fs.String("key", "", "account key (base64); default: the well-known emulator key")
 	keyFile := fs.String("key-file", "", "file holding the account key")
 	roKey := fs.String("read-only-key", "", "a read-only account key (base64): it signs reads, queries and feeds; writes signed with it get 401")
@@ -81,7 +83,11 @@ func run(args []string) error {
 		// anything but small; Go's default target suits it.
 		memory.TuneGC()
 	}
+	if *postgres != "" && *inMemory {
+		return errors.New("give --postgres or --in-memory, not both")
+	}
 	cfg := server.Config{Addr: *addr, DataDir: *dataDir, InMemory: *inMemory, NoTLS: *noTLS,
+		Postgres: *postgres, PostgresPool: *postgresPool,
 		CertFile: *cert, KeyFile: *certKey, Logger: logger, PurgeRUPerSecond: *purgeRU, DiskReserve: *reserve << 20, Partitions: *partitions,
 		RequestTimeout: *reqTimeout, EnforceThroughput: *enforce, Consistency: *consistency,
 		AdvertiseHost: *advertiseHost, ComputeAddr: *computeAddr,

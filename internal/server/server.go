@@ -26,6 +26,7 @@ import (
 	"github.com/mayfly-db/mayfly/internal/ratelimit"
 	"github.com/mayfly-db/mayfly/internal/storage"
 	"github.com/mayfly-db/mayfly/internal/storage/pebblestore"
+	"github.com/mayfly-db/mayfly/internal/storage/pgstore"
 	"github.com/mayfly-db/mayfly/internal/tlscert"
 	"github.com/mayfly-db/mayfly/internal/ttl"
 	"github.com/mayfly-db/mayfly/internal/ttl/ttlmetrics"
@@ -57,6 +58,13 @@ type Config struct {
 	Clock        clock.Clock
 	// Store replaces the embedded Pebble store (tests, other backends).
 	Store storage.Store
+	// Postgres, when set, is the connection string of a PostgreSQL-wire
+	// database the server keeps its data in instead of the embedded
+	// store; several servers may share it (pgstore). DataDir then holds
+	// only the certificate.
+	Postgres string
+	// PostgresPool is the most connections to it (default 16).
+	PostgresPool int
 	// DiskReserve is the free space, in bytes, writes leave on the data
 	// directory's filesystem for the store's own flushes and compactions;
 	// a write that would eat into it is answered 507 (0: the store's
@@ -198,6 +206,13 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, done: make(chan struct{}), tls: !cfg.NoTLS}
 	s.store = cfg.Store
+	if s.store == nil && cfg.Postgres != "" {
+		st, err := pgstore.Open(context.Background(), pgstore.Options{URL: cfg.Postgres, PoolSize: cfg.PostgresPool, Logger: cfg.Logger})
+		if err != nil {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
+		s.store, s.ownStore = st, true
+	}
 	if s.store == nil {
 		opts := pebblestore.Options{InMemory: cfg.InMemory, Logger: cfg.Logger, Filter: storeFilter, Reserve: cfg.DiskReserve}
 		if !cfg.InMemory {
