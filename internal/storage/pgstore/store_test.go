@@ -11,7 +11,7 @@ import (
 
 	"github.com/mayfly-db/mayfly/internal/storage"
 	"github.com/mayfly-db/mayfly/internal/storage/pgstore"
-	"github.com/mayfly-db/mayfly/internal/storage/pgstore/pgtest"
+	"github.com/mayfly-db/mayfly/internal/storage/pgtest"
 	"github.com/mayfly-db/mayfly/internal/storage/storagetest"
 )
 
