@@ -47,6 +47,10 @@ func containerSpans(rid []byte) [][2][]byte {
 		lo := collPrefix(fam, rid)
 		spans = append(spans, [2][]byte{lo, prefixEnd(lo)})
 	}
+	for _, job := range []byte{jobPurge, jobIndex} {
+		lo := leaseKey(job, rid)
+		spans = append(spans, [2][]byte{lo, prefixEnd(lo)})
+	}
 	return spans
 }
 

@@ -51,6 +51,9 @@ type Config struct {
 	// MaxSortRows bounds the rows an ORDER BY sorted in memory holds at
 	// once (eval.MaxSortRows when zero).
 	MaxSortRows int
+	// LeaseTerm is how long a gateway holds a container's background work
+	// without renewing it (DefaultLeaseTerm when zero; lease.go).
+	LeaseTerm time.Duration
 }
 
 // ChargeSink is told about request units spent by user requests.
@@ -86,6 +89,9 @@ type Engine struct {
 	purgedTo map[string][]byte
 	// worklist holds the containers with background work (worklist.go).
 	worklist workList
+	// leases are this engine's leases on background work (lease.go); nil
+	// over a store of one process.
+	leases *leases
 
 	// Expiry judgements are ordered against TTL setting changes (ttl.md
 	// B1) container by container, with each container's settingLock.
@@ -248,6 +254,9 @@ func New(cfg Config) (*Engine, error) {
 		e.pageTime = DefaultQueryPageTime
 	}
 	e.partitions = min(max(cfg.Partitions, 1), maxRanges)
+	if _, shared := cfg.Store.(storage.Clocked); shared {
+		e.leases = newLeases(cfg.LeaseTerm)
+	}
 	if err := checkLayout(context.Background(), cfg.Store); err != nil {
 		return nil, err
 	}

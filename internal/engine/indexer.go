@@ -128,14 +128,27 @@ func (x *Indexer) Pass(ctx context.Context) (bool, error) {
 func (e *Engine) buildIndexBatch(ctx context.Context, db, coll string, n int) (bool, error) {
 	more := false
 	var stale, changed *containerRecord
+	var g grant
+	var now time.Time
+	if e.leases != nil {
+		var err error
+		if now, err = e.Now(ctx); err != nil {
+			return false, err
+		}
+	}
 	err := e.store.Update(ctx, func(tx storage.Txn) error {
-		more, stale, changed = false, nil, nil
+		more, stale, changed, g = false, nil, nil, grant{}
 		c, err := e.loadContainer(tx, db, coll)
 		if err != nil {
 			return err
 		}
 		if c.Index.Ready {
 			return nil
+		}
+		// Another gateway building this index goes on alone; this one
+		// looks again on its next pass.
+		if g, err = e.leases.hold(tx, leaseKey(jobIndex, c.Rid), now); err != nil || !g.ok {
+			return err
 		}
 		changed = c
 		next := *c
@@ -175,7 +188,10 @@ func (e *Engine) buildIndexBatch(ctx context.Context, db, coll string, n int) (b
 		}
 		return setJSON(tx, containerKey(c.DBRid, c.ID), &next)
 	})
-	if err == nil && changed != nil {
+	if err == nil {
+		e.leases.commit(g)
+	}
+	if err == nil && changed != nil && g.ok {
 		e.containerChanged(ctx, changed)
 	}
 	if err != nil || stale == nil {

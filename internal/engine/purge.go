@@ -159,6 +159,7 @@ func (e *Engine) PurgeDue(ctx context.Context, p ttl.PurgeParams) (ttl.PurgeResu
 	}
 	var res ttl.PurgeResult
 	var taken []dueEntry
+	var g grant
 	defer e.sharing(db, coll)()
 	if _, ok := e.store.(storage.Clocked); ok {
 		// Several gateways share the store: the purge judges by the
@@ -172,7 +173,7 @@ func (e *Engine) PurgeDue(ctx context.Context, p ttl.PurgeParams) (ttl.PurgeResu
 	// go with it and are written again then. So it does not wait for
 	// the fsync.
 	err = storage.UpdateDeferred(ctx, e.store, func(tx storage.Txn) error {
-		res = ttl.PurgeResult{}
+		res, g = ttl.PurgeResult{}, grant{}
 		c, err := e.loadContainer(tx, db, coll)
 		if err != nil {
 			return err
@@ -180,6 +181,10 @@ func (e *Engine) PurgeDue(ctx context.Context, p ttl.PurgeParams) (ttl.PurgeResu
 		z := c.TTL.Horizon(p.Now)
 		if z.Empty() {
 			return nil
+		}
+		if g, err = e.leases.hold(tx, leaseKey(jobPurge, c.Rid), p.Now); err != nil || !g.ok {
+			res.Elsewhere = g.wait
+			return err
 		}
 		entries, more, err := e.expiredEntries(tx, c, z, p.Limit)
 		taken = entries
@@ -242,6 +247,7 @@ func (e *Engine) PurgeDue(ctx context.Context, p ttl.PurgeParams) (ttl.PurgeResu
 		}
 		return ttl.PurgeResult{}, err
 	}
+	e.leases.commit(g)
 	for _, en := range taken {
 		e.advancePurgeHint(en.key[:len(en.key)-16], en.key)
 	}

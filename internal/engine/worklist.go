@@ -176,6 +176,7 @@ func (e *Engine) containerChanged(ctx context.Context, c *containerRecord) {
 // container a user request was charged to).
 func (e *Engine) containerGone(ctx context.Context, c *containerRecord) {
 	e.containerChanged(ctx, c)
+	e.leases.forget(c.Rid)
 	if f, ok := e.charges.(interface{ Forget(container string) }); ok {
 		f.Forget(c.link())
 	}

@@ -111,6 +111,11 @@ type PurgeResult struct {
 	// RU is what the batch cost in request units, when the Target measures
 	// it; 0 means len(Items) × Config.ItemCost.
 	RU float64
+	// Elsewhere, when positive, reports that another purger sharing the
+	// store (another gateway) owns the container's purge for at least that
+	// long: nothing was done, and the purger leaves the container to it
+	// until then.
+	Elsewhere time.Duration
 }
 
 // PurgedItem is a deleted item as it was stored.
@@ -264,6 +269,7 @@ type Purger struct {
 	pass    sync.Mutex
 	done    map[string]idle      // containers a pass left with nothing expired
 	counted map[string]time.Time // last DueCounter call
+	away    map[string]time.Time // containers another purger owns, until when
 	known   map[string]bool      // containers listed by the last pass
 	spare   map[string]bool      // the map before known, reused for the next pass
 }
@@ -298,6 +304,7 @@ func New(cfg Config) *Purger {
 		cancel:  cancel,
 		done:    map[string]idle{},
 		counted: map[string]time.Time{},
+		away:    map[string]time.Time{},
 		known:   map[string]bool{},
 	}
 }
@@ -465,6 +472,12 @@ func (p *Purger) purge(ctx context.Context, c Container, used bool, res *PassRes
 		}
 		return nil
 	}
+	if until, ok := p.away[c.ID]; ok {
+		if now.Before(until) {
+			return nil // another gateway's purger owns it
+		}
+		delete(p.away, c.ID)
+	}
 	z := h.Horizon(now)
 	sweep := h.sweepable(now)
 	if last, ok := p.done[c.ID]; ok && sweep == 0 {
@@ -500,6 +513,12 @@ func (p *Purger) purge(ctx context.Context, c Container, used bool, res *PassRes
 		spent = float64(len(out.Items)) * p.cfg.ItemCost
 	}
 	p.cfg.Budget.settle(c.ID, float64(granted)*p.cfg.ItemCost, spent)
+	if out.Elsewhere > 0 && err == nil {
+		// Not this purger's to do; it looks again when the owner's
+		// lease would lapse unless renewed.
+		p.away[c.ID] = now.Add(out.Elsewhere)
+		return nil
+	}
 	p.record(c, out.Items)
 	res.Purged += len(out.Items)
 	if err != nil {
@@ -587,6 +606,7 @@ func (p *Purger) count(ctx context.Context, id string, now time.Time) {
 func (p *Purger) forget(id string) {
 	delete(p.done, id)
 	delete(p.counted, id)
+	delete(p.away, id)
 	p.cfg.Budget.Forget(id)
 	p.cfg.Metrics.Forget(id)
 }

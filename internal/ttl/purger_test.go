@@ -29,6 +29,8 @@ type fakeTarget struct {
 	counts int
 
 	fail  map[string]error // PurgeDue fails for these containers
+	// elsewhere: another purger owns these containers for that long.
+	elsewhere map[string]time.Duration
 	block chan struct{}    // when set, PurgeDue signals it and waits for ctx
 }
 
@@ -127,6 +129,9 @@ func (f *fakeTarget) PurgeDue(ctx context.Context, p PurgeParams) (PurgeResult, 
 	defer f.mu.Unlock()
 	if err := f.fail[p.Container]; err != nil {
 		return PurgeResult{}, err
+	}
+	if d := f.elsewhere[p.Container]; d > 0 {
+		return PurgeResult{Elsewhere: d}, nil
 	}
 	c := f.containers[p.Container]
 	ids := c.expired(p.Now)
@@ -720,5 +725,42 @@ func TestPurger_LogsAPersistentFailureOncePerMinute(t *testing.T) {
 	clk.waitSleep(t)
 	if n := strings.Count(logs.String(), "disk on fire"); n != 2 {
 		t.Errorf("logged %d times after a minute", n)
+	}
+}
+
+// A container whose purge another gateway owns is left to it until the
+// owner's lease would lapse: no batch, no charge to the budget, and no
+// "nothing left" state that would stop this purger from taking over.
+func TestPurger_LeavesAContainerOwnedElsewhere(t *testing.T) {
+	clk := clock.NewManual(sec(100))
+	f := newFakeTarget()
+	f.add("c", NewHistory(Enabled(10), sec(0)))
+	fill(f, "c", "old", 30, t0, ItemTTL{})
+	f.elsewhere = map[string]time.Duration{"c": 3 * time.Second}
+	p := New(Config{Target: f, Clock: clk, BatchSize: 100})
+	pass := func() PassResult {
+		t.Helper()
+		res, err := p.Pass(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := pass(); res.Purged != 0 || res.More {
+		t.Fatalf("first pass: %+v", res)
+	}
+	_, asked, _ := f.calls()
+	clk.Advance(2 * time.Second)
+	pass()
+	if _, n, _ := f.calls(); n != asked {
+		t.Fatalf("asked again %d times while another purger owns the container", n-asked)
+	}
+	// The owner stops renewing: its lease lapses, this purger takes over.
+	f.mu.Lock()
+	f.elsewhere = nil
+	f.mu.Unlock()
+	clk.Advance(time.Second + time.Millisecond)
+	if res := pass(); res.Purged != 30 {
+		t.Fatalf("after the lease lapsed purged %d, want 30", res.Purged)
 	}
 }

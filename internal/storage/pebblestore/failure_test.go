@@ -208,8 +208,8 @@ func TestFailedCommitChild(t *testing.T) {
 // reads go on, and Close returns (in a child process); after a restart with
 // space back, every acknowledged write is there and writes succeed.
 func TestFailedCommitDoesNotWedgeTheStore(t *testing.T) {
-	disk := smallDisk(t, 32<<20)
-	free := filler(t, disk, 8<<20)
+	disk := smallDisk(t, 48<<20)
+	free := filler(t, disk, 24<<20)
 	dir := filepath.Join(disk, "store")
 	cmd := exec.Command(os.Args[0], "-test.run=^TestFailedCommitChild$", "-test.v")
 	cmd.Env = append(os.Environ(), failingEnv+"="+dir)
