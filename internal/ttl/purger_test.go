@@ -28,10 +28,10 @@ type fakeTarget struct {
 	sweeps []SweepParams
 	counts int
 
-	fail  map[string]error // PurgeDue fails for these containers
+	fail map[string]error // PurgeDue fails for these containers
 	// elsewhere: another purger owns these containers for that long.
 	elsewhere map[string]time.Duration
-	block chan struct{}    // when set, PurgeDue signals it and waits for ctx
+	block     chan struct{} // when set, PurgeDue signals it and waits for ctx
 }
 
 type fakeContainer struct {
