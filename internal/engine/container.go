@@ -549,6 +549,12 @@ func (e *Engine) ListContainers(ctx context.Context, db string) ([]document.Valu
 	return out, dbRid, err
 }
 
+// settingLead is how far ahead of the store's clock a TTL setting change
+// over a shared store is dated: more than its transaction takes from
+// reading the clock to committing, and short enough that the change still
+// looks instant (ttl.md B2).
+const settingLead = 200 * time.Millisecond
+
 // ReplaceContainer replaces a container's properties. The partition key and
 // unique keys cannot change; a defaultTtl change takes effect at once for
 // every item (ttl.md B2) at O(1) cost.
@@ -560,12 +566,16 @@ func (e *Engine) ReplaceContainer(ctx context.Context, db, coll string, body doc
 	if props.Get("id").Str() != coll {
 		return nil, errorf(BadRequest, "The id in the body '%s' does not match the container '%s' addressed.", props.Get("id").Str(), coll)
 	}
-	// The new setting's instant is taken, and committed, while no expiry is
-	// being judged in this container (see Engine.locks); and it is taken
-	// inside the store's transaction, as late as possible, so that a
-	// gateway over the same store that judged an item meanwhile did so
-	// before it.
-	defer e.changingSetting(db, coll)()
+	// No expiry may be judged at an instant the change has passed before
+	// it commits (ttl.md B1; docs/design/ttl.md, "the instant of a
+	// change"). In one process, the new setting's instant is taken and
+	// committed while no expiry is being judged in this container (see
+	// Engine.locks). Over a store shared by several gateways, it is dated
+	// settingLead ahead of the store's clock and committed before that
+	// instant, or not at all.
+	if e.leases == nil {
+		defer e.changingSetting(db, coll)()
+	}
 	var now time.Time
 	var c *containerRecord
 	reindex := false
@@ -574,6 +584,12 @@ func (e *Engine) ReplaceContainer(ctx context.Context, db, coll string, body doc
 		var err error
 		if now, err = e.stamp(ctx, true); err != nil {
 			return err
+		}
+		if e.leases != nil {
+			now = now.Add(settingLead)
+			if !storage.CommitBefore(tx, now) {
+				return fmt.Errorf("engine: a store shared by several gateways cannot date a setting change: its transactions have no commit deadline")
+			}
 		}
 		old, err := e.loadContainer(tx, db, coll)
 		if err != nil {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -152,5 +153,67 @@ func TestNoLeaseOverAStoreOfOneProcess(t *testing.T) {
 	}
 	if n := countPrefix(t, ce.store, []byte{famLease}); n != 0 {
 		t.Fatalf("%d lease records over a store of one process", n)
+	}
+}
+
+// A TTL setting change through one gateway of a shared store is dated a
+// little ahead of the store's clock and committed before that instant, so
+// an expiry another gateway judged before the commit stays final (ttl.md
+// B1): here item x, expired at t0+10 under defaultTtl 10, is judged so at
+// t0+10.05 by one gateway, while the other lengthens the TTL to 100 with a
+// transaction that read the clock at t0+9.99. Every later read agrees.
+func TestSettingChangeAcrossGatewaysKeepsExpiryFinal(t *testing.T) {
+	env := newSharedEnv(t, 2)
+	ctx := context.Background()
+	a, b := env.gateways[0], env.gateways[1]
+	if _, err := a.CreateDatabase(ctx, batchJSON(t, `{"id":"db"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.CreateContainer(ctx, "db", batchJSON(t, `{"id":"c",`+pkDef+`,"defaultTtl":10}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	ref := batchRef(`["p"]`)
+	write := func(id string) {
+		t.Helper()
+		if _, err := a.WriteItem(ctx, WriteItemParams{ItemRef: ref, Mode: ModeCreate, Body: []byte(`{"id":"` + id + `","pk":"p"}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	visible := func(e *Engine, id string) bool {
+		t.Helper()
+		_, err := e.ReadItem(ctx, ReadItemParams{ItemRef: ref, ID: id})
+		var ee *Error
+		switch {
+		case err == nil:
+			return true
+		case errors.As(err, &ee) && ee.Code == NotFound:
+			return false
+		}
+		t.Fatalf("read %s: %v", id, err)
+		return false
+	}
+	write("x")
+	env.advance(5 * time.Second)
+	write("y")
+	env.advance(4990 * time.Millisecond) // t0+9.99: b's transaction reads the clock
+	if _, err := b.ReplaceContainer(ctx, "db", "c", batchJSON(t, `{"id":"c",`+pkDef+`,"defaultTtl":100}`), ""); err != nil {
+		t.Fatal(err)
+	}
+	at := env.st.deadline
+	if want := env.now.Add(settingLead); !at.Equal(want) {
+		t.Fatalf("the change's commit deadline is %v, want the store's clock plus %v, %v", at, settingLead, want)
+	}
+	env.advance(60 * time.Millisecond) // t0+10.05, before the change's instant
+	if visible(a, "x") || visible(b, "x") {
+		t.Fatal("x, due at t0+10 under the setting in force until the change's instant, is visible at t0+10.05")
+	}
+	env.advance(time.Second)
+	for _, e := range env.gateways {
+		if visible(e, "x") {
+			t.Fatal("x came back after the TTL was lengthened")
+		}
+		if !visible(e, "y") {
+			t.Fatal("y, due at t0+105 under the new setting, is not visible")
+		}
 	}
 }

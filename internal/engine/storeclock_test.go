@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -16,9 +17,10 @@ import (
 // by several gateways does.
 type clockedStore struct {
 	storage.Store
-	mu  sync.Mutex
-	now time.Time
-	err error
+	mu       sync.Mutex
+	now      time.Time
+	err      error
+	deadline time.Time // the last commit deadline of a transaction
 }
 
 func (s *clockedStore) Now(context.Context) (time.Time, error) {
@@ -26,6 +28,34 @@ func (s *clockedStore) Now(context.Context) (time.Time, error) {
 	defer s.mu.Unlock()
 	return s.now, s.err
 }
+
+// Update honours the commit deadline its transactions are given, as a
+// shared store must (storage.Deadliner), and records the last one.
+func (s *clockedStore) Update(ctx context.Context, fn func(tx storage.Txn) error) error {
+	return s.Store.Update(ctx, func(tx storage.Txn) error {
+		dt := &deadlineTxn{Txn: tx}
+		if err := fn(dt); err != nil {
+			return err
+		}
+		if dt.at.IsZero() {
+			return nil
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.deadline = dt.at
+		if !s.now.Before(dt.at) {
+			return fmt.Errorf("%w: commit after its deadline", storage.ErrConflict)
+		}
+		return nil
+	})
+}
+
+type deadlineTxn struct {
+	storage.Txn
+	at time.Time
+}
+
+func (t *deadlineTxn) CommitBefore(at time.Time) { t.at = at }
 
 func (s *clockedStore) set(now time.Time, err error) {
 	s.mu.Lock()

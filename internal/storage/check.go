@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"time"
 )
 
 // WithChecks wraps s in a store that checks how the store and its caller
@@ -164,6 +165,13 @@ func (t *checkedTxn) Set(key, value []byte) error {
 func (t *checkedTxn) Delete(key []byte) error {
 	t.enter("Delete")
 	return t.tx.Delete(key)
+}
+
+// checkedTxn is a Deadliner whatever its store; a transaction of a store
+// without deadlines ignores the call, as such a store is not Clocked.
+func (t *checkedTxn) CommitBefore(at time.Time) {
+	t.enter("CommitBefore")
+	CommitBefore(t.tx, at)
 }
 
 type checkedIter struct {

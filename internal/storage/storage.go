@@ -159,6 +159,29 @@ type Clocked interface {
 	Now(ctx context.Context) (time.Time, error)
 }
 
+// Deadliner is implemented by the transactions of a Clocked store that can
+// refuse to commit late. After CommitBefore(t), the transaction commits
+// only if the store's clock, read as the last step before the commit,
+// is before t; otherwise the attempt fails like a serialization failure
+// and the store runs the transaction function again (which can then take
+// a later t), up to its retry limit, after which Update returns
+// ErrConflict. The engine dates a TTL setting change this way, a little
+// ahead of the store's clock, so that no gateway judges an expiry at an
+// instant the change has already passed (docs/design/ttl.md).
+type Deadliner interface {
+	CommitBefore(t time.Time)
+}
+
+// CommitBefore calls tx's CommitBefore when tx is a Deadliner and reports
+// whether it was.
+func CommitBefore(tx Txn, t time.Time) bool {
+	d, ok := tx.(Deadliner)
+	if ok {
+		d.CommitBefore(t)
+	}
+	return ok
+}
+
 // Deferrer is implemented by stores that can commit a transaction without
 // waiting for it to become durable. UpdateDeferred is Update except that
 // when it returns nil the commit is visible but may still be lost in a

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -127,7 +128,14 @@ type write struct {
 type txn struct {
 	reader
 	writes map[string]write
+	// deadline, when set, is the instant on the store's clock the commit
+	// must come before (storage.Deadliner).
+	deadline time.Time
 }
+
+// CommitBefore makes the transaction commit only before t on the store's
+// clock.
+func (t *txn) CommitBefore(at time.Time) { t.deadline = at }
 
 // Set stores value under key when the transaction commits.
 func (t *txn) Set(key, value []byte) error {

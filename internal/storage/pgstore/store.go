@@ -324,6 +324,12 @@ func (s *Store) updateOnce(ctx context.Context, fn func(tx storage.Txn) error) e
 	if len(dels) > 0 {
 		b.Queue(`DELETE FROM mayfly_kv WHERE k = ANY($1::bytea[])`, dels)
 	}
+	if !t.deadline.IsZero() {
+		// The last statement before COMMIT, in the same round trip: it
+		// fails (division by zero) once the store's clock reached the
+		// deadline, and the failure aborts the transaction.
+		b.Queue(`SELECT 1 / (CASE WHEN clock_timestamp() < $1 THEN 1 ELSE 0 END)`, t.deadline)
+	}
 	b.Queue(`COMMIT`)
 	t.begun = true // whatever happens, the connection's state is checked at end
 	s.roundTrips.Add(1)
@@ -334,6 +340,8 @@ func (s *Store) updateOnce(ctx context.Context, fn func(tx storage.Txn) error) e
 		return nil
 	case retryable(err):
 		return err
+	case !t.deadline.IsZero() && isCode(err, "22012"):
+		return errLate
 	case unavailable(err):
 		// The connection broke while the COMMIT may have been on its
 		// way: whether the transaction committed is unknown.
@@ -345,8 +353,17 @@ func (s *Store) updateOnce(ctx context.Context, fn func(tx storage.Txn) error) e
 // retryable reports a serialization failure or a deadlock: the
 // transaction lost a race and may simply run again.
 func retryable(err error) bool {
+	return isCode(err, "40001") || isCode(err, "40P01") || errors.Is(err, errLate)
+}
+
+// errLate fails an attempt that would have committed after its deadline
+// (storage.Deadliner); like a serialization failure, it is retried.
+var errLate = errors.New("pgstore: the commit would have come after its deadline")
+
+// isCode reports a PostgreSQL error with SQLSTATE code.
+func isCode(err error, code string) bool {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+	return errors.As(err, &pe) && pe.Code == code
 }
 
 // unavailable reports errors of the connection or of a server that cannot

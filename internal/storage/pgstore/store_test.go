@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -80,5 +81,50 @@ func TestClock(t *testing.T) {
 	}
 	if a.IsZero() || b.Before(a) {
 		t.Fatalf("clock readings %v then %v", a, b)
+	}
+}
+
+// A transaction given a deadline commits before it, and one that cannot
+// is re-run, each run free to take a later deadline; one that never can
+// ends in ErrConflict and leaves nothing behind.
+func TestCommitBefore(t *testing.T) {
+	s := open(t).(*pgstore.Store)
+	defer s.Close()
+	ctx := context.Background()
+	runs := 0
+	err := s.Update(ctx, func(tx storage.Txn) error {
+		runs++
+		now, err := s.Now(ctx)
+		if err != nil {
+			return err
+		}
+		at := now.Add(time.Minute)
+		if runs == 1 {
+			at = now.Add(-time.Millisecond) // already late: this run fails
+		}
+		if !storage.CommitBefore(tx, at) {
+			t.Fatal("a pgstore transaction is not a Deadliner")
+		}
+		return tx.Set([]byte("in-time"), []byte("v"))
+	})
+	if err != nil || runs != 2 {
+		t.Fatalf("Update: %v after %d runs, want success on the second", err, runs)
+	}
+	err = s.Update(ctx, func(tx storage.Txn) error {
+		storage.CommitBefore(tx, time.Unix(0, 0))
+		return tx.Set([]byte("late"), []byte("v"))
+	})
+	if !errors.Is(err, storage.ErrConflict) {
+		t.Fatalf("a transaction that is always late: %v, want ErrConflict", err)
+	}
+	err = s.View(ctx, func(r storage.Reader) error {
+		if _, err := r.Get([]byte("late")); !errors.Is(err, storage.ErrNotFound) {
+			t.Errorf("the late write: %v, want ErrNotFound", err)
+		}
+		_, err := r.Get([]byte("in-time"))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
