@@ -72,11 +72,11 @@ func freeAddr(t *testing.T) string {
 
 // startProcess runs mayfly on dir and waits until it serves its
 // certificate.
-func startProcess(t *testing.T, bin, dir string) *mayflyProcess {
+func startProcess(t *testing.T, bin, dir string, args ...string) *mayflyProcess {
 	t.Helper()
 	addr, metrics := freeAddr(t), freeAddr(t)
 	p := &mayflyProcess{url: "https://" + addr + "/", metricsURL: "http://" + metrics + "/metrics", stderr: &bytes.Buffer{}, exited: make(chan struct{})}
-	p.cmd = exec.Command(bin, "--data-dir", dir, "--addr", addr, "--metrics-addr", metrics, "--log-level", "error")
+	p.cmd = exec.Command(bin, append([]string{"--data-dir", dir, "--addr", addr, "--metrics-addr", metrics, "--log-level", "error"}, args...)...)
 	p.cmd.Stderr = p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -61,8 +63,8 @@ type leaseRecord struct {
 	Expires int64  `json:"expires"`
 }
 
-// leases is this engine's side of the leases: its owner name, unique per
-// process, and the token it last took for each lease it holds.
+// leases is this engine's side of the leases: its owner name (host, pid
+// and a random part: unique per process), and the token it last took for each lease it holds.
 type leases struct {
 	owner string
 	term  time.Duration
@@ -74,9 +76,13 @@ func newLeases(term time.Duration) *leases {
 	if term <= 0 {
 		term = DefaultLeaseTerm
 	}
-	var b [8]byte
+	// Host and process id tell an operator who holds a lease; the random
+	// part keeps a restarted process with a reused pid distinct.
+	host, _ := os.Hostname()
+	var b [6]byte
 	_, _ = rand.Read(b[:])
-	return &leases{owner: hex.EncodeToString(b[:]), term: term, held: map[string]uint64{}}
+	owner := fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	return &leases{owner: owner, term: term, held: map[string]uint64{}}
 }
 
 // grant is the outcome of leases.hold inside a transaction.

@@ -31,9 +31,10 @@ import (
 //
 // A store shared with other gateways can change without this engine
 // writing: the lists are therefore rebuilt from a full scan every
-// rescanInterval, which decodes only the records whose bytes changed
-// (decodeCachedContainer). A setting changed through another gateway thus
-// reaches this engine's jobs within that interval.
+// rescanInterval (sharedRescanInterval over a shared store), which decodes
+// only the records whose bytes changed (decodeCachedContainer). A setting
+// changed through another gateway thus reaches this engine's jobs within
+// that interval.
 type workList struct {
 	mu sync.Mutex
 	// scanned is when the last full scan ran; zero forces one.
@@ -46,8 +47,14 @@ type workList struct {
 }
 
 // rescanInterval spaces the full scans that pick up changes made through
-// another gateway.
-const rescanInterval = time.Minute
+// another gateway. Over a store of one process there is none, and the scan
+// only guards against a missed refiling; over a shared store it bounds how
+// long a container created or changed elsewhere waits for this gateway's
+// jobs, which take over a dead gateway's work (lease.go).
+const (
+	rescanInterval       = time.Minute
+	sharedRescanInterval = 2 * time.Second
+)
 
 // file puts container c, stored under key, in the lists it belongs to; a
 // nil c (a removed container) in none.
@@ -71,7 +78,11 @@ func (w *workList) file(key string, c *containerRecord) {
 func (e *Engine) fresh(ctx context.Context) error {
 	w := &e.worklist
 	now := e.clock.Now()
-	if w.scanned.IsZero() || now.Sub(w.scanned) >= rescanInterval || now.Before(w.scanned) {
+	every := rescanInterval
+	if e.leases != nil {
+		every = sharedRescanInterval
+	}
+	if w.scanned.IsZero() || now.Sub(w.scanned) >= every || now.Before(w.scanned) {
 		return e.scanWork(ctx, now)
 	}
 	return nil

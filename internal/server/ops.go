@@ -6,6 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/mayfly-db/mayfly/internal/storage/pgstore"
 )
 
 // opsHandler serves the metrics listener: /metrics, and with withPprof Go's
@@ -22,4 +24,30 @@ func opsHandler(reg *prometheus.Registry, withPprof bool) http.Handler {
 		mux.HandleFunc("GET /debug/pprof/cmdline", http.NotFound)
 	}
 	return mux
+}
+
+// pgCollectors show a PostgreSQL store's connection pool and how often its
+// transactions meet each other: round trips, serialization failures re-run
+// and given up on.
+func pgCollectors(st *pgstore.Store) []prometheus.Collector {
+	counter := func(name, help string, f func(pgstore.Stats) int64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
+			func() float64 { return float64(f(st.Stats())) })
+	}
+	gauge := func(name, help string, f func(pgstore.Stats) int32) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help},
+			func() float64 { return float64(f(st.Stats())) })
+	}
+	return []prometheus.Collector{
+		counter("mayfly_postgres_round_trips_total", "Statements and batches sent to PostgreSQL.",
+			func(s pgstore.Stats) int64 { return s.RoundTrips }),
+		counter("mayfly_postgres_retries_total", "Transactions re-run after a serialization failure or a late commit.",
+			func(s pgstore.Stats) int64 { return s.Retries }),
+		counter("mayfly_postgres_conflicts_total", "Transactions given up on after too many serialization failures (answered 449).",
+			func(s pgstore.Stats) int64 { return s.Conflicts }),
+		gauge("mayfly_postgres_pool_connections", "Most connections the pool opens (--postgres-pool).",
+			func(s pgstore.Stats) int32 { return s.PoolSize }),
+		gauge("mayfly_postgres_pool_in_use", "Connections in use now.",
+			func(s pgstore.Stats) int32 { return s.PoolInUse }),
+	}
 }

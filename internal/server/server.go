@@ -190,6 +190,7 @@ type Server struct {
 	tls        bool
 	certPEM    []byte
 	registry   *prometheus.Registry
+	pg         *pgstore.Store // the store, when it is PostgreSQL
 	purger     *ttl.Purger
 	indexer    *engine.Indexer
 
@@ -212,6 +213,7 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("open store: %w", err)
 		}
 		s.store, s.ownStore = st, true
+		s.pg = st
 	}
 	if s.store == nil {
 		opts := pebblestore.Options{InMemory: cfg.InMemory, Logger: cfg.Logger, Filter: storeFilter, Reserve: cfg.DiskReserve}
@@ -249,6 +251,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.registry = prometheus.NewRegistry()
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if s.pg != nil {
+		s.registry.MustRegister(pgCollectors(s.pg)...)
+	}
 	budget := ttl.NewBudget(cfg.Clock, cfg.PurgeRUPerSecond)
 	s.engine, err = engine.New(engine.Config{Store: s.store, Clock: cfg.Clock, Charges: budget, Partitions: cfg.Partitions,
 		QueryPageTime: min(engine.DefaultQueryPageTime, cfg.RequestTimeout*9/10)})

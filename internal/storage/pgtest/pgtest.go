@@ -39,7 +39,23 @@ var (
 	server   string // URL of the server's maintenance database
 	startErr error
 	stop     func()
+	// restart stops the cluster started here, waits, and starts it again.
+	restart func(down time.Duration) error
 )
+
+// Restart stops the test server ("fast" shutdown: sessions are ended and
+// transactions in flight roll back), keeps it down for down, and starts it
+// again on the same port. Tests that use it must not run in parallel with
+// others of their binary. It skips t on a server it did not start.
+func Restart(t testing.TB, down time.Duration) {
+	t.Helper()
+	if restart == nil {
+		t.Skip("the PostgreSQL server was not started by these tests (MAYFLY_TEST_POSTGRES), so it cannot be restarted")
+	}
+	if err := restart(down); err != nil {
+		t.Fatalf("restart PostgreSQL: %v", err)
+	}
+}
 
 // Main runs the tests and then stops the cluster Main's tests started.
 func Main(m *testing.M) int {
@@ -62,7 +78,7 @@ func URL(t testing.TB) string {
 			server = u
 			return
 		}
-		server, stop, startErr = startCluster()
+		server, stop, restart, startErr = startCluster()
 	})
 	if startErr != nil {
 		t.Fatalf("PostgreSQL for tests: %v (install PostgreSQL's server binaries, set MAYFLY_TEST_POSTGRES to a server URL, or MAYFLY_SKIP_POSTGRES=1)", startErr)
@@ -141,25 +157,25 @@ func version(dir string) int {
 // and returns the URL of its postgres database and its stop function. As
 // root, the cluster runs as the postgres user, since PostgreSQL refuses
 // to run as root.
-func startCluster() (string, func(), error) {
+func startCluster() (string, func(), func(time.Duration) error, error) {
 	bin, err := binDir()
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	dir, err := os.MkdirTemp("", "mayfly-pg-")
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	var asUser []string
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
-			return "", nil, fmt.Errorf("running as root needs a postgres user: %w", err)
+			return "", nil, nil, fmt.Errorf("running as root needs a postgres user: %w", err)
 		}
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
 		if err := os.Chown(dir, uid, gid); err != nil {
-			return "", nil, err
+			return "", nil, nil, err
 		}
 		asUser = []string{"runuser", "-u", "postgres", "--"}
 	}
@@ -174,24 +190,31 @@ func startCluster() (string, func(), error) {
 	data := filepath.Join(dir, "data")
 	if err := run(filepath.Join(bin, "initdb"), "-D", data, "-U", "mayfly", "--auth=trust", "-E", "UTF8", "--no-sync"); err != nil {
 		_ = os.RemoveAll(dir)
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	port, err := freePort()
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	// fsync off: these clusters hold test data and die with the tests; no
 	// test here pulls the plug on the machine.
 	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200", port, dir)
 	if err := run(filepath.Join(bin, "pg_ctl"), "-D", data, "-o", opts, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "start"); err != nil {
 		_ = os.RemoveAll(dir)
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	stop := func() {
 		_ = run(filepath.Join(bin, "pg_ctl"), "-D", data, "-m", "immediate", "-w", "stop")
 		_ = os.RemoveAll(dir)
 	}
-	return fmt.Sprintf("postgres://mayfly@127.0.0.1:%d/postgres?sslmode=disable", port), stop, nil
+	restart := func(down time.Duration) error {
+		if err := run(filepath.Join(bin, "pg_ctl"), "-D", data, "-m", "fast", "-w", "stop"); err != nil {
+			return err
+		}
+		time.Sleep(down)
+		return run(filepath.Join(bin, "pg_ctl"), "-D", data, "-o", opts, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "start")
+	}
+	return fmt.Sprintf("postgres://mayfly@127.0.0.1:%d/postgres?sslmode=disable", port), stop, restart, nil
 }
 
 func freePort() (int, error) {
