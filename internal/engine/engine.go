@@ -112,6 +112,9 @@ type Engine struct {
 	// nanoseconds: the engine's time never runs backwards, and a setting
 	// change is always dated strictly after every judgement before it.
 	lastStamp atomic.Int64
+	// shared is set when the store owns the clock (storage.Clocked): it is
+	// shared by several gateways.
+	shared bool
 }
 
 // stamp returns the operation's "now": the clock's time, raised to the
@@ -123,6 +126,12 @@ func (e *Engine) stamp(ctx context.Context, after bool) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
+	return e.raise(t, after), nil
+}
+
+// raise returns t raised to the latest instant stamp handed out, and
+// strictly after it when after is set, and records it as handed out.
+func (e *Engine) raise(t time.Time, after bool) time.Time {
 	for {
 		last := e.lastStamp.Load()
 		n := t.UnixNano()
@@ -134,9 +143,9 @@ func (e *Engine) stamp(ctx context.Context, after bool) (time.Time, error) {
 		}
 		if e.lastStamp.CompareAndSwap(last, n) {
 			if n == t.UnixNano() {
-				return t, nil
+				return t
 			}
-			return time.Unix(0, n), nil
+			return time.Unix(0, n)
 		}
 	}
 }
@@ -205,6 +214,42 @@ func (e *Engine) judging(ctx context.Context, db, coll string) (time.Time, func(
 	return now, done, nil
 }
 
+// judgingIn is judging for an operation of one transaction that can take
+// its "now" inside it, with nowIn. Over a shared store (storage.Clocked)
+// the now returned is zero: the transaction reads the store's clock as it
+// begins, in the round trip that carries its first reads
+// (storage.TxClock), which saves the round trip of a separate reading.
+// The setting lock is taken as judging takes it.
+func (e *Engine) judgingIn(ctx context.Context, db, coll string) (time.Time, func(), error) {
+	if e.shared {
+		return time.Time{}, e.sharing(db, coll), nil
+	}
+	return e.judging(ctx, db, coll)
+}
+
+// nowIn returns now when it is set, and otherwise the operation's "now"
+// taken in r's transaction: the store's clock as the transaction began when
+// r can tell it, else a separate reading, as stamp takes it.
+func (e *Engine) nowIn(ctx context.Context, r storage.Reader, now time.Time) (time.Time, error) {
+	if !now.IsZero() {
+		return now, nil
+	}
+	t, ok, err := storage.TxNow(r)
+	switch {
+	case !ok:
+		return e.stamp(ctx, false)
+	case err != nil:
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return time.Time{}, err
+		}
+		return time.Time{}, fmt.Errorf("%w: read the store's clock: %w", storage.ErrUnavailable, err)
+	}
+	// Not raised to the latest stamp: that could date the judgement after
+	// the snapshot it reads. The store's clock orders judgements across
+	// gateways, and so within this one.
+	return t, nil
+}
+
 // judgingEvery is judging for an operation that judges the items of every
 // container (CheckIndexes): it waits for the setting changes in progress
 // and holds off new ones, but never a request. It is for tests and tools,
@@ -254,7 +299,7 @@ func New(cfg Config) (*Engine, error) {
 		e.pageTime = DefaultQueryPageTime
 	}
 	e.partitions = min(max(cfg.Partitions, 1), maxRanges)
-	if _, shared := cfg.Store.(storage.Clocked); shared {
+	if _, e.shared = cfg.Store.(storage.Clocked); e.shared {
 		e.leases = newLeases(cfg.LeaseTerm)
 	}
 	if err := checkLayout(context.Background(), cfg.Store); err != nil {

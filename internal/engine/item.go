@@ -198,7 +198,7 @@ func (e *Engine) WriteItem(ctx context.Context, p WriteItemParams) (*ItemResult,
 		return nil, errorf(BadRequest, "The id '%s' in the body does not match the id '%s' addressed.", id, p.ID)
 	}
 	body = body.Without(itemSystemProps...)
-	return e.writeOne(ctx, p.ItemRef, func(tx storage.Txn, c *containerRecord, now time.Time) (*ItemResult, error) {
+	return e.writeOne(ctx, p.ItemRef, id, func(tx storage.Txn, c *containerRecord, now time.Time) (*ItemResult, error) {
 		return e.writeItemTx(tx, c, p, id, body, now)
 	})
 }
@@ -496,7 +496,7 @@ type ReadItemParams struct {
 
 // ReadItem returns one item. A matching If-None-Match gives NotModified.
 func (e *Engine) ReadItem(ctx context.Context, p ReadItemParams) (*ItemResult, error) {
-	now, done, err := e.judging(ctx, p.DB, p.Coll)
+	now, done, err := e.judgingIn(ctx, p.DB, p.Coll)
 	if err != nil {
 		return nil, err
 	}
@@ -504,6 +504,11 @@ func (e *Engine) ReadItem(ctx context.Context, p ReadItemParams) (*ItemResult, e
 	var res *ItemResult
 	var coll *containerRecord
 	err = e.store.View(ctx, func(r storage.Reader) error {
+		e.prefetchPoint(r, p.ItemRef, p.ID, false)
+		now, err := e.nowIn(ctx, r, now)
+		if err != nil {
+			return err
+		}
 		c, err := e.loadContainer(r, p.DB, p.Coll)
 		if err != nil {
 			return err
@@ -543,28 +548,34 @@ type DeleteItemParams struct {
 
 // DeleteItem removes an item.
 func (e *Engine) DeleteItem(ctx context.Context, p DeleteItemParams) (*ItemResult, error) {
-	return e.writeOne(ctx, p.ItemRef, func(tx storage.Txn, c *containerRecord, now time.Time) (*ItemResult, error) {
+	return e.writeOne(ctx, p.ItemRef, p.ID, func(tx storage.Txn, c *containerRecord, now time.Time) (*ItemResult, error) {
 		return e.deleteItemTx(tx, c, p, now)
 	})
 }
 
-// writeOne runs one item write in a transaction of its own, with the
-// operation's one "now", and charges it to the container.
-func (e *Engine) writeOne(ctx context.Context, ref ItemRef, op func(tx storage.Txn, c *containerRecord, now time.Time) (*ItemResult, error)) (*ItemResult, error) {
-	now, done, err := e.judging(ctx, ref.DB, ref.Coll)
+// writeOne runs one write of item id in a transaction of its own, with
+// the operation's one "now", and charges it to the container.
+func (e *Engine) writeOne(ctx context.Context, ref ItemRef, id string, op func(tx storage.Txn, c *containerRecord, now time.Time) (*ItemResult, error)) (*ItemResult, error) {
+	now, done, err := e.judgingIn(ctx, ref.DB, ref.Coll)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	return e.writeOneAt(ctx, ref, now, op)
+	return e.writeOneAt(ctx, ref, id, now, op)
 }
 
 // writeOneAt is writeOne for a caller that holds the container's setting
-// lock and has taken the operation's now.
-func (e *Engine) writeOneAt(ctx context.Context, ref ItemRef, now time.Time, op func(tx storage.Txn, c *containerRecord, now time.Time) (*ItemResult, error)) (*ItemResult, error) {
+// lock and has taken the operation's now, or left it zero for the
+// transaction to take (judgingIn).
+func (e *Engine) writeOneAt(ctx context.Context, ref ItemRef, id string, now time.Time, op func(tx storage.Txn, c *containerRecord, now time.Time) (*ItemResult, error)) (*ItemResult, error) {
 	var res *ItemResult
 	var coll *containerRecord
 	err := e.store.Update(ctx, func(tx storage.Txn) error {
+		e.prefetchPoint(tx, ref, id, true)
+		now, err := e.nowIn(ctx, tx, now)
+		if err != nil {
+			return err
+		}
 		c, err := e.loadContainer(tx, ref.DB, ref.Coll)
 		if err != nil {
 			return err
@@ -579,6 +590,40 @@ func (e *Engine) writeOneAt(ctx context.Context, ref ItemRef, now time.Time, op 
 	res.Charge = writeCharge(len(res.Body))
 	e.charge(coll, res.Charge)
 	return res, nil
+}
+
+// prefetchPoint names to the store the keys a point operation on item id
+// reads (storage.Prefetch): the container record, the item's id entry and
+// the record it points at, and for a write the container's state and its
+// partition's count. The names come from the cached container record; if
+// it is stale, the reads that follow find other keys and fetch them as
+// usual, so a wrong guess costs round trips, never a wrong answer.
+func (e *Engine) prefetchPoint(r storage.Reader, ref ItemRef, id string, write bool) {
+	if _, ok := r.(storage.Prefetcher); !ok {
+		return
+	}
+	e.mu.Lock()
+	dbRid, known := e.dbRids[ref.DB]
+	var c *containerRecord
+	if known {
+		c = e.cache[string(containerKey(dbRid, ref.Coll))].c
+	}
+	e.mu.Unlock()
+	if c == nil {
+		return
+	}
+	pk, derr := c.pointKey(ref)
+	if derr != nil {
+		return
+	}
+	reads := []storage.Read{{Key: containerKey(dbRid, ref.Coll)}, {Key: itemIDKey(c.Rid, pk, id), Via: collPrefix(famItem, c.Rid)}}
+	if write {
+		reads = append(reads, storage.Read{Key: lsnKey(c.Rid)})
+		if epk, err := c.epkOf(pk); err == nil {
+			reads = append(reads, storage.Read{Key: partitionCountKey(c.Rid, epk)})
+		}
+	}
+	storage.Prefetch(r, reads...)
 }
 
 // deleteItemTx deletes inside a transaction; batches call it once per

@@ -293,7 +293,12 @@ type PatchItemParams struct {
 // PatchItem applies a partial update. It sets _ts (restarting the TTL
 // countdown) and validates a patched ttl like any write.
 func (e *Engine) PatchItem(ctx context.Context, p PatchItemParams) (*ItemResult, error) {
-	now, done, err := e.judging(ctx, p.DB, p.Coll)
+	judge := e.judgingIn
+	if p.Condition != "" {
+		// The condition is judged before the transaction, at the same now.
+		judge = e.judging
+	}
+	now, done, err := judge(ctx, p.DB, p.Coll)
 	if err != nil {
 		return nil, err
 	}
@@ -302,7 +307,7 @@ func (e *Engine) PatchItem(ctx context.Context, p PatchItemParams) (*ItemResult,
 		p.budget = e.budget(ctx)
 		p.pre = e.prejudge(ctx, p.DB, p.Coll, []condTarget{{p.ItemRef, p.ID, p.Condition}}, now, p.budget)
 	}
-	return e.writeOneAt(ctx, p.ItemRef, now, func(tx storage.Txn, c *containerRecord, now time.Time) (*ItemResult, error) {
+	return e.writeOneAt(ctx, p.ItemRef, p.ID, now, func(tx storage.Txn, c *containerRecord, now time.Time) (*ItemResult, error) {
 		return e.patchItemTx(tx, c, p, now)
 	})
 }

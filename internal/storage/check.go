@@ -174,6 +174,18 @@ func (t *checkedTxn) CommitBefore(at time.Time) {
 	CommitBefore(t.tx, at)
 }
 
+// Prefetch forwards to the store's reader: prefetching changes no result.
+func (r *checkedReader) Prefetch(reads ...Read) {
+	r.enter("Prefetch")
+	Prefetch(r.inner, reads...)
+}
+
+// TxNow forwards to the store's reader.
+func (r *checkedReader) TxNow() (time.Time, bool, error) {
+	r.enter("TxNow")
+	return TxNow(r.inner)
+}
+
 type checkedIter struct {
 	inner        Iterator
 	r            *checkedReader

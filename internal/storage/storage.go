@@ -182,6 +182,52 @@ func CommitBefore(tx Txn, t time.Time) bool {
 	return ok
 }
 
+// Prefetcher is implemented by the readers of a store where every read
+// is a round trip to another machine. Prefetch names keys the caller is
+// about to Get; the store may fetch them together with its next round
+// trip, so that the Gets that follow cost nothing. A Read with Via set
+// also names the key Via followed by the value stored under Key: a
+// pointer the store can follow in the same round trip. Prefetching never
+// changes what a read returns: a transaction's own writes still come
+// first, and every read sees the same snapshot.
+type Prefetcher interface {
+	Prefetch(reads ...Read)
+}
+
+// Read is one key named to Prefetch.
+type Read struct {
+	Key []byte
+	// Via, when set, names a second key: Via followed by the value under
+	// Key, when Key holds one.
+	Via []byte
+}
+
+// Prefetch passes reads to r's Prefetch when r has one; otherwise reads
+// cost what they cost and it does nothing.
+func Prefetch(r Reader, reads ...Read) {
+	if p, ok := r.(Prefetcher); ok {
+		p.Prefetch(reads...)
+	}
+}
+
+// TxClock is implemented by the readers of a Clocked store that read the
+// store's clock as the transaction begins, in the same round trip, at an
+// instant no later than the transaction's snapshot. TxNow returns that
+// instant, and ok false when the store behind a wrapper cannot tell it.
+// An operation that takes its "now" this way saves the round trip of
+// Clocked.Now and still judges with a "now" no later than what it reads.
+type TxClock interface {
+	TxNow() (t time.Time, ok bool, err error)
+}
+
+// TxNow returns r's TxNow when r is a TxClock, and ok false otherwise.
+func TxNow(r Reader) (time.Time, bool, error) {
+	if c, ok := r.(TxClock); ok {
+		return c.TxNow()
+	}
+	return time.Time{}, false, nil
+}
+
 // Deferrer is implemented by stores that can commit a transaction without
 // waiting for it to become durable. UpdateDeferred is Update except that
 // when it returns nil the commit is visible but may still be lost in a

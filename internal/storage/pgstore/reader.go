@@ -17,7 +17,9 @@ import (
 )
 
 // reader reads inside one transaction on one pooled connection. The
-// transaction begins lazily, in the same round trip as the first read.
+// transaction begins lazily, in the same round trip as the first read,
+// together with a reading of the database's clock (storage.TxClock) and
+// the keys named to Prefetch.
 type reader struct {
 	s     *Store
 	ctx   context.Context
@@ -29,6 +31,13 @@ type reader struct {
 	// own is the transaction whose writes this reader sees; nil in a View.
 	own   *txn
 	iters []*iter
+
+	now     time.Time      // the database's clock as the transaction began
+	pending []storage.Read // keys named to Prefetch, not yet fetched
+	// got holds the stored value of every key read by Get or prefetched,
+	// and nil for a key known absent: within the transaction's one
+	// snapshot a key read once reads the same again.
+	got map[string][]byte
 }
 
 // end closes the reader's iterators, rolls the transaction back unless it
@@ -46,30 +55,106 @@ func (r *reader) end() {
 	r.conn.Release()
 }
 
+// clockSQL reads the database's clock as the first statement of a
+// transaction. statement_timestamp() is the time the statement arrived,
+// taken before the statement takes the transaction's snapshot: an
+// operation that judges expiry with it never judges at an instant later
+// than the state it reads.
+const clockSQL = `SELECT statement_timestamp()`
+
+// prefetchSQL reads the keys of $1, and for each pair of $2 and $3 the
+// key $3 followed by the value under $2.
+const prefetchSQL = `SELECT k, v FROM mayfly_kv WHERE k = ANY($1::bytea[])
+UNION ALL
+SELECT f.k, f.v FROM unnest($2::bytea[], $3::bytea[]) AS q(ptr, via) JOIN mayfly_kv p ON p.k = q.ptr JOIN mayfly_kv f ON f.k = q.via || p.v`
+
+// Prefetch names keys to fetch with the next round trip.
+func (r *reader) Prefetch(reads ...storage.Read) {
+	for _, rd := range reads {
+		r.pending = append(r.pending, storage.Read{Key: slices.Clone(rd.Key), Via: slices.Clone(rd.Via)})
+	}
+}
+
+// TxNow returns the database's clock as the transaction began, beginning
+// it (with whatever is named to Prefetch) when it has not yet.
+func (r *reader) TxNow() (time.Time, bool, error) {
+	if !r.begun || len(r.pending) > 0 {
+		_, done, err := r.send("")
+		if err != nil {
+			return time.Time{}, true, fmt.Errorf("pgstore: read the clock: %w", err)
+		}
+		if err := done(); err != nil {
+			return time.Time{}, true, fmt.Errorf("pgstore: read the clock: %w", err)
+		}
+	}
+	return r.now, true, nil
+}
+
 // rows runs one query and returns its rows and the function that closes
-// them (and the batch carrying the BEGIN, for the first read).
+// them.
 func (r *reader) rows(sql string, args ...any) (pgx.Rows, func() error, error) {
+	return r.send(sql, args...)
+}
+
+// send makes one round trip: the BEGIN and the clock when the transaction
+// has not begun, the prefetches named since the last round trip, and then
+// sql (none when empty). It returns sql's rows and the function that
+// closes them and the batch.
+func (r *reader) send(sql string, args ...any) (pgx.Rows, func() error, error) {
 	r.s.roundTrips.Add(1)
-	if r.begun {
+	if r.begun && len(r.pending) == 0 {
 		rows, err := r.conn.Query(r.ctx, sql, args...)
 		if err != nil {
 			return nil, nil, r.s.classify(err)
 		}
 		return rows, func() error { rows.Close(); return r.s.classify(rows.Err()) }, nil
 	}
-	r.begun = true
 	b := &pgx.Batch{}
-	b.Queue(r.begin)
-	b.Queue(sql, args...)
+	beginning := !r.begun
+	if beginning {
+		b.Queue(r.begin)
+		b.Queue(clockSQL)
+	}
+	r.begun = true
+	pending := r.pending
+	r.pending = nil
+	var keys, ptrs, vias [][]byte
+	for _, rd := range pending {
+		keys = append(keys, rd.Key)
+		if rd.Via != nil {
+			ptrs, vias = append(ptrs, rd.Key), append(vias, rd.Via)
+		}
+	}
+	if len(pending) > 0 {
+		b.Queue(prefetchSQL, keys, ptrs, vias)
+	}
+	if sql != "" {
+		b.Queue(sql, args...)
+	}
 	br := r.conn.SendBatch(r.ctx, b)
-	if _, err := br.Exec(); err != nil {
+	fail := func(err error) (pgx.Rows, func() error, error) {
 		_ = br.Close()
 		return nil, nil, r.s.classify(err)
 	}
+	if beginning {
+		if _, err := br.Exec(); err != nil {
+			return fail(err)
+		}
+		if err := br.QueryRow().Scan(&r.now); err != nil {
+			return fail(err)
+		}
+	}
+	if len(pending) > 0 {
+		if err := r.keep(br, pending); err != nil {
+			return fail(err)
+		}
+	}
+	if sql == "" {
+		return nil, func() error { return r.s.classify(br.Close()) }, nil
+	}
 	rows, err := br.Query()
 	if err != nil {
-		_ = br.Close()
-		return nil, nil, r.s.classify(err)
+		return fail(err)
 	}
 	return rows, func() error {
 		rows.Close()
@@ -79,6 +164,43 @@ func (r *reader) rows(sql string, args ...any) (pgx.Rows, func() error, error) {
 		}
 		return r.s.classify(err)
 	}, nil
+}
+
+// keep reads the prefetch query's rows into r.got: every key asked for
+// is then known, present or absent, and so is every pointer's target.
+func (r *reader) keep(br pgx.BatchResults, pending []storage.Read) error {
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	found := map[string][]byte{}
+	for rows.Next() {
+		var k, v []byte
+		if err := rows.Scan(&k, &v); err != nil {
+			rows.Close()
+			return err
+		}
+		if v == nil {
+			v = []byte{}
+		}
+		found[string(k)] = v
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if r.got == nil {
+		r.got = map[string][]byte{}
+	}
+	for _, rd := range pending {
+		v := found[string(rd.Key)]
+		r.got[string(rd.Key)] = v
+		if rd.Via != nil && v != nil {
+			target := append(slices.Clone(rd.Via), v...)
+			r.got[string(target)] = found[string(target)]
+		}
+	}
+	return nil
 }
 
 // Get returns the value under key: the transaction's own write when there
@@ -91,6 +213,12 @@ func (r *reader) Get(key []byte) ([]byte, error) {
 			}
 			return w.value, nil
 		}
+	}
+	if v, ok := r.got[string(key)]; ok {
+		if v == nil {
+			return nil, storage.ErrNotFound
+		}
+		return v, nil
 	}
 	rows, done, err := r.rows(`SELECT v FROM mayfly_kv WHERE k = $1`, key)
 	if err != nil {
@@ -108,11 +236,18 @@ func (r *reader) Get(key []byte) ([]byte, error) {
 	if err := done(); err != nil {
 		return nil, fmt.Errorf("pgstore: get: %w", err)
 	}
+	if found && v == nil {
+		v = []byte{}
+	}
+	if r.got == nil {
+		r.got = map[string][]byte{}
+	}
+	// The value may already sit in r.got from a prefetch of this round trip.
+	if _, ok := r.got[string(key)]; !ok {
+		r.got[string(key)] = v
+	}
 	if !found {
 		return nil, storage.ErrNotFound
-	}
-	if v == nil {
-		v = []byte{}
 	}
 	return v, nil
 }

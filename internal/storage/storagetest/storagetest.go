@@ -49,6 +49,8 @@ func Run(t *testing.T, open func(t *testing.T) storage.Store) {
 		{"NoPhantoms", testNoPhantoms},
 		{"RerunSeesNothingOfTheFirstRun", testRerunSeesNothingOfTheFirstRun},
 		{"Copies", testCopies},
+		{"PrefetchChangesNoResult", testPrefetch},
+		{"TxClock", testTxClock},
 		{"LargeValues", testLargeValues},
 		{"CancelledContext", testCancelledContext},
 		{"Closed", testClosed},
@@ -1222,5 +1224,123 @@ func testCloseWaits(t *testing.T, s storage.Store) {
 	}
 	if err := s.View(ctx, func(storage.Reader) error { return nil }); !errors.Is(err, storage.ErrClosed) {
 		t.Errorf("View after Close = %v, want ErrClosed", err)
+	}
+}
+
+// Prefetching (storage.Prefetch) changes no read's result: not for keys
+// present or absent, not for a pointer followed or one that leads nowhere,
+// and not over a transaction's own writes, made before or after.
+func testPrefetch(t *testing.T, s storage.Store) {
+	write(t, s, set("ptr", "x1"), set("to/x1", "target"), set("plain", "v"), set("dangling", "x9"))
+	prefetchAll := func(r storage.Reader) {
+		storage.Prefetch(r,
+			storage.Read{Key: b("ptr"), Via: b("to/")},
+			storage.Read{Key: b("plain")},
+			storage.Read{Key: b("missing"), Via: b("to/")},
+			storage.Read{Key: b("dangling"), Via: b("to/")})
+	}
+	check := func(r storage.Reader, want map[string]string) error {
+		for _, k := range []string{"ptr", "to/x1", "plain", "missing", "dangling", "to/x9", "to/"} {
+			v, found, err := getFrom(r, k)
+			if err != nil {
+				return err
+			}
+			w, ok := want[k]
+			if found != ok || v != w {
+				t.Errorf("Get(%q) after Prefetch = %q (found %v), want %q (found %v)", k, v, found, w, ok)
+			}
+		}
+		return nil
+	}
+	stored := map[string]string{"ptr": "x1", "to/x1": "target", "plain": "v", "dangling": "x9"}
+	if err := s.View(context.Background(), func(r storage.Reader) error {
+		prefetchAll(r)
+		if err := check(r, stored); err != nil {
+			return err
+		}
+		// Named again, and read twice: the same.
+		prefetchAll(r)
+		return check(r, stored)
+	}); err != nil {
+		t.Fatalf("View: %v", err)
+	}
+	err := s.Update(context.Background(), func(tx storage.Txn) error {
+		if err := tx.Set(b("plain"), b("w")); err != nil {
+			return err
+		}
+		if err := tx.Delete(b("ptr")); err != nil {
+			return err
+		}
+		prefetchAll(tx)
+		want := map[string]string{"to/x1": "target", "plain": "w", "dangling": "x9"}
+		if err := check(tx, want); err != nil {
+			return err
+		}
+		// Written after the prefetch: the write wins.
+		if err := tx.Set(b("missing"), b("now")); err != nil {
+			return err
+		}
+		if err := tx.Delete(b("to/x1")); err != nil {
+			return err
+		}
+		want["missing"] = "now"
+		delete(want, "to/x1")
+		return check(tx, want)
+	})
+	if err != nil {
+		t.Fatalf("Update: %v", err)
+	}
+	if err := s.View(context.Background(), func(r storage.Reader) error {
+		prefetchAll(r)
+		return check(r, map[string]string{"plain": "w", "dangling": "x9", "missing": "now"})
+	}); err != nil {
+		t.Fatalf("View after the Update: %v", err)
+	}
+}
+
+// A store that owns the clock and tells it to transactions
+// (storage.TxClock) tells an instant between the readings of its clock
+// before and after the transaction.
+func testTxClock(t *testing.T, s storage.Store) {
+	clocked, ok := s.(storage.Clocked)
+	if !ok {
+		t.Skip("the store does not own a clock")
+	}
+	ctx := context.Background()
+	for _, update := range []bool{false, true} {
+		before, err := clocked.Now(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var in time.Time
+		var told bool
+		fn := func(r storage.Reader) error {
+			storage.Prefetch(r, storage.Read{Key: b("k")})
+			var err error
+			in, told, err = storage.TxNow(r)
+			if err != nil {
+				return err
+			}
+			_, _, err = getFrom(r, "k")
+			return err
+		}
+		if update {
+			err = s.Update(ctx, func(tx storage.Txn) error { return fn(tx) })
+		} else {
+			err = s.View(ctx, fn)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		after, err := clocked.Now(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !told {
+			continue
+		}
+		if in.Before(before) || in.After(after) {
+			t.Errorf("TxNow (update %v) = %v, not between %v and %v", update, in, before, after)
+		}
 	}
 }

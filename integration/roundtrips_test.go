@@ -1,0 +1,61 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+)
+
+// A point operation through a gateway over PostgreSQL costs at most two
+// round trips to the database: every wasted read there is network
+// latency in the user's request. The figure is the gateway's own counter
+// of statements and batches sent, over n operations of each kind; it also
+// counts the gateway's background work, such as trimming the change
+// feed's version log after writes (a round trip or two per batch of
+// writes), which the allowance covers.
+func TestRoundTripsPerPointOperation(t *testing.T) {
+	gw := gateways(t, 1)[0]
+	ctx := context.Background()
+	db := gw.database("db")
+	c := gw.container(db, azcosmos.ContainerProperties{ID: "c", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}})
+	pk := azcosmos.NewPartitionKeyString("p")
+	const n = 40
+	const budget, allowance = 2.0, 0.25
+	item := func(i, v int) []byte { return mustJSON(t, gwItem{ID: fmt.Sprint("i", i), PK: "p", N: v}) }
+	// Warm the gateway's caches (container record, partition map) first.
+	if _, err := c.CreateItem(ctx, pk, item(-1, 0), nil); err != nil {
+		t.Fatal(err)
+	}
+	ops := []struct {
+		name string
+		op   func(i int) error
+	}{
+		{"create", func(i int) error { _, err := c.CreateItem(ctx, pk, item(i, 0), nil); return err }},
+		{"read", func(i int) error { _, err := c.ReadItem(ctx, pk, fmt.Sprint("i", i), nil); return err }},
+		{"replace", func(i int) error { _, err := c.ReplaceItem(ctx, pk, fmt.Sprint("i", i), item(i, 1), nil); return err }},
+		{"upsert", func(i int) error { _, err := c.UpsertItem(ctx, pk, item(i, 2), nil); return err }},
+		{"patch", func(i int) error {
+			p := azcosmos.PatchOperations{}
+			p.AppendIncrement("/n", 1)
+			_, err := c.PatchItem(ctx, pk, fmt.Sprint("i", i), p, nil)
+			return err
+		}},
+		{"delete", func(i int) error { _, err := c.DeleteItem(ctx, pk, fmt.Sprint("i", i), nil); return err }},
+	}
+	const counter = "mayfly_postgres_round_trips_total"
+	for _, o := range ops {
+		before := gw.metrics(t)[counter]
+		for i := range n {
+			if err := o.op(i); err != nil {
+				t.Fatalf("%s %d: %v", o.name, i, err)
+			}
+		}
+		per := (gw.metrics(t)[counter] - before) / n
+		t.Logf("%s: %.2f round trips per operation", o.name, per)
+		if per > budget+allowance {
+			t.Errorf("%s: %.2f round trips per operation, want at most %.0f", o.name, per, budget)
+		}
+	}
+}
