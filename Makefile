@@ -31,9 +31,13 @@ lint:
 
 ## unit: every Go test in the module except lint, built with the invariants
 ## tag: every store call, in the engine's tests and in servers the tests
-## start, is checked against the storage contract (internal/storage/check.go)
+## start, is checked against the storage contract (internal/storage/check.go);
+## then the engine's tests again over PostgreSQL. Tests that need PostgreSQL
+## start a throwaway cluster of their own (internal/storage/pgtest).
 unit:
+	scripts/postgres-binaries.sh
 	$(GO) test -tags invariants -count=1 -timeout 10m $$($(GO) list ./... | grep -v '/internal/lint$$')
+	MAYFLY_TEST_STORE=postgres $(GO) test -tags invariants -count=1 -timeout 10m ./internal/engine
 
 ## e2e: the Go SDK emulator suite and the JavaScript suites against a
 ## bin/mayfly built with the invariants tag
@@ -42,6 +46,7 @@ e2e:
 
 ## race: every Go test except lint under the race detector
 race:
+	scripts/postgres-binaries.sh
 	$(GO) test -race -count=1 -timeout 15m $$($(GO) list ./... | grep -v '/internal/lint$$')
 
 ## bench: Mayfly against the floor server with the Go SDK load tool

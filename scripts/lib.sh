@@ -76,16 +76,9 @@ wait_ready() {
 	echo "ready at $url in $((SECONDS - t0))s"
 }
 
-# pg_start DIR: initialise and start a throwaway PostgreSQL cluster in DIR
-# (new or empty) on a free port, listening on 127.0.0.1 and a
-# socket in DIR, and set $pg_url to its postgres database. Installs
-# Debian's postgresql package when no server binaries are found. As root
-# the cluster runs as the postgres user (PostgreSQL refuses root). pg_stop
-# stops it; stop_servers calls pg_stop too.
-pg_dir=
-pg_bin=
-pg_start() {
-	pg_dir=$1
+# pg_install: set $pg_bin to the directory of PostgreSQL's server binaries,
+# installing Debian's postgresql package when there are none.
+pg_install() {
 	pg_bin=$(dirname "$(command -v pg_ctl 2>/dev/null || true)")
 	if [ ! -x "$pg_bin/initdb" ]; then
 		pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
@@ -96,6 +89,19 @@ pg_start() {
 		$sudo apt-get update -qq && $sudo apt-get install -y -qq postgresql >/dev/null
 		pg_bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
 	fi
+}
+
+# pg_start DIR: initialise and start a throwaway PostgreSQL cluster in DIR
+# (new or empty) on a free port, listening on 127.0.0.1 and a
+# socket in DIR, and set $pg_url to its postgres database. Installs
+# Debian's postgresql package when no server binaries are found. As root
+# the cluster runs as the postgres user (PostgreSQL refuses root). pg_stop
+# stops it; stop_servers calls pg_stop too.
+pg_dir=
+pg_bin=
+pg_start() {
+	pg_dir=$1
+	pg_install
 	local as=()
 	mkdir -p "$pg_dir"
 	if [ "$(id -u)" = 0 ]; then

@@ -13,7 +13,7 @@ import (
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/partition"
 	"github.com/mayfly-db/mayfly/internal/storage"
-	"github.com/mayfly-db/mayfly/internal/storage/pebblestore"
+	"github.com/mayfly-db/mayfly/internal/storage/teststore"
 )
 
 // updateCounter is a store that counts its write transactions, so a test
@@ -47,11 +47,7 @@ func newBatchEnv(t *testing.T, defaultTTL string) *batchEnv {
 // newBatchEnvWith is newBatchEnv with the container body given.
 func newBatchEnvWith(t *testing.T, body string) *batchEnv {
 	t.Helper()
-	s, err := pebblestore.Open(pebblestore.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := teststore.Open(t)
 	st := &updateCounter{Store: s}
 	clk := clock.NewManual(batchT0)
 	e, err := New(Config{Store: st, Clock: clk})

@@ -14,7 +14,7 @@ import (
 	"github.com/mayfly-db/mayfly/internal/clock"
 	"github.com/mayfly-db/mayfly/internal/partition"
 	"github.com/mayfly-db/mayfly/internal/storage"
-	"github.com/mayfly-db/mayfly/internal/storage/pebblestore"
+	"github.com/mayfly-db/mayfly/internal/storage/teststore"
 	"github.com/mayfly-db/mayfly/internal/ttl"
 )
 
@@ -31,11 +31,7 @@ var cfT0 = time.Unix(1_700_000_000, 0).Add(500 * time.Millisecond)
 
 func newCFEnv(t *testing.T) *cfEnv {
 	t.Helper()
-	s, err := pebblestore.Open(pebblestore.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := teststore.Open(t)
 	clk := clock.NewManual(cfT0)
 	e, err := New(Config{Store: storage.WithChecks(s), Clock: clk})
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/mayfly-db/mayfly/internal/storage"
-	"github.com/mayfly-db/mayfly/internal/storage/pebblestore"
+	"github.com/mayfly-db/mayfly/internal/storage/teststore"
 )
 
 // cutStore lets a set number of Updates through, then fails every one, as
@@ -42,11 +42,7 @@ func countPrefix(t *testing.T, s storage.Store, prefix []byte) int {
 // crash, a lost connection) has its data deleted by the next background
 // pass, of this engine or of another over the same store.
 func TestDroppedContainerDataIsCleanedUpAfterAnInterruption(t *testing.T) {
-	base, err := pebblestore.Open(pebblestore.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer base.Close()
+	base := teststore.Open(t)
 	st := &cutStore{Store: base}
 	st.left.Store(1 << 30)
 	e, err := New(Config{Store: st})

@@ -555,6 +555,12 @@ func (e *Engine) ListContainers(ctx context.Context, db string) ([]document.Valu
 // looks instant (ttl.md B2).
 const settingLead = 200 * time.Millisecond
 
+// settingMargin is how long before its instant a setting change must pass
+// the store's commit deadline (storage.Deadliner): the store reads its
+// clock a moment before the COMMIT itself, and the margin covers that
+// moment, so the change is committed before its instant.
+const settingMargin = 50 * time.Millisecond
+
 // ReplaceContainer replaces a container's properties. The partition key and
 // unique keys cannot change; a defaultTtl change takes effect at once for
 // every item (ttl.md B2) at O(1) cost.
@@ -587,7 +593,7 @@ func (e *Engine) ReplaceContainer(ctx context.Context, db, coll string, body doc
 		}
 		if e.leases != nil {
 			now = now.Add(settingLead)
-			if !storage.CommitBefore(tx, now) {
+			if !storage.CommitBefore(tx, now.Add(-settingMargin)) {
 				return fmt.Errorf("engine: a store shared by several gateways cannot date a setting change: its transactions have no commit deadline")
 			}
 		}

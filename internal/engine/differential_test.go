@@ -41,7 +41,7 @@ import (
 	"github.com/mayfly-db/mayfly/internal/query/parser"
 	"github.com/mayfly-db/mayfly/internal/query/plan"
 	"github.com/mayfly-db/mayfly/internal/storage"
-	"github.com/mayfly-db/mayfly/internal/storage/pebblestore"
+	"github.com/mayfly-db/mayfly/internal/storage/teststore"
 )
 
 // diffSize bounds a scenario.
@@ -183,11 +183,7 @@ func runDiffScenario(t testing.TB, seed uint64, size diffSize) {
 func newDiffScenario(t testing.TB, seed uint64, composite bool) *diffScenario {
 	t.Helper()
 	s := newDiffState(t, seed)
-	store, err := pebblestore.Open(pebblestore.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := teststore.Open(t)
 	s.setUp(store, composite)
 	return s
 }
@@ -1724,11 +1720,7 @@ func TestDifferentialKnown(t *testing.T) {
 // bodies by id.
 func diffKnownEngine(t *testing.T, docs []string) (*engine.Engine, map[string]document.Value) {
 	t.Helper()
-	store, err := pebblestore.Open(pebblestore.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := teststore.Open(t)
 	e, err := engine.New(engine.Config{Store: store, Clock: clock.NewManual(time.Unix(1_700_000_000, 0))})
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/mayfly-db/mayfly/internal/clock"
 	"github.com/mayfly-db/mayfly/internal/storage"
-	"github.com/mayfly-db/mayfly/internal/storage/pebblestore"
+	"github.com/mayfly-db/mayfly/internal/storage/teststore"
 )
 
 // guard bounds every wait in these tests. It only turns a hang into a
@@ -93,11 +93,7 @@ func awaitLockWait(t *testing.T, fn string) {
 // the expiry judgements in progress on its own container (B1), and
 // nothing on another container waits for either of them.
 func TestB1_ChangeWaitsOnlyForItsContainer(t *testing.T) {
-	s, err := pebblestore.Open(pebblestore.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := teststore.Open(t)
 	g := newGate()
 	t.Cleanup(g.opened) // before the store closes, should the test fail
 	clk := clock.NewManual(batchT0)

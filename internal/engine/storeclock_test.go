@@ -10,7 +10,7 @@ import (
 
 	"github.com/mayfly-db/mayfly/internal/clock"
 	"github.com/mayfly-db/mayfly/internal/storage"
-	"github.com/mayfly-db/mayfly/internal/storage/pebblestore"
+	"github.com/mayfly-db/mayfly/internal/storage/teststore"
 )
 
 // clockedStore is a store that owns the clock, as a database server shared
@@ -29,11 +29,30 @@ func (s *clockedStore) Now(context.Context) (time.Time, error) {
 	return s.now, s.err
 }
 
+// View's readers tell the store's clock as the view began
+// (storage.TxClock), as a shared store's do.
+func (s *clockedStore) View(ctx context.Context, fn func(r storage.Reader) error) error {
+	return s.Store.View(ctx, func(r storage.Reader) error {
+		now, err := s.Now(ctx)
+		return fn(&clockedReader{Reader: r, now: now, err: err})
+	})
+}
+
+type clockedReader struct {
+	storage.Reader
+	now time.Time
+	err error
+}
+
+func (r *clockedReader) TxNow() (time.Time, bool, error) { return r.now, true, r.err }
+
 // Update honours the commit deadline its transactions are given, as a
-// shared store must (storage.Deadliner), and records the last one.
+// shared store must (storage.Deadliner), and records the last one. Its
+// transactions tell the clock as they began, like View's readers.
 func (s *clockedStore) Update(ctx context.Context, fn func(tx storage.Txn) error) error {
 	return s.Store.Update(ctx, func(tx storage.Txn) error {
-		dt := &deadlineTxn{Txn: tx}
+		now, err := s.Now(ctx)
+		dt := &deadlineTxn{Txn: tx, now: now, err: err}
 		if err := fn(dt); err != nil {
 			return err
 		}
@@ -52,8 +71,12 @@ func (s *clockedStore) Update(ctx context.Context, fn func(tx storage.Txn) error
 
 type deadlineTxn struct {
 	storage.Txn
-	at time.Time
+	at  time.Time
+	now time.Time
+	err error
 }
+
+func (t *deadlineTxn) TxNow() (time.Time, bool, error) { return t.now, true, t.err }
 
 func (t *deadlineTxn) CommitBefore(at time.Time) { t.at = at }
 
@@ -67,11 +90,7 @@ func (s *clockedStore) set(now time.Time, err error) {
 // store that owns the clock, judge every expiry alike, by the store's
 // clock (ttl.md A6, B6).
 func TestGatewaysOverAClockedStoreAgreeOnExpiry(t *testing.T) {
-	base, err := pebblestore.Open(pebblestore.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer base.Close()
+	base := teststore.Open(t)
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	st := &clockedStore{Store: base, now: t0}
 	local := clock.NewManual(t0)
@@ -124,7 +143,7 @@ func TestGatewaysOverAClockedStoreAgreeOnExpiry(t *testing.T) {
 	// A store clock that cannot be read fails the request; it never
 	// falls back to the gateway's own clock.
 	st.set(time.Time{}, errors.New("connection refused"))
-	_, err = a.ReadItem(ctx, ReadItemParams{ItemRef: ref, ID: "x"})
+	_, err := a.ReadItem(ctx, ReadItemParams{ItemRef: ref, ID: "x"})
 	if !errors.Is(err, storage.ErrUnavailable) {
 		t.Fatalf("read with the store's clock unreadable: %v, want ErrUnavailable", err)
 	}

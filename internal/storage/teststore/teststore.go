@@ -1,0 +1,54 @@
+// Package teststore opens the store that tests running on every backend
+// use: in-memory Pebble by default, or, with MAYFLY_TEST_STORE=postgres, a
+// database of the test's own on the test PostgreSQL server (pgtest). A
+// package that uses it runs its tests through pgtest.Main.
+//
+// The PostgreSQL store is handed over without its clock (storage.Clocked
+// and nothing else of it is hidden), so an engine over it runs on the
+// test's clock exactly as over Pebble: the same test judges the same
+// expiries on both backends. The shared clock has tests of its own.
+package teststore
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/mayfly-db/mayfly/internal/storage"
+	"github.com/mayfly-db/mayfly/internal/storage/pebblestore"
+	"github.com/mayfly-db/mayfly/internal/storage/pgstore"
+	"github.com/mayfly-db/mayfly/internal/storage/pgtest"
+)
+
+// Backend names the backend Open uses, from MAYFLY_TEST_STORE.
+func Backend() string {
+	if os.Getenv("MAYFLY_TEST_STORE") == "postgres" {
+		return "postgres"
+	}
+	return "pebble"
+}
+
+// Open returns a new, empty store, closed when t ends.
+func Open(t testing.TB) storage.Store {
+	t.Helper()
+	var s storage.Store
+	switch Backend() {
+	case "postgres":
+		ps, err := pgstore.Open(context.Background(), pgstore.Options{URL: pgtest.URL(t), PoolSize: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s = unclocked{ps}
+	default:
+		ps, err := pebblestore.Open(pebblestore.Options{InMemory: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s = ps
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// unclocked is a store with its Clocked method hidden.
+type unclocked struct{ storage.Store }
