@@ -34,6 +34,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -60,13 +61,15 @@ type config struct {
 	maxErrors             int64
 	requestTimeout        time.Duration
 	keepDatabase          bool
-	serverPID             int
+	serverPIDs            []int
+	dbProcess             string
+	metricsURLs           []string
 }
 
 func main() {
 	var cfg config
 	var phases string
-	flag.StringVar(&cfg.endpoint, "endpoint", "https://localhost:8081/", "account endpoint")
+	flag.StringVar(&cfg.endpoint, "endpoint", "https://localhost:8081/", "account endpoint; several, comma-separated, share the load (gateways over one store): goroutine i uses endpoint i mod n")
 	flag.StringVar(&cfg.key, "key", emulatorKey, "account key")
 	flag.StringVar(&cfg.caFile, "ca-file", "", "PEM file to trust (default: fetch /_explorer/emulator.pem from the endpoint and trust that)")
 	flag.BoolVar(&cfg.insecure, "insecure", false, "skip certificate verification")
@@ -86,7 +89,9 @@ func main() {
 	flag.Int64Var(&cfg.maxErrors, "max-errors", 100, "stop a phase after this many failed operations")
 	flag.DurationVar(&cfg.requestTimeout, "request-timeout", 30*time.Second, "time limit for each operation")
 	flag.BoolVar(&cfg.keepDatabase, "keep", false, "keep the database afterwards (default: delete it if this run created it)")
-	flag.IntVar(&cfg.serverPID, "server-pid", 0, "process id of the server, to report its CPU time per operation and peak memory (Linux /proc)")
+	serverPIDs := flag.String("server-pid", "", "process ids of the servers, comma-separated, to report their CPU time per operation (summed) and peak memory (the largest) (Linux /proc)")
+	flag.StringVar(&cfg.dbProcess, "db-process", "", "name of the database's processes (e.g. postgres), to report their CPU time per operation, summed over every process of that name")
+	metricsURLs := flag.String("metrics", "", "the servers' /metrics URLs, comma-separated, to report PostgreSQL round trips per operation (mayfly_postgres_round_trips_total, summed)")
 	summarize := flag.Bool("summarize", false, "instead of running, print the median of each phase over the -out files given as arguments: baseline and target alternating, baseline first")
 	flag.Parse()
 	if *summarize {
@@ -97,6 +102,15 @@ func main() {
 		return
 	}
 	cfg.phases = strings.Split(phases, ",")
+	for _, f := range strings.FieldsFunc(*serverPIDs, func(r rune) bool { return r == ',' }) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "mayfly-load: -server-pid:", err)
+			os.Exit(2)
+		}
+		cfg.serverPIDs = append(cfg.serverPIDs, pid)
+	}
+	cfg.metricsURLs = strings.FieldsFunc(*metricsURLs, func(r rune) bool { return r == ',' })
 	if cfg.label == "" {
 		cfg.label = cfg.endpoint
 	}
@@ -122,7 +136,12 @@ type phaseResult struct {
 	// memory so far, when -server-pid is given.
 	ServerCPUUs  float64 `json:"server_cpu_us_per_op,omitempty"`
 	ServerPeakKB int64   `json:"server_peak_kb,omitempty"`
-	FirstErr     string  `json:"first_error,omitempty"`
+	// DBCPUUs is the CPU time per operation of the database's processes
+	// (-db-process), and RoundTrips the PostgreSQL round trips per
+	// operation the servers counted (-metrics), background work included.
+	DBCPUUs    float64 `json:"db_cpu_us_per_op,omitempty"`
+	RoundTrips float64 `json:"round_trips_per_op,omitempty"`
+	FirstErr   string  `json:"first_error,omitempty"`
 }
 
 type report struct {
@@ -161,19 +180,31 @@ func run(ctx context.Context, cfg config) error {
 	if err != nil {
 		return fmt.Errorf("key: %w", err)
 	}
-	client, err := azcosmos.NewClientWithKey(cfg.endpoint, cred, &azcosmos.ClientOptions{
-		ClientOptions: azcore.ClientOptions{Transport: httpClient},
-	})
-	if err != nil {
-		return err
+	var containers []*azcosmos.ContainerClient
+	for i, endpoint := range strings.Split(cfg.endpoint, ",") {
+		client, err := azcosmos.NewClientWithKey(endpoint, cred, &azcosmos.ClientOptions{
+			ClientOptions: azcore.ClientOptions{Transport: httpClient},
+		})
+		if err != nil {
+			return err
+		}
+		if i == 0 {
+			c, cleanup, err := setUp(ctx, client, cfg)
+			if err != nil {
+				return err
+			}
+			defer cleanup()
+			containers = append(containers, c)
+			continue
+		}
+		c, err := client.NewContainer(cfg.database, cfg.container)
+		if err != nil {
+			return err
+		}
+		containers = append(containers, c)
 	}
-	container, cleanup, err := setUp(ctx, client, cfg)
-	if err != nil {
-		return err
-	}
-	defer cleanup()
 
-	w := &workload{cfg: cfg, container: container, payload: strings.Repeat("x", max(cfg.docSize-60, 0))}
+	w := &workload{cfg: cfg, containers: containers, payload: strings.Repeat("x", max(cfg.docSize-60, 0))}
 	rep := report{Label: cfg.label, Endpoint: cfg.endpoint, Concurrency: cfg.concurrency}
 	for _, p := range cfg.phases {
 		if p != "create" && w.existing() == 0 {
@@ -182,11 +213,21 @@ func run(ctx context.Context, cfg config) error {
 				return err
 			}
 		}
-		cpu0, _ := processCPU(cfg.serverPID)
+		cpu0, _ := processesCPU(cfg.serverPIDs)
+		db0 := namedCPU(cfg.dbProcess)
+		rt0, _ := roundTrips(ctx, httpClient, cfg.metricsURLs)
 		res := w.runPhase(ctx, p)
-		if cpu1, ok := processCPU(cfg.serverPID); ok && res.Ops > 0 {
+		if cpu1, ok := processesCPU(cfg.serverPIDs); ok && res.Ops > 0 {
 			res.ServerCPUUs = float64(cpu1-cpu0) / float64(time.Microsecond) / float64(res.Ops)
-			res.ServerPeakKB = peakRSS(cfg.serverPID)
+			for _, pid := range cfg.serverPIDs {
+				res.ServerPeakKB = max(res.ServerPeakKB, peakRSS(pid))
+			}
+		}
+		if cfg.dbProcess != "" && res.Ops > 0 {
+			res.DBCPUUs = float64(cpuSince(db0, namedCPU(cfg.dbProcess))) / float64(time.Microsecond) / float64(res.Ops)
+		}
+		if rt1, ok := roundTrips(ctx, httpClient, cfg.metricsURLs); ok && res.Ops > 0 {
+			res.RoundTrips = (rt1 - rt0) / float64(res.Ops)
 		}
 		rep.Phases = append(rep.Phases, res)
 		fmt.Fprintf(os.Stderr, "%s: %s %.0f ops/s\n", cfg.label, p, res.OpsPerSec)
@@ -246,7 +287,7 @@ func serverCertificate(ctx context.Context, cfg config) ([]byte, error) {
 	if cfg.caFile != "" {
 		return os.ReadFile(cfg.caFile)
 	}
-	u, err := url.JoinPath(cfg.endpoint, "/_explorer/emulator.pem")
+	u, err := url.JoinPath(strings.Split(cfg.endpoint, ",")[0], "/_explorer/emulator.pem")
 	if err != nil {
 		return nil, err
 	}
@@ -317,10 +358,10 @@ func isStatus(err error, status int) bool {
 // workload holds what the phases share: the container and how much of the
 // working set exists.
 type workload struct {
-	cfg       config
-	container *azcosmos.ContainerClient
-	payload   string
-	written   atomic.Int64 // ids item-0 … item-(written-1) exist, capped at items
+	cfg        config
+	containers []*azcosmos.ContainerClient // one per endpoint
+	payload    string
+	written    atomic.Int64 // ids item-0 … item-(written-1) exist, capped at items
 }
 
 func (w *workload) existing() int64 { return min(w.written.Load(), int64(w.cfg.items)) }
@@ -352,14 +393,15 @@ func (w *workload) write(ctx context.Context, seq int64, _ *rand.Rand) error {
 		return err
 	}
 	pk := azcosmos.NewPartitionKeyString(w.pk(n))
+	c := w.on(seq)
 	if seq < int64(w.cfg.items) {
-		_, err = w.container.CreateItem(ctx, pk, doc, nil)
+		_, err = c.CreateItem(ctx, pk, doc, nil)
 		// A rerun with -keep finds the item already there.
 		if isStatus(err, http.StatusConflict) {
-			_, err = w.container.UpsertItem(ctx, pk, doc, nil)
+			_, err = c.UpsertItem(ctx, pk, doc, nil)
 		}
 	} else {
-		_, err = w.container.UpsertItem(ctx, pk, doc, nil)
+		_, err = c.UpsertItem(ctx, pk, doc, nil)
 	}
 	if err == nil {
 		// Items are written in order per worker but not overall; count
@@ -374,9 +416,14 @@ func (w *workload) write(ctx context.Context, seq int64, _ *rand.Rand) error {
 	return err
 }
 
-func (w *workload) read(ctx context.Context, _ int64, rng *rand.Rand) error {
+// on returns the container client of the endpoint operation seq goes to.
+func (w *workload) on(seq int64) *azcosmos.ContainerClient {
+	return w.containers[seq%int64(len(w.containers))]
+}
+
+func (w *workload) read(ctx context.Context, seq int64, rng *rand.Rand) error {
 	n := rng.Int64N(w.existing())
-	resp, err := w.container.ReadItem(ctx, azcosmos.NewPartitionKeyString(w.pk(n)), w.id(n), nil)
+	resp, err := w.on(seq).ReadItem(ctx, azcosmos.NewPartitionKeyString(w.pk(n)), w.id(n), nil)
 	if err != nil {
 		return err
 	}
@@ -390,9 +437,9 @@ func (w *workload) read(ctx context.Context, _ int64, rng *rand.Rand) error {
 	return nil
 }
 
-func (w *workload) query(ctx context.Context, _ int64, rng *rand.Rand) error {
+func (w *workload) query(ctx context.Context, seq int64, rng *rand.Rand) error {
 	n := rng.Int64N(w.existing())
-	found, err := w.drain(ctx, "SELECT * FROM c WHERE c.id = @id", w.pk(n), azcosmos.QueryParameter{Name: "@id", Value: w.id(n)})
+	found, err := w.drain(ctx, w.on(seq), "SELECT * FROM c WHERE c.id = @id", w.pk(n), azcosmos.QueryParameter{Name: "@id", Value: w.id(n)})
 	if err == nil && found != 1 {
 		err = fmt.Errorf("query for %s: %d items, want 1", w.id(n), found)
 	}
@@ -402,9 +449,9 @@ func (w *workload) query(ctx context.Context, _ int64, rng *rand.Rand) error {
 // rangeQuery reads every page of a filter on another property than the
 // partition key, scoped to one logical partition: the shape whose cost
 // must follow the partition, not the container.
-func (w *workload) rangeQuery(ctx context.Context, _ int64, rng *rand.Rand) error {
+func (w *workload) rangeQuery(ctx context.Context, seq int64, rng *rand.Rand) error {
 	pk := w.pk(rng.Int64N(int64(w.cfg.partitions)))
-	found, err := w.drain(ctx, "SELECT * FROM c WHERE c.n > @min", pk, azcosmos.QueryParameter{Name: "@min", Value: 10})
+	found, err := w.drain(ctx, w.on(seq), "SELECT * FROM c WHERE c.n > @min", pk, azcosmos.QueryParameter{Name: "@min", Value: 10})
 	if err == nil && found == 0 {
 		err = fmt.Errorf("range query in %s: no items", pk)
 	}
@@ -413,8 +460,8 @@ func (w *workload) rangeQuery(ctx context.Context, _ int64, rng *rand.Rand) erro
 
 // drain runs a query scoped to partition key pk, reads every page and
 // returns how many items came back.
-func (w *workload) drain(ctx context.Context, query, pk string, params ...azcosmos.QueryParameter) (int, error) {
-	pager := w.container.NewQueryItemsPager(query, azcosmos.NewPartitionKeyString(pk),
+func (w *workload) drain(ctx context.Context, c *azcosmos.ContainerClient, query, pk string, params ...azcosmos.QueryParameter) (int, error) {
+	pager := c.NewQueryItemsPager(query, azcosmos.NewPartitionKeyString(pk),
 		&azcosmos.QueryOptions{QueryParameters: params})
 	found := 0
 	for pager.More() {
@@ -432,7 +479,7 @@ func (w *workload) drain(ctx context.Context, query, pk string, params ...azcosm
 func (w *workload) fill(ctx context.Context) (phaseResult, error) {
 	cfg := w.cfg
 	cfg.ops, cfg.duration = int64(cfg.items), 0
-	res := (&workload{cfg: cfg, container: w.container, payload: w.payload}).runPhaseWith(ctx, "create", w)
+	res := (&workload{cfg: cfg, containers: w.containers, payload: w.payload}).runPhaseWith(ctx, "create", w)
 	if res.Errors > 0 {
 		return res, fmt.Errorf("fill the working set: %s", res.FirstErr)
 	}
@@ -558,6 +605,86 @@ func printReport(out io.Writer, rep report, baseline *report) {
 	}
 }
 
+// processesCPU is the CPU time the processes pids have used, summed.
+func processesCPU(pids []int) (time.Duration, bool) {
+	var sum time.Duration
+	for _, pid := range pids {
+		d, ok := processCPU(pid)
+		if !ok {
+			return 0, false
+		}
+		sum += d
+	}
+	return sum, len(pids) > 0
+}
+
+// namedCPU is the CPU time used so far by each process named name (its
+// command name in /proc/<pid>/stat), by pid.
+func namedCPU(name string) map[int]time.Duration {
+	if name == "" {
+		return nil
+	}
+	out := map[int]time.Duration{}
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil || !strings.Contains(string(b), "("+name+")") {
+			continue
+		}
+		if cpu, ok := processCPU(pid); ok {
+			out[pid] = cpu
+		}
+	}
+	return out
+}
+
+// cpuSince is the CPU time the processes of after used since before; a
+// process new in after counts from zero. (A process that ended between
+// the two is not counted: the database's connections live through a
+// phase.)
+func cpuSince(before, after map[int]time.Duration) time.Duration {
+	var d time.Duration
+	for pid, cpu := range after {
+		d += cpu - before[pid]
+	}
+	return d
+}
+
+// roundTrips sums mayfly_postgres_round_trips_total over the servers'
+// /metrics.
+func roundTrips(ctx context.Context, hc *http.Client, urls []string) (float64, bool) {
+	if len(urls) == 0 {
+		return 0, false
+	}
+	sum := 0.0
+	for _, u := range urls {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			return 0, false
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return 0, false
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return 0, false
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "mayfly_postgres_round_trips_total "); ok {
+				f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				sum += f
+			}
+		}
+	}
+	return sum, true
+}
+
 // processCPU is the user and system CPU time process pid has used, from
 // /proc/<pid>/stat (fields 14 and 15, in clock ticks of 1/100 s).
 func processCPU(pid int) (time.Duration, bool) {
@@ -631,9 +758,9 @@ func summarizeRounds(out io.Writer, files []string) error {
 	}
 	fmt.Fprintf(out, "\n%s against %s, %d rounds (median of each round's ratio)\n", reps[1].Label, reps[0].Label, len(reps)/2)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "phase\tops/s\tbaseline ops/s\tratio\trounds\tcpu us/op\tbaseline cpu us/op\tcpu ratio\tpeak MB\t")
+	fmt.Fprintln(tw, "phase\tops/s\tbaseline ops/s\tratio\trounds\tcpu us/op\tbaseline cpu us/op\tcpu ratio\tpeak MB\tdb cpu us/op\tbaseline db cpu us/op\tround trips/op\t")
 	for _, ph := range reps[1].Phases {
-		var ops, bops, ratios, cpu, bcpu, cratios []float64
+		var ops, bops, ratios, cpu, bcpu, cratios, dbcpu, bdbcpu, trips []float64
 		peak := int64(0)
 		for i := 0; i+1 < len(reps); i += 2 {
 			b, t := reps[i], reps[i+1]
@@ -650,13 +777,16 @@ func summarizeRounds(out io.Writer, files []string) error {
 				cratios = append(cratios, tp.ServerCPUUs/bp.ServerCPUUs)
 			}
 			peak = max(peak, tp.ServerPeakKB)
+			dbcpu, bdbcpu = append(dbcpu, tp.DBCPUUs), append(bdbcpu, bp.DBCPUUs)
+			trips = append(trips, tp.RoundTrips)
 		}
 		ratioList := make([]string, len(ratios))
 		for i, r := range ratios {
 			ratioList[i] = fmt.Sprintf("%.2f", r)
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.2f\t%s\t%.0f\t%.0f\t%.2f\t%.0f\t\n", ph.Phase, median(ops), median(bops),
-			median(slices.Clone(ratios)), strings.Join(ratioList, " "), median(cpu), median(bcpu), median(cratios), float64(peak)/1024)
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.2f\t%s\t%.0f\t%.0f\t%.2f\t%.0f\t%.0f\t%.0f\t%.2f\t\n", ph.Phase, median(ops), median(bops),
+			median(slices.Clone(ratios)), strings.Join(ratioList, " "), median(cpu), median(bcpu), median(cratios), float64(peak)/1024,
+			median(dbcpu), median(bdbcpu), median(trips))
 	}
 	return tw.Flush()
 }

@@ -342,7 +342,7 @@ func (e *Engine) atomicBatch(ctx context.Context, p BatchParams, now time.Time) 
 	if readOnly {
 		err = e.store.View(ctx, func(r storage.Reader) error { return run(r, nil) })
 	} else {
-		err = e.store.Update(ctx, func(tx storage.Txn) error { return run(tx, tx) })
+		err = e.updateWriting(ctx, p.DB, p.Coll, func(tx storage.Txn) error { return run(tx, tx) })
 	}
 	if errors.Is(err, errBatchAborted) {
 		// The LSN read before the first operation is still the
@@ -405,7 +405,7 @@ func (e *Engine) separateBatch(ctx context.Context, p BatchParams, now time.Time
 		if op.Type == BatchRead {
 			err = e.store.View(ctx, func(r storage.Reader) error { return run(r, nil) })
 		} else {
-			err = e.store.Update(ctx, func(tx storage.Txn) error { return run(tx, tx) })
+			err = e.updateWriting(ctx, p.DB, p.Coll, func(tx storage.Txn) error { return run(tx, tx) })
 		}
 		var oe *Error
 		switch {

@@ -165,6 +165,9 @@ type settingLock struct {
 	sync.RWMutex
 	name  containerName
 	users int // holders and waiters; guarded by Engine.lockMu
+	// writes holds a token while one of this gateway's write transactions
+	// on the container runs over a shared store (Engine.writing).
+	writes chan struct{}
 }
 
 // lockOf returns container db/coll's setting lock, counting the caller as
@@ -175,7 +178,7 @@ func (e *Engine) lockOf(db, coll string) *settingLock {
 	defer e.lockMu.Unlock()
 	l := e.locks[name]
 	if l == nil {
-		l = &settingLock{name: name}
+		l = &settingLock{name: name, writes: make(chan struct{}, 1)}
 		e.locks[name] = l
 	}
 	l.users++
@@ -248,6 +251,42 @@ func (e *Engine) nowIn(ctx context.Context, r storage.Reader, now time.Time) (ti
 	// the snapshot it reads. The store's clock orders judgements across
 	// gateways, and so within this one.
 	return t, nil
+}
+
+// writing waits until no other write transaction of this gateway runs on
+// container db/coll, over a store shared by several gateways, and returns
+// the release; over a store of one process it does nothing. Every write to
+// a container updates its state record (the LSN and totals), and under
+// serializable isolation two transactions that update one record cannot
+// both commit: the later fails and runs again, and with many writers a
+// transaction can lose every attempt. Queued here, this gateway's writers
+// take turns instead, and only writers on other gateways still conflict.
+func (e *Engine) writing(ctx context.Context, db, coll string) (func(), error) {
+	if !e.shared {
+		return func() {}, nil
+	}
+	l := e.lockOf(db, coll)
+	select {
+	case l.writes <- struct{}{}:
+		return func() {
+			<-l.writes
+			e.releaseLock(l)
+		}, nil
+	case <-ctx.Done():
+		e.releaseLock(l)
+		return nil, ctx.Err()
+	}
+}
+
+// updateWriting runs fn in a write transaction on container db/coll, in
+// its turn (writing).
+func (e *Engine) updateWriting(ctx context.Context, db, coll string, fn func(tx storage.Txn) error) error {
+	done, err := e.writing(ctx, db, coll)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return e.store.Update(ctx, fn)
 }
 
 // judgingEvery is judging for an operation that judges the items of every

@@ -570,7 +570,12 @@ func (e *Engine) writeOne(ctx context.Context, ref ItemRef, id string, op func(t
 func (e *Engine) writeOneAt(ctx context.Context, ref ItemRef, id string, now time.Time, op func(tx storage.Txn, c *containerRecord, now time.Time) (*ItemResult, error)) (*ItemResult, error) {
 	var res *ItemResult
 	var coll *containerRecord
-	err := e.store.Update(ctx, func(tx storage.Txn) error {
+	done, err := e.writing(ctx, ref.DB, ref.Coll)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	err = e.store.Update(ctx, func(tx storage.Txn) error {
 		e.prefetchPoint(tx, ref, id, true)
 		now, err := e.nowIn(ctx, tx, now)
 		if err != nil {
@@ -602,13 +607,7 @@ func (e *Engine) prefetchPoint(r storage.Reader, ref ItemRef, id string, write b
 	if _, ok := r.(storage.Prefetcher); !ok {
 		return
 	}
-	e.mu.Lock()
-	dbRid, known := e.dbRids[ref.DB]
-	var c *containerRecord
-	if known {
-		c = e.cache[string(containerKey(dbRid, ref.Coll))].c
-	}
-	e.mu.Unlock()
+	dbRid, c := e.cachedContainer(ref.DB, ref.Coll)
 	if c == nil {
 		return
 	}
@@ -624,6 +623,19 @@ func (e *Engine) prefetchPoint(r storage.Reader, ref ItemRef, id string, write b
 		}
 	}
 	storage.Prefetch(r, reads...)
+}
+
+// cachedContainer returns the rid of database db and the record of its
+// container coll as this engine last read them, or nil when it has not.
+// They are guesses to prefetch by, never answers.
+func (e *Engine) cachedContainer(db, coll string) ([]byte, *containerRecord) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	dbRid, known := e.dbRids[db]
+	if !known {
+		return nil, nil
+	}
+	return dbRid, e.cache[string(containerKey(dbRid, coll))].c
 }
 
 // deleteItemTx deletes inside a transaction; batches call it once per

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -172,8 +173,19 @@ func (e *Engine) PurgeDue(ctx context.Context, p ttl.PurgeParams) (ttl.PurgeResu
 	// so still invisible, and are purged again; its change-feed records
 	// go with it and are written again then. So it does not wait for
 	// the fsync.
+	done, err := e.writing(ctx, db, coll)
+	if err != nil {
+		return ttl.PurgeResult{}, err
+	}
+	defer done()
 	err = storage.UpdateDeferred(ctx, e.store, func(tx storage.Txn) error {
 		res, g = ttl.PurgeResult{}, grant{}
+		if _, ok := tx.(storage.Prefetcher); ok {
+			if dbRid, c := e.cachedContainer(db, coll); c != nil {
+				storage.Prefetch(tx, storage.Read{Key: containerKey(dbRid, coll)},
+					storage.Read{Key: leaseKey(jobPurge, c.Rid)}, storage.Read{Key: lsnKey(c.Rid)})
+			}
+		}
 		c, err := e.loadContainer(tx, db, coll)
 		if err != nil {
 			return err
@@ -266,6 +278,9 @@ func dueRecords(r storage.Reader, collRid []byte, entries []dueEntry) ([][]byte,
 	if len(entries) == 0 {
 		return out, nil
 	}
+	if _, ok := r.(storage.Prefetcher); ok {
+		return dueRecordsByKey(r, collRid, entries, out)
+	}
 	first, last := entries[0].key, entries[len(entries)-1].key
 	it, err := r.NewIter(storage.IterParams{Lower: imageKey(collRid, first), Upper: prefixEnd(imageKey(collRid, last))})
 	if err != nil {
@@ -297,6 +312,32 @@ func dueRecords(r storage.Reader, collRid []byte, entries []dueEntry) ([][]byte,
 	}
 	for j, i := range rest {
 		out[i] = raws[j]
+	}
+	return out, nil
+}
+
+// dueRecordsByKey is dueRecords over a store where every read is a round
+// trip: seeking an iterator there is one per item, so the images and the
+// records of every entry are named to Prefetch, which fetches them all in
+// one round trip, and then read by key.
+func dueRecordsByKey(r storage.Reader, collRid []byte, entries []dueEntry, out [][]byte) ([][]byte, error) {
+	reads := make([]storage.Read, 0, 2*len(entries))
+	for _, en := range entries {
+		reads = append(reads, storage.Read{Key: imageKey(collRid, en.key)}, storage.Read{Key: itemKey(collRid, en.loc)})
+	}
+	storage.Prefetch(r, reads...)
+	for i, en := range entries {
+		v, err := r.Get(imageKey(collRid, en.key))
+		if errors.Is(err, storage.ErrNotFound) {
+			v, err = r.Get(itemKey(collRid, en.loc))
+			if errors.Is(err, storage.ErrNotFound) {
+				continue
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[i] = bytes.Clone(v)
 	}
 	return out, nil
 }

@@ -141,6 +141,11 @@ func (d *usageDelta) add(epk string, items, bytes int64) {
 
 // apply writes the gathered changes.
 func (d *usageDelta) apply(tx storage.Txn, c *containerRecord) error {
+	reads := make([]storage.Read, 0, len(d.perEPK))
+	for epk := range d.perEPK {
+		reads = append(reads, storage.Read{Key: partitionCountKey(c.Rid, epk)})
+	}
+	storage.Prefetch(tx, reads...)
 	if err := addTotals(tx, c, d.items, d.bytes); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/mayfly-db/mayfly/internal/storage"
 	"testing"
 
 	"github.com/mayfly-db/mayfly/internal/clock"
@@ -32,11 +33,13 @@ func BenchmarkLoadTTL(b *testing.B) {
 				cpu.stop()
 				s.settle(b)
 				settled.stop()
-				d, err := s.store.DiskUsage()
-				if err != nil {
-					b.Fatal(err)
+				if sizer, ok := s.store.(storage.Sizer); ok {
+					d, err := sizer.DiskUsage()
+					if err != nil {
+						b.Fatal(err)
+					}
+					disk += d
 				}
-				disk += d
 				s.store.Close()
 			}
 			items := n * b.N
