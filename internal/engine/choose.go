@@ -157,6 +157,9 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, q *ast.Query,
 		}
 		qa.src = locSource(r, c, func() ([][]byte, error) {
 			st.entries++
+			// The record the id entry points at comes in the same round
+			// trip, where the store can follow the pointer.
+			storage.Prefetch(r, storage.Read{Key: itemIDKey(c.Rid, s.pk, id), Via: collPrefix(famItem, c.Rid)})
 			loc, err := r.Get(itemIDKey(c.Rid, s.pk, id))
 			if errors.Is(err, storage.ErrNotFound) {
 				return nil, nil

@@ -71,19 +71,36 @@ func queryError(err error) error {
 // QueryItems runs one page of a query over a container's items. Expired
 // items never take part (ttl.md A3).
 func (e *Engine) QueryItems(ctx context.Context, p QueryParams) (*FeedPage, error) {
-	now, done, err := e.judging(ctx, p.DB, p.Coll)
+	now, done, err := e.judgingIn(ctx, p.DB, p.Coll)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
 	st := readStats{budget: e.budget(ctx)}
-	prog, err := compileQuery(p.Query, p.Params, now, st.budget)
-	if err != nil {
-		return nil, err
+	var prog *eval.Program
+	if !now.IsZero() {
+		// Compiled before any read, so a query that does not parse costs
+		// none; over a shared store, "now" comes with the first read.
+		if prog, err = compileQuery(p.Query, p.Params, now, st.budget); err != nil {
+			return nil, err
+		}
 	}
 	page := &FeedPage{}
 	var coll *containerRecord
 	err = e.store.View(ctx, func(r storage.Reader) error {
+		if dbRid, c := e.cachedContainer(p.DB, p.Coll); c != nil {
+			storage.Prefetch(r, storage.Read{Key: containerKey(dbRid, p.Coll)}, storage.Read{Key: lsnKey(c.Rid)})
+		}
+		now, err := e.nowIn(ctx, r, now)
+		if err != nil {
+			return err
+		}
+		prog := prog
+		if prog == nil {
+			if prog, err = compileQuery(p.Query, p.Params, now, st.budget); err != nil {
+				return err
+			}
+		}
 		c, err := e.loadContainer(r, p.DB, p.Coll)
 		if err != nil {
 			return err
