@@ -209,30 +209,7 @@ func staleIndexID(c *containerRecord) []byte {
 // deleteRange removes every key in [lo, hi) in bounded transactions.
 func (e *Engine) deleteRange(ctx context.Context, lo, hi []byte) error {
 	for {
-		var n int
-		err := e.store.Update(ctx, func(tx storage.Txn) error {
-			n = 0
-			it, err := tx.NewIter(storage.IterParams{Lower: lo, Upper: hi})
-			if err != nil {
-				return err
-			}
-			var keys [][]byte
-			for ok := it.First(); ok && len(keys) < 1000; ok = it.Next() {
-				keys = append(keys, bytes.Clone(it.Key()))
-			}
-			if err := it.Err(); err != nil {
-				it.Close()
-				return err
-			}
-			it.Close()
-			for _, k := range keys {
-				if err := tx.Delete(k); err != nil {
-					return err
-				}
-			}
-			n = len(keys)
-			return nil
-		})
+		n, err := storage.DeleteRange(ctx, e.store, lo, hi, 1000)
 		if err != nil || n == 0 {
 			return err
 		}

@@ -81,6 +81,15 @@ func checkedFn(fn func(tx Txn) error) func(tx Txn) error {
 
 func (c *checked) Close() error { return c.inner.Close() }
 
+// DeleteRange forwards to the store's own when it has one, and otherwise
+// deletes through the checked Update.
+func (c *checked) DeleteRange(ctx context.Context, lower, upper []byte, limit int) (int, error) {
+	if d, ok := c.inner.(RangeDeleter); ok {
+		return d.DeleteRange(ctx, lower, upper, limit)
+	}
+	return deleteRangeByKeys(ctx, c, lower, upper, limit)
+}
+
 func violation(format string, args ...any) {
 	panic(fmt.Sprintf("storage invariant violated: "+format, args...))
 }

@@ -38,6 +38,7 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -246,6 +247,52 @@ func UpdateDeferred(ctx context.Context, s Store, fn func(tx Txn) error) error {
 		return d.UpdateDeferred(ctx, fn)
 	}
 	return s.Update(ctx, fn)
+}
+
+// RangeDeleter is implemented by stores that can delete the keys of a
+// range without reading them first. DeleteRange deletes, in one
+// transaction of its own, at most limit keys of [lower, upper), the
+// smallest first, and returns how many it deleted: 0 once the range is
+// empty. It is for ranges no one writes any more (the data of a dropped
+// container), so a caller deletes a large range in bounded steps.
+type RangeDeleter interface {
+	DeleteRange(ctx context.Context, lower, upper []byte, limit int) (int, error)
+}
+
+// DeleteRange runs s's DeleteRange when s has one, and otherwise reads up
+// to limit keys of the range in an Update and deletes them.
+func DeleteRange(ctx context.Context, s Store, lower, upper []byte, limit int) (int, error) {
+	if d, ok := s.(RangeDeleter); ok {
+		return d.DeleteRange(ctx, lower, upper, limit)
+	}
+	return deleteRangeByKeys(ctx, s, lower, upper, limit)
+}
+
+// deleteRangeByKeys is DeleteRange through s's Update.
+func deleteRangeByKeys(ctx context.Context, s Store, lower, upper []byte, limit int) (int, error) {
+	var n int
+	err := s.Update(ctx, func(tx Txn) error {
+		n = 0
+		it, err := tx.NewIter(IterParams{Lower: lower, Upper: upper})
+		if err != nil {
+			return err
+		}
+		var keys [][]byte
+		for ok := it.First(); ok && len(keys) < limit; ok = it.Next() {
+			keys = append(keys, bytes.Clone(it.Key()))
+		}
+		if err := errors.Join(it.Err(), it.Close()); err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if err := tx.Delete(k); err != nil {
+				return err
+			}
+		}
+		n = len(keys)
+		return nil
+	})
+	return n, err
 }
 
 // Sizer is implemented by stores that can report the bytes they occupy.

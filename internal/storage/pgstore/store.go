@@ -350,6 +350,82 @@ func (s *Store) updateOnce(ctx context.Context, fn func(tx storage.Txn) error) e
 	return fmt.Errorf("pgstore: commit: %w", err)
 }
 
+// DeleteRange deletes at most limit keys of [lower, upper), the smallest
+// first, in one statement and one round trip, retried like an Update
+// (storage.RangeDeleter).
+func (s *Store) DeleteRange(ctx context.Context, lower, upper []byte, limit int) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := s.enter(); err != nil {
+		return 0, err
+	}
+	defer s.inflight.Done()
+	var cond string
+	args := []any{lower, limit}
+	switch {
+	case upper != nil:
+		cond, args = `k >= $1 AND k < $3`, append(args, upper)
+	default:
+		cond = `k >= $1`
+	}
+	for attempt := 0; ; attempt++ {
+		b := &pgx.Batch{}
+		b.Queue(`BEGIN ISOLATION LEVEL SERIALIZABLE`)
+		b.Queue(`DELETE FROM mayfly_kv WHERE k IN (SELECT k FROM mayfly_kv WHERE `+cond+` ORDER BY k LIMIT $2)`, args...)
+		b.Queue(`COMMIT`)
+		s.roundTrips.Add(1)
+		n, err := s.sendDelete(ctx, b)
+		if err == nil || !retryable(err) {
+			return n, err
+		}
+		if attempt >= s.maxRetries {
+			s.conflicts.Add(1)
+			return 0, fmt.Errorf("%w: gave up after %d serialization failures: %w", storage.ErrConflict, attempt+1, err)
+		}
+		s.retries.Add(1)
+		if err := sleepCtx(ctx, backoff(attempt)); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// sendDelete sends DeleteRange's batch on a connection of its own and
+// returns the rows the DELETE removed.
+func (s *Store) sendDelete(ctx context.Context, b *pgx.Batch) (int, error) {
+	conn, err := s.acquire(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		// A failed statement leaves the transaction aborted: end it, so
+		// the connection goes back to the pool rather than being closed.
+		if conn.Conn().PgConn().TxStatus() != 'I' {
+			s.roundTrips.Add(1)
+			_, _ = conn.Exec(context.WithoutCancel(ctx), `ROLLBACK`)
+		}
+		conn.Release()
+	}()
+	br := conn.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		_ = br.Close()
+		return 0, fmt.Errorf("pgstore: delete a range: %w", s.classify(err))
+	}
+	tag, err := br.Exec()
+	if err != nil {
+		_ = br.Close()
+		return 0, fmt.Errorf("pgstore: delete a range: %w", s.classify(err))
+	}
+	if _, err := br.Exec(); err != nil {
+		_ = br.Close()
+		return 0, fmt.Errorf("pgstore: delete a range: %w", s.classify(err))
+	}
+	if err := br.Close(); err != nil {
+		return 0, fmt.Errorf("pgstore: delete a range: %w", s.classify(err))
+	}
+	return int(tag.RowsAffected()), nil
+}
+
 // retryable reports a serialization failure or a deadlock: the
 // transaction lost a race and may simply run again.
 func retryable(err error) bool {

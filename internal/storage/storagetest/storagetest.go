@@ -51,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) storage.Store) {
 		{"Copies", testCopies},
 		{"PrefetchChangesNoResult", testPrefetch},
 		{"TxClock", testTxClock},
+		{"DeleteRange", testDeleteRange},
 		{"LargeValues", testLargeValues},
 		{"CancelledContext", testCancelledContext},
 		{"Closed", testClosed},
@@ -1341,6 +1342,44 @@ func testTxClock(t *testing.T, s storage.Store) {
 		}
 		if in.Before(before) || in.After(after) {
 			t.Errorf("TxNow (update %v) = %v, not between %v and %v", update, in, before, after)
+		}
+	}
+}
+
+// DeleteRange (storage.DeleteRange, whether the store has its own or
+// not) deletes the smallest keys of its range, at most limit, and nothing
+// outside it, and reports how many.
+func testDeleteRange(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	var ops []op
+	for _, k := range []string{"a", "b", "b\x00", "b1", "b2", "b3", "b4", "b\xff", "c"} {
+		ops = append(ops, set(k, "v"+k))
+	}
+	write(t, s, ops...)
+	steps := []struct {
+		lower, upper string
+		limit, want  int
+		left         []string
+	}{
+		{"b", "c", 3, 3, []string{"a=va", "b2=vb2", "b3=vb3", "b4=vb4", "b\xff=vb\xff", "c=vc"}},
+		{"b", "c", 10, 4, []string{"a=va", "c=vc"}},
+		{"b", "c", 10, 0, []string{"a=va", "c=vc"}},
+		{"c", "", 5, 1, []string{"a=va"}},
+	}
+	for _, st := range steps {
+		var upper []byte
+		if st.upper != "" {
+			upper = b(st.upper)
+		}
+		n, err := storage.DeleteRange(ctx, s, b(st.lower), upper, st.limit)
+		if err != nil {
+			t.Fatalf("DeleteRange(%q, %q, %d): %v", st.lower, st.upper, st.limit, err)
+		}
+		if n != st.want {
+			t.Errorf("DeleteRange(%q, %q, %d) deleted %d, want %d", st.lower, st.upper, st.limit, n, st.want)
+		}
+		if got := viewScan(t, s, storage.IterParams{}); !slices.Equal(got, st.left) {
+			t.Errorf("after DeleteRange(%q, %q, %d): %q, want %q", st.lower, st.upper, st.limit, got, st.left)
 		}
 	}
 }

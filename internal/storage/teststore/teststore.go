@@ -50,5 +50,10 @@ func Open(t testing.TB) storage.Store {
 	return s
 }
 
-// unclocked is a store with its Clocked method hidden.
+// unclocked is a store with its Clocked method hidden; it keeps DeleteRange.
 type unclocked struct{ storage.Store }
+
+// DeleteRange keeps the store's own (storage.RangeDeleter).
+func (u unclocked) DeleteRange(ctx context.Context, lower, upper []byte, limit int) (int, error) {
+	return storage.DeleteRange(ctx, u.Store, lower, upper, limit)
+}
