@@ -28,8 +28,15 @@ func main() {
 }
 
 func run(args []string) error {
-	if len(args) > 0 && args[0] == "check" {
-		return check(args[1:])
+	if len(args) > 0 {
+		switch args[0] {
+		case "check":
+			return check(args[1:])
+		case "backup":
+			return backup(args[1:])
+		case "restore":
+			return restore(args[1:])
+		}
 	}
 	fs := flag.NewFlagSet("mayfly", flag.ContinueOnError)
 	addr := fs.String("addr", server.DefaultAddr, "address to listen on; localhost means 127.0.0.1 and ::1, \":8081\" every interface")
@@ -178,6 +185,60 @@ func explicit(fs *flag.FlagSet, name string) bool {
 // check is "mayfly check --data-dir D": the offline verification of a data
 // directory (server.Check). It fails when the directory is damaged or
 // inconsistent, after printing the report.
+// backup asks a running server to copy its data into a new directory.
+func backup(args []string) error {
+	fs := flag.NewFlagSet("mayfly backup", flag.ContinueOnError)
+	to := fs.String("to", "", "a new directory on the server's machine to write the backup into (required)")
+	endpoint := fs.String("endpoint", "https://localhost:8081/", "the running server's URL")
+	key := fs.String("key", server.EmulatorKey, "the server's read-write account key (base64)")
+	keyFile := fs.String("key-file", "", "file holding the account key")
+	caFile := fs.String("ca-file", "", "PEM file of the server's certificate to trust")
+	insecure := fs.Bool("insecure", false, "do not verify the server's certificate (its own self-signed one, on this machine)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("mayfly backup: unexpected argument %q", fs.Arg(0))
+	}
+	if *to == "" {
+		return errors.New("mayfly backup: --to is required")
+	}
+	k := *key
+	if *keyFile != "" {
+		b, err := os.ReadFile(*keyFile)
+		if err != nil {
+			return err
+		}
+		k = strings.TrimSpace(string(b))
+	}
+	if err := server.Backup(context.Background(), server.BackupOptions{Endpoint: *endpoint, Key: k, CAFile: *caFile, Insecure: *insecure, To: *to}); err != nil {
+		return fmt.Errorf("mayfly backup: %w", err)
+	}
+	fmt.Printf("backed up into %s\n", *to)
+	return nil
+}
+
+// restore makes a new data directory from a backup.
+func restore(args []string) error {
+	fs := flag.NewFlagSet("mayfly restore", flag.ContinueOnError)
+	from := fs.String("from", "", "a directory mayfly backup wrote (required)")
+	dataDir := fs.String("data-dir", "./mayfly-data", "the new data directory; it must hold no store yet")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("mayfly restore: unexpected argument %q", fs.Arg(0))
+	}
+	if *from == "" {
+		return errors.New("mayfly restore: --from is required")
+	}
+	if err := server.Restore(*from, *dataDir); err != nil {
+		return fmt.Errorf("mayfly restore: %w", err)
+	}
+	fmt.Printf("restored into %s; start it with: mayfly --data-dir %s\n", *dataDir, *dataDir)
+	return nil
+}
+
 func check(args []string) error {
 	fs := flag.NewFlagSet("mayfly check", flag.ContinueOnError)
 	dataDir := fs.String("data-dir", "./mayfly-data", "the data directory to check; no server may be using it")

@@ -76,6 +76,10 @@ type Config struct {
 	MaxBodyBytes int64
 	// Extra routes mounted beside the API (the explorer page).
 	Extra map[string]http.Handler
+	// Backup, when set, writes a consistent copy of the data into a new
+	// directory on the server's machine: POST /_mayfly/backup, signed with
+	// the read-write account key (mayfly backup).
+	Backup func(ctx context.Context, dir string) error
 	// RequestTimeout bounds each request (DefaultRequestTimeout when
 	// zero), on Clock.
 	RequestTimeout time.Duration
@@ -105,6 +109,7 @@ type Handler struct {
 	certPEM  []byte
 	maxBody  int64
 	extra    map[string]http.Handler
+	backup   func(ctx context.Context, dir string) error
 	endpoint func(r *http.Request) string
 	timeout  time.Duration
 	clock    clock.Clock
@@ -121,7 +126,7 @@ func New(cfg Config) (*Handler, error) {
 		return nil, errors.New("httpapi: engine and authenticator are required")
 	}
 	h := &Handler{eng: cfg.Engine, auth: cfg.Auth, log: cfg.Logger, certPEM: cfg.CertPEM, maxBody: cfg.MaxBodyBytes, extra: cfg.Extra,
-		endpoint: cfg.Endpoint, clock: cfg.Clock}
+		endpoint: cfg.Endpoint, clock: cfg.Clock, backup: cfg.Backup}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -159,6 +164,8 @@ type request struct {
 	// grant is what the resource token the request was made with allows;
 	// nil for a master key or AAD token.
 	grant *engine.Grant
+	// owner is set when the read-write account key signed the request.
+	owner bool
 }
 
 func newActivityID() string {
@@ -228,6 +235,7 @@ func (h *Handler) serve(rq *request) {
 		return
 	}
 	rq.aad = principal.Method == auth.MethodAAD
+	rq.owner = principal.Method == auth.MethodMasterKey && !principal.ReadOnly
 	if p.ridLink != "" {
 		names, byRid, err := h.eng.ResolveRidLink(r.Context(), p.segs)
 		if err != nil {

@@ -33,6 +33,13 @@ func (h *Handler) route(rq *request) {
 	case s[0] == "offers":
 		h.routeOffers(rq, s[1:])
 		return
+	case len(s) == 2 && s[0] == "_mayfly" && s[1] == "backup":
+		if m == http.MethodPost {
+			h.runBackup(rq)
+		} else {
+			h.methodNotAllowed(rq)
+		}
+		return
 	}
 	h.fail(rq, &engine.Error{Code: engine.NotFound, Message: "The requested resource does not exist: " + rq.r.URL.Path})
 }

@@ -178,6 +178,7 @@ func (c *Config) Validate() error {
 type Server struct {
 	cfg        Config
 	store      storage.Store
+	backup     func(ctx context.Context, dir string) error // nil when the store cannot be backed up
 	ownStore   bool
 	engine     *engine.Engine
 	http       *http.Server
@@ -228,6 +229,19 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("open store: %w", err)
 		}
 		s.store, s.ownStore = st, true
+	}
+	// A backup is the store's own copy of itself, taken beside the
+	// checks: it reads no keys.
+	if cp, ok := s.store.(storage.Checkpointer); ok && !cfg.InMemory {
+		s.backup = func(_ context.Context, dir string) error {
+			if _, err := os.Stat(dir); err == nil {
+				return fmt.Errorf("%s already exists; a backup goes into a new directory", dir)
+			}
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return err
+			}
+			return cp.Checkpoint(filepath.Join(dir, "store"))
+		}
 	}
 	// Built with the invariants tag, every store call is checked against
 	// the storage contract; otherwise this returns the store unchanged.
@@ -281,7 +295,7 @@ func New(cfg Config) (*Server, error) {
 	apiCfg := httpapi.Config{
 		Engine: s.engine, Auth: authn, Logger: cfg.Logger, CertPEM: s.certPEM,
 		RequestTimeout: cfg.RequestTimeout, Clock: cfg.Clock, Limiter: limiter, Consistency: cfg.Consistency,
-		Endpoint: s.advertise,
+		Endpoint: s.advertise, Backup: s.backup,
 	}
 	api, err := httpapi.New(apiCfg)
 	if err != nil {

@@ -295,6 +295,13 @@ func deleteRangeByKeys(ctx context.Context, s Store, lower, upper []byte, limit 
 	return n, err
 }
 
+// Checkpointer is implemented by stores that can copy themselves, while
+// serving, into a new directory: a consistent copy of every committed
+// write, which a store opened on that directory serves as it was.
+type Checkpointer interface {
+	Checkpoint(dir string) error
+}
+
 // Sizer is implemented by stores that can report the bytes they occupy.
 type Sizer interface {
 	DiskUsage() (uint64, error)

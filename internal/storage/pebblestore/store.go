@@ -273,6 +273,23 @@ func newStore(db *pebble.DB, dir string, lock *pebble.Lock, durable bool, log *s
 	}
 }
 
+// Checkpoint writes a consistent copy of the store into dir, which must
+// not exist, while it serves (storage.Checkpointer): Pebble hard-links the
+// tables and copies the rest, write-ahead log flushed first.
+func (s *Store) Checkpoint(dir string) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.inflight.Done()
+	if s.dir == "" {
+		return errors.New("pebblestore: a store kept in memory has no files to back up")
+	}
+	if err := s.db.Checkpoint(dir, pebble.WithFlushedWAL()); err != nil {
+		return fmt.Errorf("pebblestore: checkpoint into %s: %w", dir, err)
+	}
+	return nil
+}
+
 // VerifyTables reads every block of every table and checks its checksum,
 // whatever their size, and returns the first damage it finds. It runs
 // beside requests; for a large store it takes as long as reading it all.
