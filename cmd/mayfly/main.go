@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -36,6 +37,9 @@ func run(args []string) error {
 			return backup(args[1:])
 		case "restore":
 			return restore(args[1:])
+		case "version":
+			fmt.Println(version())
+			return nil
 		}
 	}
 	fs := flag.NewFlagSet("mayfly", flag.ContinueOnError)
@@ -52,6 +56,7 @@ func run(args []string) error {
 	cert := fs.String("cert", "", "TLS certificate file (PEM); default: a self-signed certificate kept in the data directory")
 	certKey := fs.String("cert-key", "", "TLS private key file (PEM) for --cert")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	accessLog := fs.Bool("access-log", false, "log every API request (method, path, status, duration, charge, activity id) at info level")
 	metricsAddr := fs.String("metrics-addr", "127.0.0.1:9464", "address serving /metrics (and --pprof), without a key; \"off\" for none")
 	pprof := fs.Bool("pprof", false, "also serve Go's profiles at /debug/pprof/ on --metrics-addr")
 	advertiseHost := fs.String("advertise-host", "", "the host advertised to clients that connect by a loopback name, e.g. 127.0.0.1 (the emulator's tests expect it)")
@@ -71,6 +76,7 @@ func run(args []string) error {
 	reserve := fs.Int64("disk-reserve-mib", 0, "free space in MiB that writes leave on the data directory's filesystem for the store's flushes and compactions; writes that find less are refused with 507 until space returns (0: 256; -1: no check)")
 	clockSkew := fs.Duration("clock-skew", 0, "for testing: run this gateway's local clock this much ahead (or, negative, behind) the machine's; expiry is judged by the store's clock where the store has one, so gateways over one store still agree")
 	purgeRU := fs.Float64("purge-ru-per-second", 10000, "request units per second per container the TTL purger may spend when users leave them spare")
+	fs.Usage = func() { usage(fs) }
 	fs.VisitAll(func(f *flag.Flag) {
 		env := "MAYFLY_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
 		if v, ok := os.LookupEnv(env); ok {
@@ -94,7 +100,7 @@ func run(args []string) error {
 		return errors.New("give --postgres or --in-memory, not both")
 	}
 	cfg := server.Config{Addr: *addr, DataDir: *dataDir, InMemory: *inMemory, NoTLS: *noTLS,
-		Postgres: *postgres, PostgresPool: *postgresPool,
+		Postgres: *postgres, PostgresPool: *postgresPool, AccessLog: *accessLog,
 		CertFile: *cert, KeyFile: *certKey, Logger: logger, PurgeRUPerSecond: *purgeRU, DiskReserve: *reserve << 20, Partitions: *partitions,
 		RequestTimeout: *reqTimeout, EnforceThroughput: *enforce, Consistency: *consistency,
 		AdvertiseHost: *advertiseHost, ComputeAddr: *computeAddr,
@@ -185,6 +191,92 @@ func explicit(fs *flag.FlagSet, name string) bool {
 // check is "mayfly check --data-dir D": the offline verification of a data
 // directory (server.Check). It fails when the directory is damaged or
 // inconsistent, after printing the report.
+// flagGroups orders the server's flags by purpose in its help; a flag in
+// no group is listed under "other".
+var flagGroups = []struct {
+	title string
+	flags []string
+}{
+	{"Listening", []string{"addr", "public-url", "advertise-host", "compute-addr", "no-tls", "cert", "cert-key"}},
+	{"Data", []string{"data-dir", "in-memory", "postgres", "postgres-pool", "partitions", "disk-reserve-mib"}},
+	{"Keys and tokens", []string{"key", "key-file", "read-only-key", "read-only-key-file", "aad-jwks-file", "aad-issuer", "aad-audience"}},
+	{"Requests", []string{"request-timeout", "read-header-timeout", "read-timeout", "write-timeout", "idle-timeout", "consistency", "enforce-throughput"}},
+	{"Time-to-live", []string{"purge-ru-per-second", "clock-skew"}},
+	{"Operations", []string{"log-level", "access-log", "metrics-addr", "pprof"}},
+}
+
+// usage prints the server's help with its flags grouped by purpose.
+func usage(fs *flag.FlagSet) {
+	w := fs.Output()
+	fmt.Fprintln(w, "Usage: mayfly [flags]          serve the Cosmos DB NoSQL API")
+	fmt.Fprintln(w, "       mayfly check --data-dir D   verify a stopped server's data directory")
+	fmt.Fprintln(w, "       mayfly backup --to DIR      copy a running server's data into a new directory")
+	fmt.Fprintln(w, "       mayfly restore --from DIR --data-dir D   make a data directory of a backup")
+	fmt.Fprintln(w, "       mayfly version")
+	fmt.Fprintln(w, "Every flag can also be set as MAYFLY_<NAME> (--data-dir as MAYFLY_DATA_DIR); flags win.")
+	listed := map[string]bool{}
+	show := func(f *flag.Flag) {
+		listed[f.Name] = true
+		name, help := flag.UnquoteUsage(f)
+		line := "  --" + f.Name
+		if name != "" {
+			line += " " + name
+		}
+		fmt.Fprintf(w, "%s\n    \t%s", line, strings.ReplaceAll(help, "\n", "\n    \t"))
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
+			fmt.Fprintf(w, " (default %s)", f.DefValue)
+		}
+		fmt.Fprintln(w)
+	}
+	for _, g := range flagGroups {
+		fmt.Fprintf(w, "\n%s:\n", g.title)
+		for _, name := range g.flags {
+			if f := fs.Lookup(name); f != nil {
+				show(f)
+			}
+		}
+	}
+	var rest []*flag.Flag
+	fs.VisitAll(func(f *flag.Flag) {
+		if !listed[f.Name] {
+			rest = append(rest, f)
+		}
+	})
+	if len(rest) > 0 {
+		fmt.Fprintf(w, "\nOther:\n")
+		for _, f := range rest {
+			show(f)
+		}
+	}
+}
+
+// version names this build: the module's version, and the commit it was
+// built from when the build recorded one.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "mayfly (no build information)"
+	}
+	v := "mayfly " + bi.Main.Version
+	var rev, at, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = ", modified"
+			}
+		}
+	}
+	if rev != "" {
+		v += fmt.Sprintf(" (commit %.12s%s, %s)", rev, modified, at)
+	}
+	return v + " " + bi.GoVersion
+}
+
 // backup asks a running server to copy its data into a new directory.
 func backup(args []string) error {
 	fs := flag.NewFlagSet("mayfly backup", flag.ContinueOnError)

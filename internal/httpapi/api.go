@@ -80,6 +80,8 @@ type Config struct {
 	// directory on the server's machine: POST /_mayfly/backup, signed with
 	// the read-write account key (mayfly backup).
 	Backup func(ctx context.Context, dir string) error
+	// AccessLog logs every request at info level rather than debug.
+	AccessLog bool
 	// RequestTimeout bounds each request (DefaultRequestTimeout when
 	// zero), on Clock.
 	RequestTimeout time.Duration
@@ -110,6 +112,7 @@ type Handler struct {
 	maxBody  int64
 	extra    map[string]http.Handler
 	backup   func(ctx context.Context, dir string) error
+	logLevel slog.Level // of the line each request served logs
 	endpoint func(r *http.Request) string
 	timeout  time.Duration
 	clock    clock.Clock
@@ -126,7 +129,10 @@ func New(cfg Config) (*Handler, error) {
 		return nil, errors.New("httpapi: engine and authenticator are required")
 	}
 	h := &Handler{eng: cfg.Engine, auth: cfg.Auth, log: cfg.Logger, certPEM: cfg.CertPEM, maxBody: cfg.MaxBodyBytes, extra: cfg.Extra,
-		endpoint: cfg.Endpoint, clock: cfg.Clock, backup: cfg.Backup}
+		endpoint: cfg.Endpoint, clock: cfg.Clock, backup: cfg.Backup, logLevel: slog.LevelDebug}
+	if cfg.AccessLog {
+		h.logLevel = slog.LevelInfo
+	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -195,7 +201,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.log.Error("request panicked", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p), "activity_id", rq.activity)
 			h.fail(rq, fmt.Errorf("panic: %v", p))
 		}
-		h.log.Debug("request served", "method", r.Method, "path", r.URL.EscapedPath(), "status", rq.status,
+		h.log.Log(r.Context(), h.logLevel, "request served", "method", r.Method, "path", r.URL.EscapedPath(), "status", rq.status,
 			"duration_ms", float64(h.clock.Now().Sub(start).Microseconds())/1000, "charge", rq.charge, "activity_id", rq.activity)
 	}()
 	h.serve(rq)

@@ -13,9 +13,12 @@ import (
 // opsHandler serves the metrics listener: /metrics, and with withPprof Go's
 // profiles under /debug/pprof/. The profiles' /cmdline is left out on
 // purpose: the command line may hold the account key (--key).
-func opsHandler(reg *prometheus.Registry, withPprof bool) http.Handler {
+func opsHandler(reg *prometheus.Registry, withPprof bool, h *health) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	for path, handler := range h.routes() {
+		mux.Handle("GET "+path, handler)
+	}
 	if withPprof {
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)

@@ -65,6 +65,9 @@ type Config struct {
 	Postgres string
 	// PostgresPool is the most connections to it (default 16).
 	PostgresPool int
+	// AccessLog logs every API request at info level (method, path,
+	// status, duration, charge, activity id); otherwise at debug.
+	AccessLog bool
 	// DiskReserve is the free space, in bytes, writes leave on the data
 	// directory's filesystem for the store's own flushes and compactions;
 	// a write that would eat into it is answered 507 (0: the store's
@@ -179,6 +182,7 @@ type Server struct {
 	cfg        Config
 	store      storage.Store
 	backup     func(ctx context.Context, dir string) error // nil when the store cannot be backed up
+	health     *health
 	ownStore   bool
 	engine     *engine.Engine
 	http       *http.Server
@@ -268,6 +272,9 @@ func New(cfg Config) (*Server, error) {
 	if s.pg != nil {
 		s.registry.MustRegister(pgCollectors(s.pg)...)
 	}
+	s.registry.MustRegister(storeSize(s.store)...)
+	s.health = &health{store: s.store}
+	requests := newRequestMetrics(s.registry, cfg.Clock)
 	budget := ttl.NewBudget(cfg.Clock, cfg.PurgeRUPerSecond)
 	s.engine, err = engine.New(engine.Config{Store: s.store, Clock: cfg.Clock, Charges: budget, Partitions: cfg.Partitions,
 		QueryPageTime: min(engine.DefaultQueryPageTime, cfg.RequestTimeout*9/10)})
@@ -295,14 +302,14 @@ func New(cfg Config) (*Server, error) {
 	apiCfg := httpapi.Config{
 		Engine: s.engine, Auth: authn, Logger: cfg.Logger, CertPEM: s.certPEM,
 		RequestTimeout: cfg.RequestTimeout, Clock: cfg.Clock, Limiter: limiter, Consistency: cfg.Consistency,
-		Endpoint: s.advertise, Backup: s.backup,
+		Endpoint: s.advertise, Backup: s.backup, Extra: s.health.routes(), AccessLog: cfg.AccessLog,
 	}
 	api, err := httpapi.New(apiCfg)
 	if err != nil {
 		s.closeStore()
 		return nil, err
 	}
-	s.http = cfg.Timeouts.server(httpapi.WireSpelling(api), cfg.Logger)
+	s.http = cfg.Timeouts.server(requests.wrap(httpapi.WireSpelling(api)), cfg.Logger)
 	if cfg.ComputeAddr != "" {
 		apiCfg.ComputeGateway = true
 		compute, err := httpapi.New(apiCfg)
@@ -310,10 +317,10 @@ func New(cfg Config) (*Server, error) {
 			s.closeStore()
 			return nil, err
 		}
-		s.compute = cfg.Timeouts.server(httpapi.WireSpelling(compute), cfg.Logger)
+		s.compute = cfg.Timeouts.server(requests.wrap(httpapi.WireSpelling(compute)), cfg.Logger)
 	}
 	if cfg.MetricsAddr != "" {
-		s.ops = cfg.Timeouts.server(opsHandler(s.registry, cfg.Pprof), cfg.Logger)
+		s.ops = cfg.Timeouts.server(opsHandler(s.registry, cfg.Pprof, s.health), cfg.Logger)
 	}
 	if s.tls {
 		tc := &tls.Config{Certificates: []tls.Certificate{tlsCert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}
@@ -482,6 +489,9 @@ func (s *Server) Done() <-chan struct{} { return s.done }
 // deadline), stops background work and closes the store.
 func (s *Server) Close(ctx context.Context) error {
 	var errs []error
+	if s.health != nil {
+		s.health.closing.Store(true)
+	}
 	if s.lns != nil {
 		if err := s.http.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
