@@ -38,8 +38,8 @@ func TestHealthAndRequestMetrics(t *testing.T) {
 	}
 	m := e.metrics(t)
 	for key, want := range map[string]float64{
-		`mayfly_request_duration_seconds_count{operation="GET docs",status="200"}`: 3,
-		`mayfly_request_duration_seconds_count{operation="GET docs",status="404"}`: 1,
+		`mayfly_request_duration_seconds_count{operation="GET docs",status="200"}`:  3,
+		`mayfly_request_duration_seconds_count{operation="GET docs",status="404"}`:  1,
 		`mayfly_request_duration_seconds_count{operation="POST docs",status="201"}`: 1,
 	} {
 		if m[key] != want {
