@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -19,6 +20,7 @@ import (
 	"github.com/mayfly-db/mayfly/internal/clock"
 	"github.com/mayfly-db/mayfly/internal/memory"
 	"github.com/mayfly-db/mayfly/internal/server"
+	"github.com/mayfly-db/mayfly/internal/transfer"
 )
 
 func main() {
@@ -303,7 +305,15 @@ func backup(args []string) error {
 		}
 		k = strings.TrimSpace(string(b))
 	}
-	if err := server.Backup(context.Background(), server.BackupOptions{Endpoint: *endpoint, Key: k, CAFile: *caFile, Insecure: *insecure, To: *to}); err != nil {
+	dir, err := filepath.Abs(*to)
+	if err != nil {
+		return err
+	}
+	c, err := transfer.NewClient(transfer.ClientOptions{Endpoint: *endpoint, Key: k, CAFile: *caFile, Insecure: *insecure})
+	if err != nil {
+		return fmt.Errorf("mayfly backup: %w", err)
+	}
+	if err := c.Backup(context.Background(), dir); err != nil {
 		return fmt.Errorf("mayfly backup: %w", err)
 	}
 	fmt.Printf("backed up into %s\n", *to)
