@@ -39,6 +39,10 @@ func run(args []string) error {
 			return backup(args[1:])
 		case "restore":
 			return restore(args[1:])
+		case "export":
+			return export(args[1:])
+		case "import":
+			return importDump(args[1:])
 		case "version":
 			fmt.Println(version())
 			return nil
@@ -214,6 +218,8 @@ func usage(fs *flag.FlagSet) {
 	fmt.Fprintln(w, "       mayfly check --data-dir D   verify a stopped server's data directory")
 	fmt.Fprintln(w, "       mayfly backup --to DIR      copy a running server's data into a new directory")
 	fmt.Fprintln(w, "       mayfly restore --from DIR --data-dir D   make a data directory of a backup")
+	fmt.Fprintln(w, "       mayfly export --database D [--container C] [--to FILE]   write items as JSON lines")
+	fmt.Fprintln(w, "       mayfly import --database D [--from FILE] [--rate N] [--as-of import|export]")
 	fmt.Fprintln(w, "       mayfly version")
 	fmt.Fprintln(w, "Every flag can also be set as MAYFLY_<NAME> (--data-dir as MAYFLY_DATA_DIR); flags win.")
 	listed := map[string]bool{}
@@ -279,44 +285,163 @@ func version() string {
 	return v + " " + bi.GoVersion
 }
 
-// backup asks a running server to copy its data into a new directory.
-func backup(args []string) error {
-	fs := flag.NewFlagSet("mayfly backup", flag.ContinueOnError)
-	to := fs.String("to", "", "a new directory on the server's machine to write the backup into (required)")
+// clientFlags defines the flags naming a running server and its key on fs,
+// and returns the function that makes the client once fs is parsed.
+func clientFlags(fs *flag.FlagSet) func() (*transfer.Client, error) {
 	endpoint := fs.String("endpoint", "https://localhost:8081/", "the running server's URL")
 	key := fs.String("key", server.EmulatorKey, "the server's read-write account key (base64)")
 	keyFile := fs.String("key-file", "", "file holding the account key")
 	caFile := fs.String("ca-file", "", "PEM file of the server's certificate to trust")
 	insecure := fs.Bool("insecure", false, "do not verify the server's certificate (its own self-signed one, on this machine)")
+	return func() (*transfer.Client, error) {
+		k := *key
+		if *keyFile != "" {
+			b, err := os.ReadFile(*keyFile)
+			if err != nil {
+				return nil, err
+			}
+			k = strings.TrimSpace(string(b))
+		}
+		return transfer.NewClient(transfer.ClientOptions{Endpoint: *endpoint, Key: k, CAFile: *caFile, Insecure: *insecure})
+	}
+}
+
+// noArgs parses args into fs and refuses positional arguments.
+func noArgs(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("mayfly backup: unexpected argument %q", fs.Arg(0))
+		return fmt.Errorf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+	}
+	return nil
+}
+
+// backup asks a running server to copy its data into a new directory.
+func backup(args []string) error {
+	fs := flag.NewFlagSet("mayfly backup", flag.ContinueOnError)
+	to := fs.String("to", "", "a new directory on the server's machine to write the backup into (required)")
+	client := clientFlags(fs)
+	if err := noArgs(fs, args); err != nil {
+		return err
 	}
 	if *to == "" {
 		return errors.New("mayfly backup: --to is required")
-	}
-	k := *key
-	if *keyFile != "" {
-		b, err := os.ReadFile(*keyFile)
-		if err != nil {
-			return err
-		}
-		k = strings.TrimSpace(string(b))
 	}
 	dir, err := filepath.Abs(*to)
 	if err != nil {
 		return err
 	}
-	c, err := transfer.NewClient(transfer.ClientOptions{Endpoint: *endpoint, Key: k, CAFile: *caFile, Insecure: *insecure})
+	c, err := client()
 	if err != nil {
 		return fmt.Errorf("mayfly backup: %w", err)
 	}
 	if err := c.Backup(context.Background(), dir); err != nil {
 		return fmt.Errorf("mayfly backup: %w", err)
 	}
-	fmt.Printf("backed up into %s\n", *to)
+	fmt.Printf("backed up into %s\n", dir)
+	return nil
+}
+
+// progress reports counts on standard error: a line rewritten in place on
+// a terminal, a line now and then otherwise.
+func progress(format string) func(args ...any) {
+	fi, err := os.Stderr.Stat()
+	tty := err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return func(args ...any) {
+		if tty {
+			fmt.Fprintf(os.Stderr, "\r"+format, args...)
+		} else {
+			fmt.Fprintf(os.Stderr, format+"\n", args...)
+		}
+	}
+}
+
+// export writes a database or container as JSON lines.
+func export(args []string) error {
+	fs := flag.NewFlagSet("mayfly export", flag.ContinueOnError)
+	db := fs.String("database", "", "the database to export (required)")
+	coll := fs.String("container", "", "only this container; default: every container of the database")
+	to := fs.String("to", "-", "the file to write, - for standard output")
+	client := clientFlags(fs)
+	if err := noArgs(fs, args); err != nil {
+		return err
+	}
+	if *db == "" {
+		return errors.New("mayfly export: --database is required")
+	}
+	c, err := client()
+	if err != nil {
+		return fmt.Errorf("mayfly export: %w", err)
+	}
+	out := os.Stdout
+	if *to != "-" {
+		f, err := os.OpenFile(*to, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if err != nil {
+			return fmt.Errorf("mayfly export: %w", err)
+		}
+		defer f.Close()
+		out = f
+	}
+	report := progress("exported %d items")
+	n, err := c.Export(context.Background(), out, transfer.ExportOptions{Database: *db, Container: *coll,
+		Progress: func(n int64) { report(n) }})
+	if err != nil {
+		return fmt.Errorf("mayfly export: %w", err)
+	}
+	if out != os.Stdout {
+		if err := out.Sync(); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(os.Stderr, "\nexported %d items\n", n)
+	return nil
+}
+
+// importDump reads JSON lines written by mayfly export into a database.
+func importDump(args []string) error {
+	fs := flag.NewFlagSet("mayfly import", flag.ContinueOnError)
+	db := fs.String("database", "", "the database to import into, created when missing (required)")
+	coll := fs.String("container", "", "only this container's items; default: every container in the file")
+	from := fs.String("from", "-", "the file to read, - for standard input")
+	rate := fs.Float64("rate", 0, "at most this many items per second; 0 for no limit")
+	asOf := fs.String("as-of", "import", "what an item's time to live counts from: import (its _ts becomes the import's instant, so it lives its whole ttl again) or export (it keeps the expiry instant it had; items past it are not imported)")
+	client := clientFlags(fs)
+	if err := noArgs(fs, args); err != nil {
+		return err
+	}
+	if *db == "" {
+		return errors.New("mayfly import: --database is required")
+	}
+	var mode transfer.AsOf
+	switch *asOf {
+	case "import":
+		mode = transfer.AsOfImport
+	case "export":
+		mode = transfer.AsOfExport
+	default:
+		return fmt.Errorf("mayfly import: --as-of %q: want import or export", *asOf)
+	}
+	c, err := client()
+	if err != nil {
+		return fmt.Errorf("mayfly import: %w", err)
+	}
+	in := os.Stdin
+	if *from != "-" {
+		f, err := os.Open(*from)
+		if err != nil {
+			return fmt.Errorf("mayfly import: %w", err)
+		}
+		defer f.Close()
+		in = f
+	}
+	report := progress("imported %d, already there %d, expired %d")
+	st, err := c.Import(context.Background(), in, transfer.ImportOptions{Database: *db, Container: *coll, Rate: *rate, AsOf: mode,
+		Progress: func(s transfer.ImportStats) { report(s.Imported, s.Present, s.Expired) }})
+	fmt.Fprintf(os.Stderr, "\nimported %d items, %d already there, %d expired\n", st.Imported, st.Present, st.Expired)
+	if err != nil {
+		return fmt.Errorf("mayfly import: %w (run it again to go on: items already there are skipped)", err)
+	}
 	return nil
 }
 
