@@ -1,0 +1,499 @@
+// Package script runs the server-side JavaScript of a container, stored
+// procedures first, on goja (a JavaScript engine written in Go: no cgo, no
+// host access unless given). A script sees only the server-side API the
+// service documents (getContext, its collection, request and response,
+// console.log); the operations on documents are the engine's, handed in
+// as a Collection bound to one transaction.
+package script
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dop251/goja"
+)
+
+// Collection is what a script's getContext().getCollection() does, inside
+// the transaction the script runs in. Documents travel as JSON. Errors
+// that are the caller's (a missing document, a conflict) are *Error; any
+// other error ends the script and fails the request.
+type Collection interface {
+	SelfLink() string
+	AltLink() string
+	Create(doc []byte, upsert bool) ([]byte, error)
+	Replace(link string, doc []byte, ifMatch string) ([]byte, error)
+	Read(link string) ([]byte, error)
+	Delete(link string, ifMatch string) error
+	// Query runs a query over the script's partition and returns up to
+	// pageSize documents from continuation on, and the next continuation
+	// ("" at the end).
+	Query(query string, params map[string]any, pageSize int, continuation string) ([][]byte, string, error)
+}
+
+// Error is an error of a document operation a script can catch: its
+// callback receives {number: Status, body: Message}.
+type Error struct {
+	Status  int
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Limits bound one execution.
+type Limits struct {
+	// Time is how long the script may run (default 5 s).
+	Time time.Duration
+	// Operations is how many document operations it may start; past
+	// it, each one returns false (not accepted) and does nothing, as the
+	// service answers a script whose budget is spent (default 1,000).
+	Operations int
+}
+
+// Result is what an execution returns to the client.
+type Result struct {
+	Body []byte   // the response body set by the script, JSON; nil when none
+	Logs []string // console.log lines
+}
+
+// ScriptError is a script that threw, or failed to compile: the message
+// is the script's (with its position where the engine gives one).
+type ScriptError struct{ Message string }
+
+func (e *ScriptError) Error() string { return e.Message }
+
+// ErrTimeout ends a script that ran past its time limit.
+var ErrTimeout = errors.New("the script ran past its time limit")
+
+// Check compiles a stored procedure, trigger or function body, and
+// returns a *ScriptError with the engine's message when it does not.
+func Check(src string) error {
+	_, err := goja.Compile("script", "("+src+"\n)", false)
+	if err != nil {
+		return &ScriptError{Message: err.Error()}
+	}
+	if !strings.HasPrefix(strings.TrimSpace(src), "function") {
+		return &ScriptError{Message: "the script body must be a function"}
+	}
+	return nil
+}
+
+// RunProcedure runs the stored procedure src with the parameters params (a
+// JSON array) against coll.
+func RunProcedure(ctx context.Context, src string, params []byte, coll Collection, lim Limits) (*Result, error) {
+	if lim.Time <= 0 {
+		lim.Time = 5 * time.Second
+	}
+	if lim.Operations <= 0 {
+		lim.Operations = 1000
+	}
+	vm := goja.New()
+	vm.SetFieldNameMapper(goja.UncapFieldNameMapper())
+	x := &execution{vm: vm, coll: coll, lim: lim, res: &Result{}}
+	if err := x.install(); err != nil {
+		return nil, err
+	}
+	stop := time.AfterFunc(lim.Time, func() { vm.Interrupt(ErrTimeout) })
+	defer stop.Stop()
+	done := make(chan struct{})
+	defer close(done)
+	// The request's own deadline or cancellation stops it too.
+	go func() {
+		select {
+		case <-ctx.Done():
+			vm.Interrupt(ctx.Err())
+		case <-done:
+		}
+	}()
+
+	fn, err := vm.RunString("(" + src + "\n)")
+	if err != nil {
+		return nil, x.fail(err)
+	}
+	call, ok := goja.AssertFunction(fn)
+	if !ok {
+		return nil, &ScriptError{Message: "the stored procedure's body is not a function"}
+	}
+	var args []goja.Value
+	if len(params) > 0 {
+		var list []any
+		if err := json.Unmarshal(params, &list); err != nil {
+			return nil, &ScriptError{Message: "the parameters must be a JSON array: " + err.Error()}
+		}
+		for _, p := range list {
+			args = append(args, x.fromJSONValue(p))
+		}
+	}
+	if _, err := call(goja.Undefined(), args...); err != nil {
+		return nil, x.fail(err)
+	}
+	if x.failed != nil {
+		return nil, x.failed
+	}
+	if err := x.finishBody(); err != nil {
+		return nil, err
+	}
+	return x.res, nil
+}
+
+// execution is one run of a script.
+type execution struct {
+	vm   *goja.Runtime
+	coll Collection
+	lim  Limits
+	ops  int
+	res  *Result
+	body goja.Value // the response body
+	// failed is an error of the engine (not the script's) met during a
+	// call: it ends the execution whatever the script does with it.
+	failed error
+}
+
+// fail turns what the engine returned into the execution's error.
+func (x *execution) fail(err error) error {
+	if x.failed != nil {
+		return x.failed
+	}
+	var intr *goja.InterruptedError
+	if errors.As(err, &intr) {
+		if e, ok := intr.Value().(error); ok {
+			return e
+		}
+		return ErrTimeout
+	}
+	var exc *goja.Exception
+	if errors.As(err, &exc) {
+		return &ScriptError{Message: exceptionMessage(exc)}
+	}
+	var syn *goja.CompilerSyntaxError
+	if errors.As(err, &syn) {
+		return &ScriptError{Message: syn.Error()}
+	}
+	return err
+}
+
+// exceptionMessage is what the script threw: an Error's message, or the
+// thrown value as text.
+func exceptionMessage(exc *goja.Exception) string {
+	v := exc.Value()
+	if o, ok := v.(*goja.Object); ok {
+		if m := o.Get("message"); m != nil && !goja.IsUndefined(m) {
+			return m.String()
+		}
+	}
+	if v == nil {
+		return exc.Error()
+	}
+	return v.String()
+}
+
+// install defines the globals a script sees: getContext, console and
+// nothing of the host.
+func (x *execution) install() error {
+	vm := x.vm
+	coll := vm.NewObject()
+	set := func(o *goja.Object, name string, fn func(goja.FunctionCall) goja.Value) {
+		_ = o.Set(name, fn)
+	}
+	set(coll, "getSelfLink", func(goja.FunctionCall) goja.Value { return vm.ToValue(x.coll.SelfLink()) })
+	set(coll, "getAltLink", func(goja.FunctionCall) goja.Value { return vm.ToValue(x.coll.AltLink()) })
+	set(coll, "createDocument", func(c goja.FunctionCall) goja.Value { return x.write(c, false) })
+	set(coll, "upsertDocument", func(c goja.FunctionCall) goja.Value { return x.write(c, true) })
+	set(coll, "replaceDocument", x.replace)
+	set(coll, "readDocument", x.read)
+	set(coll, "deleteDocument", x.remove)
+	set(coll, "queryDocuments", x.query)
+	set(coll, "readDocuments", func(c goja.FunctionCall) goja.Value {
+		// readDocuments(link, [options], [callback]) is a query of all.
+		args := append([]goja.Value{c.Argument(0), vm.ToValue("SELECT * FROM root r")}, c.Arguments[min(1, len(c.Arguments)):]...)
+		return x.query(goja.FunctionCall{This: c.This, Arguments: args})
+	})
+
+	response := vm.NewObject()
+	set(response, "setBody", func(c goja.FunctionCall) goja.Value {
+		x.body = c.Argument(0)
+		return goja.Undefined()
+	})
+	set(response, "getBody", func(goja.FunctionCall) goja.Value {
+		if x.body == nil {
+			return goja.Undefined()
+		}
+		return x.body
+	})
+	request := vm.NewObject()
+	set(request, "getBody", func(goja.FunctionCall) goja.Value { return goja.Undefined() })
+
+	context := vm.NewObject()
+	set(context, "getCollection", func(goja.FunctionCall) goja.Value { return coll })
+	set(context, "getResponse", func(goja.FunctionCall) goja.Value { return response })
+	set(context, "getRequest", func(goja.FunctionCall) goja.Value { return request })
+	if err := vm.Set("getContext", func(goja.FunctionCall) goja.Value { return context }); err != nil {
+		return err
+	}
+	console := vm.NewObject()
+	set(console, "log", func(c goja.FunctionCall) goja.Value {
+		parts := make([]string, len(c.Arguments))
+		for i, a := range c.Arguments {
+			parts[i] = x.text(a)
+		}
+		x.res.Logs = append(x.res.Logs, strings.Join(parts, " "))
+		return goja.Undefined()
+	})
+	if err := vm.Set("console", console); err != nil {
+		return err
+	}
+	// No timers, modules or host objects: goja has none unless given.
+	return nil
+}
+
+// finish records the response body as JSON once the script returns.
+func (x *execution) finishBody() error {
+	if x.body == nil || goja.IsUndefined(x.body) {
+		return nil
+	}
+	b, err := x.toJSON(x.body)
+	if err != nil {
+		return &ScriptError{Message: "the response body cannot be serialized: " + err.Error()}
+	}
+	x.res.Body = b
+	return nil
+}
+
+// accept counts a document operation against the budget; false means the
+// operation is not accepted and must do nothing.
+func (x *execution) accept() bool {
+	if x.ops >= x.lim.Operations {
+		return false
+	}
+	x.ops++
+	return true
+}
+
+// callback returns the last function among args, from index from on.
+func callback(args []goja.Value, from int) goja.Callable {
+	for i := len(args) - 1; i >= from; i-- {
+		if fn, ok := goja.AssertFunction(args[i]); ok {
+			return fn
+		}
+	}
+	return nil
+}
+
+// options returns the options object at index i, if there is one.
+func (x *execution) options(args []goja.Value, i int) *goja.Object {
+	if i < len(args) {
+		if o, ok := args[i].(*goja.Object); ok {
+			if _, isFn := goja.AssertFunction(o); !isFn {
+				return o
+			}
+		}
+	}
+	return nil
+}
+
+// settle delivers an operation's outcome: to the callback when there is
+// one, as the service calls it (err, result, responseOptions); without
+// one, a caller's error is thrown. An engine error ends the execution.
+func (x *execution) settle(cb goja.Callable, err error, result goja.Value, respOpts goja.Value) goja.Value {
+	var se *Error
+	switch {
+	case err != nil && !errors.As(err, &se):
+		x.failed = err
+		panic(x.vm.NewGoError(err))
+	case err != nil:
+		e := x.vm.NewObject()
+		_ = e.Set("number", se.Status)
+		_ = e.Set("body", se.Message)
+		_ = e.Set("message", se.Message)
+		if cb == nil {
+			panic(e)
+		}
+		if _, cerr := cb(goja.Undefined(), e); cerr != nil {
+			panic(cerr)
+		}
+	case cb != nil:
+		if respOpts == nil {
+			respOpts = x.vm.NewObject()
+		}
+		if _, cerr := cb(goja.Undefined(), goja.Undefined(), result, respOpts); cerr != nil {
+			panic(cerr)
+		}
+	}
+	return x.vm.ToValue(true)
+}
+
+func (x *execution) write(c goja.FunctionCall, upsert bool) goja.Value {
+	cb := callback(c.Arguments, 2)
+	if !x.accept() {
+		return x.vm.ToValue(false)
+	}
+	doc, err := x.toJSON(c.Argument(1))
+	if err != nil {
+		panic(x.vm.NewTypeError("the document cannot be serialized: %v", err))
+	}
+	out, err := x.coll.Create(doc, upsert)
+	return x.settle(cb, err, x.fromJSON(out), nil)
+}
+
+func (x *execution) replace(c goja.FunctionCall) goja.Value {
+	cb := callback(c.Arguments, 2)
+	if !x.accept() {
+		return x.vm.ToValue(false)
+	}
+	doc, err := x.toJSON(c.Argument(1))
+	if err != nil {
+		panic(x.vm.NewTypeError("the document cannot be serialized: %v", err))
+	}
+	out, err := x.coll.Replace(c.Argument(0).String(), doc, x.etag(c.Arguments, 2))
+	return x.settle(cb, err, x.fromJSON(out), nil)
+}
+
+func (x *execution) read(c goja.FunctionCall) goja.Value {
+	cb := callback(c.Arguments, 1)
+	if !x.accept() {
+		return x.vm.ToValue(false)
+	}
+	out, err := x.coll.Read(c.Argument(0).String())
+	return x.settle(cb, err, x.fromJSON(out), nil)
+}
+
+func (x *execution) remove(c goja.FunctionCall) goja.Value {
+	cb := callback(c.Arguments, 1)
+	if !x.accept() {
+		return x.vm.ToValue(false)
+	}
+	err := x.coll.Delete(c.Argument(0).String(), x.etag(c.Arguments, 1))
+	return x.settle(cb, err, goja.Undefined(), nil)
+}
+
+// etag is the options' accessCondition {type: "IfMatch", condition}.
+func (x *execution) etag(args []goja.Value, i int) string {
+	o := x.options(args, i)
+	if o == nil {
+		return ""
+	}
+	ac, ok := o.Get("accessCondition").(*goja.Object)
+	if !ok {
+		return ""
+	}
+	if t := ac.Get("type"); t != nil && t.String() != "IfMatch" {
+		return ""
+	}
+	if cond := ac.Get("condition"); cond != nil && !goja.IsUndefined(cond) {
+		return cond.String()
+	}
+	return ""
+}
+
+// query runs queryDocuments(link, query, [options], [callback]); the query
+// is a string or {query, parameters: [{name, value}]}.
+func (x *execution) query(c goja.FunctionCall) goja.Value {
+	cb := callback(c.Arguments, 2)
+	if !x.accept() {
+		return x.vm.ToValue(false)
+	}
+	var text string
+	params := map[string]any{}
+	switch q := c.Argument(1).(type) {
+	case *goja.Object:
+		if _, isFn := goja.AssertFunction(q); isFn {
+			panic(x.vm.NewTypeError("queryDocuments needs a query"))
+		}
+		text = q.Get("query").String()
+		if ps, ok := q.Get("parameters").(*goja.Object); ok {
+			b, err := x.toJSON(ps)
+			if err != nil {
+				panic(x.vm.NewTypeError("the query parameters cannot be serialized: %v", err))
+			}
+			var list []struct {
+				Name  string `json:"name"`
+				Value any    `json:"value"`
+			}
+			if err := json.Unmarshal(b, &list); err != nil {
+				panic(x.vm.NewTypeError("the query parameters must be [{name, value}]"))
+			}
+			for _, p := range list {
+				params[p.Name] = p.Value
+			}
+		}
+	default:
+		text = q.String()
+	}
+	pageSize, continuation := 100, ""
+	if o := x.options(c.Arguments, 2); o != nil {
+		if v := o.Get("pageSize"); v != nil && !goja.IsUndefined(v) {
+			if n := int(v.ToInteger()); n > 0 {
+				pageSize = n
+			} else if n == -1 {
+				pageSize = 1000
+			}
+		}
+		if v := o.Get("continuation"); v != nil && !goja.IsUndefined(v) && !goja.IsNull(v) {
+			continuation = v.String()
+		}
+	}
+	docs, next, err := x.coll.Query(text, params, pageSize, continuation)
+	var result goja.Value = goja.Undefined()
+	respOpts := x.vm.NewObject()
+	if err == nil {
+		arr := make([]any, len(docs))
+		for i, d := range docs {
+			arr[i] = x.fromJSON(d)
+		}
+		result = x.vm.NewArray(arr...)
+		if next != "" {
+			_ = respOpts.Set("continuation", next)
+		}
+	}
+	return x.settle(cb, err, result, respOpts)
+}
+
+// toJSON serializes a script value with the script's own JSON.stringify.
+func (x *execution) toJSON(v goja.Value) ([]byte, error) {
+	stringify, _ := goja.AssertFunction(x.vm.Get("JSON").ToObject(x.vm).Get("stringify"))
+	s, err := stringify(goja.Undefined(), v)
+	if err != nil {
+		return nil, err
+	}
+	if goja.IsUndefined(s) {
+		return nil, errors.New("undefined")
+	}
+	return []byte(s.String()), nil
+}
+
+// fromJSON parses a document for the script.
+func (x *execution) fromJSON(b []byte) goja.Value {
+	if b == nil {
+		return goja.Undefined()
+	}
+	parse, _ := goja.AssertFunction(x.vm.Get("JSON").ToObject(x.vm).Get("parse"))
+	v, err := parse(goja.Undefined(), x.vm.ToValue(string(b)))
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// fromJSONValue turns a decoded parameter into a script value.
+func (x *execution) fromJSONValue(v any) goja.Value {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return goja.Undefined()
+	}
+	return x.fromJSON(b)
+}
+
+// text renders a console.log argument: strings as they are, the rest as
+// JSON.
+func (x *execution) text(v goja.Value) string {
+	if s, ok := v.Export().(string); ok {
+		return s
+	}
+	if b, err := x.toJSON(v); err == nil {
+		return string(b)
+	}
+	return fmt.Sprint(v)
+}

@@ -1,0 +1,178 @@
+package script
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// memColl is a Collection over a map, for the script's side of the API.
+type memColl struct{ docs map[string][]byte }
+
+func (m *memColl) SelfLink() string { return "dbs/AA==/colls/AAAA=/" }
+func (m *memColl) AltLink() string  { return "dbs/db/colls/c" }
+
+func (m *memColl) Create(doc []byte, upsert bool) ([]byte, error) {
+	var v map[string]any
+	if err := json.Unmarshal(doc, &v); err != nil {
+		return nil, err
+	}
+	id, _ := v["id"].(string)
+	if _, ok := m.docs[id]; ok && !upsert {
+		return nil, &Error{Status: 409, Message: "Entity with the specified id already exists in the system."}
+	}
+	m.docs[id] = doc
+	return doc, nil
+}
+
+func idOf(link string) string { return link[strings.LastIndex(link, "/")+1:] }
+
+func (m *memColl) Replace(link string, doc []byte, _ string) ([]byte, error) {
+	if _, ok := m.docs[idOf(link)]; !ok {
+		return nil, &Error{Status: 404, Message: "not found"}
+	}
+	m.docs[idOf(link)] = doc
+	return doc, nil
+}
+
+func (m *memColl) Read(link string) ([]byte, error) {
+	d, ok := m.docs[idOf(link)]
+	if !ok {
+		return nil, &Error{Status: 404, Message: "not found"}
+	}
+	return d, nil
+}
+
+func (m *memColl) Delete(link string, _ string) error {
+	if _, ok := m.docs[idOf(link)]; !ok {
+		return &Error{Status: 404, Message: "not found"}
+	}
+	delete(m.docs, idOf(link))
+	return nil
+}
+
+func (m *memColl) Query(_ string, _ map[string]any, pageSize int, cont string) ([][]byte, string, error) {
+	var ids []string
+	for id := range m.docs {
+		if id > cont {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	next := ""
+	if len(ids) > pageSize {
+		ids, next = ids[:pageSize], ids[pageSize-1]
+	}
+	out := make([][]byte, len(ids))
+	for i, id := range ids {
+		out[i] = m.docs[id]
+	}
+	return out, next, nil
+}
+
+func run(t *testing.T, src, params string, lim Limits) (*Result, *memColl, error) {
+	t.Helper()
+	m := &memColl{docs: map[string][]byte{}}
+	res, err := RunProcedure(context.Background(), src, []byte(params), m, lim)
+	return res, m, err
+}
+
+func TestProcedures(t *testing.T) {
+	for _, tc := range []struct {
+		name, src, params string
+		body              string // the response body, or the error's message
+		failed            bool
+	}{
+		{"set body", `function () { getContext().getResponse().setBody({a: 1}) }`, ``, `{"a":1}`, false},
+		{"parameters", `function (x, y) { getContext().getResponse().setBody(x + y) }`, `[2, 3]`, `5`, false},
+		{"create and read", `function () {
+			var c = getContext().getCollection();
+			c.createDocument(c.getSelfLink(), {id: "a", n: 1}, function (err, doc) {
+				if (err) throw err;
+				c.readDocument(c.getAltLink() + "/docs/a", function (err, got) {
+					getContext().getResponse().setBody(got.n);
+				});
+			});
+		}`, ``, `1`, false},
+		{"conflict to the callback", `function () {
+			var c = getContext().getCollection();
+			c.createDocument(c.getSelfLink(), {id: "a"});
+			c.createDocument(c.getSelfLink(), {id: "a"}, function (err) {
+				getContext().getResponse().setBody(err.number);
+			});
+		}`, ``, `409`, false},
+		{"conflict thrown without a callback", `function () {
+			var c = getContext().getCollection();
+			c.createDocument(c.getSelfLink(), {id: "a"});
+			c.createDocument(c.getSelfLink(), {id: "a"});
+		}`, ``, `Entity with the specified id already exists in the system.`, true},
+		{"throw", `function () { throw new Error("no way") }`, ``, `no way`, true},
+		{"query pages", `function () {
+			var c = getContext().getCollection(), seen = [];
+			for (var i = 0; i < 5; i++) c.createDocument(c.getSelfLink(), {id: "d" + i});
+			function page(cont) {
+				c.queryDocuments(c.getSelfLink(), "SELECT * FROM r", {pageSize: 2, continuation: cont}, function (err, docs, opts) {
+					docs.forEach(function (d) { seen.push(d.id) });
+					if (opts.continuation) page(opts.continuation); else getContext().getResponse().setBody(seen);
+				});
+			}
+			page();
+		}`, ``, `["d0","d1","d2","d3","d4"]`, false},
+		{"no host", `function () { getContext().getResponse().setBody([typeof require, typeof setTimeout, typeof process]) }`, ``, `["undefined","undefined","undefined"]`, false},
+		{"log", `function () { console.log("x", {a: 1}); getContext().getResponse().setBody(1) }`, ``, `1`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, _, err := run(t, tc.src, tc.params, Limits{})
+			var se *ScriptError
+			switch {
+			case tc.failed && (err == nil || !errors.As(err, &se) || !strings.Contains(se.Message, tc.body)):
+				t.Fatalf("err = %v, want a script error saying %q", err, tc.body)
+			case !tc.failed && err != nil:
+				t.Fatal(err)
+			case !tc.failed && string(res.Body) != tc.body:
+				t.Fatalf("body %s, want %s", res.Body, tc.body)
+			}
+		})
+	}
+}
+
+// The budget: past it, operations are not accepted and do nothing, and
+// the script can say how far it got, for the client to call again.
+func TestBudget(t *testing.T) {
+	res, m, err := run(t, `function (n) {
+		var c = getContext().getCollection(), i = 0;
+		for (; i < n; i++) if (!c.createDocument(c.getSelfLink(), {id: "d" + i})) break;
+		getContext().getResponse().setBody(i);
+	}`, `[50]`, Limits{Operations: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(res.Body) != "20" || len(m.docs) != 20 {
+		t.Fatalf("body %s, %d documents; want 20 of each", res.Body, len(m.docs))
+	}
+}
+
+// A script that never ends is stopped at its time limit.
+func TestInfiniteLoop(t *testing.T) {
+	_, _, err := run(t, `function () { for (;;) {} }`, ``, Limits{Time: 200 * time.Millisecond})
+	if !errors.Is(err, ErrTimeout) {
+		t.Fatalf("err = %v, want ErrTimeout", err)
+	}
+}
+
+func TestCheck(t *testing.T) {
+	if err := Check(`function () { return 1 }`); err != nil {
+		t.Fatal(err)
+	}
+	var se *ScriptError
+	if err := Check(`function ( { }`); !errors.As(err, &se) {
+		t.Fatalf("a syntax error: %v", err)
+	}
+	if err := Check(`1 + 1`); !errors.As(err, &se) {
+		t.Fatalf("not a function: %v", err)
+	}
+}
