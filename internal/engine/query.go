@@ -106,66 +106,7 @@ func (e *Engine) QueryItems(ctx context.Context, p QueryParams) (*FeedPage, erro
 			return err
 		}
 		coll = c
-		page.CollRid = c.ridString()
-		state, err := readState(r, c.Rid)
-		if err != nil {
-			return err
-		}
-		page.LSN = state.lsn
-		if derr := checkIndexNeeds(c, prog.Query(), p.Params, p.AllowScan); derr != nil {
-			return derr
-		}
-		key, hasKey := p.PartitionKey, p.HasKey
-		single := hasKey || p.RangeID != "" || len(c.pk.paths) == 0
-		if !hasKey && len(c.pk.paths) > 0 {
-			// A WHERE clause that pins the partition key (or a prefix of a
-			// hierarchical one) scopes the query to it, as the gateway
-			// routes it.
-			if pinned, ok := pinnedKey(c, prog.Query(), p.Params); ok {
-				key, hasKey, single = pinned, true, true
-			}
-		}
-		if !single && !prog.Streaming() {
-			return e.crossPartitionRefusal(prog, p.Params)
-		}
-		if !single && !p.CrossPartition {
-			return errorf(BadRequest, "Cross partition query is required but disabled. Please set x-ms-documentdb-query-enablecrosspartition to true, specify x-ms-documentdb-partitionkey, or revise your query to avoid this exception.")
-		}
-		scope, derr := e.scopeFor(c, key, hasKey, p.RangeID)
-		if derr != nil {
-			return derr
-		}
-		fp := fingerprint(p.Params, "query", fingerprintText(prog.Query(), p.Query), string(partition.AppendKeyBytes(nil, key)),
-			strconv.FormatBool(hasKey), p.RangeID, string(scope.lo), string(scope.hi))
-		var cur cursor
-		resumed := p.Continuation != ""
-		if resumed {
-			if cur, derr = parseCursor(p.Continuation, fp); derr != nil {
-				return derr
-			}
-			if cur.text != textUnknown && cur.text != textHash(p.Query) && cur.access != plan.OrderedStream {
-				// The resume filter of an SDK's ORDER BY changed: an
-				// offset into the old filter's rows means nothing in the
-				// new one's. The new filter leaves out the values before
-				// the resume point; the rows at it already returned come
-				// again, and the SDK drops them by _rid and skip count.
-				cur, resumed = cursor{}, false
-			}
-		}
-		limit := pageSize(p.MaxItemCount)
-		qp, err := e.planQuery(r, c, state.items, prog, p.Params, scope, now, &st, limit, resumed, cur)
-		if err != nil {
-			return err
-		}
-		page.Plan = qp.plan
-		next := cursor{fingerprint: fp, text: textHash(p.Query), access: qp.access, terms: qp.terms, composite: qp.composite, indexVer: c.Index.Version}
-		if qp.stream != nil {
-			return streamOrdered(r, c, prog, p.Params, qp.stream, scope, now, &st, cur, next, limit, page)
-		}
-		if prog.Streaming() {
-			return streamQuery(qp.src, c, prog, scope, now, cur, next, limit, !single, page)
-		}
-		return runQuery(qp.src, c, prog, scope, now, cur, next, limit, page)
+		return e.queryIn(r, c, p, prog, now, &st, page)
 	})
 	if err != nil {
 		return nil, err
@@ -178,6 +119,72 @@ func (e *Engine) QueryItems(ctx context.Context, p QueryParams) (*FeedPage, erro
 	page.Charge = queryCharge(st.records, st.entries, n)
 	e.charge(coll, page.Charge)
 	return page, nil
+}
+
+// queryIn runs one page of query p over container c in the reader r (a
+// request's view, or a stored procedure's transaction), with its compiled
+// program and its "now", into page.
+func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, prog *eval.Program, now time.Time, st *readStats, page *FeedPage) error {
+	page.CollRid = c.ridString()
+	state, err := readState(r, c.Rid)
+	if err != nil {
+		return err
+	}
+	page.LSN = state.lsn
+	if derr := checkIndexNeeds(c, prog.Query(), p.Params, p.AllowScan); derr != nil {
+		return derr
+	}
+	key, hasKey := p.PartitionKey, p.HasKey
+	single := hasKey || p.RangeID != "" || len(c.pk.paths) == 0
+	if !hasKey && len(c.pk.paths) > 0 {
+		// A WHERE clause that pins the partition key (or a prefix of a
+		// hierarchical one) scopes the query to it, as the gateway
+		// routes it.
+		if pinned, ok := pinnedKey(c, prog.Query(), p.Params); ok {
+			key, hasKey, single = pinned, true, true
+		}
+	}
+	if !single && !prog.Streaming() {
+		return e.crossPartitionRefusal(prog, p.Params)
+	}
+	if !single && !p.CrossPartition {
+		return errorf(BadRequest, "Cross partition query is required but disabled. Please set x-ms-documentdb-query-enablecrosspartition to true, specify x-ms-documentdb-partitionkey, or revise your query to avoid this exception.")
+	}
+	scope, derr := e.scopeFor(c, key, hasKey, p.RangeID)
+	if derr != nil {
+		return derr
+	}
+	fp := fingerprint(p.Params, "query", fingerprintText(prog.Query(), p.Query), string(partition.AppendKeyBytes(nil, key)),
+		strconv.FormatBool(hasKey), p.RangeID, string(scope.lo), string(scope.hi))
+	var cur cursor
+	resumed := p.Continuation != ""
+	if resumed {
+		if cur, derr = parseCursor(p.Continuation, fp); derr != nil {
+			return derr
+		}
+		if cur.text != textUnknown && cur.text != textHash(p.Query) && cur.access != plan.OrderedStream {
+			// The resume filter of an SDK's ORDER BY changed: an
+			// offset into the old filter's rows means nothing in the
+			// new one's. The new filter leaves out the values before
+			// the resume point; the rows at it already returned come
+			// again, and the SDK drops them by _rid and skip count.
+			cur, resumed = cursor{}, false
+		}
+	}
+	limit := pageSize(p.MaxItemCount)
+	qp, err := e.planQuery(r, c, state.items, prog, p.Params, scope, now, st, limit, resumed, cur)
+	if err != nil {
+		return err
+	}
+	page.Plan = qp.plan
+	next := cursor{fingerprint: fp, text: textHash(p.Query), access: qp.access, terms: qp.terms, composite: qp.composite, indexVer: c.Index.Version}
+	if qp.stream != nil {
+		return streamOrdered(r, c, prog, p.Params, qp.stream, scope, now, st, cur, next, limit, page)
+	}
+	if prog.Streaming() {
+		return streamQuery(qp.src, c, prog, scope, now, cur, next, limit, !single, page)
+	}
+	return runQuery(qp.src, c, prog, scope, now, cur, next, limit, page)
 }
 
 // fingerprintText is the text a query's continuation tokens are bound to:
@@ -411,12 +418,16 @@ const (
 	ResourceAttachments
 	ResourceUsers
 	ResourcePermissions
+	ResourceStoredProcedures
+	ResourceTriggers
+	ResourceFunctions
 )
 
 // ResourceQueryParams is a query over databases, containers or offers.
 type ResourceQueryParams struct {
 	Kind         ResourceKind
-	DB           string        // for containers, users and permissions
+	DB           string        // for containers, users, permissions and scripts
+	Coll         string        // for scripts
 	User         string        // for permissions
 	Item         AttachmentRef // for attachments
 	Query        string
@@ -449,6 +460,12 @@ func (e *Engine) QueryResources(ctx context.Context, p ResourceQueryParams) (*Fe
 		vals, page.CollRid, err = e.ListAttachments(ctx, p.Item)
 	case ResourceUsers:
 		vals, page.CollRid, err = e.ListUsers(ctx, p.DB)
+	case ResourceStoredProcedures:
+		vals, page.CollRid, err = e.ListScripts(ctx, p.DB, p.Coll, StoredProcedures)
+	case ResourceTriggers:
+		vals, page.CollRid, err = e.ListScripts(ctx, p.DB, p.Coll, Triggers)
+	case ResourceFunctions:
+		vals, page.CollRid, err = e.ListScripts(ctx, p.DB, p.Coll, Functions)
 	case ResourcePermissions:
 		var perms []*Permission
 		perms, page.CollRid, err = e.ListPermissions(ctx, p.DB, p.User)

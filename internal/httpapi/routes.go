@@ -121,11 +121,11 @@ func (h *Handler) routeContainers(rq *request, db string, s []string) {
 		}
 		h.pkranges(rq, db, coll)
 	case "sprocs":
-		h.unsupportedFeed(rq, s[2:], "StoredProcedures")
+		h.routeScripts(rq, db, coll, engine.StoredProcedures, s[2:])
 	case "udfs":
-		h.unsupportedFeed(rq, s[2:], "UserDefinedFunctions")
+		h.routeScripts(rq, db, coll, engine.Functions, s[2:])
 	case "triggers":
-		h.unsupportedFeed(rq, s[2:], "Triggers")
+		h.routeScripts(rq, db, coll, engine.Triggers, s[2:])
 	case "conflicts":
 		h.conflicts(rq, db, coll, s[2:])
 	default:

@@ -1,0 +1,141 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/engine"
+)
+
+// scriptStore is the engine's side of server-side scripts.
+type scriptStore interface {
+	WriteScript(ctx context.Context, db, coll string, kind engine.ScriptKind, id string, body document.Value, ifMatch string) (*engine.Resource, error)
+	ReadScript(ctx context.Context, db, coll string, kind engine.ScriptKind, id string) (*engine.Resource, error)
+	DeleteScript(ctx context.Context, db, coll string, kind engine.ScriptKind, id, ifMatch string) error
+	ListScripts(ctx context.Context, db, coll string, kind engine.ScriptKind) ([]document.Value, string, error)
+	ExecuteProcedure(ctx context.Context, p engine.ExecuteParams) (*engine.ProcedureResult, error)
+}
+
+// scriptFeeds are the feed keys and resource kinds of the script kinds.
+var scriptFeeds = map[engine.ScriptKind]struct {
+	key  string
+	kind engine.ResourceKind
+}{
+	engine.StoredProcedures: {"StoredProcedures", engine.ResourceStoredProcedures},
+	engine.Triggers:         {"Triggers", engine.ResourceTriggers},
+	engine.Functions:        {"UserDefinedFunctions", engine.ResourceFunctions},
+}
+
+// routeScripts serves /dbs/{db}/colls/{coll}/{sprocs|triggers|udfs}/…, and
+// the execution of a stored procedure (POST …/sprocs/{id}).
+func (h *Handler) routeScripts(rq *request, db, coll string, kind engine.ScriptKind, s []string) {
+	ss, ok := h.eng.(scriptStore)
+	feed := scriptFeeds[kind]
+	if !ok {
+		h.unsupportedFeed(rq, s, feed.key)
+		return
+	}
+	ctx := rq.r.Context()
+	m := rq.r.Method
+	ifMatch := rq.r.Header.Get("If-Match")
+	switch {
+	case len(s) == 0 && m == http.MethodPost && isQuery(rq.r):
+		h.queryScripts(rq, feed.kind, db, coll, feed.key)
+	case len(s) == 0 && m == http.MethodPost:
+		body, err := h.readJSON(rq)
+		var res *engine.Resource
+		if err == nil {
+			res, err = ss.WriteScript(ctx, db, coll, kind, "", body, "")
+		}
+		h.answer(rq, http.StatusCreated, res, err)
+	case len(s) == 0 && m == http.MethodGet:
+		vals, rid, err := ss.ListScripts(ctx, db, coll, kind)
+		if err != nil {
+			h.fail(rq, err)
+			return
+		}
+		rq.w.Header().Set("x-ms-item-count", strconv.Itoa(len(vals)))
+		h.reply(rq, http.StatusOK, 0, feedBody(rid, feed.key, valuesJSON(vals)))
+	case len(s) == 1 && m == http.MethodGet:
+		res, err := ss.ReadScript(ctx, db, coll, kind, s[0])
+		h.answer(rq, http.StatusOK, res, err)
+	case len(s) == 1 && m == http.MethodPut:
+		body, err := h.readJSON(rq)
+		var res *engine.Resource
+		if err == nil {
+			res, err = ss.WriteScript(ctx, db, coll, kind, s[0], body, ifMatch)
+		}
+		h.answer(rq, http.StatusOK, res, err)
+	case len(s) == 1 && m == http.MethodDelete:
+		if err := ss.DeleteScript(ctx, db, coll, kind, s[0], ifMatch); err != nil {
+			h.fail(rq, err)
+			return
+		}
+		h.reply(rq, http.StatusNoContent, 0, nil)
+	case len(s) == 1 && m == http.MethodPost && kind == engine.StoredProcedures:
+		h.executeProcedure(rq, ss, db, coll, s[0])
+	case len(s) == 1:
+		h.methodNotAllowed(rq)
+	default:
+		h.fail(rq, &engine.Error{Code: engine.NotFound, Message: "Resource Not Found."})
+	}
+}
+
+// executeProcedure runs a stored procedure: the body is the JSON array of
+// its parameters, the partition key header its logical partition.
+func (h *Handler) executeProcedure(rq *request, ss scriptStore, db, coll, id string) {
+	ref, err := itemRef(rq.r, db, coll)
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	params, err := h.readBody(rq)
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	if len(strings.TrimSpace(string(params))) == 0 {
+		params = nil
+	}
+	res, err := ss.ExecuteProcedure(rq.r.Context(), engine.ExecuteParams{ItemRef: ref, ID: id, Params: params})
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	if headerBool(rq.r, "x-ms-documentdb-script-enable-logging") && len(res.Logs) > 0 {
+		rq.w.Header().Set("x-ms-documentdb-script-log-results", url.PathEscape(strings.Join(res.Logs, "\n")))
+	}
+	body := res.Body
+	if body == nil {
+		body = []byte(`""`)
+	}
+	h.reply(rq, http.StatusOK, res.Charge, body)
+}
+
+// queryScripts answers a query over a container's scripts of one kind.
+func (h *Handler) queryScripts(rq *request, kind engine.ResourceKind, db, coll, key string) {
+	text, params, err := h.querySpec(rq)
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	n, err := maxItemCount(rq.r)
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	page, err := h.eng.QueryResources(rq.r.Context(), engine.ResourceQueryParams{
+		Kind: kind, DB: db, Coll: coll, Query: text, Params: params, MaxItemCount: n,
+		Continuation: rq.r.Header.Get("x-ms-continuation"),
+	})
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	h.queryMetrics(rq, page)
+	h.pageReply(rq, key, page)
+}
