@@ -147,6 +147,35 @@ describe("stored procedures", () => {
     assert.deepEqual(resource, { sum: 2495 + 2496 + 2497 + 2498 + 2499, seven: 7 });
   });
 
+  it("calls user-defined functions in SELECT, WHERE and ORDER BY", async () => {
+    await container.scripts.userDefinedFunctions.create({ id: "double", body: "function (x) { return x * 2; }" });
+    await container.scripts.userDefinedFunctions.create({ id: "boom", body: "function (x) { throw new Error('no ' + x); }" });
+    const { resources } = await container.items
+      .query(
+        "SELECT udf.double(c.n) AS d FROM c WHERE udf.double(c.n) > 4990 ORDER BY udf.double(c.n) DESC",
+        { partitionKey: "bulk" },
+      )
+      .fetchAll();
+    assert.deepEqual(resources, [{ d: 4998 }, { d: 4996 }, { d: 4994 }, { d: 4992 }]);
+    const err = await container.items
+      .query("SELECT udf.boom(c.n) FROM c", { partitionKey: "bulk" })
+      .fetchAll()
+      .then(() => null, (e) => e);
+    assert.equal(err?.code, 400);
+    assert.match(err.message, /no 0|no \d+/);
+    const missing = await container.items
+      .query("SELECT udf.nothere(c.n) FROM c", { partitionKey: "bulk" })
+      .fetchAll()
+      .then(() => null, (e) => e);
+    assert.equal(missing?.code, 400);
+    // Replaced, the function answers anew.
+    await container.scripts.userDefinedFunction("double").replace({ id: "double", body: "function (x) { return x * 3; }" });
+    const { resources: tripled } = await container.items
+      .query("SELECT VALUE udf.double(c.n) FROM c WHERE c.id = 'b10'", { partitionKey: "bulk" })
+      .fetchAll();
+    assert.deepEqual(tripled, [30]);
+  });
+
   it("returns console.log when logging is asked for", async () => {
     await container.scripts.storedProcedures.create({
       id: "logs",

@@ -38,11 +38,21 @@ type QueryParams struct {
 // (the parser checks the text's size and depth). Its evaluation draws on
 // budget b.
 func compileQuery(text string, params map[string]document.Value, now time.Time, b *eval.Budget) (*eval.Program, error) {
+	return compileQueryWith(text, params, now, b, nil)
+}
+
+// compileQueryWith is compileQuery for a query over items, whose
+// user-defined functions u calls.
+func compileQueryWith(text string, params map[string]document.Value, now time.Time, b *eval.Budget, u *udfs) (*eval.Program, error) {
 	q, err := parser.Parse(text)
 	if err != nil {
 		return nil, queryError(err)
 	}
-	prog, err := eval.Compile(q, params, eval.Options{Now: now, Budget: b, MaxSortRows: b.SortRows()})
+	opts := eval.Options{Now: now, Budget: b, MaxSortRows: b.SortRows()}
+	if u != nil {
+		opts.UDF = u.call
+	}
+	prog, err := eval.Compile(q, params, opts)
 	if err != nil {
 		return nil, queryError(err)
 	}
@@ -77,11 +87,13 @@ func (e *Engine) QueryItems(ctx context.Context, p QueryParams) (*FeedPage, erro
 	}
 	defer done()
 	st := readStats{budget: e.budget(ctx)}
+	fns := &udfs{}
+	defer fns.close()
 	var prog *eval.Program
 	if !now.IsZero() {
 		// Compiled before any read, so a query that does not parse costs
 		// none; over a shared store, "now" comes with the first read.
-		if prog, err = compileQuery(p.Query, p.Params, now, st.budget); err != nil {
+		if prog, err = compileQueryWith(p.Query, p.Params, now, st.budget, fns); err != nil {
 			return nil, err
 		}
 	}
@@ -97,7 +109,7 @@ func (e *Engine) QueryItems(ctx context.Context, p QueryParams) (*FeedPage, erro
 		}
 		prog := prog
 		if prog == nil {
-			if prog, err = compileQuery(p.Query, p.Params, now, st.budget); err != nil {
+			if prog, err = compileQueryWith(p.Query, p.Params, now, st.budget, fns); err != nil {
 				return err
 			}
 		}
@@ -105,6 +117,7 @@ func (e *Engine) QueryItems(ctx context.Context, p QueryParams) (*FeedPage, erro
 		if err != nil {
 			return err
 		}
+		fns.bind(r, c)
 		coll = c
 		return e.queryIn(r, c, p, prog, now, &st, page)
 	})

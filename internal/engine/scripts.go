@@ -458,7 +458,9 @@ func (s *scriptCollection) Query(text string, params map[string]any, pageSize in
 		vals[name] = dv
 	}
 	st := readStats{budget: s.e.budget(s.ctx)}
-	prog, err := compileQuery(text, vals, s.now, st.budget)
+	fns := &udfs{r: s.tx, c: s.c}
+	defer fns.close()
+	prog, err := compileQueryWith(text, vals, s.now, st.budget, fns)
 	if err != nil {
 		return nil, "", scriptError(err)
 	}
@@ -501,4 +503,56 @@ func newGUID() string {
 	b[8] = (b[8] & 0x3f) | 0x80
 	h := hex.EncodeToString(b[:])
 	return fmt.Sprintf("%s-%s-%s-%s-%s", h[0:8], h[8:12], h[12:16], h[16:20], h[20:])
+}
+
+// udfs gives a query its container's user-defined functions: bound to the
+// reader and container the query runs in once they are known, loaded by
+// name on first use.
+type udfs struct {
+	r   storage.Reader
+	c   *containerRecord
+	fns *script.Functions
+}
+
+func (u *udfs) bind(r storage.Reader, c *containerRecord) { u.r, u.c = r, c }
+
+// call is the query evaluator's UDF hook. A function that throws, or one
+// that does not exist, fails the query with a 400.
+func (u *udfs) call(name string, args []document.Value) (document.Value, error) {
+	if u.r == nil {
+		return document.Undef, fmt.Errorf("no container to find udf.%s in", name)
+	}
+	if u.fns == nil {
+		u.fns = script.NewFunctions(func(name string) (string, error) {
+			rec, err := loadScript(u.r, u.c, Functions, name)
+			if err != nil {
+				return "", err
+			}
+			return rec.Body, nil
+		}, 0)
+	}
+	in := make([][]byte, len(args))
+	for i, a := range args {
+		if a.Kind() != document.Undefined {
+			in[i] = a.JSON()
+		}
+	}
+	out, err := u.fns.Call(name, in)
+	if err != nil {
+		var se *script.ScriptError
+		if errors.As(err, &se) {
+			return document.Undef, fmt.Errorf("%s", se.Message)
+		}
+		return document.Undef, err
+	}
+	if out == nil {
+		return document.Undef, nil
+	}
+	return document.Parse(out)
+}
+
+func (u *udfs) close() {
+	if u.fns != nil {
+		u.fns.Close()
+	}
 }

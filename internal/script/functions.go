@@ -1,0 +1,118 @@
+package script
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/dop251/goja"
+)
+
+// Functions calls a container's user-defined functions for one query:
+// each function is compiled once per process (by its source) and
+// instantiated once per query, in a runtime of the query's own, under one
+// time limit for all its calls.
+type Functions struct {
+	load  func(name string) (src string, err error)
+	limit time.Duration
+	vm    *goja.Runtime
+	stop  *time.Timer
+	fns   map[string]goja.Callable
+}
+
+// NewFunctions returns the functions load finds by name, to be called
+// within limit (default 5 s) in all.
+func NewFunctions(load func(name string) (string, error), limit time.Duration) *Functions {
+	if limit <= 0 {
+		limit = 5 * time.Second
+	}
+	return &Functions{load: load, limit: limit, fns: map[string]goja.Callable{}}
+}
+
+// programs caches compiled function sources: a replaced function has
+// another source, so it is compiled anew, and a deleted one is never
+// asked for again.
+var programs sync.Map // source → *goja.Program
+
+// Call calls function name with args (JSON values) and returns its result
+// as JSON, nil for undefined.
+func (f *Functions) Call(name string, args [][]byte) ([]byte, error) {
+	if f.vm == nil {
+		f.vm = goja.New()
+		vm := f.vm
+		f.stop = time.AfterFunc(f.limit, func() { vm.Interrupt(ErrTimeout) })
+	}
+	fn, ok := f.fns[name]
+	if !ok {
+		src, err := f.load(name)
+		if err != nil {
+			return nil, err
+		}
+		prog, ok := programs.Load(src)
+		if !ok {
+			p, err := goja.Compile("udf."+name, "("+src+"\n)", false)
+			if err != nil {
+				return nil, &ScriptError{Message: err.Error()}
+			}
+			prog, _ = programs.LoadOrStore(src, p)
+		}
+		v, err := f.vm.RunProgram(prog.(*goja.Program))
+		if err != nil {
+			return nil, f.fail(err)
+		}
+		if fn, ok = goja.AssertFunction(v); !ok {
+			return nil, &ScriptError{Message: "udf." + name + " is not a function"}
+		}
+		f.fns[name] = fn
+	}
+	vals := make([]goja.Value, len(args))
+	parse, _ := goja.AssertFunction(f.vm.Get("JSON").ToObject(f.vm).Get("parse"))
+	for i, a := range args {
+		if a == nil {
+			vals[i] = goja.Undefined()
+			continue
+		}
+		v, err := parse(goja.Undefined(), f.vm.ToValue(string(a)))
+		if err != nil {
+			return nil, f.fail(err)
+		}
+		vals[i] = v
+	}
+	out, err := fn(goja.Undefined(), vals...)
+	if err != nil {
+		return nil, f.fail(err)
+	}
+	if goja.IsUndefined(out) {
+		return nil, nil
+	}
+	stringify, _ := goja.AssertFunction(f.vm.Get("JSON").ToObject(f.vm).Get("stringify"))
+	s, err := stringify(goja.Undefined(), out)
+	if err != nil {
+		return nil, f.fail(err)
+	}
+	if goja.IsUndefined(s) {
+		return nil, nil
+	}
+	return []byte(s.String()), nil
+}
+
+// Close releases the query's runtime.
+func (f *Functions) Close() {
+	if f.stop != nil {
+		f.stop.Stop()
+	}
+}
+
+func (f *Functions) fail(err error) error {
+	var intr *goja.InterruptedError
+	if errors.As(err, &intr) {
+		return ErrTimeout
+	}
+	var exc *goja.Exception
+	if errors.As(err, &exc) {
+		return &ScriptError{Message: exceptionMessage(exc)}
+	}
+	return fmt.Errorf("udf: %w", err)
+}
+
