@@ -115,4 +115,3 @@ func (f *Functions) fail(err error) error {
 	}
 	return fmt.Errorf("udf: %w", err)
 }
-
