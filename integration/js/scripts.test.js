@@ -176,6 +176,58 @@ describe("stored procedures", () => {
     assert.deepEqual(tripled, [30]);
   });
 
+  it("runs the pre- and post-triggers a write names, in its transaction", async () => {
+    const triggers = container.scripts.triggers;
+    await triggers.create({
+      id: "stamp",
+      triggerType: "Pre",
+      triggerOperation: "All",
+      body: `function () {
+        var r = getContext().getRequest(), d = r.getBody();
+        if (d.n < 0) throw new Error("n must not be negative");
+        d.stamp = r.getOperationType();
+        r.setBody(d);
+      }`,
+    });
+    await triggers.create({
+      id: "count",
+      triggerType: "Post",
+      triggerOperation: "Create",
+      body: `function () {
+        var c = getContext().getCollection(), d = getContext().getResponse().getBody();
+        c.readDocument(c.getAltLink() + "/docs/summary", function (err, s) {
+          if (err && err.number !== 404) throw err;
+          s = s || { id: "summary", pk: d.pk, count: 0 };
+          s.count++;
+          c.upsertDocument(c.getSelfLink(), s);
+        });
+      }`,
+    });
+    assert.equal(
+      await statusOf(triggers.create({ id: "bad", triggerType: "Sideways", triggerOperation: "All", body: "function () {}" })),
+      400,
+      "a trigger of no known type",
+    );
+    const opts = { preTriggerInclude: ["stamp"], postTriggerInclude: ["count"] };
+    const { resource: a } = await container.items.create({ id: "ta", pk: "trig", n: 1 }, opts);
+    assert.equal(a.stamp, "Create");
+    await container.items.create({ id: "tb", pk: "trig", n: 2 }, opts);
+    const { resource: summary } = await container.item("summary", "trig").read();
+    assert.equal(summary.count, 2);
+    // A pre-trigger that throws keeps nothing: not the item, not the count.
+    const err = await container.items.create({ id: "tc", pk: "trig", n: -1 }, opts).then(() => null, (e) => e);
+    assert.equal(err?.code, 400);
+    assert.equal((await container.item("tc", "trig").read()).statusCode, 404);
+    assert.equal((await container.item("summary", "trig").read()).resource.count, 2);
+    // A trigger of the wrong type or operation is refused.
+    const wrongType = await container.items.create({ id: "td", pk: "trig", n: 3 }, { preTriggerInclude: ["count"] }).then(() => null, (e) => e);
+    assert.equal(wrongType?.code, 400);
+    const wrongOp = await container.item("ta", "trig").replace({ id: "ta", pk: "trig", n: 5 }, { postTriggerInclude: ["count"] }).then(() => null, (e) => e);
+    assert.equal(wrongOp?.code, 400);
+    const { resource: replaced } = await container.item("ta", "trig").replace({ id: "ta", pk: "trig", n: 5 }, { preTriggerInclude: ["stamp"] });
+    assert.equal(replaced.stamp, "Replace");
+  });
+
   it("returns console.log when logging is asked for", async () => {
     await container.scripts.storedProcedures.create({
       id: "logs",

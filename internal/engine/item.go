@@ -42,6 +42,8 @@ type WriteItemParams struct {
 	ID      string // the addressed id, for replace
 	Body    []byte
 	IfMatch string
+	// Triggers names the pre- and post-triggers to run with the write.
+	Triggers TriggerNames
 }
 
 // ItemResult is an item as stored, plus what the transport reports.
@@ -199,7 +201,10 @@ func (e *Engine) WriteItem(ctx context.Context, p WriteItemParams) (*ItemResult,
 	}
 	body = body.Without(itemSystemProps...)
 	return e.writeOne(ctx, p.ItemRef, id, func(tx storage.Txn, c *containerRecord, now time.Time) (*ItemResult, error) {
-		return e.writeItemTx(tx, c, p, id, body, now)
+		if p.Triggers.empty() {
+			return e.writeItemTx(tx, c, p, id, body, now)
+		}
+		return e.writeWithTriggers(ctx, tx, c, p, id, body, now)
 	})
 }
 
@@ -542,14 +547,18 @@ func (e *Engine) ReadItem(ctx context.Context, p ReadItemParams) (*ItemResult, e
 // DeleteItemParams is a delete.
 type DeleteItemParams struct {
 	ItemRef
-	ID      string
-	IfMatch string
+	ID       string
+	IfMatch  string
+	Triggers TriggerNames
 }
 
 // DeleteItem removes an item.
 func (e *Engine) DeleteItem(ctx context.Context, p DeleteItemParams) (*ItemResult, error) {
 	return e.writeOne(ctx, p.ItemRef, p.ID, func(tx storage.Txn, c *containerRecord, now time.Time) (*ItemResult, error) {
-		return e.deleteItemTx(tx, c, p, now)
+		if p.Triggers.empty() {
+			return e.deleteItemTx(tx, c, p, now)
+		}
+		return e.deleteWithTriggers(ctx, tx, c, p, now)
 	})
 }
 

@@ -556,3 +556,124 @@ func (u *udfs) close() {
 		u.fns.Close()
 	}
 }
+
+// TriggerNames are the triggers a write names
+// (x-ms-documentdb-pre-trigger-include, …-post-trigger-include).
+type TriggerNames struct {
+	Pre, Post []string
+}
+
+func (t TriggerNames) empty() bool { return len(t.Pre) == 0 && len(t.Post) == 0 }
+
+// operationName is how a trigger sees the write mode.
+func operationName(m WriteMode) string {
+	switch m {
+	case ModeReplace:
+		return "Replace"
+	case ModeUpsert:
+		return "Upsert"
+	}
+	return "Create"
+}
+
+// triggerFor loads trigger id and checks that it may run as typ ("Pre" or
+// "Post") for operation op.
+func triggerFor(r storage.Reader, c *containerRecord, id, typ, op string) (*scriptRecord, error) {
+	rec, err := loadScript(r, c, Triggers, id)
+	if err != nil {
+		return nil, err
+	}
+	if !strings.EqualFold(rec.TriggerType, typ) {
+		return nil, errorf(BadRequest, "Trigger '%s' is a %s-trigger and cannot be used as a %s-trigger.", id, strings.ToLower(rec.TriggerType), strings.ToLower(typ))
+	}
+	switch to := rec.TriggerOperation; {
+	case strings.EqualFold(to, "All"), strings.EqualFold(to, op):
+	case op == "Upsert" && (strings.EqualFold(to, "Create") || strings.EqualFold(to, "Replace")):
+	default:
+		return nil, errorf(BadRequest, "Trigger '%s' runs on %s operations and cannot be used with a %s.", id, to, strings.ToLower(op))
+	}
+	return rec, nil
+}
+
+// runTrigger runs one trigger in the operation's transaction.
+func (e *Engine) runTrigger(ctx context.Context, tx storage.Txn, c *containerRecord, ref ItemRef, now time.Time, rec *scriptRecord, call *script.TriggerCall) (*script.Result, error) {
+	pk, derr := c.pointKey(ref)
+	if derr != nil {
+		return nil, derr
+	}
+	sc := &scriptCollection{e: e, tx: tx, c: c, ref: ref, pk: pk, now: now, ctx: ctx}
+	res, err := script.RunTrigger(ctx, rec.Body, call, sc, script.Limits{})
+	var se *script.ScriptError
+	switch {
+	case errors.As(err, &se):
+		return nil, errorf(BadRequest, "Encountered exception while executing Javascript. Exception = %s", se.Message)
+	case errors.Is(err, script.ErrTimeout):
+		return nil, errorf(RequestTimeout, "Trigger '%s' ran past its time limit; the operation was not kept.", rec.ID)
+	}
+	return res, err
+}
+
+// writeWithTriggers is writeItemTx with the write's pre-triggers run on
+// its document first and its post-triggers after, all in its transaction:
+// a failure in any of them keeps nothing.
+func (e *Engine) writeWithTriggers(ctx context.Context, tx storage.Txn, c *containerRecord, p WriteItemParams, id string, body document.Value, now time.Time) (*ItemResult, error) {
+	op := operationName(p.Mode)
+	for _, name := range p.Triggers.Pre {
+		rec, err := triggerFor(tx, c, name, "Pre", op)
+		if err != nil {
+			return nil, err
+		}
+		res, err := e.runTrigger(ctx, tx, c, p.ItemRef, now, rec, &script.TriggerCall{Operation: op, Request: body.JSON()})
+		if err != nil {
+			return nil, err
+		}
+		if body, err = document.Parse(res.Body); err != nil {
+			return nil, errorf(BadRequest, "Trigger '%s' left a request body that is not a document: %v", name, err)
+		}
+		body = body.Without(itemSystemProps...)
+		if newID, derr := bodyID(body); derr != nil || newID != id {
+			return nil, errorf(BadRequest, "Trigger '%s' changed the document's id.", name)
+		}
+	}
+	out, err := e.writeItemTx(tx, c, p, id, body, now)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range p.Triggers.Post {
+		rec, err := triggerFor(tx, c, name, "Post", op)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := e.runTrigger(ctx, tx, c, p.ItemRef, now, rec, &script.TriggerCall{Operation: op, Request: body.JSON(), Response: out.Body}); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// deleteWithTriggers is deleteItemTx with the delete's triggers.
+func (e *Engine) deleteWithTriggers(ctx context.Context, tx storage.Txn, c *containerRecord, p DeleteItemParams, now time.Time) (*ItemResult, error) {
+	for _, name := range p.Triggers.Pre {
+		rec, err := triggerFor(tx, c, name, "Pre", "Delete")
+		if err != nil {
+			return nil, err
+		}
+		if _, err := e.runTrigger(ctx, tx, c, p.ItemRef, now, rec, &script.TriggerCall{Operation: "Delete"}); err != nil {
+			return nil, err
+		}
+	}
+	out, err := e.deleteItemTx(tx, c, p, now)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range p.Triggers.Post {
+		rec, err := triggerFor(tx, c, name, "Post", "Delete")
+		if err != nil {
+			return nil, err
+		}
+		if _, err := e.runTrigger(ctx, tx, c, p.ItemRef, now, rec, &script.TriggerCall{Operation: "Delete", Response: []byte("{}")}); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

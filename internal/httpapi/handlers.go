@@ -326,7 +326,7 @@ func (h *Handler) writeItem(rq *request, db, coll string, mode engine.WriteMode,
 	if !ok {
 		return
 	}
-	res, err := h.eng.WriteItem(rq.r.Context(), engine.WriteItemParams{ItemRef: ref, Mode: mode, ID: id, Body: body, IfMatch: rq.r.Header.Get("If-Match")})
+	res, err := h.eng.WriteItem(rq.r.Context(), engine.WriteItemParams{ItemRef: ref, Mode: mode, ID: id, Body: body, IfMatch: rq.r.Header.Get("If-Match"), Triggers: triggerNames(rq.r)})
 	if err != nil {
 		h.fail(rq, err)
 		return
@@ -366,7 +366,7 @@ func (h *Handler) deleteItem(rq *request, db, coll, id string) {
 		h.fail(rq, err)
 		return
 	}
-	res, err := h.eng.DeleteItem(rq.r.Context(), engine.DeleteItemParams{ItemRef: ref, ID: id, IfMatch: rq.r.Header.Get("If-Match")})
+	res, err := h.eng.DeleteItem(rq.r.Context(), engine.DeleteItemParams{ItemRef: ref, ID: id, IfMatch: rq.r.Header.Get("If-Match"), Triggers: triggerNames(rq.r)})
 	if err != nil {
 		h.fail(rq, err)
 		return

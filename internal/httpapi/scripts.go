@@ -139,3 +139,20 @@ func (h *Handler) queryScripts(rq *request, kind engine.ResourceKind, db, coll, 
 	h.queryMetrics(rq, page)
 	h.pageReply(rq, key, page)
 }
+
+// triggerNames reads the triggers a write names: comma-separated ids in
+// x-ms-documentdb-pre-trigger-include and …-post-trigger-include.
+func triggerNames(r *http.Request) engine.TriggerNames {
+	split := func(h string) []string {
+		var out []string
+		for _, v := range r.Header.Values(h) {
+			for _, name := range strings.Split(v, ",") {
+				if name = strings.TrimSpace(name); name != "" {
+					out = append(out, name)
+				}
+			}
+		}
+		return out
+	}
+	return engine.TriggerNames{Pre: split("x-ms-documentdb-pre-trigger-include"), Post: split("x-ms-documentdb-post-trigger-include")}
+}

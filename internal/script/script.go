@@ -84,6 +84,26 @@ func Check(src string) error {
 // RunProcedure runs the stored procedure src with the parameters params (a
 // JSON array) against coll.
 func RunProcedure(ctx context.Context, src string, params []byte, coll Collection, lim Limits) (*Result, error) {
+	return run(ctx, src, params, coll, lim, nil)
+}
+
+// TriggerCall is what a trigger sees of the operation it runs for: the
+// request's document (which a pre-trigger may replace with
+// getRequest().setBody) and, for a post-trigger, the stored one
+// (getResponse().getBody()).
+type TriggerCall struct {
+	Operation string // Create, Replace, Upsert or Delete
+	Request   []byte // the document of the request; nil for a delete
+	Response  []byte // the document as stored; post-triggers only
+}
+
+// RunTrigger runs trigger src for call against coll. Result.Body is the
+// request's document as the trigger left it.
+func RunTrigger(ctx context.Context, src string, call *TriggerCall, coll Collection, lim Limits) (*Result, error) {
+	return run(ctx, src, nil, coll, lim, call)
+}
+
+func run(ctx context.Context, src string, params []byte, coll Collection, lim Limits, trig *TriggerCall) (*Result, error) {
 	if lim.Time <= 0 {
 		lim.Time = 5 * time.Second
 	}
@@ -92,7 +112,7 @@ func RunProcedure(ctx context.Context, src string, params []byte, coll Collectio
 	}
 	vm := goja.New()
 	vm.SetFieldNameMapper(goja.UncapFieldNameMapper())
-	x := &execution{vm: vm, coll: coll, lim: lim, res: &Result{}}
+	x := &execution{vm: vm, coll: coll, lim: lim, res: &Result{}, trig: trig}
 	if err := x.install(); err != nil {
 		return nil, err
 	}
@@ -133,6 +153,10 @@ func RunProcedure(ctx context.Context, src string, params []byte, coll Collectio
 	if x.failed != nil {
 		return nil, x.failed
 	}
+	if trig != nil {
+		// A trigger's result is the request's document, as it left it.
+		x.body = x.request
+	}
 	if err := x.finishBody(); err != nil {
 		return nil, err
 	}
@@ -147,6 +171,9 @@ type execution struct {
 	ops  int
 	res  *Result
 	body goja.Value // the response body
+	// trig is the operation a trigger runs for; nil for a procedure.
+	trig    *TriggerCall
+	request goja.Value // the request's document, for a trigger
 	// failed is an error of the engine (not the script's) met during a
 	// call: it ends the execution whatever the script does with it.
 	failed error
@@ -224,7 +251,35 @@ func (x *execution) install() error {
 		return x.body
 	})
 	request := vm.NewObject()
-	set(request, "getBody", func(goja.FunctionCall) goja.Value { return goja.Undefined() })
+	if x.trig != nil {
+		x.request = x.fromJSON(x.trig.Request)
+		if x.trig.Response != nil {
+			x.body = x.fromJSON(x.trig.Response)
+		}
+	}
+	getRequestBody := func(goja.FunctionCall) goja.Value {
+		if x.request == nil {
+			return goja.Undefined()
+		}
+		return x.request
+	}
+	setRequestBody := func(c goja.FunctionCall) goja.Value {
+		if x.trig == nil || x.trig.Response != nil {
+			panic(vm.NewTypeError("only a pre-trigger may change the request's body"))
+		}
+		x.request = c.Argument(0)
+		return goja.Undefined()
+	}
+	set(request, "getBody", getRequestBody)
+	set(request, "setBody", setRequestBody)
+	set(request, "getValue", getRequestBody)
+	set(request, "setValue", setRequestBody)
+	set(request, "getOperationType", func(goja.FunctionCall) goja.Value {
+		if x.trig == nil {
+			return goja.Undefined()
+		}
+		return vm.ToValue(x.trig.Operation)
+	})
 
 	context := vm.NewObject()
 	set(context, "getCollection", func(goja.FunctionCall) goja.Value { return coll })

@@ -74,7 +74,7 @@ func (m *memColl) Query(_ string, _ map[string]any, pageSize int, cont string) (
 	return out, next, nil
 }
 
-func run(t *testing.T, src, params string, lim Limits) (*Result, *memColl, error) {
+func runProc(t *testing.T, src, params string, lim Limits) (*Result, *memColl, error) {
 	t.Helper()
 	m := &memColl{docs: map[string][]byte{}}
 	res, err := RunProcedure(context.Background(), src, []byte(params), m, lim)
@@ -126,7 +126,7 @@ func TestProcedures(t *testing.T) {
 		{"log", `function () { console.log("x", {a: 1}); getContext().getResponse().setBody(1) }`, ``, `1`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, _, err := run(t, tc.src, tc.params, Limits{})
+			res, _, err := runProc(t, tc.src, tc.params, Limits{})
 			var se *ScriptError
 			switch {
 			case tc.failed && (err == nil || !errors.As(err, &se) || !strings.Contains(se.Message, tc.body)):
@@ -143,7 +143,7 @@ func TestProcedures(t *testing.T) {
 // The budget: past it, operations are not accepted and do nothing, and
 // the script can say how far it got, for the client to call again.
 func TestBudget(t *testing.T) {
-	res, m, err := run(t, `function (n) {
+	res, m, err := runProc(t, `function (n) {
 		var c = getContext().getCollection(), i = 0;
 		for (; i < n; i++) if (!c.createDocument(c.getSelfLink(), {id: "d" + i})) break;
 		getContext().getResponse().setBody(i);
@@ -158,7 +158,7 @@ func TestBudget(t *testing.T) {
 
 // A script that never ends is stopped at its time limit.
 func TestInfiniteLoop(t *testing.T) {
-	_, _, err := run(t, `function () { for (;;) {} }`, ``, Limits{Time: 200 * time.Millisecond})
+	_, _, err := runProc(t, `function () { for (;;) {} }`, ``, Limits{Time: 200 * time.Millisecond})
 	if !errors.Is(err, ErrTimeout) {
 		t.Fatalf("err = %v, want ErrTimeout", err)
 	}
@@ -174,5 +174,40 @@ func TestCheck(t *testing.T) {
 	}
 	if err := Check(`1 + 1`); !errors.As(err, &se) {
 		t.Fatalf("not a function: %v", err)
+	}
+}
+
+func TestTriggers(t *testing.T) {
+	m := &memColl{docs: map[string][]byte{}}
+	ctx := context.Background()
+	// A pre-trigger stamps the request's document.
+	res, err := RunTrigger(ctx, `function () {
+		var r = getContext().getRequest(), d = r.getBody();
+		d.stamped = r.getOperationType();
+		r.setBody(d);
+	}`, &TriggerCall{Operation: "Create", Request: []byte(`{"id":"a"}`)}, m, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(res.Body) != `{"id":"a","stamped":"Create"}` {
+		t.Fatalf("pre-trigger body %s", res.Body)
+	}
+	// A post-trigger reads the stored document and writes another.
+	_, err = RunTrigger(ctx, `function () {
+		var c = getContext().getCollection(), d = getContext().getResponse().getBody();
+		c.upsertDocument(c.getSelfLink(), {id: "summary", last: d.id});
+	}`, &TriggerCall{Operation: "Create", Request: []byte(`{"id":"a"}`), Response: []byte(`{"id":"a","_ts":1}`)}, m, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(m.docs["summary"]) != `{"id":"summary","last":"a"}` {
+		t.Fatalf("summary %s", m.docs["summary"])
+	}
+	// A post-trigger may not change the request.
+	_, err = RunTrigger(ctx, `function () { getContext().getRequest().setBody({}) }`,
+		&TriggerCall{Operation: "Create", Request: []byte(`{}`), Response: []byte(`{}`)}, m, Limits{})
+	var se *ScriptError
+	if !errors.As(err, &se) {
+		t.Fatalf("setBody in a post-trigger: %v", err)
 	}
 }
