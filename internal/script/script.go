@@ -301,8 +301,69 @@ func (x *execution) install() error {
 		return err
 	}
 	// No timers, modules or host objects: goja has none unless given.
-	return nil
+	_, err := vm.RunString(shorthand)
+	return err
 }
+
+// shorthand defines __, the collection with the documented query
+// functions over the script's partition: filter, map, pluck, sortBy,
+// sortByDescending, flatten and value, alone (each with [options] and
+// [callback]) or chained (__.chain()…value()). Each reads the partition's
+// documents in pages, as queryDocuments would.
+const shorthand = `var __ = (function () {
+  var coll = getContext().getCollection();
+  var sh = Object.create(coll);
+  ["getSelfLink", "getAltLink", "createDocument", "upsertDocument", "replaceDocument", "readDocument",
+   "deleteDocument", "queryDocuments", "readDocuments"].forEach(function (name) {
+    sh[name] = function () { return coll[name].apply(coll, arguments); };
+  });
+  function all() {
+    var docs = [], cont;
+    do {
+      var page;
+      coll.queryDocuments(coll.getSelfLink(), "SELECT * FROM root r", { pageSize: 1000, continuation: cont },
+        function (err, d, o) { if (err) throw err; page = d; cont = o.continuation; });
+      docs = docs.concat(page);
+    } while (cont);
+    return docs;
+  }
+  var steps = {
+    filter: function (docs, f) { return docs.filter(function (d) { return f.call(d, d); }); },
+    map: function (docs, f) { return docs.map(function (d) { return f.call(d, d); }); },
+    pluck: function (docs, name) { return docs.map(function (d) { return d[name]; }); },
+    flatten: function (docs, deep) {
+      var out = [];
+      (function flat(a, depth) { a.forEach(function (x) { Array.isArray(x) && (deep || depth === 0) ? flat(x, depth + 1) : out.push(x); }); })(docs, 0);
+      return out;
+    },
+    sortBy: function (docs, f) { return docs.slice().sort(function (a, b) { var x = f(a), y = f(b); return x < y ? -1 : x > y ? 1 : 0; }); },
+    sortByDescending: function (docs, f) { return docs.slice().sort(function (a, b) { var x = f(a), y = f(b); return x < y ? 1 : x > y ? -1 : 0; }); }
+  };
+  function finish(result, options, callback) {
+    if (typeof options === "function") { callback = options; }
+    if (callback) { callback(undefined, result, {}); }
+    return { isAccepted: true };
+  }
+  Object.keys(steps).forEach(function (name) {
+    sh[name] = function (arg, options, callback) { return finish(steps[name](all(), arg), options, callback); };
+  });
+  sh.value = function (options, callback) { return finish(all(), options, callback); };
+  sh.chain = function () {
+    var ops = [];
+    var chain = {
+      value: function (options, callback) {
+        var docs = all();
+        ops.forEach(function (op) { docs = steps[op.name](docs, op.arg); });
+        return finish(docs, options, callback);
+      }
+    };
+    Object.keys(steps).forEach(function (name) {
+      chain[name] = function (arg) { ops.push({ name: name, arg: arg }); return chain; };
+    });
+    return chain;
+  };
+  return sh;
+})();`
 
 // finish records the response body as JSON once the script returns.
 func (x *execution) finishBody() error {

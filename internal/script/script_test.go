@@ -211,3 +211,25 @@ func TestTriggers(t *testing.T) {
 		t.Fatalf("setBody in a post-trigger: %v", err)
 	}
 }
+
+func TestShorthand(t *testing.T) {
+	res, _, err := runProc(t, `function () {
+		var c = getContext().getCollection();
+		for (var i = 0; i < 6; i++) c.createDocument(c.getSelfLink(), {id: "d" + i, n: i, tags: [i, -i]});
+		var out = {};
+		__.filter(function (d) { return d.n % 2 === 0; }, function (err, docs) { out.even = docs.map(function (d) { return d.id; }); });
+		__.chain().filter(function (d) { return d.n > 2; }).sortByDescending(function (d) { return d.n; }).pluck("n").value(function (err, v) { out.chained = v; });
+		__.map(function (d) { return d.tags; }, function (err, v) { out.mapped = v.length; });
+		var r = __.value(function (err, v) { out.all = v.length; });
+		out.accepted = r.isAccepted;
+		out.link = __.getSelfLink() === c.getSelfLink();
+		getContext().getResponse().setBody(out);
+	}`, ``, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"even":["d0","d2","d4"],"chained":[5,4,3],"mapped":6,"all":6,"accepted":true,"link":true}`
+	if string(res.Body) != want {
+		t.Fatalf("%s\nwant %s", res.Body, want)
+	}
+}
