@@ -30,8 +30,8 @@ func NewFunctions(load func(name string) (string, error), limit time.Duration) *
 	return &Functions{load: load, limit: limit, fns: map[string]goja.Callable{}}
 }
 
-// programs caches compiled function sources: a replaced function has
-// another source, so it is compiled anew, and a deleted one is never
+// programs caches compiled script sources (compiled): a replaced script
+// has another source, so it is compiled anew, and a deleted one is never
 // asked for again.
 var programs sync.Map // source → *goja.Program
 
@@ -49,15 +49,11 @@ func (f *Functions) Call(name string, args [][]byte) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		prog, ok := programs.Load(src)
-		if !ok {
-			p, err := goja.Compile("udf."+name, "("+src+"\n)", false)
-			if err != nil {
-				return nil, &ScriptError{Message: err.Error()}
-			}
-			prog, _ = programs.LoadOrStore(src, p)
+		prog, err := compiled("udf."+name, src)
+		if err != nil {
+			return nil, err
 		}
-		v, err := f.vm.RunProgram(prog.(*goja.Program))
+		v, err := f.vm.RunProgram(prog)
 		if err != nil {
 			return nil, f.fail(err)
 		}

@@ -129,7 +129,11 @@ func run(ctx context.Context, src string, params []byte, coll Collection, lim Li
 		}
 	}()
 
-	fn, err := vm.RunString("(" + src + "\n)")
+	prog, err := compiled("script", src)
+	if err != nil {
+		return nil, err
+	}
+	fn, err := vm.RunProgram(prog)
 	if err != nil {
 		return nil, x.fail(err)
 	}
@@ -301,8 +305,26 @@ func (x *execution) install() error {
 		return err
 	}
 	// No timers, modules or host objects: goja has none unless given.
-	_, err := vm.RunString(shorthand)
+	_, err := vm.RunProgram(shorthandProgram)
 	return err
+}
+
+// shorthandProgram is shorthand compiled once for every execution.
+var shorthandProgram = goja.MustCompile("shorthand", shorthand, false)
+
+// compiled returns src compiled as a function expression, from the cache
+// of compiled sources when it was compiled before (a replaced script has
+// another source, so it is compiled anew).
+func compiled(name, src string) (*goja.Program, error) {
+	if p, ok := programs.Load(src); ok {
+		return p.(*goja.Program), nil
+	}
+	p, err := goja.Compile(name, "("+src+"\n)", false)
+	if err != nil {
+		return nil, &ScriptError{Message: err.Error()}
+	}
+	v, _ := programs.LoadOrStore(src, p)
+	return v.(*goja.Program), nil
 }
 
 // shorthand defines __, the collection with the documented query
