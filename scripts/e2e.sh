@@ -81,6 +81,21 @@ if ! (cd integration/js && MAYFLY_ENDPOINT="https://localhost:${multi_port}/" MA
 fi
 took_c=$((SECONDS - t0))
 
+say "(e) the Data Explorer in headless Chromium"
+t0=$SECONDS
+if ! command -v chromium >/dev/null; then
+	say "chromium missing; installing the Debian package"
+	sudo=; [ "$(id -u)" = 0 ] || sudo=sudo
+	$sudo apt-get update -qq && $sudo apt-get install -y -qq chromium >/dev/null
+fi
+if ! (cd integration/browser && npm ci --no-audit --no-fund --loglevel=error &&
+	MAYFLY_ENDPOINT="$endpoint" CHROMIUM="$(command -v chromium)" SCREENSHOTS="$PWD/../../$out/screenshots" \
+		node --test --test-reporter=spec); then
+	status=1
+	echo "(e) FAILED"
+fi
+took_e=$((SECONDS - t0))
+
 if ! kill -0 "$server_pid" 2>/dev/null; then
 	status=1
 	echo "mayfly exited during the tests; see $out/mayfly.log"
@@ -111,5 +126,6 @@ echo "(a) Go SDK emulator suite: ${took_a}s"
 echo "(b) JavaScript SDK smoke:  ${took_b}s"
 echo "(c) JS queries, 4 ranges:   ${took_c}s"
 echo "(d) Go suite, PostgreSQL:   ${took_d}s"
+echo "(e) Data Explorer, browser: ${took_e}s"
 if [ "$status" -eq 0 ]; then echo "e2e: ok"; else echo "e2e: FAILED"; fi
 exit "$status"

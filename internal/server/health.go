@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mayfly-db/mayfly/internal/clock"
+	"github.com/mayfly-db/mayfly/internal/explorer"
 	"github.com/mayfly-db/mayfly/internal/storage"
 )
 
@@ -151,4 +152,19 @@ func storeSize(st storage.Store) []prometheus.Collector {
 			}
 			return float64(n)
 		})}
+}
+
+// extraRoutes are the API listener's routes besides the API: the health
+// endpoints and the Data Explorer, which is told the account key only
+// when it is the well-known emulator key.
+func extraRoutes(h *health, keys []string) map[string]http.Handler {
+	out := h.routes()
+	key := ""
+	if hasEmulatorKey(keys) {
+		key = EmulatorKey
+	}
+	for path, handler := range explorer.Routes(key) {
+		out[path] = handler
+	}
+	return out
 }

@@ -302,7 +302,7 @@ func New(cfg Config) (*Server, error) {
 	apiCfg := httpapi.Config{
 		Engine: s.engine, Auth: authn, Logger: cfg.Logger, CertPEM: s.certPEM,
 		RequestTimeout: cfg.RequestTimeout, Clock: cfg.Clock, Limiter: limiter, Consistency: cfg.Consistency,
-		Endpoint: s.advertise, Backup: s.backup, Extra: s.health.routes(), AccessLog: cfg.AccessLog,
+		Endpoint: s.advertise, Backup: s.backup, Extra: extraRoutes(s.health, cfg.Keys), AccessLog: cfg.AccessLog,
 	}
 	api, err := httpapi.New(apiCfg)
 	if err != nil {

@@ -1,0 +1,176 @@
+// The Data Explorer in headless Chromium against a running Mayfly: create
+// a database and a container with a time to live, create items, run a
+// query, edit an item (and meet a conflict), and watch an item expire.
+//
+// Environment:
+//   MAYFLY_ENDPOINT  default https://localhost:8081/ (a server with the
+//                    well-known emulator key, which the page is told)
+//   CHROMIUM         the browser, default /usr/bin/chromium
+//   SCREENSHOTS      a directory to keep screenshots of the main views in
+
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { mkdir } from "node:fs/promises";
+import { randomUUID } from "node:crypto";
+import puppeteer from "puppeteer-core";
+
+const endpoint = process.env.MAYFLY_ENDPOINT || "https://localhost:8081/";
+const shots = process.env.SCREENSHOTS;
+
+describe("Data Explorer", () => {
+  let browser;
+  let page;
+  const db = `explorer-${randomUUID().slice(0, 8)}`;
+
+  before(async () => {
+    browser = await puppeteer.launch({
+      executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+      headless: true,
+      acceptInsecureCerts: true,
+      args: ["--no-sandbox", "--ignore-certificate-errors"],
+    });
+    page = await browser.newPage();
+    await page.setViewport({ width: 1280, height: 800 });
+    page.on("dialog", (d) => d.accept()); // confirm() before deletes
+    page.on("pageerror", (e) => {
+      throw e;
+    });
+    if (shots) await mkdir(shots, { recursive: true });
+  });
+
+  after(async () => {
+    if (page) {
+      // Leave nothing behind.
+      await page.evaluate((db) => api("DELETE", ["dbs", db]), db).catch(() => {});
+    }
+    await browser?.close();
+  });
+
+  const shot = async (name) => {
+    if (shots) await page.screenshot({ path: `${shots}/${name}.png` });
+  };
+  const status = () => page.$eval("#status", (el) => el.textContent);
+  const fill = async (selector, value) => {
+    await page.$eval(selector, (el, v) => {
+      el.value = v;
+      el.dispatchEvent(new Event("input"));
+    }, value);
+  };
+  const dialog = async (values) => {
+    await page.waitForSelector("#dialog[open]");
+    for (const [name, value] of Object.entries(values)) {
+      await page.$eval(`#dialog [name="${name}"]`, (el, v) => {
+        el.value = v;
+      }, value);
+    }
+    await page.click("#dialog-ok");
+    await page.waitForFunction(() => !document.querySelector("#dialog").open);
+  };
+  const rowIds = () => page.$$eval("#items tr", (rows) => rows.map((r) => r.dataset.id));
+
+  it("opens without asking for the emulator's key", async () => {
+    await page.goto(new URL("/_explorer/index.html", endpoint).href);
+    await page.waitForSelector("#tree");
+    assert.equal(await page.$eval("#keybar", (el) => el.hidden), true);
+  });
+
+  it("creates a database and a container with a time to live", async () => {
+    await page.click("#new-db");
+    await dialog({ id: db });
+    await page.waitForFunction((db) => [...document.querySelectorAll("#tree .db")].some((e) => e.textContent === db), {}, db);
+    await page.click("#new-coll");
+    await dialog({ db, id: "items", pk: "/pk", ttl: "3600" });
+    await page.waitForFunction(() => document.querySelector("#coll-title")?.textContent.endsWith("/ items"));
+    assert.equal(await page.$eval("#coll-ttl", (el) => el.textContent), "3600 s");
+    // The service's validation message is shown: an id with a slash.
+    await page.click("#new-coll");
+    await dialog({ db, id: "bad/id", pk: "/pk", ttl: "" });
+    await page.waitForFunction(() => document.querySelector("#status").className === "error");
+  });
+
+  it("creates items and shows when each expires", async () => {
+    for (const item of [
+      { id: "keep", pk: "p", n: 1, ttl: -1 },
+      { id: "short", pk: "p", n: 2, ttl: 3 },
+      { id: "other", pk: "q", n: 3 },
+    ]) {
+      await page.click("#new-item");
+      await fill("#item-json", JSON.stringify(item));
+      await page.click("#save-item");
+      await page.waitForFunction((id) => document.querySelector("#status").textContent.startsWith(`Saved ${id}`), {}, item.id);
+    }
+    assert.deepEqual((await rowIds()).sort(), ["keep", "other", "short"]);
+    const cells = await page.$$eval("#items tr", (rows) => Object.fromEntries(rows.map((r) => [r.dataset.id, r.lastChild.textContent])));
+    assert.equal(cells.keep, "never");
+    assert.match(cells.other, /^(59m|1h)/);
+    await shot("items");
+    // Filtered by partition key.
+    await fill("#pk-filter", "q");
+    await page.click("#apply-filter");
+    await page.waitForFunction(() => document.querySelectorAll("#items tr").length === 1);
+    assert.deepEqual(await rowIds(), ["other"]);
+    await fill("#pk-filter", "");
+    await page.click("#apply-filter");
+    await page.waitForFunction(() => document.querySelectorAll("#items tr").length >= 2);
+  });
+
+  it("shows an item expire on screen, and no longer lists it", async () => {
+    await page.waitForFunction(() => document.querySelector('#items tr[data-id="short"]')?.classList.contains("expired"), { timeout: 10000 });
+    await shot("expired");
+    await page.click("#apply-filter");
+    await page.waitForFunction(() => !document.querySelector('#items tr[data-id="short"]') && document.querySelector('#items tr[data-id="keep"]'));
+  });
+
+  it("edits an item, and shows a conflict as such", async () => {
+    await page.click('#items tr[data-id="keep"]');
+    await page.waitForSelector("#item-json");
+    const doc = JSON.parse(await page.$eval("#item-json", (el) => el.value));
+    doc.n = 42;
+    await fill("#item-json", JSON.stringify(doc));
+    await page.click("#save-item");
+    await page.waitForFunction(() => document.querySelector("#status").textContent.startsWith("Saved keep"));
+    // Someone else changes the item; saving the stale copy is a conflict.
+    const stale = await page.$eval("#item-json", (el) => el.value);
+    await page.evaluate((db) => api("PUT", ["dbs", db, "colls", "items", "docs", "keep"], {
+      body: { id: "keep", pk: "p", n: 7, ttl: -1 },
+      headers: { "x-ms-documentdb-partitionkey": '["p"]' },
+    }), db);
+    await fill("#item-json", stale);
+    await page.click("#save-item");
+    await page.waitForFunction(() => document.querySelector("#status").textContent.startsWith("Conflict"));
+    // Invalid JSON is pointed out before anything is sent.
+    await fill("#item-json", "{ not json");
+    assert.notEqual(await page.$eval("#json-error", (el) => el.textContent), "");
+  });
+
+  it("runs a query, with its charge and pages", async () => {
+    await page.click("#sub-query");
+    await page.waitForSelector("#query-text");
+    await fill("#query-text", "SELECT VALUE c.n FROM c ORDER BY c.n");
+    await page.click("#run-query");
+    await page.waitForFunction(() => document.querySelector("#query-stats").textContent.includes("results"));
+    assert.deepEqual(JSON.parse(await page.$eval("#query-results", (el) => el.textContent)), [3, 7]);
+    assert.match(await page.$eval("#query-stats", (el) => el.textContent), /2 results in 1 page\(s\) · [0-9.]+ RU/);
+    await shot("query");
+  });
+
+  it("follows the change feed", async () => {
+    await page.click("#sub-feed");
+    await page.waitForSelector("#feed");
+    await page.evaluate((db) => api("POST", ["dbs", db, "colls", "items", "docs"], {
+      body: { id: "fresh", pk: "p" },
+      headers: { "x-ms-documentdb-partitionkey": '["p"]' },
+    }), db);
+    await page.waitForFunction(() => [...document.querySelectorAll("#feed tr")].some((r) => r.firstChild.textContent === "fresh"), { timeout: 10000 });
+  });
+
+  it("gives the connection string and the certificate", async () => {
+    await page.click("#tab-connect");
+    const conn = await page.$eval("#conn", (el) => el.textContent);
+    assert.match(conn, /^AccountEndpoint=https:\/\/.+\/;AccountKey=C2y6yDjf5/);
+    const pem = await page.evaluate(async () => (await fetch("emulator.pem")).text());
+    assert.match(pem, /BEGIN CERTIFICATE/);
+    await shot("connect");
+    assert.equal(await status(), await status()); // the page is still alive
+  });
+});

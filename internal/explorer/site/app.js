@@ -1,0 +1,527 @@
+"use strict";
+// The Mayfly Data Explorer: every request goes to the server's own API,
+// signed here with the account key as the SDKs sign them.
+
+const $ = (id) => document.getElementById(id);
+let accountKey = sessionStorage.getItem("mayfly-key") || "";
+let hmacKey = null;
+const state = { db: null, coll: null, props: null, timer: null, feedTimer: null };
+
+// ---- signing and requests ----
+
+async function importKey(b64) {
+  const raw = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+  return crypto.subtle.importKey("raw", raw, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+}
+
+function resourceOf(segs) {
+  const n = segs.length;
+  if (n === 0) return { type: "", link: "" };
+  if (n % 2 === 0) return { type: segs[n - 2], link: segs.join("/") };
+  return { type: segs[n - 1], link: segs.slice(0, n - 1).join("/") };
+}
+
+// api sends a signed request for the resource path segs (names, not
+// escaped) and returns {status, headers, body}.
+async function api(method, segs, opts = {}) {
+  const { type, link } = resourceOf(segs);
+  const date = new Date().toUTCString();
+  const payload = `${method.toLowerCase()}\n${type.toLowerCase()}\n${link}\n${date.toLowerCase()}\n\n`;
+  const sig = await crypto.subtle.sign("HMAC", hmacKey, new TextEncoder().encode(payload));
+  const b64 = btoa(String.fromCharCode(...new Uint8Array(sig)));
+  const headers = {
+    "x-ms-date": date,
+    "x-ms-version": "2020-07-15",
+    authorization: encodeURIComponent(`type=master&ver=1.0&sig=${b64}`),
+    ...(opts.headers || {}),
+  };
+  let body;
+  if (opts.body !== undefined) {
+    body = typeof opts.body === "string" ? opts.body : JSON.stringify(opts.body);
+    if (!headers["content-type"]) headers["content-type"] = "application/json";
+  }
+  const url = "/" + segs.map(encodeURIComponent).join("/");
+  const res = await fetch(url, { method, headers, body });
+  const text = await res.text();
+  let json = null;
+  try {
+    json = text ? JSON.parse(text) : null;
+  } catch {
+    json = text;
+  }
+  return { status: res.status, headers: res.headers, body: json };
+}
+
+// must throws the service's message for a status other than ok.
+function must(res, ...ok) {
+  if (!ok.includes(res.status)) {
+    const msg = res.body && res.body.message ? res.body.message.split("\n")[0] : `status ${res.status}`;
+    const err = new Error(msg);
+    err.status = res.status;
+    throw err;
+  }
+  return res;
+}
+
+function say(text, kind = "info") {
+  const s = $("status");
+  s.textContent = text;
+  s.className = text ? kind : "";
+}
+
+async function guard(fn) {
+  try {
+    say("");
+    await fn();
+  } catch (e) {
+    say(e.status === 412 ? `Conflict: the item changed since it was read (${e.message})` : e.message, "error");
+  }
+}
+
+// ---- the tree ----
+
+async function loadTree() {
+  const tree = $("tree");
+  tree.textContent = "";
+  const dbs = must(await api("GET", ["dbs"]), 200).body.Databases || [];
+  for (const db of dbs) {
+    const li = document.createElement("li");
+    li.innerHTML = `<span class="db"></span> <button class="del" title="Delete database">delete</button>`;
+    li.querySelector(".db").textContent = db.id;
+    li.querySelector(".del").onclick = () =>
+      guard(async () => {
+        if (!confirm(`Delete database ${db.id} and everything in it?`)) return;
+        must(await api("DELETE", ["dbs", db.id]), 204);
+        if (state.db === db.id) clearPane();
+        await loadTree();
+      });
+    const colls = must(await api("GET", ["dbs", db.id, "colls"]), 200).body.DocumentCollections || [];
+    const ul = document.createElement("ul");
+    ul.style.listStyle = "none";
+    ul.style.padding = "0";
+    for (const c of colls) {
+      const cli = document.createElement("li");
+      const a = document.createElement("span");
+      a.className = "coll" + (state.db === db.id && state.coll === c.id ? " selected" : "");
+      a.textContent = c.id;
+      a.dataset.db = db.id;
+      a.dataset.coll = c.id;
+      a.onclick = () => guard(() => openContainer(db.id, c.id));
+      const del = document.createElement("button");
+      del.className = "del";
+      del.textContent = "delete";
+      del.title = "Delete container";
+      del.onclick = () =>
+        guard(async () => {
+          if (!confirm(`Delete container ${c.id}?`)) return;
+          must(await api("DELETE", ["dbs", db.id, "colls", c.id]), 204);
+          if (state.coll === c.id && state.db === db.id) clearPane();
+          await loadTree();
+        });
+      cli.append(a, del);
+      ul.append(cli);
+    }
+    li.append(ul);
+    tree.append(li);
+  }
+}
+
+function clearPane() {
+  stopTimers();
+  state.db = state.coll = state.props = null;
+  $("pane").innerHTML = `<p class="hint">Choose a container on the left.</p>`;
+}
+
+function stopTimers() {
+  clearInterval(state.timer);
+  clearTimeout(state.feedTimer);
+  state.timer = state.feedTimer = null;
+}
+
+// ---- dialogs ----
+
+function ask(title, fields) {
+  return new Promise((resolve) => {
+    const d = $("dialog");
+    $("dialog-title").textContent = title;
+    $("dialog-error").textContent = "";
+    const box = $("dialog-fields");
+    box.textContent = "";
+    for (const f of fields) {
+      const label = document.createElement("label");
+      label.textContent = f.label + " ";
+      const input = document.createElement(f.options ? "select" : "input");
+      input.name = f.name;
+      if (f.options) {
+        for (const o of f.options) input.append(new Option(o, o));
+      }
+      input.value = f.value || "";
+      if (f.placeholder) input.placeholder = f.placeholder;
+      label.append(input);
+      box.append(label);
+    }
+    d.onclose = () => {
+      if (d.returnValue !== "ok") return resolve(null);
+      const out = {};
+      for (const f of fields) out[f.name] = box.querySelector(`[name="${f.name}"]`).value.trim();
+      resolve(out);
+    };
+    d.returnValue = "";
+    d.showModal();
+  });
+}
+
+async function newDatabase() {
+  const v = await ask("New database", [
+    { name: "id", label: "Database id" },
+    { name: "throughput", label: "Shared throughput (RU/s, optional)", placeholder: "none" },
+  ]);
+  if (!v) return;
+  const headers = v.throughput ? { "x-ms-offer-throughput": v.throughput } : {};
+  must(await api("POST", ["dbs"], { body: { id: v.id }, headers }), 201);
+  await loadTree();
+  say(`Database ${v.id} created.`);
+}
+
+async function newContainer() {
+  const dbs = (must(await api("GET", ["dbs"]), 200).body.Databases || []).map((d) => d.id);
+  if (dbs.length === 0) throw new Error("Create a database first.");
+  const v = await ask("New container", [
+    { name: "db", label: "Database", options: dbs, value: state.db || dbs[0] },
+    { name: "id", label: "Container id" },
+    { name: "pk", label: "Partition key path", value: "/pk" },
+    { name: "ttl", label: "Default time to live (seconds; -1: on, no default; empty: off)", placeholder: "off" },
+    { name: "throughput", label: "Throughput (RU/s, optional)", placeholder: "400" },
+  ]);
+  if (!v) return;
+  const body = { id: v.id, partitionKey: { paths: [v.pk || "/pk"], kind: "Hash", version: 2 } };
+  if (v.ttl !== "") body.defaultTtl = Number(v.ttl);
+  const headers = v.throughput ? { "x-ms-offer-throughput": v.throughput } : {};
+  must(await api("POST", ["dbs", v.db, "colls"], { body, headers }), 201);
+  await loadTree();
+  await openContainer(v.db, v.id);
+  say(`Container ${v.id} created.`);
+}
+
+// ---- a container ----
+
+function pkPath() {
+  return state.props.partitionKey.paths[0];
+}
+
+function pkValueOf(item) {
+  let v = item;
+  for (const seg of pkPath().split("/").slice(1)) v = v == null ? undefined : v[seg.replace(/^"|"$/g, "")];
+  return v;
+}
+
+function pkHeader(value) {
+  return { "x-ms-documentdb-partitionkey": JSON.stringify([value === undefined ? {} : value]) };
+}
+
+// expiryOf is the instant an item expires (ms), or null.
+function expiryOf(item) {
+  const def = state.props.defaultTtl;
+  if (def === undefined || def === null) return null;
+  const ttl = item.ttl !== undefined ? item.ttl : def;
+  if (ttl === -1 || ttl === undefined || ttl === null) return null;
+  return (item._ts + ttl) * 1000;
+}
+
+function countdown(ms) {
+  const left = Math.ceil((ms - Date.now()) / 1000);
+  if (left <= 0) return "expired";
+  const h = Math.floor(left / 3600), m = Math.floor((left % 3600) / 60), s = left % 60;
+  return (h ? `${h}h ` : "") + (h || m ? `${m}m ` : "") + `${s}s`;
+}
+
+async function openContainer(db, coll) {
+  stopTimers();
+  state.db = db;
+  state.coll = coll;
+  state.props = must(await api("GET", ["dbs", db, "colls", coll]), 200).body;
+  document.querySelectorAll("#tree .coll").forEach((el) =>
+    el.classList.toggle("selected", el.dataset.db === db && el.dataset.coll === coll),
+  );
+  const ttl = state.props.defaultTtl;
+  const ttlText = ttl === undefined || ttl === null ? "off" : ttl === -1 ? "on, no default" : `${ttl} s`;
+  const pane = $("pane");
+  pane.innerHTML = `
+    <h2 id="coll-title"></h2>
+    <p class="meta">Partition key <code id="coll-pk"></code> · default time to live <b id="coll-ttl"></b></p>
+    <div class="subtabs">
+      <button id="sub-items" class="active">Items</button>
+      <button id="sub-query">Query</button>
+      <button id="sub-feed">Change feed</button>
+    </div>
+    <div id="sub"></div>`;
+  $("coll-title").textContent = `${db} / ${coll}`;
+  $("coll-pk").textContent = pkPath();
+  $("coll-ttl").textContent = ttlText;
+  const subs = { "sub-items": showItems, "sub-query": showQuery, "sub-feed": showFeed };
+  for (const [id, fn] of Object.entries(subs)) {
+    $(id).onclick = () =>
+      guard(async () => {
+        stopTimers();
+        for (const other of Object.keys(subs)) $(other).classList.toggle("active", other === id);
+        await fn();
+      });
+  }
+  await showItems();
+}
+
+async function showItems() {
+  const sub = $("sub");
+  sub.innerHTML = `
+    <div class="bar">
+      <label>Partition key value <input id="pk-filter" placeholder="all partitions" size="20"></label>
+      <button id="apply-filter">Apply</button>
+      <button id="new-item" class="primary">New item</button>
+    </div>
+    <div class="editor">
+      <div>
+        <table><thead><tr><th>id</th><th>partition key</th><th>_ts</th><th>expires in</th></tr></thead><tbody id="items"></tbody></table>
+        <button id="more-items" hidden>Load more</button>
+      </div>
+      <div id="item-editor"></div>
+    </div>`;
+  let continuation = "";
+  const load = async (reset) => {
+    if (reset) {
+      $("items").textContent = "";
+      continuation = "";
+    }
+    const headers = { "x-ms-max-item-count": "50" };
+    if (continuation) headers["x-ms-continuation"] = continuation;
+    const f = $("pk-filter").value.trim();
+    if (f !== "") Object.assign(headers, pkHeader(parseValue(f)));
+    const res = must(await api("GET", ["dbs", state.db, "colls", state.coll, "docs"], { headers }), 200);
+    for (const item of res.body.Documents || []) addRow(item);
+    continuation = res.headers.get("x-ms-continuation") || "";
+    $("more-items").hidden = !continuation;
+  };
+  $("apply-filter").onclick = () => guard(() => load(true));
+  $("more-items").onclick = () => guard(() => load(false));
+  $("new-item").onclick = () => editItem(null);
+  await load(true);
+  state.timer = setInterval(tick, 1000);
+}
+
+function parseValue(text) {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+function addRow(item) {
+  const tr = document.createElement("tr");
+  tr.className = "item";
+  tr.dataset.id = item.id;
+  const exp = expiryOf(item);
+  if (exp !== null) tr.dataset.expires = String(exp);
+  for (const v of [item.id, JSON.stringify(pkValueOf(item)), String(item._ts), exp === null ? "never" : countdown(exp)]) {
+    const td = document.createElement("td");
+    td.textContent = v;
+    tr.append(td);
+  }
+  tr.lastChild.className = "countdown";
+  tr.onclick = () => guard(() => editItem(item));
+  $("items").append(tr);
+}
+
+// tick moves every countdown on; an item whose instant has passed is shown
+// expired (a refresh no longer lists it: the server does not return it).
+function tick() {
+  document.querySelectorAll("#items tr[data-expires]").forEach((tr) => {
+    const text = countdown(Number(tr.dataset.expires));
+    tr.lastChild.textContent = text;
+    tr.classList.toggle("expired", text === "expired");
+  });
+}
+
+function editItem(item) {
+  const box = $("item-editor");
+  const template = {};
+  template.id = "";
+  const seg = pkPath().split("/")[1];
+  if (seg) template[seg.replace(/^"|"$/g, "")] = "";
+  box.innerHTML = `
+    <h3 id="editor-title"></h3>
+    <textarea id="item-json" rows="22" spellcheck="false"></textarea>
+    <p class="error" id="json-error"></p>
+    <button id="save-item" class="primary">Save</button>
+    <button id="delete-item">Delete</button>`;
+  $("editor-title").textContent = item ? `Item ${item.id}` : "New item";
+  $("item-json").value = JSON.stringify(item || template, null, 2);
+  $("delete-item").hidden = !item;
+  $("item-json").oninput = () => {
+    try {
+      JSON.parse($("item-json").value);
+      $("json-error").textContent = "";
+    } catch (e) {
+      $("json-error").textContent = e.message;
+    }
+  };
+  $("save-item").onclick = () =>
+    guard(async () => {
+      let doc;
+      try {
+        doc = JSON.parse($("item-json").value);
+      } catch (e) {
+        throw new Error(`The JSON is invalid: ${e.message}`);
+      }
+      const headers = pkHeader(pkValueOf(doc));
+      let res;
+      if (item) {
+        headers["if-match"] = item._etag;
+        res = must(await api("PUT", ["dbs", state.db, "colls", state.coll, "docs", item.id], { body: doc, headers }), 200);
+      } else {
+        res = must(await api("POST", ["dbs", state.db, "colls", state.coll, "docs"], { body: doc, headers }), 201);
+      }
+      say(`Saved ${res.body.id} (${res.headers.get("x-ms-request-charge")} RU).`);
+      await showItems();
+      editItem(res.body);
+    });
+  $("delete-item").onclick = () =>
+    guard(async () => {
+      if (!confirm(`Delete item ${item.id}?`)) return;
+      must(await api("DELETE", ["dbs", state.db, "colls", state.coll, "docs", item.id], { headers: { ...pkHeader(pkValueOf(item)), "if-match": item._etag } }), 204);
+      say(`Deleted ${item.id}.`);
+      await showItems();
+    });
+}
+
+async function showQuery() {
+  const sub = $("sub");
+  sub.innerHTML = `
+    <textarea id="query-text" rows="5" spellcheck="false">SELECT * FROM c</textarea>
+    <div class="bar">
+      <label>Partition key value <input id="query-pk" placeholder="all partitions" size="20"></label>
+      <button id="run-query" class="primary">Run</button>
+      <button id="more-results" hidden>Load more</button>
+    </div>
+    <p class="meta" id="query-stats"></p>
+    <pre id="query-results"></pre>`;
+  let continuation = "";
+  let rows = [];
+  let charge = 0;
+  let pages = 0;
+  const run = async (reset) => {
+    if (reset) {
+      continuation = "";
+      rows = [];
+      charge = 0;
+      pages = 0;
+    }
+    const headers = {
+      "content-type": "application/query+json",
+      "x-ms-documentdb-isquery": "True",
+      "x-ms-max-item-count": "100",
+      "x-ms-documentdb-populatequerymetrics": "True",
+      "x-ms-cosmos-populateindexmetrics": "True",
+    };
+    if (continuation) headers["x-ms-continuation"] = continuation;
+    const pk = $("query-pk").value.trim();
+    if (pk !== "") {
+      Object.assign(headers, pkHeader(parseValue(pk)));
+    } else {
+      // Over every partition: a container of one partition key range is
+      // asked through that range, which serves any query (ORDER BY,
+      // aggregates); over several, the server serves what it can merge.
+      const ranges = must(await api("GET", ["dbs", state.db, "colls", state.coll, "pkranges"]), 200).body.PartitionKeyRanges || [];
+      if (ranges.length === 1) headers["x-ms-documentdb-partitionkeyrangeid"] = ranges[0].id;
+      else headers["x-ms-documentdb-query-enablecrosspartition"] = "True";
+    }
+    const res = must(
+      await api("POST", ["dbs", state.db, "colls", state.coll, "docs"], {
+        body: { query: $("query-text").value, parameters: [] },
+        headers,
+      }),
+      200,
+    );
+    rows = rows.concat(res.body.Documents || []);
+    continuation = res.headers.get("x-ms-continuation") || "";
+    charge += Number(res.headers.get("x-ms-request-charge") || 0);
+    pages++;
+    const metrics = res.headers.get("x-ms-documentdb-query-metrics") || "";
+    $("query-stats").textContent = `${rows.length} results in ${pages} page(s) · ${charge.toFixed(2)} RU` + (metrics ? ` · ${metrics}` : "");
+    $("query-results").textContent = JSON.stringify(rows, null, 2);
+    $("more-results").hidden = !continuation;
+  };
+  $("run-query").onclick = () => guard(() => run(true));
+  $("more-results").onclick = () => guard(() => run(false));
+}
+
+async function showFeed() {
+  const sub = $("sub");
+  sub.innerHTML = `
+    <p class="meta">Changes from now on, as they come (polled every 2 seconds).</p>
+    <table><thead><tr><th>id</th><th>_lsn</th><th>_ts</th></tr></thead><tbody id="feed"></tbody></table>`;
+  let etag = "*";
+  const poll = async () => {
+    try {
+      const headers = { "a-im": "Incremental feed", "if-none-match": etag, "x-ms-max-item-count": "100" };
+      const res = await api("GET", ["dbs", state.db, "colls", state.coll, "docs"], { headers });
+      if (res.status === 200) {
+        for (const d of res.body.Documents || []) {
+          const tr = document.createElement("tr");
+          for (const v of [d.id, String(d._lsn), String(d._ts)]) {
+            const td = document.createElement("td");
+            td.textContent = v;
+            tr.append(td);
+          }
+          $("feed").prepend(tr);
+        }
+      }
+      if (res.headers.get("etag")) etag = res.headers.get("etag");
+    } catch (e) {
+      say(e.message, "error");
+    }
+    state.feedTimer = setTimeout(poll, 2000);
+  };
+  await poll();
+}
+
+// ---- start ----
+
+async function useKey(key) {
+  hmacKey = await importKey(key);
+  accountKey = key;
+  sessionStorage.setItem("mayfly-key", key);
+  $("keybar").hidden = true;
+  $("conn").textContent = `AccountEndpoint=${location.origin}/;AccountKey=${key};`;
+  await loadTree();
+}
+
+async function start() {
+  $("new-db").onclick = () => guard(newDatabase);
+  $("new-coll").onclick = () => guard(newContainer);
+  $("refresh").onclick = () => guard(loadTree);
+  $("tab-data").onclick = () => {
+    $("data-view").hidden = false;
+    $("connect-view").hidden = true;
+    $("tab-data").classList.add("active");
+    $("tab-connect").classList.remove("active");
+  };
+  $("tab-connect").onclick = () => {
+    $("data-view").hidden = true;
+    $("connect-view").hidden = false;
+    $("tab-connect").classList.add("active");
+    $("tab-data").classList.remove("active");
+  };
+  $("copy-conn").onclick = () => navigator.clipboard.writeText($("conn").textContent).then(() => say("Copied."));
+  $("key-save").onclick = () => guard(() => useKey($("key").value.trim()));
+  if (!accountKey) {
+    const cfg = await (await fetch("config.json")).json();
+    accountKey = cfg.emulatorKey || "";
+  }
+  if (accountKey) {
+    await guard(() => useKey(accountKey));
+  } else {
+    $("keybar").hidden = false;
+  }
+}
+
+start();
