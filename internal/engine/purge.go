@@ -395,6 +395,18 @@ func (e *Engine) SweepHistory(ctx context.Context, p ttl.SweepParams) error {
 	return err
 }
 
+// TTLBacklog counts the items of container db/coll that have expired and
+// are still on disk, up to max; capped reports that there may be more.
+// They are invisible already; the purger deletes them.
+func (e *Engine) TTLBacklog(ctx context.Context, db, coll string, max int) (n int, capped bool, err error) {
+	now, err := e.Now(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	n, err = e.CountDue(ctx, ttl.CountDueParams{Container: "dbs/" + db + "/colls/" + coll, Now: now, Max: max})
+	return n, n >= max, err
+}
+
 // CountDue counts expired items still on disk, up to p.Max. It counts
 // from where the last purge stopped (see expiredEntries) without copying
 // keys, since the purger asks for it every second while a backlog lasts.

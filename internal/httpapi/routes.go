@@ -128,6 +128,12 @@ func (h *Handler) routeContainers(rq *request, db string, s []string) {
 		h.routeScripts(rq, db, coll, engine.Triggers, s[2:])
 	case "conflicts":
 		h.conflicts(rq, db, coll, s[2:])
+	case "_mayfly":
+		if len(s) != 3 || s[2] != "ttl" || m != http.MethodGet {
+			h.fail(rq, &engine.Error{Code: engine.NotFound, Message: "Resource Not Found."})
+			return
+		}
+		h.ttlStatus(rq, db, coll)
 	default:
 		h.fail(rq, &engine.Error{Code: engine.NotFound, Message: "Unknown resource type '" + s[1] + "'."})
 	}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -155,4 +156,25 @@ func triggerNames(r *http.Request) engine.TriggerNames {
 		return out
 	}
 	return engine.TriggerNames{Pre: split("x-ms-documentdb-pre-trigger-include"), Post: split("x-ms-documentdb-post-trigger-include")}
+}
+
+// ttlStatus answers GET …/colls/{coll}/_mayfly/ttl: how many expired items
+// still wait for the purger (they are invisible already), for the Data
+// Explorer.
+func (h *Handler) ttlStatus(rq *request, db, coll string) {
+	type backlogger interface {
+		TTLBacklog(ctx context.Context, db, coll string, max int) (int, bool, error)
+	}
+	b, ok := h.eng.(backlogger)
+	if !ok {
+		h.fail(rq, &engine.Error{Code: engine.NotFound, Message: "Resource Not Found."})
+		return
+	}
+	n, capped, err := b.TTLBacklog(rq.r.Context(), db, coll, 100000)
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	body, _ := json.Marshal(map[string]any{"expiredAwaitingPurge": n, "capped": capped})
+	h.reply(rq, http.StatusOK, 0, body)
 }

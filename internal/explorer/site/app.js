@@ -5,7 +5,7 @@
 const $ = (id) => document.getElementById(id);
 let accountKey = sessionStorage.getItem("mayfly-key") || "";
 let hmacKey = null;
-const state = { db: null, coll: null, props: null, timer: null, feedTimer: null };
+const state = { db: null, coll: null, props: null, timer: null, feedTimer: null, backlogTimer: null };
 
 // ---- signing and requests ----
 
@@ -138,6 +138,22 @@ function stopTimers() {
   state.timer = state.feedTimer = null;
 }
 
+// showBacklog shows how many expired items still wait for the purger
+// (invisible already), every few seconds while the container is open.
+async function showBacklog(db, coll) {
+  clearTimeout(state.backlogTimer);
+  if (state.db !== db || state.coll !== coll) return;
+  const el = $("coll-backlog");
+  const ttl = state.props.defaultTtl;
+  if (!el || ttl === undefined || ttl === null) return;
+  const res = await api("GET", ["dbs", db, "colls", coll, "_mayfly", "ttl"]);
+  if (res.status === 200 && state.db === db && state.coll === coll) {
+    const n = res.body.expiredAwaitingPurge;
+    el.textContent = ` · purge backlog ${n}${res.body.capped ? "+" : ""} item${n === 1 ? "" : "s"}`;
+  }
+  state.backlogTimer = setTimeout(() => showBacklog(db, coll), 3000);
+}
+
 // ---- dialogs ----
 
 function ask(title, fields) {
@@ -248,7 +264,7 @@ async function openContainer(db, coll) {
   const pane = $("pane");
   pane.innerHTML = `
     <h2 id="coll-title"></h2>
-    <p class="meta">Partition key <code id="coll-pk"></code> · default time to live <b id="coll-ttl"></b></p>
+    <p class="meta">Partition key <code id="coll-pk"></code> · default time to live <b id="coll-ttl"></b><span id="coll-backlog"></span></p>
     <div class="subtabs">
       <button id="sub-items" class="active">Items</button>
       <button id="sub-query">Query</button>
@@ -267,6 +283,7 @@ async function openContainer(db, coll) {
         await fn();
       });
   }
+  showBacklog(db, coll);
   await showItems();
 }
 
@@ -380,16 +397,16 @@ function editItem(item) {
       } else {
         res = must(await api("POST", ["dbs", state.db, "colls", state.coll, "docs"], { body: doc, headers }), 201);
       }
-      say(`Saved ${res.body.id} (${res.headers.get("x-ms-request-charge")} RU).`);
       await showItems();
       editItem(res.body);
+      say(`Saved ${res.body.id} (${res.headers.get("x-ms-request-charge")} RU).`);
     });
   $("delete-item").onclick = () =>
     guard(async () => {
       if (!confirm(`Delete item ${item.id}?`)) return;
       must(await api("DELETE", ["dbs", state.db, "colls", state.coll, "docs", item.id], { headers: { ...pkHeader(pkValueOf(item)), "if-match": item._etag } }), 204);
-      say(`Deleted ${item.id}.`);
       await showItems();
+      say(`Deleted ${item.id}.`);
     });
 }
 
