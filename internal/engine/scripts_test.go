@@ -1,0 +1,102 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+func (be *batchEnv) procedure(t *testing.T, id, src string) {
+	t.Helper()
+	b, err := json.Marshal(map[string]string{"id": id, "body": src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := batchJSON(t, string(b))
+	if _, err := be.e.WriteScript(context.Background(), "db", "c", StoredProcedures, "", body, ""); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Inside a stored procedure, expiry is what it is outside: an expired
+// document is gone for reads and queries, at the instant ttl.md says, and
+// documents the script writes take the container's default.
+func TestProcedureSeesExpiryAsEverythingElse(t *testing.T) {
+	be := newBatchEnv(t, "10")
+	ctx := context.Background()
+	be.seed(t, `{"id":"old","pk":"p"}`) // expires at t0+10
+	be.procedure(t, "look", `function () {
+		var c = getContext().getCollection(), out = {};
+		c.readDocument(c.getAltLink() + '/docs/old', function (err) { out.read = err ? err.number : 200; });
+		c.queryDocuments(c.getSelfLink(), 'SELECT VALUE r.id FROM r', function (err, ids) { out.ids = ids; });
+		c.upsertDocument(c.getSelfLink(), {id: 'new', pk: 'p'});
+		getContext().getResponse().setBody(out);
+	}`)
+	ref := batchRef(`["p"]`)
+	run := func(want string) {
+		t.Helper()
+		res, err := be.e.ExecuteProcedure(ctx, ExecuteParams{ItemRef: ref, ID: "look"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(res.Body); got != want {
+			t.Fatalf("at %v: %s, want %s", be.clock.Now().Sub(batchT0), got, want)
+		}
+	}
+	be.clock.Advance(5 * time.Second)
+	run(`{"read":200,"ids":["old"]}`) // writes "new" at t0+5
+	be.clock.Advance(5 * time.Second) // "old" expires now
+	run(`{"read":404,"ids":["new"]}`) // writes "new" again at t0+10
+	be.clock.Advance(10 * time.Second)
+	if _, err := be.e.ReadItem(ctx, ReadItemParams{ItemRef: ref, ID: "new"}); err == nil {
+		t.Fatal("a document a script wrote did not take the container's default time to live")
+	}
+}
+
+// A procedure that throws keeps none of its writes, on every backend.
+func TestProcedureRollsBack(t *testing.T) {
+	be := newBatchEnv(t, "null")
+	ctx := context.Background()
+	be.procedure(t, "half", `function () {
+		var c = getContext().getCollection();
+		c.createDocument(c.getSelfLink(), {id: 'a', pk: 'p'});
+		throw new Error('stop');
+	}`)
+	_, err := be.e.ExecuteProcedure(ctx, ExecuteParams{ItemRef: batchRef(`["p"]`), ID: "half"})
+	var ee *Error
+	if !errors.As(err, &ee) || ee.Code != BadRequest || !strings.Contains(ee.Message, "stop") {
+		t.Fatalf("err = %v, want a 400 saying stop", err)
+	}
+	if _, err := be.e.ReadItem(ctx, ReadItemParams{ItemRef: batchRef(`["p"]`), ID: "a"}); err == nil {
+		t.Fatal("the write of a procedure that threw was kept")
+	}
+}
+
+// A UDF term is judged on the documents the other terms found through the
+// index: it does not make the query read the container.
+func TestUDFTermLeavesTheOthersToTheIndex(t *testing.T) {
+	be := newBatchEnv(t, "null")
+	ctx := context.Background()
+	for i := range 300 {
+		be.seed(t, fmt.Sprintf(`{"id":"i%d","pk":"p%d","n":%d}`, i, i%10, i))
+	}
+	b, _ := json.Marshal(map[string]string{"id": "positive", "body": "function (x) { return x > 0; }"})
+	if _, err := be.e.WriteScript(ctx, "db", "c", Functions, "", batchJSON(t, string(b)), ""); err != nil {
+		t.Fatal(err)
+	}
+	page, err := be.e.QueryItems(ctx, QueryParams{ItemRef: batchRef(""), CrossPartition: true,
+		Query: "SELECT VALUE c.id FROM c WHERE c.n = 5 AND udf.positive(c.n)"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Items) != 1 || string(page.Items[0]) != `"i5"` {
+		t.Fatalf("items %q", page.Items)
+	}
+	if page.Examined > 2 {
+		t.Fatalf("the query read %d documents for one match: the UDF term kept the index from the other", page.Examined)
+	}
+}
