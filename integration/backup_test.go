@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/mayfly-db/mayfly/internal/server"
+	"github.com/mayfly-db/mayfly/internal/storage/pgtest"
 )
 
 // mayfly backup copies a running server's data; mayfly restore makes a
@@ -83,6 +86,50 @@ func TestBackupAndRestore(t *testing.T) {
 		}
 		if got != want {
 			t.Errorf("restored, read %s: %d (%v), want %d", id, got, err, want)
+		}
+	}
+}
+
+// A gateway over PostgreSQL backs up one snapshot of every key into a
+// Pebble store; the backup restores into an empty PostgreSQL database and
+// into a data directory alike.
+func TestBackupOverPostgres(t *testing.T) {
+	gw := gateways(t, 1)[0]
+	ctx := context.Background()
+	c := gw.container(gw.database("db"), azcosmos.ContainerProperties{ID: "c", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}})
+	pk := azcosmos.NewPartitionKeyString("p")
+	for i := range 30 {
+		if _, err := c.CreateItem(ctx, pk, []byte(`{"id":"i`+itoa(i)+`","pk":"p"}`), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "backup")
+	if err := transferClient(t, gw).Backup(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateItem(ctx, pk, []byte(`{"id":"after","pk":"p"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	url := pgtest.URL(t)
+	if err := server.RestoreToPostgres(ctx, dir, url); err != nil {
+		t.Fatal(err)
+	}
+	if err := server.RestoreToPostgres(ctx, dir, url); err == nil {
+		t.Fatal("a restore into a database holding data succeeded")
+	}
+	onPG := start(t, func(cfg *server.Config) { cfg.InMemory, cfg.Postgres, cfg.DataDir = false, url, t.TempDir() })
+	dataDir := t.TempDir()
+	if err := server.Restore(dir, dataDir); err != nil {
+		t.Fatal(err)
+	}
+	onPebble := start(t, func(cfg *server.Config) { cfg.InMemory, cfg.DataDir = false, dataDir })
+	for name, e := range map[string]*env{"PostgreSQL": onPG, "Pebble": onPebble} {
+		rc := containerOn(t, e, "db", "c")
+		if _, err := rc.ReadItem(ctx, pk, "i29", nil); err != nil {
+			t.Errorf("restored into %s, i29: %v", name, err)
+		}
+		if _, err := rc.ReadItem(ctx, pk, "after", nil); statusOf(err) != http.StatusNotFound {
+			t.Errorf("restored into %s, an item written after the backup: %v", name, err)
 		}
 	}
 }

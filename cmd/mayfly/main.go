@@ -450,6 +450,7 @@ func restore(args []string) error {
 	fs := flag.NewFlagSet("mayfly restore", flag.ContinueOnError)
 	from := fs.String("from", "", "a directory mayfly backup wrote (required)")
 	dataDir := fs.String("data-dir", "./mayfly-data", "the new data directory; it must hold no store yet")
+	postgres := fs.String("postgres", "", "restore into this PostgreSQL database instead (a connection string); it must hold no Mayfly data yet")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -458,6 +459,13 @@ func restore(args []string) error {
 	}
 	if *from == "" {
 		return errors.New("mayfly restore: --from is required")
+	}
+	if *postgres != "" {
+		if err := server.RestoreToPostgres(context.Background(), *from, *postgres); err != nil {
+			return fmt.Errorf("mayfly restore: %w", err)
+		}
+		fmt.Println("restored; start the gateways with --postgres")
+		return nil
 	}
 	if err := server.Restore(*from, *dataDir); err != nil {
 		return fmt.Errorf("mayfly restore: %w", err)

@@ -23,7 +23,7 @@ func (h *Handler) runBackup(rq *request) {
 		return
 	}
 	if h.backup == nil {
-		h.fail(rq, &engine.Error{Code: engine.BadRequest, Message: "This server's store cannot be backed up by Mayfly: a server started with --in-memory has no files, and a PostgreSQL database is backed up with PostgreSQL's own tools (pg_dump, or a base backup)."})
+		h.fail(rq, &engine.Error{Code: engine.BadRequest, Message: "A server started with --in-memory keeps nothing to back up."})
 		return
 	}
 	body, err := h.readBody(rq)

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -8,8 +10,97 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/mayfly-db/mayfly/internal/storage"
 	"github.com/mayfly-db/mayfly/internal/storage/pebblestore"
+	"github.com/mayfly-db/mayfly/internal/storage/pgstore"
 )
+
+// copySnapshot copies every key of one snapshot of src into a new Pebble
+// store in dir: a backup of a store that cannot checkpoint itself,
+// consistent as of the snapshot, taken while src serves.
+func copySnapshot(ctx context.Context, src storage.Store, dir string) error {
+	dst, err := pebblestore.Open(pebblestore.Options{Dir: dir, Filter: storeFilter})
+	if err != nil {
+		return err
+	}
+	err = src.View(ctx, func(r storage.Reader) error {
+		return copyKeys(ctx, r, dst)
+	})
+	return errors.Join(err, dst.Close())
+}
+
+// copyKeys writes every key r holds into dst, a thousand per transaction.
+func copyKeys(ctx context.Context, r storage.Reader, dst storage.Store) error {
+	it, err := r.NewIter(storage.IterParams{})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	type kv struct{ k, v []byte }
+	var batch []kv
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := dst.Update(ctx, func(tx storage.Txn) error {
+			for _, p := range batch {
+				if err := tx.Set(p.k, p.v); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		batch = batch[:0]
+		return err
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		batch = append(batch, kv{bytes.Clone(it.Key()), bytes.Clone(it.Value())})
+		if len(batch) == 1000 {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	return flush()
+}
+
+// RestoreToPostgres writes the backup in from into the PostgreSQL database
+// at url, which must hold no data yet. Interrupted, it leaves part of the
+// backup: drop and create the database, and run it again.
+func RestoreToPostgres(ctx context.Context, from, url string) error {
+	src := filepath.Join(from, "store")
+	if fi, err := os.Stat(src); err != nil || !fi.IsDir() {
+		return fmt.Errorf("%s is not a backup made by mayfly backup: it has no store directory", from)
+	}
+	bk, err := pebblestore.Open(pebblestore.Options{Dir: src, ReadOnly: true, Filter: storeFilter})
+	if err != nil {
+		return fmt.Errorf("open the backup: %w", err)
+	}
+	defer bk.Close()
+	pg, err := pgstore.Open(ctx, pgstore.Options{URL: url})
+	if err != nil {
+		return err
+	}
+	defer pg.Close()
+	empty := true
+	if err := pg.View(ctx, func(r storage.Reader) error {
+		it, err := r.NewIter(storage.IterParams{})
+		if err != nil {
+			return err
+		}
+		empty = !it.First()
+		return errors.Join(it.Err(), it.Close())
+	}); err != nil {
+		return err
+	}
+	if !empty {
+		return errors.New("the database already holds Mayfly data; restore into an empty database")
+	}
+	return bk.View(ctx, func(r storage.Reader) error { return copyKeys(ctx, r, pg) })
+}
 
 // Restore makes dataDir a data directory holding the backup in from (a
 // directory mayfly backup wrote), for a server to start on. dataDir must

@@ -234,17 +234,23 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.store, s.ownStore = st, true
 	}
-	// A backup is the store's own copy of itself, taken beside the
-	// checks: it reads no keys.
-	if cp, ok := s.store.(storage.Checkpointer); ok && !cfg.InMemory {
-		s.backup = func(_ context.Context, dir string) error {
+	// A backup is the store's own copy of itself when it can make one
+	// (Pebble's checkpoint, taken beside the checks: it reads no keys), and
+	// otherwise a copy of one snapshot of every key into a new Pebble
+	// store (PostgreSQL).
+	if !cfg.InMemory {
+		store := s.store
+		s.backup = func(ctx context.Context, dir string) error {
 			if _, err := os.Stat(dir); err == nil {
 				return fmt.Errorf("%s already exists; a backup goes into a new directory", dir)
 			}
 			if err := os.MkdirAll(dir, 0o700); err != nil {
 				return err
 			}
-			return cp.Checkpoint(filepath.Join(dir, "store"))
+			if cp, ok := store.(storage.Checkpointer); ok {
+				return cp.Checkpoint(filepath.Join(dir, "store"))
+			}
+			return copySnapshot(ctx, store, filepath.Join(dir, "store"))
 		}
 	}
 	// Built with the invariants tag, every store call is checked against
