@@ -268,6 +268,11 @@ func (e *Engine) ListScripts(ctx context.Context, db, coll string, kind ScriptKi
 	return out, collRid, err
 }
 
+// ProcedureCharge is the request units one execution of a stored
+// procedure may spend; past it, its document operations are not accepted
+// (they return false), and a bulk import returns how far it got.
+const ProcedureCharge = 10000
+
 // ExecuteParams is a call of a stored procedure: in one logical
 // partition (ItemRef's key), with its parameters as a JSON array.
 type ExecuteParams struct {
@@ -309,7 +314,7 @@ func (e *Engine) ExecuteProcedure(ctx context.Context, p ExecuteParams) (*Proced
 			return derr
 		}
 		sc := &scriptCollection{e: e, tx: tx, c: c, ref: p.ItemRef, pk: pk, now: now, ctx: ctx}
-		out, err := script.RunProcedure(ctx, rec.Body, p.Params, sc, script.Limits{})
+		out, err := script.RunProcedure(ctx, rec.Body, p.Params, sc, script.Limits{Charge: ProcedureCharge, Spent: func() float64 { return sc.charge }})
 		var se *script.ScriptError
 		switch {
 		case errors.As(err, &se):

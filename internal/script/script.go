@@ -51,6 +51,11 @@ type Limits struct {
 	// it, each one returns false (not accepted) and does nothing, as the
 	// service answers a script whose budget is spent (default 1,000).
 	Operations int
+	// Charge is the request units its operations may spend (0: no
+	// bound besides Operations); past it, operations are not accepted
+	// either. Spent tells what they have spent so far.
+	Charge float64
+	Spent  func() float64
 }
 
 // Result is what an execution returns to the client.
@@ -404,6 +409,9 @@ func (x *execution) finishBody() error {
 // operation is not accepted and must do nothing.
 func (x *execution) accept() bool {
 	if x.ops >= x.lim.Operations {
+		return false
+	}
+	if x.lim.Charge > 0 && x.lim.Spent != nil && x.lim.Spent() >= x.lim.Charge {
 		return false
 	}
 	x.ops++

@@ -233,3 +233,30 @@ func TestShorthand(t *testing.T) {
 		t.Fatalf("%s\nwant %s", res.Body, want)
 	}
 }
+
+// A charge budget stops operations as the operation count does.
+func TestChargeBudget(t *testing.T) {
+	spent := 0.0
+	m := &memColl{docs: map[string][]byte{}}
+	res, err := RunProcedure(context.Background(), `function () {
+		var c = getContext().getCollection(), i = 0;
+		for (; i < 100; i++) if (!c.createDocument(c.getSelfLink(), {id: "d" + i})) break;
+		getContext().getResponse().setBody(i);
+	}`, nil, &chargingColl{memColl: m, spent: &spent}, Limits{Charge: 50, Spent: func() float64 { return spent }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(res.Body) != "5" {
+		t.Fatalf("accepted %s creates at 10 RU each under 50 RU, want 5", res.Body)
+	}
+}
+
+type chargingColl struct {
+	*memColl
+	spent *float64
+}
+
+func (c *chargingColl) Create(doc []byte, upsert bool) ([]byte, error) {
+	*c.spent += 10
+	return c.memColl.Create(doc, upsert)
+}

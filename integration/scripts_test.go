@@ -1,0 +1,96 @@
+package integration
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+)
+
+// Server-side scripts over the raw protocol, as a client without an SDK
+// sends them: the resources, an execution with parameters and logging,
+// a trigger named in a header, a UDF in a query, and the errors.
+func TestScriptsRawProtocol(t *testing.T) {
+	e := start(t)
+	e.container(e.database("db"), azcosmos.ContainerProperties{ID: "c", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}})
+	const coll = "/dbs/db/colls/c"
+	pk := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`}
+	mustStatus := func(r rawResponse, want int, what string) rawResponse {
+		t.Helper()
+		if r.status != want {
+			t.Fatalf("%s: %d %s, want %d", what, r.status, r.body, want)
+		}
+		return r
+	}
+	sproc := `function (a, b) { console.log("adding"); var c = getContext().getCollection();
+		c.createDocument(c.getSelfLink(), {id: "sum", pk: "p", v: a + b}, function (err, d) { if (err) throw err; getContext().getResponse().setBody(d.v); }); }`
+	body, _ := json.Marshal(map[string]string{"id": "add", "body": sproc})
+	created := mustStatus(e.do("POST", coll+"/sprocs", body, nil), http.StatusCreated, "create sproc")
+	var res map[string]any
+	if err := json.Unmarshal(created.body, &res); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"_rid", "_self", "_etag", "_ts"} {
+		if res[p] == nil {
+			t.Errorf("the created sproc has no %s", p)
+		}
+	}
+	mustStatus(e.do("POST", coll+"/sprocs", body, nil), http.StatusConflict, "create it again")
+	bad, _ := json.Marshal(map[string]string{"id": "bad", "body": "function ( {"})
+	mustStatus(e.do("POST", coll+"/sprocs", bad, nil), http.StatusBadRequest, "a body that does not compile")
+	// Replace with a stale etag fails; with the current one it works.
+	stale := map[string]string{"If-Match": `"stale"`}
+	mustStatus(e.do("PUT", coll+"/sprocs/add", body, stale), http.StatusPreconditionFailed, "replace with a stale etag")
+	mustStatus(e.do("PUT", coll+"/sprocs/add", body, map[string]string{"If-Match": res["_etag"].(string)}), http.StatusOK, "replace")
+	feed := mustStatus(e.do("GET", coll+"/sprocs", nil, nil), http.StatusOK, "feed")
+	if !strings.Contains(string(feed.body), `"StoredProcedures":[{`) {
+		t.Errorf("feed: %s", feed.body)
+	}
+
+	// Execute with parameters and logging.
+	hdr := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`, "x-ms-documentdb-script-enable-logging": "true"}
+	out := mustStatus(e.do("POST", coll+"/sprocs/add", []byte(`[2, 3]`), hdr), http.StatusOK, "execute")
+	if string(out.body) != "5" {
+		t.Errorf("execute: %s", out.body)
+	}
+	if log, _ := url.PathUnescape(out.header.Get("x-ms-documentdb-script-log-results")); log != "adding" {
+		t.Errorf("log results %q", out.header.Get("x-ms-documentdb-script-log-results"))
+	}
+	if out.header.Get("x-ms-request-charge") == "" {
+		t.Error("no request charge")
+	}
+	// Run again: the create conflicts, the script throws, 400.
+	failed := mustStatus(e.do("POST", coll+"/sprocs/add", []byte(`[2, 3]`), pk), http.StatusBadRequest, "execute again")
+	if !strings.Contains(string(failed.body), "Entity with the specified id already exists") {
+		t.Errorf("the script's error: %s", failed.body)
+	}
+	mustStatus(e.do("POST", coll+"/sprocs/none", []byte(`[]`), pk), http.StatusNotFound, "a missing sproc")
+
+	// A pre-trigger named in a header.
+	trig, _ := json.Marshal(map[string]string{"id": "upper", "triggerType": "Pre", "triggerOperation": "Create",
+		"body": `function () { var r = getContext().getRequest(), d = r.getBody(); d.name = d.name.toUpperCase(); r.setBody(d); }`})
+	mustStatus(e.do("POST", coll+"/triggers", trig, nil), http.StatusCreated, "create trigger")
+	withTrigger := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`, "x-ms-documentdb-pre-trigger-include": "upper"}
+	item := mustStatus(e.do("POST", coll+"/docs", []byte(`{"id":"t","pk":"p","name":"ada"}`), withTrigger), http.StatusCreated, "create with the trigger")
+	if !strings.Contains(string(item.body), `"name":"ADA"`) {
+		t.Errorf("the trigger did not run: %s", item.body)
+	}
+
+	// A UDF in a query.
+	udf, _ := json.Marshal(map[string]string{"id": "shout", "body": `function (s) { return s + "!"; }`})
+	mustStatus(e.do("POST", coll+"/udfs", udf, nil), http.StatusCreated, "create udf")
+	q := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`, "x-ms-documentdb-isquery": "True", "Content-Type": "application/query+json"}
+	rows := mustStatus(e.do("POST", coll+"/docs", []byte(`{"query":"SELECT VALUE udf.shout(c.name) FROM c WHERE c.id = 't'"}`), q), http.StatusOK, "query with a udf")
+	if !strings.Contains(string(rows.body), `"Documents":["ADA!"]`) {
+		t.Errorf("udf query: %s", rows.body)
+	}
+
+	// Deleting them.
+	for _, path := range []string{"/sprocs/add", "/triggers/upper", "/udfs/shout"} {
+		mustStatus(e.do("DELETE", coll+path, nil, nil), http.StatusNoContent, "delete "+path)
+		mustStatus(e.do("GET", coll+path, nil, nil), http.StatusNotFound, "read deleted "+path)
+	}
+}
