@@ -96,6 +96,26 @@ func (r *reader) rows(sql string, args ...any) (pgx.Rows, func() error, error) {
 	return r.send(sql, args...)
 }
 
+// scan runs a range scan, planned for its own bounds. A scan sent as a
+// named prepared statement is planned once for any bounds after a few
+// runs (a generic plan), and the bounds decide everything for it: such a
+// plan took 12.6 ms on the server for the 0.05 ms first page of the
+// change feed's version log. So a scan goes as an unnamed statement, after
+// whatever the transaction has queued (BEGIN, the clock, prefetches) has
+// gone in a round trip of its own; batches can only use named ones.
+func (r *reader) scan(sql string, args ...any) (pgx.Rows, func() error, error) {
+	if !r.begun || len(r.pending) > 0 {
+		_, done, err := r.send("")
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := done(); err != nil {
+			return nil, nil, err
+		}
+	}
+	return r.send(sql, append([]any{pgx.QueryExecModeCacheDescribe}, args...)...)
+}
+
 // send makes one round trip: the BEGIN and the clock when the transaction
 // has not begun, the prefetches named since the last round trip, and then
 // sql (none when empty). It returns sql's rows and the function that
@@ -435,7 +455,7 @@ func (it *iter) fetch() {
 		sql += " WHERE " + strings.Join(conds, " AND ")
 	}
 	sql += " ORDER BY k " + op("ASC", "DESC") + fmt.Sprintf(" LIMIT %d", it.pageSize)
-	rows, done, err := it.r.rows(sql, args...)
+	rows, done, err := it.r.scan(sql, args...)
 	if err != nil {
 		it.err = fmt.Errorf("pgstore: scan: %w", err)
 		return
