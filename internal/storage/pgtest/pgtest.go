@@ -162,8 +162,13 @@ func startCluster() (string, func(), func(time.Duration) error, error) {
 	if err != nil {
 		return "", nil, nil, err
 	}
+	reapClusters(bin)
 	dir, err := os.MkdirTemp("", "mayfly-pg-")
 	if err != nil {
+		return "", nil, nil, err
+	}
+	// The test binary that owns the cluster, for reapClusters.
+	if err := os.WriteFile(filepath.Join(dir, "owner.pid"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
 		return "", nil, nil, err
 	}
 	var asUser []string
@@ -215,6 +220,36 @@ func startCluster() (string, func(), func(time.Duration) error, error) {
 		return run(filepath.Join(bin, "pg_ctl"), "-D", data, "-o", opts, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "start")
 	}
 	return fmt.Sprintf("postgres://mayfly@127.0.0.1:%d/postgres?sslmode=disable", port), stop, restart, nil
+}
+
+// reapClusters stops and removes the clusters earlier test binaries
+// started and could not stop, because they were killed (a test timeout
+// ends the binary without running Main's clean-up): a cluster whose owner
+// process is gone.
+func reapClusters(bin string) {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "mayfly-pg-*"))
+	for _, dir := range dirs {
+		b, err := os.ReadFile(filepath.Join(dir, "owner.pid"))
+		if err != nil {
+			continue // not one of ours, or not started yet
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid == os.Getpid() || processAlive(pid) {
+			continue
+		}
+		stop := []string{filepath.Join(bin, "pg_ctl"), "-D", filepath.Join(dir, "data"), "-m", "immediate", "-w", "stop"}
+		if os.Geteuid() == 0 {
+			stop = append([]string{"runuser", "-u", "postgres", "--"}, stop...)
+		}
+		_ = exec.Command(stop[0], stop[1:]...).Run()
+		_ = os.RemoveAll(dir)
+	}
+}
+
+// processAlive reports whether process pid exists.
+func processAlive(pid int) bool {
+	_, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid)))
+	return err == nil
 }
 
 func freePort() (int, error) {
