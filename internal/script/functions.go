@@ -40,6 +40,7 @@ var programs sync.Map // source → *goja.Program
 func (f *Functions) Call(name string, args [][]byte) ([]byte, error) {
 	if f.vm == nil {
 		f.vm = goja.New()
+		f.vm.SetMaxCallStackSize(maxCallDepth)
 		vm := f.vm
 		f.stop = time.AfterFunc(f.limit, func() { vm.Interrupt(ErrTimeout) })
 	}
@@ -108,6 +109,10 @@ func (f *Functions) fail(err error) error {
 	var exc *goja.Exception
 	if errors.As(err, &exc) {
 		return &ScriptError{Message: exceptionMessage(exc)}
+	}
+	var deep *goja.StackOverflowError
+	if errors.As(err, &deep) {
+		return &ScriptError{Message: fmt.Sprintf("RangeError: Maximum call stack size exceeded (%d calls)", maxCallDepth)}
 	}
 	return fmt.Errorf("udf: %w", err)
 }

@@ -117,6 +117,10 @@ func run(ctx context.Context, src string, params []byte, coll Collection, lim Li
 	}
 	vm := goja.New()
 	vm.SetFieldNameMapper(goja.UncapFieldNameMapper())
+	// A script that recurses without end fails at this depth, as a
+	// RangeError it can see, instead of growing its stack until the time
+	// limit.
+	vm.SetMaxCallStackSize(maxCallDepth)
 	x := &execution{vm: vm, coll: coll, lim: lim, res: &Result{}, trig: trig}
 	if err := x.install(); err != nil {
 		return nil, err
@@ -203,6 +207,10 @@ func (x *execution) fail(err error) error {
 	var exc *goja.Exception
 	if errors.As(err, &exc) {
 		return &ScriptError{Message: exceptionMessage(exc)}
+	}
+	var deep *goja.StackOverflowError
+	if errors.As(err, &deep) {
+		return &ScriptError{Message: fmt.Sprintf("RangeError: Maximum call stack size exceeded (%d calls)", maxCallDepth)}
 	}
 	var syn *goja.CompilerSyntaxError
 	if errors.As(err, &syn) {
@@ -313,6 +321,9 @@ func (x *execution) install() error {
 	_, err := vm.RunProgram(shorthandProgram)
 	return err
 }
+
+// maxCallDepth bounds a script's call stack.
+const maxCallDepth = 2000
 
 // shorthandProgram is shorthand compiled once for every execution.
 var shorthandProgram = goja.MustCompile("shorthand", shorthand, false)

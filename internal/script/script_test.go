@@ -260,3 +260,18 @@ func (c *chargingColl) Create(doc []byte, upsert bool) ([]byte, error) {
 	*c.spent += 10
 	return c.memColl.Create(doc, upsert)
 }
+
+// A script that recurses without end fails at once with the engine's
+// error, well before its time limit.
+func TestRecursionIsBounded(t *testing.T) {
+	_, _, err := runProc(t, `function () { function f(n) { return f(n + 1) + 1; } f(0); }`, ``, Limits{Time: time.Minute})
+	var se *ScriptError
+	if !errors.As(err, &se) {
+		t.Fatalf("err = %v, want a script error", err)
+	}
+	f := NewFunctions(func(string) (string, error) { return `function (n) { function g(k) { return g(k + 1); } return g(n); }`, nil }, time.Minute)
+	defer f.Close()
+	if _, err := f.Call("deep", [][]byte{[]byte("1")}); !errors.As(err, &se) {
+		t.Fatalf("a UDF that recurses: %v, want a script error", err)
+	}
+}
