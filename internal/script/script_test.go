@@ -269,7 +269,9 @@ func TestRecursionIsBounded(t *testing.T) {
 	if !errors.As(err, &se) {
 		t.Fatalf("err = %v, want a script error", err)
 	}
-	f := NewFunctions(func(string) (string, error) { return `function (n) { function g(k) { return g(k + 1); } return g(n); }`, nil }, time.Minute)
+	f := NewFunctions(func(string) (string, error) {
+		return `function (n) { function g(k) { return g(k + 1); } return g(n); }`, nil
+	}, time.Minute)
 	defer f.Close()
 	if _, err := f.Call("deep", [][]byte{[]byte("1")}); !errors.As(err, &se) {
 		t.Fatalf("a UDF that recurses: %v, want a script error", err)
