@@ -166,7 +166,9 @@ func (h *Handler) queryResourcesOf(rq *request, p engine.ResourceQueryParams) {
 		return
 	}
 	key := map[engine.ResourceKind]string{engine.ResourceDatabases: "Databases", engine.ResourceContainers: "DocumentCollections",
-		engine.ResourceOffers: "Offers", engine.ResourceAttachments: "Attachments"}[p.Kind]
+		engine.ResourceOffers: "Offers", engine.ResourceAttachments: "Attachments", engine.ResourceUsers: "Users",
+		engine.ResourcePermissions: "Permissions", engine.ResourceStoredProcedures: "StoredProcedures",
+		engine.ResourceTriggers: "Triggers", engine.ResourceFunctions: "UserDefinedFunctions"}[p.Kind]
 	h.queryMetrics(rq, page)
 	h.pageReply(rq, key, page)
 }

@@ -45,7 +45,7 @@ func (h *Handler) routeScripts(rq *request, db, coll string, kind engine.ScriptK
 	ifMatch := rq.r.Header.Get("If-Match")
 	switch {
 	case len(s) == 0 && m == http.MethodPost && isQuery(rq.r):
-		h.queryScripts(rq, feed.kind, db, coll, feed.key)
+		h.queryResourcesOf(rq, engine.ResourceQueryParams{Kind: feed.kind, DB: db, Coll: coll})
 	case len(s) == 0 && m == http.MethodPost:
 		body, err := h.readJSON(rq)
 		var res *engine.Resource
@@ -115,30 +115,6 @@ func (h *Handler) executeProcedure(rq *request, ss scriptStore, db, coll, id str
 		body = []byte(`""`)
 	}
 	h.reply(rq, http.StatusOK, res.Charge, body)
-}
-
-// queryScripts answers a query over a container's scripts of one kind.
-func (h *Handler) queryScripts(rq *request, kind engine.ResourceKind, db, coll, key string) {
-	text, params, err := h.querySpec(rq)
-	if err != nil {
-		h.fail(rq, err)
-		return
-	}
-	n, err := maxItemCount(rq.r)
-	if err != nil {
-		h.fail(rq, err)
-		return
-	}
-	page, err := h.eng.QueryResources(rq.r.Context(), engine.ResourceQueryParams{
-		Kind: kind, DB: db, Coll: coll, Query: text, Params: params, MaxItemCount: n,
-		Continuation: rq.r.Header.Get("x-ms-continuation"),
-	})
-	if err != nil {
-		h.fail(rq, err)
-		return
-	}
-	h.queryMetrics(rq, page)
-	h.pageReply(rq, key, page)
 }
 
 // triggerNames reads the triggers a write names: comma-separated ids in

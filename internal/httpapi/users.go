@@ -36,7 +36,7 @@ func (h *Handler) routeUsers(rq *request, db string, s []string) {
 	m := rq.r.Method
 	switch {
 	case len(s) == 0 && m == http.MethodPost && isQuery(rq.r):
-		h.queryUsers(rq, engine.ResourceUsers, db, "", "Users")
+		h.queryResourcesOf(rq, engine.ResourceQueryParams{Kind: engine.ResourceUsers, DB: db})
 	case len(s) == 0 && m == http.MethodPost:
 		body, err := h.readJSON(rq)
 		if err == nil {
@@ -117,7 +117,7 @@ func (h *Handler) routePermissions(rq *request, us userStore, db, user string, s
 	}
 	switch {
 	case len(s) == 0 && m == http.MethodPost && isQuery(rq.r):
-		h.queryUsers(rq, engine.ResourcePermissions, db, user, "Permissions")
+		h.queryResourcesOf(rq, engine.ResourceQueryParams{Kind: engine.ResourcePermissions, DB: db, User: user})
 	case len(s) == 0 && m == http.MethodPost:
 		mode := engine.ModeCreate
 		if headerBool(rq.r, "x-ms-documentdb-is-upsert") {
@@ -161,29 +161,4 @@ func (h *Handler) routePermissions(rq *request, us userStore, db, user string, s
 	default:
 		h.methodNotAllowed(rq)
 	}
-}
-
-// queryUsers runs a query over the users of a database or the permissions
-// of a user.
-func (h *Handler) queryUsers(rq *request, kind engine.ResourceKind, db, user, key string) {
-	text, params, err := h.querySpec(rq)
-	if err != nil {
-		h.fail(rq, err)
-		return
-	}
-	n, err := maxItemCount(rq.r)
-	if err != nil {
-		h.fail(rq, err)
-		return
-	}
-	page, err := h.eng.QueryResources(rq.r.Context(), engine.ResourceQueryParams{
-		Kind: kind, DB: db, User: user, Query: text, Params: params, MaxItemCount: n,
-		Continuation: rq.r.Header.Get("x-ms-continuation"),
-	})
-	if err != nil {
-		h.fail(rq, err)
-		return
-	}
-	h.queryMetrics(rq, page)
-	h.pageReply(rq, key, page)
 }
