@@ -306,3 +306,15 @@ type Checkpointer interface {
 type Sizer interface {
 	DiskUsage() (uint64, error)
 }
+
+// Eraser is implemented by stores that can make deleted data unrecoverable
+// from their files on request. Erase returns once no file of the store
+// holds the bytes of any key of spans ([lo, hi) ranges) deleted, or
+// overwritten, before the call began: not its tables, its write-ahead
+// logs, its manifests or files it no longer uses. What the store cannot
+// reach (the device's remapped blocks, a filesystem journal, copies taken
+// outside it) is beyond it. A store without it keeps deleted bytes until
+// its own housekeeping drops them: ttl.md B4 is not met there.
+type Eraser interface {
+	Erase(ctx context.Context, spans [][2][]byte) error
+}

@@ -50,6 +50,7 @@ import (
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/vfs"
 
+	"github.com/mayfly-db/mayfly/internal/clock"
 	"github.com/mayfly-db/mayfly/internal/storage"
 )
 
@@ -130,6 +131,12 @@ type Store struct {
 	failed    atomic.Pointer[error]  // why writes are refused for good, once a commit failed
 	log       *slog.Logger
 
+	// For Erase (erase.go): the open snapshots, the MANIFEST files
+	// created so far, and the clock its pauses are timed by.
+	snaps     snapshots
+	manifests *atomic.Int64
+	clock     clock.Clock
+
 	mu       sync.Mutex
 	closed   bool
 	closing  chan struct{} // closed by Close
@@ -163,6 +170,9 @@ func Open(opts Options) (*Store, error) {
 	cache := pebble.NewCache(cacheSize)
 	defer cache.Unref() // Pebble holds its own reference while open.
 
+	manifests := new(atomic.Int64)
+	listener := eventListener(log)
+	listener.ManifestCreated = func(pebble.ManifestCreateInfo) { manifests.Add(1) }
 	po := &pebble.Options{
 		Cache:                       cache,
 		MemTableSize:                memTableSize,
@@ -173,7 +183,13 @@ func Open(opts Options) (*Store, error) {
 			return max(1, min(4, runtime.GOMAXPROCS(0)/2))
 		},
 		Logger:        pebbleLogger{log: log},
-		EventListener: eventListener(log),
+		EventListener: listener,
+		// Deleted data must be erasable (erase.go): obsolete logs are
+		// deleted rather than kept for reuse with their contents, and the
+		// MANIFEST is rewritten whenever its edits outgrow the state they
+		// describe rather than once it reaches 128 MiB.
+		Cleaner:             eraseCleaner{},
+		MaxManifestFileSize: 1,
 	}
 	// Bloom filters make point lookups that miss (creates, unique-key
 	// checks) skip tables without reading them.
@@ -200,7 +216,7 @@ func Open(opts Options) (*Store, error) {
 		if err != nil {
 			return nil, fmt.Errorf("pebblestore: open in memory: %w", err)
 		}
-		return newStore(db, "", nil, false, log), nil
+		return newStore(db, "", nil, false, log, manifests), nil
 	}
 	dir := opts.Dir
 	po.FS = privateFS{vfs.Default}
@@ -223,7 +239,7 @@ func Open(opts Options) (*Store, error) {
 		_ = lock.Close()
 		return nil, fmt.Errorf("pebblestore: open %q: %w", dir, err)
 	}
-	st := newStore(db, dir, lock, true, log)
+	st := newStore(db, dir, lock, true, log, manifests)
 	st.reserve = opts.Reserve
 	if st.reserve == 0 {
 		st.reserve = DefaultReserve
@@ -261,8 +277,10 @@ func open(dir string, po *pebble.Options, verifyLimit int64) (*pebble.DB, error)
 	return db, nil
 }
 
-func newStore(db *pebble.DB, dir string, lock *pebble.Lock, durable bool, log *slog.Logger) *Store {
+func newStore(db *pebble.DB, dir string, lock *pebble.Lock, durable bool, log *slog.Logger, manifests *atomic.Int64) *Store {
 	return &Store{
+		manifests: manifests,
+		clock:     clock.Real{},
 		log:       log,
 		db:        db,
 		dir:       dir,
@@ -326,11 +344,13 @@ func (s *Store) View(ctx context.Context, fn func(r storage.Reader) error) error
 	}
 	defer s.inflight.Done()
 
+	n := s.snaps.take()
 	snap := s.db.NewSnapshot()
 	r := &reader{src: snap, dir: s.dir}
 	defer func() {
 		r.finish()
 		_ = snap.Close() // Closing a snapshot only releases memory.
+		s.snaps.release(n)
 	}()
 	return fn(r)
 }

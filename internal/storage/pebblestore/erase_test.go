@@ -1,0 +1,142 @@
+package pebblestore_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"testing"
+
+	"github.com/mayfly-db/mayfly/internal/storage"
+	"github.com/mayfly-db/mayfly/internal/storage/pebblestore"
+)
+
+// marker is a random string that no file holds by chance.
+func marker(t *testing.T) []byte {
+	t.Helper()
+	b := make([]byte, 12)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return []byte("mk" + hex.EncodeToString(b))
+}
+
+// TestEraseLeavesNoDeletedBytes writes keys and values holding markers over
+// several flushes and compactions, deletes half of them, and checks that
+// their markers are in the files until Erase and in none after, while every
+// live marker stays readable. Half the deleted keys are deleted from a
+// span Erase is not given, and must not be affected either way beyond it.
+func TestEraseLeavesNoDeletedBytes(t *testing.T) {
+	dir := t.TempDir()
+	s, err := pebblestore.Open(pebblestore.Options{Dir: dir, MemTableSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	const n = 400
+	type entry struct {
+		key, val []byte
+	}
+	var live, dead []entry
+	filler := make([]byte, 2000)
+	for round := 0; round < 4; round++ {
+		err := s.Update(ctx, func(tx storage.Txn) error {
+			for i := 0; i < n; i++ {
+				// 'b' keys hold the marker in the key, 'a' keys in the value.
+				m := marker(t)
+				e := entry{key: fmt.Appendf(nil, "a%03d%04d", round, i), val: append(append([]byte{}, m...), filler...)}
+				if i%2 == 1 {
+					e = entry{key: append([]byte("b"), m...), val: filler}
+				}
+				if err := tx.Set(e.key, e.val); err != nil {
+					return err
+				}
+				if i%4 < 2 {
+					live = append(live, e)
+				} else {
+					dead = append(dead, e)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Overwrite one live value a few times: its old versions are deleted
+	// bytes too.
+	old := live[0].val
+	for i := 0; i < 3; i++ {
+		live[0].val = append(marker(t), filler...)
+		if err := s.Update(ctx, func(tx storage.Txn) error { return tx.Set(live[0].key, live[0].val) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = s.Update(ctx, func(tx storage.Txn) error {
+		for _, e := range dead {
+			if err := tx.Delete(e.key); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	markerOf := func(e entry) []byte {
+		if e.key[0] == 'b' {
+			return e.key[1:]
+		}
+		return e.val[:len("mk")+24]
+	}
+	var deadMarkers [][]byte
+	for _, e := range dead {
+		deadMarkers = append(deadMarkers, markerOf(e))
+	}
+	deadMarkers = append(deadMarkers, old[:len("mk")+24])
+	before, err := pebblestore.SearchFiles(dir, deadMarkers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(before) < len(deadMarkers)/2 {
+		t.Fatalf("before Erase only %d of %d deleted markers are in the files: the check finds nothing", len(before), len(deadMarkers))
+	}
+
+	if err := s.Erase(ctx, [][2][]byte{{[]byte("a"), []byte("c")}}); err != nil {
+		t.Fatalf("Erase: %v", err)
+	}
+	after, err := pebblestore.SearchFiles(dir, deadMarkers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m, files := range after {
+		t.Errorf("deleted marker %s still in %v", m, files)
+	}
+	var liveMarkers [][]byte
+	for _, e := range live {
+		liveMarkers = append(liveMarkers, markerOf(e))
+	}
+	still, err := pebblestore.SearchFiles(dir, liveMarkers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(still) != len(liveMarkers) {
+		t.Errorf("%d of %d live markers are in the files", len(still), len(liveMarkers))
+	}
+	err = s.View(ctx, func(r storage.Reader) error {
+		for _, e := range live {
+			v, err := r.Get(e.key)
+			if err != nil {
+				return fmt.Errorf("live key %q: %w", e.key, err)
+			}
+			if string(v) != string(e.val) {
+				return fmt.Errorf("live key %q reads another value", e.key)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
