@@ -151,4 +151,3 @@ func blockContents(raw []byte, h sstable.BlockHandle) ([]byte, error) {
 		return nil, fmt.Errorf("block at %d: compression type %d is not read here", h.Offset, raw[end])
 	}
 }
-
