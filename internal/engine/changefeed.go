@@ -135,6 +135,9 @@ func (e *Engine) logChange(tx storage.Txn, c *containerRecord, ch change) error 
 	if err := tx.Set(versionKey(c.Rid, ch.lsn, ch.ord), v.encode()); err != nil {
 		return err
 	}
+	if err := e.queueGone(tx, c, ch, now); err != nil {
+		return err
+	}
 	if ch.lsn%trimEvery != 0 {
 		return nil
 	}

@@ -141,6 +141,9 @@ func normalizeContainer(body document.Value) (document.Value, ttl.Setting, *Erro
 	if err := ttl.CheckIndexingMode(setting, ip.Get("indexingMode").Str()); err != nil {
 		return document.Undef, ttl.Setting{}, &Error{Code: BadRequest, Message: err.Error()}
 	}
+	if derr := checkErasureProp(body.Get(erasureProp)); derr != nil {
+		return document.Undef, ttl.Setting{}, derr
+	}
 	if uk := body.Get("uniqueKeyPolicy"); uk.IsDefined() {
 		if _, derr := parseUniqueKeys(uk); derr != nil {
 			return document.Undef, ttl.Setting{}, derr
@@ -607,6 +610,12 @@ func (e *Engine) ReplaceContainer(ctx context.Context, db, coll string, body doc
 		if !body.Get("partitionKey").IsDefined() {
 			props = props.With("partitionKey", old.Props.Get("partitionKey"))
 		}
+		// SDKs that know only the service's properties send a replace
+		// without Mayfly's erasure setting: it stays unless set (null
+		// clears it).
+		if p := old.Props.Get(erasureProp); !body.Get(erasureProp).IsDefined() && p.IsDefined() {
+			props = props.With(erasureProp, p)
+		}
 		if !document.Equal(pkPathsValue(props), pkPathsValue(old.Props)) && (old.Props.Get("partitionKey").IsDefined() || props.Get("partitionKey").IsDefined()) {
 			return errorf(BadRequest, "The partition key of a container cannot be changed.")
 		}
@@ -690,6 +699,10 @@ func (e *Engine) removeContainerMeta(tx storage.Txn, c *containerRecord) error {
 		}
 	}
 	if err := scheduleCleanup(tx, c.Rid, containerSpans(c.Rid)); err != nil {
+		return err
+	}
+	// Its data is erased once the cleanup has deleted it (ttl.md B4).
+	if err := e.queueErasure(tx, c, 0, e.clock.Now(), 0); err != nil {
 		return err
 	}
 	return tx.Delete(containerKey(c.DBRid, c.ID))

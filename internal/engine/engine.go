@@ -25,6 +25,7 @@ import (
 	"github.com/mayfly-db/mayfly/internal/clock"
 	"github.com/mayfly-db/mayfly/internal/query/eval"
 	"github.com/mayfly-db/mayfly/internal/storage"
+	"github.com/mayfly-db/mayfly/internal/ttl"
 )
 
 // Config configures an Engine.
@@ -54,6 +55,10 @@ type Config struct {
 	// LeaseTerm is how long a gateway holds a container's background work
 	// without renewing it (DefaultLeaseTerm when zero; lease.go).
 	LeaseTerm time.Duration
+	// EraseDeadline is how long after an item expires its bytes may stay
+	// in the store's files, for containers that do not set their own
+	// (ttl.DefaultEraseDeadline when zero; erasure.go).
+	EraseDeadline time.Duration
 }
 
 // ChargeSink is told about request units spent by user requests.
@@ -67,6 +72,8 @@ type Engine struct {
 	clock   clock.Clock
 	maxItem int
 	charges ChargeSink
+	// eraseDeadline is Config.EraseDeadline.
+	eraseDeadline time.Duration
 	// partitions is the number of ranges of a container whose record
 	// does not say (Config.Partitions); splits caches partition.Split by n.
 	partitions int
@@ -329,6 +336,10 @@ func New(cfg Config) (*Engine, error) {
 	e := &Engine{store: cfg.Store, clock: cfg.Clock, maxItem: cfg.MaxItemSize, charges: cfg.Charges, cache: map[string]cachedContainer{}, locks: map[containerName]*settingLock{}, dbCache: map[string]cachedDatabase{}, dbRids: map[string][]byte{}, ridNames: map[string]string{}}
 	if e.clock == nil {
 		e.clock = clock.Real{}
+	}
+	e.eraseDeadline = cfg.EraseDeadline
+	if e.eraseDeadline <= 0 {
+		e.eraseDeadline = ttl.DefaultEraseDeadline
 	}
 	if e.maxItem <= 0 {
 		e.maxItem = 2 << 20

@@ -620,3 +620,9 @@ func (nopMetrics) Deferred(string)           {}
 func (nopMetrics) Forget(string)             {}
 
 var _ Metrics = nopMetrics{}
+
+func (nopMetrics) AwaitingErasure(string, int, int64) {}
+func (nopMetrics) Erased(time.Duration)               {}
+func (nopMetrics) ForgetErasure(string)               {}
+
+var _ ErasureMetrics = nopMetrics{}

@@ -1,0 +1,416 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"time"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/storage"
+	"github.com/mayfly-db/mayfly/internal/ttl"
+)
+
+// The erasure queue (ttl.md B4; docs/design/ttl.md §7). Every item the
+// purge removes, every item a user deletes from a container that asks for
+// it, and every dropped container, is queued here in the transaction that
+// deletes it, with the instant its bytes must be gone by. The erasure loop
+// (ttl.Erasure) calls Erase, which deletes the versions of those items the
+// change feed still keeps, has the store erase the container's spans, and
+// only then takes the entries off the queue: a crash in between repeats
+// the erasure, never skips it.
+//
+// 'z'+collRid(8)+by(8)+lsn(8) → expired(8)+size(uvarint), where by and
+// expired are Unix nanoseconds and lsn is the LSN of the item's expiry or
+// delete record in the version log (0 for a dropped container). Entries
+// hold no property value, id or partition key.
+const famErase = 'z'
+
+// eraseEntryLen is the length of an entry's key.
+const eraseEntryLen = 1 + 8 + 8 + 8
+
+func eraseKey(rid []byte, by int64, lsn uint64) []byte {
+	k := collPrefix(famErase, rid)
+	k = binary.BigEndian.AppendUint64(k, uint64(by))
+	return binary.BigEndian.AppendUint64(k, lsn)
+}
+
+// eraseEntry is a decoded queue entry.
+type eraseEntry struct {
+	rid     []byte
+	by      int64
+	lsn     uint64
+	expired int64
+	size    uint64
+}
+
+func decodeEraseEntry(k, v []byte) (eraseEntry, bool) {
+	if len(k) != eraseEntryLen || len(v) < 9 {
+		return eraseEntry{}, false
+	}
+	size, n := binary.Uvarint(v[8:])
+	if n <= 0 {
+		return eraseEntry{}, false
+	}
+	return eraseEntry{
+		rid:     k[1:9],
+		by:      int64(binary.BigEndian.Uint64(k[9:17])),
+		lsn:     binary.BigEndian.Uint64(k[17:25]),
+		expired: int64(binary.BigEndian.Uint64(v[:8])),
+		size:    size,
+	}, true
+}
+
+// queueErasure queues, in tx, the erasure of an item of c whose bytes
+// stopped being needed at gone (its expiry, or its delete), logged at lsn.
+func (e *Engine) queueErasure(tx storage.Txn, c *containerRecord, lsn uint64, gone time.Time, size int) error {
+	deadline, _ := c.erasure(e.eraseDeadline)
+	by := gone.Add(deadline)
+	v := binary.BigEndian.AppendUint64(nil, uint64(gone.UnixNano()))
+	v = binary.AppendUvarint(v, uint64(size))
+	return tx.Set(eraseKey(c.Rid, by.UnixNano(), lsn), v)
+}
+
+// queueGone queues the erasure of the item a change removed: every
+// expired item, and a deleted one when its container asks for it.
+func (e *Engine) queueGone(tx storage.Txn, c *containerRecord, ch change, now time.Time) error {
+	gone := now
+	switch ch.kind {
+	case changeExpire:
+		if at, ok := c.TTL.ExpiresAt(ch.prev.ts, ch.prev.itemTTL()); ok {
+			gone = at
+		}
+	case changeDelete:
+		if _, onDelete := c.erasure(e.eraseDeadline); !onDelete {
+			return nil
+		}
+	default:
+		return nil
+	}
+	return e.queueErasure(tx, c, ch.lsn, gone, len(ch.prev.json))
+}
+
+// erasureProp is the container property, a Mayfly extension, that sets
+// its erasure: {"deadlineSeconds": n, "onDelete": true|false}.
+const erasureProp = "mayflyErasure"
+
+// maxEraseDeadline bounds a container's erasure deadline: a year.
+const maxEraseDeadline = 365 * 24 * time.Hour
+
+// checkErasureProp validates the erasure property of a container body.
+func checkErasureProp(v document.Value) *Error {
+	if !v.IsDefined() || v.IsNull() {
+		return nil
+	}
+	if v.Kind() != document.Object {
+		return errorf(BadRequest, "The container property '%s' must be an object with 'deadlineSeconds' and 'onDelete'.", erasureProp)
+	}
+	for _, f := range v.Fields() {
+		switch f.Name {
+		case "deadlineSeconds":
+			d := f.Value
+			if !d.IsInt() || d.Int() < 1 || d.Int() > int64(maxEraseDeadline/time.Second) {
+				return errorf(BadRequest, "The '%s.deadlineSeconds' property must be an integer between 1 and %d.", erasureProp, int64(maxEraseDeadline/time.Second))
+			}
+		case "onDelete":
+			if f.Value.Kind() != document.Bool {
+				return errorf(BadRequest, "The '%s.onDelete' property must be true or false.", erasureProp)
+			}
+		default:
+			return errorf(BadRequest, "The '%s' property has no field '%s': use 'deadlineSeconds' and 'onDelete'.", erasureProp, f.Name)
+		}
+	}
+	return nil
+}
+
+// erasure is the container's erasure deadline (def unless it sets one)
+// and whether items users delete are erased too.
+func (c *containerRecord) erasure(def time.Duration) (time.Duration, bool) {
+	p := c.Props.Get(erasureProp)
+	deadline := def
+	if d := p.Get("deadlineSeconds"); d.IsInt() && d.Int() > 0 {
+		deadline = time.Duration(d.Int()) * time.Second
+	}
+	return deadline, p.Get("onDelete").Bool()
+}
+
+// ErasureBacklog lists the containers with items queued for erasure: the
+// most urgent entry of each, and counts of up to max entries.
+func (e *Engine) ErasureBacklog(ctx context.Context, max int) ([]ttl.ErasureBacklog, error) {
+	var out []ttl.ErasureBacklog
+	err := e.store.View(ctx, func(r storage.Reader) error {
+		out = nil
+		prefix := []byte{famErase}
+		it, err := r.NewIter(storage.IterParams{Lower: prefix, Upper: prefixEnd(prefix)})
+		if err != nil {
+			return err
+		}
+		defer it.Close()
+		for ok := it.First(); ok; {
+			en, valid := decodeEraseEntry(it.Key(), it.Value())
+			if !valid {
+				return fmt.Errorf("erasure entry %x: %w", it.Key(), errBadRecord)
+			}
+			rid := bytes.Clone(en.rid)
+			b := ttl.ErasureBacklog{ID: string(rid), Expired: time.Unix(0, en.expired), By: time.Unix(0, en.by)}
+			for ; ok && b.Items < max; ok = it.Next() {
+				en, valid := decodeEraseEntry(it.Key(), it.Value())
+				if !valid || !bytes.Equal(en.rid, rid) {
+					break
+				}
+				b.Items++
+				b.Bytes += int64(en.size)
+			}
+			if ok && b.Items >= max {
+				ok = it.SeekGE(prefixEnd(collPrefix(famErase, rid)))
+			}
+			if b.Label, b.Busy, err = e.erasureLabel(r, rid); err != nil {
+				return err
+			}
+			out = append(out, b)
+		}
+		return it.Err()
+	})
+	return out, err
+}
+
+// erasureLabel names the container with rid for metrics, and reports
+// whether its data is still being deleted (it was dropped and its cleanup
+// is not finished).
+func (e *Engine) erasureLabel(r storage.Reader, rid []byte) (string, bool, error) {
+	if _, err := r.Get(cleanupKey(rid)); err == nil {
+		return "dropped/" + ridString(rid), true, nil
+	} else if !errors.Is(err, storage.ErrNotFound) {
+		return "", false, err
+	}
+	d, err := e.databaseByRid(r, rid[:4])
+	if err == nil {
+		var c *containerRecord
+		if c, err = e.containerByRid(r, d, rid); err == nil {
+			return c.link(), false, nil
+		}
+	}
+	if isNotFound(err) {
+		return "dropped/" + ridString(rid), false, nil
+	}
+	return "", false, err
+}
+
+// eraseBatch is how many queue entries one transaction of Erase handles.
+const eraseBatch = 256
+
+// Erase erases the items queued for the containers ids (their rids) before
+// the call: it deletes the versions of each item the change feed keeps with
+// its body, then has the store erase the containers' spans (when it can:
+// storage.Eraser), then takes the entries off the queue.
+func (e *Engine) Erase(ctx context.Context, ids []string) (ttl.EraseResult, error) {
+	var res ttl.EraseResult
+	var spans [][2][]byte
+	upTo := make([]uint64, len(ids))
+	for i, id := range ids {
+		rid := []byte(id)
+		// Entries of items deleted from now on have higher LSNs: this
+		// erasure is for those below.
+		var err error
+		if upTo[i], err = e.eraseUpTo(ctx, rid); err != nil {
+			return res, err
+		}
+		if err := e.eraseVersions(ctx, rid, upTo[i], &res); err != nil {
+			return res, err
+		}
+		spans = append(spans, containerSpans(rid)...)
+	}
+	if er, ok := e.store.(storage.Eraser); ok {
+		if err := er.Erase(ctx, spans); err != nil {
+			return res, fmt.Errorf("erase: %w", err)
+		}
+		res.Physical = true
+	}
+	for i, id := range ids {
+		if err := e.dequeueErasure(ctx, []byte(id), upTo[i]); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// eraseUpTo is the highest LSN logged in the container with rid so far
+// (every LSN, for a container that is gone).
+func (e *Engine) eraseUpTo(ctx context.Context, rid []byte) (uint64, error) {
+	var lsn uint64
+	err := e.store.View(ctx, func(r storage.Reader) error {
+		v, err := r.Get(lsnKey(rid))
+		switch {
+		case errors.Is(err, storage.ErrNotFound):
+			lsn = math.MaxUint64
+			return nil
+		case err != nil:
+			return err
+		case len(v) < 8:
+			return fmt.Errorf("container state %x: %w", rid, errBadRecord)
+		}
+		lsn = binary.BigEndian.Uint64(v[:8])
+		return nil
+	})
+	return lsn, err
+}
+
+// eraseVersions deletes, for every queue entry of the container with rid
+// at or below LSN upTo, the versions of its item that the version log
+// keeps with a body (creates and replaces), following each record's
+// previous-image LSN back from the expiry or delete record. The expiry and
+// delete records stay: they hold ids and system properties only.
+func (e *Engine) eraseVersions(ctx context.Context, rid []byte, upTo uint64, res *ttl.EraseResult) error {
+	lower := collPrefix(famErase, rid)
+	upper := prefixEnd(lower)
+	for {
+		var next []byte
+		err := e.store.Update(ctx, func(tx storage.Txn) error {
+			next = nil
+			it, err := tx.NewIter(storage.IterParams{Lower: lower, Upper: upper})
+			if err != nil {
+				return err
+			}
+			var entries []eraseEntry
+			for ok := it.First(); ok && len(entries) < eraseBatch; ok = it.Next() {
+				en, valid := decodeEraseEntry(it.Key(), it.Value())
+				if !valid {
+					it.Close()
+					return fmt.Errorf("erasure entry %x: %w", it.Key(), errBadRecord)
+				}
+				next = append(bytes.Clone(it.Key()), 0)
+				if en.lsn <= upTo {
+					en.rid = rid
+					entries = append(entries, en)
+				}
+			}
+			if err := errors.Join(it.Err(), it.Close()); err != nil {
+				return err
+			}
+			if len(entries) < eraseBatch {
+				next = nil
+			}
+			floor, err := versionFloor(tx, rid)
+			if err != nil {
+				return err
+			}
+			for _, en := range entries {
+				runtime.Gosched() // background work: users first (ttl.md A4)
+				if err := deleteBodies(tx, rid, en.lsn, floor); err != nil {
+					return err
+				}
+			}
+			for _, en := range entries {
+				res.Expired = append(res.Expired, time.Unix(0, en.expired))
+				res.Bytes += int64(en.size)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if next == nil {
+			return nil
+		}
+		lower = next
+	}
+}
+
+// deleteBodies deletes the versions with a body of the item whose expiry
+// or delete record is at lsn, back to the log's floor.
+func deleteBodies(tx storage.Txn, rid []byte, lsn, floor uint64) error {
+	if lsn == 0 || lsn < floor {
+		return nil // a dropped container, or a record trimmed with its past
+	}
+	gone, _, err := versionAt(tx, rid, lsn, func(v *versionRecord) bool {
+		return v.kind == changeExpire || v.kind == changeDelete
+	})
+	if err != nil || gone == nil {
+		return err
+	}
+	for prev := gone.prevLSN; prev != 0 && prev >= floor; {
+		v, key, err := versionAt(tx, rid, prev, func(v *versionRecord) bool {
+			return (v.kind == changeCreate || v.kind == changeReplace) &&
+				v.id == gone.id && bytes.Equal(v.pk, gone.pk)
+		})
+		if err != nil || v == nil {
+			return err
+		}
+		if err := tx.Delete(key); err != nil {
+			return err
+		}
+		prev = v.prevLSN
+	}
+	return nil
+}
+
+// versionAt returns the first record logged at lsn that match accepts, and
+// its key; nil if none.
+func versionAt(r storage.Reader, rid []byte, lsn uint64, match func(*versionRecord) bool) (*versionRecord, []byte, error) {
+	lo := versionKey(rid, lsn, 0)
+	it, err := r.NewIter(storage.IterParams{Lower: lo, Upper: versionKey(rid, lsn+1, 0)})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := decodeVersionRecord(it.Value())
+		if err != nil {
+			return nil, nil, err
+		}
+		if match(&v) {
+			return &v, bytes.Clone(it.Key()), nil
+		}
+	}
+	return nil, nil, it.Err()
+}
+
+// dequeueErasure takes the container's entries at or below LSN upTo off
+// the queue.
+func (e *Engine) dequeueErasure(ctx context.Context, rid []byte, upTo uint64) error {
+	lower := collPrefix(famErase, rid)
+	upper := prefixEnd(lower)
+	for {
+		var next []byte
+		err := e.store.Update(ctx, func(tx storage.Txn) error {
+			next = nil
+			it, err := tx.NewIter(storage.IterParams{Lower: lower, Upper: upper})
+			if err != nil {
+				return err
+			}
+			var dead [][]byte
+			n := 0
+			for ok := it.First(); ok && n < 4*eraseBatch; ok = it.Next() {
+				n++
+				k := it.Key()
+				next = append(bytes.Clone(k), 0)
+				if len(k) == eraseEntryLen && binary.BigEndian.Uint64(k[17:]) <= upTo {
+					dead = append(dead, bytes.Clone(k))
+				}
+			}
+			if n < 4*eraseBatch {
+				next = nil
+			}
+			if err := errors.Join(it.Err(), it.Close()); err != nil {
+				return err
+			}
+			for _, k := range dead {
+				if err := tx.Delete(k); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if next == nil {
+			return nil
+		}
+		lower = next
+	}
+}

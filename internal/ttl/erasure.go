@@ -1,0 +1,200 @@
+package ttl
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/mayfly-db/mayfly/internal/clock"
+)
+
+// B4, the erasure deadline: within a deadline of an item's expiry, none of
+// its bytes can be found in any file of the store. Purging (B3) deletes an
+// item's keys; the store keeps their bytes until its own housekeeping
+// drops them. The purge queues each item it deletes for erasure, with the
+// instant it must be erased by; the Erasure loop here decides when to
+// erase, and the EraseTarget (the engine) does it.
+//
+// When: a container's queue is erased once half of the deadline of its
+// most urgent item has passed, so items expiring within half a deadline of
+// each other are erased together (one compaction of the container, not one
+// per item), and the other half is left for the erasure itself.
+
+// EraseTarget is the store as the erasure loop sees it.
+type EraseTarget interface {
+	// ErasureBacklog lists the containers with items queued for erasure.
+	ErasureBacklog(ctx context.Context, max int) ([]ErasureBacklog, error)
+	// Erase erases every item queued for the containers named by IDs
+	// before the call, then takes them off the queue.
+	Erase(ctx context.Context, ids []string) (EraseResult, error)
+}
+
+// ErasureBacklog is one container's erasure queue.
+type ErasureBacklog struct {
+	ID    string // for Erase
+	Label string // the container's link, for metrics and logs
+	// Expired and By are the expiry instant and the erase-by instant of
+	// the queue's most urgent item.
+	Expired, By time.Time
+	// Items and Bytes count the queue, up to the max asked for.
+	Items int
+	Bytes int64
+	// Busy says the container's data is still being deleted (a dropped
+	// container): it cannot be erased yet.
+	Busy bool
+}
+
+// due reports whether the queue should be erased at now.
+func (b ErasureBacklog) due(now time.Time) bool {
+	return !b.Busy && !now.Before(b.Expired.Add(b.By.Sub(b.Expired)/2))
+}
+
+// EraseResult reports an Erase.
+type EraseResult struct {
+	// Expired has the expiry instant of each item erased.
+	Expired []time.Time
+	Bytes   int64
+	// Physical is false when the store cannot erase deleted bytes from its
+	// files (storage.Eraser): the items' keys and change-feed versions are
+	// gone, their bytes may not be.
+	Physical bool
+}
+
+// ErasureMetrics receives what the erasure loop measures.
+type ErasureMetrics interface {
+	// AwaitingErasure sets the items and bytes of a container queued for
+	// erasure.
+	AwaitingErasure(container string, items int, bytes int64)
+	// Erased observes, for one erased item, the time from its expiry to
+	// its erasure.
+	Erased(lag time.Duration)
+	// ForgetErasure drops the series of a container with nothing queued.
+	ForgetErasure(container string)
+}
+
+// DefaultEraseDeadline is the erasure deadline of a container that does
+// not set its own.
+const DefaultEraseDeadline = time.Hour
+
+// DefaultEraseInterval is how often the erasure loop looks at the queues.
+const DefaultEraseInterval = 5 * time.Second
+
+// ErasureConfig configures an Erasure. Only Target is required.
+type ErasureConfig struct {
+	Target   EraseTarget
+	Clock    clock.Clock
+	Interval time.Duration
+	// CountMax caps the items counted per container for the metrics.
+	CountMax int
+	Metrics  ErasureMetrics
+	Logger   *slog.Logger
+}
+
+// Erasure is the erasure loop: one per store, beside the Purger.
+type Erasure struct {
+	cfg    ErasureConfig
+	ctx    context.Context
+	cancel context.CancelFunc
+	donec  chan struct{}
+	once   sync.Once
+
+	pass  sync.Mutex // serialises passes; guards known
+	known map[string]bool
+}
+
+// NewErasure returns a stopped erasure loop.
+func NewErasure(cfg ErasureConfig) *Erasure {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = DefaultEraseInterval
+	}
+	if cfg.CountMax <= 0 {
+		cfg.CountMax = DefaultCountMax
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = nopMetrics{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Erasure{cfg: cfg, ctx: ctx, cancel: cancel, donec: make(chan struct{}), known: map[string]bool{}}
+}
+
+// Start starts the loop.
+func (e *Erasure) Start() {
+	e.once.Do(func() { go e.run() })
+}
+
+// Stop stops the loop and waits for it: an erasure in progress is
+// cancelled and is done again from its queue after a restart.
+func (e *Erasure) Stop() {
+	e.cancel()
+	started := true
+	e.once.Do(func() { started = false })
+	if started {
+		<-e.donec
+	}
+}
+
+func (e *Erasure) run() {
+	defer close(e.donec)
+	for {
+		if err := e.Pass(e.ctx); err != nil && e.ctx.Err() == nil {
+			e.cfg.Logger.Error("Erasure pass failed.", "err", err)
+		}
+		select {
+		case <-e.ctx.Done():
+			return
+		case <-e.cfg.Clock.After(e.cfg.Interval):
+		}
+	}
+}
+
+// Pass looks at every erasure queue once, and erases together the
+// containers whose queues are due.
+func (e *Erasure) Pass(ctx context.Context) error {
+	e.pass.Lock()
+	defer e.pass.Unlock()
+	backlog, err := e.cfg.Target.ErasureBacklog(ctx, e.cfg.CountMax)
+	if err != nil {
+		return err
+	}
+	now := e.cfg.Clock.Now()
+	seen := map[string]bool{}
+	var due []string
+	for _, b := range backlog {
+		seen[b.Label] = true
+		e.cfg.Metrics.AwaitingErasure(b.Label, b.Items, b.Bytes)
+		if b.due(now) {
+			due = append(due, b.ID)
+		}
+	}
+	for label := range e.known {
+		if !seen[label] {
+			e.cfg.Metrics.ForgetErasure(label)
+		}
+	}
+	e.known = seen
+	if len(due) == 0 {
+		return nil
+	}
+	res, err := e.cfg.Target.Erase(ctx, due)
+	if err != nil {
+		return err
+	}
+	done := e.cfg.Clock.Now()
+	for _, t := range res.Expired {
+		e.cfg.Metrics.Erased(done.Sub(t))
+	}
+	for _, b := range backlog {
+		if b.due(now) {
+			e.cfg.Metrics.AwaitingErasure(b.Label, 0, 0)
+		}
+	}
+	return nil
+}
