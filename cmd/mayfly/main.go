@@ -21,6 +21,7 @@ import (
 	"github.com/mayfly-db/mayfly/internal/memory"
 	"github.com/mayfly-db/mayfly/internal/server"
 	"github.com/mayfly-db/mayfly/internal/transfer"
+	"github.com/mayfly-db/mayfly/internal/ttl"
 )
 
 func main() {
@@ -81,6 +82,7 @@ func run(args []string) error {
 	enforce := fs.Bool("enforce-throughput", false, "refuse requests over a container's provisioned throughput with 429, as the emulator's rate-limiting mode does")
 	reserve := fs.Int64("disk-reserve-mib", 0, "free space in MiB that writes leave on the data directory's filesystem for the store's flushes and compactions; writes that find less are refused with 507 until space returns (0: 256; -1: no check)")
 	clockSkew := fs.Duration("clock-skew", 0, "for testing: run this gateway's local clock this much ahead (or, negative, behind) the machine's; expiry is judged by the store's clock where the store has one, so gateways over one store still agree")
+	eraseDeadline := fs.Duration("erase-deadline", ttl.DefaultEraseDeadline, "longest an expired item's bytes stay in the store's files after its expiry (ttl.md B4); a container's mayflyErasure.deadlineSeconds overrides it")
 	purgeRU := fs.Float64("purge-ru-per-second", 10000, "request units per second per container the TTL purger may spend when users leave them spare")
 	fs.Usage = func() { usage(fs) }
 	fs.VisitAll(func(f *flag.Flag) {
@@ -107,7 +109,7 @@ func run(args []string) error {
 	}
 	cfg := server.Config{Addr: *addr, DataDir: *dataDir, InMemory: *inMemory, NoTLS: *noTLS,
 		Postgres: *postgres, PostgresPool: *postgresPool, AccessLog: *accessLog,
-		CertFile: *cert, KeyFile: *certKey, Logger: logger, PurgeRUPerSecond: *purgeRU, DiskReserve: *reserve << 20, Partitions: *partitions,
+		CertFile: *cert, KeyFile: *certKey, Logger: logger, PurgeRUPerSecond: *purgeRU, EraseDeadline: *eraseDeadline, DiskReserve: *reserve << 20, Partitions: *partitions,
 		RequestTimeout: *reqTimeout, EnforceThroughput: *enforce, Consistency: *consistency,
 		AdvertiseHost: *advertiseHost, ComputeAddr: *computeAddr,
 		MetricsAddr: *metricsAddr, Pprof: *pprof,
@@ -207,7 +209,7 @@ var flagGroups = []struct {
 	{"Data", []string{"data-dir", "in-memory", "postgres", "postgres-pool", "partitions", "disk-reserve-mib"}},
 	{"Keys and tokens", []string{"key", "key-file", "read-only-key", "read-only-key-file", "aad-jwks-file", "aad-issuer", "aad-audience"}},
 	{"Requests", []string{"request-timeout", "read-header-timeout", "read-timeout", "write-timeout", "idle-timeout", "consistency", "enforce-throughput"}},
-	{"Time-to-live", []string{"purge-ru-per-second", "clock-skew"}},
+	{"Time-to-live", []string{"purge-ru-per-second", "erase-deadline", "clock-skew"}},
 	{"Operations", []string{"log-level", "access-log", "metrics-addr", "pprof"}},
 }
 

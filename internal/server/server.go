@@ -73,6 +73,10 @@ type Config struct {
 	// a write that would eat into it is answered 507 (0: the store's
 	// default; negative: no check).
 	DiskReserve int64
+	// EraseDeadline is how long after an item expires its bytes may stay
+	// in the store's files (ttl.md B4), for containers that do not set
+	// their own (default ttl.DefaultEraseDeadline).
+	EraseDeadline time.Duration
 	// PurgeRUPerSecond is the purger's budget per container.
 	PurgeRUPerSecond float64
 	// Partitions is how many partition key ranges each container has.
@@ -142,6 +146,12 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("consistency %q: use Strong, BoundedStaleness, Session, ConsistentPrefix or Eventual", c.Consistency)
 	}
+	switch {
+	case c.EraseDeadline == 0:
+		c.EraseDeadline = ttl.DefaultEraseDeadline
+	case c.EraseDeadline < time.Second:
+		return errors.New("--erase-deadline must be at least a second")
+	}
 	if c.PurgeRUPerSecond <= 0 {
 		c.PurgeRUPerSecond = 10000
 	}
@@ -196,7 +206,9 @@ type Server struct {
 	certPEM    []byte
 	registry   *prometheus.Registry
 	pg         *pgstore.Store // the store, when it is PostgreSQL
+	erasable   bool           // the store is a storage.Eraser
 	purger     *ttl.Purger
+	erasure    *ttl.Erasure
 	indexer    *engine.Indexer
 
 	done    chan struct{}
@@ -283,7 +295,7 @@ func New(cfg Config) (*Server, error) {
 	requests := newRequestMetrics(s.registry, cfg.Clock)
 	budget := ttl.NewBudget(cfg.Clock, cfg.PurgeRUPerSecond)
 	s.engine, err = engine.New(engine.Config{Store: s.store, Clock: cfg.Clock, Charges: budget, Partitions: cfg.Partitions,
-		QueryPageTime: min(engine.DefaultQueryPageTime, cfg.RequestTimeout*9/10)})
+		EraseDeadline: cfg.EraseDeadline, QueryPageTime: min(engine.DefaultQueryPageTime, cfg.RequestTimeout*9/10)})
 	if err != nil {
 		s.closeStore()
 		return nil, err
@@ -296,6 +308,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.purger = ttl.New(ttl.Config{Target: s.engine, Clock: cfg.Clock, Budget: budget,
 		Metrics: purgeMetrics, Logger: cfg.Logger})
+	s.erasure = ttl.NewErasure(ttl.ErasureConfig{Target: s.engine, Clock: cfg.Clock, Metrics: purgeMetrics, Logger: cfg.Logger})
+	_, s.erasable = s.store.(storage.Eraser)
+	purgeMetrics.Erasable(s.erasable)
 	authn, err := newAuthenticator(cfg)
 	if err != nil {
 		s.closeStore()
@@ -383,7 +398,11 @@ func (s *Server) Start() error {
 			"so anyone who can connect can read and change all data; give --key or --key-file, "+
 			"or listen on localhost", "addr", out[0])
 	}
+	if !s.erasable {
+		s.warn("the store cannot erase deleted bytes from its files, so expired items' bytes may outlive the erasure deadline (ttl.md B4 is not met; mayfly_ttl_erasure_supported is 0)")
+	}
 	s.purger.Start()
+	s.erasure.Start()
 	s.indexer.Start()
 	var wg sync.WaitGroup
 	serve := func(srv *http.Server, lns []net.Listener) {
@@ -515,6 +534,7 @@ func (s *Server) Close(ctx context.Context) error {
 	if err := s.purger.Close(); err != nil {
 		errs = append(errs, err)
 	}
+	s.erasure.Stop()
 	if err := s.indexer.Close(); err != nil {
 		errs = append(errs, err)
 	}

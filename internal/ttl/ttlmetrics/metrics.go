@@ -24,7 +24,19 @@ type Metrics struct {
 	purged   *prometheus.CounterVec
 	deferred *prometheus.CounterVec
 	lag      prometheus.Histogram
+
+	// Erasure (ttl.md B4).
+	erasureItems *prometheus.GaugeVec
+	erasureBytes *prometheus.GaugeVec
+	erasureLag   prometheus.Histogram
+	erasable     prometheus.Gauge
 }
+
+var _ ttl.ErasureMetrics = (*Metrics)(nil)
+
+// ErasureLagBuckets are the erasure-lag histogram's upper bounds in
+// seconds: a minute to a day, the default deadline (an hour) among them.
+var ErasureLagBuckets = []float64{60, 300, 900, 1800, 2700, 3600, 5400, 7200, 14400, 43200, 86400}
 
 var _ ttl.Metrics = (*Metrics)(nil)
 
@@ -52,10 +64,28 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Help:    "Time from an item's expiry to its physical deletion.",
 			Buckets: LagBuckets,
 		}),
+		erasureItems: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "mayfly", Subsystem: "ttl", Name: "items_awaiting_erasure",
+			Help: "Purged or deleted items whose bytes are still to be erased from the store's files, per container.",
+		}, []string{"container"}),
+		erasureBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "mayfly", Subsystem: "ttl", Name: "bytes_awaiting_erasure",
+			Help: "Bytes of the items awaiting erasure, per container.",
+		}, []string{"container"}),
+		erasureLag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "mayfly", Subsystem: "ttl", Name: "erasure_lag_seconds",
+			Help:    "Time from an item's expiry (or delete) to the erasure of its bytes from the store's files.",
+			Buckets: ErasureLagBuckets,
+		}),
+		erasable: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "mayfly", Subsystem: "ttl", Name: "erasure_supported",
+			Help: "1 when the store can erase deleted bytes from its files (the erasure deadline holds), 0 when it cannot.",
+		}),
 	}
 	if reg != nil {
 		var errs []error
-		for _, c := range []prometheus.Collector{m.awaiting, m.purged, m.deferred, m.lag} {
+		for _, c := range []prometheus.Collector{m.awaiting, m.purged, m.deferred, m.lag,
+			m.erasureItems, m.erasureBytes, m.erasureLag, m.erasable} {
 			errs = append(errs, reg.Register(c))
 		}
 		if err := errors.Join(errs...); err != nil {
@@ -88,4 +118,29 @@ func (m *Metrics) Forget(container string) {
 	m.awaiting.DeleteLabelValues(container)
 	m.purged.DeleteLabelValues(container)
 	m.deferred.DeleteLabelValues(container)
+}
+
+// AwaitingErasure sets a container's erasure queue.
+func (m *Metrics) AwaitingErasure(container string, items int, bytes int64) {
+	m.erasureItems.WithLabelValues(container).Set(float64(items))
+	m.erasureBytes.WithLabelValues(container).Set(float64(bytes))
+}
+
+// Erased observes one item's erasure lag.
+func (m *Metrics) Erased(lag time.Duration) { m.erasureLag.Observe(lag.Seconds()) }
+
+// ForgetErasure deletes the erasure series of a container with nothing
+// queued.
+func (m *Metrics) ForgetErasure(container string) {
+	m.erasureItems.DeleteLabelValues(container)
+	m.erasureBytes.DeleteLabelValues(container)
+}
+
+// Erasable records whether the store can erase deleted bytes.
+func (m *Metrics) Erasable(ok bool) {
+	v := 0.0
+	if ok {
+		v = 1
+	}
+	m.erasable.Set(v)
 }
