@@ -101,6 +101,8 @@ const erasureProp = "mayflyErasure"
 // maxEraseDeadline bounds a container's erasure deadline: a year.
 const maxEraseDeadline = 365 * 24 * time.Hour
 
+var minEraseSeconds = int64(ttl.MinEraseDeadline / time.Second)
+
 // checkErasureProp validates the erasure property of a container body.
 func checkErasureProp(v document.Value) *Error {
 	if !v.IsDefined() || v.IsNull() {
@@ -113,8 +115,8 @@ func checkErasureProp(v document.Value) *Error {
 		switch f.Name {
 		case "deadlineSeconds":
 			d := f.Value
-			if !d.IsInt() || d.Int() < 1 || d.Int() > int64(maxEraseDeadline/time.Second) {
-				return errorf(BadRequest, "The '%s.deadlineSeconds' property must be an integer between 1 and %d.", erasureProp, int64(maxEraseDeadline/time.Second))
+			if !d.IsInt() || d.Int() < minEraseSeconds || d.Int() > int64(maxEraseDeadline/time.Second) {
+				return errorf(BadRequest, "The '%s.deadlineSeconds' property must be an integer between %d and %d.", erasureProp, minEraseSeconds, int64(maxEraseDeadline/time.Second))
 			}
 		case "onDelete":
 			if f.Value.Kind() != document.Bool {

@@ -149,8 +149,8 @@ func (c *Config) Validate() error {
 	switch {
 	case c.EraseDeadline == 0:
 		c.EraseDeadline = ttl.DefaultEraseDeadline
-	case c.EraseDeadline < time.Second:
-		return errors.New("--erase-deadline must be at least a second")
+	case c.EraseDeadline < ttl.MinEraseDeadline:
+		return fmt.Errorf("--erase-deadline must be at least %v", ttl.MinEraseDeadline)
 	}
 	if c.PurgeRUPerSecond <= 0 {
 		c.PurgeRUPerSecond = 10000

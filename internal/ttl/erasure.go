@@ -78,18 +78,31 @@ type ErasureMetrics interface {
 // not set its own.
 const DefaultEraseDeadline = time.Hour
 
-// DefaultEraseInterval is how often the erasure loop looks at the queues.
-const DefaultEraseInterval = 5 * time.Second
+// DefaultEraseInterval is how often the erasure loop looks at the most
+// urgent entry of each queue; a look costs a read or two per container
+// with a queue.
+const DefaultEraseInterval = time.Second
+
+// DefaultEraseCountInterval is how often it counts the queues for the
+// metrics, a cost that grows with them.
+const DefaultEraseCountInterval = 10 * time.Second
+
+// MinEraseDeadline is the shortest erasure deadline: the purge (B3, a
+// second), the loop's look (a second) and the erasure itself must fit in
+// the half of it left after an item is due.
+const MinEraseDeadline = 10 * time.Second
 
 // ErasureConfig configures an Erasure. Only Target is required.
 type ErasureConfig struct {
 	Target   EraseTarget
 	Clock    clock.Clock
 	Interval time.Duration
-	// CountMax caps the items counted per container for the metrics.
-	CountMax int
-	Metrics  ErasureMetrics
-	Logger   *slog.Logger
+	// CountInterval spaces the counts for the metrics; CountMax caps the
+	// items counted per container.
+	CountInterval time.Duration
+	CountMax      int
+	Metrics       ErasureMetrics
+	Logger        *slog.Logger
 }
 
 // Erasure is the erasure loop: one per store, beside the Purger.
@@ -100,8 +113,9 @@ type Erasure struct {
 	donec  chan struct{}
 	once   sync.Once
 
-	pass  sync.Mutex // serialises passes; guards known
-	known map[string]bool
+	pass    sync.Mutex // serialises passes; guards the fields below
+	known   map[string]bool
+	counted time.Time // the last counting pass
 }
 
 // NewErasure returns a stopped erasure loop.
@@ -111,6 +125,9 @@ func NewErasure(cfg ErasureConfig) *Erasure {
 	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = DefaultEraseInterval
+	}
+	if cfg.CountInterval <= 0 {
+		cfg.CountInterval = DefaultEraseCountInterval
 	}
 	if cfg.CountMax <= 0 {
 		cfg.CountMax = DefaultCountMax
@@ -144,7 +161,7 @@ func (e *Erasure) Stop() {
 func (e *Erasure) run() {
 	defer close(e.donec)
 	for {
-		if err := e.Pass(e.ctx); err != nil && e.ctx.Err() == nil {
+		if err := e.look(e.ctx, false); err != nil && e.ctx.Err() == nil {
 			e.cfg.Logger.Error("Erasure pass failed.", "err", err)
 		}
 		select {
@@ -155,31 +172,44 @@ func (e *Erasure) run() {
 	}
 }
 
-// Pass looks at every erasure queue once, and erases together the
-// containers whose queues are due.
-func (e *Erasure) Pass(ctx context.Context) error {
+// Pass looks at every erasure queue once, counts them for the metrics,
+// and erases together the containers whose queues are due.
+func (e *Erasure) Pass(ctx context.Context) error { return e.look(ctx, true) }
+
+// look is a pass; it counts the queues when count is set or their last
+// count is CountInterval old.
+func (e *Erasure) look(ctx context.Context, count bool) error {
 	e.pass.Lock()
 	defer e.pass.Unlock()
-	backlog, err := e.cfg.Target.ErasureBacklog(ctx, e.cfg.CountMax)
+	now := e.cfg.Clock.Now()
+	count = count || now.Sub(e.counted) >= e.cfg.CountInterval
+	max := 1
+	if count {
+		max, e.counted = e.cfg.CountMax, now
+	}
+	backlog, err := e.cfg.Target.ErasureBacklog(ctx, max)
 	if err != nil {
 		return err
 	}
-	now := e.cfg.Clock.Now()
-	seen := map[string]bool{}
 	var due []string
 	for _, b := range backlog {
-		seen[b.Label] = true
-		e.cfg.Metrics.AwaitingErasure(b.Label, b.Items, b.Bytes)
 		if b.due(now) {
 			due = append(due, b.ID)
 		}
 	}
-	for label := range e.known {
-		if !seen[label] {
-			e.cfg.Metrics.ForgetErasure(label)
+	if count {
+		seen := map[string]bool{}
+		for _, b := range backlog {
+			seen[b.Label] = true
+			e.cfg.Metrics.AwaitingErasure(b.Label, b.Items, b.Bytes)
 		}
+		for label := range e.known {
+			if !seen[label] {
+				e.cfg.Metrics.ForgetErasure(label)
+			}
+		}
+		e.known = seen
 	}
-	e.known = seen
 	if len(due) == 0 {
 		return nil
 	}
