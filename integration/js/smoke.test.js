@@ -65,6 +65,32 @@ describe("JavaScript SDK against Mayfly", () => {
     assert.deepEqual(read.resource.partitionKey.paths, ["/pk"]);
   });
 
+  it("round-trips Mayfly's erasure setting on a container untouched", async (t) => {
+    if (!database) return t.skip("no database");
+    const erasure = { deadlineSeconds: 600, onDelete: true };
+    const res = await database.containers.create({ id: "erased", partitionKey: { paths: ["/pk"] }, mayflyErasure: erasure });
+    assert.equal(res.statusCode, 201);
+    assert.deepEqual(res.resource.mayflyErasure, erasure);
+    const read = await res.container.read();
+    assert.deepEqual(read.resource.mayflyErasure, erasure);
+    // A read, changed and replaced definition keeps it.
+    const replaced = await res.container.replace({ ...read.resource, defaultTtl: 60 });
+    assert.equal(replaced.statusCode, 200);
+    assert.deepEqual(replaced.resource.mayflyErasure, erasure);
+    assert.equal(replaced.resource.defaultTtl, 60);
+    // A replace that does not mention it keeps it too (SDKs that know only
+    // the service's properties drop what they do not know).
+    const { mayflyErasure, ...without } = replaced.resource;
+    const again = await res.container.replace({ ...without, defaultTtl: 120 });
+    assert.deepEqual(again.resource.mayflyErasure, erasure);
+    assert.equal(
+      await statusOf(database.containers.create({ id: "bad", partitionKey: { paths: ["/pk"] }, mayflyErasure: { deadlineSeconds: 1 } })),
+      400,
+      "a deadline under ten seconds",
+    );
+    assert.equal(await statusOf(res.container.delete()), 204);
+  });
+
   it("creates, reads, replaces, upserts and deletes items", async (t) => {
     if (!container) return t.skip("no container");
     const doc = { id: "item-1", pk: "tenant-a", n: 1, tags: ["x", "y"], nested: { ok: true } };
