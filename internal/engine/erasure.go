@@ -2,12 +2,14 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/mayfly-db/mayfly/internal/document"
@@ -300,11 +302,12 @@ func (e *Engine) eraseVersions(ctx context.Context, rid []byte, upTo uint64, res
 			if err != nil {
 				return err
 			}
-			for _, en := range entries {
-				runtime.Gosched() // background work: users first (ttl.md A4)
-				if err := deleteBodies(tx, rid, en.lsn, floor); err != nil {
-					return err
-				}
+			lsns := make([]uint64, len(entries))
+			for i, en := range entries {
+				lsns[i] = en.lsn
+			}
+			if err := deleteBodies(tx, rid, lsns, floor); err != nil {
+				return err
 			}
 			for _, en := range entries {
 				res.Expired = append(res.Expired, time.Unix(0, en.expired))
@@ -322,53 +325,68 @@ func (e *Engine) eraseVersions(ctx context.Context, rid []byte, upTo uint64, res
 	}
 }
 
-// deleteBodies deletes the versions with a body of the item whose expiry
-// or delete record is at lsn, back to the log's floor.
-func deleteBodies(tx storage.Txn, rid []byte, lsn, floor uint64) error {
-	if lsn == 0 || lsn < floor {
-		return nil // a dropped container, or a record trimmed with its past
-	}
-	gone, _, err := versionAt(tx, rid, lsn, func(v *versionRecord) bool {
-		return v.kind == changeExpire || v.kind == changeDelete
-	})
-	if err != nil || gone == nil {
-		return err
-	}
-	for prev := gone.prevLSN; prev != 0 && prev >= floor; {
-		v, key, err := versionAt(tx, rid, prev, func(v *versionRecord) bool {
-			return (v.kind == changeCreate || v.kind == changeReplace) &&
-				v.id == gone.id && bytes.Equal(v.pk, gone.pk)
-		})
-		if err != nil || v == nil {
-			return err
-		}
-		if err := tx.Delete(key); err != nil {
-			return err
-		}
-		prev = v.prevLSN
-	}
-	return nil
+// versionWant is a version record looked for at an LSN: the expiry or
+// delete record of an item (id nil), or an earlier version of that item.
+type versionWant struct {
+	lsn uint64
+	id  *string
+	pk  []byte
 }
 
-// versionAt returns the first record logged at lsn that match accepts, and
-// its key; nil if none.
-func versionAt(r storage.Reader, rid []byte, lsn uint64, match func(*versionRecord) bool) (*versionRecord, []byte, error) {
-	lo := versionKey(rid, lsn, 0)
-	it, err := r.NewIter(storage.IterParams{Lower: lo, Upper: versionKey(rid, lsn+1, 0)})
-	if err != nil {
-		return nil, nil, err
+// deleteBodies deletes the versions with a body of the items whose expiry
+// or delete records are at lsns, back to the log's floor. It looks them up
+// a hop at a time for all the items at once, each hop with one iterator
+// seeking forward in LSN order: most items have a single earlier version,
+// and the versions of items that expired together were mostly written
+// together.
+func deleteBodies(tx storage.Txn, rid []byte, lsns []uint64, floor uint64) error {
+	var wants []versionWant
+	for _, lsn := range lsns {
+		if lsn != 0 && lsn >= floor { // 0: a dropped container; below the floor: trimmed with its past
+			wants = append(wants, versionWant{lsn: lsn})
+		}
 	}
-	defer it.Close()
-	for ok := it.First(); ok; ok = it.Next() {
-		v, err := decodeVersionRecord(it.Value())
+	for len(wants) > 0 {
+		slices.SortFunc(wants, func(a, b versionWant) int { return cmp.Compare(a.lsn, b.lsn) })
+		it, err := tx.NewIter(storage.IterParams{Lower: versionKey(rid, wants[0].lsn, 0), Upper: versionKey(rid, wants[len(wants)-1].lsn+1, 0)})
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
-		if match(&v) {
-			return &v, bytes.Clone(it.Key()), nil
+		var next []versionWant
+		var dead [][]byte
+		for _, w := range wants {
+			runtime.Gosched() // background work: users first (ttl.md A4)
+			for ok := it.SeekGE(versionKey(rid, w.lsn, 0)); ok && versionKeyLSN(rid, it.Key()) == w.lsn; ok = it.Next() {
+				v, err := decodeVersionRecord(it.Value())
+				if err != nil {
+					it.Close()
+					return err
+				}
+				if w.id == nil && (v.kind == changeExpire || v.kind == changeDelete) {
+					// The record of the item's end stays; its past goes.
+				} else if w.id != nil && (v.kind == changeCreate || v.kind == changeReplace) && v.id == *w.id && bytes.Equal(v.pk, w.pk) {
+					dead = append(dead, bytes.Clone(it.Key()))
+				} else {
+					continue
+				}
+				if v.prevLSN != 0 && v.prevLSN >= floor {
+					id := v.id
+					next = append(next, versionWant{lsn: v.prevLSN, id: &id, pk: bytes.Clone(v.pk)})
+				}
+				break
+			}
 		}
+		if err := errors.Join(it.Err(), it.Close()); err != nil {
+			return err
+		}
+		for _, k := range dead {
+			if err := tx.Delete(k); err != nil {
+				return err
+			}
+		}
+		wants = next
 	}
-	return nil, nil, it.Err()
+	return nil
 }
 
 // dequeueErasure takes the container's entries at or below LSN upTo off

@@ -212,3 +212,13 @@ func mergeSpans(spans [][2][]byte) [][2][]byte {
 	}
 	return merged
 }
+
+// CompactedBytes is the total Pebble's compactions have written so far,
+// for measuring what erasure costs in write amplification.
+func (s *Store) CompactedBytes() uint64 {
+	var n uint64
+	for _, l := range s.db.Metrics().Levels {
+		n += l.BytesCompacted
+	}
+	return n
+}

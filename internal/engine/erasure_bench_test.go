@@ -1,0 +1,140 @@
+package engine
+
+import (
+	"context"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mayfly-db/mayfly/internal/clock"
+	"github.com/mayfly-db/mayfly/internal/storage/pebblestore"
+	"github.com/mayfly-db/mayfly/internal/ttl"
+)
+
+// BenchmarkErasure measures the erasure of MAYFLY_BENCH_ITEMS expired
+// items among as many live ones (ttl.md B4), after the purge has deleted
+// them: the wall time and process CPU of one Erase of the container, the
+// bytes Pebble's compactions wrote for it per byte of item erased (the
+// write amplification erasure adds), and, under "reads", user point reads
+// at MAYFLY_BENCH_READ_RATE per second during the erasure against the same
+// reads for as long just before it (p99 ratio; the goal is at most 1.05).
+// The erasure lag of an item is then at most half its deadline, plus the
+// loop's look (a second), plus this wall time.
+func BenchmarkErasure(b *testing.B) {
+	for _, reads := range []bool{false, true} {
+		name := "idle"
+		if reads {
+			name = "reads"
+		}
+		b.Run(name, func(b *testing.B) { benchErasure(b, reads) })
+	}
+}
+
+func benchErasure(b *testing.B, reads bool) {
+	if testing.Short() {
+		b.Skip("loads a large data set")
+	}
+	n := benchItems(b)
+	rate := benchInt(b, "MAYFLY_BENCH_READ_RATE", 1000)
+	b.StopTimer()
+	var cpu cpuMeter
+	var idle, during []time.Duration
+	erased, compacted, erasedBytes := 0, uint64(0), int64(0)
+	var wall time.Duration
+	for range b.N {
+		clk := clock.NewManual(purgeT0)
+		s := openBenchEngine(b, clk, nil, "-1")
+		ps, ok := s.store.(*pebblestore.Store)
+		if !ok {
+			b.Skip("erasure is measured on Pebble")
+		}
+		total := 2 * n
+		var liveIdx []int
+		s.load(b, 0, total, func(i int) []byte {
+			if i%2 == 0 {
+				liveIdx = append(liveIdx, i)
+				return benchItem("e", i, "")
+			}
+			return benchItem("e", i, "60")
+		})
+		clk.Advance(61 * time.Second)
+		if got := s.purgeAll(b, clk.Now(), ttl.DefaultBatchSize); got != n {
+			b.Fatalf("purged %d items, want %d", got, n)
+		}
+		s.settle(b)
+		clk.Advance(ttl.DefaultEraseDeadline / 2)
+		ctx := context.Background()
+		backlog, err := s.ErasureBacklog(ctx, 1)
+		if err != nil || len(backlog) != 1 {
+			b.Fatalf("erasure backlog %+v, %v", backlog, err)
+		}
+		var mu sync.Mutex
+		read := func(into *[]time.Duration) func(int) {
+			return func(int) {
+				i := liveIdx[rand.IntN(len(liveIdx))]
+				start := time.Now()
+				if _, err := s.ReadItem(ctx, ReadItemParams{ItemRef: benchRef(i), ID: "e" + strconv.Itoa(i)}); err != nil {
+					b.Errorf("read item %d: %v", i, err)
+					return
+				}
+				el := time.Since(start)
+				mu.Lock()
+				*into = append(*into, el)
+				mu.Unlock()
+			}
+		}
+		before := ps.CompactedBytes()
+		stop := make(chan struct{})
+		readsDone := make(chan struct{})
+		start := time.Now()
+		if reads {
+			atRate(rate, time.Second, 8, read(new([]time.Duration))) // warm the cache
+			// As long as the erasure is expected to take, idle first.
+			atRate(rate, max(wall/time.Duration(max(len(idle), 1)), 5*time.Second), 8, read(&idle))
+			start = time.Now()
+			go func() {
+				defer close(readsDone)
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					atRate(rate, 500*time.Millisecond, 8, read(&during))
+				}
+			}()
+		}
+		cpu.start()
+		b.StartTimer()
+		res, err := s.Erase(ctx, []string{backlog[0].ID})
+		b.StopTimer()
+		cpu.stop()
+		wall += time.Since(start)
+		if reads {
+			close(stop)
+			<-readsDone
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(res.Expired) != n || !res.Physical {
+			b.Fatalf("erased %d items (physically: %v), want %d", len(res.Expired), res.Physical, n)
+		}
+		erased += n
+		erasedBytes += res.Bytes
+		compacted += ps.CompactedBytes() - before
+		s.store.Close()
+	}
+	b.ReportMetric(float64(wall.Milliseconds())/float64(b.N), "erase-ms")
+	b.ReportMetric(float64(erased)/wall.Seconds(), "items/s")
+	cpu.report(b, erased, "cpu-ns/item")
+	b.ReportMetric(float64(compacted)/float64(erasedBytes), "compacted-B/erased-B")
+	if reads {
+		p99Idle, p99During := percentile(idle, 99), percentile(during, 99)
+		b.ReportMetric(ms(p99Idle), "p99-idle-ms")
+		b.ReportMetric(ms(p99During), "p99-erasing-ms")
+		b.ReportMetric(float64(p99During)/float64(p99Idle), "p99-ratio")
+	}
+}
