@@ -192,13 +192,13 @@ func (e *Engine) erasureLabel(r storage.Reader, rid []byte) (string, bool, error
 		return "", false, err
 	}
 	d, err := e.databaseByRid(r, rid[:4])
-	if err == nil {
+	if err == nil && d != nil {
 		var c *containerRecord
 		if c, err = e.containerByRid(r, d, rid); err == nil {
 			return c.link(), false, nil
 		}
 	}
-	if isNotFound(err) {
+	if err == nil || isNotFound(err) {
 		return "dropped/" + ridString(rid), false, nil
 	}
 	return "", false, err
