@@ -82,7 +82,8 @@ describe("Data Explorer", () => {
     await dialog({ db, id: "items", pk: "/pk", ttl: "3600" });
     await page.waitForFunction(() => document.querySelector("#coll-title")?.textContent.endsWith("/ items"));
     assert.equal(await page.$eval("#coll-ttl", (el) => el.textContent), "3600 s");
-    await page.waitForFunction(() => /purge backlog \d+ items?/.test(document.querySelector("#coll-backlog").textContent));
+    await page.waitForFunction(() =>
+      /purge backlog \d+ items? · awaiting erasure \d+ items? \(deadline 1 h\)/.test(document.querySelector("#coll-backlog").textContent));
     // The service's validation message is shown: an id with a slash.
     await page.click("#new-coll");
     await dialog({ db, id: "bad/id", pk: "/pk", ttl: "" });

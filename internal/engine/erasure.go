@@ -182,6 +182,31 @@ func (e *Engine) ErasureBacklog(ctx context.Context, max int) ([]ttl.ErasureBack
 	return out, err
 }
 
+// ErasureQueue reports, for the Data Explorer, the items of container
+// db/coll queued for erasure (counted up to max) and their bytes, and the
+// container's erasure deadline.
+func (e *Engine) ErasureQueue(ctx context.Context, db, coll string, max int) (items int, bytes int64, deadline time.Duration, err error) {
+	err = e.store.View(ctx, func(r storage.Reader) error {
+		items, bytes = 0, 0
+		c, err := e.loadContainer(r, db, coll)
+		if err != nil {
+			return err
+		}
+		deadline, _ = c.erasure(e.eraseDeadline)
+		prefix := collPrefix(famErase, c.Rid)
+		return scanPrefix(r, prefix, func(k, v []byte) (bool, error) {
+			en, ok := decodeEraseEntry(k, v)
+			if !ok {
+				return false, fmt.Errorf("erasure entry %x: %w", k, errBadRecord)
+			}
+			items++
+			bytes += int64(en.size)
+			return items < max, nil
+		})
+	})
+	return items, bytes, deadline, err
+}
+
 // erasureLabel names the container with rid for metrics, and reports
 // whether its data is still being deleted (it was dropped and its cleanup
 // is not finished).
@@ -228,7 +253,7 @@ func (e *Engine) Erase(ctx context.Context, ids []string) (ttl.EraseResult, erro
 		}
 		spans = append(spans, containerSpans(rid)...)
 	}
-	if er, ok := e.store.(storage.Eraser); ok {
+	if er, ok := e.store.(storage.Eraser); ok && storage.CanErase(e.store) {
 		if err := er.Erase(ctx, spans); err != nil {
 			return res, fmt.Errorf("erase: %w", err)
 		}

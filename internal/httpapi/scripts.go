@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/engine"
@@ -134,23 +135,34 @@ func triggerNames(r *http.Request) engine.TriggerNames {
 	return engine.TriggerNames{Pre: split("x-ms-documentdb-pre-trigger-include"), Post: split("x-ms-documentdb-post-trigger-include")}
 }
 
-// ttlStatus answers GET …/colls/{coll}/_mayfly/ttl: how many expired items
-// still wait for the purger (they are invisible already), for the Data
-// Explorer.
+// ttlStatus answers GET …/colls/{coll}/_mayfly/ttl, for the Data Explorer:
+// how many expired items still wait for the purger (they are invisible
+// already), and how many purged or deleted items, and bytes, still wait
+// for their erasure from the store's files (ttl.md B4), with the
+// container's erasure deadline.
 func (h *Handler) ttlStatus(rq *request, db, coll string) {
 	type backlogger interface {
 		TTLBacklog(ctx context.Context, db, coll string, max int) (int, bool, error)
+		ErasureQueue(ctx context.Context, db, coll string, max int) (int, int64, time.Duration, error)
 	}
 	b, ok := h.eng.(backlogger)
 	if !ok {
 		h.fail(rq, &engine.Error{Code: engine.NotFound, Message: "Resource Not Found."})
 		return
 	}
-	n, capped, err := b.TTLBacklog(rq.r.Context(), db, coll, 100000)
+	const max = 100000
+	n, capped, err := b.TTLBacklog(rq.r.Context(), db, coll, max)
 	if err != nil {
 		h.fail(rq, err)
 		return
 	}
-	body, _ := json.Marshal(map[string]any{"expiredAwaitingPurge": n, "capped": capped})
+	items, bytes, deadline, err := b.ErasureQueue(rq.r.Context(), db, coll, max)
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	body, _ := json.Marshal(map[string]any{"expiredAwaitingPurge": n, "capped": capped,
+		"awaitingErasure": items, "awaitingErasureBytes": bytes, "erasureCapped": items >= max,
+		"eraseDeadlineSeconds": int64(deadline / time.Second)})
 	h.reply(rq, http.StatusOK, 0, body)
 }

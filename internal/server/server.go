@@ -309,7 +309,7 @@ func New(cfg Config) (*Server, error) {
 	s.purger = ttl.New(ttl.Config{Target: s.engine, Clock: cfg.Clock, Budget: budget,
 		Metrics: purgeMetrics, Logger: cfg.Logger})
 	s.erasure = ttl.NewErasure(ttl.ErasureConfig{Target: s.engine, Clock: cfg.Clock, Metrics: purgeMetrics, Logger: cfg.Logger})
-	_, s.erasable = s.store.(storage.Eraser)
+	s.erasable = storage.CanErase(s.store)
 	purgeMetrics.Erasable(s.erasable)
 	authn, err := newAuthenticator(cfg)
 	if err != nil {

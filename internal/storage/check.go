@@ -5,6 +5,7 @@ package storage
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -89,6 +90,17 @@ func (c *checked) DeleteRange(ctx context.Context, lower, upper []byte, limit in
 	}
 	return deleteRangeByKeys(ctx, c, lower, upper, limit)
 }
+
+// Erase forwards to the store's own Eraser. The wrapper has the method
+// whatever the store, so CanErase asks it about the store it wraps.
+func (c *checked) Erase(ctx context.Context, spans [][2][]byte) error {
+	if er, ok := c.inner.(Eraser); ok {
+		return er.Erase(ctx, spans)
+	}
+	return errors.New("storage: the store cannot erase")
+}
+
+func (c *checked) canErase() bool { return CanErase(c.inner) }
 
 func violation(format string, args ...any) {
 	panic(fmt.Sprintf("storage invariant violated: "+format, args...))

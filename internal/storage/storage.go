@@ -318,3 +318,13 @@ type Sizer interface {
 type Eraser interface {
 	Erase(ctx context.Context, spans [][2][]byte) error
 }
+
+// CanErase reports whether s erases deleted bytes: it is an Eraser, and,
+// if it wraps another store (WithChecks), that one is.
+func CanErase(s Store) bool {
+	if w, ok := s.(interface{ canErase() bool }); ok {
+		return w.canErase()
+	}
+	_, ok := s.(Eraser)
+	return ok
+}

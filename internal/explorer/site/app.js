@@ -138,6 +138,13 @@ function stopTimers() {
   state.timer = state.feedTimer = null;
 }
 
+// duration writes a number of seconds the way people say it: 90 s, 10 min, 1 h.
+function duration(secs) {
+  if (secs % 3600 === 0) return `${secs / 3600} h`;
+  if (secs % 60 === 0) return `${secs / 60} min`;
+  return `${secs} s`;
+}
+
 // showBacklog shows how many expired items still wait for the purger
 // (invisible already), every few seconds while the container is open.
 async function showBacklog(db, coll) {
@@ -149,7 +156,10 @@ async function showBacklog(db, coll) {
   const res = await api("GET", ["dbs", db, "colls", coll, "_mayfly", "ttl"]);
   if (res.status === 200 && state.db === db && state.coll === coll) {
     const n = res.body.expiredAwaitingPurge;
-    el.textContent = ` · purge backlog ${n}${res.body.capped ? "+" : ""} item${n === 1 ? "" : "s"}`;
+    const m = res.body.awaitingErasure;
+    el.textContent = ` · purge backlog ${n}${res.body.capped ? "+" : ""} item${n === 1 ? "" : "s"}` +
+      ` · awaiting erasure ${m}${res.body.erasureCapped ? "+" : ""} item${m === 1 ? "" : "s"}` +
+      ` (deadline ${duration(res.body.eraseDeadlineSeconds)})`;
   }
   state.backlogTimer = setTimeout(() => showBacklog(db, coll), 3000);
 }
