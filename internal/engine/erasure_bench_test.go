@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"math/rand/v2"
 	"strconv"
@@ -13,6 +14,9 @@ import (
 	"github.com/mayfly-db/mayfly/internal/ttl"
 )
 
+// The payload markers of BenchmarkErasure's expiring and live items.
+var goneMarker, liveMarker = []byte("GONEmark"), []byte("LIVEmark")
+
 // BenchmarkErasure measures the erasure of MAYFLY_BENCH_ITEMS expired
 // items among as many live ones (ttl.md B4), after the purge has deleted
 // them: the wall time and process CPU of one Erase of the container, the
@@ -21,7 +25,9 @@ import (
 // at MAYFLY_BENCH_READ_RATE per second during the erasure against the same
 // reads for as long just before it (p99 ratio; the goal is at most 1.05).
 // The erasure lag of an item is then at most half its deadline, plus the
-// loop's look (a second), plus this wall time.
+// loop's look (a second), plus this wall time. Afterwards every file of
+// the store is searched (pebblestore.SearchFiles): no expired item's
+// payload may be found, and live ones must be.
 func BenchmarkErasure(b *testing.B) {
 	for _, reads := range []bool{false, true} {
 		name := "idle"
@@ -52,13 +58,17 @@ func benchErasure(b *testing.B, reads bool) {
 		}
 		total := 2 * n
 		var liveIdx []int
+		// Every item's payload holds its kind's marker, which the files
+		// are searched for once erasure is done.
 		s.load(b, 0, total, func(i int) []byte {
 			if i%2 == 0 {
-				liveIdx = append(liveIdx, i)
-				return benchItem("e", i, "")
+				return bytes.Replace(benchItem("e", i, ""), []byte("xxxxxxxx"), liveMarker, 1)
 			}
-			return benchItem("e", i, "60")
+			return bytes.Replace(benchItem("e", i, "60"), []byte("xxxxxxxx"), goneMarker, 1)
 		})
+		for i := 0; i < total; i += 2 {
+			liveIdx = append(liveIdx, i)
+		}
 		clk.Advance(61 * time.Second)
 		if got := s.purgeAll(b, clk.Now(), ttl.DefaultBatchSize); got != n {
 			b.Fatalf("purged %d items, want %d", got, n)
@@ -125,6 +135,16 @@ func benchErasure(b *testing.B, reads bool) {
 		erased += n
 		erasedBytes += res.Bytes
 		compacted += ps.CompactedBytes() - before
+		found, err := pebblestore.SearchFiles(ps.Dir(), [][]byte{goneMarker, liveMarker})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if files := found[string(goneMarker)]; len(files) > 0 {
+			b.Fatalf("an erased item's payload is still in %v", files)
+		}
+		if len(found[string(liveMarker)]) == 0 {
+			b.Fatal("no live item's payload is in the files: the search finds nothing")
+		}
 		s.store.Close()
 	}
 	b.ReportMetric(float64(wall.Milliseconds())/float64(b.N), "erase-ms")

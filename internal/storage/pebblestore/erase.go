@@ -222,3 +222,6 @@ func (s *Store) CompactedBytes() uint64 {
 	}
 	return n
 }
+
+// Dir is the directory holding the store's files; "" in memory.
+func (s *Store) Dir() string { return s.dir }
