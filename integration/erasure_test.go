@@ -1,10 +1,13 @@
 package integration
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	mrand "math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,5 +105,62 @@ func TestB4_ErasureByTheDeadlineDespiteKills(t *testing.T) {
 	m := e.metrics(t)
 	if m["mayfly_ttl_erasure_supported"] != 1 {
 		t.Errorf("mayfly_ttl_erasure_supported = %v, want 1", m["mayfly_ttl_erasure_supported"])
+	}
+}
+
+// TestErasureSettingSurvivesGoSDKReplace: the Go SDK's container
+// properties know only the service's fields, so a read-modify-replace
+// through it sends no mayflyErasure; the setting stays, and a raw
+// replace with null removes it. A bad setting is a 400.
+func TestErasureSettingSurvivesGoSDKReplace(t *testing.T) {
+	e := start(t)
+	db := e.database("db")
+	if res := e.do("POST", "/dbs/db/colls", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"mayflyErasure":{"deadlineSeconds":600,"onDelete":true}}`), nil); res.status != 201 {
+		t.Fatalf("create: %d %s", res.status, res.body)
+	}
+	c, err := db.NewContainer("c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	read, err := c.Read(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	props := *read.ContainerProperties
+	ttl := int32(60)
+	props.DefaultTimeToLive = &ttl
+	if _, err := c.Replace(ctx, props, nil); err != nil {
+		t.Fatal(err)
+	}
+	setting := func() string {
+		t.Helper()
+		res := e.do("GET", "/dbs/db/colls/c", nil, nil)
+		var body struct {
+			Erasure    json.RawMessage `json:"mayflyErasure"`
+			DefaultTTL int             `json:"defaultTtl"`
+		}
+		if err := json.Unmarshal(res.body, &body); err != nil {
+			t.Fatal(err)
+		}
+		if body.DefaultTTL != 60 {
+			t.Fatalf("defaultTtl %d after the replace, want 60", body.DefaultTTL)
+		}
+		return string(body.Erasure)
+	}
+	if got := setting(); got != `{"deadlineSeconds":600,"onDelete":true}` {
+		t.Errorf("mayflyErasure after a Go SDK replace: %s", got)
+	}
+	if res := e.do("PUT", "/dbs/db/colls/c", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":60,"mayflyErasure":null}`), nil); res.status != 200 {
+		t.Fatalf("replace with null: %d %s", res.status, res.body)
+	}
+	if got := setting(); got != "" && got != "null" {
+		t.Errorf("mayflyErasure after a replace with null: %s", got)
+	}
+	for _, bad := range []string{`{"deadlineSeconds":5}`, `{"deadlineSeconds":"600"}`, `{"onDelete":1}`, `{"deadline":600}`, `600`} {
+		res := e.do("POST", "/dbs/db/colls", []byte(`{"id":"bad","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"mayflyErasure":`+bad+`}`), nil)
+		if res.status != 400 || !strings.Contains(string(res.body), "mayflyErasure") {
+			t.Errorf("mayflyErasure %s: %d %s, want 400 naming the property", bad, res.status, res.body)
+		}
 	}
 }
