@@ -308,7 +308,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.purger = ttl.New(ttl.Config{Target: s.engine, Clock: cfg.Clock, Budget: budget,
 		Metrics: purgeMetrics, Logger: cfg.Logger})
-	s.erasure = ttl.NewErasure(ttl.ErasureConfig{Target: s.engine, Clock: cfg.Clock, Metrics: purgeMetrics, Logger: cfg.Logger})
+	s.erasure = ttl.NewErasure(ttl.ErasureConfig{Target: s.engine, Clock: cfg.Clock, Budget: budget, Metrics: purgeMetrics, Logger: cfg.Logger})
 	s.erasable = storage.CanErase(s.store)
 	purgeMetrics.Erasable(s.erasable)
 	authn, err := newAuthenticator(cfg)

@@ -51,6 +51,12 @@ func (b ErasureBacklog) due(now time.Time) bool {
 	return !b.Busy && !now.Before(b.Expired.Add(b.By.Sub(b.Expired)/2))
 }
 
+// pressing reports whether the queue's erasure can wait no longer for
+// users to leave capacity: a quarter of its deadline is left.
+func (b ErasureBacklog) pressing(now time.Time) bool {
+	return !now.Before(b.By.Add(-b.By.Sub(b.Expired) / 4))
+}
+
 // EraseResult reports an Erase.
 type EraseResult struct {
 	// Expired has the expiry instant of each item erased.
@@ -97,6 +103,10 @@ type ErasureConfig struct {
 	Target   EraseTarget
 	Clock    clock.Clock
 	Interval time.Duration
+	// Budget, when set, is the purge's: a due container whose users have
+	// used its capacity is erased later, once they leave some or a
+	// quarter of the deadline is left, whichever comes first.
+	Budget *Budget
 	// CountInterval spaces the counts for the metrics; CountMax caps the
 	// items counted per container.
 	CountInterval time.Duration
@@ -192,10 +202,16 @@ func (e *Erasure) look(ctx context.Context, count bool) error {
 		return err
 	}
 	var due []string
+	var erasing []ErasureBacklog
 	for _, b := range backlog {
-		if b.due(now) {
-			due = append(due, b.ID)
+		if !b.due(now) {
+			continue
 		}
+		if e.cfg.Budget != nil && e.cfg.Budget.Available(b.Label) <= 0 && !b.pressing(now) {
+			continue // users first (ttl.md A4)
+		}
+		due = append(due, b.ID)
+		erasing = append(erasing, b)
 	}
 	if count {
 		seen := map[string]bool{}
@@ -221,10 +237,8 @@ func (e *Erasure) look(ctx context.Context, count bool) error {
 	for _, t := range res.Expired {
 		e.cfg.Metrics.Erased(done.Sub(t))
 	}
-	for _, b := range backlog {
-		if b.due(now) {
-			e.cfg.Metrics.AwaitingErasure(b.Label, 0, 0)
-		}
+	for _, b := range erasing {
+		e.cfg.Metrics.AwaitingErasure(b.Label, 0, 0)
 	}
 	return nil
 }

@@ -74,3 +74,34 @@ func TestErasureErasesQueuesHalfwayToTheirDeadline(t *testing.T) {
 		t.Errorf("erasure lags %v, want the first to be b's minute since expiry", lags.lags)
 	}
 }
+
+// TestErasureWaitsForSpareCapacity: a due queue whose container's users
+// have used its capacity waits, until a quarter of its deadline is left.
+func TestErasureWaitsForSpareCapacity(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	clk := clock.NewManual(t0)
+	budget := NewBudget(clk, 100)
+	target := &fakeEraseTarget{backlog: []ErasureBacklog{
+		{ID: "a", Label: "a", Expired: t0, By: t0.Add(time.Hour), Items: 1},
+	}}
+	er := NewErasure(ErasureConfig{Target: target, Clock: clk, Budget: budget})
+	ctx := context.Background()
+	for _, s := range []struct {
+		advance time.Duration
+		erased  bool
+	}{
+		{30 * time.Minute, false}, // due, but users took the capacity
+		{14 * time.Minute, false}, // still more than a quarter left
+		{time.Minute, true},       // a quarter left: no more waiting
+	} {
+		clk.Advance(s.advance)
+		budget.Charge("a", 1e6)
+		target.erased = nil
+		if err := er.Pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := len(target.erased) > 0; got != s.erased {
+			t.Errorf("at +%v: erased %v, want %v", clk.Now().Sub(t0), got, s.erased)
+		}
+	}
+}
