@@ -14,11 +14,12 @@ import (
 // instantiated once per query, in a runtime of the query's own, under one
 // time limit for all its calls.
 type Functions struct {
-	load  func(name string) (src string, err error)
-	limit time.Duration
-	vm    *goja.Runtime
-	stop  *time.Timer
-	fns   map[string]goja.Callable
+	load    func(name string) (src string, err error)
+	limit   time.Duration
+	vm      *goja.Runtime
+	stop    *time.Timer
+	unwatch func() // takes vm off the memory guard
+	fns     map[string]goja.Callable
 }
 
 // NewFunctions returns the functions load finds by name, to be called
@@ -43,6 +44,7 @@ func (f *Functions) Call(name string, args [][]byte) ([]byte, error) {
 		f.vm.SetMaxCallStackSize(maxCallDepth)
 		vm := f.vm
 		f.stop = time.AfterFunc(f.limit, func() { vm.Interrupt(ErrTimeout) })
+		f.unwatch = watch(vm)
 	}
 	fn, ok := f.fns[name]
 	if !ok {
@@ -98,13 +100,14 @@ func (f *Functions) Call(name string, args [][]byte) ([]byte, error) {
 func (f *Functions) Close() {
 	if f.stop != nil {
 		f.stop.Stop()
+		f.unwatch()
 	}
 }
 
 func (f *Functions) fail(err error) error {
 	var intr *goja.InterruptedError
 	if errors.As(err, &intr) {
-		return ErrTimeout
+		return interrupted(intr)
 	}
 	var exc *goja.Exception
 	if errors.As(err, &exc) {

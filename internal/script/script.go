@@ -121,6 +121,7 @@ func run(ctx context.Context, src string, params []byte, coll Collection, lim Li
 	// RangeError it can see, instead of growing its stack until the time
 	// limit.
 	vm.SetMaxCallStackSize(maxCallDepth)
+	defer watch(vm)()
 	x := &execution{vm: vm, coll: coll, lim: lim, res: &Result{}, trig: trig}
 	if err := x.install(); err != nil {
 		return nil, err
@@ -199,10 +200,7 @@ func (x *execution) fail(err error) error {
 	}
 	var intr *goja.InterruptedError
 	if errors.As(err, &intr) {
-		if e, ok := intr.Value().(error); ok {
-			return e
-		}
-		return ErrTimeout
+		return interrupted(intr)
 	}
 	var exc *goja.Exception
 	if errors.As(err, &exc) {
@@ -653,4 +651,18 @@ func (x *execution) text(v goja.Value) string {
 		return string(b)
 	}
 	return fmt.Sprint(v)
+}
+
+// interrupted is the error of a script stopped from outside: by its time
+// limit, its request's end, or the memory guard (a RangeError the client
+// is told of, as for a script that recursed too deep).
+func interrupted(intr *goja.InterruptedError) error {
+	e, ok := intr.Value().(error)
+	switch {
+	case !ok:
+		return ErrTimeout
+	case errors.Is(e, ErrMemory):
+		return &ScriptError{Message: fmt.Sprintf("RangeError: the scripts running used more than %d MiB of memory", MemoryLimit>>20)}
+	}
+	return e
 }

@@ -277,3 +277,29 @@ func TestRecursionIsBounded(t *testing.T) {
 		t.Fatalf("a UDF that recurses: %v, want a script error", err)
 	}
 }
+
+// A script that allocates without end is stopped by the memory guard,
+// long before its time limit, with a RangeError; so is a UDF. The guard
+// stops sampling when no script runs.
+func TestMemoryIsBounded(t *testing.T) {
+	old := MemoryLimit
+	MemoryLimit = 64 << 20
+	defer func() { MemoryLimit = old }()
+	hog := `var a = []; for (;;) { a.push(new Array(100000).fill(1)); }`
+	_, _, err := runProc(t, `function () { `+hog+` }`, ``, Limits{Time: time.Minute})
+	var se *ScriptError
+	if !errors.As(err, &se) || !strings.Contains(se.Message, "memory") {
+		t.Fatalf("err = %v, want a script error about memory", err)
+	}
+	f := NewFunctions(func(string) (string, error) {
+		return `function (n) { ` + hog + ` }`, nil
+	}, time.Minute)
+	defer f.Close()
+	if _, err := f.Call("hog", [][]byte{[]byte("1")}); !errors.As(err, &se) || !strings.Contains(se.Message, "memory") {
+		t.Fatalf("a UDF that allocates without end: %v, want a script error about memory", err)
+	}
+	// An ordinary script beside it is not affected.
+	if _, _, err := runProc(t, `function () { var a = []; for (var i = 0; i < 1000; i++) a.push(i); }`, ``, Limits{}); err != nil {
+		t.Fatal(err)
+	}
+}
