@@ -232,6 +232,9 @@ func (e *Engine) erasureLabel(r storage.Reader, rid []byte) (string, bool, error
 // eraseBatch is how many queue entries one transaction of Erase handles.
 const eraseBatch = 256
 
+// Erase's transactions do not wait for their fsync: one lost in a crash
+// is done again, since the queue entries go last.
+
 // Erase erases the items queued for the containers ids (their rids) before
 // the call: it deletes the versions of each item the change feed keeps with
 // its body, then has the store erase the containers' spans (when it can:
@@ -298,7 +301,7 @@ func (e *Engine) eraseVersions(ctx context.Context, rid []byte, upTo uint64, res
 	upper := prefixEnd(lower)
 	for {
 		var next []byte
-		err := e.store.Update(ctx, func(tx storage.Txn) error {
+		err := storage.UpdateDeferred(ctx, e.store, func(tx storage.Txn) error {
 			next = nil
 			it, err := tx.NewIter(storage.IterParams{Lower: lower, Upper: upper})
 			if err != nil {
@@ -421,7 +424,7 @@ func (e *Engine) dequeueErasure(ctx context.Context, rid []byte, upTo uint64) er
 	upper := prefixEnd(lower)
 	for {
 		var next []byte
-		err := e.store.Update(ctx, func(tx storage.Txn) error {
+		err := storage.UpdateDeferred(ctx, e.store, func(tx storage.Txn) error {
 			next = nil
 			it, err := tx.NewIter(storage.IterParams{Lower: lower, Upper: upper})
 			if err != nil {
