@@ -232,9 +232,6 @@ func (e *Engine) erasureLabel(r storage.Reader, rid []byte) (string, bool, error
 // eraseBatch is how many queue entries one transaction of Erase handles.
 const eraseBatch = 256
 
-// Erase's transactions do not wait for their fsync: one lost in a crash
-// is done again, since the queue entries go last.
-
 // Erase erases the items queued for the containers ids (their rids) before
 // the call: it deletes the versions of each item the change feed keeps with
 // its body, then has the store erase the containers' spans (when it can:
@@ -297,6 +294,44 @@ func (e *Engine) eraseUpTo(ctx context.Context, rid []byte) (uint64, error) {
 // previous-image LSN back from the expiry or delete record. The expiry and
 // delete records stay: they hold ids and system properties only.
 func (e *Engine) eraseVersions(ctx context.Context, rid []byte, upTo uint64, res *ttl.EraseResult) error {
+	return e.eachQueued(ctx, rid, upTo, func(tx storage.Txn, entries []eraseEntry, _ [][]byte) error {
+		floor, err := versionFloor(tx, rid)
+		if err != nil {
+			return err
+		}
+		lsns := make([]uint64, len(entries))
+		for i, en := range entries {
+			lsns[i] = en.lsn
+		}
+		if err := deleteBodies(tx, rid, lsns, floor); err != nil {
+			return err
+		}
+		for _, en := range entries {
+			res.Expired = append(res.Expired, time.Unix(0, en.expired))
+			res.Bytes += int64(en.size)
+		}
+		return nil
+	})
+}
+
+// dequeueErasure takes the container's entries at or below LSN upTo off
+// the queue.
+func (e *Engine) dequeueErasure(ctx context.Context, rid []byte, upTo uint64) error {
+	return e.eachQueued(ctx, rid, upTo, func(tx storage.Txn, _ []eraseEntry, keys [][]byte) error {
+		for _, k := range keys {
+			if err := tx.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// eachQueued calls fn with the queue entries of the container with rid at
+// or below LSN upTo, and their keys, eraseBatch at a time, each batch in a
+// transaction of its own. The transactions do not wait for their fsync:
+// one lost in a crash is done again, since the entries go last.
+func (e *Engine) eachQueued(ctx context.Context, rid []byte, upTo uint64, fn func(tx storage.Txn, entries []eraseEntry, keys [][]byte) error) error {
 	lower := collPrefix(famErase, rid)
 	upper := prefixEnd(lower)
 	for {
@@ -308,46 +343,33 @@ func (e *Engine) eraseVersions(ctx context.Context, rid []byte, upTo uint64, res
 				return err
 			}
 			var entries []eraseEntry
-			for ok := it.First(); ok && len(entries) < eraseBatch; ok = it.Next() {
+			var keys [][]byte
+			n := 0
+			for ok := it.First(); ok && n < eraseBatch; ok = it.Next() {
+				n++
 				en, valid := decodeEraseEntry(it.Key(), it.Value())
 				if !valid {
 					it.Close()
 					return fmt.Errorf("erasure entry %x: %w", it.Key(), errBadRecord)
 				}
-				next = append(bytes.Clone(it.Key()), 0)
+				k := bytes.Clone(it.Key())
+				next = append(k[:len(k):len(k)], 0)
 				if en.lsn <= upTo {
 					en.rid = rid
 					entries = append(entries, en)
+					keys = append(keys, k)
 				}
 			}
 			if err := errors.Join(it.Err(), it.Close()); err != nil {
 				return err
 			}
-			if len(entries) < eraseBatch {
+			if n < eraseBatch {
 				next = nil
 			}
-			floor, err := versionFloor(tx, rid)
-			if err != nil {
-				return err
-			}
-			lsns := make([]uint64, len(entries))
-			for i, en := range entries {
-				lsns[i] = en.lsn
-			}
-			if err := deleteBodies(tx, rid, lsns, floor); err != nil {
-				return err
-			}
-			for _, en := range entries {
-				res.Expired = append(res.Expired, time.Unix(0, en.expired))
-				res.Bytes += int64(en.size)
-			}
-			return nil
+			return fn(tx, entries, keys)
 		})
-		if err != nil {
+		if err != nil || next == nil {
 			return err
-		}
-		if next == nil {
-			return nil
 		}
 		lower = next
 	}
@@ -415,50 +437,4 @@ func deleteBodies(tx storage.Txn, rid []byte, lsns []uint64, floor uint64) error
 		wants = next
 	}
 	return nil
-}
-
-// dequeueErasure takes the container's entries at or below LSN upTo off
-// the queue.
-func (e *Engine) dequeueErasure(ctx context.Context, rid []byte, upTo uint64) error {
-	lower := collPrefix(famErase, rid)
-	upper := prefixEnd(lower)
-	for {
-		var next []byte
-		err := storage.UpdateDeferred(ctx, e.store, func(tx storage.Txn) error {
-			next = nil
-			it, err := tx.NewIter(storage.IterParams{Lower: lower, Upper: upper})
-			if err != nil {
-				return err
-			}
-			var dead [][]byte
-			n := 0
-			for ok := it.First(); ok && n < 4*eraseBatch; ok = it.Next() {
-				n++
-				k := it.Key()
-				next = append(bytes.Clone(k), 0)
-				if len(k) == eraseEntryLen && binary.BigEndian.Uint64(k[17:]) <= upTo {
-					dead = append(dead, bytes.Clone(k))
-				}
-			}
-			if n < 4*eraseBatch {
-				next = nil
-			}
-			if err := errors.Join(it.Err(), it.Close()); err != nil {
-				return err
-			}
-			for _, k := range dead {
-				if err := tx.Delete(k); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		if next == nil {
-			return nil
-		}
-		lower = next
-	}
 }
