@@ -56,6 +56,9 @@ type change struct {
 	seq  uint64
 	cur  *itemRecord
 	prev *itemRecord
+	// erase, when set, collects the erasure of an item the change
+	// removes, for the caller to queue with others (erasure.go).
+	erase *erasureBatch
 }
 
 // DefaultFeedRetention is how long the version log keeps a change when the

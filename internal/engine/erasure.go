@@ -26,10 +26,14 @@ import (
 // only then takes the entries off the queue: a crash in between repeats
 // the erasure, never skips it.
 //
-// 'z'+collRid(8)+by(8)+lsn(8) → expired(8)+size(uvarint), where by and
-// expired are Unix nanoseconds and lsn is the LSN of the item's expiry or
-// delete record in the version log (0 for a dropped container). Entries
-// hold no property value, id or partition key.
+// 'z'+collRid(8)+by(8)+lsn(8) → for each item, lsn(8)+expired(8)+
+// size(uvarint): the items one transaction queued (a purge batch, a
+// delete), by being the earliest instant any of them must be erased by and
+// lsn the highest LSN among them, in Unix nanoseconds; an item's lsn is its
+// expiry or delete record in the version log (0 for a dropped container).
+// Entries hold no property value, id or partition key. One entry per
+// transaction, not per item: a key per purged item cost the purge half
+// again as much CPU once its compactions had run (docs/benchmarks.md).
 const famErase = 'z'
 
 // eraseEntryLen is the length of an entry's key.
@@ -41,56 +45,101 @@ func eraseKey(rid []byte, by int64, lsn uint64) []byte {
 	return binary.BigEndian.AppendUint64(k, lsn)
 }
 
-// eraseEntry is a decoded queue entry.
-type eraseEntry struct {
-	rid     []byte
-	by      int64
+// queuedItem is one item of a queue entry.
+type queuedItem struct {
 	lsn     uint64
 	expired int64
 	size    uint64
 }
 
-func decodeEraseEntry(k, v []byte) (eraseEntry, bool) {
-	if len(k) != eraseEntryLen || len(v) < 9 {
-		return eraseEntry{}, false
-	}
-	size, n := binary.Uvarint(v[8:])
-	if n <= 0 {
-		return eraseEntry{}, false
-	}
-	return eraseEntry{
-		rid:     k[1:9],
-		by:      int64(binary.BigEndian.Uint64(k[9:17])),
-		lsn:     binary.BigEndian.Uint64(k[17:25]),
-		expired: int64(binary.BigEndian.Uint64(v[:8])),
-		size:    size,
-	}, true
+// eraseEntry is a decoded queue entry.
+type eraseEntry struct {
+	rid   []byte // in the key's memory
+	by    int64
+	lsn   uint64
+	items []queuedItem
 }
 
-// queueErasure queues, in tx, the erasure of an item of c whose bytes
-// stopped being needed at gone (its expiry, or its delete), logged at lsn.
+func decodeEraseEntry(k, v []byte) (eraseEntry, bool) {
+	if len(k) != eraseEntryLen {
+		return eraseEntry{}, false
+	}
+	en := eraseEntry{
+		rid: k[1:9],
+		by:  int64(binary.BigEndian.Uint64(k[9:17])),
+		lsn: binary.BigEndian.Uint64(k[17:25]),
+	}
+	for len(v) > 0 {
+		if len(v) < 17 {
+			return eraseEntry{}, false
+		}
+		size, n := binary.Uvarint(v[16:])
+		if n <= 0 {
+			return eraseEntry{}, false
+		}
+		en.items = append(en.items, queuedItem{lsn: binary.BigEndian.Uint64(v), expired: int64(binary.BigEndian.Uint64(v[8:])), size: size})
+		v = v[16+n:]
+	}
+	return en, len(en.items) > 0
+}
+
+// erasureBatch is the items a transaction queues, written as one entry.
+type erasureBatch struct {
+	val []byte
+	by  int64
+	lsn uint64
+}
+
+// add queues an item whose bytes stopped being needed at gone (its expiry,
+// or its delete), logged at lsn, to be erased within deadline.
+func (b *erasureBatch) add(lsn uint64, gone time.Time, deadline time.Duration, size int) {
+	by := gone.Add(deadline).UnixNano()
+	if len(b.val) == 0 || by < b.by {
+		b.by = by
+	}
+	b.lsn = max(b.lsn, lsn)
+	b.val = binary.BigEndian.AppendUint64(b.val, lsn)
+	b.val = binary.BigEndian.AppendUint64(b.val, uint64(gone.UnixNano()))
+	b.val = binary.AppendUvarint(b.val, uint64(size))
+}
+
+// write puts the batch in tx as an entry of c's queue, if it holds any.
+func (b *erasureBatch) write(tx storage.Txn, c *containerRecord) error {
+	if len(b.val) == 0 {
+		return nil
+	}
+	return tx.Set(eraseKey(c.Rid, b.by, b.lsn), b.val)
+}
+
+// queueErasure queues, in tx, the erasure of one item of c (see
+// erasureBatch.add).
 func (e *Engine) queueErasure(tx storage.Txn, c *containerRecord, lsn uint64, gone time.Time, size int) error {
+	var b erasureBatch
 	deadline, _ := c.erasure(e.eraseDeadline)
-	by := gone.Add(deadline)
-	v := binary.BigEndian.AppendUint64(nil, uint64(gone.UnixNano()))
-	v = binary.AppendUvarint(v, uint64(size))
-	return tx.Set(eraseKey(c.Rid, by.UnixNano(), lsn), v)
+	b.add(lsn, gone, deadline, size)
+	return b.write(tx, c)
 }
 
 // queueGone queues the erasure of the item a change removed: every
-// expired item, and a deleted one when its container asks for it.
+// expired item, and a deleted one when its container asks for it; into
+// ch.erase when the change comes with a batch, else in an entry of its own.
 func (e *Engine) queueGone(tx storage.Txn, c *containerRecord, ch change, now time.Time) error {
 	gone := now
+	deadline, onDelete := c.erasure(e.eraseDeadline)
 	switch ch.kind {
 	case changeExpire:
 		if at, ok := c.TTL.ExpiresAt(ch.prev.ts, ch.prev.itemTTL()); ok {
 			gone = at
 		}
 	case changeDelete:
-		if _, onDelete := c.erasure(e.eraseDeadline); !onDelete {
+		if !onDelete {
 			return nil
 		}
 	default:
+		return nil
+	}
+	if ch.erase != nil {
+		ch.erase.add(ch.lsn, gone, deadline, len(ch.prev.json))
 		return nil
 	}
 	return e.queueErasure(tx, c, ch.lsn, gone, len(ch.prev.json))
@@ -160,14 +209,19 @@ func (e *Engine) ErasureBacklog(ctx context.Context, max int) ([]ttl.ErasureBack
 				return fmt.Errorf("erasure entry %x: %w", it.Key(), errBadRecord)
 			}
 			rid := bytes.Clone(en.rid)
-			b := ttl.ErasureBacklog{ID: string(rid), Expired: time.Unix(0, en.expired), By: time.Unix(0, en.by)}
+			b := ttl.ErasureBacklog{ID: string(rid), Expired: time.Unix(0, en.items[0].expired), By: time.Unix(0, en.by)}
+			for _, item := range en.items {
+				b.Expired = time.Unix(0, min(b.Expired.UnixNano(), item.expired))
+			}
 			for ; ok && b.Items < max; ok = it.Next() {
 				en, valid := decodeEraseEntry(it.Key(), it.Value())
 				if !valid || !bytes.Equal(en.rid, rid) {
 					break
 				}
-				b.Items++
-				b.Bytes += int64(en.size)
+				b.Items += len(en.items)
+				for _, item := range en.items {
+					b.Bytes += int64(item.size)
+				}
 			}
 			if ok && b.Items >= max {
 				ok = it.SeekGE(prefixEnd(collPrefix(famErase, rid)))
@@ -199,8 +253,10 @@ func (e *Engine) ErasureQueue(ctx context.Context, db, coll string, max int) (it
 			if !ok {
 				return false, fmt.Errorf("erasure entry %x: %w", k, errBadRecord)
 			}
-			items++
-			bytes += int64(en.size)
+			items += len(en.items)
+			for _, item := range en.items {
+				bytes += int64(item.size)
+			}
 			return items < max, nil
 		})
 	})
@@ -294,21 +350,21 @@ func (e *Engine) eraseUpTo(ctx context.Context, rid []byte) (uint64, error) {
 // previous-image LSN back from the expiry or delete record. The expiry and
 // delete records stay: they hold ids and system properties only.
 func (e *Engine) eraseVersions(ctx context.Context, rid []byte, upTo uint64, res *ttl.EraseResult) error {
-	return e.eachQueued(ctx, rid, upTo, func(tx storage.Txn, entries []eraseEntry, _ [][]byte) error {
+	return e.eachQueued(ctx, rid, upTo, func(tx storage.Txn, items []queuedItem, _ [][]byte) error {
 		floor, err := versionFloor(tx, rid)
 		if err != nil {
 			return err
 		}
-		lsns := make([]uint64, len(entries))
-		for i, en := range entries {
-			lsns[i] = en.lsn
+		lsns := make([]uint64, len(items))
+		for i, item := range items {
+			lsns[i] = item.lsn
 		}
 		if err := deleteBodies(tx, rid, lsns, floor); err != nil {
 			return err
 		}
-		for _, en := range entries {
-			res.Expired = append(res.Expired, time.Unix(0, en.expired))
-			res.Bytes += int64(en.size)
+		for _, item := range items {
+			res.Expired = append(res.Expired, time.Unix(0, item.expired))
+			res.Bytes += int64(item.size)
 		}
 		return nil
 	})
@@ -317,7 +373,7 @@ func (e *Engine) eraseVersions(ctx context.Context, rid []byte, upTo uint64, res
 // dequeueErasure takes the container's entries at or below LSN upTo off
 // the queue.
 func (e *Engine) dequeueErasure(ctx context.Context, rid []byte, upTo uint64) error {
-	return e.eachQueued(ctx, rid, upTo, func(tx storage.Txn, _ []eraseEntry, keys [][]byte) error {
+	return e.eachQueued(ctx, rid, upTo, func(tx storage.Txn, _ []queuedItem, keys [][]byte) error {
 		for _, k := range keys {
 			if err := tx.Delete(k); err != nil {
 				return err
@@ -327,11 +383,11 @@ func (e *Engine) dequeueErasure(ctx context.Context, rid []byte, upTo uint64) er
 	})
 }
 
-// eachQueued calls fn with the queue entries of the container with rid at
-// or below LSN upTo, and their keys, eraseBatch at a time, each batch in a
-// transaction of its own. The transactions do not wait for their fsync:
+// eachQueued calls fn with the items of the queue entries of the container
+// with rid at or below LSN upTo, and the entries' keys, about eraseBatch
+// items at a time, each batch in a transaction of its own. The transactions do not wait for their fsync:
 // one lost in a crash is done again, since the entries go last.
-func (e *Engine) eachQueued(ctx context.Context, rid []byte, upTo uint64, fn func(tx storage.Txn, entries []eraseEntry, keys [][]byte) error) error {
+func (e *Engine) eachQueued(ctx context.Context, rid []byte, upTo uint64, fn func(tx storage.Txn, items []queuedItem, keys [][]byte) error) error {
 	lower := collPrefix(famErase, rid)
 	upper := prefixEnd(lower)
 	for {
@@ -342,31 +398,35 @@ func (e *Engine) eachQueued(ctx context.Context, rid []byte, upTo uint64, fn fun
 			if err != nil {
 				return err
 			}
-			var entries []eraseEntry
+			var items []queuedItem
 			var keys [][]byte
 			n := 0
-			for ok := it.First(); ok && n < eraseBatch; ok = it.Next() {
-				n++
+			more := false
+			for ok := it.First(); ok; ok = it.Next() {
+				if n >= eraseBatch {
+					more = true
+					break
+				}
 				en, valid := decodeEraseEntry(it.Key(), it.Value())
 				if !valid {
 					it.Close()
 					return fmt.Errorf("erasure entry %x: %w", it.Key(), errBadRecord)
 				}
+				n += len(en.items)
 				k := bytes.Clone(it.Key())
 				next = append(k[:len(k):len(k)], 0)
 				if en.lsn <= upTo {
-					en.rid = rid
-					entries = append(entries, en)
+					items = append(items, en.items...)
 					keys = append(keys, k)
 				}
 			}
 			if err := errors.Join(it.Err(), it.Close()); err != nil {
 				return err
 			}
-			if n < eraseBatch {
+			if !more {
 				next = nil
 			}
-			return fn(tx, entries, keys)
+			return fn(tx, items, keys)
 		})
 		if err != nil || next == nil {
 			return err

@@ -236,6 +236,7 @@ func (e *Engine) PurgeDue(ctx context.Context, p ttl.PurgeParams) (ttl.PurgeResu
 			return err
 		}
 		var usage usageDelta
+		var erase erasureBatch
 		for i := range dead {
 			// Purging is background work: between items it lets a user
 			// request waiting for a processor run first, rather than
@@ -246,10 +247,13 @@ func (e *Engine) PurgeDue(ctx context.Context, p ttl.PurgeParams) (ttl.PurgeResu
 				return err
 			}
 			lsn := first + uint64(i)
-			if err := e.logChange(tx, c, change{kind: changeExpire, lsn: lsn, seq: it.seq(), prev: &it.rec}); err != nil {
+			if err := e.logChange(tx, c, change{kind: changeExpire, lsn: lsn, seq: it.seq(), prev: &it.rec, erase: &erase}); err != nil {
 				return err
 			}
 			res.Items = append(res.Items, ttl.PurgedItem{TS: it.rec.ts, TTL: it.rec.itemTTL()})
+		}
+		if err := erase.write(tx, c); err != nil {
+			return err
 		}
 		return usage.apply(tx, c)
 	})
