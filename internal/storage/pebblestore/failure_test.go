@@ -131,12 +131,22 @@ func TestFullDiskRefusesWritesAndResumes(t *testing.T) {
 	// Refused again while the disk stays full, without waiting. Pebble
 	// deletes obsolete logs and tables in the background (it keeps none
 	// for reuse), which can free space since the refusal: take it back.
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(disk, &st); err != nil {
-		t.Fatal(err)
+	avail := func() int {
+		var st syscall.Statfs_t
+		if err := syscall.Statfs(disk, &st); err != nil {
+			t.Fatal(err)
+		}
+		return int(st.Bavail) * int(st.Bsize)
+	}
+	// Wait until the free space has not changed for 200 ms.
+	for last, stable := avail(), 0; stable < 20; stable++ {
+		time.Sleep(10 * time.Millisecond)
+		if now := avail(); now != last {
+			last, stable = now, 0
+		}
 	}
 	refill := func() {}
-	if avail := int(st.Bavail) * int(st.Bsize); avail > 8<<20 {
+	if avail := avail(); avail > 8<<20 {
 		path := filepath.Join(disk, "refill")
 		if err := os.WriteFile(path, make([]byte, avail-8<<20), 0o600); err != nil {
 			t.Fatal(err)
