@@ -31,9 +31,9 @@ var _ storage.Eraser = (*Store)(nil)
 //   - The MANIFEST: it records each table's first and last key, and index
 //     keys hold property values. It is rewritten from the current state
 //     whenever its edits outgrow that state (MaxManifestFileSize is tiny,
-//     so size never holds it back), and the previous one is deleted:
-//     NumPrevManifest is 1, and Erase keeps compacting the spans until
-//     two rotations have passed.
+//     so size never holds it back), and Pebble keeps one previous one
+//     (NumPrevManifest 1): Erase waits for two rewrites after its
+//     compactions, making edits if need be (rotateManifest).
 
 // eraseCleaner deletes obsolete files, as Pebble's default cleaner does,
 // and also declares that it needs the contents of the files it cleans,
