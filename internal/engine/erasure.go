@@ -285,7 +285,8 @@ func (e *Engine) erasureLabel(r storage.Reader, rid []byte) (string, bool, error
 	return "", false, err
 }
 
-// eraseBatch is how many queue entries one transaction of Erase handles.
+// eraseBatch is about how many queued items one transaction of Erase
+// handles (whole entries, so a few more).
 const eraseBatch = 256
 
 // Erase erases the items queued for the containers ids (their rids) before
