@@ -1,7 +1,6 @@
 package script
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -105,17 +104,8 @@ func (f *Functions) Close() {
 }
 
 func (f *Functions) fail(err error) error {
-	var intr *goja.InterruptedError
-	if errors.As(err, &intr) {
-		return interrupted(intr)
-	}
-	var exc *goja.Exception
-	if errors.As(err, &exc) {
-		return &ScriptError{Message: exceptionMessage(exc)}
-	}
-	var deep *goja.StackOverflowError
-	if errors.As(err, &deep) {
-		return &ScriptError{Message: fmt.Sprintf("RangeError: Maximum call stack size exceeded (%d calls)", maxCallDepth)}
+	if e, ok := scriptFailure(err); ok {
+		return e
 	}
 	return fmt.Errorf("udf: %w", err)
 }

@@ -198,23 +198,32 @@ func (x *execution) fail(err error) error {
 	if x.failed != nil {
 		return x.failed
 	}
+	if e, ok := scriptFailure(err); ok {
+		return e
+	}
+	return err
+}
+
+// scriptFailure is what a goja error means for the client, when it is the
+// script's doing or its stopping: a ScriptError, or why it was stopped.
+func scriptFailure(err error) (error, bool) {
 	var intr *goja.InterruptedError
 	if errors.As(err, &intr) {
-		return interrupted(intr)
+		return interrupted(intr), true
 	}
 	var exc *goja.Exception
 	if errors.As(err, &exc) {
-		return &ScriptError{Message: exceptionMessage(exc)}
+		return &ScriptError{Message: exceptionMessage(exc)}, true
 	}
 	var deep *goja.StackOverflowError
 	if errors.As(err, &deep) {
-		return &ScriptError{Message: fmt.Sprintf("RangeError: Maximum call stack size exceeded (%d calls)", maxCallDepth)}
+		return &ScriptError{Message: fmt.Sprintf("RangeError: Maximum call stack size exceeded (%d calls)", maxCallDepth)}, true
 	}
 	var syn *goja.CompilerSyntaxError
 	if errors.As(err, &syn) {
-		return &ScriptError{Message: syn.Error()}
+		return &ScriptError{Message: syn.Error()}, true
 	}
-	return err
+	return nil, false
 }
 
 // exceptionMessage is what the script threw: an Error's message, or the
