@@ -6,7 +6,7 @@ package httpapi
 // doubles three or four times, each time copying every frame above it
 // (12% of a create's CPU, measured). Growing it once, while it holds only
 // the few frames of net/http, costs one copy of a shallow stack.
-const requestStack = 32 << 10
+const requestStack = 16 << 10
 
 // stackIndex is read by growStack so the compiler keeps its frame.
 var stackIndex int

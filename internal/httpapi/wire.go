@@ -12,7 +12,8 @@ import (
 // page without an error. Go's Header.Set stores keys in canonical form
 // (X-Ms-Continuation), and HTTP/1.1 writes keys as stored, so every
 // response's keys are respelled once, just before the header is written.
-// HTTP/2 lower-cases every key on the wire anyway.
+// HTTP/2 lower-cases every key on the wire anyway, so its responses are
+// left as they are.
 //
 // The respelled keys are no longer found by Header.Get, so this wraps the
 // handler where it meets the connection (WireSpelling), not inside it.
@@ -21,6 +22,10 @@ import (
 // service spells them.
 func WireSpelling(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor >= 2 {
+			h.ServeHTTP(w, r)
+			return
+		}
 		h.ServeHTTP(&wireWriter{ResponseWriter: w}, r)
 	})
 }
