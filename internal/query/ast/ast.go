@@ -67,6 +67,9 @@ type OrderItem struct {
 	Desc bool
 	// Explicit records whether ASC or DESC was written.
 	Explicit bool
+	// Rank is ORDER BY RANK: Expr is a scoring function (FullTextScore,
+	// RRF) and the rows come best first.
+	Rank bool
 }
 
 // Expr is a scalar expression.

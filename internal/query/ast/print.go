@@ -79,6 +79,9 @@ func writeQuery(b *strings.Builder, q *Query) {
 			if i > 0 {
 				b.WriteString(", ")
 			}
+			if o.Rank {
+				b.WriteString("RANK ")
+			}
 			writeExpr(b, o.Expr)
 			switch {
 			case o.Desc:

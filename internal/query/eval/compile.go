@@ -96,6 +96,12 @@ func (c *compiler) query(q *ast.Query, outer []string, top bool) (*compiled, err
 		}
 	}
 	for _, o := range q.OrderBy {
+		if o.Rank {
+			if err := c.rank(q, cq, o.Expr, names, top); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if err := c.expr(o.Expr, names, nil); err != nil {
 			return nil, err
 		}
@@ -249,6 +255,9 @@ func (c *compiler) walk(e ast.Expr, names []string, cq *compiled, inAgg bool) er
 	case *ast.Call:
 		if !x.UDF {
 			lname := strings.ToLower(x.Name)
+			if isScoring(lname) {
+				return errAt(e, "SC2240", "The scoring function %s can only be used in an ORDER BY RANK clause.", x.Name)
+			}
 			if _, isAgg := aggregateKinds[lname]; isAgg {
 				if cq == nil || inAgg {
 					return errAt(e, "SC2101", "Aggregate function '%s' is not allowed in this context.", strings.ToUpper(x.Name))

@@ -99,6 +99,7 @@ type compiled struct {
 	offset    int // -1 when absent
 	limit     int // -1 when absent
 	container string
+	rank      *rankSpec // ORDER BY RANK; nil otherwise
 }
 
 // maxRewriteLevels is how many levels the packages that rewrite parsed
@@ -224,12 +225,20 @@ func (p *Program) RunEach(each Each, n int) ([]document.Value, error) {
 		n += p.top.offset
 	}
 	ctx := p.newCtx(DocMeta{})
+	if p.top.rank != nil {
+		ctx.corpus = &corpus{}
+	}
 	return ctx.run(p.top, func(emit func(scope) error) error {
 		if p.q.From == nil {
 			return ctx.scopes(p.top, nil, document.Undef, emit)
 		}
 		return each(func(doc document.Value, meta DocMeta) error {
 			ctx.meta = meta
+			if ctx.corpus != nil {
+				if err := ctx.corpus.count(ctx, p.top.rank, doc); err != nil {
+					return err
+				}
+			}
 			return ctx.scopes(p.top, nil, doc, emit)
 		})
 	}, n)
@@ -277,6 +286,8 @@ type ctx struct {
 	aggVals []document.Value // aggregate results while projecting a group
 	aggOf   *compiled
 	budget  *Budget
+	// corpus gathers the statistics of a ranked query's documents.
+	corpus *corpus
 }
 
 func (p *Program) newCtx(meta DocMeta) *ctx {
@@ -395,6 +406,7 @@ func (c *ctx) subquery(q *ast.Query, s scope, limit int) ([]document.Value, erro
 type sortRow struct {
 	val  document.Value
 	keys []document.Value
+	rank *rankFeatures // under ORDER BY RANK, what the score is made of
 }
 
 // run applies the row-set clauses of cq to the scopes produce yields.
@@ -446,7 +458,8 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 		}
 		seenEarly := map[string]bool{}
 		ordered := len(q.OrderBy) > 0
-		capped := want > 0 && ordered && !q.Select.Distinct
+		// A rank is known only once every document is read.
+		capped := want > 0 && ordered && !q.Select.Distinct && cq.rank == nil
 		// An ORDER BY with a known end keeps the rows that can be among
 		// the first want: it sorts and trims whenever the buffer reaches
 		// compact rows, so it holds O(want) rows, not the scope's.
@@ -479,6 +492,16 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 			r := sortRow{val: v}
 			size := sizeOf(v)
 			for _, o := range q.OrderBy {
+				if o.Rank {
+					f, err := c.features(cq.rank, s)
+					if err != nil {
+						return err
+					}
+					r.rank = f
+					r.keys = append(r.keys, document.Undef)
+					size += 16 * len(cq.rank.comps)
+					continue
+				}
 				k, err := c.eval(o.Expr, s)
 				if err != nil {
 					return err
@@ -513,6 +536,9 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 		if err != nil && !errors.Is(err, errStop) {
 			return nil, err
 		}
+	}
+	if cq.rank != nil && c.corpus != nil {
+		cq.rank.score(c.corpus, rows)
 	}
 	c.sortRows(q, rows)
 	if !cq.grouped && want > 0 && len(q.OrderBy) > 0 && !q.Select.Distinct && len(rows) > want {
@@ -563,7 +589,7 @@ func (c *ctx) sortRows(q *ast.Query, rows []sortRow) {
 	sort.SliceStable(rows, func(i, j int) bool {
 		for k, o := range q.OrderBy {
 			d := document.Compare(rows[i].keys[k], rows[j].keys[k])
-			if o.Desc {
+			if o.Desc || o.Rank {
 				d = -d
 			}
 			if d != 0 {

@@ -156,6 +156,12 @@ func (p *parser) peekKeyword(kw string) bool {
 	return p.peek.kind == tWord && strings.EqualFold(p.peek.text, kw)
 }
 
+// rankAhead reports whether an ORDER BY item starts with RANK followed by
+// its scoring function; RANK alone is an ordinary identifier.
+func (p *parser) rankAhead() bool {
+	return p.isKeyword("RANK") && p.peek.kind == tWord
+}
+
 func (p *parser) acceptKeyword(kw string) bool {
 	if p.err == nil && p.isKeyword(kw) {
 		p.advance()
@@ -275,9 +281,16 @@ func (p *parser) query() *ast.Query {
 		p.advance()
 		p.expectKeyword("BY")
 		for p.err == nil {
-			item := ast.OrderItem{Expr: p.expr()}
+			var item ast.OrderItem
+			if p.rankAhead() {
+				p.advance()
+				item.Rank = true
+			}
+			item.Expr = p.expr()
 			sub()
-			if p.acceptKeyword("DESC") {
+			if item.Rank {
+				// The rows come best first; no direction is written.
+			} else if p.acceptKeyword("DESC") {
 				item.Desc, item.Explicit = true, true
 			} else if p.acceptKeyword("ASC") {
 				item.Explicit = true

@@ -1,0 +1,327 @@
+package eval
+
+import (
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/query/ast"
+)
+
+// ORDER BY RANK orders rows best first by a scoring function:
+//
+//	ORDER BY RANK FullTextScore(c.text, 'term', ...)
+//	ORDER BY RANK RRF(FullTextScore(c.a, ...), FullTextScore(c.b, ...)[, [w1, w2]])
+//
+// FullTextScore is BM25 (k1 1.2, b 0.75) of the terms in the text at a
+// property path. A term is a word or a phrase; its frequency in a document
+// is how often its words occur there one after another, compared as
+// FullTextContains compares them. The statistics BM25 needs (documents,
+// their average length, and how many documents hold each term) are those of
+// every document the query reads, which the engine makes the query's whole
+// scope. RRF fuses the components by reciprocal rank: each row gets, per
+// component, its dense rank by that component's score, best first, and its
+// fused score is the sum of weight / (60 + rank). This is the fusion the
+// SDKs apply across partitions.
+//
+// A score is only known once every document has been read, so a ranked
+// query holds its rows until the end, as any ORDER BY without a known end
+// does.
+
+// rankSpec is a compiled ORDER BY RANK.
+type rankSpec struct {
+	alias   string // the FROM alias the component paths start at
+	comps   []rankComp
+	weights []float64 // one per component; nil for a single FullTextScore
+}
+
+// rankComp is one FullTextScore.
+type rankComp struct {
+	path  ast.Expr
+	terms [][]string // the words of each term
+}
+
+// Parameters of BM25 and of reciprocal rank fusion.
+const (
+	bm25K1   = 1.2
+	bm25B    = 0.75
+	rrfConst = 60
+)
+
+// corpus is the statistics of the documents a ranked query read.
+type corpus struct {
+	docs  int
+	words []int   // per component: the words of all documents
+	hits  [][]int // per component and term: the documents holding it
+}
+
+// rankFeatures is what one row contributes to its score: per component,
+// each term's frequency and the text's length in words.
+type rankFeatures struct {
+	tf [][]int
+	dl []int
+}
+
+func isScoring(name string) bool {
+	switch strings.ToLower(name) {
+	case "fulltextscore", "rrf":
+		return true
+	}
+	return false
+}
+
+// rank compiles the expression of ORDER BY RANK in the top-level query q.
+func (c *compiler) rank(q *ast.Query, cq *compiled, e ast.Expr, names []string, top bool) error {
+	if !top || len(q.OrderBy) != 1 {
+		return errAt(e, "SC2241", "ORDER BY RANK must be the only ORDER BY item of the top-level query.")
+	}
+	if q.From == nil {
+		return errAt(e, "SC2241", "ORDER BY RANK needs a query over the container's items (FROM c).")
+	}
+	if from, ok := q.From.Expr.(*ast.Ident); q.From.Iterate || !ok || from.Name != cq.container {
+		return errAt(e, "SC2241", "ORDER BY RANK needs a query over the container's items (FROM c).")
+	}
+	call, ok := e.(*ast.Call)
+	if !ok || call.UDF || !isScoring(call.Name) {
+		return errAt(e, "SC2242", "ORDER BY RANK takes a scoring function: FullTextScore or RRF.")
+	}
+	spec := &rankSpec{alias: q.From.Alias}
+	if strings.EqualFold(call.Name, "fulltextscore") {
+		comp, err := c.fullTextScore(call, names, spec.alias)
+		if err != nil {
+			return err
+		}
+		spec.comps = append(spec.comps, comp)
+	} else {
+		for i, a := range call.Args {
+			sub, ok := a.(*ast.Call)
+			if ok && !sub.UDF && strings.EqualFold(sub.Name, "fulltextscore") {
+				comp, err := c.fullTextScore(sub, names, spec.alias)
+				if err != nil {
+					return err
+				}
+				spec.comps = append(spec.comps, comp)
+				continue
+			}
+			if i == len(call.Args)-1 && i > 0 {
+				w, err := c.weights(a, len(spec.comps))
+				if err != nil {
+					return err
+				}
+				spec.weights = w
+				continue
+			}
+			return errAt(a, "SC2242", "The arguments of RRF are scoring functions (FullTextScore), and then an optional array of weights.")
+		}
+		if len(spec.comps) == 0 {
+			return errAt(e, "SC2050", "The RRF function requires at least 1 scoring function argument(s).")
+		}
+		if spec.weights == nil {
+			spec.weights = make([]float64, len(spec.comps))
+			for i := range spec.weights {
+				spec.weights[i] = 1
+			}
+		}
+	}
+	cq.rank = spec
+	return nil
+}
+
+// fullTextScore compiles FullTextScore(path, term, ...).
+func (c *compiler) fullTextScore(call *ast.Call, names []string, alias string) (rankComp, error) {
+	if len(call.Args) < 2 {
+		return rankComp{}, errAt(call, "SC2050", "The FULLTEXTSCORE function requires at least 2 argument(s).")
+	}
+	path := call.Args[0]
+	if id, ok := rootIdent(path); !ok || id.Name != alias || path == ast.Expr(id) {
+		return rankComp{}, errAt(path, "SC2243", "The first argument of FullTextScore must be a property path of the container's items.")
+	}
+	if err := c.expr(path, names, nil); err != nil {
+		return rankComp{}, err
+	}
+	comp := rankComp{path: path}
+	for _, a := range call.Args[1:] {
+		v, ok := c.constant(a)
+		if !ok || v.Kind() != document.String {
+			return rankComp{}, errAt(a, "SC2243", "The terms of FullTextScore must be string literals or parameters.")
+		}
+		comp.terms = append(comp.terms, words(v.Str()))
+	}
+	return comp, nil
+}
+
+// weights compiles RRF's array of component weights.
+func (c *compiler) weights(e ast.Expr, n int) ([]float64, error) {
+	var vals []document.Value
+	if lit, ok := e.(*ast.ArrayLit); ok {
+		for _, x := range lit.Elems {
+			v, ok := c.constant(x)
+			if !ok {
+				return nil, errAt(x, "SC2244", "The weights of RRF must be numbers.")
+			}
+			vals = append(vals, v)
+		}
+	} else if v, ok := c.constant(e); ok && v.Kind() == document.Array {
+		vals = v.Array()
+	} else {
+		return nil, errAt(e, "SC2244", "The last argument of RRF must be an array of weights, one per scoring function.")
+	}
+	if len(vals) != n {
+		return nil, errAt(e, "SC2244", "RRF has %d scoring function(s) but %d weight(s).", n, len(vals))
+	}
+	out := make([]float64, n)
+	for i, v := range vals {
+		if v.Kind() != document.Number {
+			return nil, errAt(e, "SC2244", "The weights of RRF must be numbers.")
+		}
+		out[i] = v.Float()
+	}
+	return out, nil
+}
+
+// constant returns the value of a literal or a parameter.
+func (c *compiler) constant(e ast.Expr) (document.Value, bool) {
+	switch x := e.(type) {
+	case *ast.Literal:
+		return x.Value, true
+	case *ast.Param:
+		v, ok := c.prog.params[x.Name]
+		return v, ok
+	}
+	return document.Undef, false
+}
+
+// text returns the words at a component's path in the row s.
+func (c *ctx) text(comp *rankComp, s scope) ([]string, error) {
+	v, err := c.eval(comp.path, s)
+	if err != nil || v.Kind() != document.String {
+		return nil, err
+	}
+	if err := c.charge(len(v.Str()) / 64); err != nil {
+		return nil, err
+	}
+	return words(v.Str()), nil
+}
+
+// count adds a document read by a ranked query to the statistics.
+func (st *corpus) count(c *ctx, spec *rankSpec, doc document.Value) error {
+	if st.words == nil {
+		st.words = make([]int, len(spec.comps))
+		st.hits = make([][]int, len(spec.comps))
+		for i, comp := range spec.comps {
+			st.hits[i] = make([]int, len(comp.terms))
+		}
+	}
+	st.docs++
+	s := scope{{spec.alias, doc}}
+	for i := range spec.comps {
+		comp := &spec.comps[i]
+		text, err := c.text(comp, s)
+		if err != nil {
+			return err
+		}
+		st.words[i] += len(text)
+		for j, t := range comp.terms {
+			if occurrences(text, t) > 0 {
+				st.hits[i][j]++
+			}
+		}
+	}
+	return nil
+}
+
+// features computes what row s contributes to its score.
+func (c *ctx) features(spec *rankSpec, s scope) (*rankFeatures, error) {
+	f := &rankFeatures{tf: make([][]int, len(spec.comps)), dl: make([]int, len(spec.comps))}
+	for i := range spec.comps {
+		comp := &spec.comps[i]
+		text, err := c.text(comp, s)
+		if err != nil {
+			return nil, err
+		}
+		f.dl[i] = len(text)
+		f.tf[i] = make([]int, len(comp.terms))
+		for j, t := range comp.terms {
+			f.tf[i][j] = occurrences(text, t)
+		}
+	}
+	return f, nil
+}
+
+// occurrences counts where the words of term occur one after another in
+// text.
+func occurrences(text, term []string) int {
+	if len(term) == 0 {
+		return 0
+	}
+	n := 0
+	for i := 0; i+len(term) <= len(text); i++ {
+		match := true
+		for j := range term {
+			if text[i+j] != term[j] {
+				match = false
+				break
+			}
+		}
+		if match {
+			n++
+		}
+	}
+	return n
+}
+
+// bm25 is component i's score of a row.
+func (st *corpus) bm25(i int, f *rankFeatures) float64 {
+	if st.docs == 0 {
+		return 0
+	}
+	avgdl := float64(st.words[i]) / float64(st.docs)
+	norm := 1.0
+	if avgdl > 0 {
+		norm = 1 - bm25B + bm25B*float64(f.dl[i])/avgdl
+	}
+	score := 0.0
+	for j, tf := range f.tf[i] {
+		if tf == 0 {
+			continue
+		}
+		n := float64(st.hits[i][j])
+		idf := math.Log(1 + (float64(st.docs)-n+0.5)/(n+0.5))
+		score += idf * float64(tf) * (bm25K1 + 1) / (float64(tf) + bm25K1*norm)
+	}
+	return score
+}
+
+// score sets every row's ORDER BY key to its final score, higher first.
+func (spec *rankSpec) score(st *corpus, rows []sortRow) {
+	if spec.weights == nil {
+		for i := range rows {
+			rows[i].keys[0] = document.FloatExact(st.bm25(0, rows[i].rank))
+		}
+		return
+	}
+	fused := make([]float64, len(rows))
+	scores := make([]float64, len(rows))
+	order := make([]int, len(rows))
+	for ci := range spec.comps {
+		for i := range rows {
+			scores[i] = st.bm25(ci, rows[i].rank)
+			order[i] = i
+		}
+		sort.SliceStable(order, func(a, b int) bool { return scores[order[a]] > scores[order[b]] })
+		rank := 0
+		for k, i := range order {
+			if k == 0 || scores[i] != scores[order[k-1]] {
+				rank++
+			}
+			fused[i] += spec.weights[ci] / float64(rrfConst+rank)
+		}
+	}
+	for i := range rows {
+		rows[i].keys[0] = document.FloatExact(fused[i])
+	}
+}
+
+// Ranked reports whether the query orders by RANK.
+func (p *Program) Ranked() bool { return p.top.rank != nil }

@@ -1,0 +1,115 @@
+package eval_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/query/ast"
+	"github.com/mayfly-db/mayfly/internal/query/eval"
+	"github.com/mayfly-db/mayfly/internal/query/parser"
+)
+
+// rankDocs is a corpus small enough to score by hand: for 'fox', N = 5,
+// three documents hold it and the average length is 3.8 words, so BM25
+// puts d2 (three times in three words) before d1 (once in four) before d4
+// (once in nine); d3 and d5 score 0 and keep their order.
+var rankDocs = []string{
+	`{"id":"d1","text":"The quick brown fox"}`,
+	`{"id":"d2","text":"fox, fox; fox!"}`,
+	`{"id":"d3","text":"a lazy dog"}`,
+	`{"id":"d4","text":"quick dog jumps over the lazy fox and dogs"}`,
+	`{"id":"d5"}`,
+}
+
+func TestOrderByRank(t *testing.T) {
+	var docs []document.Value
+	for _, d := range rankDocs {
+		v, err := document.Parse([]byte(d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, v)
+	}
+	for _, tc := range []struct{ query, want string }{
+		{"SELECT VALUE c.id FROM c ORDER BY RANK FullTextScore(c.text, 'fox')", "d2 d1 d4 d3 d5"},
+		{"SELECT VALUE c.id FROM c ORDER BY RANK FullTextScore(c.text, 'FOXES')", "d2 d1 d4 d3 d5"},
+		{"SELECT TOP 2 VALUE c.id FROM c ORDER BY RANK FullTextScore(c.text, 'fox')", "d2 d1"},
+		{"SELECT VALUE c.id FROM c ORDER BY RANK FullTextScore(c.text, 'fox') OFFSET 1 LIMIT 2", "d1 d4"},
+		// The statistics are those of every document read, not of the
+		// rows the filter keeps.
+		{"SELECT VALUE c.id FROM c WHERE c.id != 'd2' ORDER BY RANK FullTextScore(c.text, 'fox')", "d1 d4 d3 d5"},
+		// A phrase counts where its words follow each other.
+		{"SELECT VALUE c.id FROM c ORDER BY RANK FullTextScore(c.text, 'lazy dog')", "d3 d1 d2 d4 d5"},
+		// Dense ranks: fox d2 1, d1 2, d4 3, others 4; dog d3 1, d4 2,
+		// others 3. d1 and d4 tie at 1/62 + 1/63.
+		{"SELECT VALUE c.id FROM c ORDER BY RANK RRF(FullTextScore(c.text, 'fox'), FullTextScore(c.text, 'dog'))", "d2 d3 d1 d4 d5"},
+		{"SELECT VALUE c.id FROM c ORDER BY RANK RRF(FullTextScore(c.text, 'fox'), FullTextScore(c.text, 'dog'), [2, 1])", "d2 d1 d4 d3 d5"},
+		{"SELECT VALUE c.id FROM c ORDER BY RANK RRF(FullTextScore(c.text, @t), FullTextScore(c.text, 'dog'), @w)", "d2 d1 d4 d3 d5"},
+	} {
+		q, err := parser.Parse(tc.query)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.query, err)
+		}
+		p, err := eval.Compile(q, map[string]document.Value{
+			"@t": document.Str("fox"),
+			"@w": document.Arr([]document.Value{document.Int(2), document.Int(1)}),
+		}, eval.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.query, err)
+		}
+		rows, err := p.RunDocs(docs)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.query, err)
+		}
+		var got []string
+		for _, r := range rows {
+			got = append(got, r.Str())
+		}
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("%s\n got %v\nwant %s", tc.query, got, tc.want)
+		}
+	}
+}
+
+func TestRankRefusals(t *testing.T) {
+	for query, code := range map[string]string{
+		"SELECT FullTextScore(c.text, 'x') FROM c":                                        "SC2240",
+		"SELECT * FROM c WHERE RRF(FullTextScore(c.text, 'x')) > 0":                       "SC2240",
+		"SELECT * FROM c ORDER BY RANK c.text":                                            "SC2242",
+		"SELECT * FROM c ORDER BY RANK LOWER(c.text)":                                     "SC2242",
+		"SELECT * FROM c ORDER BY RANK FullTextScore(c.text, c.other)":                    "SC2243",
+		"SELECT * FROM c ORDER BY RANK FullTextScore(c, 'a')":                             "SC2243",
+		"SELECT * FROM c ORDER BY RANK FullTextScore(c.text)":                             "SC2050",
+		"SELECT * FROM c ORDER BY RANK RRF(FullTextScore(c.text, 'a'), [1, 2])":           "SC2244",
+		"SELECT * FROM c ORDER BY RANK RRF(FullTextScore(c.text, 'a'), ['x'])":            "SC2244",
+		"SELECT * FROM c ORDER BY c.id, RANK FullTextScore(c.text, 'a')":                  "SC2241",
+		"SELECT VALUE t FROM c JOIN t IN c.tags ORDER BY RANK FullTextScore(t.text, 'a')": "SC2243",
+		"SELECT VALUE COUNT(1) FROM c ORDER BY RANK FullTextScore(c.text, 'a')":           "SC2103",
+	} {
+		q, err := parser.Parse(query)
+		if err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+		_, err = eval.Compile(q, nil, eval.Options{})
+		var ae *ast.Error
+		if !errors.As(err, &ae) || ae.Code != code {
+			t.Errorf("%s: %v, want %s", query, err, code)
+		}
+	}
+}
+
+func TestRankPrints(t *testing.T) {
+	q, err := parser.Parse("SELECT * FROM c ORDER BY RANK FullTextScore(c.text, 'a')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := q.String(); !strings.Contains(s, "ORDER BY RANK FullTextScore(c.text, \"a\")") {
+		t.Errorf("printed %s", s)
+	}
+	// RANK alone is still a name.
+	if _, err := parser.Parse("SELECT * FROM c ORDER BY rank"); err != nil {
+		t.Errorf("ORDER BY rank: %v", err)
+	}
+}
