@@ -50,6 +50,11 @@ const smallScope = 256
 func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, prog *eval.Program, params map[string]document.Value, s *itemScope, now time.Time, st *readStats, limit int, resumed bool, cur cursor) (*queryAccess, error) {
 	q := prog.Query()
 	terms := plan.Terms(plan.Predicates(q, params))
+	if prog.Ranked() {
+		// A rank's statistics are those of every document the query
+		// reads, so it reads its whole scope whatever the filter.
+		terms = nil
+	}
 	ready := c.Index.Ready && !c.index.none
 	if resumed {
 		for _, t := range cur.terms {

@@ -157,6 +157,15 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 			key, hasKey, single = pinned, true, true
 		}
 	}
+	if prog.Ranked() && !hasKey {
+		// A rank needs the statistics of every document it ranks: it is
+		// served here whole, across partitions, and only then. Split by
+		// range, each range would score by its own statistics.
+		if p.RangeID != "" && len(e.rangesOf(c)) > 1 {
+			return errorf(BadRequest, "ORDER BY RANK over a container of several partition key ranges is served whole: send the query without a partition key range, or with a partition key.")
+		}
+		single = single || p.CrossPartition
+	}
 	if !single && !prog.Streaming() {
 		return e.crossPartitionRefusal(prog, p.Params)
 	}

@@ -160,6 +160,12 @@ func Describe(q *ast.Query, params map[string]document.Value) Info {
 		GroupByAliasToAggregateType: map[string]*string{},
 		HasSelectValue:              q.Select.Value != nil,
 	}
+	if len(q.OrderBy) > 0 && q.OrderBy[0].Rank {
+		// A ranked query is served whole by the range it is sent to
+		// (one, in a container of one range; engine.queryIn): the client
+		// has nothing to merge.
+		return info
+	}
 	if q.Select.Distinct {
 		info.DistinctType = "Unordered"
 		if len(q.OrderBy) > 0 {
