@@ -74,6 +74,27 @@ describe("JavaScript SDK queries against Mayfly", () => {
     assert.deepEqual(max, [29]);
   });
 
+  it("ranks by FullTextScore and RRF", async () => {
+    const { container: texts } = await database.containers.create({ id: "texts", partitionKey: { paths: ["/pk"] } });
+    for (const d of [
+      { id: "d1", pk: "a", text: "The quick brown fox" },
+      { id: "d2", pk: "b", text: "fox, fox; fox!" },
+      { id: "d3", pk: "a", text: "a lazy dog" },
+      { id: "d4", pk: "b", text: "quick dog jumps over the lazy fox and dogs" },
+      { id: "d5", pk: "a" },
+    ]) {
+      await texts.items.create(d);
+    }
+    const ranked = "SELECT VALUE c.id FROM c ORDER BY RANK FullTextScore(c.text, 'fox')";
+    const fused = "SELECT VALUE c.id FROM c ORDER BY RANK RRF(FullTextScore(c.text, 'fox'), FullTextScore(c.text, 'dog'))";
+    // The plan asks the SDK for nothing, so it sends the query once and
+    // Mayfly ranks across every range with the container's statistics.
+    assert.deepEqual((await texts.items.query(ranked).fetchAll()).resources, ["d2", "d1", "d4", "d3", "d5"]);
+    assert.deepEqual((await texts.items.query(fused).fetchAll()).resources, ["d2", "d3", "d1", "d4", "d5"]);
+    const { resources: inA } = await texts.items.query(ranked, { partitionKey: "a" }).fetchAll();
+    assert.deepEqual(inA, ["d1", "d3", "d5"]);
+  });
+
   it("runs a parameterised filter", async () => {
     const { resources } = await container.items
       .query({
