@@ -14,7 +14,7 @@ import (
 // case-folded, split at anything not a letter or digit, plural endings
 // removed ("Searches" contains "search").
 //
-// Scoring (FullTextScore, ORDER BY RANK) is not implemented.
+// Scoring (FullTextScore, ORDER BY RANK, RRF) is in rank.go.
 
 // words splits s into normalized words.
 func words(s string) []string {
@@ -41,23 +41,7 @@ func stem(w string) string {
 // containsPhrase reports whether the words of phrase occur consecutively
 // in text; an empty phrase is contained in nothing.
 func containsPhrase(text []string, phrase string) bool {
-	p := words(phrase)
-	if len(p) == 0 {
-		return false
-	}
-	for i := 0; i+len(p) <= len(text); i++ {
-		match := true
-		for j := range p {
-			if text[i+j] != p[j] {
-				match = false
-				break
-			}
-		}
-		if match {
-			return true
-		}
-	}
-	return false
+	return occurrences(text, words(phrase)) > 0
 }
 
 // fullText builds the predicates: with all, every phrase must be contained;
