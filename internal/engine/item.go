@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -250,9 +251,10 @@ func (e *Engine) writeItemTx(tx storage.Txn, c *containerRecord, p WriteItemPara
 		return nil, err
 	}
 	seq := lsn
+	var kept map[string]bool
 	if live != nil {
 		seq = live.seq()
-		if err := e.removeIndexes(tx, c, live); err != nil {
+		if kept, err = e.replaceIndexes(tx, c, live, body, pk); err != nil {
 			return nil, err
 		}
 	} else if dead != nil {
@@ -278,7 +280,7 @@ func (e *Engine) writeItemTx(tx storage.Txn, c *containerRecord, p WriteItemPara
 	if err := e.checkUniqueKeys(tx, c, body, pk, loc, now); err != nil {
 		return nil, err
 	}
-	if err := e.putItem(tx, c, loc, &rec, body); err != nil {
+	if err := e.putItem(tx, c, loc, &rec, body, kept); err != nil {
 		return nil, err
 	}
 	items, grew := int64(1), int64(len(out))
@@ -349,13 +351,19 @@ func (e *Engine) currentLSN(r storage.Reader, c *containerRecord) (uint64, error
 }
 
 // putItem writes an item record and every index entry it needs.
-func (e *Engine) putItem(tx storage.Txn, c *containerRecord, loc []byte, rec *itemRecord, body document.Value) error {
+//
+// kept, when the write replaces a version at the same location, holds the
+// entries that version had and this one keeps (replaceIndexes): they are
+// in place already, as is the id entry.
+func (e *Engine) putItem(tx storage.Txn, c *containerRecord, loc []byte, rec *itemRecord, body document.Value, kept map[string]bool) error {
 	raw := rec.encode()
 	if err := tx.Set(itemKey(c.Rid, loc), raw); err != nil {
 		return err
 	}
-	if err := tx.Set(itemIDKey(c.Rid, rec.pk, rec.id), loc); err != nil {
-		return err
+	if kept == nil {
+		if err := tx.Set(itemIDKey(c.Rid, rec.pk, rec.id), loc); err != nil {
+			return err
+		}
 	}
 	if k := expiryKey(c, rec, locSeq(loc)); k != nil {
 		if err := tx.Set(k, expiryValue(rec, loc)); err != nil {
@@ -371,11 +379,51 @@ func (e *Engine) putItem(tx storage.Txn, c *containerRecord, loc []byte, rec *it
 		}
 	}
 	for _, k := range uniqueKeys(c, body, rec.pk) {
+		if kept[string(k)] {
+			continue
+		}
 		if err := tx.Set(k, loc); err != nil {
 			return err
 		}
 	}
-	return e.putIndexEntries(tx, c, body, loc)
+	for _, k := range indexEntries(c, body, loc) {
+		if kept[string(k)] {
+			continue
+		}
+		if err := tx.Set(k, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// replaceIndexes takes away the entries of the version live that body,
+// about to replace it at the same location, does not have, and returns
+// those it has too, which stay as they are. An upsert that changes one
+// property then rewrites one index entry, not all of them.
+func (e *Engine) replaceIndexes(tx storage.Txn, c *containerRecord, live *liveItem, body document.Value, pk []byte) (map[string]bool, error) {
+	keys, uniq, err := indexKeys(tx, c, live)
+	if err != nil {
+		return nil, err
+	}
+	next := map[string]bool{}
+	for _, k := range indexEntries(c, body, live.loc) {
+		next[string(k)] = true
+	}
+	for _, k := range uniqueKeys(c, body, pk) {
+		next[string(k)] = true
+	}
+	kept := make(map[string]bool, len(next))
+	stays := func(k []byte) bool {
+		if next[string(k)] {
+			kept[string(k)] = true
+			return true
+		}
+		return false
+	}
+	keys = slices.DeleteFunc(keys, stays)
+	uniq = slices.DeleteFunc(uniq, stays)
+	return kept, deleteEntries(tx, keys, uniq, live.loc)
 }
 
 // removeIndexes deletes the index entries of an item version that is about
