@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
+	"time"
 
 	"github.com/cockroachdb/pebble"
 
@@ -46,13 +47,26 @@ const DefaultReserve = 4 * DefaultMemTableSize
 
 // checkSpace refuses a write when the filesystem holding the store has less
 // than the reserve free (a quarter of it for deferred writes).
+//
+// Reading the free space is a system call, a sixtieth of a small write's
+// CPU; while the last reading left far more than the reserve free, the
+// next ones within spaceRecheck trust it.
 func (s *Store) checkSpace(deferred bool) error {
 	if s.reserve <= 0 {
+		return nil
+	}
+	now := s.clock.Now()
+	if last := s.spaceOK.Load(); last != nil && now.Sub(*last) < spaceRecheck {
 		return nil
 	}
 	free, err := s.freeSpace()
 	if err != nil {
 		return fmt.Errorf("%w: read the free space of %s: %w", storage.ErrUnavailable, s.dir, err)
+	}
+	if free >= uint64(s.reserve)+spaceSlack {
+		s.spaceOK.Store(&now)
+	} else {
+		s.spaceOK.Store(nil)
 	}
 	need := uint64(s.reserve)
 	if deferred {
@@ -64,6 +78,14 @@ func (s *Store) checkSpace(deferred bool) error {
 	}
 	return nil
 }
+
+// A reading of the free space that leaves spaceSlack beyond the reserve
+// holds for spaceRecheck: writes and compactions cannot fill a gigabyte in
+// a tenth of a second.
+const (
+	spaceRecheck = 100 * time.Millisecond
+	spaceSlack   = 1 << 30
+)
 
 // statfsFree reports the bytes available to unprivileged writers on the
 // filesystem holding dir.

@@ -46,6 +46,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/vfs"
@@ -128,8 +129,11 @@ type Store struct {
 
 	reserve   int64                  // see Options.Reserve; 0 in memory
 	freeSpace func() (uint64, error) // free bytes on the store's filesystem
-	failed    atomic.Pointer[error]  // why writes are refused for good, once a commit failed
-	log       *slog.Logger
+	// spaceOK is when the free space was last found far above the
+	// reserve (checkSpace); nil when it was not.
+	spaceOK atomic.Pointer[time.Time]
+	failed  atomic.Pointer[error] // why writes are refused for good, once a commit failed
+	log     *slog.Logger
 
 	// For Erase (erase.go): the open snapshots, the MANIFEST files
 	// created so far, and the clock its pauses are timed by.
