@@ -14,11 +14,18 @@ func QueryPlan(q *ast.Query, params map[string]document.Value) ([]byte, error) {
 	return gatewayplan.JSON(gatewayplan.Describe(q, params)), nil
 }
 
-// PlanForText parses a query and returns its plan, for query-plan requests.
-func PlanForText(text string, params map[string]document.Value) ([]byte, error) {
+// PlanForText parses a query and returns its plan, for query-plan requests
+// from a client that announced features (the value of
+// x-ms-cosmos-supported-query-features). A query that needs a feature the
+// client did not announce is refused, as the service refuses it.
+func PlanForText(text string, params map[string]document.Value, features string) ([]byte, error) {
 	q, err := parseOnly(text)
 	if err != nil {
 		return nil, err
 	}
-	return QueryPlan(q, params)
+	f := gatewayplan.ParseFeatures(features)
+	if missing := gatewayplan.Missing(q, f); missing != "" {
+		return nil, errorf(BadRequest, "Query contains 1 or more unsupported features. Upgrade your SDK to a version that does support the requested features:\r\nQuery contained %s, which the calling client does not support.", missing)
+	}
+	return gatewayplan.JSON(gatewayplan.DescribeFor(q, params, f)), nil
 }

@@ -150,6 +150,12 @@ func count(e ast.Expr, params map[string]document.Value) *int {
 // Describe returns the queryInfo the gateway would give for q. params
 // resolve TOP, OFFSET and LIMIT written as parameters.
 func Describe(q *ast.Query, params map[string]document.Value) Info {
+	return DescribeFor(q, params, nil)
+}
+
+// DescribeFor is Describe for a client that announced features f; it
+// does not check that they suffice (Missing does).
+func DescribeFor(q *ast.Query, params map[string]document.Value, f Features) Info {
 	info := Info{
 		DistinctType:                "None",
 		OrderBy:                     []string{},
@@ -193,14 +199,14 @@ func Describe(q *ast.Query, params map[string]document.Value) Info {
 	aggregates := HasAggregates(q)
 	switch {
 	case len(q.GroupBy) > 0 || (aggregates && q.Select.Value == nil):
-		info.RewrittenQuery = rewriteGroupBy(q, &info)
+		info.RewrittenQuery = rewriteGroupBy(q, &info, f)
 	case aggregates:
 		// SELECT VALUE AGG(...): each range returns [{"item": partial}].
 		if agg, ok := aggregateOf(q.Select.Value); ok {
 			info.Aggregates = append(info.Aggregates, agg)
 		}
 		info.RewrittenQuery = rewrite(q, func(r *ast.Query) {
-			r.Select.Value = &ast.ArrayLit{Elems: []ast.Expr{item(partial(q.Select.Value))}}
+			r.Select.Value = &ast.ArrayLit{Elems: []ast.Expr{item(partial(q.Select.Value, f))}}
 		})
 	case len(q.OrderBy) > 0:
 		info.RewrittenQuery = rewriteOrderBy(q)
@@ -228,20 +234,21 @@ func item(e ast.Expr) ast.Expr {
 }
 
 // partial turns an aggregate into the partial result a range returns: AVG
-// becomes {"sum", "count"}, MIN and MAX {"min"} / {"max"}; others stay.
-func partial(e ast.Expr) ast.Expr {
+// becomes {"sum", "count"}, MIN and MAX {"min"} / {"max"} with "count" for
+// a client that reads that form (Features.objectMinMax); others stay.
+func partial(e ast.Expr, f Features) ast.Expr {
 	agg, ok := aggregateOf(e)
 	if !ok {
 		return e
 	}
 	arg := e.(*ast.Call).Args
 	call := func(name string) ast.Expr { return &ast.Call{Name: name, Args: arg} }
-	switch agg {
-	case "Average":
+	switch {
+	case agg == "Average":
 		return &ast.ObjectLit{Fields: []ast.ObjectField{{Name: "sum", Value: call("SUM")}, {Name: "count", Value: call("COUNT")}}}
-	case "Min":
+	case agg == "Min" && f.objectMinMax():
 		return &ast.ObjectLit{Fields: []ast.ObjectField{{Name: "min", Value: e}, {Name: "count", Value: call("COUNT")}}}
-	case "Max":
+	case agg == "Max" && f.objectMinMax():
 		return &ast.ObjectLit{Fields: []ast.ObjectField{{Name: "max", Value: e}, {Name: "count", Value: call("COUNT")}}}
 	}
 	return e
@@ -323,7 +330,7 @@ func itoa(n int) string {
 // rewriteGroupBy handles GROUP BY, and aggregates in a select list without
 // VALUE (a grouping with no keys): each range returns
 // {"groupByItems": [{"item": key}...], "payload": {...}}.
-func rewriteGroupBy(q *ast.Query, info *Info) string {
+func rewriteGroupBy(q *ast.Query, info *Info, f Features) string {
 	var keys []ast.Expr
 	for _, g := range q.GroupBy {
 		keys = append(keys, item(g))
@@ -333,7 +340,7 @@ func rewriteGroupBy(q *ast.Query, info *Info) string {
 		payload = q.Select.Value
 		if agg, ok := aggregateOf(q.Select.Value); ok {
 			info.Aggregates = append(info.Aggregates, agg)
-			payload = item(partial(q.Select.Value))
+			payload = item(partial(q.Select.Value, f))
 		}
 	} else {
 		obj := &ast.ObjectLit{}
@@ -344,7 +351,7 @@ func rewriteGroupBy(q *ast.Query, info *Info) string {
 			if agg, ok := aggregateOf(it.Expr); ok {
 				a := agg
 				info.GroupByAliasToAggregateType[name] = &a
-				v = item(partial(it.Expr))
+				v = item(partial(it.Expr, f))
 			} else {
 				info.GroupByAliasToAggregateType[name] = nil
 			}

@@ -1,0 +1,100 @@
+package gatewayplan
+
+import (
+	"strings"
+
+	"github.com/mayfly-db/mayfly/internal/query/ast"
+)
+
+// Features is what a client announces it can do with a query plan
+// (x-ms-cosmos-supported-query-features: a comma-separated list such as
+// "Aggregate,CompositeAggregate,Distinct,MultipleOrderBy,OffsetAndLimit,
+// OrderBy,Top"). Nil means every feature: a plan the engine describes for
+// itself, or a request that announced nothing.
+type Features map[string]bool
+
+// ParseFeatures reads the header's value; "" gives nil.
+func ParseFeatures(header string) Features {
+	if strings.TrimSpace(header) == "" {
+		return nil
+	}
+	f := Features{}
+	for _, name := range strings.Split(header, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			f[strings.ToLower(name)] = true
+		}
+	}
+	return f
+}
+
+// Has reports whether the client can do feature.
+func (f Features) Has(feature string) bool {
+	return f == nil || f[strings.ToLower(feature)]
+}
+
+// objectMinMax reports whether a range's MIN or MAX goes to the client as
+// {"min": m, "count": n} (or "max"), which tells a range without values
+// from one whose extreme is undefined or null. Clients that merge
+// aggregates outside SELECT VALUE announce NonValueAggregate and read that
+// form (the JavaScript SDK's MinAggregator takes other.min); clients that
+// do not, such as the Python SDK, compare the bare values they get.
+func (f Features) objectMinMax() bool { return f.Has("NonValueAggregate") }
+
+// Missing returns the first feature q needs that the client did not
+// announce, "" when there is none. Only queries that need the client's
+// work need features: ORDER BY RANK is served whole (engine.queryIn).
+func Missing(q *ast.Query, f Features) string {
+	if f == nil || (len(q.OrderBy) > 0 && q.OrderBy[0].Rank) {
+		return ""
+	}
+	var need []string
+	aggs, kinds := 0, map[string]bool{}
+	for _, e := range selectExprs(q) {
+		ast.Walk(e, func(x ast.Expr) bool {
+			if name, ok := aggregateOf(x); ok {
+				aggs++
+				kinds[name] = true
+				return false
+			}
+			return true
+		})
+	}
+	switch {
+	case len(q.GroupBy) > 0:
+		need = append(need, "GroupBy")
+	case aggs > 0 && q.Select.Value == nil:
+		need = append(need, "NonValueAggregate")
+	case aggs > 0:
+		need = append(need, "Aggregate")
+	}
+	if aggs > 1 {
+		need = append(need, "MultipleAggregates")
+	}
+	if kinds["CountIf"] {
+		need = append(need, "CountIf")
+	}
+	if kinds["MakeList"] || kinds["MakeSet"] {
+		need = append(need, "ListAndSetAggregate")
+	}
+	if q.Select.Distinct {
+		need = append(need, "Distinct")
+	}
+	switch {
+	case len(q.OrderBy) > 1:
+		need = append(need, "MultipleOrderBy")
+	case len(q.OrderBy) == 1:
+		need = append(need, "OrderBy")
+	}
+	if q.Select.Top != nil {
+		need = append(need, "Top")
+	}
+	if q.Offset != nil {
+		need = append(need, "OffsetAndLimit")
+	}
+	for _, n := range need {
+		if !f.Has(n) {
+			return n
+		}
+	}
+	return ""
+}

@@ -1,0 +1,68 @@
+package gatewayplan
+
+import (
+	"testing"
+
+	"github.com/mayfly-db/mayfly/internal/query/parser"
+)
+
+// The feature lists two SDKs announce: the Python SDK's, which merges MIN
+// and MAX as bare values and runs no aggregate outside SELECT VALUE, and
+// the JavaScript SDK's, which announces everything.
+const (
+	pythonFeatures = "Aggregate,CompositeAggregate,Distinct,MultipleOrderBy,OffsetAndLimit,OrderBy,Top"
+	jsFeatures     = "NonValueAggregate,Aggregate,Distinct,MultipleOrderBy,OffsetAndLimit,OrderBy,Top,CompositeAggregate,GroupBy,MultipleAggregates,NonStreamingOrderBy,ListAndSetAggregate,CountIf,HybridSearch,WeightedRankFusion,HybridSearchSkipOrderByRewrite"
+)
+
+func TestAggregateFormFollowsFeatures(t *testing.T) {
+	for _, tc := range []struct {
+		query, features, want string
+	}{
+		{"SELECT VALUE MIN(c.n) FROM c", pythonFeatures, `SELECT VALUE [{"item": MIN(c.n)}] FROM c`},
+		{"SELECT VALUE MIN(c.n) FROM c", jsFeatures, `SELECT VALUE [{"item": {"min": MIN(c.n), "count": COUNT(c.n)}}] FROM c`},
+		{"SELECT VALUE MAX(c.n) FROM c", "", `SELECT VALUE [{"item": {"max": MAX(c.n), "count": COUNT(c.n)}}] FROM c`},
+		{"SELECT VALUE MAX(c.n) FROM c", pythonFeatures, `SELECT VALUE [{"item": MAX(c.n)}] FROM c`},
+		// AVG is {sum, count} for every client.
+		{"SELECT VALUE AVG(c.n) FROM c", pythonFeatures, `SELECT VALUE [{"item": {"sum": SUM(c.n), "count": COUNT(c.n)}}] FROM c`},
+	} {
+		q, err := parser.Parse(tc.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := ParseFeatures(tc.features)
+		if m := Missing(q, f); m != "" {
+			t.Fatalf("%s with %q: missing %s", tc.query, tc.features, m)
+		}
+		if got := DescribeFor(q, nil, f).RewrittenQuery; got != tc.want {
+			t.Errorf("%s with %q:\n got %s\nwant %s", tc.query, tc.features, got, tc.want)
+		}
+	}
+}
+
+func TestMissingFeatures(t *testing.T) {
+	for _, tc := range []struct {
+		query, features, want string
+	}{
+		{"SELECT MIN(c.n) FROM c", pythonFeatures, "NonValueAggregate"},
+		{"SELECT c.k, COUNT(1) AS n FROM c GROUP BY c.k", pythonFeatures, "GroupBy"},
+		{"SELECT VALUE COUNTIF(c.n > 1) FROM c", "Aggregate", "CountIf"},
+		{"SELECT VALUE MAKESET(c.n) FROM c", "Aggregate", "ListAndSetAggregate"},
+		{"SELECT VALUE {\"a\": MIN(c.n), \"b\": MAX(c.n)} FROM c", pythonFeatures, "MultipleAggregates"},
+		{"SELECT * FROM c ORDER BY c.a, c.b", "OrderBy", "MultipleOrderBy"},
+		{"SELECT DISTINCT VALUE c.a FROM c", "OrderBy", "Distinct"},
+		{"SELECT TOP 1 * FROM c", "OrderBy", "Top"},
+		{"SELECT * FROM c OFFSET 1 LIMIT 1", "Top", "OffsetAndLimit"},
+		{"SELECT * FROM c ORDER BY c.a", "orderby", ""},
+		{"SELECT * FROM c ORDER BY RANK FullTextScore(c.t, 'a')", "Aggregate", ""},
+		{"SELECT c.k, COUNT(1) AS n FROM c GROUP BY c.k", jsFeatures, ""},
+		{"SELECT MIN(c.n) FROM c", "", ""},
+	} {
+		q, err := parser.Parse(tc.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Missing(q, ParseFeatures(tc.features)); got != tc.want {
+			t.Errorf("%s with %q: missing %q, want %q", tc.query, tc.features, got, tc.want)
+		}
+	}
+}
