@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/mayfly-db/mayfly/internal/clock"
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/partition"
 )
 
 // BenchmarkUpsertWorkingSet is make bench's write phase without the
@@ -50,4 +52,45 @@ func BenchmarkUpsertWorkingSet(b *testing.B) {
 	wg.Wait()
 	cpu.stop()
 	cpu.report(b, b.N, "cpu-ns/op")
+}
+
+// BenchmarkPartitionRangeQuery is make bench's range phase without the
+// transport: SELECT * FROM c WHERE c.n > @min in one logical partition of
+// about 156 items (10,000 items over 64 partition key values), drained in
+// pages of 100.
+func BenchmarkPartitionRangeQuery(b *testing.B) {
+	const items, partitions = 10_000, 64
+	s := openBenchEngine(b, clock.Real{}, nil, "null")
+	defer s.store.Close()
+	// Loads go in batches of one partition key (MaxBatchOps items).
+	pk := func(i int) string { return "p" + strconv.Itoa(i/MaxBatchOps%partitions) }
+	s.pk = pk
+	s.load(b, 0, items, func(i int) []byte {
+		return []byte(`{"id":"r` + strconv.Itoa(i) + `","pk":"` + pk(i) + `","n":` + strconv.Itoa(i) + `,"payload":"` + benchPayload + `"}`)
+	})
+	s.settle(b)
+	ctx := context.Background()
+	params := map[string]document.Value{"@min": document.Int(10)}
+	rows := 0
+	b.ResetTimer()
+	for i := range b.N {
+		ref := ItemRef{DB: benchDB, Coll: benchColl}
+		key, err := partition.ParseHeader(`["` + pk(i*MaxBatchOps) + `"]`)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ref.PartitionKey, ref.HasKey = key, true
+		cont := ""
+		for {
+			page, err := s.QueryItems(ctx, QueryParams{ItemRef: ref, Query: "SELECT * FROM c WHERE c.n > @min", Params: params, Continuation: cont})
+			if err != nil {
+				b.Fatal(err)
+			}
+			rows += len(page.Items)
+			if cont = page.Continuation; cont == "" {
+				break
+			}
+		}
+	}
+	b.ReportMetric(float64(rows)/float64(b.N), "rows/op")
 }
