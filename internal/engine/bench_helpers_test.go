@@ -107,6 +107,22 @@ func openBenchEngine(b testing.TB, clk clock.Clock, charges ChargeSink, defaultT
 	return &benchStore{Engine: e, store: s}
 }
 
+// reopenBenchEngine opens an engine on the Pebble store in dir, which
+// openBenchEngine made.
+func reopenBenchEngine(b testing.TB, dir string, clk clock.Clock) *benchStore {
+	b.Helper()
+	ps, err := pebblestore.Open(pebblestore.Options{Dir: dir, Filter: &pebblestore.KeyFilter{Name: IteratedOnlyRule, Skip: IteratedOnly}})
+	if err != nil {
+		b.Fatalf("open store: %v", err)
+	}
+	b.Cleanup(func() { ps.Close() })
+	e, err := New(Config{Store: ps, Clock: clk})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &benchStore{Engine: e, store: ps}
+}
+
 func benchParse(b testing.TB, s string) document.Value {
 	b.Helper()
 	v, err := document.Parse([]byte(s))
