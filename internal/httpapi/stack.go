@@ -1,11 +1,12 @@
 package httpapi
 
-// requestStack is the stack a request's goroutine is grown to before it
-// does any work. net/http starts every request on a new goroutine with a
-// small stack; a write reaches Pebble's commit path and the stack then
-// doubles three or four times, each time copying every frame above it
-// (12% of a create's CPU, measured). Growing it once, while it holds only
-// the few frames of net/http, costs one copy of a shallow stack.
+// requestStack is the frame growStack needs, which grows a request's
+// goroutine stack to 32 KiB before it does any work. net/http starts every
+// request on a new goroutine with a small stack; a write reaches Pebble's
+// commit path and the stack then doubles three or four times, each time
+// copying every frame above it (12% of a create's CPU, measured). Growing
+// it once, while it holds only the few frames of net/http, costs one copy
+// of a shallow stack.
 const requestStack = 16 << 10
 
 // stackIndex is read by growStack so the compiler keeps its frame.

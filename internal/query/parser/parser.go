@@ -288,11 +288,12 @@ func (p *parser) query() *ast.Query {
 			}
 			item.Expr = p.expr()
 			sub()
-			if item.Rank {
+			switch {
+			case item.Rank:
 				// The rows come best first; no direction is written.
-			} else if p.acceptKeyword("DESC") {
+			case p.acceptKeyword("DESC"):
 				item.Desc, item.Explicit = true, true
-			} else if p.acceptKeyword("ASC") {
+			case p.acceptKeyword("ASC"):
 				item.Explicit = true
 			}
 			q.OrderBy = append(q.OrderBy, item)
