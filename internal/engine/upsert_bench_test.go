@@ -94,3 +94,33 @@ func BenchmarkPartitionRangeQuery(b *testing.B) {
 	}
 	b.ReportMetric(float64(rows)/float64(b.N), "rows/op")
 }
+
+// BenchmarkQueryByID is make bench's query phase without the transport:
+// SELECT * FROM c WHERE c.id = @id with the partition key, over the 10,000
+// items of BenchmarkPartitionRangeQuery's container.
+func BenchmarkQueryByID(b *testing.B) {
+	const items, partitions = 10_000, 64
+	s := openBenchEngine(b, clock.Real{}, nil, "null")
+	defer s.store.Close()
+	pk := func(i int) string { return "p" + strconv.Itoa(i/MaxBatchOps%partitions) }
+	s.pk = pk
+	s.load(b, 0, items, func(i int) []byte {
+		return []byte(`{"id":"r` + strconv.Itoa(i) + `","pk":"` + pk(i) + `","n":` + strconv.Itoa(i) + `,"payload":"` + benchPayload + `"}`)
+	})
+	s.settle(b)
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := range b.N {
+		n := i * 7919 % items
+		key, err := partition.ParseHeader(`["` + pk(n) + `"]`)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ref := ItemRef{DB: benchDB, Coll: benchColl, PartitionKey: key, HasKey: true}
+		page, err := s.QueryItems(ctx, QueryParams{ItemRef: ref, Query: "SELECT * FROM c WHERE c.id = @id",
+			Params: map[string]document.Value{"@id": document.Str("r" + strconv.Itoa(n))}})
+		if err != nil || len(page.Items) != 1 {
+			b.Fatalf("query r%d: %d rows, %v", n, len(page.Items), err)
+		}
+	}
+}
