@@ -59,16 +59,7 @@ func BenchmarkUpsertWorkingSet(b *testing.B) {
 // about 156 items (10,000 items over 64 partition key values), drained in
 // pages of 100.
 func BenchmarkPartitionRangeQuery(b *testing.B) {
-	const items, partitions = 10_000, 64
-	s := openBenchEngine(b, clock.Real{}, nil, "null")
-	defer s.store.Close()
-	// Loads go in batches of one partition key (MaxBatchOps items).
-	pk := func(i int) string { return "p" + strconv.Itoa(i/MaxBatchOps%partitions) }
-	s.pk = pk
-	s.load(b, 0, items, func(i int) []byte {
-		return []byte(`{"id":"r` + strconv.Itoa(i) + `","pk":"` + pk(i) + `","n":` + strconv.Itoa(i) + `,"payload":"` + benchPayload + `"}`)
-	})
-	s.settle(b)
+	s, pk := loadShape(b)
 	ctx := context.Background()
 	params := map[string]document.Value{"@min": document.Int(10)}
 	rows := 0
@@ -99,15 +90,8 @@ func BenchmarkPartitionRangeQuery(b *testing.B) {
 // SELECT * FROM c WHERE c.id = @id with the partition key, over the 10,000
 // items of BenchmarkPartitionRangeQuery's container.
 func BenchmarkQueryByID(b *testing.B) {
-	const items, partitions = 10_000, 64
-	s := openBenchEngine(b, clock.Real{}, nil, "null")
-	defer s.store.Close()
-	pk := func(i int) string { return "p" + strconv.Itoa(i/MaxBatchOps%partitions) }
-	s.pk = pk
-	s.load(b, 0, items, func(i int) []byte {
-		return []byte(`{"id":"r` + strconv.Itoa(i) + `","pk":"` + pk(i) + `","n":` + strconv.Itoa(i) + `,"payload":"` + benchPayload + `"}`)
-	})
-	s.settle(b)
+	s, pk := loadShape(b)
+	const items = loadShapeItems
 	ctx := context.Background()
 	b.ResetTimer()
 	for i := range b.N {
@@ -123,4 +107,25 @@ func BenchmarkQueryByID(b *testing.B) {
 			b.Fatalf("query r%d: %d rows, %v", n, len(page.Items), err)
 		}
 	}
+}
+
+// loadShapeItems is the size of mayfly-load's working set.
+const loadShapeItems = 10_000
+
+// loadShape opens a container holding mayfly-load's working set:
+// 10,000 items of about 300 bytes over 64 partition key values, settled.
+// It returns the store and the partition key of item i.
+func loadShape(b *testing.B) (*benchStore, func(i int) string) {
+	b.Helper()
+	const partitions = 64
+	s := openBenchEngine(b, clock.Real{}, nil, "null")
+	b.Cleanup(func() { s.store.Close() })
+	// Loads go in batches of one partition key (MaxBatchOps items).
+	pk := func(i int) string { return "p" + strconv.Itoa(i/MaxBatchOps%partitions) }
+	s.pk = pk
+	s.load(b, 0, loadShapeItems, func(i int) []byte {
+		return []byte(`{"id":"r` + strconv.Itoa(i) + `","pk":"` + pk(i) + `","n":` + strconv.Itoa(i) + `,"payload":"` + benchPayload + `"}`)
+	})
+	s.settle(b)
+	return s, pk
 }
