@@ -122,6 +122,16 @@ type Engine struct {
 	// shared is set when the store owns the clock (storage.Clocked): it is
 	// shared by several gateways.
 	shared bool
+	// groups and groupedWrites count the write transactions committed in
+	// groups over a shared store and the writes they held
+	// (Engine.updateWriting).
+	groups, groupedWrites atomic.Int64
+}
+
+// WriteGroups returns how many grouped write transactions this engine ran
+// over a shared store, and how many writes they held together.
+func (e *Engine) WriteGroups() (groups, writes int64) {
+	return e.groups.Load(), e.groupedWrites.Load()
 }
 
 // stamp returns the operation's "now": the clock's time, raised to the
@@ -175,6 +185,9 @@ type settingLock struct {
 	// writes holds a token while one of this gateway's write transactions
 	// on the container runs over a shared store (Engine.writing).
 	writes chan struct{}
+	// group joins this gateway's writes to the container over a shared
+	// store (Engine.updateWriting).
+	group committer
 }
 
 // lockOf returns container db/coll's setting lock, counting the caller as
@@ -285,15 +298,25 @@ func (e *Engine) writing(ctx context.Context, db, coll string) (func(), error) {
 	}
 }
 
-// updateWriting runs fn in a write transaction on container db/coll, in
-// its turn (writing).
+// updateWriting runs fn in a write transaction on container db/coll. Over
+// a shared store this gateway's writes to the container are committed in
+// groups, in the container's turn (writing): the writes that queue while
+// one transaction runs commit together in the next (committer).
 func (e *Engine) updateWriting(ctx context.Context, db, coll string, fn func(tx storage.Txn) error) error {
-	done, err := e.writing(ctx, db, coll)
-	if err != nil {
-		return err
+	if !e.shared {
+		return e.store.Update(ctx, fn)
 	}
-	defer done()
-	return e.store.Update(ctx, fn)
+	l := e.lockOf(db, coll)
+	defer e.releaseLock(l)
+	return l.group.do(ctx, fn, func(group []*groupWrite) {
+		// The purge takes the same turn; it holds it for one bounded
+		// batch, so the group waits for it without a context.
+		l.writes <- struct{}{}
+		defer func() { <-l.writes }()
+		e.groups.Add(1)
+		e.groupedWrites.Add(int64(len(group)))
+		runGrouped(e.store, group)
+	})
 }
 
 // judgingEvery is judging for an operation that judges the items of every

@@ -627,12 +627,7 @@ func (e *Engine) writeOne(ctx context.Context, ref ItemRef, id string, op func(t
 func (e *Engine) writeOneAt(ctx context.Context, ref ItemRef, id string, now time.Time, op func(tx storage.Txn, c *containerRecord, now time.Time) (*ItemResult, error)) (*ItemResult, error) {
 	var res *ItemResult
 	var coll *containerRecord
-	done, err := e.writing(ctx, ref.DB, ref.Coll)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	err = e.store.Update(ctx, func(tx storage.Txn) error {
+	err := e.updateWriting(ctx, ref.DB, ref.Coll, func(tx storage.Txn) error {
 		e.prefetchPoint(tx, ref, id, true)
 		now, err := e.nowIn(ctx, tx, now)
 		if err != nil {

@@ -195,6 +195,24 @@ func (t *checkedTxn) CommitBefore(at time.Time) {
 	CommitBefore(t.tx, at)
 }
 
+// Savepoint forwards to the store's transaction, which may not have
+// savepoints.
+func (t *checkedTxn) Savepoint() (int, bool) {
+	t.enter("Savepoint")
+	return Savepoint(t.tx)
+}
+
+// RollbackTo forwards to the store's transaction; Savepoint gave out no
+// mark when it has no savepoints.
+func (t *checkedTxn) RollbackTo(sp int) error {
+	t.enter("RollbackTo")
+	s, ok := t.tx.(Savepointer)
+	if !ok {
+		panic("storage: RollbackTo on a transaction without savepoints")
+	}
+	return s.RollbackTo(sp)
+}
+
 // Prefetch forwards to the store's reader: prefetching changes no result.
 func (r *checkedReader) Prefetch(reads ...Read) {
 	r.enter("Prefetch")

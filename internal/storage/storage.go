@@ -183,6 +183,32 @@ func CommitBefore(tx Txn, t time.Time) bool {
 	return ok
 }
 
+// Savepointer is implemented by transactions that can take back part of
+// their writes. Savepoint marks the transaction's writes so far and reports
+// ok false when the transaction cannot (a wrapper over one that lacks the
+// capability). RollbackTo undoes every Set and Delete made since the mark,
+// so that reads, iterators opened later and the commit see the
+// transaction as it was at the mark; marks taken after it are void. It
+// returns an error when the transaction can no longer commit at all (a
+// statement of it failed in the backend): the caller then returns that
+// error from its function, and the store retries or fails the whole
+// transaction as it would any other. The engine commits several writes of
+// one gateway in one transaction this way, each undone alone when it
+// fails (docs/design/storage.md, "Group commit").
+type Savepointer interface {
+	Savepoint() (savepoint int, ok bool)
+	RollbackTo(savepoint int) error
+}
+
+// Savepoint returns tx's Savepoint when tx is a Savepointer, and ok false
+// otherwise.
+func Savepoint(tx Txn) (int, bool) {
+	if s, ok := tx.(Savepointer); ok {
+		return s.Savepoint()
+	}
+	return 0, false
+}
+
 // Prefetcher is implemented by the readers of a store where every read
 // is a round trip to another machine. Prefetch names keys the caller is
 // about to Get; the store may fetch them together with its next round

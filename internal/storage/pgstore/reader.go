@@ -28,6 +28,8 @@ type reader struct {
 	begun bool
 	// committed is set once the transaction's COMMIT succeeded.
 	committed bool
+	// failed is the first error a statement of the transaction met.
+	failed error
 	// own is the transaction whose writes this reader sees; nil in a View.
 	own   *txn
 	iters []*iter
@@ -125,9 +127,9 @@ func (r *reader) send(sql string, args ...any) (pgx.Rows, func() error, error) {
 	if r.begun && len(r.pending) == 0 {
 		rows, err := r.conn.Query(r.ctx, sql, args...)
 		if err != nil {
-			return nil, nil, r.s.classify(err)
+			return nil, nil, r.classify(err)
 		}
-		return rows, func() error { rows.Close(); return r.s.classify(rows.Err()) }, nil
+		return rows, func() error { rows.Close(); return r.classify(rows.Err()) }, nil
 	}
 	b := &pgx.Batch{}
 	beginning := !r.begun
@@ -154,7 +156,7 @@ func (r *reader) send(sql string, args ...any) (pgx.Rows, func() error, error) {
 	br := r.conn.SendBatch(r.ctx, b)
 	fail := func(err error) (pgx.Rows, func() error, error) {
 		_ = br.Close()
-		return nil, nil, r.s.classify(err)
+		return nil, nil, r.classify(err)
 	}
 	if beginning {
 		if _, err := br.Exec(); err != nil {
@@ -170,7 +172,7 @@ func (r *reader) send(sql string, args ...any) (pgx.Rows, func() error, error) {
 		}
 	}
 	if sql == "" {
-		return nil, func() error { return r.s.classify(br.Close()) }, nil
+		return nil, func() error { return r.classify(br.Close()) }, nil
 	}
 	rows, err := br.Query()
 	if err != nil {
@@ -182,8 +184,19 @@ func (r *reader) send(sql string, args ...any) (pgx.Rows, func() error, error) {
 		if cerr := br.Close(); err == nil {
 			err = cerr
 		}
-		return r.s.classify(err)
+		return r.classify(err)
 	}, nil
+}
+
+// classify classifies err (Store.classify) and records it as the
+// transaction's failure: once a statement failed, PostgreSQL refuses the
+// rest of the transaction, so it can no longer commit.
+func (r *reader) classify(err error) error {
+	err = r.s.classify(err)
+	if err != nil && r.failed == nil {
+		r.failed = err
+	}
+	return err
 }
 
 // keep reads the prefetch query's rows into r.got: every key asked for
@@ -283,6 +296,10 @@ type write struct {
 type txn struct {
 	reader
 	writes map[string]write
+	// undo holds, once a savepoint was taken, what each write since the
+	// first one replaced (storage.Savepointer).
+	undo    []undone
+	marking bool
 	// deadline, when set, is the instant on the store's clock the commit
 	// must come before (storage.Deadliner).
 	deadline time.Time
@@ -294,13 +311,58 @@ func (t *txn) CommitBefore(at time.Time) { t.deadline = at }
 
 // Set stores value under key when the transaction commits.
 func (t *txn) Set(key, value []byte) error {
-	t.writes[string(key)] = write{value: append([]byte{}, value...)}
+	t.put(string(key), write{value: append([]byte{}, value...)})
 	return nil
 }
 
 // Delete removes key when the transaction commits.
 func (t *txn) Delete(key []byte) error {
-	t.writes[string(key)] = write{del: true}
+	t.put(string(key), write{del: true})
+	return nil
+}
+
+// put buffers w under key, keeping what it replaces while savepoints are
+// in use.
+func (t *txn) put(key string, w write) {
+	if t.marking {
+		prev, had := t.writes[key]
+		t.undo = append(t.undo, undone{key: key, prev: prev, had: had})
+	}
+	t.writes[key] = w
+}
+
+// undone is a buffered write as it was before a write replaced it.
+type undone struct {
+	key  string
+	prev write
+	had  bool
+}
+
+// Savepoint marks the writes so far. Nothing is sent: the writes are
+// still in memory, so taking them back needs no SAVEPOINT statement.
+func (t *txn) Savepoint() (int, bool) {
+	t.marking = true
+	return len(t.undo), true
+}
+
+// RollbackTo takes back the writes made since savepoint sp, unless a
+// statement of the transaction failed, which no savepoint undoes here.
+func (t *txn) RollbackTo(sp int) error {
+	if t.failed != nil {
+		return t.failed
+	}
+	if sp < 0 || sp > len(t.undo) {
+		return fmt.Errorf("pgstore: no savepoint %d", sp)
+	}
+	for i := len(t.undo) - 1; i >= sp; i-- {
+		u := t.undo[i]
+		if u.had {
+			t.writes[u.key] = u.prev
+		} else {
+			delete(t.writes, u.key)
+		}
+	}
+	t.undo = t.undo[:sp]
 	return nil
 }
 

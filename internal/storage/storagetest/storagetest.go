@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) storage.Store) {
 		{"PrefetchChangesNoResult", testPrefetch},
 		{"TxClock", testTxClock},
 		{"DeleteRange", testDeleteRange},
+		{"Savepoints", testSavepoints},
 		{"LargeValues", testLargeValues},
 		{"CancelledContext", testCancelledContext},
 		{"Closed", testClosed},
@@ -1381,5 +1382,61 @@ func testDeleteRange(t *testing.T, s storage.Store) {
 		if got := viewScan(t, s, storage.IterParams{}); !slices.Equal(got, st.left) {
 			t.Errorf("after DeleteRange(%q, %q, %d): %q, want %q", st.lower, st.upper, st.limit, got, st.left)
 		}
+	}
+}
+
+// testSavepoints checks storage.Savepointer where the store has it: a
+// rollback takes back exactly the writes since its mark, for reads,
+// iterators and the commit, and nested marks unwind in order.
+func testSavepoints(t *testing.T, s storage.Store) {
+	write(t, s, set("a", "1"), set("b", "1"), set("c", "1"))
+	has := false
+	err := s.Update(context.Background(), func(tx storage.Txn) error {
+		outer, ok := storage.Savepoint(tx)
+		if has = ok; !ok {
+			return nil
+		}
+		if err := apply(tx, []op{set("a", "2"), del("b"), set("d", "2")}); err != nil {
+			return err
+		}
+		inner, _ := storage.Savepoint(tx)
+		if err := apply(tx, []op{set("a", "3"), set("e", "3"), del("c")}); err != nil {
+			return err
+		}
+		if err := tx.(storage.Savepointer).RollbackTo(inner); err != nil {
+			return fmt.Errorf("RollbackTo(inner): %w", err)
+		}
+		got, err := scan(tx, storage.IterParams{})
+		if err != nil {
+			return err
+		}
+		if want := []string{"a=2", "c=1", "d=2"}; !slices.Equal(got, want) {
+			t.Errorf("after the inner rollback the transaction sees %v, want %v", got, want)
+		}
+		if err := tx.(storage.Savepointer).RollbackTo(outer); err != nil {
+			return fmt.Errorf("RollbackTo(outer): %w", err)
+		}
+		if v, found, err := getFrom(tx, "b"); err != nil || !found || v != "1" {
+			t.Errorf("after the outer rollback Get(b) = %q, %v, %v; want 1", v, found, err)
+		}
+		// Writes after a rollback are kept.
+		if err := apply(tx, []op{set("f", "4")}); err != nil {
+			return err
+		}
+		keep, _ := storage.Savepoint(tx)
+		if err := apply(tx, []op{set("a", "5")}); err != nil {
+			return err
+		}
+		return tx.(storage.Savepointer).RollbackTo(keep)
+	})
+	if err != nil {
+		t.Fatalf("Update: %v", err)
+	}
+	if !has {
+		t.Skip("the store's transactions have no savepoints")
+	}
+	got := viewScan(t, s, storage.IterParams{})
+	if want := []string{"a=1", "b=1", "c=1", "f=4"}; !slices.Equal(got, want) {
+		t.Errorf("committed %v, want %v", got, want)
 	}
 }
