@@ -140,7 +140,7 @@ var errGroupAborted = fmt.Errorf("%w: a write committed with this one failed; no
 func runGrouped(store storage.Store, group []*groupWrite) {
 	if len(group) == 1 {
 		w := group[0]
-		w.err, w.panicked = catch(func() error { return store.Update(w.ctx, w.fn) })
+		w.panicked, w.err = catch(func() error { return store.Update(w.ctx, w.fn) })
 		return
 	}
 	// No one writer's cancellation may fail the others: the group's
@@ -163,7 +163,7 @@ func runGrouped(store storage.Store, group []*groupWrite) {
 				unsupported = true
 				return errNoSavepoints
 			}
-			w.err, w.panicked = catch(func() error { return w.fn(tx) })
+			w.panicked, w.err = catch(func() error { return w.fn(tx) })
 			if w.panicked != nil {
 				return errGroupAborted
 			}
@@ -178,7 +178,7 @@ func runGrouped(store storage.Store, group []*groupWrite) {
 	switch {
 	case unsupported:
 		for _, w := range group {
-			w.err, w.panicked = catch(func() error { return store.Update(w.ctx, w.fn) })
+			w.panicked, w.err = catch(func() error { return store.Update(w.ctx, w.fn) })
 		}
 		return
 	case err == nil:
@@ -193,14 +193,14 @@ func runGrouped(store storage.Store, group []*groupWrite) {
 
 var errNoSavepoints = errors.New("the store's transactions have no savepoints")
 
-// catch runs f and returns its error or, instead of letting it go on in
-// the leader's goroutine, its panic, with the stack where it happened: the
+// catch runs f and returns its error, or its panic with the stack where it
+// happened instead of letting it go on in the leader's goroutine: the
 // writer it belongs to panics with it (committer.do).
-func catch(f func() error) (err error, panicked any) {
+func catch(f func() error) (panicked any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			panicked = fmt.Errorf("%v [in a write group]\n%s", p, debug.Stack())
 		}
 	}()
-	return f(), nil
+	return nil, f()
 }
