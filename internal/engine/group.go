@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"slices"
 	"sync"
 
@@ -45,10 +44,9 @@ type groupWrite struct {
 	// Guarded by committer.mu until wake is signalled.
 	taken, done, lead bool
 	err               error
-	panicked          any
 }
 
-// runGroup runs a group of writes and sets each one's err (or panicked).
+// runGroup runs a group of writes and sets each one's err.
 type runGroup func(group []*groupWrite)
 
 // do runs fn as part of the next group and returns its result: fn's own
@@ -67,9 +65,6 @@ func (c *committer) do(ctx context.Context, fn func(tx storage.Txn) error, run r
 	}
 	if !w.done {
 		c.lead(run)
-	}
-	if w.panicked != nil {
-		panic(w.panicked)
 	}
 	return w.err
 }
@@ -96,7 +91,11 @@ func (c *committer) await(w *groupWrite) bool {
 }
 
 // lead runs the next group, which begins with the leader's own write,
-// then passes the lead on.
+// then passes the lead on. When a write panics, the panic goes on in the
+// leader's goroutine (and the HTTP handler answers the leader's request
+// 500); its store committed nothing of the group, so the others are told
+// to retry (errGroupAborted), and the lead passes on all the same: no
+// writer waits for a group that is gone.
 func (c *committer) lead(run runGroup) {
 	c.mu.Lock()
 	n := min(len(c.queue), maxGroup)
@@ -107,31 +106,37 @@ func (c *committer) lead(run runGroup) {
 	}
 	c.mu.Unlock()
 
+	ran := false
+	defer func() {
+		c.mu.Lock()
+		var next *groupWrite
+		if len(c.queue) > 0 {
+			next = c.queue[0]
+			next.lead = true
+		} else {
+			c.leading = false
+		}
+		for _, w := range group {
+			if !ran {
+				w.err = errGroupAborted
+			}
+			w.done = true
+		}
+		c.mu.Unlock()
+		for _, w := range group[1:] {
+			w.wake <- struct{}{}
+		}
+		if next != nil {
+			next.wake <- struct{}{}
+		}
+	}()
 	run(group)
-
-	c.mu.Lock()
-	var next *groupWrite
-	if len(c.queue) > 0 {
-		next = c.queue[0]
-		next.lead = true
-	} else {
-		c.leading = false
-	}
-	for _, w := range group {
-		w.done = true
-	}
-	c.mu.Unlock()
-	for _, w := range group[1:] {
-		w.wake <- struct{}{}
-	}
-	if next != nil {
-		next.wake <- struct{}{}
-	}
+	ran = true
 }
 
 // errGroupAborted is the result of a write whose group was abandoned
-// because another write of it panicked; the write was not committed and
-// may be sent again.
+// because a write of it panicked; the write was not committed and may be
+// sent again.
 var errGroupAborted = fmt.Errorf("%w: a write committed with this one failed; nothing of it was committed", storage.ErrConflict)
 
 // runGrouped runs group in one transaction of store, each write behind a
@@ -140,7 +145,7 @@ var errGroupAborted = fmt.Errorf("%w: a write committed with this one failed; no
 func runGrouped(store storage.Store, group []*groupWrite) {
 	if len(group) == 1 {
 		w := group[0]
-		w.panicked, w.err = catch(func() error { return store.Update(w.ctx, w.fn) })
+		w.err = store.Update(w.ctx, w.fn)
 		return
 	}
 	// No one writer's cancellation may fail the others: the group's
@@ -151,7 +156,7 @@ func runGrouped(store storage.Store, group []*groupWrite) {
 	err := store.Update(ctx, func(tx storage.Txn) error {
 		unsupported = false
 		for _, w := range group {
-			w.err, w.panicked = nil, nil
+			w.err = nil
 		}
 		for _, w := range group {
 			if err := w.ctx.Err(); err != nil {
@@ -163,11 +168,7 @@ func runGrouped(store storage.Store, group []*groupWrite) {
 				unsupported = true
 				return errNoSavepoints
 			}
-			w.panicked, w.err = catch(func() error { return w.fn(tx) })
-			if w.panicked != nil {
-				return errGroupAborted
-			}
-			if w.err != nil {
+			if w.err = w.fn(tx); w.err != nil {
 				if err := tx.(storage.Savepointer).RollbackTo(sp); err != nil {
 					return err
 				}
@@ -178,29 +179,15 @@ func runGrouped(store storage.Store, group []*groupWrite) {
 	switch {
 	case unsupported:
 		for _, w := range group {
-			w.panicked, w.err = catch(func() error { return store.Update(w.ctx, w.fn) })
+			w.err = store.Update(w.ctx, w.fn)
 		}
 		return
 	case err == nil:
 		return
 	}
 	for _, w := range group {
-		if w.panicked == nil {
-			w.err = err
-		}
+		w.err = err
 	}
 }
 
 var errNoSavepoints = errors.New("the store's transactions have no savepoints")
-
-// catch runs f and returns its error, or its panic with the stack where it
-// happened instead of letting it go on in the leader's goroutine: the
-// writer it belongs to panics with it (committer.do).
-func catch(f func() error) (panicked any, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			panicked = fmt.Errorf("%v [in a write group]\n%s", p, debug.Stack())
-		}
-	}()
-	return nil, f()
-}

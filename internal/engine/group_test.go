@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -115,36 +114,72 @@ func TestCommitterGroupsTheWritesThatQueue(t *testing.T) {
 	}
 }
 
-// A write that panics panics in its own writer's goroutine; the others of
-// its group get a retryable conflict and nothing of the group is kept.
-func TestRunGroupedPanicAbortsTheGroup(t *testing.T) {
-	st := openSavepointStore(t)
-	writer := func(key string, panics bool) *groupWrite {
-		return &groupWrite{ctx: context.Background(), fn: func(tx storage.Txn) error {
-			if err := tx.Set([]byte(key), []byte("v")); err != nil {
-				return err
-			}
-			if panics {
-				panic("boom")
-			}
-			return nil
-		}}
-	}
-	group := []*groupWrite{writer("a", false), writer("b", true), writer("c", false)}
-	runGrouped(st, group)
-	if !errors.Is(group[0].err, storage.ErrConflict) || !errors.Is(group[2].err, storage.ErrConflict) {
-		t.Errorf("the others of a group with a panic: %v, %v; want storage.ErrConflict", group[0].err, group[2].err)
-	}
-	if p, ok := group[1].panicked.(error); !ok || !strings.Contains(p.Error(), "boom") {
-		t.Errorf("the write that panicked carries %v, want its panic", group[1].panicked)
-	}
-	for _, k := range []string{"a", "b", "c"} {
-		if err := st.View(context.Background(), func(r storage.Reader) error {
-			_, err := r.Get([]byte(k))
-			return err
-		}); !errors.Is(err, storage.ErrNotFound) {
-			t.Errorf("key %s after an aborted group: %v, want not found", k, err)
+// A write that panics takes its group down, not the committer: the
+// panic goes on in the leader's goroutine, the other writes of the group
+// are told to retry, and the writes queued behind it still run.
+func TestCommitterSurvivesAPanic(t *testing.T) {
+	var c committer
+	release := make(chan struct{})
+	first := true
+	run := func(group []*groupWrite) {
+		if first {
+			first = false
+			<-release
 		}
+		for _, w := range group {
+			w.err = w.fn(nil)
+		}
+	}
+	ok := func(storage.Txn) error { return nil }
+	var wg sync.WaitGroup
+	errs := make([]error, 5)
+	var leaderPanic any
+	start := func(i int, fn func(storage.Txn) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if p := recover(); p != nil {
+					leaderPanic = p
+				}
+			}()
+			errs[i] = c.do(context.Background(), fn, run)
+		}()
+	}
+	start(0, ok)
+	for {
+		c.mu.Lock()
+		taken := c.leading && len(c.queue) == 0
+		c.mu.Unlock()
+		if taken {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	start(1, ok)
+	queued(t, &c, 1)
+	start(2, func(storage.Txn) error { panic("boom") })
+	queued(t, &c, 2)
+	start(3, ok)
+	queued(t, &c, 3)
+	close(release)
+	wg.Wait()
+	if fmt.Sprint(leaderPanic) != "boom" {
+		t.Errorf("the leader's goroutine panicked with %v, want boom", leaderPanic)
+	}
+	for _, i := range []int{2, 3} {
+		if !errors.Is(errs[i], storage.ErrConflict) {
+			t.Errorf("write %d of the group that panicked: %v, want a conflict to retry", i, errs[i])
+		}
+	}
+	if errs[0] != nil {
+		t.Errorf("write 0, in the group before: %v", errs[0])
+	}
+	if c.leading || len(c.queue) != 0 {
+		t.Fatalf("after the panic: leading %v, %d queued", c.leading, len(c.queue))
+	}
+	if err := c.do(context.Background(), ok, run); err != nil {
+		t.Errorf("a write after the panic: %v", err)
 	}
 }
 
