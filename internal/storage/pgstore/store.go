@@ -122,11 +122,13 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 // database. Planning each run costs less than that saved (create and
 // read over a new database, alternated: 515–536 µs of PostgreSQL CPU per
 // create against 588–678 µs with generic plans once analyzed). A server
-// without the setting (plan_cache_mode came in PostgreSQL 12) keeps its
-// own choice.
+// that refuses the setting (PostgreSQL before 12, or one that speaks the
+// protocol without it) keeps its own choice; only a broken connection
+// fails.
 func customPlans(ctx context.Context, c *pgx.Conn) error {
 	_, err := c.Exec(ctx, `SET plan_cache_mode = force_custom_plan`)
-	if isCode(err, "42704") { // undefined_object: no such setting
+	var refused *pgconn.PgError
+	if errors.As(err, &refused) {
 		return nil
 	}
 	return err
