@@ -77,3 +77,45 @@ func TestRoundTripsPerPointOperation(t *testing.T) {
 		}
 	}
 }
+
+// Sixteen clients creating into one container through one gateway over
+// PostgreSQL have their writes committed together (group commit), and the
+// gateway's metrics say so: every create is counted once among the grouped
+// writes, in fewer transactions than creates.
+func TestConcurrentCreatesCommitInGroups(t *testing.T) {
+	gw := gateways(t, 1)[0]
+	ctx := context.Background()
+	db := gw.database("db")
+	c := gw.container(db, azcosmos.ContainerProperties{ID: "c", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}})
+	const clients, each = 16, 20
+	before := gw.metrics(t)
+	errs := make(chan error, clients)
+	for w := range clients {
+		go func() {
+			for i := range each {
+				id := fmt.Sprint("w", w, "-", i)
+				pk := azcosmos.NewPartitionKeyString(fmt.Sprint("p", i%4))
+				if _, err := c.CreateItem(ctx, pk, mustJSON(t, gwItem{ID: id, PK: fmt.Sprint("p", i%4)}), nil); err != nil {
+					errs <- fmt.Errorf("create %s: %w", id, err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range clients {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := gw.metrics(t)
+	writes := after["mayfly_grouped_writes_total"] - before["mayfly_grouped_writes_total"]
+	groups := after["mayfly_write_groups_total"] - before["mayfly_write_groups_total"]
+	t.Logf("%.0f creates in %.0f transactions", writes, groups)
+	if writes != clients*each {
+		t.Errorf("%.0f grouped writes counted, want %d", writes, clients*each)
+	}
+	if groups >= writes {
+		t.Errorf("%.0f transactions for %.0f creates: none were committed together", groups, writes)
+	}
+}

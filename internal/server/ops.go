@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/mayfly-db/mayfly/internal/engine"
 	"github.com/mayfly-db/mayfly/internal/storage/pgstore"
 )
 
@@ -52,5 +53,19 @@ func pgCollectors(st *pgstore.Store) []prometheus.Collector {
 			func(s pgstore.Stats) int32 { return s.PoolSize }),
 		gauge("mayfly_postgres_pool_in_use", "Connections in use now.",
 			func(s pgstore.Stats) int32 { return s.PoolInUse }),
+	}
+}
+
+// groupCollectors show how a gateway over a shared store commits its
+// writes to one container together (docs/design/storage.md, "Group
+// commit"): writes per group is the second over the first.
+func groupCollectors(e *engine.Engine) []prometheus.Collector {
+	return []prometheus.Collector{
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mayfly_write_groups_total",
+			Help: "Write transactions that committed a container's queued writes together."},
+			func() float64 { g, _ := e.WriteGroups(); return float64(g) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mayfly_grouped_writes_total",
+			Help: "Writes committed in those transactions."},
+			func() float64 { _, w := e.WriteGroups(); return float64(w) }),
 	}
 }

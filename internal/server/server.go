@@ -300,6 +300,9 @@ func New(cfg Config) (*Server, error) {
 		s.closeStore()
 		return nil, err
 	}
+	if s.pg != nil {
+		s.registry.MustRegister(groupCollectors(s.engine)...)
+	}
 	s.indexer = s.engine.NewIndexer(cfg.Logger)
 	purgeMetrics, err := ttlmetrics.New(s.registry)
 	if err != nil {
