@@ -308,7 +308,11 @@ func (e *Engine) updateWriting(ctx context.Context, db, coll string, fn func(tx 
 	}
 	l := e.lockOf(db, coll)
 	defer e.releaseLock(l)
-	return l.group.do(ctx, fn, func(group []*groupWrite) {
+	locked := func(tx storage.Txn) error {
+		e.lockState(tx, db, coll)
+		return fn(tx)
+	}
+	return l.group.do(ctx, locked, func(group []*groupWrite) {
 		// The purge takes the same turn; it holds it for one bounded
 		// batch, so the group waits for it without a context.
 		l.writes <- struct{}{}
@@ -317,6 +321,22 @@ func (e *Engine) updateWriting(ctx context.Context, db, coll string, fn func(tx 
 		e.groupedWrites.Add(int64(len(group)))
 		runGrouped(e.store, group)
 	})
+}
+
+// lockState names the state record of container db/coll to tx's store as
+// one the transaction will write (storage.Read.Lock). Every write to a
+// container writes that record, so over a shared store two gateways'
+// writes to one container cannot both commit: taken as the transaction
+// begins, the record makes the second wait before it does its work,
+// rather than fail at its commit after all of it. The record's rid is the
+// engine's cached guess; a wrong one locks nothing and costs nothing.
+func (e *Engine) lockState(tx storage.Txn, db, coll string) {
+	if _, ok := tx.(storage.Prefetcher); !ok {
+		return
+	}
+	if _, c := e.cachedContainer(db, coll); c != nil {
+		storage.Prefetch(tx, storage.Read{Key: lsnKey(c.Rid), Lock: true})
+	}
 }
 
 // judgingEvery is judging for an operation that judges the items of every

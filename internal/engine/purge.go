@@ -183,7 +183,7 @@ func (e *Engine) PurgeDue(ctx context.Context, p ttl.PurgeParams) (ttl.PurgeResu
 		if _, ok := tx.(storage.Prefetcher); ok {
 			if dbRid, c := e.cachedContainer(db, coll); c != nil {
 				storage.Prefetch(tx, storage.Read{Key: containerKey(dbRid, coll)},
-					storage.Read{Key: leaseKey(jobPurge, c.Rid)}, storage.Read{Key: lsnKey(c.Rid)})
+					storage.Read{Key: leaseKey(jobPurge, c.Rid)}, storage.Read{Key: lsnKey(c.Rid), Lock: true})
 			}
 		}
 		c, err := e.loadContainer(tx, db, coll)

@@ -227,6 +227,11 @@ type Read struct {
 	// Via, when set, names a second key: Via followed by the value under
 	// Key, when Key holds one.
 	Via []byte
+	// Lock, in a write transaction, says the caller will write Key: a
+	// store may lock it as it reads it, so that a transaction that would
+	// conflict over it waits there, before doing its work, rather than
+	// fail at its commit after all of it.
+	Lock bool
 }
 
 // Prefetch passes reads to r's Prefetch when r has one; otherwise reads

@@ -30,6 +30,10 @@ type reader struct {
 	committed bool
 	// failed is the first error a statement of the transaction met.
 	failed error
+	// overtaken is set when the transaction waited for a row it locks
+	// ahead (storage.Read.Lock) and lost it to a transaction that
+	// committed meanwhile: it did no work, and the row is free again.
+	overtaken bool
 	// own is the transaction whose writes this reader sees; nil in a View.
 	own   *txn
 	iters []*iter
@@ -70,10 +74,14 @@ const prefetchSQL = `SELECT k, v FROM mayfly_kv WHERE k = ANY($1::bytea[])
 UNION ALL
 SELECT f.k, f.v FROM unnest($2::bytea[], $3::bytea[]) AS q(ptr, via) JOIN mayfly_kv p ON p.k = q.ptr JOIN mayfly_kv f ON f.k = q.via || p.v`
 
+// lockSQL locks the rows of the keys of $1 that exist, for a write
+// transaction that names them to Prefetch with Lock as it begins.
+const lockSQL = `SELECT 1 FROM mayfly_kv WHERE k = ANY($1::bytea[]) ORDER BY k FOR UPDATE`
+
 // Prefetch names keys to fetch with the next round trip.
 func (r *reader) Prefetch(reads ...storage.Read) {
 	for _, rd := range reads {
-		r.pending = append(r.pending, storage.Read{Key: slices.Clone(rd.Key), Via: slices.Clone(rd.Via)})
+		r.pending = append(r.pending, storage.Read{Key: slices.Clone(rd.Key), Via: slices.Clone(rd.Via), Lock: rd.Lock})
 	}
 }
 
@@ -140,12 +148,18 @@ func (r *reader) send(sql string, args ...any) (pgx.Rows, func() error, error) {
 	r.begun = true
 	pending := r.pending
 	r.pending = nil
-	var keys, ptrs, vias [][]byte
+	var keys, ptrs, vias, locks [][]byte
 	for _, rd := range pending {
 		keys = append(keys, rd.Key)
 		if rd.Via != nil {
 			ptrs, vias = append(ptrs, rd.Key), append(vias, rd.Via)
 		}
+		if rd.Lock && beginning && r.own != nil {
+			locks = append(locks, rd.Key)
+		}
+	}
+	if len(locks) > 0 {
+		b.Queue(lockSQL, locks)
 	}
 	if len(pending) > 0 {
 		b.Queue(prefetchSQL, keys, ptrs, vias)
@@ -163,6 +177,12 @@ func (r *reader) send(sql string, args ...any) (pgx.Rows, func() error, error) {
 			return fail(err)
 		}
 		if err := br.QueryRow().Scan(&r.now); err != nil {
+			return fail(err)
+		}
+	}
+	if len(locks) > 0 {
+		if _, err := br.Exec(); err != nil {
+			r.overtaken = retryable(err)
 			return fail(err)
 		}
 	}

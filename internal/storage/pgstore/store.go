@@ -285,14 +285,27 @@ func (s *Store) Update(ctx context.Context, fn func(tx storage.Txn) error) error
 		return err
 	}
 	defer s.inflight.Done()
-	for attempt := 0; ; attempt++ {
+	for attempt, overtaken := 0, 0; ; attempt++ {
 		err := s.updateOnce(ctx, fn)
 		if !retryable(err) {
 			return err
 		}
-		if attempt >= s.maxRetries {
+		switch {
+		case errors.Is(err, errOvertaken) && overtaken < maxOvertaken:
+			// It did no work, and each such failure is another
+			// transaction's commit, so these count apart from the
+			// bound on failures; and the row it waited for was just
+			// released, so it goes again at once.
+			overtaken++
+			attempt--
+			s.retries.Add(1)
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			continue
+		case attempt >= s.maxRetries:
 			s.conflicts.Add(1)
-			return fmt.Errorf("%w: gave up after %d serialization failures: %w", storage.ErrConflict, attempt+1, err)
+			return fmt.Errorf("%w: gave up after %d serialization failures: %w", storage.ErrConflict, attempt+overtaken+1, err)
 		}
 		s.retries.Add(1)
 		s.log.Debug("transaction re-run after a serialization failure", "attempt", attempt+1, "err", err)
@@ -301,6 +314,11 @@ func (s *Store) Update(ctx context.Context, fn func(tx storage.Txn) error) error
 		}
 	}
 }
+
+// maxOvertaken bounds how often a transaction that locks a row ahead
+// (storage.Read.Lock) may lose it to others that committed while it
+// waited, before such losses count as serialization failures.
+const maxOvertaken = 1000
 
 // updateOnce runs fn once. The transaction begins with its first read (one
 // round trip carries BEGIN and the read), and its writes travel with the
@@ -316,6 +334,9 @@ func (s *Store) updateOnce(ctx context.Context, fn func(tx storage.Txn) error) e
 	// connection returned before the panic goes on.
 	defer t.reader.end()
 	if err := fn(t); err != nil {
+		if t.overtaken && retryable(err) {
+			return fmt.Errorf("%w: %w", errOvertaken, err)
+		}
 		return err
 	}
 	if len(t.writes) == 0 {
@@ -455,6 +476,10 @@ func (s *Store) sendDelete(ctx context.Context, b *pgx.Batch) (int, error) {
 func retryable(err error) bool {
 	return isCode(err, "40001") || isCode(err, "40P01") || errors.Is(err, errLate)
 }
+
+// errOvertaken fails an attempt that waited for a row it locked ahead
+// and lost it to a transaction that committed meanwhile.
+var errOvertaken = errors.New("pgstore: another transaction committed a row this one waited to lock")
 
 // errLate fails an attempt that would have committed after its deadline
 // (storage.Deadliner); like a serialization failure, it is retried.

@@ -44,7 +44,8 @@ func Run(t *testing.T, open func(t *testing.T) storage.Store) {
 		{"ErrorsPassThrough", testErrorsPassThrough},
 		{"SnapshotIsolation", testSnapshotIsolation},
 		{"ConsistentViewsUnderWrites", testConsistentViewsUnderWrites},
-		{"ConcurrentCounter", testConcurrentCounter},
+		{"ConcurrentCounter", func(t *testing.T, s storage.Store) { testConcurrentCounter(t, s, false) }},
+		{"ConcurrentCounterLockedAhead", func(t *testing.T, s storage.Store) { testConcurrentCounter(t, s, true) }},
 		{"NoWriteSkew", testNoWriteSkew},
 		{"NoPhantoms", testNoPhantoms},
 		{"RerunSeesNothingOfTheFirstRun", testRerunSeesNothingOfTheFirstRun},
@@ -764,7 +765,10 @@ func testConsistentViewsUnderWrites(t *testing.T, s storage.Store) {
 	}
 }
 
-func testConcurrentCounter(t *testing.T, s storage.Store) {
+// testConcurrentCounter has writers increment one counter; with lock, each
+// names the counter to Prefetch with Lock first, which may change how
+// they wait for one another but never the result.
+func testConcurrentCounter(t *testing.T, s storage.Store, lock bool) {
 	const (
 		writers = 16
 		each    = 25
@@ -776,6 +780,9 @@ func testConcurrentCounter(t *testing.T, s storage.Store) {
 		wg.Go(func() {
 			for i := range each {
 				err := s.Update(ctx, func(tx storage.Txn) error {
+					if lock {
+						storage.Prefetch(tx, storage.Read{Key: b("counter"), Lock: true})
+					}
 					n := 0
 					v, err := tx.Get(b("counter"))
 					switch {

@@ -1,0 +1,82 @@
+package pgstore
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mayfly-db/mayfly/internal/storage"
+	"github.com/mayfly-db/mayfly/internal/storage/pgtest"
+)
+
+// A write transaction that names a key to Prefetch with Lock as it begins
+// waits there while another holds the key's row, and when the other
+// commits it runs again at once on the new value: it never works on the
+// value the other was replacing, only to fail at its commit.
+func TestLockAheadWaitsInsteadOfWorkingOnAStaleValue(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Options{URL: pgtest.URL(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	key := []byte("state")
+	if err := s.Update(ctx, func(tx storage.Txn) error { return tx.Set(key, []byte("0")) }); err != nil {
+		t.Fatal(err)
+	}
+	increment := func(tx storage.Txn, seen *[]string, hold func()) error {
+		storage.Prefetch(tx, storage.Read{Key: key, Lock: true})
+		v, err := tx.Get(key)
+		if err != nil {
+			return err
+		}
+		*seen = append(*seen, string(v))
+		if hold != nil {
+			hold()
+		}
+		return tx.Set(key, []byte{v[0] + 1})
+	}
+	holding := make(chan struct{})
+	var first, second []string
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := s.Update(ctx, func(tx storage.Txn) error {
+			return increment(tx, &first, func() {
+				if len(first) == 1 {
+					close(holding)
+					// Long enough for the other to reach its read.
+					time.Sleep(300 * time.Millisecond)
+				}
+			})
+		}); err != nil {
+			t.Error(err)
+		}
+	})
+	<-holding
+	retries := s.Stats().Retries
+	if err := s.Update(ctx, func(tx storage.Txn) error { return increment(tx, &second, nil) }); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if len(second) != 1 || second[0] != "1" {
+		t.Errorf("the waiting transaction read %q, want only the other's committed \"1\"", second)
+	}
+	if got := s.Stats().Retries - retries; got != 1 {
+		t.Errorf("%d retries, want the one after the wait", got)
+	}
+	v, err := getValue(ctx, s, key)
+	if err != nil || v != "2" {
+		t.Errorf("state = %q, %v; want \"2\"", v, err)
+	}
+}
+
+func getValue(ctx context.Context, s storage.Store, key []byte) (string, error) {
+	var out string
+	err := s.View(ctx, func(r storage.Reader) error {
+		v, err := r.Get(key)
+		out = string(v)
+		return err
+	})
+	return out, err
+}
