@@ -45,8 +45,15 @@ describe("JavaScript SDK queries against Mayfly", () => {
     // Page by page, each page a new query from the last page's token: the
     // SDK resumes each range with a filter on the ORDER BY value in place
     // of "true" and the range's own token. c.kind has two values, so pages
-    // end inside groups of equal values.
-    for (const query of ["SELECT c.id, c.n FROM c ORDER BY c.n", "SELECT c.id, c.kind FROM c ORDER BY c.kind"]) {
+    // end inside groups of equal values; descending, the SDK drops the
+    // rows it returned of such a group by descending _rid.
+    const queries = [
+      "SELECT c.id, c.n FROM c ORDER BY c.n",
+      "SELECT c.id, c.kind FROM c ORDER BY c.kind",
+      "SELECT c.id, c.kind FROM c ORDER BY c.kind DESC",
+      "SELECT c.id, c.kind FROM c WHERE c.n >= 0 ORDER BY c.kind DESC",
+    ];
+    for (const query of queries) {
       const { resources: all } = await container.items.query(query).fetchAll();
       assert.equal(all.length, items.length, query);
       let token;

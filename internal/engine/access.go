@@ -146,7 +146,12 @@ func (e *Engine) scopeSize(r storage.Reader, c *containerRecord, s *itemScope, t
 // scanRange calls fn for every key in [lo, hi), in order, stopping early
 // when fn returns false.
 func scanRange(r storage.Reader, lo, hi []byte, fn func(k, v []byte) (bool, error)) error {
-	it, err := r.NewIter(storage.IterParams{Lower: lo, Upper: hi})
+	return scanRangeDir(r, lo, hi, false, fn)
+}
+
+// scanRangeDir is scanRange, from the last key down when reverse is set.
+func scanRangeDir(r storage.Reader, lo, hi []byte, reverse bool, fn func(k, v []byte) (bool, error)) error {
+	it, err := r.NewIter(storage.IterParams{Lower: lo, Upper: hi, Reverse: reverse})
 	if err != nil {
 		return err
 	}
@@ -189,16 +194,28 @@ func (st *readStats) entry() error {
 // scanItems visits the items of the scope's span from location from
 // onwards (nil: the start), in location order.
 func scanItems(r storage.Reader, c *containerRecord, s *itemScope, from []byte, st *readStats, fn func(loc []byte, rec *itemRecord) (bool, error)) error {
+	return scanItemsDir(r, c, s, from, false, st, fn)
+}
+
+// scanItemsDir is scanItems, or with reverse the items of the scope in
+// descending location order from from (inclusive; nil: the end).
+func scanItemsDir(r storage.Reader, c *containerRecord, s *itemScope, from []byte, reverse bool, st *readStats, fn func(loc []byte, rec *itemRecord) (bool, error)) error {
 	prefix := collPrefix(famItem, c.Rid)
 	lo := append(bytes.Clone(prefix), s.lo...)
-	if from != nil && bytes.Compare(from, s.lo) > 0 {
-		lo = append(bytes.Clone(prefix), from...)
-	}
 	hi := prefixEnd(prefix)
 	if s.hi != nil {
 		hi = append(bytes.Clone(prefix), s.hi...)
 	}
-	return scanRange(r, lo, hi, func(k, v []byte) (bool, error) {
+	switch {
+	case from == nil:
+	case !reverse && bytes.Compare(from, s.lo) > 0:
+		lo = append(bytes.Clone(prefix), from...)
+	case reverse:
+		if k := append(append(bytes.Clone(prefix), from...), 0); bytes.Compare(k, hi) < 0 {
+			hi = k
+		}
+	}
+	return scanRangeDir(r, lo, hi, reverse, func(k, v []byte) (bool, error) {
 		st.records++
 		rec, err := decodeItemRecord(v)
 		if err != nil {
@@ -416,17 +433,29 @@ type itemSource func(from []byte, fn func(pos, loc []byte, rec *itemRecord) (boo
 // returns a physical partition's documents in _rid order, and clients
 // depend on it. The position is then the sequence.
 func scanSource(r storage.Reader, c *containerRecord, s *itemScope, st *readStats) itemSource {
+	return scanSourceDir(r, c, s, false, st)
+}
+
+// scanSourceDir is scanSource, or with reverse the scan order backwards:
+// from the position from (inclusive; nil: the end) down.
+func scanSourceDir(r storage.Reader, c *containerRecord, s *itemScope, reverse bool, st *readStats) itemSource {
 	if s.kind == plan.ScopePartition || s.kind == plan.ScopePrefix {
 		return func(from []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
-			return scanItems(r, c, s, from, st, func(loc []byte, rec *itemRecord) (bool, error) {
+			return scanItemsDir(r, c, s, from, reverse, st, func(loc []byte, rec *itemRecord) (bool, error) {
 				return fn(loc, loc, rec)
 			})
 		}
 	}
 	return func(from []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
 		prefix := collPrefix(famByRid, c.Rid)
-		lo := append(bytes.Clone(prefix), from...)
-		return scanRange(r, lo, prefixEnd(prefix), func(k, v []byte) (bool, error) {
+		lo, hi := append(bytes.Clone(prefix), from...), prefixEnd(prefix)
+		if reverse {
+			lo = prefix
+			if from != nil {
+				hi = append(append(bytes.Clone(prefix), from...), 0)
+			}
+		}
+		return scanRangeDir(r, lo, hi, reverse, func(k, v []byte) (bool, error) {
 			st.entries++
 			if !s.holds(v) {
 				return true, nil

@@ -210,7 +210,7 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, q *ast.Query,
 			qa.src = scanSource(r, c, s, st)
 			return nil
 		}
-		qa.src = foundSource(found)
+		qa.src = foundSource(inScanOrder(s, found))
 	case plan.CompositeSpan, plan.CompositeWalk:
 		u, ok := findCompositeUse(c, q, params, terms, qa)
 		if !ok {
@@ -224,7 +224,7 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, q *ast.Query,
 		if err != nil {
 			return err
 		}
-		qa.src = foundSource(found)
+		qa.src = foundSource(inScanOrder(s, found))
 	default:
 		qa.src = scanSource(r, c, s, st)
 	}
@@ -253,6 +253,17 @@ func findCompositeUse(c *containerRecord, q *ast.Query, params map[string]docume
 }
 
 // foundSource yields items an access path has read already, in order.
+// inScanOrder sorts items a walk found into the scan order of scope s,
+// the order the evaluator breaks ties between them by (sortRows).
+func inScanOrder(s *itemScope, found []foundItem) []foundItem {
+	pos := seqPos
+	if s.kind == plan.ScopePartition || s.kind == plan.ScopePrefix {
+		pos = func(loc []byte) []byte { return loc }
+	}
+	slices.SortFunc(found, func(a, b foundItem) int { return bytes.Compare(pos(a.loc), pos(b.loc)) })
+	return found
+}
+
 func foundSource(found []foundItem) itemSource {
 	return func(_ []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
 		for i := range found {

@@ -33,11 +33,14 @@ import (
 //     descending. That phase reads every record of the scope once over
 //     the whole drain, like a filter query.
 //   - Entries with equal values sort by location (EPK, then sequence),
-//     but the evaluator keeps equal keys in the order it read them: the
-//     scan order of the scope (scanSource: _rid order for a range or the
-//     whole container, location order within a partition or prefix),
-//     ascending in both directions. So the entries of each value (a
-//     group) are collected, keys only, and read in scan order.
+//     but the evaluator orders equal keys by the order it read them in:
+//     the scan order of the scope (scanSource: _rid order for a range or
+//     the whole container, location order within a partition or prefix),
+//     backwards when descending, as the service's backward index walk
+//     gives them and the SDKs expect when they resume inside a tie. So
+//     the entries of each value (a group) are collected, keys only, and
+//     read in that order; the documents without the property are read
+//     by a scan in that direction too.
 //   - A group may hold values the evaluator tells apart: numbers the
 //     index keeps as one double but document.Compare orders exactly
 //     (beyond 2^53), and arrays and objects, which have one bare marker
@@ -208,11 +211,11 @@ func (w *orderStream) cutShort(err error) bool {
 }
 
 // undefined streams the rows of the scope's documents without the
-// property, in scan order, from scan position from (nil: the start). It
-// reports false when the page filled.
+// property, in scan order (backwards when descending), from scan position
+// from (nil: the start). It reports false when the page filled.
 func (w *orderStream) undefined(from []byte, skip int) (bool, error) {
 	filled := false
-	err := scanSource(w.r, w.c, w.s, w.st)(from, func(pos, loc []byte, rec *itemRecord) (bool, error) {
+	err := scanSourceDir(w.r, w.c, w.s, w.desc, w.st)(from, func(pos, loc []byte, rec *itemRecord) (bool, error) {
 		first := 0
 		if from != nil && bytes.Equal(pos, from) {
 			first = skip
@@ -346,11 +349,18 @@ func (w *orderStream) scanPos(loc []byte) []byte {
 // group streams the rows of the items at locs, whose entries hold the
 // encoded value, in the evaluator's order, resuming at at.
 func (w *orderStream) group(value []byte, locs [][]byte, at walkResume) (bool, error) {
-	slices.SortFunc(locs, func(a, b []byte) int { return bytes.Compare(w.scanPos(a), w.scanPos(b)) })
+	// Ties in scan order, backwards when descending (eval's sortRows).
+	order := func(a, b []byte) int {
+		if w.desc {
+			a, b = b, a
+		}
+		return bytes.Compare(a, b)
+	}
+	slices.SortFunc(locs, func(a, b []byte) int { return order(w.scanPos(a), w.scanPos(b)) })
 	if exactValue(value) {
 		i := 0
 		if at.mode == modeItem && at.item != nil {
-			i, _ = slices.BinarySearchFunc(locs, at.item, func(loc, item []byte) int { return bytes.Compare(w.scanPos(loc), item) })
+			i, _ = slices.BinarySearchFunc(locs, at.item, func(loc, item []byte) int { return order(w.scanPos(loc), item) })
 		}
 		for _, loc := range locs[i:] {
 			first := 0

@@ -234,6 +234,7 @@ func (p *Program) RunEach(each Each, n int) ([]document.Value, error) {
 		}
 		return each(func(doc document.Value, meta DocMeta) error {
 			ctx.meta = meta
+			ctx.doc++
 			if ctx.corpus != nil {
 				if err := ctx.corpus.count(ctx, p.top.rank, doc); err != nil {
 					return err
@@ -288,6 +289,9 @@ type ctx struct {
 	budget  *Budget
 	// corpus gathers the statistics of a ranked query's documents.
 	corpus *corpus
+	// doc counts the documents read so far: the rows of a document
+	// carry its number, which orders ties (sortRows).
+	doc int
 }
 
 func (p *Program) newCtx(meta DocMeta) *ctx {
@@ -405,6 +409,7 @@ func (c *ctx) subquery(q *ast.Query, s scope, limit int) ([]document.Value, erro
 
 type sortRow struct {
 	val  document.Value
+	doc  int // the number of the document it comes from (ctx.doc)
 	keys []document.Value
 	rank *rankFeatures // under ORDER BY RANK, what the score is made of
 }
@@ -489,7 +494,7 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 				}
 				seenEarly[k] = true
 			}
-			r := sortRow{val: v}
+			r := sortRow{val: v, doc: c.doc}
 			size := sizeOf(v)
 			for _, o := range q.OrderBy {
 				if o.Rank {
@@ -581,11 +586,17 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 	return out, nil
 }
 
-// sortRows sorts rows stably by the ORDER BY keys of q.
+// sortRows sorts rows stably by the ORDER BY keys of q. Rows whose keys
+// are all equal keep the order of their documents as read, ascending, or
+// descending when a key is descending: the service walks its index
+// backwards then, and the SDKs, resuming a cross-partition ORDER BY inside
+// such a tie, skip what they returned by _rid in that direction. The rows
+// of one document keep their order either way.
 func (c *ctx) sortRows(q *ast.Query, rows []sortRow) {
 	if len(q.OrderBy) == 0 {
 		return
 	}
+	reverseTies := descendingTies(q)
 	sort.SliceStable(rows, func(i, j int) bool {
 		for k, o := range q.OrderBy {
 			d := document.Compare(rows[i].keys[k], rows[j].keys[k])
@@ -596,8 +607,21 @@ func (c *ctx) sortRows(q *ast.Query, rows []sortRow) {
 				return d < 0
 			}
 		}
-		return false
+		return reverseTies && rows[i].doc > rows[j].doc
 	})
+}
+
+// descendingTies reports whether rows of q whose ORDER BY keys are all
+// equal come in descending document order (see sortRows): when a key is
+// descending. Under ORDER BY RANK ties keep the order the documents were
+// read in.
+func descendingTies(q *ast.Query) bool {
+	for _, o := range q.OrderBy {
+		if o.Desc && !o.Rank {
+			return true
+		}
+	}
+	return false
 }
 
 // project computes the output value of one row.
