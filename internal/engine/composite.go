@@ -129,6 +129,31 @@ func (ch *entryCheck) loc(k []byte) ([]byte, bool) {
 	return k[off:], true
 }
 
+// exact reports whether every value of entry k is one no other value the
+// evaluator tells apart shares (exactValue).
+func (ch *entryCheck) exact(k []byte) bool {
+	off := ch.base
+	for _, desc := range ch.comp.desc {
+		mask := byte(0)
+		if desc {
+			mask = 0xff
+		}
+		n := maskedValueLen(k[off:], mask)
+		if n <= 0 {
+			return true
+		}
+		v := slices.Clone(k[off : off+n])
+		for i := range v {
+			v[i] ^= mask
+		}
+		if !exactValue(v) {
+			return false
+		}
+		off += n
+	}
+	return true
+}
+
 // compositeBase is the offset of the first value in an entry of u's
 // composite.
 func compositeBase(c *containerRecord, u *plan.CompositeUse) int {
@@ -177,17 +202,29 @@ func compositeItems(r storage.Reader, c *containerRecord, q *ast.Query, params m
 	}
 	check := newEntryCheck(c, comp, u, terms)
 	var found []foundItem
+	// boundary is the values of the want-th item's entry when the index
+	// keeps values the evaluator tells apart under them (orderedItems):
+	// the walk then reads the entries of those values to the end.
+	var boundary []byte
+	done := func(k []byte) bool {
+		if int64(len(found)) < u.Want {
+			return false
+		}
+		loc, ok := check.loc(k)
+		return boundary == nil || !ok || !bytes.Equal(k[:len(k)-len(loc)], boundary)
+	}
 	for _, sp := range spans {
-		if int64(len(found)) >= u.Want {
+		if int64(len(found)) >= u.Want && boundary == nil {
 			break
 		}
 		it, err := r.NewIter(storage.IterParams{Lower: sp.lo, Upper: sp.hi, Reverse: u.Reverse})
 		if err != nil {
 			return nil, err
 		}
-		for ok := it.First(); ok && int64(len(found)) < u.Want; ok = it.Next() {
+		for ok := it.First(); ok && !done(it.Key()); ok = it.Next() {
 			st.entries++
-			loc, ok := check.loc(it.Key())
+			k := it.Key()
+			loc, ok := check.loc(k)
 			if !ok || !s.holds(loc) {
 				continue
 			}
@@ -210,6 +247,9 @@ func compositeItems(r storage.Reader, c *containerRecord, q *ast.Query, params m
 			}
 			rec.detach()
 			found = append(found, foundItem{loc: loc, rec: rec})
+			if int64(len(found)) == u.Want && !check.exact(k) {
+				boundary = bytes.Clone(k[:len(k)-len(loc)])
+			}
 		}
 		err = it.Err()
 		it.Close()

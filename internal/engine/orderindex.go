@@ -79,13 +79,23 @@ func orderedItems(r storage.Reader, c *containerRecord, q *ast.Query, params map
 	defer it.Close()
 	var found []foundItem
 	scalars := int64(0) // documents met through scalar entries
-	for ok := it.First(); ok && scalars < o.Want; ok = it.Next() {
-		st.entries++
+	// boundary is the value of the want-th scalar when the index keeps
+	// values the evaluator tells apart under it (integers of magnitude
+	// 2^53 or more share a double): the walk then reads that value's
+	// entries to the end, since the evaluator may order any of them
+	// first.
+	var boundary []byte
+	for ok := it.First(); ok; ok = it.Next() {
 		k := it.Key()
 		loc, ok := entryLoc(k, len(prefix))
+		if scalars >= o.Want && (boundary == nil || !ok || !bytes.Equal(k[len(prefix):len(k)-len(loc)], boundary)) {
+			break
+		}
+		st.entries++
 		if !ok || !s.holds(loc) {
 			continue
 		}
+		value := k[len(prefix) : len(k)-len(loc)]
 		// Arrays and objects have bare markers, unordered among
 		// themselves: take every one of them, then want scalars.
 		nonScalar := k[len(prefix)] >= tagArray
@@ -109,6 +119,9 @@ func orderedItems(r storage.Reader, c *containerRecord, q *ast.Query, params map
 		found = append(found, foundItem{loc: loc, rec: rec})
 		if !nonScalar {
 			scalars++
+			if scalars == o.Want && !exactValue(value) {
+				boundary = bytes.Clone(value)
+			}
 		}
 	}
 	if err := it.Err(); err != nil {
