@@ -90,7 +90,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		opts.MaxRetries = 30
 	}
 	cfg.MaxConns = int32(opts.PoolSize)
-	cfg.AfterConnect = customPlans
+	cfg.AfterConnect = planSettings
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -111,27 +111,46 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// customPlans makes the connection plan every statement for its own
-// arguments. The statements of a batch go as named prepared statements,
-// and after five runs PostgreSQL may switch such a statement to a generic
-// plan kept for the connection's life, chosen with the table's size as it
-// was then. On a new database that size is a page or two, so the plan
-// scans the table or hashes it, and keeps doing so as it grows until the
-// next ANALYZE: measured, a point operation's prefetch took 2.7 ms of the
-// server's CPU instead of 0.1 ms in a minute of creates into a new
-// database. Planning each run costs less than that saved (create and
-// read over a new database, alternated: 515–536 µs of PostgreSQL CPU per
-// create against 588–678 µs with generic plans once analyzed). A server
-// that refuses the setting (PostgreSQL before 12, or one that speaks the
+// planSettings sets how the connection's statements are planned. Every
+// statement Mayfly sends reads keys of mayfly_kv by its primary key, so
+// the right plan is known; the settings keep PostgreSQL's planner from
+// choosing another on statistics that no longer hold. A server that
+// refuses a setting (PostgreSQL before 12, or one that speaks the
 // protocol without it) keeps its own choice; only a broken connection
 // fails.
-func customPlans(ctx context.Context, c *pgx.Conn) error {
-	_, err := c.Exec(ctx, `SET plan_cache_mode = force_custom_plan`)
-	var refused *pgconn.PgError
-	if errors.As(err, &refused) {
-		return nil
+//
+//   - plan_cache_mode = force_custom_plan: the statements of a batch go as
+//     named prepared statements, and after five runs PostgreSQL may switch
+//     such a statement to a generic plan kept for the connection's life,
+//     chosen with the table's size as it was then. On a new database that
+//     size is a page or two, so the plan scans the table or hashes it, and
+//     keeps doing so as it grows until the next ANALYZE: measured, a point
+//     operation's prefetch took 2.7 ms of the server's CPU instead of 0.1
+//     ms in a minute of creates into a new database. Planning each run
+//     costs less than that saved (create and read over a new database,
+//     alternated: 515–536 µs of PostgreSQL CPU per create against 588–678
+//     µs with generic plans once analyzed).
+//   - enable_seqscan = off and max_parallel_workers_per_gather = 0: a
+//     custom plan still rests on the table's statistics, and autovacuum
+//     analyzes the table whenever enough rows changed, which may be just
+//     after a dropped container's rows were deleted: thousands of pages, a
+//     handful of rows. Planned on that, once the table had filled again, a
+//     prefetch scanned the whole table for a few keys, or read them by the
+//     index behind a Gather that started two parallel workers (9.6 ms for
+//     0.03 ms of work): 6 to 10 times the server's CPU per point operation
+//     (bench-postgres.sh, part 1, its second and third rounds), until the
+//     next analysis. The first setting only makes a sequential scan cost
+//     more than any index scan, so the planner takes the primary key
+//     whenever it can; no statement here gains from parallel workers.
+func planSettings(ctx context.Context, c *pgx.Conn) error {
+	for _, set := range []string{`SET plan_cache_mode = force_custom_plan`, `SET enable_seqscan = off`, `SET max_parallel_workers_per_gather = 0`} {
+		_, err := c.Exec(ctx, set)
+		var refused *pgconn.PgError
+		if err != nil && !errors.As(err, &refused) {
+			return err
+		}
 	}
-	return err
+	return nil
 }
 
 // redact names the server of cfg without its password.
