@@ -106,24 +106,12 @@ func newEntryCheck(c *containerRecord, comp *compositeIndex, u *plan.CompositeUs
 // loc returns the location of entry k; ok is false when the key is
 // malformed or the item cannot pass the terms.
 func (ch *entryCheck) loc(k []byte) ([]byte, bool) {
-	off := ch.base
-	for i, desc := range ch.comp.desc {
-		mask := byte(0)
-		if desc {
-			mask = 0xff
-		}
-		n := maskedValueLen(k[off:], mask)
-		if n <= 0 {
-			return nil, false
-		}
-		if ch.spans[i] != nil && !slices.ContainsFunc(ch.spans[i], func(sp keySpan) bool {
+	off, ok := ch.values(k, func(i, off, _ int, _ byte) bool {
+		return ch.spans[i] == nil || slices.ContainsFunc(ch.spans[i], func(sp keySpan) bool {
 			return bytes.Compare(k[off:], sp.lo) >= 0 && (sp.hi == nil || bytes.Compare(k[off:], sp.hi) < 0)
-		}) {
-			return nil, false
-		}
-		off += n
-	}
-	if len(k)-off < 10 {
+		})
+	})
+	if !ok || len(k)-off < 10 {
 		return nil, false
 	}
 	return k[off:], true
@@ -132,26 +120,36 @@ func (ch *entryCheck) loc(k []byte) ([]byte, bool) {
 // exact reports whether every value of entry k is one no other value the
 // evaluator tells apart shares (exactValue).
 func (ch *entryCheck) exact(k []byte) bool {
+	exact := true
+	ch.values(k, func(_, off, n int, mask byte) bool {
+		v := slices.Clone(k[off : off+n])
+		for i := range v {
+			v[i] ^= mask
+		}
+		exact = exactValue(v)
+		return exact
+	})
+	return exact
+}
+
+// values calls fn with the offset and length of each value of entry k, and
+// the mask its path's direction stores it under, while fn returns true. It
+// returns the offset past the values, and false when k is malformed or fn
+// returned false.
+func (ch *entryCheck) values(k []byte, fn func(i, off, n int, mask byte) bool) (int, bool) {
 	off := ch.base
-	for _, desc := range ch.comp.desc {
+	for i, desc := range ch.comp.desc {
 		mask := byte(0)
 		if desc {
 			mask = 0xff
 		}
 		n := maskedValueLen(k[off:], mask)
-		if n <= 0 {
-			return true
-		}
-		v := slices.Clone(k[off : off+n])
-		for i := range v {
-			v[i] ^= mask
-		}
-		if !exactValue(v) {
-			return false
+		if n <= 0 || !fn(i, off, n, mask) {
+			return 0, false
 		}
 		off += n
 	}
-	return true
+	return off, true
 }
 
 // compositeBase is the offset of the first value in an entry of u's
