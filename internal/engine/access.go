@@ -470,6 +470,16 @@ func scanSourceDir(r storage.Reader, c *containerRecord, s *itemScope, reverse b
 	}
 }
 
+// scanPos is the position of the item at loc in the scan order of the
+// scope (scanSource): its location within a partition or a prefix, its
+// sequence (_rid order) otherwise.
+func (s *itemScope) scanPos(loc []byte) []byte {
+	if s.kind == plan.ScopePartition || s.kind == plan.ScopePrefix {
+		return loc
+	}
+	return seqPos(loc)
+}
+
 // seqPos is the position of a location in _rid order.
 func seqPos(loc []byte) []byte { return loc[len(loc)-8:] }
 

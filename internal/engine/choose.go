@@ -252,18 +252,14 @@ func findCompositeUse(c *containerRecord, q *ast.Query, params map[string]docume
 	return nil, false
 }
 
-// foundSource yields items an access path has read already, in order.
 // inScanOrder sorts items a walk found into the scan order of scope s,
 // the order the evaluator breaks ties between them by (sortRows).
 func inScanOrder(s *itemScope, found []foundItem) []foundItem {
-	pos := seqPos
-	if s.kind == plan.ScopePartition || s.kind == plan.ScopePrefix {
-		pos = func(loc []byte) []byte { return loc }
-	}
-	slices.SortFunc(found, func(a, b foundItem) int { return bytes.Compare(pos(a.loc), pos(b.loc)) })
+	slices.SortFunc(found, func(a, b foundItem) int { return bytes.Compare(s.scanPos(a.loc), s.scanPos(b.loc)) })
 	return found
 }
 
+// foundSource yields items an access path has read already, in order.
 func foundSource(found []foundItem) itemSource {
 	return func(_ []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
 		for i := range found {

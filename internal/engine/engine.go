@@ -303,15 +303,15 @@ func (e *Engine) writing(ctx context.Context, db, coll string) (func(), error) {
 // groups, in the container's turn (writing): the writes that queue while
 // one transaction runs commit together in the next (committer).
 func (e *Engine) updateWriting(ctx context.Context, db, coll string, fn func(tx storage.Txn) error) error {
-	if !e.shared {
-		return e.store.Update(ctx, fn)
-	}
-	l := e.lockOf(db, coll)
-	defer e.releaseLock(l)
 	locked := func(tx storage.Txn) error {
 		e.lockState(tx, db, coll)
 		return fn(tx)
 	}
+	if !e.shared {
+		return e.store.Update(ctx, locked)
+	}
+	l := e.lockOf(db, coll)
+	defer e.releaseLock(l)
 	return l.group.do(ctx, locked, func(group []*groupWrite) {
 		// The purge takes the same turn; it holds it for one bounded
 		// batch, so the group waits for it without a context.

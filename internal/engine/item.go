@@ -669,7 +669,8 @@ func (e *Engine) prefetchPoint(r storage.Reader, ref ItemRef, id string, write b
 	}
 	reads := []storage.Read{{Key: containerKey(dbRid, ref.Coll)}, {Key: itemIDKey(c.Rid, pk, id), Via: collPrefix(famItem, c.Rid)}}
 	if write {
-		reads = append(reads, storage.Read{Key: lsnKey(c.Rid)})
+		// The container's state comes with updateWriting's lock
+		// (lockState).
 		if epk, err := c.epkOf(pk); err == nil {
 			reads = append(reads, storage.Read{Key: partitionCountKey(c.Rid, epk)})
 		}

@@ -88,14 +88,17 @@ func orderedItems(r storage.Reader, c *containerRecord, q *ast.Query, params map
 	for ok := it.First(); ok; ok = it.Next() {
 		k := it.Key()
 		loc, ok := entryLoc(k, len(prefix))
-		if scalars >= o.Want && (boundary == nil || !ok || !bytes.Equal(k[len(prefix):len(k)-len(loc)], boundary)) {
+		var value []byte
+		if ok {
+			value = k[len(prefix) : len(k)-len(loc)]
+		}
+		if scalars >= o.Want && (boundary == nil || !bytes.Equal(value, boundary)) {
 			break
 		}
 		st.entries++
 		if !ok || !s.holds(loc) {
 			continue
 		}
-		value := k[len(prefix) : len(k)-len(loc)]
 		// Arrays and objects have bare markers, unordered among
 		// themselves: take every one of them, then want scalars.
 		nonScalar := k[len(prefix)] >= tagArray

@@ -339,12 +339,7 @@ func (w *orderStream) walk(pos []byte, skip int) (bool, error) {
 
 // scanPos is the position of the item at loc in the scan order of the
 // scope, which is the order the evaluator keeps equal keys in.
-func (w *orderStream) scanPos(loc []byte) []byte {
-	if w.s.kind == plan.ScopePartition || w.s.kind == plan.ScopePrefix {
-		return loc
-	}
-	return seqPos(loc)
-}
+func (w *orderStream) scanPos(loc []byte) []byte { return w.s.scanPos(loc) }
 
 // group streams the rows of the items at locs, whose entries hold the
 // encoded value, in the evaluator's order, resuming at at.
