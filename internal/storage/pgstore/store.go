@@ -304,33 +304,34 @@ func (s *Store) Update(ctx context.Context, fn func(tx storage.Txn) error) error
 		return err
 	}
 	defer s.inflight.Done()
-	for attempt, overtaken := 0, 0; ; attempt++ {
+	failures, overtaken := 0, 0
+	for {
 		err := s.updateOnce(ctx, fn)
 		if !retryable(err) {
 			return err
 		}
-		switch {
-		case errors.Is(err, errOvertaken) && overtaken < maxOvertaken:
+		if errors.Is(err, errOvertaken) && overtaken < maxOvertaken {
 			// It did no work, and each such failure is another
 			// transaction's commit, so these count apart from the
 			// bound on failures; and the row it waited for was just
 			// released, so it goes again at once.
 			overtaken++
-			attempt--
 			s.retries.Add(1)
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			continue
-		case attempt >= s.maxRetries:
+		}
+		if failures >= s.maxRetries {
 			s.conflicts.Add(1)
-			return fmt.Errorf("%w: gave up after %d serialization failures: %w", storage.ErrConflict, attempt+overtaken+1, err)
+			return fmt.Errorf("%w: gave up after %d serialization failures: %w", storage.ErrConflict, failures+overtaken+1, err)
 		}
 		s.retries.Add(1)
-		s.log.Debug("transaction re-run after a serialization failure", "attempt", attempt+1, "err", err)
-		if err := sleepCtx(ctx, backoff(attempt)); err != nil {
+		s.log.Debug("transaction re-run after a serialization failure", "attempt", failures+1, "err", err)
+		if err := sleepCtx(ctx, backoff(failures)); err != nil {
 			return err
 		}
+		failures++
 	}
 }
 
