@@ -320,7 +320,7 @@ func (e *Engine) atomicBatch(ctx context.Context, p BatchParams, now time.Time) 
 		if derr != nil {
 			return derr
 		}
-		if res.LSN, err = e.currentLSN(r, c); err != nil {
+		if res.LSN, err = e.currentLSN(r, c, c.seqOfRef(ref)); err != nil {
 			return err
 		}
 		for i := range p.Ops {
@@ -335,14 +335,14 @@ func (e *Engine) atomicBatch(ctx context.Context, p BatchParams, now time.Time) 
 			}
 			res.Ops[i] = op
 		}
-		res.LSN, err = e.currentLSN(r, c)
+		res.LSN, err = e.currentLSN(r, c, c.seqOfRef(ref))
 		return err
 	}
 	var err error
 	if readOnly {
 		err = e.store.View(ctx, func(r storage.Reader) error { return run(r, nil) })
 	} else {
-		err = e.updateWriting(ctx, p.DB, p.Coll, func(tx storage.Txn) error { return run(tx, tx) })
+		err = e.updateWriting(ctx, batchScope(p), func(tx storage.Txn) error { return run(tx, tx) })
 	}
 	if errors.Is(err, errBatchAborted) {
 		// The LSN read before the first operation is still the
@@ -372,7 +372,7 @@ func (e *Engine) separateBatch(ctx context.Context, p BatchParams, now time.Time
 		}
 		coll = c
 		res.CollRid = c.ridString()
-		res.LSN, err = e.currentLSN(r, c)
+		res.LSN, err = e.currentLSN(r, c, c.seqOfRef(p.ItemRef))
 		return err
 	})
 	if err != nil {
@@ -399,13 +399,13 @@ func (e *Engine) separateBatch(ctx context.Context, p BatchParams, now time.Time
 			if out, err = e.batchOp(r, tx, c, ref, op, now); err != nil {
 				return err
 			}
-			lsn, err = e.currentLSN(r, c)
+			lsn, err = e.currentLSN(r, c, c.seqOfRef(ref))
 			return err
 		}
 		if op.Type == BatchRead {
 			err = e.store.View(ctx, func(r storage.Reader) error { return run(r, nil) })
 		} else {
-			err = e.updateWriting(ctx, p.DB, p.Coll, func(tx storage.Txn) error { return run(tx, tx) })
+			err = e.updateWriting(ctx, ref, func(tx storage.Txn) error { return run(tx, tx) })
 		}
 		var oe *Error
 		switch {
@@ -429,10 +429,9 @@ func failedDependency() *Error {
 	return errorf(FailedDependency, "The operation did not run because another operation in the batch failed.")
 }
 
-// batchKey checks the partition keys of an atomic batch: the header's, or
-// when it is absent the first operation's, and every operation's own key
-// must be that one.
-func (c *containerRecord) batchKey(p BatchParams) (ItemRef, *Error) {
+// batchScope is the logical partition a batch names: the request's, or
+// else the first its operations name.
+func batchScope(p BatchParams) ItemRef {
 	ref := p.ItemRef
 	if !ref.HasKey {
 		for _, op := range p.Ops {
@@ -442,6 +441,14 @@ func (c *containerRecord) batchKey(p BatchParams) (ItemRef, *Error) {
 			}
 		}
 	}
+	return ref
+}
+
+// batchKey checks the partition keys of an atomic batch: the header's, or
+// when it is absent the first operation's, and every operation's own key
+// must be that one.
+func (c *containerRecord) batchKey(p BatchParams) (ItemRef, *Error) {
+	ref := batchScope(p)
 	want, derr := c.pointKey(ref)
 	if derr != nil {
 		return ref, derr

@@ -160,7 +160,8 @@ func ceilSecond(t time.Time) int64 {
 // past them, so neither trimming nor reading ever walks over the
 // tombstones trimming leaves. It never touches records at or after below.
 func trimVersions(tx storage.Txn, c *containerRecord, cutoff int64, below uint64) error {
-	lower, err := versionFloor(tx, c.Rid)
+	seq := lsnSeq(below)
+	lower, err := versionFloor(tx, c.Rid, seq)
 	if err != nil {
 		return err
 	}
@@ -194,15 +195,16 @@ func trimVersions(tx storage.Txn, c *containerRecord, cutoff int64, below uint64
 	}
 	// Records sharing the last trimmed LSN may remain; the floor stays at
 	// that LSN so they are still found.
-	return tx.Set(versionFloorKey(c.Rid), binary.BigEndian.AppendUint64(nil, floor))
+	return tx.Set(versionFloorKey(c.Rid, seq), binary.BigEndian.AppendUint64(nil, floor))
 }
 
-// versionFloor is the lowest LSN the version log may still hold.
-func versionFloor(r storage.Reader, rid []byte) (uint64, error) {
-	v, err := r.Get(versionFloorKey(rid))
+// versionFloor is the lowest LSN the version log may still hold in
+// sequence seq.
+func versionFloor(r storage.Reader, rid []byte, seq int) (uint64, error) {
+	v, err := r.Get(versionFloorKey(rid, seq))
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
-		return 0, nil
+		return seqBase(seq), nil
 	case err != nil:
 		return 0, err
 	case len(v) != 8:
@@ -305,7 +307,83 @@ func versionKeyLSN(rid, k []byte) uint64 {
 	return binary.BigEndian.Uint64(k[1+len(rid):])
 }
 
-func versionFloorKey(rid []byte) []byte { return collPrefix(famFeedFloor, rid) }
+// versionFloorKey is the key of sequence seq's low-water mark, keyed as
+// its state (stateKey).
+func versionFloorKey(rid []byte, seq int) []byte {
+	k := collPrefix(famFeedFloor, rid)
+	if seq > 0 {
+		k = append(k, byte(seq))
+	}
+	return k
+}
+
+// FeedPosition is where a change feed reader stands: for each sequence of
+// its scope it has read from, the last LSN it read or caught up to (an LSN
+// names its sequence). A sequence it has no LSN for starts at Since (Unix
+// seconds) when that is set, at the beginning otherwise. Its text, the
+// continuation the transport hands out as an etag, is the LSNs and then
+// "t" and Since, comma-separated: a reader of one sequence has just the
+// one number, the form a container of one sequence always had.
+type FeedPosition struct {
+	LSNs  []uint64
+	Since int64
+}
+
+// at is the reader's LSN in sequence seq of a container of n, if it has
+// one. An LSN past the last sequence counts for the last: it is beyond
+// that sequence's end, which keeps the reader there rather than start it
+// again from the beginning.
+func (p FeedPosition) at(seq, n int) (uint64, bool) {
+	for _, lsn := range p.LSNs {
+		if min(lsnSeq(lsn), n-1) == seq {
+			return lsn, true
+		}
+	}
+	return 0, false
+}
+
+func (p FeedPosition) String() string {
+	var b []byte
+	for _, lsn := range p.LSNs {
+		if len(b) > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendUint(b, lsn, 10)
+	}
+	if p.Since != 0 {
+		if len(b) > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(append(b, 't'), p.Since, 10)
+	}
+	return string(b)
+}
+
+// ParseFeedPosition reads a FeedPosition's text; ok is false when s is not
+// one: empty, malformed, or naming a sequence twice.
+func ParseFeedPosition(s string) (p FeedPosition, ok bool) {
+	if s == "" {
+		return p, false
+	}
+	seen := map[int]bool{}
+	for _, f := range strings.Split(s, ",") {
+		if t, isTime := strings.CutPrefix(f, "t"); isTime {
+			n, err := strconv.ParseInt(t, 10, 64)
+			if err != nil || p.Since != 0 || n == 0 {
+				return p, false
+			}
+			p.Since = n
+			continue
+		}
+		n, err := strconv.ParseUint(f, 10, 64)
+		if err != nil || seen[lsnSeq(n)] {
+			return p, false
+		}
+		seen[lsnSeq(n)] = true
+		p.LSNs = append(p.LSNs, n)
+	}
+	return p, true
+}
 
 var errBadFeedRecord = errors.New("corrupt change feed record")
 
@@ -450,8 +528,8 @@ type ChangeFeedParams struct {
 	ItemRef
 	Mode  ChangeFeedMode
 	Start ChangeFeedStart
-	After uint64    // StartAfter: changes with a greater LSN
-	Since time.Time // StartTime: changes made at or after it
+	After FeedPosition // StartAfter: where a previous page left off
+	Since time.Time    // StartTime: changes made at or after it
 	// RangeID is x-ms-documentdb-partitionkeyrangeid: one partition key
 	// range, "" for all of them.
 	RangeID string
@@ -465,10 +543,12 @@ type ChangeFeedParams struct {
 // the transport answers 304.
 type ChangeFeedPage struct {
 	Items [][]byte
-	// LSN is the continuation: the LSN of the last change in the page, or,
-	// when the page is empty, the point the reader has caught up to.
-	LSN uint64
-	// CurrentLSN is the container's last LSN when the page was read.
+	// Position is the continuation: in each sequence of the scope, the
+	// LSN of the last change the page holds or the point the reader has
+	// caught up to.
+	Position FeedPosition
+	// CurrentLSN is the last LSN of the scope's first sequence when the
+	// page was read.
 	CurrentLSN uint64
 	CollRid    string
 	Charge     float64
@@ -476,7 +556,9 @@ type ChangeFeedPage struct {
 	Examined int
 }
 
-// ChangeFeed returns one page of a container's change feed.
+// ChangeFeed returns one page of a container's change feed. It reads the
+// sequences of its scope in order (sequence.go), each from where the
+// reader stands in it, until the page is full.
 func (e *Engine) ChangeFeed(ctx context.Context, p ChangeFeedParams) (*ChangeFeedPage, error) {
 	now, done, err := e.judging(ctx, p.DB, p.Coll)
 	if err != nil {
@@ -493,7 +575,7 @@ func (e *Engine) ChangeFeed(ctx context.Context, p ChangeFeedParams) (*ChangeFee
 		}
 		coll = c
 		page.CollRid = c.ridString()
-		inPKRange, derr := e.rangeFilter(c, p.RangeID)
+		seqs, inRange, derr := e.feedScope(c, &p)
 		if derr != nil {
 			return derr
 		}
@@ -501,47 +583,78 @@ func (e *Engine) ChangeFeed(ctx context.Context, p ChangeFeedParams) (*ChangeFee
 		if derr != nil {
 			return derr
 		}
-		inEPKs := epkFilter(p.MinEPK, p.MaxEPK)
-		inRange := func(epk []byte) bool { return inPKRange(string(epk)) && (inEPKs == nil || inEPKs(epk)) }
-		if page.CurrentLSN, err = e.currentLSN(r, c); err != nil {
-			return err
-		}
 		s := &feedScan{r: r, c: c, now: now, p: &p, match: match, inRange: inRange, limit: pageSize(p.MaxItemCount)}
-		switch p.Start {
-		case StartNow:
-			page.LSN = page.CurrentLSN
-			return nil
-		case StartAfter:
-			if p.After >= page.CurrentLSN {
-				// A continuation at or beyond the container's last
-				// change has nothing after it yet; it is kept as it
-				// is, as the service keeps a position it handed out.
-				// (After+1 would also wrap to 0 at the top of the
-				// range and replay the whole feed.)
-				page.LSN = p.After
-				return nil
-			}
-			s.from = p.After + 1
-		case StartTime:
+		if p.Start == StartTime {
 			s.since, s.hasSince = p.Since.Unix(), true
 		}
-		if p.Mode == AllVersionsAndDeletes {
-			err = s.versions()
-		} else {
-			err = s.latest()
+		var pos FeedPosition
+		full := false
+		for i, seq := range seqs {
+			cur, err := e.currentLSN(r, c, seq)
+			if err != nil {
+				return err
+			}
+			if i == 0 {
+				page.CurrentLSN = cur
+			}
+			at, started := p.After.at(seq, c.sequences())
+			switch {
+			case p.Start == StartNow:
+				pos.LSNs = append(pos.LSNs, cur)
+				continue
+			case full:
+				// Not reached: the reader stands where it stood.
+				if started {
+					pos.LSNs = append(pos.LSNs, at)
+				}
+				continue
+			}
+			s.hasSince = p.Start == StartTime || (p.Start == StartAfter && !started && p.After.Since != 0)
+			if s.hasSince && p.Start == StartAfter {
+				s.since = p.After.Since
+			}
+			s.from, s.upto = seqBase(seq)+1, seqBase(seq+1)
+			if started {
+				if at >= cur {
+					// At or beyond the sequence's last change: nothing
+					// after it yet. The position is kept as it is, as
+					// the service keeps one it handed out.
+					pos.LSNs = append(pos.LSNs, at)
+					continue
+				}
+				s.from = at + 1
+			}
+			n := len(s.items)
+			if p.Mode == AllVersionsAndDeletes {
+				full, err = s.versions(seq)
+			} else {
+				full, err = s.latest()
+			}
+			if err != nil {
+				return err
+			}
+			switch {
+			case full && len(s.items) > n:
+				pos.LSNs = append(pos.LSNs, s.last)
+			case full && started:
+				pos.LSNs = append(pos.LSNs, at)
+			case !full:
+				// Everything up to the sequence's last LSN was looked
+				// at; what of it is for this reader is in the page.
+				pos.LSNs = append(pos.LSNs, max(cur, at))
+			}
 		}
-		if err != nil {
-			return err
+		if full && p.Start != StartNow {
+			// Sequences not reached yet start where the read began.
+			switch {
+			case p.Start == StartTime:
+				pos.Since = s.since
+			case p.Start == StartAfter:
+				pos.Since = p.After.Since
+			}
 		}
+		page.Position = pos
 		page.Items, page.Examined, size = s.items, s.examined, s.size
-		switch {
-		case len(s.items) > 0:
-			page.LSN = s.last
-		default:
-			// Everything up to the current LSN was looked at and none of
-			// it is for this reader.
-			page.LSN = max(page.CurrentLSN, p.After)
-		}
 		return nil
 	})
 	if err != nil {
@@ -550,6 +663,32 @@ func (e *Engine) ChangeFeed(ctx context.Context, p ChangeFeedParams) (*ChangeFee
 	page.Charge = queryCharge(page.Examined, 0, size)
 	e.charge(coll, page.Charge)
 	return page, nil
+}
+
+// feedScope decides the sequences a change feed request reads, in order,
+// and the test of the EPKs it serves: those of its partition key range,
+// EPK span and logical partition.
+func (e *Engine) feedScope(c *containerRecord, p *ChangeFeedParams) ([]int, func(epk []byte) bool, *Error) {
+	pkRange, whole, derr := e.lookupRange(c, p.RangeID)
+	if derr != nil {
+		return nil, nil, derr
+	}
+	inEPKs := epkFilter(p.MinEPK, p.MaxEPK)
+	inRange := func(epk []byte) bool {
+		return (whole || pkRange.Contains(string(epk))) && (inEPKs == nil || inEPKs(epk))
+	}
+	if prefix := len(p.PartitionKey) > 0 && len(p.PartitionKey) < len(c.pk.paths); p.HasKey && !prefix {
+		// One logical partition: the sequence of its range.
+		return []int{c.seqOfRef(p.ItemRef)}, inRange, nil
+	}
+	lo, hi := strings.ToUpper(p.MinEPK), strings.ToUpper(p.MaxEPK)
+	if hi == "" {
+		hi = partition.MaxEPK
+	}
+	seqs := c.seqsIn(func(min, max string) bool {
+		return (whole || min < pkRange.Max && pkRange.Min < max) && min < hi && lo < max
+	})
+	return seqs, inRange, nil
 }
 
 // epkFilter scopes by effective partition key; EPKs are upper-case hex, so
@@ -579,6 +718,7 @@ type feedScan struct {
 	limit   int
 
 	from     uint64 // first LSN to read
+	upto     uint64 // the LSN past the last to read: the sequence's end
 	since    int64  // with hasSince, the earliest time to serve
 	hasSince bool
 
@@ -605,50 +745,54 @@ func (s *feedScan) scoped(epk, pk []byte) bool {
 	return s.match(pk) && s.inRange(epk)
 }
 
-// walk visits a log's entries from s.from on, after seeking past older
-// ones when the read starts from a time.
-func (s *feedScan) walk(fam byte, lower uint64, timeOf func(v []byte) (int64, error), fn func(lsn uint64, k, v []byte) (bool, error)) error {
+// walk visits a log's entries of one sequence, from s.from to s.upto,
+// after seeking past older ones when the read starts from a time, and
+// reports whether it stopped because the page is full.
+func (s *feedScan) walk(fam byte, lower uint64, timeOf func(v []byte) (int64, error), fn func(lsn uint64, k, v []byte) (bool, error)) (full bool, err error) {
 	prefix := collPrefix(fam, s.c.Rid)
 	from := max(s.from, lower)
 	if s.hasSince {
-		lsn, err := seekTime(s.r, prefix, from, s.since-int64(timeSlack/time.Second), timeOf)
+		lsn, err := seekTime(s.r, prefix, from, s.upto, s.since-int64(timeSlack/time.Second), timeOf)
 		if err != nil {
-			return err
+			return false, err
 		}
 		from = max(from, lsn)
 	}
+	if from >= s.upto {
+		return false, nil
+	}
 	it, err := s.r.NewIter(storage.IterParams{
 		Lower: binary.BigEndian.AppendUint64(bytes.Clone(prefix), from),
-		Upper: prefixEnd(prefix),
+		Upper: binary.BigEndian.AppendUint64(bytes.Clone(prefix), s.upto),
 	})
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer it.Close()
 	for ok := it.First(); ok; ok = it.Next() {
 		k := it.Key()
 		if len(k) < len(prefix)+8 {
-			return errBadFeedRecord
+			return false, errBadFeedRecord
 		}
 		s.examined++
 		lsn := binary.BigEndian.Uint64(k[len(prefix):])
 		if !s.admit(lsn) {
-			break
+			return true, nil
 		}
 		more, err := fn(lsn, k, it.Value())
 		if err != nil || !more {
-			return err
+			return false, err
 		}
 	}
-	return it.Err()
+	return false, it.Err()
 }
 
 // seekTime finds, by bisecting LSNs, the first LSN from which entries
 // carry times at or after target, taking the times of a log as ordered
 // like its LSNs (which timeSlack makes safe). Entries are sparse: each
 // probe looks at the first entry at or after an LSN.
-func seekTime(r storage.Reader, prefix []byte, lo uint64, target int64, timeOf func(v []byte) (int64, error)) (uint64, error) {
-	it, err := r.NewIter(storage.IterParams{Lower: binary.BigEndian.AppendUint64(bytes.Clone(prefix), lo), Upper: prefixEnd(prefix)})
+func seekTime(r storage.Reader, prefix []byte, lo, upto uint64, target int64, timeOf func(v []byte) (int64, error)) (uint64, error) {
+	it, err := r.NewIter(storage.IterParams{Lower: binary.BigEndian.AppendUint64(bytes.Clone(prefix), lo), Upper: binary.BigEndian.AppendUint64(bytes.Clone(prefix), upto)})
 	if err != nil {
 		return 0, err
 	}
@@ -657,7 +801,7 @@ func seekTime(r storage.Reader, prefix []byte, lo uint64, target int64, timeOf f
 	// target (true when there is none), and that entry's LSN.
 	at := func(lsn uint64) (bool, uint64, error) {
 		if !it.SeekGE(binary.BigEndian.AppendUint64(bytes.Clone(prefix), lsn)) {
-			return true, math.MaxUint64, it.Err()
+			return true, upto, it.Err()
 		}
 		t, err := timeOf(it.Value())
 		if err != nil {
@@ -671,7 +815,7 @@ func seekTime(r storage.Reader, prefix []byte, lo uint64, target int64, timeOf f
 	}
 	// Invariant: the entry at or after lo is early; the one at or after
 	// hi is not (or there is none).
-	lo, hi := first, uint64(math.MaxUint64)
+	lo, hi := first, upto
 	for hi-lo > 1 {
 		mid := lo + (hi-lo)/2
 		ok, found, err := at(mid)
@@ -688,7 +832,7 @@ func seekTime(r storage.Reader, prefix []byte, lo uint64, target int64, timeOf f
 }
 
 // latest fills the page from the latest-version index.
-func (s *feedScan) latest() error {
+func (s *feedScan) latest() (bool, error) {
 	return s.walk(famFeedLatest, 0, latestTime, func(lsn uint64, k, v []byte) (bool, error) {
 		ts, epk, pk, err := decodeLatestEntry(v)
 		if err != nil {
@@ -720,11 +864,11 @@ func (s *feedScan) latest() error {
 	})
 }
 
-// versions fills the page from the version log.
-func (s *feedScan) versions() error {
-	floor, err := versionFloor(s.r, s.c.Rid)
+// versions fills the page from the version log of sequence seq.
+func (s *feedScan) versions(seq int) (bool, error) {
+	floor, err := versionFloor(s.r, s.c.Rid, seq)
 	if err != nil {
-		return err
+		return false, err
 	}
 	cutoff := s.now.Add(-s.c.feedRetention()).Unix()
 	return s.walk(famFeedVersion, floor, versionCRTS, func(lsn uint64, _, v []byte) (bool, error) {

@@ -102,6 +102,18 @@ func (ce *cfEnv) feed(p ChangeFeedParams) *ChangeFeedPage {
 	return page
 }
 
+// position is the position of a reader of one sequence at lsn.
+func position(lsn uint64) FeedPosition { return FeedPosition{LSNs: []uint64{lsn}} }
+
+// lsn is the one LSN of a page's position, or 0 when it has none or
+// several.
+func (p *ChangeFeedPage) lsn() uint64 {
+	if len(p.Position.LSNs) != 1 || p.Position.Since != 0 {
+		return 0
+	}
+	return p.Position.LSNs[0]
+}
+
 // drain reads a feed from p's start to the end, page by page, and
 // returns every item.
 func (ce *cfEnv) drain(p ChangeFeedParams) ([]map[string]any, uint64) {
@@ -110,7 +122,7 @@ func (ce *cfEnv) drain(p ChangeFeedParams) ([]map[string]any, uint64) {
 	for range 10_000 {
 		page := ce.feed(p)
 		if len(page.Items) == 0 {
-			return out, page.LSN
+			return out, page.lsn()
 		}
 		for _, it := range page.Items {
 			var m map[string]any
@@ -119,7 +131,7 @@ func (ce *cfEnv) drain(p ChangeFeedParams) ([]map[string]any, uint64) {
 			}
 			out = append(out, m)
 		}
-		p.Start, p.After = StartAfter, page.LSN
+		p.Start, p.After = StartAfter, page.Position
 	}
 	ce.t.Fatal("the feed never ran dry")
 	return nil, 0
@@ -193,35 +205,35 @@ func TestChangeFeedLatestVersion(t *testing.T) {
 	p := lv("c")
 	p.MaxItemCount = 2
 	page := ce.feed(p)
-	if len(page.Items) != 2 || page.LSN != 7 {
-		t.Fatalf("first page of 2: %d items, etag %d", len(page.Items), page.LSN)
+	if len(page.Items) != 2 || page.lsn() != 7 {
+		t.Fatalf("first page of 2: %d items, etag %d", len(page.Items), page.lsn())
 	}
-	p.Start, p.After = StartAfter, page.LSN
-	if page = ce.feed(p); len(page.Items) != 1 || page.LSN != 8 {
-		t.Fatalf("second page: %d items, etag %d", len(page.Items), page.LSN)
+	p.Start, p.After = StartAfter, page.Position
+	if page = ce.feed(p); len(page.Items) != 1 || page.lsn() != 8 {
+		t.Fatalf("second page: %d items, etag %d", len(page.Items), page.lsn())
 	}
-	p.After = page.LSN
-	if page = ce.feed(p); len(page.Items) != 0 || page.LSN != 8 {
-		t.Fatalf("caught up: %d items, etag %d; want 304 with 8", len(page.Items), page.LSN)
+	p.After = page.Position
+	if page = ce.feed(p); len(page.Items) != 0 || page.lsn() != 8 {
+		t.Fatalf("caught up: %d items, etag %d; want 304 with 8", len(page.Items), page.lsn())
 	}
 
 	// From now: nothing, and the etag is the current LSN.
 	now := lv("c")
 	now.Start = StartNow
-	if page = ce.feed(now); len(page.Items) != 0 || page.LSN != 8 {
-		t.Fatalf("from now: %d items, etag %d", len(page.Items), page.LSN)
+	if page = ce.feed(now); len(page.Items) != 0 || page.lsn() != 8 {
+		t.Fatalf("from now: %d items, etag %d", len(page.Items), page.lsn())
 	}
 	ce.write("c", ModeReplace, `{"id":"b","pk":"y","n":2}`) // 9
-	now.Start, now.After = StartAfter, page.LSN
+	now.Start, now.After = StartAfter, page.Position
 	if items, _ := ce.drain(now); latest(items) != "b@9" {
 		t.Errorf("after now: %s", latest(items))
 	}
 
 	// A delete after the etag only advances it.
 	ce.delete("c", `["z"]`, "d") // 10
-	p.After = 9
-	if page = ce.feed(p); len(page.Items) != 0 || page.LSN != 10 {
-		t.Errorf("after a delete: %d items, etag %d; want none and 10", len(page.Items), page.LSN)
+	p.After = position(9)
+	if page = ce.feed(p); len(page.Items) != 0 || page.lsn() != 10 {
+		t.Errorf("after a delete: %d items, etag %d; want none and 10", len(page.Items), page.lsn())
 	}
 }
 
@@ -301,8 +313,8 @@ func TestChangeFeedStartTime(t *testing.T) {
 			t.Errorf("mode %d: examined %d entries for 2 items: the start did not seek", mode, page.Examined)
 		}
 		p.Since = since.Add(time.Hour)
-		if page := ce.feed(p); len(page.Items) != 0 || page.LSN != 12 {
-			t.Errorf("mode %d from the future: %d items, etag %d", mode, len(page.Items), page.LSN)
+		if page := ce.feed(p); len(page.Items) != 0 || page.lsn() != 12 {
+			t.Errorf("mode %d from the future: %d items, etag %d", mode, len(page.Items), page.lsn())
 		}
 		p.Since = cfT0.Add(-time.Hour)
 		if page := ce.feed(p); len(page.Items) != 11+int(mode) {
@@ -342,7 +354,7 @@ func TestSeekTime(t *testing.T) {
 		var got uint64
 		err := ce.store.View(context.Background(), func(r storage.Reader) error {
 			var err error
-			got, err = seekTime(r, prefix, c.lo, c.target, timeOf)
+			got, err = seekTime(r, prefix, c.lo, seqBase(1), c.target, timeOf)
 			return err
 		})
 		if err != nil {
@@ -407,9 +419,9 @@ func TestChangeFeedAllVersions(t *testing.T) {
 	// A page never splits an LSN: with one item per page, LSN 8 comes
 	// whole.
 	p := all("c")
-	p.Start, p.After, p.MaxItemCount = StartAfter, 7, 1
-	if page := ce.feed(p); len(page.Items) != 2 || page.LSN != 8 {
-		t.Errorf("page at LSN 8 of one item: %d items, etag %d", len(page.Items), page.LSN)
+	p.Start, p.After, p.MaxItemCount = StartAfter, position(7), 1
+	if page := ce.feed(p); len(page.Items) != 2 || page.lsn() != 8 {
+		t.Errorf("page at LSN 8 of one item: %d items, etag %d", len(page.Items), page.lsn())
 	}
 
 	// The latest-version feed holds c's new version alone.
@@ -519,7 +531,7 @@ func TestChangeFeedRetention(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if floor, err = versionFloor(r, c.Rid); err != nil {
+		if floor, err = versionFloor(r, c.Rid, 0); err != nil {
 			return err
 		}
 		return scanPrefix(r, collPrefix(famFeedVersion, c.Rid), func(_, _ []byte) (bool, error) {
@@ -555,9 +567,9 @@ func TestChangeFeedPageCostIsBounded(t *testing.T) {
 	if len(page.Items) != 10 || page.Examined > 11 {
 		t.Errorf("first page after 1000 writes to 50 items: %d items, %d examined", len(page.Items), page.Examined)
 	}
-	p.Start, p.After = StartAfter, page.LSN
+	p.Start, p.After = StartAfter, page.Position
 	ce.write("c", ModeUpsert, `{"id":"i7","pk":"p","r":99}`)
-	p.After = 1000
+	p.After = position(1000)
 	if page := ce.feed(p); len(page.Items) != 1 || page.Examined != 1 {
 		t.Errorf("one new change: %d items, %d examined", len(page.Items), page.Examined)
 	}

@@ -108,16 +108,19 @@ func (e *Engine) CheckIndexes(ctx context.Context) (map[string]IndexCounts, erro
 
 func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now time.Time, report func(string, ...any)) (IndexCounts, error) {
 	var counts IndexCounts
-	lastLSN, err := e.currentLSN(r, c)
-	if err != nil {
-		return counts, err
+	lastLSN := make([]uint64, c.sequences())
+	for i := range lastLSN {
+		var err error
+		if lastLSN[i], err = e.currentLSN(r, c, i); err != nil {
+			return counts, err
+		}
 	}
 	items := map[uint64]*itemRecord{}
 	raws := map[uint64][]byte{}
 	live := map[uint64]bool{}
 	var totalBytes int64
 	perEPK := map[string]int64{}
-	err = scanPrefix(r, collPrefix(famItem, c.Rid), func(k, v []byte) (bool, error) {
+	err := scanPrefix(r, collPrefix(famItem, c.Rid), func(k, v []byte) (bool, error) {
 		if len(k) < 1+len(c.Rid)+10 {
 			report("item key %x is too short", k)
 			return true, nil
@@ -142,8 +145,10 @@ func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now time.T
 		} else {
 			live[seq] = true
 		}
-		if rec.lsn > lastLSN || seq > lastLSN {
-			report("item %q (seq %d) has LSN %d beyond the container's last LSN %d", rec.id, seq, rec.lsn, lastLSN)
+		if want := c.seqOf(rec.epk); lsnSeq(rec.lsn) != want || lsnSeq(seq) != want {
+			report("item %q (seq %d) has LSN %d, not of its range's sequence %d", rec.id, seq, rec.lsn, want)
+		} else if last := lastLSN[want]; rec.lsn > last || seq > last {
+			report("item %q (seq %d) has LSN %d beyond its sequence's last LSN %d", rec.id, seq, rec.lsn, last)
 		}
 		body, err := document.Parse(rec.json)
 		if err != nil {
@@ -166,7 +171,7 @@ func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now time.T
 	}
 
 	// The usage counters: what the items add up to.
-	state, err := readState(r, c.Rid)
+	state, err := readTotals(r, c)
 	if err != nil {
 		return counts, err
 	}

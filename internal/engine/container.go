@@ -28,10 +28,13 @@ type containerRecord struct {
 	Etag     string `json:"etag"`
 	OfferRid string `json:"offer,omitempty"`
 	// Ranges is the number of partition key ranges, fixed at creation.
-	Ranges int            `json:"ranges,omitempty"`
-	Props  document.Value `json:"props"`
-	TTL    ttl.History    `json:"ttl"`
-	Index  indexState     `json:"index"`
+	Ranges int `json:"ranges,omitempty"`
+	// SeqPerRange: the container keeps an LSN sequence per range
+	// (sequence.go); one created before keeps one for all of them.
+	SeqPerRange bool           `json:"seqPerRange,omitempty"`
+	Props       document.Value `json:"props"`
+	TTL         ttl.History    `json:"ttl"`
+	Index       indexState     `json:"index"`
 
 	pk         pkDefinition
 	uniqueKeys [][][]string // per unique key, its paths
@@ -421,7 +424,7 @@ func (e *Engine) CreateContainer(ctx context.Context, db string, body document.V
 			// in a database without shared throughput, its own 400 RU/s.
 			tp = &Throughput{Manual: defaultThroughput}
 		}
-		c.Ranges = e.rangeCount(tp)
+		c.Ranges, c.SeqPerRange = e.rangeCount(tp), true
 		if tp != nil {
 			o, err := e.createOffer(tx, now, tp, c.self(), c.ridString())
 			if err != nil {
@@ -493,7 +496,7 @@ func (s indexState) progress() int {
 // horizon, each holding its item's size, so the cost is O(1) plus the
 // purge backlog, whatever the container holds.
 func (e *Engine) usage(r storage.Reader, c *containerRecord, now time.Time) (*ContainerUsage, error) {
-	st, err := readState(r, c.Rid)
+	st, err := readTotals(r, c)
 	if err != nil {
 		return nil, err
 	}
@@ -635,7 +638,7 @@ func (e *Engine) ReplaceContainer(ctx context.Context, db, coll string, body doc
 		if from := old.TTL.Current().From; !now.After(from) {
 			now = from.Add(time.Nanosecond)
 		}
-		c = &containerRecord{ID: old.ID, DBID: old.DBID, DBRid: old.DBRid, Rid: old.Rid, Ts: now.Unix(), OfferRid: old.OfferRid, Ranges: old.Ranges, Props: props}
+		c = &containerRecord{ID: old.ID, DBID: old.DBID, DBRid: old.DBRid, Rid: old.Rid, Ts: now.Unix(), OfferRid: old.OfferRid, Ranges: old.Ranges, SeqPerRange: old.SeqPerRange, Props: props}
 		c.Etag = etagFor(c.Rid, n)
 		c.TTL = old.TTL.Change(setting, now)
 		c.Index = old.Index

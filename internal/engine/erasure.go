@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"runtime"
 	"slices"
 	"time"
@@ -296,7 +295,7 @@ const eraseBatch = 256
 func (e *Engine) Erase(ctx context.Context, ids []string) (ttl.EraseResult, error) {
 	var res ttl.EraseResult
 	var spans [][2][]byte
-	upTo := make([]uint64, len(ids))
+	upTo := make([]lastLSNs, len(ids))
 	for i, id := range ids {
 		rid := []byte(id)
 		// Entries of items deleted from now on have higher LSNs: this
@@ -324,43 +323,71 @@ func (e *Engine) Erase(ctx context.Context, ids []string) (ttl.EraseResult, erro
 	return res, nil
 }
 
-// eraseUpTo is the highest LSN logged in the container with rid so far
-// (every LSN, for a container that is gone).
-func (e *Engine) eraseUpTo(ctx context.Context, rid []byte) (uint64, error) {
-	var lsn uint64
-	err := e.store.View(ctx, func(r storage.Reader) error {
-		v, err := r.Get(lsnKey(rid))
-		switch {
-		case errors.Is(err, storage.ErrNotFound):
-			lsn = math.MaxUint64
-			return nil
-		case err != nil:
-			return err
-		case len(v) < 8:
-			return fmt.Errorf("container state %x: %w", rid, errBadRecord)
+// lastLSNs is, per sequence, the last LSN a container has logged: what one
+// pass of erasure covers, since the items deleted after it was read have
+// later LSNs. nil covers every LSN (a container that is gone).
+type lastLSNs map[int]uint64
+
+// covers reports whether every item of en was logged at or before l.
+func (l lastLSNs) covers(en eraseEntry) bool {
+	if l == nil {
+		return true
+	}
+	for _, it := range en.items {
+		last, ok := l[lsnSeq(it.lsn)]
+		if !ok || it.lsn > last {
+			return false
 		}
-		lsn = binary.BigEndian.Uint64(v[:8])
-		return nil
+	}
+	return true
+}
+
+// eraseUpTo reads the last LSN of each sequence of the container with
+// rid (nil for a container that is gone: one with no state).
+func (e *Engine) eraseUpTo(ctx context.Context, rid []byte) (lastLSNs, error) {
+	var last lastLSNs
+	err := e.store.View(ctx, func(r storage.Reader) error {
+		last = nil
+		prefix := collPrefix(famLSN, rid)
+		return scanPrefix(r, prefix, func(k, v []byte) (bool, error) {
+			if len(v) < 8 || len(k) > len(prefix)+1 {
+				return false, fmt.Errorf("container state %x: %w", k, errBadRecord)
+			}
+			seq := 0
+			if len(k) > len(prefix) {
+				seq = int(k[len(prefix)])
+			}
+			if last == nil {
+				last = lastLSNs{}
+			}
+			last[seq] = binary.BigEndian.Uint64(v[:8])
+			return true, nil
+		})
 	})
-	return lsn, err
+	return last, err
 }
 
 // eraseVersions deletes, for every queue entry of the container with rid
-// at or below LSN upTo, the versions of its item that the version log
-// keeps with a body (creates and replaces), following each record's
+// covered by upTo, the versions of its item that the version log keeps
+// with a body (creates and replaces), following each record's
 // previous-image LSN back from the expiry or delete record. The expiry and
 // delete records stay: they hold ids and system properties only.
-func (e *Engine) eraseVersions(ctx context.Context, rid []byte, upTo uint64, res *ttl.EraseResult) error {
+func (e *Engine) eraseVersions(ctx context.Context, rid []byte, upTo lastLSNs, res *ttl.EraseResult) error {
 	return e.eachQueued(ctx, rid, upTo, func(tx storage.Txn, items []queuedItem, _ [][]byte) error {
-		floor, err := versionFloor(tx, rid)
-		if err != nil {
-			return err
-		}
 		lsns := make([]uint64, len(items))
+		floors := map[int]uint64{}
 		for i, item := range items {
 			lsns[i] = item.lsn
+			seq := lsnSeq(item.lsn)
+			if _, ok := floors[seq]; !ok {
+				floor, err := versionFloor(tx, rid, seq)
+				if err != nil {
+					return err
+				}
+				floors[seq] = floor
+			}
 		}
-		if err := deleteBodies(tx, rid, lsns, floor); err != nil {
+		if err := deleteBodies(tx, rid, lsns, floors); err != nil {
 			return err
 		}
 		for _, item := range items {
@@ -371,9 +398,8 @@ func (e *Engine) eraseVersions(ctx context.Context, rid []byte, upTo uint64, res
 	})
 }
 
-// dequeueErasure takes the container's entries at or below LSN upTo off
-// the queue.
-func (e *Engine) dequeueErasure(ctx context.Context, rid []byte, upTo uint64) error {
+// dequeueErasure takes the container's entries upTo covers off the queue.
+func (e *Engine) dequeueErasure(ctx context.Context, rid []byte, upTo lastLSNs) error {
 	return e.eachQueued(ctx, rid, upTo, func(tx storage.Txn, _ []queuedItem, keys [][]byte) error {
 		for _, k := range keys {
 			if err := tx.Delete(k); err != nil {
@@ -385,10 +411,10 @@ func (e *Engine) dequeueErasure(ctx context.Context, rid []byte, upTo uint64) er
 }
 
 // eachQueued calls fn with the items of the queue entries of the container
-// with rid at or below LSN upTo, and the entries' keys, about eraseBatch
+// with rid that upTo covers, and the entries' keys, about eraseBatch
 // items at a time, each batch in a transaction of its own. The transactions do not wait for their fsync:
 // one lost in a crash is done again, since the entries go last.
-func (e *Engine) eachQueued(ctx context.Context, rid []byte, upTo uint64, fn func(tx storage.Txn, items []queuedItem, keys [][]byte) error) error {
+func (e *Engine) eachQueued(ctx context.Context, rid []byte, upTo lastLSNs, fn func(tx storage.Txn, items []queuedItem, keys [][]byte) error) error {
 	lower := collPrefix(famErase, rid)
 	upper := prefixEnd(lower)
 	for {
@@ -416,7 +442,7 @@ func (e *Engine) eachQueued(ctx context.Context, rid []byte, upTo uint64, fn fun
 				n += len(en.items)
 				k := bytes.Clone(it.Key())
 				next = append(k[:len(k):len(k)], 0)
-				if en.lsn <= upTo {
+				if upTo.covers(en) {
 					items = append(items, en.items...)
 					keys = append(keys, k)
 				}
@@ -450,10 +476,13 @@ type versionWant struct {
 // seeking forward in LSN order: most items have a single earlier version,
 // and the versions of items that expired together were mostly written
 // together.
-func deleteBodies(tx storage.Txn, rid []byte, lsns []uint64, floor uint64) error {
+//
+// floors holds the floor of the version log of each sequence of lsns; an
+// item's earlier versions are in its sequence.
+func deleteBodies(tx storage.Txn, rid []byte, lsns []uint64, floors map[int]uint64) error {
 	var wants []versionWant
 	for _, lsn := range lsns {
-		if lsn != 0 && lsn >= floor { // 0: a dropped container; below the floor: trimmed with its past
+		if lsn != 0 && lsn >= floors[lsnSeq(lsn)] { // 0: a dropped container; below the floor: trimmed with its past
 			wants = append(wants, versionWant{lsn: lsn})
 		}
 	}
@@ -480,7 +509,7 @@ func deleteBodies(tx storage.Txn, rid []byte, lsns []uint64, floor uint64) error
 				} else {
 					continue
 				}
-				if v.prevLSN != 0 && v.prevLSN >= floor {
+				if v.prevLSN != 0 && v.prevLSN >= floors[lsnSeq(v.prevLSN)] {
 					id := v.id
 					next = append(next, versionWant{lsn: v.prevLSN, id: &id, pk: bytes.Clone(v.pk)})
 				}

@@ -73,7 +73,7 @@ func (e *Engine) ReadFeed(ctx context.Context, p FeedParams) (*FeedPage, error) 
 		}
 		coll = c
 		page.CollRid = c.ridString()
-		if page.LSN, err = e.currentLSN(r, c); err != nil {
+		if page.LSN, err = e.currentLSN(r, c, c.seqOfRef(p.ItemRef)); err != nil {
 			return err
 		}
 		s, derr := e.scopeFor(c, p.PartitionKey, p.HasKey, p.RangeID)

@@ -246,7 +246,8 @@ func (e *Engine) writeItemTx(tx storage.Txn, c *containerRecord, p WriteItemPara
 	case live == nil && p.IfMatch != "" && p.IfMatch != "*" && p.Mode == ModeUpsert:
 		return nil, preconditionFailed()
 	}
-	lsn, err := nextLSN(tx, c)
+	epk := c.epk(key)
+	lsn, err := nextLSN(tx, c, c.seqOf(epk))
 	if err != nil {
 		return nil, err
 	}
@@ -267,7 +268,7 @@ func (e *Engine) writeItemTx(tx storage.Txn, c *containerRecord, p WriteItemPara
 			return nil, err
 		}
 	}
-	rec := itemRecord{ts: now.Unix(), lsn: lsn, ttlKind: ttlKind(itemTTL.Kind), ttlSecs: itemTTL.Seconds, pk: pk, id: id, epk: c.epk(key)}
+	rec := itemRecord{ts: now.Unix(), lsn: lsn, ttlKind: ttlKind(itemTTL.Kind), ttlSecs: itemTTL.Seconds, pk: pk, id: id, epk: epk}
 	rid := ridString(binary.BigEndian.AppendUint64(append([]byte(nil), c.Rid...), seq))
 	etag := etagFor(c.Rid, lsn)
 	out := body.AppendJSON(nil)
@@ -326,27 +327,32 @@ func appendSystemProps(out []byte, rid, self, etag string, ts int64) []byte {
 	return append(out, '}')
 }
 
-// nextLSN allocates the container's next log sequence number.
-func nextLSN(tx storage.Txn, c *containerRecord) (uint64, error) {
-	return reserveLSNs(tx, c, 1)
+// nextLSN allocates the next log sequence number of the container's
+// sequence seq.
+func nextLSN(tx storage.Txn, c *containerRecord, seq int) (uint64, error) {
+	return reserveLSNs(tx, c, seq, 1)
 }
 
-// reserveLSNs allocates the container's next n log sequence numbers with
-// one update of its state and returns the first.
-func reserveLSNs(tx storage.Txn, c *containerRecord, n int) (uint64, error) {
-	st, err := readState(tx, c.Rid)
+// reserveLSNs allocates the next n log sequence numbers of sequence seq
+// with one update of its state and returns the first.
+func reserveLSNs(tx storage.Txn, c *containerRecord, seq, n int) (uint64, error) {
+	st, err := readState(tx, c.Rid, seq)
 	if err != nil {
 		return 0, err
 	}
+	if st.lsn-seqBase(seq)+uint64(n) > maxSeqLSN {
+		return 0, fmt.Errorf("container %s: sequence %d has no LSNs left", c.ridString(), seq)
+	}
 	st.lsn += uint64(n)
-	if err := tx.Set(lsnKey(c.Rid), st.encode()); err != nil {
+	if err := tx.Set(stateKey(c.Rid, seq), st.encode()); err != nil {
 		return 0, err
 	}
 	return st.lsn - uint64(n) + 1, nil
 }
 
-func (e *Engine) currentLSN(r storage.Reader, c *containerRecord) (uint64, error) {
-	st, err := readState(r, c.Rid)
+// currentLSN is the last LSN of the container's sequence seq.
+func (e *Engine) currentLSN(r storage.Reader, c *containerRecord, seq int) (uint64, error) {
+	st, err := readState(r, c.Rid, seq)
 	return st.lsn, err
 }
 
@@ -530,7 +536,7 @@ func (e *Engine) removeItem(tx storage.Txn, c *containerRecord, it *liveItem, d 
 		return err
 	}
 	if d != nil {
-		d.add(it.rec.epk, -1, -int64(len(it.rec.json)))
+		d.add(c, it.rec.epk, -1, -int64(len(it.rec.json)))
 	} else if err := addUsage(tx, c, it.rec.epk, -1, -int64(len(it.rec.json))); err != nil {
 		return err
 	}
@@ -627,7 +633,7 @@ func (e *Engine) writeOne(ctx context.Context, ref ItemRef, id string, op func(t
 func (e *Engine) writeOneAt(ctx context.Context, ref ItemRef, id string, now time.Time, op func(tx storage.Txn, c *containerRecord, now time.Time) (*ItemResult, error)) (*ItemResult, error) {
 	var res *ItemResult
 	var coll *containerRecord
-	err := e.updateWriting(ctx, ref.DB, ref.Coll, func(tx storage.Txn) error {
+	err := e.updateWriting(ctx, ref, func(tx storage.Txn) error {
 		e.prefetchPoint(tx, ref, id, true)
 		now, err := e.nowIn(ctx, tx, now)
 		if err != nil {
@@ -698,7 +704,7 @@ func (e *Engine) deleteItemTx(tx storage.Txn, c *containerRecord, p DeleteItemPa
 	if err != nil {
 		return nil, err
 	}
-	lsn, err := nextLSN(tx, c)
+	lsn, err := nextLSN(tx, c, c.seqOf(live.rec.epk))
 	if err != nil {
 		return nil, err
 	}

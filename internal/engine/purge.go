@@ -182,8 +182,8 @@ func (e *Engine) PurgeDue(ctx context.Context, p ttl.PurgeParams) (ttl.PurgeResu
 		res, g = ttl.PurgeResult{}, grant{}
 		if _, ok := tx.(storage.Prefetcher); ok {
 			if dbRid, c := e.cachedContainer(db, coll); c != nil {
-				storage.Prefetch(tx, storage.Read{Key: containerKey(dbRid, coll)},
-					storage.Read{Key: leaseKey(jobPurge, c.Rid)}, storage.Read{Key: lsnKey(c.Rid), Lock: true})
+				storage.Prefetch(tx, append(stateReads(c, true), storage.Read{Key: containerKey(dbRid, coll)},
+					storage.Read{Key: leaseKey(jobPurge, c.Rid)})...)
 			}
 		}
 		c, err := e.loadContainer(tx, db, coll)
@@ -230,8 +230,7 @@ func (e *Engine) PurgeDue(ctx context.Context, p ttl.PurgeParams) (ttl.PurgeResu
 		if len(dead) == 0 {
 			return nil
 		}
-		// One counter update for the batch's LSNs, not one per item.
-		first, err := reserveLSNs(tx, c, len(dead))
+		lsns, err := reserveEach(tx, c, dead)
 		if err != nil {
 			return err
 		}
@@ -246,8 +245,7 @@ func (e *Engine) PurgeDue(ctx context.Context, p ttl.PurgeParams) (ttl.PurgeResu
 			if err := e.removeItem(tx, c, it, &usage); err != nil {
 				return err
 			}
-			lsn := first + uint64(i)
-			if err := e.logChange(tx, c, change{kind: changeExpire, lsn: lsn, seq: it.seq(), prev: &it.rec, erase: &erase}); err != nil {
+			if err := e.logChange(tx, c, change{kind: changeExpire, lsn: lsns[i], seq: it.seq(), prev: &it.rec, erase: &erase}); err != nil {
 				return err
 			}
 			res.Items = append(res.Items, ttl.PurgedItem{TS: it.rec.ts, TTL: it.rec.itemTTL()})
@@ -268,6 +266,31 @@ func (e *Engine) PurgeDue(ctx context.Context, p ttl.PurgeParams) (ttl.PurgeResu
 		e.advancePurgeHint(en.key[:len(en.key)-16], en.key)
 	}
 	return res, nil
+}
+
+// reserveEach allocates an LSN for each of items, from its own sequence,
+// with one update of each sequence's state rather than one per item.
+func reserveEach(tx storage.Txn, c *containerRecord, items []liveItem) ([]uint64, error) {
+	seqs := make([]int, len(items))
+	counts := map[int]int{}
+	for i := range items {
+		seqs[i] = c.seqOf(items[i].rec.epk)
+		counts[seqs[i]]++
+	}
+	next := make(map[int]uint64, len(counts))
+	for seq, n := range counts {
+		first, err := reserveLSNs(tx, c, seq, n)
+		if err != nil {
+			return nil, err
+		}
+		next[seq] = first
+	}
+	lsns := make([]uint64, len(items))
+	for i, seq := range seqs {
+		lsns[i] = next[seq]
+		next[seq]++
+	}
+	return lsns, nil
 }
 
 // dueRecords reads the records of the items of entries, which are sorted

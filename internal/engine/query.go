@@ -101,7 +101,7 @@ func (e *Engine) QueryItems(ctx context.Context, p QueryParams) (*FeedPage, erro
 	var coll *containerRecord
 	err = e.store.View(ctx, func(r storage.Reader) error {
 		if dbRid, c := e.cachedContainer(p.DB, p.Coll); c != nil {
-			storage.Prefetch(r, storage.Read{Key: containerKey(dbRid, p.Coll)}, storage.Read{Key: lsnKey(c.Rid)})
+			storage.Prefetch(r, storage.Read{Key: containerKey(dbRid, p.Coll)}, storage.Read{Key: stateKey(c.Rid, c.seqOfRef(p.ItemRef))})
 		}
 		now, err := e.nowIn(ctx, r, now)
 		if err != nil {
@@ -139,11 +139,13 @@ func (e *Engine) QueryItems(ctx context.Context, p QueryParams) (*FeedPage, erro
 // program and its "now", into page.
 func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, prog *eval.Program, now time.Time, st *readStats, page *FeedPage) error {
 	page.CollRid = c.ridString()
-	state, err := readState(r, c.Rid)
+	state, err := readTotals(r, c)
 	if err != nil {
 		return err
 	}
-	page.LSN = state.lsn
+	if page.LSN, err = e.currentLSN(r, c, c.seqOfRef(p.ItemRef)); err != nil {
+		return err
+	}
 	if derr := checkIndexNeeds(c, prog.Query(), p.Params, p.AllowScan); derr != nil {
 		return derr
 	}

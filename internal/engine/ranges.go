@@ -17,18 +17,6 @@ func (c *containerRecord) epk(k partition.Key) string {
 	return epk
 }
 
-// rangeFilter returns a predicate on effective partition keys for the
-// x-ms-documentdb-partitionkeyrangeid header ("" means every range), or a
-// 410/1002 for a range that does not exist, which makes the SDKs refresh
-// their range cache.
-func (e *Engine) rangeFilter(c *containerRecord, id string) (func(epk string) bool, *Error) {
-	r, whole, derr := e.lookupRange(c, id)
-	if derr != nil || whole {
-		return func(string) bool { return true }, derr
-	}
-	return r.Contains, nil
-}
-
 // lookupRange finds the range the header names; whole reports that it is
 // absent or names the only range, so every EPK is in it.
 func (e *Engine) lookupRange(c *containerRecord, id string) (r partition.Range, whole bool, derr *Error) {
@@ -80,10 +68,5 @@ func (e *Engine) rangesOf(c *containerRecord) []partition.Range {
 	if n <= 0 {
 		n = e.partitions
 	}
-	if r, ok := e.splits.Load(n); ok {
-		return r.([]partition.Range)
-	}
-	r := partition.Split(n)
-	e.splits.Store(n, r)
-	return r
+	return splitRanges(n)
 }

@@ -11,22 +11,25 @@ import (
 // Usage counters. Every write that adds or removes an item, or changes its
 // size, updates in the same transaction
 //
-//	'l'+collRid             → last LSN(8), items(8), bytes(8): the container's state
+//	'l'+collRid(+seq)       → last LSN(8), items(8), bytes(8): a sequence's state
 //	'n'+collRid+escaped EPK → items(8): the items of one effective partition key
 //
-// The totals share the key of the container's last LSN, which every write
-// reads and writes already, so they cost no read of their own (a later
-// read of it in the transaction finds it in the transaction's batch);
-// so reading a container's usage costs O(1) and the planner knows how many
-// items a logical partition holds before it reads any (plan.Scope). Items
-// that expired but are not yet purged are still counted here; ReadContainer
-// subtracts them (usage in container.go), the expiry index tells which.
+// The totals of a sequence's items share the key of its last LSN
+// (sequence.go), which every write reads and writes already, so they cost
+// no read of their own (a later read of it in the transaction finds it in
+// the transaction's batch); the container's totals are the sum over its
+// sequences (one per range at most), so reading a container's usage costs
+// O(ranges) and the planner knows how many items a logical partition holds
+// before it reads any (plan.Scope). Items that expired but are not yet
+// purged are still counted here; ReadContainer subtracts them (usage in
+// container.go), the expiry index tells which.
 //
 // A partition's count is keyed by its EPK, which two partition key values
 // share only on a hash collision; the count is then their sum, which is
 // what the partition's key span holds.
 
-// containerState is the value under lsnKey.
+// containerState is the value under stateKey: one sequence's last LSN and
+// the totals of its items.
 type containerState struct {
 	lsn          uint64
 	items, bytes int64
@@ -38,11 +41,11 @@ func (st containerState) encode() []byte {
 	return binary.BigEndian.AppendUint64(b, uint64(max(st.bytes, 0)))
 }
 
-// readState reads the container's state; a container without one (new)
-// reads as zeros.
-func readState(r storage.Reader, collRid []byte) (containerState, error) {
-	var st containerState
-	v, err := r.Get(lsnKey(collRid))
+// readState reads the state of the container's sequence seq; a sequence
+// without one (no writes yet) reads as its base LSN and no items.
+func readState(r storage.Reader, collRid []byte, seq int) (containerState, error) {
+	st := containerState{lsn: seqBase(seq)}
+	v, err := r.Get(stateKey(collRid, seq))
 	if errors.Is(err, storage.ErrNotFound) {
 		return st, nil
 	}
@@ -60,30 +63,52 @@ func readState(r storage.Reader, collRid []byte) (containerState, error) {
 	return st, nil
 }
 
+// readTotals sums the states of all of c's sequences: the container's
+// items and bytes, and, as lsn, the last LSN of its first sequence.
+func readTotals(r storage.Reader, c *containerRecord) (containerState, error) {
+	n := c.sequences()
+	if n > 1 {
+		storage.Prefetch(r, stateReads(c, false)...)
+	}
+	var sum containerState
+	for i := range n {
+		st, err := readState(r, c.Rid, i)
+		if err != nil {
+			return sum, err
+		}
+		if i == 0 {
+			sum.lsn = st.lsn
+		}
+		sum.items += st.items
+		sum.bytes += st.bytes
+	}
+	return sum, nil
+}
+
 func partitionCountKey(collRid []byte, epk string) []byte {
 	return appendEPK(collPrefix(famUsage, collRid), epk, true)
 }
 
-// addUsage adds items and bytes to the container's totals and items to its
-// partition's count.
+// addUsage adds items and bytes to the totals of the sequence of epk and
+// items to its partition's count.
 func addUsage(tx storage.Txn, c *containerRecord, epk string, items, bytes int64) error {
-	if err := addTotals(tx, c, items, bytes); err != nil {
+	if err := addTotals(tx, c, c.seqOf(epk), items, bytes); err != nil {
 		return err
 	}
 	return addPartitionItems(tx, c, epk, items)
 }
 
-// addTotals adds items and bytes to the container's totals.
-func addTotals(tx storage.Txn, c *containerRecord, items, bytes int64) error {
+// addTotals adds items and bytes to the totals of sequence seq.
+func addTotals(tx storage.Txn, c *containerRecord, seq int, items, bytes int64) error {
 	if items == 0 && bytes == 0 {
 		return nil
 	}
-	st, err := readState(tx, c.Rid)
+	st, err := readState(tx, c.Rid, seq)
 	if err != nil {
 		return err
 	}
 	st.items, st.bytes = st.items+items, st.bytes+bytes
-	return tx.Set(lsnKey(c.Rid), st.encode())
+	return tx.Set(stateKey(c.Rid, seq), st.encode())
 }
 
 // addPartitionItems adds items to the count of the partition of epk.
@@ -123,19 +148,20 @@ func decodeCount(v []byte) int64 {
 }
 
 // usageDelta gathers the usage changes of several removals in one
-// transaction, so they cost one update of the container's state and one
+// transaction, so they cost one update of each sequence's state and one
 // per partition rather than one of each per item.
 type usageDelta struct {
-	items, bytes int64
-	perEPK       map[string]int64
+	perSeq map[int][2]int64 // items, bytes
+	perEPK map[string]int64
 }
 
-func (d *usageDelta) add(epk string, items, bytes int64) {
+func (d *usageDelta) add(c *containerRecord, epk string, items, bytes int64) {
 	if d.perEPK == nil {
-		d.perEPK = map[string]int64{}
+		d.perEPK, d.perSeq = map[string]int64{}, map[int][2]int64{}
 	}
-	d.items += items
-	d.bytes += bytes
+	seq := c.seqOf(epk)
+	t := d.perSeq[seq]
+	d.perSeq[seq] = [2]int64{t[0] + items, t[1] + bytes}
 	d.perEPK[epk] += items
 }
 
@@ -146,8 +172,10 @@ func (d *usageDelta) apply(tx storage.Txn, c *containerRecord) error {
 		reads = append(reads, storage.Read{Key: partitionCountKey(c.Rid, epk)})
 	}
 	storage.Prefetch(tx, reads...)
-	if err := addTotals(tx, c, d.items, d.bytes); err != nil {
-		return err
+	for seq, t := range d.perSeq {
+		if err := addTotals(tx, c, seq, t[0], t[1]); err != nil {
+			return err
+		}
 	}
 	for epk, n := range d.perEPK {
 		if err := addPartitionItems(tx, c, epk, n); err != nil {

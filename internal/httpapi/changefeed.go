@@ -47,8 +47,8 @@ func (h *Handler) changeFeed(rq *request, db, coll string) {
 		return
 	}
 	hd := rq.w.Header()
-	hd.Set("etag", lsnETag(page.LSN))
-	hd.Set("x-ms-session-token", "0:-1#"+strconv.FormatUint(page.CurrentLSN, 10))
+	hd.Set("etag", `"`+page.Position.String()+`"`)
+	hd.Set("x-ms-session-token", engine.SessionToken(page.CurrentLSN))
 	hd.Set("lsn", strconv.FormatUint(page.CurrentLSN, 10))
 	hd.Set("x-ms-documentdb-partitionkeyrangeid", "0")
 	hd.Set("x-ms-item-count", strconv.Itoa(len(page.Items)))
@@ -93,11 +93,11 @@ func changeFeedParams(r *http.Request, db, coll string) (engine.ChangeFeedParams
 	case inm == "*":
 		p.Start = engine.StartNow
 	case inm != "":
-		lsn, ok := parseLSNETag(inm)
+		pos, ok := parseFeedETag(inm)
 		if !ok {
 			return p, badRequest("The If-None-Match value '%s' is not a change feed continuation.", inm)
 		}
-		p.Start, p.After = engine.StartAfter, lsn
+		p.Start, p.After = engine.StartAfter, pos
 	case ims != "":
 		t, err := time.Parse(time.RFC1123, ims)
 		if err != nil {
@@ -112,15 +112,11 @@ func changeFeedParams(r *http.Request, db, coll string) (engine.ChangeFeedParams
 	return p, nil
 }
 
-// lsnETag is the etag of a change feed position: the LSN, quoted.
-func lsnETag(lsn uint64) string { return `"` + strconv.FormatUint(lsn, 10) + `"` }
-
-// parseLSNETag reads an etag made by lsnETag, quoted or not.
-func parseLSNETag(s string) (uint64, bool) {
+// parseFeedETag reads the etag of a change feed position, quoted or not.
+func parseFeedETag(s string) (engine.FeedPosition, bool) {
 	s = strings.TrimPrefix(s, "W/")
 	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
 		s = s[1 : len(s)-1]
 	}
-	n, err := strconv.ParseUint(s, 10, 64)
-	return n, err == nil
+	return engine.ParseFeedPosition(s)
 }

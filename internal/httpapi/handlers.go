@@ -256,7 +256,7 @@ func (h *Handler) itemHeaders(rq *request, res *engine.ItemResult) {
 	if res.Etag != "" {
 		hd.Set("etag", res.Etag)
 	}
-	hd.Set("x-ms-session-token", "0:-1#"+strconv.FormatUint(res.LSN, 10))
+	hd.Set("x-ms-session-token", engine.SessionToken(res.LSN))
 	hd.Set("lsn", strconv.FormatUint(res.LSN, 10))
 	hd.Set("x-ms-documentdb-partitionkeyrangeid", "0")
 	if res.CollRid != "" {
@@ -400,7 +400,7 @@ func (h *Handler) pageReply(rq *request, key string, page *engine.FeedPage) {
 		hd.Set("x-ms-continuation", page.Continuation)
 	}
 	if page.LSN > 0 {
-		hd.Set("x-ms-session-token", "0:-1#"+strconv.FormatUint(page.LSN, 10))
+		hd.Set("x-ms-session-token", engine.SessionToken(page.LSN))
 	}
 	if page.CollRid != "" {
 		hd.Set("x-ms-content-path", page.CollRid)
