@@ -16,7 +16,9 @@
 # Tunables (environment): BENCH_DURATION (per phase, default 5s),
 # BENCH_CONCURRENCY (default 16), BENCH_ITEMS (default 10000),
 # BENCH_PARTITIONS (default 64), BENCH_ROUNDS (default 3), BENCH_PHASES
-# (default create,read,query,range), BENCH_PARTS (default 1,2).
+# (default create,read,query,range), BENCH_PARTS (default 1,2), BENCH_RANGES
+# (partition key ranges of the containers part 2 creates, each with its own
+# sequence of LSNs; default 1).
 # Results go to bin/bench-postgres/.
 set -euo pipefail
 
@@ -30,6 +32,7 @@ partitions=${BENCH_PARTITIONS:-64}
 rounds=${BENCH_ROUNDS:-3}
 phases=${BENCH_PHASES:-create,read,query,range}
 parts=${BENCH_PARTS:-1,2}
+ranges=${BENCH_RANGES:-1}
 ports=(8081 8082 8083 8084)
 out=bin/bench-postgres
 
@@ -86,9 +89,9 @@ fi
 if [[ ",$parts," == *",2,"* ]]; then
 	say "part 2: one, two and three gateways over one PostgreSQL"
 	# One certificate for all three, as behind a load balancer.
-	gateway 1 --data-dir "$tmp/g1" --postgres "$pg_url"
-	gateway 2 --data-dir "$tmp/g2" --postgres "$pg_url" --cert "$tmp/g1/cert.pem" --cert-key "$tmp/g1/key.pem"
-	gateway 3 --data-dir "$tmp/g3" --postgres "$pg_url" --cert "$tmp/g1/cert.pem" --cert-key "$tmp/g1/key.pem"
+	gateway 1 --data-dir "$tmp/g1" --postgres "$pg_url" --partitions "$ranges"
+	gateway 2 --data-dir "$tmp/g2" --postgres "$pg_url" --partitions "$ranges" --cert "$tmp/g1/cert.pem" --cert-key "$tmp/g1/key.pem"
+	gateway 3 --data-dir "$tmp/g3" --postgres "$pg_url" --partitions "$ranges" --cert "$tmp/g1/cert.pem" --cert-key "$tmp/g1/key.pem"
 	endpoints=() metrics=() pids=()
 	for i in 1 2 3; do
 		endpoints+=("https://localhost:${ports[$i]}/")
