@@ -181,30 +181,12 @@ type settingLock struct {
 	sync.RWMutex
 	name  containerName
 	users int // holders and waiters; guarded by Engine.lockMu
-	// turns, over a shared store, order this gateway's write
-	// transactions on the container: one per sequence (sequence.go),
-	// made as they are first used; guarded by Engine.lockMu.
-	turns []*writeTurn
-}
-
-// writeTurn is one sequence's turn to write, in one gateway.
-type writeTurn struct {
 	// writes holds a token while one of this gateway's write transactions
-	// on the sequence runs (Engine.writing).
+	// on the container runs over a shared store (Engine.writing).
 	writes chan struct{}
-	// group joins this gateway's writes to the sequence
-	// (Engine.updateWriting).
+	// group joins this gateway's writes to the container over a shared
+	// store (Engine.updateWriting).
 	group committer
-}
-
-// turn returns l's turn of sequence seq.
-func (e *Engine) turn(l *settingLock, seq int) *writeTurn {
-	e.lockMu.Lock()
-	defer e.lockMu.Unlock()
-	for len(l.turns) <= seq {
-		l.turns = append(l.turns, &writeTurn{writes: make(chan struct{}, 1)})
-	}
-	return l.turns[seq]
 }
 
 // lockOf returns container db/coll's setting lock, counting the caller as
@@ -215,7 +197,7 @@ func (e *Engine) lockOf(db, coll string) *settingLock {
 	defer e.lockMu.Unlock()
 	l := e.locks[name]
 	if l == nil {
-		l = &settingLock{name: name}
+		l = &settingLock{name: name, writes: make(chan struct{}, 1)}
 		e.locks[name] = l
 	}
 	l.users++
@@ -298,52 +280,36 @@ func (e *Engine) nowIn(ctx context.Context, r storage.Reader, now time.Time) (ti
 // both commit: the later fails and runs again, and with many writers a
 // transaction can lose every attempt. Queued here, this gateway's writers
 // take turns instead, and only writers on other gateways still conflict.
-// It takes the turn of every sequence, in order: it is for the purge,
-// whose batches may touch any of them.
 func (e *Engine) writing(ctx context.Context, db, coll string) (func(), error) {
 	if !e.shared {
 		return func() {}, nil
 	}
-	n := 1
-	if _, c := e.cachedContainer(db, coll); c != nil {
-		n = c.sequences()
-	}
 	l := e.lockOf(db, coll)
-	var held []*writeTurn
-	release := func() {
-		for _, t := range held {
-			<-t.writes
-		}
+	select {
+	case l.writes <- struct{}{}:
+		return func() {
+			<-l.writes
+			e.releaseLock(l)
+		}, nil
+	case <-ctx.Done():
 		e.releaseLock(l)
+		return nil, ctx.Err()
 	}
-	for seq := range n {
-		t := e.turn(l, seq)
-		select {
-		case t.writes <- struct{}{}:
-			held = append(held, t)
-		case <-ctx.Done():
-			release()
-			return nil, ctx.Err()
-		}
-	}
-	return release, nil
 }
 
 // updateWriting runs fn in a write transaction on the container ref
-// names, within the logical partition it names when it names one. Over a
-// shared store this gateway's writes to one sequence of the container are
-// committed in groups, in the sequence's turn (writing): the writes that
+// names. Over a shared store this gateway's writes to the container are
+// committed in groups, in the container's turn (writing): the writes that
 // queue while one transaction runs commit together in the next
-// (committer).
+// (committer). One turn per container, not per sequence: over PostgreSQL,
+// writers into different ranges of one container still fail each other
+// (docs/design/storage.md, "A sequence per range"), and a turn per
+// sequence made the groups smaller and the retries more.
 func (e *Engine) updateWriting(ctx context.Context, ref ItemRef, fn func(tx storage.Txn) error) error {
-	seq := 0
 	_, c := e.cachedContainer(ref.DB, ref.Coll)
-	if c != nil {
-		seq = c.seqOfRef(ref)
-	}
 	locked := func(tx storage.Txn) error {
 		if c != nil {
-			lockState(tx, c, seq)
+			lockState(tx, c)
 		}
 		return fn(tx)
 	}
@@ -352,30 +318,30 @@ func (e *Engine) updateWriting(ctx context.Context, ref ItemRef, fn func(tx stor
 	}
 	l := e.lockOf(ref.DB, ref.Coll)
 	defer e.releaseLock(l)
-	t := e.turn(l, seq)
-	return t.group.do(ctx, locked, func(group []*groupWrite) {
+	return l.group.do(ctx, locked, func(group []*groupWrite) {
 		// The purge takes the same turn; it holds it for one bounded
 		// batch, so the group waits for it without a context.
-		t.writes <- struct{}{}
-		defer func() { <-t.writes }()
+		l.writes <- struct{}{}
+		defer func() { <-l.writes }()
 		e.groups.Add(1)
 		e.groupedWrites.Add(int64(len(group)))
 		runGrouped(e.store, group)
 	})
 }
 
-// lockState names the state record of sequence seq of container c to tx's
-// store as one the transaction will write (storage.Read.Lock). Every write
-// writes the record of its sequence, so over a shared store two gateways'
-// writes to one sequence cannot both commit: taken as the transaction
-// begins, the record makes the second wait before it does its work, rather
-// than fail at its commit after all of it. c is the engine's cached guess;
-// a wrong one locks nothing and costs nothing.
-func lockState(tx storage.Txn, c *containerRecord, seq int) {
+// lockState names the state records of container c's sequences to tx's
+// store as ones the transaction will write (storage.Read.Lock), in key
+// order. Every write writes the record of its sequence, so over a shared
+// store two gateways' writes to one sequence cannot both commit: taken as
+// the transaction begins, the records make the second wait before it does
+// its work, rather than fail at its commit after all of it. All of them,
+// since a group's writes go to any sequence. c is the engine's cached
+// guess; a wrong one locks nothing and costs nothing.
+func lockState(tx storage.Txn, c *containerRecord) {
 	if _, ok := tx.(storage.Prefetcher); !ok {
 		return
 	}
-	storage.Prefetch(tx, storage.Read{Key: stateKey(c.Rid, seq), Lock: true})
+	storage.Prefetch(tx, stateReads(c, true)...)
 }
 
 // judgingEvery is judging for an operation that judges the items of every
