@@ -96,8 +96,8 @@ func (c *containerRecord) seqOfRef(ref ItemRef) int {
 	return c.seqOfKey(pk)
 }
 
-// seqsIn lists the sequences whose ranges hold some EPK that in accepts,
-// judged by the ranges' bounds through within (a test on [min, max)).
+// seqsIn lists, in order, the sequences of the ranges that within accepts
+// by their bounds [min, max).
 func (c *containerRecord) seqsIn(within func(min, max string) bool) []int {
 	if !c.SeqPerRange {
 		return []int{0}
