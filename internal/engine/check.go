@@ -171,7 +171,7 @@ func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now time.T
 	}
 
 	// The usage counters: what the items add up to.
-	state, err := readTotals(r, c)
+	state, err := readTotals(r, c, 0)
 	if err != nil {
 		return counts, err
 	}

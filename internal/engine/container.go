@@ -496,7 +496,7 @@ func (s indexState) progress() int {
 // horizon, each holding its item's size, so the cost is O(1) plus the
 // purge backlog, whatever the container holds.
 func (e *Engine) usage(r storage.Reader, c *containerRecord, now time.Time) (*ContainerUsage, error) {
-	st, err := readTotals(r, c)
+	st, err := readTotals(r, c, 0)
 	if err != nil {
 		return nil, err
 	}

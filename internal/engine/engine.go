@@ -306,11 +306,8 @@ func (e *Engine) writing(ctx context.Context, db, coll string) (func(), error) {
 // (docs/design/storage.md, "A sequence per range"), and a turn per
 // sequence made the groups smaller and the retries more.
 func (e *Engine) updateWriting(ctx context.Context, ref ItemRef, fn func(tx storage.Txn) error) error {
-	_, c := e.cachedContainer(ref.DB, ref.Coll)
 	locked := func(tx storage.Txn) error {
-		if c != nil {
-			lockState(tx, c)
-		}
+		e.lockState(tx, ref.DB, ref.Coll)
 		return fn(tx)
 	}
 	if !e.shared {
@@ -329,19 +326,22 @@ func (e *Engine) updateWriting(ctx context.Context, ref ItemRef, fn func(tx stor
 	})
 }
 
-// lockState names the state records of container c's sequences to tx's
-// store as ones the transaction will write (storage.Read.Lock), in key
-// order. Every write writes the record of its sequence, so over a shared
-// store two gateways' writes to one sequence cannot both commit: taken as
-// the transaction begins, the records make the second wait before it does
-// its work, rather than fail at its commit after all of it. All of them,
-// since a group's writes go to any sequence. c is the engine's cached
-// guess; a wrong one locks nothing and costs nothing.
-func lockState(tx storage.Txn, c *containerRecord) {
+// lockState names the state records of container db/coll's sequences to
+// tx's store as ones the transaction will write (storage.Read.Lock), in
+// key order. Every write writes the record of its sequence, so over a
+// shared store two gateways' writes to one sequence cannot both commit:
+// taken as the transaction begins, the records make the second wait
+// before it does its work, rather than fail at its commit after all of
+// it. All of them, since a group's writes go to any sequence. The records'
+// rids are the engine's cached guess; a wrong one locks nothing and costs
+// nothing.
+func (e *Engine) lockState(tx storage.Txn, db, coll string) {
 	if _, ok := tx.(storage.Prefetcher); !ok {
 		return
 	}
-	storage.Prefetch(tx, stateReads(c, true)...)
+	if _, c := e.cachedContainer(db, coll); c != nil {
+		storage.Prefetch(tx, stateReads(c, true)...)
+	}
 }
 
 // judgingEvery is judging for an operation that judges the items of every

@@ -139,13 +139,11 @@ func (e *Engine) QueryItems(ctx context.Context, p QueryParams) (*FeedPage, erro
 // program and its "now", into page.
 func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, prog *eval.Program, now time.Time, st *readStats, page *FeedPage) error {
 	page.CollRid = c.ridString()
-	state, err := readTotals(r, c)
+	state, err := readTotals(r, c, c.seqOfRef(p.ItemRef))
 	if err != nil {
 		return err
 	}
-	if page.LSN, err = e.currentLSN(r, c, c.seqOfRef(p.ItemRef)); err != nil {
-		return err
-	}
+	page.LSN = state.lsn
 	if derr := checkIndexNeeds(c, prog.Query(), p.Params, p.AllowScan); derr != nil {
 		return derr
 	}

@@ -64,8 +64,8 @@ func readState(r storage.Reader, collRid []byte, seq int) (containerState, error
 }
 
 // readTotals sums the states of all of c's sequences: the container's
-// items and bytes, and, as lsn, the last LSN of its first sequence.
-func readTotals(r storage.Reader, c *containerRecord) (containerState, error) {
+// items and bytes, and, as lsn, the last LSN of its sequence seq.
+func readTotals(r storage.Reader, c *containerRecord, seq int) (containerState, error) {
 	n := c.sequences()
 	if n > 1 {
 		storage.Prefetch(r, stateReads(c, false)...)
@@ -76,7 +76,7 @@ func readTotals(r storage.Reader, c *containerRecord) (containerState, error) {
 		if err != nil {
 			return sum, err
 		}
-		if i == 0 {
+		if i == seq {
 			sum.lsn = st.lsn
 		}
 		sum.items += st.items
