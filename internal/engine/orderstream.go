@@ -17,9 +17,10 @@ import (
 
 // The ordered stream serves
 //
-//	SELECT … FROM c [WHERE …] ORDER BY c.path [ASC|DESC]
+//	SELECT … FROM c [WHERE …] ORDER BY c.path [ASC|DESC] [, c.path2 …]
 //
-// (one key on an indexed path that crosses no array; no TOP, OFFSET/LIMIT,
+// (the first key on an indexed path that crosses no array, the others
+// document paths (orderkeys.go); no TOP, OFFSET/LIMIT,
 // DISTINCT, GROUP BY, aggregate or JOIN) page by page: a page walks the
 // path's index in the query's order from where the last page stopped and
 // evaluates the query without its ORDER BY on each document, so page k
@@ -65,7 +66,7 @@ const (
 // streamShape recognizes a query the ordered stream serves; want is the
 // rows of one page.
 func streamShape(c *containerRecord, q *ast.Query, params map[string]document.Value, terms []plan.Term, want int) (*plan.Ordered, bool) {
-	if !c.Index.Ready || c.index.none || len(q.OrderBy) != 1 || len(q.GroupBy) > 0 || q.Select.Distinct ||
+	if !c.Index.Ready || c.index.none || len(q.OrderBy) == 0 || orderKeys(q) == nil || len(q.GroupBy) > 0 || q.Select.Distinct ||
 		q.Select.Top != nil || q.Offset != nil || q.Limit != nil || len(q.Joins) > 0 || gatewayplan.HasAggregates(q) {
 		return nil, false
 	}
@@ -100,6 +101,10 @@ type orderStream struct {
 	rows   *eval.Program
 	o      *plan.Ordered
 	desc   bool
+	// keys are the ORDER BY keys when there are several (orderkeys.go);
+	// tiesDesc orders equal keys backwards, when any key is descending.
+	keys     []plan.OrderKey
+	tiesDesc bool
 	prefix []byte // the path's entries
 	lo, hi []byte // the walk's bounds, narrowed by the WHERE clause's terms
 	next   cursor
@@ -126,6 +131,10 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 	lo, hi := pathBounds(prefix, plan.Predicates(q, params), o.Path)
 	w := &orderStream{r: r, c: c, s: s, now: now, st: st, rows: rows, o: o, desc: q.OrderBy[0].Desc,
 		prefix: prefix, lo: lo, hi: hi, next: next, limit: limit, page: page}
+	if len(q.OrderBy) > 1 {
+		w.keys = orderKeys(q)
+		w.tiesDesc = slices.ContainsFunc(w.keys, func(k plan.OrderKey) bool { return k.Desc })
+	}
 	phases := []byte{phaseUndefined, phaseWalk}
 	if w.desc {
 		phases = []byte{phaseWalk, phaseUndefined}
@@ -148,13 +157,16 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 	}
 	for _, ph := range phases {
 		var more bool
-		if ph == phaseUndefined {
+		switch {
+		case ph == phaseUndefined && w.keys != nil:
+			more, err = w.undefinedSorted(pos, cur.skip)
+		case ph == phaseUndefined:
 			var from []byte
 			if pos != nil {
 				from = pos[1:]
 			}
 			more, err = w.undefined(from, cur.skip)
-		} else {
+		default:
 			more, err = w.walk(pos, cur.skip)
 		}
 		if err != nil || !more {
@@ -261,7 +273,7 @@ func parseWalkPos(pos []byte, skip int) (walkResume, bool) {
 	}
 	wr := walkResume{value: pos[1 : 1+n], mode: pos[1+n], skip: skip}
 	switch {
-	case wr.mode == modeItem && len(pos) > 2+n:
+	case (wr.mode == modeItem || wr.mode == modeKeys) && len(pos) > 2+n:
 		wr.item = pos[2+n:]
 	case wr.mode == modeGroup && len(pos) == 2+n:
 	default:
@@ -344,6 +356,12 @@ func (w *orderStream) scanPos(loc []byte) []byte { return w.s.scanPos(loc) }
 // group streams the rows of the items at locs, whose entries hold the
 // encoded value, in the evaluator's order, resuming at at.
 func (w *orderStream) group(value []byte, locs [][]byte, at walkResume) (bool, error) {
+	if w.keys != nil {
+		return w.sortedGroup(value, locs, at)
+	}
+	if at.mode == modeKeys {
+		return false, errBadContinuation
+	}
 	// Ties in scan order, backwards when descending (eval's sortRows).
 	order := func(a, b []byte) int {
 		if w.desc {

@@ -20,6 +20,8 @@ import (
 //   - desc: SELECT c.id, c.n FROM c ORDER BY c.n DESC, whose last page
 //     also scans the range for documents without n
 //   - ties: SELECT c.id, c.m FROM c WHERE c.m >= 0 ORDER BY c.m
+//   - keys: SELECT c.id, c.g, c.m FROM c WHERE c.g >= 0 ORDER BY c.g, c.m DESC,
+//     over two keys, which reads each group of equal g (10 items) whole
 //
 // page-1 is the first page, page-k a page at a random position of the
 // drain (its continuation taken once, by draining).
@@ -28,11 +30,14 @@ import (
 func BenchmarkOrderByDrain(b *testing.B) {
 	for _, n := range []int{10_000, 100_000} {
 		b.Run("items="+strconv.Itoa(n), func(b *testing.B) {
-			s := openBenchEngine(b, clock.Real{}, nil, "null")
+			// The container body after "defaultTtl": a composite index
+			// for the ORDER BY on two keys.
+			s := openBenchEngine(b, clock.Real{}, nil, `null,"indexingPolicy":{"includedPaths":[{"path":"/*"}],`+
+				`"compositeIndexes":[[{"path":"/g"},{"path":"/m","order":"descending"}]]}`)
 			s.pk = func(i int) string { return "q" + strconv.Itoa(i/100) }
 			s.load(b, 0, n, func(i int) []byte {
 				return []byte(`{"id":"x` + strconv.Itoa(i) + `","pk":"q` + strconv.Itoa(i/100) + `","n":` + strconv.Itoa(i*7919%n) +
-					`,"m":` + strconv.Itoa(i%100) + `,"payload":"` + benchPayload + `"}`)
+					`,"m":` + strconv.Itoa(i%100) + `,"g":` + strconv.Itoa(i*7919%n/10) + `,"payload":"` + benchPayload + `"}`)
 			})
 			s.settle(b)
 			ctx := context.Background()
@@ -40,6 +45,7 @@ func BenchmarkOrderByDrain(b *testing.B) {
 				{"asc", "SELECT c.id, c.n FROM c WHERE c.n >= 0 ORDER BY c.n"},
 				{"desc", "SELECT c.id, c.n FROM c ORDER BY c.n DESC"},
 				{"ties", "SELECT c.id, c.m FROM c WHERE c.m >= 0 ORDER BY c.m"},
+				{"keys", "SELECT c.id, c.g, c.m FROM c WHERE c.g >= 0 ORDER BY c.g, c.m DESC"},
 			} {
 				p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: c.query, RangeID: "0", CrossPartition: true, MaxItemCount: 100}
 				conts := []string{""}

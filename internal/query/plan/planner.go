@@ -244,6 +244,11 @@ type Ordered struct {
 	// scan of the scope finds them (before the walk ascending, after it
 	// descending).
 	Undefined bool
+	// Group is, for an OrderedStream over several ORDER BY keys, how many
+	// entries the first group of equal first values holds (counted up to
+	// a bound): such a stream reads each group it touches whole, to sort
+	// it by the other keys, so a page reads at least one group.
+	Group int64
 }
 
 // Input is what the planner weighs.
@@ -323,6 +328,7 @@ func Choose(in Input) Plan {
 		// the scope over the number of pages the walk's rows make.
 		total, sel := walkSpan(in, o)
 		entries := math.Min(total, float64(o.Want)/(frac*sel))
+		entries += float64(o.Group)
 		path := Path{Access: OrderedStream, Terms: orderedTerms(o), Entries: entries, Records: entries * frac}
 		if o.Undefined {
 			pages := math.Max(1, total*frac*sel/float64(max(o.Want, 1)))

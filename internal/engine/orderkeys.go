@@ -1,0 +1,270 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"slices"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/query/ast"
+	"github.com/mayfly-db/mayfly/internal/query/eval"
+	"github.com/mayfly-db/mayfly/internal/query/plan"
+	"github.com/mayfly-db/mayfly/internal/storage"
+)
+
+// The ordered stream over several ORDER BY keys walks the first key's index
+// as the one-key stream does, a group of equal first values at a time, and
+// reads each group whole: its documents sorted by every key (then by scan
+// order, backwards when a key is descending, as eval's sortRows breaks
+// ties) are the rows of that stretch of the answer. The documents without
+// the first property are one more group, found by a scan of the scope.
+// So a page costs the groups it touches, not the scope: a first key of few
+// distinct values makes large groups, and each page starting in one reads
+// it again. A group larger than the in-memory sort bound is refused, as
+// the sort of the whole scope would be.
+//
+// A position inside a group is a document's sort key (sortKey): its key
+// values and scan position. A page resumes at the first document that
+// sorts at or after it, whatever the filter: an SDK resuming a
+// cross-partition ORDER BY sends the range's token with a filter on the
+// keys, which leaves out documents before the position but never moves it.
+//
+//	phaseUndefined                            (the group's start)
+//	phaseUndefined + modeKeys + sort key      (skip: rows of that item)
+//	phaseWalk + value + modeGroup             (the group's start)
+//	phaseWalk + value + modeKeys + sort key   (skip: rows of that item)
+const modeKeys = 2
+
+// sortKey is where a document sorts under several ORDER BY keys: its key
+// values, then its position in the scope's scan order.
+type sortKey struct {
+	keys []document.Value
+	pos  []byte
+}
+
+// appendSortKey encodes k: each key as uvarint(length of its JSON + 1) and
+// the JSON (0 alone for undefined), then the scan position.
+func appendSortKey(b []byte, k sortKey) []byte {
+	for _, v := range k.keys {
+		if !v.IsDefined() {
+			b = binary.AppendUvarint(b, 0)
+			continue
+		}
+		j := v.JSON()
+		b = binary.AppendUvarint(b, uint64(len(j))+1)
+		b = append(b, j...)
+	}
+	return append(b, k.pos...)
+}
+
+// parseSortKey decodes a sort key of n keys.
+func parseSortKey(b []byte, n int) (sortKey, bool) {
+	k := sortKey{keys: make([]document.Value, n)}
+	for i := range k.keys {
+		l, w := binary.Uvarint(b)
+		if w <= 0 || l > uint64(len(b)-w) {
+			return sortKey{}, false
+		}
+		b = b[w:]
+		if l == 0 {
+			continue // document.Undef
+		}
+		v, err := document.Parse(bytes.Clone(b[:l-1]))
+		if err != nil {
+			return sortKey{}, false
+		}
+		k.keys[i], b = v, b[l-1:]
+	}
+	if len(b) == 0 {
+		return sortKey{}, false
+	}
+	k.pos = bytes.Clone(b)
+	return k, true
+}
+
+// compareSort orders two documents as eval's sortRows does.
+func (w *orderStream) compareSort(a, b sortKey) int {
+	for i, o := range w.keys {
+		d := document.Compare(a.keys[i], b.keys[i])
+		if o.Desc {
+			d = -d
+		}
+		if d != 0 {
+			return d
+		}
+	}
+	d := bytes.Compare(a.pos, b.pos)
+	if w.tiesDesc {
+		d = -d
+	}
+	return d
+}
+
+// sortMember is a document of a group: where it sorts, and its rows.
+type sortMember struct {
+	sortKey
+	rows []document.Value
+}
+
+// member returns the group member doc at loc makes.
+func (w *orderStream) member(doc document.Value, loc []byte, rows []document.Value) sortMember {
+	m := sortMember{rows: rows}
+	m.pos = bytes.Clone(w.scanPos(loc))
+	for _, o := range w.keys {
+		m.keys = append(m.keys, doc.At(o.Path))
+	}
+	return m
+}
+
+// keysFrom parses the position inside a group that follows its prefix
+// (phase, and value in the walk): nil at the group's start.
+func (w *orderStream) keysFrom(rest []byte) (*sortKey, bool) {
+	if len(rest) == 0 || (len(rest) == 1 && rest[0] == modeGroup) {
+		return nil, true
+	}
+	if rest[0] != modeKeys {
+		return nil, false
+	}
+	k, ok := parseSortKey(rest[1:], len(w.keys))
+	return &k, ok
+}
+
+// undefinedSorted streams the rows of the scope's documents without the
+// first ORDER BY property, sorted by the other keys, from pos (nil or
+// [phaseUndefined]: the start). It reports false when the page filled.
+func (w *orderStream) undefinedSorted(pos []byte, skip int) (bool, error) {
+	var at *sortKey
+	if pos != nil {
+		var ok bool
+		if at, ok = w.keysFrom(pos[1:]); !ok {
+			return false, errBadContinuation
+		}
+	}
+	before := w.visited
+	var members []sortMember
+	cut := false
+	err := scanSource(w.r, w.c, w.s, w.st)(nil, func(_, loc []byte, rec *itemRecord) (bool, error) {
+		doc, rows, ok, err := w.docRows(loc, rec)
+		if before && eval.Exhausted(err) {
+			cut = true
+			return false, nil
+		}
+		if err != nil {
+			return false, queryError(err)
+		}
+		w.visited = true
+		if ok && len(rows) > 0 && !doc.At(w.o.Path).IsDefined() {
+			members = append(members, w.member(doc, loc, rows))
+		}
+		return true, w.sortBound(len(members))
+	})
+	if err != nil {
+		return false, err
+	}
+	if cut {
+		w.stop([]byte{phaseUndefined}, 0)
+		return false, nil
+	}
+	return w.sorted(members, at, skip, []byte{phaseUndefined})
+}
+
+// sortedGroup streams the rows of the group of the encoded value, whose
+// entries name the items at locs, sorted by every key, from at.
+func (w *orderStream) sortedGroup(value []byte, locs [][]byte, at walkResume) (bool, error) {
+	prefix := append([]byte{phaseWalk}, value...)
+	var from *sortKey
+	if at.value != nil {
+		var ok bool
+		if from, ok = w.keysFrom(append([]byte{at.mode}, at.item...)); !ok {
+			return false, errBadContinuation
+		}
+	}
+	before := w.visited
+	var members []sortMember
+	for _, loc := range locs {
+		doc, rows, ok, err := w.groupRows(value, loc)
+		if before && eval.Exhausted(err) {
+			w.stop(append(prefix, modeGroup), 0)
+			return false, nil
+		}
+		if err != nil {
+			return false, queryError(err)
+		}
+		w.visited = true
+		if ok && len(rows) > 0 {
+			members = append(members, w.member(doc, loc, rows))
+		}
+		if err := w.sortBound(len(members)); err != nil {
+			return false, err
+		}
+	}
+	return w.sorted(members, from, at.skip, prefix)
+}
+
+// sortBound refuses a group of more documents than the page may sort.
+func (w *orderStream) sortBound(n int) error {
+	if n > w.rows.Budget().SortRows() {
+		return queryError(eval.ErrSort)
+	}
+	return nil
+}
+
+// sorted sorts the members of a group and streams their rows from the
+// first that sorts at or after at (nil: the start), skipping skip rows of
+// a member at it; prefix begins the positions it stops at.
+func (w *orderStream) sorted(members []sortMember, at *sortKey, skip int, prefix []byte) (bool, error) {
+	slices.SortFunc(members, func(a, b sortMember) int { return w.compareSort(a.sortKey, b.sortKey) })
+	i := 0
+	if at != nil {
+		i, _ = slices.BinarySearchFunc(members, *at, func(m sortMember, k sortKey) int { return w.compareSort(m.sortKey, k) })
+	}
+	stop := func(m sortMember, skip int) {
+		p := append(bytes.Clone(prefix), modeKeys)
+		w.stop(appendSortKey(p, m.sortKey), skip)
+	}
+	for _, m := range members[i:] {
+		first := 0
+		if at != nil && w.compareSort(m.sortKey, *at) == 0 {
+			first = skip
+		}
+		for j := first; j < len(m.rows); j++ {
+			if w.full() {
+				stop(m, j)
+				return false, nil
+			}
+			w.add(m.rows[j])
+		}
+	}
+	return true, nil
+}
+
+// firstGroup counts, up to limit, the entries of the first group the
+// stream o over several keys walks: the planner's measure of what a page
+// reads besides its rows.
+func firstGroup(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, o *plan.Ordered, limit int64, st *readStats) (int64, error) {
+	prefix := appendIndexPath(indexPrefix(c), o.Path)
+	lo, hi := pathBounds(prefix, plan.Predicates(q, params), o.Path)
+	it, err := r.NewIter(storage.IterParams{Lower: lo, Upper: hi, Reverse: q.OrderBy[0].Desc})
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	var value []byte
+	n := int64(0)
+	for ok := it.First(); ok && n < limit; ok = it.Next() {
+		st.entries++
+		k := it.Key()
+		loc, ok := entryLoc(k, len(prefix))
+		if !ok {
+			continue
+		}
+		v := k[len(prefix) : len(k)-len(loc)]
+		if value == nil {
+			value = bytes.Clone(v)
+		} else if !bytes.Equal(v, value) {
+			break
+		}
+		n++
+	}
+	return n, it.Err()
+}
