@@ -93,24 +93,24 @@ func withoutOrder(q *ast.Query, params map[string]document.Value, now time.Time,
 
 // orderStream is one page of an ordered stream.
 type orderStream struct {
-	r      storage.Reader
-	c      *containerRecord
-	s      *itemScope
-	now    time.Time
-	st     *readStats
-	rows   *eval.Program
-	o      *plan.Ordered
-	desc   bool
+	r    storage.Reader
+	c    *containerRecord
+	s    *itemScope
+	now  time.Time
+	st   *readStats
+	rows *eval.Program
+	o    *plan.Ordered
+	desc bool
 	// keys are the ORDER BY keys when there are several (orderkeys.go);
 	// tiesDesc orders equal keys backwards, when any key is descending.
 	keys     []plan.OrderKey
 	tiesDesc bool
-	prefix []byte // the path's entries
-	lo, hi []byte // the walk's bounds, narrowed by the WHERE clause's terms
-	next   cursor
-	limit  int
-	page   *FeedPage
-	size   int
+	prefix   []byte // the path's entries
+	lo, hi   []byte // the walk's bounds, narrowed by the WHERE clause's terms
+	next     cursor
+	limit    int
+	page     *FeedPage
+	size     int
 	// visited is set once the page has read a document through: from
 	// then on, a budget that runs out ends the page early at the document
 	// it is reading (cutShort) rather than failing it.
