@@ -277,3 +277,48 @@ func TestOrderByResumeFilterSeveralKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestOrderedStreamGroupBound refuses, as the in-memory sort is refused, an
+// ORDER BY on several keys whose group of equal first values holds more
+// documents than the sort bound, and serves one whose groups fit.
+func TestOrderedStreamGroupBound(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},
+		"indexingPolicy":{"includedPaths":[{"path":"/*"}],"compositeIndexes":[[{"path":"/a"},{"path":"/b"}],[{"path":"/b"},{"path":"/a"}]]}}`)
+	be.e.maxSort = 8
+	var docs []string
+	for i := 0; i < 200; i++ {
+		docs = append(docs, fmt.Sprintf(`{"id":"d%03d","pk":"p%d","a":%d,"b":%d}`, i, i%3, i%10, i))
+	}
+	be.seed(t, docs...)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		query string
+		fails bool
+	}{
+		{"SELECT VALUE c.id FROM c WHERE c.a >= 0 ORDER BY c.a, c.b", true}, // groups of 20
+		{"SELECT VALUE c.id FROM c WHERE c.b >= 0 ORDER BY c.b, c.a", false},
+	} {
+		p := QueryParams{ItemRef: batchRef(""), Query: tc.query, MaxItemCount: 5, RangeID: "0"}
+		n := 0
+		var err error
+		for {
+			var page *FeedPage
+			if page, err = be.e.QueryItems(ctx, p); err != nil {
+				break
+			}
+			if page.Plan != nil && page.Plan.Chosen.Access != plan.OrderedStream {
+				t.Fatalf("%s: chose %s", tc.query, page.Plan.Explain())
+			}
+			n += len(page.Items)
+			if p.Continuation = page.Continuation; p.Continuation == "" {
+				break
+			}
+		}
+		switch {
+		case tc.fails && (err == nil || !strings.Contains(err.Error(), "SC3006")):
+			t.Errorf("%s: got %v, want SC3006", tc.query, err)
+		case !tc.fails && (err != nil || n != len(docs)):
+			t.Errorf("%s: %d rows, %v", tc.query, n, err)
+		}
+	}
+}
