@@ -413,3 +413,14 @@ func TestAADTokensFollowTheMode(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreSizesAreChecked refuses cache and memtable sizes the store
+// cannot take, and opens a store with small ones.
+func TestStoreSizesAreChecked(t *testing.T) {
+	for _, c := range []Config{{CacheSize: -1}, {MemTableSize: -1}, {MemTableSize: 4 << 30}} {
+		if err := c.Validate(); err == nil {
+			t.Errorf("%+v accepted", c)
+		}
+	}
+	startServer(t, Config{Addr: "127.0.0.1:0", DataDir: t.TempDir(), CacheSize: 8 << 20, MemTableSize: 4 << 20})
+}

@@ -73,6 +73,9 @@ type Config struct {
 	// a write that would eat into it is answered 507 (0: the store's
 	// default; negative: no check).
 	DiskReserve int64
+	// CacheSize and MemTableSize size the Pebble store's block cache and
+	// its memtables in bytes; 0 means the store's defaults.
+	CacheSize, MemTableSize int64
 	// EraseDeadline is how long after an item expires its bytes may stay
 	// in the store's files (ttl.md B4), for containers that do not set
 	// their own (default ttl.DefaultEraseDeadline).
@@ -167,6 +170,12 @@ func (c *Config) Validate() error {
 	if c.Partitions > 64 {
 		return errors.New("--partitions must be between 1 and 64")
 	}
+	if c.CacheSize < 0 || c.CacheSize > 1<<40 {
+		return errors.New("--cache-mib must be between 0 (the default) and 1048576")
+	}
+	if c.MemTableSize < 0 || c.MemTableSize >= 4<<30 {
+		return errors.New("--memtable-mib must be between 0 (the default) and 4095")
+	}
 	if (c.CertFile == "") != (c.KeyFile == "") {
 		return errors.New("--cert and --cert-key must be given together")
 	}
@@ -233,7 +242,8 @@ func New(cfg Config) (*Server, error) {
 		s.pg = st
 	}
 	if s.store == nil {
-		opts := pebblestore.Options{InMemory: cfg.InMemory, Logger: cfg.Logger, Filter: storeFilter, Reserve: cfg.DiskReserve}
+		opts := pebblestore.Options{InMemory: cfg.InMemory, Logger: cfg.Logger, Filter: storeFilter, Reserve: cfg.DiskReserve,
+			CacheSize: cfg.CacheSize, MemTableSize: uint64(max(cfg.MemTableSize, 0))}
 		if !cfg.InMemory {
 			opts.Dir = filepath.Join(cfg.DataDir, "store")
 		}
