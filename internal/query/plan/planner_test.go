@@ -66,6 +66,9 @@ func TestChoose(t *testing.T) {
 		{"two wide terms intersect", Input{Scope: all, Terms: []Term{term, other}, Entries: []int64{100_000, 100_000}}, Intersect},
 		{"TOP 10 walks the order", Input{Scope: all, Ordered: &Ordered{Path: []string{"n"}, Want: 10, Term: -1}, WalkEntries: 1_000_000}, OrderedWalk},
 		{"TOP 10 in a small partition scans it", Input{Scope: partition, Ordered: &Ordered{Path: []string{"n"}, Want: 10, Term: -1}, WalkEntries: 1_000_000}, Scan},
+		{"a page streams the order", Input{Scope: all, Stream: &Ordered{Path: []string{"n"}, Want: 100, Term: -1}, WalkEntries: 1_000_000}, OrderedStream},
+		{"a page over several keys streams small groups", Input{Scope: all, Stream: &Ordered{Path: []string{"n"}, Want: 100, Term: -1, Group: 1_000}, WalkEntries: 1_000_000}, OrderedStream},
+		{"a page over several keys scans rather than read half the container", Input{Scope: all, Stream: &Ordered{Path: []string{"n"}, Want: 100, Term: -1, Group: 500_000}, WalkEntries: 1_000_000}, Scan},
 	}
 	if p := PointPlan(ScopePartition, []Term{term}); p.Chosen.Access != PointRead || len(p.Considered) != 1 || p.Explain() == "" {
 		t.Errorf("PointPlan chose %v of %d paths", p.Chosen.Access, len(p.Considered))
