@@ -130,13 +130,8 @@ func TestOrderByResumeFilter(t *testing.T) {
 	rewritten := func(filter string) string {
 		return `SELECT c._rid, [{"item": c.n}] AS orderByItems, c AS payload FROM c WHERE (` + filter + `) ORDER BY c.n`
 	}
-	type row struct {
-		rid string
-		n   int64
-		raw string
-	}
-	drain := func(p QueryParams) ([]row, []string, []int, plan.Access) {
-		var rows []row
+	drain := func(p QueryParams) ([]resumeRow, []string, []int, plan.Access) {
+		var rows []resumeRow
 		var tokens []string // the token before each page
 		var starts []int    // the row each page starts at
 		access := plan.Scan
@@ -151,7 +146,7 @@ func TestOrderByResumeFilter(t *testing.T) {
 			tokens, starts = append(tokens, p.Continuation), append(starts, len(rows))
 			for _, it := range page.Items {
 				v := batchJSON(t, string(it))
-				rows = append(rows, row{v.Get("_rid").Str(), v.Get("orderByItems").Index(0).Get("item").Int(), string(it)})
+				rows = append(rows, resumeRow{v.Get("_rid").Str(), []int64{v.Get("orderByItems").Index(0).Get("item").Int()}, string(it)})
 			}
 			if page.Continuation == "" || pages > 100 {
 				return rows, tokens, starts, access
@@ -176,24 +171,11 @@ func TestOrderByResumeFilter(t *testing.T) {
 				}
 				last := all[starts[k]-1] // the last row the client returned
 				q := p
-				q.Query = rewritten(fmt.Sprintf("c.n >= %d", last.n))
+				q.Query = rewritten(fmt.Sprintf("c.n >= %d", last.keys[0]))
 				q.Continuation = tokens[k-back]
 				rest, _, _, _ := drain(q)
-				var got []string
-				for _, r := range rest {
-					// the client's filter: rows at the resume value up to
-					// the resume row came already
-					if r.n == last.n && slices.ContainsFunc(all[:starts[k]], func(a row) bool { return a.rid == r.rid }) {
-						continue
-					}
-					got = append(got, r.raw)
-				}
-				var want []string
-				for _, r := range all[starts[k]:] {
-					want = append(want, r.raw)
-				}
-				if !slices.Equal(got, want) {
-					t.Errorf("scope %v, resumed after page %d with the token %d back:\n got  %s\n want %s", sc, k, back, strings.Join(got, " "), strings.Join(want, " "))
+				if d := resumeProblem(all, starts[k], rest); d != "" {
+					t.Errorf("scope %v, resumed after page %d with the token %d back:%s", sc, k, back, d)
 				}
 			}
 		}
@@ -216,13 +198,8 @@ func TestOrderByResumeFilterSeveralKeys(t *testing.T) {
 	rewritten := func(filter string) string {
 		return `SELECT c._rid, [{"item": c.n}, {"item": c.m}] AS orderByItems, c AS payload FROM c WHERE (` + filter + `) ORDER BY c.n, c.m DESC`
 	}
-	type row struct {
-		rid  string
-		n, m int64
-		raw  string
-	}
-	drain := func(p QueryParams) ([]row, []string, []int) {
-		var rows []row
+	drain := func(p QueryParams) ([]resumeRow, []string, []int) {
+		var rows []resumeRow
 		var tokens []string
 		var starts []int
 		for pages := 0; ; pages++ {
@@ -237,7 +214,7 @@ func TestOrderByResumeFilterSeveralKeys(t *testing.T) {
 			for _, it := range page.Items {
 				v := batchJSON(t, string(it))
 				items := v.Get("orderByItems")
-				rows = append(rows, row{v.Get("_rid").Str(), items.Index(0).Get("item").Int(), items.Index(1).Get("item").Int(), string(it)})
+				rows = append(rows, resumeRow{v.Get("_rid").Str(), []int64{items.Index(0).Get("item").Int(), items.Index(1).Get("item").Int()}, string(it)})
 			}
 			if page.Continuation == "" || pages > 100 {
 				return rows, tokens, starts
@@ -257,22 +234,11 @@ func TestOrderByResumeFilterSeveralKeys(t *testing.T) {
 			}
 			last := all[starts[k]-1]
 			q := p
-			q.Query = rewritten(fmt.Sprintf("c.n > %d OR (c.n = %d AND c.m <= %d)", last.n, last.n, last.m))
+			q.Query = rewritten(fmt.Sprintf("c.n > %d OR (c.n = %d AND c.m <= %d)", last.keys[0], last.keys[0], last.keys[1]))
 			q.Continuation = tokens[k-back]
 			rest, _, _ := drain(q)
-			var got []string
-			for _, r := range rest {
-				if r.n == last.n && r.m == last.m && slices.ContainsFunc(all[:starts[k]], func(a row) bool { return a.rid == r.rid }) {
-					continue
-				}
-				got = append(got, r.raw)
-			}
-			var want []string
-			for _, r := range all[starts[k]:] {
-				want = append(want, r.raw)
-			}
-			if !slices.Equal(got, want) {
-				t.Errorf("resumed after page %d with the token %d back:\n got  %s\n want %s", k, back, strings.Join(got, " "), strings.Join(want, " "))
+			if d := resumeProblem(all, starts[k], rest); d != "" {
+				t.Errorf("resumed after page %d with the token %d back:%s", k, back, d)
 			}
 		}
 	}
@@ -321,4 +287,33 @@ func TestOrderedStreamGroupBound(t *testing.T) {
 			t.Errorf("%s: %d rows, %v", tc.query, n, err)
 		}
 	}
+}
+
+// resumeRow is a row of a rewritten ORDER BY: its _rid, its ORDER BY
+// values, and its text.
+type resumeRow struct {
+	rid  string
+	keys []int64
+	raw  string
+}
+
+// resumeProblem checks the rows rest of a query resumed after all[:start]
+// were returned: once the client drops the rows tied with the last one
+// returned that it returned already (by _rid), they must be all[start:].
+func resumeProblem(all []resumeRow, start int, rest []resumeRow) string {
+	last := all[start-1]
+	var got, want []string
+	for _, r := range rest {
+		if slices.Equal(r.keys, last.keys) && slices.ContainsFunc(all[:start], func(a resumeRow) bool { return a.rid == r.rid }) {
+			continue
+		}
+		got = append(got, r.raw)
+	}
+	for _, r := range all[start:] {
+		want = append(want, r.raw)
+	}
+	if slices.Equal(got, want) {
+		return ""
+	}
+	return fmt.Sprintf("\n got  %s\n want %s", strings.Join(got, " "), strings.Join(want, " "))
 }
