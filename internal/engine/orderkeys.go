@@ -144,7 +144,7 @@ func (w *orderStream) undefinedSorted(pos []byte, skip int) (bool, error) {
 	var members []sortMember
 	cut := false
 	err := scanSource(w.r, w.c, w.s, w.st)(nil, func(_, loc []byte, rec *itemRecord) (bool, error) {
-		doc, rows, ok, err := w.docRows(loc, rec)
+		doc, rows, ok, err := w.docRows(loc, rec, w.undefinedKey)
 		if before && eval.Exhausted(err) {
 			cut = true
 			return false, nil
@@ -153,7 +153,7 @@ func (w *orderStream) undefinedSorted(pos []byte, skip int) (bool, error) {
 			return false, queryError(err)
 		}
 		w.visited = true
-		if ok && len(rows) > 0 && !doc.At(w.o.Path).IsDefined() {
+		if ok && len(rows) > 0 {
 			members = append(members, w.member(doc, loc, rows))
 		}
 		return true, w.sortBound(len(members))

@@ -194,10 +194,11 @@ func (w *orderStream) stop(pos []byte, skip int) {
 	w.page.Continuation = w.next.String()
 }
 
-// docRows reads the record at loc and returns its document and rows, or
-// ok false when the item is gone, expired or outside the scope. Its
+// docRows returns the document of the record at loc and its rows, or ok
+// false when the item is expired, outside the scope, or its document is
+// not one keep takes (checked before the query is evaluated on it). Its
 // evaluation errors are the evaluator's own (see cutShort).
-func (w *orderStream) docRows(loc []byte, rec *itemRecord) (document.Value, []document.Value, bool, error) {
+func (w *orderStream) docRows(loc []byte, rec *itemRecord, keep func(document.Value) bool) (document.Value, []document.Value, bool, error) {
 	if err := w.rows.Budget().Spend(1); err != nil {
 		return document.Undef, nil, false, err
 	}
@@ -205,7 +206,7 @@ func (w *orderStream) docRows(loc []byte, rec *itemRecord) (document.Value, []do
 		return document.Undef, nil, false, nil
 	}
 	doc, err := document.Parse(rec.json)
-	if err != nil {
+	if err != nil || !keep(doc) {
 		return document.Undef, nil, false, err
 	}
 	rows, err := w.rows.Rows(doc, docMeta(loc))
@@ -232,14 +233,14 @@ func (w *orderStream) undefined(from []byte, skip int) (bool, error) {
 		if from != nil && bytes.Equal(pos, from) {
 			first = skip
 		}
-		doc, rows, ok, err := w.docRows(loc, rec)
+		_, rows, ok, err := w.docRows(loc, rec, w.undefinedKey)
 		if w.cutShort(err) {
 			w.stop(append([]byte{phaseUndefined}, pos...), first)
 			filled = true
 			return false, nil
 		}
 		w.visited = true
-		if err != nil || !ok || doc.At(w.o.Path).IsDefined() {
+		if err != nil || !ok {
 			return err == nil, queryError(err)
 		}
 		for i := first; i < len(rows); i++ {
@@ -455,12 +456,12 @@ func (w *orderStream) groupRows(value, loc []byte) (document.Value, []document.V
 	if err != nil || !ok {
 		return document.Undef, nil, false, err
 	}
-	doc, rows, ok, err := w.docRows(loc, &rec)
-	if err != nil || !ok || !encodes(doc.At(w.o.Path), value) {
-		return document.Undef, nil, false, err
-	}
-	return doc, rows, true, nil
+	return w.docRows(loc, &rec, func(doc document.Value) bool { return encodes(doc.At(w.o.Path), value) })
 }
+
+// undefinedKey reports whether doc lacks the first ORDER BY property: the
+// documents the scan phase streams.
+func (w *orderStream) undefinedKey(doc document.Value) bool { return !doc.At(w.o.Path).IsDefined() }
 
 // encodes reports whether the index keeps v under the encoded value.
 func encodes(v document.Value, value []byte) bool {
