@@ -1,6 +1,12 @@
 package pebblestore
 
-import "github.com/mayfly-db/mayfly/internal/memory"
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/mayfly-db/mayfly/internal/clock"
+	"github.com/mayfly-db/mayfly/internal/memory"
+)
 
 // Block cache bounds. The cache is filled as blocks are read, so a large
 // bound costs nothing until the data is there to fill it.
@@ -14,4 +20,31 @@ const (
 // that keeps evicting costs more CPU than the reads it serves.
 func defaultCacheSize() int64 {
 	return min(max(memory.Available()/8, minCacheSize), maxCacheSize)
+}
+
+// memTableCharge is what Pebble charges its memtables to the block cache:
+// each memtable's full size while it is in use, the mutable one and the
+// one it keeps for reuse after a flush. Without adding it to the cache's
+// size, a cache no larger than two memtables kept no blocks at all: every
+// read went to the files and decompressed its blocks again.
+func memTableCharge(memTableSize uint64) int64 {
+	return 2 * int64(memTableSize)
+}
+
+// releaseSoon returns a function that calls release once, delay on c
+// after the first of a burst of calls. Flushes, compactions and deleted
+// tables free the store's buffers and evicted blocks in bursts; between
+// them the freed pages are reused where they are.
+func releaseSoon(c clock.Clock, delay time.Duration, release func()) func() {
+	var pending atomic.Bool
+	return func() {
+		if pending.CompareAndSwap(false, true) {
+			due := c.After(delay)
+			go func() {
+				<-due
+				pending.Store(false)
+				release()
+			}()
+		}
+	}
 }

@@ -52,6 +52,7 @@ import (
 	"github.com/cockroachdb/pebble/vfs"
 
 	"github.com/mayfly-db/mayfly/internal/clock"
+	"github.com/mayfly-db/mayfly/internal/memory"
 	"github.com/mayfly-db/mayfly/internal/storage"
 )
 
@@ -81,7 +82,9 @@ type Options struct {
 	Logger *slog.Logger
 
 	// CacheSize is the block cache size in bytes; 0 means an eighth of the
-	// memory available to the process, between 64 MiB and 8 GiB.
+	// memory available to the process, between 64 MiB and 8 GiB. The
+	// blocks get all of it: Pebble also charges its memtables to the
+	// cache, so the cache is made larger by what they take.
 	CacheSize int64
 
 	// MemTableSize is the size of one memtable in bytes; 0 means
@@ -171,12 +174,18 @@ func Open(opts Options) (*Store, error) {
 		memTableSize = DefaultMemTableSize
 	}
 
-	cache := pebble.NewCache(cacheSize)
+	cache := pebble.NewCache(cacheSize + memTableCharge(memTableSize))
 	defer cache.Unref() // Pebble holds its own reference while open.
 
 	manifests := new(atomic.Int64)
 	listener := eventListener(log)
 	listener.ManifestCreated = func(pebble.ManifestCreateInfo) { manifests.Add(1) }
+	// The C allocator keeps the pages of what the store frees unless told
+	// to return them (memory.ReleaseFreed).
+	release := releaseSoon(clock.Real{}, time.Second, memory.ReleaseFreed)
+	listener.FlushEnd = func(pebble.FlushInfo) { release() }
+	listener.CompactionEnd = func(pebble.CompactionInfo) { release() }
+	listener.TableDeleted = func(pebble.TableDeleteInfo) { release() }
 	po := &pebble.Options{
 		Cache:                       cache,
 		MemTableSize:                memTableSize,

@@ -1,0 +1,93 @@
+package pebblestore
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/mayfly-db/mayfly/internal/clock"
+	"github.com/mayfly-db/mayfly/internal/storage"
+)
+
+// TestBlockCacheBesideMemtables writes enough to grow the memtables to
+// their full size, then reads flushed keys twice each: the second read of
+// each must find its block in the cache, though the cache asked for is
+// smaller than the memtables Pebble charges to it.
+func TestBlockCacheBesideMemtables(t *testing.T) {
+	s, err := Open(Options{Dir: t.TempDir(), CacheSize: 1 << 20, MemTableSize: 4 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	key := func(i int) []byte { return fmt.Appendf(nil, "k%05d", i) }
+	val := make([]byte, 1000)
+	const n = 12000 // 12 MB: several memtables, the last ones of full size
+	for i := 0; i < n; i += 1000 {
+		err := s.Update(ctx, func(tx storage.Txn) error {
+			for j := i; j < i+1000; j++ {
+				if err := tx.Set(key(j), val); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	before := s.db.Metrics().BlockCache
+	const reads = 100
+	err = s.View(ctx, func(r storage.Reader) error {
+		for i := 0; i < reads; i++ {
+			for range 2 {
+				if _, err := r.Get(key(i * (n / reads))); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := s.db.Metrics().BlockCache
+	if hits := after.Hits - before.Hits; hits < reads {
+		t.Errorf("%d block cache hits for %d keys read twice (misses %d, %d bytes cached), want at least one a key",
+			hits, reads, after.Misses-before.Misses, after.Size)
+	}
+}
+
+// TestReleaseSoonOncePerBurst checks that a burst of calls releases once,
+// after the delay, and that a call after the release starts a new one.
+func TestReleaseSoonOncePerBurst(t *testing.T) {
+	c := clock.NewManual(time.Unix(0, 0))
+	released := make(chan struct{}, 10)
+	kick := releaseSoon(c, time.Second, func() { released <- struct{}{} })
+	for round := 1; round <= 2; round++ {
+		for range 50 {
+			kick()
+		}
+		c.Advance(999 * time.Millisecond)
+		select {
+		case <-released:
+			t.Fatalf("round %d: released before the delay", round)
+		case <-time.After(20 * time.Millisecond):
+		}
+		c.Advance(time.Millisecond)
+		select {
+		case <-released:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: not released after the delay", round)
+		}
+		select {
+		case <-released:
+			t.Fatalf("round %d: released twice for one burst", round)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
