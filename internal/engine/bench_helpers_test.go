@@ -63,6 +63,31 @@ func benchSeconds(b *testing.B, name string, def time.Duration) time.Duration {
 	return time.Duration(f * float64(time.Second))
 }
 
+// benchPebbleOptions are the store's options for a benchmark on Pebble in
+// dir: the server's defaults, or the sizes MAYFLY_BENCH_CACHE_MIB and
+// MAYFLY_BENCH_MEMTABLE_MIB give, as the server's --cache-mib and
+// --memtable-mib do.
+func benchPebbleOptions(b testing.TB, dir string) pebblestore.Options {
+	b.Helper()
+	mib := func(name string) int64 {
+		s := os.Getenv(name)
+		if s == "" {
+			return 0
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 1 {
+			b.Fatalf("%s=%q: want a positive number of MiB", name, s)
+		}
+		return n << 20
+	}
+	return pebblestore.Options{
+		Dir:          dir,
+		Filter:       &pebblestore.KeyFilter{Name: IteratedOnlyRule, Skip: IteratedOnly},
+		CacheSize:    mib("MAYFLY_BENCH_CACHE_MIB"),
+		MemTableSize: uint64(mib("MAYFLY_BENCH_MEMTABLE_MIB")),
+	}
+}
+
 // benchStore is an engine over Pebble on disk, synced on commit as in
 // production, or, with MAYFLY_TEST_STORE=postgres, over PostgreSQL
 // (teststore).
@@ -85,7 +110,7 @@ func openBenchEngine(b testing.TB, clk clock.Clock, charges ChargeSink, defaultT
 	if teststore.Backend() == "postgres" {
 		s = teststore.Open(b)
 	} else {
-		ps, err := pebblestore.Open(pebblestore.Options{Dir: b.TempDir(), Filter: &pebblestore.KeyFilter{Name: IteratedOnlyRule, Skip: IteratedOnly}})
+		ps, err := pebblestore.Open(benchPebbleOptions(b, b.TempDir()))
 		if err != nil {
 			b.Fatalf("open store: %v", err)
 		}
@@ -111,7 +136,7 @@ func openBenchEngine(b testing.TB, clk clock.Clock, charges ChargeSink, defaultT
 // openBenchEngine made.
 func reopenBenchEngine(b testing.TB, dir string, clk clock.Clock) *benchStore {
 	b.Helper()
-	ps, err := pebblestore.Open(pebblestore.Options{Dir: dir, Filter: &pebblestore.KeyFilter{Name: IteratedOnlyRule, Skip: IteratedOnly}})
+	ps, err := pebblestore.Open(benchPebbleOptions(b, dir))
 	if err != nil {
 		b.Fatalf("open store: %v", err)
 	}
