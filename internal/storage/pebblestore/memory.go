@@ -22,11 +22,13 @@ func defaultCacheSize() int64 {
 	return min(max(memory.Available()/8, minCacheSize), maxCacheSize)
 }
 
-// memTableCharge is what Pebble charges its memtables to the block cache:
-// each memtable's full size while it is in use, the mutable one and the
-// one it keeps for reuse after a flush. Without adding it to the cache's
-// size, a cache no larger than two memtables kept no blocks at all: every
-// read went to the files and decompressed its blocks again.
+// memTableCharge is what Pebble charges its memtables to the block cache
+// in the steady state: each memtable it holds counts at its full size, and
+// it holds two, the mutable one and the one it keeps for reuse after a
+// flush (while flushes lag behind, more, and the blocks have less for that
+// time). Before this was added to the cache's size, a cache no larger than
+// two memtables kept no blocks at all: every read went to the files and
+// decompressed its blocks again.
 func memTableCharge(memTableSize uint64) int64 {
 	return 2 * int64(memTableSize)
 }
