@@ -12,7 +12,9 @@
 # Tunables (environment): BENCH_DURATION (per phase, default 10s),
 # BENCH_CONCURRENCY (default 16), BENCH_ITEMS (default 10000),
 # BENCH_PARTITIONS (partition key values, default 64), BENCH_ROUNDS
-# (default 3), BENCH_PHASES (default create,read,query,range).
+# (default 3), BENCH_PHASES (default create,read,query,range),
+# BENCH_MAYFLY_FLAGS (more flags for mayfly, e.g. "--memtable-mib 8
+# --cache-mib 16"; default none).
 # Results go to bin/bench/.
 set -euo pipefail
 
@@ -25,6 +27,7 @@ items=${BENCH_ITEMS:-10000}
 partitions=${BENCH_PARTITIONS:-64}
 rounds=${BENCH_ROUNDS:-3}
 phases=${BENCH_PHASES:-create,read,query,range}
+read -r -a mayfly_flags <<< "${BENCH_MAYFLY_FLAGS:-}"
 mayfly_port=8081
 floor_port=8082
 out=bin/bench
@@ -44,7 +47,7 @@ go build -o bin/ ./cmd/mayfly ./cmd/mayfly-floor ./cmd/mayfly-load
 say "start the floor on :${floor_port} and mayfly on :${mayfly_port} (data in ${data})"
 start_server "$out/floor.log" ./bin/mayfly-floor -addr ":${floor_port}" -range-rows $((items / partitions))
 floor_pid=$started_pid
-start_server "$out/mayfly.log" ./bin/mayfly --addr "localhost:${mayfly_port}" --data-dir "$data"
+start_server "$out/mayfly.log" ./bin/mayfly --addr "localhost:${mayfly_port}" --data-dir "$data" "${mayfly_flags[@]}"
 mayfly_pid=$started_pid
 wait_ready "https://localhost:${floor_port}/" "$floor_pid" "$out/floor.log" "$out/floor.pem"
 wait_ready "https://localhost:${mayfly_port}/" "$mayfly_pid" "$out/mayfly.log" "$out/mayfly.pem"
