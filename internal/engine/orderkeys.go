@@ -140,23 +140,13 @@ func (w *orderStream) undefinedSorted(pos []byte, skip int) (bool, error) {
 			return false, errBadContinuation
 		}
 	}
-	before := w.visited
-	var members []sortMember
+	g := w.newGather()
 	cut := false
 	err := scanSource(w.r, w.c, w.s, w.st)(nil, func(_, loc []byte, rec *itemRecord) (bool, error) {
 		doc, rows, ok, err := w.docRows(loc, rec, w.undefinedKey)
-		if before && eval.Exhausted(err) {
-			cut = true
-			return false, nil
-		}
-		if err != nil {
-			return false, queryError(err)
-		}
-		w.visited = true
-		if ok && len(rows) > 0 {
-			members = append(members, w.member(doc, loc, rows))
-		}
-		return true, w.sortBound(len(members))
+		var more bool
+		more, cut, err = g.add(doc, loc, rows, ok, err)
+		return more, err
 	})
 	if err != nil {
 		return false, err
@@ -165,7 +155,36 @@ func (w *orderStream) undefinedSorted(pos []byte, skip int) (bool, error) {
 		w.stop([]byte{phaseUndefined}, 0)
 		return false, nil
 	}
-	return w.sorted(members, at, skip, []byte{phaseUndefined})
+	return w.sorted(g.members, at, skip, []byte{phaseUndefined})
+}
+
+// gather collects the members of a group to sort, one document read at a
+// time.
+type gather struct {
+	w *orderStream
+	// before is whether the page had read something before the group:
+	// only then may the budget cut the page at the group's start.
+	before  bool
+	members []sortMember
+}
+
+func (w *orderStream) newGather() *gather { return &gather{w: w, before: w.visited} }
+
+// add takes the result of reading one document: whether to read on,
+// whether the budget ran out and the page ends before the group, or an
+// error (the group outgrew the sort bound, or the query failed).
+func (g *gather) add(doc document.Value, loc []byte, rows []document.Value, ok bool, err error) (more, cut bool, _ error) {
+	if g.before && eval.Exhausted(err) {
+		return false, true, nil
+	}
+	if err != nil {
+		return false, false, queryError(err)
+	}
+	g.w.visited = true
+	if ok && len(rows) > 0 {
+		g.members = append(g.members, g.w.member(doc, loc, rows))
+	}
+	return true, false, g.w.sortBound(len(g.members))
 }
 
 // sortedGroup streams the rows of the group of the encoded value, whose
@@ -179,26 +198,19 @@ func (w *orderStream) sortedGroup(value []byte, locs [][]byte, at walkResume) (b
 			return false, errBadContinuation
 		}
 	}
-	before := w.visited
-	var members []sortMember
+	g := w.newGather()
 	for _, loc := range locs {
 		doc, rows, ok, err := w.groupRows(value, loc)
-		if before && eval.Exhausted(err) {
+		_, cut, err := g.add(doc, loc, rows, ok, err)
+		if err != nil {
+			return false, err
+		}
+		if cut {
 			w.stop(append(prefix, modeGroup), 0)
 			return false, nil
 		}
-		if err != nil {
-			return false, queryError(err)
-		}
-		w.visited = true
-		if ok && len(rows) > 0 {
-			members = append(members, w.member(doc, loc, rows))
-		}
-		if err := w.sortBound(len(members)); err != nil {
-			return false, err
-		}
 	}
-	return w.sorted(members, from, at.skip, prefix)
+	return w.sorted(g.members, from, at.skip, prefix)
 }
 
 // sortBound refuses a group of more documents than the page may sort.
