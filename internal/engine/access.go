@@ -201,20 +201,8 @@ func scanItems(r storage.Reader, c *containerRecord, s *itemScope, from []byte, 
 // descending location order from from (inclusive; nil: the end).
 func scanItemsDir(r storage.Reader, c *containerRecord, s *itemScope, from []byte, reverse bool, st *readStats, fn func(loc []byte, rec *itemRecord) (bool, error)) error {
 	prefix := collPrefix(famItem, c.Rid)
-	lo := append(bytes.Clone(prefix), s.lo...)
-	hi := prefixEnd(prefix)
-	if s.hi != nil {
-		hi = append(bytes.Clone(prefix), s.hi...)
-	}
-	switch {
-	case from == nil:
-	case !reverse && bytes.Compare(from, s.lo) > 0:
-		lo = append(bytes.Clone(prefix), from...)
-	case reverse:
-		if k := append(append(bytes.Clone(prefix), from...), 0); bytes.Compare(k, hi) < 0 {
-			hi = k
-		}
-	}
+	lo, hi := scopeBounds(prefix, s)
+	lo, hi = resumeBounds(lo, hi, prefix, from, reverse)
 	return scanRangeDir(r, lo, hi, reverse, func(k, v []byte) (bool, error) {
 		st.records++
 		rec, err := decodeItemRecord(v)
@@ -223,6 +211,37 @@ func scanItemsDir(r storage.Reader, c *containerRecord, s *itemScope, from []byt
 		}
 		return fn(k[len(prefix):], &rec)
 	})
+}
+
+// scopeBounds is the span of keys under prefix that end in the locations
+// of scope s.
+func scopeBounds(prefix []byte, s *itemScope) ([]byte, []byte) {
+	lo, hi := append(bytes.Clone(prefix), s.lo...), prefixEnd(prefix)
+	if s.hi != nil {
+		hi = append(bytes.Clone(prefix), s.hi...)
+	}
+	return lo, hi
+}
+
+// resumeBounds narrows the span [lo, hi) of keys under prefix to where a
+// walk resumes at prefix+from (nil: the start): from there on, or with
+// reverse from there down, keys that extend it included (an entry may
+// hold more after its position).
+func resumeBounds(lo, hi, prefix, from []byte, reverse bool) ([]byte, []byte) {
+	if from == nil {
+		return lo, hi
+	}
+	k := append(bytes.Clone(prefix), from...)
+	if !reverse {
+		if bytes.Compare(k, lo) > 0 {
+			lo = k
+		}
+		return lo, hi
+	}
+	if k = prefixEnd(k); bytes.Compare(k, hi) < 0 {
+		hi = k
+	}
+	return lo, hi
 }
 
 // readItemAt reads the record at loc; ok is false when it is gone.
@@ -448,13 +467,7 @@ func scanSourceDir(r storage.Reader, c *containerRecord, s *itemScope, reverse b
 	}
 	return func(from []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
 		prefix := collPrefix(famByRid, c.Rid)
-		lo, hi := append(bytes.Clone(prefix), from...), prefixEnd(prefix)
-		if reverse {
-			lo = prefix
-			if from != nil {
-				hi = append(append(bytes.Clone(prefix), from...), 0)
-			}
-		}
+		lo, hi := resumeBounds(prefix, prefixEnd(prefix), prefix, from, reverse)
 		return scanRangeDir(r, lo, hi, reverse, func(k, v []byte) (bool, error) {
 			st.entries++
 			if !s.holds(v) {

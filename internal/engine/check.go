@@ -364,7 +364,7 @@ func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now time.T
 		if c.Index.Ready {
 			for seq, rec := range items {
 				for _, k := range entriesOf(seq) {
-					if !found[string(k)] {
+					if !found[string(k)] && !c.absentPending(k) {
 						report("item %q (seq %d) lacks its range index entry %x", rec.id, seq, k)
 					}
 				}

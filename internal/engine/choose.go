@@ -93,6 +93,11 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		}
 	}
 	if !prog.Streaming() {
+		if path, ok := undefinedPath(c, q, params); ok && !c.absentReady(path) {
+			// Until the path's absence entries are complete, the
+			// documents without it are found by a scan.
+			e.wantAbsent(c, path)
+		}
 		if o, ok := orderedShape(c, q, params, terms); ok {
 			in.Ordered, in.WalkEntries = o, size.ContainerItems
 		} else if o, ok := streamShape(c, q, params, terms, limit); ok {

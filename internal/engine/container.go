@@ -49,6 +49,9 @@ type indexState struct {
 	Version uint32 `json:"version"`
 	Ready   bool   `json:"ready"`
 	Cursor  []byte `json:"cursor,omitempty"`
+	// Absent lists the paths whose documents without them have entries
+	// of their own (absent.go).
+	Absent []absentPath `json:"absent,omitempty"`
 }
 
 type pkDefinition struct {
@@ -645,7 +648,7 @@ func (e *Engine) ReplaceContainer(ctx context.Context, db, coll string, body doc
 		if !document.Equal(old.Props.Get("indexingPolicy"), props.Get("indexingPolicy")) {
 			// A new policy starts a new index version, built in the
 			// background; queries scan until it is complete.
-			c.Index = indexState{Version: old.Index.Version + 1}
+			c.Index = indexState{Version: old.Index.Version + 1, Absent: rebuilt(old.Index.Absent)}
 			reindex = true
 		}
 		if _, derr := c.derive(); derr != nil {

@@ -90,6 +90,8 @@ type Engine struct {
 	// were last seen under: a hint for links addressed by rid (rids.go).
 	ridNames map[string]string
 	indexer  *Indexer
+	// absentWanted are the absence entries queries asked for (absent.go).
+	absentWanted map[string]absentWish
 	// purgedTo is, per expiry index (by key prefix), the highest entry key
 	// a committed purge took: where the next purge starts (purge.go).
 	purgedTo map[string][]byte
@@ -381,7 +383,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("engine: no store")
 	}
-	e := &Engine{store: cfg.Store, clock: cfg.Clock, maxItem: cfg.MaxItemSize, charges: cfg.Charges, cache: map[string]cachedContainer{}, locks: map[containerName]*settingLock{}, dbCache: map[string]cachedDatabase{}, dbRids: map[string][]byte{}, ridNames: map[string]string{}}
+	e := &Engine{store: cfg.Store, clock: cfg.Clock, maxItem: cfg.MaxItemSize, charges: cfg.Charges, cache: map[string]cachedContainer{}, locks: map[containerName]*settingLock{}, dbCache: map[string]cachedDatabase{}, dbRids: map[string][]byte{}, absentWanted: map[string]absentWish{}, ridNames: map[string]string{}}
 	if e.clock == nil {
 		e.clock = clock.Real{}
 	}

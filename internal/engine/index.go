@@ -272,6 +272,7 @@ func indexEntries(c *containerRecord, doc document.Value, loc []byte) [][]byte {
 		}
 	}
 	walk(doc)
+	out = append(out, absentEntries(c, prefix, doc, loc)...)
 	for i := range c.index.composites {
 		if k, ok := compositeEntry(prefix, &c.index.composites[i], doc, loc); ok {
 			out = append(out, k)

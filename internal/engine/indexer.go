@@ -106,13 +106,20 @@ func (x *Indexer) Pass(ctx context.Context) (bool, error) {
 	if err := x.e.cleanupPass(ctx); err != nil {
 		return false, err
 	}
+	if err := x.e.listAbsent(ctx); err != nil {
+		return false, err
+	}
 	pending, err := x.e.buildWork(ctx)
 	if err != nil {
 		return false, err
 	}
 	more := false
 	for _, c := range pending {
-		m, err := x.e.buildIndexBatch(ctx, c.DBID, c.ID, x.batch)
+		build := x.e.buildIndexBatch
+		if c.Index.Ready {
+			build = x.e.buildAbsentBatch
+		}
+		m, err := build(ctx, c.DBID, c.ID, x.batch)
 		if err != nil && !isNotFound(err) {
 			return false, err
 		}
@@ -176,7 +183,7 @@ func (e *Engine) buildIndexBatch(ctx context.Context, db, coll string, n int) (b
 		if more {
 			next.Index.Cursor = append(last, 0) // just after last
 		} else {
-			next.Index = indexState{Version: c.Index.Version, Ready: true}
+			next.Index = indexState{Version: c.Index.Version, Ready: true, Absent: c.Index.Absent}
 			stale = c
 			// Entries of older versions are unreachable now; their
 			// bytes go once this commits (cleanup.go).

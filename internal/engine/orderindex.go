@@ -23,8 +23,9 @@ import (
 // container. It reports false when the query has another shape.
 //
 // Documents without the property are not in the index. Ascending, they
-// would sort first, so the walk is used ascending only when the WHERE
-// clause filters on the ORDER BY path itself (which makes it defined).
+// sort first, so the walk is used ascending only when the WHERE clause
+// filters on the ORDER BY path itself (which makes it defined) or the
+// path's absence entries (absent.go) find them.
 func orderedShape(c *containerRecord, q *ast.Query, params map[string]document.Value, terms []plan.Term) (*plan.Ordered, bool) {
 	if !c.Index.Ready || c.index.none || len(q.OrderBy) != 1 || len(q.GroupBy) > 0 || q.Select.Distinct || gatewayplan.HasAggregates(q) || len(q.Joins) > 0 {
 		return nil, false
@@ -46,10 +47,12 @@ func orderedShape(c *containerRecord, q *ast.Query, params map[string]document.V
 	}
 	// A term on the ORDER BY path makes the property defined in every row,
 	// so every candidate is in the index.
-	if !q.OrderBy[0].Desc && !filtersOn(q, params, path) {
+	undefined := !filtersOn(q, params, path)
+	absent := undefined && c.absentReady(path)
+	if !q.OrderBy[0].Desc && undefined && !absent {
 		return nil, false
 	}
-	o := &plan.Ordered{Path: path, Want: int64(want), Term: -1}
+	o := &plan.Ordered{Path: path, Want: int64(want), Term: -1, Undefined: undefined, Absent: absent}
 	for i, t := range terms {
 		if slices.Equal(t.Path, path) {
 			o.Term = i
@@ -60,9 +63,11 @@ func orderedShape(c *containerRecord, q *ast.Query, params map[string]document.V
 
 // orderedItems walks the index of the ORDER BY path o.Path in the query's
 // order and returns the documents that pass the WHERE clause, until it has
-// o.Want of them. It reports false when too few
-// documents have the property: the rest of the answer is documents
-// without it, which only a scan finds.
+// o.Want of them. The documents without the property come from the
+// path's absence entries when o.Absent: first ascending, after the walk
+// descending. Without them it reports false when too few documents have
+// the property: the rest of the answer is documents without it, which
+// only a scan finds.
 func orderedItems(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, o *plan.Ordered, s *itemScope, now time.Time, st *readStats) ([]foundItem, bool, error) {
 	filter, err := whereOnly(q, params, now, st)
 	if err != nil {
@@ -78,7 +83,17 @@ func orderedItems(r storage.Reader, c *containerRecord, q *ast.Query, params map
 	}
 	defer it.Close()
 	var found []foundItem
-	scalars := int64(0) // documents met through scalar entries
+	// scalars counts the documents taken toward o.Want: those met through
+	// scalar entries, after (ascending) those without the property.
+	scalars := int64(0)
+	if o.Absent && !desc {
+		if found, err = absentItems(r, c, s, o, filter, now, st, false, o.Want); err != nil {
+			return nil, false, err
+		}
+		if scalars = int64(len(found)); scalars >= o.Want {
+			return found, true, nil
+		}
+	}
 	// boundary is the value of the want-th scalar when the index keeps
 	// values the evaluator tells apart under it (integers of magnitude
 	// 2^53 or more share a double): the walk then reads that value's
@@ -131,9 +146,45 @@ func orderedItems(r storage.Reader, c *containerRecord, q *ast.Query, params map
 		return nil, false, err
 	}
 	if scalars < o.Want && !defined {
-		return nil, false, nil
+		if !o.Absent {
+			return nil, false, nil
+		}
+		if desc {
+			last, err := absentItems(r, c, s, o, filter, now, st, true, o.Want-scalars)
+			if err != nil {
+				return nil, false, err
+			}
+			found = append(found, last...)
+		}
 	}
 	return found, true, nil
+}
+
+// absentItems reads, through the absence entries of o.Path, up to want
+// documents of the scope without the property that pass the WHERE
+// clause, in scan order (backwards with reverse: the evaluator orders
+// ties backwards for a descending key).
+func absentItems(r storage.Reader, c *containerRecord, s *itemScope, o *plan.Ordered, filter *eval.Program, now time.Time, st *readStats, reverse bool, want int64) ([]foundItem, error) {
+	var found []foundItem
+	err := absentSource(r, c, s, o.Path, reverse, st)(nil, func(_, loc []byte, rec *itemRecord) (bool, error) {
+		if c.expired(rec, now) || !s.keeps(rec) {
+			return true, nil
+		}
+		doc, err := document.Parse(rec.json)
+		if err != nil {
+			return false, err
+		}
+		if doc.At(o.Path).IsDefined() {
+			return true, nil
+		}
+		if rows, err := filter.Rows(doc, docMeta(loc)); err != nil || len(rows) == 0 {
+			return true, nil
+		}
+		rec.detach()
+		found = append(found, foundItem{loc: loc, rec: *rec})
+		return int64(len(found)) < want, nil
+	})
+	return found, err
 }
 
 // foundItem is an item an access path has read already.

@@ -142,7 +142,7 @@ func (w *orderStream) undefinedSorted(pos []byte, skip int) (bool, error) {
 	}
 	g := w.newGather()
 	cut := false
-	err := scanSource(w.r, w.c, w.s, w.st)(nil, func(_, loc []byte, rec *itemRecord) (bool, error) {
+	err := w.undefinedSource(false)(nil, func(_, loc []byte, rec *itemRecord) (bool, error) {
 		doc, rows, ok, err := w.docRows(loc, rec, w.undefinedKey)
 		var more bool
 		more, cut, err = g.add(doc, loc, rows, ok, err)

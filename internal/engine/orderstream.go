@@ -75,6 +75,7 @@ func streamShape(c *containerRecord, q *ast.Query, params map[string]document.Va
 		return nil, false
 	}
 	o := &plan.Ordered{Path: path, Want: int64(want), Term: -1, Undefined: !filtersOn(q, params, path)}
+	o.Absent = o.Undefined && c.absentReady(path)
 	for i, t := range terms {
 		if slices.Equal(t.Path, path) {
 			o.Term = i
@@ -228,7 +229,7 @@ func (w *orderStream) cutShort(err error) bool {
 // from (nil: the start). It reports false when the page filled.
 func (w *orderStream) undefined(from []byte, skip int) (bool, error) {
 	filled := false
-	err := scanSourceDir(w.r, w.c, w.s, w.desc, w.st)(from, func(pos, loc []byte, rec *itemRecord) (bool, error) {
+	err := w.undefinedSource(w.desc)(from, func(pos, loc []byte, rec *itemRecord) (bool, error) {
 		first := 0
 		if from != nil && bytes.Equal(pos, from) {
 			first = skip
@@ -457,6 +458,17 @@ func (w *orderStream) groupRows(value, loc []byte) (document.Value, []document.V
 		return document.Undef, nil, false, err
 	}
 	return w.docRows(loc, &rec, func(doc document.Value) bool { return encodes(doc.At(w.o.Path), value) })
+}
+
+// undefinedSource reads the scope's documents that may lack the first
+// ORDER BY property, in scan order (backwards with reverse): through the
+// path's absence entries when they are complete, the whole scope
+// otherwise.
+func (w *orderStream) undefinedSource(reverse bool) itemSource {
+	if w.o.Absent {
+		return absentSource(w.r, w.c, w.s, w.o.Path, reverse, w.st)
+	}
+	return scanSourceDir(w.r, w.c, w.s, reverse, w.st)
 }
 
 // undefinedKey reports whether doc lacks the first ORDER BY property: the

@@ -239,11 +239,15 @@ type Ordered struct {
 	// Term is the index into Input.Terms of the term on the ORDER BY
 	// path, or -1; the walk then reads only that term's spans.
 	Term int
-	// Undefined is set, for OrderedStream, when documents without the
-	// property may pass the filter: they are in no index entry, so a
-	// scan of the scope finds them (before the walk ascending, after it
-	// descending).
+	// Undefined is set when documents without the property may pass the
+	// filter: they are in no entry of the path, so a scan of the scope
+	// finds them (for OrderedStream: before the walk ascending, after it
+	// descending), unless Absent.
 	Undefined bool
+	// Absent is set with Undefined when the documents without the
+	// property have index entries of their own: they are read through
+	// those, not found by a scan.
+	Absent bool
 	// Group is, for an OrderedStream over several ORDER BY keys, how many
 	// entries the first group of equal first values holds (counted up to
 	// a bound): such a stream reads each group it touches whole, to sort
@@ -282,7 +286,10 @@ type Path struct {
 	// Scanned is the records read in key order besides (OrderedStream's
 	// share, per page, of the scan for documents without the property).
 	Scanned float64
-	Cost    float64
+	// Absent is set when an ordered path reads the documents without the
+	// property through their absence entries (Ordered.Absent).
+	Absent bool
+	Cost   float64
 }
 
 // Plan is the planner's choice and what it weighed.
@@ -317,7 +324,7 @@ func Choose(in Input) Plan {
 		// record.
 		total, sel := walkSpan(in, o)
 		entries := math.Min(total, float64(o.Want)/(frac*sel))
-		add(Path{Access: OrderedWalk, Terms: orderedTerms(o), Entries: entries, Records: entries * frac})
+		add(Path{Access: OrderedWalk, Terms: orderedTerms(o), Entries: entries, Records: entries * frac, Absent: o.Absent})
 	}
 	if o := in.Stream; o != nil && in.WalkEntries >= 0 {
 		// Every page walks on from where the last one stopped, so a page
@@ -329,8 +336,8 @@ func Choose(in Input) Plan {
 		total, sel := walkSpan(in, o)
 		entries := math.Min(total, float64(o.Want)/(frac*sel))
 		entries += float64(o.Group)
-		path := Path{Access: OrderedStream, Terms: orderedTerms(o), Entries: entries, Records: entries * frac}
-		if o.Undefined {
+		path := Path{Access: OrderedStream, Terms: orderedTerms(o), Entries: entries, Records: entries * frac, Absent: o.Absent}
+		if o.Undefined && !o.Absent {
 			pages := math.Max(1, total*frac*sel/float64(max(o.Want, 1)))
 			path.Scanned = float64(in.Scope.Items) / pages
 		}
@@ -462,6 +469,9 @@ func (p Plan) describe(c Path) string {
 		if t < len(p.terms) {
 			b.WriteString(" [" + p.terms[t].Label + "]")
 		}
+	}
+	if c.Absent {
+		b.WriteString(" absent")
 	}
 	if c.Entries > 0 {
 		fmt.Fprintf(&b, " entries=%.0f", c.Entries)

@@ -1,0 +1,309 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/query/ast"
+	"github.com/mayfly-db/mayfly/internal/query/gatewayplan"
+	"github.com/mayfly-db/mayfly/internal/query/plan"
+	"github.com/mayfly-db/mayfly/internal/storage"
+)
+
+// Entries for documents without a property. An ORDER BY returns the
+// documents without its first property too (first ascending, last
+// descending), and the range index has no entry for them: the property is
+// absent, and a wildcard policy cannot list what a document lacks. Found by
+// a scan, they made a page of an ORDER BY cost the whole scope once per
+// drain, and a TOP … ORDER BY ascending without a filter on the path cost
+// the whole scope every time.
+//
+// So the container keeps, for a few paths its ORDER BY queries ask about,
+// entries for the documents that lack the path:
+//
+//	'x' + collRid + version + 0x00 0x04 + path + loc              (location order)
+//	'x' + collRid + version + 0x00 0x05 + path + sequence + loc  (_rid order)
+//
+// one for each of the two scan orders (access.go scanSource): a logical
+// partition or a prefix reads its span of the first, a range or the whole
+// container walks the second. Like the composite marker (index.go), 0x00
+// 0x04 and 0x00 0x05 begin no path's encoding, and the entries share the
+// index version: rebuilt and dropped with it. indexEntries makes them, so
+// every write, delete, purge and rebuild keeps them as it keeps the rest.
+//
+// A path joins the list (indexState.Absent) when a query first needs it:
+// the query scans as before and asks the indexer, which adds the path to
+// the container record and then fills its entries for the items already
+// there, batch by batch from a cursor, as it builds a new index version.
+// Writers put the entries of a listed path from the moment it is listed, so
+// when the builder reaches the end every item has its entries and the path
+// is ready; until then queries scan. The list is bounded (maxAbsentPaths):
+// each listed path costs a write of two entries for every document
+// without it.
+var (
+	absentLocMarker = []byte{0, 4}
+	absentSeqMarker = []byte{0, 5}
+)
+
+// maxAbsentPaths bounds the paths a container keeps absence entries for.
+const maxAbsentPaths = 8
+
+// absentPath is a path listed for absence entries: ready once every item
+// has its entries, built from item location Cursor onwards until then.
+type absentPath struct {
+	Path   []string `json:"path"`
+	Ready  bool     `json:"ready,omitempty"`
+	Cursor []byte   `json:"cursor,omitempty"`
+}
+
+// absentPrefix is where the entries of path in one scan order (marker)
+// begin, under an index prefix.
+func absentPrefix(indexPrefix, marker []byte, path []string) []byte {
+	return appendIndexPath(append(bytes.Clone(indexPrefix), marker...), path)
+}
+
+// absentEntries are a document's absence entries: two for every listed
+// path it lacks.
+func absentEntries(c *containerRecord, prefix []byte, doc document.Value, loc []byte) [][]byte {
+	var out [][]byte
+	for _, a := range c.Index.Absent {
+		if doc.At(a.Path).IsDefined() || !c.index.indexes(a.Path) {
+			continue
+		}
+		out = append(out,
+			append(absentPrefix(prefix, absentLocMarker, a.Path), loc...),
+			append(append(absentPrefix(prefix, absentSeqMarker, a.Path), seqPos(loc)...), loc...))
+	}
+	return out
+}
+
+// absentReady reports whether every item without path has its absence
+// entries.
+func (c *containerRecord) absentReady(path []string) bool {
+	if !c.Index.Ready {
+		return false
+	}
+	i := c.absentIndex(path)
+	return i >= 0 && c.Index.Absent[i].Ready
+}
+
+func (c *containerRecord) absentIndex(path []string) int {
+	return slices.IndexFunc(c.Index.Absent, func(a absentPath) bool { return slices.Equal(a.Path, path) })
+}
+
+// absentPending reports whether index key k is an absence entry of a path
+// still being built: one an item may lack for now.
+func (c *containerRecord) absentPending(k []byte) bool {
+	prefix := indexPrefix(c)
+	for _, a := range c.Index.Absent {
+		if !a.Ready && (bytes.HasPrefix(k, absentPrefix(prefix, absentLocMarker, a.Path)) || bytes.HasPrefix(k, absentPrefix(prefix, absentSeqMarker, a.Path))) {
+			return true
+		}
+	}
+	return false
+}
+
+// building reports whether an absence list entry awaits its builder.
+func (s indexState) building() bool {
+	return slices.ContainsFunc(s.Absent, func(a absentPath) bool { return !a.Ready })
+}
+
+// rebuilt is the absence list under a new index version: every path is
+// ready as soon as the version is, since the version's builder writes
+// every entry indexEntries makes.
+func rebuilt(list []absentPath) []absentPath {
+	out := make([]absentPath, 0, len(list))
+	for _, a := range list {
+		out = append(out, absentPath{Path: a.Path, Ready: true})
+	}
+	return out
+}
+
+// absentSource reads the scope's items that lack path, in scan order (or
+// backwards with reverse), through their absence entries: as scanSourceDir
+// does, with the same positions, so a page may resume on either source.
+func absentSource(r storage.Reader, c *containerRecord, s *itemScope, path []string, reverse bool, st *readStats) itemSource {
+	if s.kind == plan.ScopePartition || s.kind == plan.ScopePrefix {
+		prefix := absentPrefix(indexPrefix(c), absentLocMarker, path)
+		return func(from []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
+			lo, hi := scopeBounds(prefix, s)
+			lo, hi = resumeBounds(lo, hi, prefix, from, reverse)
+			return scanRangeDir(r, lo, hi, reverse, func(k, _ []byte) (bool, error) {
+				return readAbsent(r, c, st, k[len(prefix):], k[len(prefix):], fn)
+			})
+		}
+	}
+	prefix := absentPrefix(indexPrefix(c), absentSeqMarker, path)
+	return func(from []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
+		lo, hi := resumeBounds(prefix, prefixEnd(prefix), prefix, from, reverse)
+		return scanRangeDir(r, lo, hi, reverse, func(k, _ []byte) (bool, error) {
+			rest := k[len(prefix):]
+			if len(rest) < 8 || !s.holds(rest[8:]) {
+				st.entries++
+				return true, nil
+			}
+			return readAbsent(r, c, st, rest[:8], rest[8:], fn)
+		})
+	}
+}
+
+// readAbsent reads the item at loc, named by an absence entry, and hands
+// it to fn at position pos.
+func readAbsent(r storage.Reader, c *containerRecord, st *readStats, pos, loc []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) (bool, error) {
+	st.entries++
+	pos, loc = bytes.Clone(pos), bytes.Clone(loc)
+	rec, ok, err := readItemAt(r, c, loc, st)
+	if err != nil || !ok {
+		return err == nil, err
+	}
+	return fn(pos, loc, &rec)
+}
+
+// undefinedPath returns the first ORDER BY path of q when an ordered path
+// (the TOP walk or the stream) may serve q, the index holds the path and
+// the WHERE clause has no term on it: documents without the property may
+// then be in the answer, which only a scan or absence entries find.
+func undefinedPath(c *containerRecord, q *ast.Query, params map[string]document.Value) ([]string, bool) {
+	if !c.Index.Ready || c.index.none || len(q.OrderBy) == 0 || len(q.GroupBy) > 0 || q.Select.Distinct ||
+		len(q.Joins) > 0 || gatewayplan.HasAggregates(q) {
+		return nil, false
+	}
+	path, ok := plan.DocPath(q, q.OrderBy[0].Expr)
+	if !ok || !c.index.indexes(path) || crossesArray(path) || filtersOn(q, params, path) {
+		return nil, false
+	}
+	return path, true
+}
+
+// wantAbsent asks the indexer to list path for absence entries in c. The
+// wishes are kept in memory, a bounded few: a wish lost to a restart or
+// the bound comes back with the next query that needs it.
+func (e *Engine) wantAbsent(c *containerRecord, path []string) {
+	if c.absentIndex(path) >= 0 || len(c.Index.Absent) >= maxAbsentPaths {
+		return
+	}
+	key := c.DBID + "\x00" + c.ID + "\x00" + strings.Join(path, "\x00")
+	e.mu.Lock()
+	if _, ok := e.absentWanted[key]; !ok && len(e.absentWanted) < 64 {
+		e.absentWanted[key] = absentWish{db: c.DBID, coll: c.ID, path: slices.Clone(path)}
+	}
+	e.mu.Unlock()
+	e.kickIndexer()
+}
+
+type absentWish struct {
+	db, coll string
+	path     []string
+}
+
+// listAbsent adds the paths queries asked for to their containers' lists.
+func (e *Engine) listAbsent(ctx context.Context) error {
+	e.mu.Lock()
+	wishes := make([]absentWish, 0, len(e.absentWanted))
+	for k, w := range e.absentWanted {
+		wishes = append(wishes, w)
+		delete(e.absentWanted, k)
+	}
+	e.mu.Unlock()
+	for _, w := range wishes {
+		var listed *containerRecord
+		err := e.store.Update(ctx, func(tx storage.Txn) error {
+			listed = nil
+			c, err := e.loadContainer(tx, w.db, w.coll)
+			if err != nil {
+				return err
+			}
+			if !c.Index.Ready || c.absentIndex(w.path) >= 0 || len(c.Index.Absent) >= maxAbsentPaths || !c.index.indexes(w.path) {
+				return nil
+			}
+			next := *c
+			next.Index.Absent = append(slices.Clip(c.Index.Absent), absentPath{Path: w.path})
+			listed = c
+			return setJSON(tx, containerKey(c.DBRid, c.ID), &next)
+		})
+		if err != nil && !isNotFound(err) {
+			return err
+		}
+		if listed != nil {
+			e.containerChanged(ctx, listed)
+		}
+	}
+	return nil
+}
+
+// buildAbsentBatch writes the absence entries of up to n items, from the
+// cursor of the first listed path not ready, in one transaction with the
+// cursor's advance; at the end it marks the path ready.
+func (e *Engine) buildAbsentBatch(ctx context.Context, db, coll string, n int) (bool, error) {
+	more := false
+	var changed *containerRecord
+	var g grant
+	var now time.Time
+	if e.leases != nil {
+		var err error
+		if now, err = e.Now(ctx); err != nil {
+			return false, err
+		}
+	}
+	err := e.store.Update(ctx, func(tx storage.Txn) error {
+		more, changed, g = false, nil, grant{}
+		c, err := e.loadContainer(tx, db, coll)
+		if err != nil {
+			return err
+		}
+		i := slices.IndexFunc(c.Index.Absent, func(a absentPath) bool { return !a.Ready })
+		if !c.Index.Ready || i < 0 {
+			return nil
+		}
+		if g, err = e.leases.hold(tx, leaseKey(jobIndex, c.Rid), now); err != nil || !g.ok {
+			return err
+		}
+		changed = c
+		next := *c
+		next.Index.Absent = slices.Clone(c.Index.Absent)
+		a := &next.Index.Absent[i]
+		only := *c
+		only.Index.Absent = []absentPath{*a}
+		prefix := indexPrefix(c)
+		done := 0
+		var last []byte
+		err = scanItems(tx, c, wholeContainer(), a.Cursor, &readStats{}, func(loc []byte, rec *itemRecord) (bool, error) {
+			if done == n {
+				more = true
+				return false, nil
+			}
+			doc, err := document.Parse(rec.json)
+			if err != nil {
+				return false, err
+			}
+			for _, k := range absentEntries(&only, prefix, doc, loc) {
+				if err := tx.Set(k, nil); err != nil {
+					return false, err
+				}
+			}
+			done++
+			last = bytes.Clone(loc)
+			return true, nil
+		})
+		if err != nil {
+			return err
+		}
+		if more {
+			a.Cursor = append(last, 0) // just after last
+		} else {
+			*a = absentPath{Path: a.Path, Ready: true}
+		}
+		return setJSON(tx, containerKey(c.DBRid, c.ID), &next)
+	})
+	if err == nil {
+		e.leases.commit(g)
+	}
+	if err == nil && changed != nil && g.ok {
+		e.containerChanged(ctx, changed)
+	}
+	return more, err
+}
