@@ -273,6 +273,24 @@ func (s *benchStore) createBlock(ctx context.Context, lo, hi int, body func(i in
 // settle waits until the store's files stop changing (Pebble's flushes and
 // compactions after loading have caught up), for at most a minute, so that
 // a timed phase does not share the two cores with the aftermath of loading.
+// orderReady runs an ORDER BY query once, which asks for the absence
+// entries of its path (absent.go), and builds them, as the server's
+// indexer does in the background.
+func (s *benchStore) orderReady(b testing.TB, p QueryParams) {
+	b.Helper()
+	ctx := context.Background()
+	if _, err := s.QueryItems(ctx, p); err != nil {
+		b.Fatal(err)
+	}
+	x := s.NewIndexer(nil)
+	for more := true; more; {
+		var err error
+		if more, err = x.Pass(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func (s *benchStore) settle(b testing.TB) {
 	b.Helper()
 	sizer, ok := s.store.(storage.Sizer)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,6 +26,10 @@ import (
 //   - feed-partition: a read feed of one partition key, every page
 //   - count-partition: SELECT VALUE COUNT(1) FROM c in one partition
 //   - top10-cross: SELECT TOP 10 c.n FROM c ORDER BY c.n DESC over the range
+//   - top10-cross-asc: the same ascending, where documents without c.n
+//     would come first (none lacks it here: the absence entries say so)
+//   - orderby-page1: the first page of 100 of SELECT * FROM c ORDER BY c.n
+//     over the range
 //   - drain-page: one page of 100 of SELECT * FROM c over the range, at a
 //     random position of the whole drain (the cost of page k)
 //
@@ -44,6 +49,7 @@ func BenchmarkScopedCost(b *testing.B) {
 			s.load(b, 0, n, func(i int) []byte {
 				return []byte(`{"id":"x` + strconv.Itoa(i) + `","pk":"q` + strconv.Itoa(i/per) + `","n":` + strconv.Itoa(i%per) + `,"payload":"` + benchPayload + `"}`)
 			})
+			s.orderReady(b, QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: "SELECT * FROM c ORDER BY c.n", RangeID: "0", CrossPartition: true, MaxItemCount: 1})
 			s.settle(b)
 			ctx := context.Background()
 			parts := n / per
@@ -117,6 +123,22 @@ func BenchmarkScopedCost(b *testing.B) {
 				}
 				report(b, records, entries)
 			})
+			b.Run("top10-cross-asc", func(b *testing.B) {
+				records, entries := 0, 0
+				for b.Loop() {
+					r, e := query(b, QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: "SELECT TOP 10 c.n FROM c ORDER BY c.n", RangeID: "0", CrossPartition: true}, false)
+					records, entries = records+r, entries+e
+				}
+				report(b, records, entries)
+			})
+			b.Run("orderby-page1", func(b *testing.B) {
+				records, entries := 0, 0
+				for b.Loop() {
+					r, e := query(b, QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: "SELECT * FROM c ORDER BY c.n", RangeID: "0", CrossPartition: true, MaxItemCount: 100}, false)
+					records, entries = records+r, entries+e
+				}
+				report(b, records, entries)
+			})
 			b.Run("drain-page", func(b *testing.B) {
 				// The continuation of every page of the drain, then pages
 				// read from random ones of them.
@@ -153,7 +175,8 @@ func BenchmarkScopedCost(b *testing.B) {
 // measured with their items in the block cache (a read feed of the whole
 // container first). The sizes come
 // from MAYFLY_BENCH_RATIO_SIZES ("100000,1000000" by default), the rounds
-// from MAYFLY_BENCH_ROUNDS (default 5).
+// from MAYFLY_BENCH_ROUNDS (default 5); MAYFLY_BENCH_OPS (names, comma
+// separated) runs only those operations.
 //
 //	go test -run '^$' -bench BenchmarkScopedCostRatio -benchtime 1x -timeout 60m ./internal/engine/
 func BenchmarkScopedCostRatio(b *testing.B) {
@@ -177,6 +200,7 @@ func BenchmarkScopedCostRatio(b *testing.B) {
 		s.load(b, 0, n, func(i int) []byte {
 			return []byte(`{"id":"x` + strconv.Itoa(i) + `","pk":"q` + strconv.Itoa(i/per) + `","n":` + strconv.Itoa(i%per) + `,"payload":"` + benchPayload + `"}`)
 		})
+		s.orderReady(b, QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: "SELECT * FROM c ORDER BY c.n", RangeID: "0", CrossPartition: true, MaxItemCount: 1})
 		s.settle(b)
 		stores[i] = s
 	}
@@ -252,6 +276,18 @@ func BenchmarkScopedCostRatio(b *testing.B) {
 				return err
 			}
 		}},
+		{"top10-cross-asc", func(s *benchStore, n int) func() error {
+			return func() error {
+				_, err := s.QueryItems(ctx, QueryParams{ItemRef: whole, Query: "SELECT TOP 10 c.n FROM c ORDER BY c.n", RangeID: "0", CrossPartition: true})
+				return err
+			}
+		}},
+		{"orderby-page1", func(s *benchStore, n int) func() error {
+			return func() error {
+				_, err := s.QueryItems(ctx, QueryParams{ItemRef: whole, Query: "SELECT * FROM c ORDER BY c.n", RangeID: "0", CrossPartition: true, MaxItemCount: 100})
+				return err
+			}
+		}},
 		{"drain-page", func(s *benchStore, n int) func() error {
 			// Continuations spread over the whole drain, taken by seeking
 			// page by page only once per size.
@@ -279,7 +315,11 @@ func BenchmarkScopedCostRatio(b *testing.B) {
 		}},
 	}
 	const perRound = 200
+	only := os.Getenv("MAYFLY_BENCH_OPS") // a comma-separated list of names, or all
 	for _, o := range ops {
+		if only != "" && !slices.Contains(strings.Split(only, ","), o.name) {
+			continue
+		}
 		runs := make([]func() error, len(stores))
 		for i, s := range stores {
 			runs[i] = o.prep(s, sizes[i])
