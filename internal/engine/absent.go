@@ -5,7 +5,6 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/query/ast"
@@ -239,71 +238,37 @@ func (e *Engine) listAbsent(ctx context.Context) error {
 // cursor of the first listed path not ready, in one transaction with the
 // cursor's advance; at the end it marks the path ready.
 func (e *Engine) buildAbsentBatch(ctx context.Context, db, coll string, n int) (bool, error) {
-	more := false
-	var changed *containerRecord
-	var g grant
-	var now time.Time
-	if e.leases != nil {
-		var err error
-		if now, err = e.Now(ctx); err != nil {
-			return false, err
-		}
+	building := func(c *containerRecord) int {
+		return slices.IndexFunc(c.Index.Absent, func(a absentPath) bool { return !a.Ready })
 	}
-	err := e.store.Update(ctx, func(tx storage.Txn) error {
-		more, changed, g = false, nil, grant{}
-		c, err := e.loadContainer(tx, db, coll)
-		if err != nil {
-			return err
-		}
-		i := slices.IndexFunc(c.Index.Absent, func(a absentPath) bool { return !a.Ready })
-		if !c.Index.Ready || i < 0 {
-			return nil
-		}
-		if g, err = e.leases.hold(tx, leaseKey(jobIndex, c.Rid), now); err != nil || !g.ok {
-			return err
-		}
-		changed = c
-		next := *c
-		next.Index.Absent = slices.Clone(c.Index.Absent)
-		a := &next.Index.Absent[i]
-		only := *c
-		only.Index.Absent = []absentPath{*a}
-		prefix := indexPrefix(c)
-		done := 0
-		var last []byte
-		err = scanItems(tx, c, wholeContainer(), a.Cursor, &readStats{}, func(loc []byte, rec *itemRecord) (bool, error) {
-			if done == n {
-				more = true
-				return false, nil
+	return e.buildBatch(ctx, db, coll, n, buildStep{
+		cursor: func(c *containerRecord) ([]byte, bool) {
+			i := building(c)
+			if !c.Index.Ready || i < 0 {
+				return nil, false
 			}
-			doc, err := document.Parse(rec.json)
-			if err != nil {
-				return false, err
-			}
-			for _, k := range absentEntries(&only, prefix, doc, loc) {
+			return c.Index.Absent[i].Cursor, true
+		},
+		visit: func(tx storage.Txn, c *containerRecord, doc document.Value, loc []byte) error {
+			only := *c
+			only.Index.Absent = []absentPath{c.Index.Absent[building(c)]}
+			for _, k := range absentEntries(&only, indexPrefix(c), doc, loc) {
 				if err := tx.Set(k, nil); err != nil {
-					return false, err
+					return err
 				}
 			}
-			done++
-			last = bytes.Clone(loc)
-			return true, nil
-		})
-		if err != nil {
-			return err
-		}
-		if more {
-			a.Cursor = append(last, 0) // just after last
-		} else {
-			*a = absentPath{Path: a.Path, Ready: true}
-		}
-		return setJSON(tx, containerKey(c.DBRid, c.ID), &next)
+			return nil
+		},
+		advance: func(tx storage.Txn, c *containerRecord, cursor []byte) error {
+			next := *c
+			next.Index.Absent = slices.Clone(c.Index.Absent)
+			a := &next.Index.Absent[building(c)]
+			if cursor != nil {
+				a.Cursor = cursor
+			} else {
+				*a = absentPath{Path: a.Path, Ready: true}
+			}
+			return setJSON(tx, containerKey(c.DBRid, c.ID), &next)
+		},
 	})
-	if err == nil {
-		e.leases.commit(g)
-	}
-	if err == nil && changed != nil && g.ok {
-		e.containerChanged(ctx, changed)
-	}
-	return more, err
 }

@@ -133,56 +133,17 @@ func (x *Indexer) Pass(ctx context.Context) (bool, error) {
 // at the end it drops the entries of older versions and marks the index
 // ready.
 func (e *Engine) buildIndexBatch(ctx context.Context, db, coll string, n int) (bool, error) {
-	more := false
-	var stale, changed *containerRecord
-	var g grant
-	var now time.Time
-	if e.leases != nil {
-		var err error
-		if now, err = e.Now(ctx); err != nil {
-			return false, err
-		}
-	}
-	err := e.store.Update(ctx, func(tx storage.Txn) error {
-		more, stale, changed, g = false, nil, nil, grant{}
-		c, err := e.loadContainer(tx, db, coll)
-		if err != nil {
-			return err
-		}
-		if c.Index.Ready {
-			return nil
-		}
-		// Another gateway building this index goes on alone; this one
-		// looks again on its next pass.
-		if g, err = e.leases.hold(tx, leaseKey(jobIndex, c.Rid), now); err != nil || !g.ok {
-			return err
-		}
-		changed = c
-		next := *c
-		done := 0
-		var last []byte
-		err = scanItems(tx, c, wholeContainer(), c.Index.Cursor, &readStats{}, func(loc []byte, rec *itemRecord) (bool, error) {
-			if done == n {
-				more = true
-				return false, nil
+	var stale *containerRecord
+	more, err := e.buildBatch(ctx, db, coll, n, buildStep{
+		cursor: func(c *containerRecord) ([]byte, bool) { return c.Index.Cursor, !c.Index.Ready },
+		visit:  e.putIndexEntries,
+		advance: func(tx storage.Txn, c *containerRecord, cursor []byte) error {
+			stale = nil
+			next := *c
+			if cursor != nil {
+				next.Index.Cursor = cursor
+				return setJSON(tx, containerKey(c.DBRid, c.ID), &next)
 			}
-			doc, err := document.Parse(rec.json)
-			if err != nil {
-				return false, err
-			}
-			if err := e.putIndexEntries(tx, c, doc, loc); err != nil {
-				return false, err
-			}
-			done++
-			last = bytes.Clone(loc)
-			return true, nil
-		})
-		if err != nil {
-			return err
-		}
-		if more {
-			next.Index.Cursor = append(last, 0) // just after last
-		} else {
 			next.Index = indexState{Version: c.Index.Version, Ready: true, Absent: c.Index.Absent}
 			stale = c
 			// Entries of older versions are unreachable now; their
@@ -192,8 +153,82 @@ func (e *Engine) buildIndexBatch(ctx context.Context, db, coll string, n int) (b
 			if err := scheduleCleanup(tx, staleIndexID(c), [][2][]byte{{lo, hi}}); err != nil {
 				return err
 			}
+			return setJSON(tx, containerKey(c.DBRid, c.ID), &next)
+		},
+	})
+	if err != nil || stale == nil {
+		return more, err
+	}
+	return false, e.runCleanup(ctx, staleIndexID(stale))
+}
+
+// buildStep is one kind of build over a container's items.
+type buildStep struct {
+	// cursor is the location the build resumes at; ok is false when the
+	// container has nothing to build.
+	cursor func(c *containerRecord) (cursor []byte, ok bool)
+	// visit writes what the build makes of one item.
+	visit func(tx storage.Txn, c *containerRecord, doc document.Value, loc []byte) error
+	// advance writes the container's record with the cursor moved to
+	// cursor, or with the build done when cursor is nil.
+	advance func(tx storage.Txn, c *containerRecord, cursor []byte) error
+}
+
+// buildBatch runs up to n items of a build, in one transaction with the
+// cursor's advance, under the build's lease: another gateway building the
+// container's index goes on alone, and this one looks again on its next
+// pass. It reports whether items remain.
+func (e *Engine) buildBatch(ctx context.Context, db, coll string, n int, step buildStep) (bool, error) {
+	more := false
+	var changed *containerRecord
+	var g grant
+	var now time.Time
+	if e.leases != nil {
+		var err error
+		if now, err = e.Now(ctx); err != nil {
+			return false, err
 		}
-		return setJSON(tx, containerKey(c.DBRid, c.ID), &next)
+	}
+	err := e.store.Update(ctx, func(tx storage.Txn) error {
+		more, changed, g = false, nil, grant{}
+		c, err := e.loadContainer(tx, db, coll)
+		if err != nil {
+			return err
+		}
+		from, ok := step.cursor(c)
+		if !ok {
+			return nil
+		}
+		if g, err = e.leases.hold(tx, leaseKey(jobIndex, c.Rid), now); err != nil || !g.ok {
+			return err
+		}
+		changed = c
+		done := 0
+		var last []byte
+		err = scanItems(tx, c, wholeContainer(), from, &readStats{}, func(loc []byte, rec *itemRecord) (bool, error) {
+			if done == n {
+				more = true
+				return false, nil
+			}
+			doc, err := document.Parse(rec.json)
+			if err != nil {
+				return false, err
+			}
+			if err := step.visit(tx, c, doc, loc); err != nil {
+				return false, err
+			}
+			done++
+			last = bytes.Clone(loc)
+			return true, nil
+		})
+		if err != nil {
+			return err
+		}
+		var next []byte
+		if more {
+			next = append(last, 0) // just after last
+		}
+		return step.advance(tx, c, next)
 	})
 	if err == nil {
 		e.leases.commit(g)
@@ -201,10 +236,7 @@ func (e *Engine) buildIndexBatch(ctx context.Context, db, coll string, n int) (b
 	if err == nil && changed != nil && g.ok {
 		e.containerChanged(ctx, changed)
 	}
-	if err != nil || stale == nil {
-		return more, err
-	}
-	return false, e.runCleanup(ctx, staleIndexID(stale))
+	return more, err
 }
 
 // staleIndexID names the cleanup of the index versions of c older than its

@@ -115,30 +115,23 @@ func BenchmarkScopedCost(b *testing.B) {
 				}
 				report(b, records, entries)
 			})
-			b.Run("top10-cross", func(b *testing.B) {
-				records, entries := 0, 0
-				for b.Loop() {
-					r, e := query(b, QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: "SELECT TOP 10 c.n FROM c ORDER BY c.n DESC", RangeID: "0", CrossPartition: true}, false)
-					records, entries = records+r, entries+e
-				}
-				report(b, records, entries)
-			})
-			b.Run("top10-cross-asc", func(b *testing.B) {
-				records, entries := 0, 0
-				for b.Loop() {
-					r, e := query(b, QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: "SELECT TOP 10 c.n FROM c ORDER BY c.n", RangeID: "0", CrossPartition: true}, false)
-					records, entries = records+r, entries+e
-				}
-				report(b, records, entries)
-			})
-			b.Run("orderby-page1", func(b *testing.B) {
-				records, entries := 0, 0
-				for b.Loop() {
-					r, e := query(b, QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: "SELECT * FROM c ORDER BY c.n", RangeID: "0", CrossPartition: true, MaxItemCount: 100}, false)
-					records, entries = records+r, entries+e
-				}
-				report(b, records, entries)
-			})
+			for _, o := range []struct {
+				name, query string
+				page int
+			}{
+				{"top10-cross", "SELECT TOP 10 c.n FROM c ORDER BY c.n DESC", 0},
+				{"top10-cross-asc", "SELECT TOP 10 c.n FROM c ORDER BY c.n", 0},
+				{"orderby-page1", "SELECT * FROM c ORDER BY c.n", 100},
+			} {
+				b.Run(o.name, func(b *testing.B) {
+					records, entries := 0, 0
+					for b.Loop() {
+						r, e := query(b, QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: o.query, RangeID: "0", CrossPartition: true, MaxItemCount: o.page}, false)
+						records, entries = records+r, entries+e
+					}
+					report(b, records, entries)
+				})
+			}
 			b.Run("drain-page", func(b *testing.B) {
 				// The continuation of every page of the drain, then pages
 				// read from random ones of them.
