@@ -117,7 +117,7 @@ func BenchmarkScopedCost(b *testing.B) {
 			})
 			for _, o := range []struct {
 				name, query string
-				page int
+				page        int
 			}{
 				{"top10-cross", "SELECT TOP 10 c.n FROM c ORDER BY c.n DESC", 0},
 				{"top10-cross-asc", "SELECT TOP 10 c.n FROM c ORDER BY c.n", 0},
