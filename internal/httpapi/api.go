@@ -431,7 +431,13 @@ func (h *Handler) reply(rq *request, status int, charge float64, body []byte) {
 
 // feedBody renders the envelope of a feed or query page.
 func feedBody(rid, key string, items [][]byte) []byte {
-	b := []byte(`{"_rid":`)
+	// One allocation of the final size: a page may hold megabytes, and
+	// growing the buffer copied them over and over.
+	size := len(rid) + len(key) + 48
+	for _, it := range items {
+		size += len(it) + 1
+	}
+	b := append(make([]byte, 0, size), `{"_rid":`...)
 	b = document.AppendString(b, rid)
 	b = append(b, ',')
 	b = document.AppendString(b, key)
