@@ -142,5 +142,6 @@ func (s *Store) apply(b *pebble.Batch, opts *pebble.WriteOptions, noSyncWait boo
 	if err != nil {
 		return s.fail("commit", err)
 	}
+	s.commits.Add(1)
 	return nil
 }

@@ -37,6 +37,7 @@
 package pebblestore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -91,6 +92,11 @@ type Options struct {
 	// DefaultMemTableSize. Up to four may be in memory at once while
 	// flushes catch up.
 	MemTableSize uint64
+
+	// IdleFlush is how long commits must pause before the memtable is
+	// flushed (idle.go); 0 means DefaultIdleFlush, negative never. A
+	// store in memory never flushes for it.
+	IdleFlush time.Duration
 
 	// Filter, if set, keeps the keys it skips out of the bloom filters;
 	// nil puts every key in them.
@@ -148,6 +154,7 @@ type Store struct {
 	closed   bool
 	closing  chan struct{} // closed by Close
 	inflight sync.WaitGroup
+	commits  atomic.Int64 // commits made, for flushWhenIdle
 }
 
 var (
@@ -253,6 +260,9 @@ func Open(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("pebblestore: open %q: %w", dir, err)
 	}
 	st := newStore(db, dir, lock, true, log, manifests)
+	if idle := cmp.Or(opts.IdleFlush, DefaultIdleFlush); idle > 0 && !opts.ReadOnly {
+		go st.flushWhenIdle(clock.Real{}, idle, memTableSize/minIdleFlush)
+	}
 	st.reserve = opts.Reserve
 	if st.reserve == 0 {
 		st.reserve = DefaultReserve
