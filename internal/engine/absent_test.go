@@ -51,25 +51,13 @@ func TestAbsentEntries(t *testing.T) {
 	// its first page.
 	drain := func(text string, sc scope, size int) ([]string, *FeedPage) {
 		t.Helper()
-		p := QueryParams{ItemRef: batchRef(sc.key), Query: text, MaxItemCount: size, RangeID: sc.rangeID}
-		var rows []string
 		var first *FeedPage
-		for pages := 0; ; pages++ {
-			page, err := be.e.QueryItems(ctx, p)
-			if err != nil {
-				t.Fatalf("%s (scope %v): %v", text, sc, err)
-			}
-			if first == nil {
+		rows := drainRows(t, be.e, QueryParams{ItemRef: batchRef(sc.key), Query: text, MaxItemCount: size, RangeID: sc.rangeID}, func(n int, page *FeedPage) {
+			if n == 0 {
 				first = page
 			}
-			for _, it := range page.Items {
-				rows = append(rows, string(it))
-			}
-			if page.Continuation == "" || pages > 400 {
-				return rows, first
-			}
-			p.Continuation = page.Continuation
-		}
+		})
+		return rows, first
 	}
 	// want is the evaluator's answer over the scope's documents in scan
 	// order, as a scan query returns them.
