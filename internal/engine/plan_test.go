@@ -49,8 +49,11 @@ func TestPlanTranscript(t *testing.T) {
 	var out strings.Builder
 	for _, block := range strings.Split(strings.TrimSpace(string(raw)), "\n\n") {
 		var query, key, rangeID, size string
+		build := false
 		for _, line := range strings.Split(block, "\n") {
 			switch {
+			case line == "build: indexer":
+				build = true
 			case strings.HasPrefix(line, "size: "):
 				size = strings.TrimPrefix(line, "size: ")
 			case strings.HasPrefix(line, "query: "):
@@ -73,6 +76,17 @@ func TestPlanTranscript(t *testing.T) {
 				t.Fatalf("key %s: %v", key, err)
 			}
 			p.PartitionKey, p.HasKey = k, true
+		}
+		if build {
+			// The builder's work so far: the absence entries earlier
+			// queries asked for (absent.go).
+			fmt.Fprintf(&out, "build: indexer\n")
+			x := be.e.NewIndexer(nil)
+			for more := true; more; {
+				if more, err = x.Pass(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}
 		page, err := be.e.QueryItems(ctx, p)
 		fmt.Fprintf(&out, "query: %s\n", query)
