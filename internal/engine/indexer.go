@@ -135,10 +135,14 @@ func (x *Indexer) Pass(ctx context.Context) (bool, error) {
 func (e *Engine) buildIndexBatch(ctx context.Context, db, coll string, n int) (bool, error) {
 	var stale *containerRecord
 	more, err := e.buildBatch(ctx, db, coll, n, buildStep{
-		cursor: func(c *containerRecord) ([]byte, bool) { return c.Index.Cursor, !c.Index.Ready },
-		visit:  e.putIndexEntries,
-		advance: func(tx storage.Txn, c *containerRecord, cursor []byte) error {
+		cursor: func(c *containerRecord) ([]byte, bool) {
+			// Every attempt of the transaction starts here: one the
+			// store re-runs must not keep an earlier attempt's end.
 			stale = nil
+			return c.Index.Cursor, !c.Index.Ready
+		},
+		visit: e.putIndexEntries,
+		advance: func(tx storage.Txn, c *containerRecord, cursor []byte) error {
 			next := *c
 			if cursor != nil {
 				next.Index.Cursor = cursor
