@@ -241,8 +241,11 @@ func (e *Engine) buildAbsentBatch(ctx context.Context, db, coll string, n int) (
 	building := func(c *containerRecord) int {
 		return slices.IndexFunc(c.Index.Absent, func(a absentPath) bool { return !a.Ready })
 	}
-	return e.buildBatch(ctx, db, coll, n, buildStep{
+	// next: another listed path awaits its build after this one ends.
+	next := false
+	more, err := e.buildBatch(ctx, db, coll, n, buildStep{
 		cursor: func(c *containerRecord) ([]byte, bool) {
+			next = false // every attempt of the transaction starts here
 			i := building(c)
 			if !c.Index.Ready || i < 0 {
 				return nil, false
@@ -260,15 +263,17 @@ func (e *Engine) buildAbsentBatch(ctx context.Context, db, coll string, n int) (
 			return nil
 		},
 		advance: func(tx storage.Txn, c *containerRecord, cursor []byte) error {
-			next := *c
-			next.Index.Absent = slices.Clone(c.Index.Absent)
-			a := &next.Index.Absent[building(c)]
+			updated := *c
+			updated.Index.Absent = slices.Clone(c.Index.Absent)
+			a := &updated.Index.Absent[building(c)]
 			if cursor != nil {
 				a.Cursor = cursor
 			} else {
 				*a = absentPath{Path: a.Path, Ready: true}
+				next = updated.Index.building()
 			}
-			return setJSON(tx, containerKey(c.DBRid, c.ID), &next)
+			return setJSON(tx, containerKey(c.DBRid, c.ID), &updated)
 		},
 	})
+	return more || next, err
 }

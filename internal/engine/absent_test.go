@@ -171,3 +171,43 @@ func TestAbsentEntries(t *testing.T) {
 	}
 	check("after more writes")
 }
+
+// TestAbsentBuildListsOneAfterAnother checks that the builder reports work
+// left while any listed path awaits its entries: a pass that ends one
+// path's build is not the end when a second was listed with it, and a
+// loop that stops on "no more" would leave the second unbuilt until the
+// next tick.
+func TestAbsentBuildListsOneAfterAnother(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	ctx := context.Background()
+	var docs []string
+	for i := range 50 {
+		docs = append(docs, fmt.Sprintf(`{"id":"d%d","pk":"p%d","a":%d}`, i, i%4, i))
+	}
+	be.seed(t, docs...)
+	for _, q := range []string{"SELECT * FROM c ORDER BY c.a", "SELECT * FROM c ORDER BY c.b", "SELECT * FROM c ORDER BY c.c"} {
+		drainRows(t, be.e, QueryParams{ItemRef: batchRef(""), Query: q, MaxItemCount: 10, RangeID: "0"}, nil)
+	}
+	indexer := be.e.NewIndexer(nil)
+	indexer.batch = 20
+	for more := true; more; {
+		var err error
+		if more, err = indexer.Pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var c *containerRecord
+	if err := be.e.store.View(ctx, func(r storage.Reader) error {
+		var err error
+		c, err = be.e.loadContainer(r, "db", "c")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Index.Absent) != 3 || c.Index.building() {
+		t.Fatalf("absence list after the passes: %+v", c.Index.Absent)
+	}
+	if _, err := be.e.CheckIndexes(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
