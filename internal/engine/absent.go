@@ -42,10 +42,24 @@ import (
 // when the builder reaches the end every item has its entries and the path
 // is ready; until then queries scan. The list is bounded (maxAbsentPaths):
 // each listed path costs a write of two entries for every document
-// without it.
+// without it, and of one for every document with it (below).
+//
+// A listed path also keeps tie entries, for every document whose value at
+// the path is one the index keeps exactly (exactValue):
+//
+//	'x' + collRid + version + 0x00 0x06 + path + value + sequence + loc
+//
+// An ORDER BY over a range or the whole container returns equal values in
+// _rid order, and the path's own entries hold a value's documents in
+// location order: without tie entries the stream reads a value's entries
+// whole to sort them, on every page that touches the value, so a page of
+// an ORDER BY on a property with few values costs the container's size.
+// With them a page reads a value's documents in _rid order from where the
+// last page stopped (orderstream.go, tieGroup).
 var (
 	absentLocMarker = []byte{0, 4}
 	absentSeqMarker = []byte{0, 5}
+	tieMarker       = []byte{0, 6}
 )
 
 // maxAbsentPaths bounds the paths a container keeps absence entries for.
@@ -53,10 +67,13 @@ const maxAbsentPaths = 8
 
 // absentPath is a path listed for absence entries: ready once every item
 // has its entries, built from item location Cursor onwards until then.
+// Ties is set when the path keeps tie entries too; a path listed before
+// they existed has none until a query lists it again (wantAbsent).
 type absentPath struct {
 	Path   []string `json:"path"`
 	Ready  bool     `json:"ready,omitempty"`
 	Cursor []byte   `json:"cursor,omitempty"`
+	Ties   bool     `json:"ties,omitempty"`
 }
 
 // absentPrefix is where the entries of path in one scan order (marker)
@@ -65,12 +82,19 @@ func absentPrefix(indexPrefix, marker []byte, path []string) []byte {
 	return appendIndexPath(append(bytes.Clone(indexPrefix), marker...), path)
 }
 
-// absentEntries are a document's absence entries: two for every listed
-// path it lacks.
+// absentEntries are a document's absence and tie entries: two for every
+// listed path it lacks, one for every path with ties it holds an exact
+// value at.
 func absentEntries(c *containerRecord, prefix []byte, doc document.Value, loc []byte) [][]byte {
 	var out [][]byte
 	for _, a := range c.Index.Absent {
-		if doc.At(a.Path).IsDefined() || !c.index.indexes(a.Path) {
+		if !c.index.indexes(a.Path) {
+			continue
+		}
+		if v := doc.At(a.Path); v.IsDefined() {
+			if k, ok := tieEntry(prefix, a, v, loc); ok {
+				out = append(out, k)
+			}
 			continue
 		}
 		out = append(out,
@@ -78,6 +102,25 @@ func absentEntries(c *containerRecord, prefix []byte, doc document.Value, loc []
 			append(append(absentPrefix(prefix, absentSeqMarker, a.Path), seqPos(loc)...), loc...))
 	}
 	return out
+}
+
+// tieEntry is the tie entry of a document whose value at a's path is v.
+func tieEntry(prefix []byte, a absentPath, v document.Value, loc []byte) ([]byte, bool) {
+	if !a.Ties {
+		return nil, false
+	}
+	at := len(absentPrefix(prefix, tieMarker, a.Path))
+	k, ok := appendIndexValue(absentPrefix(prefix, tieMarker, a.Path), v)
+	if !ok || !exactValue(k[at:]) {
+		return nil, false
+	}
+	return append(append(k, seqPos(loc)...), loc...), true
+}
+
+// tiesReady reports whether every item with an exact value at path has
+// its tie entry.
+func (c *containerRecord) tiesReady(path []string) bool {
+	return c.absentReady(path) && c.Index.Absent[c.absentIndex(path)].Ties
 }
 
 // absentReady reports whether every item without path has its absence
@@ -99,7 +142,8 @@ func (c *containerRecord) absentIndex(path []string) int {
 func (c *containerRecord) absentPending(k []byte) bool {
 	prefix := indexPrefix(c)
 	for _, a := range c.Index.Absent {
-		if !a.Ready && (bytes.HasPrefix(k, absentPrefix(prefix, absentLocMarker, a.Path)) || bytes.HasPrefix(k, absentPrefix(prefix, absentSeqMarker, a.Path))) {
+		if !a.Ready && (bytes.HasPrefix(k, absentPrefix(prefix, absentLocMarker, a.Path)) || bytes.HasPrefix(k, absentPrefix(prefix, absentSeqMarker, a.Path)) ||
+			bytes.HasPrefix(k, absentPrefix(prefix, tieMarker, a.Path))) {
 			return true
 		}
 	}
@@ -117,7 +161,7 @@ func (s indexState) building() bool {
 func rebuilt(list []absentPath) []absentPath {
 	out := make([]absentPath, 0, len(list))
 	for _, a := range list {
-		out = append(out, absentPath{Path: a.Path, Ready: true})
+		out = append(out, absentPath{Path: a.Path, Ready: true, Ties: true})
 	}
 	return out
 }
@@ -182,7 +226,7 @@ func undefinedPath(c *containerRecord, q *ast.Query, params map[string]document.
 // wishes are kept in memory, a bounded few: a wish lost to a restart or
 // the bound comes back with the next query that needs it.
 func (e *Engine) wantAbsent(c *containerRecord, path []string) {
-	if c.absentIndex(path) >= 0 || len(c.Index.Absent) >= maxAbsentPaths {
+	if i := c.absentIndex(path); i >= 0 && c.Index.Absent[i].Ties || i < 0 && len(c.Index.Absent) >= maxAbsentPaths {
 		return
 	}
 	key := c.DBID + "\x00" + c.ID + "\x00" + strings.Join(path, "\x00")
@@ -216,11 +260,15 @@ func (e *Engine) listAbsent(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			if !c.Index.Ready || c.absentIndex(w.path) >= 0 || len(c.Index.Absent) >= maxAbsentPaths || !c.index.indexes(w.path) {
+			i := c.absentIndex(w.path)
+			if !c.Index.Ready || i >= 0 && c.Index.Absent[i].Ties || i < 0 && len(c.Index.Absent) >= maxAbsentPaths || !c.index.indexes(w.path) {
 				return nil
 			}
 			next := *c
-			next.Index.Absent = append(slices.Clip(c.Index.Absent), absentPath{Path: w.path})
+			// A path listed before tie entries existed is built again,
+			// with them.
+			next.Index.Absent = append(slices.DeleteFunc(slices.Clone(c.Index.Absent), func(a absentPath) bool { return slices.Equal(a.Path, w.path) }),
+				absentPath{Path: w.path, Ties: true})
 			listed = c
 			return setJSON(tx, containerKey(c.DBRid, c.ID), &next)
 		})
@@ -269,7 +317,7 @@ func (e *Engine) buildAbsentBatch(ctx context.Context, db, coll string, n int) (
 			if cursor != nil {
 				a.Cursor = cursor
 			} else {
-				*a = absentPath{Path: a.Path, Ready: true}
+				*a = absentPath{Path: a.Path, Ready: true, Ties: a.Ties}
 				next = updated.Index.building()
 			}
 			return setJSON(tx, containerKey(c.DBRid, c.ID), &updated)

@@ -102,6 +102,11 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 			in.Ordered, in.WalkEntries = o, size.ContainerItems
 		} else if o, ok := streamShape(c, q, params, terms, limit); ok {
 			in.Stream, in.WalkEntries = o, size.ContainerItems
+			if len(q.OrderBy) == 1 && (s.kind == plan.ScopeAll || s.kind == plan.ScopeRange) && !c.tiesReady(o.Path) {
+				// Equal values in _rid order: the path's tie entries
+				// (absent.go).
+				e.wantAbsent(c, o.Path)
+			}
 			if len(q.OrderBy) > 1 {
 				if o.Group, err = firstGroup(r, c, q, params, o, probe, st); err != nil {
 					return nil, err

@@ -41,7 +41,10 @@ import (
 //     gives them and the SDKs expect when they resume inside a tie. So
 //     the entries of each value (a group) are collected, keys only, and
 //     read in that order; the documents without the property are read
-//     by a scan in that direction too.
+//     by a scan in that direction too. Over a range or the whole
+//     container, once the path's tie entries are built (absent.go), a
+//     group of an exact value is read through them instead, already in
+//     _rid order and from where the last page stopped (tieGroup).
 //   - A group may hold values the evaluator tells apart: numbers the
 //     index keeps as one double but document.Compare orders exactly
 //     (beyond 2^53), and arrays and objects, which have one bare marker
@@ -106,12 +109,15 @@ type orderStream struct {
 	// tiesDesc orders equal keys backwards, when any key is descending.
 	keys     []plan.OrderKey
 	tiesDesc bool
-	prefix   []byte // the path's entries
-	lo, hi   []byte // the walk's bounds, narrowed by the WHERE clause's terms
-	next     cursor
-	limit    int
-	page     *FeedPage
-	size     int
+	// ties is set when the groups of exact values are read through the
+	// path's tie entries (absent.go) rather than collected and sorted.
+	ties   bool
+	prefix []byte // the path's entries
+	lo, hi []byte // the walk's bounds, narrowed by the WHERE clause's terms
+	next   cursor
+	limit  int
+	page   *FeedPage
+	size   int
 	// visited is set once the page has read a document through: from
 	// then on, a budget that runs out ends the page early at the document
 	// it is reading (cutShort) rather than failing it.
@@ -136,6 +142,9 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 		w.keys = orderKeys(q)
 		w.tiesDesc = slices.ContainsFunc(w.keys, func(k plan.OrderKey) bool { return k.Desc })
 	}
+	// Within a partition or a prefix, equal values come in location
+	// order, the order of the path's own entries.
+	w.ties = w.keys == nil && (s.kind == plan.ScopeAll || s.kind == plan.ScopeRange) && c.tiesReady(o.Path)
 	phases := []byte{phaseUndefined, phaseWalk}
 	if w.desc {
 		phases = []byte{phaseWalk, phaseUndefined}
@@ -321,7 +330,15 @@ func (w *orderStream) walk(pos []byte, skip int) (bool, error) {
 		return w.group(value, locs, at)
 	}
 	base := len(w.prefix)
-	for ok := it.First(); ok; ok = it.Next() {
+	var seek []byte // where the next step seeks to, past a value read through its ties
+	step := func() bool {
+		if k := seek; k != nil {
+			seek = nil
+			return it.SeekGE(k)
+		}
+		return it.Next()
+	}
+	for ok := it.First(); ok; ok = step() {
 		w.st.entries++
 		k := it.Key()
 		loc, ok := entryLoc(k, base)
@@ -334,6 +351,24 @@ func (w *orderStream) walk(pos []byte, skip int) (bool, error) {
 				return more, err
 			}
 			value, locs = nil, locs[:0]
+		}
+		if value == nil && w.ties && exactValue(v) {
+			at := walkResume{}
+			if wr.value != nil && bytes.Equal(v, wr.value) {
+				at = wr
+			}
+			v = bytes.Clone(v)
+			if more, err := w.tieGroup(v, at); err != nil || !more {
+				return more, err
+			}
+			// On past the value's entries, to the next value (backwards:
+			// the last key before the value's, as no entry is the bare
+			// value).
+			seek = append(bytes.Clone(w.prefix), v...)
+			if !w.desc {
+				seek = prefixEnd(seek)
+			}
+			continue
 		}
 		if value == nil {
 			value = bytes.Clone(v)
@@ -378,30 +413,8 @@ func (w *orderStream) group(value []byte, locs [][]byte, at walkResume) (bool, e
 			i, _ = slices.BinarySearchFunc(locs, at.item, func(loc, item []byte) int { return order(w.scanPos(loc), item) })
 		}
 		for _, loc := range locs[i:] {
-			first := 0
-			if at.item != nil && bytes.Equal(w.scanPos(loc), at.item) {
-				first = at.skip
-			}
-			_, rows, ok, err := w.groupRows(value, loc)
-			if w.cutShort(err) {
-				p := append(append([]byte{phaseWalk}, value...), modeItem)
-				w.stop(append(p, w.scanPos(loc)...), first)
-				return false, nil
-			}
-			w.visited = true
-			if err != nil {
-				return false, queryError(err)
-			}
-			if !ok {
-				continue
-			}
-			for j := first; j < len(rows); j++ {
-				if w.full() {
-					p := append(append([]byte{phaseWalk}, value...), modeItem)
-					w.stop(append(p, w.scanPos(loc)...), j)
-					return false, nil
-				}
-				w.add(rows[j])
+			if more, err := w.exactMember(value, loc, at); err != nil || !more {
+				return more, err
 			}
 		}
 		return true, nil
@@ -447,6 +460,62 @@ func (w *orderStream) group(value []byte, locs [][]byte, at walkResume) (bool, e
 		}
 	}
 	return true, nil
+}
+
+// exactMember streams the rows of the item at loc in the group of the exact
+// value, resuming at at. It reports false when the page filled.
+func (w *orderStream) exactMember(value, loc []byte, at walkResume) (bool, error) {
+	first := 0
+	if at.item != nil && bytes.Equal(w.scanPos(loc), at.item) {
+		first = at.skip
+	}
+	_, rows, ok, err := w.groupRows(value, loc)
+	if w.cutShort(err) {
+		p := append(append([]byte{phaseWalk}, value...), modeItem)
+		w.stop(append(p, w.scanPos(loc)...), first)
+		return false, nil
+	}
+	w.visited = true
+	if err != nil {
+		return false, queryError(err)
+	}
+	if !ok {
+		return true, nil
+	}
+	for j := first; j < len(rows); j++ {
+		if w.full() {
+			p := append(append([]byte{phaseWalk}, value...), modeItem)
+			w.stop(append(p, w.scanPos(loc)...), j)
+			return false, nil
+		}
+		w.add(rows[j])
+	}
+	return true, nil
+}
+
+// tieGroup streams the rows of the scope's items with the exact value in
+// _rid order (backwards when descending), through the path's tie entries,
+// resuming at at: what group does for a range or the whole container
+// without collecting the value's entries. It reports false when the page
+// filled.
+func (w *orderStream) tieGroup(value []byte, at walkResume) (bool, error) {
+	if at.mode != modeItem {
+		return false, errBadContinuation
+	}
+	prefix := append(absentPrefix(indexPrefix(w.c), tieMarker, w.o.Path), value...)
+	lo, hi := resumeBounds(prefix, prefixEnd(prefix), prefix, at.item, w.desc)
+	more := true
+	err := scanRangeDir(w.r, lo, hi, w.desc, func(k, _ []byte) (bool, error) {
+		w.st.entries++
+		rest := k[len(prefix):]
+		if len(rest) < 8 || !w.s.holds(rest[8:]) {
+			return true, nil
+		}
+		var err error
+		more, err = w.exactMember(value, bytes.Clone(rest[8:]), at)
+		return more && err == nil, err
+	})
+	return more, err
 }
 
 // groupRows reads the item at loc of the group of value and returns its

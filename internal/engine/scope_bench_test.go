@@ -30,6 +30,8 @@ import (
 //     would come first (none lacks it here: the absence entries say so)
 //   - orderby-page1: the first page of 100 of SELECT * FROM c ORDER BY c.n
 //     over the range
+//   - orderby-page50: its 50th page (the last, with fewer), inside the
+//     group of documents with c.n = 0 from 10⁴ items on
 //   - drain-page: one page of 100 of SELECT * FROM c over the range, at a
 //     random position of the whole drain (the cost of page k)
 //
@@ -132,6 +134,16 @@ func BenchmarkScopedCost(b *testing.B) {
 					report(b, records, entries)
 				})
 			}
+			b.Run("orderby-page50", func(b *testing.B) {
+				p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: "SELECT * FROM c ORDER BY c.n", RangeID: "0", CrossPartition: true, MaxItemCount: 100}
+				p.Continuation = pageToken(b, s, p, 50)
+				records, entries := 0, 0
+				for b.Loop() {
+					r, e := query(b, p, false)
+					records, entries = records+r, entries+e
+				}
+				report(b, records, entries)
+			})
 			b.Run("drain-page", func(b *testing.B) {
 				// The continuation of every page of the drain, then pages
 				// read from random ones of them.
@@ -281,6 +293,14 @@ func BenchmarkScopedCostRatio(b *testing.B) {
 				return err
 			}
 		}},
+		{"orderby-page50", func(s *benchStore, n int) func() error {
+			p := QueryParams{ItemRef: whole, Query: "SELECT * FROM c ORDER BY c.n", RangeID: "0", CrossPartition: true, MaxItemCount: 100}
+			p.Continuation = pageToken(b, s, p, 50)
+			return func() error {
+				_, err := s.QueryItems(ctx, p)
+				return err
+			}
+		}},
 		{"drain-page", func(s *benchStore, n int) func() error {
 			// Continuations spread over the whole drain, taken by seeking
 			// page by page only once per size.
@@ -338,4 +358,21 @@ func BenchmarkScopedCostRatio(b *testing.B) {
 		b.Logf("%s: %d items %.0f ns/op, %d items %.0f ns/op, ratio per round %.2f, median %.2f",
 			o.name, sizes[0], med(small), sizes[1], med(large), ratios, med(ratios))
 	}
+}
+
+// pageToken returns the continuation of page k of p (page 1 has none), or
+// of its last page when it has fewer.
+func pageToken(b *testing.B, s *benchStore, p QueryParams, k int) string {
+	b.Helper()
+	for range k - 1 {
+		page, err := s.QueryItems(context.Background(), p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if page.Continuation == "" {
+			break
+		}
+		p.Continuation = page.Continuation
+	}
+	return p.Continuation
 }
