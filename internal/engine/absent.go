@@ -67,8 +67,9 @@ const maxAbsentPaths = 8
 
 // absentPath is a path listed for absence entries: ready once every item
 // has its entries, built from item location Cursor onwards until then.
-// Ties is set when the path keeps tie entries too; a path listed before
-// they existed has none until a query lists it again (wantAbsent).
+// Ties is set when the path keeps tie entries too: an ORDER BY over a
+// range or the whole container asked for them (a path listed without them
+// is listed again with them, and built again).
 type absentPath struct {
 	Path   []string `json:"path"`
 	Ready  bool     `json:"ready,omitempty"`
@@ -161,7 +162,7 @@ func (s indexState) building() bool {
 func rebuilt(list []absentPath) []absentPath {
 	out := make([]absentPath, 0, len(list))
 	for _, a := range list {
-		out = append(out, absentPath{Path: a.Path, Ready: true, Ties: true})
+		out = append(out, absentPath{Path: a.Path, Ready: true, Ties: a.Ties})
 	}
 	return out
 }
@@ -222,17 +223,21 @@ func undefinedPath(c *containerRecord, q *ast.Query, params map[string]document.
 	return path, true
 }
 
-// wantAbsent asks the indexer to list path for absence entries in c. The
-// wishes are kept in memory, a bounded few: a wish lost to a restart or
-// the bound comes back with the next query that needs it.
-func (e *Engine) wantAbsent(c *containerRecord, path []string) {
-	if i := c.absentIndex(path); i >= 0 && c.Index.Absent[i].Ties || i < 0 && len(c.Index.Absent) >= maxAbsentPaths {
+// wantAbsent asks the indexer to list path for absence entries in c, and
+// for tie entries with ties. The wishes are kept in memory, a bounded few:
+// a wish lost to a restart or the bound comes back with the next query
+// that needs it.
+func (e *Engine) wantAbsent(c *containerRecord, path []string, ties bool) {
+	if i := c.absentIndex(path); i >= 0 && (c.Index.Absent[i].Ties || !ties) || i < 0 && len(c.Index.Absent) >= maxAbsentPaths {
 		return
 	}
 	key := c.DBID + "\x00" + c.ID + "\x00" + strings.Join(path, "\x00")
 	e.mu.Lock()
-	if _, ok := e.absentWanted[key]; !ok && len(e.absentWanted) < 64 {
-		e.absentWanted[key] = absentWish{db: c.DBID, coll: c.ID, path: slices.Clone(path)}
+	if w, ok := e.absentWanted[key]; ok {
+		w.ties = w.ties || ties
+		e.absentWanted[key] = w
+	} else if len(e.absentWanted) < 64 {
+		e.absentWanted[key] = absentWish{db: c.DBID, coll: c.ID, path: slices.Clone(path), ties: ties}
 	}
 	e.mu.Unlock()
 	e.kickIndexer()
@@ -241,6 +246,7 @@ func (e *Engine) wantAbsent(c *containerRecord, path []string) {
 type absentWish struct {
 	db, coll string
 	path     []string
+	ties     bool
 }
 
 // listAbsent adds the paths queries asked for to their containers' lists.
@@ -261,14 +267,14 @@ func (e *Engine) listAbsent(ctx context.Context) error {
 				return err
 			}
 			i := c.absentIndex(w.path)
-			if !c.Index.Ready || i >= 0 && c.Index.Absent[i].Ties || i < 0 && len(c.Index.Absent) >= maxAbsentPaths || !c.index.indexes(w.path) {
+			if !c.Index.Ready || i >= 0 && (c.Index.Absent[i].Ties || !w.ties) || i < 0 && len(c.Index.Absent) >= maxAbsentPaths || !c.index.indexes(w.path) {
 				return nil
 			}
 			next := *c
-			// A path listed before tie entries existed is built again,
-			// with them.
+			// A path listed without tie entries and now asked for them is
+			// built again, with them.
 			next.Index.Absent = append(slices.DeleteFunc(slices.Clone(c.Index.Absent), func(a absentPath) bool { return slices.Equal(a.Path, w.path) }),
-				absentPath{Path: w.path, Ties: true})
+				absentPath{Path: w.path, Ties: w.ties})
 			listed = c
 			return setJSON(tx, containerKey(c.DBRid, c.ID), &next)
 		})

@@ -273,3 +273,54 @@ func TestTieEntriesPageWork(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTieEntriesOnlyForWideScopes checks that an ORDER BY within a
+// partition lists its path for absence entries only, without the tie
+// entries only a range or the whole container reads (each costs a write
+// for every document with the property), and that an ORDER BY over a
+// range then lists it again with them.
+func TestTieEntriesOnlyForWideScopes(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	ctx := context.Background()
+	var docs []string
+	for i := range 20 {
+		docs = append(docs, fmt.Sprintf(`{"id":"d%d","pk":"p%d","a":%d}`, i, i%2, i%3))
+	}
+	be.seed(t, docs...)
+	indexer := be.e.NewIndexer(nil)
+	// listed runs the query and the indexer, and returns the path's list
+	// entry and the container's index entries.
+	listed := func(q QueryParams) (absentPath, int) {
+		t.Helper()
+		drainRows(t, be.e, q, nil)
+		for more := true; more; {
+			var err error
+			if more, err = indexer.Pass(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		counts, err := be.e.CheckIndexes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c *containerRecord
+		if err := be.e.store.View(ctx, func(r storage.Reader) error {
+			c, err = be.e.loadContainer(r, "db", "c")
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if len(c.Index.Absent) != 1 {
+			t.Fatalf("absence list %+v", c.Index.Absent)
+		}
+		return c.Index.Absent[0], counts["dbs/db/colls/c"].IndexEntries
+	}
+	a, before := listed(QueryParams{ItemRef: batchRef(`["p1"]`), Query: "SELECT * FROM c ORDER BY c.a", MaxItemCount: 5})
+	if !a.Ready || a.Ties {
+		t.Fatalf("after a partition's ORDER BY: %+v, want ready without ties", a)
+	}
+	a, after := listed(QueryParams{ItemRef: batchRef(""), Query: "SELECT * FROM c ORDER BY c.a", MaxItemCount: 5, RangeID: "0"})
+	if !a.Ready || !a.Ties || after != before+20 {
+		t.Fatalf("after a range's ORDER BY: %+v, %d index entries (%d before), want ready with ties and one entry more a document", a, after, before)
+	}
+}

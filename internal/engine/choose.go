@@ -96,7 +96,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		if path, ok := undefinedPath(c, q, params); ok && !c.absentReady(path) {
 			// Until the path's absence entries are complete, the
 			// documents without it are found by a scan.
-			e.wantAbsent(c, path)
+			e.wantAbsent(c, path, false)
 		}
 		if o, ok := orderedShape(c, q, params, terms); ok {
 			in.Ordered, in.WalkEntries = o, size.ContainerItems
@@ -105,7 +105,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 			if len(q.OrderBy) == 1 && (s.kind == plan.ScopeAll || s.kind == plan.ScopeRange) && !c.tiesReady(o.Path) {
 				// Equal values in _rid order: the path's tie entries
 				// (absent.go).
-				e.wantAbsent(c, o.Path)
+				e.wantAbsent(c, o.Path, true)
 			}
 			if len(q.OrderBy) > 1 {
 				if o.Group, err = firstGroup(r, c, q, params, o, probe, st); err != nil {
