@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -80,6 +81,17 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	in := plan.Input{Scope: size, Terms: terms, Entries: make([]int64, len(terms))}
 	probe := probeLimit(size)
 	small := size.Items <= smallScope && (s.kind == plan.ScopePartition || s.kind == plan.ScopePrefix)
+	if !prog.Streaming() {
+		if err := e.orderedShapes(r, c, q, params, s, terms, limit, probe, st, &in); err != nil {
+			return nil, err
+		}
+	}
+	// The ORDER BY path's own term is counted last, up to what the
+	// ordered path's estimate needs (plan.OrderedBound).
+	orderTerm := -1
+	if o := cmp.Or(in.Ordered, in.Stream); o != nil {
+		orderTerm = o.Term
+	}
 	for i, t := range terms {
 		if small || !ready || !c.index.indexes(t.Path) || (s.kind != plan.ScopeAll && s.kind != plan.ScopeRange && c.isKeyPath(t.Path)) {
 			// A term on the partition key within a partition (or prefix)
@@ -88,31 +100,25 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 			in.Entries[i] = -1
 			continue
 		}
+		if i == orderTerm {
+			continue
+		}
 		if in.Entries[i], err = countSpans(r, termSpans(c, t), probe, st); err != nil {
 			return nil, err
 		}
 	}
-	if !prog.Streaming() {
-		if path, ok := undefinedPath(c, q, params); ok && !c.absentReady(path) {
-			// Until the path's absence entries are complete, the
-			// documents without it are found by a scan.
-			e.wantAbsent(c, path, false)
+	if orderTerm >= 0 && in.Entries[orderTerm] == 0 {
+		bound := plan.OrderedBound(in, cmp.Or(in.Ordered, in.Stream), probe)
+		n, err := countSpans(r, termSpans(c, terms[orderTerm]), bound, st)
+		if err != nil {
+			return nil, err
 		}
-		if o, ok := orderedShape(c, q, params, terms); ok {
-			in.Ordered, in.WalkEntries = o, size.ContainerItems
-		} else if o, ok := streamShape(c, q, params, terms, limit); ok {
-			in.Stream, in.WalkEntries = o, size.ContainerItems
-			if len(q.OrderBy) == 1 && (s.kind == plan.ScopeAll || s.kind == plan.ScopeRange) && !c.tiesReady(o.Path) {
-				// Equal values in _rid order: the path's tie entries
-				// (absent.go).
-				e.wantAbsent(c, o.Path, true)
-			}
-			if len(q.OrderBy) > 1 {
-				if o.Group, err = firstGroup(r, c, q, params, o, probe, st); err != nil {
-					return nil, err
-				}
-			}
+		if n >= bound && bound < probe {
+			// More than the ordered path reads: to the other paths, as
+			// many as can win nothing.
+			n = probe
 		}
+		in.Entries[orderTerm] = n
 	}
 	in.Composites = compositeUses(c, q, params, terms)
 	for i := range in.Composites {
@@ -135,6 +141,37 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		slog.Debug("query plan chosen", "container", c.link(), "query", q.String(), "plan", p.Explain())
 	}
 	return qa, e.buildSource(r, c, q, params, s, terms, now, st, limit, qa)
+}
+
+// orderedShapes fills in the ordered path that may serve q (the TOP walk
+// or the stream), and asks for the absence and tie entries it would read.
+func (e *Engine) orderedShapes(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, s *itemScope, terms []plan.Term, limit int, probe int64, st *readStats, in *plan.Input) error {
+	if path, ok := undefinedPath(c, q, params); ok && !c.absentReady(path) {
+		// Until the path's absence entries are complete, the
+		// documents without it are found by a scan.
+		e.wantAbsent(c, path, false)
+	}
+	if o, ok := orderedShape(c, q, params, terms); ok {
+		in.Ordered, in.WalkEntries = o, in.Scope.ContainerItems
+		return nil
+	}
+	o, ok := streamShape(c, q, params, terms, limit)
+	if !ok {
+		return nil
+	}
+	in.Stream, in.WalkEntries = o, in.Scope.ContainerItems
+	if len(q.OrderBy) == 1 && (s.kind == plan.ScopeAll || s.kind == plan.ScopeRange) && !c.tiesReady(o.Path) {
+		// Equal values in _rid order: the path's tie entries
+		// (absent.go).
+		e.wantAbsent(c, o.Path, true)
+	}
+	if len(q.OrderBy) > 1 {
+		var err error
+		if o.Group, err = firstGroup(r, c, q, params, o, probe, st); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // pinsKey reports whether the equalities of a composite use pin every

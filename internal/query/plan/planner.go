@@ -417,6 +417,24 @@ func walkSpan(in Input, o *Ordered) (total, sel float64) {
 	return total, sel
 }
 
+// OrderedBound is how many entries of the ORDER BY path's own term are
+// worth counting for the ordered path o, given in's counts of the other
+// terms and the bound probe on every count: at that many, the walk's
+// estimate, Want/(fraction·selectivity) entries, no longer depends on the
+// term's count. The index span of that term cannot beat the ordered path
+// (it reads the same entries, all of them), so past this bound its count
+// only weighs what the ordered path makes moot. Without it, the first
+// page of an ORDER BY with a range on its path counted a share of the
+// whole span: a third of a container with no other filter.
+func OrderedBound(in Input, o *Ordered, probe int64) int64 {
+	_, sel := walkSpan(in, o)
+	want := float64(o.Want) / (in.Scope.fraction() * sel)
+	if want >= float64(probe) {
+		return probe
+	}
+	return int64(math.Ceil(want)) + 1
+}
+
 func orderedTerms(o *Ordered) []int {
 	if o.Term >= 0 {
 		return []int{o.Term}

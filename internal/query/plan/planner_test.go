@@ -140,3 +140,27 @@ func TestCompositeUses(t *testing.T) {
 		}
 	}
 }
+
+func TestOrderedBound(t *testing.T) {
+	all := Scope{Kind: ScopeAll, Items: 6000, ContainerItems: 6000}
+	partition := Scope{Kind: ScopePartition, Items: 1000, ContainerItems: 6000}
+	page := &Ordered{Path: []string{"n"}, Want: 10, Term: 0}
+	tests := []struct {
+		name  string
+		in    Input
+		o     *Ordered
+		probe int64
+		want  int64
+	}{
+		{"a page, no other term", Input{Scope: all, Entries: []int64{0}}, page, 2280, 11},
+		{"a selective other term widens the walk", Input{Scope: all, Entries: []int64{0, 600}}, page, 2280, 101},
+		{"an unindexed other term does not", Input{Scope: all, Entries: []int64{0, -1}}, page, 2280, 11},
+		{"a partition's share of the entries", Input{Scope: partition, Entries: []int64{0}}, page, 2280, 61},
+		{"never past the probe", Input{Scope: all, Entries: []int64{0, 6}}, page, 2280, 2280},
+	}
+	for _, tt := range tests {
+		if got := OrderedBound(tt.in, tt.o, tt.probe); got != tt.want {
+			t.Errorf("%s: OrderedBound = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}
