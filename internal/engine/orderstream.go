@@ -338,6 +338,7 @@ func (w *orderStream) walk(pos []byte, skip int) (bool, error) {
 		}
 		return it.Next()
 	}
+	read := 0 // the entries of the group read so far
 	for ok := it.First(); ok; ok = step() {
 		w.st.entries++
 		k := it.Key()
@@ -352,29 +353,29 @@ func (w *orderStream) walk(pos []byte, skip int) (bool, error) {
 			}
 			value, locs = nil, locs[:0]
 		}
-		if value == nil && w.ties && exactValue(v) {
-			at := walkResume{}
-			if wr.value != nil && bytes.Equal(v, wr.value) {
-				at = wr
-			}
-			v = bytes.Clone(v)
-			if more, err := w.tieGroup(v, at); err != nil || !more {
-				return more, err
-			}
-			// On past the value's entries, to the next value (backwards:
-			// the last key before the value's, as no entry is the bare
-			// value).
-			seek = append(bytes.Clone(w.prefix), v...)
-			if !w.desc {
-				seek = prefixEnd(seek)
-			}
-			continue
-		}
 		if value == nil {
-			value = bytes.Clone(v)
+			value, read = bytes.Clone(v), 0
 		}
 		if w.s.holds(loc) {
 			locs = append(locs, bytes.Clone(loc))
+		}
+		if read++; read > tieGroupMin && w.ties && exactValue(value) {
+			// A large group: its documents in _rid order through its tie
+			// entries, then on past the value's entries to the next value
+			// (backwards: the last key before the value's, as no entry is
+			// the bare value).
+			at := walkResume{}
+			if wr.value != nil && bytes.Equal(value, wr.value) {
+				at = wr
+			}
+			if more, err := w.tieGroup(value, at); err != nil || !more {
+				return more, err
+			}
+			seek = append(bytes.Clone(w.prefix), value...)
+			if !w.desc {
+				seek = prefixEnd(seek)
+			}
+			value, locs = nil, locs[:0]
 		}
 	}
 	if err := it.Err(); err != nil {
@@ -385,6 +386,12 @@ func (w *orderStream) walk(pos []byte, skip int) (bool, error) {
 	}
 	return true, nil
 }
+
+// tieGroupMin is how many entries of a group the walk reads before it
+// reads the group through its tie entries instead (when it may): a small
+// group costs less read whole than a seek to its tie entries and a second
+// entry per document.
+const tieGroupMin = 64
 
 // scanPos is the position of the item at loc in the scan order of the
 // scope, which is the order the evaluator keeps equal keys in.

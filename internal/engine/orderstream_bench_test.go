@@ -24,7 +24,9 @@ import (
 //     over two keys, which reads each group of equal g (10 items) whole
 //
 // page-1 is the first page, page-k a page at a random position of the
-// drain (its continuation taken once, by draining).
+// drain (its continuation taken once, by draining). The paths n and m
+// have their absence and tie entries, as a server's indexer builds them
+// after the first such queries.
 //
 //	go test -run '^$' -bench BenchmarkOrderByDrain -benchtime 200x ./internal/engine/
 func BenchmarkOrderByDrain(b *testing.B) {
@@ -39,6 +41,11 @@ func BenchmarkOrderByDrain(b *testing.B) {
 				return []byte(`{"id":"x` + strconv.Itoa(i) + `","pk":"q` + strconv.Itoa(i/100) + `","n":` + strconv.Itoa(i*7919%n) +
 					`,"m":` + strconv.Itoa(i%100) + `,"g":` + strconv.Itoa(i*7919%n/10) + `,"payload":"` + benchPayload + `"}`)
 			})
+			// The absence and tie entries a server's indexer builds after
+			// the first such queries (absent.go).
+			for _, q := range []string{"SELECT c.id FROM c ORDER BY c.n DESC", "SELECT c.id FROM c WHERE c.m >= 0 ORDER BY c.m"} {
+				s.orderReady(b, QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: q, RangeID: "0", CrossPartition: true, MaxItemCount: 1})
+			}
 			s.settle(b)
 			ctx := context.Background()
 			for _, c := range []struct{ name, query string }{
