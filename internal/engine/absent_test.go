@@ -96,31 +96,17 @@ func TestAbsentEntries(t *testing.T) {
 			t.Fatalf("%s: %v", stage, err)
 		}
 	}
-	container := func() *containerRecord {
-		t.Helper()
-		var c *containerRecord
-		err := be.e.store.View(ctx, func(r storage.Reader) error {
-			var err error
-			c, err = be.e.loadContainer(r, "db", "c")
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-
 	indexer := be.e.NewIndexer(nil)
 	check("before the entries are listed")
 	// The queries' wish is listed by the indexer's pass.
-	if a := container().Index.Absent; len(a) != 0 {
+	if a := be.container(t).Index.Absent; len(a) != 0 {
 		t.Fatalf("absence list %+v before a pass", a)
 	}
 	indexer.batch = 40 // several batches, with writes between them
 	if _, err := indexer.Pass(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if a := container().Index.Absent; len(a) != 1 || !slices.Equal(a[0].Path, []string{"n"}) || a[0].Ready {
+	if a := be.container(t).Index.Absent; len(a) != 1 || !slices.Equal(a[0].Path, []string{"n"}) || a[0].Ready {
 		t.Fatalf("absence list after one pass: %+v", a)
 	}
 	// Writes while the builder is part way: the writers keep the
@@ -137,13 +123,8 @@ func TestAbsentEntries(t *testing.T) {
 	write(ModeReplace, `{"id":"d010","pk":"p1","n":-1}`)
 	write(ModeCreate, `{"id":"e1","pk":"p1"}`)
 	check("while the entries are built")
-	for more := true; more; {
-		var err error
-		if more, err = indexer.Pass(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if a := container().Index.Absent; len(a) != 1 || !a[0].Ready {
+	drainIndexer(t, indexer)
+	if a := be.container(t).Index.Absent; len(a) != 1 || !a[0].Ready {
 		t.Fatalf("absence list after the build: %+v", a)
 	}
 	check("after the build")
@@ -178,36 +159,17 @@ func TestAbsentEntries(t *testing.T) {
 // loop that stops on "no more" would leave the second unbuilt until the
 // next tick.
 func TestAbsentBuildListsOneAfterAnother(t *testing.T) {
-	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
-	ctx := context.Background()
-	var docs []string
-	for i := range 50 {
-		docs = append(docs, fmt.Sprintf(`{"id":"d%d","pk":"p%d","a":%d}`, i, i%4, i))
-	}
-	be.seed(t, docs...)
+	be := newTieEnv(t, 50, 4, 50)
 	for _, q := range []string{"SELECT * FROM c ORDER BY c.a", "SELECT * FROM c ORDER BY c.b", "SELECT * FROM c ORDER BY c.c"} {
 		drainRows(t, be.e, QueryParams{ItemRef: batchRef(""), Query: q, MaxItemCount: 10, RangeID: "0"}, nil)
 	}
 	indexer := be.e.NewIndexer(nil)
 	indexer.batch = 20
-	for more := true; more; {
-		var err error
-		if more, err = indexer.Pass(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var c *containerRecord
-	if err := be.e.store.View(ctx, func(r storage.Reader) error {
-		var err error
-		c, err = be.e.loadContainer(r, "db", "c")
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if len(c.Index.Absent) != 3 || c.Index.building() {
+	drainIndexer(t, indexer)
+	if c := be.container(t); len(c.Index.Absent) != 3 || c.Index.building() {
 		t.Fatalf("absence list after the passes: %+v", c.Index.Absent)
 	}
-	if _, err := be.e.CheckIndexes(ctx); err != nil {
+	if _, err := be.e.CheckIndexes(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -218,13 +180,7 @@ func TestAbsentBuildListsOneAfterAnother(t *testing.T) {
 // equal values in _rid order (backwards descending), resumed inside a
 // value from page to page.
 func TestTieEntriesPageWork(t *testing.T) {
-	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
-	ctx := context.Background()
-	var docs []string
-	for i := range 900 {
-		docs = append(docs, fmt.Sprintf(`{"id":"d%03d","pk":"p%d","a":%d}`, i, i%7, i%3))
-	}
-	be.seed(t, docs...)
+	be := newTieEnv(t, 900, 7, 3)
 	queries := []string{
 		"SELECT VALUE c.id FROM c ORDER BY c.a",
 		"SELECT VALUE c.id FROM c ORDER BY c.a DESC",
@@ -251,13 +207,7 @@ func TestTieEntriesPageWork(t *testing.T) {
 		}
 		before[q] = rows
 	}
-	indexer := be.e.NewIndexer(nil)
-	for more := true; more; {
-		var err error
-		if more, err = indexer.Pass(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	drainIndexer(t, be.e.NewIndexer(nil))
 	for _, q := range queries {
 		rows, most := drain(q)
 		if !slices.Equal(rows, before[q]) {
@@ -270,7 +220,7 @@ func TestTieEntriesPageWork(t *testing.T) {
 			t.Errorf("%s: a page read %d index entries", q, most)
 		}
 	}
-	if _, err := be.e.CheckIndexes(ctx); err != nil {
+	if _, err := be.e.CheckIndexes(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -281,36 +231,19 @@ func TestTieEntriesPageWork(t *testing.T) {
 // for every document with the property), and that an ORDER BY over a
 // range then lists it again with them.
 func TestTieEntriesOnlyForWideScopes(t *testing.T) {
-	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
-	ctx := context.Background()
-	var docs []string
-	for i := range 20 {
-		docs = append(docs, fmt.Sprintf(`{"id":"d%d","pk":"p%d","a":%d}`, i, i%2, i%3))
-	}
-	be.seed(t, docs...)
+	be := newTieEnv(t, 20, 2, 3)
 	indexer := be.e.NewIndexer(nil)
 	// listed runs the query and the indexer, and returns the path's list
 	// entry and the container's index entries.
 	listed := func(q QueryParams) (absentPath, int) {
 		t.Helper()
 		drainRows(t, be.e, q, nil)
-		for more := true; more; {
-			var err error
-			if more, err = indexer.Pass(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
-		counts, err := be.e.CheckIndexes(ctx)
+		drainIndexer(t, indexer)
+		counts, err := be.e.CheckIndexes(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
-		var c *containerRecord
-		if err := be.e.store.View(ctx, func(r storage.Reader) error {
-			c, err = be.e.loadContainer(r, "db", "c")
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
+		c := be.container(t)
 		if len(c.Index.Absent) != 1 {
 			t.Fatalf("absence list %+v", c.Index.Absent)
 		}
@@ -324,4 +257,43 @@ func TestTieEntriesOnlyForWideScopes(t *testing.T) {
 	if !a.Ready || !a.Ties || after != before+20 {
 		t.Fatalf("after a range's ORDER BY: %+v, %d index entries (%d before), want ready with ties and one entry more a document", a, after, before)
 	}
+}
+
+// newTieEnv is a container of n documents {"id", "pk": "p"+i%parts,
+// "a": i%values}.
+func newTieEnv(t *testing.T, n, parts, values int) *batchEnv {
+	t.Helper()
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	docs := make([]string, 0, n)
+	for i := range n {
+		docs = append(docs, fmt.Sprintf(`{"id":"d%03d","pk":"p%d","a":%d}`, i, i%parts, i%values))
+	}
+	be.seed(t, docs...)
+	return be
+}
+
+// drainIndexer runs x's passes until it reports no work left.
+func drainIndexer(t testing.TB, x *Indexer) {
+	t.Helper()
+	for more := true; more; {
+		var err error
+		if more, err = x.Pass(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// container reads the record of the test container.
+func (be *batchEnv) container(t *testing.T) *containerRecord {
+	t.Helper()
+	var c *containerRecord
+	err := be.e.store.View(context.Background(), func(r storage.Reader) error {
+		var err error
+		c, err = be.e.loadContainer(r, "db", "c")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

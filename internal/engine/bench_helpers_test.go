@@ -282,13 +282,7 @@ func (s *benchStore) orderReady(b testing.TB, p QueryParams) {
 	if _, err := s.QueryItems(ctx, p); err != nil {
 		b.Fatal(err)
 	}
-	x := s.NewIndexer(nil)
-	for more := true; more; {
-		var err error
-		if more, err = x.Pass(ctx); err != nil {
-			b.Fatal(err)
-		}
-	}
+	drainIndexer(b, s.NewIndexer(nil))
 }
 
 func (s *benchStore) settle(b testing.TB) {

@@ -81,12 +81,7 @@ func TestPlanTranscript(t *testing.T) {
 			// The builder's work so far: the absence entries earlier
 			// queries asked for (absent.go).
 			fmt.Fprintf(&out, "build: indexer\n")
-			x := be.e.NewIndexer(nil)
-			for more := true; more; {
-				if more, err = x.Pass(ctx); err != nil {
-					t.Fatal(err)
-				}
-			}
+			drainIndexer(t, be.e.NewIndexer(nil))
 		}
 		page, err := be.e.QueryItems(ctx, p)
 		fmt.Fprintf(&out, "query: %s\n", query)
