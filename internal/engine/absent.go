@@ -56,10 +56,23 @@ import (
 // an ORDER BY on a property with few values costs the container's size.
 // With them a page reads a value's documents in _rid order from where the
 // last page stopped (orderstream.go, tieGroup).
+//
+// And partition entries, for every document with a value at the path, as
+// the path's own entries are but under the document's partition first:
+//
+//	'x' + collRid + version + 0x00 0x07 + path + EPK + value + loc
+//
+// The path's own entries span the whole container, so an ORDER BY within
+// one logical partition walked every partition's entries of the path and
+// skipped the others' by their location: a page cost the container's size
+// over the partition's. Under the partition they are the partition's own,
+// in the same order, and the stream walks them in place of the path's
+// (orderstream.go).
 var (
 	absentLocMarker = []byte{0, 4}
 	absentSeqMarker = []byte{0, 5}
 	tieMarker       = []byte{0, 6}
+	partMarker      = []byte{0, 7}
 )
 
 // maxAbsentPaths bounds the paths a container keeps absence entries for.
@@ -67,14 +80,29 @@ const maxAbsentPaths = 8
 
 // absentPath is a path listed for absence entries: ready once every item
 // has its entries, built from item location Cursor onwards until then.
-// Ties is set when the path keeps tie entries too: an ORDER BY over a
-// range or the whole container asked for them (a path listed without them
-// is listed again with them, and built again).
+// Ties is set when the path keeps tie entries too (an ORDER BY over a
+// range or the whole container asked for them), Parts when it keeps
+// partition entries (an ORDER BY within a logical partition did); a path
+// listed without the entries a query asks for is listed again with them,
+// and built again.
 type absentPath struct {
 	Path   []string `json:"path"`
 	Ready  bool     `json:"ready,omitempty"`
 	Cursor []byte   `json:"cursor,omitempty"`
 	Ties   bool     `json:"ties,omitempty"`
+	Parts  bool     `json:"parts,omitempty"`
+}
+
+// entryKinds are the entries besides absence entries a listed path keeps.
+type entryKinds struct{ ties, parts bool }
+
+func (a absentPath) kinds() entryKinds { return entryKinds{ties: a.Ties, parts: a.Parts} }
+
+// covers reports whether h holds every kind k asks for.
+func (h entryKinds) covers(k entryKinds) bool { return (h.ties || !k.ties) && (h.parts || !k.parts) }
+
+func (h entryKinds) or(k entryKinds) entryKinds {
+	return entryKinds{ties: h.ties || k.ties, parts: h.parts || k.parts}
 }
 
 // absentPrefix is where the entries of path in one scan order (marker)
@@ -83,8 +111,9 @@ func absentPrefix(indexPrefix, marker []byte, path []string) []byte {
 	return appendIndexPath(append(bytes.Clone(indexPrefix), marker...), path)
 }
 
-// absentEntries are a document's absence and tie entries: two for every
-// listed path it lacks, one for every path with ties it holds an exact
+// absentEntries are a document's absence, tie and partition entries: two
+// for every listed path it lacks, one for every path with ties it holds an
+// exact value at, one for every path with partition entries it holds a
 // value at.
 func absentEntries(c *containerRecord, prefix []byte, doc document.Value, loc []byte) [][]byte {
 	var out [][]byte
@@ -94,6 +123,9 @@ func absentEntries(c *containerRecord, prefix []byte, doc document.Value, loc []
 		}
 		if v := doc.At(a.Path); v.IsDefined() {
 			if k, ok := tieEntry(prefix, a, v, loc); ok {
+				out = append(out, k)
+			}
+			if k, ok := partEntry(prefix, a, v, loc); ok {
 				out = append(out, k)
 			}
 			continue
@@ -116,6 +148,41 @@ func tieEntry(prefix []byte, a absentPath, v document.Value, loc []byte) ([]byte
 		return nil, false
 	}
 	return append(append(k, seqPos(loc)...), loc...), true
+}
+
+// partEntry is the partition entry of a document whose value at a's path
+// is v: the key the path's own entry has (index.go indexEntries: a scalar's
+// value, or the bare marker of an array or an object), under the marker
+// and the document's EPK.
+func partEntry(prefix []byte, a absentPath, v document.Value, loc []byte) ([]byte, bool) {
+	if !a.Parts || len(loc) < 8 {
+		return nil, false
+	}
+	k := append(absentPrefix(prefix, partMarker, a.Path), loc[:len(loc)-8]...)
+	switch v.Kind() {
+	case document.Array:
+		k = append(k, tagArray)
+	case document.Object:
+		k = append(k, tagObject)
+	default:
+		var ok bool
+		if k, ok = appendIndexValue(k, v); !ok {
+			return nil, false
+		}
+	}
+	return append(k, loc...), true
+}
+
+// partsPrefix is where the partition entries of path for the logical
+// partition with the EPK epk begin.
+func partsPrefix(c *containerRecord, path []string, epk string) []byte {
+	return appendEPK(absentPrefix(indexPrefix(c), partMarker, path), epk, true)
+}
+
+// partsReady reports whether every item with a value at path has its
+// partition entry.
+func (c *containerRecord) partsReady(path []string) bool {
+	return c.absentReady(path) && c.Index.Absent[c.absentIndex(path)].Parts
 }
 
 // tiesReady reports whether every item with an exact value at path has
@@ -144,7 +211,7 @@ func (c *containerRecord) absentPending(k []byte) bool {
 	prefix := indexPrefix(c)
 	for _, a := range c.Index.Absent {
 		if !a.Ready && (bytes.HasPrefix(k, absentPrefix(prefix, absentLocMarker, a.Path)) || bytes.HasPrefix(k, absentPrefix(prefix, absentSeqMarker, a.Path)) ||
-			bytes.HasPrefix(k, absentPrefix(prefix, tieMarker, a.Path))) {
+			bytes.HasPrefix(k, absentPrefix(prefix, tieMarker, a.Path)) || bytes.HasPrefix(k, absentPrefix(prefix, partMarker, a.Path))) {
 			return true
 		}
 	}
@@ -162,7 +229,7 @@ func (s indexState) building() bool {
 func rebuilt(list []absentPath) []absentPath {
 	out := make([]absentPath, 0, len(list))
 	for _, a := range list {
-		out = append(out, absentPath{Path: a.Path, Ready: true, Ties: a.Ties})
+		out = append(out, absentPath{Path: a.Path, Ready: true, Ties: a.Ties, Parts: a.Parts})
 	}
 	return out
 }
@@ -224,20 +291,20 @@ func undefinedPath(c *containerRecord, q *ast.Query, params map[string]document.
 }
 
 // wantAbsent asks the indexer to list path for absence entries in c, and
-// for tie entries with ties. The wishes are kept in memory, a bounded few:
-// a wish lost to a restart or the bound comes back with the next query
-// that needs it.
-func (e *Engine) wantAbsent(c *containerRecord, path []string, ties bool) {
-	if i := c.absentIndex(path); i >= 0 && (c.Index.Absent[i].Ties || !ties) || i < 0 && len(c.Index.Absent) >= maxAbsentPaths {
+// for the entries of the kinds want. The wishes are kept in memory, a
+// bounded few: a wish lost to a restart or the bound comes back with the
+// next query that needs it.
+func (e *Engine) wantAbsent(c *containerRecord, path []string, want entryKinds) {
+	if i := c.absentIndex(path); i >= 0 && c.Index.Absent[i].kinds().covers(want) || i < 0 && len(c.Index.Absent) >= maxAbsentPaths {
 		return
 	}
 	key := c.DBID + "\x00" + c.ID + "\x00" + strings.Join(path, "\x00")
 	e.mu.Lock()
 	if w, ok := e.absentWanted[key]; ok {
-		w.ties = w.ties || ties
+		w.want = w.want.or(want)
 		e.absentWanted[key] = w
 	} else if len(e.absentWanted) < 64 {
-		e.absentWanted[key] = absentWish{db: c.DBID, coll: c.ID, path: slices.Clone(path), ties: ties}
+		e.absentWanted[key] = absentWish{db: c.DBID, coll: c.ID, path: slices.Clone(path), want: want}
 	}
 	e.mu.Unlock()
 	e.kickIndexer()
@@ -246,7 +313,7 @@ func (e *Engine) wantAbsent(c *containerRecord, path []string, ties bool) {
 type absentWish struct {
 	db, coll string
 	path     []string
-	ties     bool
+	want     entryKinds
 }
 
 // listAbsent adds the paths queries asked for to their containers' lists.
@@ -267,14 +334,18 @@ func (e *Engine) listAbsent(ctx context.Context) error {
 				return err
 			}
 			i := c.absentIndex(w.path)
-			if !c.Index.Ready || i >= 0 && (c.Index.Absent[i].Ties || !w.ties) || i < 0 && len(c.Index.Absent) >= maxAbsentPaths || !c.index.indexes(w.path) {
+			if !c.Index.Ready || i >= 0 && c.Index.Absent[i].kinds().covers(w.want) || i < 0 && len(c.Index.Absent) >= maxAbsentPaths || !c.index.indexes(w.path) {
 				return nil
 			}
+			want := w.want
+			if i >= 0 {
+				want = want.or(c.Index.Absent[i].kinds())
+			}
 			next := *c
-			// A path listed without tie entries and now asked for them is
-			// built again, with them.
+			// A path listed without entries now asked for is built again,
+			// with them.
 			next.Index.Absent = append(slices.DeleteFunc(slices.Clone(c.Index.Absent), func(a absentPath) bool { return slices.Equal(a.Path, w.path) }),
-				absentPath{Path: w.path, Ties: w.ties})
+				absentPath{Path: w.path, Ties: want.ties, Parts: want.parts})
 			listed = c
 			return setJSON(tx, containerKey(c.DBRid, c.ID), &next)
 		})
@@ -323,7 +394,7 @@ func (e *Engine) buildAbsentBatch(ctx context.Context, db, coll string, n int) (
 			if cursor != nil {
 				a.Cursor = cursor
 			} else {
-				*a = absentPath{Path: a.Path, Ready: true, Ties: a.Ties}
+				*a = absentPath{Path: a.Path, Ready: true, Ties: a.Ties, Parts: a.Parts}
 				next = updated.Index.building()
 			}
 			return setJSON(tx, containerKey(c.DBRid, c.ID), &updated)

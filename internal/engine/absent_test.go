@@ -247,7 +247,7 @@ func TestTieEntriesOnlyForWideScopes(t *testing.T) {
 		if len(c.Index.Absent) != 1 {
 			t.Fatalf("absence list %+v", c.Index.Absent)
 		}
-		return c.Index.Absent[0], counts["dbs/db/colls/c"].IndexEntries
+		return c.Index.Absent[0], counts["dbs/db/colls/c"].OrderEntries
 	}
 	a, before := listed(QueryParams{ItemRef: batchRef(`["p1"]`), Query: "SELECT * FROM c ORDER BY c.a", MaxItemCount: 5})
 	if !a.Ready || a.Ties {
@@ -296,4 +296,57 @@ func (be *batchEnv) container(t *testing.T) *containerRecord {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestPartEntriesPageWork checks that an ORDER BY within one logical
+// partition of a container of many reads about a page of entries a page
+// once the path's partition entries are built (it walked every
+// partition's entries of the path before, skipping the others'), and
+// returns the rows it returned before.
+func TestPartEntriesPageWork(t *testing.T) {
+	be := newTieEnv(t, 3000, 10, 700)
+	queries := []string{
+		"SELECT VALUE c.id FROM c ORDER BY c.a",
+		"SELECT VALUE c.id FROM c ORDER BY c.a DESC",
+		"SELECT VALUE c.id FROM c WHERE c.a >= 350 ORDER BY c.a DESC",
+	}
+	// drain returns the rows of q in partition p3 and the most index
+	// entries a page read (as in TestTieEntriesPageWork).
+	drain := func(q string) ([]string, int) {
+		t.Helper()
+		most := 0
+		rows := drainRows(t, be.e, QueryParams{ItemRef: batchRef(`["p3"]`), Query: q, MaxItemCount: 10}, func(n int, page *FeedPage) {
+			if n > 0 || !strings.Contains(q, "WHERE") {
+				most = max(most, page.IndexEntries)
+			}
+		})
+		return rows, most
+	}
+	before := map[string][]string{}
+	for _, q := range queries {
+		rows, most := drain(q)
+		if len(rows) == 0 || most < 50 {
+			t.Fatalf("%s: %d rows, a page read at most %d entries before the partition entries: the test no longer shows their use", q, len(rows), most)
+		}
+		before[q] = rows
+	}
+	drainIndexer(t, be.e.NewIndexer(nil))
+	if a := be.container(t).Index.Absent; len(a) != 1 || !a[0].Parts || a[0].Ties {
+		t.Fatalf("absence list %+v, want the path with partition entries only", a)
+	}
+	for _, q := range queries {
+		rows, most := drain(q)
+		if !slices.Equal(rows, before[q]) {
+			t.Errorf("%s: rows through the partition entries differ:\n got %v\nwant %v", q, rows, before[q])
+		}
+		// Ten rows, the members of the page's first value read again
+		// when it resumes inside it, and the entries of the next value
+		// (values here repeat up to five times in the partition).
+		if most > 20 {
+			t.Errorf("%s: a page read %d index entries", q, most)
+		}
+	}
+	if _, err := be.e.CheckIndexes(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -28,8 +28,18 @@ type IndexCounts struct {
 	// Images counts the record images kept next to expiry entries.
 	Images int
 	// IndexEntries counts the entries of the range index's current
-	// version.
+	// version, composite entries included; OrderEntries the absence, tie
+	// and partition entries of the paths ORDER BY queries listed
+	// (absent.go), which come and go with those queries.
 	IndexEntries int
+	OrderEntries int
+}
+
+// orderEntry reports whether the index key whose bytes after the index
+// version are rest is an absence, tie or partition entry.
+func orderEntry(rest []byte) bool {
+	return len(rest) >= 2 && rest[0] == 0 && (bytes.HasPrefix(rest, absentLocMarker) || bytes.HasPrefix(rest, absentSeqMarker) ||
+		bytes.HasPrefix(rest, tieMarker) || bytes.HasPrefix(rest, partMarker))
 }
 
 // maxProblems bounds the report of a damaged store.
@@ -342,7 +352,11 @@ func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now time.T
 	found := map[string]bool{}
 	if prefix := indexPrefix(c); !c.index.none {
 		err = scanPrefix(r, prefix, func(k, _ []byte) (bool, error) {
-			counts.IndexEntries++
+			if orderEntry(k[len(prefix):]) {
+				counts.OrderEntries++
+			} else {
+				counts.IndexEntries++
+			}
 			if len(k) < len(prefix)+10 {
 				report("range index entry %x is too short", k)
 				return true, nil

@@ -149,7 +149,7 @@ func (e *Engine) orderedShapes(r storage.Reader, c *containerRecord, q *ast.Quer
 	if path, ok := undefinedPath(c, q, params); ok && !c.absentReady(path) {
 		// Until the path's absence entries are complete, the
 		// documents without it are found by a scan.
-		e.wantAbsent(c, path, false)
+		e.wantAbsent(c, path, entryKinds{})
 	}
 	if o, ok := orderedShape(c, q, params, terms); ok {
 		in.Ordered, in.WalkEntries = o, in.Scope.ContainerItems
@@ -160,10 +160,17 @@ func (e *Engine) orderedShapes(r storage.Reader, c *containerRecord, q *ast.Quer
 		return nil
 	}
 	in.Stream, in.WalkEntries = o, in.Scope.ContainerItems
-	if len(q.OrderBy) == 1 && (s.kind == plan.ScopeAll || s.kind == plan.ScopeRange) && !c.tiesReady(o.Path) {
+	switch {
+	case len(q.OrderBy) == 1 && (s.kind == plan.ScopeAll || s.kind == plan.ScopeRange) && !c.tiesReady(o.Path):
 		// Equal values in _rid order: the path's tie entries
 		// (absent.go).
-		e.wantAbsent(c, o.Path, true)
+		e.wantAbsent(c, o.Path, entryKinds{ties: true})
+	case s.kind == plan.ScopePartition && !c.partsReady(o.Path):
+		// The partition's own entries of the path (absent.go).
+		e.wantAbsent(c, o.Path, entryKinds{parts: true})
+	case s.kind == plan.ScopePartition:
+		// The stream walks the partition's entries: the scope's own.
+		o.Scoped, in.WalkEntries = true, in.Scope.Items
 	}
 	if len(q.OrderBy) > 1 {
 		var err error

@@ -60,8 +60,8 @@ func Check(ctx context.Context, dataDir string, w io.Writer) error {
 	slices.Sort(links)
 	for _, l := range links {
 		c := counts[l]
-		fmt.Fprintf(w, "%s: %d items (%d expired, awaiting the purge), %d range-index entries, %d expiry entries, %d record images\n",
-			l, c.Items, c.Expired, c.IndexEntries, c.DueEntries+c.InheritEntries, c.Images)
+		fmt.Fprintf(w, "%s: %d items (%d expired, awaiting the purge), %d range-index entries, %d ORDER BY entries, %d expiry entries, %d record images\n",
+			l, c.Items, c.Expired, c.IndexEntries, c.OrderEntries, c.DueEntries+c.InheritEntries, c.Images)
 	}
 	if cerr != nil {
 		fmt.Fprintf(w, "INCONSISTENT: %v\n", cerr)

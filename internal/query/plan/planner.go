@@ -248,6 +248,10 @@ type Ordered struct {
 	// property have index entries of their own: they are read through
 	// those, not found by a scan.
 	Absent bool
+	// Scoped is set when the path's entries the walk reads are the scope's
+	// own (a logical partition's), not the whole container's: it skips
+	// none, and WalkEntries counts the scope's.
+	Scoped bool
 	// Group is, for an OrderedStream over several ORDER BY keys, how many
 	// entries the first group of equal first values holds (counted up to
 	// a bound): such a stream reads each group it touches whole, to sort
@@ -289,6 +293,9 @@ type Path struct {
 	// Absent is set when an ordered path reads the documents without the
 	// property through their absence entries (Ordered.Absent).
 	Absent bool
+	// Scoped is set when an ordered path walks the scope's own entries
+	// (Ordered.Scoped).
+	Scoped bool
 	Cost   float64
 }
 
@@ -334,9 +341,10 @@ func Choose(in Input) Plan {
 		// property is read once over the whole drain: a page's share is
 		// the scope over the number of pages the walk's rows make.
 		total, sel := walkSpan(in, o)
-		entries := math.Min(total, float64(o.Want)/(frac*sel))
+		share := o.share(in.Scope)
+		entries := math.Min(total, float64(o.Want)/(share*sel))
 		entries += float64(o.Group)
-		path := Path{Access: OrderedStream, Terms: orderedTerms(o), Entries: entries, Records: entries * frac, Absent: o.Absent}
+		path := Path{Access: OrderedStream, Terms: orderedTerms(o), Entries: entries, Records: entries * share, Absent: o.Absent, Scoped: o.Scoped}
 		if o.Undefined && !o.Absent {
 			pages := math.Max(1, total*frac*sel/float64(max(o.Want, 1)))
 			path.Scanned = float64(in.Scope.Items) / pages
@@ -428,11 +436,19 @@ func walkSpan(in Input, o *Ordered) (total, sel float64) {
 // whole span: a third of a container with no other filter.
 func OrderedBound(in Input, o *Ordered, probe int64) int64 {
 	_, sel := walkSpan(in, o)
-	want := float64(o.Want) / (in.Scope.fraction() * sel)
+	want := float64(o.Want) / (o.share(in.Scope) * sel)
 	if want >= float64(probe) {
 		return probe
 	}
 	return int64(math.Ceil(want)) + 1
+}
+
+// share is the part of the entries o walks that lie in the scope.
+func (o *Ordered) share(s Scope) float64 {
+	if o.Scoped {
+		return 1
+	}
+	return s.fraction()
 }
 
 func orderedTerms(o *Ordered) []int {
@@ -490,6 +506,9 @@ func (p Plan) describe(c Path) string {
 	}
 	if c.Absent {
 		b.WriteString(" absent")
+	}
+	if c.Scoped {
+		b.WriteString(" scoped")
 	}
 	if c.Entries > 0 {
 		fmt.Fprintf(&b, " entries=%.0f", c.Entries)
