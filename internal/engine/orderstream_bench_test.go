@@ -2,11 +2,13 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"testing"
 
 	"github.com/mayfly-db/mayfly/internal/clock"
+	"github.com/mayfly-db/mayfly/internal/partition"
 )
 
 // BenchmarkOrderByDrain shows that a page of an ORDER BY drained through
@@ -79,6 +81,72 @@ func BenchmarkOrderByDrain(b *testing.B) {
 								p.Continuation = conts[1+rand.IntN(len(conts)-1)]
 							}
 							page, err := s.QueryItems(ctx, p)
+							if err != nil {
+								b.Fatal(err)
+							}
+							records, entries = records+page.Examined, entries+page.IndexEntries
+						}
+						b.ReportMetric(float64(records)/float64(b.N), "records/op")
+						b.ReportMetric(float64(entries)/float64(b.N), "entries/op")
+					})
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkPartitionOrderBy measures a page of SELECT * FROM c ORDER BY
+// c.n within one logical partition of 5,000 items while the container
+// around it grows (the other items in partitions of 100), before and
+// after the path's partition entries are built (absent.go): page-1 is the
+// first page of 100, page-k one at a random position of the drain.
+//
+//	go test -run '^$' -bench BenchmarkPartitionOrderBy -benchtime 100x ./internal/engine/
+func BenchmarkPartitionOrderBy(b *testing.B) {
+	const big = 5000
+	for _, n := range []int{10_000, 100_000} {
+		b.Run("items="+strconv.Itoa(n), func(b *testing.B) {
+			s := openBenchEngine(b, clock.Real{}, nil, "null")
+			pk := func(i int) string {
+				if i < big {
+					return "big"
+				}
+				return "q" + strconv.Itoa(i/100)
+			}
+			s.pk = pk
+			s.load(b, 0, n, func(i int) []byte {
+				return []byte(`{"id":"x` + strconv.Itoa(i) + `","pk":"` + pk(i) + `","n":` + strconv.Itoa(i*7919%n) + `,"payload":"` + benchPayload + `"}`)
+			})
+			s.settle(b)
+			ctx := context.Background()
+			p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl, HasKey: true, PartitionKey: partition.Key{partition.String("big")}},
+				Query: "SELECT * FROM c ORDER BY c.n", MaxItemCount: 100}
+			for _, built := range []bool{false, true} {
+				if built {
+					s.orderReady(b, p)
+				}
+				q := p
+				conts := []string{""}
+				for {
+					page, err := s.QueryItems(ctx, q)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if page.Continuation == "" {
+						break
+					}
+					conts = append(conts, page.Continuation)
+					q.Continuation = page.Continuation
+				}
+				for _, k := range []string{"page-1", "page-k"} {
+					b.Run(fmt.Sprintf("entries=%v/%s", built, k), func(b *testing.B) {
+						records, entries := 0, 0
+						for b.Loop() {
+							q.Continuation = ""
+							if k == "page-k" {
+								q.Continuation = conts[1+rand.IntN(len(conts)-1)]
+							}
+							page, err := s.QueryItems(ctx, q)
 							if err != nil {
 								b.Fatal(err)
 							}
