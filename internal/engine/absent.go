@@ -179,6 +179,17 @@ func partsPrefix(c *containerRecord, path []string, epk string) []byte {
 	return appendEPK(absentPrefix(indexPrefix(c), partMarker, path), epk, true)
 }
 
+// orderPrefix is where the entries of path an ordered walk over scope s
+// reads begin: within a logical partition, the partition's own entries of
+// the path once they are complete; the path's entries otherwise. Both
+// hold the partition's documents in the same order, at the same positions.
+func orderPrefix(c *containerRecord, path []string, s *itemScope) []byte {
+	if s.kind == plan.ScopePartition && c.partsReady(path) {
+		return partsPrefix(c, path, s.epk)
+	}
+	return appendIndexPath(indexPrefix(c), path)
+}
+
 // partsReady reports whether every item with a value at path has its
 // partition entry.
 func (c *containerRecord) partsReady(path []string) bool {

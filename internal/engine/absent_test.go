@@ -299,7 +299,8 @@ func (be *batchEnv) container(t *testing.T) *containerRecord {
 }
 
 // TestPartEntriesPageWork checks that an ORDER BY within one logical
-// partition of a container of many reads about a page of entries a page
+// partition of a container of many (streamed, or a TOP) reads about a page
+// of entries a page
 // once the path's partition entries are built (it walked every
 // partition's entries of the path before, skipping the others'), and
 // returns the rows it returned before.
@@ -309,6 +310,7 @@ func TestPartEntriesPageWork(t *testing.T) {
 		"SELECT VALUE c.id FROM c ORDER BY c.a",
 		"SELECT VALUE c.id FROM c ORDER BY c.a DESC",
 		"SELECT VALUE c.id FROM c WHERE c.a >= 350 ORDER BY c.a DESC",
+		"SELECT TOP 9 VALUE c.id FROM c ORDER BY c.a DESC", // the TOP walk
 	}
 	// drain returns the rows of q in partition p3 and the most index
 	// entries a page read (as in TestTieEntriesPageWork).

@@ -151,26 +151,34 @@ func (e *Engine) orderedShapes(r storage.Reader, c *containerRecord, q *ast.Quer
 		// documents without it are found by a scan.
 		e.wantAbsent(c, path, entryKinds{})
 	}
+	// scoped: within a logical partition, the walk reads the partition's
+	// own entries of the path once they are built (absent.go).
+	scoped := func(o *plan.Ordered) {
+		in.WalkEntries = in.Scope.ContainerItems
+		if s.kind != plan.ScopePartition {
+			return
+		}
+		if !c.partsReady(o.Path) {
+			e.wantAbsent(c, o.Path, entryKinds{parts: true})
+			return
+		}
+		o.Scoped, in.WalkEntries = true, in.Scope.Items
+	}
 	if o, ok := orderedShape(c, q, params, terms); ok {
-		in.Ordered, in.WalkEntries = o, in.Scope.ContainerItems
+		in.Ordered = o
+		scoped(o)
 		return nil
 	}
 	o, ok := streamShape(c, q, params, terms, limit)
 	if !ok {
 		return nil
 	}
-	in.Stream, in.WalkEntries = o, in.Scope.ContainerItems
-	switch {
-	case len(q.OrderBy) == 1 && (s.kind == plan.ScopeAll || s.kind == plan.ScopeRange) && !c.tiesReady(o.Path):
+	in.Stream = o
+	scoped(o)
+	if len(q.OrderBy) == 1 && (s.kind == plan.ScopeAll || s.kind == plan.ScopeRange) && !c.tiesReady(o.Path) {
 		// Equal values in _rid order: the path's tie entries
 		// (absent.go).
 		e.wantAbsent(c, o.Path, entryKinds{ties: true})
-	case s.kind == plan.ScopePartition && !c.partsReady(o.Path):
-		// The partition's own entries of the path (absent.go).
-		e.wantAbsent(c, o.Path, entryKinds{parts: true})
-	case s.kind == plan.ScopePartition:
-		// The stream walks the partition's entries: the scope's own.
-		o.Scoped, in.WalkEntries = true, in.Scope.Items
 	}
 	if len(q.OrderBy) > 1 {
 		var err error

@@ -75,7 +75,7 @@ func orderedItems(r storage.Reader, c *containerRecord, q *ast.Query, params map
 	}
 	desc := q.OrderBy[0].Desc
 	defined := filtersOn(q, params, o.Path)
-	prefix := appendIndexPath(indexPrefix(c), o.Path)
+	prefix := orderPrefix(c, o.Path, s)
 	lo, hi := pathBounds(prefix, plan.Predicates(q, params), o.Path)
 	it, err := r.NewIter(storage.IterParams{Lower: lo, Upper: hi, Reverse: desc})
 	if err != nil {

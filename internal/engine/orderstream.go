@@ -134,12 +134,7 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 	if !rows.Streaming() {
 		return errBadContinuation
 	}
-	prefix := appendIndexPath(indexPrefix(c), o.Path)
-	if s.kind == plan.ScopePartition && c.partsReady(o.Path) {
-		// The partition's own entries of the path, in the same order
-		// (absent.go).
-		prefix = partsPrefix(c, o.Path, s.epk)
-	}
+	prefix := orderPrefix(c, o.Path, s)
 	lo, hi := pathBounds(prefix, plan.Predicates(q, params), o.Path)
 	w := &orderStream{r: r, c: c, s: s, now: now, st: st, rows: rows, o: o, desc: q.OrderBy[0].Desc,
 		prefix: prefix, lo: lo, hi: hi, next: next, limit: limit, page: page}

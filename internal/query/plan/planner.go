@@ -330,8 +330,9 @@ func Choose(in Input) Plan {
 		// the scope are skipped by their key; only those in it cost a
 		// record.
 		total, sel := walkSpan(in, o)
-		entries := math.Min(total, float64(o.Want)/(frac*sel))
-		add(Path{Access: OrderedWalk, Terms: orderedTerms(o), Entries: entries, Records: entries * frac, Absent: o.Absent})
+		share := o.share(in.Scope)
+		entries := math.Min(total, float64(o.Want)/(share*sel))
+		add(Path{Access: OrderedWalk, Terms: orderedTerms(o), Entries: entries, Records: entries * share, Absent: o.Absent, Scoped: o.Scoped})
 	}
 	if o := in.Stream; o != nil && in.WalkEntries >= 0 {
 		// Every page walks on from where the last one stopped, so a page
