@@ -181,48 +181,14 @@ func TestAbsentBuildListsOneAfterAnother(t *testing.T) {
 // value from page to page.
 func TestTieEntriesPageWork(t *testing.T) {
 	be := newTieEnv(t, 900, 7, 3)
-	queries := []string{
+	// Ten rows; for each of the (at most two) groups a page touches, the
+	// entries read before the walk turns to its tie entries; and one entry
+	// more to know the page is full.
+	checkPageWork(t, be, QueryParams{ItemRef: batchRef(""), RangeID: "0"}, []string{
 		"SELECT VALUE c.id FROM c ORDER BY c.a",
 		"SELECT VALUE c.id FROM c ORDER BY c.a DESC",
 		"SELECT VALUE c.id FROM c WHERE c.a >= 1 ORDER BY c.a DESC",
-	}
-	// drain returns the rows of q and the most index entries a page read
-	// (the first page's of a query with a filter left out: it has the
-	// planner count the filter's span).
-	drain := func(q string) ([]string, int) {
-		t.Helper()
-		most := 0
-		rows := drainRows(t, be.e, QueryParams{ItemRef: batchRef(""), Query: q, MaxItemCount: 10, RangeID: "0"}, func(n int, page *FeedPage) {
-			if n > 0 || !strings.Contains(q, "WHERE") {
-				most = max(most, page.IndexEntries)
-			}
-		})
-		return rows, most
-	}
-	before := map[string][]string{}
-	for _, q := range queries {
-		rows, most := drain(q)
-		if most < 300 {
-			t.Fatalf("%s: a page read at most %d entries before the tie entries: the test no longer shows their use", q, most)
-		}
-		before[q] = rows
-	}
-	drainIndexer(t, be.e.NewIndexer(nil))
-	for _, q := range queries {
-		rows, most := drain(q)
-		if !slices.Equal(rows, before[q]) {
-			t.Errorf("%s: rows through the tie entries differ:\n got %v\nwant %v", q, rows, before[q])
-		}
-		// Ten rows; for each of the (at most two) groups the page
-		// touches, the entries read before the walk turns to its tie
-		// entries; and one entry more to know the page is full.
-		if most > 10+2*(tieGroupMin+2)+1 {
-			t.Errorf("%s: a page read %d index entries", q, most)
-		}
-	}
-	if _, err := be.e.CheckIndexes(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	}, 300, 10+2*(tieGroupMin+2)+1)
 }
 
 // TestTieEntriesOnlyForWideScopes checks that an ORDER BY within a
@@ -300,51 +266,59 @@ func (be *batchEnv) container(t *testing.T) *containerRecord {
 
 // TestPartEntriesPageWork checks that an ORDER BY within one logical
 // partition of a container of many (streamed, or a TOP) reads about a page
-// of entries a page
-// once the path's partition entries are built (it walked every
-// partition's entries of the path before, skipping the others'), and
-// returns the rows it returned before.
+// of entries a page once the path's partition entries are built (it
+// walked every partition's entries of the path before, skipping the
+// others'), and returns the rows it returned before.
 func TestPartEntriesPageWork(t *testing.T) {
 	be := newTieEnv(t, 3000, 10, 700)
-	queries := []string{
+	// Ten rows, the members of the page's first value read again when it
+	// resumes inside it, and the entries of the next value (values here
+	// repeat up to five times in the partition).
+	checkPageWork(t, be, QueryParams{ItemRef: batchRef(`["p3"]`)}, []string{
 		"SELECT VALUE c.id FROM c ORDER BY c.a",
 		"SELECT VALUE c.id FROM c ORDER BY c.a DESC",
 		"SELECT VALUE c.id FROM c WHERE c.a >= 350 ORDER BY c.a DESC",
 		"SELECT TOP 9 VALUE c.id FROM c ORDER BY c.a DESC", // the TOP walk
+	}, 50, 20)
+	if a := be.container(t).Index.Absent; len(a) != 1 || !a[0].Parts || a[0].Ties {
+		t.Fatalf("absence list %+v, want the path with partition entries only", a)
 	}
-	// drain returns the rows of q in partition p3 and the most index
-	// entries a page read (as in TestTieEntriesPageWork).
+}
+
+// checkPageWork drains each of queries over base's scope in pages of ten,
+// runs the indexer to the end, and drains them again: the rows must be
+// the same, and the most index entries a page read (the first page's of a
+// query with a filter left out: it has the planner count the filter's
+// span) at least before before the build, at most after after it.
+func checkPageWork(t *testing.T, be *batchEnv, base QueryParams, queries []string, before, after int) {
+	t.Helper()
 	drain := func(q string) ([]string, int) {
 		t.Helper()
+		p := base
+		p.Query, p.MaxItemCount = q, 10
 		most := 0
-		rows := drainRows(t, be.e, QueryParams{ItemRef: batchRef(`["p3"]`), Query: q, MaxItemCount: 10}, func(n int, page *FeedPage) {
+		rows := drainRows(t, be.e, p, func(n int, page *FeedPage) {
 			if n > 0 || !strings.Contains(q, "WHERE") {
 				most = max(most, page.IndexEntries)
 			}
 		})
 		return rows, most
 	}
-	before := map[string][]string{}
+	want := map[string][]string{}
 	for _, q := range queries {
 		rows, most := drain(q)
-		if len(rows) == 0 || most < 50 {
-			t.Fatalf("%s: %d rows, a page read at most %d entries before the partition entries: the test no longer shows their use", q, len(rows), most)
+		if len(rows) == 0 || most < before {
+			t.Fatalf("%s: %d rows, a page read at most %d index entries before the build: the test no longer shows the entries' use", q, len(rows), most)
 		}
-		before[q] = rows
+		want[q] = rows
 	}
 	drainIndexer(t, be.e.NewIndexer(nil))
-	if a := be.container(t).Index.Absent; len(a) != 1 || !a[0].Parts || a[0].Ties {
-		t.Fatalf("absence list %+v, want the path with partition entries only", a)
-	}
 	for _, q := range queries {
 		rows, most := drain(q)
-		if !slices.Equal(rows, before[q]) {
-			t.Errorf("%s: rows through the partition entries differ:\n got %v\nwant %v", q, rows, before[q])
+		if !slices.Equal(rows, want[q]) {
+			t.Errorf("%s: rows after the build differ:\n got %v\nwant %v", q, rows, want[q])
 		}
-		// Ten rows, the members of the page's first value read again
-		// when it resumes inside it, and the entries of the next value
-		// (values here repeat up to five times in the partition).
-		if most > 20 {
+		if most > after {
 			t.Errorf("%s: a page read %d index entries", q, most)
 		}
 	}

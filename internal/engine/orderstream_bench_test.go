@@ -49,7 +49,6 @@ func BenchmarkOrderByDrain(b *testing.B) {
 				s.orderReady(b, QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: q, RangeID: "0", CrossPartition: true, MaxItemCount: 1})
 			}
 			s.settle(b)
-			ctx := context.Background()
 			for _, c := range []struct{ name, query string }{
 				{"asc", "SELECT c.id, c.n FROM c WHERE c.n >= 0 ORDER BY c.n"},
 				{"desc", "SELECT c.id, c.n FROM c ORDER BY c.n DESC"},
@@ -57,39 +56,11 @@ func BenchmarkOrderByDrain(b *testing.B) {
 				{"keys", "SELECT c.id, c.g, c.m FROM c WHERE c.g >= 0 ORDER BY c.g, c.m DESC"},
 			} {
 				p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: c.query, RangeID: "0", CrossPartition: true, MaxItemCount: 100}
-				conts := []string{""}
-				for {
-					page, err := s.QueryItems(ctx, p)
-					if err != nil {
-						b.Fatal(err)
-					}
+				benchPages(b, s, p, c.name+"/", func(page *FeedPage) {
 					if page.Plan != nil && page.Plan.Chosen.Access.String() != "ordered-stream" {
 						b.Fatalf("%s: chose %s", c.query, page.Plan.Explain())
 					}
-					if page.Continuation == "" {
-						break
-					}
-					conts = append(conts, page.Continuation)
-					p.Continuation = page.Continuation
-				}
-				for _, k := range []string{"page-1", "page-k"} {
-					b.Run(c.name+"/"+k, func(b *testing.B) {
-						records, entries := 0, 0
-						for b.Loop() {
-							p.Continuation = ""
-							if k == "page-k" {
-								p.Continuation = conts[1+rand.IntN(len(conts)-1)]
-							}
-							page, err := s.QueryItems(ctx, p)
-							if err != nil {
-								b.Fatal(err)
-							}
-							records, entries = records+page.Examined, entries+page.IndexEntries
-						}
-						b.ReportMetric(float64(records)/float64(b.N), "records/op")
-						b.ReportMetric(float64(entries)/float64(b.N), "entries/op")
-					})
-				}
+				})
 			}
 		})
 	}
@@ -118,45 +89,55 @@ func BenchmarkPartitionOrderBy(b *testing.B) {
 				return []byte(`{"id":"x` + strconv.Itoa(i) + `","pk":"` + pk(i) + `","n":` + strconv.Itoa(i*7919%n) + `,"payload":"` + benchPayload + `"}`)
 			})
 			s.settle(b)
-			ctx := context.Background()
 			p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl, HasKey: true, PartitionKey: partition.Key{partition.String("big")}},
 				Query: "SELECT * FROM c ORDER BY c.n", MaxItemCount: 100}
 			for _, built := range []bool{false, true} {
 				if built {
 					s.orderReady(b, p)
 				}
-				q := p
-				conts := []string{""}
-				for {
-					page, err := s.QueryItems(ctx, q)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if page.Continuation == "" {
-						break
-					}
-					conts = append(conts, page.Continuation)
-					q.Continuation = page.Continuation
-				}
-				for _, k := range []string{"page-1", "page-k"} {
-					b.Run(fmt.Sprintf("entries=%v/%s", built, k), func(b *testing.B) {
-						records, entries := 0, 0
-						for b.Loop() {
-							q.Continuation = ""
-							if k == "page-k" {
-								q.Continuation = conts[1+rand.IntN(len(conts)-1)]
-							}
-							page, err := s.QueryItems(ctx, q)
-							if err != nil {
-								b.Fatal(err)
-							}
-							records, entries = records+page.Examined, entries+page.IndexEntries
-						}
-						b.ReportMetric(float64(records)/float64(b.N), "records/op")
-						b.ReportMetric(float64(entries)/float64(b.N), "entries/op")
-					})
-				}
+				benchPages(b, s, p, fmt.Sprintf("entries=%v/", built), nil)
 			}
+		})
+	}
+}
+
+// benchPages drains p once, handing each page to check (when not nil),
+// then runs sub-benchmarks name+"page-1", the first page, and
+// name+"page-k", a page at a random position of the drain, reporting the
+// records and index entries a page read.
+func benchPages(b *testing.B, s *benchStore, p QueryParams, name string, check func(*FeedPage)) {
+	ctx := context.Background()
+	conts := []string{""}
+	for {
+		page, err := s.QueryItems(ctx, p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if check != nil {
+			check(page)
+		}
+		if page.Continuation == "" {
+			break
+		}
+		conts = append(conts, page.Continuation)
+		p.Continuation = page.Continuation
+	}
+	for _, k := range []string{"page-1", "page-k"} {
+		b.Run(name+k, func(b *testing.B) {
+			records, entries := 0, 0
+			for b.Loop() {
+				p.Continuation = ""
+				if k == "page-k" {
+					p.Continuation = conts[1+rand.IntN(len(conts)-1)]
+				}
+				page, err := s.QueryItems(ctx, p)
+				if err != nil {
+					b.Fatal(err)
+				}
+				records, entries = records+page.Examined, entries+page.IndexEntries
+			}
+			b.ReportMetric(float64(records)/float64(b.N), "records/op")
+			b.ReportMetric(float64(entries)/float64(b.N), "entries/op")
 		})
 	}
 }
