@@ -74,6 +74,8 @@ var (
 	absentSeqMarker = []byte{0, 5}
 	tieMarker       = []byte{0, 6}
 	partMarker      = []byte{0, 7}
+	// orderMarkers begin the entries of a listed path, of every kind.
+	orderMarkers = [][]byte{absentLocMarker, absentSeqMarker, tieMarker, partMarker}
 )
 
 // maxAbsentPaths bounds the paths a container keeps absence entries for.
@@ -222,8 +224,7 @@ func (c *containerRecord) absentIndex(path []string) int {
 func (c *containerRecord) absentPending(k []byte) bool {
 	prefix := indexPrefix(c)
 	for _, a := range c.Index.Absent {
-		if !a.Ready && (bytes.HasPrefix(k, absentPrefix(prefix, absentLocMarker, a.Path)) || bytes.HasPrefix(k, absentPrefix(prefix, absentSeqMarker, a.Path)) ||
-			bytes.HasPrefix(k, absentPrefix(prefix, tieMarker, a.Path)) || bytes.HasPrefix(k, absentPrefix(prefix, partMarker, a.Path))) {
+		if !a.Ready && slices.ContainsFunc(orderMarkers, func(m []byte) bool { return bytes.HasPrefix(k, absentPrefix(prefix, m, a.Path)) }) {
 			return true
 		}
 	}

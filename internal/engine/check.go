@@ -38,8 +38,7 @@ type IndexCounts struct {
 // orderEntry reports whether the index key whose bytes after the index
 // version are rest is an absence, tie or partition entry.
 func orderEntry(rest []byte) bool {
-	return len(rest) >= 2 && rest[0] == 0 && (bytes.HasPrefix(rest, absentLocMarker) || bytes.HasPrefix(rest, absentSeqMarker) ||
-		bytes.HasPrefix(rest, tieMarker) || bytes.HasPrefix(rest, partMarker))
+	return slices.ContainsFunc(orderMarkers, func(m []byte) bool { return bytes.HasPrefix(rest, m) })
 }
 
 // maxProblems bounds the report of a damaged store.

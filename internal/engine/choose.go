@@ -144,7 +144,8 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 }
 
 // orderedShapes fills in the ordered path that may serve q (the TOP walk
-// or the stream), and asks for the absence and tie entries it would read.
+// or the stream), and asks for the absence, tie and partition entries it
+// would read.
 func (e *Engine) orderedShapes(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, s *itemScope, terms []plan.Term, limit int, probe int64, st *readStats, in *plan.Input) error {
 	if path, ok := undefinedPath(c, q, params); ok && !c.absentReady(path) {
 		// Until the path's absence entries are complete, the

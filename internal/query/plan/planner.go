@@ -347,7 +347,7 @@ func Choose(in Input) Plan {
 		entries += float64(o.Group)
 		path := Path{Access: OrderedStream, Terms: orderedTerms(o), Entries: entries, Records: entries * share, Absent: o.Absent, Scoped: o.Scoped}
 		if o.Undefined && !o.Absent {
-			pages := math.Max(1, total*frac*sel/float64(max(o.Want, 1)))
+			pages := math.Max(1, total*share*sel/float64(max(o.Want, 1)))
 			path.Scanned = float64(in.Scope.Items) / pages
 		}
 		add(path)
