@@ -202,8 +202,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.log.Error("request panicked", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p), "activity_id", rq.activity)
 			h.fail(rq, fmt.Errorf("panic: %v", p))
 		}
-		h.log.Log(r.Context(), h.logLevel, "request served", "method", r.Method, "path", r.URL.EscapedPath(), "status", rq.status,
-			"duration_ms", float64(h.clock.Now().Sub(start).Microseconds())/1000, "charge", rq.charge, "activity_id", rq.activity)
+		// Checked first: the arguments cost allocations even when the
+		// line is not written.
+		if h.log.Enabled(r.Context(), h.logLevel) {
+			h.log.Log(r.Context(), h.logLevel, "request served", "method", r.Method, "path", r.URL.EscapedPath(), "status", rq.status,
+				"duration_ms", float64(h.clock.Now().Sub(start).Microseconds())/1000, "charge", rq.charge, "activity_id", rq.activity)
+		}
 	}()
 	h.serve(rq)
 }
@@ -399,19 +403,36 @@ func capMessage(msg string) string {
 
 func (h *Handler) commonHeaders(rq *request, charge float64) {
 	hd := rq.w.Header()
-	hd.Set("x-ms-activity-id", rq.activity)
+	setCanonical(hd, "X-Ms-Activity-Id", rq.activity)
 	if charge <= 0 {
 		charge = engine.MetadataCharge
 	}
 	rq.charge = charge
-	hd.Set("x-ms-request-charge", strconv.FormatFloat(charge, 'f', -1, 64))
-	if hd.Get("x-ms-session-token") == "" {
-		hd.Set("x-ms-session-token", "0:-1#1")
+	setCanonical(hd, "X-Ms-Request-Charge", strconv.FormatFloat(charge, 'f', -1, 64))
+	if hd.Get("X-Ms-Session-Token") == "" {
+		hd["X-Ms-Session-Token"] = defaultSession
 	}
-	hd.Set("x-ms-schemaversion", "1.18")
-	hd.Set("x-ms-serviceversion", "version=2.14.0.0")
-	hd.Set("x-ms-gatewayversion", "version=2.14.0")
-	hd.Set("Date", h.clock.Now().UTC().Format(http.TimeFormat))
+	hd["X-Ms-Schemaversion"] = schemaVersion
+	hd["X-Ms-Serviceversion"] = serviceVersion
+	hd["X-Ms-Gatewayversion"] = gatewayVersion
+	setCanonical(hd, "Date", h.clock.Now().UTC().Format(http.TimeFormat))
+}
+
+// The values every response carries. A header's value slice is only ever
+// replaced, never written in place, so responses may share these.
+var (
+	defaultSession = []string{"0:-1#1"}
+	schemaVersion  = []string{"1.18"}
+	serviceVersion = []string{"version=2.14.0.0"}
+	gatewayVersion = []string{"version=2.14.0"}
+	jsonType       = []string{"application/json"}
+)
+
+// setCanonical is Header.Set for a key already in canonical form: every
+// response sets a dozen headers, and Set canonicalizes (and allocates) the
+// key each time.
+func setCanonical(hd http.Header, key, v string) {
+	hd[key] = []string{v}
 }
 
 // reply writes a JSON body with the common headers.
@@ -419,8 +440,8 @@ func (h *Handler) reply(rq *request, status int, charge float64, body []byte) {
 	h.commonHeaders(rq, charge)
 	hd := rq.w.Header()
 	if body != nil {
-		hd.Set("Content-Type", "application/json")
-		hd.Set("Content-Length", strconv.Itoa(len(body)))
+		hd["Content-Type"] = jsonType
+		setCanonical(hd, "Content-Length", strconv.Itoa(len(body)))
 	}
 	rq.status = status
 	rq.w.WriteHeader(status)

@@ -254,18 +254,20 @@ func (h *Handler) pkranges(rq *request, db, coll string) {
 func (h *Handler) itemHeaders(rq *request, res *engine.ItemResult) {
 	hd := rq.w.Header()
 	if res.Etag != "" {
-		hd.Set("etag", res.Etag)
+		setCanonical(hd, "Etag", res.Etag)
 	}
-	hd.Set("x-ms-session-token", engine.SessionToken(res.LSN))
-	hd.Set("lsn", strconv.FormatUint(res.LSN, 10))
-	hd.Set("x-ms-documentdb-partitionkeyrangeid", "0")
+	setCanonical(hd, "X-Ms-Session-Token", engine.SessionToken(res.LSN))
+	setCanonical(hd, "Lsn", strconv.FormatUint(res.LSN, 10))
+	hd["X-Ms-Documentdb-Partitionkeyrangeid"] = rangeZero
 	if res.CollRid != "" {
-		hd.Set("x-ms-content-path", res.CollRid)
+		setCanonical(hd, "X-Ms-Content-Path", res.CollRid)
 	}
 	if s := rq.path.segs; len(s) >= 4 {
-		hd.Set("x-ms-alt-content-path", "dbs/"+s[1]+"/colls/"+s[3])
+		setCanonical(hd, "X-Ms-Alt-Content-Path", "dbs/"+s[1]+"/colls/"+s[3])
 	}
 }
+
+var rangeZero = []string{"0"}
 
 // itemInput reads the partition key header and the body of an item
 // request; on failure it has answered and reports false.

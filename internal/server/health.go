@@ -71,14 +71,17 @@ var resourceKinds = map[string]bool{"dbs": true, "colls": true, "docs": true, "o
 // operationOf names a request for the metrics: its method and the kind of
 // resource it addresses ("GET docs", "POST docs query", "GET account").
 func operationOf(r *http.Request) string {
-	segs := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	kind := "account"
-	switch n := len(segs); {
-	case segs[0] == "":
-	case n%2 == 1:
-		kind = segs[n-1]
-	default:
-		kind = segs[n-2]
+	if path := strings.Trim(r.URL.Path, "/"); path != "" {
+		// The kind is the last segment of a path with an odd number of
+		// segments (a feed: dbs/x/colls) and the one before the last
+		// otherwise (a resource: dbs/x/colls/y).
+		last := strings.LastIndexByte(path, '/')
+		kind = path[last+1:]
+		if strings.Count(path, "/")%2 == 1 {
+			kind = path[:last]
+			kind = kind[strings.LastIndexByte(kind, '/')+1:]
+		}
 	}
 	if kind != "account" && !resourceKinds[kind] {
 		kind = "other"
