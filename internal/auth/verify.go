@@ -179,11 +179,13 @@ func (v *Verifier) verifyMaster(req Request, sig string, now time.Time, write bo
 		}
 	}
 	payload := Payload(req.Verb, req.ResourceType, req.ResourceLink, req.Date)
-	wrong := unauthorized(msgWrongKey + " Server used the following payload to sign: '" +
-		strings.ReplaceAll(payload, "\n", `\n`) + "'")
+	wrong := func() error {
+		return unauthorized(msgWrongKey + " Server used the following payload to sign: '" +
+			strings.ReplaceAll(payload, "\n", `\n`) + "'")
+	}
 	got, err := base64.StdEncoding.DecodeString(sig)
 	if err != nil {
-		return Principal{}, wrong
+		return Principal{}, wrong()
 	}
 	match := -1
 	for i, k := range v.keys {
@@ -194,7 +196,7 @@ func (v *Verifier) verifyMaster(req Request, sig string, now time.Time, write bo
 		}
 	}
 	if match < 0 {
-		return Principal{}, wrong
+		return Principal{}, wrong()
 	}
 	if write && v.keys[match].readOnly {
 		return Principal{}, readOnlyWrite()

@@ -215,7 +215,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) serve(rq *request) {
 	r := rq.r
 	if r.URL.Path == "/_explorer/emulator.pem" && r.Method == http.MethodGet {
-		rq.w.Header().Set("Content-Type", "application/x-pem-file")
+		setHeader(rq.w.Header(), "Content-Type", "application/x-pem-file")
 		rq.status = http.StatusOK
 		rq.w.WriteHeader(http.StatusOK)
 		_, _ = rq.w.Write(h.certPEM)
@@ -272,7 +272,7 @@ func (h *Handler) serve(rq *request) {
 		prov, err := h.eng.ProvisionedFor(r.Context(), p.segs[1], p.segs[3])
 		if err == nil && prov.RUPerSecond > 0 {
 			if ok, wait := h.limiter.Admit(prov.Key, prov.RUPerSecond); !ok {
-				rq.w.Header().Set("x-ms-retry-after-ms", strconv.FormatInt(max(wait.Milliseconds(), 1), 10))
+				setHeader(rq.w.Header(), "x-ms-retry-after-ms", strconv.FormatInt(max(wait.Milliseconds(), 1), 10))
 				h.fail(rq, &engine.Error{Code: engine.TooManyRequests, SubStatus: engine.SubRequestRateTooLarge,
 					Message: "Message: {\"Errors\":[\"Request rate is large. More Request Units may be needed, so no changes were made. Please retry this request later. Learn more: http://aka.ms/cosmosdb-error-429\"]}"})
 				return
@@ -354,7 +354,7 @@ func (h *Handler) fail(rq *request, err error) {
 	case errors.Is(err, storage.ErrUnavailable):
 		status, code = http.StatusServiceUnavailable, "ServiceUnavailable"
 		msg = "The store could not complete the request; retry it. The server log says why."
-		rq.w.Header().Set("x-ms-retry-after-ms", "1000")
+		setHeader(rq.w.Header(), "x-ms-retry-after-ms", "1000")
 		h.log.Error("store unavailable", "method", rq.r.Method, "path", rq.r.URL.EscapedPath(), "err", err, "activity_id", rq.activity)
 	default:
 		status, code = http.StatusInternalServerError, "InternalServerError"
@@ -363,13 +363,13 @@ func (h *Handler) fail(rq *request, err error) {
 	}
 	hd := rq.w.Header()
 	h.commonHeaders(rq, 0)
-	hd.Set("x-ms-substatus", strconv.Itoa(sub))
+	setHeader(hd, "x-ms-substatus", strconv.Itoa(sub))
 	if status == http.StatusNotModified {
 		rq.status = status
 		rq.w.WriteHeader(status)
 		return
 	}
-	hd.Set("Content-Type", "application/json")
+	setHeader(hd, "Content-Type", "application/json")
 	body := []byte(`{"code":`)
 	body = document.AppendString(body, code)
 	body = append(body, `,"message":`...)
@@ -403,19 +403,19 @@ func capMessage(msg string) string {
 
 func (h *Handler) commonHeaders(rq *request, charge float64) {
 	hd := rq.w.Header()
-	setCanonical(hd, "X-Ms-Activity-Id", rq.activity)
+	setHeader(hd, "x-ms-activity-id", rq.activity)
 	if charge <= 0 {
 		charge = engine.MetadataCharge
 	}
 	rq.charge = charge
-	setCanonical(hd, "X-Ms-Request-Charge", strconv.FormatFloat(charge, 'f', -1, 64))
-	if hd.Get("X-Ms-Session-Token") == "" {
-		hd["X-Ms-Session-Token"] = defaultSession
+	setHeader(hd, "x-ms-request-charge", strconv.FormatFloat(charge, 'f', -1, 64))
+	if headerValue(hd, "x-ms-session-token") == "" {
+		hd["x-ms-session-token"] = defaultSession
 	}
-	hd["X-Ms-Schemaversion"] = schemaVersion
-	hd["X-Ms-Serviceversion"] = serviceVersion
-	hd["X-Ms-Gatewayversion"] = gatewayVersion
-	setCanonical(hd, "Date", h.clock.Now().UTC().Format(http.TimeFormat))
+	hd["x-ms-schemaversion"] = schemaVersion
+	hd["x-ms-serviceversion"] = serviceVersion
+	hd["x-ms-gatewayversion"] = gatewayVersion
+	setHeader(hd, "Date", h.clock.Now().UTC().Format(http.TimeFormat))
 }
 
 // The values every response carries. A header's value slice is only ever
@@ -428,20 +428,13 @@ var (
 	jsonType       = []string{"application/json"}
 )
 
-// setCanonical is Header.Set for a key already in canonical form: every
-// response sets a dozen headers, and Set canonicalizes (and allocates) the
-// key each time.
-func setCanonical(hd http.Header, key, v string) {
-	hd[key] = []string{v}
-}
-
 // reply writes a JSON body with the common headers.
 func (h *Handler) reply(rq *request, status int, charge float64, body []byte) {
 	h.commonHeaders(rq, charge)
 	hd := rq.w.Header()
 	if body != nil {
 		hd["Content-Type"] = jsonType
-		setCanonical(hd, "Content-Length", strconv.Itoa(len(body)))
+		setHeader(hd, "Content-Length", strconv.Itoa(len(body)))
 	}
 	rq.status = status
 	rq.w.WriteHeader(status)

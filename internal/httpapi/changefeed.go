@@ -47,13 +47,13 @@ func (h *Handler) changeFeed(rq *request, db, coll string) {
 		return
 	}
 	hd := rq.w.Header()
-	hd.Set("etag", `"`+page.Position.String()+`"`)
-	hd.Set("x-ms-session-token", engine.SessionToken(page.CurrentLSN))
-	hd.Set("lsn", strconv.FormatUint(page.CurrentLSN, 10))
-	hd.Set("x-ms-documentdb-partitionkeyrangeid", "0")
-	hd.Set("x-ms-item-count", strconv.Itoa(len(page.Items)))
+	setHeader(hd, "etag", `"`+page.Position.String()+`"`)
+	setHeader(hd, "x-ms-session-token", engine.SessionToken(page.CurrentLSN))
+	setHeader(hd, "lsn", strconv.FormatUint(page.CurrentLSN, 10))
+	setHeader(hd, "x-ms-documentdb-partitionkeyrangeid", "0")
+	setHeader(hd, "x-ms-item-count", strconv.Itoa(len(page.Items)))
 	if page.CollRid != "" {
-		hd.Set("x-ms-content-path", page.CollRid)
+		setHeader(hd, "x-ms-content-path", page.CollRid)
 	}
 	if len(page.Items) == 0 {
 		h.notModified(rq, page.Charge)

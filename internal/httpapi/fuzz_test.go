@@ -137,7 +137,7 @@ func TestErrorsAreCosmosShaped(t *testing.T) {
 		if rec.Code != c.status {
 			t.Errorf("%s %s %s: %d, want %d: %s", c.method, c.path, c.body, rec.Code, c.status, rec.Body)
 		}
-		if rec.Header().Get("x-ms-request-charge") == "" || rec.Header().Get("x-ms-activity-id") == "" {
+		if headerValue(rec.Header(), "x-ms-request-charge") == "" || headerValue(rec.Header(), "x-ms-activity-id") == "" {
 			t.Errorf("%s %s: charge or activity id missing", c.method, c.path)
 		}
 	}

@@ -50,13 +50,13 @@ func (h *Handler) account(rq *request) {
 		{Name: "readPolicy", Value: document.Obj([]document.Field{{Name: "primaryReadCoefficient", Value: document.Int(1)}, {Name: "secondaryReadCoefficient", Value: document.Int(1)}})},
 		{Name: "queryEngineConfiguration", Value: document.Str(`{"maxSqlQueryInputLength":524288,"maxJoinsPerSqlQuery":10,"maxLogicalAndPerSqlQuery":500,"maxLogicalOrPerSqlQuery":500,"maxUdfRefPerSqlQuery":10,"maxInExpressionItemsCount":16000,"queryMaxInMemorySortDocumentCount":100000,"maxQueryRequestTimeoutFraction":0.9,"sqlAllowNonFiniteNumbers":false,"sqlAllowAggregateFunctions":true,"sqlAllowSubQuery":true,"sqlAllowScalarSubQuery":true,"allowNewKeywords":true,"sqlAllowLike":true,"sqlAllowGroupByClause":true,"maxSpatialQueryCells":12,"spatialMaxGeometryPointCount":256,"sqlDisableOptimizationFlags":0,"sqlAllowTop":true,"enableSpatialIndexing":true}`)},
 	})
-	rq.w.Header().Set("x-ms-max-media-storage-usage-mb", "10240")
-	rq.w.Header().Set("x-ms-media-storage-usage-mb", "0")
+	setHeader(rq.w.Header(), "x-ms-max-media-storage-usage-mb", "10240")
+	setHeader(rq.w.Header(), "x-ms-media-storage-usage-mb", "0")
 	h.reply(rq, http.StatusOK, 0, body.JSON())
 }
 
 func (h *Handler) resourceReply(rq *request, status int, res *engine.Resource) {
-	rq.w.Header().Set("etag", res.Etag)
+	setHeader(rq.w.Header(), "etag", res.Etag)
 	h.reply(rq, status, engine.MetadataCharge, res.Body.JSON())
 }
 
@@ -134,7 +134,7 @@ func (h *Handler) listDatabases(rq *request) {
 		h.fail(rq, err)
 		return
 	}
-	rq.w.Header().Set("x-ms-item-count", strconv.Itoa(len(dbs)))
+	setHeader(rq.w.Header(), "x-ms-item-count", strconv.Itoa(len(dbs)))
 	h.reply(rq, http.StatusOK, 0, feedBody("", "Databases", valuesJSON(dbs)))
 }
 
@@ -150,8 +150,8 @@ func (h *Handler) createContainer(rq *request, db string) {
 
 // contentPath sets the owner headers the JS SDK tracks sessions by.
 func (h *Handler) contentPath(rq *request, rid, altPath string) {
-	rq.w.Header().Set("x-ms-content-path", rid)
-	rq.w.Header().Set("x-ms-alt-content-path", altPath)
+	setHeader(rq.w.Header(), "x-ms-content-path", rid)
+	setHeader(rq.w.Header(), "x-ms-alt-content-path", altPath)
 }
 
 func (h *Handler) readContainer(rq *request, db, coll string) {
@@ -161,15 +161,15 @@ func (h *Handler) readContainer(rq *request, db, coll string) {
 		return
 	}
 	hd := rq.w.Header()
-	hd.Set("x-ms-resource-quota", "functions=25;storedProcedures=100;triggers=25;documentSize=10240;documentsSize=10485760;documentsCount=-1;collectionSize=10485760;")
-	hd.Set("x-ms-resource-usage", "functions=0;storedProcedures=0;triggers=0;documentSize="+strconv.FormatInt(usage.DocumentsSize/1024, 10)+
+	setHeader(hd, "x-ms-resource-quota", "functions=25;storedProcedures=100;triggers=25;documentSize=10240;documentsSize=10485760;documentsCount=-1;collectionSize=10485760;")
+	setHeader(hd, "x-ms-resource-usage", "functions=0;storedProcedures=0;triggers=0;documentSize="+strconv.FormatInt(usage.DocumentsSize/1024, 10)+
 		";documentsSize="+strconv.FormatInt(usage.DocumentsSize/1024, 10)+";documentsCount="+strconv.FormatInt(usage.DocumentsCount, 10)+
 		";collectionSize="+strconv.FormatInt(usage.DocumentsSize/1024, 10)+";")
-	hd.Set("x-ms-documentdb-collection-index-transformation-progress", strconv.Itoa(usage.IndexProgress))
+	setHeader(hd, "x-ms-documentdb-collection-index-transformation-progress", strconv.Itoa(usage.IndexProgress))
 	if strings.EqualFold(res.Body.Get("indexingPolicy").Get("indexingMode").Str(), "lazy") {
 		// Mayfly indexes every write as it commits, so a lazy container's
 		// index is always complete.
-		hd.Set("x-ms-documentdb-collection-lazy-indexing-progress", "100")
+		setHeader(hd, "x-ms-documentdb-collection-lazy-indexing-progress", "100")
 	}
 	h.contentPath(rq, res.Rid, "dbs/"+db+"/colls/"+coll)
 	h.resourceReply(rq, http.StatusOK, res)
@@ -209,7 +209,7 @@ func (h *Handler) listContainers(rq *request, db string) {
 		h.fail(rq, err)
 		return
 	}
-	rq.w.Header().Set("x-ms-item-count", strconv.Itoa(len(colls)))
+	setHeader(rq.w.Header(), "x-ms-item-count", strconv.Itoa(len(colls)))
 	h.reply(rq, http.StatusOK, 0, feedBody(rid, "DocumentCollections", valuesJSON(colls)))
 }
 
@@ -222,7 +222,7 @@ func (h *Handler) pkranges(rq *request, db, coll string) {
 	// The range set changes only on a split, which Mayfly does not do; its
 	// version is therefore fixed per container.
 	etag := `"` + c.Rid + `-ranges-` + strconv.Itoa(len(ranges)) + `"`
-	rq.w.Header().Set("etag", etag)
+	setHeader(rq.w.Header(), "etag", etag)
 	if inm := rq.r.Header.Get("If-None-Match"); inm != "" && (inm == etag || inm == "*") {
 		h.notModified(rq, 0)
 		return
@@ -246,7 +246,7 @@ func (h *Handler) pkranges(rq *request, db, coll string) {
 			{Name: "_lsn", Value: document.Int(1)},
 		}).JSON()
 	}
-	rq.w.Header().Set("x-ms-item-count", strconv.Itoa(len(items)))
+	setHeader(rq.w.Header(), "x-ms-item-count", strconv.Itoa(len(items)))
 	h.reply(rq, http.StatusOK, 0, feedBody(c.Rid, "PartitionKeyRanges", items))
 }
 
@@ -254,16 +254,16 @@ func (h *Handler) pkranges(rq *request, db, coll string) {
 func (h *Handler) itemHeaders(rq *request, res *engine.ItemResult) {
 	hd := rq.w.Header()
 	if res.Etag != "" {
-		setCanonical(hd, "Etag", res.Etag)
+		setHeader(hd, "etag", res.Etag)
 	}
-	setCanonical(hd, "X-Ms-Session-Token", engine.SessionToken(res.LSN))
-	setCanonical(hd, "Lsn", strconv.FormatUint(res.LSN, 10))
-	hd["X-Ms-Documentdb-Partitionkeyrangeid"] = rangeZero
+	setHeader(hd, "x-ms-session-token", engine.SessionToken(res.LSN))
+	setHeader(hd, "lsn", strconv.FormatUint(res.LSN, 10))
+	hd["x-ms-documentdb-partitionkeyrangeid"] = rangeZero
 	if res.CollRid != "" {
-		setCanonical(hd, "X-Ms-Content-Path", res.CollRid)
+		setHeader(hd, "x-ms-content-path", res.CollRid)
 	}
 	if s := rq.path.segs; len(s) >= 4 {
-		setCanonical(hd, "X-Ms-Alt-Content-Path", "dbs/"+s[1]+"/colls/"+s[3])
+		setHeader(hd, "x-ms-alt-content-path", "dbs/"+s[1]+"/colls/"+s[3])
 	}
 }
 
@@ -397,15 +397,15 @@ func (h *Handler) patchItem(rq *request, db, coll, id string) {
 
 func (h *Handler) pageReply(rq *request, key string, page *engine.FeedPage) {
 	hd := rq.w.Header()
-	hd.Set("x-ms-item-count", strconv.Itoa(len(page.Items)))
+	setHeader(hd, "x-ms-item-count", strconv.Itoa(len(page.Items)))
 	if page.Continuation != "" {
-		hd.Set("x-ms-continuation", page.Continuation)
+		setHeader(hd, "x-ms-continuation", page.Continuation)
 	}
 	if page.LSN > 0 {
-		hd.Set("x-ms-session-token", engine.SessionToken(page.LSN))
+		setHeader(hd, "x-ms-session-token", engine.SessionToken(page.LSN))
 	}
 	if page.CollRid != "" {
-		hd.Set("x-ms-content-path", page.CollRid)
+		setHeader(hd, "x-ms-content-path", page.CollRid)
 	}
 	h.reply(rq, http.StatusOK, page.Charge, feedBody(page.CollRid, key, page.Items))
 }
@@ -435,7 +435,7 @@ func (h *Handler) routeOffers(rq *request, s []string) {
 			h.fail(rq, err)
 			return
 		}
-		rq.w.Header().Set("x-ms-item-count", strconv.Itoa(len(offers)))
+		setHeader(rq.w.Header(), "x-ms-item-count", strconv.Itoa(len(offers)))
 		h.reply(rq, http.StatusOK, 0, feedBody("", "Offers", valuesJSON(offers)))
 	case len(s) == 1 && m == http.MethodGet:
 		res, err := h.eng.ReadOffer(rq.r.Context(), s[0])

@@ -89,18 +89,18 @@ func (h *Handler) queryMetrics(rq *request, page *engine.FeedPage) {
 		if page.Examined > 0 {
 			ratio = min(1, float64(len(page.Items))/float64(page.Examined))
 		}
-		hd.Set("x-ms-documentdb-query-metrics", "totalExecutionTimeInMs=0.10;queryCompileTimeInMs=0.01;queryLogicalPlanBuildTimeInMs=0.01;queryPhysicalPlanBuildTimeInMs=0.01;queryOptimizationTimeInMs=0.00;VMExecutionTimeInMs=0.05;indexLookupTimeInMs=0.00;documentLoadTimeInMs=0.02;systemFunctionExecuteTimeInMs=0.00;userFunctionExecuteTimeInMs=0.00;retrievedDocumentCount="+
+		setHeader(hd, "x-ms-documentdb-query-metrics", "totalExecutionTimeInMs=0.10;queryCompileTimeInMs=0.01;queryLogicalPlanBuildTimeInMs=0.01;queryPhysicalPlanBuildTimeInMs=0.01;queryOptimizationTimeInMs=0.00;VMExecutionTimeInMs=0.05;indexLookupTimeInMs=0.00;documentLoadTimeInMs=0.02;systemFunctionExecuteTimeInMs=0.00;userFunctionExecuteTimeInMs=0.00;retrievedDocumentCount="+
 			strconv.Itoa(page.Examined)+";retrievedDocumentSize="+strconv.Itoa(size)+";outputDocumentCount="+strconv.Itoa(len(page.Items))+
 			";outputDocumentSize="+strconv.Itoa(size)+";writeOutputTimeInMs=0.00;indexUtilizationRatio="+strconv.FormatFloat(ratio, 'f', 2, 64))
 		if page.Plan != nil {
-			hd.Set("x-ms-mayfly-query-plan", headerSafe(page.Plan.Summary()))
+			setHeader(hd, "x-ms-mayfly-query-plan", headerSafe(page.Plan.Summary()))
 		}
-		hd.Set("x-ms-mayfly-index-entries-read", strconv.Itoa(page.IndexEntries))
+		setHeader(hd, "x-ms-mayfly-index-entries-read", strconv.Itoa(page.IndexEntries))
 	}
 	if headerBool(rq.r, "x-ms-cosmos-populateindexmetrics") || headerBool(rq.r, "x-ms-cosmos-populateindexmetrics-V2") {
-		hd.Set("x-ms-cosmos-index-utilization", url.QueryEscape(indexUtilization(page.Plan)))
+		setHeader(hd, "x-ms-cosmos-index-utilization", url.QueryEscape(indexUtilization(page.Plan)))
 	}
-	hd.Set("x-ms-cosmos-query-execution-info", `{"reverseRidEnabled":false,"reverseIndexScan":false}`)
+	setHeader(hd, "x-ms-cosmos-query-execution-info", `{"reverseRidEnabled":false,"reverseIndexScan":false}`)
 }
 
 // indexUtilization is the index metrics document: the single-path or

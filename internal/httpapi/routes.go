@@ -213,7 +213,7 @@ func (h *Handler) conflicts(rq *request, db, coll string, rest []string) {
 	}
 	switch {
 	case len(rest) == 0 && (rq.r.Method == http.MethodGet || rq.r.Method == http.MethodPost && isQuery(rq.r)):
-		rq.w.Header().Set("x-ms-item-count", "0")
+		setHeader(rq.w.Header(), "x-ms-item-count", "0")
 		h.reply(rq, http.StatusOK, 0, feedBody(res.Rid, "Conflicts", nil))
 	case len(rest) == 1 && (rq.r.Method == http.MethodGet || rq.r.Method == http.MethodDelete):
 		h.fail(rq, &engine.Error{Code: engine.NotFound, Message: "Resource Not Found. Conflict '" + rest[0] + "' does not exist."})

@@ -60,7 +60,7 @@ func (h *Handler) routeScripts(rq *request, db, coll string, kind engine.ScriptK
 			h.fail(rq, err)
 			return
 		}
-		rq.w.Header().Set("x-ms-item-count", strconv.Itoa(len(vals)))
+		setHeader(rq.w.Header(), "x-ms-item-count", strconv.Itoa(len(vals)))
 		h.reply(rq, http.StatusOK, 0, feedBody(rid, feed.key, valuesJSON(vals)))
 	case len(s) == 1 && m == http.MethodGet:
 		res, err := ss.ReadScript(ctx, db, coll, kind, s[0])
@@ -109,7 +109,7 @@ func (h *Handler) executeProcedure(rq *request, ss scriptStore, db, coll, id str
 		return
 	}
 	if headerBool(rq.r, "x-ms-documentdb-script-enable-logging") && len(res.Logs) > 0 {
-		rq.w.Header().Set("x-ms-documentdb-script-log-results", url.PathEscape(strings.Join(res.Logs, "\n")))
+		setHeader(rq.w.Header(), "x-ms-documentdb-script-log-results", url.PathEscape(strings.Join(res.Logs, "\n")))
 	}
 	body := res.Body
 	if body == nil {

@@ -69,7 +69,7 @@ func TestStorageErrorsHaveTheirStatuses(t *testing.T) {
 		st.err.Store(&tc.err)
 		rec := serve(h, "POST", "/dbs/db/colls/c/docs", `{"id":"x","pk":"a"}`, pk)
 		wantCosmosError(t, rec, rec.Body.Bytes(), tc.status, tc.err.Error())
-		if got := rec.Result().Header.Get("x-ms-retry-after-ms") != ""; got != tc.retryAfter {
+		if got := headerValue(rec.Result().Header, "x-ms-retry-after-ms") != ""; got != tc.retryAfter {
 			t.Errorf("%v: x-ms-retry-after-ms present: %v, want %v", tc.err, got, tc.retryAfter)
 		}
 	}

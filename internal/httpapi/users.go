@@ -53,7 +53,7 @@ func (h *Handler) routeUsers(rq *request, db string, s []string) {
 			h.fail(rq, err)
 			return
 		}
-		rq.w.Header().Set("x-ms-item-count", strconv.Itoa(len(users)))
+		setHeader(rq.w.Header(), "x-ms-item-count", strconv.Itoa(len(users)))
 		h.reply(rq, http.StatusOK, 0, feedBody(rid, "Users", valuesJSON(users)))
 	case len(s) == 1 && m == http.MethodGet:
 		res, err := us.ReadUser(ctx, db, s[0])
@@ -139,7 +139,7 @@ func (h *Handler) routePermissions(rq *request, us userStore, db, user string, s
 			}
 			items[i] = res.Body.JSON()
 		}
-		rq.w.Header().Set("x-ms-item-count", strconv.Itoa(len(items)))
+		setHeader(rq.w.Header(), "x-ms-item-count", strconv.Itoa(len(items)))
 		h.reply(rq, http.StatusOK, 0, feedBody(rid, "Permissions", items))
 	case len(s) == 1 && m == http.MethodGet:
 		p, err := us.ReadPermission(ctx, db, user, s[0])

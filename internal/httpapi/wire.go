@@ -1,80 +1,30 @@
 package httpapi
 
-import (
-	"net/http"
-	"strings"
-)
+import "net/http"
 
 // The service spells its own response headers in lower case
 // (x-ms-continuation, x-ms-request-charge, etag, lsn), and clients written
 // against it may look them up case-sensitively: the DocumentDB-era SDKs do
 // over HTTP/1.1, and one that misses x-ms-continuation stops after the first
-// page without an error. Go's Header.Set stores keys in canonical form
-// (X-Ms-Continuation), and HTTP/1.1 writes keys as stored, so every
-// response's keys are respelled once, just before the header is written.
-// HTTP/2 lower-cases every key on the wire anyway, so its responses are
-// left as they are.
+// page without an error. HTTP/1.1 writes a header's name as the map holds
+// it, so the handler stores every name as the service spells it, with
+// setHeader, never through Header.Set, which would store X-Ms-Continuation.
+// HTTP/2 lower-cases every name on the wire; names already in lower case
+// cost it nothing.
 //
-// The respelled keys are no longer found by Header.Get, so this wraps the
-// handler where it meets the connection (WireSpelling), not inside it.
+// Header.Get canonicalizes the name it is given and so misses these:
+// read them back with headerValue.
 
-// WireSpelling returns h with its response header keys spelled as the
-// service spells them.
-func WireSpelling(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ProtoMajor >= 2 {
-			h.ServeHTTP(w, r)
-			return
-		}
-		h.ServeHTTP(&wireWriter{ResponseWriter: w}, r)
-	})
+// setHeader stores v under name, spelled as it goes on the wire.
+func setHeader(hd http.Header, name, v string) {
+	hd[name] = []string{v}
 }
 
-// wireName returns the service's spelling of a canonical header key, and
-// whether it differs.
-func wireName(key string) (string, bool) {
-	switch {
-	case strings.HasPrefix(key, "X-Ms-"):
-		return strings.ToLower(key), true
-	case key == "Etag":
-		return "etag", true
-	case key == "Lsn":
-		return "lsn", true
+// headerValue returns the first value stored under name, spelled as
+// setHeader stored it.
+func headerValue(hd http.Header, name string) string {
+	if v := hd[name]; len(v) > 0 {
+		return v[0]
 	}
-	return key, false
+	return ""
 }
-
-// respell moves every header whose service spelling differs from Go's
-// canonical one to that spelling.
-func respell(h http.Header) {
-	for k, v := range h {
-		if name, ok := wireName(k); ok {
-			delete(h, k)
-			h[name] = v
-		}
-	}
-}
-
-// wireWriter respells the header the first time it is written.
-type wireWriter struct {
-	http.ResponseWriter
-	written bool
-}
-
-func (w *wireWriter) WriteHeader(status int) {
-	if !w.written {
-		w.written = true
-		respell(w.Header())
-	}
-	w.ResponseWriter.WriteHeader(status)
-}
-
-func (w *wireWriter) Write(b []byte) (int, error) {
-	if !w.written {
-		w.WriteHeader(http.StatusOK)
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the connection's writer.
-func (w *wireWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -343,7 +343,7 @@ func New(cfg Config) (*Server, error) {
 		s.closeStore()
 		return nil, err
 	}
-	s.http = cfg.Timeouts.server(requests.wrap(httpapi.WireSpelling(api)), cfg.Logger)
+	s.http = cfg.Timeouts.server(requests.wrap(api), cfg.Logger)
 	if cfg.ComputeAddr != "" {
 		apiCfg.ComputeGateway = true
 		compute, err := httpapi.New(apiCfg)
@@ -351,7 +351,7 @@ func New(cfg Config) (*Server, error) {
 			s.closeStore()
 			return nil, err
 		}
-		s.compute = cfg.Timeouts.server(requests.wrap(httpapi.WireSpelling(compute)), cfg.Logger)
+		s.compute = cfg.Timeouts.server(requests.wrap(compute), cfg.Logger)
 	}
 	if cfg.MetricsAddr != "" {
 		s.ops = cfg.Timeouts.server(opsHandler(s.registry, cfg.Pprof, s.health), cfg.Logger)
