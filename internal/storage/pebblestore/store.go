@@ -67,6 +67,23 @@ import (
 // so a store that writes little never holds it.
 const DefaultMemTableSize = 64 << 20
 
+// l0Thresholds returns the level-0 sublevel counts at which compactions of
+// level 0 begin and writes stop, for memtables of size bytes.
+//
+// Every flush adds a sublevel, and a level-0 compaction merges the
+// sublevels with the part of the next level they overlap. The TTL purge's
+// deletions overlap all of it, so a compaction costs about the same
+// whatever level 0 holds, and its cost per item falls with the bytes it
+// merges. Pebble's threshold (4 sublevels) merges 256 MiB at a time with
+// 64 MiB memtables but 32 MiB with 8 MiB ones: the purge of 10^6 items then
+// ran at 30,000 items/s against 51,000. Keeping the bytes near the
+// default's, with at most 24 sublevels for a read to look through, gave
+// 45,000 (docs/benchmarks.md, "Memory under load").
+func l0Thresholds(size uint64) (compact, stop int) {
+	compact = min(max(int(4*DefaultMemTableSize/max(size, 1)), 4), 24)
+	return compact, max(12, 2*compact)
+}
+
 // Options configures Open.
 type Options struct {
 	// Dir is the directory holding the database. It is created if missing.
@@ -181,6 +198,7 @@ func Open(opts Options) (*Store, error) {
 		memTableSize = DefaultMemTableSize
 	}
 
+	l0Compact, l0Stop := l0Thresholds(memTableSize)
 	cache := pebble.NewCache(cacheSize + memTableCharge(memTableSize))
 	defer cache.Unref() // Pebble holds its own reference while open.
 
@@ -197,6 +215,8 @@ func Open(opts Options) (*Store, error) {
 		Cache:                       cache,
 		MemTableSize:                memTableSize,
 		MemTableStopWritesThreshold: 4,
+		L0CompactionThreshold:       l0Compact,
+		L0StopWritesThreshold:       l0Stop,
 		// New stores get every on-disk format feature this Pebble has.
 		FormatMajorVersion: pebble.FormatNewest,
 		MaxConcurrentCompactions: func() int {
