@@ -13,6 +13,7 @@ import (
 
 	"github.com/mayfly-db/mayfly/internal/clock"
 	"github.com/mayfly-db/mayfly/internal/partition"
+	"github.com/mayfly-db/mayfly/internal/storage"
 )
 
 // BenchmarkScopedCost shows that work scoped to part of a container costs
@@ -172,6 +173,19 @@ func BenchmarkScopedCost(b *testing.B) {
 	}
 }
 
+// compactAll rewrites every key of s's store into the bottom level, as an
+// erasure of the whole key space does (storage.Eraser): a store of any size
+// then has one level for a read to look through.
+func compactAll(b *testing.B, s *benchStore) {
+	e, ok := s.store.(storage.Eraser)
+	if !ok {
+		b.Fatal("MAYFLY_BENCH_COMPACT: the store cannot compact")
+	}
+	if err := e.Erase(context.Background(), [][2][]byte{{{0x00}, {0xff, 0xff, 0xff, 0xff}}}); err != nil {
+		b.Fatal(err)
+	}
+}
+
 // BenchmarkScopedCostRatio measures the scoped operations of
 // BenchmarkScopedCost on two containers at once, 10⁵ and 10⁶ items (both
 // with partitions of 100), alternating between them round by round, and
@@ -181,7 +195,9 @@ func BenchmarkScopedCost(b *testing.B) {
 // container first). The sizes come
 // from MAYFLY_BENCH_RATIO_SIZES ("100000,1000000" by default), the rounds
 // from MAYFLY_BENCH_ROUNDS (default 5); MAYFLY_BENCH_OPS (names, comma
-// separated) runs only those operations.
+// separated) runs only those operations. With MAYFLY_BENCH_COMPACT set,
+// both stores are compacted into one level after loading, which measures
+// the containers' sizes without the shapes their loads left the LSM in.
 //
 //	go test -run '^$' -bench BenchmarkScopedCostRatio -benchtime 1x -timeout 60m ./internal/engine/
 func BenchmarkScopedCostRatio(b *testing.B) {
@@ -207,6 +223,9 @@ func BenchmarkScopedCostRatio(b *testing.B) {
 		})
 		s.orderReady(b, QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: "SELECT * FROM c ORDER BY c.n", RangeID: "0", CrossPartition: true, MaxItemCount: 1})
 		s.settle(b)
+		if os.Getenv("MAYFLY_BENCH_COMPACT") != "" {
+			compactAll(b, s)
+		}
 		stores[i] = s
 	}
 	ctx := context.Background()
