@@ -211,7 +211,13 @@ func Open(opts Options) (*Store, error) {
 	listener.FlushEnd = func(pebble.FlushInfo) { release() }
 	listener.CompactionEnd = func(pebble.CompactionInfo) { release() }
 	listener.TableDeleted = func(pebble.TableDeleteInfo) { release() }
+	// The default comparison, with a split that makes a whole key its own
+	// prefix, so that pointGet may seek by prefix (and consult the bloom
+	// filters, which hold whole keys either way).
+	comparer := *pebble.DefaultComparer
+	comparer.Split = func(k []byte) int { return len(k) }
 	po := &pebble.Options{
+		Comparer:                    &comparer,
 		Cache:                       cache,
 		MemTableSize:                memTableSize,
 		MemTableStopWritesThreshold: 4,
@@ -389,7 +395,7 @@ func (s *Store) View(ctx context.Context, fn func(r storage.Reader) error) error
 
 	n := s.snaps.take()
 	snap := s.db.NewSnapshot()
-	r := &reader{src: snap, dir: s.dir}
+	r := &reader{src: snap, dir: s.dir, snapshot: true}
 	defer func() {
 		r.finish()
 		_ = snap.Close() // Closing a snapshot only releases memory.
