@@ -410,30 +410,20 @@ func (h *Handler) commonHeaders(rq *request, charge float64) {
 	rq.charge = charge
 	setHeader(hd, "x-ms-request-charge", strconv.FormatFloat(charge, 'f', -1, 64))
 	if headerValue(hd, "x-ms-session-token") == "" {
-		hd["x-ms-session-token"] = defaultSession
+		setHeader(hd, "x-ms-session-token", "0:-1#1")
 	}
-	hd["x-ms-schemaversion"] = schemaVersion
-	hd["x-ms-serviceversion"] = serviceVersion
-	hd["x-ms-gatewayversion"] = gatewayVersion
+	setHeader(hd, "x-ms-schemaversion", "1.18")
+	setHeader(hd, "x-ms-serviceversion", "version=2.14.0.0")
+	setHeader(hd, "x-ms-gatewayversion", "version=2.14.0")
 	setHeader(hd, "Date", h.clock.Now().UTC().Format(http.TimeFormat))
 }
-
-// The values every response carries. A header's value slice is only ever
-// replaced, never written in place, so responses may share these.
-var (
-	defaultSession = []string{"0:-1#1"}
-	schemaVersion  = []string{"1.18"}
-	serviceVersion = []string{"version=2.14.0.0"}
-	gatewayVersion = []string{"version=2.14.0"}
-	jsonType       = []string{"application/json"}
-)
 
 // reply writes a JSON body with the common headers.
 func (h *Handler) reply(rq *request, status int, charge float64, body []byte) {
 	h.commonHeaders(rq, charge)
 	hd := rq.w.Header()
 	if body != nil {
-		hd["Content-Type"] = jsonType
+		setHeader(hd, "Content-Type", "application/json")
 		setHeader(hd, "Content-Length", strconv.Itoa(len(body)))
 	}
 	rq.status = status

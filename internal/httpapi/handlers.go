@@ -258,7 +258,7 @@ func (h *Handler) itemHeaders(rq *request, res *engine.ItemResult) {
 	}
 	setHeader(hd, "x-ms-session-token", engine.SessionToken(res.LSN))
 	setHeader(hd, "lsn", strconv.FormatUint(res.LSN, 10))
-	hd["x-ms-documentdb-partitionkeyrangeid"] = rangeZero
+	setHeader(hd, "x-ms-documentdb-partitionkeyrangeid", "0")
 	if res.CollRid != "" {
 		setHeader(hd, "x-ms-content-path", res.CollRid)
 	}
@@ -266,8 +266,6 @@ func (h *Handler) itemHeaders(rq *request, res *engine.ItemResult) {
 		setHeader(hd, "x-ms-alt-content-path", "dbs/"+s[1]+"/colls/"+s[3])
 	}
 }
-
-var rangeZero = []string{"0"}
 
 // itemInput reads the partition key header and the body of an item
 // request; on failure it has answered and reports false.
