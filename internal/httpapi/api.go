@@ -185,7 +185,6 @@ func newActivityID() string {
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	growStack()
 	if x, ok := h.extra[r.URL.Path]; ok {
 		x.ServeHTTP(w, r)
 		return

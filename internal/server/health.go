@@ -40,6 +40,7 @@ func newRequestMetrics(reg *prometheus.Registry, clk clock.Clock) *requestMetric
 // wrap measures every request h answers.
 func (m *requestMetrics) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		growStack()
 		m.inFlight.Inc()
 		defer m.inFlight.Dec()
 		start := m.clock.Now()
