@@ -252,8 +252,8 @@ func staleIndexID(c *containerRecord) []byte {
 // deleteRange removes every key in [lo, hi) in bounded transactions.
 func (e *Engine) deleteRange(ctx context.Context, lo, hi []byte) error {
 	for {
-		n, err := storage.DeleteRange(ctx, e.store, lo, hi, 1000)
-		if err != nil || n == 0 {
+		empty, err := storage.DeleteRange(ctx, e.store, lo, hi, 1000)
+		if err != nil || empty {
 			return err
 		}
 	}

@@ -84,7 +84,7 @@ func (c *checked) Close() error { return c.inner.Close() }
 
 // DeleteRange forwards to the store's own when it has one, and otherwise
 // deletes through the checked Update.
-func (c *checked) DeleteRange(ctx context.Context, lower, upper []byte, limit int) (int, error) {
+func (c *checked) DeleteRange(ctx context.Context, lower, upper []byte, limit int) (bool, error) {
 	if d, ok := c.inner.(RangeDeleter); ok {
 		return d.DeleteRange(ctx, lower, upper, limit)
 	}

@@ -281,18 +281,20 @@ func UpdateDeferred(ctx context.Context, s Store, fn func(tx Txn) error) error {
 }
 
 // RangeDeleter is implemented by stores that can delete the keys of a
-// range without reading them first. DeleteRange deletes, in one
-// transaction of its own, at most limit keys of [lower, upper), the
-// smallest first, and returns how many it deleted: 0 once the range is
-// empty. It is for ranges no one writes any more (the data of a dropped
-// container), so a caller deletes a large range in bounded steps.
+// range without reading them first. DeleteRange deletes keys of
+// [lower, upper) in one transaction of its own: at most limit of them, the
+// smallest first, or, where the store can drop a range whole (a Pebble
+// range deletion), all of them. It reports whether the range is empty
+// afterwards. It is for ranges no one writes any more (the data of a
+// dropped container), so a caller deletes a large range in bounded steps
+// until it is empty.
 type RangeDeleter interface {
-	DeleteRange(ctx context.Context, lower, upper []byte, limit int) (int, error)
+	DeleteRange(ctx context.Context, lower, upper []byte, limit int) (empty bool, err error)
 }
 
 // DeleteRange runs s's DeleteRange when s has one, and otherwise reads up
 // to limit keys of the range in an Update and deletes them.
-func DeleteRange(ctx context.Context, s Store, lower, upper []byte, limit int) (int, error) {
+func DeleteRange(ctx context.Context, s Store, lower, upper []byte, limit int) (empty bool, err error) {
 	if d, ok := s.(RangeDeleter); ok {
 		return d.DeleteRange(ctx, lower, upper, limit)
 	}
@@ -300,10 +302,8 @@ func DeleteRange(ctx context.Context, s Store, lower, upper []byte, limit int) (
 }
 
 // deleteRangeByKeys is DeleteRange through s's Update.
-func deleteRangeByKeys(ctx context.Context, s Store, lower, upper []byte, limit int) (int, error) {
-	var n int
-	err := s.Update(ctx, func(tx Txn) error {
-		n = 0
+func deleteRangeByKeys(ctx context.Context, s Store, lower, upper []byte, limit int) (empty bool, err error) {
+	err = s.Update(ctx, func(tx Txn) error {
 		it, err := tx.NewIter(IterParams{Lower: lower, Upper: upper})
 		if err != nil {
 			return err
@@ -320,10 +320,10 @@ func deleteRangeByKeys(ctx context.Context, s Store, lower, upper []byte, limit 
 				return err
 			}
 		}
-		n = len(keys)
+		empty = len(keys) < limit
 		return nil
 	})
-	return n, err
+	return empty && err == nil, err
 }
 
 // Checkpointer is implemented by stores that can copy themselves, while

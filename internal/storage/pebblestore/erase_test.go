@@ -140,3 +140,85 @@ func TestEraseLeavesNoDeletedBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A range deletion (DeleteRange) deletes every key of its range in one
+// call, whatever the limit, reads back as empty, and Erase then leaves none
+// of the deleted bytes in the files, while the keys around it stay.
+func TestEraseAfterRangeDeletion(t *testing.T) {
+	dir := t.TempDir()
+	s, err := pebblestore.Open(pebblestore.Options{Dir: dir, MemTableSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	filler := make([]byte, 2000)
+	var dead, live [][]byte
+	for round := 0; round < 4; round++ {
+		err := s.Update(ctx, func(tx storage.Txn) error {
+			for i := 0; i < 400; i++ {
+				m := marker(t)
+				// 'd' keys are deleted by the range, the others stay; half
+				// hold the marker in the key, half in the value.
+				prefix, list := "d", &dead
+				if i%3 == 0 {
+					prefix, list = []string{"c", "e"}[i%2], &live
+				}
+				k, v := append([]byte(prefix), m...), filler
+				if i%2 == 1 {
+					k, v = fmt.Appendf(nil, "%s%d-%d", prefix, round, i), append(append([]byte{}, m...), filler...)
+				}
+				*list = append(*list, m)
+				if err := tx.Set(k, v); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	empty, err := s.DeleteRange(ctx, []byte("d"), []byte("e"), 1)
+	if err != nil || !empty {
+		t.Fatalf("DeleteRange = %v, %v; want the range empty at once", empty, err)
+	}
+	err = s.View(ctx, func(r storage.Reader) error {
+		it, err := r.NewIter(storage.IterParams{Lower: []byte("d"), Upper: []byte("e")})
+		if err != nil {
+			return err
+		}
+		defer it.Close()
+		if it.First() {
+			return fmt.Errorf("key %q left in the deleted range", it.Key())
+		}
+		return it.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := pebblestore.SearchFiles(dir, dead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(before) < len(dead)/2 {
+		t.Fatalf("before Erase only %d of %d deleted markers are in the files: the check finds nothing", len(before), len(dead))
+	}
+	if err := s.Erase(ctx, [][2][]byte{{[]byte("d"), []byte("e")}}); err != nil {
+		t.Fatalf("Erase: %v", err)
+	}
+	after, err := pebblestore.SearchFiles(dir, dead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m, files := range after {
+		t.Errorf("deleted marker %s still in %v", m, files)
+	}
+	still, err := pebblestore.SearchFiles(dir, live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(still) != len(live) {
+		t.Errorf("%d of %d live markers are in the files", len(still), len(live))
+	}
+}

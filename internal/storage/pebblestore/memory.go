@@ -33,11 +33,12 @@ func memTableCharge(memTableSize uint64) int64 {
 	return 2 * int64(memTableSize)
 }
 
-// releaseSoon returns a function that calls release once, delay on c
-// after the first of a burst of calls. Flushes, compactions and deleted
-// tables free the store's buffers and evicted blocks in bursts; between
-// them the freed pages are reused where they are.
-func releaseSoon(c clock.Clock, delay time.Duration, release func()) func() {
+// callSoon returns a function that calls fn once, delay on c after the
+// first of a burst of calls. Flushes, compactions and deleted tables free
+// the store's buffers and evicted blocks in bursts, and between them the
+// freed pages are reused where they are; a dropped container's spans are
+// deleted one after another, and one flush after them all is enough.
+func callSoon(c clock.Clock, delay time.Duration, fn func()) func() {
 	var pending atomic.Bool
 	return func() {
 		if pending.CompareAndSwap(false, true) {
@@ -45,7 +46,7 @@ func releaseSoon(c clock.Clock, delay time.Duration, release func()) func() {
 			go func() {
 				<-due
 				pending.Store(false)
-				release()
+				fn()
 			}()
 		}
 	}

@@ -67,7 +67,7 @@ func TestBlockCacheBesideMemtables(t *testing.T) {
 func TestReleaseSoonOncePerBurst(t *testing.T) {
 	c := clock.NewManual(time.Unix(0, 0))
 	released := make(chan struct{}, 10)
-	kick := releaseSoon(c, time.Second, func() { released <- struct{}{} })
+	kick := callSoon(c, time.Second, func() { released <- struct{}{} })
 	for round := 1; round <= 2; round++ {
 		for range 50 {
 			kick()

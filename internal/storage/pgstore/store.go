@@ -417,13 +417,13 @@ func (s *Store) updateOnce(ctx context.Context, fn func(tx storage.Txn) error) e
 
 // DeleteRange deletes at most limit keys of [lower, upper), the smallest
 // first, in one statement and one round trip, retried like an Update
-// (storage.RangeDeleter).
-func (s *Store) DeleteRange(ctx context.Context, lower, upper []byte, limit int) (int, error) {
+// (storage.RangeDeleter). Fewer than limit deleted means none was left.
+func (s *Store) DeleteRange(ctx context.Context, lower, upper []byte, limit int) (bool, error) {
 	if err := ctx.Err(); err != nil {
-		return 0, err
+		return false, err
 	}
 	if err := s.enter(); err != nil {
-		return 0, err
+		return false, err
 	}
 	defer s.inflight.Done()
 	var cond string
@@ -442,15 +442,15 @@ func (s *Store) DeleteRange(ctx context.Context, lower, upper []byte, limit int)
 		s.roundTrips.Add(1)
 		n, err := s.sendDelete(ctx, b)
 		if err == nil || !retryable(err) {
-			return n, err
+			return err == nil && n < limit, err
 		}
 		if attempt >= s.maxRetries {
 			s.conflicts.Add(1)
-			return 0, fmt.Errorf("%w: gave up after %d serialization failures: %w", storage.ErrConflict, attempt+1, err)
+			return false, fmt.Errorf("%w: gave up after %d serialization failures: %w", storage.ErrConflict, attempt+1, err)
 		}
 		s.retries.Add(1)
 		if err := sleepCtx(ctx, backoff(attempt)); err != nil {
-			return 0, err
+			return false, err
 		}
 	}
 }

@@ -1355,8 +1355,9 @@ func testTxClock(t *testing.T, s storage.Store) {
 }
 
 // DeleteRange (storage.DeleteRange, whether the store has its own or
-// not) deletes the smallest keys of its range, at most limit, and nothing
-// outside it, and reports how many.
+// not) deletes the smallest keys of its range, at least limit of them or
+// all, and nothing outside it, and reports the range empty exactly when
+// nothing of it is left.
 func testDeleteRange(t *testing.T, s storage.Store) {
 	ctx := context.Background()
 	var ops []op
@@ -1364,30 +1365,56 @@ func testDeleteRange(t *testing.T, s storage.Store) {
 		ops = append(ops, set(k, "v"+k))
 	}
 	write(t, s, ops...)
+	inRange := []string{"b=vb", "b\x00=vb\x00", "b1=vb1", "b2=vb2", "b3=vb3", "b4=vb4", "b\xff=vb\xff"}
 	steps := []struct {
 		lower, upper string
-		limit, want  int
-		left         []string
+		limit        int
+		// outside are the keys outside the range; in, those in it.
+		outside, in []string
 	}{
-		{"b", "c", 3, 3, []string{"a=va", "b2=vb2", "b3=vb3", "b4=vb4", "b\xff=vb\xff", "c=vc"}},
-		{"b", "c", 10, 4, []string{"a=va", "c=vc"}},
-		{"b", "c", 10, 0, []string{"a=va", "c=vc"}},
-		{"c", "", 5, 1, []string{"a=va"}},
+		{"b", "c", 3, []string{"a=va", "c=vc"}, inRange},
+		{"c", "", 5, []string{"a=va"}, []string{"c=vc"}},
 	}
 	for _, st := range steps {
 		var upper []byte
 		if st.upper != "" {
 			upper = b(st.upper)
 		}
-		n, err := storage.DeleteRange(ctx, s, b(st.lower), upper, st.limit)
-		if err != nil {
-			t.Fatalf("DeleteRange(%q, %q, %d): %v", st.lower, st.upper, st.limit, err)
-		}
-		if n != st.want {
-			t.Errorf("DeleteRange(%q, %q, %d) deleted %d, want %d", st.lower, st.upper, st.limit, n, st.want)
-		}
-		if got := viewScan(t, s, storage.IterParams{}); !slices.Equal(got, st.left) {
-			t.Errorf("after DeleteRange(%q, %q, %d): %q, want %q", st.lower, st.upper, st.limit, got, st.left)
+		left := st.in
+		for calls := 0; ; calls++ {
+			if calls > len(st.in) {
+				t.Fatalf("DeleteRange(%q, %q, %d) still not empty after %d calls", st.lower, st.upper, st.limit, calls)
+			}
+			empty, err := storage.DeleteRange(ctx, s, b(st.lower), upper, st.limit)
+			if err != nil {
+				t.Fatalf("DeleteRange(%q, %q, %d): %v", st.lower, st.upper, st.limit, err)
+			}
+			got := viewScan(t, s, storage.IterParams{})
+			var out, in []string
+			for _, kv := range got {
+				k, _, _ := strings.Cut(kv, "=")
+				if k >= st.lower && (upper == nil || k < st.upper) {
+					in = append(in, kv)
+				} else {
+					out = append(out, kv)
+				}
+			}
+			if !slices.Equal(out, st.outside) {
+				t.Fatalf("DeleteRange(%q, %q, %d) left %q outside its range, want %q", st.lower, st.upper, st.limit, out, st.outside)
+			}
+			// The smallest first, at least limit of them (or all).
+			if deleted := len(left) - len(in); deleted < min(st.limit, len(left)) || !slices.Equal(in, left[deleted:]) {
+				t.Fatalf("DeleteRange(%q, %q, %d) left %q of %q", st.lower, st.upper, st.limit, in, left)
+			}
+			// Not empty with nothing left only where it deleted exactly
+			// limit keys and could not tell.
+			if empty && len(in) > 0 || !empty && len(in) == 0 && len(left) != st.limit {
+				t.Fatalf("DeleteRange(%q, %q, %d) reported empty=%v with %q left", st.lower, st.upper, st.limit, empty, in)
+			}
+			left = in
+			if empty {
+				break
+			}
 		}
 	}
 }

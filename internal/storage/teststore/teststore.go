@@ -54,6 +54,6 @@ func Open(t testing.TB) storage.Store {
 type unclocked struct{ storage.Store }
 
 // DeleteRange keeps the store's own (storage.RangeDeleter).
-func (u unclocked) DeleteRange(ctx context.Context, lower, upper []byte, limit int) (int, error) {
+func (u unclocked) DeleteRange(ctx context.Context, lower, upper []byte, limit int) (bool, error) {
 	return storage.DeleteRange(ctx, u.Store, lower, upper, limit)
 }
