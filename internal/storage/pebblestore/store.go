@@ -180,9 +180,9 @@ type Store struct {
 }
 
 var (
-	_ storage.Store    = (*Store)(nil)
-	_ storage.Sizer    = (*Store)(nil)
-	_ storage.Deferrer = (*Store)(nil)
+	_ storage.Store        = (*Store)(nil)
+	_ storage.Sizer        = (*Store)(nil)
+	_ storage.Deferrer     = (*Store)(nil)
 	_ storage.RangeDeleter = (*Store)(nil)
 )
 
