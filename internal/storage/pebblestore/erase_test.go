@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/mayfly-db/mayfly/internal/storage"
 	"github.com/mayfly-db/mayfly/internal/storage/pebblestore"
@@ -220,5 +221,65 @@ func TestEraseAfterRangeDeletion(t *testing.T) {
 	}
 	if len(still) != len(live) {
 		t.Errorf("%d of %d live markers are in the files", len(still), len(live))
+	}
+}
+
+// The space a range deletion frees comes back without further writes: the
+// store flushes the deletion shortly after (flushSoon), and Pebble then
+// drops the tables it covers. (The idle flush, which would also flush it
+// after a pause, is off here.)
+func TestRangeDeletionGivesSpaceBack(t *testing.T) {
+	dir := t.TempDir()
+	s, err := pebblestore.Open(pebblestore.Options{Dir: dir, MemTableSize: 1 << 20, IdleFlush: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	value := make([]byte, 4000) // random, so that it does not compress
+	for round := 0; round < 8; round++ {
+		err := s.Update(ctx, func(tx storage.Txn) error {
+			for i := 0; i < 500; i++ {
+				if _, err := rand.Read(value); err != nil {
+					return err
+				}
+				if err := tx.Set(fmt.Appendf(nil, "d%02d%04d", round, i), value); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Erase compacts the span: the data moves to the last level, below
+	// where the deletion's table will be, as a container's data does
+	// once it has settled.
+	if err := s.Erase(ctx, [][2][]byte{{[]byte("d"), []byte("e")}}); err != nil {
+		t.Fatal(err)
+	}
+	full, err := s.DiskUsage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full < 10<<20 {
+		t.Fatalf("the store holds %d bytes before the deletion, want over 10 MiB", full)
+	}
+	if empty, err := s.DeleteRange(ctx, []byte("d"), []byte("e"), 1000); err != nil || !empty {
+		t.Fatalf("DeleteRange = %v, %v", empty, err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		used, err := s.DiskUsage()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if used < full/4 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the store still holds %d of %d bytes 20 s after the range was deleted", used, full)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
