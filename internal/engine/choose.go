@@ -240,6 +240,11 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, q *ast.Query,
 			if err != nil {
 				return nil, err
 			}
+			if !s.holds(loc) {
+				// The WHERE clause named a partition outside the page's
+				// partition key range: the item is another range's.
+				return nil, nil
+			}
 			return [][]byte{bytes.Clone(loc)}, nil
 		}, st)
 	case plan.IndexSpan:

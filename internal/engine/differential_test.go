@@ -15,7 +15,8 @@ package engine_test
 // and -race), and half as many again with a policy that has composite
 // indexes. Run more with MAYFLY_DIFF_SEEDS=500, one with
 // MAYFLY_DIFF_SEED=123 (-v logs what it compared; MAYFLY_DIFF_COMPOSITE=1
-// draws it with composite indexes), and let
+// draws it with composite indexes, MAYFLY_DIFF_SMALL=1 at the fuzzer's
+// size), and let
 // "go test -fuzz FuzzDifferential" look for new ones. MAYFLY_DIFF_KNOWN=1
 // also draws the shapes of the known discrepancies (TestDifferentialKnown).
 
@@ -65,6 +66,9 @@ func TestDifferential(t *testing.T) {
 			t.Fatalf("MAYFLY_DIFF_SEED=%q: %v", s, err)
 		}
 		size := diffDefault
+		if os.Getenv("MAYFLY_DIFF_SMALL") != "" {
+			size = diffSmall // the size FuzzDifferential draws
+		}
 		size.composite = os.Getenv("MAYFLY_DIFF_COMPOSITE") != ""
 		runDiffScenario(t, seed, size)
 		return
@@ -134,6 +138,7 @@ type diffScenario struct {
 	keys  []partition.Key     // partition keys in use
 
 	composite bool // drawn with composite indexes
+	small     bool // drawn at FuzzDifferential's size (diffSmall)
 	// rerun is how to run the scenario again, for failure reports; ""
 	// gives the differential test's own command.
 	rerun    string
@@ -159,6 +164,7 @@ const diffMaxFailures = 3
 func runDiffScenario(t testing.TB, seed uint64, size diffSize) {
 	s := newDiffScenario(t, seed, size.composite)
 	s.composite = size.composite
+	s.small = size == diffSmall
 	s.load(size)
 	s.readBack()
 	for _, sc := range s.scopes() {
@@ -359,6 +365,9 @@ func (s *diffScenario) fail(format string, args ...any) {
 	env := ""
 	if s.composite {
 		env = "MAYFLY_DIFF_COMPOSITE=1 "
+	}
+	if s.small {
+		env += "MAYFLY_DIFF_SMALL=1 "
 	}
 	rerun := fmt.Sprintf("%sMAYFLY_DIFF_SEED=%d go test -run 'TestDifferential$' ./internal/engine", env, s.seed)
 	if s.rerun != "" {
