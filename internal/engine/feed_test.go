@@ -45,7 +45,7 @@ func FuzzCursor(f *testing.F) {
 			}
 			return
 		}
-		if c.skip < 0 || c.access > plan.CompositeWalk || (!c.access.Composite() && c.composite != 0) {
+		if c.skip < 0 || c.access > plan.OrderedStream || (!c.access.Composite() && c.composite != 0) {
 			t.Fatalf("parsed an impossible cursor %+v from %q", c, s)
 		}
 		if again, err := parseCursor(c.String(), 5); err != nil || again.String() != c.String() {
