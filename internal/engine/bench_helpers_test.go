@@ -314,6 +314,30 @@ func (s *benchStore) settle(b testing.TB) {
 	debug.FreeOSMemory()
 }
 
+// timeSettled runs fn with the benchmark's timer and cpu running, then
+// waits for the store to settle with settled still running, and returns the
+// store's bytes on disk then (0 where the store cannot tell).
+func (s *benchStore) timeSettled(b *testing.B, cpu, settled *cpuMeter, fn func()) uint64 {
+	b.Helper()
+	settled.start()
+	cpu.start()
+	b.StartTimer()
+	fn()
+	b.StopTimer()
+	cpu.stop()
+	s.settle(b)
+	settled.stop()
+	sizer, ok := s.store.(storage.Sizer)
+	if !ok {
+		return 0
+	}
+	d, err := sizer.DiskUsage()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return d
+}
+
 // purgeAll calls PurgeDue in batches of limit at now until nothing due is
 // left, and returns how many items it deleted.
 func (s *benchStore) purgeAll(b testing.TB, now time.Time, limit int) int {

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/mayfly-db/mayfly/internal/clock"
-	"github.com/mayfly-db/mayfly/internal/storage"
 )
 
 // BenchmarkDropContainer times DeleteContainer on a container of
@@ -22,23 +21,12 @@ func BenchmarkDropContainer(b *testing.B) {
 		s := openBenchEngine(b, clock.Real{}, nil, "null")
 		s.load(b, 0, n, func(i int) []byte { return benchItem("x", i, "") })
 		s.settle(b)
-		settled.start()
-		cpu.start()
-		b.StartTimer()
-		if err := s.DeleteContainer(context.Background(), benchDB, benchColl); err != nil {
-			b.Fatal(err)
-		}
-		b.StopTimer()
-		cpu.stop()
-		s.settle(b)
-		settled.stop()
-		if sizer, ok := s.store.(storage.Sizer); ok {
-			used, err := sizer.DiskUsage()
-			if err != nil {
+		left := s.timeSettled(b, &cpu, &settled, func() {
+			if err := s.DeleteContainer(context.Background(), benchDB, benchColl); err != nil {
 				b.Fatal(err)
 			}
-			b.ReportMetric(float64(used), "bytes-left")
-		}
+		})
+		b.ReportMetric(float64(left), "bytes-left")
 	}
 	cpu.report(b, n*b.N, "cpu-ns/item")
 	settled.report(b, n*b.N, "settled-cpu-ns/item")

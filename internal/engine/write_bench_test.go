@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"github.com/mayfly-db/mayfly/internal/storage"
 	"testing"
 
 	"github.com/mayfly-db/mayfly/internal/clock"
@@ -25,21 +24,9 @@ func BenchmarkLoadTTL(b *testing.B) {
 			var disk uint64
 			for range b.N {
 				s := openBenchEngine(b, clock.NewManual(purgeT0), nil, def)
-				settled.start()
-				cpu.start()
-				b.StartTimer()
-				s.load(b, 0, n, func(i int) []byte { return benchItem("w", i, "") })
-				b.StopTimer()
-				cpu.stop()
-				s.settle(b)
-				settled.stop()
-				if sizer, ok := s.store.(storage.Sizer); ok {
-					d, err := sizer.DiskUsage()
-					if err != nil {
-						b.Fatal(err)
-					}
-					disk += d
-				}
+				disk += s.timeSettled(b, &cpu, &settled, func() {
+					s.load(b, 0, n, func(i int) []byte { return benchItem("w", i, "") })
+				})
 				s.store.Close()
 			}
 			items := n * b.N

@@ -96,35 +96,11 @@ func TestEraseLeavesNoDeletedBytes(t *testing.T) {
 		deadMarkers = append(deadMarkers, markerOf(e))
 	}
 	deadMarkers = append(deadMarkers, old[:len("mk")+24])
-	before, err := pebblestore.SearchFiles(dir, deadMarkers)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(before) < len(deadMarkers)/2 {
-		t.Fatalf("before Erase only %d of %d deleted markers are in the files: the check finds nothing", len(before), len(deadMarkers))
-	}
-
-	if err := s.Erase(ctx, [][2][]byte{{[]byte("a"), []byte("c")}}); err != nil {
-		t.Fatalf("Erase: %v", err)
-	}
-	after, err := pebblestore.SearchFiles(dir, deadMarkers)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for m, files := range after {
-		t.Errorf("deleted marker %s still in %v", m, files)
-	}
 	var liveMarkers [][]byte
 	for _, e := range live {
 		liveMarkers = append(liveMarkers, markerOf(e))
 	}
-	still, err := pebblestore.SearchFiles(dir, liveMarkers)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(still) != len(liveMarkers) {
-		t.Errorf("%d of %d live markers are in the files", len(still), len(liveMarkers))
-	}
+	eraseAndSearch(t, s, dir, [2][]byte{[]byte("a"), []byte("c")}, deadMarkers, liveMarkers)
 	err = s.View(ctx, func(r storage.Reader) error {
 		for _, e := range live {
 			v, err := r.Get(e.key)
@@ -198,6 +174,14 @@ func TestEraseAfterRangeDeletion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	eraseAndSearch(t, s, dir, [2][]byte{[]byte("d"), []byte("e")}, dead, live)
+}
+
+// eraseAndSearch erases span, having checked that at least half of the
+// dead markers are in the files in dir before, and checks that none of them
+// is left after, while every live marker still is.
+func eraseAndSearch(t *testing.T, s *pebblestore.Store, dir string, span [2][]byte, dead, live [][]byte) {
+	t.Helper()
 	before, err := pebblestore.SearchFiles(dir, dead)
 	if err != nil {
 		t.Fatal(err)
@@ -205,7 +189,7 @@ func TestEraseAfterRangeDeletion(t *testing.T) {
 	if len(before) < len(dead)/2 {
 		t.Fatalf("before Erase only %d of %d deleted markers are in the files: the check finds nothing", len(before), len(dead))
 	}
-	if err := s.Erase(ctx, [][2][]byte{{[]byte("d"), []byte("e")}}); err != nil {
+	if err := s.Erase(context.Background(), [][2][]byte{span}); err != nil {
 		t.Fatalf("Erase: %v", err)
 	}
 	after, err := pebblestore.SearchFiles(dir, dead)
