@@ -36,6 +36,14 @@ const (
 	// chains of the associative AND, OR and ?? are built balanced instead
 	// (see chain), so they stay shallow at any length.
 	MaxDepth = ast.MaxDepth
+	// maxRecursion bounds the parser's own recursion, which MaxDepth
+	// does not: parentheses add a level of recursion and none to the
+	// tree. A tree prints (ast.Query.String) to text that needs about two
+	// levels of recursion per level of the tree (a parenthesis and the
+	// operator inside it), so with this margin the print of a tree within
+	// MaxDepth parses again (FuzzParse); the bound still keeps the
+	// recursion small.
+	maxRecursion = 3 * MaxDepth
 	// balanceOver is the length past which a chain of an associative
 	// operator is built balanced. Shorter chains keep the left-nested
 	// shape (and so the printed form) they always had.
@@ -103,7 +111,7 @@ type parser struct {
 	tok   token // current
 	peek  token // next
 	err   *ast.Error
-	depth int // recursion depth, bounded by enter
+	depth int // recursion depth, bounded by enter (maxRecursion)
 	// h is the height of the tree the last parse function returned (a
 	// leaf is 1; a query counts one level above its deepest expression).
 	// Every function that returns an expression or a query sets it, so a
@@ -208,7 +216,7 @@ func (p *parser) name() string {
 
 func (p *parser) enter() bool {
 	p.depth++
-	if p.depth > MaxDepth {
+	if p.depth > maxRecursion {
 		p.tooDeep()
 		return false
 	}
