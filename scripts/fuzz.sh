@@ -22,7 +22,10 @@ mapfile -t targets < <(grep -rEo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*\
 [ "${#targets[@]}" -gt 0 ] || { echo "fuzz.sh: no fuzz targets found" >&2; exit 1; }
 
 failed=()
+raced=()
 ran=0
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
 for entry in "${targets[@]}"; do
 	dir=${entry% *}
 	name=${entry#* }
@@ -33,12 +36,27 @@ for entry in "${targets[@]}"; do
 	ran=$((ran + 1))
 	# -run '^$' skips the package's other tests; the seed corpus and
 	# testdata/fuzz still run first, as part of fuzzing.
-	if ! go test "./$dir" -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" "${parallel[@]}"; then
-		failed+=("$dir $name")
+	corpus="$dir/testdata/fuzz/$name"
+	before=$(ls "$corpus" 2>/dev/null)
+	if ! go test "./$dir" -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" "${parallel[@]}" 2>&1 | tee "$log"; then
+		# Go 1.26's fuzzing coordinator can fail a target at the end of
+		# -fuzztime with a bare "context deadline exceeded" when a worker
+		# is slow to stop (golang/go#75804, fixed in Go 1.27): no input
+		# failed. That, with no new failing input kept and the corpus
+		# replaying clean, is not counted as a failure.
+		if [ "$(ls "$corpus" 2>/dev/null)" = "$before" ] && grep -qx '    context deadline exceeded' "$log" &&
+			go test "./$dir" -run "^${name}\$" >/dev/null 2>&1; then
+			raced+=("$dir $name")
+		else
+			failed+=("$dir $name")
+		fi
 	fi
 done
 
 printf '\nmake fuzz: %d targets, %d failed\n' "$ran" "${#failed[@]}"
+for r in "${raced[@]}"; do
+	printf '  stopped by the fuzztime race (golang/go#75804), corpus replays clean: %s\n' "$r"
+done
 for f in "${failed[@]}"; do
 	printf '  FAILED %s (a failing input, if one was found, is in %s/testdata/fuzz/%s/)\n' "$f" "${f% *}" "${f#* }"
 done
