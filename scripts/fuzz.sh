@@ -13,7 +13,7 @@
 # Go's fuzzer shrinks every input that reaches new code before it goes on,
 # for up to a minute by default, and its workers report no executions
 # meanwhile. With the default, in 45 s runs, FuzzParseTop, FuzzParseItemTTL
-# and the document parser's FuzzParse spent 36-45 s shrinking, and in 20 s
+# and the document parser's FuzzParse spent 42-45 s shrinking, and in 20 s
 # FuzzParseTop made 234,000 executions against 1,530,000 with a 2 s bound
 # (README, "Tests"). A failing input is shrunk within the same bound.
 set -uo pipefail
