@@ -65,8 +65,39 @@ func serve(h *Handler, method, path, body string, headers map[string]string) *ht
 	return rec
 }
 
+// fuzzHeaders are the request headers the API reads besides the partition
+// key and the signature. FuzzRequests sets one of them from its extra
+// argument, written "name: value".
+var fuzzHeaders = map[string]bool{
+	"a-im": true, "if-match": true, "if-modified-since": true, "if-none-match": true,
+	"prefer": true, "x-ms-continuation": true, "x-ms-cosmos-batch-atomic": true,
+	"x-ms-cosmos-batch-continue-on-error": true, "x-ms-cosmos-changefeed-wire-format-version": true,
+	"x-ms-cosmos-is-batch-request": true, "x-ms-cosmos-is-query-plan-request": true,
+	"x-ms-cosmos-offer-autopilot-settings": true, "x-ms-cosmos-populateindexmetrics": true,
+	"x-ms-cosmos-supported-query-features": true, "x-ms-documentdb-expiry-seconds": true,
+	"x-ms-documentdb-force-query-scan": true, "x-ms-documentdb-is-upsert": true,
+	"x-ms-documentdb-isquery": true, "x-ms-documentdb-partitionkeyrangeid": true,
+	"x-ms-documentdb-populatequerymetrics": true, "x-ms-documentdb-post-trigger-include": true,
+	"x-ms-documentdb-pre-trigger-include": true, "x-ms-documentdb-query-enable-scan": true,
+	"x-ms-documentdb-query-enablecrosspartition": true, "x-ms-documentdb-script-enable-logging": true,
+	"x-ms-end-epk": true, "x-ms-max-item-count": true, "x-ms-offer-throughput": true,
+	"x-ms-session-token": true, "x-ms-start-epk": true,
+}
+
+// validHeaderValue reports whether a client could send v as a header value.
+func validHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < 0x20 && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
 // FuzzRequests sends arbitrary signed requests: whatever they hold, the
 // answer is never a 500, and every error has a Cosmos-style JSON body.
+// extra is "query" for a query, "name: value" for one of fuzzHeaders, and
+// otherwise a continuation token.
 func FuzzRequests(f *testing.F) {
 	seeds := []struct{ method, path, body, pk, extra string }{
 		{"POST", "/dbs/db/colls/c/docs", `{"id":"y","pk":"a","ttl":5}`, `["a"]`, ""},
@@ -78,6 +109,20 @@ func FuzzRequests(f *testing.F) {
 		{"POST", "/dbs/db/colls", `{"id":"d","uniqueKeyPolicy":{"uniqueKeys":[{"paths":["/u"]}]}}`, "", ""},
 		{"DELETE", "/dbs/db/colls/c/docs/x", ``, `[{}]`, ""},
 		{"GET", "/offers", ``, "", ""},
+		{"GET", "/dbs/db/colls/c/docs", ``, "", "A-IM: Incremental feed"},
+		{"GET", "/dbs/db/colls/c/docs", ``, "", "x-ms-documentdb-partitionkeyrangeid: 0"},
+		{"GET", "/dbs/db/colls/c/docs", ``, "", "x-ms-start-epk: 05C1"},
+		{"GET", "/dbs/db/colls/c/docs", ``, "", "x-ms-max-item-count: 1"},
+		{"GET", "/dbs/db/colls/c/docs/x", ``, `["a"]`, "If-None-Match: \"00000000-0000-0000-0000-000000000000\""},
+		{"PUT", "/dbs/db/colls/c/docs/x", `{"id":"x","pk":"a"}`, `["a"]`, "If-Match: *"},
+		{"GET", "/dbs/db/colls/c/docs/x", ``, `["a"]`, "x-ms-session-token: 0:-1#12"},
+		{"POST", "/dbs/db/colls", `{"id":"e","partitionKey":{"paths":["/pk"]}}`, "", "x-ms-offer-throughput: 400"},
+		{"POST", "/dbs/db/colls", `{"id":"f","partitionKey":{"paths":["/pk"]}}`, "", `x-ms-cosmos-offer-autopilot-settings: {"maxThroughput":4000}`},
+		{"POST", "/dbs/db/colls/c/docs", `{"id":"y","pk":"a"}`, `["a"]`, "x-ms-documentdb-is-upsert: true"},
+		{"POST", "/dbs/db/colls/c/docs", `[{"operationType":"Create","resourceBody":{"id":"b","pk":"a"}}]`, `["a"]`, "x-ms-cosmos-is-batch-request: true"},
+		{"GET", "/dbs/db/colls/c/docs", ``, "", "If-Modified-Since: Mon, 02 Jan 2006 15:04:05 GMT"},
+		{"POST", "/dbs/db/colls/c/docs", `{"id":"y","pk":"a"}`, `["a"]`, "x-ms-documentdb-pre-trigger-include: t1"},
+		{"POST", "/dbs/db/colls/c/docs", `{"id":"y","pk":"a"}`, `["a"]`, "Prefer: return=minimal"},
 	}
 	for _, s := range seeds {
 		f.Add(s.method, s.path, s.body, s.pk, s.extra)
@@ -95,12 +140,20 @@ func FuzzRequests(f *testing.F) {
 		default:
 			return
 		}
+		if !validHeaderValue(pk) || !validHeaderValue(extra) {
+			return // net/http refuses such a request before any handler
+		}
 		hdr := map[string]string{"x-ms-documentdb-partitionkey": pk}
-		if extra == "query" {
+		name, value, named := strings.Cut(extra, ":")
+		named = named && fuzzHeaders[strings.ToLower(strings.TrimSpace(name))]
+		switch {
+		case extra == "query":
 			hdr["Content-Type"] = "application/query+json"
 			hdr["x-ms-documentdb-isquery"] = "true"
 			hdr["x-ms-documentdb-query-enablecrosspartition"] = "true"
-		} else if extra != "" {
+		case named:
+			hdr[strings.TrimSpace(name)] = strings.TrimSpace(value)
+		case extra != "":
 			hdr["x-ms-continuation"] = extra
 		}
 		rec := serve(h, method, path, body, hdr)
