@@ -117,19 +117,31 @@ func (ch *entryCheck) loc(k []byte) ([]byte, bool) {
 	return k[off:], true
 }
 
-// exact reports whether every value of entry k is one no other value the
-// evaluator tells apart shares (exactValue).
-func (ch *entryCheck) exact(k []byte) bool {
-	exact := true
-	ch.values(k, func(_, off, n int, mask byte) bool {
-		v := slices.Clone(k[off : off+n])
-		for i := range v {
-			v[i] ^= mask
+// inexactPrefix returns entry k up to the end of its first value that
+// values the evaluator tells apart share (exactValue: integers of
+// magnitude 2^53 or more share a double), and false when there is none.
+// The first pinned values are skipped: their equalities keep only the
+// items with the one exact value asked for.
+func (ch *entryCheck) inexactPrefix(k []byte, pinned int) ([]byte, bool) {
+	end := -1
+	ch.values(k, func(i, off, n int, mask byte) bool {
+		if i < pinned {
+			return true
 		}
-		exact = exactValue(v)
-		return exact
+		v := slices.Clone(k[off : off+n])
+		for j := range v {
+			v[j] ^= mask
+		}
+		if !exactValue(v) {
+			end = off + n
+			return false
+		}
+		return true
 	})
-	return exact
+	if end < 0 {
+		return nil, false
+	}
+	return k[:end], true
 }
 
 // values calls fn with the offset and length of each value of entry k, and
@@ -200,16 +212,17 @@ func compositeItems(r storage.Reader, c *containerRecord, q *ast.Query, params m
 	}
 	check := newEntryCheck(c, comp, u, terms)
 	var found []foundItem
-	// boundary is the values of the want-th item's entry when the index
-	// keeps values the evaluator tells apart under them (orderedItems):
-	// the walk then reads the entries of those values to the end.
+	// boundary is the want-th item's entry up to its first value that the
+	// index keeps for several values the evaluator tells apart
+	// (orderedItems). The evaluator may order any item of that group
+	// first, whatever the values after it, which order the walk within
+	// the group: so the walk reads the whole group.
 	var boundary []byte
 	done := func(k []byte) bool {
 		if int64(len(found)) < u.Want {
 			return false
 		}
-		loc, ok := check.loc(k)
-		return boundary == nil || !ok || !bytes.Equal(k[:len(k)-len(loc)], boundary)
+		return boundary == nil || !bytes.HasPrefix(k, boundary)
 	}
 	for _, sp := range spans {
 		if int64(len(found)) >= u.Want && boundary == nil {
@@ -245,8 +258,10 @@ func compositeItems(r storage.Reader, c *containerRecord, q *ast.Query, params m
 			}
 			rec.detach()
 			found = append(found, foundItem{loc: loc, rec: rec})
-			if int64(len(found)) == u.Want && !check.exact(k) {
-				boundary = bytes.Clone(k[:len(k)-len(loc)])
+			if int64(len(found)) == u.Want {
+				if p, inexact := check.inexactPrefix(k, len(u.Eq)); inexact {
+					boundary = bytes.Clone(p)
+				}
 			}
 		}
 		err = it.Err()
