@@ -13,7 +13,9 @@ package engine_test
 //
 // By default six seeds run (three, with smaller scenarios, under -short
 // and -race), and half as many again with a policy that has composite
-// indexes. Run more with MAYFLY_DIFF_SEEDS=500, one with
+// indexes. Run more with MAYFLY_DIFF_SEEDS=500 (from seed
+// MAYFLY_DIFF_FROM, 1 by default, and from 100 after it with composite
+// indexes), one with
 // MAYFLY_DIFF_SEED=123 (-v logs what it compared; MAYFLY_DIFF_COMPOSITE=1
 // draws it with composite indexes, MAYFLY_DIFF_SMALL=1 at the fuzzer's
 // size), and let
@@ -85,8 +87,16 @@ func TestDifferential(t *testing.T) {
 		}
 		seeds, size = n, diffDefault
 	}
+	first := uint64(1)
+	if s := os.Getenv("MAYFLY_DIFF_FROM"); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil || n == 0 {
+			t.Fatalf("MAYFLY_DIFF_FROM=%q: want a seed from 1 on", s)
+		}
+		first = n
+	}
 	for i := 0; i < seeds; i++ {
-		seed := uint64(i + 1)
+		seed := first + uint64(i)
 		t.Run("seed="+strconv.FormatUint(seed, 10), func(t *testing.T) {
 			runDiffScenario(t, seed, size)
 		})
@@ -97,7 +107,7 @@ func TestDifferential(t *testing.T) {
 	comp := size
 	comp.composite = true
 	for i := 0; i < (seeds+1)/2; i++ {
-		seed := uint64(i + 101)
+		seed := first + 100 + uint64(i)
 		t.Run("composite,seed="+strconv.FormatUint(seed, 10), func(t *testing.T) {
 			runDiffScenario(t, seed, comp)
 		})
