@@ -123,6 +123,19 @@ func FuzzDifferential(f *testing.F) {
 	})
 }
 
+// FuzzDifferentialComposite is FuzzDifferential with policies that have
+// composite indexes, whose access paths the other draws never take.
+func FuzzDifferentialComposite(f *testing.F) {
+	for _, s := range []uint64{1, 2, 3, 819} {
+		f.Add(s)
+	}
+	composite := diffSmall
+	composite.composite = true
+	f.Fuzz(func(t *testing.T, seed uint64) {
+		runDiffScenario(t, seed, composite)
+	})
+}
+
 // diffScenario is one container, its documents and what the test knows of
 // them.
 type diffScenario struct {
@@ -174,7 +187,9 @@ const diffMaxFailures = 3
 func runDiffScenario(t testing.TB, seed uint64, size diffSize) {
 	s := newDiffScenario(t, seed, size.composite)
 	s.composite = size.composite
-	s.small = size == diffSmall
+	plain := size
+	plain.composite = false
+	s.small = plain == diffSmall
 	s.load(size)
 	s.readBack()
 	for _, sc := range s.scopes() {
