@@ -1,8 +1,9 @@
 package engine_test
 
 // The metamorphic test: a seed draws a container (partition key, indexing
-// policy, TTL setting, from the differential test's generators) on a Pebble
-// directory on disk, then a sequence of random steps: creates, upserts,
+// policy, TTL setting, from the differential test's generators) on a store
+// that outlives a restart (a Pebble directory on disk, or with
+// MAYFLY_TEST_STORE=postgres a PostgreSQL database), then a sequence of random steps: creates, upserts,
 // replaces, patches, deletes and reads of items, atomic batches of them,
 // items with their own ttl, changes of the container's defaultTtl and of
 // its indexing policy (with some passes of the index builder), a manual
@@ -31,7 +32,8 @@ import (
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/engine"
 	"github.com/mayfly-db/mayfly/internal/partition"
-	"github.com/mayfly-db/mayfly/internal/storage/pebblestore"
+	"github.com/mayfly-db/mayfly/internal/storage"
+	"github.com/mayfly-db/mayfly/internal/storage/teststore"
 	"github.com/mayfly-db/mayfly/internal/ttl"
 )
 
@@ -100,8 +102,8 @@ func (m metaTTL) String() string {
 
 type metaScenario struct {
 	*diffScenario
-	dir    string
-	store  *pebblestore.Store
+	store  storage.Store
+	reopen func() (storage.Store, error)
 	purger *ttl.Purger
 	rounds int
 
@@ -114,13 +116,9 @@ type metaScenario struct {
 }
 
 func runMetaScenario(t *testing.T, seed uint64, rounds int) {
-	dir := t.TempDir()
-	store, err := pebblestore.Open(pebblestore.Options{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, reopen := teststore.OpenDurable(t)
 	d := newDiffState(t, seed)
-	m := &metaScenario{diffScenario: d, dir: dir, store: store, rounds: rounds, items: map[string]*metaItem{}, counts: map[string]int{}}
+	m := &metaScenario{diffScenario: d, store: store, reopen: reopen, rounds: rounds, items: map[string]*metaItem{}, counts: map[string]int{}}
 	t.Cleanup(func() { m.store.Close() })
 	d.rerun = fmt.Sprintf("MAYFLY_META_SEED=%d MAYFLY_META_ROUNDS=%d go test -run 'TestMetamorphic$' ./internal/engine", seed, rounds)
 	d.setUp(store, false)
@@ -654,7 +652,7 @@ func (m *metaScenario) changeIndexing() {
 	}
 }
 
-// restart closes the store, opens it again from the directory, and
+// restart closes the store, opens it again on the same data, and
 // builds a new engine, index builder and purger over it; the clock goes
 // on.
 func (m *metaScenario) restart() {
@@ -663,7 +661,7 @@ func (m *metaScenario) restart() {
 	if err := m.store.Close(); err != nil {
 		m.fatal("close the store: %v", err)
 	}
-	store, err := pebblestore.Open(pebblestore.Options{Dir: m.dir})
+	store, err := m.reopen()
 	if err != nil {
 		m.fatal("open the store again: %v", err)
 	}

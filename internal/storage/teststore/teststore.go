@@ -50,6 +50,39 @@ func Open(t testing.TB) storage.Store {
 	return s
 }
 
+// OpenDurable returns a new, empty store that keeps what it holds when
+// closed, and a function that opens it again, as a server restarting on
+// the same data does: a Pebble directory on disk, or the test's own
+// PostgreSQL database. The caller closes each store it gets.
+func OpenDurable(t testing.TB) (s storage.Store, reopen func() (storage.Store, error)) {
+	t.Helper()
+	switch Backend() {
+	case "postgres":
+		url := pgtest.URL(t)
+		reopen = func() (storage.Store, error) {
+			ps, err := pgstore.Open(context.Background(), pgstore.Options{URL: url, PoolSize: 8})
+			if err != nil {
+				return nil, err
+			}
+			return unclocked{ps}, nil
+		}
+	default:
+		dir := t.TempDir()
+		reopen = func() (storage.Store, error) {
+			ps, err := pebblestore.Open(pebblestore.Options{Dir: dir})
+			if err != nil {
+				return nil, err
+			}
+			return ps, nil
+		}
+	}
+	s, err := reopen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, reopen
+}
+
 // unclocked is a store with its Clocked method hidden; it keeps DeleteRange.
 type unclocked struct{ storage.Store }
 
