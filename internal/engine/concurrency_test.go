@@ -1,0 +1,229 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/mayfly-db/mayfly/internal/clock"
+	"github.com/mayfly-db/mayfly/internal/partition"
+	"github.com/mayfly-db/mayfly/internal/storage"
+	"github.com/mayfly-db/mayfly/internal/storage/teststore"
+)
+
+// Concurrent writers that increment counters every way the API allows
+// (a patch's incr, an atomic batch of two, a read then a replace under
+// If-Match) and create and delete items of their own lose no write and
+// apply none twice: a success is applied exactly once, a refusal (412, or
+// a storage conflict, which the API answers 449) not at all. Over
+// PostgreSQL (MAYFLY_TEST_STORE=postgres) the writers go through two
+// engines over one database, as two gateways do, and a read through one
+// sees every write the other has answered.
+func TestConcurrentWritersLoseNoWrite(t *testing.T) {
+	s, reopen := teststore.OpenDurable(t)
+	t.Cleanup(func() { s.Close() })
+	stores := []storage.Store{s}
+	if teststore.Backend() == "postgres" {
+		s2, err := reopen()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s2.Close() })
+		stores = append(stores, s2)
+	}
+	var engines []*Engine
+	for _, st := range stores {
+		e, err := New(Config{Store: storage.WithChecks(st), Clock: clock.Real{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		engines = append(engines, e)
+	}
+	ctx := context.Background()
+	e0 := engines[0]
+	if _, err := e0.CreateDatabase(ctx, batchJSON(t, `{"id":"db"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e0.CreateContainer(ctx, "db", batchJSON(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	// Four counters, two in each of two logical partitions.
+	type counter struct{ id, pk string }
+	counters := []counter{{"a", "p"}, {"b", "p"}, {"c", "q"}, {"d", "q"}}
+	ref := func(pk string) ItemRef {
+		return ItemRef{DB: "db", Coll: "c", HasKey: true, PartitionKey: partition.Key{partition.String(pk)}}
+	}
+	for _, c := range counters {
+		if _, err := e0.WriteItem(ctx, WriteItemParams{ItemRef: ref(c.pk), Mode: ModeCreate,
+			Body: fmt.Appendf(nil, `{"id":%q,"pk":%q,"n":0}`, c.id, c.pk)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nOf := func(body []byte) int64 {
+		var v struct{ N int64 }
+		if err := json.Unmarshal(body, &v); err != nil {
+			t.Errorf("item %s: %v", body, err)
+		}
+		return v.N
+	}
+	// refused reports whether err is a refusal that applied nothing; any
+	// other error fails the test.
+	var mu sync.Mutex
+	refusals := map[string]int{}
+	refused := func(what string, err error) {
+		switch {
+		case errors.Is(err, storage.ErrConflict):
+			what += ": conflict"
+		case ErrorCode(err) == PreconditionFailed:
+			what += ": precondition failed"
+		default:
+			t.Errorf("%s: %v", what, err)
+			return
+		}
+		mu.Lock()
+		refusals[what]++
+		mu.Unlock()
+	}
+
+	const workers, opsEach = 8, 60
+	type tally struct {
+		incs    [4]int64 // increments applied, per counter
+		created int64    // own items created less those deleted
+	}
+	tallies := make([]tally, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			tl := &tallies[w]
+			var own []counter // items this worker created and has not deleted
+			for i := range opsEach {
+				e := engines[rng.IntN(len(engines))]
+				other := engines[rng.IntN(len(engines))]
+				k := rng.IntN(len(counters))
+				c := counters[k]
+				switch op := rng.IntN(5); op {
+				case 0: // patch incr
+					ops, _, err := ParsePatch([]byte(`{"operations":[{"op":"incr","path":"/n","value":1}]}`))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					res, err := e.PatchItem(ctx, PatchItemParams{ItemRef: ref(c.pk), ID: c.id, Ops: ops})
+					if err != nil {
+						refused("patch", err)
+						continue
+					}
+					tl.incs[k]++
+					// The write is answered: a read through any
+					// gateway sees it or a later one.
+					got, err := other.ReadItem(ctx, ReadItemParams{ItemRef: ref(c.pk), ID: c.id})
+					if err != nil {
+						t.Errorf("read after patch: %v", err)
+					} else if nOf(got.Body) < nOf(res.Body) {
+						t.Errorf("%s: read n = %d after a patch answered n = %d", c.id, nOf(got.Body), nOf(res.Body))
+					}
+				case 1: // an atomic batch incrementing both counters of a partition
+					pair := []int{k &^ 1, k | 1}
+					ops, err := ParseBatch(fmt.Appendf(nil, `[
+						{"operationType":"Patch","id":%q,"resourceBody":{"operations":[{"op":"incr","path":"/n","value":1}]}},
+						{"operationType":"Patch","id":%q,"resourceBody":{"operations":[{"op":"incr","path":"/n","value":1}]}}]`,
+						counters[pair[0]].id, counters[pair[1]].id))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					res, err := e.Batch(ctx, BatchParams{ItemRef: ref(c.pk), Ops: ops, Atomic: true})
+					if err != nil {
+						refused("batch", err)
+						continue
+					}
+					if !res.Committed {
+						t.Errorf("batch of two increments rolled back: %+v", res.Ops)
+						continue
+					}
+					tl.incs[pair[0]]++
+					tl.incs[pair[1]]++
+				case 2: // read, then replace under If-Match
+					got, err := e.ReadItem(ctx, ReadItemParams{ItemRef: ref(c.pk), ID: c.id})
+					if err != nil {
+						t.Errorf("read: %v", err)
+						continue
+					}
+					_, err = other.WriteItem(ctx, WriteItemParams{ItemRef: ref(c.pk), Mode: ModeReplace, ID: c.id, IfMatch: got.Etag,
+						Body: fmt.Appendf(nil, `{"id":%q,"pk":%q,"n":%d}`, c.id, c.pk, nOf(got.Body)+1)})
+					if err != nil {
+						refused("replace", err)
+						continue
+					}
+					tl.incs[k]++
+				case 3: // create an item of its own
+					it := counter{fmt.Sprintf("w%d-%d", w, i), c.pk}
+					if _, err := e.WriteItem(ctx, WriteItemParams{ItemRef: ref(it.pk), Mode: ModeCreate,
+						Body: fmt.Appendf(nil, `{"id":%q,"pk":%q}`, it.id, it.pk)}); err != nil {
+						refused("create", err)
+						continue
+					}
+					own = append(own, it)
+					tl.created++
+				case 4: // delete one of its own
+					if len(own) == 0 {
+						continue
+					}
+					j := rng.IntN(len(own))
+					it := own[j]
+					if _, err := e.DeleteItem(ctx, DeleteItemParams{ItemRef: ref(it.pk), ID: it.id}); err != nil {
+						if ErrorCode(err) == NotFound {
+							t.Errorf("delete %s: not found after its create was answered", it.id)
+						} else {
+							refused("delete", err)
+						}
+						continue
+					}
+					own = append(own[:j], own[j+1:]...)
+					tl.created--
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	var created int64
+	for _, tl := range tallies {
+		created += tl.created
+	}
+	for _, e := range engines {
+		for k, c := range counters {
+			var want int64
+			for _, tl := range tallies {
+				want += tl.incs[k]
+			}
+			got, err := e.ReadItem(ctx, ReadItemParams{ItemRef: ref(c.pk), ID: c.id})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := nOf(got.Body); n != want {
+				t.Errorf("counter %s: n = %d, want the %d increments answered", c.id, n, want)
+			}
+		}
+		_, usage, err := e.ReadContainer(ctx, "db", "c")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := int64(len(counters)) + created; usage.DocumentsCount != want {
+			t.Errorf("documentsCount %d, want %d", usage.DocumentsCount, want)
+		}
+	}
+	if _, err := e0.CheckIndexes(ctx); err != nil {
+		t.Error(err)
+	}
+	t.Logf("%d engines, %d writers of %d operations; refused: %v", len(engines), workers, opsEach, refusals)
+}
