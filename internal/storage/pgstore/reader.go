@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -70,9 +71,12 @@ const clockSQL = `SELECT statement_timestamp()`
 
 // prefetchSQL reads the keys of $1, and for each pair of $2 and $3 the
 // key $3 followed by the value under $2.
-const prefetchSQL = `SELECT k, v FROM mayfly_kv WHERE k = ANY($1::bytea[])
+// Keys go as stored keys, and rows come back with their keys. A pointer
+// is followed only to a key stored as it is (longkeys.go); keep leaves a
+// longer one for Get to read.
+var prefetchSQL = `SELECT coalesce(kx, k), v FROM mayfly_kv WHERE k = ANY($1::bytea[])
 UNION ALL
-SELECT f.k, f.v FROM unnest($2::bytea[], $3::bytea[]) AS q(ptr, via) JOIN mayfly_kv p ON p.k = q.ptr JOIN mayfly_kv f ON f.k = q.via || p.v`
+SELECT f.k, f.v FROM unnest($2::bytea[], $3::bytea[]) AS q(ptr, via) JOIN mayfly_kv p ON p.k = q.ptr JOIN mayfly_kv f ON f.k = q.via || p.v AND length(q.via || p.v) <= ` + strconv.Itoa(headLen)
 
 // lockSQL locks the rows of the keys of $1 that exist, for a write
 // transaction that names them to Prefetch with Lock as it begins.
@@ -159,10 +163,10 @@ func (r *reader) send(sql string, args ...any) (pgx.Rows, func() error, error) {
 		}
 	}
 	if len(locks) > 0 {
-		b.Queue(lockSQL, locks)
+		b.Queue(lockSQL, storedKeys(locks))
 	}
 	if len(pending) > 0 {
-		b.Queue(prefetchSQL, keys, ptrs, vias)
+		b.Queue(prefetchSQL, storedKeys(keys), storedKeys(ptrs), vias)
 	}
 	if sql != "" {
 		b.Queue(sql, args...)
@@ -249,8 +253,9 @@ func (r *reader) keep(br pgx.BatchResults, pending []storage.Read) error {
 		v := found[string(rd.Key)]
 		r.got[string(rd.Key)] = v
 		if rd.Via != nil && v != nil {
-			target := append(slices.Clone(rd.Via), v...)
-			r.got[string(target)] = found[string(target)]
+			if target := append(slices.Clone(rd.Via), v...); !long(target) {
+				r.got[string(target)] = found[string(target)]
+			}
 		}
 	}
 	return nil
@@ -273,7 +278,7 @@ func (r *reader) Get(key []byte) ([]byte, error) {
 		}
 		return v, nil
 	}
-	rows, done, err := r.rows(`SELECT v FROM mayfly_kv WHERE k = $1`, key)
+	rows, done, err := r.rows(`SELECT v FROM mayfly_kv WHERE k = $1`, storedKey(key))
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: get: %w", err)
 	}
@@ -405,11 +410,19 @@ type iter struct {
 	ov []ovEntry // in iteration order
 	oi int
 
-	rows     []kv
-	ri       int
-	more     bool   // the server may hold more past rows
-	cursor   []byte // where the next page starts; nil: the range's end
-	incl     bool   // the next page includes cursor
+	rows []kv
+	ri   int
+	more bool // the server may hold more past rows
+	// from is the key the iteration was positioned at, included when
+	// fromIncl; every key it yields is past it.
+	from     []byte
+	fromIncl bool
+	// cursor is where the next page starts: a key (the first page), or,
+	// when stored, the stored key of the last row read; nil: the range's
+	// end.
+	cursor   []byte
+	incl     bool // the next page includes cursor
+	stored   bool
 	pageSize int
 
 	key, value  []byte
@@ -481,7 +494,8 @@ func (it *iter) start(from []byte, incl bool) bool {
 	}
 	it.err = nil
 	it.rows, it.ri, it.pageSize = nil, 0, 16
-	it.cursor, it.incl = slices.Clone(from), incl
+	it.from, it.fromIncl = slices.Clone(from), incl
+	it.cursor, it.incl, it.stored = it.from, incl, false
 	it.more = !it.empty()
 	// The overlay's first entry at or past from, in iteration order.
 	it.oi = 0
@@ -505,7 +519,10 @@ func (it *iter) peek() (kv, bool) {
 	return it.rows[it.ri], true
 }
 
-// fetch reads the next page of stored pairs past the cursor.
+// fetch reads the next page of stored pairs past the cursor. The bounds
+// go to the server as bounds on stored keys, widened to whole groups of
+// long keys (longkeys.go), and are then applied to the keys; a group the
+// page ends in is read to its end, and every group is put in key order.
 func (it *iter) fetch() {
 	var conds []string
 	var args []any
@@ -520,50 +537,135 @@ func (it *iter) fetch() {
 		return fwd
 	}
 	if it.cursor != nil {
-		if it.incl {
-			conds = append(conds, "k "+op(">=", "<=")+" "+arg(it.cursor))
-		} else {
-			conds = append(conds, "k "+op(">", "<")+" "+arg(it.cursor))
+		bound, incl := it.cursor, it.incl
+		if !it.stored {
+			bound, incl = it.storedCursor()
+		}
+		switch {
+		case bound == nil:
+		case incl:
+			conds = append(conds, "k "+op(">=", "<=")+" "+arg(bound))
+		default:
+			conds = append(conds, "k "+op(">", "<")+" "+arg(bound))
 		}
 	}
 	if it.reverse && it.lower != nil {
-		conds = append(conds, "k >= "+arg(it.lower))
+		conds = append(conds, "k >= "+arg(lowerBound(it.lower)))
 	}
 	if !it.reverse && it.upper != nil {
-		conds = append(conds, "k < "+arg(it.upper))
+		if end := upperBound(it.upper); end != nil {
+			conds = append(conds, "k < "+arg(end))
+		}
 	}
-	sql := "SELECT k, v FROM mayfly_kv"
+	sql := "SELECT k, kx, v FROM mayfly_kv"
 	if len(conds) > 0 {
 		sql += " WHERE " + strings.Join(conds, " AND ")
 	}
 	sql += " ORDER BY k " + op("ASC", "DESC") + fmt.Sprintf(" LIMIT %d", it.pageSize)
-	rows, done, err := it.r.scan(sql, args...)
+	page, err := it.query(sql, args...)
 	if err != nil {
-		it.err = fmt.Errorf("pgstore: scan: %w", err)
+		it.err = err
 		return
 	}
-	it.rows, it.ri = it.rows[:0], 0
-	for rows.Next() {
-		var p kv
-		if err := rows.Scan(&p.k, &p.v); err != nil {
-			_ = done()
-			it.err = fmt.Errorf("pgstore: scan: %w", err)
+	it.more = len(page) == it.pageSize
+	if n := len(page); it.more && long(page[n-1].stored) {
+		// The rest of the group the page ends in.
+		last := page[n-1].stored
+		head := last[:headLen]
+		sql, args := "SELECT k, kx, v FROM mayfly_kv WHERE k > $1 AND k < $2 ORDER BY k", []any{last, prefixEnd(head)}
+		if it.reverse {
+			sql, args = "SELECT k, kx, v FROM mayfly_kv WHERE k < $1 AND k > $2 ORDER BY k DESC", []any{last, head}
+		}
+		if prefixEnd(head) == nil && !it.reverse {
+			sql, args = "SELECT k, kx, v FROM mayfly_kv WHERE k > $1 ORDER BY k", []any{last}
+		}
+		rest, err := it.query(sql, args...)
+		if err != nil {
+			it.err = err
 			return
+		}
+		page = append(page, rest...)
+	}
+	if len(page) > 0 {
+		it.cursor, it.incl, it.stored = page[len(page)-1].stored, false, true
+	}
+	it.pageSize = min(it.pageSize*4, 1024)
+	// Each group in key order, then only the keys in range.
+	for i := 0; i < len(page); {
+		j := i + 1
+		for j < len(page) && sameGroup(page[i].stored, page[j].stored) {
+			j++
+		}
+		if j-i > 1 {
+			slices.SortFunc(page[i:j], func(a, b storedKV) int { return it.cmp(a.k, b.k) })
+		}
+		i = j
+	}
+	it.rows, it.ri = it.rows[:0], 0
+	for _, p := range page {
+		if it.inRange(p.k) {
+			it.rows = append(it.rows, kv{k: p.k, v: p.v})
+		}
+	}
+}
+
+// storedCursor turns the cursor, a key, into a bound on stored keys and
+// whether it is inclusive; nil for no bound. A long key's bound takes in
+// its whole group, which inRange then cuts.
+func (it *iter) storedCursor() ([]byte, bool) {
+	c := it.cursor
+	switch {
+	case !long(c):
+		return c, it.incl
+	case it.reverse:
+		return upperBound(c), false
+	default:
+		return lowerBound(c), true
+	}
+}
+
+// inRange reports whether key k is within the iterator's bounds and past
+// the key it was positioned at.
+func (it *iter) inRange(k []byte) bool {
+	if (it.lower != nil && bytes.Compare(k, it.lower) < 0) || (it.upper != nil && bytes.Compare(k, it.upper) >= 0) {
+		return false
+	}
+	if it.from == nil {
+		return true
+	}
+	c := it.cmp(k, it.from)
+	return c > 0 || (c == 0 && it.fromIncl)
+}
+
+// storedKV is a row as the server holds it: its stored key, the key, the
+// value.
+type storedKV struct{ stored, k, v []byte }
+
+// query runs a scan and returns its rows.
+func (it *iter) query(sql string, args ...any) ([]storedKV, error) {
+	rows, done, err := it.r.scan(sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: scan: %w", err)
+	}
+	var out []storedKV
+	for rows.Next() {
+		var p storedKV
+		if err := rows.Scan(&p.stored, &p.k, &p.v); err != nil {
+			_ = done()
+			return nil, fmt.Errorf("pgstore: scan: %w", err)
+		}
+		if p.k == nil {
+			p.k = p.stored
 		}
 		if p.v == nil {
 			p.v = []byte{}
 		}
-		it.rows = append(it.rows, p)
+		out = append(out, p)
 	}
 	if err := done(); err != nil {
-		it.err = fmt.Errorf("pgstore: scan: %w", err)
-		return
+		return nil, fmt.Errorf("pgstore: scan: %w", err)
 	}
-	it.more = len(it.rows) == it.pageSize
-	if len(it.rows) > 0 {
-		it.cursor, it.incl = it.rows[len(it.rows)-1].k, false
-	}
-	it.pageSize = min(it.pageSize*4, 1024)
+	return out, nil
 }
 
 // settle makes the current position the next live key of either stream.

@@ -38,7 +38,11 @@ import (
 // SchemaVersion is the version of the tables this package reads and
 // writes. A database holding a newer one is refused; an older one is
 // migrated at Open.
-const SchemaVersion = 1
+//
+//  1. mayfly_kv (k, v)
+//  2. mayfly_kv gains kx, the key of a row whose k is a long key's head
+//     and digest (longkeys.go)
+const SchemaVersion = 2
 
 // Options configures Open.
 type Options struct {
@@ -183,7 +187,7 @@ func (s *Store) migrate(ctx context.Context) error {
 func (s *Store) migrateOnce(ctx context.Context) error {
 	for _, stmt := range []string{
 		`CREATE TABLE IF NOT EXISTS mayfly_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)`,
-		`CREATE TABLE IF NOT EXISTS mayfly_kv (k BYTEA PRIMARY KEY, v BYTEA NOT NULL)`,
+		`CREATE TABLE IF NOT EXISTS mayfly_kv (k BYTEA PRIMARY KEY, kx BYTEA, v BYTEA NOT NULL)`,
 		`INSERT INTO mayfly_meta (name, value) VALUES ('schema', '` + strconv.Itoa(SchemaVersion) + `') ON CONFLICT (name) DO NOTHING`,
 	} {
 		if _, err := s.pool.Exec(ctx, stmt); err != nil {
@@ -201,10 +205,34 @@ func (s *Store) migrateOnce(ctx context.Context) error {
 	switch {
 	case n > SchemaVersion:
 		return fmt.Errorf("%w: it holds schema version %d, and this Mayfly reads version %d; run the newer Mayfly, or give this one another database", ErrSchemaTooNew, n, SchemaVersion)
+	case n == 1:
+		// Adding a column without a default rewrites nothing. A version 1
+		// database holds no long keys: it could not store them.
+		return s.migrateTo(ctx, 2, `ALTER TABLE mayfly_kv ADD COLUMN IF NOT EXISTS kx BYTEA`)
 	case n < SchemaVersion:
-		// No older version exists yet; migrations go here, each one
-		// raising the version in the transaction that changes the tables.
 		return fmt.Errorf("pgstore: schema version %d has no migration to %d", n, SchemaVersion)
+	}
+	return nil
+}
+
+// migrateTo runs stmts and raises the schema version to v in one
+// transaction.
+func (s *Store) migrateTo(ctx context.Context, v int, stmts ...string) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("pgstore: migrate the schema to version %d: %w", v, s.classify(err))
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	for _, stmt := range stmts {
+		if _, err := tx.Exec(ctx, stmt); err != nil {
+			return fmt.Errorf("pgstore: migrate the schema to version %d: %w", v, s.classify(err))
+		}
+	}
+	if _, err := tx.Exec(ctx, `UPDATE mayfly_meta SET value = $1 WHERE name = 'schema'`, strconv.Itoa(v)); err != nil {
+		return fmt.Errorf("pgstore: migrate the schema to version %d: %w", v, s.classify(err))
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("pgstore: migrate the schema to version %d: %w", v, s.classify(err))
 	}
 	return nil
 }
@@ -362,7 +390,7 @@ func (s *Store) updateOnce(ctx context.Context, fn func(tx storage.Txn) error) e
 	if len(t.writes) == 0 {
 		return nil
 	}
-	var sets, vals, dels [][]byte
+	var sets, longs, vals, dels [][]byte
 	keys := make([]string, 0, len(t.writes))
 	for k := range t.writes {
 		keys = append(keys, k)
@@ -373,9 +401,10 @@ func (s *Store) updateOnce(ctx context.Context, fn func(tx storage.Txn) error) e
 	for _, k := range keys {
 		w := t.writes[k]
 		if w.del {
-			dels = append(dels, []byte(k))
+			dels = append(dels, storedKey([]byte(k)))
 		} else {
-			sets = append(sets, []byte(k))
+			sets = append(sets, storedKey([]byte(k)))
+			longs = append(longs, longKey([]byte(k)))
 			vals = append(vals, w.value)
 		}
 	}
@@ -384,7 +413,7 @@ func (s *Store) updateOnce(ctx context.Context, fn func(tx storage.Txn) error) e
 		b.Queue(t.reader.begin)
 	}
 	if len(sets) > 0 {
-		b.Queue(`INSERT INTO mayfly_kv (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[]) ON CONFLICT (k) DO UPDATE SET v = excluded.v`, sets, vals)
+		b.Queue(`INSERT INTO mayfly_kv (k, kx, v) SELECT * FROM unnest($1::bytea[], $2::bytea[], $3::bytea[]) ON CONFLICT (k) DO UPDATE SET kx = excluded.kx, v = excluded.v`, sets, longs, vals)
 	}
 	if len(dels) > 0 {
 		b.Queue(`DELETE FROM mayfly_kv WHERE k = ANY($1::bytea[])`, dels)
@@ -416,7 +445,8 @@ func (s *Store) updateOnce(ctx context.Context, fn func(tx storage.Txn) error) e
 }
 
 // DeleteRange deletes at most limit keys of [lower, upper), the smallest
-// first, in one statement and one round trip, retried like an Update
+// first (long keys that share their head in their digests' order), in one
+// statement and one round trip, retried like an Update
 // (storage.RangeDeleter). Fewer than limit deleted means none was left.
 func (s *Store) DeleteRange(ctx context.Context, lower, upper []byte, limit int) (bool, error) {
 	if err := ctx.Err(); err != nil {
@@ -426,13 +456,18 @@ func (s *Store) DeleteRange(ctx context.Context, lower, upper []byte, limit int)
 		return false, err
 	}
 	defer s.inflight.Done()
-	var cond string
-	args := []any{lower, limit}
-	switch {
-	case upper != nil:
-		cond, args = `k >= $1 AND k < $3`, append(args, upper)
-	default:
-		cond = `k >= $1`
+	// The bounds on stored keys take in whole groups of long keys
+	// (longkeys.go); the keys themselves are then cut to the range, so
+	// within a group the order is the digests'.
+	cond := `k >= $1 AND coalesce(kx, k) >= $3`
+	args := []any{lowerBound(lower), limit, lower}
+	if upper != nil {
+		cond += ` AND coalesce(kx, k) < $4`
+		args = append(args, upper)
+		if end := upperBound(upper); end != nil {
+			cond += ` AND k < $5`
+			args = append(args, end)
+		}
 	}
 	for attempt := 0; ; attempt++ {
 		b := &pgx.Batch{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -57,6 +58,52 @@ func TestNewerSchemaIsRefused(t *testing.T) {
 	if !errors.Is(err, pgstore.ErrSchemaTooNew) || !strings.Contains(err.Error(), "99") {
 		t.Fatalf("open a newer schema: %v, want ErrSchemaTooNew naming version 99", err)
 	}
+}
+
+// A database of schema version 1 (no column for long keys) opens migrated:
+// its rows read as before, and long keys can be written.
+func TestSchemaOneIsMigrated(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{
+		`CREATE TABLE mayfly_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)`,
+		`CREATE TABLE mayfly_kv (k BYTEA PRIMARY KEY, v BYTEA NOT NULL)`,
+		`INSERT INTO mayfly_meta (name, value) VALUES ('schema', '1')`,
+		`INSERT INTO mayfly_kv (k, v) VALUES ('a', 'old')`,
+	} {
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := pgstore.Open(ctx, pgstore.Options{URL: url})
+	if err != nil {
+		t.Fatalf("open a version 1 database: %v", err)
+	}
+	defer s.Close()
+	long := strings.Repeat("0123456789", 500)
+	if err := s.Update(ctx, func(tx storage.Txn) error { return tx.Set([]byte(long), []byte("new")) }); err != nil {
+		t.Fatalf("write a long key: %v", err)
+	}
+	err = s.View(ctx, func(r storage.Reader) error {
+		for k, want := range map[string]string{"a": "old", long: "new"} {
+			if v, err := r.Get([]byte(k)); err != nil || string(v) != want {
+				t.Errorf("Get(key of %d bytes) = %q, %v; want %q", len(k), v, err, want)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v string
+	if err := conn.QueryRow(ctx, `SELECT value FROM mayfly_meta WHERE name = 'schema'`).Scan(&v); err != nil || v != strconv.Itoa(pgstore.SchemaVersion) {
+		t.Errorf("schema version %q, %v; want %d", v, err, pgstore.SchemaVersion)
+	}
+	_ = conn.Close(ctx)
 }
 
 // An unreachable server is a clear error at Open, wrapping ErrUnavailable.

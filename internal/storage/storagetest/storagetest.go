@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,6 +56,7 @@ func Run(t *testing.T, open func(t *testing.T) storage.Store) {
 		{"DeleteRange", testDeleteRange},
 		{"Savepoints", testSavepoints},
 		{"LargeValues", testLargeValues},
+		{"LongKeys", testLongKeys},
 		{"CancelledContext", testCancelledContext},
 		{"Closed", testClosed},
 		{"CloseWaits", testCloseWaits},
@@ -1124,6 +1126,173 @@ func testLargeValues(t *testing.T, s storage.Store) {
 	})
 	if err != nil {
 		t.Fatalf("View: %v", err)
+	}
+}
+
+// testLongKeys checks keys of up to 12 KB, well past what a B-tree index
+// entry holds (a third of a PostgreSQL page), of bytes that do not
+// compress, many sharing their first few kilobytes: every operation
+// treats them as it treats short keys, in byte order.
+func testLongKeys(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(1, 2))
+	noise := make([]byte, 12_000)
+	for i := range noise {
+		noise[i] = byte(rng.IntN(256))
+	}
+	head := string(noise[:2600])
+	var keys []string
+	for _, n := range []int{1, 100, 1999, 2000, 2001, 2047, 2048, 2100, 2599, 2600, 2601, 3000, 12_000} {
+		keys = append(keys, string(noise[:n]))
+	}
+	for _, tail := range []string{"\x00", "\x00\x00", "\x01", "a", "ab", "b", "\xff", "\xff\xff", string(noise[5000:9000])} {
+		keys = append(keys, head+tail)
+	}
+	keys = append(keys, head[:2599]+"\xff", "\xff")
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	val := func(k string) string { return "v" + strconv.Itoa(len(k)) + "-" + strconv.Itoa(int(k[len(k)-1])) }
+	var ops []op
+	for i, k := range keys {
+		if i%2 == 0 { // half now, half in a second transaction
+			ops = append(ops, set(k, val(k)))
+		}
+	}
+	write(t, s, ops...)
+	ops = ops[:0]
+	for i, k := range keys {
+		if i%2 == 1 {
+			ops = append(ops, set(k, val(k)))
+		}
+	}
+	write(t, s, ops...)
+	pairs := func(ks []string) []string {
+		out := []string{}
+		for _, k := range ks {
+			out = append(out, k+"="+val(k))
+		}
+		return out
+	}
+	short := func(kvs []string) []string { // for messages
+		out := make([]string, len(kvs))
+		for i, kv := range kvs {
+			k, _, _ := strings.Cut(kv, "=")
+			out[i] = fmt.Sprintf("#%d(len %d)", slices.Index(keys, k), len(k))
+		}
+		return out
+	}
+	for _, k := range keys {
+		if v, found := get(t, s, k); !found || v != val(k) {
+			t.Errorf("Get(key of %d bytes) = %q, %v", len(k), v, found)
+		}
+	}
+	if got := viewScan(t, s, storage.IterParams{}); !slices.Equal(got, pairs(keys)) {
+		t.Fatalf("scan: %v, want %v", short(got), short(pairs(keys)))
+	}
+	if got := viewScan(t, s, storage.IterParams{Reverse: true}); !slices.Equal(got, reversed(pairs(keys))) {
+		t.Fatalf("reverse scan: %v", short(got))
+	}
+	// Bounds and seeks at every key and just past it.
+	err := s.View(ctx, func(r storage.Reader) error {
+		for i, lo := range keys {
+			for _, j := range []int{i, i + 1, i + 3, len(keys)} {
+				var hi []byte
+				want := keys[i:]
+				if j < len(keys) {
+					hi, want = b(keys[j]), keys[i:j]
+				}
+				for _, rev := range []bool{false, true} {
+					got, err := scan(r, storage.IterParams{Lower: b(lo), Upper: hi, Reverse: rev})
+					if err != nil {
+						return err
+					}
+					w := pairs(want)
+					if rev {
+						w = reversed(w)
+					}
+					if !slices.Equal(got, w) {
+						t.Errorf("scan [#%d, #%d) reverse %v: %v, want %v", i, j, rev, short(got), short(w))
+					}
+				}
+			}
+			it, err := r.NewIter(storage.IterParams{})
+			if err != nil {
+				return err
+			}
+			got, err := drain(it, it.SeekGE(b(lo+"\x00")))
+			if err != nil {
+				return err
+			}
+			if w := pairs(keys[i+1:]); !slices.Equal(got, w) {
+				t.Errorf("SeekGE(#%d + 0x00): %v, want %v", i, short(got), short(w))
+			}
+			it, err = r.NewIter(storage.IterParams{Reverse: true})
+			if err != nil {
+				return err
+			}
+			got, err = drain(it, it.SeekGE(b(lo)))
+			if err != nil {
+				return err
+			}
+			if w := reversed(pairs(keys[:i+1])); !slices.Equal(got, w) {
+				t.Errorf("reverse SeekGE(#%d): %v, want %v", i, short(got), short(w))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("View: %v", err)
+	}
+	// A pointer whose target's key is long.
+	write(t, s, set("ptr", "ab"))
+	err = s.View(ctx, func(r storage.Reader) error {
+		storage.Prefetch(r, storage.Read{Key: b("ptr"), Via: b(head)})
+		v, found, err := getFrom(r, head+"ab")
+		if err == nil && (!found || v != val(head+"ab")) {
+			t.Errorf("Get(target) after Prefetch = %q (found %v), want %q", v, found, val(head+"ab"))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("View: %v", err)
+	}
+	write(t, s, del("ptr"))
+	// In a transaction: its own long keys merge in order, deleted ones go.
+	extra := []string{head + "aa", head + "\x00\x01", string(noise[:2600-1]) + "\x00"}
+	gone := []string{head + "a", string(noise[:12_000])}
+	err = s.Update(ctx, func(tx storage.Txn) error {
+		for _, k := range extra {
+			if err := tx.Set(b(k), b(val(k))); err != nil {
+				return err
+			}
+		}
+		for _, k := range gone {
+			if err := tx.Delete(b(k)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Update: %v", err)
+	}
+	for _, k := range gone {
+		keys = slices.DeleteFunc(keys, func(x string) bool { return x == k })
+	}
+	keys = append(keys, extra...)
+	slices.Sort(keys)
+	if got := viewScan(t, s, storage.IterParams{}); !slices.Equal(got, pairs(keys)) {
+		t.Fatalf("scan after the update: %v, want %v", short(got), short(pairs(keys)))
+	}
+	// A range whose bounds fall among keys sharing their head.
+	lo, hi := head+"\x00\x00", head+"b"
+	empty, err := storage.DeleteRange(ctx, s, b(lo), b(hi), 1000)
+	if err != nil || !empty {
+		t.Fatalf("DeleteRange: %v, %v", empty, err)
+	}
+	keys = slices.DeleteFunc(keys, func(k string) bool { return k >= lo && k < hi })
+	if got := viewScan(t, s, storage.IterParams{}); !slices.Equal(got, pairs(keys)) {
+		t.Fatalf("scan after DeleteRange: %v, want %v", short(got), short(pairs(keys)))
 	}
 }
 
