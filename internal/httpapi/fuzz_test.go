@@ -11,17 +11,21 @@ import (
 
 	"github.com/mayfly-db/mayfly/internal/auth"
 	"github.com/mayfly-db/mayfly/internal/engine"
-	"github.com/mayfly-db/mayfly/internal/storage/pebblestore"
+	"github.com/mayfly-db/mayfly/internal/storage"
+	"github.com/mayfly-db/mayfly/internal/storage/teststore"
 )
 
-// newTestHandler returns a handler over an in-memory store holding database
-// "db" with container "c" (partition key /pk) and one item.
+// newTestHandler returns a handler over a new store (teststore: in-memory
+// Pebble, or PostgreSQL) holding database "db" with container "c"
+// (partition key /pk) and one item.
 func newTestHandler(t testing.TB) *Handler {
-	st, err := pebblestore.Open(pebblestore.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	h, _ := newTestHandlerStore(t)
+	return h
+}
+
+// newTestHandlerStore is newTestHandler, and the handler's store.
+func newTestHandlerStore(t testing.TB) (*Handler, storage.Store) {
+	st := teststore.Open(t)
 	eng, err := engine.New(engine.Config{Store: st})
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +47,7 @@ func newTestHandler(t testing.TB) *Handler {
 			t.Fatalf("setup %s %s: %d %s", r.method, r.path, rec.Code, rec.Body)
 		}
 	}
-	return h
+	return h, st
 }
 
 // serve sends one correctly signed request.
@@ -127,7 +131,7 @@ func FuzzRequests(f *testing.F) {
 	for _, s := range seeds {
 		f.Add(s.method, s.path, s.body, s.pk, s.extra)
 	}
-	h := newTestHandler(f)
+	h, st := newTestHandlerStore(f)
 	f.Fuzz(func(t *testing.T, method, path, body, pk, extra string) {
 		if !strings.HasPrefix(path, "/") || strings.ContainsAny(path, " \r\n\t?#") || len(body) > 1<<16 {
 			return
@@ -159,6 +163,12 @@ func FuzzRequests(f *testing.F) {
 		rec := serve(h, method, path, body, hdr)
 		if rec.Code >= 500 {
 			t.Fatalf("%s %s %q → %d %s", method, path, body, rec.Code, rec.Body)
+		}
+		if n := teststore.InUse(st); n > 0 {
+			// Over PostgreSQL: a request that keeps a connection
+			// leaves the pool smaller, and once it is empty every
+			// request waits forever.
+			t.Fatalf("%s %s %q → %d, and %d connections still taken", method, path, body, rec.Code, n)
 		}
 		if rec.Code >= 400 {
 			var e struct{ Code, Message string }

@@ -38,7 +38,7 @@ func Open(t testing.TB) storage.Store {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s = unclocked{ps}
+		s = unclocked{ps, ps}
 	default:
 		ps, err := pebblestore.Open(pebblestore.Options{InMemory: true})
 		if err != nil {
@@ -64,7 +64,7 @@ func OpenDurable(t testing.TB) (s storage.Store, reopen func() (storage.Store, e
 			if err != nil {
 				return nil, err
 			}
-			return unclocked{ps}, nil
+			return unclocked{ps, ps}, nil
 		}
 	default:
 		dir := t.TempDir()
@@ -84,7 +84,20 @@ func OpenDurable(t testing.TB) (s storage.Store, reopen func() (storage.Store, e
 }
 
 // unclocked is a store with its Clocked method hidden; it keeps DeleteRange.
-type unclocked struct{ storage.Store }
+type unclocked struct {
+	storage.Store
+	pg *pgstore.Store
+}
+
+// InUse returns how many connections of a PostgreSQL store's pool are
+// taken (0 for other stores): none once every operation has returned,
+// unless one leaked its connection.
+func InUse(s storage.Store) int {
+	if u, ok := s.(unclocked); ok {
+		return int(u.pg.Stats().PoolInUse)
+	}
+	return 0
+}
 
 // DeleteRange keeps the store's own (storage.RangeDeleter).
 func (u unclocked) DeleteRange(ctx context.Context, lower, upper []byte, limit int) (bool, error) {
