@@ -9,18 +9,16 @@ import (
 	"time"
 
 	"github.com/mayfly-db/mayfly/internal/clock"
-	"github.com/mayfly-db/mayfly/internal/storage/pebblestore"
+	"github.com/mayfly-db/mayfly/internal/storage/teststore"
 	"github.com/mayfly-db/mayfly/internal/ttl"
 )
 
-// newDepthEnv is an engine on Pebble in a temporary directory, with
-// database "db" and container "c" (partitioned on /pk) made from body.
+// newDepthEnv is an engine on a durable store (teststore: Pebble in a
+// temporary directory, or PostgreSQL), with database "db" and container
+// "c" (partitioned on /pk) made from body.
 func newDepthEnv(t *testing.T, body string) *batchEnv {
 	t.Helper()
-	s, err := pebblestore.Open(pebblestore.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, _ := teststore.OpenDurable(t)
 	t.Cleanup(func() { s.Close() })
 	st := &updateCounter{Store: s}
 	clk := clock.NewManual(batchT0)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/mayfly-db/mayfly/internal/query/plan"
 	"github.com/mayfly-db/mayfly/internal/storage"
-	"github.com/mayfly-db/mayfly/internal/storage/pebblestore"
+	"github.com/mayfly-db/mayfly/internal/storage/teststore"
 )
 
 // tickClock is a clock that moves on by step every time it is read once
@@ -95,13 +95,11 @@ func newLimitsEngine(t *testing.T, cfg Config, items ...string) *Engine {
 	return e
 }
 
-// openLimitsStore opens Pebble in a temporary directory.
-func openLimitsStore(t *testing.T) *pebblestore.Store {
+// openLimitsStore opens a durable store (teststore: Pebble in a temporary
+// directory, or PostgreSQL).
+func openLimitsStore(t *testing.T) storage.Store {
 	t.Helper()
-	s, err := pebblestore.Open(pebblestore.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, _ := teststore.OpenDurable(t)
 	t.Cleanup(func() { s.Close() })
 	return s
 }
