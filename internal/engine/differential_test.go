@@ -434,9 +434,18 @@ func (s *diffScenario) num() document.Value {
 	return document.Int(int64(r.IntN(36) - 5))
 }
 
+// diffLong starts the long strings: an index entry of one is over 2,000
+// bytes, so over PostgreSQL it is stored under a digest, and those of
+// strings sharing it sort among themselves in the reading
+// (pgstore/longkeys.go).
+var diffLong = strings.Repeat("long", 550)
+
 func (s *diffScenario) str() document.Value {
-	if s.rng.IntN(8) == 0 {
+	switch s.rng.IntN(24) {
+	case 0, 1, 2:
 		return document.Str(diffStrings[s.rng.IntN(len(diffStrings))] + string(rune('a'+s.rng.IntN(4))))
+	case 3:
+		return document.Str(diffLong + diffStrings[s.rng.IntN(len(diffStrings))])
 	}
 	return document.Str(diffStrings[s.rng.IntN(len(diffStrings))])
 }
