@@ -197,16 +197,26 @@ func startCluster() (string, func(), func(time.Duration) error, error) {
 		_ = os.RemoveAll(dir)
 		return "", nil, nil, err
 	}
-	port, err := freePort()
-	if err != nil {
-		return "", nil, nil, err
-	}
-	// fsync off: these clusters hold test data and die with the tests; no
-	// test here pulls the plug on the machine.
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200", port, dir)
-	if err := run(filepath.Join(bin, "pg_ctl"), "-D", data, "-o", opts, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "start"); err != nil {
-		_ = os.RemoveAll(dir)
-		return "", nil, nil, err
+	// The port is free when chosen, but a test binary of another package,
+	// starting its own cluster at the same moment, may take it first:
+	// the server then cannot bind, and a new port is tried.
+	var port int
+	var opts string
+	for attempt := 1; ; attempt++ {
+		if port, err = freePort(); err != nil {
+			return "", nil, nil, err
+		}
+		// fsync off: these clusters hold test data and die with the
+		// tests; no test here pulls the plug on the machine.
+		opts = fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200", port, dir)
+		err = run(filepath.Join(bin, "pg_ctl"), "-D", data, "-o", opts, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "start")
+		if err == nil {
+			break
+		}
+		if attempt == 3 {
+			_ = os.RemoveAll(dir)
+			return "", nil, nil, err
+		}
 	}
 	stop := func() {
 		_ = run(filepath.Join(bin, "pg_ctl"), "-D", data, "-m", "immediate", "-w", "stop")
