@@ -572,12 +572,15 @@ func (it *iter) fetch() {
 		// The rest of the group the page ends in.
 		last := page[n-1].stored
 		head := last[:headLen]
-		sql, args := "SELECT k, kx, v FROM mayfly_kv WHERE k > $1 AND k < $2 ORDER BY k", []any{last, prefixEnd(head)}
-		if it.reverse {
+		var sql string
+		var args []any
+		switch end := prefixEnd(head); {
+		case it.reverse:
 			sql, args = "SELECT k, kx, v FROM mayfly_kv WHERE k < $1 AND k > $2 ORDER BY k DESC", []any{last, head}
-		}
-		if prefixEnd(head) == nil && !it.reverse {
+		case end == nil:
 			sql, args = "SELECT k, kx, v FROM mayfly_kv WHERE k > $1 ORDER BY k", []any{last}
+		default:
+			sql, args = "SELECT k, kx, v FROM mayfly_kv WHERE k > $1 AND k < $2 ORDER BY k", []any{last, end}
 		}
 		rest, err := it.query(sql, args...)
 		if err != nil {
