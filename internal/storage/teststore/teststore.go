@@ -34,11 +34,10 @@ func Open(t testing.TB) storage.Store {
 	var s storage.Store
 	switch Backend() {
 	case "postgres":
-		ps, err := pgstore.Open(context.Background(), pgstore.Options{URL: pgtest.URL(t), PoolSize: 8})
-		if err != nil {
+		var err error
+		if s, err = openPostgres(pgtest.URL(t)); err != nil {
 			t.Fatal(err)
 		}
-		s = unclocked{ps, ps}
 	default:
 		ps, err := pebblestore.Open(pebblestore.Options{InMemory: true})
 		if err != nil {
@@ -59,13 +58,7 @@ func OpenDurable(t testing.TB) (s storage.Store, reopen func() (storage.Store, e
 	switch Backend() {
 	case "postgres":
 		url := pgtest.URL(t)
-		reopen = func() (storage.Store, error) {
-			ps, err := pgstore.Open(context.Background(), pgstore.Options{URL: url, PoolSize: 8})
-			if err != nil {
-				return nil, err
-			}
-			return unclocked{ps, ps}, nil
-		}
+		reopen = func() (storage.Store, error) { return openPostgres(url) }
 	default:
 		dir := t.TempDir()
 		reopen = func() (storage.Store, error) {
@@ -81,6 +74,15 @@ func OpenDurable(t testing.TB) (s storage.Store, reopen func() (storage.Store, e
 		t.Fatal(err)
 	}
 	return s, reopen
+}
+
+// openPostgres opens the database at url, its clock hidden.
+func openPostgres(url string) (storage.Store, error) {
+	ps, err := pgstore.Open(context.Background(), pgstore.Options{URL: url, PoolSize: 8})
+	if err != nil {
+		return nil, err
+	}
+	return unclocked{ps, ps}, nil
 }
 
 // unclocked is a store with its Clocked method hidden; it keeps DeleteRange.
