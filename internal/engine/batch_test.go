@@ -47,13 +47,26 @@ func newBatchEnv(t *testing.T, defaultTTL string) *batchEnv {
 // newBatchEnvWith is newBatchEnv with the container body given.
 func newBatchEnvWith(t *testing.T, body string) *batchEnv {
 	t.Helper()
-	s := teststore.Open(t)
+	return newBatchEnvOn(t, teststore.Open(t), body)
+}
+
+// newBatchEnvOn is newBatchEnvWith on store s.
+func newBatchEnvOn(t *testing.T, s storage.Store, body string) *batchEnv {
+	t.Helper()
 	st := &updateCounter{Store: s}
 	clk := clock.NewManual(batchT0)
 	e, err := New(Config{Store: st, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
+	createDBAndContainer(t, e, body)
+	return &batchEnv{e: e, clock: clk, store: st}
+}
+
+// createDBAndContainer creates database "db" in e and in it the container
+// of body.
+func createDBAndContainer(t testing.TB, e *Engine, body string) {
+	t.Helper()
 	ctx := context.Background()
 	if _, err := e.CreateDatabase(ctx, batchJSON(t, `{"id":"db"}`), nil); err != nil {
 		t.Fatal(err)
@@ -61,10 +74,9 @@ func newBatchEnvWith(t *testing.T, body string) *batchEnv {
 	if _, err := e.CreateContainer(ctx, "db", batchJSON(t, body), nil); err != nil {
 		t.Fatal(err)
 	}
-	return &batchEnv{e: e, clock: clk, store: st}
 }
 
-func batchJSON(t *testing.T, s string) document.Value {
+func batchJSON(t testing.TB, s string) document.Value {
 	t.Helper()
 	v, err := document.Parse([]byte(s))
 	if err != nil {

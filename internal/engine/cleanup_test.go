@@ -50,12 +50,7 @@ func TestDroppedContainerDataIsCleanedUpAfterAnInterruption(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := e.CreateDatabase(ctx, batchJSON(t, `{"id":"db"}`), nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.CreateContainer(ctx, "db", batchJSON(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash"}}`), nil); err != nil {
-		t.Fatal(err)
-	}
+	createDBAndContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash"}}`)
 	for _, id := range []string{"a", "b", "c"} {
 		if _, err := e.WriteItem(ctx, WriteItemParams{ItemRef: batchRef(`["p"]`), Mode: ModeCreate, Body: []byte(`{"id":"` + id + `","pk":"p"}`)}); err != nil {
 			t.Fatal(err)

@@ -47,12 +47,7 @@ func TestConcurrentWritersLoseNoWrite(t *testing.T) {
 	}
 	ctx := context.Background()
 	e0 := engines[0]
-	if _, err := e0.CreateDatabase(ctx, batchJSON(t, `{"id":"db"}`), nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e0.CreateContainer(ctx, "db", batchJSON(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil); err != nil {
-		t.Fatal(err)
-	}
+	createDBAndContainer(t, e0, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
 	// Four counters, two in each of two logical partitions.
 	type counter struct{ id, pk string }
 	counters := []counter{{"a", "p"}, {"b", "p"}, {"c", "q"}, {"d", "q"}}
@@ -242,12 +237,7 @@ func TestDrainsUnderConcurrentWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := e.CreateDatabase(ctx, batchJSON(t, `{"id":"db"}`), nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.CreateContainer(ctx, "db", batchJSON(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil); err != nil {
-		t.Fatal(err)
-	}
+	createDBAndContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
 	const stable, volatile, parts = 600, 200, 12
 	ref := func(pk string) ItemRef {
 		return ItemRef{DB: "db", Coll: "c", HasKey: true, PartitionKey: partition.Key{partition.String(pk)}}

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mayfly-db/mayfly/internal/clock"
 	"github.com/mayfly-db/mayfly/internal/storage/teststore"
 	"github.com/mayfly-db/mayfly/internal/ttl"
 )
@@ -20,20 +19,7 @@ func newDepthEnv(t *testing.T, body string) *batchEnv {
 	t.Helper()
 	s, _ := teststore.OpenDurable(t)
 	t.Cleanup(func() { s.Close() })
-	st := &updateCounter{Store: s}
-	clk := clock.NewManual(batchT0)
-	e, err := New(Config{Store: st, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if _, err := e.CreateDatabase(ctx, batchJSON(t, `{"id":"db"}`), nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.CreateContainer(ctx, "db", batchJSON(t, body), nil); err != nil {
-		t.Fatal(err)
-	}
-	return &batchEnv{e: e, clock: clk, store: st}
+	return newBatchEnvOn(t, s, body)
 }
 
 // nested returns a JSON value n levels deep: {"x":{"x":…1…}}.

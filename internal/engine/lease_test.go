@@ -61,12 +61,7 @@ func TestPurgeLeaseOneOwner(t *testing.T) {
 	env := newSharedEnv(t, 2)
 	ctx := context.Background()
 	a := env.gateways[0]
-	if _, err := a.CreateDatabase(ctx, batchJSON(t, `{"id":"db"}`), nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.CreateContainer(ctx, "db", batchJSON(t, `{"id":"c",`+pkDef+`,"defaultTtl":-1,"changeFeedPolicy":{"retentionDuration":10}}`), nil); err != nil {
-		t.Fatal(err)
-	}
+	createDBAndContainer(t, a, `{"id":"c",`+pkDef+`,"defaultTtl":-1,"changeFeedPolicy":{"retentionDuration":10}}`)
 	const n = 60
 	for i := range n {
 		body := fmt.Sprintf(`{"id":"i%d","pk":"p%d","ttl":1}`, i, i%5)
@@ -162,12 +157,7 @@ func TestSettingChangeAcrossGatewaysKeepsExpiryFinal(t *testing.T) {
 	env := newSharedEnv(t, 2)
 	ctx := context.Background()
 	a, b := env.gateways[0], env.gateways[1]
-	if _, err := a.CreateDatabase(ctx, batchJSON(t, `{"id":"db"}`), nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.CreateContainer(ctx, "db", batchJSON(t, `{"id":"c",`+pkDef+`,"defaultTtl":10}`), nil); err != nil {
-		t.Fatal(err)
-	}
+	createDBAndContainer(t, a, `{"id":"c",`+pkDef+`,"defaultTtl":10}`)
 	ref := batchRef(`["p"]`)
 	write := func(id string) {
 		t.Helper()

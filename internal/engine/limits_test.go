@@ -76,12 +76,7 @@ func newLimitsEngine(t *testing.T, cfg Config, items ...string) *Engine {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := e.CreateDatabase(ctx, batchJSON(t, `{"id":"db"}`), nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.CreateContainer(ctx, "db", batchJSON(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil); err != nil {
-		t.Fatal(err)
-	}
+	createDBAndContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
 	for i := 0; i < len(items); i += MaxBatchOps {
 		var ops []BatchOp
 		for _, it := range items[i:min(i+MaxBatchOps, len(items))] {

@@ -28,13 +28,8 @@ func TestLongValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := e.CreateDatabase(ctx, batchJSON(t, `{"id":"db"}`), nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.CreateContainer(ctx, "db", batchJSON(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},
-		"uniqueKeyPolicy":{"uniqueKeys":[{"paths":["/u"]}]}}`), nil); err != nil {
-		t.Fatal(err)
-	}
+	createDBAndContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},
+		"uniqueKeyPolicy":{"uniqueKeys":[{"paths":["/u"]}]}}`)
 	rng := rand.New(rand.NewPCG(3, 4))
 	noise := func(n int) string {
 		b := make([]byte, n)

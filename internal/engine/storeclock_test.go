@@ -104,12 +104,7 @@ func TestGatewaysOverAClockedStoreAgreeOnExpiry(t *testing.T) {
 	}
 	ctx := context.Background()
 	a := gateways[0]
-	if _, err := a.CreateDatabase(ctx, batchJSON(t, `{"id":"db"}`), nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.CreateContainer(ctx, "db", batchJSON(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash"},"defaultTtl":-1}`), nil); err != nil {
-		t.Fatal(err)
-	}
+	createDBAndContainer(t, a, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash"},"defaultTtl":-1}`)
 	ref := batchRef(`["p"]`)
 	if _, err := a.WriteItem(ctx, WriteItemParams{ItemRef: ref, Mode: ModeCreate, Body: []byte(`{"id":"x","pk":"p","ttl":10}`)}); err != nil {
 		t.Fatal(err)
