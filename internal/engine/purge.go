@@ -169,6 +169,9 @@ func (e *Engine) PurgeDue(ctx context.Context, p ttl.PurgeParams) (ttl.PurgeResu
 			return ttl.PurgeResult{}, err
 		}
 	}
+	// The purge judges expiry at p.Now: a setting change after it must
+	// be dated after that instant, as after a request's (ttl.md B1).
+	e.raise(p.Now, false)
 	// A purge lost in a crash is harmless: its items are still expired,
 	// so still invisible, and are purged again; its change-feed records
 	// go with it and are written again then. So it does not wait for

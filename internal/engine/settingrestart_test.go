@@ -7,6 +7,7 @@ import (
 
 	"github.com/mayfly-db/mayfly/internal/clock"
 	"github.com/mayfly-db/mayfly/internal/storage/pebblestore"
+	"github.com/mayfly-db/mayfly/internal/ttl"
 )
 
 // TestB1_ChangeAfterRestartAtTheSameInstant: an engine started on a store
@@ -77,4 +78,35 @@ func resBody(res *ItemResult) string {
 		return ""
 	}
 	return string(res.Body)
+}
+
+// TestB1_ChangeAfterAPurgeAtTheSameInstant: a purge judges items expired
+// at its instant, so a setting change after it is dated after that instant
+// too (docs/design/ttl.md, "The instant of a change"): two items due at
+// the same second share a fate, whether the purge's batch took one or
+// both. Without that, a change at the purge's very instant took effect
+// from it, and the item the batch left behind came back under the new
+// setting while the other was purged as expired.
+func TestB1_ChangeAfterAPurgeAtTheSameInstant(t *testing.T) {
+	be := newBatchEnv(t, "-1")
+	ctx := context.Background()
+	ref := batchRef(`["p"]`)
+	for _, id := range []string{"a", "b"} {
+		if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: ref, Mode: ModeCreate, Body: []byte(`{"id":"` + id + `","pk":"p","ttl":3}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	be.clock.Advance(3 * time.Second) // both due at this very instant
+	res, err := be.e.PurgeDue(ctx, ttl.PurgeParams{Container: "dbs/db/colls/c", Now: be.clock.Now(), Limit: 1})
+	if err != nil || len(res.Items) != 1 {
+		t.Fatalf("purge one: %+v, %v", res, err)
+	}
+	if _, err := be.e.ReplaceContainer(ctx, "db", "c", batchJSON(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b"} {
+		if res, err := be.e.ReadItem(ctx, ReadItemParams{ItemRef: ref, ID: id}); ErrorCode(err) != NotFound {
+			t.Errorf("read %s after TTL was turned off: %v %s, want NotFound (expired at the purge's instant, ttl.md B1)", id, err, resBody(res))
+		}
+	}
 }
