@@ -399,12 +399,12 @@ func (s *Store) updateOnce(ctx context.Context, fn func(tx storage.Txn) error) e
 	// keys lock them in the same order.
 	sort.Strings(keys)
 	for _, k := range keys {
-		w := t.writes[k]
+		w, kb := t.writes[k], []byte(k)
 		if w.del {
-			dels = append(dels, storedKey([]byte(k)))
+			dels = append(dels, storedKey(kb))
 		} else {
-			sets = append(sets, storedKey([]byte(k)))
-			longs = append(longs, longKey([]byte(k)))
+			sets = append(sets, storedKey(kb))
+			longs = append(longs, longKey(kb))
 			vals = append(vals, w.value)
 		}
 	}
