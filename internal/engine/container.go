@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/query/vector"
 	"github.com/mayfly-db/mayfly/internal/storage"
 	"github.com/mayfly-db/mayfly/internal/ttl"
 )
@@ -40,6 +41,7 @@ type containerRecord struct {
 	uniqueKeys [][][]string // per unique key, its paths
 	mode       string       // indexing mode
 	index      indexPolicy
+	vectors    vector.Policy
 }
 
 // indexState is where the container's range index stands: entries of
@@ -149,6 +151,9 @@ func normalizeContainer(body document.Value) (document.Value, ttl.Setting, *Erro
 	}
 	if derr := checkErasureProp(body.Get(erasureProp)); derr != nil {
 		return document.Undef, ttl.Setting{}, derr
+	}
+	if _, err := vector.ParsePolicy(body.Get("vectorEmbeddingPolicy")); err != nil {
+		return document.Undef, ttl.Setting{}, &Error{Code: BadRequest, Message: err.Error()}
 	}
 	if uk := body.Get("uniqueKeyPolicy"); uk.IsDefined() {
 		if _, derr := parseUniqueKeys(uk); derr != nil {
@@ -327,6 +332,9 @@ func (c *containerRecord) derive() (*containerRecord, *Error) {
 	c.uniqueKeys = uk
 	c.mode = c.Props.Get("indexingPolicy").Get("indexingMode").Str()
 	c.index = newIndexPolicy(c.Props.Get("indexingPolicy"))
+	// Checked when the container was written; one stored before the check
+	// existed orders by cosine wherever its policy cannot be read.
+	c.vectors, _ = vector.ParsePolicy(c.Props.Get("vectorEmbeddingPolicy"))
 	return c, nil
 }
 
@@ -388,9 +396,25 @@ func (e *Engine) decodeCachedContainer(key, raw []byte) (*containerRecord, error
 	return c, nil
 }
 
+// checkVectorIndexes checks a container's vector indexes against its
+// embedding policy (normalizeContainer checked the policy itself).
+func checkVectorIndexes(props document.Value) *Error {
+	p, err := vector.ParsePolicy(props.Get("vectorEmbeddingPolicy"))
+	if err == nil {
+		err = vector.CheckIndexes(props.Get("indexingPolicy"), p)
+	}
+	if err != nil {
+		return &Error{Code: BadRequest, Message: err.Error()}
+	}
+	return nil
+}
+
 // CreateContainer creates a container in database db.
 func (e *Engine) CreateContainer(ctx context.Context, db string, body document.Value, tp *Throughput) (*Resource, error) {
 	props, setting, derr := normalizeContainer(body)
+	if derr == nil {
+		derr = checkVectorIndexes(props)
+	}
 	if derr != nil {
 		return nil, derr
 	}
@@ -624,6 +648,18 @@ func (e *Engine) ReplaceContainer(ctx context.Context, db, coll string, body doc
 		}
 		if !document.Equal(pkPathsValue(props), pkPathsValue(old.Props)) && (old.Props.Get("partitionKey").IsDefined() || props.Get("partitionKey").IsDefined()) {
 			return errorf(BadRequest, "The partition key of a container cannot be changed.")
+		}
+		// The embedding policy and the vector indexes stay as created; a
+		// replace that leaves the policy out keeps it.
+		if !body.Get("vectorEmbeddingPolicy").IsDefined() {
+			props = props.With("vectorEmbeddingPolicy", old.Props.Get("vectorEmbeddingPolicy"))
+		}
+		if derr := checkVectorIndexes(props); derr != nil {
+			return derr
+		}
+		if err := vector.CheckReplace(old.Props.Get("vectorEmbeddingPolicy"), props.Get("vectorEmbeddingPolicy"),
+			old.Props.Get("indexingPolicy").Get("vectorIndexes"), props.Get("indexingPolicy").Get("vectorIndexes")); err != nil {
+			return &Error{Code: BadRequest, Message: err.Error()}
 		}
 		oldUK, newUK := old.Props.Get("uniqueKeyPolicy"), props.Get("uniqueKeyPolicy")
 		if (oldUK.IsDefined() || newUK.IsDefined()) && !document.Equal(uniqueKeysValue(oldUK), uniqueKeysValue(newUK)) {

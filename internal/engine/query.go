@@ -51,6 +51,7 @@ func compileQueryWith(text string, params map[string]document.Value, now time.Ti
 	opts := eval.Options{Now: now, Budget: b, MaxSortRows: b.SortRows()}
 	if u != nil {
 		opts.UDF = u.call
+		opts.Vectors = &u.vectors
 	}
 	prog, err := eval.Compile(q, params, opts)
 	if err != nil {

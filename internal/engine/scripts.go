@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/query/vector"
 	"github.com/mayfly-db/mayfly/internal/script"
 	"github.com/mayfly-db/mayfly/internal/storage"
 )
@@ -463,7 +464,8 @@ func (s *scriptCollection) Query(text string, params map[string]any, pageSize in
 		vals[name] = dv
 	}
 	st := readStats{budget: s.e.budget(s.ctx)}
-	fns := &udfs{r: s.tx, c: s.c}
+	fns := &udfs{}
+	fns.bind(s.tx, s.c)
 	defer fns.close()
 	prog, err := compileQueryWith(text, vals, s.now, st.budget, fns)
 	if err != nil {
@@ -510,16 +512,18 @@ func newGUID() string {
 	return fmt.Sprintf("%s-%s-%s-%s-%s", h[0:8], h[8:12], h[12:16], h[16:20], h[20:])
 }
 
-// udfs gives a query its container's user-defined functions: bound to the
-// reader and container the query runs in once they are known, loaded by
-// name on first use.
+// udfs gives a query what it needs of its container once the container is
+// read: its user-defined functions, bound to the reader and container the
+// query runs in and loaded by name on first use, and its vector embedding
+// policy.
 type udfs struct {
-	r   storage.Reader
-	c   *containerRecord
-	fns *script.Functions
+	r       storage.Reader
+	c       *containerRecord
+	fns     *script.Functions
+	vectors vector.Policy
 }
 
-func (u *udfs) bind(r storage.Reader, c *containerRecord) { u.r, u.c = r, c }
+func (u *udfs) bind(r storage.Reader, c *containerRecord) { u.r, u.c, u.vectors = r, c, c.vectors }
 
 // call is the query evaluator's UDF hook. A function that throws, or one
 // that does not exist, fails the query with a 400.

@@ -44,7 +44,7 @@ func (h *Handler) queryItems(rq *request, db, coll string) {
 		return
 	}
 	if headerBool(rq.r, "x-ms-cosmos-is-query-plan-request") {
-		plan, err := engine.PlanForText(text, params, rq.r.Header.Get("x-ms-cosmos-supported-query-features"))
+		plan, err := h.eng.PlanFor(rq.r.Context(), db, coll, text, params, rq.r.Header.Get("x-ms-cosmos-supported-query-features"))
 		if err != nil {
 			h.fail(rq, err)
 			return

@@ -7,10 +7,12 @@ import (
 
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/query/ast"
+	"github.com/mayfly-db/mayfly/internal/query/vector"
 )
 
 type compiler struct {
 	prog *Program
+	cur  *ast.Query // the query being compiled, for VectorDistance's paths
 }
 
 func errAt(e ast.Expr, code, format string, args ...any) *ast.Error {
@@ -26,6 +28,8 @@ func errAt(e ast.Expr, code, format string, args ...any) *ast.Error {
 func (c *compiler) query(q *ast.Query, outer []string, top bool) (*compiled, error) {
 	cq := &compiled{q: q, top: -1, offset: -1, limit: -1, aggIndex: map[*ast.Call]int{}}
 	c.prog.queries[q] = cq
+	defer func(outer *ast.Query) { c.cur = outer }(c.cur)
+	c.cur = q
 	names := append([]string(nil), outer...)
 	if q.From != nil {
 		if top {
@@ -104,6 +108,9 @@ func (c *compiler) query(q *ast.Query, outer []string, top bool) (*compiled, err
 		}
 		if err := c.expr(o.Expr, names, nil); err != nil {
 			return nil, err
+		}
+		if _, ok := vector.IsCall(o.Expr); ok && o.Explicit {
+			return nil, errAt(o.Expr, "SC2245", "Specifying a sorting order (ASC or DESC) with VectorDistance function is not supported.")
 		}
 	}
 	cq.grouped = len(q.GroupBy) > 0 || len(cq.aggs) > 0
@@ -278,6 +285,13 @@ func (c *compiler) walk(e ast.Expr, names []string, cq *compiled, inAgg bool) er
 				return errAt(e, "SC2050", "The %s function requires %s argument(s).", strings.ToUpper(x.Name), b.arity())
 			}
 			c.prog.funcs[x] = b
+			if lname == "vectordistance" {
+				// Its options are checked now, whatever the policy.
+				if _, err := vector.FunctionOf(c.cur, x, vector.Policy{}, vector.Constant(c.prog.params)); err != nil {
+					return err
+				}
+				c.prog.vectors[x] = c.cur
+			}
 		}
 		for _, a := range x.Args {
 			if err := c.walk(a, names, cq, inAgg); err != nil {

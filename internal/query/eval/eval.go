@@ -31,6 +31,7 @@ import (
 
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/query/ast"
+	"github.com/mayfly-db/mayfly/internal/query/vector"
 )
 
 // UDFFunc evaluates a user-defined function call, udf.name(args...). An
@@ -60,6 +61,11 @@ type Options struct {
 	// draws on it instead of starting a budget of its own, and it carries
 	// the request's context and deadline.
 	Budget *Budget
+	// Vectors is the container's vector embedding policy, which gives
+	// VectorDistance its distance function by path. It is read when the
+	// program runs, so the caller may fill it in after Compile; nil means
+	// no embeddings (cosine everywhere).
+	Vectors *vector.Policy
 }
 
 // DefaultMaxWork is the step budget used when Options.MaxWork is zero. At
@@ -82,6 +88,9 @@ type Program struct {
 	top     *compiled
 	queries map[*ast.Query]*compiled
 	funcs   map[*ast.Call]*builtin
+	// vectors maps each call of VectorDistance to the query whose FROM
+	// alias its paths start at.
+	vectors map[*ast.Call]*ast.Query
 	rnd     func() float64
 
 	regexps    sync.Map // pattern → *regexp.Regexp
@@ -115,6 +124,7 @@ func Compile(q *ast.Query, params map[string]document.Value, opts Options) (*Pro
 		opts:    opts,
 		queries: map[*ast.Query]*compiled{},
 		funcs:   map[*ast.Call]*builtin{},
+		vectors: map[*ast.Call]*ast.Query{},
 	}
 	for k, v := range params {
 		if !strings.HasPrefix(k, "@") {
@@ -597,10 +607,14 @@ func (c *ctx) sortRows(q *ast.Query, rows []sortRow) {
 		return
 	}
 	reverseTies := descendingTies(q)
+	desc := make([]bool, len(q.OrderBy))
+	for k, o := range q.OrderBy {
+		desc[k] = o.Desc || o.Rank || c.vectorDescending(q, o.Expr)
+	}
 	sort.SliceStable(rows, func(i, j int) bool {
-		for k, o := range q.OrderBy {
+		for k := range q.OrderBy {
 			d := document.Compare(rows[i].keys[k], rows[j].keys[k])
-			if o.Desc || o.Rank {
+			if desc[k] {
 				d = -d
 			}
 			if d != 0 {

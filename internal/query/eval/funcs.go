@@ -87,6 +87,9 @@ func (c *ctx) call(x *ast.Call, s scope) (document.Value, error) {
 		}
 		return v, nil
 	}
+	if q, ok := c.prog.vectors[x]; ok {
+		return c.vectorDistance(q, x, args)
+	}
 	b := c.prog.funcs[x]
 	if b == nil {
 		// An aggregate outside a grouped projection cannot be reached after

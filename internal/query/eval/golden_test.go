@@ -15,6 +15,7 @@ import (
 	"github.com/mayfly-db/mayfly/internal/query/gatewayplan"
 	"github.com/mayfly-db/mayfly/internal/query/parser"
 	"github.com/mayfly-db/mayfly/internal/query/plan"
+	"github.com/mayfly-db/mayfly/internal/query/vector"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected output of the golden files")
@@ -29,7 +30,9 @@ var goldenNow = time.Date(2024, 1, 2, 3, 4, 5, 678901200, time.UTC)
 //	docs                      input: one JSON document a line; replaces the
 //	                          documents later queries read
 //	query [params={...}]      input: the query; output: one JSON row a line,
-//	                          "(no rows)", or "error: <message>"
+//	                          "(no rows)", or "error: <message>"; with
+//	                          vectors={...} in place of params, under that
+//	                          vectorEmbeddingPolicy
 //	parse                     input: the query; output: the printed tree, or
 //	                          "error: <message>"
 //	plan [pk=/a,/b/c]         input: the query; output: whether the gateway
@@ -174,10 +177,9 @@ func runGolden(t *testing.T, path string) int {
 
 func runQuery(t *testing.T, b *block, docs []document.Value) []string {
 	params := map[string]document.Value{}
-	if rest := strings.TrimSpace(strings.TrimPrefix(b.directive, "query")); rest != "" {
-		if !strings.HasPrefix(rest, "params=") {
-			t.Fatalf("line %d: unknown query option %q", b.line, rest)
-		}
+	var vectors *vector.Policy
+	switch rest := strings.TrimSpace(strings.TrimPrefix(b.directive, "query")); {
+	case strings.HasPrefix(rest, "params="):
 		v, err := document.Parse([]byte(strings.TrimPrefix(rest, "params=")))
 		if err != nil || v.Kind() != document.Object {
 			t.Fatalf("line %d: bad params: %v", b.line, err)
@@ -185,9 +187,21 @@ func runQuery(t *testing.T, b *block, docs []document.Value) []string {
 		for _, f := range v.Fields() {
 			params[f.Name] = f.Value
 		}
+	case strings.HasPrefix(rest, "vectors="):
+		v, err := document.Parse([]byte(strings.TrimPrefix(rest, "vectors=")))
+		if err != nil {
+			t.Fatalf("line %d: bad vectors: %v", b.line, err)
+		}
+		p, err := vector.ParsePolicy(v)
+		if err != nil {
+			t.Fatalf("line %d: bad vectors: %v", b.line, err)
+		}
+		vectors = &p
+	case rest != "":
+		t.Fatalf("line %d: unknown query option %q", b.line, rest)
 	}
 	text := strings.Join(b.input, "\n")
-	rows, err := evalQuery(text, params, docs)
+	rows, err := evalQueryIn(text, params, docs, vectors)
 	if err != nil {
 		return []string{"error: " + err.Error()}
 	}
@@ -202,11 +216,16 @@ func runQuery(t *testing.T, b *block, docs []document.Value) []string {
 }
 
 func evalQuery(text string, params map[string]document.Value, docs []document.Value) ([]document.Value, error) {
+	return evalQueryIn(text, params, docs, nil)
+}
+
+// evalQueryIn is evalQuery under a container's vector embedding policy.
+func evalQueryIn(text string, params map[string]document.Value, docs []document.Value, vectors *vector.Policy) ([]document.Value, error) {
 	q, err := parser.Parse(text)
 	if err != nil {
 		return nil, err
 	}
-	opts := eval.Options{Now: goldenNow, UDF: testUDF}
+	opts := eval.Options{Now: goldenNow, UDF: testUDF, Vectors: vectors}
 	p, err := eval.Compile(q, params, opts)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/mayfly-db/mayfly/internal/query/parser"
+	"github.com/mayfly-db/mayfly/internal/query/vector"
 )
 
 // The feature lists two SDKs announce: the Python SDK's, which merges MIN
@@ -33,7 +34,7 @@ func TestAggregateFormFollowsFeatures(t *testing.T) {
 		if m := Missing(q, f); m != "" {
 			t.Fatalf("%s with %q: missing %s", tc.query, tc.features, m)
 		}
-		if got := DescribeFor(q, nil, f).RewrittenQuery; got != tc.want {
+		if got := DescribeFor(q, nil, f, vector.Policy{}).RewrittenQuery; got != tc.want {
 			t.Errorf("%s with %q:\n got %s\nwant %s", tc.query, tc.features, got, tc.want)
 		}
 	}

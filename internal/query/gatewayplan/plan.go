@@ -16,6 +16,7 @@ import (
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/query/ast"
 	"github.com/mayfly-db/mayfly/internal/query/plan"
+	"github.com/mayfly-db/mayfly/internal/query/vector"
 )
 
 // Filter is the placeholder the SDKs replace (with "true" or a
@@ -150,12 +151,18 @@ func count(e ast.Expr, params map[string]document.Value) *int {
 // Describe returns the queryInfo the gateway would give for q. params
 // resolve TOP, OFFSET and LIMIT written as parameters.
 func Describe(q *ast.Query, params map[string]document.Value) Info {
-	return DescribeFor(q, params, nil)
+	return DescribeFor(q, params, nil, vector.Policy{})
 }
 
-// DescribeFor is Describe for a client that announced features f; it
-// does not check that they suffice (Missing does).
-func DescribeFor(q *ast.Query, params map[string]document.Value, f Features) Info {
+// DescribeFor is Describe for a client that announced features f, over a
+// container whose embedding policy is vectors; it does not check that the
+// features suffice (Missing does).
+//
+// ORDER BY VectorDistance is a non-streaming ORDER BY: the client merges
+// the ranges' rows by their score, most similar first, whichever way the
+// distance function orders (vector.Function.Descending), and needs from
+// each range no more rows than it returns in all.
+func DescribeFor(q *ast.Query, params map[string]document.Value, f Features, vectors vector.Policy) Info {
 	info := Info{
 		DistinctType:                "None",
 		OrderBy:                     []string{},
@@ -190,6 +197,12 @@ func DescribeFor(q *ast.Query, params map[string]document.Value, f Features) Inf
 		if o.Desc {
 			dir = "Descending"
 		}
+		if call, ok := vector.IsCall(o.Expr); ok {
+			info.HasNonStreamingOrderBy = true
+			if fn, err := vector.FunctionOf(q, call, vectors, vector.Constant(params)); err == nil && fn.Descending() {
+				dir = "Descending"
+			}
+		}
 		info.OrderBy = append(info.OrderBy, dir)
 		info.OrderByExpressions = append(info.OrderByExpressions, ast.ExprString(o.Expr))
 	}
@@ -209,7 +222,12 @@ func DescribeFor(q *ast.Query, params map[string]document.Value, f Features) Inf
 			r.Select.Value = &ast.ArrayLit{Elems: []ast.Expr{item(partial(q.Select.Value, f))}}
 		})
 	case len(q.OrderBy) > 0:
-		info.RewrittenQuery = rewriteOrderBy(q)
+		var most *int
+		if info.HasNonStreamingOrderBy && info.Offset != nil && info.Limit != nil {
+			n := *info.Offset + *info.Limit
+			most = &n
+		}
+		info.RewrittenQuery = rewriteOrderBy(q, most)
 	}
 	return info
 }
@@ -255,8 +273,9 @@ func partial(e ast.Expr, f Features) ast.Expr {
 }
 
 // rewriteOrderBy builds SELECT alias._rid, [{"item": k}...] AS orderByItems,
-// payload AS payload ... WHERE (filter) ORDER BY ...
-func rewriteOrderBy(q *ast.Query) string {
+// payload AS payload ... WHERE (filter) ORDER BY ..., with OFFSET 0 LIMIT
+// most when most is set.
+func rewriteOrderBy(q *ast.Query, most *int) string {
 	alias := "c"
 	if q.From != nil {
 		alias = q.From.Alias
@@ -285,6 +304,10 @@ func rewriteOrderBy(q *ast.Query) string {
 			{Expr: payload, Alias: "payload"},
 		}}
 		r.Where = filterWhere(q.Where)
+		if most != nil {
+			r.Offset = &ast.Literal{Value: document.Int(0), Text: "0"}
+			r.Limit = &ast.Literal{Value: document.Int(int64(*most)), Text: itoa(*most)}
+		}
 	})
 }
 

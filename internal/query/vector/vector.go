@@ -1,0 +1,202 @@
+// Package vector holds what Mayfly knows of vector search: the distance
+// functions VectorDistance computes, the way each orders results (most
+// similar first), the options VectorDistance takes, and a container's
+// vectorEmbeddingPolicy and vector indexes.
+//
+// Every vector query is answered exactly, by computing the distance to each
+// item in its scope, whatever index the policy names: flat indexes are exact
+// in the service too, and quantized or DiskANN ones approximate what this
+// computes.
+package vector
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/query/ast"
+	"github.com/mayfly-db/mayfly/internal/query/plan"
+)
+
+// Function is a distance function.
+type Function uint8
+
+const (
+	// Cosine is the cosine similarity, from -1 to 1, higher is closer.
+	Cosine Function = iota
+	// DotProduct is the dot product, higher is closer.
+	DotProduct
+	// Euclidean is the Euclidean (L2) distance, lower is closer.
+	Euclidean
+)
+
+var functionNames = [...]string{Cosine: "cosine", DotProduct: "dotproduct", Euclidean: "euclidean"}
+
+// ParseFunction reads a distance function's name, in any case.
+func ParseFunction(name string) (Function, bool) {
+	for f, n := range functionNames {
+		if strings.EqualFold(name, n) {
+			return Function(f), true
+		}
+	}
+	return 0, false
+}
+
+func (f Function) String() string { return functionNames[f] }
+
+// Descending reports whether results ordered by f come highest first, so
+// that the most similar come first.
+func (f Function) Descending() bool { return f != Euclidean }
+
+// Score is f of the vectors a and b. Both must be arrays of numbers of the
+// same length, at least one; otherwise, and for the cosine of a vector of
+// zeros, there is no score (VectorDistance is undefined there).
+func Score(f Function, a, b document.Value) (float64, bool) {
+	n := a.Len()
+	if a.Kind() != document.Array || b.Kind() != document.Array || n == 0 || b.Len() != n {
+		return 0, false
+	}
+	var dot, na, nb, sq float64
+	for i := range n {
+		x, y := a.Index(i), b.Index(i)
+		if x.Kind() != document.Number || y.Kind() != document.Number {
+			return 0, false
+		}
+		p, q := x.Float(), y.Float()
+		dot += p * q
+		na += p * p
+		nb += q * q
+		sq += (p - q) * (p - q)
+	}
+	var s float64
+	switch f {
+	case Cosine:
+		s = dot / math.Sqrt(na*nb)
+	case DotProduct:
+		s = dot
+	default:
+		s = math.Sqrt(sq)
+	}
+	if math.IsNaN(s) || math.IsInf(s, 0) {
+		return 0, false
+	}
+	return s, true
+}
+
+// IsCall reports whether e is a call of VectorDistance.
+func IsCall(e ast.Expr) (*ast.Call, bool) {
+	c, ok := e.(*ast.Call)
+	if !ok || c.UDF || !strings.EqualFold(c.Name, "VectorDistance") {
+		return nil, false
+	}
+	return c, true
+}
+
+// Constant returns an evaluator of the constant expressions
+// VectorDistance's options may be written as: literals, parameters (from
+// params), negated numbers and object literals of those.
+func Constant(params map[string]document.Value) func(ast.Expr) (document.Value, bool) {
+	var constant func(e ast.Expr) (document.Value, bool)
+	constant = func(e ast.Expr) (document.Value, bool) {
+		switch x := e.(type) {
+		case *ast.Literal:
+			return x.Value, true
+		case *ast.Param:
+			v, ok := params[x.Name]
+			return v, ok
+		case *ast.Unary:
+			if v, ok := constant(x.X); ok && x.Op == ast.OpNeg && v.Kind() == document.Number {
+				return document.Float(-v.Float()), true
+			}
+		case *ast.ObjectLit:
+			fields := make([]document.Field, 0, len(x.Fields))
+			for _, f := range x.Fields {
+				v, ok := constant(f.Value)
+				if !ok {
+					return document.Undef, false
+				}
+				fields = append(fields, document.Field{Name: f.Name, Value: v})
+			}
+			return document.Obj(fields), true
+		}
+		return document.Undef, false
+	}
+	return constant
+}
+
+// optionError is a query error in VectorDistance's arguments.
+func optionError(e ast.Expr, format string, args ...any) error {
+	return &ast.Error{Code: "SC2213", Message: fmt.Sprintf(format, args...), Pos: e.Position(), End: e.Position()}
+}
+
+// FunctionOf resolves which distance function the call of VectorDistance
+// in query q computes: the distanceFunction of its options, else the
+// container's embedding policy for the property path either vector is
+// read from, else cosine. The options must be an object literal or a
+// parameter; constant evaluates them (a literal or parameter value).
+// Options outside their documented ranges fail the query.
+func FunctionOf(q *ast.Query, call *ast.Call, p Policy, constant func(ast.Expr) (document.Value, bool)) (Function, error) {
+	if len(call.Args) > 2 {
+		if v, ok := constant(call.Args[2]); !ok || v.Kind() != document.Bool {
+			return 0, optionError(call.Args[2], "The third argument of the VectorDistance function must be a boolean constant (brute force).")
+		}
+	}
+	if len(call.Args) > 3 {
+		opts, ok := constant(call.Args[3])
+		if !ok || opts.Kind() != document.Object {
+			return 0, optionError(call.Args[3], "The fourth argument of the VectorDistance function must be a constant object of options.")
+		}
+		f, set, err := readOptions(call.Args[3], opts)
+		if err != nil || set {
+			return f, err
+		}
+	}
+	for _, a := range call.Args[:min(2, len(call.Args))] {
+		if path, ok := plan.DocPath(q, a); ok {
+			if f, ok := p.byPath[pathKey(path)]; ok {
+				return f, nil
+			}
+		}
+	}
+	return Cosine, nil
+}
+
+// quoted is v as a message quotes it: a string in single quotes.
+func quoted(v document.Value) string {
+	if v.Kind() == document.String {
+		return "'" + v.Str() + "'"
+	}
+	return v.String()
+}
+
+// readOptions checks VectorDistance's options and returns the distance
+// function they name, if they name one.
+func readOptions(at ast.Expr, opts document.Value) (Function, bool, error) {
+	var f Function
+	set := false
+	for _, fld := range opts.Fields() {
+		v := fld.Value
+		switch strings.ToLower(fld.Name) {
+		case "distancefunction":
+			var ok bool
+			if f, ok = ParseFunction(v.Str()); !ok || v.Kind() != document.String {
+				return 0, false, optionError(at, "The 'distanceFunction' value %s specified in the VectorDistance function is not supported. The value must be one of 'cosine', 'dotproduct' or 'euclidean'.", quoted(v))
+			}
+			set = true
+		case "datatype":
+			if _, ok := dataTypes[strings.ToLower(v.Str())]; !ok || v.Kind() != document.String {
+				return 0, false, optionError(at, "The 'dataType' value %s specified in the VectorDistance function is not supported. The value must be one of 'float32', 'float16', 'int8' or 'uint8'.", quoted(v))
+			}
+		case "searchlistsizemultiplier", "quantizedvectorlistmultiplier":
+			if v.Kind() != document.Number || v.Float() < 1 || v.Float() > 100 || v.Float() != math.Trunc(v.Float()) {
+				return 0, false, optionError(at, "The '%s' value %s specified in the VectorDistance function is outside the supported range. The value must be between 1 and 100.", fld.Name, v.String())
+			}
+		case "filterpriority":
+			if v.Kind() != document.Number {
+				return 0, false, optionError(at, "The 'filterPriority' value %s specified in the VectorDistance function must be a number.", v.String())
+			}
+		}
+	}
+	return f, set, nil
+}
