@@ -102,6 +102,78 @@ describe("JavaScript SDK queries against Mayfly", () => {
     assert.deepEqual(inA, ["d1", "d3", "d5"]);
   });
 
+  it("searches by VectorDistance, most similar first", async () => {
+    const vectorEmbeddingPolicy = {
+      vectorEmbeddings: [
+        { path: "/e", dataType: "float32", dimensions: 3, distanceFunction: "euclidean" },
+        { path: "/d", dataType: "float32", dimensions: 3, distanceFunction: "dotproduct" },
+      ],
+    };
+    const indexingPolicy = {
+      includedPaths: [{ path: "/*" }],
+      excludedPaths: [{ path: "/e/*" }, { path: "/d/*" }],
+      vectorIndexes: [
+        { path: "/e", type: "flat" },
+        { path: "/d", type: "quantizedFlat" },
+      ],
+    };
+    const { container: vectors, resource } = await database.containers.create({
+      id: "vectors",
+      partitionKey: { paths: ["/pk"] },
+      vectorEmbeddingPolicy,
+      indexingPolicy,
+    });
+    assert.deepEqual(resource.vectorEmbeddingPolicy, vectorEmbeddingPolicy);
+    assert.deepEqual(resource.indexingPolicy.vectorIndexes, indexingPolicy.vectorIndexes);
+    const docs = [];
+    for (let i = 0; i < 24; i++) {
+      const v = [(i * 7) % 11, (i * 5) % 13 - 6, (i * 3) % 7];
+      docs.push({ id: `v${i}`, pk: `p${i % 6}`, e: v, d: v, text: i % 3 === 0 ? "red fox" : "blue whale" });
+    }
+    for (const d of docs) await vectors.items.create(d);
+    const q = [2, -1, 3];
+    const dot = (a, b) => a.reduce((s, x, i) => s + x * b[i], 0);
+    const euclid = (a, b) => Math.sqrt(a.reduce((s, x, i) => s + (x - b[i]) ** 2, 0));
+    const cosine = (a, b) => dot(a, b) / Math.sqrt(dot(a, a) * dot(b, b));
+    const best = (score, desc, among = docs) =>
+      [...among].sort((a, b) => (desc ? score(b.e, q) - score(a.e, q) : score(a.e, q) - score(b.e, q)) || a.id.localeCompare(b.id));
+    const run = async (query, options) =>
+      (await vectors.items.query({ query, parameters: [{ name: "@q", value: q }] }, options).fetchAll()).resources;
+
+    // Euclidean by the policy: nearest first, scores rising.
+    let rows = await run("SELECT TOP 5 c.id, VectorDistance(c.e, @q) AS score FROM c ORDER BY VectorDistance(c.e, @q)");
+    assert.deepEqual(rows.map((r) => r.score), best(euclid, false).slice(0, 5).map((d) => euclid(d.e, q)));
+    // The dot product by the policy: highest first.
+    rows = await run("SELECT TOP 5 c.id, VectorDistance(c.d, @q) AS score FROM c ORDER BY VectorDistance(c.d, @q)");
+    assert.deepEqual(rows.map((r) => r.score), best(dot, true).slice(0, 5).map((d) => dot(d.e, q)));
+    // The options win over the policy.
+    rows = await run("SELECT TOP 4 c.id, VectorDistance(c.e, @q, false, {distanceFunction: 'cosine'}) AS score FROM c ORDER BY VectorDistance(c.e, @q, false, {distanceFunction: 'cosine'})");
+    const cos = best(cosine, true).slice(0, 4).map((d) => cosine(d.e, q));
+    rows.forEach((r, i) => assert.ok(Math.abs(r.score - cos[i]) < 1e-12, `cosine ${r.score} against ${cos[i]}`));
+    // OFFSET and LIMIT over the merged ranges.
+    rows = await run("SELECT c.id FROM c ORDER BY VectorDistance(c.e, @q) OFFSET 3 LIMIT 4");
+    assert.deepEqual(rows.map((r) => euclid(docs.find((d) => d.id === r.id).e, q)), best(euclid, false).slice(3, 7).map((d) => euclid(d.e, q)));
+    // One partition, with a filter.
+    rows = await run("SELECT TOP 3 c.id FROM c WHERE c.text = 'blue whale' ORDER BY VectorDistance(c.e, @q)", { partitionKey: "p1" });
+    assert.deepEqual(rows.map((r) => r.id), best(euclid, false, docs.filter((d) => d.pk === "p1" && d.text === "blue whale")).slice(0, 3).map((d) => d.id));
+    // No sort order may be given.
+    await assert.rejects(run("SELECT TOP 3 c.id FROM c ORDER BY VectorDistance(c.e, @q) ASC"), (err) => {
+      assert.equal(err.code, 400);
+      assert.match(err.message, /Specifying a sorting order \(ASC or DESC\) with VectorDistance function is not supported/);
+      return true;
+    });
+    // The policy stays as created.
+    await assert.rejects(
+      vectors.replace({
+        id: "vectors",
+        partitionKey: { paths: ["/pk"] },
+        vectorEmbeddingPolicy: { vectorEmbeddings: [{ path: "/e", dataType: "float32", dimensions: 4, distanceFunction: "euclidean" }] },
+        indexingPolicy: { vectorIndexes: [{ path: "/e", type: "flat" }] },
+      }),
+      (err) => err.code === 400 && /cannot be modified in Collection Replace/.test(err.message),
+    );
+  });
+
   it("runs a parameterised filter", async () => {
     const { resources } = await container.items
       .query({
