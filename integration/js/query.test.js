@@ -156,6 +156,12 @@ describe("JavaScript SDK queries against Mayfly", () => {
     // One partition, with a filter.
     rows = await run("SELECT TOP 3 c.id FROM c WHERE c.text = 'blue whale' ORDER BY VectorDistance(c.e, @q)", { partitionKey: "p1" });
     assert.deepEqual(rows.map((r) => r.id), best(euclid, false, docs.filter((d) => d.pk === "p1" && d.text === "blue whale")).slice(0, 3).map((d) => d.id));
+    // Hybrid search: RRF of a vector component alone ranks as its ORDER BY;
+    // fused with full text it is served whole, over every range.
+    rows = await run("SELECT TOP 5 VALUE c.id FROM c ORDER BY RANK RRF(VectorDistance(c.e, @q))");
+    assert.deepEqual(rows.map((id) => euclid(docs.find((d) => d.id === id).e, q)), best(euclid, false).slice(0, 5).map((d) => euclid(d.e, q)));
+    rows = await run("SELECT TOP 5 VALUE c.id FROM c ORDER BY RANK RRF(FullTextScore(c.text, 'fox'), VectorDistance(c.e, @q))");
+    assert.equal(new Set(rows).size, 5);
     // No sort order may be given.
     await assert.rejects(run("SELECT TOP 3 c.id FROM c ORDER BY VectorDistance(c.e, @q) ASC"), (err) => {
       assert.equal(err.code, 400);

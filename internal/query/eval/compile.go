@@ -287,7 +287,7 @@ func (c *compiler) walk(e ast.Expr, names []string, cq *compiled, inAgg bool) er
 			c.prog.funcs[x] = b
 			if lname == "vectordistance" {
 				// Its options are checked now, whatever the policy.
-				if _, err := vector.FunctionOf(c.cur, x, vector.Policy{}, vector.Constant(c.prog.params)); err != nil {
+				if _, err := vector.FunctionOf(c.cur, x, vector.Policy{}, c.prog.params); err != nil {
 					return err
 				}
 				c.prog.vectors[x] = c.cur

@@ -553,7 +553,11 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 		}
 	}
 	if cq.rank != nil && c.corpus != nil {
-		cq.rank.score(c.corpus, rows)
+		desc := make([]bool, len(cq.rank.comps))
+		for i, comp := range cq.rank.comps {
+			desc[i] = comp.vec == nil || c.vectorDescending(q, comp.vec)
+		}
+		cq.rank.score(c.corpus, rows, desc)
 	}
 	c.sortRows(q, rows)
 	if !cq.grouped && want > 0 && len(q.OrderBy) > 0 && !q.Select.Distinct && len(rows) > want {

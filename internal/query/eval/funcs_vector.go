@@ -27,7 +27,7 @@ func (p *Program) policy() vector.Policy {
 }
 
 func (c *ctx) vectorDistance(q *ast.Query, x *ast.Call, args []document.Value) (document.Value, error) {
-	f, err := vector.FunctionOf(q, x, c.prog.policy(), vector.Constant(c.prog.params))
+	f, err := vector.FunctionOf(q, x, c.prog.policy(), c.prog.params)
 	if err != nil {
 		return undef, err
 	}
@@ -45,6 +45,6 @@ func (c *ctx) vectorDescending(q *ast.Query, e ast.Expr) bool {
 	if !ok {
 		return false
 	}
-	f, err := vector.FunctionOf(q, call, c.prog.policy(), vector.Constant(c.prog.params))
+	f, err := vector.FunctionOf(q, call, c.prog.policy(), c.prog.params)
 	return err == nil && f.Descending()
 }

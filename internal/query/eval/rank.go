@@ -7,12 +7,13 @@ import (
 
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/query/ast"
+	"github.com/mayfly-db/mayfly/internal/query/vector"
 )
 
 // ORDER BY RANK orders rows best first by a scoring function:
 //
 //	ORDER BY RANK FullTextScore(c.text, 'term', ...)
-//	ORDER BY RANK RRF(FullTextScore(c.a, ...), FullTextScore(c.b, ...)[, [w1, w2]])
+//	ORDER BY RANK RRF(FullTextScore(c.a, ...), VectorDistance(c.v, [...]), ...[, [w1, w2]])
 //
 // FullTextScore is BM25 (k1 1.2, b 0.75) of the terms in the text at a
 // property path. A term is a word or a phrase; its frequency in a document
@@ -22,8 +23,11 @@ import (
 // every document the query reads, which the engine makes the query's whole
 // scope. RRF fuses the components by reciprocal rank: each row gets, per
 // component, its dense rank by that component's score, best first, and its
-// fused score is the sum of weight / (60 + rank). This is the fusion the
-// SDKs apply across partitions.
+// fused score is the sum of weight / (60 + rank). A VectorDistance
+// component ranks most similar first (package vector), rows without a
+// score last; a negative weight ranks its component the other way round,
+// with the weight's magnitude. This is the fusion the SDKs apply across
+// partitions.
 //
 // A score is only known once every document has been read, so a ranked
 // query holds its rows until the end, as any ORDER BY without a known end
@@ -36,10 +40,11 @@ type rankSpec struct {
 	weights []float64 // one per component; nil for a single FullTextScore
 }
 
-// rankComp is one FullTextScore.
+// rankComp is one FullTextScore, or one VectorDistance in RRF.
 type rankComp struct {
 	path  ast.Expr
 	terms [][]string // the words of each term
+	vec   *ast.Call  // the VectorDistance call, for a vector component
 }
 
 // Parameters of BM25 and of reciprocal rank fusion.
@@ -56,11 +61,13 @@ type corpus struct {
 	hits  [][]int // per component and term: the documents holding it
 }
 
-// rankFeatures is what one row contributes to its score: per component,
-// each term's frequency and the text's length in words.
+// rankFeatures is what one row contributes to its score: per full-text
+// component, each term's frequency and the text's length in words; per
+// vector component, the row's score (undefined when it has none).
 type rankFeatures struct {
-	tf [][]int
-	dl []int
+	tf  [][]int
+	dl  []int
+	vec []document.Value
 }
 
 func isScoring(name string) bool {
@@ -104,6 +111,13 @@ func (c *compiler) rank(q *ast.Query, cq *compiled, e ast.Expr, names []string, 
 				spec.comps = append(spec.comps, comp)
 				continue
 			}
+			if v, ok := vector.IsCall(a); ok {
+				if err := c.expr(v, names, nil); err != nil {
+					return err
+				}
+				spec.comps = append(spec.comps, rankComp{vec: v})
+				continue
+			}
 			if i == len(call.Args)-1 && i > 0 {
 				w, err := c.weights(a, len(spec.comps))
 				if err != nil {
@@ -112,7 +126,7 @@ func (c *compiler) rank(q *ast.Query, cq *compiled, e ast.Expr, names []string, 
 				spec.weights = w
 				continue
 			}
-			return errAt(a, "SC2242", "The arguments of RRF are scoring functions (FullTextScore), and then an optional array of weights.")
+			return errAt(a, "SC2242", "The arguments of RRF are scoring functions (FullTextScore, VectorDistance), and then an optional array of weights.")
 		}
 		if len(spec.comps) == 0 {
 			return errAt(e, "SC2050", "The RRF function requires at least 1 scoring function argument(s).")
@@ -180,16 +194,9 @@ func (c *compiler) weights(e ast.Expr, n int) ([]float64, error) {
 	return out, nil
 }
 
-// constant returns the value of a literal or a parameter.
+// constant returns the value of a constant expression (ast.Constant).
 func (c *compiler) constant(e ast.Expr) (document.Value, bool) {
-	switch x := e.(type) {
-	case *ast.Literal:
-		return x.Value, true
-	case *ast.Param:
-		v, ok := c.prog.params[x.Name]
-		return v, ok
-	}
-	return document.Undef, false
+	return ast.Constant(e, c.prog.params)
 }
 
 // text returns the words at a component's path in the row s.
@@ -217,6 +224,9 @@ func (st *corpus) count(c *ctx, spec *rankSpec, doc document.Value) error {
 	s := scope{{spec.alias, doc}}
 	for i := range spec.comps {
 		comp := &spec.comps[i]
+		if comp.vec != nil {
+			continue
+		}
 		text, err := c.text(comp, s)
 		if err != nil {
 			return err
@@ -236,6 +246,17 @@ func (c *ctx) features(spec *rankSpec, s scope) (*rankFeatures, error) {
 	f := &rankFeatures{tf: make([][]int, len(spec.comps)), dl: make([]int, len(spec.comps))}
 	for i := range spec.comps {
 		comp := &spec.comps[i]
+		if comp.vec != nil {
+			v, err := c.eval(comp.vec, s)
+			if err != nil {
+				return nil, err
+			}
+			if f.vec == nil {
+				f.vec = make([]document.Value, len(spec.comps))
+			}
+			f.vec[i] = v
+			continue
+		}
 		text, err := c.text(comp, s)
 		if err != nil {
 			return nil, err
@@ -294,7 +315,8 @@ func (st *corpus) bm25(i int, f *rankFeatures) float64 {
 }
 
 // score sets every row's ORDER BY key to its final score, higher first.
-func (spec *rankSpec) score(st *corpus, rows []sortRow) {
+// desc says, per component, whether its higher scores rank first.
+func (spec *rankSpec) score(st *corpus, rows []sortRow, desc []bool) {
 	if spec.weights == nil {
 		for i := range rows {
 			rows[i].keys[0] = document.FloatExact(st.bm25(0, rows[i].rank))
@@ -304,18 +326,36 @@ func (spec *rankSpec) score(st *corpus, rows []sortRow) {
 	fused := make([]float64, len(rows))
 	scores := make([]float64, len(rows))
 	order := make([]int, len(rows))
-	for ci := range spec.comps {
+	for ci, comp := range spec.comps {
+		w := spec.weights[ci]
+		better := desc[ci] != (w < 0) // higher scores rank first
+		// A row without a score ranks last: as the worst score in the
+		// component's order.
+		worst := math.Inf(-1)
+		if !better {
+			worst = math.Inf(1)
+		}
 		for i := range rows {
-			scores[i] = st.bm25(ci, rows[i].rank)
+			scores[i] = worst
+			if comp.vec == nil {
+				scores[i] = st.bm25(ci, rows[i].rank)
+			} else if v := rows[i].rank.vec[ci]; v.Kind() == document.Number {
+				scores[i] = v.Float()
+			}
 			order[i] = i
 		}
-		sort.SliceStable(order, func(a, b int) bool { return scores[order[a]] > scores[order[b]] })
+		sort.SliceStable(order, func(a, b int) bool {
+			if better {
+				return scores[order[a]] > scores[order[b]]
+			}
+			return scores[order[a]] < scores[order[b]]
+		})
 		rank := 0
 		for k, i := range order {
 			if k == 0 || scores[i] != scores[order[k-1]] {
 				rank++
 			}
-			fused[i] += spec.weights[ci] / float64(rrfConst+rank)
+			fused[i] += math.Abs(w) / float64(rrfConst+rank)
 		}
 	}
 	for i := range rows {

@@ -199,7 +199,7 @@ func DescribeFor(q *ast.Query, params map[string]document.Value, f Features, vec
 		}
 		if call, ok := vector.IsCall(o.Expr); ok {
 			info.HasNonStreamingOrderBy = true
-			if fn, err := vector.FunctionOf(q, call, vectors, vector.Constant(params)); err == nil && fn.Descending() {
+			if fn, err := vector.FunctionOf(q, call, vectors, params); err == nil && fn.Descending() {
 				dir = "Descending"
 			}
 		}

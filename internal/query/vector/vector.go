@@ -93,38 +93,6 @@ func IsCall(e ast.Expr) (*ast.Call, bool) {
 	return c, true
 }
 
-// Constant returns an evaluator of the constant expressions
-// VectorDistance's options may be written as: literals, parameters (from
-// params), negated numbers and object literals of those.
-func Constant(params map[string]document.Value) func(ast.Expr) (document.Value, bool) {
-	var constant func(e ast.Expr) (document.Value, bool)
-	constant = func(e ast.Expr) (document.Value, bool) {
-		switch x := e.(type) {
-		case *ast.Literal:
-			return x.Value, true
-		case *ast.Param:
-			v, ok := params[x.Name]
-			return v, ok
-		case *ast.Unary:
-			if v, ok := constant(x.X); ok && x.Op == ast.OpNeg && v.Kind() == document.Number {
-				return document.Float(-v.Float()), true
-			}
-		case *ast.ObjectLit:
-			fields := make([]document.Field, 0, len(x.Fields))
-			for _, f := range x.Fields {
-				v, ok := constant(f.Value)
-				if !ok {
-					return document.Undef, false
-				}
-				fields = append(fields, document.Field{Name: f.Name, Value: v})
-			}
-			return document.Obj(fields), true
-		}
-		return document.Undef, false
-	}
-	return constant
-}
-
 // optionError is a query error in VectorDistance's arguments.
 func optionError(e ast.Expr, format string, args ...any) error {
 	return &ast.Error{Code: "SC2213", Message: fmt.Sprintf(format, args...), Pos: e.Position(), End: e.Position()}
@@ -133,10 +101,10 @@ func optionError(e ast.Expr, format string, args ...any) error {
 // FunctionOf resolves which distance function the call of VectorDistance
 // in query q computes: the distanceFunction of its options, else the
 // container's embedding policy for the property path either vector is
-// read from, else cosine. The options must be an object literal or a
-// parameter; constant evaluates them (a literal or parameter value).
-// Options outside their documented ranges fail the query.
-func FunctionOf(q *ast.Query, call *ast.Call, p Policy, constant func(ast.Expr) (document.Value, bool)) (Function, error) {
+// read from, else cosine. The options must be constant (ast.Constant, with
+// params); options outside their documented ranges fail the query.
+func FunctionOf(q *ast.Query, call *ast.Call, p Policy, params map[string]document.Value) (Function, error) {
+	constant := func(e ast.Expr) (document.Value, bool) { return ast.Constant(e, params) }
 	if len(call.Args) > 2 {
 		if v, ok := constant(call.Args[2]); !ok || v.Kind() != document.Bool {
 			return 0, optionError(call.Args[2], "The third argument of the VectorDistance function must be a boolean constant (brute force).")
