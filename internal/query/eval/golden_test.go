@@ -215,11 +215,8 @@ func runQuery(t *testing.T, b *block, docs []document.Value) []string {
 	return out
 }
 
-func evalQuery(text string, params map[string]document.Value, docs []document.Value) ([]document.Value, error) {
-	return evalQueryIn(text, params, docs, nil)
-}
-
-// evalQueryIn is evalQuery under a container's vector embedding policy.
+// evalQueryIn runs a query over docs under a container's vector embedding
+// policy (nil for none).
 func evalQueryIn(text string, params map[string]document.Value, docs []document.Value, vectors *vector.Policy) ([]document.Value, error) {
 	q, err := parser.Parse(text)
 	if err != nil {
