@@ -290,7 +290,7 @@ func (c *compiler) walk(e ast.Expr, names []string, cq *compiled, inAgg bool) er
 				if _, err := vector.FunctionOf(c.cur, x, vector.Policy{}, c.prog.params); err != nil {
 					return err
 				}
-				c.prog.vectors[x] = c.cur
+				c.prog.vectors[x] = newVectorCall(c.cur, x, c.prog.params)
 			}
 		}
 		for _, a := range x.Args {

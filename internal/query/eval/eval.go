@@ -88,9 +88,8 @@ type Program struct {
 	top     *compiled
 	queries map[*ast.Query]*compiled
 	funcs   map[*ast.Call]*builtin
-	// vectors maps each call of VectorDistance to the query whose FROM
-	// alias its paths start at.
-	vectors map[*ast.Call]*ast.Query
+	// vectors holds what Compile learned of each call of VectorDistance.
+	vectors map[*ast.Call]*vectorCall
 	rnd     func() float64
 
 	regexps    sync.Map // pattern → *regexp.Regexp
@@ -124,7 +123,7 @@ func Compile(q *ast.Query, params map[string]document.Value, opts Options) (*Pro
 		opts:    opts,
 		queries: map[*ast.Query]*compiled{},
 		funcs:   map[*ast.Call]*builtin{},
-		vectors: map[*ast.Call]*ast.Query{},
+		vectors: map[*ast.Call]*vectorCall{},
 	}
 	for k, v := range params {
 		if !strings.HasPrefix(k, "@") {

@@ -55,6 +55,9 @@ func (c *ctx) call(x *ast.Call, s scope) (document.Value, error) {
 			return v, nil
 		}
 	}
+	if vc, ok := c.prog.vectors[x]; ok {
+		return c.vectorDistance(vc, x, s)
+	}
 	args := make([]document.Value, len(x.Args))
 	for i, a := range x.Args {
 		v, err := c.eval(a, s)
@@ -86,9 +89,6 @@ func (c *ctx) call(x *ast.Call, s scope) (document.Value, error) {
 				Pos: x.Pos, End: x.Pos, Err: err}
 		}
 		return v, nil
-	}
-	if q, ok := c.prog.vectors[x]; ok {
-		return c.vectorDistance(q, x, args)
 	}
 	b := c.prog.funcs[x]
 	if b == nil {

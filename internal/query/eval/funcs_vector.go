@@ -26,16 +26,57 @@ func (p *Program) policy() vector.Policy {
 	return *p.opts.Vectors
 }
 
-func (c *ctx) vectorDistance(q *ast.Query, x *ast.Call, args []document.Value) (document.Value, error) {
-	f, err := vector.FunctionOf(q, x, c.prog.policy(), c.prog.params)
+// vectorCall is a call of VectorDistance as compiled: the query whose FROM
+// alias its paths start at, and the values of its vectors that are
+// constant (undefined for the others), so that a query vector is built
+// once rather than for every document.
+type vectorCall struct {
+	q      *ast.Query
+	consts [2]document.Value
+}
+
+func newVectorCall(q *ast.Query, x *ast.Call, params map[string]document.Value) *vectorCall {
+	vc := &vectorCall{q: q}
+	for i := range vc.consts {
+		if v, ok := ast.Constant(x.Args[i], params); ok {
+			vc.consts[i] = v
+		}
+	}
+	return vc
+}
+
+// vectorDistance evaluates the call x in scope s. A score costs a step per
+// eight elements of the two vectors: a multiply-add is far cheaper than a
+// step of evaluation.
+func (c *ctx) vectorDistance(vc *vectorCall, x *ast.Call, s scope) (document.Value, error) {
+	var vecs [2]document.Value
+	for i := range vecs {
+		vecs[i] = vc.consts[i]
+		if !vecs[i].IsDefined() {
+			v, err := c.eval(x.Args[i], s)
+			if err != nil {
+				return undef, err
+			}
+			vecs[i] = v
+		}
+	}
+	for _, a := range x.Args[2:] {
+		if _, err := c.eval(a, s); err != nil {
+			return undef, err
+		}
+	}
+	if err := c.charge((vecs[0].Len() + vecs[1].Len()) / 8); err != nil {
+		return undef, err
+	}
+	f, err := vector.FunctionOf(vc.q, x, c.prog.policy(), c.prog.params)
 	if err != nil {
 		return undef, err
 	}
-	s, ok := vector.Score(f, args[0], args[1])
+	sc, ok := vector.Score(f, vecs[0], vecs[1])
 	if !ok {
 		return undef, nil
 	}
-	return document.FloatExact(s), nil
+	return document.FloatExact(sc), nil
 }
 
 // vectorDescending reports whether the ORDER BY key e of q is a call of

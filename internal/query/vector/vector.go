@@ -58,8 +58,9 @@ func Score(f Function, a, b document.Value) (float64, bool) {
 		return 0, false
 	}
 	var dot, na, nb, sq float64
-	for i := range n {
-		x, y := a.Index(i), b.Index(i)
+	as, bs := a.Array(), b.Array()
+	for i := range as {
+		x, y := &as[i], &bs[i]
 		if x.Kind() != document.Number || y.Kind() != document.Number {
 			return 0, false
 		}
