@@ -127,6 +127,9 @@ func FuzzRequests(f *testing.F) {
 		{"GET", "/dbs/db/colls/c/docs", ``, "", "If-Modified-Since: Mon, 02 Jan 2006 15:04:05 GMT"},
 		{"POST", "/dbs/db/colls/c/docs", `{"id":"y","pk":"a"}`, `["a"]`, "x-ms-documentdb-pre-trigger-include: t1"},
 		{"POST", "/dbs/db/colls/c/docs", `{"id":"y","pk":"a"}`, `["a"]`, "Prefer: return=minimal"},
+		{"POST", "/dbs/db/colls", `{"id":"v","partitionKey":{"paths":["/pk"]},"vectorEmbeddingPolicy":{"vectorEmbeddings":[{"path":"/e","dataType":"float32","dimensions":2,"distanceFunction":"euclidean"}]},"indexingPolicy":{"vectorIndexes":[{"path":"/e","type":"quantizedFlat","quantizationByteSize":2}]}}`, "", ""},
+		{"POST", "/dbs/db/colls/c/docs", `{"query":"SELECT TOP 3 c.id, VectorDistance(c.arr, @v) AS s FROM c ORDER BY VectorDistance(c.arr, @v)","parameters":[{"name":"@v","value":[1,2]}]}`, "", "query"},
+		{"POST", "/dbs/db/colls/c/docs", `{"query":"SELECT TOP 3 c.id FROM c ORDER BY VectorDistance(c.arr, [1,2], false, {distanceFunction: 'dotproduct'})"}`, "", "x-ms-cosmos-is-query-plan-request: true"},
 	}
 	for _, s := range seeds {
 		f.Add(s.method, s.path, s.body, s.pk, s.extra)

@@ -7,6 +7,7 @@ import (
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/query/eval"
 	"github.com/mayfly-db/mayfly/internal/query/parser"
+	"github.com/mayfly-db/mayfly/internal/query/vector"
 )
 
 var fuzzDocs = func() []document.Value {
@@ -25,6 +26,19 @@ var fuzzDocs = func() []document.Value {
 	return out
 }()
 
+// fuzzVectors gives the documents' arr the Euclidean distance.
+var fuzzVectors = func() vector.Policy {
+	v, err := document.Parse([]byte(`{"vectorEmbeddings":[{"path":"/arr","dataType":"float32","dimensions":3,"distanceFunction":"euclidean"}]}`))
+	if err != nil {
+		panic(err)
+	}
+	p, err := vector.ParsePolicy(v)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}()
+
 // FuzzEval runs arbitrary query text over a few fixed documents: nothing
 // may panic, and the work budget must stop anything expensive.
 func FuzzEval(f *testing.F) {
@@ -39,6 +53,9 @@ func FuzzEval(f *testing.F) {
 		"SELECT VALUE c.s LIKE '%l_o%' FROM c WHERE IS_STRING(c.s) AND RegexMatch(c.s, 'h.*')",
 		"SELECT VALUE (SELECT VALUE SUM(x) FROM x IN c.arr) FROM c",
 		"SELECT VALUE [c.a << 3, c.a / 0, -c.a % 2, c.a ?? 1, c.b ? 1 : 2] FROM c",
+		"SELECT TOP 2 c.id, VectorDistance(c.arr, [1,2,3]) AS s FROM c ORDER BY VectorDistance(c.arr, [1,2,3])",
+		"SELECT VALUE VectorDistance([0.5,-1], c.o.x, true, {distanceFunction: 'DotProduct', searchListSizeMultiplier: 10}) FROM c",
+		"SELECT VALUE c.id FROM c ORDER BY RANK RRF(FullTextScore(c.s, 'hello'), VectorDistance(c.arr, [1,2,3]), [2, -0.5])",
 	} {
 		f.Add(s)
 	}
@@ -48,7 +65,7 @@ func FuzzEval(f *testing.F) {
 			return
 		}
 		params := map[string]document.Value{"@p": document.Int(1), "@s": document.Str("x")}
-		p, err := eval.Compile(q, params, eval.Options{Now: time.Unix(1700000000, 0), MaxWork: 200_000})
+		p, err := eval.Compile(q, params, eval.Options{Now: time.Unix(1700000000, 0), MaxWork: 200_000, Vectors: &fuzzVectors})
 		if err != nil {
 			return
 		}
