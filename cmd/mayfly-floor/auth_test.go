@@ -9,7 +9,7 @@ import (
 	"github.com/mayfly-db/mayfly/internal/auth"
 )
 
-// The vectors of cosmos-rest-protocol.md §1.1, through the floor's
+// The vectors of docs/protocol.md §1.1, through the floor's
 // verifier.
 func TestVerifier(t *testing.T) {
 	const date = "Tue, 01 Nov 1994 08:12:31 GMT"

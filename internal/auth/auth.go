@@ -59,7 +59,7 @@ func unauthorized(msg string) *Error {
 	return &Error{Status: StatusUnauthorized, Code: CodeUnauthorized, Message: msg}
 }
 
-// The service's messages (protocol notes §1.2, §1.5).
+// The service's messages (docs/protocol.md §1.2, §1.5).
 const (
 	msgWrongKey = "The input authorization token can't serve the request. The wrong key is being used or " +
 		"the expected payload is not built as per the protocol."

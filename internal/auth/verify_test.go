@@ -15,7 +15,7 @@ const testDate = "Tue, 01 Nov 1994 08:12:31 GMT"
 
 var testNow = time.Date(1994, 11, 1, 8, 12, 31, 0, time.UTC)
 
-// The vectors of the protocol notes (§1.1), from the path on the wire to the
+// The vectors of docs/protocol.md §1.1, from the path on the wire to the
 // signature and header.
 func TestSignProtocolVectors(t *testing.T) {
 	key, err := DecodeKey(EmulatorKey)

@@ -13,7 +13,7 @@ import (
 	"github.com/mayfly-db/mayfly/internal/storage"
 )
 
-// Transactional batch and bulk (protocol §7.1, §7.2).
+// Transactional batch and bulk (docs/protocol.md §7.1, §7.2).
 //
 // An atomic batch runs every operation in one storage transaction, in
 // order, so each operation sees the writes of those before it. The first
@@ -48,7 +48,7 @@ func (t BatchOpType) String() string {
 	return "Unknown"
 }
 
-// Batch limits, as the service's (protocol §12).
+// Batch limits, as the service's (docs/protocol.md §12).
 const (
 	MaxBatchOps   = 100
 	MaxBatchBytes = 2 << 20

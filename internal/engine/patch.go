@@ -12,7 +12,7 @@ import (
 	"github.com/mayfly-db/mayfly/internal/storage"
 )
 
-// PatchOp is one partial-update operation (protocol §7.3).
+// PatchOp is one partial-update operation (docs/protocol.md §7.3).
 type PatchOp struct {
 	Op    string // add, set, replace, remove, incr, move
 	Path  []string

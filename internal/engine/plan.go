@@ -12,7 +12,7 @@ import (
 )
 
 // QueryPlan is the plan the SDKs ask for before running a cross-partition
-// query (protocol §6.5): what the client must do itself (merge ORDER BY,
+// query (docs/protocol.md §6.5): what the client must do itself (merge ORDER BY,
 // combine aggregates, apply TOP, DISTINCT, OFFSET/LIMIT), the rewritten
 // query to send to each range, and the ranges to ask.
 func QueryPlan(q *ast.Query, params map[string]document.Value) ([]byte, error) {

@@ -436,7 +436,7 @@ func pageRows(rows []document.Value, offset, limit int, page *FeedPage) (int, *E
 
 // crossPartitionRefusal is the gateway's answer to a cross-partition query
 // it cannot serve directly: 400/1004 with the query plan, so the SDK runs
-// the query range by range and merges (protocol §6.3).
+// the query range by range and merges (docs/protocol.md §6.3).
 func (e *Engine) crossPartitionRefusal(prog *eval.Program, params map[string]document.Value) error {
 	plan, err := QueryPlan(prog.Query(), params)
 	if err != nil {

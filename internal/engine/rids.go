@@ -11,12 +11,12 @@ import (
 	"github.com/mayfly-db/mayfly/internal/storage"
 )
 
-// Resources can be addressed by their _rid as well as by name (protocol
-// §2.1): dbs/{dbRid}/colls/{collRid}/docs/{docRid}, the _self link each
-// resource returns. A rid encodes its parents: a container's rid is its
-// database's 4 bytes and 4 of its own, an item's is its container's 8 and
-// the 8-byte sequence number of its _rid order. The service does not mix
-// the two forms in one link.
+// Resources can be addressed by their _rid as well as by name
+// (docs/protocol.md §2.1): dbs/{dbRid}/colls/{collRid}/docs/{docRid}, the
+// _self link each resource returns. A rid encodes its parents: a
+// container's rid is its database's 4 bytes and 4 of its own, an item's is
+// its container's 8 and the 8-byte sequence number of its _rid order. The
+// service does not mix the two forms in one link.
 
 // Lengths of the binary rids of each level.
 const (

@@ -10,7 +10,7 @@ import (
 	"github.com/mayfly-db/mayfly/internal/engine"
 )
 
-// batcher is the engine's batch capability (protocol §7.1, §7.2).
+// batcher is the engine's batch capability (docs/protocol.md §7.1, §7.2).
 type batcher interface {
 	Batch(ctx context.Context, p engine.BatchParams) (*engine.BatchResult, error)
 }

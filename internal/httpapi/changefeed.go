@@ -19,7 +19,7 @@ type changeFeeder interface {
 
 var _ changeFeeder = (*engine.Engine)(nil)
 
-// The A-IM values and the one all-versions wire format (protocol §8).
+// The A-IM values and the one all-versions wire format (docs/protocol.md §8).
 const (
 	aimLatestVersion   = "Incremental Feed"
 	aimAllVersions     = "Full-Fidelity Feed"

@@ -15,11 +15,11 @@ import (
 // exactly as against Azure Cosmos DB's gateway.
 type resourcePath struct {
 	segs []string
-	// typ and link are what the client must have signed (protocol §1.1).
+	// typ and link are what the client must have signed (docs/protocol.md §1.1).
 	typ, link string
 	// ridLink is what a client signs instead when the path addresses its
 	// resources by rid: the addressed resource's rid (for a feed, create
-	// or query, its parent's), lower-cased (protocol §2.1). Empty when the
+	// or query, its parent's), lower-cased (docs/protocol.md §2.1). Empty when the
 	// path cannot be rid-based.
 	ridLink string
 }

@@ -13,7 +13,7 @@ var (
 	multiHash = Definition{Paths: []string{"/a", "/b", "/c"}, Kind: MultiHash, Version: 2}
 )
 
-// The vectors of the protocol notes (§5.2), which the Go and JS SDKs agree on.
+// The vectors of docs/protocol.md §5.2, which the Go and JS SDKs agree on.
 func TestEPKProtocolVectors(t *testing.T) {
 	tests := []struct {
 		name string
@@ -197,8 +197,8 @@ func TestEPKV1(t *testing.T) {
 	}
 }
 
-// Where JS departs from .NET and Java, we follow .NET and Java (the protocol
-// notes, §5.2 "Quirks"). Each case gives the JS value and ours.
+// Where JS departs from .NET and Java, we follow .NET and Java
+// (docs/protocol.md §5.2, "Quirks"). Each case gives the JS value and ours.
 func TestEPKV1DotNetQuirks(t *testing.T) {
 	tests := []struct {
 		name string

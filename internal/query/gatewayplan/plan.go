@@ -1,5 +1,5 @@
 // Package gatewayplan describes a parsed query the way the Cosmos DB
-// gateway does for cross-partition clients (protocol §6.3-6.5): the query
+// gateway does for cross-partition clients (docs/protocol.md §6.3-6.5): the query
 // plan the SDKs ask for before they fan a query out over partition key
 // ranges and merge the results themselves. Package plan, by contrast,
 // chooses how the engine reads one range.
@@ -124,7 +124,7 @@ func HasAggregates(q *ast.Query) bool {
 // NeedsGatewayPlan reports whether q uses anything beyond filtering and
 // projection (TOP, ORDER BY, OFFSET/LIMIT, aggregates, DISTINCT or GROUP
 // BY): such a query cannot be served across partitions by the gateway
-// directly (protocol §6.3 b).
+// directly (docs/protocol.md §6.3 b).
 func NeedsGatewayPlan(q *ast.Query) bool {
 	return q.Select.Top != nil || len(q.OrderBy) > 0 || q.Offset != nil || q.Select.Distinct ||
 		len(q.GroupBy) > 0 || HasAggregates(q)
