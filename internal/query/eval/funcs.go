@@ -55,8 +55,10 @@ func (c *ctx) call(x *ast.Call, s scope) (document.Value, error) {
 			return v, nil
 		}
 	}
-	if vc, ok := c.prog.vectors[x]; ok {
-		return c.vectorDistance(vc, x, s)
+	if len(c.prog.vectors) > 0 {
+		if vc, ok := c.prog.vectors[x]; ok {
+			return c.vectorDistance(vc, x, s)
+		}
 	}
 	args := make([]document.Value, len(x.Args))
 	for i, a := range x.Args {
