@@ -649,10 +649,15 @@ func (e *Engine) ReplaceContainer(ctx context.Context, db, coll string, body doc
 		if !document.Equal(pkPathsValue(props), pkPathsValue(old.Props)) && (old.Props.Get("partitionKey").IsDefined() || props.Get("partitionKey").IsDefined()) {
 			return errorf(BadRequest, "The partition key of a container cannot be changed.")
 		}
-		// The embedding policy and the vector indexes stay as created; a
-		// replace that leaves the policy out keeps it.
+		// The embedding policy and the vector indexes stay as created. A
+		// client that does not know them (an older SDK, which drops the
+		// properties it has no field for) replaces without them: they
+		// stay.
 		if !body.Get("vectorEmbeddingPolicy").IsDefined() {
 			props = props.With("vectorEmbeddingPolicy", old.Props.Get("vectorEmbeddingPolicy"))
+		}
+		if ip := props.Get("indexingPolicy"); !ip.Get("vectorIndexes").IsDefined() {
+			props = props.With("indexingPolicy", ip.With("vectorIndexes", old.Props.Get("indexingPolicy").Get("vectorIndexes")))
 		}
 		if derr := checkVectorIndexes(props); derr != nil {
 			return derr

@@ -126,15 +126,19 @@ func TestVectorPolicies(t *testing.T) {
 	if err := replace(strings.Replace(vectorContainer, `{"path":"/d","type":"diskANN"}`, `{"path":"/d","type":"flat"}`, 1)); !isCode(err, BadRequest) || !strings.Contains(err.Error(), "Paths in existing vector indexing policy cannot be modified in Collection Replace") {
 		t.Errorf("a replace changing a vector index: %v", err)
 	}
-	// An SDK that knows no vector policy replaces without it: it stays.
-	if err := replace(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":60,"indexingPolicy":{"vectorIndexes":[{"path":"/e","type":"flat"},{"path":"/d","type":"diskANN"}]}}`); err != nil {
+	if err := replace(strings.Replace(vectorContainer, `"vectorIndexes":[{"path":"/e","type":"flat"},{"path":"/d","type":"diskANN"}]`, `"vectorIndexes":[]`, 1)); !isCode(err, BadRequest) {
+		t.Errorf("a replace removing the vector indexes: %v", err)
+	}
+	// An SDK that knows no vector policy replaces without it and without
+	// the vector indexes: both stay.
+	if err := replace(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":60,"indexingPolicy":{"includedPaths":[{"path":"/*"}],"excludedPaths":[{"path":"/e/*"},{"path":"/d/*"}]}}`); err != nil {
 		t.Errorf("a replace without the embedding policy: %v", err)
 	}
 	res, _, err = be.e.ReadContainer(ctx, "db", "c")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.Body.Get("vectorEmbeddingPolicy").IsDefined() {
-		t.Error("a replace without the embedding policy dropped it")
+	if !res.Body.Get("vectorEmbeddingPolicy").IsDefined() || res.Body.Get("indexingPolicy").Get("vectorIndexes").Len() != 2 {
+		t.Errorf("a replace without the vector policies dropped them: %s", res.Body)
 	}
 }
