@@ -79,6 +79,31 @@ describe("JavaScript SDK queries against Mayfly", () => {
     assert.deepEqual(sum, [items.filter((i) => i.kind === "even").reduce((s, i) => s + i.n, 0)]);
     const { resources: max } = await container.items.query("SELECT VALUE MAX(c.n) FROM c").fetchAll();
     assert.deepEqual(max, [29]);
+    // One aggregate per group, the groups spanning partitions.
+    const { resources: perKind } = await container.items
+      .query("SELECT VALUE COUNT(1) FROM c GROUP BY c.kind")
+      .fetchAll();
+    assert.deepEqual([...perKind].sort(), [15, 15]);
+    const { resources: sums } = await container.items
+      .query("SELECT VALUE SUM(c.n) FROM c GROUP BY c.kind")
+      .fetchAll();
+    const sumOf = (kind) => items.filter((i) => i.kind === kind).reduce((s, i) => s + i.n, 0);
+    assert.deepEqual([...sums].sort((a, b) => a - b), [sumOf("even"), sumOf("odd")].sort((a, b) => a - b));
+    // A VALUE made of aggregates is no one aggregate the client can merge:
+    // the plan asks it for nothing, and the query is served whole.
+    const { resources: whole } = await container.items
+      .query("SELECT VALUE {n: COUNT(1), m: MAX(c.n), next: MIN(c.n) + 1} FROM c")
+      .fetchAll();
+    assert.deepEqual(whole, [{ n: 30, m: 29, next: 1 }]);
+    const { resources: grouped } = await container.items
+      .query("SELECT VALUE {kind: c.kind, n: COUNT(1)} FROM c GROUP BY c.kind")
+      .fetchAll();
+    assert.deepEqual([...grouped].sort((a, b) => a.kind.localeCompare(b.kind)), [{ kind: "even", n: 15 }, { kind: "odd", n: 15 }]);
+    const { resources: inOne } = await container.items
+      .query("SELECT VALUE {n: COUNT(1), m: MAX(c.n)} FROM c", { partitionKey: "p1" })
+      .fetchAll();
+    const p1 = items.filter((i) => i.pk === "p1");
+    assert.deepEqual(inOne, [{ n: p1.length, m: Math.max(...p1.map((i) => i.n)) }]);
   });
 
   it("ranks by FullTextScore and RRF", async () => {

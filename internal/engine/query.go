@@ -12,6 +12,7 @@ import (
 	"github.com/mayfly-db/mayfly/internal/partition"
 	"github.com/mayfly-db/mayfly/internal/query/ast"
 	"github.com/mayfly-db/mayfly/internal/query/eval"
+	"github.com/mayfly-db/mayfly/internal/query/gatewayplan"
 	"github.com/mayfly-db/mayfly/internal/query/parser"
 	"github.com/mayfly-db/mayfly/internal/query/plan"
 	"github.com/mayfly-db/mayfly/internal/storage"
@@ -158,12 +159,16 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 			key, hasKey, single = pinned, true, true
 		}
 	}
-	if prog.Ranked() && !hasKey {
-		// A rank needs the statistics of every document it ranks: it is
+	if !hasKey && gatewayplan.ServedWhole(prog.Query()) {
+		// A rank needs the statistics of every document it ranks, and a
+		// value made of aggregates all of their input: such a query is
 		// served here whole, across partitions, and only then. Split by
-		// range, each range would score by its own statistics.
+		// range, each range would answer for itself alone.
 		if p.RangeID != "" && len(e.rangesOf(c)) > 1 {
-			return errorf(BadRequest, "ORDER BY RANK over a container of several partition key ranges is served whole: send the query without a partition key range, or with a partition key.")
+			if prog.Ranked() {
+				return errorf(BadRequest, "ORDER BY RANK over a container of several partition key ranges is served whole: send the query without a partition key range, or with a partition key.")
+			}
+			return errorf(BadRequest, "Cross partition query only supports 'VALUE <AggregateFunc>' for aggregates.")
 		}
 		single = single || p.CrossPartition
 	}

@@ -40,11 +40,44 @@ func (f Features) Has(feature string) bool {
 // do not, such as the Python SDK, compare the bare values they get.
 func (f Features) objectMinMax() bool { return f.Has("NonValueAggregate") }
 
+// ServedWhole reports whether q is served whole by the engine rather than
+// split by range and merged by the client: ORDER BY RANK, whose scores need
+// the statistics of every document, and a SELECT VALUE whose expression
+// holds aggregates but is not one aggregate (SELECT VALUE {"n": COUNT(1)},
+// SELECT VALUE MIN(c.n) + 1), which no client can merge (they merge one
+// aggregate per row, or the named aggregates of a select list) and would
+// return range by range as partial results. The plan of such a query asks
+// the client for nothing; a client then sends it once, and a client that
+// splits it by range anyway is refused unless the container has one range.
+func ServedWhole(q *ast.Query) bool {
+	if len(q.OrderBy) > 0 && q.OrderBy[0].Rank {
+		return true
+	}
+	v := q.Select.Value
+	if v == nil || !hasAggregate(v) {
+		return false
+	}
+	_, one := aggregateOf(v)
+	return !one && !isPartialRow(v)
+}
+
+// isPartialRow reports whether v is [{"item": ...}], the value each range
+// returns for a rewritten SELECT VALUE aggregate (DescribeFor): the query
+// the SDKs send to each range, which that range answers for itself.
+func isPartialRow(v ast.Expr) bool {
+	arr, ok := v.(*ast.ArrayLit)
+	if !ok || len(arr.Elems) != 1 {
+		return false
+	}
+	obj, ok := arr.Elems[0].(*ast.ObjectLit)
+	return ok && len(obj.Fields) == 1 && obj.Fields[0].Name == "item"
+}
+
 // Missing returns the first feature q needs that the client did not
 // announce, "" when there is none. Only queries that need the client's
-// work need features: ORDER BY RANK is served whole (engine.queryIn).
+// work need features: those served whole (ServedWhole) need none.
 func Missing(q *ast.Query, f Features) string {
-	if f == nil || (len(q.OrderBy) > 0 && q.OrderBy[0].Rank) {
+	if f == nil || ServedWhole(q) {
 		return ""
 	}
 	var need []string

@@ -48,7 +48,9 @@ func TestMissingFeatures(t *testing.T) {
 		{"SELECT c.k, COUNT(1) AS n FROM c GROUP BY c.k", pythonFeatures, "GroupBy"},
 		{"SELECT VALUE COUNTIF(c.n > 1) FROM c", "Aggregate", "CountIf"},
 		{"SELECT VALUE MAKESET(c.n) FROM c", "Aggregate", "ListAndSetAggregate"},
-		{"SELECT VALUE {\"a\": MIN(c.n), \"b\": MAX(c.n)} FROM c", pythonFeatures, "MultipleAggregates"},
+		// Served whole (ServedWhole): the client merges nothing.
+		{"SELECT VALUE {\"a\": MIN(c.n), \"b\": MAX(c.n)} FROM c", pythonFeatures, ""},
+		{"SELECT MIN(c.n) AS a, MAX(c.n) AS b FROM c", pythonFeatures, "NonValueAggregate"},
 		{"SELECT * FROM c ORDER BY c.a, c.b", "OrderBy", "MultipleOrderBy"},
 		{"SELECT DISTINCT VALUE c.a FROM c", "OrderBy", "Distinct"},
 		{"SELECT TOP 1 * FROM c", "OrderBy", "Top"},
@@ -64,6 +66,29 @@ func TestMissingFeatures(t *testing.T) {
 		}
 		if got := Missing(q, ParseFeatures(tc.features)); got != tc.want {
 			t.Errorf("%s with %q: missing %q, want %q", tc.query, tc.features, got, tc.want)
+		}
+	}
+}
+
+func TestServedWhole(t *testing.T) {
+	for q, want := range map[string]bool{
+		"SELECT VALUE COUNT(1) FROM c":                                   false,
+		"SELECT VALUE COUNT(1) FROM c GROUP BY c.k":                      false,
+		"SELECT COUNT(1) AS n, MAX(c.n) AS m FROM c":                     false,
+		"SELECT VALUE {k: c.k} FROM c GROUP BY c.k":                      false,
+		"SELECT VALUE c.n + 1 FROM c":                                    false,
+		"SELECT VALUE {n: COUNT(1), m: MAX(c.n)} FROM c":                 true,
+		"SELECT VALUE MIN(c.n) + 1 FROM c":                               true,
+		"SELECT VALUE [COUNT(1)] FROM c":                                 true,
+		"SELECT VALUE {k: c.k, n: COUNT(1)} FROM c GROUP BY c.k":         true,
+		"SELECT VALUE c.id FROM c ORDER BY RANK FullTextScore(c.t, 'x')": true,
+	} {
+		parsed, err := parser.Parse(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ServedWhole(parsed); got != want {
+			t.Errorf("ServedWhole(%s) = %v, want %v", q, got, want)
 		}
 	}
 }

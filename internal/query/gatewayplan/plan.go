@@ -173,10 +173,9 @@ func DescribeFor(q *ast.Query, params map[string]document.Value, f Features, vec
 		GroupByAliasToAggregateType: map[string]*string{},
 		HasSelectValue:              q.Select.Value != nil,
 	}
-	if len(q.OrderBy) > 0 && q.OrderBy[0].Rank {
-		// A ranked query is served whole by the range it is sent to
-		// (one, in a container of one range; engine.queryIn): the client
-		// has nothing to merge.
+	if ServedWhole(q) {
+		// Served whole where it is sent (engine.queryIn): the client has
+		// nothing to merge.
 		return info
 	}
 	if q.Select.Distinct {
@@ -362,8 +361,10 @@ func rewriteGroupBy(q *ast.Query, info *Info, f Features) string {
 	if q.Select.Value != nil {
 		payload = q.Select.Value
 		if agg, ok := aggregateOf(q.Select.Value); ok {
+			// As without GROUP BY: [{"item": partial}], which the
+			// SDKs read as payload[0].item.
 			info.Aggregates = append(info.Aggregates, agg)
-			payload = item(partial(q.Select.Value, f))
+			payload = &ast.ArrayLit{Elems: []ast.Expr{item(partial(q.Select.Value, f))}}
 		}
 	} else {
 		obj := &ast.ObjectLit{}
