@@ -152,4 +152,18 @@ describe("JavaScript SDK against Mayfly", () => {
     const rest = await container.items.readAll().fetchAll();
     assert.deepEqual(rest.resources.map((r) => r.id), ["item-2"], "read feed after delete");
   });
+
+  it("deletes every item of a partition key", async (t) => {
+    if (!container) return t.skip("no container");
+    for (let i = 0; i < 230; i++) await container.items.create({ id: `gone-${i}`, pk: "tenant-gone" });
+    await container.items.create({ id: "stays", pk: "tenant-kept" });
+    const res = await container.deleteAllItemsForPartitionKey("tenant-gone");
+    assert.equal(res.statusCode, 200);
+    const { resources: left } = await container.items
+      .query("SELECT VALUE COUNT(1) FROM c", { partitionKey: "tenant-gone" })
+      .fetchAll();
+    assert.deepEqual(left, [0]);
+    assert.equal((await container.item("stays", "tenant-kept").read()).statusCode, 200);
+    assert.equal((await container.deleteAllItemsForPartitionKey("tenant-none")).statusCode, 200);
+  });
 });

@@ -52,6 +52,7 @@ type Engine interface {
 	PatchItem(ctx context.Context, p engine.PatchItemParams) (*engine.ItemResult, error)
 	ReadFeed(ctx context.Context, p engine.FeedParams) (*engine.FeedPage, error)
 	QueryItems(ctx context.Context, p engine.QueryParams) (*engine.FeedPage, error)
+	DeleteAllItemsByPartitionKey(ctx context.Context, ref engine.ItemRef) (*engine.ItemResult, error)
 	PlanFor(ctx context.Context, db, coll, text string, params map[string]document.Value, features string) ([]byte, error)
 	QueryResources(ctx context.Context, p engine.ResourceQueryParams) (*engine.FeedPage, error)
 

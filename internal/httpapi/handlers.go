@@ -375,6 +375,23 @@ func (h *Handler) deleteItem(rq *request, db, coll, id string) {
 	h.reply(rq, http.StatusNoContent, res.Charge, nil)
 }
 
+// deletePartition deletes every item of the logical partition the
+// partition key header names, and answers 200 without a body.
+func (h *Handler) deletePartition(rq *request, db, coll string) {
+	ref, err := itemRef(rq.r, db, coll)
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	res, err := h.eng.DeleteAllItemsByPartitionKey(rq.r.Context(), ref)
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	h.itemHeaders(rq, res)
+	h.reply(rq, http.StatusOK, res.Charge, nil)
+}
+
 func (h *Handler) patchItem(rq *request, db, coll, id string) {
 	ref, body, ok := h.itemInput(rq, db, coll)
 	if !ok {

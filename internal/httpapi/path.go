@@ -98,4 +98,12 @@ func (p *resourcePath) setLinks() {
 	if n >= 2 && p.segs[0] == "dbs" && engine.IsDatabaseRid(p.segs[1]) {
 		p.ridLink = strings.ToLower(p.segs[n-1-n%2])
 	}
+	// A delete of all items by partition key is signed as a request on
+	// its container (docs/protocol.md §4).
+	if n == 6 && p.typ == "operations" && strings.EqualFold(p.segs[5], "partitionkeydelete") {
+		p.typ, p.link = "colls", strings.Join(p.segs[:4], "/")
+		if p.ridLink != "" {
+			p.ridLink = strings.ToLower(p.segs[3])
+		}
+	}
 }

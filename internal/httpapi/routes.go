@@ -128,6 +128,16 @@ func (h *Handler) routeContainers(rq *request, db string, s []string) {
 		h.routeScripts(rq, db, coll, engine.Triggers, s[2:])
 	case "conflicts":
 		h.conflicts(rq, db, coll, s[2:])
+	case "operations":
+		if len(s) != 3 || !strings.EqualFold(s[2], "partitionkeydelete") {
+			h.fail(rq, &engine.Error{Code: engine.NotFound, Message: "Resource Not Found."})
+			return
+		}
+		if m != http.MethodPost {
+			h.methodNotAllowed(rq)
+			return
+		}
+		h.deletePartition(rq, db, coll)
 	case "_mayfly":
 		if len(s) != 3 || s[2] != "ttl" || m != http.MethodGet {
 			h.fail(rq, &engine.Error{Code: engine.NotFound, Message: "Resource Not Found."})
