@@ -130,6 +130,9 @@ func FuzzRequests(f *testing.F) {
 		{"POST", "/dbs/db/colls", `{"id":"v","partitionKey":{"paths":["/pk"]},"vectorEmbeddingPolicy":{"vectorEmbeddings":[{"path":"/e","dataType":"float32","dimensions":2,"distanceFunction":"euclidean"}]},"indexingPolicy":{"vectorIndexes":[{"path":"/e","type":"quantizedFlat","quantizationByteSize":2}]}}`, "", ""},
 		{"POST", "/dbs/db/colls/c/docs", `{"query":"SELECT TOP 3 c.id, VectorDistance(c.arr, @v) AS s FROM c ORDER BY VectorDistance(c.arr, @v)","parameters":[{"name":"@v","value":[1,2]}]}`, "", "query"},
 		{"POST", "/dbs/db/colls/c/docs", `{"query":"SELECT TOP 3 c.id FROM c ORDER BY VectorDistance(c.arr, [1,2], false, {distanceFunction: 'dotproduct'})"}`, "", "x-ms-cosmos-is-query-plan-request: true"},
+		{"POST", "/dbs/db/colls/c/docs", `{"query":"SELECT VALUE {n: COUNT(1), m: MAX(c.n) + 1} FROM c"}`, "", "query"},
+		// Last: it empties partition "a".
+		{"POST", "/dbs/db/colls/c/operations/partitionkeydelete", ``, `["a"]`, ""},
 	}
 	for _, s := range seeds {
 		f.Add(s.method, s.path, s.body, s.pk, s.extra)
