@@ -227,6 +227,18 @@ func DescribeFor(q *ast.Query, params map[string]document.Value, f Features, vec
 			most = &n
 		}
 		info.RewrittenQuery = rewriteOrderBy(q, most)
+	case q.Offset != nil:
+		// The client skips OFFSET rows of the merged ranges itself, so a
+		// range must not skip them too: each is asked for the first
+		// OFFSET + LIMIT rows, or for all of them under DISTINCT, whose
+		// duplicates across ranges the client drops first.
+		info.RewrittenQuery = rewrite(q, func(r *ast.Query) {
+			if info.Offset != nil && info.Limit != nil && !q.Select.Distinct {
+				r.Offset = &ast.Literal{Value: document.Int(0), Text: "0"}
+				n := *info.Offset + *info.Limit
+				r.Limit = &ast.Literal{Value: document.Int(int64(n)), Text: itoa(n)}
+			}
+		})
 	}
 	return info
 }
