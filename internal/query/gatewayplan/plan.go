@@ -308,8 +308,15 @@ func rewriteOrderBy(q *ast.Query, most *int) string {
 		}
 		payload = obj
 	}
+	// Under DISTINCT a range must not stop at TOP: its rows differ by _rid
+	// even where their payloads are equal, and the client, which drops the
+	// equal payloads, may need rows past the first TOP of a range.
+	top := q.Select.Top
+	if q.Select.Distinct {
+		top = nil
+	}
 	return rewrite(q, func(r *ast.Query) {
-		r.Select = ast.Select{Distinct: q.Select.Distinct, Top: q.Select.Top, Items: []ast.SelectItem{
+		r.Select = ast.Select{Distinct: q.Select.Distinct, Top: top, Items: []ast.SelectItem{
 			{Expr: &ast.Member{X: &ast.Ident{Name: alias}, Name: "_rid"}},
 			{Expr: &ast.ArrayLit{Elems: keys}, Alias: "orderByItems"},
 			{Expr: payload, Alias: "payload"},
