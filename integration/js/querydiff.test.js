@@ -94,7 +94,19 @@ describe("cross-partition queries against the same queries served whole", () => 
       () => `SELECT VALUE MAKELIST(c.s) FROM c WHERE c.b = ${rnd(10)}`,
       () => `SELECT VALUE COUNT(1) FROM (SELECT DISTINCT VALUE c.s FROM c)`,
       () => `SELECT TOP ${1 + rnd(5)} c.id FROM c${where()}`,
-      () => `SELECT c.s AS k, COUNT(1) AS n FROM c${where()} GROUP BY c.s OFFSET ${rnd(3)} LIMIT ${1 + rnd(3)}`,
+      () => { const k = f(); return `SELECT TOP ${1 + rnd(30)} ${k} AS k FROM c${where()} ORDER BY ${k}${dir()}`; },
+      () => `SELECT VALUE UPPER(c.s) FROM c${where()}`,
+      () => `SELECT VALUE {t: IS_NUMBER(c.a), s: IS_STRING(c.a), b: IS_BOOL(c.a), n: IS_NULL(c.a)} FROM c${where()}`,
+      () => `SELECT c.s AS s, MAX(c.a) AS m FROM c${where()} GROUP BY c.s`,
+      () => `SELECT VALUE MIN(c.a) FROM c${where()}`,
+      () => `SELECT VALUE MAX(c.a) FROM c${where()}`,
+      () => `SELECT VALUE AVG(c.a) FROM c${where()}`,
+      () => `SELECT VALUE c.a FROM c WHERE c.a > 'a' OR c.a < 2`,
+      () => `SELECT DISTINCT VALUE {s: c.s} FROM c${where()}`,
+      () => `SELECT VALUE COUNT(1) FROM c WHERE STARTSWITH(c.s, 'x') AND c.b BETWEEN 2 AND 6`,
+      () => { const k = f(); return `SELECT DISTINCT ${k} AS k FROM c${where()} ORDER BY ${k} DESC`; },
+      () => `SELECT c.o.k AS k, COUNT(1) AS n FROM c${where()} GROUP BY c.o.k`,
+      () => `SELECT TOP ${1 + rnd(4)} VALUE c.b FROM c WHERE IS_DEFINED(c.b) ORDER BY c.b DESC`,
     ];
     const canon = (v) =>
       JSON.stringify(v, (k, x) => (x && typeof x === "object" && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).sort()) : x));
