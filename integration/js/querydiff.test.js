@@ -9,8 +9,9 @@
 // unordered DISTINCT drops falsy values (0, false, "", null) whatever the
 // server returns.
 //
-// Environment: see mayfly.js; QUERYDIFF_N queries (default 150) from seed
-// QUERYDIFF_SEED (default 1).
+// Environment: see mayfly.js; QUERYDIFF_N queries (default 200) from seed
+// QUERYDIFF_SEED (default 2, which finds each of the plan bugs the test was
+// written for on the tree before their fixes, 8233be5).
 
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -21,10 +22,12 @@ import { endpoint, key, serverCertificate } from "./mayfly.js";
 
 describe("cross-partition queries against the same queries served whole", () => {
   let database, one, many;
-  let seed = Number(process.env.QUERYDIFF_SEED || 1);
+  let seed = Number(process.env.QUERYDIFF_SEED || 2);
+  // A linear congruential generator, read from its high bits: its low bits
+  // cycle quickly, and would draw from few of the templates.
   const rnd = (n) => {
     seed = (seed * 1103515245 + 12345) % 2147483648;
-    return seed % n;
+    return Math.floor(seed / 65536) % n;
   };
 
   before(async () => {
@@ -118,7 +121,7 @@ describe("cross-partition queries against the same queries served whole", () => 
       }
     };
     const differences = [];
-    for (let n = 0; n < Number(process.env.QUERYDIFF_N || 150); n++) {
+    for (let n = 0; n < Number(process.env.QUERYDIFF_N || 200); n++) {
       const q = templates[rnd(templates.length)]();
       const whole = await run(one, q, { partitionKey: "all" });
       const merged = await run(many, q, { maxItemCount: 1 + rnd(7) });
@@ -126,8 +129,10 @@ describe("cross-partition queries against the same queries served whole", () => 
       // OFFSET or TOP without ORDER BY takes rows in an order the two
       // containers need not share: compare how many.
       const counted = !ordered && /OFFSET|TOP/.test(q) && !/COUNT/.test(q);
+      // MAKELIST and MAKESET gather values in no set order.
+      const gathered = /MAKE(LIST|SET)/.test(q);
       const norm = (r) =>
-        r.err ? "error " + r.err : counted ? String(r.ok.length) : ordered ? canon(r.ok) : canon(r.ok.map(canon).sort());
+        r.err ? "error " + r.err : counted ? String(r.ok.length) : gathered ? canon(r.ok.map((x) => [...x].sort())) : ordered ? canon(r.ok) : canon(r.ok.map(canon).sort());
       if (norm(whole) !== norm(merged)) differences.push(`${q}\n  whole:  ${norm(whole)}\n  merged: ${norm(merged)}`);
     }
     assert.deepEqual(differences, []);
