@@ -554,7 +554,7 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 	if cq.rank != nil && c.corpus != nil {
 		desc := make([]bool, len(cq.rank.comps))
 		for i, comp := range cq.rank.comps {
-			desc[i] = comp.vec == nil || c.vectorDescending(q, comp.vec)
+			desc[i] = comp.vec == nil || c.vectorDescending(comp.vec)
 		}
 		cq.rank.score(c.corpus, rows, desc)
 	}
@@ -612,7 +612,7 @@ func (c *ctx) sortRows(q *ast.Query, rows []sortRow) {
 	reverseTies := descendingTies(q)
 	desc := make([]bool, len(q.OrderBy))
 	for k, o := range q.OrderBy {
-		desc[k] = o.Desc || o.Rank || c.vectorDescending(q, o.Expr)
+		desc[k] = o.Desc || o.Rank || c.vectorDescending(o.Expr)
 	}
 	sort.SliceStable(rows, func(i, j int) bool {
 		for k := range q.OrderBy {

@@ -57,7 +57,7 @@ func (c *ctx) call(x *ast.Call, s scope) (document.Value, error) {
 	}
 	if len(c.prog.vectors) > 0 {
 		if vc, ok := c.prog.vectors[x]; ok {
-			return c.vectorDistance(vc, x, s)
+			return c.vectorDistance(vc, s)
 		}
 	}
 	args := make([]document.Value, len(x.Args))

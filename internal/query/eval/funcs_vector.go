@@ -1,6 +1,8 @@
 package eval
 
 import (
+	"sync"
+
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/query/ast"
 	"github.com/mayfly-db/mayfly/internal/query/vector"
@@ -29,14 +31,20 @@ func (p *Program) policy() vector.Policy {
 // vectorCall is a call of VectorDistance as compiled: the query whose FROM
 // alias its paths start at, and the values of its vectors that are
 // constant (undefined for the others), so that a query vector is built
-// once rather than for every document.
+// once rather than for every document. Its distance function is resolved
+// once, at the first score, when the container's policy is bound.
 type vectorCall struct {
 	q      *ast.Query
+	x      *ast.Call
 	consts [2]document.Value
+
+	once sync.Once
+	fn   vector.Function
+	err  error
 }
 
 func newVectorCall(q *ast.Query, x *ast.Call, params map[string]document.Value) *vectorCall {
-	vc := &vectorCall{q: q}
+	vc := &vectorCall{q: q, x: x}
 	for i := range vc.consts {
 		if v, ok := ast.Constant(x.Args[i], params); ok {
 			vc.consts[i] = v
@@ -45,30 +53,32 @@ func newVectorCall(q *ast.Query, x *ast.Call, params map[string]document.Value) 
 	return vc
 }
 
-// vectorDistance evaluates the call x in scope s. A score costs a step per
-// eight elements of the two vectors: a multiply-add is far cheaper than a
-// step of evaluation.
-func (c *ctx) vectorDistance(vc *vectorCall, x *ast.Call, s scope) (document.Value, error) {
+// function is the call's distance function under p's policy.
+func (vc *vectorCall) function(p *Program) (vector.Function, error) {
+	vc.once.Do(func() { vc.fn, vc.err = vector.FunctionOf(vc.q, vc.x, p.policy(), p.params) })
+	return vc.fn, vc.err
+}
+
+// vectorDistance evaluates the call in scope s. Its options are constant
+// (checked by Compile), so only the vectors are evaluated. A score costs a
+// step per eight elements of the two vectors: a multiply-add is far
+// cheaper than a step of evaluation.
+func (c *ctx) vectorDistance(vc *vectorCall, s scope) (document.Value, error) {
 	var vecs [2]document.Value
 	for i := range vecs {
 		vecs[i] = vc.consts[i]
 		if !vecs[i].IsDefined() {
-			v, err := c.eval(x.Args[i], s)
+			v, err := c.eval(vc.x.Args[i], s)
 			if err != nil {
 				return undef, err
 			}
 			vecs[i] = v
 		}
 	}
-	for _, a := range x.Args[2:] {
-		if _, err := c.eval(a, s); err != nil {
-			return undef, err
-		}
-	}
 	if err := c.charge((vecs[0].Len() + vecs[1].Len()) / 8); err != nil {
 		return undef, err
 	}
-	f, err := vector.FunctionOf(vc.q, x, c.prog.policy(), c.prog.params)
+	f, err := vc.function(c.prog)
 	if err != nil {
 		return undef, err
 	}
@@ -79,13 +89,17 @@ func (c *ctx) vectorDistance(vc *vectorCall, x *ast.Call, s scope) (document.Val
 	return document.FloatExact(sc), nil
 }
 
-// vectorDescending reports whether the ORDER BY key e of q is a call of
+// vectorDescending reports whether the ORDER BY key e is a call of
 // VectorDistance whose function orders highest first.
-func (c *ctx) vectorDescending(q *ast.Query, e ast.Expr) bool {
+func (c *ctx) vectorDescending(e ast.Expr) bool {
 	call, ok := vector.IsCall(e)
 	if !ok {
 		return false
 	}
-	f, err := vector.FunctionOf(q, call, c.prog.policy(), c.prog.params)
+	vc, ok := c.prog.vectors[call]
+	if !ok {
+		return false
+	}
+	f, err := vc.function(c.prog)
 	return err == nil && f.Descending()
 }
