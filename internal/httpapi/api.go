@@ -30,13 +30,13 @@ type Engine interface {
 	CreateDatabase(ctx context.Context, body document.Value, tp *engine.Throughput) (*engine.Resource, error)
 	ReadDatabase(ctx context.Context, id string) (*engine.Resource, error)
 	ListDatabases(ctx context.Context) ([]document.Value, error)
-	DeleteDatabase(ctx context.Context, id string) error
+	DeleteDatabase(ctx context.Context, id, ifMatch string) error
 
 	CreateContainer(ctx context.Context, db string, body document.Value, tp *engine.Throughput) (*engine.Resource, error)
 	ReadContainer(ctx context.Context, db, coll string) (*engine.Resource, *engine.ContainerUsage, error)
 	ListContainers(ctx context.Context, db string) ([]document.Value, string, error)
 	ReplaceContainer(ctx context.Context, db, coll string, body document.Value, ifMatch string) (*engine.Resource, error)
-	DeleteContainer(ctx context.Context, db, coll string) error
+	DeleteContainer(ctx context.Context, db, coll, ifMatch string) error
 	PartitionKeyRanges(ctx context.Context, db, coll string) ([]engine.KeyRange, *engine.Resource, error)
 	ResolveRidLink(ctx context.Context, segs []string) (names []string, found bool, err error)
 	ProvisionedFor(ctx context.Context, db, coll string) (engine.Provisioned, error)

@@ -113,7 +113,7 @@ func (h *Handler) deleteDatabase(rq *request, id string) {
 	if h.refuseAAD(rq) {
 		return
 	}
-	if err := h.eng.DeleteDatabase(rq.r.Context(), id); err != nil {
+	if err := h.eng.DeleteDatabase(rq.r.Context(), id, rq.r.Header.Get("If-Match")); err != nil {
 		h.fail(rq, err)
 		return
 	}
@@ -196,7 +196,7 @@ func (h *Handler) deleteContainer(rq *request, db, coll string) {
 	if h.refuseAAD(rq) {
 		return
 	}
-	if err := h.eng.DeleteContainer(rq.r.Context(), db, coll); err != nil {
+	if err := h.eng.DeleteContainer(rq.r.Context(), db, coll, rq.r.Header.Get("If-Match")); err != nil {
 		h.fail(rq, err)
 		return
 	}

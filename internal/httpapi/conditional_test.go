@@ -1,0 +1,56 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+)
+
+// etagOf returns the etag a read of path answers with.
+func etagOf(t *testing.T, h *Handler, path string) string {
+	t.Helper()
+	rec := serve(h, "GET", path, "", nil)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", path, rec.Code, rec.Body)
+	}
+	var body struct {
+		Etag string `json:"_etag"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || body.Etag == "" || headerValue(rec.Header(), "etag") != body.Etag {
+		t.Fatalf("GET %s: etag header %q, body %s", path, headerValue(rec.Header(), "etag"), rec.Body)
+	}
+	return body.Etag
+}
+
+// A delete of a database or container with If-Match deletes only the
+// version it names: a stale etag is a 412 and leaves everything in place.
+func TestDeleteIfMatch(t *testing.T) {
+	h := newTestHandler(t)
+	for _, r := range []struct{ path, body string }{
+		{"/dbs", `{"id":"db2"}`},
+		{"/dbs/db2/colls", `{"id":"c2","partitionKey":{"paths":["/pk"]}}`},
+	} {
+		if rec := serve(h, "POST", r.path, r.body, nil); rec.Code != http.StatusCreated {
+			t.Fatalf("POST %s: %d %s", r.path, rec.Code, rec.Body)
+		}
+	}
+	for _, path := range []string{"/dbs/db/colls/c", "/dbs/db2"} {
+		etag := etagOf(t, h, path)
+		stale := `"00000000-0000-0000-0000-000000000000"`
+		rec := serve(h, "DELETE", path, "", map[string]string{"If-Match": stale})
+		wantCosmosError(t, rec, rec.Body.Bytes(), http.StatusPreconditionFailed, "DELETE "+path+" with a stale etag")
+		if got := etagOf(t, h, path); got != etag {
+			t.Fatalf("%s: etag %s after a refused delete, want %s", path, got, etag)
+		}
+		if rec := serve(h, "DELETE", path, "", map[string]string{"If-Match": etag}); rec.Code != http.StatusNoContent {
+			t.Fatalf("DELETE %s with its etag: %d %s", path, rec.Code, rec.Body)
+		}
+		if rec := serve(h, "GET", path, "", nil); rec.Code != http.StatusNotFound {
+			t.Fatalf("GET %s after delete: %d %s", path, rec.Code, rec.Body)
+		}
+	}
+	// The container of a database refused a delete is still there.
+	if rec := serve(h, "GET", "/dbs/db2/colls/c2", "", nil); rec.Code != http.StatusNotFound {
+		t.Fatalf("the container of a deleted database: %d %s", rec.Code, rec.Body)
+	}
+}
