@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"net/http"
-	"strconv"
 
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/engine"
@@ -53,8 +52,7 @@ func (h *Handler) routeUsers(rq *request, db string, s []string) {
 			h.fail(rq, err)
 			return
 		}
-		setHeader(rq.w.Header(), "x-ms-item-count", strconv.Itoa(len(users)))
-		h.reply(rq, http.StatusOK, 0, feedBody(rid, "Users", valuesJSON(users)))
+		h.listReply(rq, rid, "Users", valuesJSON(users))
 	case len(s) == 1 && m == http.MethodGet:
 		res, err := us.ReadUser(ctx, db, s[0])
 		h.answer(rq, http.StatusOK, res, err)
@@ -139,8 +137,7 @@ func (h *Handler) routePermissions(rq *request, us userStore, db, user string, s
 			}
 			items[i] = res.Body.JSON()
 		}
-		setHeader(rq.w.Header(), "x-ms-item-count", strconv.Itoa(len(items)))
-		h.reply(rq, http.StatusOK, 0, feedBody(rid, "Permissions", items))
+		h.listReply(rq, rid, "Permissions", items)
 	case len(s) == 1 && m == http.MethodGet:
 		p, err := us.ReadPermission(ctx, db, user, s[0])
 		var res *engine.Resource
