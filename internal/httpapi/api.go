@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -248,6 +249,10 @@ func (h *Handler) serve(rq *request) {
 	}
 	rq.aad = principal.Method == auth.MethodAAD
 	rq.owner = principal.Method == auth.MethodMasterKey && !principal.ReadOnly
+	if err := h.checkConsistency(r); err != nil {
+		h.fail(rq, err)
+		return
+	}
 	if p.ridLink != "" {
 		names, byRid, err := h.eng.ResolveRidLink(r.Context(), p.segs)
 		if err != nil {
@@ -283,6 +288,28 @@ func (h *Handler) serve(rq *request) {
 		// A container that cannot be found is the route's to report.
 	}
 	h.route(rq)
+}
+
+// consistencyStrength orders the consistency levels, strongest last.
+var consistencyStrength = map[string]int{"eventual": 0, "consistentprefix": 1, "session": 2, "boundedstaleness": 3, "strong": 4}
+
+// checkConsistency refuses an x-ms-consistency-level the service refuses: a
+// request may relax the account's level but not strengthen it, and the
+// value must name a level. One node serves every level as strongly as
+// Strong, so an accepted level changes nothing.
+func (h *Handler) checkConsistency(r *http.Request) error {
+	v := strings.TrimSpace(r.Header.Get("x-ms-consistency-level"))
+	if v == "" {
+		return nil
+	}
+	want, ok := consistencyStrength[strings.ToLower(v)]
+	if !ok {
+		return badRequest("Invalid value '%s' for header x-ms-consistency-level: use Strong, BoundedStaleness, Session, ConsistentPrefix or Eventual.", v)
+	}
+	if want > consistencyStrength[strings.ToLower(h.consist)] {
+		return badRequest("ConsistencyLevel %s specified in the request is invalid when service is configured with consistency level %s. Ensure the request consistency level is not stronger than the service consistency level.", v, h.consist)
+	}
+	return nil
 }
 
 // statusOf maps engine codes to HTTP statuses: the only place this happens.
