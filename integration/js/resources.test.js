@@ -1,6 +1,6 @@
 // Databases, containers and offers through the official JavaScript SDK
-// against a running Mayfly: read feeds paged by maxItemCount, and
-// conditional deletes.
+// against a running Mayfly: read feeds paged by maxItemCount, a
+// conditional container delete and a conditional offer replace.
 //
 // Environment: see mayfly.js.
 
@@ -58,5 +58,18 @@ describe("JavaScript SDK resources against Mayfly", () => {
     assert.equal((await container.read()).statusCode, 200, "still there");
     const current = { accessCondition: { type: "IfMatch", condition: replaced.resource._etag } };
     assert.equal(await statusOf(container.delete(current)), 204);
+  });
+
+  it("replaces an offer only at the etag it is given", async () => {
+    const { container } = await database.containers.create({ id: "offered", partitionKey: { paths: ["/pk"] }, throughput: 400 });
+    const { resource: offer } = await container.readOffer();
+    const raised = await client.offer(offer.id).replace({ ...offer, content: { ...offer.content, offerThroughput: 500 } });
+    assert.equal(raised.statusCode, 200);
+    const stale = { accessCondition: { type: "IfMatch", condition: offer._etag } };
+    const again = { ...offer, content: { ...offer.content, offerThroughput: 600 } };
+    assert.equal(await statusOf(client.offer(offer.id).replace(again, stale)), 412, "a replace at an old etag");
+    assert.equal((await container.readOffer()).resource.content.offerThroughput, 500);
+    const current = { accessCondition: { type: "IfMatch", condition: raised.resource._etag } };
+    assert.equal((await client.offer(offer.id).replace(again, current)).resource.content.offerThroughput, 600);
   });
 });

@@ -54,3 +54,36 @@ func TestDeleteIfMatch(t *testing.T) {
 		t.Fatalf("the container of a deleted database: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// An offer replace with If-Match changes the throughput only at the etag it
+// names.
+func TestOfferReplaceIfMatch(t *testing.T) {
+	h := newTestHandler(t)
+	rec := serve(h, "GET", "/offers", "", nil)
+	var feed struct {
+		Offers []map[string]any
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &feed); err != nil || len(feed.Offers) != 1 {
+		t.Fatalf("GET /offers: %d %s", rec.Code, rec.Body)
+	}
+	offer := feed.Offers[0]
+	path := "/offers/" + offer["id"].(string)
+	etag := offer["_etag"].(string)
+	offer["content"] = map[string]any{"offerThroughput": 1000}
+	body, err := json.Marshal(offer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec = serve(h, "PUT", path, string(body), map[string]string{"If-Match": `"00000000-0000-0000-0000-000000000000"`})
+	wantCosmosError(t, rec, rec.Body.Bytes(), http.StatusPreconditionFailed, "PUT "+path+" with a stale etag")
+	if got := etagOf(t, h, path); got != etag {
+		t.Fatalf("%s: etag %s after a refused replace, want %s", path, got, etag)
+	}
+	rec = serve(h, "PUT", path, string(body), map[string]string{"If-Match": etag})
+	if rec.Code != http.StatusOK {
+		t.Fatalf("PUT %s with its etag: %d %s", path, rec.Code, rec.Body)
+	}
+	if got := etagOf(t, h, path); got == etag {
+		t.Fatalf("%s: the etag did not change with the replace", path)
+	}
+}

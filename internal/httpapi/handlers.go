@@ -490,7 +490,7 @@ func (h *Handler) routeOffers(rq *request, s []string) {
 			h.fail(rq, err)
 			return
 		}
-		res, err := h.eng.ReplaceOffer(rq.r.Context(), s[0], body)
+		res, err := h.eng.ReplaceOffer(rq.r.Context(), s[0], body, rq.r.Header.Get("If-Match"))
 		if err != nil {
 			h.fail(rq, err)
 			return
