@@ -87,3 +87,31 @@ func TestOfferReplaceIfMatch(t *testing.T) {
 		t.Fatalf("%s: the etag did not change with the replace", path)
 	}
 }
+
+// Deleting a user or a permission with If-Match deletes only the version it
+// names, as the other deletes do.
+func TestUserAndPermissionDeleteIfMatch(t *testing.T) {
+	h := newTestHandler(t)
+	for _, r := range []struct{ path, body string }{
+		{"/dbs/db/users", `{"id":"u"}`},
+		{"/dbs/db/users/u/permissions", `{"id":"p","permissionMode":"Read","resource":"dbs/db/colls/c"}`},
+	} {
+		if rec := serve(h, "POST", r.path, r.body, nil); rec.Code != http.StatusCreated {
+			t.Fatalf("POST %s: %d %s", r.path, rec.Code, rec.Body)
+		}
+	}
+	for _, path := range []string{"/dbs/db/users/u/permissions/p", "/dbs/db/users/u"} {
+		etag := etagOf(t, h, path)
+		rec := serve(h, "DELETE", path, "", map[string]string{"If-Match": `"00000000-0000-0000-0000-000000000000"`})
+		wantCosmosError(t, rec, rec.Body.Bytes(), http.StatusPreconditionFailed, "DELETE "+path+" with a stale etag")
+		if got := etagOf(t, h, path); got != etag {
+			t.Fatalf("%s: etag %s after a refused delete, want %s", path, got, etag)
+		}
+		if rec := serve(h, "DELETE", path, "", map[string]string{"If-Match": etag}); rec.Code != http.StatusNoContent {
+			t.Fatalf("DELETE %s with its etag: %d %s", path, rec.Code, rec.Body)
+		}
+		if rec := serve(h, "GET", path, "", nil); rec.Code != http.StatusNotFound {
+			t.Fatalf("GET %s after delete: %d %s", path, rec.Code, rec.Body)
+		}
+	}
+}

@@ -13,12 +13,12 @@ type userStore interface {
 	CreateUser(ctx context.Context, db string, body document.Value) (*engine.Resource, error)
 	ReadUser(ctx context.Context, db, id string) (*engine.Resource, error)
 	ReplaceUser(ctx context.Context, db, id string, body document.Value, ifMatch string) (*engine.Resource, error)
-	DeleteUser(ctx context.Context, db, id string) error
+	DeleteUser(ctx context.Context, db, id, ifMatch string) error
 	ListUsers(ctx context.Context, db string) ([]document.Value, string, error)
 
 	WritePermission(ctx context.Context, p engine.PermissionParams) (*engine.Permission, bool, error)
 	ReadPermission(ctx context.Context, db, user, id string) (*engine.Permission, error)
-	DeletePermission(ctx context.Context, db, user, id string) error
+	DeletePermission(ctx context.Context, db, user, id, ifMatch string) error
 	ListPermissions(ctx context.Context, db, user string) ([]*engine.Permission, string, error)
 }
 
@@ -64,7 +64,7 @@ func (h *Handler) routeUsers(rq *request, db string, s []string) {
 		}
 		h.answer(rq, http.StatusOK, res, err)
 	case len(s) == 1 && m == http.MethodDelete:
-		if err := us.DeleteUser(ctx, db, s[0]); err != nil {
+		if err := us.DeleteUser(ctx, db, s[0], rq.r.Header.Get("If-Match")); err != nil {
 			h.fail(rq, err)
 			return
 		}
@@ -148,7 +148,7 @@ func (h *Handler) routePermissions(rq *request, us userStore, db, user string, s
 	case len(s) == 1 && m == http.MethodPut:
 		write(engine.ModeReplace, s[0])
 	case len(s) == 1 && m == http.MethodDelete:
-		if err := us.DeletePermission(ctx, db, user, s[0]); err != nil {
+		if err := us.DeletePermission(ctx, db, user, s[0], rq.r.Header.Get("If-Match")); err != nil {
 			h.fail(rq, err)
 			return
 		}
