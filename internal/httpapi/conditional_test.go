@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// etagOf returns the etag a read of path answers with.
-func etagOf(t *testing.T, h *Handler, path string) string {
+// etagOf returns the etag a read of path, with headers, answers with.
+func etagOf(t *testing.T, h *Handler, path string, headers map[string]string) string {
 	t.Helper()
-	rec := serve(h, "GET", path, "", nil)
+	rec := serve(h, "GET", path, "", headers)
 	if rec.Code != http.StatusOK {
 		t.Fatalf("GET %s: %d %s", path, rec.Code, rec.Body)
 	}
@@ -35,11 +35,11 @@ func TestDeleteIfMatch(t *testing.T) {
 		}
 	}
 	for _, path := range []string{"/dbs/db/colls/c", "/dbs/db2"} {
-		etag := etagOf(t, h, path)
+		etag := etagOf(t, h, path, nil)
 		stale := `"00000000-0000-0000-0000-000000000000"`
 		rec := serve(h, "DELETE", path, "", map[string]string{"If-Match": stale})
 		wantCosmosError(t, rec, rec.Body.Bytes(), http.StatusPreconditionFailed, "DELETE "+path+" with a stale etag")
-		if got := etagOf(t, h, path); got != etag {
+		if got := etagOf(t, h, path, nil); got != etag {
 			t.Fatalf("%s: etag %s after a refused delete, want %s", path, got, etag)
 		}
 		if rec := serve(h, "DELETE", path, "", map[string]string{"If-Match": etag}); rec.Code != http.StatusNoContent {
@@ -76,14 +76,14 @@ func TestOfferReplaceIfMatch(t *testing.T) {
 	}
 	rec = serve(h, "PUT", path, string(body), map[string]string{"If-Match": `"00000000-0000-0000-0000-000000000000"`})
 	wantCosmosError(t, rec, rec.Body.Bytes(), http.StatusPreconditionFailed, "PUT "+path+" with a stale etag")
-	if got := etagOf(t, h, path); got != etag {
+	if got := etagOf(t, h, path, nil); got != etag {
 		t.Fatalf("%s: etag %s after a refused replace, want %s", path, got, etag)
 	}
 	rec = serve(h, "PUT", path, string(body), map[string]string{"If-Match": etag})
 	if rec.Code != http.StatusOK {
 		t.Fatalf("PUT %s with its etag: %d %s", path, rec.Code, rec.Body)
 	}
-	if got := etagOf(t, h, path); got == etag {
+	if got := etagOf(t, h, path, nil); got == etag {
 		t.Fatalf("%s: the etag did not change with the replace", path)
 	}
 }
@@ -101,10 +101,10 @@ func TestUserAndPermissionDeleteIfMatch(t *testing.T) {
 		}
 	}
 	for _, path := range []string{"/dbs/db/users/u/permissions/p", "/dbs/db/users/u"} {
-		etag := etagOf(t, h, path)
+		etag := etagOf(t, h, path, nil)
 		rec := serve(h, "DELETE", path, "", map[string]string{"If-Match": `"00000000-0000-0000-0000-000000000000"`})
 		wantCosmosError(t, rec, rec.Body.Bytes(), http.StatusPreconditionFailed, "DELETE "+path+" with a stale etag")
-		if got := etagOf(t, h, path); got != etag {
+		if got := etagOf(t, h, path, nil); got != etag {
 			t.Fatalf("%s: etag %s after a refused delete, want %s", path, got, etag)
 		}
 		if rec := serve(h, "DELETE", path, "", map[string]string{"If-Match": etag}); rec.Code != http.StatusNoContent {
