@@ -85,6 +85,24 @@ describe("JavaScript SDK batch, bulk and patch against Mayfly", () => {
     assert.equal(await statusOf(container.item("r1", "a").read()), 200, "the delete was rolled back");
   });
 
+  it("answers a read at the current etag 304, and such a batch 207, yet commits it", async () => {
+    const { etag } = await container.items.create({ id: "cached", pk: "a", n: 1 });
+    const res = await container.items.batch(
+      [
+        { operationType: "Read", id: "cached", ifNoneMatch: etag },
+        { operationType: "Read", id: "cached", ifMatch: etag },
+        { operationType: "Read", id: "cached", ifNoneMatch: '"stale"' },
+        { operationType: "Create", resourceBody: { id: "after-304", pk: "a" } },
+      ],
+      "a",
+    );
+    assert.equal(res.code, 207);
+    assert.deepEqual(statuses(res.result), [304, 304, 200, 201]);
+    assert.equal(res.result[0].resourceBody, undefined, "a 304 has no body");
+    assert.equal(res.result[2].resourceBody.n, 1);
+    assert.equal((await container.item("after-304", "a").read()).statusCode, 200, "committed");
+  });
+
   it("leaves bodies of writes out when asked to", async () => {
     const res = await container.items.batch(
       [

@@ -55,6 +55,15 @@ describe("resource tokens through the JavaScript SDK", () => {
     assert.match(p._token, /^type=resource&ver=1&sig=/);
     assert.equal(await statusOf(user.permissions.create({ id: "read-c", permissionMode: "Read", resource: `dbs/${dbId}` })), 409);
     assert.equal(await statusOf(user.permission("missing").read()), 404);
+
+    // A delete at a stale etag is refused and deletes nothing.
+    const { user: temp } = await database.users.create({ id: "temp" });
+    const { permission, resource: tp } = await temp.permissions.create({ id: "t", permissionMode: "Read", resource: `dbs/${dbId}` });
+    const stale = { accessCondition: { type: "IfMatch", condition: '"stale"' } };
+    assert.equal(await statusOf(permission.delete(stale)), 412, "permission delete at a stale etag");
+    assert.equal(await statusOf(temp.delete(stale)), 412, "user delete at a stale etag");
+    assert.equal(await statusOf(permission.delete({ accessCondition: { type: "IfMatch", condition: tp._etag } })), 204);
+    assert.equal(await statusOf(temp.delete()), 204);
   });
 
   it("a Read token reads and queries its container and nothing else", async () => {

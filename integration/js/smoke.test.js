@@ -153,6 +153,19 @@ describe("JavaScript SDK against Mayfly", () => {
     assert.deepEqual(rest.resources.map((r) => r.id), ["item-2"], "read feed after delete");
   });
 
+  it("relaxes the consistency of a request, never strengthens it", async (t) => {
+    if (!container) return t.skip("no container");
+    await container.items.upsert({ id: "levels", pk: "tenant-c" });
+    const levels = ["Eventual", "ConsistentPrefix", "Session", "BoundedStaleness", "Strong"];
+    const { resource: account } = await client.getDatabaseAccount();
+    const accountLevel = levels.indexOf(account.consistencyPolicy);
+    assert.ok(accountLevel >= 0, `account level ${account.consistencyPolicy}`);
+    for (const [i, consistencyLevel] of levels.entries()) {
+      const status = await statusOf(container.item("levels", "tenant-c").read({ consistencyLevel }));
+      assert.equal(status, i <= accountLevel ? 200 : 400, `a read at ${consistencyLevel} on a ${account.consistencyPolicy} account`);
+    }
+  });
+
   it("deletes every item of a partition key", async (t) => {
     if (!container) return t.skip("no container");
     for (let i = 0; i < 230; i++) await container.items.create({ id: `gone-${i}`, pk: "tenant-gone" });

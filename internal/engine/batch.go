@@ -56,10 +56,14 @@ const (
 
 // BatchOp is one operation of a batch.
 type BatchOp struct {
-	Type        BatchOpType
-	ID          string // the addressed item: Read, Replace, Delete, Patch
-	IfMatch     string
-	IfNoneMatch string // Read only: a match answers NotModified
+	Type    BatchOpType
+	ID      string // the addressed item: Read, Replace, Delete, Patch
+	IfMatch string
+	// IfNoneMatch is for reads: a match answers NotModified. A read's
+	// IfMatch that matches answers NotModified too, as the service answers
+	// it in a batch (the .NET SDK's emulator tests read with IfMatchEtag in
+	// a batch and expect 304); one that does not match is ignored.
+	IfNoneMatch string
 	// Body is "resourceBody": the item of a Create, Upsert or Replace, the
 	// patch specification ({"operations":[…],"condition"?} or a bare array
 	// of operations) of a Patch. Undefined when absent.
@@ -122,6 +126,18 @@ type BatchResult struct {
 func (r *BatchResult) Failed() bool {
 	for i := range r.Ops {
 		if r.Ops[i].Failed() {
+			return true
+		}
+	}
+	return false
+}
+
+// NotModified reports whether some read was answered NotModified. Such a
+// batch is not a failure (it commits), but the service answers it 207, as
+// any batch with an operation whose status is not a success.
+func (r *BatchResult) NotModified() bool {
+	for i := range r.Ops {
+		if r.Ops[i].Err != nil && r.Ops[i].Err.Code == NotModified {
 			return true
 		}
 	}
@@ -506,7 +522,7 @@ func (e *Engine) batchRead(r storage.Reader, c *containerRecord, ref ItemRef, op
 	}
 	out := BatchOpResult{Type: op.Type, Body: bytes.Clone(live.rec.json), Etag: etagFor(c.Rid, live.rec.lsn)}
 	out.Charge = readCharge(len(out.Body))
-	if op.IfNoneMatch != "" && (op.IfNoneMatch == out.Etag || op.IfNoneMatch == "*") {
+	if (op.IfNoneMatch != "" && (op.IfNoneMatch == out.Etag || op.IfNoneMatch == "*")) || (op.IfMatch != "" && op.IfMatch == out.Etag) {
 		out.Body = nil
 		out.Err = &Error{Code: NotModified, Message: "Not modified."}
 	}

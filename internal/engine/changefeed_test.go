@@ -579,7 +579,7 @@ func TestChangeFeedDroppedWithContainer(t *testing.T) {
 	ce := newCFEnv(t)
 	ce.coll("c", pkDef)
 	ce.write("c", ModeCreate, `{"id":"a","pk":"p"}`)
-	if err := ce.e.DeleteContainer(context.Background(), "db", "c"); err != nil {
+	if err := ce.e.DeleteContainer(context.Background(), "db", "c", ""); err != nil {
 		t.Fatal(err)
 	}
 	ce.coll("c", pkDef)

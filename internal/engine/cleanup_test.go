@@ -69,7 +69,7 @@ func TestDroppedContainerDataIsCleanedUpAfterAnInterruption(t *testing.T) {
 	}
 
 	st.left.Store(1) // the drop's metadata commits; nothing after it does
-	if err := e.DeleteContainer(ctx, "db", "c"); !errors.Is(err, errCut) {
+	if err := e.DeleteContainer(ctx, "db", "c", ""); !errors.Is(err, errCut) {
 		t.Fatalf("DeleteContainer = %v, want the cut", err)
 	}
 	if n := countPrefix(t, base, collPrefix(famItem, rid)); n != 3 {

@@ -719,14 +719,19 @@ func uniqueKeysValue(uk document.Value) document.Value {
 	return keys
 }
 
-// DeleteContainer removes a container and everything in it.
-func (e *Engine) DeleteContainer(ctx context.Context, db, coll string) error {
+// DeleteContainer removes a container and everything in it. A non-empty
+// ifMatch other than "*" must be the container's etag, or nothing is
+// deleted (412), as with a replace.
+func (e *Engine) DeleteContainer(ctx context.Context, db, coll, ifMatch string) error {
 	var c *containerRecord
 	err := e.store.Update(ctx, func(tx storage.Txn) error {
 		var err error
 		c, err = e.loadContainer(tx, db, coll)
 		if err != nil {
 			return err
+		}
+		if ifMatch != "" && ifMatch != "*" && ifMatch != c.Etag {
+			return preconditionFailed()
 		}
 		return e.removeContainerMeta(tx, c)
 	})

@@ -22,7 +22,7 @@ func BenchmarkDropContainer(b *testing.B) {
 		s.load(b, 0, n, func(i int) []byte { return benchItem("x", i, "") })
 		s.settle(b)
 		left := s.timeSettled(b, &cpu, &settled, func() {
-			if err := s.DeleteContainer(context.Background(), benchDB, benchColl); err != nil {
+			if err := s.DeleteContainer(context.Background(), benchDB, benchColl, ""); err != nil {
 				b.Fatal(err)
 			}
 		})

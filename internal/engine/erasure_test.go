@@ -163,7 +163,7 @@ func TestB4_ExpiredBytesAreErased(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := e.DeleteContainer(ctx, "db", "drop"); err != nil {
+	if err := e.DeleteContainer(ctx, "db", "drop", ""); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(11 * time.Minute)

@@ -191,8 +191,10 @@ func (e *Engine) ListDatabases(ctx context.Context) ([]document.Value, error) {
 	return out, err
 }
 
-// DeleteDatabase removes a database and everything in it.
-func (e *Engine) DeleteDatabase(ctx context.Context, id string) error {
+// DeleteDatabase removes a database and everything in it. A non-empty
+// ifMatch other than "*" must be the database's etag, or nothing is deleted
+// (412).
+func (e *Engine) DeleteDatabase(ctx context.Context, id, ifMatch string) error {
 	var colls []*containerRecord
 	var rec *databaseRecord
 	err := e.store.Update(ctx, func(tx storage.Txn) error {
@@ -201,6 +203,9 @@ func (e *Engine) DeleteDatabase(ctx context.Context, id string) error {
 		rec, err = e.loadDatabase(tx, id)
 		if err != nil {
 			return err
+		}
+		if ifMatch != "" && ifMatch != "*" && ifMatch != rec.Etag {
+			return preconditionFailed()
 		}
 		if err := scanPrefix(tx, containerPrefix(rec.Rid), func(_, v []byte) (bool, error) {
 			c, err := decodeContainer(v)

@@ -132,8 +132,10 @@ func (e *Engine) ReadOffer(ctx context.Context, rid string) (*Resource, error) {
 	return &Resource{Body: o.body(), Etag: o.Etag, Rid: o.Rid}, nil
 }
 
-// ReplaceOffer changes an offer's throughput from a full offer body.
-func (e *Engine) ReplaceOffer(ctx context.Context, rid string, body document.Value) (*Resource, error) {
+// ReplaceOffer changes an offer's throughput from a full offer body. A
+// non-empty ifMatch other than "*" must be the offer's etag, or nothing
+// changes (412).
+func (e *Engine) ReplaceOffer(ctx context.Context, rid string, body document.Value, ifMatch string) (*Resource, error) {
 	content := body.Get("content")
 	if content.Kind() != document.Object {
 		return nil, errorf(BadRequest, "The offer must have a 'content' object.")
@@ -162,6 +164,9 @@ func (e *Engine) ReplaceOffer(ctx context.Context, rid string, body document.Val
 		}
 		if !found {
 			return errorf(NotFound, "Offer '%s' not found.", rid)
+		}
+		if ifMatch != "" && ifMatch != "*" && ifMatch != o.Etag {
+			return preconditionFailed()
 		}
 		n, err := nextCounter(tx, "offer-etag")
 		if err != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -243,12 +242,16 @@ func (e *Engine) ReplaceUser(ctx context.Context, db, id string, body document.V
 }
 
 // DeleteUser removes user id and its permissions, which revokes every
-// resource token issued for them.
-func (e *Engine) DeleteUser(ctx context.Context, db, id string) error {
+// resource token issued for them. ifMatch, when set and not "*", must be
+// the user's etag.
+func (e *Engine) DeleteUser(ctx context.Context, db, id, ifMatch string) error {
 	err := e.store.Update(ctx, func(tx storage.Txn) error {
 		d, u, err := e.loadUser(tx, db, id)
 		if err != nil {
 			return err
+		}
+		if ifMatch != "" && ifMatch != "*" && ifMatch != u.Etag {
+			return preconditionFailed()
 		}
 		if err := deleteKeys(tx, permissionPrefix(u.Rid)); err != nil {
 			return err
@@ -465,18 +468,23 @@ func (e *Engine) ReadPermission(ctx context.Context, db, user, id string) (*Perm
 	return rec.resource(), nil
 }
 
-// DeletePermission removes a permission, revoking its tokens.
-func (e *Engine) DeletePermission(ctx context.Context, db, user, id string) error {
+// DeletePermission removes a permission, revoking its tokens. ifMatch,
+// when set and not "*", must be the permission's etag.
+func (e *Engine) DeletePermission(ctx context.Context, db, user, id, ifMatch string) error {
 	return e.store.Update(ctx, func(tx storage.Txn) error {
 		_, u, err := e.loadUser(tx, db, user)
 		if err != nil {
 			return err
 		}
 		key := permissionKey(u.Rid, id)
-		if _, err := tx.Get(key); errors.Is(err, storage.ErrNotFound) {
-			return errorf(NotFound, "Resource Not Found. Permission '%s' does not exist for user '%s'.", id, user)
-		} else if err != nil {
+		var rec permissionRecord
+		if found, err := getJSON(tx, key, &rec); err != nil {
 			return err
+		} else if !found {
+			return errorf(NotFound, "Resource Not Found. Permission '%s' does not exist for user '%s'.", id, user)
+		}
+		if ifMatch != "" && ifMatch != "*" && ifMatch != rec.Etag {
+			return preconditionFailed()
 		}
 		return tx.Delete(key)
 	})

@@ -236,7 +236,7 @@ func TestBackgroundWorkScalesWithContainersThatHaveWork(t *testing.T) {
 		}
 	}
 	// Dropping a container removes it from the lists.
-	if err := e.DeleteContainer(ctx, "db", "busy"); err != nil {
+	if err := e.DeleteContainer(ctx, "db", "busy", ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := purger.Pass(ctx); err != nil {

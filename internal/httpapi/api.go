@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -30,13 +31,13 @@ type Engine interface {
 	CreateDatabase(ctx context.Context, body document.Value, tp *engine.Throughput) (*engine.Resource, error)
 	ReadDatabase(ctx context.Context, id string) (*engine.Resource, error)
 	ListDatabases(ctx context.Context) ([]document.Value, error)
-	DeleteDatabase(ctx context.Context, id string) error
+	DeleteDatabase(ctx context.Context, id, ifMatch string) error
 
 	CreateContainer(ctx context.Context, db string, body document.Value, tp *engine.Throughput) (*engine.Resource, error)
 	ReadContainer(ctx context.Context, db, coll string) (*engine.Resource, *engine.ContainerUsage, error)
 	ListContainers(ctx context.Context, db string) ([]document.Value, string, error)
 	ReplaceContainer(ctx context.Context, db, coll string, body document.Value, ifMatch string) (*engine.Resource, error)
-	DeleteContainer(ctx context.Context, db, coll string) error
+	DeleteContainer(ctx context.Context, db, coll, ifMatch string) error
 	PartitionKeyRanges(ctx context.Context, db, coll string) ([]engine.KeyRange, *engine.Resource, error)
 	ResolveRidLink(ctx context.Context, segs []string) (names []string, found bool, err error)
 	ProvisionedFor(ctx context.Context, db, coll string) (engine.Provisioned, error)
@@ -58,7 +59,7 @@ type Engine interface {
 
 	ListOffers(ctx context.Context) ([]document.Value, error)
 	ReadOffer(ctx context.Context, rid string) (*engine.Resource, error)
-	ReplaceOffer(ctx context.Context, rid string, body document.Value) (*engine.Resource, error)
+	ReplaceOffer(ctx context.Context, rid string, body document.Value, ifMatch string) (*engine.Resource, error)
 }
 
 // Authenticator checks a request's Authorization header (*auth.Verifier).
@@ -248,6 +249,10 @@ func (h *Handler) serve(rq *request) {
 	}
 	rq.aad = principal.Method == auth.MethodAAD
 	rq.owner = principal.Method == auth.MethodMasterKey && !principal.ReadOnly
+	if err := h.checkConsistency(r); err != nil {
+		h.fail(rq, err)
+		return
+	}
 	if p.ridLink != "" {
 		names, byRid, err := h.eng.ResolveRidLink(r.Context(), p.segs)
 		if err != nil {
@@ -283,6 +288,28 @@ func (h *Handler) serve(rq *request) {
 		// A container that cannot be found is the route's to report.
 	}
 	h.route(rq)
+}
+
+// consistencyStrength orders the consistency levels, strongest last.
+var consistencyStrength = map[string]int{"eventual": 0, "consistentprefix": 1, "session": 2, "boundedstaleness": 3, "strong": 4}
+
+// checkConsistency refuses an x-ms-consistency-level the service refuses: a
+// request may relax the account's level but not strengthen it, and the
+// value must name a level. One node serves every level as strongly as
+// Strong, so an accepted level changes nothing.
+func (h *Handler) checkConsistency(r *http.Request) error {
+	v := strings.TrimSpace(r.Header.Get("x-ms-consistency-level"))
+	if v == "" {
+		return nil
+	}
+	want, ok := consistencyStrength[strings.ToLower(v)]
+	if !ok {
+		return badRequest("Invalid value '%s' for header x-ms-consistency-level: use Strong, BoundedStaleness, Session, ConsistentPrefix or Eventual.", v)
+	}
+	if want > consistencyStrength[strings.ToLower(h.consist)] {
+		return badRequest("ConsistencyLevel %s specified in the request is invalid when service is configured with consistency level %s. Ensure the request consistency level is not stronger than the service consistency level.", v, h.consist)
+	}
+	return nil
 }
 
 // statusOf maps engine codes to HTTP statuses: the only place this happens.

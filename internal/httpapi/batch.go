@@ -49,8 +49,11 @@ func (h *Handler) batch(rq *request, db, coll string) {
 		h.fail(rq, err)
 		return
 	}
+	// 207 when an operation failed, and also when a read was answered 304:
+	// the service counts any status that is not a success, though such a
+	// batch commits.
 	status := http.StatusOK
-	if res.Failed() {
+	if res.Failed() || res.NotModified() {
 		status = http.StatusMultiStatus
 	}
 	h.itemHeaders(rq, &engine.ItemResult{LSN: res.LSN, CollRid: res.CollRid})

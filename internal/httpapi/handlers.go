@@ -113,7 +113,7 @@ func (h *Handler) deleteDatabase(rq *request, id string) {
 	if h.refuseAAD(rq) {
 		return
 	}
-	if err := h.eng.DeleteDatabase(rq.r.Context(), id); err != nil {
+	if err := h.eng.DeleteDatabase(rq.r.Context(), id, rq.r.Header.Get("If-Match")); err != nil {
 		h.fail(rq, err)
 		return
 	}
@@ -134,8 +134,35 @@ func (h *Handler) listDatabases(rq *request) {
 		h.fail(rq, err)
 		return
 	}
-	setHeader(rq.w.Header(), "x-ms-item-count", strconv.Itoa(len(dbs)))
-	h.reply(rq, http.StatusOK, 0, feedBody("", "Databases", valuesJSON(dbs)))
+	h.listReply(rq, "", "Databases", valuesJSON(dbs))
+}
+
+// listReply answers a read feed of databases, containers, offers, users,
+// permissions or scripts: all of them, or, when the client asks for at most
+// x-ms-max-item-count, that many from the position x-ms-continuation holds,
+// with a continuation while more follow. The position is an offset in the
+// list, as the pages of a query over these resources are.
+func (h *Handler) listReply(rq *request, rid, key string, items [][]byte) {
+	n, err := maxItemCount(rq.r)
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
+	start := 0
+	if c := strings.TrimSpace(rq.r.Header.Get("x-ms-continuation")); c != "" {
+		start, err = strconv.Atoi(c)
+		if err != nil || start < 0 {
+			h.fail(rq, badRequest("Invalid continuation token '%s' for a read feed of %s.", c, key))
+			return
+		}
+	}
+	items = items[min(start, len(items)):]
+	if n > 0 && n < len(items) {
+		items = items[:n]
+		setHeader(rq.w.Header(), "x-ms-continuation", strconv.Itoa(start+n))
+	}
+	setHeader(rq.w.Header(), "x-ms-item-count", strconv.Itoa(len(items)))
+	h.reply(rq, http.StatusOK, 0, feedBody(rid, key, items))
 }
 
 func (h *Handler) createContainer(rq *request, db string) {
@@ -196,7 +223,7 @@ func (h *Handler) deleteContainer(rq *request, db, coll string) {
 	if h.refuseAAD(rq) {
 		return
 	}
-	if err := h.eng.DeleteContainer(rq.r.Context(), db, coll); err != nil {
+	if err := h.eng.DeleteContainer(rq.r.Context(), db, coll, rq.r.Header.Get("If-Match")); err != nil {
 		h.fail(rq, err)
 		return
 	}
@@ -209,8 +236,7 @@ func (h *Handler) listContainers(rq *request, db string) {
 		h.fail(rq, err)
 		return
 	}
-	setHeader(rq.w.Header(), "x-ms-item-count", strconv.Itoa(len(colls)))
-	h.reply(rq, http.StatusOK, 0, feedBody(rid, "DocumentCollections", valuesJSON(colls)))
+	h.listReply(rq, rid, "DocumentCollections", valuesJSON(colls))
 }
 
 func (h *Handler) pkranges(rq *request, db, coll string) {
@@ -450,8 +476,7 @@ func (h *Handler) routeOffers(rq *request, s []string) {
 			h.fail(rq, err)
 			return
 		}
-		setHeader(rq.w.Header(), "x-ms-item-count", strconv.Itoa(len(offers)))
-		h.reply(rq, http.StatusOK, 0, feedBody("", "Offers", valuesJSON(offers)))
+		h.listReply(rq, "", "Offers", valuesJSON(offers))
 	case len(s) == 1 && m == http.MethodGet:
 		res, err := h.eng.ReadOffer(rq.r.Context(), s[0])
 		if err != nil {
@@ -465,7 +490,7 @@ func (h *Handler) routeOffers(rq *request, s []string) {
 			h.fail(rq, err)
 			return
 		}
-		res, err := h.eng.ReplaceOffer(rq.r.Context(), s[0], body)
+		res, err := h.eng.ReplaceOffer(rq.r.Context(), s[0], body, rq.r.Header.Get("If-Match"))
 		if err != nil {
 			h.fail(rq, err)
 			return

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -60,8 +59,7 @@ func (h *Handler) routeScripts(rq *request, db, coll string, kind engine.ScriptK
 			h.fail(rq, err)
 			return
 		}
-		setHeader(rq.w.Header(), "x-ms-item-count", strconv.Itoa(len(vals)))
-		h.reply(rq, http.StatusOK, 0, feedBody(rid, feed.key, valuesJSON(vals)))
+		h.listReply(rq, rid, feed.key, valuesJSON(vals))
 	case len(s) == 1 && m == http.MethodGet:
 		res, err := ss.ReadScript(ctx, db, coll, kind, s[0])
 		h.answer(rq, http.StatusOK, res, err)

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"net/http"
-	"strconv"
 
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/engine"
@@ -14,12 +13,12 @@ type userStore interface {
 	CreateUser(ctx context.Context, db string, body document.Value) (*engine.Resource, error)
 	ReadUser(ctx context.Context, db, id string) (*engine.Resource, error)
 	ReplaceUser(ctx context.Context, db, id string, body document.Value, ifMatch string) (*engine.Resource, error)
-	DeleteUser(ctx context.Context, db, id string) error
+	DeleteUser(ctx context.Context, db, id, ifMatch string) error
 	ListUsers(ctx context.Context, db string) ([]document.Value, string, error)
 
 	WritePermission(ctx context.Context, p engine.PermissionParams) (*engine.Permission, bool, error)
 	ReadPermission(ctx context.Context, db, user, id string) (*engine.Permission, error)
-	DeletePermission(ctx context.Context, db, user, id string) error
+	DeletePermission(ctx context.Context, db, user, id, ifMatch string) error
 	ListPermissions(ctx context.Context, db, user string) ([]*engine.Permission, string, error)
 }
 
@@ -53,8 +52,7 @@ func (h *Handler) routeUsers(rq *request, db string, s []string) {
 			h.fail(rq, err)
 			return
 		}
-		setHeader(rq.w.Header(), "x-ms-item-count", strconv.Itoa(len(users)))
-		h.reply(rq, http.StatusOK, 0, feedBody(rid, "Users", valuesJSON(users)))
+		h.listReply(rq, rid, "Users", valuesJSON(users))
 	case len(s) == 1 && m == http.MethodGet:
 		res, err := us.ReadUser(ctx, db, s[0])
 		h.answer(rq, http.StatusOK, res, err)
@@ -66,7 +64,7 @@ func (h *Handler) routeUsers(rq *request, db string, s []string) {
 		}
 		h.answer(rq, http.StatusOK, res, err)
 	case len(s) == 1 && m == http.MethodDelete:
-		if err := us.DeleteUser(ctx, db, s[0]); err != nil {
+		if err := us.DeleteUser(ctx, db, s[0], rq.r.Header.Get("If-Match")); err != nil {
 			h.fail(rq, err)
 			return
 		}
@@ -139,8 +137,7 @@ func (h *Handler) routePermissions(rq *request, us userStore, db, user string, s
 			}
 			items[i] = res.Body.JSON()
 		}
-		setHeader(rq.w.Header(), "x-ms-item-count", strconv.Itoa(len(items)))
-		h.reply(rq, http.StatusOK, 0, feedBody(rid, "Permissions", items))
+		h.listReply(rq, rid, "Permissions", items)
 	case len(s) == 1 && m == http.MethodGet:
 		p, err := us.ReadPermission(ctx, db, user, s[0])
 		var res *engine.Resource
@@ -151,7 +148,7 @@ func (h *Handler) routePermissions(rq *request, us userStore, db, user string, s
 	case len(s) == 1 && m == http.MethodPut:
 		write(engine.ModeReplace, s[0])
 	case len(s) == 1 && m == http.MethodDelete:
-		if err := us.DeletePermission(ctx, db, user, s[0]); err != nil {
+		if err := us.DeletePermission(ctx, db, user, s[0], rq.r.Header.Get("If-Match")); err != nil {
 			h.fail(rq, err)
 			return
 		}
