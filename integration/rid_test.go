@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -116,4 +117,101 @@ func TestRidAddressing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRidAddressingScriptsAndUsers: stored procedures, triggers,
+// user-defined functions, users and permissions are addressed by the _self
+// links they return, as the DocumentDB-era SDKs address them
+// (executeStoredProcedure, replaceTrigger, createPermission under a user's
+// _self...), and the rids under a container have the service's shape.
+func TestRidAddressingScriptsAndUsers(t *testing.T) {
+	e := start(t)
+	db := e.database("db")
+	e.container(db, azcosmos.ContainerProperties{ID: "c", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}})
+	var res struct {
+		ID   string `json:"id"`
+		Rid  string `json:"_rid"`
+		Self string `json:"_self"`
+		Body string `json:"body"`
+	}
+	ok := func(r rawResponse, want int, what string) {
+		t.Helper()
+		res.ID, res.Rid, res.Self, res.Body = "", "", "", ""
+		if r.status != want {
+			t.Fatalf("%s: %d %s, want %d", what, r.status, r.body, want)
+		}
+		if len(r.body) > 0 {
+			if err := json.Unmarshal(r.body, &res); err != nil {
+				t.Fatalf("%s: %v in %s", what, err, r.body)
+			}
+		}
+	}
+	ok(e.do("GET", "/dbs/db", nil, nil), 200, "read db")
+	dbRid, dbSelf := res.Rid, res.Self
+	ok(e.do("GET", "/dbs/db/colls/c", nil, nil), 200, "read container")
+	collRid, collSelf := res.Rid, res.Self
+
+	for _, tc := range []struct {
+		kind, body, replaced string
+		nibble               byte
+	}{
+		{"sprocs", `{"id":"s","body":"function(a){getContext().getResponse().setBody(a + 1)}"}`, `{"id":"s","body":"function(a){getContext().getResponse().setBody(a * 10)}"}`, 8},
+		{"triggers", `{"id":"t","body":"function(){}","triggerType":"Pre","triggerOperation":"All"}`, `{"id":"t","body":"function(){ }","triggerType":"Pre","triggerOperation":"Create"}`, 7},
+		{"udfs", `{"id":"u","body":"function(x){return x}"}`, `{"id":"u","body":"function(x){return x + 1}"}`, 6},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			ok(e.doRid("POST", "/"+collSelf+tc.kind+"/", collRid, []byte(tc.body), nil), 201, "create by the container's rid")
+			rid, self, id := res.Rid, res.Self, res.ID
+			b, _ := base64.StdEncoding.DecodeString(strings.ReplaceAll(rid, "-", "/"))
+			if len(b) != 16 || b[15]>>4 != tc.nibble || self != collSelf+tc.kind+"/"+rid+"/" {
+				t.Fatalf("rid %q (% x) self %q: want 16 bytes ending in type %d under %s", rid, b, self, tc.nibble, collSelf)
+			}
+			ok(e.doRid("GET", "/"+self, rid, nil, nil), 200, "read by rid")
+			if res.ID != id || res.Self != self {
+				t.Errorf("read by rid: id %q self %q", res.ID, res.Self)
+			}
+			ok(e.doRid("PUT", "/"+self, rid, []byte(tc.replaced), nil), 200, "replace by rid")
+			if res.Rid != rid {
+				t.Errorf("replace by rid changed the rid: %q", res.Rid)
+			}
+			if tc.kind == "sprocs" {
+				r := e.doRid("POST", "/"+self, rid, []byte(`[4]`), map[string]string{"x-ms-documentdb-partitionkey": `["p"]`})
+				if r.status != 200 || string(r.body) != "40" {
+					t.Errorf("execute by rid: %d %s, want 200 40", r.status, r.body)
+				}
+			}
+			other := strings.ReplaceAll(base64.StdEncoding.EncodeToString(append(b[:8:8], 0, 0, 0, 0, 0, 0, 0, tc.nibble<<4)), "/", "-")
+			ok(e.doRid("GET", "/"+collSelf+tc.kind+"/"+other+"/", other, nil, nil), 404, "read an unknown rid")
+			ok(e.doRid("GET", "/"+collSelf+tc.kind+"/"+id+"/", id, nil, nil), 400, "a name under rids")
+			ok(e.doRid("DELETE", "/"+self, rid, nil, nil), 204, "delete by rid")
+			ok(e.doRid("GET", "/"+self, rid, nil, nil), 404, "read deleted by rid")
+		})
+	}
+
+	ok(e.doRid("POST", "/"+dbSelf+"users/", dbRid, []byte(`{"id":"alice"}`), nil), 201, "create user by the database's rid")
+	userRid, userSelf := res.Rid, res.Self
+	ok(e.doRid("GET", "/"+userSelf, userRid, nil, nil), 200, "read user by rid")
+	if res.ID != "alice" {
+		t.Errorf("user by rid: id %q", res.ID)
+	}
+	ok(e.doRid("POST", "/"+userSelf+"permissions/", userRid, []byte(`{"id":"p","permissionMode":"Read","resource":"dbs/db/colls/c"}`), nil), 201, "create permission by the user's rid")
+	permRid, permSelf := res.Rid, res.Self
+	if permSelf != userSelf+"permissions/"+permRid+"/" {
+		t.Errorf("permission self %q is not under %q", permSelf, userSelf)
+	}
+	ok(e.doRid("GET", "/"+userSelf+"permissions/", userRid, nil, nil), 200, "permission feed by rid")
+	ok(e.doRid("GET", "/"+permSelf, permRid, nil, nil), 200, "read permission by rid")
+	if res.ID != "p" {
+		t.Errorf("permission by rid: id %q", res.ID)
+	}
+	ok(e.doRid("PUT", "/"+permSelf, permRid, []byte(`{"id":"p","permissionMode":"All","resource":"dbs/db/colls/c"}`), nil), 200, "replace permission by rid")
+	ok(e.doRid("DELETE", "/"+permSelf, permRid, nil, nil), 204, "delete permission by rid")
+	ok(e.doRid("PUT", "/"+userSelf, userRid, []byte(`{"id":"bob"}`), nil), 200, "rename user by rid")
+	if res.ID != "bob" || res.Self != userSelf {
+		t.Errorf("renamed user: id %q self %q", res.ID, res.Self)
+	}
+	ok(e.doRid("GET", "/"+dbSelf+"users/"+collRid+"/", collRid, nil, nil), 404, "a user rid that names no user")
+	ok(e.doRid("GET", "/"+dbSelf+"users/AAAAAAAAAAA=/", "AAAAAAAAAAA=", nil, nil), 400, "a user rid of another database")
+	ok(e.doRid("DELETE", "/"+userSelf, userRid, nil, nil), 204, "delete user by rid")
+	ok(e.doRid("GET", "/"+userSelf, userRid, nil, nil), 404, "read deleted user by rid")
 }

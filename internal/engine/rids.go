@@ -12,8 +12,10 @@ import (
 )
 
 // Resources can be addressed by their _rid as well as by name
-// (docs/protocol.md §2.1): dbs/{dbRid}/colls/{collRid}/docs/{docRid}, the
-// _self link each resource returns. A rid encodes its parents: a
+// (docs/protocol.md §2.1): dbs/{dbRid}/colls/{collRid}/docs/{docRid},
+// …/colls/{collRid}/sprocs/{sprocRid} (and triggers, udfs) and
+// dbs/{dbRid}/users/{userRid}/permissions/{permRid}, the _self link each
+// resource returns. A rid encodes its parents: a
 // container's rid is its database's 4 bytes and 4 of its own, an item's is
 // its container's 8 and the 8-byte sequence number of its _rid order. The
 // service does not mix the two forms in one link.
@@ -47,8 +49,10 @@ func errMixedLink(seg string) *Error {
 }
 
 // ResolveRidLink turns the segments of a link addressed by rid
-// ("dbs", dbRid, "colls", collRid, "docs", docRid, or a prefix of that,
-// possibly ending in a type) into the same link addressed by name. found
+// ("dbs", dbRid, "colls", collRid, "docs", docRid, "attachments", attRid,
+// or "sprocs", sprocRid and the like after collRid, or "users", userRid,
+// "permissions", permRid after dbRid; or a prefix of one of those, possibly
+// ending in a type) into the same link addressed by name. found
 // is false when segs[1] is no database's rid, so the link is a name-based
 // one that merely looks like a rid. Any other segment that is not the rid
 // of a resource under the one before it is a 400 (mixed addressing) or a
@@ -69,6 +73,9 @@ func (e *Engine) ResolveRidLink(ctx context.Context, segs []string) (names []str
 		if len(segs) < 4 {
 			return nil
 		}
+		if segs[2] == "users" {
+			return resolveUserRids(r, d, segs, names)
+		}
 		if segs[2] != "colls" {
 			return errorf(BadRequest, "Resources of type '%s' cannot be addressed by resource id.", segs[2])
 		}
@@ -83,6 +90,13 @@ func (e *Engine) ResolveRidLink(ctx context.Context, segs []string) (names []str
 		names[3] = c.ID
 		if len(segs) < 6 {
 			return nil
+		}
+		if kind := ScriptKind(segs[4]); kind == StoredProcedures || kind == Triggers || kind == Functions {
+			if len(segs) > 6 {
+				return errorf(BadRequest, "Resources of type '%s' cannot be addressed by resource id.", segs[6])
+			}
+			names[5], err = scriptIDByRid(r, c, kind, segs[5])
+			return err
 		}
 		if segs[4] != "docs" {
 			return errorf(BadRequest, "Resources of type '%s' cannot be addressed by resource id.", segs[4])
@@ -237,6 +251,85 @@ func attachmentIDByRid(r storage.Reader, c *containerRecord, item *itemRecord, r
 	})
 	if err == nil && id == "" {
 		err = errorf(NotFound, "Resource Not Found. No attachment with resource id '%s'.", rid)
+	}
+	return id, err
+}
+
+// resolveUserRids resolves the rest of a link under database d that
+// continues users/{userRid}[/permissions/{permRid}] into names.
+func resolveUserRids(r storage.Reader, d *databaseRecord, segs, names []string) error {
+	userRid, ok := parseRid(segs[3])
+	if !ok || len(userRid) != collRidLen || string(userRid[:dbRidLen]) != string(d.Rid) {
+		return errMixedLink(segs[3])
+	}
+	var user *userRecord
+	err := scanPrefix(r, userPrefix(d.Rid), func(_, v []byte) (bool, error) {
+		var u userRecord
+		if err := unmarshalRecord(v, &u); err != nil {
+			return false, err
+		}
+		if string(u.Rid) == string(userRid) {
+			user = &u
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	if user == nil {
+		return errorf(NotFound, "Resource Not Found. No user with resource id '%s' in database '%s'.", segs[3], d.ID)
+	}
+	names[3] = user.ID
+	if len(segs) < 6 {
+		return nil
+	}
+	if segs[4] != "permissions" || len(segs) > 6 {
+		return errorf(BadRequest, "Resources of type '%s' cannot be addressed by resource id.", segs[4])
+	}
+	permRid, ok := parseRid(segs[5])
+	if !ok || len(permRid) <= len(userRid) || string(permRid[:len(userRid)]) != string(userRid) {
+		return errMixedLink(segs[5])
+	}
+	names[5] = ""
+	err = scanPrefix(r, permissionPrefix(user.Rid), func(_, v []byte) (bool, error) {
+		var p permissionRecord
+		if err := unmarshalRecord(v, &p); err != nil {
+			return false, err
+		}
+		if string(p.Rid) == string(permRid) {
+			names[5] = p.ID
+			return false, nil
+		}
+		return true, nil
+	})
+	if err == nil && names[5] == "" {
+		err = errorf(NotFound, "Resource Not Found. No permission with resource id '%s' for user '%s'.", segs[5], user.ID)
+	}
+	return err
+}
+
+// scriptIDByRid finds the id of the container's script of the kind with
+// the rid.
+func scriptIDByRid(r storage.Reader, c *containerRecord, kind ScriptKind, seg string) (string, error) {
+	rid, ok := parseRid(seg)
+	if !ok || len(rid) <= collRidLen || string(rid[:collRidLen]) != string(c.Rid) {
+		return "", errMixedLink(seg)
+	}
+	id := ""
+	err := scanPrefix(r, scriptPrefix(c.Rid, kind), func(_, v []byte) (bool, error) {
+		var s scriptRecord
+		if err := unmarshalRecord(v, &s); err != nil {
+			return false, err
+		}
+		if string(s.Rid) == string(rid) {
+			id = s.ID
+			return false, nil
+		}
+		return true, nil
+	})
+	if err == nil && id == "" {
+		err = errorf(NotFound, "Resource Not Found. No %s with resource id '%s' in container '%s'.", strings.ToLower(kind.noun()), seg, c.ID)
 	}
 	return id, err
 }
