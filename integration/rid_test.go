@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -214,4 +215,67 @@ func TestRidAddressingScriptsAndUsers(t *testing.T) {
 	ok(e.doRid("GET", "/"+dbSelf+"users/AAAAAAAAAAA=/", "AAAAAAAAAAA=", nil, nil), 400, "a user rid of another database")
 	ok(e.doRid("DELETE", "/"+userSelf, userRid, nil, nil), 204, "delete user by rid")
 	ok(e.doRid("GET", "/"+userSelf, userRid, nil, nil), 404, "read deleted user by rid")
+}
+
+// TestPermissionOnRidLink: a permission's resource may be the _self link
+// of a container or item, as DocumentDB-era applications set it
+// (resource: collection._self). It is returned as given, so that the
+// documentdb SDK's permissionFeed files the token under that rid, and its
+// token grants the resource however a request addresses it.
+func TestPermissionOnRidLink(t *testing.T) {
+	e := start(t)
+	db := e.database("db")
+	e.database("other")
+	c := e.container(db, azcosmos.ContainerProperties{ID: "c", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}})
+	if _, err := c.CreateItem(t.Context(), azcosmos.NewPartitionKeyString("p"), []byte(`{"id":"a","pk":"p"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Rid      string `json:"_rid"`
+		Self     string `json:"_self"`
+		Resource string `json:"resource"`
+		Token    string `json:"_token"`
+	}
+	read := func(r rawResponse, want int, what string) {
+		t.Helper()
+		if r.status != want {
+			t.Fatalf("%s: %d %s, want %d", what, r.status, r.body, want)
+		}
+		if err := json.Unmarshal(r.body, &res); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	read(e.do("GET", "/dbs/db/colls/c", nil, nil), 200, "read container")
+	collRid, collSelf := res.Rid, res.Self
+	read(e.do("GET", "/dbs/other", nil, nil), 200, "read other database")
+	otherSelf := res.Self
+	read(e.do("POST", "/dbs/db/users", []byte(`{"id":"u"}`), nil), 201, "create user")
+
+	read(e.do("POST", "/dbs/db/users/u/permissions", []byte(`{"id":"p","permissionMode":"Read","resource":"`+collSelf+`"}`), nil), 201, "permission on the container's _self")
+	if res.Resource != strings.TrimSuffix(collSelf, "/") {
+		t.Errorf("resource %q, want the link given, %q", res.Resource, collSelf)
+	}
+	tok := map[string]string{"Authorization": url.QueryEscape(res.Token), "x-ms-documentdb-partitionkey": `["p"]`, "x-ms-date": time.Now().UTC().Format(http.TimeFormat)}
+	if r := e.do("GET", "/dbs/db/colls/c/docs/a", nil, tok); r.status != 200 {
+		t.Errorf("read by name with the token: %d %s", r.status, r.body)
+	}
+	read(e.do("GET", "/dbs/db/colls/c/docs/a", nil, map[string]string{"x-ms-documentdb-partitionkey": `["p"]`}), 200, "read item")
+	if r := e.do("GET", "/"+res.Self, nil, tok); r.status != 200 {
+		t.Errorf("read by rid with the token: %d %s", r.status, r.body)
+	}
+	if r := e.do("DELETE", "/dbs/db/colls/c/docs/a", nil, tok); r.status != 403 {
+		t.Errorf("delete with a read token: %d %s, want 403", r.status, r.body)
+	}
+	if r := e.do("POST", "/dbs/db/users/u/permissions", []byte(`{"id":"q","permissionMode":"All","resource":"dbs/db/colls/c"}`), nil); r.status != 409 {
+		t.Errorf("a second permission on the container by name: %d %s, want 409", r.status, r.body)
+	}
+	for name, link := range map[string]string{
+		"another database":     otherSelf + "colls/" + collRid,
+		"an unknown container": "dbs/" + strings.Split(collSelf, "/")[1] + "/colls/AAAAAQAAAAA=",
+		"a mixed link":         "dbs/" + strings.Split(collSelf, "/")[1] + "/colls/c",
+	} {
+		if r := e.do("POST", "/dbs/db/users/u/permissions", []byte(`{"id":"x","permissionMode":"Read","resource":"`+link+`"}`), nil); r.status/100 != 4 || r.status == 409 {
+			t.Errorf("permission on %s (%s): %d %s, want a 400 or 404", name, link, r.status, r.body)
+		}
+	}
 }

@@ -61,8 +61,23 @@ func (e *Engine) ResolveRidLink(ctx context.Context, segs []string) (names []str
 	if len(segs) < 2 || segs[0] != "dbs" || !IsDatabaseRid(segs[1]) {
 		return nil, false, nil
 	}
-	names = append([]string(nil), segs...)
 	err = e.store.View(ctx, func(r storage.Reader) error {
+		names, found, err = e.namesOfRidLink(r, segs)
+		return err
+	})
+	if err != nil || !found {
+		return nil, found, err
+	}
+	return names, true, nil
+}
+
+// namesOfRidLink is ResolveRidLink in a read the caller holds.
+func (e *Engine) namesOfRidLink(r storage.Reader, segs []string) (names []string, found bool, err error) {
+	if len(segs) < 2 || segs[0] != "dbs" || !IsDatabaseRid(segs[1]) {
+		return nil, false, nil
+	}
+	names = append([]string(nil), segs...)
+	err = func() error {
 		dbRid, _ := parseRid(segs[1])
 		d, err := e.databaseByRid(r, dbRid)
 		if err != nil || d == nil {
@@ -122,7 +137,7 @@ func (e *Engine) ResolveRidLink(ctx context.Context, segs []string) (names []str
 		}
 		names[7], err = attachmentIDByRid(r, c, &rec, segs[7])
 		return err
-	})
+	}()
 	if err != nil || !found {
 		return nil, found, err
 	}
