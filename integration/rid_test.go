@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -277,5 +278,66 @@ func TestPermissionOnRidLink(t *testing.T) {
 		if r := e.do("POST", "/dbs/db/users/u/permissions", []byte(`{"id":"x","permissionMode":"Read","resource":"`+link+`"}`), nil); r.status/100 != 4 || r.status == 409 {
 			t.Errorf("permission on %s (%s): %d %s, want a 400 or 404", name, link, r.status, r.body)
 		}
+	}
+}
+
+// TestRidShapes: the rids a new container and its items and attachments
+// get have the service's shape (docs/protocol.md §2.2), which the
+// documentdb 1.x SDK parses for every link it addresses by rid, and throws
+// from the response callback on any other: the container's fifth byte has
+// its high bit set, an item's last byte its high nibble clear, whatever
+// its sequence number, and an attachment adds 4 bytes to its item's 16.
+// Each is found again by its _self.
+func TestRidShapes(t *testing.T) {
+	e := start(t)
+	db := e.database("db")
+	c := e.container(db, azcosmos.ContainerProperties{ID: "c", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}})
+	decode := func(rid string) []byte {
+		t.Helper()
+		b, err := base64.StdEncoding.DecodeString(strings.ReplaceAll(rid, "-", "/"))
+		if err != nil {
+			t.Fatalf("rid %q: %v", rid, err)
+		}
+		return b
+	}
+	var res struct {
+		Rid  string `json:"_rid"`
+		Self string `json:"_self"`
+	}
+	r := e.do("GET", "/dbs/db/colls/c", nil, nil)
+	if err := json.Unmarshal(r.body, &res); err != nil || r.status != 200 {
+		t.Fatalf("read container: %d %s", r.status, r.body)
+	}
+	if b := decode(res.Rid); len(b) != 8 || b[4]&0x80 == 0 {
+		t.Fatalf("container rid %q (% x): want 8 bytes, the fifth with its high bit set", res.Rid, b)
+	}
+	pk := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`}
+	var last string
+	for i := range 40 {
+		resp, err := c.CreateItem(t.Context(), azcosmos.NewPartitionKeyString("p"), []byte(`{"id":"`+strconv.Itoa(i)+`","pk":"p"}`), &azcosmos.ItemOptions{EnableContentResponseOnWrite: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(resp.Value, &res); err != nil {
+			t.Fatal(err)
+		}
+		if b := decode(res.Rid); len(b) != 16 || b[15]>>4 != 0 {
+			t.Fatalf("item %d: rid %q (% x), want 16 bytes with the last high nibble clear", i, res.Rid, b)
+		}
+		if r := e.doRid("GET", "/"+res.Self, res.Rid, nil, pk); r.status != 200 || !strings.Contains(string(r.body), `"id":"`+strconv.Itoa(i)+`"`) {
+			t.Fatalf("item %d by its _self %s: %d %s", i, res.Self, r.status, r.body)
+		}
+		last = res.Self
+	}
+	itemRid := strings.Split(last, "/")[5]
+	r = e.doRid("POST", "/"+last+"attachments/", itemRid, []byte(`{"id":"a","contentType":"text/plain","media":"http://example.com/a"}`), pk)
+	if err := json.Unmarshal(r.body, &res); err != nil || r.status != 201 {
+		t.Fatalf("create attachment: %d %s", r.status, r.body)
+	}
+	if b := decode(res.Rid); len(b) != 20 || string(b[:16]) != string(decode(itemRid)) {
+		t.Fatalf("attachment rid %q (% x), want its item's 16 bytes and 4 more", res.Rid, b)
+	}
+	if r := e.doRid("GET", "/"+res.Self, res.Rid, nil, pk); r.status != 200 {
+		t.Fatalf("attachment by its _self: %d %s", r.status, r.body)
 	}
 }

@@ -5,7 +5,10 @@
 // that learn their plan from the gateway's 400/1004 refusal, change feed
 // through readDocuments, stored procedures, triggers and functions by
 // _self, users and permissions on _self links with resource tokens,
-// offers, and a collection without a partition key.
+// attachments, offers, and a collection without a partition key. The SDK
+// parses the rid of every link it sends and throws, uncaught, on one that
+// is not of the service's shape, and reads session tokens in the simple
+// form of its API version: either would end the test process.
 //
 // The SDK pins TLS 1.0 (secureProtocol "TLSv1_client_method" on every
 // request), which neither Node's OpenSSL 3 at its default security level
@@ -304,6 +307,20 @@ describe("documentdb 1.15 (DocumentDB-era SDK)", () => {
     assert.equal((await call(client, "replaceUser", user._self, { id: "renamed" })).resource._rid, user._rid);
     await call(client, "deleteUser", user._self);
     assert.deepEqual(await all(client.readUsers(db._self)), []);
+  });
+
+  it("keeps attachment metadata on a document, addressed by _self", async () => {
+    const doc = docs.d6;
+    const att = (await call(client, "createAttachment", doc._self, { id: "pic", contentType: "image/png", media: "https://example.com/pic.png" }, { partitionKey: "even" })).resource;
+    assert.equal(att._self, `${doc._self}attachments/${att._rid}/`);
+    assert.equal((await call(client, "readAttachment", att._self, { partitionKey: "even" })).resource.media, "https://example.com/pic.png");
+    const replaced = (await call(client, "replaceAttachment", att._self, { id: "pic", contentType: "image/jpeg", media: "https://example.com/pic.jpg" }, { partitionKey: "even" })).resource;
+    assert.equal(replaced.contentType, "image/jpeg");
+    assert.deepEqual((await all(client.readAttachments(doc._self, { partitionKey: "even" }))).map((a) => a.id), ["pic"]);
+    // Uploading media itself is refused (README, "Attachments").
+    assert.equal(await codeOf(call(client, "createAttachmentAndUploadMedia", doc._self, Buffer.from("bytes"), { partitionKey: "even", slug: "raw", contentType: "text/plain" })), 400);
+    await call(client, "deleteAttachment", att._self, { partitionKey: "even" });
+    assert.deepEqual(await all(client.readAttachments(doc._self, { partitionKey: "even" })), []);
   });
 
   it("reads and replaces the collection's offer", async () => {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
@@ -27,6 +28,47 @@ const (
 	itemRidLen       = 16
 	attachmentRidLen = 20
 )
+
+// containerRid is the rid of a container made as the n-th rid, under the
+// database with rid dbRid. As in the service, the high bit of its fifth
+// byte is set: it tells a container's rid from a user's (whose fifth byte
+// has it clear) in the DocumentDB-era SDKs, which parse the rid of every
+// link they address to file session tokens by container, and read every
+// rid under a container in the service's layout (itemRid).
+func containerRid(dbRid []byte, n uint64) []byte {
+	rid := binary.BigEndian.AppendUint32(bytes.Clone(dbRid), uint32(n))
+	rid[dbRidLen] |= 0x80
+	return rid
+}
+
+// serviceLayout reports whether a container's rid is of the service's
+// layout (containerRid); rids of containers made before it are not, and
+// their items keep the big-endian rids they were given.
+func serviceLayout(collRid []byte) bool {
+	return len(collRid) == collRidLen && collRid[dbRidLen]&0x80 != 0
+}
+
+// itemRid is the rid of the item with sequence number seq in the container
+// with rid collRid: the container's 8 bytes and 8 more. In the service's
+// layout these are a little-endian number whose last byte's high nibble,
+// the type of what lives under a container, is 0 for a document (scripts
+// use others, scriptRid); sequence numbers stay below 2^56. Otherwise they
+// are the big-endian sequence number.
+func itemRid(collRid []byte, seq uint64) []byte {
+	if serviceLayout(collRid) {
+		return binary.LittleEndian.AppendUint64(bytes.Clone(collRid), seq&(1<<56-1))
+	}
+	return binary.BigEndian.AppendUint64(bytes.Clone(collRid), seq)
+}
+
+// itemSeq is the sequence number an item rid (itemRidLen bytes, under
+// collRid) encodes.
+func itemSeq(collRid, rid []byte) uint64 {
+	if serviceLayout(collRid) {
+		return binary.LittleEndian.Uint64(rid[collRidLen:])
+	}
+	return binary.BigEndian.Uint64(rid[collRidLen:])
+}
 
 // parseRid decodes a rid segment (base64 with '-' for '/'); ok is false
 // when it is not one.
@@ -120,7 +162,7 @@ func (e *Engine) namesOfRidLink(r storage.Reader, segs []string) (names []string
 		if !ok || len(itemRid) != itemRidLen || string(itemRid[:collRidLen]) != string(collRid) {
 			return errMixedLink(segs[5])
 		}
-		rec, err := itemByRid(r, c, binary.BigEndian.Uint64(itemRid[collRidLen:]))
+		rec, err := itemByRid(r, c, itemSeq(c.Rid, itemRid))
 		if err != nil {
 			return err
 		}

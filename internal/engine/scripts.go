@@ -521,7 +521,7 @@ func (s *scriptCollection) idOf(link string) (string, error) {
 	if !ok || len(itemRid) != itemRidLen || !bytes.Equal(itemRid[:collRidLen], s.c.Rid) {
 		return "", scriptError(notFound())
 	}
-	rec, err := itemByRid(s.tx, s.c, binary.BigEndian.Uint64(itemRid[collRidLen:]))
+	rec, err := itemByRid(s.tx, s.c, itemSeq(s.c.Rid, itemRid))
 	if err != nil {
 		return "", scriptError(err)
 	}
