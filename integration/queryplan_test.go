@@ -68,3 +68,39 @@ func TestQueryPlanFollowsClientFeatures(t *testing.T) {
 	}
 	rewritten(plan("SELECT c.pk, COUNT(1) AS n FROM c GROUP BY c.pk", js))
 }
+
+// TestRefusedQueryPlanFollowsQueryFeatures: a cross-partition query the
+// gateway will not serve whole is refused with 400/1004 and the plan in
+// additionalErrorInfo, which is how the DocumentDB-era SDKs (documentdb
+// 1.x, @azure/cosmos 2.x) learn it. They announce no features and merge
+// MIN and MAX as bare values, so a refusal without features gives them
+// that form; a query that announces NonValueAggregate gets the object form.
+func TestRefusedQueryPlanFollowsQueryFeatures(t *testing.T) {
+	e := start(t)
+	db := e.database("db")
+	e.container(db, azcosmos.ContainerProperties{ID: "c", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}})
+	for _, tc := range []struct {
+		query, features, want string
+	}{
+		{"SELECT VALUE MAX(c.n) FROM c", "", `SELECT VALUE [{"item": MAX(c.n)}] FROM c`},
+		{"SELECT VALUE MIN(c.n) FROM c", "", `SELECT VALUE [{"item": MIN(c.n)}] FROM c`},
+		{"SELECT VALUE MAX(c.n) FROM c", "NonValueAggregate,Aggregate", `SELECT VALUE [{"item": {"max": MAX(c.n), "count": COUNT(c.n)}}] FROM c`},
+	} {
+		h := map[string]string{"Content-Type": "application/query+json", "x-ms-documentdb-isquery": "true",
+			"x-ms-documentdb-query-enablecrosspartition": "true"}
+		if tc.features != "" {
+			h["x-ms-cosmos-supported-query-features"] = tc.features
+		}
+		r := e.do("POST", "/dbs/db/colls/c/docs", mustJSON(t, map[string]any{"query": tc.query}), h)
+		var body struct{ AdditionalErrorInfo string }
+		var plan struct {
+			QueryInfo struct{ RewrittenQuery string }
+		}
+		if r.status != 400 || r.header.Get("x-ms-substatus") != "1004" || json.Unmarshal(r.body, &body) != nil || json.Unmarshal([]byte(body.AdditionalErrorInfo), &plan) != nil {
+			t.Fatalf("%s with %q: %d %s, want 400/1004 with a plan", tc.query, tc.features, r.status, r.body)
+		}
+		if plan.QueryInfo.RewrittenQuery != tc.want {
+			t.Errorf("%s with %q: rewritten %s, want %s", tc.query, tc.features, plan.QueryInfo.RewrittenQuery, tc.want)
+		}
+	}
+}

@@ -3,7 +3,8 @@
 # official SDKs against it.
 #   (a) the Go SDK's own emulator tests, judged by integration/emulator-suite.txt
 #   (b) the JavaScript SDK smoke test in integration/js
-#   (c) the JavaScript query tests against a server with 4 partition key ranges
+#   (c) the JavaScript query tests, and the DocumentDB-era SDK's, against a
+#       server with 4 partition key ranges
 #   (d) the Go SDK's emulator tests again, against a gateway over a
 #       throwaway PostgreSQL cluster (scripts/lib.sh pg_start)
 # Logs go to bin/e2e/. Exits non-zero if the server fails to start or
@@ -75,7 +76,7 @@ start_server "$out/mayfly-partitions.log" "$out/mayfly" --in-memory --partitions
 multi_pid=$started_pid
 wait_ready "https://localhost:${multi_port}/" "$multi_pid" "$out/mayfly-partitions.log" "$out/partitions.pem"
 if ! (cd integration/js && MAYFLY_ENDPOINT="https://localhost:${multi_port}/" MAYFLY_CA_FILE="$PWD/../../$out/partitions.pem" \
-	node --test --test-reporter=spec query.test.js smoke.test.js querydiff.test.js); then
+	node --test --test-reporter=spec query.test.js smoke.test.js querydiff.test.js documentdb.test.js); then
 	status=1
 	echo "(c) FAILED"
 fi

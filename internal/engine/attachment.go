@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -66,7 +65,7 @@ func (a *attachmentRecord) resource(c *containerRecord, item *liveItem) (*Resour
 	if err != nil {
 		return nil, err
 	}
-	itemRid := ridString(binary.BigEndian.AppendUint64(bytes.Clone(c.Rid), item.seq()))
+	itemRid := ridString(itemRid(c.Rid, item.seq()))
 	body = body.With("_rid", document.Str(a.Rid)).
 		With("_self", document.Str(c.self()+"docs/"+itemRid+"/attachments/"+a.Rid+"/")).
 		With("_etag", document.Str(a.Etag)).
@@ -156,8 +155,7 @@ func (e *Engine) putAttachment(ctx context.Context, ref AttachmentRef, id string
 				Etag: etagFor(c.Rid, n)}
 			rec.Rid = old.Rid
 			if !found {
-				itemRid := binary.BigEndian.AppendUint64(bytes.Clone(c.Rid), item.seq())
-				rec.Rid = ridString(binary.BigEndian.AppendUint32(itemRid, uint32(n)))
+				rec.Rid = ridString(binary.BigEndian.AppendUint32(itemRid(c.Rid, item.seq()), uint32(n)))
 			}
 			if err := setJSON(tx, key, &rec); err != nil {
 				return err
@@ -226,11 +224,11 @@ func (e *Engine) ListAttachments(ctx context.Context, ref AttachmentRef) ([]docu
 		return nil, "", err
 	}
 	var out []document.Value
-	var itemRid string
+	var docRid string
 	err = e.store.View(ctx, func(r storage.Reader) error {
 		out = nil
 		return e.withItem(r, ref, now, func(c *containerRecord, pk []byte, item *liveItem) error {
-			itemRid = ridString(binary.BigEndian.AppendUint64(bytes.Clone(c.Rid), item.seq()))
+			docRid = ridString(itemRid(c.Rid, item.seq()))
 			return scanPrefix(r, attachmentPrefix(c.Rid, pk, ref.ItemID), func(_, v []byte) (bool, error) {
 				var rec attachmentRecord
 				if err := json.Unmarshal(v, &rec); err != nil {
@@ -247,5 +245,5 @@ func (e *Engine) ListAttachments(ctx context.Context, ref AttachmentRef) ([]docu
 			})
 		})
 	})
-	return out, itemRid, err
+	return out, docRid, err
 }

@@ -3,7 +3,6 @@ package engine
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -438,7 +437,7 @@ func (e *Engine) CreateContainer(ctx context.Context, db string, body document.V
 		if err != nil {
 			return err
 		}
-		rid := binary.BigEndian.AppendUint32(append([]byte(nil), d.Rid...), uint32(n))
+		rid := containerRid(d.Rid, n)
 		c = &containerRecord{ID: id, DBID: db, DBRid: d.Rid, Rid: rid, Ts: now.Unix(), Props: props}
 		c.Etag = etagFor(rid, n)
 		c.TTL = ttl.NewHistory(setting, now)

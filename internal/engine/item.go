@@ -3,7 +3,6 @@ package engine
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -269,7 +268,7 @@ func (e *Engine) writeItemTx(tx storage.Txn, c *containerRecord, p WriteItemPara
 		}
 	}
 	rec := itemRecord{ts: now.Unix(), lsn: lsn, ttlKind: ttlKind(itemTTL.Kind), ttlSecs: itemTTL.Seconds, pk: pk, id: id, epk: epk}
-	rid := ridString(binary.BigEndian.AppendUint64(append([]byte(nil), c.Rid...), seq))
+	rid := ridString(itemRid(c.Rid, seq))
 	etag := etagFor(c.Rid, lsn)
 	out := body.AppendJSON(nil)
 	out = appendSystemProps(out, rid, c.self()+"docs/"+rid+"/", etag, rec.ts)

@@ -14,9 +14,11 @@ import (
 // QueryPlan is the plan the SDKs ask for before running a cross-partition
 // query (docs/protocol.md §6.5): what the client must do itself (merge ORDER BY,
 // combine aggregates, apply TOP, DISTINCT, OFFSET/LIMIT), the rewritten
-// query to send to each range, and the ranges to ask.
-func QueryPlan(q *ast.Query, params map[string]document.Value) ([]byte, error) {
-	return gatewayplan.JSON(gatewayplan.Describe(q, params)), nil
+// query to send to each range, and the ranges to ask. features is the
+// x-ms-cosmos-supported-query-features header sent with the query
+// (gatewayplan.OfQuery).
+func QueryPlan(q *ast.Query, params map[string]document.Value, features string) ([]byte, error) {
+	return gatewayplan.JSON(gatewayplan.DescribeFor(q, params, gatewayplan.OfQuery(features), vector.Policy{})), nil
 }
 
 // PlanFor parses a query over the items of container db/coll and returns

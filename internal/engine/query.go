@@ -33,6 +33,9 @@ type QueryParams struct {
 	// AllowScan lets range filters run on paths the index does not keep
 	// (x-ms-documentdb-force-query-scan, x-ms-documentdb-query-enable-scan).
 	AllowScan bool
+	// Features is x-ms-cosmos-supported-query-features, which shapes the
+	// plan a refusal to serve the query across partitions carries.
+	Features string
 }
 
 // compileQuery parses and compiles a query, turning its errors into 400s
@@ -173,7 +176,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		single = single || p.CrossPartition
 	}
 	if !single && !prog.Streaming() {
-		return e.crossPartitionRefusal(prog, p.Params)
+		return e.crossPartitionRefusal(prog, p.Params, p.Features)
 	}
 	if !single && !p.CrossPartition {
 		return errorf(BadRequest, "Cross partition query is required but disabled. Please set x-ms-documentdb-query-enablecrosspartition to true, specify x-ms-documentdb-partitionkey, or revise your query to avoid this exception.")
@@ -442,8 +445,8 @@ func pageRows(rows []document.Value, offset, limit int, page *FeedPage) (int, *E
 // crossPartitionRefusal is the gateway's answer to a cross-partition query
 // it cannot serve directly: 400/1004 with the query plan, so the SDK runs
 // the query range by range and merges (docs/protocol.md §6.3).
-func (e *Engine) crossPartitionRefusal(prog *eval.Program, params map[string]document.Value) error {
-	plan, err := QueryPlan(prog.Query(), params)
+func (e *Engine) crossPartitionRefusal(prog *eval.Program, params map[string]document.Value, features string) error {
+	plan, err := QueryPlan(prog.Query(), params, features)
 	if err != nil {
 		return err
 	}

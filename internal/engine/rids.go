@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
@@ -12,8 +13,10 @@ import (
 )
 
 // Resources can be addressed by their _rid as well as by name
-// (docs/protocol.md §2.1): dbs/{dbRid}/colls/{collRid}/docs/{docRid}, the
-// _self link each resource returns. A rid encodes its parents: a
+// (docs/protocol.md §2.1): dbs/{dbRid}/colls/{collRid}/docs/{docRid},
+// …/colls/{collRid}/sprocs/{sprocRid} (and triggers, udfs) and
+// dbs/{dbRid}/users/{userRid}/permissions/{permRid}, the _self link each
+// resource returns. A rid encodes its parents: a
 // container's rid is its database's 4 bytes and 4 of its own, an item's is
 // its container's 8 and the 8-byte sequence number of its _rid order. The
 // service does not mix the two forms in one link.
@@ -25,6 +28,47 @@ const (
 	itemRidLen       = 16
 	attachmentRidLen = 20
 )
+
+// containerRid is the rid of a container made as the n-th rid, under the
+// database with rid dbRid. As in the service, the high bit of its fifth
+// byte is set: it tells a container's rid from a user's (whose fifth byte
+// has it clear) in the DocumentDB-era SDKs, which parse the rid of every
+// link they address to file session tokens by container, and read every
+// rid under a container in the service's layout (itemRid).
+func containerRid(dbRid []byte, n uint64) []byte {
+	rid := binary.BigEndian.AppendUint32(bytes.Clone(dbRid), uint32(n))
+	rid[dbRidLen] |= 0x80
+	return rid
+}
+
+// serviceLayout reports whether a container's rid is of the service's
+// layout (containerRid); rids of containers made before it are not, and
+// their items keep the big-endian rids they were given.
+func serviceLayout(collRid []byte) bool {
+	return len(collRid) == collRidLen && collRid[dbRidLen]&0x80 != 0
+}
+
+// itemRid is the rid of the item with sequence number seq in the container
+// with rid collRid: the container's 8 bytes and 8 more. In the service's
+// layout these are a little-endian number whose last byte's high nibble,
+// the type of what lives under a container, is 0 for a document (scripts
+// use others, scriptRid); sequence numbers stay below 2^56. Otherwise they
+// are the big-endian sequence number.
+func itemRid(collRid []byte, seq uint64) []byte {
+	if serviceLayout(collRid) {
+		return binary.LittleEndian.AppendUint64(bytes.Clone(collRid), seq&(1<<56-1))
+	}
+	return binary.BigEndian.AppendUint64(bytes.Clone(collRid), seq)
+}
+
+// itemSeq is the sequence number an item rid (itemRidLen bytes, under
+// collRid) encodes.
+func itemSeq(collRid, rid []byte) uint64 {
+	if serviceLayout(collRid) {
+		return binary.LittleEndian.Uint64(rid[collRidLen:])
+	}
+	return binary.BigEndian.Uint64(rid[collRidLen:])
+}
 
 // parseRid decodes a rid segment (base64 with '-' for '/'); ok is false
 // when it is not one.
@@ -47,8 +91,10 @@ func errMixedLink(seg string) *Error {
 }
 
 // ResolveRidLink turns the segments of a link addressed by rid
-// ("dbs", dbRid, "colls", collRid, "docs", docRid, or a prefix of that,
-// possibly ending in a type) into the same link addressed by name. found
+// ("dbs", dbRid, "colls", collRid, "docs", docRid, "attachments", attRid,
+// or "sprocs", sprocRid and the like after collRid, or "users", userRid,
+// "permissions", permRid after dbRid; or a prefix of one of those, possibly
+// ending in a type) into the same link addressed by name. found
 // is false when segs[1] is no database's rid, so the link is a name-based
 // one that merely looks like a rid. Any other segment that is not the rid
 // of a resource under the one before it is a 400 (mixed addressing) or a
@@ -57,8 +103,23 @@ func (e *Engine) ResolveRidLink(ctx context.Context, segs []string) (names []str
 	if len(segs) < 2 || segs[0] != "dbs" || !IsDatabaseRid(segs[1]) {
 		return nil, false, nil
 	}
-	names = append([]string(nil), segs...)
 	err = e.store.View(ctx, func(r storage.Reader) error {
+		names, found, err = e.namesOfRidLink(r, segs)
+		return err
+	})
+	if err != nil || !found {
+		return nil, found, err
+	}
+	return names, true, nil
+}
+
+// namesOfRidLink is ResolveRidLink in a read the caller holds.
+func (e *Engine) namesOfRidLink(r storage.Reader, segs []string) (names []string, found bool, err error) {
+	if len(segs) < 2 || segs[0] != "dbs" || !IsDatabaseRid(segs[1]) {
+		return nil, false, nil
+	}
+	names = append([]string(nil), segs...)
+	err = func() error {
 		dbRid, _ := parseRid(segs[1])
 		d, err := e.databaseByRid(r, dbRid)
 		if err != nil || d == nil {
@@ -68,6 +129,9 @@ func (e *Engine) ResolveRidLink(ctx context.Context, segs []string) (names []str
 		names[1] = d.ID
 		if len(segs) < 4 {
 			return nil
+		}
+		if segs[2] == "users" {
+			return resolveUserRids(r, d, segs, names)
 		}
 		if segs[2] != "colls" {
 			return errorf(BadRequest, "Resources of type '%s' cannot be addressed by resource id.", segs[2])
@@ -84,6 +148,13 @@ func (e *Engine) ResolveRidLink(ctx context.Context, segs []string) (names []str
 		if len(segs) < 6 {
 			return nil
 		}
+		if kind := ScriptKind(segs[4]); kind == StoredProcedures || kind == Triggers || kind == Functions {
+			if len(segs) > 6 {
+				return errorf(BadRequest, "Resources of type '%s' cannot be addressed by resource id.", segs[6])
+			}
+			names[5], err = scriptIDByRid(r, c, kind, segs[5])
+			return err
+		}
 		if segs[4] != "docs" {
 			return errorf(BadRequest, "Resources of type '%s' cannot be addressed by resource id.", segs[4])
 		}
@@ -91,7 +162,7 @@ func (e *Engine) ResolveRidLink(ctx context.Context, segs []string) (names []str
 		if !ok || len(itemRid) != itemRidLen || string(itemRid[:collRidLen]) != string(collRid) {
 			return errMixedLink(segs[5])
 		}
-		rec, err := itemByRid(r, c, binary.BigEndian.Uint64(itemRid[collRidLen:]))
+		rec, err := itemByRid(r, c, itemSeq(c.Rid, itemRid))
 		if err != nil {
 			return err
 		}
@@ -108,7 +179,7 @@ func (e *Engine) ResolveRidLink(ctx context.Context, segs []string) (names []str
 		}
 		names[7], err = attachmentIDByRid(r, c, &rec, segs[7])
 		return err
-	})
+	}()
 	if err != nil || !found {
 		return nil, found, err
 	}
@@ -237,6 +308,85 @@ func attachmentIDByRid(r storage.Reader, c *containerRecord, item *itemRecord, r
 	})
 	if err == nil && id == "" {
 		err = errorf(NotFound, "Resource Not Found. No attachment with resource id '%s'.", rid)
+	}
+	return id, err
+}
+
+// resolveUserRids resolves the rest of a link under database d that
+// continues users/{userRid}[/permissions/{permRid}] into names.
+func resolveUserRids(r storage.Reader, d *databaseRecord, segs, names []string) error {
+	userRid, ok := parseRid(segs[3])
+	if !ok || len(userRid) != collRidLen || string(userRid[:dbRidLen]) != string(d.Rid) {
+		return errMixedLink(segs[3])
+	}
+	var user *userRecord
+	err := scanPrefix(r, userPrefix(d.Rid), func(_, v []byte) (bool, error) {
+		var u userRecord
+		if err := unmarshalRecord(v, &u); err != nil {
+			return false, err
+		}
+		if string(u.Rid) == string(userRid) {
+			user = &u
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	if user == nil {
+		return errorf(NotFound, "Resource Not Found. No user with resource id '%s' in database '%s'.", segs[3], d.ID)
+	}
+	names[3] = user.ID
+	if len(segs) < 6 {
+		return nil
+	}
+	if segs[4] != "permissions" || len(segs) > 6 {
+		return errorf(BadRequest, "Resources of type '%s' cannot be addressed by resource id.", segs[4])
+	}
+	permRid, ok := parseRid(segs[5])
+	if !ok || len(permRid) <= len(userRid) || string(permRid[:len(userRid)]) != string(userRid) {
+		return errMixedLink(segs[5])
+	}
+	names[5] = ""
+	err = scanPrefix(r, permissionPrefix(user.Rid), func(_, v []byte) (bool, error) {
+		var p permissionRecord
+		if err := unmarshalRecord(v, &p); err != nil {
+			return false, err
+		}
+		if string(p.Rid) == string(permRid) {
+			names[5] = p.ID
+			return false, nil
+		}
+		return true, nil
+	})
+	if err == nil && names[5] == "" {
+		err = errorf(NotFound, "Resource Not Found. No permission with resource id '%s' for user '%s'.", segs[5], user.ID)
+	}
+	return err
+}
+
+// scriptIDByRid finds the id of the container's script of the kind with
+// the rid.
+func scriptIDByRid(r storage.Reader, c *containerRecord, kind ScriptKind, seg string) (string, error) {
+	rid, ok := parseRid(seg)
+	if !ok || len(rid) <= collRidLen || string(rid[:collRidLen]) != string(c.Rid) {
+		return "", errMixedLink(seg)
+	}
+	id := ""
+	err := scanPrefix(r, scriptPrefix(c.Rid, kind), func(_, v []byte) (bool, error) {
+		var s scriptRecord
+		if err := unmarshalRecord(v, &s); err != nil {
+			return false, err
+		}
+		if string(s.Rid) == string(rid) {
+			id = s.ID
+			return false, nil
+		}
+		return true, nil
+	})
+	if err == nil && id == "" {
+		err = errorf(NotFound, "Resource Not Found. No %s with resource id '%s' in container '%s'.", strings.ToLower(kind.noun()), seg, c.ID)
 	}
 	return id, err
 }

@@ -57,6 +57,31 @@ func (k ScriptKind) noun() string {
 	return "Stored procedure"
 }
 
+// scriptRid is the rid of a script made as the container's n-th rid, in
+// the service's layout for what lives under a container: the container's
+// 8 bytes and 8 more, a little-endian number whose last byte's high nibble
+// names the type (8 a stored procedure, 7 a trigger, 6 a function; 0 a
+// document). The DocumentDB-era SDKs parse the rid of each link they send
+// to file session tokens by container, and throw, from inside the
+// response's callback, on a rid of no shape they know. Scripts made
+// before this layout keep their 12-byte rids.
+func scriptRid(collRid []byte, kind ScriptKind, n uint64) []byte {
+	rid := binary.LittleEndian.AppendUint64(bytes.Clone(collRid), n&(1<<56-1))
+	rid[len(collRid)+7] |= kind.ridType() << 4
+	return rid
+}
+
+// ridType is the kind's type nibble in a rid (scriptRid).
+func (k ScriptKind) ridType() byte {
+	switch k {
+	case Triggers:
+		return 7
+	case Functions:
+		return 6
+	}
+	return 8
+}
+
 func scriptPrefix(collRid []byte, kind ScriptKind) []byte {
 	return append(collPrefix(famScript, collRid), kind.tag())
 }
@@ -70,7 +95,7 @@ type scriptRecord struct {
 	Body             string `json:"body"`
 	TriggerType      string `json:"triggerType,omitempty"`
 	TriggerOperation string `json:"triggerOperation,omitempty"`
-	Rid              []byte `json:"rid"` // container rid (8) + number (4)
+	Rid              []byte `json:"rid"` // scriptRid; container rid (8) + number (4) before it
 	Ts               int64  `json:"ts"`
 	Etag             string `json:"etag"`
 }
@@ -181,7 +206,7 @@ func (e *Engine) WriteScript(ctx context.Context, db, coll string, kind ScriptKi
 			return err
 		}
 		if id == "" {
-			rec.Rid = binary.BigEndian.AppendUint32(bytes.Clone(c.Rid), uint32(n))
+			rec.Rid = scriptRid(c.Rid, kind, n)
 		} else {
 			rec.Rid = old.Rid
 			if err := tx.Delete(scriptKey(c.Rid, kind, id)); err != nil {
@@ -496,7 +521,7 @@ func (s *scriptCollection) idOf(link string) (string, error) {
 	if !ok || len(itemRid) != itemRidLen || !bytes.Equal(itemRid[:collRidLen], s.c.Rid) {
 		return "", scriptError(notFound())
 	}
-	rec, err := itemByRid(s.tx, s.c, binary.BigEndian.Uint64(itemRid[collRidLen:]))
+	rec, err := itemByRid(s.tx, s.c, itemSeq(s.c.Rid, itemRid))
 	if err != nil {
 		return "", scriptError(err)
 	}

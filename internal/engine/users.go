@@ -57,6 +57,17 @@ type permissionRecord struct {
 	Resource string `json:"resource"`
 	// PartitionKey is resourcePartitionKey as JSON, or empty.
 	PartitionKey string `json:"pk,omitempty"`
+	// Names is Resource addressed by name when Resource is the rid-based
+	// _self link the DocumentDB-era SDKs give; empty otherwise.
+	Names string `json:"names,omitempty"`
+}
+
+// granted is the name-based link of the resource the permission grants.
+func (p *permissionRecord) granted() string {
+	if p.Names != "" {
+		return p.Names
+	}
+	return p.Resource
 }
 
 // Permission is a permission as the API returns it, with what a resource
@@ -94,7 +105,7 @@ func (p *permissionRecord) resource() *Permission {
 		{Name: "permissionMode", Value: document.Str(p.Mode)},
 		{Name: "resource", Value: document.Str(p.Resource)},
 	}
-	g := Grant{Mode: p.Mode, Link: strings.Split(p.Resource, "/")}
+	g := Grant{Mode: p.Mode, Link: strings.Split(p.granted(), "/")}
 	if p.PartitionKey != "" {
 		if v, err := document.Parse([]byte(p.PartitionKey)); err == nil {
 			fields = append(fields, document.Field{Name: "resourcePartitionKey", Value: v})
@@ -359,13 +370,16 @@ func (e *Engine) WritePermission(ctx context.Context, p PermissionParams) (*Perm
 		case found && p.IfMatch != "" && p.IfMatch != "*" && p.IfMatch != old.Etag:
 			return preconditionFailed()
 		}
+		if rec.Names, err = e.permissionNames(tx, p.DB, rec.Resource); err != nil {
+			return err
+		}
 		// A user holds one permission per resource (409 otherwise).
 		if err := scanPrefix(tx, permissionPrefix(u.Rid), func(_, v []byte) (bool, error) {
 			var other permissionRecord
 			if err := unmarshalRecord(v, &other); err != nil {
 				return false, err
 			}
-			if other.ID != rec.ID && other.Resource == rec.Resource {
+			if other.ID != rec.ID && other.granted() == rec.granted() {
 				return false, errorf(Conflict, "User '%s' already has permission '%s' on resource '%s'.", p.User, other.ID, rec.Resource)
 			}
 			return true, nil
@@ -392,9 +406,28 @@ func (e *Engine) WritePermission(ctx context.Context, p PermissionParams) (*Perm
 	return rec.resource(), created, nil
 }
 
+// permissionNames resolves a permission's resource given as a rid-based
+// link (a _self, as the DocumentDB-era SDKs give it) into the name-based
+// link it grants; "" for a resource given by name. Either way the resource
+// must be in database db.
+func (e *Engine) permissionNames(r storage.Reader, db, resource string) (string, error) {
+	segs := strings.Split(resource, "/")
+	if segs[1] == db {
+		return "", nil
+	}
+	names, found, err := e.namesOfRidLink(r, segs)
+	if err != nil {
+		return "", err
+	}
+	if !found || names[1] != db {
+		return "", errorf(BadRequest, "The permission resource '%s' is not in database '%s'.", resource, db)
+	}
+	return strings.Join(names, "/"), nil
+}
+
 // parsePermission checks a permission body: an id, permissionMode Read or
-// All, resource the name-based link of a database (db itself), a container
-// or an item in it, and an optional resourcePartitionKey (a JSON array, as
+// All, resource the link of a database (db itself), a container or an item
+// in it, by name or by rid (permissionNames checks the latter), and an optional resourcePartitionKey (a JSON array, as
 // the partition key header).
 func parsePermission(db string, body document.Value) (*permissionRecord, *Error) {
 	id, derr := userBodyID(body)
@@ -425,7 +458,7 @@ func parsePermission(db string, body document.Value) (*permissionRecord, *Error)
 	if !valid {
 		return nil, errorf(BadRequest, "The permission resource '%s' is invalid: it must be the link of a database, container or item, such as dbs/{db}/colls/{container}.", res.Str())
 	}
-	if segs[1] != db {
+	if segs[1] != db && !IsDatabaseRid(segs[1]) {
 		return nil, errorf(BadRequest, "The permission resource '%s' is not in database '%s'.", link, db)
 	}
 	rec.Resource = link

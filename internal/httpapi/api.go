@@ -440,6 +440,9 @@ func (h *Handler) commonHeaders(rq *request, charge float64) {
 	if headerValue(hd, "x-ms-session-token") == "" {
 		setHeader(hd, "x-ms-session-token", "0:-1#1")
 	}
+	if v := strings.TrimSpace(rq.r.Header.Get("x-ms-version")); v != "" && v < vectorSessionVersion {
+		setHeader(hd, "x-ms-session-token", simpleSessionToken(headerValue(hd, "x-ms-session-token")))
+	}
 	setHeader(hd, "x-ms-schemaversion", "1.18")
 	setHeader(hd, "x-ms-serviceversion", "version=2.14.0.0")
 	setHeader(hd, "x-ms-gatewayversion", "version=2.14.0")
@@ -483,4 +486,28 @@ func feedBody(rid, key string, items [][]byte) []byte {
 	b = append(b, `],"_count":`...)
 	b = strconv.AppendInt(b, int64(len(items)), 10)
 	return append(b, '}')
+}
+
+// vectorSessionVersion is the first API version whose session tokens are
+// vectors, {range}:{version}#{globalLSN}[#{region}={LSN}...]; clients of
+// earlier versions (the documentdb 1.x SDK sends 2017-11-15) read the
+// simple form {range}:{globalLSN}, and documentdb 1.x throws, from inside
+// the response callback, on a token it cannot read as an integer.
+const vectorSessionVersion = "2018-06-18"
+
+// simpleSessionToken turns a vector session token (each comma-separated
+// part) into the simple form.
+func simpleSessionToken(tok string) string {
+	parts := strings.Split(tok, ",")
+	for i, p := range parts {
+		rng, vec, ok := strings.Cut(p, ":")
+		if !ok {
+			continue
+		}
+		if _, lsn, ok := strings.Cut(vec, "#"); ok {
+			lsn, _, _ = strings.Cut(lsn, "#")
+			parts[i] = rng + ":" + lsn
+		}
+	}
+	return strings.Join(parts, ",")
 }

@@ -131,6 +131,10 @@ func FuzzRequests(f *testing.F) {
 		{"POST", "/dbs/db/colls/c/docs", `{"query":"SELECT TOP 3 c.id, VectorDistance(c.arr, @v) AS s FROM c ORDER BY VectorDistance(c.arr, @v)","parameters":[{"name":"@v","value":[1,2]}]}`, "", "query"},
 		{"POST", "/dbs/db/colls/c/docs", `{"query":"SELECT TOP 3 c.id FROM c ORDER BY VectorDistance(c.arr, [1,2], false, {distanceFunction: 'dotproduct'})"}`, "", "x-ms-cosmos-is-query-plan-request: true"},
 		{"POST", "/dbs/db/colls/c/docs", `{"query":"SELECT VALUE {n: COUNT(1), m: MAX(c.n) + 1} FROM c"}`, "", "query"},
+		{"GET", "/dbs/db/colls/c/docs/x", ``, `["a"]`, "x-ms-version: 2017-11-15"},
+		{"POST", "/dbs/db/users/u/permissions", `{"id":"p","permissionMode":"Read","resource":"dbs/AAAAAQ==/colls/AAAAAYAAAAI=/"}`, "", ""},
+		{"GET", "/dbs/AAAAAQ==/users/AAAAAQAAAAM=/permissions/AAAAAQAAAAMAAAAAAAAAAA==/", ``, "", ""},
+		{"POST", "/dbs/AAAAAQ==/colls/AAAAAYAAAAI=/sprocs/AAAAAYAAAAIBAAAAAAAAgA==/", `[1]`, `["a"]`, ""},
 		// Last: it empties partition "a".
 		{"POST", "/dbs/db/colls/c/operations/partitionkeydelete", ``, `["a"]`, ""},
 	}

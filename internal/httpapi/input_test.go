@@ -3,6 +3,9 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -145,5 +148,52 @@ func TestChangeFeedContinuationBeyondTheEnd(t *testing.T) {
 	rec := serve(h, "GET", "/dbs/db/colls/c/docs", "", map[string]string{"A-IM": "Incremental Feed"})
 	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"id":"x"`) {
 		t.Fatalf("from the start: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// A client of an API version before 2018-06-18 (the documentdb 1.x SDK
+// sends 2017-11-15) reads session tokens in the simple form
+// {range}:{globalLSN}, as the service sent them to it; later versions get
+// the vector form {range}:{version}#{globalLSN}.
+func TestSessionTokenFollowsAPIVersion(t *testing.T) {
+	h := newTestHandler(t)
+	pk := map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}
+	for i, tc := range []struct {
+		version string
+		want    string // a pattern
+	}{
+		{"", `^\d+:-1#\d+$`},
+		{"2020-07-15", `^\d+:-1#\d+$`},
+		{"2018-06-18", `^\d+:-1#\d+$`},
+		{"2017-11-15", `^\d+:\d+$`},
+		{"2015-12-16", `^\d+:\d+$`},
+	} {
+		headers := map[string]string{"x-ms-version": tc.version}
+		for k, v := range pk {
+			headers[k] = v
+		}
+		id := "s" + strconv.Itoa(i)
+		for _, rec := range []*httptest.ResponseRecorder{
+			serve(h, "POST", "/dbs/db/colls/c/docs", `{"id":"`+id+`","pk":"a"}`, headers),
+			serve(h, "GET", "/dbs/db/colls/c/docs/"+id, "", headers),
+			serve(h, "GET", "/dbs/db/colls/c", "", map[string]string{"x-ms-version": tc.version}),
+		} {
+			if rec.Code/100 != 2 {
+				t.Fatalf("version %q: %d %s", tc.version, rec.Code, rec.Body)
+			}
+			if tok := headerValue(rec.Result().Header, "x-ms-session-token"); !regexp.MustCompile(tc.want).MatchString(tok) {
+				t.Errorf("version %q: session token %q, want %s", tc.version, tok, tc.want)
+			}
+		}
+	}
+	for in, want := range map[string]string{
+		"0:-1#12":           "0:12",
+		"1:-1#7#1=5,2:-1#9": "1:7,2:9",
+		"0:12":              "0:12",
+		"garbage":           "garbage",
+	} {
+		if got := simpleSessionToken(in); got != want {
+			t.Errorf("simpleSessionToken(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

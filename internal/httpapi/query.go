@@ -66,6 +66,7 @@ func (h *Handler) queryItems(rq *request, db, coll string) {
 		RangeID:        rq.r.Header.Get("x-ms-documentdb-partitionkeyrangeid"),
 		CrossPartition: cross,
 		AllowScan:      headerBool(rq.r, "x-ms-documentdb-force-query-scan") || headerBool(rq.r, "x-ms-documentdb-query-enable-scan"),
+		Features:       rq.r.Header.Get("x-ms-cosmos-supported-query-features"),
 	})
 	if err != nil {
 		h.fail(rq, err)

@@ -27,6 +27,23 @@ func ParseFeatures(header string) Features {
 	return f
 }
 
+// OfQuery reads the features announced with a query itself (not a plan
+// request), for the plan its 400/1004 refusal carries. A query that
+// announces none comes from a client that learns its plans only from that
+// refusal: the DocumentDB-era SDKs (the documentdb package and
+// @azure/cosmos 2.x for JavaScript, and their kin), which merge MIN and
+// MAX as the bare values of each range. Such a client is refused nothing
+// it did not announce, as the service refuses it nothing; it is only
+// given the partial results it reads.
+func OfQuery(header string) Features {
+	if f := ParseFeatures(header); f != nil {
+		return f
+	}
+	return Features{"aggregate": true, "compositeaggregate": true, "distinct": true, "multipleorderby": true,
+		"offsetandlimit": true, "orderby": true, "top": true, "groupby": true, "multipleaggregates": true,
+		"countif": true, "listandsetaggregate": true, "nonstreamingorderby": true}
+}
+
 // Has reports whether the client can do feature.
 func (f Features) Has(feature string) bool {
 	return f == nil || f[strings.ToLower(feature)]

@@ -40,6 +40,31 @@ func TestAggregateFormFollowsFeatures(t *testing.T) {
 	}
 }
 
+// TestRefusalFollowsQueryFeatures: the plan a 400/1004 refusal carries
+// follows the features sent with the query; a query that sends none comes
+// from a DocumentDB-era client (the documentdb package, @azure/cosmos 2.x),
+// whose MinAggregator and MaxAggregator compare the bare values of each
+// range, and which read {"max": 9, "count": 13} as the maximum itself.
+func TestRefusalFollowsQueryFeatures(t *testing.T) {
+	for _, tc := range []struct {
+		query, features, want string
+	}{
+		{"SELECT VALUE MAX(c.n) FROM c", "", `SELECT VALUE [{"item": MAX(c.n)}] FROM c`},
+		{"SELECT VALUE MIN(c.n) FROM c WHERE c.n > 1", "", `SELECT VALUE [{"item": MIN(c.n)}] FROM c WHERE (c.n > 1)`},
+		{"SELECT VALUE MAX(c.n) FROM c", jsFeatures, `SELECT VALUE [{"item": {"max": MAX(c.n), "count": COUNT(c.n)}}] FROM c`},
+		{"SELECT VALUE MIN(c.n) FROM c", pythonFeatures, `SELECT VALUE [{"item": MIN(c.n)}] FROM c`},
+		{"SELECT VALUE COUNT(1) FROM c", "", `SELECT VALUE [{"item": COUNT(1)}] FROM c`},
+	} {
+		q, err := parser.Parse(tc.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := DescribeFor(q, nil, OfQuery(tc.features), vector.Policy{}).RewrittenQuery; got != tc.want {
+			t.Errorf("%s with %q:\n got %s\nwant %s", tc.query, tc.features, got, tc.want)
+		}
+	}
+}
+
 func TestMissingFeatures(t *testing.T) {
 	for _, tc := range []struct {
 		query, features, want string
