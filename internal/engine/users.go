@@ -390,8 +390,8 @@ func (e *Engine) WritePermission(ctx context.Context, p PermissionParams) (*Perm
 }
 
 // parsePermission checks a permission body: an id, permissionMode Read or
-// All, resource the name-based link of a database (db itself), a container
-// or an item in it, and an optional resourcePartitionKey (a JSON array, as
+// All, resource the link of a database (db itself), a container or an item
+// in it, by name or by _rid, and an optional resourcePartitionKey (a JSON array, as
 // the partition key header).
 func parsePermission(db string, body document.Value) (*permissionRecord, *Error) {
 	id, derr := userBodyID(body)
@@ -422,7 +422,9 @@ func parsePermission(db string, body document.Value) (*permissionRecord, *Error)
 	if !valid {
 		return nil, errorf(BadRequest, "The permission resource '%s' is invalid: it must be the link of a database, container or item, such as dbs/{db}/colls/{container}.", res.Str())
 	}
-	if segs[1] != db {
+	// A link by _rid (a resource's _self) is kept as written and resolved
+	// when a token is used, as the service does not check that it exists.
+	if segs[1] != db && !IsDatabaseRid(segs[1]) {
 		return nil, errorf(BadRequest, "The permission resource '%s' is not in database '%s'.", link, db)
 	}
 	rec.Resource = link

@@ -77,7 +77,21 @@ func (h *Handler) grantOf(rq *request, c *auth.TokenClaims) (*engine.Grant, erro
 		}
 		return nil, err
 	}
-	return &p.Grant, nil
+	g := p.Grant
+	// A permission on a _self link grants what that link names now; one
+	// whose resource is gone grants nothing.
+	if len(g.Link) >= 2 && g.Link[0] == "dbs" && engine.IsDatabaseRid(g.Link[1]) {
+		names, byRid, err := h.eng.ResolveRidLink(rq.r.Context(), g.Link)
+		switch {
+		case err != nil && engine.ErrorCode(err) != engine.NotFound && engine.ErrorCode(err) != engine.BadRequest:
+			return nil, err
+		case err != nil:
+			return nil, auth.Forbidden()
+		case byRid:
+			g.Link = names
+		}
+	}
+	return &g, nil
 }
 
 // authorizeGrant checks a request made with a resource token against its
