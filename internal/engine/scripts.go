@@ -141,21 +141,44 @@ func scriptNotFound(kind ScriptKind, id string) *Error {
 // in the body renames it). ifMatch, when set and not "*", must be the
 // script's etag.
 func (e *Engine) WriteScript(ctx context.Context, db, coll string, kind ScriptKind, id string, body document.Value, ifMatch string) (*Resource, error) {
+	res, _, err := e.writeScript(ctx, db, coll, kind, id, body, ifMatch, false)
+	return res, err
+}
+
+// UpsertScript creates the script the body names, or replaces the one with
+// its id; created says which.
+func (e *Engine) UpsertScript(ctx context.Context, db, coll string, kind ScriptKind, body document.Value) (res *Resource, created bool, err error) {
+	return e.writeScript(ctx, db, coll, kind, "", body, "", true)
+}
+
+func (e *Engine) writeScript(ctx context.Context, db, coll string, kind ScriptKind, target string, body document.Value, ifMatch string, upsert bool) (*Resource, bool, error) {
 	rec, derr := parseScript(kind, body)
 	if derr != nil {
-		return nil, derr
+		return nil, false, derr
 	}
 	now, err := e.Now(ctx)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var dbRid []byte
+	created := false
 	err = e.store.Update(ctx, func(tx storage.Txn) error {
 		c, err := e.loadContainer(tx, db, coll)
 		if err != nil {
 			return err
 		}
 		dbRid = c.DBRid
+		id := target
+		if upsert {
+			found, err := getJSON(tx, scriptKey(c.Rid, kind, rec.ID), &scriptRecord{})
+			if err != nil {
+				return err
+			}
+			if found {
+				id = rec.ID
+			}
+		}
+		created = id == ""
 		var old scriptRecord
 		if id != "" {
 			found, err := getJSON(tx, scriptKey(c.Rid, kind, id), &old)
@@ -192,9 +215,9 @@ func (e *Engine) WriteScript(ctx context.Context, db, coll string, kind ScriptKi
 		return setJSON(tx, scriptKey(c.Rid, kind, rec.ID), rec)
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return rec.resource(kind, dbRid), nil
+	return rec.resource(kind, dbRid), created, nil
 }
 
 // loadScript reads script id of container c.

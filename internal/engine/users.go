@@ -153,6 +153,47 @@ func (e *Engine) CreateUser(ctx context.Context, db string, body document.Value)
 	return u.resource(), nil
 }
 
+// UpsertUser creates the user the body names in database db, or, when one
+// with its id exists, writes it anew (a new _etag and _ts, the same _rid).
+// created says which.
+func (e *Engine) UpsertUser(ctx context.Context, db string, body document.Value) (*Resource, bool, error) {
+	id, derr := userBodyID(body)
+	if derr != nil {
+		return nil, false, derr
+	}
+	now, err := e.Now(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	var u userRecord
+	created := false
+	err = e.store.Update(ctx, func(tx storage.Txn) error {
+		d, err := e.loadDatabase(tx, db)
+		if err != nil {
+			return err
+		}
+		var old userRecord
+		found, err := getJSON(tx, userKey(d.Rid, id), &old)
+		if err != nil {
+			return err
+		}
+		n, err := nextCounter(tx, "rid")
+		if err != nil {
+			return err
+		}
+		rid := old.Rid
+		if created = !found; created {
+			rid = binary.BigEndian.AppendUint32(bytes.Clone(d.Rid), uint32(n))
+		}
+		u = userRecord{ID: id, Rid: rid, Ts: now.Unix(), Etag: etagFor(rid, n)}
+		return setJSON(tx, userKey(d.Rid, id), &u)
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("upsert user %q: %w", id, err)
+	}
+	return u.resource(), created, nil
+}
+
 func userBodyID(body document.Value) (string, *Error) {
 	id, derr := bodyID(body)
 	if derr != nil {
