@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -268,6 +269,19 @@ func (x *execution) install() error {
 		x.body = c.Argument(0)
 		return goja.Undefined()
 	})
+	// appendValue("Body", v) adds v, as a string, to the end of the body.
+	set(response, "appendValue", func(c goja.FunctionCall) goja.Value {
+		if !strings.EqualFold(c.Argument(0).String(), "body") {
+			panic(vm.NewTypeError("appendValue can only append to 'Body'"))
+		}
+		add := c.Argument(1).String()
+		if x.body == nil || goja.IsUndefined(x.body) || goja.IsNull(x.body) {
+			x.body = vm.ToValue(add)
+		} else {
+			x.body = vm.ToValue(x.body.String() + add)
+		}
+		return goja.Undefined()
+	})
 	set(response, "getBody", func(goja.FunctionCall) goja.Value {
 		if x.body == nil {
 			return goja.Undefined()
@@ -314,11 +328,7 @@ func (x *execution) install() error {
 	}
 	console := vm.NewObject()
 	set(console, "log", func(c goja.FunctionCall) goja.Value {
-		parts := make([]string, len(c.Arguments))
-		for i, a := range c.Arguments {
-			parts[i] = x.text(a)
-		}
-		x.res.Logs = append(x.res.Logs, strings.Join(parts, " "))
+		x.res.Logs = append(x.res.Logs, x.format(c.Arguments))
 		return goja.Undefined()
 	})
 	if err := vm.Set("console", console); err != nil {
@@ -648,6 +658,54 @@ func (x *execution) fromJSONValue(v any) goja.Value {
 		return goja.Undefined()
 	}
 	return x.fromJSON(b)
+}
+
+// format renders the arguments of console.log as the service does: a first
+// argument that is a string is a format in which %s, %d, %i, %f, %j, %o
+// and %O take the next arguments in turn and %% is a percent sign; the
+// arguments left follow, each after a space.
+func (x *execution) format(args []goja.Value) string {
+	var b strings.Builder
+	rest := args
+	if len(args) > 0 {
+		if f, ok := args[0].Export().(string); ok {
+			rest = args[1:]
+			for i := 0; i < len(f); i++ {
+				if f[i] != '%' || i+1 == len(f) {
+					b.WriteByte(f[i])
+					continue
+				}
+				verb := f[i+1]
+				if verb == '%' {
+					b.WriteByte('%')
+					i++
+					continue
+				}
+				if !strings.ContainsRune("sdifjoO", rune(verb)) || len(rest) == 0 {
+					b.WriteByte('%')
+					continue
+				}
+				a := rest[0]
+				rest = rest[1:]
+				i++
+				switch verb {
+				case 'd', 'f':
+					b.WriteString(x.vm.ToValue(a.ToFloat()).String())
+				case 'i':
+					b.WriteString(x.vm.ToValue(math.Trunc(a.ToFloat())).String())
+				default:
+					b.WriteString(x.text(a))
+				}
+			}
+		}
+	}
+	for i, a := range rest {
+		if i > 0 || len(rest) < len(args) {
+			b.WriteByte(' ')
+		}
+		b.WriteString(x.text(a))
+	}
+	return b.String()
 }
 
 // text renders a console.log argument: strings as they are, the rest as
