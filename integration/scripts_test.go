@@ -79,6 +79,23 @@ func TestScriptsRawProtocol(t *testing.T) {
 		t.Errorf("the trigger did not run: %s", item.body)
 	}
 
+	// A pre-trigger may give a created or upserted document another id,
+	// which it is stored under; a replace keeps the id it addresses.
+	rename, _ := json.Marshal(map[string]string{"id": "rename", "triggerType": "Pre", "triggerOperation": "All",
+		"body": `function () { var r = getContext().getRequest(), d = r.getBody(); d.id = d.id.toUpperCase() + "t1"; r.setBody(d); }`})
+	mustStatus(e.do("POST", coll+"/triggers", rename, nil), http.StatusCreated, "create renaming trigger")
+	withRename := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`, "x-ms-documentdb-pre-trigger-include": "rename"}
+	renamed := mustStatus(e.do("POST", coll+"/docs", []byte(`{"id":"doc1","pk":"p"}`), withRename), http.StatusCreated, "create with the renaming trigger")
+	if !strings.Contains(string(renamed.body), `"id":"DOC1t1"`) {
+		t.Errorf("created with the renaming trigger: %s", renamed.body)
+	}
+	mustStatus(e.do("GET", coll+"/docs/DOC1t1", nil, pk), http.StatusOK, "read the renamed document")
+	mustStatus(e.do("GET", coll+"/docs/doc1", nil, pk), http.StatusNotFound, "read the name before the trigger")
+	upsertRename := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`, "x-ms-documentdb-pre-trigger-include": "rename", "x-ms-documentdb-is-upsert": "true"}
+	mustStatus(e.do("POST", coll+"/docs", []byte(`{"id":"doc2","pk":"p"}`), upsertRename), http.StatusCreated, "upsert with the renaming trigger")
+	mustStatus(e.do("GET", coll+"/docs/DOC2t1", nil, pk), http.StatusOK, "read the upserted document")
+	mustStatus(e.do("PUT", coll+"/docs/DOC1t1", []byte(`{"id":"DOC1t1","pk":"p"}`), withRename), http.StatusBadRequest, "replace with the renaming trigger")
+
 	// A UDF in a query.
 	udf, _ := json.Marshal(map[string]string{"id": "shout", "body": `function (s) { return s + "!"; }`})
 	mustStatus(e.do("POST", coll+"/udfs", udf, nil), http.StatusCreated, "create udf")

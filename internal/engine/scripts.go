@@ -663,8 +663,17 @@ func (e *Engine) writeWithTriggers(ctx context.Context, tx storage.Txn, c *conta
 			return nil, errorf(BadRequest, "Trigger '%s' left a request body that is not a document: %v", name, err)
 		}
 		body = body.Without(itemSystemProps...)
-		if newID, derr := bodyID(body); derr != nil || newID != id {
+		// A create or upsert stores the document under the id the trigger
+		// leaves; a replace is addressed by its id, which may not change.
+		newID, derr := bodyID(body)
+		switch {
+		case derr != nil || (newID != id && p.Mode == ModeReplace):
 			return nil, errorf(BadRequest, "Trigger '%s' changed the document's id.", name)
+		case newID != id:
+			if derr := validateItemID(newID); derr != nil {
+				return nil, derr
+			}
+			id = newID
 		}
 	}
 	out, err := e.writeItemTx(tx, c, p, id, body, now)
