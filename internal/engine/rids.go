@@ -13,7 +13,8 @@ import (
 
 // Resources can be addressed by their _rid as well as by name
 // (docs/protocol.md §2.1): dbs/{dbRid}/colls/{collRid}/docs/{docRid}, the
-// _self link each resource returns. A rid encodes its parents: a
+// _self link each resource returns, and likewise attachments, stored
+// procedures, triggers, functions, users and permissions. A rid encodes its parents: a
 // container's rid is its database's 4 bytes and 4 of its own, an item's is
 // its container's 8 and the 8-byte sequence number of its _rid order. The
 // service does not mix the two forms in one link.
@@ -69,6 +70,9 @@ func (e *Engine) ResolveRidLink(ctx context.Context, segs []string) (names []str
 		if len(segs) < 4 {
 			return nil
 		}
+		if segs[2] == "users" {
+			return resolveUserRids(r, d, segs, names)
+		}
 		if segs[2] != "colls" {
 			return errorf(BadRequest, "Resources of type '%s' cannot be addressed by resource id.", segs[2])
 		}
@@ -83,6 +87,13 @@ func (e *Engine) ResolveRidLink(ctx context.Context, segs []string) (names []str
 		names[3] = c.ID
 		if len(segs) < 6 {
 			return nil
+		}
+		if kind := ScriptKind(segs[4]); kind == StoredProcedures || kind == Triggers || kind == Functions {
+			if len(segs) > 6 {
+				return errorf(BadRequest, "Resources of type '%s' cannot be addressed by resource id.", segs[6])
+			}
+			names[5], err = childIDByRid(r, scriptPrefix(c.Rid, kind), collRid, segs[5], kind.noun())
+			return err
 		}
 		if segs[4] != "docs" {
 			return errorf(BadRequest, "Resources of type '%s' cannot be addressed by resource id.", segs[4])
@@ -113,6 +124,59 @@ func (e *Engine) ResolveRidLink(ctx context.Context, segs []string) (names []str
 		return nil, found, err
 	}
 	return names, true, nil
+}
+
+// resolveUserRids resolves dbs/{dbRid}/users/{userRid}[/permissions/{permRid}]
+// into names.
+func resolveUserRids(r storage.Reader, d *databaseRecord, segs, names []string) error {
+	userRid, ok := parseRid(segs[3])
+	if !ok || len(userRid) != len(d.Rid)+4 || string(userRid[:len(d.Rid)]) != string(d.Rid) {
+		return errMixedLink(segs[3])
+	}
+	var err error
+	if names[3], err = childIDByRid(r, userPrefix(d.Rid), d.Rid, segs[3], "User"); err != nil || len(segs) < 6 {
+		return err
+	}
+	if segs[4] != "permissions" {
+		return errorf(BadRequest, "Resources of type '%s' cannot be addressed by resource id.", segs[4])
+	}
+	if len(segs) > 6 {
+		return errorf(BadRequest, "Resources of type '%s' cannot be addressed by resource id.", segs[6])
+	}
+	names[5], err = childIDByRid(r, permissionPrefix(userRid), userRid, segs[5], "Permission")
+	return err
+}
+
+// childIDByRid finds the id of the record under prefix (a user, permission
+// or script: few per parent) whose rid is the rid segment seg, which must
+// be its parent's rid and 4 bytes more.
+func childIDByRid(r storage.Reader, prefix, parentRid []byte, seg, noun string) (string, error) {
+	rid, ok := parseRid(seg)
+	if !ok || len(rid) != len(parentRid)+4 || string(rid[:len(parentRid)]) != string(parentRid) {
+		return "", errMixedLink(seg)
+	}
+	id, found := "", false
+	err := scanPrefix(r, prefix, func(_, v []byte) (bool, error) {
+		var rec struct {
+			ID  string `json:"id"`
+			Rid []byte `json:"rid"`
+		}
+		if err := unmarshalRecord(v, &rec); err != nil {
+			return false, err
+		}
+		if string(rec.Rid) == string(rid) {
+			id, found = rec.ID, true
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		return "", err
+	}
+	if !found {
+		return "", errorf(NotFound, "Resource Not Found. No %s with resource id '%s'.", strings.ToLower(noun), seg)
+	}
+	return id, nil
 }
 
 // databaseByRid finds the database with the rid, or nil. Databases are
