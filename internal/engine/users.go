@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -49,12 +50,15 @@ const (
 )
 
 type permissionRecord struct {
-	ID       string `json:"id"`
-	UserRid  []byte `json:"user"`
-	Rid      []byte `json:"rid"` // user rid (8) + permission number (4)
-	Ts       int64  `json:"ts"`
-	Etag     string `json:"etag"`
-	Mode     string `json:"mode"`
+	ID      string `json:"id"`
+	UserRid []byte `json:"user"`
+	Rid     []byte `json:"rid"` // user rid (8) + permission number (4)
+	Ts      int64  `json:"ts"`
+	Etag    string `json:"etag"`
+	Mode    string `json:"mode"`
+	// Written is permissionMode as the client wrote it ("all", "Read"…),
+	// which the service returns unchanged; Mode is its canonical form.
+	Written  string `json:"written,omitempty"`
 	Resource string `json:"resource"`
 	// PartitionKey is resourcePartitionKey as JSON, or empty.
 	PartitionKey string `json:"pk,omitempty"`
@@ -92,7 +96,7 @@ type Grant struct {
 func (p *permissionRecord) resource() *Permission {
 	fields := []document.Field{
 		{Name: "id", Value: document.Str(p.ID)},
-		{Name: "permissionMode", Value: document.Str(p.Mode)},
+		{Name: "permissionMode", Value: document.Str(cmp.Or(p.Written, p.Mode))},
 		{Name: "resource", Value: document.Str(p.Resource)},
 	}
 	g := Grant{Mode: p.Mode, Link: strings.Split(p.Resource, "/")}
@@ -369,9 +373,6 @@ func (e *Engine) WritePermission(ctx context.Context, p PermissionParams) (*Perm
 	if derr != nil {
 		return nil, false, derr
 	}
-	if p.Mode == ModeReplace && rec.ID != p.ID {
-		return nil, false, errorf(BadRequest, "The id in the body '%s' does not match the permission '%s' addressed.", rec.ID, p.ID)
-	}
 	now, err := e.Now(ctx)
 	if err != nil {
 		return nil, false, err
@@ -383,9 +384,15 @@ func (e *Engine) WritePermission(ctx context.Context, p PermissionParams) (*Perm
 		if err != nil {
 			return err
 		}
+		// A replace addresses the permission by its id; a new id in the
+		// body renames it, as a replace of a user does.
+		addressed := rec.ID
+		if p.Mode == ModeReplace {
+			addressed = p.ID
+		}
 		key := permissionKey(u.Rid, rec.ID)
 		var old permissionRecord
-		found, err := getJSON(tx, key, &old)
+		found, err := getJSON(tx, permissionKey(u.Rid, addressed), &old)
 		if err != nil {
 			return err
 		}
@@ -397,13 +404,23 @@ func (e *Engine) WritePermission(ctx context.Context, p PermissionParams) (*Perm
 		case found && p.IfMatch != "" && p.IfMatch != "*" && p.IfMatch != old.Etag:
 			return preconditionFailed()
 		}
+		if addressed != rec.ID {
+			if taken, err := getJSON(tx, key, &permissionRecord{}); err != nil {
+				return err
+			} else if taken {
+				return conflict()
+			}
+			if err := tx.Delete(permissionKey(u.Rid, addressed)); err != nil {
+				return err
+			}
+		}
 		// A user holds one permission per resource (409 otherwise).
 		if err := scanPrefix(tx, permissionPrefix(u.Rid), func(_, v []byte) (bool, error) {
 			var other permissionRecord
 			if err := unmarshalRecord(v, &other); err != nil {
 				return false, err
 			}
-			if other.ID != rec.ID && other.Resource == rec.Resource {
+			if other.ID != rec.ID && other.ID != addressed && other.Resource == rec.Resource {
 				return false, errorf(Conflict, "User '%s' already has permission '%s' on resource '%s'.", p.User, other.ID, rec.Resource)
 			}
 			return true, nil
@@ -442,9 +459,9 @@ func parsePermission(db string, body document.Value) (*permissionRecord, *Error)
 	rec := &permissionRecord{ID: id}
 	switch m := body.Get("permissionMode"); {
 	case m.Kind() == document.String && strings.EqualFold(m.Str(), PermissionRead):
-		rec.Mode = PermissionRead
+		rec.Mode, rec.Written = PermissionRead, m.Str()
 	case m.Kind() == document.String && strings.EqualFold(m.Str(), PermissionAll):
-		rec.Mode = PermissionAll
+		rec.Mode, rec.Written = PermissionAll, m.Str()
 	case !m.IsDefined():
 		return nil, errorf(BadRequest, "The input content is invalid because the required properties - 'permissionMode; ' - are missing")
 	default:
