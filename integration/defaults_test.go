@@ -181,7 +181,8 @@ func TestContainerAndItemHeaders(t *testing.T) {
 }
 
 // TestConflictsFeed: the conflicts feed of a container is empty (200),
-// also as a query; it is 404 for a container that does not exist.
+// also as a query; it is 404 for a container that does not exist. A
+// conflict read or deleted without its partition key is a 400.
 func TestConflictsFeed(t *testing.T) {
 	e := start(t)
 	db := e.database("db")
@@ -195,7 +196,12 @@ func TestConflictsFeed(t *testing.T) {
 		{"GET", "/dbs/db/colls/c/conflicts", nil, nil, 200},
 		{"POST", "/dbs/db/colls/c/conflicts", []byte(`{"query":"SELECT * FROM root r"}`), map[string]string{"Content-Type": "application/query+json", "x-ms-documentdb-isquery": "true"}, 200},
 		{"GET", "/dbs/db/colls/missing/conflicts", nil, nil, 404},
-		{"GET", "/dbs/db/colls/c/conflicts/x", nil, nil, 404},
+		{"GET", "/dbs/db/colls/c/conflicts/x", nil, map[string]string{"x-ms-documentdb-partitionkey": `["x"]`}, 404},
+		{"DELETE", "/dbs/db/colls/c/conflicts/x", nil, map[string]string{"x-ms-documentdb-partitionkey": `["x"]`}, 404},
+		// A conflict is addressed in its logical partition, as an item is.
+		{"GET", "/dbs/db/colls/c/conflicts/x", nil, nil, 400},
+		{"DELETE", "/dbs/db/colls/c/conflicts/x", nil, nil, 400},
+		{"DELETE", "/dbs/db/colls/c/conflicts/x", nil, map[string]string{"x-ms-documentdb-partitionkey": `[x`}, 400},
 	} {
 		r := e.do(tc.method, tc.path, tc.body, tc.headers)
 		if r.status != tc.want {
