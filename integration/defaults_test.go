@@ -2,6 +2,7 @@ package integration
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
@@ -177,6 +178,36 @@ func TestContainerAndItemHeaders(t *testing.T) {
 		if got := r.header.Get("x-ms-content-path"); got != props.Rid {
 			t.Errorf("%s item: x-ms-content-path %q, want %s", method, got, props.Rid)
 		}
+	}
+}
+
+// TestLegacyRootIndexPath: "/", the root path of DocumentDB-era indexing
+// policies, indexes the whole document as "/*" does, so ORDER BY on any
+// property works, and the policy comes back with "/*".
+func TestLegacyRootIndexPath(t *testing.T) {
+	e := start(t)
+	e.database("db")
+	policy := `{"includedPaths":[{"path":"/","indexes":[{"kind":"Range","dataType":"Number"},{"kind":"Range","dataType":"String"}]}]}`
+	r := e.do("POST", "/dbs/db/colls", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash"},"indexingPolicy":`+policy+`}`), nil)
+	if r.status != 201 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	var props struct {
+		IndexingPolicy struct{ IncludedPaths []struct{ Path string } }
+	}
+	if err := json.Unmarshal(r.body, &props); err != nil || len(props.IndexingPolicy.IncludedPaths) != 1 || props.IndexingPolicy.IncludedPaths[0].Path != "/*" {
+		t.Errorf("included paths: %s", r.body)
+	}
+	pk := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`}
+	for _, doc := range []string{`{"id":"a","pk":"p","n":2}`, `{"id":"b","pk":"p","n":1}`} {
+		if r := e.do("POST", "/dbs/db/colls/c/docs", []byte(doc), pk); r.status != 201 {
+			t.Fatalf("create %s: %d %s", doc, r.status, r.body)
+		}
+	}
+	r = e.do("POST", "/dbs/db/colls/c/docs", []byte(`{"query":"SELECT VALUE c.id FROM c ORDER BY c.n"}`), map[string]string{
+		"Content-Type": "application/query+json", "x-ms-documentdb-isquery": "true", "x-ms-documentdb-partitionkey": `["p"]`})
+	if r.status != 200 || !strings.Contains(string(r.body), `"Documents":["b","a"]`) {
+		t.Errorf("ORDER BY under the root path: %d %s", r.status, r.body)
 	}
 }
 
