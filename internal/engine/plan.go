@@ -11,14 +11,6 @@ import (
 	"github.com/mayfly-db/mayfly/internal/storage"
 )
 
-// QueryPlan is the plan the SDKs ask for before running a cross-partition
-// query (docs/protocol.md §6.5): what the client must do itself (merge ORDER BY,
-// combine aggregates, apply TOP, DISTINCT, OFFSET/LIMIT), the rewritten
-// query to send to each range, and the ranges to ask.
-func QueryPlan(q *ast.Query, params map[string]document.Value) ([]byte, error) {
-	return gatewayplan.JSON(gatewayplan.Describe(q, params)), nil
-}
-
 // PlanFor parses a query over the items of container db/coll and returns
 // its plan, for query-plan requests from a client that announced features
 // (the value of x-ms-cosmos-supported-query-features). A query that needs

@@ -15,6 +15,7 @@ import (
 	"github.com/mayfly-db/mayfly/internal/query/gatewayplan"
 	"github.com/mayfly-db/mayfly/internal/query/parser"
 	"github.com/mayfly-db/mayfly/internal/query/plan"
+	"github.com/mayfly-db/mayfly/internal/query/vector"
 	"github.com/mayfly-db/mayfly/internal/storage"
 )
 
@@ -442,11 +443,12 @@ func pageRows(rows []document.Value, offset, limit int, page *FeedPage) (int, *E
 // crossPartitionRefusal is the gateway's answer to a cross-partition query
 // it cannot serve directly: 400/1004 with the query plan, so the SDK runs
 // the query range by range and merges (docs/protocol.md §6.3).
+//
+// Today's SDKs take their plan from a query-plan request and only look for
+// this refusal; the plan in it is for the clients that read it, which
+// announce nothing and merge MIN and MAX as bare values.
 func (e *Engine) crossPartitionRefusal(prog *eval.Program, params map[string]document.Value) error {
-	plan, err := QueryPlan(prog.Query(), params)
-	if err != nil {
-		return err
-	}
+	plan := gatewayplan.JSON(gatewayplan.DescribeFor(prog.Query(), params, gatewayplan.Legacy, vector.Policy{}))
 	return &Error{Code: BadRequest, SubStatus: SubCrossPartitionNotServed, Additional: plan,
 		Message: "The provided cross partition query can not be directly served by the gateway. This is a first chance (internal) exception that all newer clients will know how to handle gracefully. This exception is traced, but unless you see it bubble up as an exception (which only happens on older SDK clients), then you can safely ignore this message."}
 }

@@ -27,6 +27,12 @@ func ParseFeatures(header string) Features {
 	return f
 }
 
+// Legacy is what a DocumentDB-era client can do: it announces no features
+// and reads the plan from the 400 that refuses a cross-partition query it
+// sent whole, and it merges MIN and MAX as bare values (the Python SDK 3.x
+// fails on {"max": m, "count": n}).
+var Legacy = Features{}
+
 // Has reports whether the client can do feature.
 func (f Features) Has(feature string) bool {
 	return f == nil || f[strings.ToLower(feature)]
