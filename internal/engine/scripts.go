@@ -106,9 +106,8 @@ func parseScript(kind ScriptKind, body document.Value) (*scriptRecord, *Error) {
 	if src.Kind() != document.String {
 		return nil, errorf(BadRequest, "The input content is invalid because the required property, 'body', is missing.")
 	}
-	if err := script.Check(src.Str()); err != nil {
-		return nil, errorf(BadRequest, "Encountered exception while compiling Javascript. Exception = %s", err.Error())
-	}
+	// The body is not compiled here: the service keeps any string and
+	// reports a body that does not compile when it runs (scriptFailed).
 	rec := &scriptRecord{ID: id, Body: src.Str()}
 	if kind == Triggers {
 		rec.TriggerType = body.Get("triggerType").Str()
@@ -342,7 +341,7 @@ func (e *Engine) ExecuteProcedure(ctx context.Context, p ExecuteParams) (*Proced
 		var se *script.ScriptError
 		switch {
 		case errors.As(err, &se):
-			return errorf(BadRequest, "Encountered exception while executing Javascript. Exception = %s", se.Message)
+			return scriptFailed(se)
 		case errors.Is(err, script.ErrTimeout):
 			return errorf(RequestTimeout, "The stored procedure '%s' ran past its time limit; none of its writes were kept.", p.ID)
 		case err != nil:
@@ -627,6 +626,15 @@ func triggerFor(r storage.Reader, c *containerRecord, id, typ, op string) (*scri
 	return rec, nil
 }
 
+// scriptFailed is the 400 of a stored procedure or trigger that threw or
+// did not compile.
+func scriptFailed(se *script.ScriptError) *Error {
+	if se.Compile {
+		return errorf(BadRequest, "Encountered exception while compiling Javascript. Exception = %s", se.Message)
+	}
+	return errorf(BadRequest, "Encountered exception while executing Javascript. Exception = %s", se.Message)
+}
+
 // runTrigger runs one trigger in the operation's transaction.
 func (e *Engine) runTrigger(ctx context.Context, tx storage.Txn, c *containerRecord, ref ItemRef, now time.Time, rec *scriptRecord, call *script.TriggerCall) (*script.Result, error) {
 	pk, derr := c.pointKey(ref)
@@ -638,7 +646,7 @@ func (e *Engine) runTrigger(ctx context.Context, tx storage.Txn, c *containerRec
 	var se *script.ScriptError
 	switch {
 	case errors.As(err, &se):
-		return nil, errorf(BadRequest, "Encountered exception while executing Javascript. Exception = %s", se.Message)
+		return nil, scriptFailed(se)
 	case errors.Is(err, script.ErrTimeout):
 		return nil, errorf(RequestTimeout, "Trigger '%s' ran past its time limit; the operation was not kept.", rec.ID)
 	}

@@ -67,25 +67,17 @@ type Result struct {
 
 // ScriptError is a script that threw, or failed to compile: the message
 // is the script's (with its position where the engine gives one).
-type ScriptError struct{ Message string }
+type ScriptError struct {
+	Message string
+	// Compile is set when the body did not compile: the service accepts
+	// such a body when it is written and reports it when it is run.
+	Compile bool
+}
 
 func (e *ScriptError) Error() string { return e.Message }
 
 // ErrTimeout ends a script that ran past its time limit.
 var ErrTimeout = errors.New("the script ran past its time limit")
-
-// Check compiles a stored procedure, trigger or function body, and
-// returns a *ScriptError with the engine's message when it does not.
-func Check(src string) error {
-	_, err := goja.Compile("script", "("+src+"\n)", false)
-	if err != nil {
-		return &ScriptError{Message: err.Error()}
-	}
-	if !strings.HasPrefix(strings.TrimSpace(src), "function") {
-		return &ScriptError{Message: "the script body must be a function"}
-	}
-	return nil
-}
 
 // RunProcedure runs the stored procedure src with the parameters params (a
 // JSON array) against coll.
@@ -354,7 +346,7 @@ func compiled(name, src string) (*goja.Program, error) {
 	}
 	p, err := goja.Compile(name, "("+src+"\n)", false)
 	if err != nil {
-		return nil, &ScriptError{Message: err.Error()}
+		return nil, &ScriptError{Message: err.Error(), Compile: true}
 	}
 	v, _ := programs.LoadOrStore(src, p)
 	return v.(*goja.Program), nil

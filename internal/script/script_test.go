@@ -167,16 +167,22 @@ func TestInfiniteLoop(t *testing.T) {
 	}
 }
 
-func TestCheck(t *testing.T) {
-	if err := Check(`function () { return 1 }`); err != nil {
-		t.Fatal(err)
-	}
-	var se *ScriptError
-	if err := Check(`function ( { }`); !errors.As(err, &se) {
-		t.Fatalf("a syntax error: %v", err)
-	}
-	if err := Check(`1 + 1`); !errors.As(err, &se) {
-		t.Fatalf("not a function: %v", err)
+// A body that does not compile, or is not a function, fails when it runs:
+// a compile error is marked as one, for the service's "while compiling".
+func TestBodyThatDoesNotCompile(t *testing.T) {
+	for _, tc := range []struct {
+		src     string
+		compile bool
+	}{
+		{`function ( { }`, true},
+		{"Line Separator (\u2028) & Next Line (\u0085)", true},
+		{`1 + 1`, false},
+	} {
+		_, _, err := runProc(t, tc.src, ``, Limits{})
+		var se *ScriptError
+		if !errors.As(err, &se) || se.Compile != tc.compile {
+			t.Errorf("run %q: %#v, want a script error with Compile %v", tc.src, err, tc.compile)
+		}
 	}
 }
 
