@@ -135,7 +135,7 @@ func TestPartitionKeyExtraction(t *testing.T) {
 }
 
 // TestContainerAndItemHeaders: the legacy indexes array of an included
-// path is accepted and returned; container reads carry the index
+// path is accepted and, as the service ignores it, not returned; container reads carry the index
 // transformation progress; item responses carry both content paths.
 func TestContainerAndItemHeaders(t *testing.T) {
 	e := start(t)
@@ -158,8 +158,8 @@ func TestContainerAndItemHeaders(t *testing.T) {
 	if err := json.Unmarshal(r.body, &props); err != nil || r.status != 200 {
 		t.Fatalf("read: %d %s", r.status, r.body)
 	}
-	if ip := props.IndexingPolicy.IncludedPaths; len(ip) != 1 || len(ip[0].Indexes) != 2 || ip[0].Indexes[1].Kind != "Hash" {
-		t.Errorf("legacy indexes not returned: %s", r.body)
+	if ip := props.IndexingPolicy.IncludedPaths; len(ip) != 1 || ip[0].Path != "/*" || ip[0].Indexes != nil {
+		t.Errorf("included paths: want /* without the legacy indexes: %s", r.body)
 	}
 	if got := r.header.Get("x-ms-documentdb-collection-index-transformation-progress"); got != "100" {
 		t.Errorf("index transformation progress %q, want 100", got)

@@ -273,6 +273,11 @@ func normalizeIndexingPolicy(ip document.Value) (document.Value, *Error) {
 			if p.Get("path").Str() == "/" {
 				entries[i] = p.With("path", document.Str("/*"))
 			}
+			// The legacy per-path "indexes" (kind, dataType, precision) are
+			// accepted and, as by the service, which ignores them, not kept.
+			if name == "includedPaths" {
+				entries[i] = entries[i].Without("indexes")
+			}
 		}
 		paths = document.Arr(entries)
 		if name == "excludedPaths" && !none {
