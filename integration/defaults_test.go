@@ -2,6 +2,8 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -264,5 +266,54 @@ func TestAccountConsistency(t *testing.T) {
 	}
 	if _, err := server.New(server.Config{InMemory: true, Consistency: "Sometimes"}); err == nil {
 		t.Error("an unknown consistency level was accepted")
+	}
+}
+
+// TestPartitionStatistics: a container read with
+// x-ms-documentdb-populatepartitionstatistics carries "statistics", one
+// entry per partition key range whose counts add up to the container's.
+func TestPartitionStatistics(t *testing.T) {
+	e := start(t)
+	e.database("db")
+	if r := e.do("POST", "/dbs/db/colls", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`),
+		map[string]string{"x-ms-offer-throughput": "24000"}); r.status != 201 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	for i := range 40 {
+		pk := fmt.Sprintf("p%d", i)
+		if r := e.do("POST", "/dbs/db/colls/c/docs", []byte(fmt.Sprintf(`{"id":"x","pk":%q,"pad":"%0500d"}`, pk, i)),
+			map[string]string{"x-ms-documentdb-partitionkey": fmt.Sprintf(`[%q]`, pk)}); r.status != 201 {
+			t.Fatalf("create item: %d %s", r.status, r.body)
+		}
+	}
+	if r := e.do("GET", "/dbs/db/colls/c", nil, nil); strings.Contains(string(r.body), `"statistics"`) {
+		t.Errorf("statistics without asking: %s", r.body)
+	}
+	r := e.do("GET", "/dbs/db/colls/c", nil, map[string]string{"x-ms-documentdb-populatepartitionstatistics": "true"})
+	var props struct {
+		Statistics []struct {
+			ID            string
+			SizeInKB      int64
+			DocumentCount int64
+			PartitionKeys []any
+		}
+	}
+	if err := json.Unmarshal(r.body, &props); err != nil || r.status != 200 {
+		t.Fatalf("read: %d %s", r.status, r.body)
+	}
+	var count, size int64
+	nonEmpty := 0
+	for i, st := range props.Statistics {
+		if st.ID != strconv.Itoa(i) || st.PartitionKeys == nil {
+			t.Errorf("statistics[%d] = %+v", i, st)
+		}
+		count += st.DocumentCount
+		size += st.SizeInKB
+		if st.DocumentCount > 0 {
+			nonEmpty++
+		}
+	}
+	if len(props.Statistics) != 4 || count != 40 || nonEmpty < 2 || size < 10 {
+		t.Errorf("statistics of 40 items of about 0.5 KB over 4 ranges: %s", r.body)
 	}
 }
