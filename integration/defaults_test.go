@@ -317,3 +317,42 @@ func TestPartitionStatistics(t *testing.T) {
 		t.Errorf("statistics of 40 items of about 0.5 KB over 4 ranges: %s", r.body)
 	}
 }
+
+// TestOfferReplaceChecksIds: a replace of an offer whose body names
+// another offer, by id or _rid, or names none (null), is a 400; the offer
+// read back and sent again replaces it.
+func TestOfferReplaceChecksIds(t *testing.T) {
+	e := start(t)
+	e.database("db")
+	if r := e.do("POST", "/dbs/db/colls", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`),
+		map[string]string{"x-ms-offer-throughput": "400"}); r.status != 201 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	var feed struct{ Offers []map[string]any }
+	if r := e.do("GET", "/offers", nil, nil); json.Unmarshal(r.body, &feed) != nil || len(feed.Offers) != 1 {
+		t.Fatalf("offers: %d %s", r.status, r.body)
+	}
+	offer := feed.Offers[0]
+	rid := offer["_rid"].(string)
+	offer["content"] = map[string]any{"offerThroughput": 500}
+	for _, tc := range []struct {
+		name string
+		edit func(map[string]any)
+		want int
+	}{
+		{"another _rid", func(o map[string]any) { o["_rid"] = "NotAllowed" }, 400},
+		{"another id", func(o map[string]any) { o["id"] = "InvalidRid" }, 400},
+		{"null id and _rid", func(o map[string]any) { o["id"], o["_rid"] = nil, nil }, 400},
+		{"the offer as read", func(map[string]any) {}, 200},
+	} {
+		o := map[string]any{}
+		for k, v := range offer {
+			o[k] = v
+		}
+		tc.edit(o)
+		body, _ := json.Marshal(o)
+		if r := e.doRid("PUT", "/offers/"+rid, rid, body, nil); r.status != tc.want {
+			t.Errorf("%s: %d %s, want %d", tc.name, r.status, r.body, tc.want)
+		}
+	}
+}
