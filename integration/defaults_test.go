@@ -2,6 +2,9 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
@@ -134,7 +137,7 @@ func TestPartitionKeyExtraction(t *testing.T) {
 }
 
 // TestContainerAndItemHeaders: the legacy indexes array of an included
-// path is accepted and returned; container reads carry the index
+// path is accepted and, as the service ignores it, not returned; container reads carry the index
 // transformation progress; item responses carry both content paths.
 func TestContainerAndItemHeaders(t *testing.T) {
 	e := start(t)
@@ -157,8 +160,8 @@ func TestContainerAndItemHeaders(t *testing.T) {
 	if err := json.Unmarshal(r.body, &props); err != nil || r.status != 200 {
 		t.Fatalf("read: %d %s", r.status, r.body)
 	}
-	if ip := props.IndexingPolicy.IncludedPaths; len(ip) != 1 || len(ip[0].Indexes) != 2 || ip[0].Indexes[1].Kind != "Hash" {
-		t.Errorf("legacy indexes not returned: %s", r.body)
+	if ip := props.IndexingPolicy.IncludedPaths; len(ip) != 1 || ip[0].Path != "/*" || ip[0].Indexes != nil {
+		t.Errorf("included paths: want /* without the legacy indexes: %s", r.body)
 	}
 	if got := r.header.Get("x-ms-documentdb-collection-index-transformation-progress"); got != "100" {
 		t.Errorf("index transformation progress %q, want 100", got)
@@ -180,8 +183,39 @@ func TestContainerAndItemHeaders(t *testing.T) {
 	}
 }
 
+// TestLegacyRootIndexPath: "/", the root path of DocumentDB-era indexing
+// policies, indexes the whole document as "/*" does, so ORDER BY on any
+// property works, and the policy comes back with "/*".
+func TestLegacyRootIndexPath(t *testing.T) {
+	e := start(t)
+	e.database("db")
+	policy := `{"includedPaths":[{"path":"/","indexes":[{"kind":"Range","dataType":"Number"},{"kind":"Range","dataType":"String"}]}]}`
+	r := e.do("POST", "/dbs/db/colls", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash"},"indexingPolicy":`+policy+`}`), nil)
+	if r.status != 201 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	var props struct {
+		IndexingPolicy struct{ IncludedPaths []struct{ Path string } }
+	}
+	if err := json.Unmarshal(r.body, &props); err != nil || len(props.IndexingPolicy.IncludedPaths) != 1 || props.IndexingPolicy.IncludedPaths[0].Path != "/*" {
+		t.Errorf("included paths: %s", r.body)
+	}
+	pk := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`}
+	for _, doc := range []string{`{"id":"a","pk":"p","n":2}`, `{"id":"b","pk":"p","n":1}`} {
+		if r := e.do("POST", "/dbs/db/colls/c/docs", []byte(doc), pk); r.status != 201 {
+			t.Fatalf("create %s: %d %s", doc, r.status, r.body)
+		}
+	}
+	r = e.do("POST", "/dbs/db/colls/c/docs", []byte(`{"query":"SELECT VALUE c.id FROM c ORDER BY c.n"}`), map[string]string{
+		"Content-Type": "application/query+json", "x-ms-documentdb-isquery": "true", "x-ms-documentdb-partitionkey": `["p"]`})
+	if r.status != 200 || !strings.Contains(string(r.body), `"Documents":["b","a"]`) {
+		t.Errorf("ORDER BY under the root path: %d %s", r.status, r.body)
+	}
+}
+
 // TestConflictsFeed: the conflicts feed of a container is empty (200),
-// also as a query; it is 404 for a container that does not exist.
+// also as a query; it is 404 for a container that does not exist. A
+// conflict read or deleted without its partition key is a 400.
 func TestConflictsFeed(t *testing.T) {
 	e := start(t)
 	db := e.database("db")
@@ -195,7 +229,12 @@ func TestConflictsFeed(t *testing.T) {
 		{"GET", "/dbs/db/colls/c/conflicts", nil, nil, 200},
 		{"POST", "/dbs/db/colls/c/conflicts", []byte(`{"query":"SELECT * FROM root r"}`), map[string]string{"Content-Type": "application/query+json", "x-ms-documentdb-isquery": "true"}, 200},
 		{"GET", "/dbs/db/colls/missing/conflicts", nil, nil, 404},
-		{"GET", "/dbs/db/colls/c/conflicts/x", nil, nil, 404},
+		{"GET", "/dbs/db/colls/c/conflicts/x", nil, map[string]string{"x-ms-documentdb-partitionkey": `["x"]`}, 404},
+		{"DELETE", "/dbs/db/colls/c/conflicts/x", nil, map[string]string{"x-ms-documentdb-partitionkey": `["x"]`}, 404},
+		// A conflict is addressed in its logical partition, as an item is.
+		{"GET", "/dbs/db/colls/c/conflicts/x", nil, nil, 400},
+		{"DELETE", "/dbs/db/colls/c/conflicts/x", nil, nil, 400},
+		{"DELETE", "/dbs/db/colls/c/conflicts/x", nil, map[string]string{"x-ms-documentdb-partitionkey": `[x`}, 400},
 	} {
 		r := e.do(tc.method, tc.path, tc.body, tc.headers)
 		if r.status != tc.want {
@@ -227,5 +266,93 @@ func TestAccountConsistency(t *testing.T) {
 	}
 	if _, err := server.New(server.Config{InMemory: true, Consistency: "Sometimes"}); err == nil {
 		t.Error("an unknown consistency level was accepted")
+	}
+}
+
+// TestPartitionStatistics: a container read with
+// x-ms-documentdb-populatepartitionstatistics carries "statistics", one
+// entry per partition key range whose counts add up to the container's.
+func TestPartitionStatistics(t *testing.T) {
+	e := start(t)
+	e.database("db")
+	if r := e.do("POST", "/dbs/db/colls", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`),
+		map[string]string{"x-ms-offer-throughput": "24000"}); r.status != 201 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	for i := range 40 {
+		pk := fmt.Sprintf("p%d", i)
+		if r := e.do("POST", "/dbs/db/colls/c/docs", []byte(fmt.Sprintf(`{"id":"x","pk":%q,"pad":"%0500d"}`, pk, i)),
+			map[string]string{"x-ms-documentdb-partitionkey": fmt.Sprintf(`[%q]`, pk)}); r.status != 201 {
+			t.Fatalf("create item: %d %s", r.status, r.body)
+		}
+	}
+	if r := e.do("GET", "/dbs/db/colls/c", nil, nil); strings.Contains(string(r.body), `"statistics"`) {
+		t.Errorf("statistics without asking: %s", r.body)
+	}
+	r := e.do("GET", "/dbs/db/colls/c", nil, map[string]string{"x-ms-documentdb-populatepartitionstatistics": "true"})
+	var props struct {
+		Statistics []struct {
+			ID            string
+			SizeInKB      int64
+			DocumentCount int64
+			PartitionKeys []any
+		}
+	}
+	if err := json.Unmarshal(r.body, &props); err != nil || r.status != 200 {
+		t.Fatalf("read: %d %s", r.status, r.body)
+	}
+	var count, size int64
+	nonEmpty := 0
+	for i, st := range props.Statistics {
+		if st.ID != strconv.Itoa(i) || st.PartitionKeys == nil {
+			t.Errorf("statistics[%d] = %+v", i, st)
+		}
+		count += st.DocumentCount
+		size += st.SizeInKB
+		if st.DocumentCount > 0 {
+			nonEmpty++
+		}
+	}
+	if len(props.Statistics) != 4 || count != 40 || nonEmpty < 2 || size < 10 {
+		t.Errorf("statistics of 40 items of about 0.5 KB over 4 ranges: %s", r.body)
+	}
+}
+
+// TestOfferReplaceChecksIds: a replace of an offer whose body names
+// another offer, by id or _rid, or names none (null), is a 400; the offer
+// read back and sent again replaces it.
+func TestOfferReplaceChecksIds(t *testing.T) {
+	e := start(t)
+	e.database("db")
+	if r := e.do("POST", "/dbs/db/colls", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`),
+		map[string]string{"x-ms-offer-throughput": "400"}); r.status != 201 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	var feed struct{ Offers []map[string]any }
+	if r := e.do("GET", "/offers", nil, nil); json.Unmarshal(r.body, &feed) != nil || len(feed.Offers) != 1 {
+		t.Fatalf("offers: %d %s", r.status, r.body)
+	}
+	offer := feed.Offers[0]
+	rid := offer["_rid"].(string)
+	offer["content"] = map[string]any{"offerThroughput": 500}
+	for _, tc := range []struct {
+		name string
+		edit func(map[string]any)
+		want int
+	}{
+		{"another _rid", func(o map[string]any) { o["_rid"] = "NotAllowed" }, 400},
+		{"another id", func(o map[string]any) { o["id"] = "InvalidRid" }, 400},
+		{"null id and _rid", func(o map[string]any) { o["id"], o["_rid"] = nil, nil }, 400},
+		{"the offer as read", func(map[string]any) {}, 200},
+	} {
+		o := map[string]any{}
+		for k, v := range offer {
+			o[k] = v
+		}
+		tc.edit(o)
+		body, _ := json.Marshal(o)
+		if r := e.doRid("PUT", "/offers/"+rid, rid, body, nil); r.status != tc.want {
+			t.Errorf("%s: %d %s, want %d", tc.name, r.status, r.body, tc.want)
+		}
 	}
 }

@@ -341,3 +341,69 @@ func TestRidShapes(t *testing.T) {
 		t.Fatalf("attachment by its _self: %d %s", r.status, r.body)
 	}
 }
+
+// TestRidAddressingUsersAndScripts: users, permissions, stored procedures,
+// triggers and functions are read, replaced, run and deleted through their
+// _self links, as the DocumentDB-era SDKs do.
+func TestRidAddressingUsersAndScripts(t *testing.T) {
+	e := start(t)
+	db := e.database("db")
+	e.container(db, azcosmos.ContainerProperties{ID: "c", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}})
+	type resource struct {
+		ID   string `json:"id"`
+		Rid  string `json:"_rid"`
+		Self string `json:"_self"`
+		Body string `json:"body"`
+	}
+	decode := func(r rawResponse, status int, what string) resource {
+		t.Helper()
+		var res resource
+		if r.status != status {
+			t.Fatalf("%s: %d %s, want %d", what, r.status, r.body, status)
+		}
+		if len(r.body) > 0 {
+			if err := json.Unmarshal(r.body, &res); err != nil {
+				t.Fatalf("%s: %v: %s", what, err, r.body)
+			}
+		}
+		return res
+	}
+	user := decode(e.do("POST", "/dbs/db/users", []byte(`{"id":"u"}`), nil), 201, "create user")
+	perm := decode(e.do("POST", "/dbs/db/users/u/permissions", []byte(`{"id":"p","permissionMode":"Read","resource":"dbs/db/colls/c"}`), nil), 201, "create permission")
+	if got := decode(e.doRid("GET", "/"+user.Self, user.Rid, nil, nil), 200, "read user by rid"); got.ID != "u" {
+		t.Errorf("user by rid: %+v", got)
+	}
+	decode(e.doRid("GET", "/"+user.Self+"permissions/", user.Rid, nil, nil), 200, "permission feed by rid")
+	if got := decode(e.doRid("GET", "/"+perm.Self, perm.Rid, nil, nil), 200, "read permission by rid"); got.ID != "p" {
+		t.Errorf("permission by rid: %+v", got)
+	}
+	if got := decode(e.doRid("PUT", "/"+user.Self, user.Rid, []byte(`{"id":"u2"}`), nil), 200, "rename user by rid"); got.ID != "u2" || got.Rid != user.Rid {
+		t.Errorf("user renamed by rid: %+v", got)
+	}
+
+	pk := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`}
+	for _, tc := range []struct{ feed, body, replaced string }{
+		{"sprocs", `{"id":"s","body":"function () { getContext().getResponse().setBody(1) }"}`, `{"id":"s","body":"function () { getContext().getResponse().setBody(2) }"}`},
+		{"triggers", `{"id":"t","body":"function () {}","triggerType":"Pre","triggerOperation":"All"}`, `{"id":"t","body":"function () { }","triggerType":"Pre","triggerOperation":"All"}`},
+		{"udfs", `{"id":"f","body":"function (x) { return x }"}`, `{"id":"f","body":"function (x) { return 2 * x }"}`},
+	} {
+		created := decode(e.do("POST", "/dbs/db/colls/c/"+tc.feed, []byte(tc.body), nil), 201, "create "+tc.feed)
+		if got := decode(e.doRid("GET", "/"+created.Self, created.Rid, nil, nil), 200, "read "+tc.feed+" by rid"); got.ID != created.ID {
+			t.Errorf("%s by rid: %+v", tc.feed, got)
+		}
+		replaced := decode(e.doRid("PUT", "/"+created.Self, created.Rid, []byte(tc.replaced), nil), 200, "replace "+tc.feed+" by rid")
+		if tc.feed == "sprocs" {
+			if r := e.doRid("POST", "/"+created.Self, created.Rid, []byte(`[]`), pk); r.status != 200 || string(r.body) != "2" {
+				t.Errorf("run the procedure by rid: %d %s", r.status, r.body)
+			}
+		}
+		decode(e.doRid("DELETE", "/"+replaced.Self, replaced.Rid, nil, nil), 204, "delete "+tc.feed+" by rid")
+		decode(e.doRid("GET", "/"+replaced.Self, replaced.Rid, nil, nil), 404, "read deleted "+tc.feed+" by rid")
+	}
+
+	decode(e.doRid("DELETE", "/"+perm.Self, perm.Rid, nil, nil), 204, "delete permission by rid")
+	decode(e.doRid("DELETE", "/"+user.Self, user.Rid, nil, nil), 204, "delete user by rid")
+	decode(e.doRid("GET", "/"+user.Self, user.Rid, nil, nil), 404, "read deleted user by rid")
+	dbRid := strings.Split(user.Self, "/")[1]
+	decode(e.doRid("GET", "/dbs/"+dbRid+"/users/AAAAAAAAAAA=/", "AAAAAAAAAAA=", nil, nil), 400, "user rid of another database")
+}

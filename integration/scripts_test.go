@@ -39,8 +39,10 @@ func TestScriptsRawProtocol(t *testing.T) {
 		}
 	}
 	mustStatus(e.do("POST", coll+"/sprocs", body, nil), http.StatusConflict, "create it again")
+	// A body that does not compile is kept; it fails when run.
 	bad, _ := json.Marshal(map[string]string{"id": "bad", "body": "function ( {"})
-	mustStatus(e.do("POST", coll+"/sprocs", bad, nil), http.StatusBadRequest, "a body that does not compile")
+	mustStatus(e.do("POST", coll+"/sprocs", bad, nil), http.StatusCreated, "a body that does not compile")
+	mustStatus(e.do("POST", coll+"/sprocs/bad", []byte(`[]`), pk), http.StatusBadRequest, "run a body that does not compile")
 	// Replace with a stale etag fails; with the current one it works.
 	stale := map[string]string{"If-Match": `"stale"`}
 	mustStatus(e.do("PUT", coll+"/sprocs/add", body, stale), http.StatusPreconditionFailed, "replace with a stale etag")
@@ -79,6 +81,23 @@ func TestScriptsRawProtocol(t *testing.T) {
 		t.Errorf("the trigger did not run: %s", item.body)
 	}
 
+	// A pre-trigger may give a created or upserted document another id,
+	// which it is stored under; a replace keeps the id it addresses.
+	rename, _ := json.Marshal(map[string]string{"id": "rename", "triggerType": "Pre", "triggerOperation": "All",
+		"body": `function () { var r = getContext().getRequest(), d = r.getBody(); d.id = d.id.toUpperCase() + "t1"; r.setBody(d); }`})
+	mustStatus(e.do("POST", coll+"/triggers", rename, nil), http.StatusCreated, "create renaming trigger")
+	withRename := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`, "x-ms-documentdb-pre-trigger-include": "rename"}
+	renamed := mustStatus(e.do("POST", coll+"/docs", []byte(`{"id":"doc1","pk":"p"}`), withRename), http.StatusCreated, "create with the renaming trigger")
+	if !strings.Contains(string(renamed.body), `"id":"DOC1t1"`) {
+		t.Errorf("created with the renaming trigger: %s", renamed.body)
+	}
+	mustStatus(e.do("GET", coll+"/docs/DOC1t1", nil, pk), http.StatusOK, "read the renamed document")
+	mustStatus(e.do("GET", coll+"/docs/doc1", nil, pk), http.StatusNotFound, "read the name before the trigger")
+	upsertRename := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`, "x-ms-documentdb-pre-trigger-include": "rename", "x-ms-documentdb-is-upsert": "true"}
+	mustStatus(e.do("POST", coll+"/docs", []byte(`{"id":"doc2","pk":"p"}`), upsertRename), http.StatusCreated, "upsert with the renaming trigger")
+	mustStatus(e.do("GET", coll+"/docs/DOC2t1", nil, pk), http.StatusOK, "read the upserted document")
+	mustStatus(e.do("PUT", coll+"/docs/DOC1t1", []byte(`{"id":"DOC1t1","pk":"p"}`), withRename), http.StatusBadRequest, "replace with the renaming trigger")
+
 	// A UDF in a query.
 	udf, _ := json.Marshal(map[string]string{"id": "shout", "body": `function (s) { return s + "!"; }`})
 	mustStatus(e.do("POST", coll+"/udfs", udf, nil), http.StatusCreated, "create udf")
@@ -93,4 +112,46 @@ func TestScriptsRawProtocol(t *testing.T) {
 		mustStatus(e.do("DELETE", coll+path, nil, nil), http.StatusNoContent, "delete "+path)
 		mustStatus(e.do("GET", coll+path, nil, nil), http.StatusNotFound, "read deleted "+path)
 	}
+}
+
+// TestScriptBodyIsNotCompiledOnWrite: as the service does, a stored
+// procedure, trigger or function is kept whatever its body, which comes
+// back as written; one that does not compile fails when it runs, with 400.
+func TestScriptBodyIsNotCompiledOnWrite(t *testing.T) {
+	e := start(t)
+	e.database("db")
+	mustStatus := func(r rawResponse, want int, what string) rawResponse {
+		t.Helper()
+		if r.status != want {
+			t.Fatalf("%s: %d %s, want %d", what, r.status, r.body, want)
+		}
+		return r
+	}
+	const coll = "/dbs/db/colls/c"
+	mustStatus(e.do("POST", "/dbs/db/colls", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil), http.StatusCreated, "container")
+	text := "Line Separator (\u2028) & Paragraph Separator (\u2029) & Next Line (\u0085) & نیم\u200cفاصله"
+	for _, kind := range []string{"sprocs", "triggers", "udfs"} {
+		def := map[string]string{"id": "odd", "body": text}
+		if kind == "triggers" {
+			def["triggerType"], def["triggerOperation"] = "Pre", "All"
+		}
+		body, _ := json.Marshal(def)
+		mustStatus(e.do("POST", coll+"/"+kind, body, nil), http.StatusCreated, "create "+kind+" with a body that is not JavaScript")
+		read := mustStatus(e.do("GET", coll+"/"+kind+"/odd", nil, nil), http.StatusOK, "read "+kind)
+		var got struct{ Body string }
+		if err := json.Unmarshal(read.body, &got); err != nil || got.Body != text {
+			t.Errorf("%s body read back as %q (%v), want %q", kind, got.Body, err, text)
+		}
+	}
+	pk := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`}
+	run := mustStatus(e.do("POST", coll+"/sprocs/odd", []byte(`[]`), pk), http.StatusBadRequest, "run it")
+	if !strings.Contains(string(run.body), "Encountered exception while compiling Javascript") {
+		t.Errorf("running a body that does not compile: %s", run.body)
+	}
+	withTrigger := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`, "x-ms-documentdb-pre-trigger-include": "odd"}
+	mustStatus(e.do("POST", coll+"/docs", []byte(`{"id":"a","pk":"p"}`), withTrigger), http.StatusBadRequest, "a write naming the trigger")
+	mustStatus(e.do("GET", coll+"/docs/a", nil, pk), http.StatusNotFound, "the write was not kept")
+	q := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`, "x-ms-documentdb-isquery": "True", "Content-Type": "application/query+json"}
+	mustStatus(e.do("POST", coll+"/docs", []byte(`{"id":"b","pk":"p"}`), pk), http.StatusCreated, "an item")
+	mustStatus(e.do("POST", coll+"/docs", []byte(`{"query":"SELECT VALUE udf.odd(c.id) FROM c"}`), q), http.StatusBadRequest, "a query calling the function")
 }

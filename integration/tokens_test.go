@@ -161,3 +161,45 @@ func TestResourceTokens(t *testing.T) {
 	run("expired token", read, []call{{"GET", "/dbs/tdb/colls/c/docs/a", "", pkp, 403}})
 	run("5 h token after an hour", long, []call{{"GET", "/dbs/tdb/colls/c/docs/a", "", pkp, 200}})
 }
+
+// TestResourceTokenOnSelfLink gives permissions on a resource's _self link,
+// as the SDK samples do: the token grants what the link names, however a
+// request addresses it, and nothing else; a link to nothing is refused.
+func TestResourceTokenOnSelfLink(t *testing.T) {
+	e := start(t)
+	e.database("sdb")
+	must := func(r rawResponse, status int, what string) map[string]any {
+		t.Helper()
+		if r.status != status {
+			t.Fatalf("%s: status %d, want %d: %s", what, r.status, status, r.body)
+		}
+		var m map[string]any
+		_ = json.Unmarshal(r.body, &m)
+		return m
+	}
+	pkp := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`}
+	coll := `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`
+	self := must(e.do(http.MethodPost, "/dbs/sdb/colls", []byte(coll), nil), 201, "container")["_self"].(string)
+	must(e.do(http.MethodPost, "/dbs/sdb/colls", []byte(`{"id":"other","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil), 201, "container")
+	must(e.do(http.MethodPost, "/dbs/sdb/colls/c/docs", []byte(`{"id":"a","pk":"p"}`), pkp), 201, "item")
+	must(e.do(http.MethodPost, "/dbs/sdb/colls/other/docs", []byte(`{"id":"a","pk":"p"}`), pkp), 201, "item")
+	must(e.do(http.MethodPost, "/dbs/sdb/users", []byte(`{"id":"u"}`), nil), 201, "user")
+	p := must(e.do(http.MethodPost, "/dbs/sdb/users/u/permissions",
+		[]byte(`{"id":"bySelf","permissionMode":"All","resource":"`+self+`"}`), nil), 201, "permission on _self")
+	if p["resource"] != strings.Trim(self, "/") {
+		t.Errorf("resource = %v, want %q", p["resource"], self)
+	}
+	tok := p["_token"].(string)
+	must(e.do(http.MethodPost, "/dbs/sdb/users/u/permissions",
+		[]byte(`{"id":"nowhere","permissionMode":"All","resource":"dbs/AQAAAA==/colls/AQAAAJ0fgTc="}`), nil), 400, "permission on a rid link to nothing")
+	get := func(tok, path string, status int) {
+		t.Helper()
+		r := e.do(http.MethodGet, path, nil, map[string]string{"Authorization": url.QueryEscape(tok), "x-ms-documentdb-partitionkey": `["p"]`})
+		if r.status != status {
+			t.Errorf("GET %s: status %d, want %d: %s", path, r.status, status, r.body)
+		}
+	}
+	get(tok, "/dbs/sdb/colls/c/docs/a", 200)
+	get(tok, "/"+strings.Trim(self, "/")+"/docs", 200)
+	get(tok, "/dbs/sdb/colls/other/docs/a", 403)
+}

@@ -70,6 +70,19 @@ func TestUsersAndPermissions(t *testing.T) {
 	expect(e.do(http.MethodPut, "/dbs/pdb/users/alice/permissions/p2",
 		[]byte(`{"id":"p2","permissionMode":"All","resource":"dbs/pdb"}`), map[string]string{"If-Match": p2["_etag"].(string)}),
 		http.StatusOK, "replace permission")
+	// A replace with a new id renames the permission, keeping its _rid;
+	// permissionMode comes back as it was written (the Python SDK writes
+	// "all" and "read").
+	renamed := expect(e.do(http.MethodPut, "/dbs/pdb/users/alice/permissions/p2",
+		[]byte(`{"id":"p3","permissionMode":"all","resource":"dbs/pdb"}`), nil), http.StatusOK, "rename permission")
+	if renamed["id"] != "p3" || renamed["_rid"] != p2["_rid"] || renamed["permissionMode"] != "all" {
+		t.Errorf("renamed permission = %v, want id p3, _rid %v, permissionMode all", renamed, p2["_rid"])
+	}
+	expect(e.do(http.MethodGet, "/dbs/pdb/users/alice/permissions/p2", nil, nil), http.StatusNotFound, "permission under its old id")
+	expect(e.do(http.MethodPut, "/dbs/pdb/users/alice/permissions/p3",
+		[]byte(`{"id":"p1","permissionMode":"All","resource":"dbs/pdb"}`), nil), http.StatusConflict, "rename onto another permission")
+	expect(e.do(http.MethodPut, "/dbs/pdb/users/alice/permissions/p3",
+		[]byte(`{"id":"p2","permissionMode":"All","resource":"dbs/pdb"}`), nil), http.StatusOK, "rename it back")
 	feed := expect(e.do(http.MethodGet, "/dbs/pdb/users/alice/permissions", nil, nil), http.StatusOK, "permission feed")
 	if n := len(feed["Permissions"].([]any)); n != 2 {
 		t.Errorf("permission feed has %d, want 2: %v", n, feed)

@@ -45,11 +45,14 @@ describe("stored procedures", () => {
       assert.ok(created[p], `missing ${p}`);
     }
     assert.equal(await statusOf(sprocs.create({ id: "hello", body: "function () {}" })), 409, "a second create");
+    // As the service does, a body that does not compile is kept, and fails when run.
     assert.equal(
       await statusOf(sprocs.create({ id: "broken", body: "function ( {" })),
-      400,
+      201,
       "a script that does not compile",
     );
+    assert.equal(await statusOf(container.scripts.storedProcedure("broken").execute("p", [])), 400, "running it");
+    assert.equal((await container.scripts.storedProcedure("broken").delete()).statusCode, 204);
     const { resource: read } = await container.scripts.storedProcedure("hello").read();
     assert.equal(read.body, created.body);
     const { resource: replaced } = await container.scripts.storedProcedure("hello").replace({

@@ -3,6 +3,7 @@ package document
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -89,7 +90,21 @@ func TestPath(t *testing.T) {
 	if got := v.At(p); got.Int() != 5 {
 		t.Errorf("At = %v", got)
 	}
-	for _, bad := range []string{"", "/", "a", "//a", `/"a`} {
+	for _, tc := range []struct {
+		path string
+		want []string
+	}{
+		{`/a/b`, []string{"a", "b"}},
+		{`/"level' 1*()"/"le/vel2"`, []string{"level' 1*()", "le/vel2"}},
+		{`/'level" 1*()'/'le/vel2'`, []string{`level" 1*()`, "le/vel2"}},
+		{`/'it\'s'/x`, []string{`it\'s`, "x"}},
+	} {
+		got, err := ParsePath(tc.path)
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("ParsePath(%q) = %q, %v; want %q", tc.path, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"", "/", "a", "//a", `/"a`, `/'a`, `/'a\'`, `/'a'b`} {
 		if _, err := ParsePath(bad); err == nil {
 			t.Errorf("ParsePath(%q) succeeded", bad)
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -261,11 +262,23 @@ func normalizeIndexingPolicy(ip document.Value) (document.Value, *Error) {
 		if paths.Kind() != document.Array {
 			return document.Undef, errorf(BadRequest, "The indexingPolicy property '%s' must be an array.", name)
 		}
-		for _, p := range paths.Array() {
+		entries := slices.Clone(paths.Array())
+		for i, p := range entries {
 			if p.Kind() != document.Object || p.Get("path").Kind() != document.String || !strings.HasPrefix(p.Get("path").Str(), "/") {
 				return document.Undef, errorf(BadRequest, "Every entry of '%s' must be an object with a 'path' starting with '/'.", name)
 			}
+			// "/" is the root as DocumentDB-era policies name it: the
+			// whole document, which is "/*" now.
+			if p.Get("path").Str() == "/" {
+				entries[i] = p.With("path", document.Str("/*"))
+			}
+			// The legacy per-path "indexes" (kind, dataType, precision) are
+			// accepted and, as by the service, which ignores them, not kept.
+			if name == "includedPaths" {
+				entries[i] = entries[i].Without("indexes")
+			}
 		}
+		paths = document.Arr(entries)
 		if name == "excludedPaths" && !none {
 			has := false
 			for _, p := range paths.Array() {

@@ -135,7 +135,15 @@ func (e *Engine) ReadOffer(ctx context.Context, rid string) (*Resource, error) {
 // ReplaceOffer changes an offer's throughput from a full offer body. A
 // non-empty ifMatch other than "*" must be the offer's etag, or nothing
 // changes (412).
+//
+// The body's id and _rid, when it carries them (the SDKs send back the
+// offer they read), must name the offer addressed, as the service checks.
 func (e *Engine) ReplaceOffer(ctx context.Context, rid string, body document.Value, ifMatch string) (*Resource, error) {
+	for _, name := range []string{"id", "_rid"} {
+		if v := body.Get(name); v.IsDefined() && (v.Kind() != document.String || !strings.EqualFold(v.Str(), rid)) {
+			return nil, errorf(BadRequest, "The offer's %s %s does not match the offer '%s' addressed.", name, v.String(), rid)
+		}
+	}
 	content := body.Get("content")
 	if content.Kind() != document.Object {
 		return nil, errorf(BadRequest, "The offer must have a 'content' object.")

@@ -131,9 +131,8 @@ func parseScript(kind ScriptKind, body document.Value) (*scriptRecord, *Error) {
 	if src.Kind() != document.String {
 		return nil, errorf(BadRequest, "The input content is invalid because the required property, 'body', is missing.")
 	}
-	if err := script.Check(src.Str()); err != nil {
-		return nil, errorf(BadRequest, "Encountered exception while compiling Javascript. Exception = %s", err.Error())
-	}
+	// The body is not compiled here: the service keeps any string and
+	// reports a body that does not compile when it runs (scriptFailed).
 	rec := &scriptRecord{ID: id, Body: src.Str()}
 	if kind == Triggers {
 		rec.TriggerType = body.Get("triggerType").Str()
@@ -166,21 +165,44 @@ func scriptNotFound(kind ScriptKind, id string) *Error {
 // in the body renames it). ifMatch, when set and not "*", must be the
 // script's etag.
 func (e *Engine) WriteScript(ctx context.Context, db, coll string, kind ScriptKind, id string, body document.Value, ifMatch string) (*Resource, error) {
+	res, _, err := e.writeScript(ctx, db, coll, kind, id, body, ifMatch, false)
+	return res, err
+}
+
+// UpsertScript creates the script the body names, or replaces the one with
+// its id; created says which.
+func (e *Engine) UpsertScript(ctx context.Context, db, coll string, kind ScriptKind, body document.Value) (res *Resource, created bool, err error) {
+	return e.writeScript(ctx, db, coll, kind, "", body, "", true)
+}
+
+func (e *Engine) writeScript(ctx context.Context, db, coll string, kind ScriptKind, target string, body document.Value, ifMatch string, upsert bool) (*Resource, bool, error) {
 	rec, derr := parseScript(kind, body)
 	if derr != nil {
-		return nil, derr
+		return nil, false, derr
 	}
 	now, err := e.Now(ctx)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var dbRid []byte
+	created := false
 	err = e.store.Update(ctx, func(tx storage.Txn) error {
 		c, err := e.loadContainer(tx, db, coll)
 		if err != nil {
 			return err
 		}
 		dbRid = c.DBRid
+		id := target
+		if upsert {
+			found, err := getJSON(tx, scriptKey(c.Rid, kind, rec.ID), &scriptRecord{})
+			if err != nil {
+				return err
+			}
+			if found {
+				id = rec.ID
+			}
+		}
+		created = id == ""
 		var old scriptRecord
 		if id != "" {
 			found, err := getJSON(tx, scriptKey(c.Rid, kind, id), &old)
@@ -217,9 +239,9 @@ func (e *Engine) WriteScript(ctx context.Context, db, coll string, kind ScriptKi
 		return setJSON(tx, scriptKey(c.Rid, kind, rec.ID), rec)
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return rec.resource(kind, dbRid), nil
+	return rec.resource(kind, dbRid), created, nil
 }
 
 // loadScript reads script id of container c.
@@ -344,7 +366,7 @@ func (e *Engine) ExecuteProcedure(ctx context.Context, p ExecuteParams) (*Proced
 		var se *script.ScriptError
 		switch {
 		case errors.As(err, &se):
-			return errorf(BadRequest, "Encountered exception while executing Javascript. Exception = %s", se.Message)
+			return scriptFailed(se)
 		case errors.Is(err, script.ErrTimeout):
 			return errorf(RequestTimeout, "The stored procedure '%s' ran past its time limit; none of its writes were kept.", p.ID)
 		case err != nil:
@@ -629,6 +651,15 @@ func triggerFor(r storage.Reader, c *containerRecord, id, typ, op string) (*scri
 	return rec, nil
 }
 
+// scriptFailed is the 400 of a stored procedure or trigger that threw or
+// did not compile.
+func scriptFailed(se *script.ScriptError) *Error {
+	if se.Compile {
+		return errorf(BadRequest, "Encountered exception while compiling Javascript. Exception = %s", se.Message)
+	}
+	return errorf(BadRequest, "Encountered exception while executing Javascript. Exception = %s", se.Message)
+}
+
 // runTrigger runs one trigger in the operation's transaction.
 func (e *Engine) runTrigger(ctx context.Context, tx storage.Txn, c *containerRecord, ref ItemRef, now time.Time, rec *scriptRecord, call *script.TriggerCall) (*script.Result, error) {
 	pk, derr := c.pointKey(ref)
@@ -640,7 +671,7 @@ func (e *Engine) runTrigger(ctx context.Context, tx storage.Txn, c *containerRec
 	var se *script.ScriptError
 	switch {
 	case errors.As(err, &se):
-		return nil, errorf(BadRequest, "Encountered exception while executing Javascript. Exception = %s", se.Message)
+		return nil, scriptFailed(se)
 	case errors.Is(err, script.ErrTimeout):
 		return nil, errorf(RequestTimeout, "Trigger '%s' ran past its time limit; the operation was not kept.", rec.ID)
 	}
@@ -665,8 +696,17 @@ func (e *Engine) writeWithTriggers(ctx context.Context, tx storage.Txn, c *conta
 			return nil, errorf(BadRequest, "Trigger '%s' left a request body that is not a document: %v", name, err)
 		}
 		body = body.Without(itemSystemProps...)
-		if newID, derr := bodyID(body); derr != nil || newID != id {
+		// A create or upsert stores the document under the id the trigger
+		// leaves; a replace is addressed by its id, which may not change.
+		newID, derr := bodyID(body)
+		switch {
+		case derr != nil || (newID != id && p.Mode == ModeReplace):
 			return nil, errorf(BadRequest, "Trigger '%s' changed the document's id.", name)
+		case newID != id:
+			if derr := validateItemID(newID); derr != nil {
+				return nil, derr
+			}
+			id = newID
 		}
 	}
 	out, err := e.writeItemTx(tx, c, p, id, body, now)

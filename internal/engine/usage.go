@@ -1,10 +1,13 @@
 package engine
 
 import (
+	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 
+	"github.com/mayfly-db/mayfly/internal/partition"
 	"github.com/mayfly-db/mayfly/internal/storage"
 )
 
@@ -183,4 +186,72 @@ func (d *usageDelta) apply(tx storage.Txn, c *containerRecord) error {
 		}
 	}
 	return nil
+}
+
+// RangeStatistics is what one partition key range of a container holds:
+// the statistics a container read with
+// x-ms-documentdb-populatepartitionstatistics returns.
+type RangeStatistics struct {
+	ID            string
+	DocumentCount int64
+	SizeBytes     int64
+}
+
+// PartitionStatistics returns the items and bytes of each partition key
+// range of container db/coll, read from the usage counters: O(ranges) for
+// a container that keeps a sequence per range. One that keeps a single
+// sequence for several ranges (made before sequences per range) counts
+// each range's items from its partitions' counters and shares its bytes
+// out in proportion. Items that expired but are not yet purged count.
+func (e *Engine) PartitionStatistics(ctx context.Context, db, coll string) ([]RangeStatistics, error) {
+	var out []RangeStatistics
+	err := e.store.View(ctx, func(r storage.Reader) error {
+		c, err := e.loadContainer(r, db, coll)
+		if err != nil {
+			return err
+		}
+		ranges := e.rangesOf(c)
+		out = make([]RangeStatistics, len(ranges))
+		for i, rg := range ranges {
+			out[i].ID = rg.ID
+		}
+		if c.sequences() == len(ranges) {
+			for i := range ranges {
+				st, err := readState(r, c.Rid, i)
+				if err != nil {
+					return err
+				}
+				out[i].DocumentCount, out[i].SizeBytes = st.items, st.bytes
+			}
+			return nil
+		}
+		total, err := readTotals(r, c, 0)
+		if err != nil {
+			return err
+		}
+		prefix := collPrefix(famUsage, c.Rid)
+		for i, rg := range ranges {
+			lo, hi := appendEPK(bytes.Clone(prefix), rg.Min, false), prefixEnd(prefix)
+			if rg.Max < partition.MaxEPK {
+				hi = appendEPK(bytes.Clone(prefix), rg.Max, false)
+			}
+			err := scanRange(r, lo, hi, func(_, v []byte) (bool, error) {
+				if len(v) == 8 {
+					out[i].DocumentCount += int64(binary.BigEndian.Uint64(v))
+				}
+				return true, nil
+			})
+			if err != nil {
+				return err
+			}
+			if total.items > 0 {
+				out[i].SizeBytes = total.bytes * out[i].DocumentCount / total.items
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("partition statistics of %q: %w", coll, err)
+	}
+	return out, nil
 }

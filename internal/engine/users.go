@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -48,12 +49,15 @@ const (
 )
 
 type permissionRecord struct {
-	ID       string `json:"id"`
-	UserRid  []byte `json:"user"`
-	Rid      []byte `json:"rid"` // user rid (8) + permission number (4)
-	Ts       int64  `json:"ts"`
-	Etag     string `json:"etag"`
-	Mode     string `json:"mode"`
+	ID      string `json:"id"`
+	UserRid []byte `json:"user"`
+	Rid     []byte `json:"rid"` // user rid (8) + permission number (4)
+	Ts      int64  `json:"ts"`
+	Etag    string `json:"etag"`
+	Mode    string `json:"mode"`
+	// Written is permissionMode as the client wrote it ("all", "Read"…),
+	// which the service returns unchanged; Mode is its canonical form.
+	Written  string `json:"written,omitempty"`
 	Resource string `json:"resource"`
 	// PartitionKey is resourcePartitionKey as JSON, or empty.
 	PartitionKey string `json:"pk,omitempty"`
@@ -102,7 +106,7 @@ type Grant struct {
 func (p *permissionRecord) resource() *Permission {
 	fields := []document.Field{
 		{Name: "id", Value: document.Str(p.ID)},
-		{Name: "permissionMode", Value: document.Str(p.Mode)},
+		{Name: "permissionMode", Value: document.Str(cmp.Or(p.Written, p.Mode))},
 		{Name: "resource", Value: document.Str(p.Resource)},
 	}
 	g := Grant{Mode: p.Mode, Link: strings.Split(p.granted(), "/")}
@@ -161,6 +165,47 @@ func (e *Engine) CreateUser(ctx context.Context, db string, body document.Value)
 		return nil, fmt.Errorf("create user %q: %w", id, err)
 	}
 	return u.resource(), nil
+}
+
+// UpsertUser creates the user the body names in database db, or, when one
+// with its id exists, writes it anew (a new _etag and _ts, the same _rid).
+// created says which.
+func (e *Engine) UpsertUser(ctx context.Context, db string, body document.Value) (*Resource, bool, error) {
+	id, derr := userBodyID(body)
+	if derr != nil {
+		return nil, false, derr
+	}
+	now, err := e.Now(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	var u userRecord
+	created := false
+	err = e.store.Update(ctx, func(tx storage.Txn) error {
+		d, err := e.loadDatabase(tx, db)
+		if err != nil {
+			return err
+		}
+		var old userRecord
+		found, err := getJSON(tx, userKey(d.Rid, id), &old)
+		if err != nil {
+			return err
+		}
+		n, err := nextCounter(tx, "rid")
+		if err != nil {
+			return err
+		}
+		rid := old.Rid
+		if created = !found; created {
+			rid = binary.BigEndian.AppendUint32(bytes.Clone(d.Rid), uint32(n))
+		}
+		u = userRecord{ID: id, Rid: rid, Ts: now.Unix(), Etag: etagFor(rid, n)}
+		return setJSON(tx, userKey(d.Rid, id), &u)
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("upsert user %q: %w", id, err)
+	}
+	return u.resource(), created, nil
 }
 
 func userBodyID(body document.Value) (string, *Error) {
@@ -342,9 +387,6 @@ func (e *Engine) WritePermission(ctx context.Context, p PermissionParams) (*Perm
 	if derr != nil {
 		return nil, false, derr
 	}
-	if p.Mode == ModeReplace && rec.ID != p.ID {
-		return nil, false, errorf(BadRequest, "The id in the body '%s' does not match the permission '%s' addressed.", rec.ID, p.ID)
-	}
 	now, err := e.Now(ctx)
 	if err != nil {
 		return nil, false, err
@@ -356,9 +398,15 @@ func (e *Engine) WritePermission(ctx context.Context, p PermissionParams) (*Perm
 		if err != nil {
 			return err
 		}
+		// A replace addresses the permission by its id; a new id in the
+		// body renames it, as a replace of a user does.
+		addressed := rec.ID
+		if p.Mode == ModeReplace {
+			addressed = p.ID
+		}
 		key := permissionKey(u.Rid, rec.ID)
 		var old permissionRecord
-		found, err := getJSON(tx, key, &old)
+		found, err := getJSON(tx, permissionKey(u.Rid, addressed), &old)
 		if err != nil {
 			return err
 		}
@@ -373,13 +421,23 @@ func (e *Engine) WritePermission(ctx context.Context, p PermissionParams) (*Perm
 		if rec.Names, err = e.permissionNames(tx, p.DB, rec.Resource); err != nil {
 			return err
 		}
+		if addressed != rec.ID {
+			if taken, err := getJSON(tx, key, &permissionRecord{}); err != nil {
+				return err
+			} else if taken {
+				return conflict()
+			}
+			if err := tx.Delete(permissionKey(u.Rid, addressed)); err != nil {
+				return err
+			}
+		}
 		// A user holds one permission per resource (409 otherwise).
 		if err := scanPrefix(tx, permissionPrefix(u.Rid), func(_, v []byte) (bool, error) {
 			var other permissionRecord
 			if err := unmarshalRecord(v, &other); err != nil {
 				return false, err
 			}
-			if other.ID != rec.ID && other.granted() == rec.granted() {
+			if other.ID != rec.ID && other.ID != addressed && other.granted() == rec.granted() {
 				return false, errorf(Conflict, "User '%s' already has permission '%s' on resource '%s'.", p.User, other.ID, rec.Resource)
 			}
 			return true, nil
@@ -437,9 +495,9 @@ func parsePermission(db string, body document.Value) (*permissionRecord, *Error)
 	rec := &permissionRecord{ID: id}
 	switch m := body.Get("permissionMode"); {
 	case m.Kind() == document.String && strings.EqualFold(m.Str(), PermissionRead):
-		rec.Mode = PermissionRead
+		rec.Mode, rec.Written = PermissionRead, m.Str()
 	case m.Kind() == document.String && strings.EqualFold(m.Str(), PermissionAll):
-		rec.Mode = PermissionAll
+		rec.Mode, rec.Written = PermissionAll, m.Str()
 	case !m.IsDefined():
 		return nil, errorf(BadRequest, "The input content is invalid because the required properties - 'permissionMode; ' - are missing")
 	default:

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -198,8 +199,42 @@ func (h *Handler) readContainer(rq *request, db, coll string) {
 		// index is always complete.
 		setHeader(hd, "x-ms-documentdb-collection-lazy-indexing-progress", "100")
 	}
+	if sr, ok := h.eng.(statisticsReader); ok && headerBool(rq.r, "x-ms-documentdb-populatepartitionstatistics") {
+		stats, err := sr.PartitionStatistics(rq.r.Context(), db, coll)
+		if err != nil {
+			h.fail(rq, err)
+			return
+		}
+		withStats := *res
+		withStats.Body = res.Body.With("statistics", statisticsJSON(stats))
+		res = &withStats
+	}
 	h.contentPath(rq, res.Rid, "dbs/"+db+"/colls/"+coll)
 	h.resourceReply(rq, http.StatusOK, res)
+}
+
+// statisticsReader is the engine's per-range usage of a container.
+type statisticsReader interface {
+	PartitionStatistics(ctx context.Context, db, coll string) ([]engine.RangeStatistics, error)
+}
+
+var _ statisticsReader = (*engine.Engine)(nil)
+
+// statisticsJSON is the "statistics" of a container read that asks for
+// them: per partition key range, its id, size in KB and item count. The
+// service adds the largest logical partitions of a range, sampled, under
+// "partitionKeys"; Mayfly lists none.
+func statisticsJSON(stats []engine.RangeStatistics) document.Value {
+	out := make([]document.Value, len(stats))
+	for i, st := range stats {
+		out[i] = document.Obj([]document.Field{
+			{Name: "id", Value: document.Str(st.ID)},
+			{Name: "sizeInKB", Value: document.Int(st.SizeBytes / 1024)},
+			{Name: "documentCount", Value: document.Int(st.DocumentCount)},
+			{Name: "partitionKeys", Value: document.Arr(nil)},
+		})
+	}
+	return document.Arr(out)
 }
 
 func (h *Handler) replaceContainer(rq *request, db, coll string) {

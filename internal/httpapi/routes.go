@@ -226,7 +226,16 @@ func (h *Handler) conflicts(rq *request, db, coll string, rest []string) {
 		setHeader(rq.w.Header(), "x-ms-item-count", "0")
 		h.reply(rq, http.StatusOK, 0, feedBody(res.Rid, "Conflicts", nil))
 	case len(rest) == 1 && (rq.r.Method == http.MethodGet || rq.r.Method == http.MethodDelete):
-		h.fail(rq, &engine.Error{Code: engine.NotFound, Message: "Resource Not Found. Conflict '" + rest[0] + "' does not exist."})
+		// A conflict is addressed in its logical partition, as an item is.
+		ref, err := itemRef(rq.r, db, coll)
+		switch {
+		case err != nil:
+			h.fail(rq, err)
+		case !ref.HasKey && res.Body.Get("partitionKey").Get("paths").Len() > 0:
+			h.fail(rq, badRequest("PartitionKey value must be supplied for this operation."))
+		default:
+			h.fail(rq, &engine.Error{Code: engine.NotFound, Message: "Resource Not Found. Conflict '" + rest[0] + "' does not exist."})
+		}
 	default:
 		h.methodNotAllowed(rq)
 	}

@@ -15,6 +15,7 @@ import (
 // scriptStore is the engine's side of server-side scripts.
 type scriptStore interface {
 	WriteScript(ctx context.Context, db, coll string, kind engine.ScriptKind, id string, body document.Value, ifMatch string) (*engine.Resource, error)
+	UpsertScript(ctx context.Context, db, coll string, kind engine.ScriptKind, body document.Value) (*engine.Resource, bool, error)
 	ReadScript(ctx context.Context, db, coll string, kind engine.ScriptKind, id string) (*engine.Resource, error)
 	DeleteScript(ctx context.Context, db, coll string, kind engine.ScriptKind, id, ifMatch string) error
 	ListScripts(ctx context.Context, db, coll string, kind engine.ScriptKind) ([]document.Value, string, error)
@@ -49,10 +50,15 @@ func (h *Handler) routeScripts(rq *request, db, coll string, kind engine.ScriptK
 	case len(s) == 0 && m == http.MethodPost:
 		body, err := h.readJSON(rq)
 		var res *engine.Resource
-		if err == nil {
+		created := true
+		switch {
+		case err != nil:
+		case headerBool(rq.r, "x-ms-documentdb-is-upsert"):
+			res, created, err = ss.UpsertScript(ctx, db, coll, kind, body)
+		default:
 			res, err = ss.WriteScript(ctx, db, coll, kind, "", body, "")
 		}
-		h.answer(rq, http.StatusCreated, res, err)
+		h.answer(rq, createdStatus(created), res, err)
 	case len(s) == 0 && m == http.MethodGet:
 		vals, rid, err := ss.ListScripts(ctx, db, coll, kind)
 		if err != nil {

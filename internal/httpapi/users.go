@@ -11,6 +11,7 @@ import (
 // userStore is the engine's users and permissions capability.
 type userStore interface {
 	CreateUser(ctx context.Context, db string, body document.Value) (*engine.Resource, error)
+	UpsertUser(ctx context.Context, db string, body document.Value) (*engine.Resource, bool, error)
 	ReadUser(ctx context.Context, db, id string) (*engine.Resource, error)
 	ReplaceUser(ctx context.Context, db, id string, body document.Value, ifMatch string) (*engine.Resource, error)
 	DeleteUser(ctx context.Context, db, id, ifMatch string) error
@@ -38,14 +39,18 @@ func (h *Handler) routeUsers(rq *request, db string, s []string) {
 		h.queryResourcesOf(rq, engine.ResourceQueryParams{Kind: engine.ResourceUsers, DB: db})
 	case len(s) == 0 && m == http.MethodPost:
 		body, err := h.readJSON(rq)
-		if err == nil {
-			var res *engine.Resource
-			if res, err = us.CreateUser(ctx, db, body); err == nil {
-				h.resourceReply(rq, http.StatusCreated, res)
-				return
-			}
+		if err != nil {
+			h.fail(rq, err)
+			return
 		}
-		h.fail(rq, err)
+		var res *engine.Resource
+		created := true
+		if headerBool(rq.r, "x-ms-documentdb-is-upsert") {
+			res, created, err = us.UpsertUser(ctx, db, body)
+		} else {
+			res, err = us.CreateUser(ctx, db, body)
+		}
+		h.answer(rq, createdStatus(created), res, err)
 	case len(s) == 0 && m == http.MethodGet:
 		users, rid, err := us.ListUsers(ctx, db)
 		if err != nil {
@@ -78,6 +83,15 @@ func (h *Handler) routeUsers(rq *request, db string, s []string) {
 	}
 }
 
+// createdStatus is the status of a write that created a resource (201) or
+// replaced one (an upsert's 200).
+func createdStatus(created bool) int {
+	if created {
+		return http.StatusCreated
+	}
+	return http.StatusOK
+}
+
 func (h *Handler) answer(rq *request, status int, res *engine.Resource, err error) {
 	if err != nil {
 		h.fail(rq, err)
@@ -106,12 +120,8 @@ func (h *Handler) routePermissions(rq *request, us userStore, db, user string, s
 			h.fail(rq, err)
 			return
 		}
-		status := http.StatusOK
-		if created {
-			status = http.StatusCreated
-		}
 		res, err := h.withToken(rq, p)
-		h.answer(rq, status, res, err)
+		h.answer(rq, createdStatus(created), res, err)
 	}
 	switch {
 	case len(s) == 0 && m == http.MethodPost && isQuery(rq.r):

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -66,25 +67,17 @@ type Result struct {
 
 // ScriptError is a script that threw, or failed to compile: the message
 // is the script's (with its position where the engine gives one).
-type ScriptError struct{ Message string }
+type ScriptError struct {
+	Message string
+	// Compile is set when the body did not compile: the service accepts
+	// such a body when it is written and reports it when it is run.
+	Compile bool
+}
 
 func (e *ScriptError) Error() string { return e.Message }
 
 // ErrTimeout ends a script that ran past its time limit.
 var ErrTimeout = errors.New("the script ran past its time limit")
-
-// Check compiles a stored procedure, trigger or function body, and
-// returns a *ScriptError with the engine's message when it does not.
-func Check(src string) error {
-	_, err := goja.Compile("script", "("+src+"\n)", false)
-	if err != nil {
-		return &ScriptError{Message: err.Error()}
-	}
-	if !strings.HasPrefix(strings.TrimSpace(src), "function") {
-		return &ScriptError{Message: "the script body must be a function"}
-	}
-	return nil
-}
 
 // RunProcedure runs the stored procedure src with the parameters params (a
 // JSON array) against coll.
@@ -268,6 +261,19 @@ func (x *execution) install() error {
 		x.body = c.Argument(0)
 		return goja.Undefined()
 	})
+	// appendValue("Body", v) adds v, as a string, to the end of the body.
+	set(response, "appendValue", func(c goja.FunctionCall) goja.Value {
+		if !strings.EqualFold(c.Argument(0).String(), "body") {
+			panic(vm.NewTypeError("appendValue can only append to 'Body'"))
+		}
+		add := c.Argument(1).String()
+		if x.body == nil || goja.IsUndefined(x.body) || goja.IsNull(x.body) {
+			x.body = vm.ToValue(add)
+		} else {
+			x.body = vm.ToValue(x.body.String() + add)
+		}
+		return goja.Undefined()
+	})
 	set(response, "getBody", func(goja.FunctionCall) goja.Value {
 		if x.body == nil {
 			return goja.Undefined()
@@ -314,11 +320,7 @@ func (x *execution) install() error {
 	}
 	console := vm.NewObject()
 	set(console, "log", func(c goja.FunctionCall) goja.Value {
-		parts := make([]string, len(c.Arguments))
-		for i, a := range c.Arguments {
-			parts[i] = x.text(a)
-		}
-		x.res.Logs = append(x.res.Logs, strings.Join(parts, " "))
+		x.res.Logs = append(x.res.Logs, x.format(c.Arguments))
 		return goja.Undefined()
 	})
 	if err := vm.Set("console", console); err != nil {
@@ -344,7 +346,7 @@ func compiled(name, src string) (*goja.Program, error) {
 	}
 	p, err := goja.Compile(name, "("+src+"\n)", false)
 	if err != nil {
-		return nil, &ScriptError{Message: err.Error()}
+		return nil, &ScriptError{Message: err.Error(), Compile: true}
 	}
 	v, _ := programs.LoadOrStore(src, p)
 	return v.(*goja.Program), nil
@@ -648,6 +650,54 @@ func (x *execution) fromJSONValue(v any) goja.Value {
 		return goja.Undefined()
 	}
 	return x.fromJSON(b)
+}
+
+// format renders the arguments of console.log as the service does: a first
+// argument that is a string is a format in which %s, %d, %i, %f, %j, %o
+// and %O take the next arguments in turn and %% is a percent sign; the
+// arguments left follow, each after a space.
+func (x *execution) format(args []goja.Value) string {
+	var b strings.Builder
+	rest := args
+	if len(args) > 0 {
+		if f, ok := args[0].Export().(string); ok {
+			rest = args[1:]
+			for i := 0; i < len(f); i++ {
+				if f[i] != '%' || i+1 == len(f) {
+					b.WriteByte(f[i])
+					continue
+				}
+				verb := f[i+1]
+				if verb == '%' {
+					b.WriteByte('%')
+					i++
+					continue
+				}
+				if !strings.ContainsRune("sdifjoO", rune(verb)) || len(rest) == 0 {
+					b.WriteByte('%')
+					continue
+				}
+				a := rest[0]
+				rest = rest[1:]
+				i++
+				switch verb {
+				case 'd', 'f':
+					b.WriteString(x.vm.ToValue(a.ToFloat()).String())
+				case 'i':
+					b.WriteString(x.vm.ToValue(math.Trunc(a.ToFloat())).String())
+				default:
+					b.WriteString(x.text(a))
+				}
+			}
+		}
+	}
+	for i, a := range rest {
+		if i > 0 || len(rest) < len(args) {
+			b.WriteByte(' ')
+		}
+		b.WriteString(x.text(a))
+	}
+	return b.String()
 }
 
 // text renders a console.log argument: strings as they are, the rest as

@@ -124,6 +124,9 @@ func TestProcedures(t *testing.T) {
 		}`, ``, `["d0","d1","d2","d3","d4"]`, false},
 		{"no host", `function () { getContext().getResponse().setBody([typeof require, typeof setTimeout, typeof process]) }`, ``, `["undefined","undefined","undefined"]`, false},
 		{"log", `function () { console.log("x", {a: 1}); getContext().getResponse().setBody(1) }`, ``, `1`, false},
+		{"appendValue", `function () { for (var i = 0; i < 10; i++) getContext().getResponse().appendValue("Body", i) }`, ``, `"0123456789"`, false},
+		{"appendValue after setBody", `function () { var r = getContext().getResponse(); r.setBody("a"); r.appendValue("Body", true) }`, ``, `"atrue"`, false},
+		{"appendValue elsewhere", `function () { getContext().getResponse().appendValue("Other", 1) }`, ``, `appendValue`, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, _, err := runProc(t, tc.src, tc.params, Limits{})
@@ -164,16 +167,45 @@ func TestInfiniteLoop(t *testing.T) {
 	}
 }
 
-func TestCheck(t *testing.T) {
-	if err := Check(`function () { return 1 }`); err != nil {
-		t.Fatal(err)
+// A body that does not compile, or is not a function, fails when it runs:
+// a compile error is marked as one, for the service's "while compiling".
+func TestBodyThatDoesNotCompile(t *testing.T) {
+	for _, tc := range []struct {
+		src     string
+		compile bool
+	}{
+		{`function ( { }`, true},
+		{"Line Separator (\u2028) & Next Line (\u0085)", true},
+		{`1 + 1`, false},
+	} {
+		_, _, err := runProc(t, tc.src, ``, Limits{})
+		var se *ScriptError
+		if !errors.As(err, &se) || se.Compile != tc.compile {
+			t.Errorf("run %q: %#v, want a script error with Compile %v", tc.src, err, tc.compile)
+		}
 	}
-	var se *ScriptError
-	if err := Check(`function ( { }`); !errors.As(err, &se) {
-		t.Fatalf("a syntax error: %v", err)
+}
+
+func TestConsoleLogFormat(t *testing.T) {
+	tests := []struct{ args, want string }{
+		{`"The value of %s is %s.", "x", 1`, `The value of x is 1.`},
+		{`"x", {a: 1}`, `x {"a":1}`},
+		{`"%d%% of %i, %f", "42", 7.9, 0.5`, `42% of 7, 0.5`},
+		{`"%j and %o", {a: [1]}, "s"`, `{"a":[1]} and s`},
+		{`"%s and %s", "one"`, `one and %s`},
+		{`"%x %s", "a", "b", 3`, `%x a b 3`},
+		{`1, "two"`, `1 two`},
+		{`"", "a"`, ` a`},
+		{`"trailing %"`, `trailing %`},
 	}
-	if err := Check(`1 + 1`); !errors.As(err, &se) {
-		t.Fatalf("not a function: %v", err)
+	for _, tc := range tests {
+		res, _, err := runProc(t, `function () { console.log(`+tc.args+`) }`, ``, Limits{})
+		if err != nil {
+			t.Fatalf("console.log(%s): %v", tc.args, err)
+		}
+		if len(res.Logs) != 1 || res.Logs[0] != tc.want {
+			t.Errorf("console.log(%s) logged %q, want %q", tc.args, res.Logs, tc.want)
+		}
 	}
 }
 
