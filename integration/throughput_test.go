@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -68,6 +69,96 @@ func TestThroughputEnforced(t *testing.T) {
 	clk.Advance(time.Duration(wait) * time.Millisecond)
 	if r := create("a", 1000); r.status != 201 {
 		t.Errorf("after the retry delay: %d %s", r.status, r.body)
+	}
+}
+
+// TestThroughputEnforcedBulk: a bulk request is throttled operation by
+// operation, as the service throttles it: those within the container's
+// throughput run, the rest are 429 (substatus 3200, with a retry delay)
+// in a 207, and the client retries only those.
+func TestThroughputEnforcedBulk(t *testing.T) {
+	clk := clock.NewManual(time.Now())
+	e := start(t, withManualClock(clk), withEnforcedThroughput)
+	e.database("db")
+	if r := e.do("POST", "/dbs/db/colls", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), map[string]string{"x-ms-offer-throughput": "400"}); r.status != 201 {
+		t.Fatalf("create container: %d %s", r.status, r.body)
+	}
+	bulk := map[string]string{"x-ms-cosmos-is-batch-request": "true", "x-ms-cosmos-batch-atomic": "false",
+		"x-ms-cosmos-batch-continue-on-error": "true", "x-ms-documentdb-partitionkeyrangeid": "0"}
+	body := func(ids []int) []byte {
+		b := []byte{'['}
+		for i, id := range ids {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = fmt.Appendf(b, `{"operationType":"Create","partitionKey":"[\"p\"]","resourceBody":{"id":"%d","pk":"p"}}`, id)
+		}
+		return append(b, ']')
+	}
+	type result struct {
+		StatusCode    int     `json:"statusCode"`
+		SubStatusCode int     `json:"subStatusCode"`
+		RequestCharge float64 `json:"requestCharge"`
+		RetryAfter    int     `json:"retryAfterMilliseconds"`
+	}
+	send := func(ids []int) []result {
+		t.Helper()
+		r := e.do("POST", "/dbs/db/colls/c/docs", body(ids), bulk)
+		var out []result
+		if err := json.Unmarshal(r.body, &out); err != nil || len(out) != len(ids) {
+			t.Fatalf("bulk of %d: %d %s: %v", len(ids), r.status, r.body, err)
+		}
+		return out
+	}
+	ids := make([]int, 100)
+	for i := range ids {
+		ids[i] = i
+	}
+	out := send(ids)
+	var created, throttled []int
+	spent := 0.0
+	for i, res := range out {
+		switch res.StatusCode {
+		case 201:
+			created = append(created, ids[i])
+			spent += res.RequestCharge
+		case 429:
+			throttled = append(throttled, ids[i])
+			if res.SubStatusCode != 3200 || res.RetryAfter <= 0 || res.RetryAfter > 1000 {
+				t.Errorf("operation %d: 429 with substatus %d, retry after %d ms", i, res.SubStatusCode, res.RetryAfter)
+			}
+		default:
+			t.Fatalf("operation %d: status %d", i, res.StatusCode)
+		}
+	}
+	if len(created) == 0 || len(throttled) == 0 || spent < 400 || spent > 420 {
+		t.Fatalf("%d created (%.0f RU) and %d throttled; want about 400 RU of creates, the rest throttled", len(created), spent, len(throttled))
+	}
+	pk := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`}
+	clk.Advance(time.Second)
+	if r := e.do("GET", fmt.Sprintf("/dbs/db/colls/c/docs/%d", throttled[0]), nil, pk); r.status != 404 {
+		t.Errorf("a throttled create wrote: %d", r.status)
+	}
+	// Once the delay has passed, the throttled operations run.
+	for len(throttled) > 0 {
+		var again []int
+		for i, res := range send(throttled) {
+			if res.StatusCode == 429 {
+				again = append(again, throttled[i])
+			} else if res.StatusCode != 201 {
+				t.Fatalf("retried create %d: status %d", throttled[i], res.StatusCode)
+			}
+		}
+		if len(again) == len(throttled) {
+			t.Fatalf("no progress after the delay: %d still throttled", len(again))
+		}
+		throttled = again
+		clk.Advance(time.Second)
+	}
+	for _, id := range ids {
+		if r := e.do("GET", fmt.Sprintf("/dbs/db/colls/c/docs/%d", id), nil, pk); r.status != 200 {
+			t.Fatalf("item %d after the retries: %d", id, r.status)
+		}
 	}
 }
 

@@ -91,6 +91,22 @@ type BatchParams struct {
 	// non-atomic batch: when false, the operations after the first failure
 	// are not run and report FailedDependency.
 	ContinueOnError bool
+	// Budget, when set on a non-atomic batch (a bulk request), is asked
+	// before each operation whether it may run and told what each one
+	// cost. The service throttles a bulk request's operations one by one:
+	// those beyond the container's throughput are answered 429 and the
+	// client retries them alone, while the others run.
+	Budget OpBudget
+}
+
+// OpBudget is the provisioned throughput the operations of a bulk request
+// draw on.
+type OpBudget interface {
+	// Admit reports whether an operation may run now, and if not, how
+	// long until one may.
+	Admit() (ok bool, retryAfter time.Duration)
+	// Spend takes an operation's charge from the budget.
+	Spend(ru float64)
 }
 
 // BatchOpResult is the outcome of one operation.
@@ -107,6 +123,8 @@ type BatchOpResult struct {
 	// a read whose IfNoneMatch matched carries NotModified, which is not a
 	// failure.
 	Err *Error
+	// RetryAfter is how long a throttled operation should wait.
+	RetryAfter time.Duration
 }
 
 // Failed reports whether the operation failed.
@@ -401,6 +419,13 @@ func (e *Engine) separateBatch(ctx context.Context, p BatchParams, now time.Time
 			res.Ops[i] = BatchOpResult{Type: op.Type, Err: failedDependency()}
 			continue
 		}
+		if p.Budget != nil {
+			if ok, wait := p.Budget.Admit(); !ok {
+				// Not a failure that stops the rest: the client retries it.
+				res.Ops[i] = BatchOpResult{Type: op.Type, Err: RequestRateTooLarge(), RetryAfter: wait}
+				continue
+			}
+		}
 		ref := p.ItemRef
 		if op.HasKey {
 			ref.PartitionKey, ref.HasKey = op.PartitionKey, true
@@ -433,6 +458,9 @@ func (e *Engine) separateBatch(ctx context.Context, p BatchParams, now time.Time
 		case lsn > res.LSN:
 			res.LSN = lsn
 		}
+		if p.Budget != nil {
+			p.Budget.Spend(out.Charge)
+		}
 		res.Ops[i] = out
 	}
 	return res, coll, nil
@@ -440,6 +468,13 @@ func (e *Engine) separateBatch(ctx context.Context, p BatchParams, now time.Time
 
 // failedOpCharge is what an operation that failed costs: finding out.
 const failedOpCharge = 1.0
+
+// RequestRateTooLarge is the refusal of a request, or of one operation of a
+// bulk request, beyond the provisioned throughput.
+func RequestRateTooLarge() *Error {
+	return &Error{Code: TooManyRequests, SubStatus: SubRequestRateTooLarge,
+		Message: "Message: {\"Errors\":[\"Request rate is large. More Request Units may be needed, so no changes were made. Please retry this request later. Learn more: http://aka.ms/cosmosdb-error-429\"]}"}
+}
 
 func failedDependency() *Error {
 	return errorf(FailedDependency, "The operation did not run because another operation in the batch failed.")

@@ -175,6 +175,9 @@ type request struct {
 	grant *engine.Grant
 	// owner is set when the read-write account key signed the request.
 	owner bool
+	// budget is the throughput a bulk request's operations draw on one by
+	// one, under --enforce-throughput; nil otherwise.
+	budget engine.OpBudget
 }
 
 func newActivityID() string {
@@ -276,11 +279,16 @@ func (h *Handler) serve(rq *request) {
 	}
 	if h.limiter != nil && len(p.segs) >= 5 && p.segs[0] == "dbs" && p.segs[2] == "colls" && p.segs[4] == "docs" {
 		prov, err := h.eng.ProvisionedFor(r.Context(), p.segs[1], p.segs[3])
-		if err == nil && prov.RUPerSecond > 0 {
+		switch {
+		case err != nil || prov.RUPerSecond <= 0:
+		case isBulk(r):
+			// The service throttles a bulk request's operations one by
+			// one (docs/protocol.md §7.2), so the batch admits each.
+			rq.budget = opBudget{h.limiter, prov.Key, prov.RUPerSecond}
+		default:
 			if ok, wait := h.limiter.Admit(prov.Key, prov.RUPerSecond); !ok {
 				setHeader(rq.w.Header(), "x-ms-retry-after-ms", strconv.FormatInt(max(wait.Milliseconds(), 1), 10))
-				h.fail(rq, &engine.Error{Code: engine.TooManyRequests, SubStatus: engine.SubRequestRateTooLarge,
-					Message: "Message: {\"Errors\":[\"Request rate is large. More Request Units may be needed, so no changes were made. Please retry this request later. Learn more: http://aka.ms/cosmosdb-error-429\"]}"})
+				h.fail(rq, engine.RequestRateTooLarge())
 				return
 			}
 			defer func() { h.limiter.Spend(prov.Key, prov.RUPerSecond, rq.charge) }()

@@ -5,9 +5,11 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/engine"
+	"github.com/mayfly-db/mayfly/internal/ratelimit"
 )
 
 // batcher is the engine's batch capability (docs/protocol.md §7.1, §7.2).
@@ -44,6 +46,9 @@ func (h *Handler) batch(rq *request, db, coll string) {
 		Atomic:          !headerFalse(rq.r, "x-ms-cosmos-batch-atomic"),
 		ContinueOnError: headerBool(rq.r, "x-ms-cosmos-batch-continue-on-error"),
 	}
+	if rq.budget != nil && !p.Atomic {
+		p.Budget = rq.budget
+	}
 	res, err := b.Batch(rq.r.Context(), p)
 	if err != nil {
 		h.fail(rq, err)
@@ -59,6 +64,23 @@ func (h *Handler) batch(rq *request, db, coll string) {
 	h.itemHeaders(rq, &engine.ItemResult{LSN: res.LSN, CollRid: res.CollRid})
 	h.reply(rq, status, res.Charge, batchBody(res, preferMinimal(rq.r)))
 }
+
+// isBulk reports whether r is a bulk request: a batch of operations that
+// run and fail one by one.
+func isBulk(r *http.Request) bool {
+	return r.Method == http.MethodPost && headerBool(r, "x-ms-cosmos-is-batch-request") && headerFalse(r, "x-ms-cosmos-batch-atomic")
+}
+
+// opBudget is a container's throughput as a bulk request's operations
+// draw on it.
+type opBudget struct {
+	limiter *ratelimit.Limiter
+	key     string
+	rate    float64
+}
+
+func (b opBudget) Admit() (bool, time.Duration) { return b.limiter.Admit(b.key, b.rate) }
+func (b opBudget) Spend(ru float64)             { b.limiter.Spend(b.key, b.rate, ru) }
 
 // headerFalse reports whether a boolean header is present and false.
 func headerFalse(r *http.Request, name string) bool {
@@ -96,7 +118,11 @@ func batchBody(res *engine.BatchResult, minimal bool) []byte {
 			b = document.AppendString(b, op.Err.Message)
 			if status == http.StatusTooManyRequests {
 				b = append(b, `,"retryAfterMilliseconds":`...)
-				b = strconv.AppendInt(b, retryAfterMs, 10)
+				wait := int64(retryAfterMs)
+				if op.RetryAfter > 0 {
+					wait = max(op.RetryAfter.Milliseconds(), 1)
+				}
+				b = strconv.AppendInt(b, wait, 10)
 			}
 		}
 		b = append(b, '}')
@@ -104,7 +130,8 @@ func batchBody(res *engine.BatchResult, minimal bool) []byte {
 	return append(b, ']')
 }
 
-// retryAfterMs is the back-off suggested to a throttled operation.
+// retryAfterMs is the back-off suggested to a throttled operation whose
+// wait is not known.
 const retryAfterMs = 100
 
 // batchStatus is the HTTP status an operation reports.
