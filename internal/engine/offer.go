@@ -70,14 +70,17 @@ func (o *offerRecord) body() document.Value {
 // throughput outside a database that shares its own.
 const defaultThroughput = 400
 
+// validateThroughput checks manual RU/s (400 to 1,000,000 in steps of
+// 100) and an autoscale maximum (1,000 to 1,000,000 in steps of 1,000),
+// with the service's messages.
 func validateThroughput(tp *Throughput) *Error {
 	switch {
 	case tp.AutoscaleMax > 0:
 		if tp.AutoscaleMax < 1000 || tp.AutoscaleMax > 1000000 || tp.AutoscaleMax%1000 != 0 {
-			return errorf(BadRequest, "The autoscale max throughput %d is invalid: it must be a multiple of 1000 between 1000 and 1000000.", tp.AutoscaleMax)
+			return errorf(BadRequest, "The offer should have valid throughput values between 1000 and 1000000 inclusive in increments of 1000.")
 		}
-	case tp.Manual < 400 || tp.Manual > 1000000:
-		return errorf(BadRequest, "The offer throughput %d is invalid: it must be between 400 and 1000000 RU/s.", tp.Manual)
+	case tp.Manual < 400 || tp.Manual > 1000000 || tp.Manual%100 != 0:
+		return errorf(BadRequest, "The offer should have valid throughput values between 400 and 1000000 inclusive in increments of 100.")
 	}
 	return nil
 }
