@@ -58,7 +58,19 @@ func (h *Handler) account(rq *request) {
 
 func (h *Handler) resourceReply(rq *request, status int, res *engine.Resource) {
 	setHeader(rq.w.Header(), "etag", res.Etag)
+	if rq.r.Method == http.MethodGet && noneMatch(rq.r, res.Etag) {
+		h.notModified(rq, engine.MetadataCharge)
+		return
+	}
 	h.reply(rq, status, engine.MetadataCharge, res.Body.JSON())
+}
+
+// noneMatch reports whether a read's If-None-Match names the version it
+// would return (its etag, or "*"): the reader has it, and is answered 304
+// Not Modified without a body, for any resource (docs/protocol.md §4).
+func noneMatch(r *http.Request, etag string) bool {
+	inm := r.Header.Get("If-None-Match")
+	return inm != "" && (inm == etag || inm == "*")
 }
 
 // refuseAAD enforces the service's rule that Entra ID tokens may not
@@ -284,7 +296,7 @@ func (h *Handler) pkranges(rq *request, db, coll string) {
 	// version is therefore fixed per container.
 	etag := `"` + c.Rid + `-ranges-` + strconv.Itoa(len(ranges)) + `"`
 	setHeader(rq.w.Header(), "etag", etag)
-	if inm := rq.r.Header.Get("If-None-Match"); inm != "" && (inm == etag || inm == "*") {
+	if noneMatch(rq.r, etag) {
 		h.notModified(rq, 0)
 		return
 	}
