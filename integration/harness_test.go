@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"encoding/base64"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
@@ -119,6 +120,22 @@ type rawResponse struct {
 
 // do sends a raw request, signed with the emulator key unless the caller
 // sets Authorization itself.
+// expectJSON fails the test unless r has status, and returns r's body as a
+// JSON object (nil for an empty body).
+func expectJSON(t testing.TB, r rawResponse, status int, what string) map[string]any {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("%s: status %d, want %d: %s", what, r.status, status, r.body)
+	}
+	var m map[string]any
+	if len(r.body) > 0 {
+		if err := json.Unmarshal(r.body, &m); err != nil {
+			t.Fatalf("%s: body %s: %v", what, r.body, err)
+		}
+	}
+	return m
+}
+
 func (e *env) do(method, path string, body []byte, headers map[string]string) rawResponse {
 	e.t.Helper()
 	req, err := http.NewRequest(method, strings.TrimSuffix(e.url, "/")+path, bytes.NewReader(body))

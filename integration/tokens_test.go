@@ -2,7 +2,6 @@ package integration
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -20,25 +19,16 @@ func TestResourceTokens(t *testing.T) {
 	clk := clock.NewManual(time.Now())
 	e := start(t, withManualClock(clk))
 	e.database("tdb")
-	must := func(r rawResponse, status int, what string) map[string]any {
-		t.Helper()
-		if r.status != status {
-			t.Fatalf("%s: status %d, want %d: %s", what, r.status, status, r.body)
-		}
-		var m map[string]any
-		_ = json.Unmarshal(r.body, &m)
-		return m
-	}
 	pkp := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`}
-	must(e.do(http.MethodPost, "/dbs/tdb/colls", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil), 201, "container")
-	must(e.do(http.MethodPost, "/dbs/tdb/colls", []byte(`{"id":"other","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil), 201, "container")
-	must(e.do(http.MethodPost, "/dbs/tdb/colls/c/docs", []byte(`{"id":"a","pk":"p"}`), pkp), 201, "item a")
-	must(e.do(http.MethodPost, "/dbs/tdb/colls/c/docs", []byte(`{"id":"b","pk":"q"}`), map[string]string{"x-ms-documentdb-partitionkey": `["q"]`}), 201, "item b")
-	must(e.do(http.MethodPost, "/dbs/tdb/colls/c/docs", []byte(`{"id":"users","pk":"p"}`), pkp), 201, "item users")
-	must(e.do(http.MethodPost, "/dbs/tdb/users", []byte(`{"id":"u"}`), nil), 201, "user")
-	must(e.do(http.MethodPost, "/dbs/tdb/users", []byte(`{"id":"v"}`), nil), 201, "user")
+	expectJSON(t, e.do(http.MethodPost, "/dbs/tdb/colls", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil), 201, "container")
+	expectJSON(t, e.do(http.MethodPost, "/dbs/tdb/colls", []byte(`{"id":"other","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil), 201, "container")
+	expectJSON(t, e.do(http.MethodPost, "/dbs/tdb/colls/c/docs", []byte(`{"id":"a","pk":"p"}`), pkp), 201, "item a")
+	expectJSON(t, e.do(http.MethodPost, "/dbs/tdb/colls/c/docs", []byte(`{"id":"b","pk":"q"}`), map[string]string{"x-ms-documentdb-partitionkey": `["q"]`}), 201, "item b")
+	expectJSON(t, e.do(http.MethodPost, "/dbs/tdb/colls/c/docs", []byte(`{"id":"users","pk":"p"}`), pkp), 201, "item users")
+	expectJSON(t, e.do(http.MethodPost, "/dbs/tdb/users", []byte(`{"id":"u"}`), nil), 201, "user")
+	expectJSON(t, e.do(http.MethodPost, "/dbs/tdb/users", []byte(`{"id":"v"}`), nil), 201, "user")
 	token := func(user, id, body string) string {
-		p := must(e.do(http.MethodPost, "/dbs/tdb/users/"+user+"/permissions", []byte(body), nil), 201, "permission "+id)
+		p := expectJSON(t, e.do(http.MethodPost, "/dbs/tdb/users/"+user+"/permissions", []byte(body), nil), 201, "permission "+id)
 		tok, _ := p["_token"].(string)
 		if !strings.HasPrefix(tok, "type=resource&ver=1&sig=") {
 			t.Fatalf("permission %s has no resource token: %v", id, p)
@@ -142,16 +132,16 @@ func TestResourceTokens(t *testing.T) {
 	}
 
 	// Revoked: deleting a permission, or replacing it, ends its tokens.
-	must(e.do(http.MethodDelete, "/dbs/tdb/users/u/permissions/item", nil, nil), 204, "delete permission")
+	expectJSON(t, e.do(http.MethodDelete, "/dbs/tdb/users/u/permissions/item", nil, nil), 204, "delete permission")
 	run("deleted permission's token", item, []call{{"GET", "/dbs/tdb/colls/c/docs/a", "", pkp, 401}})
-	must(e.do(http.MethodPut, "/dbs/tdb/users/v/permissions/part", []byte(`{"id":"part","permissionMode":"Read","resource":"dbs/tdb/colls/c"}`), nil), 200, "replace permission")
+	expectJSON(t, e.do(http.MethodPut, "/dbs/tdb/users/v/permissions/part", []byte(`{"id":"part","permissionMode":"Read","resource":"dbs/tdb/colls/c"}`), nil), 200, "replace permission")
 	run("replaced permission's token", part, []call{{"GET", "/dbs/tdb/colls/c/docs/a", "", pkp, 401}})
 
 	// Lifetimes: 10 s to 5 h; a token stops working when it expires.
-	must(e.do(http.MethodGet, "/dbs/tdb/users/u/permissions/read", nil, map[string]string{"x-ms-documentdb-expiry-seconds": "18001"}), 400, "lifetime too long")
-	must(e.do(http.MethodGet, "/dbs/tdb/users/u/permissions/read", nil, map[string]string{"x-ms-documentdb-expiry-seconds": "9"}), 400, "lifetime too short")
-	long := must(e.do(http.MethodGet, "/dbs/tdb/users/u/permissions/read", nil, map[string]string{"x-ms-documentdb-expiry-seconds": "18000"}), 200, "5 h token")["_token"].(string)
-	feed := must(e.do(http.MethodGet, "/dbs/tdb/users/u/permissions", nil, nil), 200, "permission feed")
+	expectJSON(t, e.do(http.MethodGet, "/dbs/tdb/users/u/permissions/read", nil, map[string]string{"x-ms-documentdb-expiry-seconds": "18001"}), 400, "lifetime too long")
+	expectJSON(t, e.do(http.MethodGet, "/dbs/tdb/users/u/permissions/read", nil, map[string]string{"x-ms-documentdb-expiry-seconds": "9"}), 400, "lifetime too short")
+	long := expectJSON(t, e.do(http.MethodGet, "/dbs/tdb/users/u/permissions/read", nil, map[string]string{"x-ms-documentdb-expiry-seconds": "18000"}), 200, "5 h token")["_token"].(string)
+	feed := expectJSON(t, e.do(http.MethodGet, "/dbs/tdb/users/u/permissions", nil, nil), 200, "permission feed")
 	for _, p := range feed["Permissions"].([]any) {
 		if tok, _ := p.(map[string]any)["_token"].(string); tok == "" {
 			t.Errorf("feed permission without a token: %v", p)
@@ -168,29 +158,20 @@ func TestResourceTokens(t *testing.T) {
 func TestResourceTokenOnSelfLink(t *testing.T) {
 	e := start(t)
 	e.database("sdb")
-	must := func(r rawResponse, status int, what string) map[string]any {
-		t.Helper()
-		if r.status != status {
-			t.Fatalf("%s: status %d, want %d: %s", what, r.status, status, r.body)
-		}
-		var m map[string]any
-		_ = json.Unmarshal(r.body, &m)
-		return m
-	}
 	pkp := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`}
 	coll := `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`
-	self := must(e.do(http.MethodPost, "/dbs/sdb/colls", []byte(coll), nil), 201, "container")["_self"].(string)
-	must(e.do(http.MethodPost, "/dbs/sdb/colls", []byte(`{"id":"other","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil), 201, "container")
-	must(e.do(http.MethodPost, "/dbs/sdb/colls/c/docs", []byte(`{"id":"a","pk":"p"}`), pkp), 201, "item")
-	must(e.do(http.MethodPost, "/dbs/sdb/colls/other/docs", []byte(`{"id":"a","pk":"p"}`), pkp), 201, "item")
-	must(e.do(http.MethodPost, "/dbs/sdb/users", []byte(`{"id":"u"}`), nil), 201, "user")
-	p := must(e.do(http.MethodPost, "/dbs/sdb/users/u/permissions",
+	self := expectJSON(t, e.do(http.MethodPost, "/dbs/sdb/colls", []byte(coll), nil), 201, "container")["_self"].(string)
+	expectJSON(t, e.do(http.MethodPost, "/dbs/sdb/colls", []byte(`{"id":"other","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil), 201, "container")
+	expectJSON(t, e.do(http.MethodPost, "/dbs/sdb/colls/c/docs", []byte(`{"id":"a","pk":"p"}`), pkp), 201, "item")
+	expectJSON(t, e.do(http.MethodPost, "/dbs/sdb/colls/other/docs", []byte(`{"id":"a","pk":"p"}`), pkp), 201, "item")
+	expectJSON(t, e.do(http.MethodPost, "/dbs/sdb/users", []byte(`{"id":"u"}`), nil), 201, "user")
+	p := expectJSON(t, e.do(http.MethodPost, "/dbs/sdb/users/u/permissions",
 		[]byte(`{"id":"bySelf","permissionMode":"All","resource":"`+self+`"}`), nil), 201, "permission on _self")
 	if p["resource"] != strings.Trim(self, "/") {
 		t.Errorf("resource = %v, want %q", p["resource"], self)
 	}
 	tok := p["_token"].(string)
-	must(e.do(http.MethodPost, "/dbs/sdb/users/u/permissions",
+	expectJSON(t, e.do(http.MethodPost, "/dbs/sdb/users/u/permissions",
 		[]byte(`{"id":"nowhere","permissionMode":"All","resource":"dbs/AQAAAA==/colls/AQAAAJ0fgTc="}`), nil), 400, "permission on a rid link to nothing")
 	get := func(tok, path string, status int) {
 		t.Helper()
