@@ -319,25 +319,14 @@ func resolveUserRids(r storage.Reader, d *databaseRecord, segs, names []string) 
 	if !ok || len(userRid) != collRidLen || string(userRid[:dbRidLen]) != string(d.Rid) {
 		return errMixedLink(segs[3])
 	}
-	var user *userRecord
-	err := scanPrefix(r, userPrefix(d.Rid), func(_, v []byte) (bool, error) {
-		var u userRecord
-		if err := unmarshalRecord(v, &u); err != nil {
-			return false, err
-		}
-		if string(u.Rid) == string(userRid) {
-			user = &u
-			return false, nil
-		}
-		return true, nil
-	})
+	user, err := idByRid(r, userPrefix(d.Rid), userRid)
 	if err != nil {
 		return err
 	}
-	if user == nil {
+	if user == "" {
 		return errorf(NotFound, "Resource Not Found. No user with resource id '%s' in database '%s'.", segs[3], d.ID)
 	}
-	names[3] = user.ID
+	names[3] = user
 	if len(segs) < 6 {
 		return nil
 	}
@@ -348,20 +337,9 @@ func resolveUserRids(r storage.Reader, d *databaseRecord, segs, names []string) 
 	if !ok || len(permRid) <= len(userRid) || string(permRid[:len(userRid)]) != string(userRid) {
 		return errMixedLink(segs[5])
 	}
-	names[5] = ""
-	err = scanPrefix(r, permissionPrefix(user.Rid), func(_, v []byte) (bool, error) {
-		var p permissionRecord
-		if err := unmarshalRecord(v, &p); err != nil {
-			return false, err
-		}
-		if string(p.Rid) == string(permRid) {
-			names[5] = p.ID
-			return false, nil
-		}
-		return true, nil
-	})
+	names[5], err = idByRid(r, permissionPrefix(userRid), permRid)
 	if err == nil && names[5] == "" {
-		err = errorf(NotFound, "Resource Not Found. No permission with resource id '%s' for user '%s'.", segs[5], user.ID)
+		err = errorf(NotFound, "Resource Not Found. No permission with resource id '%s' for user '%s'.", segs[5], user)
 	}
 	return err
 }
@@ -373,20 +351,31 @@ func scriptIDByRid(r storage.Reader, c *containerRecord, kind ScriptKind, seg st
 	if !ok || len(rid) <= collRidLen || string(rid[:collRidLen]) != string(c.Rid) {
 		return "", errMixedLink(seg)
 	}
+	id, err := idByRid(r, scriptPrefix(c.Rid, kind), rid)
+	if err == nil && id == "" {
+		err = errorf(NotFound, "Resource Not Found. No %s with resource id '%s' in container '%s'.", strings.ToLower(kind.noun()), seg, c.ID)
+	}
+	return id, err
+}
+
+// idByRid finds, among the metadata records under prefix (users,
+// permissions or scripts, of which a parent holds few), the id of the one
+// whose rid is rid; "" when none is.
+func idByRid(r storage.Reader, prefix, rid []byte) (string, error) {
 	id := ""
-	err := scanPrefix(r, scriptPrefix(c.Rid, kind), func(_, v []byte) (bool, error) {
-		var s scriptRecord
-		if err := unmarshalRecord(v, &s); err != nil {
+	err := scanPrefix(r, prefix, func(_, v []byte) (bool, error) {
+		var rec struct {
+			ID  string `json:"id"`
+			Rid []byte `json:"rid"`
+		}
+		if err := unmarshalRecord(v, &rec); err != nil {
 			return false, err
 		}
-		if string(s.Rid) == string(rid) {
-			id = s.ID
+		if string(rec.Rid) == string(rid) {
+			id = rec.ID
 			return false, nil
 		}
 		return true, nil
 	})
-	if err == nil && id == "" {
-		err = errorf(NotFound, "Resource Not Found. No %s with resource id '%s' in container '%s'.", strings.ToLower(kind.noun()), seg, c.ID)
-	}
 	return id, err
 }
