@@ -144,7 +144,7 @@ func (e *Engine) putAttachment(ctx context.Context, ref AttachmentRef, id string
 				return conflict()
 			case !found && !mayCreate:
 				return notFound()
-			case found && ifMatch != "" && ifMatch != "*" && ifMatch != old.Etag:
+			case found && staleMatch(ifMatch, old.Etag):
 				return preconditionFailed()
 			}
 			n, err := nextCounter(tx, "attachment")
@@ -209,7 +209,7 @@ func (e *Engine) DeleteAttachment(ctx context.Context, ref AttachmentRef, id, if
 			if !found || rec.ItemSeq != item.seq() {
 				return notFound()
 			}
-			if ifMatch != "" && ifMatch != "*" && ifMatch != rec.Etag {
+			if staleMatch(ifMatch, rec.Etag) {
 				return preconditionFailed()
 			}
 			return tx.Delete(key)

@@ -646,7 +646,7 @@ func (e *Engine) ReplaceContainer(ctx context.Context, db, coll string, body doc
 		if err != nil {
 			return err
 		}
-		if ifMatch != "" && ifMatch != "*" && ifMatch != old.Etag {
+		if staleMatch(ifMatch, old.Etag) {
 			return preconditionFailed()
 		}
 		if !body.Get("partitionKey").IsDefined() {
@@ -742,7 +742,7 @@ func (e *Engine) DeleteContainer(ctx context.Context, db, coll, ifMatch string) 
 		if err != nil {
 			return err
 		}
-		if ifMatch != "" && ifMatch != "*" && ifMatch != c.Etag {
+		if staleMatch(ifMatch, c.Etag) {
 			return preconditionFailed()
 		}
 		return e.removeContainerMeta(tx, c)

@@ -75,3 +75,9 @@ func conflict() *Error {
 func preconditionFailed() *Error {
 	return errorf(PreconditionFailed, "One of the specified pre-condition is not met.")
 }
+
+// staleMatch reports whether an If-Match header value names another
+// version than the one with etag: set, not "*", and different.
+func staleMatch(ifMatch, etag string) bool {
+	return ifMatch != "" && ifMatch != "*" && ifMatch != etag
+}

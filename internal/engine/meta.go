@@ -204,7 +204,7 @@ func (e *Engine) DeleteDatabase(ctx context.Context, id, ifMatch string) error {
 		if err != nil {
 			return err
 		}
-		if ifMatch != "" && ifMatch != "*" && ifMatch != rec.Etag {
+		if staleMatch(ifMatch, rec.Etag) {
 			return preconditionFailed()
 		}
 		if err := scanPrefix(tx, containerPrefix(rec.Rid), func(_, v []byte) (bool, error) {

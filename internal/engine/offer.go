@@ -176,7 +176,7 @@ func (e *Engine) ReplaceOffer(ctx context.Context, rid string, body document.Val
 		if !found {
 			return errorf(NotFound, "Offer '%s' not found.", rid)
 		}
-		if ifMatch != "" && ifMatch != "*" && ifMatch != o.Etag {
+		if staleMatch(ifMatch, o.Etag) {
 			return preconditionFailed()
 		}
 		n, err := nextCounter(tx, "offer-etag")

@@ -212,7 +212,7 @@ func (e *Engine) writeScript(ctx context.Context, db, coll string, kind ScriptKi
 			if !found {
 				return scriptNotFound(kind, id)
 			}
-			if ifMatch != "" && ifMatch != "*" && ifMatch != old.Etag {
+			if staleMatch(ifMatch, old.Etag) {
 				return preconditionFailed()
 			}
 		}
@@ -286,7 +286,7 @@ func (e *Engine) DeleteScript(ctx context.Context, db, coll string, kind ScriptK
 		if err != nil {
 			return err
 		}
-		if ifMatch != "" && ifMatch != "*" && ifMatch != rec.Etag {
+		if staleMatch(ifMatch, rec.Etag) {
 			return preconditionFailed()
 		}
 		return tx.Delete(scriptKey(c.Rid, kind, id))

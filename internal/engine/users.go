@@ -271,7 +271,7 @@ func (e *Engine) ReplaceUser(ctx context.Context, db, id string, body document.V
 		if err != nil {
 			return err
 		}
-		if ifMatch != "" && ifMatch != "*" && ifMatch != old.Etag {
+		if staleMatch(ifMatch, old.Etag) {
 			return preconditionFailed()
 		}
 		if newID != id {
@@ -306,7 +306,7 @@ func (e *Engine) DeleteUser(ctx context.Context, db, id, ifMatch string) error {
 		if err != nil {
 			return err
 		}
-		if ifMatch != "" && ifMatch != "*" && ifMatch != u.Etag {
+		if staleMatch(ifMatch, u.Etag) {
 			return preconditionFailed()
 		}
 		if err := deleteKeys(tx, permissionPrefix(u.Rid)); err != nil {
@@ -415,7 +415,7 @@ func (e *Engine) WritePermission(ctx context.Context, p PermissionParams) (*Perm
 			return conflict()
 		case p.Mode == ModeReplace && !found:
 			return notFound()
-		case found && p.IfMatch != "" && p.IfMatch != "*" && p.IfMatch != old.Etag:
+		case found && staleMatch(p.IfMatch, old.Etag):
 			return preconditionFailed()
 		}
 		if rec.Names, err = e.permissionNames(tx, p.DB, rec.Resource); err != nil {
@@ -574,7 +574,7 @@ func (e *Engine) DeletePermission(ctx context.Context, db, user, id, ifMatch str
 		} else if !found {
 			return errorf(NotFound, "Resource Not Found. Permission '%s' does not exist for user '%s'.", id, user)
 		}
-		if ifMatch != "" && ifMatch != "*" && ifMatch != rec.Etag {
+		if staleMatch(ifMatch, rec.Etag) {
 			return preconditionFailed()
 		}
 		return tx.Delete(key)
