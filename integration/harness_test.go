@@ -120,6 +120,15 @@ type rawResponse struct {
 
 // do sends a raw request, signed with the emulator key unless the caller
 // sets Authorization itself.
+// expectStatus fails the test unless r has status want, and returns r.
+func expectStatus(t testing.TB, r rawResponse, want int, what string) rawResponse {
+	t.Helper()
+	if r.status != want {
+		t.Fatalf("%s: %d %s, want %d", what, r.status, r.body, want)
+	}
+	return r
+}
+
 // expectJSON fails the test unless r has status, and returns r's body as a
 // JSON object (nil for an empty body).
 func expectJSON(t testing.TB, r rawResponse, status int, what string) map[string]any {

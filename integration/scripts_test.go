@@ -18,17 +18,10 @@ func TestScriptsRawProtocol(t *testing.T) {
 	e.container(e.database("db"), azcosmos.ContainerProperties{ID: "c", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}})
 	const coll = "/dbs/db/colls/c"
 	pk := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`}
-	mustStatus := func(r rawResponse, want int, what string) rawResponse {
-		t.Helper()
-		if r.status != want {
-			t.Fatalf("%s: %d %s, want %d", what, r.status, r.body, want)
-		}
-		return r
-	}
 	sproc := `function (a, b) { console.log("adding"); var c = getContext().getCollection();
 		c.createDocument(c.getSelfLink(), {id: "sum", pk: "p", v: a + b}, function (err, d) { if (err) throw err; getContext().getResponse().setBody(d.v); }); }`
 	body, _ := json.Marshal(map[string]string{"id": "add", "body": sproc})
-	created := mustStatus(e.do("POST", coll+"/sprocs", body, nil), http.StatusCreated, "create sproc")
+	created := expectStatus(t, e.do("POST", coll+"/sprocs", body, nil), http.StatusCreated, "create sproc")
 	var res map[string]any
 	if err := json.Unmarshal(created.body, &res); err != nil {
 		t.Fatal(err)
@@ -38,23 +31,23 @@ func TestScriptsRawProtocol(t *testing.T) {
 			t.Errorf("the created sproc has no %s", p)
 		}
 	}
-	mustStatus(e.do("POST", coll+"/sprocs", body, nil), http.StatusConflict, "create it again")
+	expectStatus(t, e.do("POST", coll+"/sprocs", body, nil), http.StatusConflict, "create it again")
 	// A body that does not compile is kept; it fails when run.
 	bad, _ := json.Marshal(map[string]string{"id": "bad", "body": "function ( {"})
-	mustStatus(e.do("POST", coll+"/sprocs", bad, nil), http.StatusCreated, "a body that does not compile")
-	mustStatus(e.do("POST", coll+"/sprocs/bad", []byte(`[]`), pk), http.StatusBadRequest, "run a body that does not compile")
+	expectStatus(t, e.do("POST", coll+"/sprocs", bad, nil), http.StatusCreated, "a body that does not compile")
+	expectStatus(t, e.do("POST", coll+"/sprocs/bad", []byte(`[]`), pk), http.StatusBadRequest, "run a body that does not compile")
 	// Replace with a stale etag fails; with the current one it works.
 	stale := map[string]string{"If-Match": `"stale"`}
-	mustStatus(e.do("PUT", coll+"/sprocs/add", body, stale), http.StatusPreconditionFailed, "replace with a stale etag")
-	mustStatus(e.do("PUT", coll+"/sprocs/add", body, map[string]string{"If-Match": res["_etag"].(string)}), http.StatusOK, "replace")
-	feed := mustStatus(e.do("GET", coll+"/sprocs", nil, nil), http.StatusOK, "feed")
+	expectStatus(t, e.do("PUT", coll+"/sprocs/add", body, stale), http.StatusPreconditionFailed, "replace with a stale etag")
+	expectStatus(t, e.do("PUT", coll+"/sprocs/add", body, map[string]string{"If-Match": res["_etag"].(string)}), http.StatusOK, "replace")
+	feed := expectStatus(t, e.do("GET", coll+"/sprocs", nil, nil), http.StatusOK, "feed")
 	if !strings.Contains(string(feed.body), `"StoredProcedures":[{`) {
 		t.Errorf("feed: %s", feed.body)
 	}
 
 	// Execute with parameters and logging.
 	hdr := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`, "x-ms-documentdb-script-enable-logging": "true"}
-	out := mustStatus(e.do("POST", coll+"/sprocs/add", []byte(`[2, 3]`), hdr), http.StatusOK, "execute")
+	out := expectStatus(t, e.do("POST", coll+"/sprocs/add", []byte(`[2, 3]`), hdr), http.StatusOK, "execute")
 	if string(out.body) != "5" {
 		t.Errorf("execute: %s", out.body)
 	}
@@ -65,18 +58,18 @@ func TestScriptsRawProtocol(t *testing.T) {
 		t.Error("no request charge")
 	}
 	// Run again: the create conflicts, the script throws, 400.
-	failed := mustStatus(e.do("POST", coll+"/sprocs/add", []byte(`[2, 3]`), pk), http.StatusBadRequest, "execute again")
+	failed := expectStatus(t, e.do("POST", coll+"/sprocs/add", []byte(`[2, 3]`), pk), http.StatusBadRequest, "execute again")
 	if !strings.Contains(string(failed.body), "Entity with the specified id already exists") {
 		t.Errorf("the script's error: %s", failed.body)
 	}
-	mustStatus(e.do("POST", coll+"/sprocs/none", []byte(`[]`), pk), http.StatusNotFound, "a missing sproc")
+	expectStatus(t, e.do("POST", coll+"/sprocs/none", []byte(`[]`), pk), http.StatusNotFound, "a missing sproc")
 
 	// A pre-trigger named in a header.
 	trig, _ := json.Marshal(map[string]string{"id": "upper", "triggerType": "Pre", "triggerOperation": "Create",
 		"body": `function () { var r = getContext().getRequest(), d = r.getBody(); d.name = d.name.toUpperCase(); r.setBody(d); }`})
-	mustStatus(e.do("POST", coll+"/triggers", trig, nil), http.StatusCreated, "create trigger")
+	expectStatus(t, e.do("POST", coll+"/triggers", trig, nil), http.StatusCreated, "create trigger")
 	withTrigger := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`, "x-ms-documentdb-pre-trigger-include": "upper"}
-	item := mustStatus(e.do("POST", coll+"/docs", []byte(`{"id":"t","pk":"p","name":"ada"}`), withTrigger), http.StatusCreated, "create with the trigger")
+	item := expectStatus(t, e.do("POST", coll+"/docs", []byte(`{"id":"t","pk":"p","name":"ada"}`), withTrigger), http.StatusCreated, "create with the trigger")
 	if !strings.Contains(string(item.body), `"name":"ADA"`) {
 		t.Errorf("the trigger did not run: %s", item.body)
 	}
@@ -85,32 +78,32 @@ func TestScriptsRawProtocol(t *testing.T) {
 	// which it is stored under; a replace keeps the id it addresses.
 	rename, _ := json.Marshal(map[string]string{"id": "rename", "triggerType": "Pre", "triggerOperation": "All",
 		"body": `function () { var r = getContext().getRequest(), d = r.getBody(); d.id = d.id.toUpperCase() + "t1"; r.setBody(d); }`})
-	mustStatus(e.do("POST", coll+"/triggers", rename, nil), http.StatusCreated, "create renaming trigger")
+	expectStatus(t, e.do("POST", coll+"/triggers", rename, nil), http.StatusCreated, "create renaming trigger")
 	withRename := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`, "x-ms-documentdb-pre-trigger-include": "rename"}
-	renamed := mustStatus(e.do("POST", coll+"/docs", []byte(`{"id":"doc1","pk":"p"}`), withRename), http.StatusCreated, "create with the renaming trigger")
+	renamed := expectStatus(t, e.do("POST", coll+"/docs", []byte(`{"id":"doc1","pk":"p"}`), withRename), http.StatusCreated, "create with the renaming trigger")
 	if !strings.Contains(string(renamed.body), `"id":"DOC1t1"`) {
 		t.Errorf("created with the renaming trigger: %s", renamed.body)
 	}
-	mustStatus(e.do("GET", coll+"/docs/DOC1t1", nil, pk), http.StatusOK, "read the renamed document")
-	mustStatus(e.do("GET", coll+"/docs/doc1", nil, pk), http.StatusNotFound, "read the name before the trigger")
+	expectStatus(t, e.do("GET", coll+"/docs/DOC1t1", nil, pk), http.StatusOK, "read the renamed document")
+	expectStatus(t, e.do("GET", coll+"/docs/doc1", nil, pk), http.StatusNotFound, "read the name before the trigger")
 	upsertRename := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`, "x-ms-documentdb-pre-trigger-include": "rename", "x-ms-documentdb-is-upsert": "true"}
-	mustStatus(e.do("POST", coll+"/docs", []byte(`{"id":"doc2","pk":"p"}`), upsertRename), http.StatusCreated, "upsert with the renaming trigger")
-	mustStatus(e.do("GET", coll+"/docs/DOC2t1", nil, pk), http.StatusOK, "read the upserted document")
-	mustStatus(e.do("PUT", coll+"/docs/DOC1t1", []byte(`{"id":"DOC1t1","pk":"p"}`), withRename), http.StatusBadRequest, "replace with the renaming trigger")
+	expectStatus(t, e.do("POST", coll+"/docs", []byte(`{"id":"doc2","pk":"p"}`), upsertRename), http.StatusCreated, "upsert with the renaming trigger")
+	expectStatus(t, e.do("GET", coll+"/docs/DOC2t1", nil, pk), http.StatusOK, "read the upserted document")
+	expectStatus(t, e.do("PUT", coll+"/docs/DOC1t1", []byte(`{"id":"DOC1t1","pk":"p"}`), withRename), http.StatusBadRequest, "replace with the renaming trigger")
 
 	// A UDF in a query.
 	udf, _ := json.Marshal(map[string]string{"id": "shout", "body": `function (s) { return s + "!"; }`})
-	mustStatus(e.do("POST", coll+"/udfs", udf, nil), http.StatusCreated, "create udf")
+	expectStatus(t, e.do("POST", coll+"/udfs", udf, nil), http.StatusCreated, "create udf")
 	q := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`, "x-ms-documentdb-isquery": "True", "Content-Type": "application/query+json"}
-	rows := mustStatus(e.do("POST", coll+"/docs", []byte(`{"query":"SELECT VALUE udf.shout(c.name) FROM c WHERE c.id = 't'"}`), q), http.StatusOK, "query with a udf")
+	rows := expectStatus(t, e.do("POST", coll+"/docs", []byte(`{"query":"SELECT VALUE udf.shout(c.name) FROM c WHERE c.id = 't'"}`), q), http.StatusOK, "query with a udf")
 	if !strings.Contains(string(rows.body), `"Documents":["ADA!"]`) {
 		t.Errorf("udf query: %s", rows.body)
 	}
 
 	// Deleting them.
 	for _, path := range []string{"/sprocs/add", "/triggers/upper", "/udfs/shout"} {
-		mustStatus(e.do("DELETE", coll+path, nil, nil), http.StatusNoContent, "delete "+path)
-		mustStatus(e.do("GET", coll+path, nil, nil), http.StatusNotFound, "read deleted "+path)
+		expectStatus(t, e.do("DELETE", coll+path, nil, nil), http.StatusNoContent, "delete "+path)
+		expectStatus(t, e.do("GET", coll+path, nil, nil), http.StatusNotFound, "read deleted "+path)
 	}
 }
 
@@ -120,15 +113,8 @@ func TestScriptsRawProtocol(t *testing.T) {
 func TestScriptBodyIsNotCompiledOnWrite(t *testing.T) {
 	e := start(t)
 	e.database("db")
-	mustStatus := func(r rawResponse, want int, what string) rawResponse {
-		t.Helper()
-		if r.status != want {
-			t.Fatalf("%s: %d %s, want %d", what, r.status, r.body, want)
-		}
-		return r
-	}
 	const coll = "/dbs/db/colls/c"
-	mustStatus(e.do("POST", "/dbs/db/colls", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil), http.StatusCreated, "container")
+	expectStatus(t, e.do("POST", "/dbs/db/colls", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil), http.StatusCreated, "container")
 	text := "Line Separator (\u2028) & Paragraph Separator (\u2029) & Next Line (\u0085) & نیم\u200cفاصله"
 	for _, kind := range []string{"sprocs", "triggers", "udfs"} {
 		def := map[string]string{"id": "odd", "body": text}
@@ -136,22 +122,22 @@ func TestScriptBodyIsNotCompiledOnWrite(t *testing.T) {
 			def["triggerType"], def["triggerOperation"] = "Pre", "All"
 		}
 		body, _ := json.Marshal(def)
-		mustStatus(e.do("POST", coll+"/"+kind, body, nil), http.StatusCreated, "create "+kind+" with a body that is not JavaScript")
-		read := mustStatus(e.do("GET", coll+"/"+kind+"/odd", nil, nil), http.StatusOK, "read "+kind)
+		expectStatus(t, e.do("POST", coll+"/"+kind, body, nil), http.StatusCreated, "create "+kind+" with a body that is not JavaScript")
+		read := expectStatus(t, e.do("GET", coll+"/"+kind+"/odd", nil, nil), http.StatusOK, "read "+kind)
 		var got struct{ Body string }
 		if err := json.Unmarshal(read.body, &got); err != nil || got.Body != text {
 			t.Errorf("%s body read back as %q (%v), want %q", kind, got.Body, err, text)
 		}
 	}
 	pk := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`}
-	run := mustStatus(e.do("POST", coll+"/sprocs/odd", []byte(`[]`), pk), http.StatusBadRequest, "run it")
+	run := expectStatus(t, e.do("POST", coll+"/sprocs/odd", []byte(`[]`), pk), http.StatusBadRequest, "run it")
 	if !strings.Contains(string(run.body), "Encountered exception while compiling Javascript") {
 		t.Errorf("running a body that does not compile: %s", run.body)
 	}
 	withTrigger := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`, "x-ms-documentdb-pre-trigger-include": "odd"}
-	mustStatus(e.do("POST", coll+"/docs", []byte(`{"id":"a","pk":"p"}`), withTrigger), http.StatusBadRequest, "a write naming the trigger")
-	mustStatus(e.do("GET", coll+"/docs/a", nil, pk), http.StatusNotFound, "the write was not kept")
+	expectStatus(t, e.do("POST", coll+"/docs", []byte(`{"id":"a","pk":"p"}`), withTrigger), http.StatusBadRequest, "a write naming the trigger")
+	expectStatus(t, e.do("GET", coll+"/docs/a", nil, pk), http.StatusNotFound, "the write was not kept")
 	q := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`, "x-ms-documentdb-isquery": "True", "Content-Type": "application/query+json"}
-	mustStatus(e.do("POST", coll+"/docs", []byte(`{"id":"b","pk":"p"}`), pk), http.StatusCreated, "an item")
-	mustStatus(e.do("POST", coll+"/docs", []byte(`{"query":"SELECT VALUE udf.odd(c.id) FROM c"}`), q), http.StatusBadRequest, "a query calling the function")
+	expectStatus(t, e.do("POST", coll+"/docs", []byte(`{"id":"b","pk":"p"}`), pk), http.StatusCreated, "an item")
+	expectStatus(t, e.do("POST", coll+"/docs", []byte(`{"query":"SELECT VALUE udf.odd(c.id) FROM c"}`), q), http.StatusBadRequest, "a query calling the function")
 }
