@@ -531,18 +531,32 @@ func (s indexState) progress() int {
 
 // usage reads the container's counters (usage.go) and takes away the
 // items that have expired but are not purged yet, which ttl.md says no
-// longer count. Those are exactly the expiry index entries within the
-// horizon, each holding its item's size, so the cost is O(1) plus the
-// purge backlog, whatever the container holds.
+// longer count (eachExpired): the cost is O(1) plus the purge backlog,
+// whatever the container holds.
 func (e *Engine) usage(r storage.Reader, c *containerRecord, now time.Time) (*ContainerUsage, error) {
 	st, err := readTotals(r, c, 0)
 	if err != nil {
 		return nil, err
 	}
-	n, size := st.items, st.bytes
-	u := &ContainerUsage{DocumentsCount: n, DocumentsSize: size}
+	u := &ContainerUsage{DocumentsCount: st.items, DocumentsSize: st.bytes}
+	err = eachExpired(r, c, now, func(size int64, _ []byte) {
+		u.DocumentsCount--
+		u.DocumentsSize -= size
+	})
+	if err != nil {
+		return nil, err
+	}
+	u.DocumentsCount, u.DocumentsSize = max(u.DocumentsCount, 0), max(u.DocumentsSize, 0)
+	return u, nil
+}
+
+// eachExpired calls fn with the size and location of each item of c that
+// has expired by now but is not purged yet. Those are exactly the expiry
+// index entries within the horizon, each holding its item's size and
+// location.
+func eachExpired(r storage.Reader, c *containerRecord, now time.Time, fn func(size int64, loc []byte)) error {
 	if !c.TTL.NeedsPurge() {
-		return u, nil
+		return nil
 	}
 	if from := c.TTL.Current().From; now.Before(from) {
 		now = from // as expired() judges
@@ -558,18 +572,16 @@ func (e *Engine) usage(r storage.Reader, c *containerRecord, now time.Time) (*Co
 			continue
 		}
 		err := scanRange(r, prefix, upper, func(_, v []byte) (bool, error) {
-			if sz, _, ok := decodeExpiryValue(v); ok {
-				u.DocumentsCount--
-				u.DocumentsSize -= sz
+			if size, loc, ok := decodeExpiryValue(v); ok {
+				fn(size, loc)
 			}
 			return true, nil
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	u.DocumentsCount, u.DocumentsSize = max(u.DocumentsCount, 0), max(u.DocumentsSize, 0)
-	return u, nil
+	return nil
 }
 
 // ListContainers returns the containers of database db in id order.

@@ -202,56 +202,85 @@ type RangeStatistics struct {
 // a container that keeps a sequence per range. One that keeps a single
 // sequence for several ranges (made before sequences per range) counts
 // each range's items from its partitions' counters and shares its bytes
-// out in proportion. Items that expired but are not yet purged count.
+// out in proportion. Items that expired but are not yet purged no longer
+// count, as in the container's usage (ttl.md).
 func (e *Engine) PartitionStatistics(ctx context.Context, db, coll string) ([]RangeStatistics, error) {
+	now, done, err := e.judging(ctx, db, coll)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	var out []RangeStatistics
-	err := e.store.View(ctx, func(r storage.Reader) error {
+	err = e.store.View(ctx, func(r storage.Reader) error {
 		c, err := e.loadContainer(r, db, coll)
 		if err != nil {
 			return err
 		}
 		ranges := e.rangesOf(c)
-		out = make([]RangeStatistics, len(ranges))
-		for i, rg := range ranges {
-			out[i].ID = rg.ID
-		}
-		if c.sequences() == len(ranges) {
-			for i := range ranges {
-				st, err := readState(r, c.Rid, i)
-				if err != nil {
-					return err
-				}
-				out[i].DocumentCount, out[i].SizeBytes = st.items, st.bytes
-			}
-			return nil
-		}
-		total, err := readTotals(r, c, 0)
-		if err != nil {
+		if out, err = rangeCounts(r, c, ranges); err != nil {
 			return err
 		}
-		prefix := collPrefix(famUsage, c.Rid)
+		// A range's locations lie from its lower bound up to the next
+		// range's.
+		bounds := make([][]byte, len(ranges))
 		for i, rg := range ranges {
-			lo, hi := appendEPK(bytes.Clone(prefix), rg.Min, false), prefixEnd(prefix)
-			if rg.Max < partition.MaxEPK {
-				hi = appendEPK(bytes.Clone(prefix), rg.Max, false)
-			}
-			err := scanRange(r, lo, hi, func(_, v []byte) (bool, error) {
-				if len(v) == 8 {
-					out[i].DocumentCount += int64(binary.BigEndian.Uint64(v))
-				}
-				return true, nil
-			})
-			if err != nil {
-				return err
-			}
-			if total.items > 0 {
-				out[i].SizeBytes = total.bytes * out[i].DocumentCount / total.items
-			}
+			bounds[i] = appendEPK(nil, rg.Min, false)
 		}
-		return nil
+		err = eachExpired(r, c, now, func(size int64, loc []byte) {
+			i := len(bounds) - 1
+			for i > 0 && bytes.Compare(loc, bounds[i]) < 0 {
+				i--
+			}
+			out[i].DocumentCount = max(out[i].DocumentCount-1, 0)
+			out[i].SizeBytes = max(out[i].SizeBytes-size, 0)
+		})
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("partition statistics of %q: %w", coll, err)
+	}
+	return out, nil
+}
+
+// rangeCounts reads the items and bytes of each of c's ranges from the
+// usage counters.
+func rangeCounts(r storage.Reader, c *containerRecord, ranges []partition.Range) ([]RangeStatistics, error) {
+	out := make([]RangeStatistics, len(ranges))
+	for i, rg := range ranges {
+		out[i].ID = rg.ID
+	}
+	if c.sequences() == len(ranges) {
+		for i := range ranges {
+			st, err := readState(r, c.Rid, i)
+			if err != nil {
+				return nil, err
+			}
+			out[i].DocumentCount, out[i].SizeBytes = st.items, st.bytes
+		}
+		return out, nil
+	}
+	total, err := readTotals(r, c, 0)
+	if err != nil {
+		return nil, err
+	}
+	prefix := collPrefix(famUsage, c.Rid)
+	for i, rg := range ranges {
+		lo, hi := appendEPK(bytes.Clone(prefix), rg.Min, false), prefixEnd(prefix)
+		if rg.Max < partition.MaxEPK {
+			hi = appendEPK(bytes.Clone(prefix), rg.Max, false)
+		}
+		err := scanRange(r, lo, hi, func(_, v []byte) (bool, error) {
+			if len(v) == 8 {
+				out[i].DocumentCount += int64(binary.BigEndian.Uint64(v))
+			}
+			return true, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if total.items > 0 {
+			out[i].SizeBytes = total.bytes * out[i].DocumentCount / total.items
+		}
 	}
 	return out, nil
 }
