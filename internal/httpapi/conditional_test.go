@@ -22,6 +22,24 @@ func etagOf(t *testing.T, h *Handler, path string, headers map[string]string) st
 	return body.Etag
 }
 
+// deleteIfMatch checks that a delete of path with a stale If-Match is a 412
+// that leaves it as it was, and one with its etag deletes it.
+func deleteIfMatch(t *testing.T, h *Handler, path string) {
+	t.Helper()
+	etag := etagOf(t, h, path, nil)
+	rec := serve(h, "DELETE", path, "", map[string]string{"If-Match": `"00000000-0000-0000-0000-000000000000"`})
+	wantCosmosError(t, rec, rec.Body.Bytes(), http.StatusPreconditionFailed, "DELETE "+path+" with a stale etag")
+	if got := etagOf(t, h, path, nil); got != etag {
+		t.Fatalf("%s: etag %s after a refused delete, want %s", path, got, etag)
+	}
+	if rec := serve(h, "DELETE", path, "", map[string]string{"If-Match": etag}); rec.Code != http.StatusNoContent {
+		t.Fatalf("DELETE %s with its etag: %d %s", path, rec.Code, rec.Body)
+	}
+	if rec := serve(h, "GET", path, "", nil); rec.Code != http.StatusNotFound {
+		t.Fatalf("GET %s after delete: %d %s", path, rec.Code, rec.Body)
+	}
+}
+
 // A delete of a database or container with If-Match deletes only the
 // version it names: a stale etag is a 412 and leaves everything in place.
 func TestDeleteIfMatch(t *testing.T) {
@@ -35,19 +53,7 @@ func TestDeleteIfMatch(t *testing.T) {
 		}
 	}
 	for _, path := range []string{"/dbs/db/colls/c", "/dbs/db2"} {
-		etag := etagOf(t, h, path, nil)
-		stale := `"00000000-0000-0000-0000-000000000000"`
-		rec := serve(h, "DELETE", path, "", map[string]string{"If-Match": stale})
-		wantCosmosError(t, rec, rec.Body.Bytes(), http.StatusPreconditionFailed, "DELETE "+path+" with a stale etag")
-		if got := etagOf(t, h, path, nil); got != etag {
-			t.Fatalf("%s: etag %s after a refused delete, want %s", path, got, etag)
-		}
-		if rec := serve(h, "DELETE", path, "", map[string]string{"If-Match": etag}); rec.Code != http.StatusNoContent {
-			t.Fatalf("DELETE %s with its etag: %d %s", path, rec.Code, rec.Body)
-		}
-		if rec := serve(h, "GET", path, "", nil); rec.Code != http.StatusNotFound {
-			t.Fatalf("GET %s after delete: %d %s", path, rec.Code, rec.Body)
-		}
+		deleteIfMatch(t, h, path)
 	}
 	// The container of a database refused a delete is still there.
 	if rec := serve(h, "GET", "/dbs/db2/colls/c2", "", nil); rec.Code != http.StatusNotFound {
@@ -101,18 +107,7 @@ func TestUserAndPermissionDeleteIfMatch(t *testing.T) {
 		}
 	}
 	for _, path := range []string{"/dbs/db/users/u/permissions/p", "/dbs/db/users/u"} {
-		etag := etagOf(t, h, path, nil)
-		rec := serve(h, "DELETE", path, "", map[string]string{"If-Match": `"00000000-0000-0000-0000-000000000000"`})
-		wantCosmosError(t, rec, rec.Body.Bytes(), http.StatusPreconditionFailed, "DELETE "+path+" with a stale etag")
-		if got := etagOf(t, h, path, nil); got != etag {
-			t.Fatalf("%s: etag %s after a refused delete, want %s", path, got, etag)
-		}
-		if rec := serve(h, "DELETE", path, "", map[string]string{"If-Match": etag}); rec.Code != http.StatusNoContent {
-			t.Fatalf("DELETE %s with its etag: %d %s", path, rec.Code, rec.Body)
-		}
-		if rec := serve(h, "GET", path, "", nil); rec.Code != http.StatusNotFound {
-			t.Fatalf("GET %s after delete: %d %s", path, rec.Code, rec.Body)
-		}
+		deleteIfMatch(t, h, path)
 	}
 }
 
