@@ -186,6 +186,7 @@ func (e *Engine) orderedShapes(r storage.Reader, c *containerRecord, q *ast.Quer
 		if o.Group, err = firstGroup(r, c, q, params, o, probe, st); err != nil {
 			return err
 		}
+		_, _, o.GroupCovered = groupComposite(c, s, orderKeys(q))
 	}
 	return nil
 }

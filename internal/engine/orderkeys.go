@@ -21,7 +21,9 @@ import (
 // So a page costs the groups it touches, not the scope: a first key of few
 // distinct values makes large groups, and each page starting in one reads
 // it again. A group larger than the in-memory sort bound is refused, as
-// the sort of the whole scope would be.
+// the sort of the whole scope would be. A group that a composite index on
+// the keys covers is walked through it from the position instead, reading
+// the records of the page's rows only (coveredGroup).
 //
 // A position inside a group is a document's sort key (sortKey): its key
 // values and scan position. A page resumes at the first document that
@@ -198,6 +200,9 @@ func (w *orderStream) sortedGroup(value []byte, locs [][]byte, at walkResume) (b
 			return false, errBadContinuation
 		}
 	}
+	if more, covered, err := w.coveredGroup(value, len(locs), from, at.skip, prefix); covered || err != nil {
+		return more, err
+	}
 	g := w.newGather()
 	for _, loc := range locs {
 		doc, rows, ok, err := w.groupRows(value, loc)
@@ -211,6 +216,183 @@ func (w *orderStream) sortedGroup(value []byte, locs [][]byte, at walkResume) (b
 		}
 	}
 	return w.sorted(g.members, from, at.skip, prefix)
+}
+
+// groupComposite returns the composite index that orders the documents of
+// a group of equal first values by the other ORDER BY keys: its paths are
+// the keys', and the directions after the first are the keys' (reverse
+// false) or all the opposite (reverse true). Only over a range or the
+// whole container: a composite's entries are the container's, so within a
+// logical partition or a prefix they would cost the group's entries in
+// every other partition.
+func groupComposite(c *containerRecord, s *itemScope, keys []plan.OrderKey) (comp *compositeIndex, reverse, ok bool) {
+	if s.kind != plan.ScopeAll && s.kind != plan.ScopeRange {
+		return nil, false, false
+	}
+	for i := range c.index.composites {
+		ci := &c.index.composites[i]
+		if !ci.kept || len(ci.paths) != len(keys) {
+			continue
+		}
+		same, opposite := true, true
+		for j, k := range keys {
+			if !slices.Equal(ci.paths[j], k.Path) {
+				same, opposite = false, false
+				break
+			}
+			if j > 0 {
+				same = same && ci.desc[j] == k.Desc
+				opposite = opposite && ci.desc[j] != k.Desc
+			}
+		}
+		if same || opposite {
+			return ci, !same, true
+		}
+	}
+	return nil, false, false
+}
+
+// coveredGroup streams the rows of the group of the exact encoded value
+// through a composite index on the ORDER BY keys (groupComposite), from
+// the position from (nil: the group's start), when every one of the n
+// documents of the group in the scope has an entry there with exact values
+// (the rest, an undefined, array or object key, have none, and the group
+// is then read whole by the caller: covered false). The entries are in the
+// order of the keys; a run of entries with equal values holds documents
+// equal under every key, which are read and sorted by scan order, so a
+// page reads the group's keys and its own rows' records, not the group's.
+func (w *orderStream) coveredGroup(value []byte, n int, from *sortKey, skip int, prefix []byte) (more, covered bool, err error) {
+	comp, reverse, ok := groupComposite(w.c, w.s, w.keys)
+	if !ok || !exactValue(value) {
+		return false, false, nil
+	}
+	base := compositePrefix(indexPrefix(w.c), comp.ordinal)
+	ch := &entryCheck{comp: comp, base: len(base)}
+	start := len(base)
+	base = append(base, value...)
+	if comp.desc[0] {
+		invert(base[start:])
+	}
+	// rest returns entry k's values after the first and its location,
+	// whether those values are exact, and ok false for a malformed key.
+	rest := func(k []byte) (vals, loc []byte, exact, ok bool) {
+		exact = true
+		end, ok := ch.values(k, func(i, off, n int, mask byte) bool {
+			if i > 0 && exact {
+				v := slices.Clone(k[off : off+n])
+				for j := range v {
+					v[j] ^= mask
+				}
+				exact = exactValue(v)
+			}
+			return true
+		})
+		if !ok || len(k)-end < 10 {
+			return nil, nil, false, false
+		}
+		return k[len(base):end], k[end:], exact, true
+	}
+	held, inexact := 0, false
+	err = scanRange(w.r, base, prefixEnd(base), func(k, _ []byte) (bool, error) {
+		w.st.entries++
+		_, loc, exact, ok := rest(k)
+		if ok && w.s.holds(loc) {
+			held++
+			inexact = !exact
+		}
+		return !inexact && held <= n, nil
+	})
+	if err != nil || inexact || held != n {
+		return false, false, err
+	}
+	lo, hi := base, prefixEnd(base)
+	if from != nil {
+		k := bytes.Clone(base)
+		for i := 1; i < len(comp.paths); i++ {
+			if k, ok = appendCompositeValue(k, from.keys[i], comp.desc[i]); !ok {
+				return false, false, nil
+			}
+		}
+		if reverse {
+			hi = prefixEnd(k)
+		} else {
+			lo = k
+		}
+	}
+	// last is the position after the last member whose rows all went
+	// into the page: where a page the budget cuts short resumes.
+	var last []byte
+	lastSkip := 0
+	if from != nil {
+		last, lastSkip = appendSortKey(append(bytes.Clone(prefix), modeKeys), *from), skip
+	}
+	var run []sortMember
+	var runVals []byte
+	emit := func() bool {
+		slices.SortFunc(run, func(a, b sortMember) int { return w.compareSort(a.sortKey, b.sortKey) })
+		for _, m := range run {
+			first := 0
+			if from != nil {
+				d := w.compareSort(m.sortKey, *from)
+				if d < 0 {
+					continue
+				}
+				if d == 0 {
+					first = skip
+				}
+			}
+			pos := appendSortKey(append(bytes.Clone(prefix), modeKeys), m.sortKey)
+			for j := first; j < len(m.rows); j++ {
+				if w.full() {
+					w.stop(pos, j)
+					return false
+				}
+				w.add(m.rows[j])
+			}
+			last, lastSkip = pos, len(m.rows)
+		}
+		run = run[:0]
+		return true
+	}
+	more = true
+	err = scanRangeDir(w.r, lo, hi, reverse, func(k, _ []byte) (bool, error) {
+		w.st.entries++
+		vals, loc, _, ok := rest(k)
+		if !ok || !w.s.holds(loc) {
+			return true, nil
+		}
+		loc = bytes.Clone(loc)
+		if runVals != nil && !bytes.Equal(vals, runVals) {
+			if more = emit(); !more {
+				return false, nil
+			}
+		}
+		runVals = bytes.Clone(vals)
+		doc, rows, ok, err := w.groupRows(value, loc)
+		if w.cutShort(err) {
+			if last == nil {
+				last, lastSkip = append(bytes.Clone(prefix), modeGroup), 0
+			}
+			w.stop(last, lastSkip)
+			more = false
+			return false, nil
+		}
+		if err != nil {
+			return false, queryError(err)
+		}
+		w.visited = true
+		if ok && len(rows) > 0 {
+			run = append(run, w.member(doc, loc, rows))
+		}
+		return true, w.sortBound(len(run))
+	})
+	if err != nil {
+		return false, true, err
+	}
+	if more {
+		more = emit()
+	}
+	return more, true, nil
 }
 
 // sortBound refuses a group of more documents than the page may sort.

@@ -24,6 +24,9 @@ import (
 //   - ties: SELECT c.id, c.m FROM c WHERE c.m >= 0 ORDER BY c.m
 //   - keys: SELECT c.id, c.g, c.m FROM c WHERE c.g >= 0 ORDER BY c.g, c.m DESC,
 //     over two keys, which reads each group of equal g (10 items) whole
+//   - keys-few: SELECT c.id, c.h, c.n FROM c WHERE c.h >= 0 ORDER BY c.h, c.n DESC,
+//     whose first key has ten values (groups of a tenth of the items), walked
+//     through the composite index on (h, n DESC)
 //
 // page-1 is the first page, page-k a page at a random position of the
 // drain (its continuation taken once, by draining). The paths n and m
@@ -34,14 +37,14 @@ import (
 func BenchmarkOrderByDrain(b *testing.B) {
 	for _, n := range []int{10_000, 100_000} {
 		b.Run("items="+strconv.Itoa(n), func(b *testing.B) {
-			// The container body after "defaultTtl": a composite index
-			// for the ORDER BY on two keys.
+			// The container body after "defaultTtl": composite indexes
+			// for the ORDER BYs on two keys.
 			s := openBenchEngine(b, clock.Real{}, nil, `null,"indexingPolicy":{"includedPaths":[{"path":"/*"}],`+
-				`"compositeIndexes":[[{"path":"/g"},{"path":"/m","order":"descending"}]]}`)
+				`"compositeIndexes":[[{"path":"/g"},{"path":"/m","order":"descending"}],[{"path":"/h"},{"path":"/n","order":"descending"}]]}`)
 			s.pk = func(i int) string { return "q" + strconv.Itoa(i/100) }
 			s.load(b, 0, n, func(i int) []byte {
 				return []byte(`{"id":"x` + strconv.Itoa(i) + `","pk":"q` + strconv.Itoa(i/100) + `","n":` + strconv.Itoa(i*7919%n) +
-					`,"m":` + strconv.Itoa(i%100) + `,"g":` + strconv.Itoa(i*7919%n/10) + `,"payload":"` + benchPayload + `"}`)
+					`,"m":` + strconv.Itoa(i%100) + `,"g":` + strconv.Itoa(i*7919%n/10) + `,"h":` + strconv.Itoa(i%10) + `,"payload":"` + benchPayload + `"}`)
 			})
 			// The absence and tie entries a server's indexer builds after
 			// the first such queries (absent.go).
@@ -54,6 +57,7 @@ func BenchmarkOrderByDrain(b *testing.B) {
 				{"desc", "SELECT c.id, c.n FROM c ORDER BY c.n DESC"},
 				{"ties", "SELECT c.id, c.m FROM c WHERE c.m >= 0 ORDER BY c.m"},
 				{"keys", "SELECT c.id, c.g, c.m FROM c WHERE c.g >= 0 ORDER BY c.g, c.m DESC"},
+				{"keys-few", "SELECT c.id, c.h, c.n FROM c WHERE c.h >= 0 ORDER BY c.h, c.n DESC"},
 			} {
 				p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: c.query, RangeID: "0", CrossPartition: true, MaxItemCount: 100}
 				benchPages(b, s, p, c.name+"/", func(page *FeedPage) {

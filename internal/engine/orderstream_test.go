@@ -257,13 +257,19 @@ func TestOrderByResumeFilterSeveralKeys(t *testing.T) {
 
 // TestOrderedStreamGroupBound refuses, as the in-memory sort is refused, an
 // ORDER BY on several keys whose group of equal first values holds more
-// documents than the sort bound, and serves one whose groups fit.
+// documents than the sort bound and is not all in the composite index on
+// the keys (here: half of the group c.a = 0 has no c.b), and serves one
+// whose groups the composite covers, or whose groups fit.
 func TestOrderedStreamGroupBound(t *testing.T) {
 	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},
 		"indexingPolicy":{"includedPaths":[{"path":"/*"}],"compositeIndexes":[[{"path":"/a"},{"path":"/b"}],[{"path":"/b"},{"path":"/a"}]]}}`)
 	be.e.maxSort = 8
 	var docs []string
 	for i := 0; i < 200; i++ {
+		if i%20 == 0 {
+			docs = append(docs, fmt.Sprintf(`{"id":"d%03d","pk":"p%d","a":0}`, i, i%3))
+			continue
+		}
 		docs = append(docs, fmt.Sprintf(`{"id":"d%03d","pk":"p%d","a":%d,"b":%d}`, i, i%3, i%10, i))
 	}
 	be.seed(t, docs...)
@@ -271,9 +277,11 @@ func TestOrderedStreamGroupBound(t *testing.T) {
 	for _, tc := range []struct {
 		query string
 		fails bool
+		rows  int
 	}{
-		{"SELECT VALUE c.id FROM c WHERE c.a >= 0 ORDER BY c.a, c.b", true}, // groups of 20
-		{"SELECT VALUE c.id FROM c WHERE c.b >= 0 ORDER BY c.b, c.a", false},
+		{"SELECT VALUE c.id FROM c WHERE c.a >= 0 ORDER BY c.a, c.b", true, 0},    // groups of 20, one not covered
+		{"SELECT VALUE c.id FROM c WHERE c.a >= 1 ORDER BY c.a, c.b", false, 180}, // groups of 20, covered
+		{"SELECT VALUE c.id FROM c WHERE c.b >= 0 ORDER BY c.b, c.a", false, 190}, // groups of 1
 	} {
 		p := QueryParams{ItemRef: batchRef(""), Query: tc.query, MaxItemCount: 5, RangeID: "0"}
 		n := 0
@@ -294,7 +302,7 @@ func TestOrderedStreamGroupBound(t *testing.T) {
 		switch {
 		case tc.fails && (err == nil || !strings.Contains(err.Error(), "SC3006")):
 			t.Errorf("%s: got %v, want SC3006", tc.query, err)
-		case !tc.fails && (err != nil || n != len(docs)):
+		case !tc.fails && (err != nil || n != tc.rows):
 			t.Errorf("%s: %d rows, %v", tc.query, n, err)
 		}
 	}
@@ -327,4 +335,79 @@ func resumeProblem(all []resumeRow, start int, rest []resumeRow) string {
 		return ""
 	}
 	return fmt.Sprintf("\n got  %s\n want %s", strings.Join(got, " "), strings.Join(want, " "))
+}
+
+// TestCoveredGroupTies drains ORDER BY on two keys whose groups the
+// composite index on the keys covers, with many documents equal under both
+// keys spread over partitions: equal documents come in _rid order (the
+// order they were created in here), backwards when a key is descending, as
+// eval's sort gives them, in every direction the composite serves and at
+// several page sizes.
+func TestCoveredGroupTies(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},
+		"indexingPolicy":{"includedPaths":[{"path":"/*"}],"compositeIndexes":[[{"path":"/a"},{"path":"/b"}],[{"path":"/a"},{"path":"/b","order":"descending"}]]}}`)
+	type doc struct{ i, a, b int }
+	var docs []doc
+	var bodies []string
+	for i := range 60 {
+		d := doc{i, i * 7 % 2, i * 5 % 3}
+		docs = append(docs, d)
+		bodies = append(bodies, fmt.Sprintf(`{"id":"d%02d","pk":"p%d","a":%d,"b":%d}`, i, i*13%10, d.a, d.b))
+	}
+	be.seed(t, bodies...)
+	ctx := context.Background()
+	for _, dirs := range [][2]bool{{false, false}, {true, true}, {false, true}, {true, false}} {
+		want := slices.Clone(docs)
+		tiesDesc := dirs[0] || dirs[1]
+		slices.SortStableFunc(want, func(x, y doc) int {
+			for k, d := range []int{x.a - y.a, x.b - y.b} {
+				if d != 0 {
+					if dirs[k] {
+						return -d
+					}
+					return d
+				}
+			}
+			if tiesDesc {
+				return y.i - x.i
+			}
+			return x.i - y.i
+		})
+		var wantIDs []string
+		for _, d := range want {
+			wantIDs = append(wantIDs, fmt.Sprintf(`"d%02d"`, d.i))
+		}
+		dir := func(desc bool) string {
+			if desc {
+				return " DESC"
+			}
+			return ""
+		}
+		query := "SELECT VALUE c.id FROM c WHERE c.a >= 0 ORDER BY c.a" + dir(dirs[0]) + ", c.b" + dir(dirs[1])
+		for _, size := range []int{1, 4, 7} {
+			p := QueryParams{ItemRef: batchRef(""), Query: query, MaxItemCount: size, RangeID: "0"}
+			var got []string
+			for pages := 1; ; pages++ {
+				if pages > len(docs)+1 {
+					t.Fatalf("%s, pages of %d: still draining after %d pages", query, size, pages)
+				}
+				page, err := be.e.QueryItems(ctx, p)
+				if err != nil {
+					t.Fatalf("%s, pages of %d: %v", query, size, err)
+				}
+				if page.Plan != nil && page.Plan.Chosen.Access != plan.OrderedStream {
+					t.Fatalf("%s: chose %s", query, page.Plan.Explain())
+				}
+				for _, it := range page.Items {
+					got = append(got, string(it))
+				}
+				if p.Continuation = page.Continuation; p.Continuation == "" {
+					break
+				}
+			}
+			if !slices.Equal(got, wantIDs) {
+				t.Errorf("%s, pages of %d:\n got %v\nwant %v", query, size, got, wantIDs)
+			}
+		}
+	}
 }

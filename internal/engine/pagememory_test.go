@@ -22,8 +22,8 @@ var pageMemoryShapes = []struct{ name, query string }{
 }
 
 // loadPageMemory opens a container of n items in logical partitions of
-// 100, with c.n taking 1,000 values (so groups of equal values grow with
-// n), a composite index on (n, id), and builds the absence and tie entries the ordered streams use.
+// 100, with c.n taking the given number of values (so groups of equal
+// values grow with n), a composite index on (n, id), and builds the absence and tie entries the ordered streams use.
 func loadPageMemory(tb testing.TB, n, values int) *benchStore {
 	// The container body after "defaultTtl": a composite index for the
 	// two keys.
@@ -76,7 +76,8 @@ func p90(bytes []uint64) uint64 {
 }
 
 // TestDrainHoldsOnePage drains each shape over 1,000 and 10,000 items in
-// pages of 100: the most any page allocates must not grow with the
+// pages of 100, with c.n taking ten values (groups of 100 and 1,000 equal
+// values): the most any page allocates must not grow with the
 // container (nine pages in ten, so that the store's background work on the
 // heap does not decide). A page that read or sorted its scope would
 // allocate ten times as much in the larger one.
@@ -87,7 +88,7 @@ func TestDrainHoldsOnePage(t *testing.T) {
 	sizes := []int{1_000, 10_000}
 	most := make(map[string][]uint64) // per shape, the p90 at each size
 	for _, n := range sizes {
-		s := loadPageMemory(t, n, 1000)
+		s := loadPageMemory(t, n, 10)
 		for _, q := range pageMemoryShapes {
 			rows, bytes := drainPageBytes(t, s, pageMemoryParams(q.query))
 			if rows != n {

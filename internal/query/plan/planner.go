@@ -257,6 +257,11 @@ type Ordered struct {
 	// a bound): such a stream reads each group it touches whole, to sort
 	// it by the other keys, so a page reads at least one group.
 	Group int64
+	// GroupCovered is set when a composite index on the ORDER BY keys
+	// orders each group by the other keys: a page then reads a group's
+	// entries twice (the first key's and the composite's) and the records
+	// of its own rows, not the group's records.
+	GroupCovered bool
 }
 
 // Input is what the planner weighs.
@@ -344,8 +349,13 @@ func Choose(in Input) Plan {
 		total, sel := walkSpan(in, o)
 		share := o.share(in.Scope)
 		entries := math.Min(total, float64(o.Want)/(share*sel))
+		records := (entries + float64(o.Group)) * share
+		if o.GroupCovered {
+			records = entries * share
+			entries += float64(o.Group)
+		}
 		entries += float64(o.Group)
-		path := Path{Access: OrderedStream, Terms: orderedTerms(o), Entries: entries, Records: entries * share, Absent: o.Absent, Scoped: o.Scoped}
+		path := Path{Access: OrderedStream, Terms: orderedTerms(o), Entries: entries, Records: records, Absent: o.Absent, Scoped: o.Scoped}
 		if o.Undefined && !o.Absent {
 			pages := math.Max(1, total*share*sel/float64(max(o.Want, 1)))
 			path.Scanned = float64(in.Scope.Items) / pages
