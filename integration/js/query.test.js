@@ -70,6 +70,45 @@ describe("JavaScript SDK queries against Mayfly", () => {
     }
   });
 
+  it("pages an ORDER BY on two keys served by a composite index", async () => {
+    // The first key has three values, so every page falls inside a group
+    // of equal first values, which the server walks through the composite
+    // index, resuming each range from its own token. (Resumed as a new
+    // query from a page's token, this SDK filters each key on its own,
+    // c.g >= 0 AND c.n >= 54, which drops rows of the next group on any
+    // server.)
+    const { container: keyed } = await database.containers.create({
+      id: "keyed",
+      partitionKey: { paths: ["/pk"] },
+      indexingPolicy: {
+        includedPaths: [{ path: "/*" }],
+        compositeIndexes: [
+          [{ path: "/g" }, { path: "/n" }],
+          [{ path: "/g" }, { path: "/n", order: "descending" }],
+        ],
+      },
+    });
+    const docs = [];
+    for (let i = 0; i < 60; i++) docs.push({ id: `k${i}`, pk: `p${i % 7}`, g: i % 3, n: (i * 11) % 60 });
+    for (const d of docs) await keyed.items.create(d);
+    for (const [query, cmp] of [
+      ["SELECT c.id FROM c ORDER BY c.g, c.n", (a, b) => a.g - b.g || a.n - b.n],
+      ["SELECT c.id FROM c ORDER BY c.g DESC, c.n DESC", (a, b) => b.g - a.g || b.n - a.n],
+      ["SELECT c.id FROM c ORDER BY c.g, c.n DESC", (a, b) => a.g - b.g || b.n - a.n],
+      ["SELECT c.id FROM c WHERE c.n >= 10 ORDER BY c.g DESC, c.n", (a, b) => b.g - a.g || a.n - b.n],
+    ]) {
+      const want = docs.filter((d) => !query.includes("c.n >= 10") || d.n >= 10).sort(cmp).map((d) => d.id);
+      const iterator = keyed.items.query(query, { maxItemCount: 4 });
+      const seen = [];
+      while (iterator.hasMoreResults()) {
+        const page = await iterator.fetchNext();
+        seen.push(...page.resources.map((r) => r.id));
+        assert.ok(seen.length <= docs.length, `${query}: more rows than items: ${seen.length}`);
+      }
+      assert.deepEqual(seen, want, query);
+    }
+  });
+
   it("runs aggregates across partitions", async () => {
     const { resources: count } = await container.items.query("SELECT VALUE COUNT(1) FROM c").fetchAll();
     assert.deepEqual(count, [30]);
