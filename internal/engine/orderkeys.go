@@ -189,9 +189,10 @@ func (g *gather) add(doc document.Value, loc []byte, rows []document.Value, ok b
 	return true, false, g.w.sortBound(len(g.members))
 }
 
-// sortedGroup streams the rows of the group of the encoded value, whose
-// entries name the items at locs, sorted by every key, from at.
-func (w *orderStream) sortedGroup(value []byte, locs [][]byte, at walkResume) (bool, error) {
+// sortedGroup streams the rows of the group of the encoded value, sorted
+// by every key, from at. Its entries in the scope are held, and name the
+// items at locs unless the walk only counted them (countGroups).
+func (w *orderStream) sortedGroup(value []byte, locs [][]byte, held int, at walkResume) (bool, error) {
 	prefix := append([]byte{phaseWalk}, value...)
 	var from *sortKey
 	if at.value != nil {
@@ -200,8 +201,14 @@ func (w *orderStream) sortedGroup(value []byte, locs [][]byte, at walkResume) (b
 			return false, errBadContinuation
 		}
 	}
-	if more, covered, err := w.coveredGroup(value, len(locs), from, at.skip, prefix); covered || err != nil {
+	if more, covered, err := w.coveredGroup(value, held, from, at.skip, prefix); covered || err != nil {
 		return more, err
+	}
+	if len(locs) < held {
+		var err error
+		if locs, err = w.groupLocs(value); err != nil {
+			return false, err
+		}
 	}
 	g := w.newGather()
 	for _, loc := range locs {
@@ -216,6 +223,21 @@ func (w *orderStream) sortedGroup(value []byte, locs [][]byte, at walkResume) (b
 		}
 	}
 	return w.sorted(g.members, from, at.skip, prefix)
+}
+
+// groupLocs collects the locations of the items in the scope that the
+// first key's entries of the encoded value name.
+func (w *orderStream) groupLocs(value []byte) ([][]byte, error) {
+	k := append(bytes.Clone(w.prefix), value...)
+	var locs [][]byte
+	err := scanRange(w.r, k, prefixEnd(k), func(k, _ []byte) (bool, error) {
+		w.st.entries++
+		if loc, ok := entryLoc(k, len(w.prefix)); ok && w.s.holds(loc) {
+			locs = append(locs, bytes.Clone(loc))
+		}
+		return true, nil
+	})
+	return locs, err
 }
 
 // groupComposite returns the composite index that orders the documents of

@@ -111,13 +111,18 @@ type orderStream struct {
 	tiesDesc bool
 	// ties is set when the groups of exact values are read through the
 	// path's tie entries (absent.go) rather than collected and sorted.
-	ties   bool
-	prefix []byte // the path's entries
-	lo, hi []byte // the walk's bounds, narrowed by the WHERE clause's terms
-	next   cursor
-	limit  int
-	page   *FeedPage
-	size   int
+	ties bool
+	// countGroups is set when a composite index may order the groups by
+	// the other keys (coveredGroup): the walk counts a group's entries in
+	// the scope, and sortedGroup collects their locations only when the
+	// composite does not cover the group.
+	countGroups bool
+	prefix      []byte // the path's entries
+	lo, hi      []byte // the walk's bounds, narrowed by the WHERE clause's terms
+	next        cursor
+	limit       int
+	page        *FeedPage
+	size        int
 	// visited is set once the page has read a document through: from
 	// then on, a budget that runs out ends the page early at the document
 	// it is reading (cutShort) rather than failing it.
@@ -141,6 +146,7 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 	if len(q.OrderBy) > 1 {
 		w.keys = orderKeys(q)
 		w.tiesDesc = slices.ContainsFunc(w.keys, func(k plan.OrderKey) bool { return k.Desc })
+		_, _, w.countGroups = groupComposite(c, s, w.keys)
 	}
 	// Within a partition or a prefix, equal values come in location
 	// order, the order of the path's own entries.
@@ -322,10 +328,14 @@ func (w *orderStream) walk(pos []byte, skip int) (bool, error) {
 	defer it.Close()
 	var value []byte
 	var locs [][]byte
+	held := 0 // the entries of the group in the scope
 	flush := func() (bool, error) {
 		at := walkResume{}
 		if wr.value != nil && bytes.Equal(value, wr.value) {
 			at = wr
+		}
+		if w.keys != nil {
+			return w.sortedGroup(value, locs, held, at)
 		}
 		return w.group(value, locs, at)
 	}
@@ -351,13 +361,15 @@ func (w *orderStream) walk(pos []byte, skip int) (bool, error) {
 			if more, err := flush(); err != nil || !more {
 				return more, err
 			}
-			value, locs = nil, locs[:0]
+			value, locs, held = nil, locs[:0], 0
 		}
 		if value == nil {
 			value, read = bytes.Clone(v), 0
 		}
 		if w.s.holds(loc) {
-			locs = append(locs, bytes.Clone(loc))
+			if held++; !w.countGroups {
+				locs = append(locs, bytes.Clone(loc))
+			}
 		}
 		if read++; read > tieGroupMin && w.ties && exactValue(value) {
 			// A large group: its documents in _rid order through its tie
@@ -400,9 +412,6 @@ func (w *orderStream) scanPos(loc []byte) []byte { return w.s.scanPos(loc) }
 // group streams the rows of the items at locs, whose entries hold the
 // encoded value, in the evaluator's order, resuming at at.
 func (w *orderStream) group(value []byte, locs [][]byte, at walkResume) (bool, error) {
-	if w.keys != nil {
-		return w.sortedGroup(value, locs, at)
-	}
 	if at.mode == modeKeys {
 		return false, errBadContinuation
 	}
