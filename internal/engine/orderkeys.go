@@ -301,7 +301,9 @@ func (w *orderStream) coveredGroup(value []byte, n int, from *sortKey, skip int,
 		exact = true
 		end, ok := ch.values(k, func(i, off, n int, mask byte) bool {
 			if i > 0 && exact {
-				v := slices.Clone(k[off : off+n])
+				// exactValue reads the tag and a number's 8 bytes.
+				var buf [9]byte
+				v := buf[:copy(buf[:], k[off:off+n])]
 				for j := range v {
 					v[j] ^= mask
 				}
