@@ -276,14 +276,15 @@ func groupComposite(c *containerRecord, s *itemScope, keys []plan.OrderKey) (com
 
 // coveredGroup streams the rows of the group of the exact encoded value
 // through a composite index on the ORDER BY keys (groupComposite), from
-// the position from (nil: the group's start), when every one of the n
-// documents of the group in the scope has an entry there with exact values
+// the position from (nil: the group's start), when every one of the
+// documents of the group in the scope (inScope of them, as the first key's
+// entries count them) has an entry there with exact values
 // (the rest, an undefined, array or object key, have none, and the group
 // is then read whole by the caller: covered false). The entries are in the
 // order of the keys; a run of entries with equal values holds documents
 // equal under every key, which are read and sorted by scan order, so a
 // page reads the group's keys and its own rows' records, not the group's.
-func (w *orderStream) coveredGroup(value []byte, n int, from *sortKey, skip int, prefix []byte) (more, covered bool, err error) {
+func (w *orderStream) coveredGroup(value []byte, inScope int, from *sortKey, skip int, prefix []byte) (more, covered bool, err error) {
 	comp, reverse, ok := groupComposite(w.c, w.s, w.keys)
 	if !ok || !exactValue(value) {
 		return false, false, nil
@@ -324,9 +325,9 @@ func (w *orderStream) coveredGroup(value []byte, n int, from *sortKey, skip int,
 			held++
 			inexact = !exact
 		}
-		return !inexact && held <= n, nil
+		return !inexact && held <= inScope, nil
 	})
-	if err != nil || inexact || held != n {
+	if err != nil || inexact || held != inScope {
 		return false, false, err
 	}
 	lo, hi := base, prefixEnd(base)
