@@ -77,7 +77,7 @@ func TestDifferential(t *testing.T) {
 	}
 	seeds := 6
 	size := diffDefault
-	if testing.Short() || raceEnabled {
+	if testing.Short() || engine.RaceEnabled {
 		seeds, size = 3, diffSmall
 	}
 	if s := os.Getenv("MAYFLY_DIFF_SEEDS"); s != "" {

@@ -39,7 +39,7 @@ import (
 
 func TestMetamorphic(t *testing.T) {
 	rounds, seeds := 150, 3
-	if testing.Short() || raceEnabled {
+	if testing.Short() || engine.RaceEnabled {
 		rounds, seeds = 80, 2
 	}
 	if s := os.Getenv("MAYFLY_META_ROUNDS"); s != "" {

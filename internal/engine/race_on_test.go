@@ -1,7 +1,11 @@
 //go:build race
 
-package engine_test
+package engine
 
-// raceEnabled makes the differential test run fewer, smaller scenarios
-// under the race detector, which slows it several times over.
-const raceEnabled = true
+// RaceEnabled is set under the race detector, which slows the differential
+// and metamorphic tests several times over (they run fewer, smaller
+// scenarios) and makes sync.Pool drop pooled objects at random, so the
+// bytes a page allocates follow the store's iterators rather than what the
+// page holds (TestDrainHoldsOnePage does not run). Exported for the
+// engine_test package.
+const RaceEnabled = true
