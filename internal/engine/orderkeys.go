@@ -191,7 +191,7 @@ func (g *gather) add(doc document.Value, loc []byte, rows []document.Value, ok b
 
 // sortedGroup streams the rows of the group of the encoded value, sorted
 // by every key, from at. Its entries in the scope are held, and name the
-// items at locs unless the walk only counted them (countGroups).
+// items at locs unless the walk only counted them (groupComp).
 func (w *orderStream) sortedGroup(value []byte, locs [][]byte, held int, at walkResume) (bool, error) {
 	prefix := append([]byte{phaseWalk}, value...)
 	var from *sortKey
@@ -275,7 +275,7 @@ func groupComposite(c *containerRecord, s *itemScope, keys []plan.OrderKey) (com
 }
 
 // coveredGroup streams the rows of the group of the exact encoded value
-// through a composite index on the ORDER BY keys (groupComposite), from
+// through the composite index on the ORDER BY keys (w.groupComp), from
 // the position from (nil: the group's start), when every one of the
 // documents of the group in the scope (inScope of them, as the first key's
 // entries count them) has an entry there with exact values
@@ -285,8 +285,8 @@ func groupComposite(c *containerRecord, s *itemScope, keys []plan.OrderKey) (com
 // equal under every key, which are read and sorted by scan order, so a
 // page reads the group's keys and its own rows' records, not the group's.
 func (w *orderStream) coveredGroup(value []byte, inScope int, from *sortKey, skip int, prefix []byte) (more, covered bool, err error) {
-	comp, reverse, ok := groupComposite(w.c, w.s, w.keys)
-	if !ok || !exactValue(value) {
+	comp, reverse := w.groupComp, w.groupReverse
+	if comp == nil || !exactValue(value) {
 		return false, false, nil
 	}
 	base := compositePrefix(indexPrefix(w.c), comp.ordinal)
@@ -334,6 +334,7 @@ func (w *orderStream) coveredGroup(value []byte, inScope int, from *sortKey, ski
 	if from != nil {
 		k := bytes.Clone(base)
 		for i := 1; i < len(comp.paths); i++ {
+			var ok bool
 			if k, ok = appendCompositeValue(k, from.keys[i], comp.desc[i]); !ok {
 				return false, false, nil
 			}

@@ -112,17 +112,19 @@ type orderStream struct {
 	// ties is set when the groups of exact values are read through the
 	// path's tie entries (absent.go) rather than collected and sorted.
 	ties bool
-	// countGroups is set when a composite index may order the groups by
-	// the other keys (coveredGroup): the walk counts a group's entries in
-	// the scope, and sortedGroup collects their locations only when the
+	// groupComp, when set, is the composite index that may order the
+	// groups by the other keys (groupComposite, coveredGroup), walked
+	// backwards when groupReverse: the walk then counts a group's entries
+	// in the scope, and sortedGroup collects their locations only when the
 	// composite does not cover the group.
-	countGroups bool
-	prefix      []byte // the path's entries
-	lo, hi      []byte // the walk's bounds, narrowed by the WHERE clause's terms
-	next        cursor
-	limit       int
-	page        *FeedPage
-	size        int
+	groupComp    *compositeIndex
+	groupReverse bool
+	prefix       []byte // the path's entries
+	lo, hi       []byte // the walk's bounds, narrowed by the WHERE clause's terms
+	next         cursor
+	limit        int
+	page         *FeedPage
+	size         int
 	// visited is set once the page has read a document through: from
 	// then on, a budget that runs out ends the page early at the document
 	// it is reading (cutShort) rather than failing it.
@@ -146,7 +148,7 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 	if len(q.OrderBy) > 1 {
 		w.keys = orderKeys(q)
 		w.tiesDesc = slices.ContainsFunc(w.keys, func(k plan.OrderKey) bool { return k.Desc })
-		_, _, w.countGroups = groupComposite(c, s, w.keys)
+		w.groupComp, w.groupReverse, _ = groupComposite(c, s, w.keys)
 	}
 	// Within a partition or a prefix, equal values come in location
 	// order, the order of the path's own entries.
@@ -367,7 +369,7 @@ func (w *orderStream) walk(pos []byte, skip int) (bool, error) {
 			value, read = bytes.Clone(v), 0
 		}
 		if w.s.holds(loc) {
-			if held++; !w.countGroups {
+			if held++; w.groupComp == nil {
 				locs = append(locs, bytes.Clone(loc))
 			}
 		}
