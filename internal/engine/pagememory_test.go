@@ -32,7 +32,8 @@ var pageMemoryShapes = []struct {
 
 // loadPageMemory opens a container of n items in logical partitions of
 // 100, with c.n taking the given number of values (so groups of equal
-// values grow with n), a composite index on (n, id), and builds the absence and tie entries the ordered streams use.
+// values grow with n) and a composite index on (n, id), and builds the
+// absence and tie entries the ordered streams use.
 func loadPageMemory(tb testing.TB, n, values int) *benchStore {
 	// The container body after "defaultTtl": a composite index for the
 	// two keys.

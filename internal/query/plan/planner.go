@@ -349,12 +349,14 @@ func Choose(in Input) Plan {
 		total, sel := walkSpan(in, o)
 		share := o.share(in.Scope)
 		entries := math.Min(total, float64(o.Want)/(share*sel))
-		records := (entries + float64(o.Group)) * share
+		// A page reads the first group's records, or, when a composite
+		// orders the group, its entries twice and none of its records.
+		groupEntries, groupRecords := float64(o.Group), float64(o.Group)
 		if o.GroupCovered {
-			records = entries * share
-			entries += float64(o.Group)
+			groupEntries, groupRecords = 2*float64(o.Group), 0
 		}
-		entries += float64(o.Group)
+		records := (entries + groupRecords) * share
+		entries += groupEntries
 		path := Path{Access: OrderedStream, Terms: orderedTerms(o), Entries: entries, Records: records, Absent: o.Absent, Scoped: o.Scoped}
 		if o.Undefined && !o.Absent {
 			pages := math.Max(1, total*share*sel/float64(max(o.Want, 1)))
