@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"slices"
 	"strings"
 
@@ -69,13 +70,26 @@ import (
 // over the partition's. Under the partition they are the partition's own,
 // in the same order, and the stream walks them in place of the path's
 // (orderstream.go).
+//
+// And, for composite indexes whose first path is the listed path, the
+// composite's entries of each logical partition apart (partition composite
+// entries):
+//
+//	'x' + collRid + version + 0x00 0x08 + ordinal(2) + EPK + value… + loc
+//
+// An ORDER BY on several keys within one logical partition walks a group
+// of equal first values through them in the order of the other keys
+// (orderkeys.go, coveredGroup); the composite's own entries span the whole
+// container, and its span of a group would cost the group's entries in
+// every other partition.
 var (
 	absentLocMarker = []byte{0, 4}
 	absentSeqMarker = []byte{0, 5}
 	tieMarker       = []byte{0, 6}
 	partMarker      = []byte{0, 7}
+	partCompMarker  = []byte{0, 8}
 	// orderMarkers begin the entries of a listed path, of every kind.
-	orderMarkers = [][]byte{absentLocMarker, absentSeqMarker, tieMarker, partMarker}
+	orderMarkers = [][]byte{absentLocMarker, absentSeqMarker, tieMarker, partMarker, partCompMarker}
 )
 
 // maxAbsentPaths bounds the paths a container keeps absence entries for.
@@ -85,27 +99,50 @@ const maxAbsentPaths = 8
 // has its entries, built from item location Cursor onwards until then.
 // Ties is set when the path keeps tie entries too (an ORDER BY over a
 // range or the whole container asked for them), Parts when it keeps
-// partition entries (an ORDER BY within a logical partition did); a path
-// listed without the entries a query asks for is listed again with them,
-// and built again.
+// partition entries (an ORDER BY within a logical partition did), Comps
+// names the composite indexes starting with the path whose partition
+// composite entries it keeps (compositeIndex.sig; an ORDER BY on several
+// keys within a logical partition asked for them); a path listed without
+// the entries a query asks for is listed again with them, and built again.
 type absentPath struct {
 	Path   []string `json:"path"`
 	Ready  bool     `json:"ready,omitempty"`
 	Cursor []byte   `json:"cursor,omitempty"`
 	Ties   bool     `json:"ties,omitempty"`
 	Parts  bool     `json:"parts,omitempty"`
+	Comps  []string `json:"comps,omitempty"`
+}
+
+// built is a, with every entry written.
+func (a absentPath) built() absentPath {
+	a.Ready, a.Cursor = true, nil
+	return a
 }
 
 // entryKinds are the entries besides absence entries a listed path keeps.
-type entryKinds struct{ ties, parts bool }
+type entryKinds struct {
+	ties, parts bool
+	comps       []string
+}
 
-func (a absentPath) kinds() entryKinds { return entryKinds{ties: a.Ties, parts: a.Parts} }
+func (a absentPath) kinds() entryKinds {
+	return entryKinds{ties: a.Ties, parts: a.Parts, comps: a.Comps}
+}
 
 // covers reports whether h holds every kind k asks for.
-func (h entryKinds) covers(k entryKinds) bool { return (h.ties || !k.ties) && (h.parts || !k.parts) }
+func (h entryKinds) covers(k entryKinds) bool {
+	return (h.ties || !k.ties) && (h.parts || !k.parts) &&
+		!slices.ContainsFunc(k.comps, func(s string) bool { return !slices.Contains(h.comps, s) })
+}
 
 func (h entryKinds) or(k entryKinds) entryKinds {
-	return entryKinds{ties: h.ties || k.ties, parts: h.parts || k.parts}
+	comps := slices.Clone(h.comps)
+	for _, s := range k.comps {
+		if !slices.Contains(comps, s) {
+			comps = append(comps, s)
+		}
+	}
+	return entryKinds{ties: h.ties || k.ties, parts: h.parts || k.parts, comps: comps}
 }
 
 // absentPrefix is where the entries of path in one scan order (marker)
@@ -130,6 +167,11 @@ func absentEntries(c *containerRecord, prefix []byte, doc document.Value, loc []
 			}
 			if k, ok := partEntry(prefix, a, v, loc); ok {
 				out = append(out, k)
+			}
+			for i := range c.index.composites {
+				if k, ok := partCompEntry(prefix, a, &c.index.composites[i], doc, loc); ok {
+					out = append(out, k)
+				}
 			}
 			continue
 		}
@@ -174,6 +216,44 @@ func partEntry(prefix []byte, a absentPath, v document.Value, loc []byte) ([]byt
 		}
 	}
 	return append(k, loc...), true
+}
+
+// partCompEntry is the partition composite entry of a document in comp,
+// when a keeps them for comp: its composite entry (index.go
+// compositeEntry) with the document's EPK after the ordinal.
+func partCompEntry(prefix []byte, a absentPath, comp *compositeIndex, doc document.Value, loc []byte) ([]byte, bool) {
+	if len(a.Comps) == 0 || len(loc) < 8 || !comp.kept || !slices.Equal(comp.paths[0], a.Path) || !slices.Contains(a.Comps, comp.sig()) {
+		return nil, false
+	}
+	k := append(partCompBase(prefix, comp), loc[:len(loc)-8]...)
+	for i, p := range comp.paths {
+		var ok bool
+		if k, ok = appendCompositeValue(k, doc.At(p), comp.desc[i]); !ok {
+			return nil, false
+		}
+	}
+	return append(k, loc...), true
+}
+
+// partCompPrefix is where the partition composite entries of comp for the
+// logical partition with the EPK epk begin.
+func partCompPrefix(c *containerRecord, comp *compositeIndex, epk string) []byte {
+	return appendEPK(partCompBase(indexPrefix(c), comp), epk, true)
+}
+
+// partCompBase is where the partition composite entries of comp begin,
+// under an index prefix.
+func partCompBase(indexPrefix []byte, comp *compositeIndex) []byte {
+	k := append(bytes.Clone(indexPrefix), partCompMarker...)
+	return binary.BigEndian.AppendUint16(k, uint16(comp.ordinal))
+}
+
+// partCompReady reports whether every item with an entry in comp has its
+// partition composite entry, and the partition entries of comp's first
+// path are complete too (a group's documents in the partition are counted
+// through them).
+func (c *containerRecord) partCompReady(comp *compositeIndex) bool {
+	return c.partsReady(comp.paths[0]) && slices.Contains(c.Index.Absent[c.absentIndex(comp.paths[0])].Comps, comp.sig())
 }
 
 // partsPrefix is where the partition entries of path for the logical
@@ -224,8 +304,17 @@ func (c *containerRecord) absentIndex(path []string) int {
 func (c *containerRecord) absentPending(k []byte) bool {
 	prefix := indexPrefix(c)
 	for _, a := range c.Index.Absent {
-		if !a.Ready && slices.ContainsFunc(orderMarkers, func(m []byte) bool { return bytes.HasPrefix(k, absentPrefix(prefix, m, a.Path)) }) {
+		if a.Ready {
+			continue
+		}
+		if slices.ContainsFunc(orderMarkers, func(m []byte) bool { return bytes.HasPrefix(k, absentPrefix(prefix, m, a.Path)) }) {
 			return true
+		}
+		for i := range c.index.composites {
+			comp := &c.index.composites[i]
+			if slices.Contains(a.Comps, comp.sig()) && bytes.HasPrefix(k, partCompBase(prefix, comp)) {
+				return true
+			}
 		}
 	}
 	return false
@@ -242,7 +331,7 @@ func (s indexState) building() bool {
 func rebuilt(list []absentPath) []absentPath {
 	out := make([]absentPath, 0, len(list))
 	for _, a := range list {
-		out = append(out, absentPath{Path: a.Path, Ready: true, Ties: a.Ties, Parts: a.Parts})
+		out = append(out, a.built())
 	}
 	return out
 }
@@ -358,7 +447,7 @@ func (e *Engine) listAbsent(ctx context.Context) error {
 			// A path listed without entries now asked for is built again,
 			// with them.
 			next.Index.Absent = append(slices.DeleteFunc(slices.Clone(c.Index.Absent), func(a absentPath) bool { return slices.Equal(a.Path, w.path) }),
-				absentPath{Path: w.path, Ties: want.ties, Parts: want.parts})
+				absentPath{Path: w.path, Ties: want.ties, Parts: want.parts, Comps: want.comps})
 			listed = c
 			return setJSON(tx, containerKey(c.DBRid, c.ID), &next)
 		})
@@ -407,7 +496,7 @@ func (e *Engine) buildAbsentBatch(ctx context.Context, db, coll string, n int) (
 			if cursor != nil {
 				a.Cursor = cursor
 			} else {
-				*a = absentPath{Path: a.Path, Ready: true, Ties: a.Ties, Parts: a.Parts}
+				*a = a.built()
 				next = updated.Index.building()
 			}
 			return setJSON(tx, containerKey(c.DBRid, c.ID), &updated)

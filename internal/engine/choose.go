@@ -183,10 +183,16 @@ func (e *Engine) orderedShapes(r storage.Reader, c *containerRecord, q *ast.Quer
 	}
 	if len(q.OrderBy) > 1 {
 		var err error
-		if o.Group, err = firstGroup(r, c, q, params, o, probe, st); err != nil {
+		if o.Group, err = firstGroup(r, c, q, params, o, s, probe, st); err != nil {
 			return err
 		}
-		_, _, o.GroupCovered = groupComposite(c, s, orderKeys(q))
+		keys := orderKeys(q)
+		_, _, o.GroupCovered = groupComposite(c, s, keys)
+		if comp, _, ok := keysComposite(c, keys); ok && comp.kept && s.kind == plan.ScopePartition && !o.GroupCovered {
+			// Within a logical partition, the composite's entries of
+			// each partition apart (absent.go).
+			e.wantAbsent(c, o.Path, entryKinds{parts: true, comps: []string{comp.sig()}})
+		}
 	}
 	return nil
 }

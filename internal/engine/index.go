@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/mayfly-db/mayfly/internal/document"
@@ -111,6 +112,28 @@ type compositeIndex struct {
 	// a system property, which the stored body does not hold. It still
 	// counts for the ORDER BY check (indexcheck.go).
 	kept bool
+}
+
+// sig names the composite by its paths and directions, as its ordinal
+// does not: a policy change may move it. Each segment is quoted, so no two
+// composites share a name.
+func (ci *compositeIndex) sig() string {
+	var b strings.Builder
+	for i, p := range ci.paths {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		for _, seg := range p {
+			b.WriteByte('/')
+			b.WriteString(strconv.Quote(seg))
+		}
+		if ci.desc[i] {
+			b.WriteString(" desc")
+		} else {
+			b.WriteString(" asc")
+		}
+	}
+	return b.String()
 }
 
 type indexPattern struct {

@@ -241,16 +241,28 @@ func (w *orderStream) groupLocs(value []byte) ([][]byte, error) {
 }
 
 // groupComposite returns the composite index that orders the documents of
-// a group of equal first values by the other ORDER BY keys: its paths are
-// the keys', and the directions after the first are the keys' (reverse
-// false) or all the opposite (reverse true). Only over a range or the
-// whole container: a composite's entries are the container's, so within a
-// logical partition or a prefix they would cost the group's entries in
-// every other partition.
+// a group of equal first values in scope s by the other ORDER BY keys
+// (keysComposite). Over a range or the whole container its own entries do;
+// within a logical partition its partition composite entries, once they
+// are complete (absent.go); within a prefix none: a composite's entries
+// are the container's, and would cost the group's entries in every other
+// partition.
 func groupComposite(c *containerRecord, s *itemScope, keys []plan.OrderKey) (comp *compositeIndex, reverse, ok bool) {
-	if s.kind != plan.ScopeAll && s.kind != plan.ScopeRange {
-		return nil, false, false
+	switch s.kind {
+	case plan.ScopeAll, plan.ScopeRange:
+		return keysComposite(c, keys)
+	case plan.ScopePartition:
+		if comp, reverse, ok = keysComposite(c, keys); ok && c.partCompReady(comp) {
+			return comp, reverse, true
+		}
 	}
+	return nil, false, false
+}
+
+// keysComposite returns the composite index whose paths are the ORDER BY
+// keys', with the directions after the first the keys' (reverse false) or
+// all the opposite (reverse true).
+func keysComposite(c *containerRecord, keys []plan.OrderKey) (comp *compositeIndex, reverse, ok bool) {
 	for i := range c.index.composites {
 		ci := &c.index.composites[i]
 		if !ci.kept || len(ci.paths) != len(keys) {
@@ -290,6 +302,9 @@ func (w *orderStream) coveredGroup(value []byte, inScope int, from *sortKey, ski
 		return false, false, nil
 	}
 	base := compositePrefix(indexPrefix(w.c), comp.ordinal)
+	if w.s.kind == plan.ScopePartition {
+		base = partCompPrefix(w.c, comp, w.s.epk)
+	}
 	ch := &entryCheck{comp: comp, base: len(base)}
 	start := len(base)
 	base = append(base, value...)
@@ -461,8 +476,8 @@ func (w *orderStream) sorted(members []sortMember, at *sortKey, skip int, prefix
 // firstGroup counts, up to limit, the entries of the first group the
 // stream o over several keys walks: the planner's measure of what a page
 // reads besides its rows.
-func firstGroup(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, o *plan.Ordered, limit int64, st *readStats) (int64, error) {
-	prefix := appendIndexPath(indexPrefix(c), o.Path)
+func firstGroup(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, o *plan.Ordered, s *itemScope, limit int64, st *readStats) (int64, error) {
+	prefix := orderPrefix(c, o.Path, s)
 	lo, hi := pathBounds(prefix, plan.Predicates(q, params), o.Path)
 	it, err := r.NewIter(storage.IterParams{Lower: lo, Upper: hi, Reverse: q.OrderBy[0].Desc})
 	if err != nil {

@@ -74,14 +74,18 @@ func BenchmarkOrderByDrain(b *testing.B) {
 // c.n within one logical partition of 5,000 items while the container
 // around it grows (the other items in partitions of 100), before and
 // after the path's partition entries are built (absent.go): page-1 is the
-// first page of 100, page-k one at a random position of the drain.
+// first page of 100, page-k one at a random position of the drain. keys/
+// does the same for SELECT * FROM c ORDER BY c.s, c.n, whose first key
+// has three values (groups of a third of the partition), before and after
+// the partition composite entries of the index on (s, n) are built.
 //
 //	go test -run '^$' -bench BenchmarkPartitionOrderBy -benchtime 100x ./internal/engine/
 func BenchmarkPartitionOrderBy(b *testing.B) {
 	const big = 5000
 	for _, n := range []int{10_000, 100_000} {
 		b.Run("items="+strconv.Itoa(n), func(b *testing.B) {
-			s := openBenchEngine(b, clock.Real{}, nil, "null")
+			s := openBenchEngine(b, clock.Real{}, nil, `null,"indexingPolicy":{"includedPaths":[{"path":"/*"}],`+
+				`"compositeIndexes":[[{"path":"/s"},{"path":"/n"}]]}`)
 			pk := func(i int) string {
 				if i < big {
 					return "big"
@@ -90,16 +94,22 @@ func BenchmarkPartitionOrderBy(b *testing.B) {
 			}
 			s.pk = pk
 			s.load(b, 0, n, func(i int) []byte {
-				return []byte(`{"id":"x` + strconv.Itoa(i) + `","pk":"` + pk(i) + `","n":` + strconv.Itoa(i*7919%n) + `,"payload":"` + benchPayload + `"}`)
+				return []byte(`{"id":"x` + strconv.Itoa(i) + `","pk":"` + pk(i) + `","n":` + strconv.Itoa(i*7919%n) +
+					`,"s":` + strconv.Itoa(i%3) + `,"payload":"` + benchPayload + `"}`)
 			})
 			s.settle(b)
-			p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl, HasKey: true, PartitionKey: partition.Key{partition.String("big")}},
-				Query: "SELECT * FROM c ORDER BY c.n", MaxItemCount: 100}
-			for _, built := range []bool{false, true} {
-				if built {
-					s.orderReady(b, p)
+			for _, c := range []struct{ name, query string }{
+				{"", "SELECT * FROM c ORDER BY c.n"},
+				{"keys/", "SELECT * FROM c ORDER BY c.s, c.n"},
+			} {
+				p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl, HasKey: true, PartitionKey: partition.Key{partition.String("big")}},
+					Query: c.query, MaxItemCount: 100}
+				for _, built := range []bool{false, true} {
+					if built {
+						s.orderReady(b, p)
+					}
+					benchPages(b, s, p, fmt.Sprintf("%sentries=%v/", c.name, built), nil)
 				}
-				benchPages(b, s, p, fmt.Sprintf("entries=%v/", built), nil)
 			}
 		})
 	}
