@@ -43,8 +43,8 @@ import (
 // when the builder reaches the end every item has its entries and the path
 // is ready; until then queries scan. The list is bounded (maxAbsentPaths):
 // each listed path costs a write of two entries for every document
-// without it, and of one for every document with it for each of the tie
-// and partition entries it keeps (below).
+// without it, and of one for every document with it for each of the tie,
+// partition and partition composite entries it keeps (below).
 //
 // A listed path also keeps tie entries, for every document whose value at
 // the path is one the index keeps exactly (exactValue):
