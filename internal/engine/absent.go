@@ -81,15 +81,25 @@ import (
 // of equal first values through them in the order of the other keys
 // (orderkeys.go, coveredGroup); the composite's own entries span the whole
 // container, and its span of a group would cost the group's entries in
-// every other partition.
+// every other partition. With them, gap entries, for every document whose
+// value at the path is one the index keeps exactly but which has no
+// composite entry with exact values (a later path is undefined, an array,
+// an object, or a number the index cannot tell apart):
+//
+//	'x' + collRid + version + 0x00 0x09 + ordinal(2) + value + loc
+//
+// A group of equal first values without gap entries in the scope is
+// ordered by the composite whole, so the stream walks the composite from
+// its position without reading the group first.
 var (
 	absentLocMarker = []byte{0, 4}
 	absentSeqMarker = []byte{0, 5}
 	tieMarker       = []byte{0, 6}
 	partMarker      = []byte{0, 7}
 	partCompMarker  = []byte{0, 8}
+	gapMarker       = []byte{0, 9}
 	// orderMarkers begin the entries of a listed path, of every kind.
-	orderMarkers = [][]byte{absentLocMarker, absentSeqMarker, tieMarker, partMarker, partCompMarker}
+	orderMarkers = [][]byte{absentLocMarker, absentSeqMarker, tieMarker, partMarker, partCompMarker, gapMarker}
 )
 
 // maxAbsentPaths bounds the paths a container keeps absence entries for.
@@ -169,9 +179,7 @@ func absentEntries(c *containerRecord, prefix []byte, doc document.Value, loc []
 				out = append(out, k)
 			}
 			for i := range c.index.composites {
-				if k, ok := partCompEntry(prefix, a, &c.index.composites[i], doc, loc); ok {
-					out = append(out, k)
-				}
+				out = append(out, compEntries(prefix, a, &c.index.composites[i], doc, loc)...)
 			}
 			continue
 		}
@@ -218,21 +226,39 @@ func partEntry(prefix []byte, a absentPath, v document.Value, loc []byte) ([]byt
 	return append(k, loc...), true
 }
 
-// partCompEntry is the partition composite entry of a document in comp,
-// when a keeps them for comp: its composite entry (index.go
-// compositeEntry) with the document's EPK after the ordinal.
-func partCompEntry(prefix []byte, a absentPath, comp *compositeIndex, doc document.Value, loc []byte) ([]byte, bool) {
+// compEntries are a document's partition composite entry and gap entry in
+// comp, when a keeps them for comp: its composite entry (index.go
+// compositeEntry) with the document's EPK after the ordinal, and, when its
+// value at a's path is exact and it has no composite entry with exact
+// values, the gap entry.
+func compEntries(prefix []byte, a absentPath, comp *compositeIndex, doc document.Value, loc []byte) [][]byte {
 	if len(a.Comps) == 0 || len(loc) < 8 || !comp.kept || !slices.Equal(comp.paths[0], a.Path) || !slices.Contains(a.Comps, comp.sig()) {
-		return nil, false
+		return nil
 	}
+	var out [][]byte
 	k := append(partCompBase(prefix, comp), loc[:len(loc)-8]...)
+	exact := true
 	for i, p := range comp.paths {
+		at := len(k)
 		var ok bool
-		if k, ok = appendCompositeValue(k, doc.At(p), comp.desc[i]); !ok {
-			return nil, false
+		if k, ok = appendIndexValue(k, doc.At(p)); !ok {
+			k, exact = nil, false
+			break
+		}
+		exact = exact && exactValue(k[at:])
+		if comp.desc[i] {
+			invert(k[at:])
 		}
 	}
-	return append(k, loc...), true
+	if k != nil {
+		out = append(out, append(k, loc...))
+	}
+	if !exact {
+		if g, ok := appendIndexValue(gapBase(prefix, comp), doc.At(a.Path)); ok && exactValue(g[len(gapBase(prefix, comp)):]) {
+			out = append(out, append(g, loc...))
+		}
+	}
+	return out
 }
 
 // partCompPrefix is where the partition composite entries of comp for the
@@ -248,12 +274,16 @@ func partCompBase(indexPrefix []byte, comp *compositeIndex) []byte {
 	return binary.BigEndian.AppendUint16(k, uint16(comp.ordinal))
 }
 
-// partCompReady reports whether every item with an entry in comp has its
-// partition composite entry, and the partition entries of comp's first
-// path are complete too (a group's documents in the partition are counted
-// through them).
-func (c *containerRecord) partCompReady(comp *compositeIndex) bool {
-	return c.partsReady(comp.paths[0]) && slices.Contains(c.Index.Absent[c.absentIndex(comp.paths[0])].Comps, comp.sig())
+// gapBase is where the gap entries of comp begin, under an index prefix.
+func gapBase(indexPrefix []byte, comp *compositeIndex) []byte {
+	k := append(bytes.Clone(indexPrefix), gapMarker...)
+	return binary.BigEndian.AppendUint16(k, uint16(comp.ordinal))
+}
+
+// compReady reports whether every item has its partition composite and gap
+// entries in comp.
+func (c *containerRecord) compReady(comp *compositeIndex) bool {
+	return c.absentReady(comp.paths[0]) && slices.Contains(c.Index.Absent[c.absentIndex(comp.paths[0])].Comps, comp.sig())
 }
 
 // partsPrefix is where the partition entries of path for the logical
@@ -312,7 +342,7 @@ func (c *containerRecord) absentPending(k []byte) bool {
 		}
 		for i := range c.index.composites {
 			comp := &c.index.composites[i]
-			if slices.Contains(a.Comps, comp.sig()) && bytes.HasPrefix(k, partCompBase(prefix, comp)) {
+			if slices.Contains(a.Comps, comp.sig()) && (bytes.HasPrefix(k, partCompBase(prefix, comp)) || bytes.HasPrefix(k, gapBase(prefix, comp))) {
 				return true
 			}
 		}

@@ -182,16 +182,18 @@ func (e *Engine) orderedShapes(r storage.Reader, c *containerRecord, q *ast.Quer
 		e.wantAbsent(c, o.Path, entryKinds{ties: true})
 	}
 	if len(q.OrderBy) > 1 {
+		keys := orderKeys(q)
+		if _, _, covered := groupComposite(c, s, keys); covered {
+			return nil // o.Group 0: the composite orders the groups
+		}
+		if comp, _, ok := keysComposite(c, keys); ok && comp.kept && s.kind != plan.ScopePrefix {
+			// The composite's gap entries, and within a logical
+			// partition its entries of each partition apart (absent.go).
+			e.wantAbsent(c, o.Path, entryKinds{parts: s.kind == plan.ScopePartition, comps: []string{comp.sig()}})
+		}
 		var err error
 		if o.Group, err = firstGroup(r, c, q, params, o, s, probe, st); err != nil {
 			return err
-		}
-		keys := orderKeys(q)
-		_, _, o.GroupCovered = groupComposite(c, s, keys)
-		if comp, _, ok := keysComposite(c, keys); ok && comp.kept && s.kind == plan.ScopePartition && !o.GroupCovered {
-			// Within a logical partition, the composite's entries of
-			// each partition apart (absent.go).
-			e.wantAbsent(c, o.Path, entryKinds{parts: true, comps: []string{comp.sig()}})
 		}
 	}
 	return nil

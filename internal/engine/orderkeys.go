@@ -189,26 +189,13 @@ func (g *gather) add(doc document.Value, loc []byte, rows []document.Value, ok b
 	return true, false, g.w.sortBound(len(g.members))
 }
 
-// sortedGroup streams the rows of the group of the encoded value, sorted
-// by every key, from at. Its entries in the scope are held, and name the
-// items at locs unless the walk only counted them (groupComp).
-func (w *orderStream) sortedGroup(value []byte, locs [][]byte, held int, at walkResume) (bool, error) {
+// sortedGroup streams the rows of the group of the encoded value, whose
+// items in the scope are at locs, sorted by every key, from at.
+func (w *orderStream) sortedGroup(value []byte, locs [][]byte, at walkResume) (bool, error) {
 	prefix := append([]byte{phaseWalk}, value...)
-	var from *sortKey
-	if at.value != nil {
-		var ok bool
-		if from, ok = w.keysFrom(append([]byte{at.mode}, at.item...)); !ok {
-			return false, errBadContinuation
-		}
-	}
-	if more, covered, err := w.coveredGroup(value, held, from, at.skip, prefix); covered || err != nil {
-		return more, err
-	}
-	if len(locs) < held {
-		var err error
-		if locs, err = w.groupLocs(value); err != nil {
-			return false, err
-		}
+	from, err := w.groupFrom(at)
+	if err != nil {
+		return false, err
 	}
 	g := w.newGather()
 	for _, loc := range locs {
@@ -225,38 +212,36 @@ func (w *orderStream) sortedGroup(value []byte, locs [][]byte, held int, at walk
 	return w.sorted(g.members, from, at.skip, prefix)
 }
 
-// groupLocs collects the locations of the items in the scope that the
-// first key's entries of the encoded value name.
-func (w *orderStream) groupLocs(value []byte) ([][]byte, error) {
-	k := append(bytes.Clone(w.prefix), value...)
-	var locs [][]byte
-	err := scanRange(w.r, k, prefixEnd(k), func(k, _ []byte) (bool, error) {
-		w.st.entries++
-		if loc, ok := entryLoc(k, len(w.prefix)); ok && w.s.holds(loc) {
-			locs = append(locs, bytes.Clone(loc))
-		}
-		return true, nil
-	})
-	return locs, err
+// groupFrom is the sort key a page resumes a group at (nil: the group's
+// start).
+func (w *orderStream) groupFrom(at walkResume) (*sortKey, error) {
+	if at.value == nil {
+		return nil, nil
+	}
+	from, ok := w.keysFrom(append([]byte{at.mode}, at.item...))
+	if !ok {
+		return nil, errBadContinuation
+	}
+	return from, nil
 }
 
 // groupComposite returns the composite index that orders the documents of
 // a group of equal first values in scope s by the other ORDER BY keys
-// (keysComposite). Over a range or the whole container its own entries do;
-// within a logical partition its partition composite entries, once they
-// are complete (absent.go); within a prefix none: a composite's entries
-// are the container's, and would cost the group's entries in every other
-// partition.
+// (keysComposite), once its partition composite and gap entries are
+// complete (absent.go): over a range or the whole container through its
+// own entries, within a logical partition through its partition composite
+// entries (and the first path's partition entries); within a prefix none,
+// as a composite's entries are the container's and would cost the group's
+// entries in every other partition.
 func groupComposite(c *containerRecord, s *itemScope, keys []plan.OrderKey) (comp *compositeIndex, reverse, ok bool) {
-	switch s.kind {
-	case plan.ScopeAll, plan.ScopeRange:
-		return keysComposite(c, keys)
-	case plan.ScopePartition:
-		if comp, reverse, ok = keysComposite(c, keys); ok && c.partCompReady(comp) {
-			return comp, reverse, true
-		}
+	if s.kind != plan.ScopeAll && s.kind != plan.ScopeRange && s.kind != plan.ScopePartition {
+		return nil, false, false
 	}
-	return nil, false, false
+	comp, reverse, ok = keysComposite(c, keys)
+	if !ok || !c.compReady(comp) || s.kind == plan.ScopePartition && !c.partsReady(comp.paths[0]) {
+		return nil, false, false
+	}
+	return comp, reverse, true
 }
 
 // keysComposite returns the composite index whose paths are the ORDER BY
@@ -286,21 +271,29 @@ func keysComposite(c *containerRecord, keys []plan.OrderKey) (comp *compositeInd
 	return nil, false, false
 }
 
-// coveredGroup streams the rows of the group of the exact encoded value
-// through the composite index on the ORDER BY keys (w.groupComp), from
-// the position from (nil: the group's start), when every one of the
-// documents of the group in the scope (inScope of them, as the first key's
-// entries count them) has an entry there with exact values
-// (the rest, an undefined, array or object key, have none, and the group
-// is then read whole by the caller: covered false). The entries are in the
-// order of the keys; a run of entries with equal values holds documents
-// equal under every key, which are read and sorted by scan order, so a
-// page reads the group's keys and its own rows' records, not the group's.
-func (w *orderStream) coveredGroup(value []byte, inScope int, from *sortKey, skip int, prefix []byte) (more, covered bool, err error) {
+// coveredGroup streams the rows of the group of the encoded value through
+// the composite index on the ORDER BY keys (w.groupComp), from at, when
+// the value is exact and no document of the group in the scope has a gap
+// entry (absent.go): every one of them then has an entry there with exact
+// values (otherwise covered is false, and the caller reads the group
+// whole). The entries are in the order of the keys; a run of entries with
+// equal values holds documents equal under every key, which are read and
+// sorted by scan order, so a page reads its own rows' entries and records,
+// not the group's.
+func (w *orderStream) coveredGroup(value []byte, at walkResume) (more, covered bool, err error) {
 	comp, reverse := w.groupComp, w.groupReverse
 	if comp == nil || !exactValue(value) {
 		return false, false, nil
 	}
+	if gapped, err := w.gapped(value); err != nil || gapped {
+		return false, false, err
+	}
+	from, err := w.groupFrom(at)
+	if err != nil {
+		return false, true, err
+	}
+	skip := at.skip
+	prefix := append([]byte{phaseWalk}, value...)
 	base := compositePrefix(indexPrefix(w.c), comp.ordinal)
 	if w.s.kind == plan.ScopePartition {
 		base = partCompPrefix(w.c, comp, w.s.epk)
@@ -311,39 +304,14 @@ func (w *orderStream) coveredGroup(value []byte, inScope int, from *sortKey, ski
 	if comp.desc[0] {
 		invert(base[start:])
 	}
-	// rest returns entry k's values after the first and its location,
-	// whether those values are exact, and ok false for a malformed key.
-	rest := func(k []byte) (vals, loc []byte, exact, ok bool) {
-		exact = true
-		end, ok := ch.values(k, func(i, off, n int, mask byte) bool {
-			if i > 0 && exact {
-				// exactValue reads the tag and a number's 8 bytes.
-				var buf [9]byte
-				v := buf[:copy(buf[:], k[off:off+n])]
-				for j := range v {
-					v[j] ^= mask
-				}
-				exact = exactValue(v)
-			}
-			return true
-		})
+	// rest returns entry k's values after the first and its location, and
+	// ok false for a malformed key.
+	rest := func(k []byte) (vals, loc []byte, ok bool) {
+		end, ok := ch.values(k, func(int, int, int, byte) bool { return true })
 		if !ok || len(k)-end < 10 {
-			return nil, nil, false, false
+			return nil, nil, false
 		}
-		return k[len(base):end], k[end:], exact, true
-	}
-	held, inexact := 0, false
-	err = scanRange(w.r, base, prefixEnd(base), func(k, _ []byte) (bool, error) {
-		w.st.entries++
-		_, loc, exact, ok := rest(k)
-		if ok && w.s.holds(loc) {
-			held++
-			inexact = !exact
-		}
-		return !inexact && held <= inScope, nil
-	})
-	if err != nil || inexact || held != inScope {
-		return false, false, err
+		return k[len(base):end], k[end:], true
 	}
 	lo, hi := base, prefixEnd(base)
 	if from != nil {
@@ -398,7 +366,7 @@ func (w *orderStream) coveredGroup(value []byte, inScope int, from *sortKey, ski
 	more = true
 	err = scanRangeDir(w.r, lo, hi, reverse, func(k, _ []byte) (bool, error) {
 		w.st.entries++
-		vals, loc, _, ok := rest(k)
+		vals, loc, ok := rest(k)
 		if !ok || !w.s.holds(loc) {
 			return true, nil
 		}
@@ -434,6 +402,20 @@ func (w *orderStream) coveredGroup(value []byte, inScope int, from *sortKey, ski
 		more = emit()
 	}
 	return more, true, nil
+}
+
+// gapped reports whether a document of the group of the encoded value in
+// the scope has a gap entry in the stream's composite: one without an
+// entry there with exact values.
+func (w *orderStream) gapped(value []byte) (bool, error) {
+	k := append(gapBase(indexPrefix(w.c), w.groupComp), value...)
+	found := false
+	err := scanRange(w.r, k, prefixEnd(k), func(key, _ []byte) (bool, error) {
+		w.st.entries++
+		found = w.s.holds(key[len(k):])
+		return !found, nil
+	})
+	return found, err
 }
 
 // sortBound refuses a group of more documents than the page may sort.

@@ -330,16 +330,26 @@ func (w *orderStream) walk(pos []byte, skip int) (bool, error) {
 	defer it.Close()
 	var value []byte
 	var locs [][]byte
-	held := 0 // the entries of the group in the scope
-	flush := func() (bool, error) {
-		at := walkResume{}
+	resume := func() walkResume {
 		if wr.value != nil && bytes.Equal(value, wr.value) {
-			at = wr
+			return wr
 		}
+		return walkResume{}
+	}
+	flush := func() (bool, error) {
 		if w.keys != nil {
-			return w.sortedGroup(value, locs, held, at)
+			return w.sortedGroup(value, locs, resume())
 		}
-		return w.group(value, locs, at)
+		return w.group(value, locs, resume())
+	}
+	// past is where the walk goes on after the entries of value (backwards:
+	// the last key before the value's, as no entry is the bare value).
+	past := func() []byte {
+		k := append(bytes.Clone(w.prefix), value...)
+		if !w.desc {
+			k = prefixEnd(k)
+		}
+		return k
 	}
 	base := len(w.prefix)
 	var seek []byte // where the next step seeks to, past a value read through its ties
@@ -363,15 +373,25 @@ func (w *orderStream) walk(pos []byte, skip int) (bool, error) {
 			if more, err := flush(); err != nil || !more {
 				return more, err
 			}
-			value, locs, held = nil, locs[:0], 0
+			value, locs = nil, locs[:0]
 		}
 		if value == nil {
 			value, read = bytes.Clone(v), 0
 		}
 		if w.s.holds(loc) {
-			if held++; w.groupComp == nil {
-				locs = append(locs, bytes.Clone(loc))
+			if len(locs) == 0 && w.groupComp != nil {
+				// A group the composite orders whole: walked through it
+				// from the position, then on past the value's entries.
+				more, covered, err := w.coveredGroup(value, resume())
+				if err != nil || covered && !more {
+					return false, err
+				}
+				if covered {
+					seek, value = past(), nil
+					continue
+				}
 			}
+			locs = append(locs, bytes.Clone(loc))
 		}
 		if read++; read > tieGroupMin && w.ties && exactValue(value) {
 			// A large group: its documents in _rid order through its tie
@@ -385,11 +405,7 @@ func (w *orderStream) walk(pos []byte, skip int) (bool, error) {
 			if more, err := w.tieGroup(value, at); err != nil || !more {
 				return more, err
 			}
-			seek = append(bytes.Clone(w.prefix), value...)
-			if !w.desc {
-				seek = prefixEnd(seek)
-			}
-			value, locs = nil, locs[:0]
+			seek, value, locs = past(), nil, locs[:0]
 		}
 	}
 	if err := it.Err(); err != nil {

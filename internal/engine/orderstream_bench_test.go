@@ -30,8 +30,8 @@ import (
 //
 // page-1 is the first page, page-k a page at a random position of the
 // drain (its continuation taken once, by draining). The paths n and m
-// have their absence and tie entries, as a server's indexer builds them
-// after the first such queries.
+// have their absence and tie entries, and the composites their gap
+// entries, as a server's indexer builds them after the first such queries.
 //
 //	go test -run '^$' -bench BenchmarkOrderByDrain -benchtime 200x ./internal/engine/
 func BenchmarkOrderByDrain(b *testing.B) {
@@ -48,7 +48,8 @@ func BenchmarkOrderByDrain(b *testing.B) {
 			})
 			// The absence and tie entries a server's indexer builds after
 			// the first such queries (absent.go).
-			for _, q := range []string{"SELECT c.id FROM c ORDER BY c.n DESC", "SELECT c.id FROM c WHERE c.m >= 0 ORDER BY c.m"} {
+			for _, q := range []string{"SELECT c.id FROM c ORDER BY c.n DESC", "SELECT c.id FROM c WHERE c.m >= 0 ORDER BY c.m",
+				"SELECT c.id FROM c WHERE c.g >= 0 ORDER BY c.g, c.m DESC", "SELECT c.id FROM c WHERE c.h >= 0 ORDER BY c.h, c.n DESC"} {
 				s.orderReady(b, QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: q, RangeID: "0", CrossPartition: true, MaxItemCount: 1})
 			}
 			s.settle(b)

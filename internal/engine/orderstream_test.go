@@ -274,7 +274,7 @@ func TestOrderedStreamGroupBound(t *testing.T) {
 	}
 	be.seed(t, docs...)
 	ctx := context.Background()
-	for _, tc := range []struct {
+	cases := []struct {
 		query string
 		fails bool
 		rows  int
@@ -282,7 +282,12 @@ func TestOrderedStreamGroupBound(t *testing.T) {
 		{"SELECT VALUE c.id FROM c WHERE c.a >= 0 ORDER BY c.a, c.b", true, 0},    // groups of 20, one not covered
 		{"SELECT VALUE c.id FROM c WHERE c.a >= 1 ORDER BY c.a, c.b", false, 180}, // groups of 20, covered
 		{"SELECT VALUE c.id FROM c WHERE c.b >= 0 ORDER BY c.b, c.a", false, 190}, // groups of 1
-	} {
+	}
+	// The composites' gap entries (absent.go), which tell a covered group.
+	for _, tc := range cases {
+		be.orderReady(t, QueryParams{ItemRef: batchRef(""), Query: tc.query, RangeID: "0"})
+	}
+	for _, tc := range cases {
 		p := QueryParams{ItemRef: batchRef(""), Query: tc.query, MaxItemCount: 5, RangeID: "0"}
 		n := 0
 		var err error
@@ -384,6 +389,9 @@ func TestCoveredGroupTies(t *testing.T) {
 			return ""
 		}
 		query := "SELECT VALUE c.id FROM c WHERE c.a >= 0 ORDER BY c.a" + dir(dirs[0]) + ", c.b" + dir(dirs[1])
+		// The composite's gap entries (absent.go), which tell a covered
+		// group.
+		be.orderReady(t, QueryParams{ItemRef: batchRef(""), Query: query, RangeID: "0"})
 		for _, size := range []int{1, 4, 7} {
 			p := QueryParams{ItemRef: batchRef(""), Query: query, MaxItemCount: size, RangeID: "0"}
 			var got []string

@@ -255,13 +255,10 @@ type Ordered struct {
 	// Group is, for an OrderedStream over several ORDER BY keys, how many
 	// entries the first group of equal first values holds (counted up to
 	// a bound): such a stream reads each group it touches whole, to sort
-	// it by the other keys, so a page reads at least one group.
+	// it by the other keys, so a page reads at least one group. It is 0
+	// when a composite index on the keys orders the groups by the other
+	// keys: a page then reads its own rows' entries and records.
 	Group int64
-	// GroupCovered is set when a composite index on the ORDER BY keys
-	// orders each group by the other keys: a page then reads a group's
-	// entries twice (the first key's and the composite's) and the records
-	// of its own rows, not the group's records.
-	GroupCovered bool
 }
 
 // Input is what the planner weighs.
@@ -349,14 +346,9 @@ func Choose(in Input) Plan {
 		total, sel := walkSpan(in, o)
 		share := o.share(in.Scope)
 		entries := math.Min(total, float64(o.Want)/(share*sel))
-		// A page reads the first group's records, or, when a composite
-		// orders the group, its entries twice and none of its records.
-		groupEntries, groupRecords := float64(o.Group), float64(o.Group)
-		if o.GroupCovered {
-			groupEntries, groupRecords = 2*float64(o.Group), 0
-		}
-		records := (entries + groupRecords) * share
-		entries += groupEntries
+		// A page reads the first group's entries and records too.
+		records := (entries + float64(o.Group)) * share
+		entries += float64(o.Group)
 		path := Path{Access: OrderedStream, Terms: orderedTerms(o), Entries: entries, Records: records, Absent: o.Absent, Scoped: o.Scoped}
 		if o.Undefined && !o.Absent {
 			pages := math.Max(1, total*share*sel/float64(max(o.Want, 1)))
