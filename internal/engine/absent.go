@@ -44,7 +44,8 @@ import (
 // is ready; until then queries scan. The list is bounded (maxAbsentPaths):
 // each listed path costs a write of two entries for every document
 // without it, and of one for every document with it for each of the tie,
-// partition and partition composite entries it keeps (below).
+// partition and partition composite entries it keeps, and of a gap entry
+// for a document a listed composite leaves out (below).
 //
 // A listed path also keeps tie entries, for every document whose value at
 // the path is one the index keeps exactly (exactValue):
@@ -111,9 +112,9 @@ const maxAbsentPaths = 8
 // range or the whole container asked for them), Parts when it keeps
 // partition entries (an ORDER BY within a logical partition did), Comps
 // names the composite indexes starting with the path whose partition
-// composite entries it keeps (compositeIndex.sig; an ORDER BY on several
-// keys within a logical partition asked for them); a path listed without
-// the entries a query asks for is listed again with them, and built again.
+// composite and gap entries it keeps (compositeIndex.sig; an ORDER BY on
+// several keys asked for them); a path listed without the entries a query
+// asks for is listed again with them, and built again.
 type absentPath struct {
 	Path   []string `json:"path"`
 	Ready  bool     `json:"ready,omitempty"`
