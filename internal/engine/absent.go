@@ -72,9 +72,9 @@ import (
 // in the same order, and the stream walks them in place of the path's
 // (orderstream.go).
 //
-// And, for composite indexes whose first path is the listed path, the
-// composite's entries of each logical partition apart (partition composite
-// entries):
+// And, for composite indexes whose first path is the listed path, when it
+// keeps partition entries, the composite's entries of each logical
+// partition apart (partition composite entries):
 //
 //	'x' + collRid + version + 0x00 0x08 + ordinal(2) + EPK + value… + loc
 //
@@ -111,10 +111,11 @@ const maxAbsentPaths = 8
 // Ties is set when the path keeps tie entries too (an ORDER BY over a
 // range or the whole container asked for them), Parts when it keeps
 // partition entries (an ORDER BY within a logical partition did), Comps
-// names the composite indexes starting with the path whose partition
-// composite and gap entries it keeps (compositeIndex.sig; an ORDER BY on
-// several keys asked for them); a path listed without the entries a query
-// asks for is listed again with them, and built again.
+// names the composite indexes starting with the path whose gap entries,
+// and with Parts partition composite entries, it keeps
+// (compositeIndex.sig; an ORDER BY on several keys asked for them); a path
+// listed without the entries a query asks for is listed again with them,
+// and built again.
 type absentPath struct {
 	Path   []string `json:"path"`
 	Ready  bool     `json:"ready,omitempty"`
@@ -229,9 +230,10 @@ func partEntry(prefix []byte, a absentPath, v document.Value, loc []byte) ([]byt
 
 // compEntries are a document's partition composite entry and gap entry in
 // comp, when a keeps them for comp: its composite entry (index.go
-// compositeEntry) with the document's EPK after the ordinal, and, when its
-// value at a's path is exact and it has no composite entry with exact
-// values, the gap entry.
+// compositeEntry) with the document's EPK after the ordinal, when a keeps
+// partition entries too (an ORDER BY within a logical partition asked for
+// both), and, when its value at a's path is exact and it has no composite
+// entry with exact values, the gap entry.
 func compEntries(prefix []byte, a absentPath, comp *compositeIndex, doc document.Value, loc []byte) [][]byte {
 	if len(a.Comps) == 0 || len(loc) < 8 || !comp.kept || !slices.Equal(comp.paths[0], a.Path) || !slices.Contains(a.Comps, comp.sig()) {
 		return nil
@@ -251,7 +253,7 @@ func compEntries(prefix []byte, a absentPath, comp *compositeIndex, doc document
 			invert(k[at:])
 		}
 	}
-	if k != nil {
+	if k != nil && a.Parts {
 		out = append(out, append(k, loc...))
 	}
 	if !exact {
@@ -281,8 +283,9 @@ func gapBase(indexPrefix []byte, comp *compositeIndex) []byte {
 	return binary.BigEndian.AppendUint16(k, uint16(comp.ordinal))
 }
 
-// compReady reports whether every item has its partition composite and gap
-// entries in comp.
+// compReady reports whether every item has its gap entries in comp, and
+// its partition composite entry when comp's first path keeps partition
+// entries.
 func (c *containerRecord) compReady(comp *compositeIndex) bool {
 	return c.absentReady(comp.paths[0]) && slices.Contains(c.Index.Absent[c.absentIndex(comp.paths[0])].Comps, comp.sig())
 }

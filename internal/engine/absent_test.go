@@ -434,6 +434,22 @@ func TestPartCompositePageWork(t *testing.T) {
 			t.Fatalf("%s: %v", stage, err)
 		}
 	}
+	// orderEntries counts the container's entries for ORDER BY (absent.go).
+	orderEntries := func() int {
+		t.Helper()
+		counts, err := be.e.CheckIndexes(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return counts["dbs/db/colls/c"].OrderEntries
+	}
+	// Across partitions the composite's own entries serve: its gap
+	// entries are built (none here: every document has both keys), not
+	// its entries of each partition.
+	be.orderReady(t, QueryParams{ItemRef: batchRef(""), Query: "SELECT VALUE c.id FROM c ORDER BY c.a, c.b", RangeID: "0"})
+	if c := be.container(t); len(c.Index.Absent) != 1 || c.Index.Absent[0].Parts || len(c.Index.Absent[0].Comps) != 1 || orderEntries() != 0 {
+		t.Fatalf("after an ORDER BY across partitions: absence list %+v and %d entries, want /a with the composite and no entries", c.Index.Absent, orderEntries())
+	}
 	// A group of p3 holds about 66 documents, read whole by every page;
 	// the first page scans the partition's 200 for documents without a.
 	check("before the build", 60, 200, 0)
@@ -441,6 +457,9 @@ func TestPartCompositePageWork(t *testing.T) {
 	c := be.container(t)
 	if len(c.Index.Absent) != 1 || !c.Index.Absent[0].Ready || len(c.Index.Absent[0].Comps) != 1 {
 		t.Fatalf("absence list %+v, want /a with the first composite's partition entries (it serves every direction)", c.Index.Absent)
+	}
+	if n := orderEntries(); n != 4000 {
+		t.Fatalf("%d entries for ORDER BY, want the partition entries of a and of the composite, 2,000 each", n)
 	}
 	check("after the build", 10, 15, 20)
 

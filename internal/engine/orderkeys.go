@@ -227,10 +227,10 @@ func (w *orderStream) groupFrom(at walkResume) (*sortKey, error) {
 
 // groupComposite returns the composite index that orders the documents of
 // a group of equal first values in scope s by the other ORDER BY keys
-// (keysComposite), once its partition composite and gap entries are
-// complete (absent.go): over a range or the whole container through its
-// own entries, within a logical partition through its partition composite
-// entries (and the first path's partition entries); within a prefix none,
+// (keysComposite), once its gap entries are complete (absent.go): over a
+// range or the whole container through its own entries, within a logical
+// partition through its partition composite entries, which the first
+// path's partition entries come with; within a prefix none,
 // as a composite's entries are the container's and would cost the group's
 // entries in every other partition.
 func groupComposite(c *containerRecord, s *itemScope, keys []plan.OrderKey) (comp *compositeIndex, reverse, ok bool) {
