@@ -96,6 +96,9 @@ func indexPrefix(c *containerRecord) []byte {
 
 // indexPolicy decides which paths are indexed.
 type indexPolicy struct {
+	// ts is set when the index version holds entries of _ts
+	// (indexState.TS).
+	ts         bool
 	none       bool
 	included   []indexPattern
 	excluded   []indexPattern
@@ -227,11 +230,12 @@ func parseComposite(ordinal int, v document.Value) (compositeIndex, bool) {
 // indexes reports whether a scalar at path is indexed: the most specific
 // matching pattern decides, an exclusion winning a tie.
 //
-// System properties (_ts, _rid, …) are never in the index: the stored body
-// the entries are made from does not hold them when it is written. Queries
-// on them scan, and are not refused as unindexed (systemPath).
+// Of the system properties only _ts is in the index, as the service keeps
+// it, once the index version holds its entries (a version an earlier
+// Mayfly built does not); the others (_rid, _etag, …) are not. Queries on
+// them scan, and are not refused as unindexed (systemPath).
 func (pol indexPolicy) indexes(path []string) bool {
-	if pol.none || systemPath(path) {
+	if pol.none || systemPath(path) && !(pol.ts && path[0] == "_ts") {
 		return false
 	}
 	best, incl := -1, false
@@ -269,7 +273,7 @@ func indexEntries(c *containerRecord, doc document.Value, loc []byte) [][]byte {
 		case document.Object:
 			marker(tagObject)
 			for _, f := range v.Fields() {
-				if len(path) == 0 && isSystemProp(f.Name) {
+				if len(path) == 0 && isSystemProp(f.Name) && f.Name != "_ts" {
 					continue
 				}
 				path = append(path, f.Name)

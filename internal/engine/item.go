@@ -251,10 +251,13 @@ func (e *Engine) writeItemTx(tx storage.Txn, c *containerRecord, p WriteItemPara
 		return nil, err
 	}
 	seq := lsn
+	ts := now.Unix()
+	// The index entries are the stored body's, _ts included (index.go).
+	indexed := body.With("_ts", document.Int(ts))
 	var kept map[string]bool
 	if live != nil {
 		seq = live.seq()
-		if kept, err = e.replaceIndexes(tx, c, live, body, pk); err != nil {
+		if kept, err = e.replaceIndexes(tx, c, live, indexed, pk); err != nil {
 			return nil, err
 		}
 	} else if dead != nil {
@@ -267,7 +270,7 @@ func (e *Engine) writeItemTx(tx storage.Txn, c *containerRecord, p WriteItemPara
 			return nil, err
 		}
 	}
-	rec := itemRecord{ts: now.Unix(), lsn: lsn, ttlKind: ttlKind(itemTTL.Kind), ttlSecs: itemTTL.Seconds, pk: pk, id: id, epk: epk}
+	rec := itemRecord{ts: ts, lsn: lsn, ttlKind: ttlKind(itemTTL.Kind), ttlSecs: itemTTL.Seconds, pk: pk, id: id, epk: epk}
 	rid := ridString(itemRid(c.Rid, seq))
 	etag := etagFor(c.Rid, lsn)
 	out := body.AppendJSON(nil)
@@ -280,7 +283,7 @@ func (e *Engine) writeItemTx(tx storage.Txn, c *containerRecord, p WriteItemPara
 	if err := e.checkUniqueKeys(tx, c, body, pk, loc, now); err != nil {
 		return nil, err
 	}
-	if err := e.putItem(tx, c, loc, &rec, body, kept); err != nil {
+	if err := e.putItem(tx, c, loc, &rec, indexed, kept); err != nil {
 		return nil, err
 	}
 	items, grew := int64(1), int64(len(out))
