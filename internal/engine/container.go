@@ -352,6 +352,11 @@ func (c *containerRecord) derive() (*containerRecord, *Error) {
 	c.mode = c.Props.Get("indexingPolicy").Get("indexingMode").Str()
 	c.index = newIndexPolicy(c.Props.Get("indexingPolicy"))
 	c.index.ts = c.Index.TS
+	for i := range c.index.composites {
+		if comp := &c.index.composites[i]; !c.index.ts && slices.ContainsFunc(comp.paths, systemPath) {
+			comp.kept = false
+		}
+	}
 	// Checked when the container was written; one stored before the check
 	// existed orders by cosine wherever its policy cannot be read.
 	c.vectors, _ = vector.ParsePolicy(c.Props.Get("vectorEmbeddingPolicy"))

@@ -112,8 +112,9 @@ type compositeIndex struct {
 	paths   [][]string
 	desc    []bool
 	// kept is false when the engine keeps no entries for it: a path names
-	// a system property, which the stored body does not hold. It still
-	// counts for the ORDER BY check (indexcheck.go).
+	// a system property other than _ts, or _ts in an index version
+	// without its entries (indexState.TS). It still counts for the ORDER
+	// BY check (indexcheck.go).
 	kept bool
 }
 
@@ -220,7 +221,7 @@ func parseComposite(ordinal int, v document.Value) (compositeIndex, bool) {
 		}
 		comp.paths = append(comp.paths, path)
 		comp.desc = append(comp.desc, strings.EqualFold(p.Get("order").Str(), "descending"))
-		if systemPath(path) {
+		if systemPath(path) && path[0] != "_ts" {
 			comp.kept = false
 		}
 	}

@@ -10,14 +10,15 @@ import (
 	"github.com/mayfly-db/mayfly/internal/storage"
 )
 
-// TestTsIndex checks the index entries of _ts (index.go): ORDER BY c._ts
-// and a range filter on it read about a page, over a range and within a
-// partition, where they read the whole scope without them, and return
-// eval's rows. A container whose index version was built without them (by
+// TestTsIndex checks the index entries of _ts (index.go): ORDER BY c._ts,
+// a range filter on it and an ORDER BY through a composite index with it
+// read about a page, over a range and within a partition, where they read
+// the whole scope or a group without them, and return eval's rows. A container whose index version was built without them (by
 // an earlier Mayfly) answers the same rows by sorting in memory until the
 // indexer gives it a version with them.
 func TestTsIndex(t *testing.T) {
-	be := newBatchEnv(t, "null")
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},
+		"indexingPolicy":{"includedPaths":[{"path":"/*"}],"compositeIndexes":[[{"path":"/g"},{"path":"/_ts","order":"descending"}]]}}`)
 	ctx := context.Background()
 	// An index version without _ts, as an earlier Mayfly built it.
 	err := be.e.store.Update(ctx, func(tx storage.Txn) error {
@@ -38,12 +39,12 @@ func TestTsIndex(t *testing.T) {
 		if i%3 == 0 {
 			be.clock.Advance(time.Second)
 		}
-		be.seed(t, fmt.Sprintf(`{"id":"d%03d","pk":"p%d","n":%d}`, i, i%6, i))
+		be.seed(t, fmt.Sprintf(`{"id":"d%03d","pk":"p%d","n":%d,"g":%d}`, i, i%6, i, i%2))
 	}
 	for i := 0; i < 600; i += 7 {
 		be.clock.Advance(time.Second)
 		if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: batchRef(""), Mode: ModeUpsert,
-			Body: []byte(fmt.Sprintf(`{"id":"d%03d","pk":"p%d","n":%d,"again":true}`, i, i%6, i))}); err != nil {
+			Body: []byte(fmt.Sprintf(`{"id":"d%03d","pk":"p%d","n":%d,"g":%d,"again":true}`, i, i%6, i, i%2))}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -52,6 +53,8 @@ func TestTsIndex(t *testing.T) {
 		{ItemRef: batchRef(""), Query: "SELECT VALUE c.id FROM c ORDER BY c._ts", RangeID: "0"},
 		{ItemRef: batchRef(`["p2"]`), Query: "SELECT VALUE c.id FROM c ORDER BY c._ts DESC"},
 		{ItemRef: batchRef(""), Query: fmt.Sprintf("SELECT VALUE c.id FROM c WHERE c._ts > %d", batchT0.Unix()+200), RangeID: "0"},
+		// Through the composite index on (g, _ts DESC).
+		{ItemRef: batchRef(""), Query: "SELECT VALUE c.id FROM c ORDER BY c.g, c._ts DESC", RangeID: "0"},
 	}
 	// drain returns q's rows in pages of ten and the most records a page
 	// read.
