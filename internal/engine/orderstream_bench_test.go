@@ -27,6 +27,9 @@ import (
 //   - keys-few: SELECT c.id, c.h, c.n FROM c WHERE c.h >= 0 ORDER BY c.h, c.n DESC,
 //     whose first key has ten values (groups of a tenth of the items), walked
 //     through the composite index on (h, n DESC)
+//   - ts: SELECT c.id, c._ts FROM c ORDER BY c._ts DESC, the items written
+//     within a few seconds (large groups of equal _ts, read through their
+//     tie entries)
 //
 // page-1 is the first page, page-k a page at a random position of the
 // drain (its continuation taken once, by draining). The paths n and m
@@ -49,7 +52,8 @@ func BenchmarkOrderByDrain(b *testing.B) {
 			// The absence and tie entries a server's indexer builds after
 			// the first such queries (absent.go).
 			for _, q := range []string{"SELECT c.id FROM c ORDER BY c.n DESC", "SELECT c.id FROM c WHERE c.m >= 0 ORDER BY c.m",
-				"SELECT c.id FROM c WHERE c.g >= 0 ORDER BY c.g, c.m DESC", "SELECT c.id FROM c WHERE c.h >= 0 ORDER BY c.h, c.n DESC"} {
+				"SELECT c.id FROM c WHERE c.g >= 0 ORDER BY c.g, c.m DESC", "SELECT c.id FROM c WHERE c.h >= 0 ORDER BY c.h, c.n DESC",
+				"SELECT c.id FROM c ORDER BY c._ts DESC"} {
 				s.orderReady(b, QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: q, RangeID: "0", CrossPartition: true, MaxItemCount: 1})
 			}
 			s.settle(b)
@@ -59,6 +63,7 @@ func BenchmarkOrderByDrain(b *testing.B) {
 				{"ties", "SELECT c.id, c.m FROM c WHERE c.m >= 0 ORDER BY c.m"},
 				{"keys", "SELECT c.id, c.g, c.m FROM c WHERE c.g >= 0 ORDER BY c.g, c.m DESC"},
 				{"keys-few", "SELECT c.id, c.h, c.n FROM c WHERE c.h >= 0 ORDER BY c.h, c.n DESC"},
+				{"ts", "SELECT c.id, c._ts FROM c ORDER BY c._ts DESC"},
 			} {
 				p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: c.query, RangeID: "0", CrossPartition: true, MaxItemCount: 100}
 				benchPages(b, s, p, c.name+"/", func(page *FeedPage) {
