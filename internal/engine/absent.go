@@ -123,6 +123,17 @@ type absentPath struct {
 	Ties   bool     `json:"ties,omitempty"`
 	Parts  bool     `json:"parts,omitempty"`
 	Comps  []string `json:"comps,omitempty"`
+	// Own is set for _ts, which the index's own entries leave out: the
+	// list keeps the path's own entries too (a query on it asked).
+	Own bool `json:"own,omitempty"`
+}
+
+// tsPath is _ts, the system property the index keeps when queries ask.
+var tsPath = []string{"_ts"}
+
+// tsReady reports whether the entries of _ts are complete.
+func (c *containerRecord) tsReady() bool {
+	return c.absentReady(tsPath) && c.Index.Absent[c.absentIndex(tsPath)].Own
 }
 
 // built is a, with every entry written.
@@ -133,17 +144,17 @@ func (a absentPath) built() absentPath {
 
 // entryKinds are the entries besides absence entries a listed path keeps.
 type entryKinds struct {
-	ties, parts bool
-	comps       []string
+	ties, parts, own bool
+	comps            []string
 }
 
 func (a absentPath) kinds() entryKinds {
-	return entryKinds{ties: a.Ties, parts: a.Parts, comps: a.Comps}
+	return entryKinds{ties: a.Ties, parts: a.Parts, own: a.Own, comps: a.Comps}
 }
 
 // covers reports whether h holds every kind k asks for.
 func (h entryKinds) covers(k entryKinds) bool {
-	return (h.ties || !k.ties) && (h.parts || !k.parts) &&
+	return (h.ties || !k.ties) && (h.parts || !k.parts) && (h.own || !k.own) &&
 		!slices.ContainsFunc(k.comps, func(s string) bool { return !slices.Contains(h.comps, s) })
 }
 
@@ -154,7 +165,7 @@ func (h entryKinds) or(k entryKinds) entryKinds {
 			comps = append(comps, s)
 		}
 	}
-	return entryKinds{ties: h.ties || k.ties, parts: h.parts || k.parts, comps: comps}
+	return entryKinds{ties: h.ties || k.ties, parts: h.parts || k.parts, own: h.own || k.own, comps: comps}
 }
 
 // absentPrefix is where the entries of path in one scan order (marker)
@@ -170,10 +181,15 @@ func absentPrefix(indexPrefix, marker []byte, path []string) []byte {
 func absentEntries(c *containerRecord, prefix []byte, doc document.Value, loc []byte) [][]byte {
 	var out [][]byte
 	for _, a := range c.Index.Absent {
-		if !c.index.indexes(a.Path) {
+		if !c.index.indexes(a.Path) && !a.Own {
 			continue
 		}
 		if v := doc.At(a.Path); v.IsDefined() {
+			if a.Own {
+				if k, ok := appendIndexValue(appendIndexPath(bytes.Clone(prefix), a.Path), v); ok {
+					out = append(out, append(k, loc...))
+				}
+			}
 			if k, ok := tieEntry(prefix, a, v, loc); ok {
 				out = append(out, k)
 			}
@@ -341,7 +357,8 @@ func (c *containerRecord) absentPending(k []byte) bool {
 		if a.Ready {
 			continue
 		}
-		if slices.ContainsFunc(orderMarkers, func(m []byte) bool { return bytes.HasPrefix(k, absentPrefix(prefix, m, a.Path)) }) {
+		if slices.ContainsFunc(orderMarkers, func(m []byte) bool { return bytes.HasPrefix(k, absentPrefix(prefix, m, a.Path)) }) ||
+			a.Own && bytes.HasPrefix(k, appendIndexPath(bytes.Clone(prefix), a.Path)) {
 			return true
 		}
 		for i := range c.index.composites {
@@ -470,7 +487,8 @@ func (e *Engine) listAbsent(ctx context.Context) error {
 				return err
 			}
 			i := c.absentIndex(w.path)
-			if !c.Index.Ready || i >= 0 && c.Index.Absent[i].kinds().covers(w.want) || i < 0 && len(c.Index.Absent) >= maxAbsentPaths || !c.index.indexes(w.path) {
+			if !c.Index.Ready || i >= 0 && c.Index.Absent[i].kinds().covers(w.want) || i < 0 && len(c.Index.Absent) >= maxAbsentPaths ||
+				!c.index.indexes(w.path) && !(w.want.own && c.index.tsListable(w.path)) {
 				return nil
 			}
 			want := w.want
@@ -481,7 +499,7 @@ func (e *Engine) listAbsent(ctx context.Context) error {
 			// A path listed without entries now asked for is built again,
 			// with them.
 			next.Index.Absent = append(slices.DeleteFunc(slices.Clone(c.Index.Absent), func(a absentPath) bool { return slices.Equal(a.Path, w.path) }),
-				absentPath{Path: w.path, Ties: want.ties, Parts: want.parts, Comps: want.comps})
+				absentPath{Path: w.path, Ties: want.ties, Parts: want.parts, Own: want.own, Comps: want.comps})
 			listed = c
 			return setJSON(tx, containerKey(c.DBRid, c.ID), &next)
 		})

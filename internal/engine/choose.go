@@ -79,6 +79,18 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		return nil, err
 	}
 	in := plan.Input{Scope: size, Terms: terms, Entries: make([]int64, len(terms))}
+	if ready && !c.index.ts && c.index.tsListable(tsPath) {
+		// _ts is indexed once a query on it asks (absent.go), with the
+		// entries an ORDER BY on it will ask for next.
+		if filters, orders := asksTs(q, terms); filters || orders {
+			want := entryKinds{own: true}
+			if orders {
+				want.ties = len(q.OrderBy) == 1 && (s.kind == plan.ScopeAll || s.kind == plan.ScopeRange)
+				want.parts = s.kind == plan.ScopePartition
+			}
+			e.wantAbsent(c, tsPath, want)
+		}
+	}
 	probe := probeLimit(size)
 	small := size.Items <= smallScope && (s.kind == plan.ScopePartition || s.kind == plan.ScopePrefix)
 	if !prog.Streaming() {
@@ -141,6 +153,17 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		slog.Debug("query plan chosen", "container", c.link(), "query", q.String(), "plan", p.Explain())
 	}
 	return qa, e.buildSource(r, c, q, params, s, terms, now, st, limit, qa)
+}
+
+// asksTs reports whether q filters on _ts, and whether it orders by it
+// first.
+func asksTs(q *ast.Query, terms []plan.Term) (filters, orders bool) {
+	filters = slices.ContainsFunc(terms, func(t plan.Term) bool { return slices.Equal(t.Path, tsPath) })
+	if len(q.OrderBy) > 0 {
+		path, ok := plan.DocPath(q, q.OrderBy[0].Expr)
+		orders = ok && slices.Equal(path, tsPath)
+	}
+	return filters, orders
 }
 
 // orderedShapes fills in the ordered path that may serve q (the TOP walk

@@ -54,14 +54,7 @@ type indexState struct {
 	// Absent lists the paths whose documents without them have entries
 	// of their own (absent.go).
 	Absent []absentPath `json:"absent,omitempty"`
-	// TS is set when the version holds entries of _ts (index.go); a
-	// container whose version does not is given a new one by the indexer.
-	TS bool `json:"ts,omitempty"`
 }
-
-// needsBuild reports whether the indexer has work in the index: a version
-// or listed path to build, or a version without _ts to replace.
-func (s indexState) needsBuild() bool { return !s.Ready || s.building() || !s.TS }
 
 type pkDefinition struct {
 	paths   [][]string
@@ -351,12 +344,7 @@ func (c *containerRecord) derive() (*containerRecord, *Error) {
 	c.uniqueKeys = uk
 	c.mode = c.Props.Get("indexingPolicy").Get("indexingMode").Str()
 	c.index = newIndexPolicy(c.Props.Get("indexingPolicy"))
-	c.index.ts = c.Index.TS
-	for i := range c.index.composites {
-		if comp := &c.index.composites[i]; !c.index.ts && slices.ContainsFunc(comp.paths, systemPath) {
-			comp.kept = false
-		}
-	}
+	c.index.ts = c.tsReady()
 	// Checked when the container was written; one stored before the check
 	// existed orders by cosine wherever its policy cannot be read.
 	c.vectors, _ = vector.ParsePolicy(c.Props.Get("vectorEmbeddingPolicy"))
@@ -467,7 +455,7 @@ func (e *Engine) CreateContainer(ctx context.Context, db string, body document.V
 		c = &containerRecord{ID: id, DBID: db, DBRid: d.Rid, Rid: rid, Ts: now.Unix(), Props: props}
 		c.Etag = etagFor(rid, n)
 		c.TTL = ttl.NewHistory(setting, now)
-		c.Index = indexState{Version: 1, Ready: true, TS: true}
+		c.Index = indexState{Version: 1, Ready: true}
 		if _, derr := c.derive(); derr != nil {
 			return derr
 		}
@@ -726,7 +714,7 @@ func (e *Engine) ReplaceContainer(ctx context.Context, db, coll string, body doc
 		if !document.Equal(old.Props.Get("indexingPolicy"), props.Get("indexingPolicy")) {
 			// A new policy starts a new index version, built in the
 			// background; queries scan until it is complete.
-			c.Index = indexState{Version: old.Index.Version + 1, Absent: rebuilt(old.Index.Absent), TS: true}
+			c.Index = indexState{Version: old.Index.Version + 1, Absent: rebuilt(old.Index.Absent)}
 			reindex = true
 		}
 		if _, derr := c.derive(); derr != nil {

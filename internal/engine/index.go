@@ -96,8 +96,7 @@ func indexPrefix(c *containerRecord) []byte {
 
 // indexPolicy decides which paths are indexed.
 type indexPolicy struct {
-	// ts is set when the index version holds entries of _ts
-	// (indexState.TS).
+	// ts is set when the entries of _ts are complete (absent.go).
 	ts         bool
 	none       bool
 	included   []indexPattern
@@ -112,9 +111,8 @@ type compositeIndex struct {
 	paths   [][]string
 	desc    []bool
 	// kept is false when the engine keeps no entries for it: a path names
-	// a system property other than _ts, or _ts in an index version
-	// without its entries (indexState.TS). It still counts for the ORDER
-	// BY check (indexcheck.go).
+	// a system property, which the index's own entries leave out. It
+	// still counts for the ORDER BY check (indexcheck.go).
 	kept bool
 }
 
@@ -221,7 +219,7 @@ func parseComposite(ordinal int, v document.Value) (compositeIndex, bool) {
 		}
 		comp.paths = append(comp.paths, path)
 		comp.desc = append(comp.desc, strings.EqualFold(p.Get("order").Str(), "descending"))
-		if systemPath(path) && path[0] != "_ts" {
+		if systemPath(path) {
 			comp.kept = false
 		}
 	}
@@ -231,14 +229,27 @@ func parseComposite(ordinal int, v document.Value) (compositeIndex, bool) {
 // indexes reports whether a scalar at path is indexed: the most specific
 // matching pattern decides, an exclusion winning a tie.
 //
-// Of the system properties only _ts is in the index, as the service keeps
-// it, once the index version holds its entries (a version an earlier
-// Mayfly built does not); the others (_rid, _etag, …) are not. Queries on
-// them scan, and are not refused as unindexed (systemPath).
+// System properties (_ts, _rid, …) are not among the index's own entries:
+// the body a write indexes does not hold them. Only _ts is indexed, by
+// entries a query on it asks for (absent.go), once they are complete;
+// queries on the others scan, and are not refused as unindexed
+// (systemPath).
 func (pol indexPolicy) indexes(path []string) bool {
-	if pol.none || systemPath(path) && !(pol.ts && path[0] == "_ts") {
+	if pol.none || systemPath(path) && !(pol.ts && slices.Equal(path, tsPath)) {
 		return false
 	}
+	return pol.matches(path)
+}
+
+// tsListable reports whether path is _ts and the policy's paths index it,
+// so that a query on it may have the index keep its entries (absent.go).
+func (pol indexPolicy) tsListable(path []string) bool {
+	return !pol.none && slices.Equal(path, tsPath) && pol.matches(path)
+}
+
+// matches reports whether the policy's included and excluded paths index
+// path.
+func (pol indexPolicy) matches(path []string) bool {
 	best, incl := -1, false
 	for _, p := range pol.included {
 		if s, ok := p.match(path); ok && s > best {
@@ -274,7 +285,7 @@ func indexEntries(c *containerRecord, doc document.Value, loc []byte) [][]byte {
 		case document.Object:
 			marker(tagObject)
 			for _, f := range v.Fields() {
-				if len(path) == 0 && isSystemProp(f.Name) && f.Name != "_ts" {
+				if len(path) == 0 && isSystemProp(f.Name) {
 					continue
 				}
 				path = append(path, f.Name)

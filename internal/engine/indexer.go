@@ -116,10 +116,7 @@ func (x *Indexer) Pass(ctx context.Context) (bool, error) {
 	more := false
 	for _, c := range pending {
 		build := x.e.buildIndexBatch
-		switch {
-		case c.Index.Ready && !c.Index.TS:
-			build = x.e.newIndexVersion
-		case c.Index.Ready:
+		if c.Index.Ready {
 			build = x.e.buildAbsentBatch
 		}
 		m, err := build(ctx, c.DBID, c.ID, x.batch)
@@ -129,29 +126,6 @@ func (x *Indexer) Pass(ctx context.Context) (bool, error) {
 		more = more || m
 	}
 	return more, nil
-}
-
-// newIndexVersion starts a new index version, with entries of _ts, for a
-// container whose index was built without them (by an earlier Mayfly):
-// queries scan until it is built, as after a policy change.
-func (e *Engine) newIndexVersion(ctx context.Context, db, coll string, _ int) (bool, error) {
-	var changed *containerRecord
-	err := e.store.Update(ctx, func(tx storage.Txn) error {
-		changed = nil
-		c, err := e.loadContainer(tx, db, coll)
-		if err != nil || !c.Index.Ready || c.Index.TS {
-			return err
-		}
-		next := *c
-		next.Index = indexState{Version: c.Index.Version + 1, Absent: rebuilt(c.Index.Absent), TS: true}
-		changed = &next
-		return setJSON(tx, containerKey(c.DBRid, c.ID), &next)
-	})
-	if err != nil || changed == nil {
-		return false, err
-	}
-	e.containerChanged(ctx, changed)
-	return true, nil
 }
 
 // buildIndexBatch indexes up to n items from the container's cursor under
@@ -174,7 +148,7 @@ func (e *Engine) buildIndexBatch(ctx context.Context, db, coll string, n int) (b
 				next.Index.Cursor = cursor
 				return setJSON(tx, containerKey(c.DBRid, c.ID), &next)
 			}
-			next.Index = indexState{Version: c.Index.Version, Ready: true, Absent: c.Index.Absent, TS: c.Index.TS}
+			next.Index = indexState{Version: c.Index.Version, Ready: true, Absent: c.Index.Absent}
 			stale = c
 			// Entries of older versions are unreachable now; their
 			// bytes go once this commits (cleanup.go).

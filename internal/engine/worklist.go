@@ -68,7 +68,7 @@ func (w *workList) file(key string, c *containerRecord) {
 	if c.TTL.NeedsPurge() {
 		w.purge[key] = c
 	}
-	if c.Index.needsBuild() {
+	if !c.Index.Ready || c.Index.building() {
 		w.build[key] = c
 	}
 }
@@ -136,7 +136,7 @@ func (e *Engine) scanWork(ctx context.Context, now time.Time) error {
 			if c.TTL.NeedsPurge() {
 				purge[string(k)] = c
 			}
-			if c.Index.needsBuild() {
+			if !c.Index.Ready || c.Index.building() {
 				build[string(k)] = c
 			}
 			return true, nil
