@@ -92,6 +92,12 @@ import (
 // A group of equal first values without gap entries in the scope is
 // ordered by the composite whole, so the stream walks the composite from
 // its position without reading the group first.
+//
+// And, for _ts alone, the path's own entries (Own), which indexEntries
+// leaves out as it leaves out every system property: listed when a query
+// filters on _ts or orders by it, they index it as the service does, at
+// the cost of an entry per write and per purged item that containers
+// never queried on _ts do not pay.
 var (
 	absentLocMarker = []byte{0, 4}
 	absentSeqMarker = []byte{0, 5}
