@@ -252,8 +252,12 @@ func (e *Engine) writeItemTx(tx storage.Txn, c *containerRecord, p WriteItemPara
 	}
 	seq := lsn
 	ts := now.Unix()
-	// The index entries are the stored body's, _ts included (index.go).
-	indexed := body.With("_ts", document.Int(ts))
+	// The index entries are the stored body's: _ts included, once a query
+	// has listed it for entries (absent.go).
+	indexed := body
+	if c.absentIndex(tsPath) >= 0 {
+		indexed = body.With("_ts", document.Int(ts))
+	}
 	var kept map[string]bool
 	if live != nil {
 		seq = live.seq()
