@@ -3,7 +3,6 @@ package engine
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"slices"
 	"strings"
 
@@ -279,7 +278,8 @@ func compEntries(prefix []byte, a absentPath, comp *compositeIndex, doc document
 		out = append(out, append(k, loc...))
 	}
 	if !exact {
-		if g, ok := appendIndexValue(gapBase(prefix, comp), doc.At(a.Path)); ok && exactValue(g[len(gapBase(prefix, comp)):]) {
+		base := gapBase(prefix, comp)
+		if g, ok := appendIndexValue(base, doc.At(a.Path)); ok && exactValue(g[len(base):]) {
 			out = append(out, append(g, loc...))
 		}
 	}
@@ -295,14 +295,12 @@ func partCompPrefix(c *containerRecord, comp *compositeIndex, epk string) []byte
 // partCompBase is where the partition composite entries of comp begin,
 // under an index prefix.
 func partCompBase(indexPrefix []byte, comp *compositeIndex) []byte {
-	k := append(bytes.Clone(indexPrefix), partCompMarker...)
-	return binary.BigEndian.AppendUint16(k, uint16(comp.ordinal))
+	return ordinalPrefix(indexPrefix, partCompMarker, comp.ordinal)
 }
 
 // gapBase is where the gap entries of comp begin, under an index prefix.
 func gapBase(indexPrefix []byte, comp *compositeIndex) []byte {
-	k := append(bytes.Clone(indexPrefix), gapMarker...)
-	return binary.BigEndian.AppendUint16(k, uint16(comp.ordinal))
+	return ordinalPrefix(indexPrefix, gapMarker, comp.ordinal)
 }
 
 // compReady reports whether every item has its gap entries in comp, and

@@ -114,14 +114,19 @@ type compositeIndex struct {
 	// a system property, which the index's own entries leave out. It
 	// still counts for the ORDER BY check (indexcheck.go).
 	kept bool
+	name string // sig
 }
 
 // sig names the composite by its paths and directions, as its ordinal
-// does not: a policy change may move it. Each segment is quoted, so no two
-// composites share a name.
-func (ci *compositeIndex) sig() string {
+// does not: a policy change may move it. It is made once, when the policy
+// is read, as writes compare it with the listed composites.
+func (ci *compositeIndex) sig() string { return ci.name }
+
+// compositeName is the sig of a composite over paths in the directions
+// desc. Each segment is quoted, so no two composites share a name.
+func compositeName(paths [][]string, desc []bool) string {
 	var b strings.Builder
-	for i, p := range ci.paths {
+	for i, p := range paths {
 		if i > 0 {
 			b.WriteByte(',')
 		}
@@ -129,7 +134,7 @@ func (ci *compositeIndex) sig() string {
 			b.WriteByte('/')
 			b.WriteString(strconv.Quote(seg))
 		}
-		if ci.desc[i] {
+		if desc[i] {
 			b.WriteString(" desc")
 		} else {
 			b.WriteString(" asc")
@@ -223,6 +228,7 @@ func parseComposite(ordinal int, v document.Value) (compositeIndex, bool) {
 			comp.kept = false
 		}
 	}
+	comp.name = compositeName(comp.paths, comp.desc)
 	return comp, len(comp.paths) >= 2 && ordinal <= math.MaxUint16
 }
 
@@ -349,7 +355,13 @@ var compositeMarker = []byte{0, 3}
 // compositePrefix is where the entries of composite ordinal begin, under
 // an index prefix.
 func compositePrefix(indexPrefix []byte, ordinal int) []byte {
-	k := append(bytes.Clone(indexPrefix), compositeMarker...)
+	return ordinalPrefix(indexPrefix, compositeMarker, ordinal)
+}
+
+// ordinalPrefix is where the entries of one kind (marker) of composite
+// ordinal begin, under an index prefix.
+func ordinalPrefix(indexPrefix, marker []byte, ordinal int) []byte {
+	k := append(bytes.Clone(indexPrefix), marker...)
 	return binary.BigEndian.AppendUint16(k, uint16(ordinal))
 }
 
