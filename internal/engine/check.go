@@ -441,6 +441,8 @@ func checkImages(r storage.Reader, c *containerRecord, items map[uint64]*itemRec
 			report("record image %x does not follow the expiry entry of item %q (seq %d)", k, rec.id, seq)
 		case !bytes.Equal(v, raws[seq]):
 			report("record image of item %q (seq %d) differs from its record", rec.id, seq)
+		case rec.noImage:
+			report("item %q (seq %d) has a record image though its record says it was written without one", rec.id, seq)
 		}
 		imaged[seq] = true
 		return true, nil

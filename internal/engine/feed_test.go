@@ -79,14 +79,22 @@ func TestLocOrder(t *testing.T) {
 }
 
 func TestItemRecordRoundTrip(t *testing.T) {
-	r := itemRecord{ts: 1700000000, lsn: 42, ttlKind: 2, ttlSecs: 60, pk: []byte{0x50, 'a', 0, 1}, id: "it\x00em", json: []byte(`{"id":"x"}`)}
-	got, err := decodeItemRecord(r.encode())
-	if err != nil {
-		t.Fatal(err)
+	for _, noImage := range []bool{false, true} {
+		r := itemRecord{ts: 1700000000, lsn: 42, ttlKind: 2, ttlSecs: 60, noImage: noImage, pk: []byte{0x50, 'a', 0, 1}, id: "it\x00em", json: []byte(`{"id":"x"}`)}
+		got, err := decodeItemRecord(r.encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.ts != r.ts || got.lsn != r.lsn || got.ttlKind != r.ttlKind || got.ttlSecs != r.ttlSecs || got.noImage != r.noImage ||
+			!bytes.Equal(got.pk, r.pk) || got.id != r.id || !bytes.Equal(got.json, r.json) {
+			t.Fatalf("got %+v, want %+v", got, r)
+		}
 	}
-	if got.ts != r.ts || got.lsn != r.lsn || got.ttlKind != r.ttlKind || got.ttlSecs != r.ttlSecs ||
-		!bytes.Equal(got.pk, r.pk) || got.id != r.id || !bytes.Equal(got.json, r.json) {
-		t.Fatalf("got %+v, want %+v", got, r)
+	// A record written before the flag has the bare kind in its byte: it
+	// reads as one that may have an image.
+	old := (&itemRecord{ts: 1, ttlKind: 2, pk: []byte("k"), id: "i", json: []byte("{}")}).encode()
+	if got, err := decodeItemRecord(old); err != nil || got.noImage || got.ttlKind != 2 {
+		t.Fatalf("pre-flag record: got %+v, %v", got, err)
 	}
 }
 

@@ -258,10 +258,16 @@ func (e *Engine) writeItemTx(tx storage.Txn, c *containerRecord, p WriteItemPara
 	if c.absentIndex(tsPath) >= 0 {
 		indexed = body.With("_ts", document.Int(ts))
 	}
-	var kept map[string]bool
 	if live != nil {
 		seq = live.seq()
-		if kept, err = e.replaceIndexes(tx, c, live, indexed, pk); err != nil {
+	}
+	// A replace keeps its location, so the entries are computed once, for
+	// the comparison with the replaced version's and for the write.
+	loc := itemLoc(epk, seq)
+	entries, uniq := indexEntries(c, indexed, loc), uniqueKeys(c, indexed, pk)
+	var kept map[string]bool
+	if live != nil {
+		if kept, err = e.replaceIndexes(tx, c, live, entries, uniq); err != nil {
 			return nil, err
 		}
 	} else if dead != nil {
@@ -283,11 +289,10 @@ func (e *Engine) writeItemTx(tx storage.Txn, c *containerRecord, p WriteItemPara
 		return nil, errorf(RequestEntityTooLarge, "Request size is too large. The item exceeds the maximum allowed size of %d bytes.", e.maxItem)
 	}
 	rec.json = out
-	loc := itemLoc(rec.epk, seq)
 	if err := e.checkUniqueKeys(tx, c, body, pk, loc, now); err != nil {
 		return nil, err
 	}
-	if err := e.putItem(tx, c, loc, &rec, indexed, kept); err != nil {
+	if err := e.putItem(tx, c, loc, &rec, entries, uniq, kept); err != nil {
 		return nil, err
 	}
 	items, grew := int64(1), int64(len(out))
@@ -362,12 +367,21 @@ func (e *Engine) currentLSN(r storage.Reader, c *containerRecord, seq int) (uint
 	return st.lsn, err
 }
 
-// putItem writes an item record and every index entry it needs.
+// putItem writes an item record and every index entry it needs: its range
+// and composite index entries and its unique-key entries (indexEntries
+// and uniqueKeys of the body at loc).
 //
 // kept, when the write replaces a version at the same location, holds the
 // entries that version had and this one keeps (replaceIndexes): they are
 // in place already, as is the id entry.
-func (e *Engine) putItem(tx storage.Txn, c *containerRecord, loc []byte, rec *itemRecord, body document.Value, kept map[string]bool) error {
+func (e *Engine) putItem(tx storage.Txn, c *containerRecord, loc []byte, rec *itemRecord, entries, uniq [][]byte, kept map[string]bool) error {
+	ek := expiryKey(c, rec, locSeq(loc))
+	// While the item can fall due, the purge reads the record from its
+	// image, in expiry order, rather than from among the live records.
+	// The record says when it has none, so that replacing or removing it
+	// writes no deletion of a key that was never there.
+	image := ek != nil && hasImage(c, rec)
+	rec.noImage = !image
 	raw := rec.encode()
 	if err := tx.Set(itemKey(c.Rid, loc), raw); err != nil {
 		return err
@@ -377,20 +391,17 @@ func (e *Engine) putItem(tx storage.Txn, c *containerRecord, loc []byte, rec *it
 			return err
 		}
 	}
-	if k := expiryKey(c, rec, locSeq(loc)); k != nil {
-		if err := tx.Set(k, expiryValue(rec, loc)); err != nil {
+	if ek != nil {
+		if err := tx.Set(ek, expiryValue(rec, loc)); err != nil {
 			return err
 		}
-		// While the item can fall due, the purge reads the record from
-		// its image, in expiry order, rather than from among the live
-		// records.
-		if hasImage(c, rec) {
-			if err := tx.Set(imageKey(c.Rid, k), raw); err != nil {
+		if image {
+			if err := tx.Set(imageKey(c.Rid, ek), raw); err != nil {
 				return err
 			}
 		}
 	}
-	for _, k := range uniqueKeys(c, body, rec.pk) {
+	for _, k := range uniq {
 		if kept[string(k)] {
 			continue
 		}
@@ -398,7 +409,7 @@ func (e *Engine) putItem(tx storage.Txn, c *containerRecord, loc []byte, rec *it
 			return err
 		}
 	}
-	for _, k := range indexEntries(c, body, loc) {
+	for _, k := range entries {
 		if kept[string(k)] {
 			continue
 		}
@@ -409,20 +420,21 @@ func (e *Engine) putItem(tx storage.Txn, c *containerRecord, loc []byte, rec *it
 	return nil
 }
 
-// replaceIndexes takes away the entries of the version live that body,
-// about to replace it at the same location, does not have, and returns
+// replaceIndexes takes away the entries of the version live that the
+// version about to replace it at the same location does not have (its
+// index entries and unique-key entries, entries and uniq), and returns
 // those it has too, which stay as they are. An upsert that changes one
 // property then rewrites one index entry, not all of them.
-func (e *Engine) replaceIndexes(tx storage.Txn, c *containerRecord, live *liveItem, body document.Value, pk []byte) (map[string]bool, error) {
+func (e *Engine) replaceIndexes(tx storage.Txn, c *containerRecord, live *liveItem, entries, uniqNext [][]byte) (map[string]bool, error) {
 	keys, uniq, err := indexKeys(tx, c, live)
 	if err != nil {
 		return nil, err
 	}
-	next := map[string]bool{}
-	for _, k := range indexEntries(c, body, live.loc) {
+	next := make(map[string]bool, len(entries)+len(uniqNext))
+	for _, k := range entries {
 		next[string(k)] = true
 	}
-	for _, k := range uniqueKeys(c, body, pk) {
+	for _, k := range uniqNext {
 		next[string(k)] = true
 	}
 	kept := make(map[string]bool, len(next))
@@ -452,9 +464,13 @@ func (e *Engine) removeIndexes(tx storage.Txn, c *containerRecord, it *liveItem)
 // entries, and of its unique-key entries.
 func indexKeys(r storage.Reader, c *containerRecord, it *liveItem) (keys, uniq [][]byte, err error) {
 	if k := expiryKey(c, &it.rec, it.seq()); k != nil {
-		// The image may or may not exist (it depends on the setting when
-		// this version was written); deleting it either way is exact.
-		keys = append(keys, k, imageKey(c.Rid, k))
+		keys = append(keys, k)
+		// Whether the image exists depended on the setting when this
+		// version was written. A record written without one says so; an
+		// older record does not, and deleting the key either way is exact.
+		if !it.rec.noImage {
+			keys = append(keys, imageKey(c.Rid, k))
+		}
 	}
 	if len(c.uniqueKeys) == 0 && c.index.none {
 		return keys, nil, nil

@@ -13,7 +13,12 @@ type itemRecord struct {
 	ts      int64  // _ts, whole Unix seconds
 	lsn     uint64 // LSN of the write that produced this version
 	ttlKind ttlKind
-	ttlSecs int32  // the item's own ttl when ttlKind == ttlOwn
+	ttlSecs int32 // the item's own ttl when ttlKind == ttlOwn
+	// noImage says this version was written without a record image beside
+	// its expiry entry (hasImage was false), so removing it deletes none.
+	// Records written before the flag existed leave it false, and their
+	// removal deletes the image key whether or not it exists, as it did.
+	noImage bool
 	pk      []byte // canonical partition key bytes
 	id      string
 	epk     string // effective partition key: which range holds the item
@@ -34,12 +39,20 @@ type ttlKind uint8
 
 const recordVersion = 2
 
+// recordNoImage marks itemRecord.noImage in the byte that holds the
+// ttlKind, whose values are far below it.
+const recordNoImage = 0x80
+
 func (r *itemRecord) encode() []byte {
 	b := make([]byte, 0, 40+len(r.pk)+len(r.id)+len(r.epk)+len(r.json))
 	b = append(b, recordVersion)
 	b = binary.BigEndian.AppendUint64(b, uint64(r.ts))
 	b = binary.BigEndian.AppendUint64(b, r.lsn)
-	b = append(b, byte(r.ttlKind))
+	kind := byte(r.ttlKind)
+	if r.noImage {
+		kind |= recordNoImage
+	}
+	b = append(b, kind)
 	b = binary.BigEndian.AppendUint32(b, uint32(r.ttlSecs))
 	b = binary.AppendUvarint(b, uint64(len(r.pk)))
 	b = append(b, r.pk...)
@@ -60,7 +73,8 @@ func decodeItemRecord(b []byte) (itemRecord, error) {
 	}
 	r.ts = int64(binary.BigEndian.Uint64(b[1:]))
 	r.lsn = binary.BigEndian.Uint64(b[9:])
-	r.ttlKind = ttlKind(b[17])
+	r.ttlKind = ttlKind(b[17] &^ recordNoImage)
+	r.noImage = b[17]&recordNoImage != 0
 	r.ttlSecs = int32(binary.BigEndian.Uint32(b[18:]))
 	rest := b[22:]
 	n, w := binary.Uvarint(rest)
