@@ -172,6 +172,12 @@ func run(args []string) error {
 	}
 	logger.Info("mayfly is ready", "url", srv.URL(), "metrics_url", srv.MetricsURL(), "in_memory", cfg.InMemory,
 		"data_dir", cfg.DataDir, "startup_ms", time.Since(start).Milliseconds())
+	// Starting touched most of the binary; what serving runs comes back.
+	if n, err := memory.UnmapExecutable(); err != nil {
+		logger.Warn("could not release the executable's pages", "err", err)
+	} else {
+		logger.Debug("released the executable's pages", "bytes", n)
+	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	select {

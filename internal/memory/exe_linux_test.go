@@ -1,0 +1,86 @@
+package memory
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestFileMappings(t *testing.T) {
+	smaps := `00400000-00402000 r--p 00000000 fd:00 42 /bin/srv
+Size:                  8 kB
+Anonymous:             0 kB
+00402000-0119b000 r-xp 00002000 fd:00 42 /bin/srv
+Size:              13924 kB
+Rss:               10000 kB
+Anonymous:             0 kB
+0119b000-01fcc000 r--p 00d9b000 fd:00 42 /bin/srv
+Anonymous:             0 kB
+01fcc000-01fcd000 r--p 01bcc000 fd:00 42 /bin/srv
+Anonymous:             4 kB
+01fcd000-021f0000 rw-p 01bcd000 fd:00 42 /bin/srv
+Anonymous:           140 kB
+021f0000-02300000 rw-p 00000000 00:00 0
+Anonymous:           900 kB
+7f0000000000-7f0000001000 r-xp 00000000 fd:00 43 /lib/libc.so.6
+Anonymous:             0 kB
+7f0000002000-7f0000003000 r--p 00000000 fd:00 44 /bin/srv (deleted)
+Anonymous:             0 kB
+7f0000004000-7f0000005000 r--p 00000000 fd:01 42 /other
+Anonymous:             0 kB
+7f0000006000-7f0000007000 r--p 00004000 fd:00 42 /bin/srv (deleted)
+Anonymous:             0 kB
+`
+	got := fileMappings([]byte(smaps), "fd:00", 42)
+	want := []mapping{{0x400000, 0x402000}, {0x402000, 0x119b000}, {0x119b000, 0x1fcc000}, {0x7f0000006000, 0x7f0000007000}}
+	if len(got) != len(want) {
+		t.Fatalf("got %x, want %x", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("mapping %d: got %x, want %x", i, got[i], want[i])
+		}
+	}
+}
+
+// TestUnmapExecutable: after the call, this test binary holds fewer of its
+// own file's pages, and it still runs (every page it runs is mapped back).
+func TestUnmapExecutable(t *testing.T) {
+	before := rssFileKB(t)
+	n, err := UnmapExecutable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Fatal("no mapping of the executable was advised")
+	}
+	after := rssFileKB(t)
+	if after >= before {
+		t.Fatalf("file-backed resident memory %d kB before, %d kB after", before, after)
+	}
+	t.Logf("advised %d MB; file-backed resident memory %d kB before, %d kB after", n>>20, before, after)
+	// Code not run since is mapped back when it runs.
+	if s := strconv.Itoa(len(strings.Fields("a b c"))); s != "3" {
+		t.Fatal(s)
+	}
+}
+
+func rssFileKB(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "RssFile:" {
+			n, err := strconv.Atoi(f[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatal("no RssFile in /proc/self/status")
+	return 0
+}
