@@ -83,6 +83,7 @@ func benchPebbleOptions(b testing.TB, dir string) pebblestore.Options {
 	return pebblestore.Options{
 		Dir:          dir,
 		Filter:       &pebblestore.KeyFilter{Name: IteratedOnlyRule, Skip: IteratedOnly},
+		Hot:          Hot,
 		CacheSize:    mib("MAYFLY_BENCH_CACHE_MIB"),
 		MemTableSize: uint64(mib("MAYFLY_BENCH_MEMTABLE_MIB")),
 	}

@@ -197,6 +197,12 @@ func ridString(b []byte) string {
 	return strings.ReplaceAll(base64.StdEncoding.EncodeToString(b), "/", "-")
 }
 
+// Hot reports the keys nearly every request reads and few writes write:
+// the container records, read by every operation on a container and
+// written when its properties, offer links or index state change. A store
+// may keep their committed values in memory (pebblestore.Options.Hot).
+func Hot(key []byte) bool { return len(key) > 0 && key[0] == famContainer }
+
 // IteratedOnlyRule names the rule IteratedOnly applies. A store that keeps
 // such keys out of its bloom filters records the name with each filter, so
 // it must change whenever the rule does.

@@ -242,7 +242,7 @@ func New(cfg Config) (*Server, error) {
 		s.pg = st
 	}
 	if s.store == nil {
-		opts := pebblestore.Options{InMemory: cfg.InMemory, Logger: cfg.Logger, Filter: storeFilter, Reserve: cfg.DiskReserve,
+		opts := pebblestore.Options{InMemory: cfg.InMemory, Logger: cfg.Logger, Filter: storeFilter, Hot: engine.Hot, Reserve: cfg.DiskReserve,
 			CacheSize: cfg.CacheSize, MemTableSize: uint64(max(cfg.MemTableSize, 0))}
 		if !cfg.InMemory {
 			opts.Dir = filepath.Join(cfg.DataDir, "store")

@@ -34,6 +34,13 @@ type reader struct {
 	snapshot bool
 	gets     int
 	points   *pebble.Iterator
+
+	// hot keeps the values of the store's hot keys (hot.go); nil when it
+	// has none. A snapshot's reader took hotStamp before its snapshot,
+	// and hotOK is false when a hot commit was in flight then.
+	hot      *hotKeys
+	hotStamp uint64
+	hotOK    bool
 }
 
 // pointGets is the number of Gets of a snapshot reader after which the
@@ -48,6 +55,35 @@ func (r *reader) Get(key []byte) ([]byte, error) {
 	if r.finished {
 		return nil, errFinished
 	}
+	if r.hot != nil && r.hot.match(key) {
+		return r.hotGet(key)
+	}
+	return r.get(key)
+}
+
+// hotGet reads a hot key from the values kept, or from the store and
+// keeps it. A snapshot's reader uses the stamp taken before its snapshot;
+// a transaction's reads see the latest commits, and take it now. A
+// transaction that wrote a hot key reads its own writes from its batch.
+func (r *reader) hotGet(key []byte) ([]byte, error) {
+	stamp, ok := r.hotStamp, r.hotOK
+	if !r.snapshot {
+		stamp, ok = r.hot.now()
+	}
+	if !ok {
+		return r.get(key)
+	}
+	if v, ok := r.hot.get(key, stamp); ok {
+		return v, nil
+	}
+	v, err := r.get(key)
+	if err == nil {
+		r.hot.put(key, v, stamp)
+	}
+	return v, err
+}
+
+func (r *reader) get(key []byte) ([]byte, error) {
 	if r.snapshot {
 		if r.gets++; r.gets > pointGets {
 			return r.pointGet(key)
@@ -143,6 +179,25 @@ func (r *reader) finish() {
 type txn struct {
 	reader
 	b *pebble.Batch
+	// wroteHot: the transaction wrote or deleted a hot key, so its commit
+	// is bracketed (hotKeys) and its own reads of hot keys go to its
+	// batch.
+	wroteHot bool
+}
+
+// Get reads the transaction's own writes over the latest commits.
+func (t *txn) Get(key []byte) ([]byte, error) {
+	if t.wroteHot && !t.finished {
+		return t.get(key)
+	}
+	return t.reader.Get(key)
+}
+
+// markHot notes a write of key when it is hot.
+func (t *txn) markHot(key []byte) {
+	if t.hot != nil && !t.wroteHot && t.hot.match(key) {
+		t.wroteHot = true
+	}
 }
 
 var _ storage.Txn = (*txn)(nil)
@@ -152,6 +207,7 @@ func (t *txn) Set(key, value []byte) error {
 	if t.finished {
 		return errFinished
 	}
+	t.markHot(key)
 	return t.b.Set(key, value, nil)
 }
 
@@ -160,6 +216,7 @@ func (t *txn) Delete(key []byte) error {
 	if t.finished {
 		return errFinished
 	}
+	t.markHot(key)
 	return t.b.Delete(key, nil)
 }
 

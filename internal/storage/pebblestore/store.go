@@ -120,6 +120,10 @@ type Options struct {
 	// nil puts every key in them.
 	Filter *KeyFilter
 
+	// Hot, if set, names keys that nearly every read reads and few writes
+	// write; the store keeps their committed values in memory (hot.go).
+	Hot func(key []byte) bool
+
 	// VerifyLimit bounds the tables Open reads to check their checksums:
 	// all of them when they hold at most this many bytes, none otherwise
 	// (reads still check every block they touch). 0 means
@@ -171,6 +175,8 @@ type Store struct {
 	// flushSoon flushes the memtable shortly after a range deletion
 	// (DeleteRange), and once after a burst of them.
 	flushSoon func()
+
+	hot *hotKeys // Options.Hot's committed values; nil without it
 
 	mu       sync.Mutex
 	closed   bool
@@ -268,7 +274,9 @@ func Open(opts Options) (*Store, error) {
 		if err != nil {
 			return nil, fmt.Errorf("pebblestore: open in memory: %w", err)
 		}
-		return newStore(db, "", nil, false, log, manifests), nil
+		st := newStore(db, "", nil, false, log, manifests)
+		st.hot = newHotKeys(opts.Hot)
+		return st, nil
 	}
 	dir := opts.Dir
 	po.FS = privateFS{vfs.Default}
@@ -292,6 +300,7 @@ func Open(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("pebblestore: open %q: %w", dir, err)
 	}
 	st := newStore(db, dir, lock, true, log, manifests)
+	st.hot = newHotKeys(opts.Hot)
 	if idle := cmp.Or(opts.IdleFlush, DefaultIdleFlush); idle > 0 && !opts.ReadOnly {
 		go st.flushWhenIdle(clock.Real{}, idle, memTableSize/minIdleFlush)
 	}
@@ -420,8 +429,14 @@ func (s *Store) View(ctx context.Context, fn func(r storage.Reader) error) error
 	defer s.inflight.Done()
 
 	n := s.snaps.take()
+	r := &reader{dir: s.dir, snapshot: true}
+	if s.hot != nil {
+		// Before the snapshot: see hotKeys.
+		r.hot = s.hot
+		r.hotStamp, r.hotOK = s.hot.now()
+	}
 	snap := s.db.NewSnapshot()
-	r := &reader{src: snap, dir: s.dir, snapshot: true}
+	r.src = snap
 	defer func() {
 		r.finish()
 		_ = snap.Close() // Closing a snapshot only releases memory.
@@ -483,13 +498,19 @@ func (s *Store) update(ctx context.Context, fn func(tx storage.Txn) error, sync 
 	// Runs after SyncWait: Pebble forbids closing a batch whose sync is
 	// pending.
 	defer b.Close()
-	tx := &txn{reader: reader{src: b, dir: s.dir}, b: b}
+	tx := &txn{reader: reader{src: b, dir: s.dir, hot: s.hot}, b: b}
 	err := func() error {
 		defer tx.finish()
 		return fn(tx)
 	}()
 	if err != nil || b.Empty() {
 		return err
+	}
+	if tx.wroteHot {
+		// Until this returns, committed or not, no read uses or keeps
+		// a hot key's value (hotKeys).
+		s.hot.begin()
+		defer s.hot.end()
 	}
 
 	if !s.durable || !sync {
@@ -537,6 +558,8 @@ func (s *Store) DeleteRange(ctx context.Context, lower, upper []byte, _ int) (bo
 			return err
 		}
 		deleted = true
+		// Whatever the range holds, hot keys among it or not.
+		t.wroteHot = t.hot != nil
 		if upper != nil {
 			return t.b.DeleteRange(lower, upper, nil)
 		}

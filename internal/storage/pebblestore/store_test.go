@@ -36,6 +36,19 @@ func TestConformanceInMemory(t *testing.T) {
 	storagetest.Run(t, openMem)
 }
 
+// TestConformanceHot runs the contract with every key hot, so that every
+// read goes through the kept values and every write invalidates them.
+func TestConformanceHot(t *testing.T) {
+	storagetest.Run(t, func(t *testing.T) storage.Store {
+		t.Helper()
+		s, err := pebblestore.Open(pebblestore.Options{InMemory: true, Hot: func([]byte) bool { return true }})
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		return s
+	})
+}
+
 func TestOpenNeedsDir(t *testing.T) {
 	if _, err := pebblestore.Open(pebblestore.Options{}); err == nil {
 		t.Fatal("Open without Dir or InMemory succeeded")

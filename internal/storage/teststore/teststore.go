@@ -39,7 +39,10 @@ func Open(t testing.TB) storage.Store {
 			t.Fatal(err)
 		}
 	default:
-		ps, err := pebblestore.Open(pebblestore.Options{InMemory: true})
+		// Every key hot: every read goes through the store's cache of
+		// hot keys, and every write invalidates it (pebblestore hot.go),
+		// so every test checks that cache as well.
+		ps, err := pebblestore.Open(pebblestore.Options{InMemory: true, Hot: allHot})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +65,7 @@ func OpenDurable(t testing.TB) (s storage.Store, reopen func() (storage.Store, e
 	default:
 		dir := t.TempDir()
 		reopen = func() (storage.Store, error) {
-			ps, err := pebblestore.Open(pebblestore.Options{Dir: dir})
+			ps, err := pebblestore.Open(pebblestore.Options{Dir: dir, Hot: allHot})
 			if err != nil {
 				return nil, err
 			}
@@ -105,3 +108,5 @@ func InUse(s storage.Store) int {
 func (u unclocked) DeleteRange(ctx context.Context, lower, upper []byte, limit int) (bool, error) {
 	return storage.DeleteRange(ctx, u.Store, lower, upper, limit)
 }
+
+func allHot([]byte) bool { return true }
