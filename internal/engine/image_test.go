@@ -66,16 +66,7 @@ func TestImageDeletedOnlyWhereKept(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			check := func(step string, images int) {
-				t.Helper()
-				counts, err := e.CheckIndexes(ctx)
-				if err != nil {
-					t.Fatalf("%s: %v", step, err)
-				}
-				if got := counts[benchLink].Images; got != images {
-					t.Fatalf("%s: %d record images, want %d", step, got, images)
-				}
-			}
+			check := func(step string, images int) { t.Helper(); wantImages(t, e, step, images) }
 			for i := range 10 {
 				write(i)
 			}
@@ -96,5 +87,18 @@ func TestImageDeletedOnlyWhereKept(t *testing.T) {
 				t.Errorf("%d deletions of image keys, want %d", deletes, tc.deletes)
 			}
 		})
+	}
+}
+
+// wantImages checks the bench container's indexes and that it holds
+// images record images.
+func wantImages(t *testing.T, e *Engine, step string, images int) {
+	t.Helper()
+	counts, err := e.CheckIndexes(context.Background())
+	if err != nil {
+		t.Fatalf("%s: %v", step, err)
+	}
+	if got := counts[benchLink].Images; got != images {
+		t.Fatalf("%s: %d record images, want %d", step, got, images)
 	}
 }
