@@ -261,8 +261,9 @@ func (e *Engine) writeItemTx(tx storage.Txn, c *containerRecord, p WriteItemPara
 	if live != nil {
 		seq = live.seq()
 	}
-	// A replace keeps its location, so the entries are computed once, for
-	// the comparison with the replaced version's and for the write.
+	// A replace keeps its location, so the entries are computed once: for
+	// the comparison with the replaced version's, the unique-key check and
+	// the write.
 	loc := itemLoc(epk, seq)
 	entries, uniq := indexEntries(c, indexed, loc), uniqueKeys(c, indexed, pk)
 	var kept map[string]bool
@@ -289,7 +290,7 @@ func (e *Engine) writeItemTx(tx storage.Txn, c *containerRecord, p WriteItemPara
 		return nil, errorf(RequestEntityTooLarge, "Request size is too large. The item exceeds the maximum allowed size of %d bytes.", e.maxItem)
 	}
 	rec.json = out
-	if err := e.checkUniqueKeys(tx, c, body, pk, loc, now); err != nil {
+	if err := e.checkUniqueKeys(tx, c, uniq, loc, now); err != nil {
 		return nil, err
 	}
 	if err := e.putItem(tx, c, loc, &rec, entries, uniq, kept); err != nil {

@@ -37,11 +37,12 @@ func uniqueKeys(c *containerRecord, body document.Value, pk []byte) [][]byte {
 	return out
 }
 
-// checkUniqueKeys refuses a write that would give two live items in one
+// checkUniqueKeys refuses a write at loc of an item whose unique-key
+// entries are keys (uniqueKeys) when it would give two live items in one
 // partition the same unique key values. Entries left by expired items do
 // not count: their owner is invisible, and the entry goes with the purge.
-func (e *Engine) checkUniqueKeys(tx storage.Txn, c *containerRecord, body document.Value, pk, loc []byte, now time.Time) error {
-	for _, k := range uniqueKeys(c, body, pk) {
+func (e *Engine) checkUniqueKeys(tx storage.Txn, c *containerRecord, keys [][]byte, loc []byte, now time.Time) error {
+	for _, k := range keys {
 		v, err := tx.Get(k)
 		if errors.Is(err, storage.ErrNotFound) {
 			continue

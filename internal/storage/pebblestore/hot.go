@@ -9,7 +9,7 @@ import (
 // hotKeys keeps the committed values of the keys Options.Hot names: a few
 // keys nearly every request reads (the engine's container records), which
 // change rarely. Reading one from here is a map lookup; from Pebble it is
-// a walk down every level of the tree, a fifth of a point read's Gets
+// a walk down every level of the tree, one of a point read's three Gets
 // (docs/benchmarks.md, "Hot keys").
 //
 // A value kept is valid for a read only if no commit that writes a hot
