@@ -101,6 +101,12 @@ func run(args []string) error {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	// Before anything else is done: on success this starts the program
+	// again, in this process, with the allocator the memtables live in
+	// using huge pages.
+	if err := memory.ExecWithHugePages(); err != nil {
+		logger.Warn("could not start again with huge pages for the store's memory; running without", "err", err)
+	}
 	if !*inMemory {
 		// In memory, the data itself is on the Go heap, which is then
 		// anything but small; Go's default target suits it.
