@@ -42,13 +42,24 @@ func ExecWithHugePages() error {
 	if !changed {
 		return nil
 	}
-	// By its path rather than /proc/self/exe, which would rename the
-	// process "exe" (ps, top and pgrep go by the name executed).
+	return syscall.Exec(executable(), os.Args, env)
+}
+
+// executable is the path of the running program's file: by its path rather
+// than /proc/self/exe, which would rename the process "exe" (ps, top and
+// pgrep go by the name executed), unless that path now holds another file.
+func executable() string {
+	const self = "/proc/self/exe"
 	exe, err := os.Executable()
 	if err != nil {
-		exe = "/proc/self/exe"
+		return self
 	}
-	return syscall.Exec(exe, os.Args, env)
+	running, err1 := os.Stat(self)
+	named, err2 := os.Stat(exe)
+	if err1 != nil || err2 != nil || !os.SameFile(running, named) {
+		return self
+	}
+	return exe
 }
 
 // cAllocTouched allocates n bytes with the C allocator and writes them, as
