@@ -16,8 +16,9 @@ import (
 // TestExecWithHugePages runs this test binary as a child that calls
 // ExecWithHugePages. The child must come back as the same process with the
 // tunable in its environment, and its C allocator must then back a large
-// allocation with huge pages. With the tunable already set to 0, it must
-// not exec, and the allocation gets none.
+// allocation with huge pages; so must a child whose file was replaced in
+// the meantime, rather than run the replacement. With the tunable already
+// set to 0, it must not exec, and the allocation gets none.
 func TestExecWithHugePages(t *testing.T) {
 	if os.Getenv("MAYFLY_TEST_HUGE_PAGES_CHILD") != "" {
 		hugePagesChild()
