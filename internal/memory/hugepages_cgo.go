@@ -15,6 +15,7 @@ static void *allocTouched(size_t n) {
 import "C"
 
 import (
+	"fmt"
 	"os"
 	"syscall"
 	"unsafe"
@@ -42,7 +43,11 @@ func ExecWithHugePages() error {
 	if !changed {
 		return nil
 	}
-	return syscall.Exec(executable(), os.Args, env)
+	exe := executable()
+	if err := syscall.Exec(exe, os.Args, env); err != nil {
+		return fmt.Errorf("exec %s: %w", exe, err)
+	}
+	return nil // not reached: a successful exec does not return
 }
 
 // executable is the path of the running program's file: by its path rather
