@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -68,19 +69,24 @@ func TestUnmapExecutable(t *testing.T) {
 
 func rssFileKB(t *testing.T) int {
 	t.Helper()
-	b, err := os.ReadFile("/proc/self/status")
+	n, err := procKB("/proc/self/status", "RssFile:")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "RssFile:" {
-			n, err := strconv.Atoi(f[1])
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
+	return n
+}
+
+// procKB reads the field (its name with the colon) of a /proc file that
+// gives sizes in kB, one field a line: status, smaps_rollup.
+func procKB(file, field string) (int, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(b)) {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == field {
+			return strconv.Atoi(f[1])
 		}
 	}
-	t.Fatal("no RssFile in /proc/self/status")
-	return 0
+	return 0, fmt.Errorf("no %s in %s", field, file)
 }

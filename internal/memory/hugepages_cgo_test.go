@@ -126,18 +126,11 @@ func hugePagesChild() {
 	fmt.Printf("huge %d %s\n", anonHugeKB()-before, os.Getenv("GLIBC_TUNABLES"))
 }
 
+// anonHugeKB is this process's anonymous memory on huge pages, 0 if it
+// cannot be read (the test then finds none where it wants some).
 func anonHugeKB() int {
-	b, err := os.ReadFile("/proc/self/smaps_rollup")
-	if err != nil {
-		return 0
-	}
-	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, "AnonHugePages:"); ok {
-			n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
-			return n
-		}
-	}
-	return 0
+	n, _ := procKB("/proc/self/smaps_rollup", "AnonHugePages:")
+	return n
 }
 
 // comm is the name the kernel gives a process started from path: its base
