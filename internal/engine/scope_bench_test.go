@@ -367,6 +367,7 @@ func BenchmarkScopedCostRatio(b *testing.B) {
 		}
 		var ratios []float64
 		var small, large []float64
+		var blocks, done [2]int64
 		for r := 0; r < rounds; r++ {
 			var per [2]float64
 			for k := range runs {
@@ -374,6 +375,7 @@ func BenchmarkScopedCostRatio(b *testing.B) {
 				if r%2 == 1 {
 					i = len(runs) - 1 - k
 				}
+				blocks0 := blockReads(stores[i])
 				start, n := time.Now(), 0
 				for ; n == 0 || time.Since(start) < slot; n++ {
 					if err := runs[i](); err != nil {
@@ -381,14 +383,17 @@ func BenchmarkScopedCostRatio(b *testing.B) {
 					}
 				}
 				per[i] = float64(time.Since(start).Nanoseconds()) / float64(n)
+				blocks[i] += blockReads(stores[i]) - blocks0
+				done[i] += int64(n)
 			}
 			small, large = append(small, per[0]), append(large, per[1])
 			ratios = append(ratios, per[1]/per[0])
 		}
 		med := func(xs []float64) float64 { xs = slices.Clone(xs); slices.Sort(xs); return xs[len(xs)/2] }
 		b.ReportMetric(med(ratios), o.name+"-ratio")
-		b.Logf("%s: %d items %.0f ns/op, %d items %.0f ns/op, ratio per round %.2f, median %.2f",
-			o.name, sizes[0], med(small), sizes[1], med(large), ratios, med(ratios))
+		b.Logf("%s: %d items %.0f ns/op %.0f blocks/op, %d items %.0f ns/op %.0f blocks/op, ratio per round %.2f, median %.2f",
+			o.name, sizes[0], med(small), float64(blocks[0])/float64(done[0]),
+			sizes[1], med(large), float64(blocks[1])/float64(done[1]), ratios, med(ratios))
 	}
 }
 
@@ -443,6 +448,17 @@ func warmAll(b *testing.B, s *benchStore) int {
 			return pass
 		}
 	}
+}
+
+// blockReads is how many blocks s's store has looked up in its block
+// cache so far (0 for a store that does not say). Reported beside each
+// operation's time, it tells a size whose reads look through more levels
+// from one whose lookups cost more.
+func blockReads(s *benchStore) int64 {
+	if c, ok := s.store.(interface{ BlockReads() int64 }); ok {
+		return c.BlockReads()
+	}
+	return 0
 }
 
 // pageToken returns the continuation of page k of p (page 1 has none), or

@@ -223,5 +223,13 @@ func (s *Store) CompactedBytes() uint64 {
 	return n
 }
 
+// BlockReads is how many blocks the store's reads have asked its block
+// cache for so far, found there or not: a read's cost in blocks, which
+// grows with the levels a point read looks through.
+func (s *Store) BlockReads() int64 {
+	c := s.db.Metrics().BlockCache
+	return c.Hits + c.Misses
+}
+
 // Dir is the directory holding the store's files; "" in memory.
 func (s *Store) Dir() string { return s.dir }

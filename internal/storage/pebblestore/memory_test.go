@@ -40,7 +40,7 @@ func TestBlockCacheBesideMemtables(t *testing.T) {
 	if err := s.db.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	before := s.db.Metrics().BlockCache
+	before, blocksBefore := s.db.Metrics().BlockCache, s.BlockReads()
 	const reads = 100
 	err = s.View(ctx, func(r storage.Reader) error {
 		for i := 0; i < reads; i++ {
@@ -59,6 +59,11 @@ func TestBlockCacheBesideMemtables(t *testing.T) {
 	if hits := after.Hits - before.Hits; hits < reads {
 		t.Errorf("%d block cache hits for %d keys read twice (misses %d, %d bytes cached), want at least one a key",
 			hits, reads, after.Misses-before.Misses, after.Size)
+	}
+	// Every Get looked up at least its data block, and BlockReads counts
+	// the lookups that found it and those that did not.
+	if blocks := s.BlockReads() - blocksBefore; blocks < 2*reads || blocks != after.Hits+after.Misses-before.Hits-before.Misses {
+		t.Errorf("BlockReads grew by %d for %d Gets (hits %d, misses %d)", blocks, 2*reads, after.Hits-before.Hits, after.Misses-before.Misses)
 	}
 }
 
