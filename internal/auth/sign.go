@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // DateLayout is the RFC 1123 form of x-ms-date, always in GMT.
@@ -29,17 +30,38 @@ func DecodeKey(key string) ([]byte, error) {
 // verb, the lowercased resource type, the resource link as is and the
 // lowercased date, each followed by a newline, and an empty fifth line.
 func Payload(verb, resourceType, resourceLink, date string) string {
-	var b strings.Builder
-	b.Grow(len(verb) + len(resourceType) + len(resourceLink) + len(date) + 5)
-	b.WriteString(strings.ToLower(verb))
-	b.WriteByte('\n')
-	b.WriteString(strings.ToLower(resourceType))
-	b.WriteByte('\n')
-	b.WriteString(resourceLink)
-	b.WriteByte('\n')
-	b.WriteString(strings.ToLower(date))
-	b.WriteString("\n\n")
-	return b.String()
+	return string(appendPayload(make([]byte, 0, len(verb)+len(resourceType)+len(resourceLink)+len(date)+5),
+		verb, resourceType, resourceLink, date))
+}
+
+// appendPayload appends Payload's string to dst.
+func appendPayload(dst []byte, verb, resourceType, resourceLink, date string) []byte {
+	dst = appendLower(dst, verb)
+	dst = append(dst, '\n')
+	dst = appendLower(dst, resourceType)
+	dst = append(dst, '\n')
+	dst = append(dst, resourceLink...)
+	dst = append(dst, '\n')
+	dst = appendLower(dst, date)
+	return append(dst, "\n\n"...)
+}
+
+// appendLower appends strings.ToLower(s) to dst, without the string when
+// s is ASCII, as the signed fields of a valid request are.
+func appendLower(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return append(dst, strings.ToLower(s)...)
+		}
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
 }
 
 // Sign returns the master-key signature of a request: the base64 of the

@@ -3,13 +3,16 @@ package auth
 import (
 	"bytes"
 	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"math"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -46,6 +49,33 @@ type key struct {
 	text     string // as configured, base64: what the emulator's AAD token embeds
 	secret   []byte // decoded: the HMAC key
 	readOnly bool
+	// macs holds HMACs keyed with secret. Keying one hashes the key's
+	// padded blocks and allocates two digests; every signed request
+	// needs one per configured key.
+	macs *sync.Pool
+}
+
+// signer is an HMAC-SHA256 keyed with one key, and room for its sums.
+type signer struct {
+	h   hash.Hash
+	sum [sha256.Size]byte
+}
+
+func newKey(text string, secret []byte, readOnly bool) key {
+	return key{text: text, secret: secret, readOnly: readOnly, macs: &sync.Pool{
+		New: func() any { return &signer{h: hmac.New(sha256.New, secret)} },
+	}}
+}
+
+// matches reports whether sig is the HMAC of payload under k, in constant
+// time.
+func (k key) matches(sig, payload []byte) bool {
+	s := k.macs.Get().(*signer)
+	s.h.Reset()
+	s.h.Write(payload)
+	ok := hmac.Equal(sig, s.h.Sum(s.sum[:0]))
+	k.macs.Put(s)
+	return ok
 }
 
 // NewVerifier returns a Verifier for cfg. It fails when no key is given or a
@@ -65,7 +95,7 @@ func NewVerifier(cfg Config) (*Verifier, error) {
 			if err != nil || len(secret) == 0 {
 				return fmt.Errorf("master key %d is not base64", i)
 			}
-			v.keys = append(v.keys, key{text: k, secret: secret, readOnly: readOnly})
+			v.keys = append(v.keys, newKey(k, secret, readOnly))
 		}
 		return nil
 	}
@@ -178,20 +208,28 @@ func (v *Verifier) verifyMaster(req Request, sig string, now time.Time, write bo
 				FormatDate(date), FormatDate(date.Add(MaxClockSkew)), FormatDate(now)),
 		}
 	}
-	payload := Payload(req.Verb, req.ResourceType, req.ResourceLink, req.Date)
+	var buf [256]byte
+	payload := appendPayload(buf[:0], req.Verb, req.ResourceType, req.ResourceLink, req.Date)
 	wrong := func() error {
 		return unauthorized(msgWrongKey + " Server used the following payload to sign: '" +
-			strings.ReplaceAll(payload, "\n", `\n`) + "'")
+			strings.ReplaceAll(string(payload), "\n", `\n`) + "'")
 	}
-	got, err := base64.StdEncoding.DecodeString(sig)
+	// A signature is 32 bytes, 44 characters in base64; a longer one
+	// cannot match, and would not fit the buffer.
+	var gotBuf [48]byte
+	if len(sig) > base64.StdEncoding.EncodedLen(len(gotBuf)) {
+		return Principal{}, wrong()
+	}
+	n, err := base64.StdEncoding.Decode(gotBuf[:], []byte(sig))
 	if err != nil {
 		return Principal{}, wrong()
 	}
+	got := gotBuf[:n]
 	match := -1
 	for i, k := range v.keys {
 		// Every key is tried, so the time taken does not tell which
 		// matched.
-		if hmac.Equal(got, mac(payload, k.secret)) && match < 0 {
+		if k.matches(got, payload) && match < 0 {
 			match = i
 		}
 	}

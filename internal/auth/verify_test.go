@@ -59,6 +59,12 @@ func TestPayload(t *testing.T) {
 	if got != want {
 		t.Errorf("Payload = %q, want %q", got, want)
 	}
+	// Fields beyond ASCII are lower-cased as strings.ToLower does; the
+	// link is signed as it is.
+	got = Payload("GÉT", "DÖCS", "dbs/Ä", "TUE")
+	if want := "gét\ndöcs\ndbs/Ä\ntue\n\n"; got != want {
+		t.Errorf("Payload = %q, want %q", got, want)
+	}
 }
 
 func TestFormatDate(t *testing.T) {
@@ -212,6 +218,21 @@ func TestVerifyFailures(t *testing.T) {
 		{"sig not base64", with(func(r *Request) { r.Authorization = "type=master&ver=1.0&sig=%%%" }), 401, wrongKey},
 		{"sig of other bytes", with(func(r *Request) {
 			r.Authorization = "type=master&ver=1.0&sig=" + base64.StdEncoding.EncodeToString(make([]byte, 32))
+		}), 401, wrongKey},
+		{"sig too long to be one", with(func(r *Request) {
+			r.Authorization = "type=master&ver=1.0&sig=" + base64.StdEncoding.EncodeToString(make([]byte, 49))
+		}), 401, wrongKey},
+		{"sig cut short", with(func(r *Request) {
+			sig := strings.TrimPrefix(good.Authorization, "type%3Dmaster%26ver%3D1.0%26sig%3D")
+			sig, _ = url.QueryUnescape(sig)
+			raw, _ := base64.StdEncoding.DecodeString(sig)
+			r.Authorization = "type=master&ver=1.0&sig=" + base64.StdEncoding.EncodeToString(raw[:31])
+		}), 401, wrongKey},
+		{"sig with bytes after it", with(func(r *Request) {
+			sig := strings.TrimPrefix(good.Authorization, "type%3Dmaster%26ver%3D1.0%26sig%3D")
+			sig, _ = url.QueryUnescape(sig)
+			raw, _ := base64.StdEncoding.DecodeString(sig)
+			r.Authorization = "type=master&ver=1.0&sig=" + base64.StdEncoding.EncodeToString(append(raw, 0))
 		}), 401, wrongKey},
 		// A read-only key's signature is good; the right is missing.
 		{"read-only write", signed("PUT", "dbs", "dbs/db1", testDate, readOnly), 401, readOnlyWrite().Message},
