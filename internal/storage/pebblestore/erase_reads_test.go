@@ -1,0 +1,66 @@
+package pebblestore
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/mayfly-db/mayfly/internal/storage"
+)
+
+// TestEraseLeavesReadsAlone checks that the tables Erase's flushes leave
+// behind (each holds the deletion of eraseFlushKey, rotateManifest) cost
+// later reads nothing. A level-0 table is consulted by every point read of
+// a key at or below its largest key: with eraseFlushKey after every engine
+// key, each read after an erasure looked up that table's bloom filter as
+// well, which doubled the blocks a drain page read.
+func TestEraseLeavesReadsAlone(t *testing.T) {
+	s, err := Open(Options{Dir: t.TempDir(), MemTableSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	const n = 2000
+	key := func(i int) []byte { return fmt.Appendf(nil, "k%05d", i) }
+	val := make([]byte, 500)
+	err = s.Update(ctx, func(tx storage.Txn) error {
+		for i := range n {
+			if err := tx.Set(key(i), val); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.Compact([]byte("a"), []byte("z"), false); err != nil {
+		t.Fatal(err)
+	}
+	// blocks reads every key, each with a Get of its own, and returns the
+	// blocks those reads looked up.
+	blocks := func() int64 {
+		before := s.BlockReads()
+		for i := range n {
+			err := s.View(ctx, func(r storage.Reader) error {
+				_, err := r.Get(key(i))
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		return s.BlockReads() - before
+	}
+	before := blocks()
+	if err := s.Erase(ctx, [][2][]byte{{[]byte("k"), []byte("l")}}); err != nil {
+		t.Fatal(err)
+	}
+	if after := blocks(); after > before+n/10 {
+		t.Errorf("%d Gets looked up %d blocks after an erasure, %d before", n, after, before)
+	}
+}
