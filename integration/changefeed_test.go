@@ -250,8 +250,8 @@ func TestChangeFeedGoSDKSeveralRanges(t *testing.T) {
 func TestChangeFeedRawProtocol(t *testing.T) {
 	e := start(t)
 	e.database("db")
-	hp := `{"id":"h","partitionKey":{"paths":["/t","/u"],"kind":"MultiHash","version":2}}`
-	for _, body := range []string{`{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":-1}`, hp} {
+	hp := `{"id":"h","partitionKey":{"paths":["/t","/u"],"kind":"MultiHash","version":2},"changeFeedPolicy":{"retentionDuration":60}}`
+	for _, body := range []string{`{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":-1,"changeFeedPolicy":{"retentionDuration":60}}`, hp} {
 		if r := e.do("POST", "/dbs/db/colls", []byte(body), nil); r.status != 201 {
 			t.Fatalf("create container: %d %s", r.status, r.body)
 		}
@@ -501,9 +501,7 @@ func TestB5_ExpiryRecordsExactlyOnce(t *testing.T) {
 func TestB5_ExpiryRecordsRealClock(t *testing.T) {
 	e := start(t)
 	db := e.database("db")
-	ttlOn := int32(-1)
-	c := e.container(db, azcosmos.ContainerProperties{ID: "c", DefaultTimeToLive: &ttlOn,
-		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}})
+	c := e.containerJSON(db, "c", `"partitionKey":{"paths":["/pk"],"kind":"Hash"},"defaultTtl":-1,"changeFeedPolicy":{"retentionDuration":60}`)
 	const n = 40
 	due := map[string]int64{}
 	for i := range n {

@@ -68,7 +68,7 @@ func TestGatewayKilledMidLoad(t *testing.T) {
 	if r := ea.do("POST", "/dbs", []byte(`{"id":"db"}`), nil); r.status != 201 {
 		t.Fatalf("create database: %d %s", r.status, r.body)
 	}
-	if r := ea.do("POST", "/dbs/db/colls", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash"},"defaultTtl":-1}`), nil); r.status != 201 {
+	if r := ea.do("POST", "/dbs/db/colls", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash"},"defaultTtl":-1,"changeFeedPolicy":{"retentionDuration":60}}`), nil); r.status != 201 {
 		t.Fatalf("create container: %d %s", r.status, r.body)
 	}
 	ca := containerOn(t, ea, "db", "c")

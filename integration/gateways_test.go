@@ -63,8 +63,8 @@ func TestGatewaysOverOneStoreAreOneDatabase(t *testing.T) {
 	gw := gateways(t, 3)
 	ctx := context.Background()
 	db := gw[0].database("db")
-	gw[0].container(db, azcosmos.ContainerProperties{ID: "c", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}},
-		UniqueKeyPolicy: &azcosmos.UniqueKeyPolicy{UniqueKeys: []azcosmos.UniqueKey{{Paths: []string{"/u"}}}}})
+	gw[0].containerJSON(db, "c", `"partitionKey":{"paths":["/pk"],"kind":"Hash"},"uniqueKeyPolicy":{"uniqueKeys":[{"paths":["/u"]}]},`+
+		`"changeFeedPolicy":{"retentionDuration":60}`)
 	cs := []*azcosmos.ContainerClient{containerOn(t, gw[0], "db", "c"), containerOn(t, gw[1], "db", "c"), containerOn(t, gw[2], "db", "c")}
 	pk := azcosmos.NewPartitionKeyString("p")
 

@@ -111,6 +111,20 @@ func (e *env) container(db *azcosmos.DatabaseClient, props azcosmos.ContainerPro
 	return c
 }
 
+// containerJSON creates container id of db from its JSON properties with a
+// raw request, for properties the Go SDK does not model (changeFeedPolicy),
+// and returns its client.
+func (e *env) containerJSON(db *azcosmos.DatabaseClient, id, props string) *azcosmos.ContainerClient {
+	e.t.Helper()
+	body := `{"id":"` + id + `",` + props + `}`
+	expectStatus(e.t, e.do("POST", "/dbs/"+db.ID()+"/colls", []byte(body), nil), http.StatusCreated, "create container "+id)
+	c, err := db.NewContainer(id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return c
+}
+
 // rawResponse is a response read whole.
 type rawResponse struct {
 	status int

@@ -146,10 +146,16 @@ type ttlColl struct {
 	id string
 }
 
+// coll creates container id with partition key /pk, defaultTTL, and a
+// change feed policy, so that the all-versions feed reports its expiries
+// (ttl.md B5).
 func (te *ttlEnv) coll(t *testing.T, id string, defaultTTL *int32) *ttlColl {
 	t.Helper()
-	c := te.container(te.db, azcosmos.ContainerProperties{ID: id, DefaultTimeToLive: defaultTTL,
-		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}})
+	props := `"partitionKey":{"paths":["/pk"],"kind":"Hash"},"changeFeedPolicy":{"retentionDuration":60}`
+	if defaultTTL != nil {
+		props += `,"defaultTtl":` + strconv.Itoa(int(*defaultTTL))
+	}
+	c := te.containerJSON(te.db, id, props)
 	return &ttlColl{ContainerClient: c, te: te, id: id}
 }
 

@@ -61,10 +61,6 @@ type change struct {
 	erase *erasureBatch
 }
 
-// DefaultFeedRetention is how long the version log keeps a change when the
-// container has no changeFeedPolicy.retentionDuration.
-const DefaultFeedRetention = 24 * time.Hour
-
 // Trimming runs on one change in trimEvery and removes up to trimPerChange
 // expired version records, so it keeps pace with writes (two records per
 // change on average) while most writes pay nothing for it: a trim opens an
@@ -111,6 +107,24 @@ func (e *Engine) logChange(tx storage.Txn, c *containerRecord, ch change) error 
 		}
 	}
 	now := e.clock.Now()
+	if c.feedRetention() > 0 {
+		v := versionOf(c, ch, epk, img, now)
+		if err := tx.Set(versionKey(c.Rid, ch.lsn, ch.ord), v.encode()); err != nil {
+			return err
+		}
+	}
+	if err := e.queueGone(tx, c, ch, now); err != nil {
+		return err
+	}
+	if ch.lsn%trimEvery != 0 {
+		return nil
+	}
+	return trimVersions(tx, c, c.versionCutoff(now), ch.lsn)
+}
+
+// versionOf is the version-log record of change ch, whose item image is
+// img and EPK epk, logged at now.
+func versionOf(c *containerRecord, ch change, epk string, img *itemRecord, now time.Time) versionRecord {
 	v := versionRecord{kind: ch.kind, epk: epk, pk: img.pk, id: img.id}
 	switch {
 	case ch.cur != nil:
@@ -135,16 +149,7 @@ func (e *Engine) logChange(tx storage.Txn, c *containerRecord, ch change) error 
 	if ch.prev != nil && ch.cur != nil {
 		v.prev = ch.prev.json
 	}
-	if err := tx.Set(versionKey(c.Rid, ch.lsn, ch.ord), v.encode()); err != nil {
-		return err
-	}
-	if err := e.queueGone(tx, c, ch, now); err != nil {
-		return err
-	}
-	if ch.lsn%trimEvery != 0 {
-		return nil
-	}
-	return trimVersions(tx, c, now.Add(-c.feedRetention()).Unix(), ch.lsn)
+	return v
 }
 
 func ceilSecond(t time.Time) int64 {
@@ -214,16 +219,27 @@ func versionFloor(r storage.Reader, rid []byte, seq int) (uint64, error) {
 }
 
 // feedRetention is the container's changeFeedPolicy.retentionDuration
-// (minutes), or DefaultFeedRetention.
+// (minutes), or 0 when it sets none.
 func (c *containerRecord) feedRetention() time.Duration {
 	m := c.Props.Get("changeFeedPolicy").Get("retentionDuration")
 	if m.Kind() != document.Number || m.Float() <= 0 {
-		return DefaultFeedRetention
+		return 0
 	}
 	if f := m.Float(); f < float64(math.MaxInt64/int64(time.Minute)) {
 		return time.Duration(f * float64(time.Minute))
 	}
 	return time.Duration(math.MaxInt64)
+}
+
+// versionCutoff is the crts (Unix seconds) below which version records are
+// past the container's retention at now: all of them when it sets none,
+// which leaves only records kept while it had one.
+func (c *containerRecord) versionCutoff(now time.Time) int64 {
+	r := c.feedRetention()
+	if r == 0 {
+		return math.MaxInt64
+	}
+	return now.Add(-r).Unix()
 }
 
 // epkOf is the effective partition key of stored partition key bytes.
@@ -870,7 +886,7 @@ func (s *feedScan) versions(seq int) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	cutoff := s.now.Add(-s.c.feedRetention()).Unix()
+	cutoff := s.c.versionCutoff(s.now)
 	return s.walk(famFeedVersion, floor, versionCRTS, func(lsn uint64, _, v []byte) (bool, error) {
 		rec, err := decodeVersionRecord(v)
 		if err != nil {

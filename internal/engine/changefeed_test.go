@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -43,12 +44,17 @@ func newCFEnv(t *testing.T) *cfEnv {
 	return &cfEnv{t: t, e: e, clock: clk, store: s}
 }
 
-// coll creates container id from the JSON properties that follow its id.
+// coll creates container id from the JSON properties that follow its id,
+// with a change feed policy (which all-versions mode needs) unless they
+// set one.
 func (ce *cfEnv) coll(id, props string) {
 	ce.t.Helper()
 	body := `{"id":"` + id + `"`
 	if props != "" {
 		body += "," + props
+	}
+	if !strings.Contains(props, "changeFeedPolicy") {
+		body += `,"changeFeedPolicy":{"retentionDuration":1440}`
 	}
 	if _, err := ce.e.CreateContainer(context.Background(), "db", batchJSON(ce.t, body+"}"), nil); err != nil {
 		ce.t.Fatal(err)
@@ -369,6 +375,64 @@ func TestSeekTime(t *testing.T) {
 	}
 }
 
+// TestChangeFeedVersionsNeedAPolicy: the version log is kept only while
+// the container's changeFeedPolicy sets a retention, as the service keeps
+// intermediate versions and deletes only then. Without one a write logs
+// no version and all-versions mode has nothing to show; records kept
+// under a policy that is then removed are hidden at once and trimmed as
+// later writes come.
+func TestChangeFeedVersionsNeedAPolicy(t *testing.T) {
+	ce := newCFEnv(t)
+	ce.coll("c", pkDef+`,"changeFeedPolicy":{}`)
+	versionKeys := func() int {
+		t.Helper()
+		n := 0
+		err := ce.store.View(context.Background(), func(r storage.Reader) error {
+			it, err := r.NewIter(storage.IterParams{Lower: []byte{famFeedVersion}, Upper: []byte{famFeedVersion + 1}})
+			if err != nil {
+				return err
+			}
+			for ok := it.First(); ok; ok = it.Next() {
+				n++
+			}
+			if err := it.Err(); err != nil {
+				return err
+			}
+			return it.Close()
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	ce.write("c", ModeCreate, `{"id":"a","pk":"x"}`)       // 1
+	ce.write("c", ModeUpsert, `{"id":"a","pk":"x","n":1}`) // 2
+	ce.delete("c", `["x"]`, "a")                           // 3
+	if items, _ := ce.drain(all("c")); len(items) != 0 || versionKeys() != 0 {
+		t.Fatalf("without a policy: %d versions shown, %d kept", len(items), versionKeys())
+	}
+	withPolicy := `{"id":"c",` + pkDef + `,"changeFeedPolicy":{"retentionDuration":10}}`
+	if _, err := ce.e.ReplaceContainer(context.Background(), "db", "c", batchJSON(t, withPolicy), ""); err != nil {
+		t.Fatal(err)
+	}
+	ce.write("c", ModeCreate, `{"id":"b","pk":"x"}`) // 4
+	if items, _ := ce.drain(all("c")); versions(items) != "create:b@4" || versionKeys() != 1 {
+		t.Fatalf("with a policy: %s, %d kept", versions(items), versionKeys())
+	}
+	if _, err := ce.e.ReplaceContainer(context.Background(), "db", "c", batchJSON(t, `{"id":"c",`+pkDef+`}`), ""); err != nil {
+		t.Fatal(err)
+	}
+	if items, _ := ce.drain(all("c")); len(items) != 0 {
+		t.Fatalf("after the policy was removed: %s", versions(items))
+	}
+	for i := 5; i <= trimEvery; i++ {
+		ce.write("c", ModeUpsert, `{"id":"b","pk":"x","n":`+strconv.Itoa(i)+`}`)
+	}
+	if n := versionKeys(); n != 0 {
+		t.Errorf("%d version records left after %d more writes without a policy", n, trimEvery-4)
+	}
+}
+
 func TestChangeFeedAllVersions(t *testing.T) {
 	ce := newCFEnv(t)
 	ce.coll("c", pkDef+`,"defaultTtl":-1`)
@@ -441,7 +505,7 @@ func TestChangeFeedExpiredItemsNeverAppear(t *testing.T) {
 		t.Fatalf("before the purge: %s", latest(items))
 	}
 	// B1: turning TTL off does not bring it back.
-	if _, err := ce.e.ReplaceContainer(context.Background(), "db", "c", batchJSON(t, `{"id":"c",`+pkDef+`}`), ""); err != nil {
+	if _, err := ce.e.ReplaceContainer(context.Background(), "db", "c", batchJSON(t, `{"id":"c",`+pkDef+`,"changeFeedPolicy":{"retentionDuration":1440}}`), ""); err != nil {
 		t.Fatal(err)
 	}
 	if items, _ := ce.drain(lv("c")); latest(items) != "b@2" {

@@ -105,9 +105,9 @@ func TestB4_ExpiredBytesAreErased(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, body := range []string{
-		`{"id":"ttl","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":-1}`,
-		`{"id":"del","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"mayflyErasure":{"deadlineSeconds":120,"onDelete":true}}`,
-		`{"id":"drop","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`,
+		`{"id":"ttl","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":-1,"changeFeedPolicy":{"retentionDuration":1440}}`,
+		`{"id":"del","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"mayflyErasure":{"deadlineSeconds":120,"onDelete":true},"changeFeedPolicy":{"retentionDuration":1440}}`,
+		`{"id":"drop","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"changeFeedPolicy":{"retentionDuration":1440}}`,
 	} {
 		if _, err := e.CreateContainer(ctx, "db", batchJSON(t, body), nil); err != nil {
 			t.Fatal(err)

@@ -22,7 +22,7 @@ type seqEnv struct {
 func newSeqEnv(t *testing.T) *seqEnv {
 	t.Helper()
 	se := &seqEnv{cfEnv: newCFEnv(t)}
-	if _, err := se.e.CreateContainer(context.Background(), "db", batchJSON(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), &Throughput{Manual: 4 * ruPerRange}); err != nil {
+	if _, err := se.e.CreateContainer(context.Background(), "db", batchJSON(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"changeFeedPolicy":{"retentionDuration":1440}}`), &Throughput{Manual: 4 * ruPerRange}); err != nil {
 		t.Fatal(err)
 	}
 	ranges := partition.Split(4)
