@@ -2,7 +2,6 @@ package pebblestore
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
 	"github.com/mayfly-db/mayfly/internal/storage"
@@ -22,19 +21,8 @@ func TestEraseLeavesReadsAlone(t *testing.T) {
 	defer s.Close()
 	ctx := context.Background()
 	const n = 2000
-	key := func(i int) []byte { return fmt.Appendf(nil, "k%05d", i) }
-	val := make([]byte, 500)
-	err = s.Update(ctx, func(tx storage.Txn) error {
-		for i := range n {
-			if err := tx.Set(key(i), val); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := testKey
+	setKeys(t, s, 0, n, make([]byte, 500))
 	if err := s.db.Flush(); err != nil {
 		t.Fatal(err)
 	}

@@ -21,21 +21,10 @@ func TestBlockCacheBesideMemtables(t *testing.T) {
 	}
 	defer s.Close()
 	ctx := context.Background()
-	key := func(i int) []byte { return fmt.Appendf(nil, "k%05d", i) }
-	val := make([]byte, 1000)
+	key := testKey
 	const n = 12000 // 12 MB: several memtables, the last ones of full size
 	for i := 0; i < n; i += 1000 {
-		err := s.Update(ctx, func(tx storage.Txn) error {
-			for j := i; j < i+1000; j++ {
-				if err := tx.Set(key(j), val); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		setKeys(t, s, i, i+1000, make([]byte, 1000))
 	}
 	if err := s.db.Flush(); err != nil {
 		t.Fatal(err)
@@ -94,5 +83,25 @@ func TestReleaseSoonOncePerBurst(t *testing.T) {
 			t.Fatalf("round %d: released twice for one burst", round)
 		case <-time.After(20 * time.Millisecond):
 		}
+	}
+}
+
+// testKey is the i'th key setKeys writes.
+func testKey(i int) []byte { return fmt.Appendf(nil, "k%05d", i) }
+
+// setKeys sets testKey(i) to val for every i in [from, to), in one
+// transaction.
+func setKeys(t *testing.T, s *Store, from, to int, val []byte) {
+	t.Helper()
+	err := s.Update(context.Background(), func(tx storage.Txn) error {
+		for i := from; i < to; i++ {
+			if err := tx.Set(testKey(i), val); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
