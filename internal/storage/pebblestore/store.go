@@ -58,6 +58,14 @@ import (
 	"github.com/mayfly-db/mayfly/internal/storage"
 )
 
+// The sampling of reads for read-triggered compactions (Open): a read
+// per 64 KiB an iterator returns (Pebble multiplies this by 64 KiB), and a
+// table compacted after as many samples as it has MiB, at least 100.
+const (
+	readSamplingMultiplier = 1
+	readCompactionRate     = 1 << 20
+)
+
 // DefaultMemTableSize is for a server. Pebble's own defaults (8 MiB cache,
 // 4 MiB memtables) are tuned for embedding many instances; Mayfly runs one.
 // Every memtable that fills closes and syncs a write-ahead log file while
@@ -249,6 +257,20 @@ func Open(opts Options) (*Store, error) {
 		Cleaner:             eraseCleaner{},
 		MaxManifestFileSize: 1,
 	}
+	// Reads compact the tables they look through. A store whose writes
+	// stop keeps the level-0 tables of its last flushes, and its base
+	// level above level 6, until writes come again, and every point read
+	// looks up their filters and indexes. Pebble samples the reads of its
+	// iterators (scans, and a page's reads after its first few: pointGet)
+	// and compacts a table that the samples keep finding above another
+	// level, once their count reaches its size over ReadCompactionRate (at
+	// least 100). Its defaults sample a read per MiB an iterator returns
+	// and allow a sample per 16 KB of the table: for a 64 MiB table, four
+	// thousand samples, some eight million reads of small records. Here a
+	// read is sampled per 64 KiB and a table of up to 100 MiB goes down
+	// after 100 samples (docs/benchmarks.md, "Reads that compact").
+	po.Experimental.ReadSamplingMultiplier = readSamplingMultiplier
+	po.Experimental.ReadCompactionRate = readCompactionRate
 	// Bloom filters make point lookups that miss (creates, unique-key
 	// checks) skip tables without reading them.
 	policy, known := filterPolicies(opts.Filter)
