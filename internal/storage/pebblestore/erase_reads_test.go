@@ -14,21 +14,10 @@ import (
 // key, each read after an erasure looked up that table's bloom filter as
 // well, which doubled the blocks a drain page read.
 func TestEraseLeavesReadsAlone(t *testing.T) {
-	s, err := Open(Options{Dir: t.TempDir(), MemTableSize: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ctx := context.Background()
 	const n = 2000
+	s := compactedStore(t, n)
+	ctx := context.Background()
 	key := testKey
-	setKeys(t, s, 0, n, make([]byte, 500))
-	if err := s.db.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.db.Compact([]byte("a"), []byte("z"), false); err != nil {
-		t.Fatal(err)
-	}
 	// blocks reads every key, each with a Get of its own, and returns the
 	// blocks those reads looked up.
 	blocks := func() int64 {

@@ -87,6 +87,26 @@ func TestReleaseSoonOncePerBurst(t *testing.T) {
 }
 
 // testKey is the i'th key setKeys writes.
+// compactedStore opens a store with 1 MiB memtables on a temporary
+// directory, sets testKey(i) for every i below n to 500 bytes, and
+// compacts them all into the bottom level; it is closed with the test.
+func compactedStore(t *testing.T, n int) *Store {
+	t.Helper()
+	s, err := Open(Options{Dir: t.TempDir(), MemTableSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	setKeys(t, s, 0, n, make([]byte, 500))
+	if err := s.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.Compact([]byte("a"), []byte("z"), false); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func testKey(i int) []byte { return fmt.Appendf(nil, "k%05d", i) }
 
 // setKeys sets testKey(i) to val for every i in [from, to), in one

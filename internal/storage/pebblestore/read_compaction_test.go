@@ -15,22 +15,12 @@ import (
 // a page's: a hundred Gets in one View, which after the first few go
 // through one iterator, and Pebble samples only an iterator's reads.
 func TestReadsCompactWhatTheyLookThrough(t *testing.T) {
-	s, err := Open(Options{Dir: t.TempDir(), MemTableSize: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ctx := context.Background()
 	const n = 2000
-	setKeys(t, s, 0, n, make([]byte, 500))
-	if err := s.db.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.db.Compact([]byte("a"), []byte("z"), false); err != nil {
-		t.Fatal(err)
-	}
-	// Every tenth key again, flushed: a level-0 table over the others.
-	err = s.Update(ctx, func(tx storage.Txn) error {
+	s := compactedStore(t, n)
+	ctx := context.Background()
+	// Every tenth key again, flushed: a level-0 table that spans the
+	// others, as a flush after scattered writes does.
+	err := s.Update(ctx, func(tx storage.Txn) error {
 		for i := 0; i < n; i += 10 {
 			if err := tx.Set(testKey(i), make([]byte, 500)); err != nil {
 				return err
