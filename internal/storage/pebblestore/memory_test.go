@@ -86,7 +86,6 @@ func TestReleaseSoonOncePerBurst(t *testing.T) {
 	}
 }
 
-// testKey is the i'th key setKeys writes.
 // compactedStore opens a store with 1 MiB memtables on a temporary
 // directory, sets testKey(i) for every i below n to 500 bytes, and
 // compacts them all into the bottom level; it is closed with the test.
@@ -107,6 +106,7 @@ func compactedStore(t *testing.T, n int) *Store {
 	return s
 }
 
+// testKey is the i'th key setKeys writes.
 func testKey(i int) []byte { return fmt.Appendf(nil, "k%05d", i) }
 
 // setKeys sets testKey(i) to val for every i in [from, to), in one
