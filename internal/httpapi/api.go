@@ -13,8 +13,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -457,8 +459,11 @@ func (h *Handler) commonHeaders(rq *request, charge float64) {
 	setHeader(hd, "Date", h.clock.Now().UTC().Format(http.TimeFormat))
 }
 
-// reply writes a JSON body with the common headers.
-func (h *Handler) reply(rq *request, status int, charge float64, body []byte) {
+// reply writes a JSON body with the common headers. It reports whether
+// the body was written whole, after which the caller may reuse it: both
+// HTTP/1 and HTTP/2 response writers have copied or sent the bytes by
+// the time Write returns without an error.
+func (h *Handler) reply(rq *request, status int, charge float64, body []byte) bool {
 	h.commonHeaders(rq, charge)
 	hd := rq.w.Header()
 	if body != nil {
@@ -467,20 +472,47 @@ func (h *Handler) reply(rq *request, status int, charge float64, body []byte) {
 	}
 	rq.status = status
 	rq.w.WriteHeader(status)
-	if body != nil {
-		_, _ = rq.w.Write(body)
+	if body == nil {
+		return true
+	}
+	_, err := rq.w.Write(body)
+	return err == nil
+}
+
+// pageBodies holds the buffers feed and query pages are rendered into. A
+// page of a hundred documents is some 70 KB, written once and dropped: a
+// fifth of all a range query allocated, and the collector's work with it
+// (docs/benchmarks.md, "The collector and a page's body").
+var pageBodies sync.Pool // of *[]byte
+
+// maxPooledBody bounds the buffers kept for reuse: a page may be
+// megabytes, and a pool of such buffers would hold them between requests.
+const maxPooledBody = 256 << 10
+
+// replyPage answers 200 with a feed or query page's envelope, rendered
+// into a reused buffer.
+func (h *Handler) replyPage(rq *request, charge float64, rid, key string, items [][]byte) {
+	bp, _ := pageBodies.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	body := appendFeedBody((*bp)[:0], rid, key, items)
+	if h.reply(rq, http.StatusOK, charge, body) && cap(body) <= maxPooledBody {
+		*bp = body
+		pageBodies.Put(bp)
 	}
 }
 
-// feedBody renders the envelope of a feed or query page.
-func feedBody(rid, key string, items [][]byte) []byte {
-	// One allocation of the final size: a page may hold megabytes, and
-	// growing the buffer copied them over and over.
+// appendFeedBody renders the envelope of a feed or query page onto b.
+func appendFeedBody(b []byte, rid, key string, items [][]byte) []byte {
+	// Grown once to the final size: a page may hold megabytes, and
+	// growing the buffer as it filled copied them over and over.
 	size := len(rid) + len(key) + 48
 	for _, it := range items {
 		size += len(it) + 1
 	}
-	b := append(make([]byte, 0, size), `{"_rid":`...)
+	b = slices.Grow(b, size)
+	b = append(b, `{"_rid":`...)
 	b = document.AppendString(b, rid)
 	b = append(b, ',')
 	b = document.AppendString(b, key)

@@ -59,7 +59,7 @@ func (h *Handler) changeFeed(rq *request, db, coll string) {
 		h.notModified(rq, page.Charge)
 		return
 	}
-	h.reply(rq, http.StatusOK, page.Charge, feedBody(page.CollRid, "Documents", page.Items))
+	h.replyPage(rq, page.Charge, page.CollRid, "Documents", page.Items)
 }
 
 // changeFeedParams reads a change feed request's headers.

@@ -175,7 +175,7 @@ func (h *Handler) listReply(rq *request, rid, key string, items [][]byte) {
 		setHeader(rq.w.Header(), "x-ms-continuation", strconv.Itoa(start+n))
 	}
 	setHeader(rq.w.Header(), "x-ms-item-count", strconv.Itoa(len(items)))
-	h.reply(rq, http.StatusOK, 0, feedBody(rid, key, items))
+	h.replyPage(rq, 0, rid, key, items)
 }
 
 func (h *Handler) createContainer(rq *request, db string) {
@@ -320,7 +320,7 @@ func (h *Handler) pkranges(rq *request, db, coll string) {
 		}).JSON()
 	}
 	setHeader(rq.w.Header(), "x-ms-item-count", strconv.Itoa(len(items)))
-	h.reply(rq, http.StatusOK, 0, feedBody(c.Rid, "PartitionKeyRanges", items))
+	h.replyPage(rq, 0, c.Rid, "PartitionKeyRanges", items)
 }
 
 // itemHeaders sets what every item response carries.
@@ -495,7 +495,7 @@ func (h *Handler) pageReply(rq *request, key string, page *engine.FeedPage) {
 	if page.CollRid != "" {
 		setHeader(hd, "x-ms-content-path", page.CollRid)
 	}
-	h.reply(rq, http.StatusOK, page.Charge, feedBody(page.CollRid, key, page.Items))
+	h.replyPage(rq, page.Charge, page.CollRid, key, page.Items)
 }
 
 func (h *Handler) readFeed(rq *request, db, coll string) {

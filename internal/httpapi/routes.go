@@ -203,7 +203,7 @@ func (h *Handler) methodNotAllowed(rq *request) {
 // are empty, anything else is refused.
 func (h *Handler) unsupportedFeed(rq *request, rest []string, key string) {
 	if rq.r.Method == http.MethodGet && len(rest) == 0 {
-		h.reply(rq, http.StatusOK, 0, feedBody("", key, nil))
+		h.replyPage(rq, 0, "", key, nil)
 		return
 	}
 	if rq.r.Method == http.MethodGet {
@@ -224,7 +224,7 @@ func (h *Handler) conflicts(rq *request, db, coll string, rest []string) {
 	switch {
 	case len(rest) == 0 && (rq.r.Method == http.MethodGet || rq.r.Method == http.MethodPost && isQuery(rq.r)):
 		setHeader(rq.w.Header(), "x-ms-item-count", "0")
-		h.reply(rq, http.StatusOK, 0, feedBody(res.Rid, "Conflicts", nil))
+		h.replyPage(rq, 0, res.Rid, "Conflicts", nil)
 	case len(rest) == 1 && (rq.r.Method == http.MethodGet || rq.r.Method == http.MethodDelete):
 		// A conflict is addressed in its logical partition, as an item is.
 		ref, err := itemRef(rq.r, db, coll)
