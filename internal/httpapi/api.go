@@ -482,7 +482,7 @@ func (h *Handler) reply(rq *request, status int, charge float64, body []byte) bo
 // pageBodies holds the buffers feed and query pages are rendered into. A
 // page of a hundred documents is some 70 KB, written once and dropped: a
 // fifth of all a range query allocated, and the collector's work with it
-// (docs/benchmarks.md, "The collector and a page's body").
+// (docs/benchmarks.md, "A page's body from a pool").
 var pageBodies sync.Pool // of *[]byte
 
 // maxPooledBody bounds the buffers kept for reuse: a page may be
