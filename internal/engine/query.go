@@ -353,7 +353,7 @@ func streamQuery(src itemSource, c *containerRecord, prog *eval.Program, s *item
 			}
 			var b []byte
 			if whole && len(rows) == 1 {
-				b = bytes.Clone(rec.json) // the row is the document as stored
+				b = page.keep(rec.json) // the row is the document as stored
 			} else {
 				b = rows[i].JSON()
 			}

@@ -496,6 +496,8 @@ func (h *Handler) pageReply(rq *request, key string, page *engine.FeedPage) {
 		setHeader(hd, "x-ms-content-path", page.CollRid)
 	}
 	h.replyPage(rq, page.Charge, page.CollRid, key, page.Items)
+	// The body is a copy of the page's documents.
+	page.Release()
 }
 
 func (h *Handler) readFeed(rq *request, db, coll string) {

@@ -14,13 +14,16 @@ import (
 	"github.com/mayfly-db/mayfly/internal/auth"
 )
 
-// TestPageBodiesOverHTTP2: pages render into reused buffers, and a buffer
-// goes back for reuse only once the response writer is done with it. Over
+// TestPageBodiesOverHTTP2: pages render into reused buffers from reused
+// copies of their documents, and each goes back for reuse only once done
+// with: the documents' once rendered, the body's once the response writer
+// is done with it. Over
 // HTTP/2 a large body leaves in frames written by another goroutine as
 // the client's flow-control window allows, so concurrent feeds of two
 // partitions, each page larger than the window, would show any buffer
 // reused too early: a page with the other partition's documents, broken
-// JSON, or (under -race) a data race.
+// JSON, or (under -race, which catches the documents' early release) a
+// data race.
 func TestPageBodiesOverHTTP2(t *testing.T) {
 	h := newTestHandler(t)
 	const perPartition = 30
