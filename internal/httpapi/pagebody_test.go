@@ -14,16 +14,15 @@ import (
 	"github.com/mayfly-db/mayfly/internal/auth"
 )
 
-// TestPageBodiesOverHTTP2: pages render into reused buffers from reused
-// copies of their documents, and each goes back for reuse only once done
-// with: the documents' once rendered, the body's once the response writer
-// is done with it. Over
-// HTTP/2 a large body leaves in frames written by another goroutine as
-// the client's flow-control window allows, so concurrent feeds of two
-// partitions, each page larger than the window, would show any buffer
-// reused too early: a page with the other partition's documents, broken
-// JSON, or (under -race, which catches the documents' early release) a
-// data race.
+// TestPageBodiesOverHTTP2: a page's documents are copied into reused
+// blocks and its body rendered into a reused buffer, and each goes back
+// for reuse only once done with: the blocks once the body is rendered,
+// the buffer once the response writer has taken it. Over HTTP/2 a large
+// body leaves in frames written by another goroutine as the client's
+// flow-control window allows, so concurrent feeds of two partitions, each
+// page larger than the window, show a buffer reused too early as a page
+// with the other partition's documents or broken JSON, and blocks given
+// back too early as a data race under -race.
 func TestPageBodiesOverHTTP2(t *testing.T) {
 	h := newTestHandler(t)
 	const perPartition = 30
