@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -203,6 +204,9 @@ func TestMetricsListener(t *testing.T) {
 		if bytes.Contains(body, []byte(os.Args[0])) {
 			t.Errorf("GET %s shows the command line", path)
 		}
+		if path == "/metrics" {
+			checkStoreMemory(t, body)
+		}
 	}
 	// Without Pprof, no profiles.
 	srv = startServer(t, Config{Addr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0"})
@@ -228,6 +232,23 @@ func TestMetricsListener(t *testing.T) {
 	s3 := startServer(t, busy)
 	if s3.MetricsURL() != "" || len(s3.Warnings()) == 0 {
 		t.Errorf("optional metrics address taken: MetricsURL %q, warnings %q", s3.MetricsURL(), s3.Warnings())
+	}
+}
+
+// checkStoreMemory checks that metrics show the store's memory by kind,
+// with the mutable memtable's arena counted.
+func checkStoreMemory(t *testing.T, metrics []byte) {
+	t.Helper()
+	for _, kind := range []string{"memtables", "recycled_memtables", "block_cache"} {
+		re := regexp.MustCompile(`(?m)^mayfly_store_memory_bytes\{kind="` + kind + `"\} (\S+)$`)
+		m := re.FindSubmatch(metrics)
+		if m == nil {
+			t.Errorf("metrics have no store memory of kind %s", kind)
+			continue
+		}
+		if v, err := strconv.ParseFloat(string(m[1]), 64); err != nil || (kind == "memtables" && v <= 0) {
+			t.Errorf("store memory of kind %s: %s", kind, m[1])
+		}
 	}
 }
 

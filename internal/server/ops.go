@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/mayfly-db/mayfly/internal/engine"
+	"github.com/mayfly-db/mayfly/internal/storage/pebblestore"
 	"github.com/mayfly-db/mayfly/internal/storage/pgstore"
 )
 
@@ -53,6 +54,21 @@ func pgCollectors(st *pgstore.Store) []prometheus.Collector {
 			func(s pgstore.Stats) int32 { return s.PoolSize }),
 		gauge("mayfly_postgres_pool_in_use", "Connections in use now.",
 			func(s pgstore.Stats) int32 { return s.PoolInUse }),
+	}
+}
+
+// pebbleCollectors show what a Pebble store holds in memory outside the
+// Go heap: most of the process's memory under writes.
+func pebbleCollectors(st *pebblestore.Store) []prometheus.Collector {
+	gauge := func(kind string, f func(pebblestore.MemoryUse) int64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mayfly_store_memory_bytes", Help: "Memory the store holds outside the Go heap, by kind.",
+			ConstLabels: prometheus.Labels{"kind": kind}},
+			func() float64 { return float64(f(st.MemoryUse())) })
+	}
+	return []prometheus.Collector{
+		gauge("memtables", func(m pebblestore.MemoryUse) int64 { return m.MemTables }),
+		gauge("recycled_memtables", func(m pebblestore.MemoryUse) int64 { return m.Recycled }),
+		gauge("block_cache", func(m pebblestore.MemoryUse) int64 { return m.BlockCache }),
 	}
 }
 

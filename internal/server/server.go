@@ -214,8 +214,9 @@ type Server struct {
 	tls        bool
 	certPEM    []byte
 	registry   *prometheus.Registry
-	pg         *pgstore.Store // the store, when it is PostgreSQL
-	erasable   bool           // the store is a storage.Eraser
+	pg         *pgstore.Store     // the store, when it is PostgreSQL
+	pebble     *pebblestore.Store // the store, when it is Pebble and opened here
+	erasable   bool               // the store is a storage.Eraser
 	purger     *ttl.Purger
 	erasure    *ttl.Erasure
 	indexer    *engine.Indexer
@@ -255,6 +256,7 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("open store: %w", err)
 		}
 		s.store, s.ownStore = st, true
+		s.pebble = st
 	}
 	// A backup is the store's own copy of itself when it can make one
 	// (Pebble's checkpoint, taken beside the checks: it reads no keys), and
@@ -299,6 +301,9 @@ func New(cfg Config) (*Server, error) {
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if s.pg != nil {
 		s.registry.MustRegister(pgCollectors(s.pg)...)
+	}
+	if s.pebble != nil {
+		s.registry.MustRegister(pebbleCollectors(s.pebble)...)
 	}
 	s.registry.MustRegister(storeSize(s.store)...)
 	s.health = &health{store: s.store}

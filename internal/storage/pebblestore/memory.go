@@ -51,3 +51,23 @@ func callSoon(c clock.Clock, delay time.Duration, fn func()) func() {
 		}
 	}
 }
+
+// MemoryUse is what the store holds in memory outside the Go heap, in
+// bytes.
+type MemoryUse struct {
+	// MemTables is the memtables' arenas in use: the mutable one and
+	// those waiting to be flushed.
+	MemTables int64
+	// Recycled is the arenas of flushed memtables that Pebble keeps, one
+	// at most, for the next memtable of the same size, and those iterators
+	// still read.
+	Recycled int64
+	// BlockCache is the cached blocks of the tables.
+	BlockCache int64
+}
+
+// MemoryUse reports the store's memory outside the Go heap.
+func (s *Store) MemoryUse() MemoryUse {
+	m := s.db.Metrics()
+	return MemoryUse{MemTables: int64(m.MemTable.Size), Recycled: int64(m.MemTable.ZombieSize), BlockCache: m.BlockCache.Size}
+}
