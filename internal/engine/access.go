@@ -203,10 +203,14 @@ func scanItemsDir(r storage.Reader, c *containerRecord, s *itemScope, from []byt
 	prefix := collPrefix(famItem, c.Rid)
 	lo, hi := scopeBounds(prefix, s)
 	lo, hi = resumeBounds(lo, hi, prefix, from, reverse)
+	// One record for the whole scan, not one allocation per item: fn
+	// gets it for the call only, as it gets the stored bytes it points
+	// into.
+	var rec itemRecord
 	return scanRangeDir(r, lo, hi, reverse, func(k, v []byte) (bool, error) {
 		st.records++
-		rec, err := decodeItemRecord(v)
-		if err != nil {
+		var err error
+		if rec, err = decodeItemRecord(v); err != nil {
 			return false, err
 		}
 		return fn(k[len(prefix):], &rec)
@@ -441,7 +445,9 @@ func countSpans(r storage.Reader, spans []keySpan, limit int64, st *readStats) (
 // position from (inclusive; nil: the start). pos is the item's position in
 // the path, where a continuation resumes; loc is where the item is stored.
 // Records are re-filtered by the caller: a source may yield items the
-// query does not want, never omit one it does.
+// query does not want, never omit one it does. rec, like the bytes it
+// holds, is valid only during the call: a caller that keeps a record
+// copies it and detaches it.
 type itemSource func(from []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error
 
 // scanSource reads every item of the scope. A logical partition or a

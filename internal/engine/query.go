@@ -307,6 +307,10 @@ func streamQuery(src itemSource, c *containerRecord, prog *eval.Program, s *item
 	size := 0
 	whole := wholeDocument(prog.Query())
 	parse := docParser(prog.Query(), whole)
+	rowsOf, err := prog.Streamer()
+	if err != nil {
+		return queryError(err)
+	}
 	resume := func(pos []byte, skip int) {
 		next.pos, next.skip = bytes.Clone(pos), skip
 		page.Continuation = next.String()
@@ -317,7 +321,12 @@ func streamQuery(src itemSource, c *containerRecord, prog *eval.Program, s *item
 	// would that make no progress, and then it fails.
 	started := false
 	stopped := false
-	err := src(cur.pos, func(pos, loc []byte, rec *itemRecord) (bool, error) {
+	if page.Items == nil {
+		// Room for a page of the usual size up front, rather than the
+		// doublings that would get there.
+		page.Items = make([][]byte, 0, min(max(limit, 0), 256))
+	}
+	err = src(cur.pos, func(pos, loc []byte, rec *itemRecord) (bool, error) {
 		first := 0
 		if cur.pos != nil && bytes.Equal(pos, cur.pos) {
 			first = cur.skip
@@ -336,7 +345,7 @@ func streamQuery(src itemSource, c *containerRecord, prog *eval.Program, s *item
 			if err != nil {
 				return nil, err
 			}
-			return prog.Rows(doc, docMeta(loc))
+			return rowsOf.Rows(doc, docMeta(loc))
 		}()
 		if err != nil {
 			if progressed && eval.Exhausted(err) {

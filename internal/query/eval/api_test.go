@@ -118,3 +118,62 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// A Streamer gives each document the rows Program.Rows gives it, through
+// the shortcut for FROM over the document and the general walk alike,
+// whatever the documents before it produced.
+func TestStreamerRows(t *testing.T) {
+	docs := []string{
+		`{"id":"a","n":1,"tags":["x","y"],"kids":[{"n":5},{"n":6}]}`,
+		`{"id":"b","n":3,"tags":[]}`,
+		`{"id":"c","n":7,"tags":["z"],"kids":{"n":1}}`,
+		`{"id":"d"}`,
+	}
+	for _, text := range []string{
+		"SELECT * FROM c",
+		"SELECT c.id FROM c WHERE c.n > 2",
+		"SELECT VALUE r.id FROM root r",
+		"SELECT VALUE t FROM c JOIN t IN c.tags",
+		"SELECT VALUE t FROM t IN c.tags",
+		"SELECT VALUE k.n FROM c.kids k",
+		"SELECT c.id, ARRAY(SELECT VALUE t FROM t IN c.tags) AS ts FROM c",
+	} {
+		t.Run(text, func(t *testing.T) {
+			p := compile(t, text, eval.Options{})
+			st, err := p.Streamer()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, raw := range docs {
+				doc, err := document.Parse([]byte(raw))
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, werr := p.Rows(doc, eval.DocMeta{})
+				got, gerr := st.Rows(doc, eval.DocMeta{})
+				if (werr == nil) != (gerr == nil) || document.Arr(got).String() != document.Arr(want).String() {
+					t.Errorf("%s: Streamer %v (%v), Program.Rows %v (%v)", raw, got, gerr, want, werr)
+				}
+			}
+		})
+	}
+	if _, err := compile(t, "SELECT TOP 1 * FROM c", eval.Options{}).Streamer(); err == nil {
+		t.Error("a Streamer of a TOP query")
+	}
+}
+
+// MaxWork bounds each document a Streamer evaluates, not all of them
+// together.
+func TestStreamerWorkPerDocument(t *testing.T) {
+	p := compile(t, "SELECT * FROM c WHERE c.n > 0", eval.Options{MaxWork: 20})
+	st, err := p.Streamer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := document.Obj([]document.Field{{Name: "n", Value: document.Int(1)}})
+	for i := range 100 {
+		if rows, err := st.Rows(doc, eval.DocMeta{}); err != nil || len(rows) != 1 {
+			t.Fatalf("document %d: %v, %v", i, rows, err)
+		}
+	}
+}

@@ -170,27 +170,63 @@ func (p *Program) Budget() *Budget { return p.opts.Budget }
 // Query returns the query the program was compiled from.
 func (p *Program) Query() *ast.Query { return p.q }
 
+var errNotStreaming = ast.NewError("SC3001", "The query needs a full evaluation (Run), not a per-document one.")
+
 // Rows returns the rows one document produces. It is only valid for
 // streaming programs (see Streaming).
 func (p *Program) Rows(doc document.Value, meta DocMeta) ([]document.Value, error) {
 	if !p.Streaming() {
-		return nil, ast.NewError("SC3001", "The query needs a full evaluation (Run), not a per-document one.")
+		return nil, errNotStreaming
 	}
-	ctx := p.newCtx(meta)
-	var rows []document.Value
-	err := ctx.scopes(p.top, nil, doc, func(s scope) error {
-		v, err := ctx.project(p.top, s)
+	return p.newCtx(meta).rows(doc, nil)
+}
+
+// rows appends the rows of a streaming program for doc to rows.
+func (c *ctx) rows(doc document.Value, rows []document.Value) ([]document.Value, error) {
+	top := c.prog.top
+	n := len(rows)
+	err := c.scopes(top, nil, doc, func(s scope) error {
+		v, err := c.project(top, s)
 		if err != nil {
 			return err
 		}
 		if v.IsDefined() {
-			if len(rows) == MaxRowsPerDocument {
+			if len(rows)-n == MaxRowsPerDocument {
 				return ErrFanOut
 			}
 			rows = append(rows, v)
 		}
 		return nil
 	})
+	return rows, err
+}
+
+// A Streamer is Program.Rows for the documents of one page, one after
+// another, with one evaluation state and one slice of rows for them all
+// rather than an allocation of each per document. The rows it returns
+// are valid until its next call; it is not safe for concurrent use.
+type Streamer struct {
+	ctx *ctx
+	buf []document.Value
+}
+
+// Streamer returns a Streamer of a streaming program (see Streaming).
+func (p *Program) Streamer() (*Streamer, error) {
+	if !p.Streaming() {
+		return nil, errNotStreaming
+	}
+	return &Streamer{ctx: p.newCtx(DocMeta{})}, nil
+}
+
+// Rows returns the rows doc produces, as Program.Rows does.
+func (st *Streamer) Rows(doc document.Value, meta DocMeta) ([]document.Value, error) {
+	st.ctx.meta = meta
+	if st.ctx.prog.opts.Budget == nil {
+		// MaxWork bounds each document's rows, as it bounds each Rows call.
+		st.ctx.budget = st.ctx.prog.newCtx(meta).budget
+	}
+	rows, err := st.ctx.rows(doc, st.buf[:0])
+	st.buf = rows
 	return rows, err
 }
 
@@ -330,6 +366,21 @@ func (c *ctx) scopes(cq *compiled, outer scope, root document.Value, emit func(s
 	if q.From == nil {
 		return c.filter(cq, outer, emit)
 	}
+	if outer == nil && len(q.Joins) == 0 && !q.From.Iterate && isIdent(q.From.Expr, cq.container) {
+		// FROM c over each document, the common case: one row bound to
+		// the document, as the general walk below binds it, without its
+		// allocations per document.
+		if err := c.step(); err != nil { // the source's evaluation
+			return err
+		}
+		if !root.IsDefined() {
+			return nil
+		}
+		if err := c.step(); err != nil { // the row
+			return err
+		}
+		return c.filter(cq, scope{{q.From.Alias, root}}, emit)
+	}
 	var sources []*ast.FromSource
 	sources = append(sources, q.From)
 	sources = append(sources, q.Joins...)
@@ -360,6 +411,13 @@ func (c *ctx) scopes(cq *compiled, outer scope, root document.Value, emit func(s
 		return nil
 	}
 	return walk(0, outer)
+}
+
+// isIdent reports whether e is the identifier name (never the empty
+// name).
+func isIdent(e ast.Expr, name string) bool {
+	id, ok := e.(*ast.Ident)
+	return ok && name != "" && id.Name == name
 }
 
 // sourceValues returns the values a FROM or JOIN source binds its alias to.
