@@ -220,11 +220,8 @@ func (p *Program) Streamer() (*Streamer, error) {
 
 // Rows returns the rows doc produces, as Program.Rows does.
 func (st *Streamer) Rows(doc document.Value, meta DocMeta) ([]document.Value, error) {
-	st.ctx.meta = meta
-	if st.ctx.prog.opts.Budget == nil {
-		// MaxWork bounds each document's rows, as it bounds each Rows call.
-		st.ctx.budget = st.ctx.prog.newCtx(meta).budget
-	}
+	// MaxWork bounds each document's rows, as it bounds each Rows call.
+	st.ctx.meta, st.ctx.budget = meta, st.ctx.prog.callBudget()
 	rows, err := st.ctx.rows(doc, st.buf[:0])
 	st.buf = rows
 	return rows, err
@@ -340,11 +337,16 @@ type ctx struct {
 }
 
 func (p *Program) newCtx(meta DocMeta) *ctx {
-	b := p.opts.Budget
-	if b == nil {
-		b = NewBudget(BudgetParams{MaxWork: p.opts.MaxWork})
+	return &ctx{prog: p, meta: meta, budget: p.callBudget()}
+}
+
+// callBudget is the budget of one call: the program's, or without one a
+// new budget of MaxWork.
+func (p *Program) callBudget() *Budget {
+	if b := p.opts.Budget; b != nil {
+		return b
 	}
-	return &ctx{prog: p, meta: meta, budget: b}
+	return NewBudget(BudgetParams{MaxWork: p.opts.MaxWork})
 }
 
 var errWork = ast.NewError("SC3002", "The query exceeded the maximum amount of work allowed for one request.")

@@ -53,10 +53,11 @@ func callSoon(c clock.Clock, delay time.Duration, fn func()) func() {
 }
 
 // MemoryUse is what the store holds in memory outside the Go heap, in
-// bytes.
+// bytes. Memtable arenas count at their full size: an arena's pages become
+// resident as it fills, and stay so once filled, recycled or not.
 type MemoryUse struct {
-	// MemTables is the memtables' arenas in use: the mutable one and
-	// those waiting to be flushed.
+	// MemTables is the arenas of the memtables in use: the mutable one
+	// and those waiting to be flushed.
 	MemTables int64
 	// Recycled is the arenas of flushed memtables that Pebble keeps, one
 	// at most, for the next memtable of the same size, and those iterators
