@@ -22,6 +22,7 @@ import (
 
 	"github.com/mayfly-db/mayfly/internal/clock"
 	"github.com/mayfly-db/mayfly/internal/engine"
+	"github.com/mayfly-db/mayfly/internal/h2"
 	"github.com/mayfly-db/mayfly/internal/httpapi"
 	"github.com/mayfly-db/mayfly/internal/ratelimit"
 	"github.com/mayfly-db/mayfly/internal/storage"
@@ -364,8 +365,10 @@ func New(cfg Config) (*Server, error) {
 	if s.tls {
 		tc := &tls.Config{Certificates: []tls.Certificate{tlsCert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}
 		s.http.TLSConfig = tc
+		(&h2.Server{Logger: cfg.Logger}).Configure(s.http)
 		if s.compute != nil {
 			s.compute.TLSConfig = tc.Clone()
+			(&h2.Server{Logger: cfg.Logger}).Configure(s.compute)
 		}
 	}
 	return s, nil
