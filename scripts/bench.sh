@@ -14,7 +14,8 @@
 # BENCH_PARTITIONS (partition key values, default 64), BENCH_ROUNDS
 # (default 3), BENCH_PHASES (default create,read,query,range),
 # BENCH_MAYFLY_FLAGS (more flags for mayfly, e.g. "--memtable-mib 8
-# --cache-mib 16"; default none).
+# --cache-mib 16"; default none), BENCH_FLOOR_FLAGS (more flags for the
+# floor: "-mayfly-h2" serves it over Mayfly's HTTP/2 server; default none).
 # Results go to bin/bench/.
 set -euo pipefail
 
@@ -28,6 +29,7 @@ partitions=${BENCH_PARTITIONS:-64}
 rounds=${BENCH_ROUNDS:-3}
 phases=${BENCH_PHASES:-create,read,query,range}
 read -r -a mayfly_flags <<< "${BENCH_MAYFLY_FLAGS:-}"
+read -r -a floor_flags <<< "${BENCH_FLOOR_FLAGS:-}"
 mayfly_port=8081
 floor_port=8082
 out=bin/bench
@@ -47,7 +49,7 @@ say "build"
 make --no-print-directory build
 
 say "start the floor on :${floor_port} and mayfly on :${mayfly_port} (data in ${data})"
-start_server "$out/floor.log" ./bin/mayfly-floor -addr ":${floor_port}" -range-rows $((items / partitions))
+start_server "$out/floor.log" ./bin/mayfly-floor -addr ":${floor_port}" -range-rows $((items / partitions)) "${floor_flags[@]}"
 floor_pid=$started_pid
 start_server "$out/mayfly.log" ./bin/mayfly --addr "localhost:${mayfly_port}" --data-dir "$data" "${mayfly_flags[@]}"
 mayfly_pid=$started_pid

@@ -5,7 +5,9 @@
 // It stores nothing and evaluates nothing, so its throughput under the load
 // tool is what the transport, TLS, the signature check and the SDK itself
 // cost. Mayfly's throughput as a ratio of the floor's is then the share of
-// the ceiling that Mayfly's own work leaves.
+// the ceiling that Mayfly's own work leaves. With -mayfly-h2 it serves
+// HTTP/2 with Mayfly's own server (internal/h2), as Mayfly does, rather
+// than net/http's.
 //
 // Requests it answers: GET / (account), database and container create and
 // read, database delete, the partition key ranges feed (with 304 once the
@@ -32,6 +34,7 @@ import (
 	"time"
 
 	"github.com/mayfly-db/mayfly/internal/auth"
+	"github.com/mayfly-db/mayfly/internal/h2"
 	"github.com/mayfly-db/mayfly/internal/tlscert"
 )
 
@@ -41,15 +44,16 @@ func main() {
 	addr := flag.String("addr", ":8082", "listen address")
 	key := flag.String("key", emulatorKey, "account key requests must be signed with")
 	rangeRows := flag.Int("range-rows", 156, "rows a query without an @id parameter returns, in pages of 100 (mayfly-load's range phase)")
+	ownH2 := flag.Bool("mayfly-h2", false, "serve HTTP/2 with Mayfly's own server (internal/h2) instead of net/http's")
 	flag.Parse()
 
-	if err := run(*addr, *key, *rangeRows); err != nil {
+	if err := run(*addr, *key, *rangeRows, *ownH2); err != nil {
 		fmt.Fprintln(os.Stderr, "mayfly-floor:", err)
 		os.Exit(1)
 	}
 }
 
-func run(addr, key string, rangeRows int) error {
+func run(addr, key string, rangeRows int, ownH2 bool) error {
 	verify, err := newVerifier(auth.Config{Keys: []string{key}})
 	if err != nil {
 		return err
@@ -67,6 +71,10 @@ func run(addr, key string, rangeRows int) error {
 		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}},
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),
+	}
+	if ownH2 {
+		srv.TLSConfig.NextProtos = []string{"h2", "http/1.1"}
+		(&h2.Server{}).Configure(srv)
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.ServeTLS(ln, "", "") }()

@@ -364,6 +364,11 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 	if w.head {
 		return len(p), nil
 	}
+	if w.buf == nil {
+		if b, ok := bodyBuffers.Get().(*[]byte); ok {
+			w.buf = *b
+		}
+	}
 	w.buf = append(w.buf, p...)
 	if len(w.buf) >= flushAt {
 		w.send(false)
@@ -390,7 +395,17 @@ func (w *responseWriter) finish() {
 	}
 	w.done = true
 	w.send(true)
+	if w.buf != nil && cap(w.buf) <= 2*flushAt {
+		b := w.buf[:0]
+		bodyBuffers.Put(&b)
+	}
+	w.buf = nil
 }
+
+// bodyBuffers holds response buffers for reuse: a buffer is written out
+// before its handler's stream ends, and nothing keeps it after.
+var bodyBuffers sync.Pool
+
 
 // send writes the buffered body, waiting for window as needed, with the
 // header block first if it has not gone out; end ends the stream.
