@@ -406,7 +406,6 @@ func (w *responseWriter) finish() {
 // before its handler's stream ends, and nothing keeps it after.
 var bodyBuffers sync.Pool
 
-
 // send writes the buffered body, waiting for window as needed, with the
 // header block first if it has not gone out; end ends the stream.
 func (w *responseWriter) send(end bool) {
