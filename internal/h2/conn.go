@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -44,6 +45,7 @@ type conn struct {
 	lower       map[string]string // response header names on the wire; see lowerName
 	peerMaxData int               // the client's SETTINGS_MAX_FRAME_SIZE
 	deadline    time.Time         // the write deadline last set on nc
+	settingsOut bool              // this side's SETTINGS, its first frame, has been sent
 	writeErr    error             // once a write fails, every later one does
 
 	mu            sync.Mutex // guards the streams and the send windows below
@@ -102,6 +104,7 @@ func (c *conn) serve() {
 		); err != nil {
 			return err
 		}
+		c.settingsOut = true
 		return c.wfr.WriteWindowUpdate(0, connWindow-65535)
 	})
 	if err != nil {
@@ -224,14 +227,17 @@ func (c *conn) processHeaders(f *http2.MetaHeadersFrame) (http2.ErrCode, error) 
 			return http2.ErrCodeProtocol, errors.New("second HEADERS without END_STREAM")
 		}
 		// Trailers: the body is complete; their fields are not kept.
-		st.body.finish(io.EOF)
+		if code := st.body.push(nil, 0, true); code != http2.ErrCodeNo {
+			c.resetStream(id, code)
+		}
 		return 0, nil
 	}
-	c.maxStreamID = id
 	if c.goingAway || c.closed {
+		// Past the GOAWAY's last stream: the client retries elsewhere.
 		c.mu.Unlock()
 		return 0, nil
 	}
+	c.maxStreamID = id
 	if len(c.streams) >= maxStreams {
 		c.mu.Unlock()
 		c.resetStream(id, http2.ErrCodeRefusedStream)
@@ -240,6 +246,9 @@ func (c *conn) processHeaders(f *http2.MetaHeadersFrame) (http2.ErrCode, error) 
 	st := newStream(c, id, c.initialWindow)
 	c.streams[id] = st
 	c.mu.Unlock()
+	if f.StreamEnded() {
+		st.body.finish(io.EOF)
+	}
 
 	if f.Truncated {
 		c.refuse(st, http.StatusRequestHeaderFieldsTooLarge)
@@ -252,9 +261,7 @@ func (c *conn) processHeaders(f *http2.MetaHeadersFrame) (http2.ErrCode, error) 
 		c.endStream(st)
 		return 0, nil
 	}
-	if f.StreamEnded() {
-		st.body.finish(io.EOF)
-	} else {
+	if !f.StreamEnded() {
 		st.readTimer = time.AfterFunc(c.srv.readTimeout, func() {
 			st.body.finish(errors.New("h2: request body timed out"))
 		})
@@ -316,6 +323,10 @@ func (c *conn) processWindowUpdate(f *http2.WindowUpdateFrame) (http2.ErrCode, e
 		c.mu.Unlock()
 		return 0, nil
 	}
+	if f.StreamID > c.maxStreamID {
+		c.mu.Unlock()
+		return http2.ErrCodeProtocol, errors.New("WINDOW_UPDATE on an idle stream")
+	}
 	st := c.streams[f.StreamID]
 	if st == nil {
 		c.mu.Unlock()
@@ -357,13 +368,17 @@ func (c *conn) processSettings(f *http2.SettingsFrame) (http2.ErrCode, error) {
 		switch s.ID {
 		case http2.SettingInitialWindowSize:
 			c.mu.Lock()
+			defer c.mu.Unlock()
 			delta := int64(s.Val) - c.initialWindow
 			c.initialWindow = int64(s.Val)
 			for _, st := range c.streams {
 				st.sendWindow += delta
+				if st.sendWindow > 1<<31-1 {
+					code = http2.ErrCodeFlowControl
+					return errors.New("a stream's window overflows")
+				}
 			}
 			c.wakeWindowWaitersLocked()
-			c.mu.Unlock()
 		case http2.SettingMaxFrameSize:
 			c.wmu.Lock()
 			c.peerMaxData = int(s.Val)
@@ -392,6 +407,18 @@ func (c *conn) refuse(st *stream, status int) {
 
 func (c *conn) runHandler(st *stream, req *http.Request) {
 	defer c.handlers.Done()
+	defer func() {
+		// As net/http's servers do, a handler's panic ends its own
+		// stream only; http.ErrAbortHandler is the quiet way to do it.
+		if p := recover(); p != nil {
+			if p != http.ErrAbortHandler {
+				c.srv.Logger.Error("h2: handler panicked", "method", req.Method, "path", req.URL.Path,
+					"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			}
+			c.cancelStream(st, http2.ErrCodeInternal)
+			c.endStream(st)
+		}
+	}()
 	w := newResponseWriter(st, req.Method)
 	c.h.ServeHTTP(w, req)
 	w.finish()
@@ -455,7 +482,14 @@ func (c *conn) sendGoAway(code http2.ErrCode) {
 	c.mu.Lock()
 	last := c.maxStreamID
 	c.mu.Unlock()
-	c.writeQuiet(func() error { return c.wfr.WriteGoAway(last, code, nil) })
+	c.writeQuiet(func() error {
+		if !c.settingsOut {
+			// A server's first frame must be SETTINGS (RFC 9113, 3.4):
+			// before it, the connection is only closed.
+			return nil
+		}
+		return c.wfr.WriteGoAway(last, code, nil)
+	})
 }
 
 // closeAfterFlush closes the socket; serve's read then fails and it ends.
@@ -463,6 +497,27 @@ func (c *conn) closeAfterFlush() {
 	c.wmu.Lock()
 	c.nc.Close()
 	c.wmu.Unlock()
+}
+
+// cancelStream resets a stream this side gives up on, unless it has been
+// reset already.
+func (c *conn) cancelStream(st *stream, code http2.ErrCode) {
+	c.mu.Lock()
+	if st.rst {
+		c.mu.Unlock()
+		return
+	}
+	st.abortLocked(fmt.Errorf("h2: stream reset (%v)", code))
+	c.mu.Unlock()
+	c.writeQuiet(func() error { return c.wfr.WriteRSTStream(st.id, code) })
+}
+
+// releaseSlot stops counting st against the concurrent streams, as its
+// last frame goes out: a client may open another as soon as it sees it.
+func (c *conn) releaseSlot(st *stream) {
+	c.mu.Lock()
+	delete(c.streams, st.id)
+	c.mu.Unlock()
 }
 
 // resetStream sends RST_STREAM; a stream still open is aborted first.
@@ -504,9 +559,11 @@ func (c *conn) writeLocked(fn func() error) error {
 	if c.writeErr != nil {
 		return c.writeErr
 	}
-	// The deadline is moved when it is more than a second stale, not on
-	// every write: each move costs a timer update.
-	if now := c.srv.Clock.Now(); c.deadline.Sub(now) < c.srv.writeTimeout-time.Second {
+	// The deadline is moved once it has run down by a quarter of the
+	// timeout (a second at most), not on every write: each move costs a
+	// timer update.
+	slack := min(time.Second, c.srv.writeTimeout/4)
+	if now := c.srv.Clock.Now(); c.deadline.Sub(now) < c.srv.writeTimeout-slack {
 		c.deadline = now.Add(c.srv.writeTimeout)
 		if err := c.nc.SetWriteDeadline(c.deadline); err != nil {
 			c.writeErr = err

@@ -43,6 +43,7 @@ func newStream(c *conn, id uint32, window int64) *stream {
 	st.ctx, st.cancel = context.WithCancel(c.ctx)
 	st.body.st = st
 	st.body.window = streamWindow
+	st.body.declared = -1
 	st.body.cond.L = &st.body.mu
 	return st
 }
@@ -77,11 +78,15 @@ type body struct {
 	ended   bool  // END_STREAM arrived
 	window  int64 // what the client may still send
 	unacked int64 // bytes read whose window is not yet returned
+	// declared is the request's content-length, -1 if it had none;
+	// received counts the data bytes that came.
+	declared, received int64
 }
 
 // push appends a DATA frame's data (its length on the wire n, with
-// padding). It returns a stream error's code if the client overran the
-// window.
+// padding); end marks the body's end, by the frame or by trailers. It
+// returns a stream error's code if the client overran the window or sent
+// other than the content-length it declared.
 func (b *body) push(data []byte, n int64, end bool) http2.ErrCode {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -91,10 +96,20 @@ func (b *body) push(data []byte, n int64, end bool) http2.ErrCode {
 	if n > b.window {
 		return http2.ErrCodeFlowControl
 	}
+	b.received += int64(len(data))
+	if b.declared >= 0 && (b.received > b.declared || end && b.received != b.declared) {
+		return http2.ErrCodeProtocol
+	}
 	b.window -= n
 	// Padding counts against the window; it goes back with the next credit.
 	b.unacked += n - int64(len(data))
 	if b.err == nil {
+		if b.off > 0 && len(b.buf)+len(data) > cap(b.buf) {
+			// What was read goes, so the buffer holds at most what the
+			// window lets the client send ahead.
+			b.buf = b.buf[:copy(b.buf, b.buf[b.off:])]
+			b.off = 0
+		}
 		b.buf = append(b.buf, data...)
 	}
 	if end {
@@ -233,14 +248,19 @@ func (c *conn) newRequest(f *http2.MetaHeadersFrame, st *stream) (*http.Request,
 		Method: method, URL: u, Proto: "HTTP/2.0", ProtoMajor: 2, Header: header,
 		Host: authority, RequestURI: path, RemoteAddr: c.remote, TLS: c.tls, Body: http.NoBody,
 	}
+	if v := header.Get("Content-Length"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 63)
+		if err != nil {
+			return nil, errors.New("content-length is not a number")
+		}
+		if f.StreamEnded() && n > 0 {
+			return nil, errors.New("content-length with no body")
+		}
+		st.body.declared = int64(n)
+	}
 	if !f.StreamEnded() {
 		r.Body = &st.body
-		r.ContentLength = -1
-		if v := header.Get("Content-Length"); v != "" {
-			if n, err := strconv.ParseUint(v, 10, 63); err == nil {
-				r.ContentLength = int64(n)
-			}
-		}
+		r.ContentLength = st.body.declared
 	}
 	return r.WithContext(st.ctx), nil
 }
@@ -308,6 +328,9 @@ func (c *conn) waitWindow(st *stream) error {
 	}
 }
 
+// sniffLen is how much of a body http.DetectContentType looks at.
+const sniffLen = 512
+
 // flushAt is how much of a response's body is buffered before it is sent:
 // a body up to it goes out with its header block in one write, with its
 // Content-Length.
@@ -362,6 +385,11 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 	}
 	w.written += int64(len(p))
 	if w.head {
+		// The body is not sent, but its first bytes give the
+		// Content-Type GET would have.
+		if room := sniffLen - len(w.buf); room > 0 {
+			w.buf = append(w.buf, p[:min(room, len(p))]...)
+		}
 		return len(p), nil
 	}
 	if w.buf == nil {
@@ -395,6 +423,11 @@ func (w *responseWriter) finish() {
 	}
 	w.done = true
 	w.send(true)
+	if w.err != nil && !errors.Is(w.err, errStreamClosed) {
+		// Given up on (the client's window stayed shut): the client
+		// learns the response will not complete.
+		w.st.c.cancelStream(w.st, http2.ErrCodeCancel)
+	}
 	if w.buf != nil && cap(w.buf) <= 2*flushAt {
 		b := w.buf[:0]
 		bodyBuffers.Put(&b)
@@ -411,6 +444,9 @@ var bodyBuffers sync.Pool
 func (w *responseWriter) send(end bool) {
 	c := w.st.c
 	data := w.buf
+	if w.head {
+		data = nil
+	}
 	for w.err == nil {
 		n, err := c.reserve(w.st, len(data))
 		if err != nil {
@@ -420,6 +456,9 @@ func (w *responseWriter) send(end bool) {
 		chunk := data[:n]
 		data = data[n:]
 		last := end && len(data) == 0
+		if last {
+			c.releaseSlot(w.st)
+		}
 		if !w.sentHeader || len(chunk) > 0 || last {
 			if err := c.write(func() error { return w.writeFrames(chunk, last) }); err != nil {
 				w.err = err
@@ -509,7 +548,7 @@ func (w *responseWriter) encodeHeader() []byte {
 		enc("date", c.srv.dateHeader())
 	}
 	if _, ok := w.header["Content-Type"]; !ok && allowed && len(w.buf) > 0 {
-		enc("content-type", http.DetectContentType(w.buf))
+		enc("content-type", http.DetectContentType(w.buf[:min(len(w.buf), sniffLen)]))
 	}
 	if _, ok := w.header["Content-Length"]; !ok && allowed && w.done && (!w.head || w.written > 0) {
 		enc("content-length", strconv.FormatInt(w.written, 10))

@@ -34,7 +34,8 @@ var patternRules = []patternRule{
 	},
 	{
 		name: "recover",
-		why: "a panic is recovered in one place only, the HTTP handler, which logs it and answers 500; " +
+		why: "a panic is recovered in one place only, the HTTP handler, which logs it and answers 500 " +
+			"(and the HTTP/2 server, which ends the stream of a handler that panicked, as net/http does); " +
 			"anywhere else a recover hides a broken invariant and can leave a lock held",
 		match: func(c *ast.CallExpr) bool {
 			id, ok := c.Fun.(*ast.Ident)
@@ -45,7 +46,9 @@ var patternRules = []patternRule{
 		// Pebble panics in its commit pipeline once its write-ahead log
 		// has failed; the Pebble store turns that one panic into an
 		// error and stops writing (internal/storage/pebblestore/failure.go).
-		allowed: []string{"internal/httpapi/api.go", "internal/storage/storagetest/", "internal/storage/pebblestore/failure.go"},
+		// The HTTP/2 server stands in for net/http's, which recovers a
+		// handler's panic and ends only its stream.
+		allowed: []string{"internal/httpapi/api.go", "internal/h2/conn.go", "internal/storage/storagetest/", "internal/storage/pebblestore/failure.go"},
 		cmdToo:  true,
 	},
 }
