@@ -82,7 +82,7 @@ func run(args []string) error {
 	enforce := fs.Bool("enforce-throughput", false, "refuse requests over a container's provisioned throughput with 429, as the emulator's rate-limiting mode does")
 	reserve := fs.Int64("disk-reserve-mib", 0, "free space in MiB that writes leave on the data directory's filesystem for the store's flushes and compactions; writes that find less are refused with 507 until space returns (0: 256; -1: no check)")
 	cacheMiB := fs.Int64("cache-mib", 0, "the store's block cache in MiB (0: an eighth of the memory, at least 64)")
-	memtableMiB := fs.Int64("memtable-mib", 0, "the size of one of the store's memtables in MiB (0: 64); up to four may be held while flushes catch up")
+	memtableMiB := fs.Int64("memtable-mib", 0, "the size of one of the store's memtables in MiB (0: 16); up to four may be held while flushes catch up")
 	clockSkew := fs.Duration("clock-skew", 0, "for testing: run this gateway's local clock this much ahead (or, negative, behind) the machine's; expiry is judged by the store's clock where the store has one, so gateways over one store still agree")
 	eraseDeadline := fs.Duration("erase-deadline", ttl.DefaultEraseDeadline, "longest an expired item's bytes stay in the store's files after its expiry (ttl.md B4); a container's mayflyErasure.deadlineSeconds overrides it")
 	purgeRU := fs.Float64("purge-ru-per-second", 10000, "request units per second per container the TTL purger may spend when users leave them spare")

@@ -27,13 +27,13 @@ import (
 // says otherwise (hugePageEnv). It returns only when it does not: nil if
 // there was nothing to do, or why the exec failed.
 //
-// The store allocates its memtables with the C allocator: arenas of up to
-// 64 MiB that every write searches and inserts into, at random places. On
-// 4 KiB pages each step of those searches can miss the TLB, and every new
-// page is a fault; with huge pages a create costs about a tenth less CPU
-// (docs/benchmarks.md, "Huge pages for the memtables"). The allocator reads
-// the tunable only as the process starts, so it cannot be set from here
-// but by starting again.
+// The store allocates its memtables with the C allocator: arenas of many
+// MiB (16 by default) that every write searches and inserts into, at
+// random places. On 4 KiB pages each step of those searches can miss the
+// TLB, and every new page is a fault; with huge pages a create costs
+// about a tenth less CPU (docs/benchmarks.md, "Huge pages for the
+// memtables"). The allocator reads the tunable only as the process starts,
+// so it cannot be set from here but by starting again.
 func ExecWithHugePages() error {
 	thp, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
 	if err != nil {

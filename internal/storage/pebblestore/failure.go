@@ -39,11 +39,11 @@ import (
 // the directory from its durable state.
 
 // DefaultReserve is the free space below which durable writes are refused
-// when Options.Reserve is 0: room for the memtables in memory (up to four of
-// DefaultMemTableSize) to be flushed. Compactions need room for their output
-// too; a store whose compactions are larger than the reserve keeps them
-// waiting until the purge or the operator frees space.
-const DefaultReserve = 4 * DefaultMemTableSize
+// when Options.Reserve is 0: room for the memtables in memory (up to four)
+// to be flushed, and for a level-0 compaction, which merges about as many
+// bytes as four memtables of l0ReferenceMemTable (l0Thresholds). Larger
+// compactions keep waiting until the purge or the operator frees space.
+const DefaultReserve = 4 * l0ReferenceMemTable
 
 // checkSpace refuses a write when the filesystem holding the store has less
 // than the reserve free (a quarter of it for deferred writes).

@@ -3,13 +3,13 @@ package pebblestore
 import "testing"
 
 // The level-0 thresholds keep the bytes a level-0 compaction merges near
-// what Pebble's defaults merge with the default memtables.
+// what Pebble's defaults merge with 64 MiB memtables.
 func TestL0Thresholds(t *testing.T) {
 	for _, tc := range []struct {
 		size          uint64
 		compact, stop int
 	}{
-		{DefaultMemTableSize, 4, 12},
+		{64 << 20, 4, 12},
 		{128 << 20, 4, 12},
 		{32 << 20, 8, 16},
 		{16 << 20, 16, 32},

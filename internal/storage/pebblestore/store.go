@@ -70,11 +70,19 @@ const (
 // 4 MiB memtables) are tuned for embedding many instances; Mayfly runs one.
 // Every memtable that fills closes and syncs a write-ahead log file while
 // commits wait, and becomes a level-0 table that compactions must merge
-// down: 64 MiB memtables (RocksDB's default write buffer) cut the CPU a
-// purged item costs, its compactions included, by a sixth against 16 MiB
-// (docs/benchmarks.md). Pebble starts small and doubles up to this size,
-// so a store that writes little never holds it.
-const DefaultMemTableSize = 64 << 20
+// down, so larger ones cost a write less CPU; but Pebble holds two of them
+// whole under a steady write load (the mutable one, and a flushed one kept
+// for reuse), and with 64 MiB ones a server under make bench's load
+// peaked at 140-155 MB. At 16 MiB it stays near 95 MB; a create costs
+// about a twentieth more CPU and the purge of a large container runs a
+// little slower, with the level-0 thresholds scaled to match (l0Thresholds;
+// docs/benchmarks.md, "The memtable size, after the transport"). Pebble
+// starts small and doubles up to this size.
+const DefaultMemTableSize = 16 << 20
+
+// l0ReferenceMemTable is the memtable size the level-0 thresholds are
+// scaled from: with it, Pebble's own threshold of 4 sublevels.
+const l0ReferenceMemTable = 64 << 20
 
 // l0Thresholds returns the level-0 sublevel counts at which compactions of
 // level 0 begin and writes stop, for memtables of size bytes.
@@ -89,7 +97,7 @@ const DefaultMemTableSize = 64 << 20
 // default's, with at most 24 sublevels for a read to look through, gave
 // 45,000 (docs/benchmarks.md, "Memory under load").
 func l0Thresholds(size uint64) (compact, stop int) {
-	compact = min(max(int(4*DefaultMemTableSize/max(size, 1)), 4), 24)
+	compact = min(max(int(4*l0ReferenceMemTable/max(size, 1)), 4), 24)
 	return compact, max(12, 2*compact)
 }
 
