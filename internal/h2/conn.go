@@ -447,7 +447,7 @@ func (c *conn) endStream(st *stream) {
 		c.resetStream(st.id, http2.ErrCodeNo)
 	}
 	if closeNow {
-		c.closeAfterFlush()
+		c.closeSocket()
 	}
 }
 
@@ -474,7 +474,7 @@ func (c *conn) goAway() {
 	c.mu.Unlock()
 	c.sendGoAway(http2.ErrCodeNo)
 	if done {
-		c.closeAfterFlush()
+		c.closeSocket()
 	}
 }
 
@@ -492,8 +492,9 @@ func (c *conn) sendGoAway(code http2.ErrCode) {
 	})
 }
 
-// closeAfterFlush closes the socket; serve's read then fails and it ends.
-func (c *conn) closeAfterFlush() {
+// closeSocket closes the socket, after any write in progress; serve's
+// read then fails and it ends.
+func (c *conn) closeSocket() {
 	c.wmu.Lock()
 	c.nc.Close()
 	c.wmu.Unlock()

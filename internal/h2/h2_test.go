@@ -451,6 +451,17 @@ func recv[T any](t *testing.T, ch <-chan T, what string) T {
 	}
 }
 
+// awaitCancel waits, in a handler, for its request's context to end, and
+// returns the context's error, or an error of its own after hangLimit.
+func awaitCancel(r *http.Request) error {
+	select {
+	case <-r.Context().Done():
+		return r.Context().Err()
+	case <-time.After(hangLimit):
+		return errors.New("the handler's context was not canceled")
+	}
+}
+
 // --- Requests and responses through net/http's client ---
 
 // requestSeen is what a handler saw of its request.
@@ -1296,12 +1307,7 @@ func TestClientCancel(t *testing.T) {
 	ts := startServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/block" {
 			started <- struct{}{}
-			select {
-			case <-r.Context().Done():
-				canceled <- r.Context().Err()
-			case <-time.After(hangLimit):
-				canceled <- errors.New("the handler's context was not canceled")
-			}
+			canceled <- awaitCancel(r)
 			return
 		}
 		io.WriteString(w, r.RemoteAddr)
@@ -1358,10 +1364,8 @@ func TestRawClientReset(t *testing.T) {
 			return
 		}
 		started <- struct{}{}
-		select {
-		case <-r.Context().Done():
-		case <-time.After(hangLimit):
-			afterCancel <- errors.New("the handler's context was not canceled")
+		if err := awaitCancel(r); !errors.Is(err, context.Canceled) {
+			afterCancel <- err
 			return
 		}
 		w.Write([]byte("late"))
@@ -1837,12 +1841,7 @@ func TestCloseCancelsHandler(t *testing.T) {
 	canceled := make(chan error, 1)
 	ts := startServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		started <- struct{}{}
-		select {
-		case <-r.Context().Done():
-			canceled <- nil
-		case <-time.After(hangLimit):
-			canceled <- errors.New("the handler's context was not canceled")
-		}
+		canceled <- awaitCancel(r)
 	}))
 	clientErr := make(chan error, 1)
 	go func() {
@@ -1856,8 +1855,8 @@ func TestCloseCancelsHandler(t *testing.T) {
 	if err := ts.hs.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := recv(t, canceled, "the handler's context"); err != nil {
-		t.Error(err)
+	if err := recv(t, canceled, "the handler's context"); !errors.Is(err, context.Canceled) {
+		t.Errorf("handler's context: %v, want canceled", err)
 	}
 	if err := recv(t, clientErr, "the client"); err == nil {
 		t.Errorf("the request succeeded across Close")
