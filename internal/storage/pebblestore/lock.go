@@ -34,7 +34,7 @@ func lockDir(dir string) (*pebble.Lock, error) {
 	if err := os.MkdirAll(dir, dirMode); err != nil {
 		return nil, fmt.Errorf("create %q: %w", dir, err)
 	}
-	lock, err := pebble.LockDirectory(dir, privateFS{vfs.Default})
+	lock, err := pebble.LockDirectory(dir, privateFS{FS: vfs.Default})
 	if err != nil {
 		if !isLockConflict(err) {
 			return nil, fmt.Errorf("lock %q: %w", dir, err)

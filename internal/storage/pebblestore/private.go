@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"github.com/cockroachdb/pebble/vfs"
+
+	"github.com/mayfly-db/mayfly/internal/uring"
 )
 
 // Modes of everything the store creates on disk: the data is the account's,
@@ -18,9 +20,11 @@ const (
 // privateFS is the operating system's filesystem with every file the store
 // creates narrowed to fileMode and every directory to dirMode. Pebble
 // creates files with mode 0666 less the umask, which on most systems leaves
-// them readable by everyone.
+// them readable by everyone. With a ring, the logs it creates sync their
+// data through it (ringFile).
 type privateFS struct {
 	vfs.FS
+	ring *uring.Ring
 }
 
 var _ vfs.FS = privateFS{}
@@ -40,7 +44,19 @@ func narrow(f vfs.File, name string, err error) (vfs.File, error) {
 
 func (p privateFS) Create(name string) (vfs.File, error) {
 	f, err := p.FS.Create(name)
-	return narrow(f, name, err)
+	if f, err = narrow(f, name, err); err != nil {
+		return nil, err
+	}
+	return p.log(f, name), nil
+}
+
+// log wraps f, created as name, in a ringFile when it is a log and the
+// filesystem has a ring.
+func (p privateFS) log(f vfs.File, name string) vfs.File {
+	if p.ring == nil || !isLog(name) {
+		return f
+	}
+	return ringFile{File: f, ring: p.ring}
 }
 
 func (p privateFS) OpenReadWrite(name string, opts ...vfs.OpenOption) (vfs.File, error) {
@@ -50,7 +66,10 @@ func (p privateFS) OpenReadWrite(name string, opts ...vfs.OpenOption) (vfs.File,
 
 func (p privateFS) ReuseForWrite(oldname, newname string) (vfs.File, error) {
 	f, err := p.FS.ReuseForWrite(oldname, newname)
-	return narrow(f, newname, err)
+	if f, err = narrow(f, newname, err); err != nil {
+		return nil, err
+	}
+	return p.log(f, newname), nil
 }
 
 func (p privateFS) MkdirAll(dir string, _ os.FileMode) error {

@@ -56,6 +56,7 @@ import (
 	"github.com/mayfly-db/mayfly/internal/clock"
 	"github.com/mayfly-db/mayfly/internal/memory"
 	"github.com/mayfly-db/mayfly/internal/storage"
+	"github.com/mayfly-db/mayfly/internal/uring"
 )
 
 // The sampling of reads for read-triggered compactions (Open): a read
@@ -156,6 +157,11 @@ type Options struct {
 	// failure.go). 0 means DefaultReserve; a negative value disables the
 	// check.
 	Reserve int64
+
+	// PlainSync syncs the write-ahead log with a blocking fdatasync(2)
+	// even where io_uring is available (ringsync.go), as it is where it
+	// is not.
+	PlainSync bool
 }
 
 // DefaultVerifyLimit is the largest total of tables Open reads in full to
@@ -193,6 +199,8 @@ type Store struct {
 	flushSoon func()
 
 	hot *hotKeys // Options.Hot's committed values; nil without it
+
+	ring *uring.Ring // syncs the logs (ringsync.go); nil without io_uring
 
 	mu       sync.Mutex
 	closed   bool
@@ -309,7 +317,22 @@ func Open(opts Options) (*Store, error) {
 		return st, nil
 	}
 	dir := opts.Dir
-	po.FS = privateFS{vfs.Default}
+	fs := privateFS{FS: vfs.Default}
+	if !opts.ReadOnly && !opts.PlainSync {
+		ring, err := uring.Open()
+		if err != nil {
+			log.Info("pebblestore: io_uring is unavailable; the log's syncs block a thread", "err", err)
+		} else {
+			fs.ring = ring
+			// Closed here if Open fails; the store takes it otherwise.
+			defer func() {
+				if fs.ring != nil {
+					_ = fs.ring.Close()
+				}
+			}()
+		}
+	}
+	po.FS = fs
 	if opts.ReadOnly {
 		if _, err := os.Stat(dir); err != nil {
 			return nil, fmt.Errorf("pebblestore: %w", err)
@@ -330,6 +353,7 @@ func Open(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("pebblestore: open %q: %w", dir, err)
 	}
 	st := newStore(db, dir, lock, true, log, manifests)
+	st.ring, fs.ring = fs.ring, nil // closed by Close from here on
 	st.hot = newHotKeys(opts.Hot)
 	if idle := cmp.Or(opts.IdleFlush, DefaultIdleFlush); idle > 0 && !opts.ReadOnly {
 		go st.flushWhenIdle(clock.Real{}, idle, memTableSize/minIdleFlush)
@@ -641,6 +665,12 @@ func (s *Store) Close() error {
 		return fmt.Errorf("pebblestore: close after a failed write: %w", ferr)
 	}
 	err := s.db.Close()
+	if s.ring != nil {
+		// After the database: its last log sync is behind it.
+		if rerr := s.ring.Close(); err == nil {
+			err = rerr
+		}
+	}
 	if s.lock != nil {
 		// Pebble dropped its reference to the lock; this drops Open's,
 		// which releases it.
