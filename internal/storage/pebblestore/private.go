@@ -47,12 +47,12 @@ func (p privateFS) Create(name string) (vfs.File, error) {
 	if f, err = narrow(f, name, err); err != nil {
 		return nil, err
 	}
-	return p.log(f, name), nil
+	return p.logFile(f, name), nil
 }
 
-// log wraps f, created as name, in a ringFile when it is a log and the
+// logFile wraps f, created as name, in a ringFile when it is a log and the
 // filesystem has a ring.
-func (p privateFS) log(f vfs.File, name string) vfs.File {
+func (p privateFS) logFile(f vfs.File, name string) vfs.File {
 	if p.ring == nil || !isLog(name) {
 		return f
 	}
@@ -69,7 +69,7 @@ func (p privateFS) ReuseForWrite(oldname, newname string) (vfs.File, error) {
 	if f, err = narrow(f, newname, err); err != nil {
 		return nil, err
 	}
-	return p.log(f, newname), nil
+	return p.logFile(f, newname), nil
 }
 
 func (p privateFS) MkdirAll(dir string, _ os.FileMode) error {

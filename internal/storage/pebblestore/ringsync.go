@@ -11,10 +11,10 @@ import (
 // ringFile is a write-ahead log file whose data syncs go through an
 // io_uring ring: the log writer's goroutine then waits for the disk parked
 // on the runtime's poller rather than in a blocking system call, which the
-// scheduler answers with a processor hand-off, a sleeping thread and a
-// monitor that wakes every 20 µs (package uring). Commits wait for these
-// syncs, so they are on every durable write's path; a full Sync, and every
-// other file's, stays the usual blocking call.
+// scheduler may answer by handing its processor to another thread (package
+// uring). Commits wait for these syncs, so they are on every durable
+// write's path; a full Sync, and every other file's, stays the usual
+// blocking call.
 type ringFile struct {
 	vfs.File
 	ring *uring.Ring

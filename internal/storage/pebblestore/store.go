@@ -159,8 +159,8 @@ type Options struct {
 	Reserve int64
 
 	// PlainSync syncs the write-ahead log with a blocking fdatasync(2)
-	// even where io_uring is available (ringsync.go), as it is where it
-	// is not.
+	// even where io_uring is available. Without it the log syncs through
+	// an io_uring ring where the kernel allows one (ringsync.go).
 	PlainSync bool
 }
 
