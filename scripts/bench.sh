@@ -9,6 +9,12 @@
 # phase the median of each round's ratio, the server CPU time per operation
 # of each (from /proc) and Mayfly's peak resident memory.
 #
+# When the phases include create, each round also runs the create phase
+# against the synced floor (cmd/mayfly-floor -sync-dir), which answers a
+# write only once a group commit has synced it to a log file: what
+# durability alone allows on this machine's disk. The summary then sets
+# Mayfly's creates against it as well, and it against the floor.
+#
 # Tunables (environment): BENCH_DURATION (per phase, default 10s),
 # BENCH_CONCURRENCY (default 16), BENCH_ITEMS (default 10000),
 # BENCH_PARTITIONS (partition key values, default 64), BENCH_ROUNDS
@@ -32,10 +38,14 @@ read -r -a mayfly_flags <<< "${BENCH_MAYFLY_FLAGS:-}"
 read -r -a floor_flags <<< "${BENCH_FLOOR_FLAGS:-}"
 mayfly_port=8081
 floor_port=8082
+synced_port=8083
+synced=false
+[[ ",$phases," == *,create,* ]] && synced=true
 out=bin/bench
 
 require_free_port "$mayfly_port"
 require_free_port "$floor_port"
+if $synced; then require_free_port "$synced_port"; fi
 rm -rf "$out"
 mkdir -p "$out"
 data=$(mktemp -d)
@@ -51,21 +61,44 @@ make --no-print-directory build
 say "start the floor on :${floor_port} and mayfly on :${mayfly_port} (data in ${data})"
 start_server "$out/floor.log" ./bin/mayfly-floor -addr ":${floor_port}" -range-rows $((items / partitions)) "${floor_flags[@]}"
 floor_pid=$started_pid
+if $synced; then
+	mkdir "$data/synced-floor"
+	start_server "$out/synced-floor.log" ./bin/mayfly-floor -addr ":${synced_port}" -sync-dir "$data/synced-floor" "${floor_flags[@]}"
+	synced_pid=$started_pid
+fi
 start_server "$out/mayfly.log" ./bin/mayfly --addr "localhost:${mayfly_port}" --data-dir "$data" "${mayfly_flags[@]}"
 mayfly_pid=$started_pid
 wait_ready "https://localhost:${floor_port}/" "$floor_pid" "$out/floor.log" "$out/floor.pem"
+if $synced; then
+	wait_ready "https://localhost:${synced_port}/" "$synced_pid" "$out/synced-floor.log" "$out/synced-floor.pem"
+fi
 wait_ready "https://localhost:${mayfly_port}/" "$mayfly_pid" "$out/mayfly.log" "$out/mayfly.pem"
 
 load=(./bin/mayfly-load -concurrency "$concurrency" -duration "$duration" -items "$items" -partitions "$partitions" -phases "$phases")
 
 files=()
+synced_files=()
+floor_synced_files=()
 for round in $(seq 1 "$rounds"); do
 	say "round ${round}: load against the floor"
 	"${load[@]}" -endpoint "https://localhost:${floor_port}/" -ca-file "$out/floor.pem" \
 		-label floor -server-pid "$floor_pid" -out "$out/floor-${round}.json"
+	if $synced; then
+		say "round ${round}: creates against the synced floor"
+		"${load[@]}" -phases create -endpoint "https://localhost:${synced_port}/" -ca-file "$out/synced-floor.pem" \
+			-label synced-floor -server-pid "$synced_pid" -out "$out/synced-floor-${round}.json" -baseline "$out/floor-${round}.json"
+		floor_synced_files+=("$out/floor-${round}.json" "$out/synced-floor-${round}.json")
+		synced_files+=("$out/synced-floor-${round}.json" "$out/mayfly-${round}.json")
+	fi
 	say "round ${round}: load against mayfly"
 	"${load[@]}" -endpoint "https://localhost:${mayfly_port}/" -ca-file "$out/mayfly.pem" \
 		-label mayfly -server-pid "$mayfly_pid" -out "$out/mayfly-${round}.json" -baseline "$out/floor-${round}.json"
 	files+=("$out/floor-${round}.json" "$out/mayfly-${round}.json")
 done
-./bin/mayfly-load -summarize "${files[@]}" | tee "$out/summary.txt"
+{
+	./bin/mayfly-load -summarize "${files[@]}"
+	if $synced; then
+		./bin/mayfly-load -summarize "${synced_files[@]}"
+		./bin/mayfly-load -summarize "${floor_synced_files[@]}"
+	fi
+} | tee "$out/summary.txt"

@@ -7,7 +7,10 @@
 // cost. Mayfly's throughput as a ratio of the floor's is then the share of
 // the ceiling that Mayfly's own work leaves. With -mayfly-h2 it serves
 // HTTP/2 with Mayfly's own server (internal/h2), as Mayfly does, rather
-// than net/http's.
+// than net/http's. With -sync-dir it is the synced floor: each create and
+// upsert is answered only once its body is in a log file that a group
+// commit has synced (syncLog), so that a durable server's throughput can be
+// set against what durability alone allows on the machine.
 //
 // Requests it answers: GET / (account), database and container create and
 // read, database delete, the partition key ranges feed (with 304 once the
@@ -45,18 +48,26 @@ func main() {
 	key := flag.String("key", emulatorKey, "account key requests must be signed with")
 	rangeRows := flag.Int("range-rows", 156, "rows a query without an @id parameter returns, in pages of 100 (mayfly-load's range phase)")
 	ownH2 := flag.Bool("mayfly-h2", false, "serve HTTP/2 with Mayfly's own server (internal/h2) instead of net/http's")
+	syncDir := flag.String("sync-dir", "", "answer creates and upserts once their bodies are synced to a log file in this directory (the synced floor)")
 	flag.Parse()
 
-	if err := run(*addr, *key, *rangeRows, *ownH2); err != nil {
+	if err := run(*addr, *key, *rangeRows, *ownH2, *syncDir); err != nil {
 		fmt.Fprintln(os.Stderr, "mayfly-floor:", err)
 		os.Exit(1)
 	}
 }
 
-func run(addr, key string, rangeRows int, ownH2 bool) error {
+func run(addr, key string, rangeRows int, ownH2 bool, syncDir string) error {
 	verify, err := newVerifier(auth.Config{Keys: []string{key}})
 	if err != nil {
 		return err
+	}
+	var log *syncLog
+	if syncDir != "" {
+		if log, err = openSyncLog(syncDir); err != nil {
+			return err
+		}
+		defer log.Close()
 	}
 	cert, certPEM, err := tlscert.LoadOrCreate("", time.Now())
 	if err != nil {
@@ -67,7 +78,7 @@ func run(addr, key string, rangeRows int, ownH2 bool) error {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           &floor{verify: verify, certPEM: certPEM, rangeRows: rangeRows},
+		Handler:           &floor{verify: verify, certPEM: certPEM, rangeRows: rangeRows, log: log},
 		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}},
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),
@@ -78,7 +89,7 @@ func run(addr, key string, rangeRows int, ownH2 bool) error {
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.ServeTLS(ln, "", "") }()
-	slog.Info("mayfly-floor is ready", "addr", ln.Addr().String())
+	slog.Info("mayfly-floor is ready", "addr", ln.Addr().String(), "synced", log != nil)
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
@@ -96,6 +107,8 @@ type floor struct {
 	// rangeRows is how many rows a range query (one without @id) returns
 	// over its pages.
 	rangeRows int
+	// log, when set, makes every write durable before it is answered.
+	log *syncLog
 }
 
 // pkRangesETag is the version of the one partition key range every
@@ -187,6 +200,12 @@ func (f *floor) write(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "BadRequest", err.Error())
 		return
+	}
+	if f.log != nil {
+		if err := f.log.append(body); err != nil {
+			writeError(w, http.StatusInternalServerError, "InternalServerError", err.Error())
+			return
+		}
 	}
 	status := http.StatusCreated
 	if strings.EqualFold(r.Header.Get("x-ms-documentdb-is-upsert"), "true") {

@@ -780,6 +780,9 @@ func summarizeRounds(out io.Writer, files []string) error {
 			dbcpu, bdbcpu = append(dbcpu, tp.DBCPUUs), append(bdbcpu, bp.DBCPUUs)
 			trips = append(trips, tp.RoundTrips)
 		}
+		if len(ratios) == 0 {
+			continue // a phase the baseline did not run
+		}
 		ratioList := make([]string, len(ratios))
 		for i, r := range ratios {
 			ratioList[i] = fmt.Sprintf("%.2f", r)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,5 +77,38 @@ func TestPercentile(t *testing.T) {
 	}
 	if got := percentile(nil, 0.5); got != 0 {
 		t.Errorf("p50 of nothing = %v", got)
+	}
+}
+
+// TestSummarizeSkipsPhasesTheBaselineLacks: make bench sets Mayfly's full
+// run against the synced floor's create phase alone, and only create may
+// get a row.
+func TestSummarizeSkipsPhasesTheBaselineLacks(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, rep report) string {
+		data, err := json.Marshal(rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	base := write("base.json", report{Label: "synced-floor", Phases: []phaseResult{{Phase: "create", OpsPerSec: 200}}})
+	target := write("target.json", report{Label: "mayfly", Phases: []phaseResult{
+		{Phase: "create", OpsPerSec: 100}, {Phase: "read", OpsPerSec: 500},
+	}})
+	var out strings.Builder
+	if err := summarizeRounds(&out, []string{base, target}); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	if !strings.Contains(got, "create") || !strings.Contains(got, "0.50") {
+		t.Errorf("no create row with ratio 0.50:\n%s", got)
+	}
+	if strings.Contains(got, "read") {
+		t.Errorf("a row for read, which the baseline did not run:\n%s", got)
 	}
 }
