@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # Throughput of Mayfly against the floor: the same Go SDK load
-# (cmd/mayfly-load) runs first against cmd/mayfly-floor, a server that
-# checks signatures and answers with canned bodies, then against Mayfly with
-# an on-disk data directory, and Mayfly's per-phase throughput is printed
-# as a ratio of the floor's.
+# (cmd/mayfly-load) runs against cmd/mayfly-floor, a server that checks
+# signatures and answers with canned bodies, and against Mayfly with an
+# on-disk data directory, and Mayfly's per-phase throughput is printed as a
+# ratio of the floor's.
 #
-# The two run alternately, BENCH_ROUNDS times, and the summary gives per
-# phase the median of each round's ratio, the server CPU time per operation
-# of each (from /proc) and Mayfly's peak resident memory.
+# The two alternate phase by phase (the floor's creates, then Mayfly's, the
+# floor's reads, then Mayfly's, ...), so that the two halves of a ratio are
+# measured seconds apart on a machine whose speed drifts from minute to
+# minute; the working set a round's create phase writes stays for its other
+# phases, and its database is deleted when the round ends. This runs
+# BENCH_ROUNDS times, and the summary gives per phase the median of each
+# round's ratio, the server CPU time per operation of each (from /proc) and
+# Mayfly's peak resident memory.
 #
 # When the phases include create, each round also runs the create phase
 # against the synced floor (cmd/mayfly-floor -sync-dir), which answers a
@@ -74,26 +79,38 @@ if $synced; then
 fi
 wait_ready "https://localhost:${mayfly_port}/" "$mayfly_pid" "$out/mayfly.log" "$out/mayfly.pem"
 
-load=(./bin/mayfly-load -concurrency "$concurrency" -duration "$duration" -items "$items" -partitions "$partitions" -phases "$phases")
+load=(./bin/mayfly-load -concurrency "$concurrency" -duration "$duration" -items "$items" -partitions "$partitions")
+IFS=, read -r -a phase_list <<< "$phases"
 
 files=()
 synced_files=()
 floor_synced_files=()
 for round in $(seq 1 "$rounds"); do
-	say "round ${round}: load against the floor"
-	"${load[@]}" -endpoint "https://localhost:${floor_port}/" -ca-file "$out/floor.pem" \
-		-label floor -server-pid "$floor_pid" -out "$out/floor-${round}.json"
-	if $synced; then
-		say "round ${round}: creates against the synced floor"
-		"${load[@]}" -phases create -endpoint "https://localhost:${synced_port}/" -ca-file "$out/synced-floor.pem" \
-			-label synced-floor -server-pid "$synced_pid" -out "$out/synced-floor-${round}.json" -baseline "$out/floor-${round}.json"
-		floor_synced_files+=("$out/floor-${round}.json" "$out/synced-floor-${round}.json")
-		synced_files+=("$out/synced-floor-${round}.json" "$out/mayfly-${round}.json")
-	fi
-	say "round ${round}: load against mayfly"
-	"${load[@]}" -endpoint "https://localhost:${mayfly_port}/" -ca-file "$out/mayfly.pem" \
-		-label mayfly -server-pid "$mayfly_pid" -out "$out/mayfly-${round}.json" -baseline "$out/floor-${round}.json"
-	files+=("$out/floor-${round}.json" "$out/mayfly-${round}.json")
+	for i in "${!phase_list[@]}"; do
+		phase=${phase_list[$i]}
+		# The first phase of a round writes the working set (or fills it,
+		# untimed, before reading), the ones after it find it there, and
+		# the last deletes the database.
+		state=(-keep)
+		if ((i > 0)); then state+=(-existing); fi
+		if ((i == ${#phase_list[@]} - 1)); then state=(-drop); if ((i > 0)); then state+=(-existing); fi; fi
+		floor_out="$out/floor-${round}-${phase}.json"
+		say "round ${round}: ${phase} against the floor"
+		"${load[@]}" -phases "$phase" "${state[@]}" -endpoint "https://localhost:${floor_port}/" -ca-file "$out/floor.pem" \
+			-label floor -server-pid "$floor_pid" -out "$floor_out"
+		mayfly_out="$out/mayfly-${round}-${phase}.json"
+		if $synced && [[ $phase == create ]]; then
+			say "round ${round}: create against the synced floor"
+			"${load[@]}" -phases create -endpoint "https://localhost:${synced_port}/" -ca-file "$out/synced-floor.pem" \
+				-label synced-floor -server-pid "$synced_pid" -out "$out/synced-floor-${round}.json" -baseline "$floor_out"
+			floor_synced_files+=("$floor_out" "$out/synced-floor-${round}.json")
+			synced_files+=("$out/synced-floor-${round}.json" "$mayfly_out")
+		fi
+		say "round ${round}: ${phase} against mayfly"
+		"${load[@]}" -phases "$phase" "${state[@]}" -endpoint "https://localhost:${mayfly_port}/" -ca-file "$out/mayfly.pem" \
+			-label mayfly -server-pid "$mayfly_pid" -out "$mayfly_out" -baseline "$floor_out"
+		files+=("$floor_out" "$mayfly_out")
+	done
 done
 {
 	./bin/mayfly-load -summarize "${files[@]}"

@@ -61,6 +61,8 @@ type config struct {
 	maxErrors             int64
 	requestTimeout        time.Duration
 	keepDatabase          bool
+	dropDatabase          bool
+	existing              bool
 	serverPIDs            []int
 	dbProcess             string
 	metricsURLs           []string
@@ -88,11 +90,13 @@ func main() {
 	flag.StringVar(&cfg.label, "label", "", "name of this target in the report (default: the endpoint)")
 	flag.Int64Var(&cfg.maxErrors, "max-errors", 100, "stop a phase after this many failed operations")
 	flag.DurationVar(&cfg.requestTimeout, "request-timeout", 30*time.Second, "time limit for each operation")
-	flag.BoolVar(&cfg.keepDatabase, "keep", false, "keep the database afterwards (default: delete it if this run created it)")
+	flag.BoolVar(&cfg.keepDatabase, "keep", false, "keep the database afterwards, with the whole working set written (default: delete it if this run created it)")
+	flag.BoolVar(&cfg.dropDatabase, "drop", false, "delete the database afterwards, even if an earlier run created it")
+	flag.BoolVar(&cfg.existing, "existing", false, "the working set is already there (a run with -keep left it): read it without writing it first")
 	serverPIDs := flag.String("server-pid", "", "process ids of the servers, comma-separated, to report their CPU time per operation (summed) and peak memory (the largest) (Linux /proc)")
 	flag.StringVar(&cfg.dbProcess, "db-process", "", "name of the database's processes (e.g. postgres), to report their CPU time per operation, summed over every process of that name")
 	metricsURLs := flag.String("metrics", "", "the servers' /metrics URLs, comma-separated, to report PostgreSQL round trips per operation (mayfly_postgres_round_trips_total, summed)")
-	summarize := flag.Bool("summarize", false, "instead of running, print the median of each phase over the -out files given as arguments: baseline and target alternating, baseline first")
+	summarize := flag.Bool("summarize", false, "instead of running, print the median of each phase over the -out files given as arguments: baseline and target alternating, baseline first; each pair holds a round's phases, all or some")
 	flag.Parse()
 	if *summarize {
 		if err := summarizeRounds(os.Stdout, flag.Args()); err != nil {
@@ -205,6 +209,9 @@ func run(ctx context.Context, cfg config) error {
 	}
 
 	w := &workload{cfg: cfg, containers: containers, payload: strings.Repeat("x", max(cfg.docSize-60, 0))}
+	if cfg.existing {
+		w.written.Store(int64(cfg.items))
+	}
 	rep := report{Label: cfg.label, Endpoint: cfg.endpoint, Concurrency: cfg.concurrency}
 	for _, p := range cfg.phases {
 		if p != "create" && w.existing() == 0 {
@@ -231,6 +238,12 @@ func run(ctx context.Context, cfg config) error {
 		}
 		rep.Phases = append(rep.Phases, res)
 		fmt.Fprintf(os.Stderr, "%s: %s %.0f ops/s\n", cfg.label, p, res.OpsPerSec)
+	}
+	if cfg.keepDatabase && !cfg.dropDatabase && w.existing() < int64(cfg.items) {
+		// Leave the working set whole for a later run with -existing.
+		if _, err := w.fill(ctx); err != nil {
+			return err
+		}
 	}
 	printReport(os.Stdout, rep, baseline)
 
@@ -328,7 +341,7 @@ func setUp(ctx context.Context, client *azcosmos.Client, cfg config) (*azcosmos.
 		return nil, nil, err
 	}
 	cleanup := func() {
-		if created && !cfg.keepDatabase {
+		if cfg.dropDatabase || created && !cfg.keepDatabase {
 			if _, err := db.Delete(context.Background(), nil); err != nil {
 				fmt.Fprintln(os.Stderr, "mayfly-load: delete database:", err)
 			}
@@ -729,7 +742,9 @@ func peakRSS(pid int) int64 {
 // summarizeRounds prints, for each phase, the median over rounds of the
 // target's throughput as a ratio of the baseline's in the same round, and
 // of the server CPU per operation likewise. files alternate baseline,
-// target, baseline, target, …
+// target, baseline, target, …; a pair may hold every phase of a round or
+// one (make bench runs each phase against both servers before the next), and
+// each phase is summarized over the pairs that hold it.
 func summarizeRounds(out io.Writer, files []string) error {
 	if len(files) < 2 || len(files)%2 != 0 {
 		return errors.New("-summarize needs baseline and target files in pairs")
@@ -756,16 +771,24 @@ func summarizeRounds(out io.Writer, files []string) error {
 		}
 		return (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
 	}
-	fmt.Fprintf(out, "\n%s against %s, %d rounds (median of each round's ratio)\n", reps[1].Label, reps[0].Label, len(reps)/2)
+	fmt.Fprintf(out, "\n%s against %s (median of each round's ratio)\n", reps[1].Label, reps[0].Label)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "phase\tops/s\tbaseline ops/s\tratio\trounds\tcpu us/op\tbaseline cpu us/op\tcpu ratio\tpeak MB\tdb cpu us/op\tbaseline db cpu us/op\tround trips/op\t")
-	for _, ph := range reps[1].Phases {
+	var phases []string
+	for i := 1; i < len(reps); i += 2 {
+		for _, p := range reps[i].Phases {
+			if !slices.Contains(phases, p.Phase) {
+				phases = append(phases, p.Phase)
+			}
+		}
+	}
+	for _, phase := range phases {
 		var ops, bops, ratios, cpu, bcpu, cratios, dbcpu, bdbcpu, trips []float64
 		peak := int64(0)
 		for i := 0; i+1 < len(reps); i += 2 {
 			b, t := reps[i], reps[i+1]
-			bi := slices.IndexFunc(b.Phases, func(p phaseResult) bool { return p.Phase == ph.Phase })
-			ti := slices.IndexFunc(t.Phases, func(p phaseResult) bool { return p.Phase == ph.Phase })
+			bi := slices.IndexFunc(b.Phases, func(p phaseResult) bool { return p.Phase == phase })
+			ti := slices.IndexFunc(t.Phases, func(p phaseResult) bool { return p.Phase == phase })
 			if bi < 0 || ti < 0 || b.Phases[bi].OpsPerSec == 0 {
 				continue
 			}
@@ -787,7 +810,7 @@ func summarizeRounds(out io.Writer, files []string) error {
 		for i, r := range ratios {
 			ratioList[i] = fmt.Sprintf("%.2f", r)
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.2f\t%s\t%.0f\t%.0f\t%.2f\t%.0f\t%.0f\t%.0f\t%.2f\t\n", ph.Phase, median(ops), median(bops),
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.2f\t%s\t%.0f\t%.0f\t%.2f\t%.0f\t%.0f\t%.0f\t%.2f\t\n", phase, median(ops), median(bops),
 			median(slices.Clone(ratios)), strings.Join(ratioList, " "), median(cpu), median(bcpu), median(cratios), float64(peak)/1024,
 			median(dbcpu), median(bdbcpu), median(trips))
 	}

@@ -62,6 +62,35 @@ func TestAgainstMayfly(t *testing.T) {
 	if err := run(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
+
+	// make bench's rounds: a create phase too short to write the working
+	// set keeps it, whole; a read phase finds every item there, and drops
+	// the database.
+	cfg.baselineFile, cfg.database = "", "rounds"
+	cfg.phases, cfg.ops, cfg.keepDatabase = []string{"create"}, 5, true
+	if err := run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg.phases, cfg.ops, cfg.keepDatabase = []string{"read"}, 200, false
+	cfg.existing, cfg.dropDatabase = true, true
+	cfg.outFile = filepath.Join(dir, "reads.json")
+	if err := run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	data, err = os.ReadFile(cfg.outFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep = report{}
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Phases) != 1 || rep.Phases[0].Errors != 0 || rep.Phases[0].Ops != 200 {
+		t.Fatalf("reads of a kept working set: %+v", rep.Phases)
+	}
+	if _, err := srv.Engine().ReadDatabase(context.Background(), "rounds"); err == nil {
+		t.Error("the database is still there after a run with -drop")
+	}
 }
 
 func TestPercentile(t *testing.T) {
