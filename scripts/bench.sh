@@ -91,9 +91,9 @@ for round in $(seq 1 "$rounds"); do
 		# The first phase of a round writes the working set (or fills it,
 		# untimed, before reading), the ones after it find it there, and
 		# the last deletes the database.
-		state=(-keep)
+		state=()
 		if ((i > 0)); then state+=(-existing); fi
-		if ((i == ${#phase_list[@]} - 1)); then state=(-drop); if ((i > 0)); then state+=(-existing); fi; fi
+		if ((i < ${#phase_list[@]} - 1)); then state+=(-keep); else state+=(-drop); fi
 		floor_out="$out/floor-${round}-${phase}.json"
 		say "round ${round}: ${phase} against the floor"
 		"${load[@]}" -phases "$phase" "${state[@]}" -endpoint "https://localhost:${floor_port}/" -ca-file "$out/floor.pem" \
