@@ -67,7 +67,11 @@ func run(addr, key string, rangeRows int, ownH2 bool, syncDir string) error {
 		if log, err = openSyncLog(syncDir); err != nil {
 			return err
 		}
-		defer log.Close()
+		defer func() {
+			syncs, durable, mean := log.stats()
+			slog.Info("mayfly-floor's log", "syncs", syncs, "writes", durable, "mean sync", mean)
+			log.Close()
+		}()
 	}
 	cert, certPEM, err := tlscert.LoadOrCreate("", time.Now())
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // syncLog is the synced floor's only storage: every write's body is
@@ -15,9 +16,9 @@ import (
 // the next: the group commit a database's write-ahead log makes (Pebble's
 // log writer syncs the same way). The file is never read.
 //
-// With it the floor costs what durability alone costs on the machine, which
-// no durable server can go below: the disk's sync, and the wait for a sync
-// already under way.
+// With it the floor costs what durability alone costs on the machine with
+// a log that grows as it is written: the disk's sync, and the wait for a
+// sync already under way.
 type syncLog struct {
 	mu       sync.Mutex
 	synced   *sync.Cond // signalled whenever a sync ends
@@ -27,6 +28,9 @@ type syncLog struct {
 	durable  uint64 // appends covered by a sync that has returned
 	syncing  bool
 	err      error // the first sync's failure; the log refuses writes after it
+
+	syncs    int64         // syncs done
+	syncTime time.Duration // their time, summed
 }
 
 // maxLogSize is where the file starts over, so that a long benchmark does
@@ -74,8 +78,12 @@ func (l *syncLog) append(body []byte) error {
 		l.syncing = true
 		upTo := l.appended
 		l.mu.Unlock()
+		start := time.Now()
 		err := syscall.Fdatasync(int(l.f.Fd()))
+		took := time.Since(start)
 		l.mu.Lock()
+		l.syncs++
+		l.syncTime += took
 		l.syncing = false
 		if err != nil {
 			l.err = fmt.Errorf("sync the log: %w", err)
@@ -92,6 +100,17 @@ func (l *syncLog) durableCount() uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.durable
+}
+
+// stats reports the syncs done, the appends they covered and their mean
+// time.
+func (l *syncLog) stats() (syncs int64, durable uint64, mean time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.syncs > 0 {
+		mean = l.syncTime / time.Duration(l.syncs)
+	}
+	return l.syncs, l.durable, mean
 }
 
 func (l *syncLog) Close() error { return l.f.Close() }
