@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -79,7 +78,7 @@ func (l *syncLog) append(body []byte) error {
 		upTo := l.appended
 		l.mu.Unlock()
 		start := time.Now()
-		err := syscall.Fdatasync(int(l.f.Fd()))
+		err := datasync(l.f)
 		took := time.Since(start)
 		l.mu.Lock()
 		l.syncs++
