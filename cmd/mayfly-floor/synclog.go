@@ -94,13 +94,6 @@ func (l *syncLog) append(body []byte) error {
 	return l.err
 }
 
-// durableCount reports how many appends are durable.
-func (l *syncLog) durableCount() uint64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.durable
-}
-
 // stats reports the syncs done, the appends they covered and their mean
 // time.
 func (l *syncLog) stats() (syncs int64, durable uint64, mean time.Duration) {

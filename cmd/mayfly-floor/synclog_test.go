@@ -33,7 +33,7 @@ func TestSyncLog(t *testing.T) {
 				returned++
 				// Every append that has returned is durable, this one
 				// included.
-				if d := l.durableCount(); d < returned {
+				if _, d, _ := l.stats(); d < returned {
 					t.Errorf("%d appends returned, %d durable", returned, d)
 				}
 				mu.Unlock()
