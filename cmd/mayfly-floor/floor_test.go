@@ -7,12 +7,15 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/mayfly-db/mayfly/internal/auth"
+	"github.com/mayfly-db/mayfly/internal/server"
 )
 
 // TestSDK sends the floor every request cmd/mayfly-load makes, through the
@@ -99,4 +102,104 @@ func TestSDK(t *testing.T) {
 func isStatus(err error, status int) bool {
 	var re *azcore.ResponseError
 	return errors.As(err, &re) && re.StatusCode == status
+}
+
+// TestRepliesAsMayflys sends the same item operations and query to the
+// floor and to an in-process Mayfly through the Go SDK, and checks that the
+// floor answers with the same headers and bodies of the same length: the
+// client must parse as much from the floor as from Mayfly.
+func TestRepliesAsMayflys(t *testing.T) {
+	mayfly, err := server.New(server.Config{Addr: "127.0.0.1:0", InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mayfly.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mayfly.Close(context.Background()) })
+	verify, err := newVerifier(auth.Config{Keys: []string{emulatorKey}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const docSize = 256
+	fl := httptest.NewUnstartedServer(&floor{verify: verify, certPEM: []byte("pem"), payload: payloadOf(docSize)})
+	fl.EnableHTTP2 = true
+	fl.StartTLS()
+	t.Cleanup(fl.Close)
+
+	type reply struct {
+		header http.Header
+		body   []byte
+	}
+	ctx := context.Background()
+	run := func(endpoint string) map[string]reply {
+		cred, _ := azcosmos.NewKeyCredential(emulatorKey)
+		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, ForceAttemptHTTP2: true}}
+		client, err := azcosmos.NewClientWithKey(endpoint, cred, &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: hc}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := client.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		db, _ := client.NewDatabase("db")
+		props := azcosmos.ContainerProperties{ID: "c", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}
+		if _, err := db.CreateContainer(ctx, props, nil); err != nil {
+			t.Fatal(err)
+		}
+		c, _ := db.NewContainer("c")
+		pk := azcosmos.NewPartitionKeyString("pk-1")
+		doc := []byte(`{"id":"item-1","pk":"pk-1","n":1,"payload":"` + payloadOf(docSize) + `"}`)
+		out := map[string]reply{}
+		keep := func(name string, resp azcosmos.ItemResponse, err error) {
+			if err != nil {
+				t.Fatalf("%s %s: %v", endpoint, name, err)
+			}
+			out[name] = reply{resp.RawResponse.Header, resp.Value}
+		}
+		resp, err := c.CreateItem(ctx, pk, doc, nil)
+		keep("create", resp, err)
+		resp, err = c.UpsertItem(ctx, pk, doc, nil)
+		keep("upsert", resp, err)
+		resp, err = c.ReadItem(ctx, pk, "item-1", nil)
+		keep("read", resp, err)
+		pager := c.NewQueryItemsPager("SELECT * FROM c WHERE c.id = @id", pk,
+			&azcosmos.QueryOptions{QueryParameters: []azcosmos.QueryParameter{{Name: "@id", Value: "item-1"}}})
+		page, err := pager.NextPage(ctx)
+		if err != nil || len(page.Items) != 1 {
+			t.Fatalf("%s query: %d items, %v", endpoint, len(page.Items), err)
+		}
+		out["query"] = reply{page.RawResponse.Header, page.Items[0]}
+		return out
+	}
+	want, got := run(mayfly.URL()), run(fl.URL+"/")
+	for _, op := range []string{"create", "upsert", "read", "query"} {
+		w, g := want[op], got[op]
+		if wn, gn := headerNames(w.header), headerNames(g.header); wn != gn {
+			t.Errorf("%s: the floor's headers are\n  %s\nMayfly's\n  %s", op, gn, wn)
+		}
+		for k := range w.header {
+			if d := len(g.header.Get(k)) - len(w.header.Get(k)); k != "Date" && (d < -8 || d > 8) {
+				t.Errorf("%s: the floor's %s is %q, Mayfly's %q", op, k, g.header.Get(k), w.header.Get(k))
+			}
+		}
+		if d := len(g.body) - len(w.body); d < -8 || d > 8 {
+			t.Errorf("%s: the floor's item is %d bytes, Mayfly's %d:\n  %s\n  %s", op, len(g.body), len(w.body), g.body, w.body)
+		}
+	}
+}
+
+// headerNames lists the names of h, sorted, but for the ones a server or
+// transport adds on its own.
+func headerNames(h http.Header) string {
+	var names []string
+	for k := range h {
+		switch k {
+		case "Date", "Content-Length":
+			continue
+		}
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return strings.Join(names, " ")
 }

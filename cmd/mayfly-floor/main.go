@@ -4,7 +4,11 @@
 //
 // It stores nothing and evaluates nothing, so its throughput under the load
 // tool is what the transport, TLS, the signature check and the SDK itself
-// cost. Mayfly's throughput as a ratio of the floor's is then the share of
+// cost. Its answers are the bytes a faithful server sends: the headers
+// Mayfly sends with an item operation or a query page (canned values of the
+// same length), items of -doc-size bytes with their system properties, and
+// a written item echoed with them, so that the client parses as much from
+// it as from Mayfly. Mayfly's throughput as a ratio of the floor's is then the share of
 // the ceiling that Mayfly's own work leaves. With -mayfly-h2 it serves
 // HTTP/2 with Mayfly's own server (internal/h2), as Mayfly does, rather
 // than net/http's. With -sync-dir it is the synced floor: each create and
@@ -20,6 +24,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -49,15 +54,16 @@ func main() {
 	rangeRows := flag.Int("range-rows", 156, "rows a query without an @id parameter returns, in pages of 100 (mayfly-load's range phase)")
 	ownH2 := flag.Bool("mayfly-h2", false, "serve HTTP/2 with Mayfly's own server (internal/h2) instead of net/http's")
 	syncDir := flag.String("sync-dir", "", "answer creates and upserts once their bodies are synced to a log file in this directory (the synced floor)")
+	docSize := flag.Int("doc-size", 256, "approximate size in bytes of the items it returns, as mayfly-load's -doc-size")
 	flag.Parse()
 
-	if err := run(*addr, *key, *rangeRows, *ownH2, *syncDir); err != nil {
+	if err := run(*addr, *key, *rangeRows, *docSize, *ownH2, *syncDir); err != nil {
 		fmt.Fprintln(os.Stderr, "mayfly-floor:", err)
 		os.Exit(1)
 	}
 }
 
-func run(addr, key string, rangeRows int, ownH2 bool, syncDir string) error {
+func run(addr, key string, rangeRows, docSize int, ownH2 bool, syncDir string) error {
 	verify, err := newVerifier(auth.Config{Keys: []string{key}})
 	if err != nil {
 		return err
@@ -82,7 +88,7 @@ func run(addr, key string, rangeRows int, ownH2 bool, syncDir string) error {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           &floor{verify: verify, certPEM: certPEM, rangeRows: rangeRows, log: log},
+		Handler:           &floor{verify: verify, certPEM: certPEM, rangeRows: rangeRows, payload: payloadOf(docSize), log: log},
 		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}},
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),
@@ -111,6 +117,9 @@ type floor struct {
 	// rangeRows is how many rows a range query (one without @id) returns
 	// over its pages.
 	rangeRows int
+	// payload is the "payload" property of the items it returns, sized as
+	// mayfly-load's documents (payloadOf).
+	payload string
 	// log, when set, makes every write durable before it is answered.
 	log *syncLog
 }
@@ -126,7 +135,6 @@ func (f *floor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
 	h.Set("x-ms-request-charge", "1")
 	h.Set("x-ms-session-token", "0:-1#1")
 	if id := r.Header.Get("x-ms-activity-id"); id != "" {
@@ -134,6 +142,10 @@ func (f *floor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		h.Set("x-ms-activity-id", "00000000-0000-0000-0000-000000000000")
 	}
+	// Mayfly's common headers; the date is the HTTP server's own.
+	h.Set("x-ms-schemaversion", "1.18")
+	h.Set("x-ms-serviceversion", "version=2.14.0.0")
+	h.Set("x-ms-gatewayversion", "version=2.14.0")
 
 	res, err := f.verify(r)
 	if err != nil {
@@ -185,10 +197,10 @@ func (f *floor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			f.query(w, r)
 			return
 		}
-		f.write(w, r)
+		f.write(w, r, segs)
 	case len(segs) == 6 && segs[4] == "docs" && r.Method == http.MethodGet:
-		h.Set("etag", itemETag)
-		writeJSON(w, http.StatusOK, item(segs[5], partitionKey(r)))
+		itemHeaders(h, segs)
+		writeBody(w, http.StatusOK, f.appendItem(nil, segs[5], partitionKey(r)))
 
 	default:
 		writeError(w, http.StatusNotFound, "NotFound", fmt.Sprintf("the floor server does not answer %s %s", r.Method, r.URL.Path))
@@ -199,7 +211,7 @@ const itemETag = `"00000000-0000-0000-0000-000000000001"`
 
 // write answers a create or upsert. The body is read in full, as any
 // server must, and echoed unless the client asked for a minimal response.
-func (f *floor) write(w http.ResponseWriter, r *http.Request) {
+func (f *floor) write(w http.ResponseWriter, r *http.Request, segs []string) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "BadRequest", err.Error())
@@ -215,13 +227,65 @@ func (f *floor) write(w http.ResponseWriter, r *http.Request) {
 	if strings.EqualFold(r.Header.Get("x-ms-documentdb-is-upsert"), "true") {
 		status = http.StatusOK
 	}
-	w.Header().Set("etag", itemETag)
+	itemHeaders(w.Header(), segs)
 	if strings.Contains(r.Header.Get("Prefer"), "return=minimal") {
 		w.WriteHeader(status)
 		return
 	}
-	w.WriteHeader(status)
-	w.Write(body)
+	writeBody(w, status, withSystemProperties(body))
+}
+
+// itemHeaders sets the headers Mayfly sends with an item's read or write,
+// besides the common ones, with canned values of the same length.
+func itemHeaders(h http.Header, segs []string) {
+	h.Set("etag", itemETag)
+	h.Set("lsn", "1")
+	h.Set("x-ms-documentdb-partitionkeyrangeid", "0")
+	h.Set("x-ms-content-path", collRID)
+	if len(segs) >= 4 {
+		h.Set("x-ms-alt-content-path", "dbs/"+segs[1]+"/colls/"+segs[3])
+	}
+}
+
+// systemProperties ends a stored item as Mayfly's do: the same properties,
+// values of the same length.
+const systemProperties = `"_rid":"Sl8fAG8cXgABAAAAAAAAAA==","_self":"dbs/` + dbRID + `/colls/` + collRID +
+	`/docs/Sl8fAG8cXgABAAAAAAAAAA==/","_etag":"\"00000000-0000-0000-0000-000000000001\"","_attachments":"attachments/","_ts":1700000000}`
+
+// withSystemProperties returns a written item as the service answers it:
+// the body with the system properties added. A body that is not a JSON
+// object is returned as it is.
+func withSystemProperties(body []byte) []byte {
+	doc := bytes.TrimRight(body, " \t\r\n")
+	if len(doc) < 2 || doc[len(doc)-1] != '}' {
+		return body
+	}
+	out := make([]byte, 0, len(doc)+len(systemProperties)+1)
+	out = append(out, doc[:len(doc)-1]...)
+	if len(bytes.TrimSpace(doc[1:len(doc)-1])) > 0 {
+		out = append(out, ',')
+	}
+	return append(out, systemProperties...)
+}
+
+// payloadOf is the payload mayfly-load gives documents of size bytes.
+func payloadOf(size int) string { return strings.Repeat("x", max(size-60, 0)) }
+
+// appendItem appends the canned item id in partition pk, with f's payload.
+func (f *floor) appendItem(b []byte, id string, pk any) []byte {
+	b = append(b, `{"id":`...)
+	b = strconv.AppendQuote(b, id)
+	b = append(b, `,"pk":`...)
+	if s, ok := pk.(string); ok {
+		b = strconv.AppendQuote(b, s)
+	} else {
+		v, _ := json.Marshal(pk)
+		b = append(b, v...)
+	}
+	b = append(b, `,"n":1,"payload":"`...)
+	b = append(b, f.payload...)
+	b = append(b, `",`...)
+	return append(b, systemProperties...)
 }
 
 func (f *floor) query(w http.ResponseWriter, r *http.Request) {
@@ -243,29 +307,38 @@ func (f *floor) query(w http.ResponseWriter, r *http.Request) {
 	}
 	h := w.Header()
 	if strings.EqualFold(r.Header.Get("x-ms-documentdb-populatequerymetrics"), "true") {
+		// With the metrics Mayfly explains its plan.
 		h.Set("x-ms-documentdb-query-metrics", queryMetrics)
+		h.Set("x-ms-mayfly-query-plan", "scope=partition;point;records=1;cost=0")
+		h.Set("x-ms-mayfly-index-entries-read", "0")
 	}
-	docs := []any{item(id, partitionKey(r))}
+	pk := partitionKey(r)
+	body := []byte(`{"_rid":"` + collRID + `","Documents":[`)
+	n := 1
 	if id == "" {
 		// A range query: rangeRows canned rows in pages of 100, the
 		// continuation saying how many were sent.
 		sent, _ := strconv.Atoi(r.Header.Get("x-ms-continuation"))
-		n := min(100, max(f.rangeRows-sent, 0))
-		docs = make([]any, n)
-		pk := partitionKey(r)
-		for i := range docs {
-			docs[i] = item("item-"+strconv.Itoa(sent+i), pk)
+		n = min(100, max(f.rangeRows-sent, 0))
+		for i := range n {
+			if i > 0 {
+				body = append(body, ',')
+			}
+			body = f.appendItem(body, "item-"+strconv.Itoa(sent+i), pk)
 		}
 		if sent+n < f.rangeRows {
 			h.Set("x-ms-continuation", strconv.Itoa(sent+n))
 		}
+	} else {
+		body = f.appendItem(body, id, pk)
 	}
-	h.Set("x-ms-item-count", strconv.Itoa(len(docs)))
-	writeJSON(w, http.StatusOK, map[string]any{
-		"_rid":      collRID,
-		"Documents": docs,
-		"_count":    len(docs),
-	})
+	body = append(body, `],"_count":`...)
+	body = strconv.AppendInt(body, int64(n), 10)
+	body = append(body, '}')
+	h.Set("x-ms-item-count", strconv.Itoa(n))
+	h.Set("x-ms-content-path", collRID)
+	h.Set("x-ms-cosmos-query-execution-info", `{"reverseRidEnabled":false,"reverseIndexScan":false}`)
+	writeBody(w, http.StatusOK, body)
 }
 
 const queryMetrics = "totalExecutionTimeInMs=0.01;queryCompileTimeInMs=0.00;queryLogicalPlanBuildTimeInMs=0.00;" +
@@ -332,14 +405,6 @@ var pkRanges = map[string]any{
 	}},
 }
 
-func item(id string, pk any) map[string]any {
-	return map[string]any{
-		"id": id, "pk": pk, "n": 1, "payload": "floor",
-		"_rid": "Sl8fAG8cXgABAAAAAAAAAA==", "_self": "dbs/" + dbRID + "/colls/" + collRID + "/docs/Sl8fAG8cXgABAAAAAAAAAA==/",
-		"_etag": itemETag, "_attachments": "attachments/", "_ts": 1700000000,
-	}
-}
-
 // partitionKey returns the single component of the request's partition key
 // header, or nil.
 func partitionKey(r *http.Request) any {
@@ -364,6 +429,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		writeError(w, http.StatusInternalServerError, "InternalServerError", err.Error())
 		return
 	}
+	writeBody(w, status, body)
+}
+
+func writeBody(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	w.Write(body)

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -446,7 +447,7 @@ func (h *Handler) commonHeaders(rq *request, charge float64) {
 		charge = engine.MetadataCharge
 	}
 	rq.charge = charge
-	setHeader(hd, "x-ms-request-charge", strconv.FormatFloat(charge, 'f', -1, 64))
+	setHeader(hd, "x-ms-request-charge", string(appendCharge(nil, charge)))
 	if headerValue(hd, "x-ms-session-token") == "" {
 		setHeader(hd, "x-ms-session-token", "0:-1#1")
 	}
@@ -457,6 +458,13 @@ func (h *Handler) commonHeaders(rq *request, charge float64) {
 	setHeader(hd, "x-ms-serviceversion", "version=2.14.0.0")
 	setHeader(hd, "x-ms-gatewayversion", "version=2.14.0")
 	setHeader(hd, "Date", h.clock.Now().UTC().Format(http.TimeFormat))
+}
+
+// appendCharge appends a request charge as the service reports one: to two
+// decimals, so that a sum of weights reads 3.06 rather than
+// 3.0599999999999996.
+func appendCharge(b []byte, charge float64) []byte {
+	return strconv.AppendFloat(b, math.Round(charge*100)/100, 'f', -1, 64)
 }
 
 // reply writes a JSON body with the common headers. It reports whether

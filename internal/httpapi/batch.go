@@ -102,7 +102,7 @@ func batchBody(res *engine.BatchResult, minimal bool) []byte {
 		b = append(b, `{"statusCode":`...)
 		b = strconv.AppendInt(b, int64(status), 10)
 		b = append(b, `,"requestCharge":`...)
-		b = strconv.AppendFloat(b, op.Charge, 'f', -1, 64)
+		b = appendCharge(b, op.Charge)
 		if op.Etag != "" {
 			b = append(b, `,"eTag":`...)
 			b = document.AppendString(b, op.Etag)
