@@ -89,6 +89,8 @@ type Engine struct {
 	// ridNames maps the rids of databases and containers to the names they
 	// were last seen under: a hint for links addressed by rid (rids.go).
 	ridNames map[string]string
+	// locHints says where items were last found, by id (lochints.go).
+	locHints *locHints
 	indexer  *Indexer
 	// absentWanted are the absence entries queries asked for (absent.go).
 	absentWanted map[string]absentWish
@@ -383,7 +385,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("engine: no store")
 	}
-	e := &Engine{store: cfg.Store, clock: cfg.Clock, maxItem: cfg.MaxItemSize, charges: cfg.Charges, cache: map[string]cachedContainer{}, locks: map[containerName]*settingLock{}, dbCache: map[string]cachedDatabase{}, dbRids: map[string][]byte{}, absentWanted: map[string]absentWish{}, ridNames: map[string]string{}}
+	e := &Engine{store: cfg.Store, clock: cfg.Clock, maxItem: cfg.MaxItemSize, charges: cfg.Charges, cache: map[string]cachedContainer{}, locks: map[containerName]*settingLock{}, dbCache: map[string]cachedDatabase{}, dbRids: map[string][]byte{}, absentWanted: map[string]absentWish{}, ridNames: map[string]string{}, locHints: newLocHints(defaultLocHints)}
 	if e.clock == nil {
 		e.clock = clock.Real{}
 	}

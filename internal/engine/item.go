@@ -151,7 +151,17 @@ func (c *containerRecord) headerKeyBytes(k partition.Key) ([]byte, *Error) {
 // are reported as absent, together with their record so a write can remove
 // what is left of them.
 func (e *Engine) findItem(r storage.Reader, c *containerRecord, pk []byte, id string, now time.Time) (live *liveItem, dead *liveItem, err error) {
-	locv, err := r.Get(itemIDKey(c.Rid, pk, id))
+	idKey := itemIDKey(c.Rid, pk, id)
+	if loc := e.locHints.get(idKey); len(loc) > 0 {
+		it, err := hintedItem(r, c, loc, pk, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		if it != nil {
+			return judgeItem(c, it, now)
+		}
+	}
+	locv, err := r.Get(idKey)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, nil, nil
 	}
@@ -171,8 +181,35 @@ func (e *Engine) findItem(r storage.Reader, c *containerRecord, pk []byte, id st
 		return nil, nil, err
 	}
 	rec.detach()
-	it := &liveItem{loc: loc, rec: rec}
-	if c.expired(&rec, now) {
+	e.locHints.put(idKey, loc)
+	return judgeItem(c, &liveItem{loc: loc, rec: rec}, now)
+}
+
+// hintedItem reads the record at a hinted location and returns it as the
+// item (pk, id) if it is that item (locHints), or nil if there is no
+// record there or it is another's.
+func hintedItem(r storage.Reader, c *containerRecord, loc, pk []byte, id string) (*liveItem, error) {
+	raw, err := r.Get(itemKey(c.Rid, loc))
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	rec, err := decodeItemRecord(raw)
+	if err != nil || rec.id != id || !bytes.Equal(rec.pk, pk) {
+		// Not the item asked for; the id entry will say where it is,
+		// and a record that does not decode is reported from there if
+		// it is this item's.
+		return nil, nil
+	}
+	rec.detach()
+	return &liveItem{loc: loc, rec: rec}, nil
+}
+
+// judgeItem reports a found item as live, or as dead when it has expired.
+func judgeItem(c *containerRecord, it *liveItem, now time.Time) (live *liveItem, dead *liveItem, err error) {
+	if c.expired(&it.rec, now) {
 		return nil, it, nil
 	}
 	return it, nil, nil
@@ -388,9 +425,11 @@ func (e *Engine) putItem(tx storage.Txn, c *containerRecord, loc []byte, rec *it
 		return err
 	}
 	if kept == nil {
-		if err := tx.Set(itemIDKey(c.Rid, rec.pk, rec.id), loc); err != nil {
+		idKey := itemIDKey(c.Rid, rec.pk, rec.id)
+		if err := tx.Set(idKey, loc); err != nil {
 			return err
 		}
+		e.locHints.put(idKey, loc)
 	}
 	if ek != nil {
 		if err := tx.Set(ek, expiryValue(rec, loc)); err != nil {
@@ -555,9 +594,11 @@ func (e *Engine) removeItem(tx storage.Txn, c *containerRecord, it *liveItem, d 
 	if err := e.removeIndexes(tx, c, it); err != nil {
 		return err
 	}
-	if err := tx.Delete(itemIDKey(c.Rid, it.rec.pk, it.rec.id)); err != nil {
+	idKey := itemIDKey(c.Rid, it.rec.pk, it.rec.id)
+	if err := tx.Delete(idKey); err != nil {
 		return err
 	}
+	e.locHints.forget(idKey)
 	if d != nil {
 		d.add(c, it.rec.epk, -1, -int64(len(it.rec.json)))
 	} else if err := addUsage(tx, c, it.rec.epk, -1, -int64(len(it.rec.json))); err != nil {
