@@ -152,7 +152,7 @@ func (c *containerRecord) headerKeyBytes(k partition.Key) ([]byte, *Error) {
 // what is left of them.
 func (e *Engine) findItem(r storage.Reader, c *containerRecord, pk []byte, id string, now time.Time) (live *liveItem, dead *liveItem, err error) {
 	idKey := itemIDKey(c.Rid, pk, id)
-	if loc := e.locHints.get(idKey); len(loc) > 0 {
+	if loc := e.locHints.get(idKey); loc != nil {
 		it, err := hintedItem(r, c, loc, pk, id)
 		if err != nil {
 			return nil, nil, err

@@ -1,6 +1,9 @@
 package engine
 
-import "sync"
+import (
+	"hash/maphash"
+	"sync"
+)
 
 // locHints remembers where items were found: by the key of an item's id
 // entry, the location that entry held. A point operation that has a hint
@@ -15,67 +18,93 @@ import "sync"
 // are written and deleted in the same transaction, so a record found there
 // with that key and id is the item, in whatever snapshot the reader has.
 // A hint that is stale (the item was deleted, or deleted and created
-// again elsewhere) finds no record or another item's, and the lookup goes
-// through the id entry as it would without the hint. So hints need no
-// invalidation for correctness, only a bound on their number.
+// again elsewhere) or wrong (two keys with the same hash) finds no record
+// or another item's, and the lookup goes through the id entry as it would
+// without the hint. So hints need no invalidation for correctness, and a
+// key's hash can stand for the key.
+//
+// The hints are a fixed table of small slots, allocated once and holding
+// no pointers: the collector has nothing in it to scan, and the server's
+// heap target, a multiple of the live heap, grows by the table's size
+// only. Slots go in pairs, the last used first; a new hint takes the
+// first slot of its pair and moves the other out.
 type locHints struct {
-	mu   sync.Mutex
-	max  int
-	locs map[string][]byte // by id entry key; values are never modified
+	seed  maphash.Seed
+	mu    sync.Mutex
+	slots []hintSlot // a power of two
 }
 
-// defaultLocHints bounds the hints an engine keeps: some 2 MB at about a
-// hundred bytes a hint.
+type hintSlot struct {
+	h   uint64 // the id entry key's hash; 0 for an empty slot
+	n   uint8
+	loc [maxHintedLoc]byte
+}
+
+// maxHintedLoc is the longest location kept: a single-path partition
+// key's (a 16-byte hash, escaped, then the sequence number) fits with
+// room; longer ones, of hierarchical keys, are looked up every time.
+const maxHintedLoc = 31
+
+// defaultLocHints is the number of slots: 640 KB.
 const defaultLocHints = 1 << 14
 
-func newLocHints(max int) *locHints {
-	return &locHints{max: max, locs: make(map[string][]byte)}
+func newLocHints(slots int) *locHints {
+	return &locHints{seed: maphash.MakeSeed(), slots: make([]hintSlot, slots)}
 }
 
-// get returns the hinted location for an id entry's key, or nil. The
-// slice is shared: the caller must not modify it, and appending to it
-// copies it.
+// pair returns the index of the first slot of idKey's pair, and its hash.
+func (h *locHints) pair(idKey []byte) (int, uint64) {
+	x := maphash.Bytes(h.seed, idKey)
+	if x == 0 {
+		x = 1
+	}
+	return int(x) & (len(h.slots) - 1) &^ 1, x
+}
+
+// get returns a copy of the location hinted for an id entry's key, or nil.
 func (h *locHints) get(idKey []byte) []byte {
-	h.mu.Lock()
-	loc := h.locs[string(idKey)]
-	h.mu.Unlock()
-	return loc[:len(loc):len(loc)]
-}
-
-// put remembers loc for idKey, copying both. When the hints are at their
-// bound, an eighth of them, chosen by the map's random order, make room.
-func (h *locHints) put(idKey, loc []byte) {
-	v := make([]byte, len(loc))
-	copy(v, loc)
+	i, x := h.pair(idKey)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if old, ok := h.locs[string(idKey)]; ok {
-		if string(old) != string(v) {
-			h.locs[string(idKey)] = v
-		}
+	s := h.slots[i : i+2]
+	if s[1].h == x {
+		s[0], s[1] = s[1], s[0]
+	} else if s[0].h != x {
+		return nil
+	}
+	loc := make([]byte, s[0].n)
+	copy(loc, s[0].loc[:s[0].n])
+	return loc
+}
+
+// put remembers loc for idKey.
+func (h *locHints) put(idKey, loc []byte) {
+	if len(loc) > maxHintedLoc {
 		return
 	}
-	if len(h.locs) >= h.max {
-		drop := max(h.max/8, 1)
-		for k := range h.locs {
-			delete(h.locs, k)
-			if drop--; drop == 0 {
-				break
-			}
-		}
+	i, x := h.pair(idKey)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.slots[i : i+2]
+	switch x {
+	case s[0].h:
+	case s[1].h:
+		s[0], s[1] = s[1], s[0]
+	default:
+		s[1] = s[0]
+		s[0].h = x
 	}
-	h.locs[string(idKey)] = v
+	s[0].n = uint8(copy(s[0].loc[:], loc))
 }
 
 // forget drops the hint for idKey, once its item is deleted.
 func (h *locHints) forget(idKey []byte) {
-	h.mu.Lock()
-	delete(h.locs, string(idKey))
-	h.mu.Unlock()
-}
-
-func (h *locHints) len() int {
+	i, x := h.pair(idKey)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.locs)
+	for j := i; j < i+2; j++ {
+		if h.slots[j].h == x {
+			h.slots[j] = hintSlot{}
+		}
+	}
 }

@@ -8,30 +8,55 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/mayfly-db/mayfly/internal/partition"
 	"github.com/mayfly-db/mayfly/internal/storage"
 	"github.com/mayfly-db/mayfly/internal/storage/teststore"
 )
 
-func TestLocHintsBounded(t *testing.T) {
+func TestLocHintsTable(t *testing.T) {
 	h := newLocHints(64)
+	key := func(i int) []byte { return []byte("k" + strconv.Itoa(i)) }
+	loc := func(i int) []byte { return []byte("loc" + strconv.Itoa(i)) }
 	for i := range 1000 {
-		h.put([]byte("k"+strconv.Itoa(i)), []byte("loc"+strconv.Itoa(i)))
-		if n := h.len(); n > 64 {
-			t.Fatalf("%d hints after %d puts, bound 64", n, i+1)
+		h.put(key(i), loc(i))
+		if got := h.get(key(i)); !bytes.Equal(got, loc(i)) {
+			t.Fatalf("hint %d just put: %q", i, got)
 		}
 	}
-	if got := h.get([]byte("k999")); string(got) != "loc999" {
-		t.Errorf("the last hint: %q", got)
+	kept := 0
+	for i := range 1000 {
+		if got := h.get(key(i)); got != nil {
+			kept++
+			if !bytes.Equal(got, loc(i)) {
+				t.Errorf("hint %d: %q", i, got)
+			}
+		}
 	}
-	h.forget([]byte("k999"))
-	if got := h.get([]byte("k999")); got != nil {
+	if kept == 0 || kept > 64 {
+		t.Errorf("%d hints kept in 64 slots", kept)
+	}
+	// A pair keeps its two keys, the last used first: a key used again
+	// survives a third key put into its pair.
+	h = newLocHints(2)
+	h.put(key(1), loc(1))
+	h.put(key(2), loc(2))
+	h.get(key(1))
+	h.put(key(3), loc(3))
+	if h.get(key(1)) == nil || h.get(key(3)) == nil || h.get(key(2)) != nil {
+		t.Errorf("pair after using 1 and putting 3: 1 %q, 2 %q, 3 %q", h.get(key(1)), h.get(key(2)), h.get(key(3)))
+	}
+	h.put(key(1), loc(9))
+	if got := h.get(key(1)); !bytes.Equal(got, loc(9)) {
+		t.Errorf("a hint replaced: %q", got)
+	}
+	h.forget(key(1))
+	if got := h.get(key(1)); got != nil {
 		t.Errorf("a forgotten hint: %q", got)
 	}
-	// A hint handed out is not changed by appending to it.
-	h.put([]byte("a"), []byte("xy"))
-	_ = append(h.get([]byte("a")), 'z')
-	if got := h.get([]byte("a")); string(got) != "xy" {
-		t.Errorf("after an append to a copy: %q", got)
+	// Locations too long to keep are not kept.
+	h.put(key(4), make([]byte, maxHintedLoc+1))
+	if got := h.get(key(4)); got != nil {
+		t.Errorf("a location of %d bytes was kept", len(got))
 	}
 }
 
@@ -55,16 +80,23 @@ func (r getCounting) Get(k []byte) ([]byte, error) {
 	return r.Reader.Get(k)
 }
 
-// hintOf returns the hint kept for the item whose id ends the key.
-func hintOf(e *Engine, id string) []byte {
-	e.locHints.mu.Lock()
-	defer e.locHints.mu.Unlock()
-	for k, v := range e.locHints.locs {
-		if strings.HasSuffix(k, id) {
-			return v
+// idKeyOf is the key of the id entry of item id in partition pk of
+// container db/c.
+func idKeyOf(t *testing.T, e *Engine, pk, id string) []byte {
+	t.Helper()
+	var key []byte
+	err := e.store.View(context.Background(), func(r storage.Reader) error {
+		c, err := e.loadContainer(r, "db", "c")
+		if err != nil {
+			return err
 		}
+		key = itemIDKey(c.Rid, partition.AppendKeyBytes(nil, partition.Key{partition.String(pk)}), id)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return nil
+	return key
 }
 
 // A point read with a hint reads the record only; hints that are stale or
@@ -110,20 +142,13 @@ func TestLocHints(t *testing.T) {
 		t.Errorf("a hinted read made %d Gets, an unhinted one %d: want one fewer", warm, cold)
 	}
 
-	locA, locB := bytes.Clone(hintOf(e, "item-a")), bytes.Clone(read2(t, e, "item-b", "p"))
-	if locA == nil || locB == nil {
+	keyA := idKeyOf(t, e, "p", "item-a")
+	read("item-b", "p")
+	read("item-c", "q")
+	locA, locB, locC := e.locHints.get(keyA), e.locHints.get(idKeyOf(t, e, "p", "item-b")), e.locHints.get(idKeyOf(t, e, "q", "item-c"))
+	if locA == nil || locB == nil || locC == nil {
 		t.Fatal("no hints kept")
 	}
-	idKey := func(id string) []byte {
-		for k := range e.locHints.locs {
-			if strings.HasSuffix(k, id) {
-				return []byte(k)
-			}
-		}
-		t.Fatalf("no hint for %s", id)
-		return nil
-	}
-	keyA := idKey("item-a")
 
 	// Another item's location: the record there is item-b's.
 	e.locHints.put(keyA, locB)
@@ -144,7 +169,7 @@ func TestLocHints(t *testing.T) {
 		t.Errorf("after an upsert of item-a through item-b's location: a v=%s, b v=%s; want 4, 2", a, b)
 	}
 	// The same id in another partition is another item.
-	e.locHints.put(keyA, bytes.Clone(hintOf(e, "item-c")))
+	e.locHints.put(keyA, locC)
 	if got := v(read("item-a", "p")); got != "4" {
 		t.Errorf("with item-c's location (another partition): v=%s, want 4", got)
 	}
@@ -165,16 +190,7 @@ func TestLocHints(t *testing.T) {
 	if got := v(read("item-a", "p")); got != "5" {
 		t.Errorf("an item created again, read through its old location: v=%s, want 5", got)
 	}
-	if bytes.Equal(hintOf(e, "item-a"), locA) {
+	if bytes.Equal(e.locHints.get(keyA), locA) {
 		t.Error("the hint still names the old location after the new one was found")
 	}
-}
-
-// read2 reads an item so that its hint is kept, and returns the hint.
-func read2(t *testing.T, e *Engine, id, pk string) []byte {
-	t.Helper()
-	if _, err := e.ReadItem(context.Background(), ReadItemParams{ItemRef: batchRef(`["` + pk + `"]`), ID: id}); err != nil {
-		t.Fatal(err)
-	}
-	return hintOf(e, id)
 }
