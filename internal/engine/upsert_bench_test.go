@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -128,4 +129,64 @@ func loadShape(b *testing.B) (*benchStore, func(i int) string) {
 	})
 	s.settle(b)
 	return s, pk
+}
+
+// BenchmarkPointReadWorkingSet is make bench's read phase without the
+// transport: 16 workers read random items of a working set of 10,000,
+// written as make bench's create phase writes it (each item created, then
+// upserted three times), so that the store holds them in its memtables
+// and tables as the server's does.
+func BenchmarkPointReadWorkingSet(b *testing.B) {
+	const (
+		workers    = 16
+		workingSet = 10_000
+	)
+	s := openBenchEngine(b, clock.Real{}, nil, "null")
+	defer s.store.Close()
+	ctx := context.Background()
+	ref := ItemRef{DB: benchDB, Coll: benchColl}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= 4*workingSet {
+					return
+				}
+				n := int(i % workingSet)
+				body := []byte(`{"id":"w` + strconv.Itoa(n) + `","pk":"` + benchPK(n) + `","n":` + strconv.FormatInt(i, 10) + `,"payload":"` + benchPayload + `"}`)
+				if _, err := s.WriteItem(ctx, WriteItemParams{ItemRef: ref, Mode: ModeUpsert, Body: body}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	next.Store(0)
+	var cpu cpuMeter
+	b.ResetTimer()
+	cpu.start()
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 1))
+			for next.Add(1) <= int64(b.N) {
+				n := rng.IntN(workingSet)
+				r := ref
+				r.PartitionKey, r.HasKey = partition.Key{partition.String(benchPK(n))}, true
+				if _, err := s.ReadItem(ctx, ReadItemParams{ItemRef: r, ID: "w" + strconv.Itoa(n)}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	cpu.stop()
+	cpu.report(b, b.N, "cpu-ns/op")
 }
