@@ -21,34 +21,10 @@ import (
 // TestSDK sends the floor every request cmd/mayfly-load makes, through the
 // Go SDK, and checks that the SDK accepts each answer.
 func TestSDK(t *testing.T) {
-	verify, err := newVerifier(auth.Config{Keys: []string{emulatorKey}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(&floor{verify: verify, certPEM: []byte("pem")})
-	srv.EnableHTTP2 = true
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-
-	cred, err := azcosmos.NewKeyCredential(emulatorKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, ForceAttemptHTTP2: true}}
-	client, err := azcosmos.NewClientWithKey(srv.URL+"/", cred, &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: hc}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := startFloor(t, &floor{certPEM: []byte("pem")})
+	hc := sdkTransport()
+	db, c := sdkContainer(t, srv.URL+"/")
 	ctx := context.Background()
-	if _, err := client.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	db, _ := client.NewDatabase("db")
-	props := azcosmos.ContainerProperties{ID: "c", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}
-	if _, err := db.CreateContainer(ctx, props, nil); err != nil {
-		t.Fatal(err)
-	}
-	c, _ := db.NewContainer("c")
 	if _, err := c.Read(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -117,15 +93,8 @@ func TestRepliesAsMayflys(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { mayfly.Close(context.Background()) })
-	verify, err := newVerifier(auth.Config{Keys: []string{emulatorKey}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const docSize = 256
-	fl := httptest.NewUnstartedServer(&floor{verify: verify, certPEM: []byte("pem"), payload: payloadOf(docSize)})
-	fl.EnableHTTP2 = true
-	fl.StartTLS()
-	t.Cleanup(fl.Close)
+	fl := startFloor(t, &floor{certPEM: []byte("pem"), payload: payloadOf(docSize)})
 
 	type reply struct {
 		header http.Header
@@ -133,21 +102,7 @@ func TestRepliesAsMayflys(t *testing.T) {
 	}
 	ctx := context.Background()
 	run := func(endpoint string) map[string]reply {
-		cred, _ := azcosmos.NewKeyCredential(emulatorKey)
-		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, ForceAttemptHTTP2: true}}
-		client, err := azcosmos.NewClientWithKey(endpoint, cred, &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: hc}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := client.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db"}, nil); err != nil {
-			t.Fatal(err)
-		}
-		db, _ := client.NewDatabase("db")
-		props := azcosmos.ContainerProperties{ID: "c", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}
-		if _, err := db.CreateContainer(ctx, props, nil); err != nil {
-			t.Fatal(err)
-		}
-		c, _ := db.NewContainer("c")
+		_, c := sdkContainer(t, endpoint)
 		pk := azcosmos.NewPartitionKeyString("pk-1")
 		doc := []byte(`{"id":"item-1","pk":"pk-1","n":1,"payload":"` + payloadOf(docSize) + `"}`)
 		out := map[string]reply{}
@@ -187,6 +142,51 @@ func TestRepliesAsMayflys(t *testing.T) {
 			t.Errorf("%s: the floor's item is %d bytes, Mayfly's %d:\n  %s\n  %s", op, len(g.body), len(w.body), g.body, w.body)
 		}
 	}
+}
+
+// startFloor serves f, checking the emulator key's signatures, over
+// HTTP/2 with TLS until the test ends.
+func startFloor(t *testing.T, f *floor) *httptest.Server {
+	t.Helper()
+	verify, err := newVerifier(auth.Config{Keys: []string{emulatorKey}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.verify = verify
+	srv := httptest.NewUnstartedServer(f)
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func sdkTransport() *http.Client {
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, ForceAttemptHTTP2: true}}
+}
+
+// sdkContainer creates database "db" and in it container "c", partitioned
+// on /pk, at endpoint through the Go SDK.
+func sdkContainer(t *testing.T, endpoint string) (*azcosmos.DatabaseClient, *azcosmos.ContainerClient) {
+	t.Helper()
+	cred, err := azcosmos.NewKeyCredential(emulatorKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := azcosmos.NewClientWithKey(endpoint, cred, &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: sdkTransport()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := client.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	db, _ := client.NewDatabase("db")
+	props := azcosmos.ContainerProperties{ID: "c", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}
+	if _, err := db.CreateContainer(ctx, props, nil); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := db.NewContainer("c")
+	return db, c
 }
 
 // headerNames lists the names of h, sorted, but for the ones a server or

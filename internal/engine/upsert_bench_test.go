@@ -25,12 +25,21 @@ func BenchmarkUpsertWorkingSet(b *testing.B) {
 	)
 	s := openBenchEngine(b, clock.Real{}, nil, "null")
 	defer s.store.Close()
-	ctx := context.Background()
-	ref := ItemRef{DB: benchDB, Coll: benchColl}
-	var next atomic.Int64
 	var cpu cpuMeter
 	b.ResetTimer()
 	cpu.start()
+	upsertWorkingSet(b, s, workers, workingSet, b.N)
+	cpu.stop()
+	cpu.report(b, b.N, "cpu-ns/op")
+}
+
+// upsertWorkingSet makes ops upserts with workers goroutines over a
+// working set of items, as mayfly-load's create phase does: write i goes to
+// item i modulo the working set, with n set to i.
+func upsertWorkingSet(b *testing.B, s *benchStore, workers, workingSet, ops int) {
+	ctx := context.Background()
+	ref := ItemRef{DB: benchDB, Coll: benchColl}
+	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
@@ -38,10 +47,10 @@ func BenchmarkUpsertWorkingSet(b *testing.B) {
 			defer wg.Done()
 			for {
 				i := next.Add(1) - 1
-				if i >= int64(b.N) {
+				if i >= int64(ops) {
 					return
 				}
-				n := int(i % workingSet)
+				n := int(i % int64(workingSet))
 				body := []byte(`{"id":"w` + strconv.Itoa(n) + `","pk":"` + benchPK(n) + `","n":` + strconv.FormatInt(i, 10) + `,"payload":"` + benchPayload + `"}`)
 				if _, err := s.WriteItem(ctx, WriteItemParams{ItemRef: ref, Mode: ModeUpsert, Body: body}); err != nil {
 					b.Error(err)
@@ -51,8 +60,6 @@ func BenchmarkUpsertWorkingSet(b *testing.B) {
 		}()
 	}
 	wg.Wait()
-	cpu.stop()
-	cpu.report(b, b.N, "cpu-ns/op")
 }
 
 // BenchmarkPartitionRangeQuery is make bench's range phase without the
@@ -145,28 +152,9 @@ func BenchmarkPointReadWorkingSet(b *testing.B) {
 	defer s.store.Close()
 	ctx := context.Background()
 	ref := ItemRef{DB: benchDB, Coll: benchColl}
+	upsertWorkingSet(b, s, workers, workingSet, 4*workingSet)
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := next.Add(1) - 1
-				if i >= 4*workingSet {
-					return
-				}
-				n := int(i % workingSet)
-				body := []byte(`{"id":"w` + strconv.Itoa(n) + `","pk":"` + benchPK(n) + `","n":` + strconv.FormatInt(i, 10) + `,"payload":"` + benchPayload + `"}`)
-				if _, err := s.WriteItem(ctx, WriteItemParams{ItemRef: ref, Mode: ModeUpsert, Body: body}); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	next.Store(0)
 	var cpu cpuMeter
 	b.ResetTimer()
 	cpu.start()
