@@ -267,7 +267,7 @@ func (c *conn) processHeaders(f *http2.MetaHeadersFrame) (http2.ErrCode, error) 
 		})
 	}
 	c.handlers.Add(1)
-	go c.runHandler(st, req)
+	c.srv.workers.run(func() { c.runHandler(st, req) })
 	return 0, nil
 }
 

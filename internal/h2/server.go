@@ -69,6 +69,8 @@ type Server struct {
 	shuttingDown bool
 
 	date atomic.Pointer[dateValue]
+
+	workers workers
 }
 
 // Configure makes hs serve HTTP/2 through s, with hs's timeouts:
