@@ -152,8 +152,8 @@ func (c *containerRecord) headerKeyBytes(k partition.Key) ([]byte, *Error) {
 // what is left of them.
 func (e *Engine) findItem(r storage.Reader, c *containerRecord, pk []byte, id string, now time.Time) (live *liveItem, dead *liveItem, err error) {
 	idKey := itemIDKey(c.Rid, pk, id)
-	if loc := e.locHints.get(idKey); loc != nil {
-		it, err := hintedItem(r, c, loc, pk, id)
+	if seq, ok := e.locHints.get(idKey); ok {
+		it, err := hintedItem(r, c, itemLoc(c.epkOfBytes(pk), seq), pk, id)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -181,7 +181,7 @@ func (e *Engine) findItem(r storage.Reader, c *containerRecord, pk []byte, id st
 		return nil, nil, err
 	}
 	rec.detach()
-	e.locHints.put(idKey, loc)
+	e.locHints.put(idKey, locSeq(loc))
 	return judgeItem(c, &liveItem{loc: loc, rec: rec}, now)
 }
 
@@ -429,7 +429,7 @@ func (e *Engine) putItem(tx storage.Txn, c *containerRecord, loc []byte, rec *it
 		if err := tx.Set(idKey, loc); err != nil {
 			return err
 		}
-		e.locHints.put(idKey, loc)
+		e.locHints.put(idKey, locSeq(loc))
 	}
 	if ek != nil {
 		if err := tx.Set(ek, expiryValue(rec, loc)); err != nil {

@@ -6,10 +6,12 @@ import (
 )
 
 // locHints remembers where items were found: by the key of an item's id
-// entry, the location that entry held. A point operation that has a hint
-// reads the record at that location directly and skips the id entry, one
-// of its two lookups, each of which walks every level of the store that
-// may hold its key (docs/benchmarks.md, "Where an item is: a hint").
+// entry, the sequence number of the location that entry held. A point
+// operation that has a hint reads the record at that location, rebuilt
+// from the partition key it was given and the sequence number, directly
+// and skips the id entry, one of its two lookups, each of which walks
+// every level of the store that may hold its key (docs/benchmarks.md,
+// "Where an item is: a hint").
 //
 // A hint is a guess, never trusted: findItem uses the record it finds at
 // the hinted location only if the record's partition key and id are the
@@ -23,88 +25,89 @@ import (
 // without the hint. So hints need no invalidation for correctness, and a
 // key's hash can stand for the key.
 //
-// The hints are a fixed table of small slots, allocated once and holding
-// no pointers: the collector has nothing in it to scan, and the server's
-// heap target, a multiple of the live heap, grows by the table's size
-// only. Slots go in pairs, the last used first; a new hint takes the
-// first slot of its pair and moves the other out.
+// The hints are a fixed table of 16-byte slots, allocated once and holding
+// no pointers: the collector has nothing in it to scan. Slots go in sets
+// of four, a cache line, the last used first; a new hint takes the first
+// slot of its set and the last one's hint is dropped. With sets of two,
+// a working set of 10,000 items written in turn missed a third of its
+// hints: the keys of a set that three of them shared pushed each other
+// out before they came round again.
 type locHints struct {
 	seed  maphash.Seed
 	mu    sync.Mutex
-	slots []hintSlot // a power of two
+	slots []hintSlot // a multiple of hintWays, a power of two
 }
 
 type hintSlot struct {
 	h   uint64 // the id entry key's hash; 0 for an empty slot
-	n   uint8
-	loc [maxHintedLoc]byte
+	seq uint64 // the sequence number of the location
 }
 
-// maxHintedLoc is the longest location kept: a single-path partition
-// key's (a 16-byte hash, escaped, then the sequence number) fits with
-// room; longer ones, of hierarchical keys, are looked up every time.
-const maxHintedLoc = 31
+// hintWays is the number of slots in a set.
+const hintWays = 4
 
-// defaultLocHints is the number of slots: 640 KB.
-const defaultLocHints = 1 << 14
+// defaultLocHints is the number of slots: 512 KB.
+const defaultLocHints = 1 << 15
 
 func newLocHints(slots int) *locHints {
-	return &locHints{seed: maphash.MakeSeed(), slots: make([]hintSlot, slots)}
+	return &locHints{seed: maphash.MakeSeed(), slots: make([]hintSlot, max(slots, hintWays))}
 }
 
-// pair returns the index of the first slot of idKey's pair, and its hash.
-func (h *locHints) pair(idKey []byte) (int, uint64) {
+// set returns idKey's set of slots and its hash.
+func (h *locHints) set(idKey []byte) ([]hintSlot, uint64) {
 	x := maphash.Bytes(h.seed, idKey)
 	if x == 0 {
 		x = 1
 	}
-	return int(x) & (len(h.slots) - 1) &^ 1, x
+	i := int(x) & (len(h.slots) - 1) &^ (hintWays - 1)
+	return h.slots[i : i+hintWays], x
 }
 
-// get returns a copy of the location hinted for an id entry's key, or nil.
-func (h *locHints) get(idKey []byte) []byte {
-	i, x := h.pair(idKey)
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	s := h.slots[i : i+2]
-	if s[1].h == x {
-		s[0], s[1] = s[1], s[0]
-	} else if s[0].h != x {
-		return nil
-	}
-	loc := make([]byte, s[0].n)
-	copy(loc, s[0].loc[:s[0].n])
-	return loc
+// toFront moves slot i of s to the front, the others down by one.
+func toFront(s []hintSlot, i int) {
+	first := s[i]
+	copy(s[1:i+1], s[:i])
+	s[0] = first
 }
 
-// put remembers loc for idKey.
-func (h *locHints) put(idKey, loc []byte) {
-	if len(loc) > maxHintedLoc {
-		return
-	}
-	i, x := h.pair(idKey)
+// get returns the sequence number hinted for an id entry's key.
+func (h *locHints) get(idKey []byte) (uint64, bool) {
+	s, x := h.set(idKey)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	s := h.slots[i : i+2]
-	switch x {
-	case s[0].h:
-	case s[1].h:
-		s[0], s[1] = s[1], s[0]
-	default:
-		s[1] = s[0]
-		s[0].h = x
+	for i := range s {
+		if s[i].h == x {
+			toFront(s, i)
+			return s[0].seq, true
+		}
 	}
-	s[0].n = uint8(copy(s[0].loc[:], loc))
+	return 0, false
+}
+
+// put remembers seq for idKey.
+func (h *locHints) put(idKey []byte, seq uint64) {
+	s, x := h.set(idKey)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	i := len(s) - 1
+	for j := range s {
+		if s[j].h == x {
+			i = j
+			break
+		}
+	}
+	toFront(s, i)
+	s[0] = hintSlot{h: x, seq: seq}
 }
 
 // forget drops the hint for idKey, once its item is deleted.
 func (h *locHints) forget(idKey []byte) {
-	i, x := h.pair(idKey)
+	s, x := h.set(idKey)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for j := i; j < i+2; j++ {
-		if h.slots[j].h == x {
-			h.slots[j] = hintSlot{}
+	for i := range s {
+		if s[i].h == x {
+			s[i] = hintSlot{}
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"strconv"
 	"strings"
@@ -16,47 +15,54 @@ import (
 func TestLocHintsTable(t *testing.T) {
 	h := newLocHints(64)
 	key := func(i int) []byte { return []byte("k" + strconv.Itoa(i)) }
-	loc := func(i int) []byte { return []byte("loc" + strconv.Itoa(i)) }
 	for i := range 1000 {
-		h.put(key(i), loc(i))
-		if got := h.get(key(i)); !bytes.Equal(got, loc(i)) {
-			t.Fatalf("hint %d just put: %q", i, got)
+		h.put(key(i), uint64(i))
+		if got, ok := h.get(key(i)); !ok || got != uint64(i) {
+			t.Fatalf("hint %d just put: %d, %t", i, got, ok)
 		}
 	}
 	kept := 0
 	for i := range 1000 {
-		if got := h.get(key(i)); got != nil {
+		if got, ok := h.get(key(i)); ok {
 			kept++
-			if !bytes.Equal(got, loc(i)) {
-				t.Errorf("hint %d: %q", i, got)
+			if got != uint64(i) {
+				t.Errorf("hint %d: %d", i, got)
 			}
 		}
 	}
 	if kept == 0 || kept > 64 {
 		t.Errorf("%d hints kept in 64 slots", kept)
 	}
-	// A pair keeps its two keys, the last used first: a key used again
-	// survives a third key put into its pair.
-	h = newLocHints(2)
-	h.put(key(1), loc(1))
-	h.put(key(2), loc(2))
-	h.get(key(1))
-	h.put(key(3), loc(3))
-	if h.get(key(1)) == nil || h.get(key(3)) == nil || h.get(key(2)) != nil {
-		t.Errorf("pair after using 1 and putting 3: 1 %q, 2 %q, 3 %q", h.get(key(1)), h.get(key(2)), h.get(key(3)))
+	// A set keeps its four keys, the last used first: keys used in turn
+	// all stay, and a fifth key pushes out the one used longest ago.
+	h = newLocHints(hintWays)
+	for i := 1; i <= 4; i++ {
+		h.put(key(i), uint64(i))
 	}
-	h.put(key(1), loc(9))
-	if got := h.get(key(1)); !bytes.Equal(got, loc(9)) {
-		t.Errorf("a hint replaced: %q", got)
+	for range 2 {
+		for i := 1; i <= 4; i++ {
+			if got, ok := h.get(key(i)); !ok || got != uint64(i) {
+				t.Errorf("key %d of a full set: %d, %t", i, got, ok)
+			}
+		}
+	}
+	h.get(key(1))
+	h.put(key(5), 5)
+	for i, want := range []bool{1: true, 2: false, 3: true, 4: true, 5: true} {
+		if i == 0 {
+			continue
+		}
+		if _, ok := h.get(key(i)); ok != want {
+			t.Errorf("after using 1 and putting 5: key %d kept %t, want %t", i, ok, want)
+		}
+	}
+	h.put(key(1), 9)
+	if got, _ := h.get(key(1)); got != 9 {
+		t.Errorf("a hint replaced: %d", got)
 	}
 	h.forget(key(1))
-	if got := h.get(key(1)); got != nil {
-		t.Errorf("a forgotten hint: %q", got)
-	}
-	// Locations too long to keep are not kept.
-	h.put(key(4), make([]byte, maxHintedLoc+1))
-	if got := h.get(key(4)); got != nil {
-		t.Errorf("a location of %d bytes was kept", len(got))
+	if _, ok := h.get(key(1)); ok {
+		t.Error("a forgotten hint was kept")
 	}
 }
 
@@ -145,33 +151,36 @@ func TestLocHints(t *testing.T) {
 	keyA := idKeyOf(t, e, "p", "item-a")
 	read("item-b", "p")
 	read("item-c", "q")
-	locA, locB, locC := e.locHints.get(keyA), e.locHints.get(idKeyOf(t, e, "p", "item-b")), e.locHints.get(idKeyOf(t, e, "q", "item-c"))
-	if locA == nil || locB == nil || locC == nil {
+	seqA, okA := e.locHints.get(keyA)
+	seqB, okB := e.locHints.get(idKeyOf(t, e, "p", "item-b"))
+	seqC, okC := e.locHints.get(idKeyOf(t, e, "q", "item-c"))
+	if !okA || !okB || !okC {
 		t.Fatal("no hints kept")
 	}
 
 	// Another item's location: the record there is item-b's.
-	e.locHints.put(keyA, locB)
+	e.locHints.put(keyA, seqB)
 	if got := v(read("item-a", "p")); got != "1" {
 		t.Errorf("with item-b's location as item-a's hint: v=%s, want 1", got)
 	}
 	// A location with no record.
-	e.locHints.put(keyA, append(bytes.Clone(locA[:len(locA)-1]), locA[len(locA)-1]+100))
+	e.locHints.put(keyA, seqA+100)
 	if got := v(read("item-a", "p")); got != "1" {
 		t.Errorf("with an empty location as the hint: v=%s, want 1", got)
 	}
 	// An upsert through a wrong hint replaces item-a, not item-b.
-	e.locHints.put(keyA, locB)
+	e.locHints.put(keyA, seqB)
 	if _, err := e.WriteItem(ctx, WriteItemParams{ItemRef: batchRef(`["p"]`), Mode: ModeUpsert, Body: []byte(`{"id":"item-a","pk":"p","v":4}`)}); err != nil {
 		t.Fatal(err)
 	}
 	if a, b := v(read("item-a", "p")), v(read("item-b", "p")); a != "4" || b != "2" {
 		t.Errorf("after an upsert of item-a through item-b's location: a v=%s, b v=%s; want 4, 2", a, b)
 	}
-	// The same id in another partition is another item.
-	e.locHints.put(keyA, locC)
+	// Item-c's sequence number, in another partition: no record at
+	// that number in this one.
+	e.locHints.put(keyA, seqC)
 	if got := v(read("item-a", "p")); got != "4" {
-		t.Errorf("with item-c's location (another partition): v=%s, want 4", got)
+		t.Errorf("with item-c's sequence number (another partition): v=%s, want 4", got)
 	}
 	if got := read("item-a", "q"); got != "404" {
 		t.Errorf("item-a in partition q: %s, want 404", got)
@@ -181,16 +190,51 @@ func TestLocHints(t *testing.T) {
 	if _, err := e.DeleteItem(ctx, DeleteItemParams{ItemRef: batchRef(`["p"]`), ID: "item-a"}); err != nil {
 		t.Fatal(err)
 	}
-	e.locHints.put(keyA, locA)
+	e.locHints.put(keyA, seqA)
 	if got := read("item-a", "p"); got != "404" {
 		t.Errorf("a deleted item read through its old hint: %s", got)
 	}
 	be.seed(t, `{"id":"item-a","pk":"p","v":5}`)
-	e.locHints.put(keyA, locA)
+	e.locHints.put(keyA, seqA)
 	if got := v(read("item-a", "p")); got != "5" {
 		t.Errorf("an item created again, read through its old location: v=%s, want 5", got)
 	}
-	if bytes.Equal(e.locHints.get(keyA), locA) {
+	if seq, _ := e.locHints.get(keyA); seq == seqA {
 		t.Error("the hint still names the old location after the new one was found")
+	}
+}
+
+// A hint names a location by its sequence number; the rest of it comes
+// from the partition key asked for. For every kind of partition key, a
+// read with a hint finds the record there and makes one Get fewer.
+func TestLocHintsKeyKinds(t *testing.T) {
+	for _, tc := range []struct {
+		name, def, item, header string
+	}{
+		{"string", `{"paths":["/pk"],"kind":"Hash","version":2}`, `{"id":"x","pk":"p"}`, `["p"]`},
+		{"number", `{"paths":["/pk"],"kind":"Hash","version":2}`, `{"id":"x","pk":12.5}`, `[12.5]`},
+		{"bool", `{"paths":["/pk"],"kind":"Hash","version":2}`, `{"id":"x","pk":true}`, `[true]`},
+		{"null", `{"paths":["/pk"],"kind":"Hash","version":2}`, `{"id":"x","pk":null}`, `[null]`},
+		{"absent", `{"paths":["/pk"],"kind":"Hash","version":2}`, `{"id":"x"}`, `[{}]`},
+		{"hash v1", `{"paths":["/pk"],"kind":"Hash"}`, `{"id":"x","pk":"p"}`, `["p"]`},
+		{"hierarchical", `{"paths":["/a","/b"],"kind":"MultiHash","version":2}`, `{"id":"x","a":"p","b":3}`, `["p",3]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &getCounter{Store: teststore.Open(t)}
+			be := newBatchEnvOn(t, st, `{"id":"c","partitionKey":`+tc.def+`}`)
+			be.seed(t, tc.item)
+			be.e.locHints = newLocHints(defaultLocHints)
+			gets := func() int64 {
+				t.Helper()
+				before := st.gets.Load()
+				if _, err := be.e.ReadItem(context.Background(), ReadItemParams{ItemRef: batchRef(tc.header), ID: "x"}); err != nil {
+					t.Fatal(err)
+				}
+				return st.gets.Load() - before
+			}
+			if cold, warm := gets(), gets(); warm != cold-1 {
+				t.Errorf("a hinted read made %d Gets, an unhinted one %d: want one fewer", warm, cold)
+			}
+		})
 	}
 }

@@ -17,6 +17,18 @@ func (c *containerRecord) epk(k partition.Key) string {
 	return epk
 }
 
+// epkOfBytes is epk of the partition key whose bytes are pk.
+func (c *containerRecord) epkOfBytes(pk []byte) string {
+	if len(c.pk.paths) == 0 {
+		return ""
+	}
+	epk, err := c.epkOf(pk)
+	if err != nil {
+		return ""
+	}
+	return epk
+}
+
 // lookupRange finds the range the header names; whole reports that it is
 // absent or names the only range, so every EPK is in it.
 func (e *Engine) lookupRange(c *containerRecord, id string) (r partition.Range, whole bool, derr *Error) {
