@@ -42,7 +42,7 @@ type conn struct {
 	wfr         *http2.Framer
 	henc        *hpack.Encoder
 	hbuf        bytes.Buffer
-	lower       map[string]string // response header names on the wire; see lowerName
+	lower       map[string]*wireName // response header names on the wire; see wireNameOf
 	peerMaxData int               // the client's SETTINGS_MAX_FRAME_SIZE
 	deadline    time.Time         // the write deadline last set on nc
 	settingsOut bool              // this side's SETTINGS, its first frame, has been sent

@@ -2299,3 +2299,44 @@ func Test431ClosesStream(t *testing.T) {
 		}
 	})
 }
+
+// A response header's value goes unindexed the first time the connection
+// sends it under its name, and indexed once it comes again: a value new in
+// every response never enters either side's table.
+func TestRepeatedHeaderValuesIndexed(t *testing.T) {
+	var n atomic.Int64
+	ts := startServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Same", "constant")
+		w.Header().Set("X-Unique", "value-"+strconv.FormatInt(n.Add(1), 10))
+	}))
+	c := ts.dial(t)
+	// unindexed[i] is whether response i sent each field never indexed.
+	var unindexed []map[string]bool
+	for i := range 3 {
+		id := uint32(2*i + 1)
+		c.get(id, "/")
+		c.readUntil(func(f http2.Frame) bool {
+			h, ok := f.(*http2.MetaHeadersFrame)
+			if !ok || h.StreamID != id {
+				return false
+			}
+			got := map[string]bool{}
+			for _, hf := range h.Fields {
+				got[hf.Name] = hf.Sensitive
+			}
+			unindexed = append(unindexed, got)
+			return true
+		})
+	}
+	for i, want := range []map[string]bool{
+		{"x-same": true, "x-unique": true},
+		{"x-same": false, "x-unique": true},
+		{"x-same": false, "x-unique": true},
+	} {
+		for name, u := range want {
+			if unindexed[i][name] != u {
+				t.Errorf("response %d: %s never indexed %t, want %t", i+1, name, unindexed[i][name], u)
+			}
+		}
+	}
+}

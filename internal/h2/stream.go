@@ -525,46 +525,58 @@ func (w *responseWriter) writeFrames(chunk []byte, last bool) error {
 func (w *responseWriter) encodeHeader() []byte {
 	c := w.st.c
 	c.hbuf.Reset()
-	enc := func(name, value string) {
-		if err := c.henc.WriteField(hpack.HeaderField{Name: name, Value: value}); err != nil {
+	enc := func(name, value string, unindexed bool) {
+		// Sensitive is HPACK's "never indexed" literal: the field goes
+		// into neither this side's table nor the client's.
+		if err := c.henc.WriteField(hpack.HeaderField{Name: name, Value: value, Sensitive: unindexed}); err != nil {
 			// Writes to a bytes.Buffer do not fail.
 			panic(err)
 		}
 	}
-	enc(":status", statusText(w.status))
+	enc(":status", statusText(w.status), false)
 	allowed := bodyAllowed(w.status)
 	for k, vv := range w.header {
-		name, ok := c.lowerName(k)
-		if !ok {
+		wn := c.wireNameOf(k)
+		if wn.name == "" {
 			continue
 		}
 		for _, v := range vv {
 			if httpguts.ValidHeaderFieldValue(v) {
-				enc(name, v)
+				// A value this name had in the last response is
+				// likely the same in the next: it is indexed, and
+				// goes as an index from then on. Another (an etag,
+				// a session token, an activity id) is likely new in
+				// every response, and indexing it would only push
+				// entries out of both sides' tables, a map insertion
+				// and deletion each.
+				enc(wn.name, v, v != wn.last)
+				wn.last = v
 			}
 		}
 	}
 	if _, ok := w.header["Date"]; !ok {
-		enc("date", c.srv.dateHeader())
+		enc("date", c.srv.dateHeader(), false)
 	}
 	if _, ok := w.header["Content-Type"]; !ok && allowed && len(w.buf) > 0 {
-		enc("content-type", http.DetectContentType(w.buf[:min(len(w.buf), sniffLen)]))
+		enc("content-type", http.DetectContentType(w.buf[:min(len(w.buf), sniffLen)]), false)
 	}
 	if _, ok := w.header["Content-Length"]; !ok && allowed && w.done && (!w.head || w.written > 0) {
-		enc("content-length", strconv.FormatInt(w.written, 10))
+		enc("content-length", strconv.FormatInt(w.written, 10), false)
 	}
 	return c.hbuf.Bytes()
 }
 
-// lowerName is a response header's name on the wire, remembered per
-// connection; false for a name that must not be sent over HTTP/2. It runs
-// under the write lock.
-func (c *conn) lowerName(k string) (string, bool) {
-	if c.lower == nil {
-		c.lower = map[string]string{}
-	}
-	if name, ok := c.lower[k]; ok {
-		return name, name != ""
+// wireName is what a connection knows of a response header's name.
+type wireName struct {
+	name string // on the wire, lower case; "" for a name that must not be sent over HTTP/2
+	last string // the value last sent under it
+}
+
+// wireNameOf returns what the connection knows of a response header's
+// name, remembered for up to 256 names. It runs under the write lock.
+func (c *conn) wireNameOf(k string) *wireName {
+	if wn, ok := c.lower[k]; ok {
+		return wn
 	}
 	name := strings.ToLower(k)
 	switch name {
@@ -575,10 +587,14 @@ func (c *conn) lowerName(k string) (string, bool) {
 			name = ""
 		}
 	}
-	if len(c.lower) < 256 {
-		c.lower[k] = name
+	wn := &wireName{name: name}
+	if c.lower == nil {
+		c.lower = map[string]*wireName{}
 	}
-	return name, name != ""
+	if len(c.lower) < 256 {
+		c.lower[k] = wn
+	}
+	return wn
 }
 
 // statusTexts holds the :status values of the codes handlers use.
