@@ -43,10 +43,10 @@ type conn struct {
 	henc        *hpack.Encoder
 	hbuf        bytes.Buffer
 	lower       map[string]*wireName // response header names on the wire; see wireNameOf
-	peerMaxData int               // the client's SETTINGS_MAX_FRAME_SIZE
-	deadline    time.Time         // the write deadline last set on nc
-	settingsOut bool              // this side's SETTINGS, its first frame, has been sent
-	writeErr    error             // once a write fails, every later one does
+	peerMaxData int                  // the client's SETTINGS_MAX_FRAME_SIZE
+	deadline    time.Time            // the write deadline last set on nc
+	settingsOut bool                 // this side's SETTINGS, its first frame, has been sent
+	writeErr    error                // once a write fails, every later one does
 
 	mu            sync.Mutex // guards the streams and the send windows below
 	streams       map[uint32]*stream
