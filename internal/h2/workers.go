@@ -24,9 +24,10 @@ type workers struct {
 	idleFor time.Duration // how long an idle worker waits; workerIdle if 0
 	maxIdle int32         // maxIdleWorkers if 0
 
-	once sync.Once
-	jobs chan func() // unbuffered: a send succeeds only to a waiting worker
-	idle atomic.Int32
+	once    sync.Once
+	jobs    chan func() // unbuffered: a send succeeds only to a waiting worker
+	idle    atomic.Int32
+	running atomic.Int32 // workers, idle or not
 }
 
 const (
@@ -48,6 +49,7 @@ func (w *workers) run(f func()) {
 	select {
 	case w.jobs <- f:
 	default:
+		w.running.Add(1)
 		go w.work(f)
 	}
 }
@@ -55,6 +57,7 @@ func (w *workers) run(f func()) {
 // work calls f, then the handlers given to it while it is idle, until it
 // waits idleFor or finds maxIdle workers idle already.
 func (w *workers) work(f func()) {
+	defer w.running.Add(-1)
 	var t *time.Timer
 	for {
 		f()

@@ -17,6 +17,17 @@ func goroutineID() string {
 	return string(id)
 }
 
+// waitParked waits until goroutine id waits in a select: a worker waiting
+// for its next handler. Until then a handler would go to a new worker.
+func waitParked(t *testing.T, id string) {
+	t.Helper()
+	waitUntil(t, "goroutine "+id+" waits for a handler", func() bool {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		return bytes.Contains(buf, []byte("goroutine "+id+" [select"))
+	})
+}
+
 // A handler that finds a worker idle runs on it: on a goroutine that ran
 // an earlier handler, with the stack that one grew.
 func TestWorkersReuseGoroutines(t *testing.T) {
@@ -24,37 +35,46 @@ func TestWorkersReuseGoroutines(t *testing.T) {
 	ran := make(chan string)
 	w.run(func() { ran <- goroutineID() })
 	first := <-ran
-	waitUntil(t, "the worker is idle", func() bool { return w.idle.Load() == 1 })
+	waitParked(t, first)
 	w.run(func() { ran <- goroutineID() })
 	if second := <-ran; second != first {
 		t.Errorf("second handler ran on goroutine %s, not on the idle worker %s", second, first)
 	}
 }
 
-// After a burst, at most maxIdle workers stay, and each ends once it has
-// been idle for idleFor.
+// After a burst, at most maxIdle workers stay.
 func TestWorkersIdleBound(t *testing.T) {
-	w := &workers{idleFor: 50 * time.Millisecond, maxIdle: 3}
+	w := &workers{idleFor: time.Minute, maxIdle: 3}
 	release := make(chan struct{})
-	var started, done sync.WaitGroup
+	var started sync.WaitGroup
 	for range 8 {
 		started.Add(1)
-		done.Add(1)
 		w.run(func() {
-			defer done.Done()
 			started.Done()
 			<-release
 		})
 	}
-	started.Wait() // eight workers at once: none was idle to take one
-	close(release)
-	done.Wait()
-	waitUntil(t, "three workers are idle", func() bool { return w.idle.Load() == 3 })
-	time.Sleep(10 * time.Millisecond)
-	if n := w.idle.Load(); n > 3 {
-		t.Fatalf("%d idle workers, want at most 3", n)
+	started.Wait()
+	if n := w.running.Load(); n != 8 {
+		t.Fatalf("%d workers for eight handlers at once, want 8", n)
 	}
-	waitUntil(t, "the idle workers end", func() bool { return w.idle.Load() == 0 })
+	close(release)
+	waitUntil(t, "the workers past the bound end", func() bool { return w.running.Load() == 3 })
+	if n := w.idle.Load(); n != 3 {
+		t.Errorf("%d idle workers, want 3", n)
+	}
+}
+
+// A worker idle for idleFor ends.
+func TestWorkersIdleEnd(t *testing.T) {
+	w := &workers{idleFor: 20 * time.Millisecond}
+	done := make(chan struct{})
+	w.run(func() { close(done) })
+	<-done
+	waitUntil(t, "the idle worker ends", func() bool { return w.running.Load() == 0 })
+	if n := w.idle.Load(); n != 0 {
+		t.Errorf("%d idle workers after the last ended", n)
+	}
 }
 
 // The server runs a connection's handlers on its workers: one request
@@ -75,7 +95,10 @@ func TestHandlersRunOnWorkers(t *testing.T) {
 		}
 		resp.Body.Close()
 		if i == 0 {
-			waitUntil(t, "the worker is idle", func() bool { return ts.h2.workers.idle.Load() == 1 })
+			mu.Lock()
+			first := ids[0]
+			mu.Unlock()
+			waitParked(t, first)
 		}
 	}
 	if ids[0] != ids[1] {
