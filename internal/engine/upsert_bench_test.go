@@ -13,16 +13,19 @@ import (
 	"github.com/mayfly-db/mayfly/internal/partition"
 )
 
+// The shape of make bench's load: its clients, and the items they write
+// and read.
+const (
+	workers    = 16
+	workingSet = 10_000
+)
+
 // BenchmarkUpsertWorkingSet is make bench's write phase without the
 // transport: 16 goroutines upsert over a working set of 10,000 items in a
 // container on durable Pebble, each write changing one property (n) as
 // mayfly-load's do. It reports the process CPU per upsert, the background
 // flushes and compactions of the run included.
 func BenchmarkUpsertWorkingSet(b *testing.B) {
-	const (
-		workers    = 16
-		workingSet = 10_000
-	)
 	s := openBenchEngine(b, clock.Real{}, nil, "null")
 	defer s.store.Close()
 	var cpu cpuMeter
@@ -144,10 +147,6 @@ func loadShape(b *testing.B) (*benchStore, func(i int) string) {
 // upserted three times), so that the store holds them in its memtables
 // and tables as the server's does.
 func BenchmarkPointReadWorkingSet(b *testing.B) {
-	const (
-		workers    = 16
-		workingSet = 10_000
-	)
 	s := openBenchEngine(b, clock.Real{}, nil, "null")
 	defer s.store.Close()
 	ctx := context.Background()
