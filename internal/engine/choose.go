@@ -104,6 +104,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	if o := cmp.Or(in.Ordered, in.Stream); o != nil {
 		orderTerm = o.Term
 	}
+	var counted []int
 	for i, t := range terms {
 		if small || !ready || !c.index.indexes(t.Path) || (s.kind != plan.ScopeAll && s.kind != plan.ScopeRange && c.isKeyPath(t.Path)) {
 			// A term on the partition key within a partition (or prefix)
@@ -112,12 +113,16 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 			in.Entries[i] = -1
 			continue
 		}
-		if i == orderTerm {
-			continue
+		if i != orderTerm {
+			counted = append(counted, i)
 		}
-		if in.Entries[i], err = countSpans(r, termSpans(c, t), probe, st); err != nil {
-			return nil, err
-		}
+	}
+	in.Composites = compositeUses(c, q, params, terms)
+	// A composite walk weighs the terms it does not hold by their counts,
+	// so a count stopped early would misjudge it.
+	partners := !slices.ContainsFunc(in.Composites, func(u plan.CompositeUse) bool { return u.Ordered })
+	if err := countTerms(r, c, terms, counted, size, probe, partners, st, in.Entries); err != nil {
+		return nil, err
 	}
 	if orderTerm >= 0 && in.Entries[orderTerm] == 0 {
 		bound := plan.OrderedBound(in, cmp.Or(in.Ordered, in.Stream), probe)
@@ -132,7 +137,6 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		}
 		in.Entries[orderTerm] = n
 	}
-	in.Composites = compositeUses(c, q, params, terms)
 	for i := range in.Composites {
 		u := &in.Composites[i]
 		u.Scoped = s.kind == plan.ScopePartition && len(c.pk.paths) > 0 && pinsKey(c, u, terms)
@@ -153,6 +157,93 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		slog.Debug("query plan chosen", "container", c.link(), "query", q.String(), "plan", p.Explain())
 	}
 	return qa, e.buildSource(r, c, q, params, s, terms, now, st, limit, qa)
+}
+
+// countTerms counts the entries of the spans of terms[i] for each i in
+// counted into entries[i], each up to probe. The terms are counted a step
+// at a time, round by round, so that the narrowest is known early; with
+// partners, a wider term is then counted only as far as it could still
+// change the choice (plan.PartnerBound). A count stopped at a bound reads
+// as what it reached.
+func countTerms(r storage.Reader, c *containerRecord, terms []plan.Term, counted []int, size plan.Scope, probe int64, partners bool, st *readStats, entries []int64) error {
+	counters := make([]spanCounter, len(counted))
+	for k, i := range counted {
+		counters[k].spans = termSpans(c, terms[i])
+	}
+	narrowest := int64(-1)
+	for step, open := int64(countStep), len(counters) > 0; open; step *= 4 {
+		open = false
+		for k := range counters {
+			sc := &counters[k]
+			if sc.done {
+				continue
+			}
+			bound := probe
+			if partners && narrowest >= 0 {
+				bound = plan.PartnerBound(size, probe, narrowest)
+			}
+			if err := sc.count(r, min(step, bound), st); err != nil {
+				return err
+			}
+			switch {
+			case len(sc.spans) == 0:
+				sc.done = true
+				if narrowest < 0 || sc.n < narrowest {
+					narrowest = sc.n
+				}
+			case sc.n >= bound:
+				sc.done = true
+			default:
+				open = true
+			}
+		}
+	}
+	for k, i := range counted {
+		entries[i] = counters[k].n
+	}
+	return nil
+}
+
+// countStep is how many entries of each term the first round of
+// countTerms counts; each round after counts four times as far.
+const countStep = 64
+
+// spanCounter counts the entries of spans a step at a time, each step
+// going on from where the last stopped.
+type spanCounter struct {
+	spans []keySpan // those not yet counted to their end
+	from  []byte    // where spans[0] goes on; nil: its start
+	n     int64
+	done  bool
+}
+
+// count counts on until n reaches upTo or the spans end (spans is then
+// empty).
+func (sc *spanCounter) count(r storage.Reader, upTo int64, st *readStats) error {
+	for len(sc.spans) > 0 && sc.n < upTo {
+		sp := sc.spans[0]
+		lo := sp.lo
+		if sc.from != nil {
+			lo = sc.from
+		}
+		stopped := false
+		err := scanRange(r, lo, sp.hi, func(k, _ []byte) (bool, error) {
+			st.entries++
+			sc.n++
+			if sc.n < upTo {
+				return true, nil
+			}
+			// The next step starts at the first key after k.
+			sc.from = append(append([]byte(nil), k...), 0)
+			stopped = true
+			return false, nil
+		})
+		if err != nil || stopped {
+			return err
+		}
+		sc.spans, sc.from = sc.spans[1:], nil
+	}
+	return nil
 }
 
 // asksTs reports whether q filters on _ts, and whether it orders by it

@@ -448,6 +448,22 @@ func OrderedBound(in Input, o *Ordered, probe int64) int64 {
 	return int64(math.Ceil(want)) + 1
 }
 
+// PartnerBound is how many entries of a term's spans are worth counting
+// once another term's spans are known to hold only narrowest entries,
+// given the bound probe on every count. The wider term can then win only
+// as the narrower one's partner in an intersection, which saves at most
+// the narrower span's records (narrowest·fraction of them, each
+// costRecordPoint) and costs the wider span's entries: past as many
+// entries as those records are worth, its count changes no choice. It is
+// never below narrowest, so that a count stopped there still reads as the
+// wider. Without it, a query on an id and on a property most items have
+// counted the property's entries up to the probe: 37,751 of them in a
+// container of 10⁵ items, for one row.
+func PartnerBound(s Scope, probe, narrowest int64) int64 {
+	b := math.Max(float64(narrowest), float64(narrowest)*s.fraction()*costRecordPoint/costEntry)
+	return min(probe, int64(math.Ceil(b))+1)
+}
+
 // share is the part of the entries o walks that lie in the scope.
 func (o *Ordered) share(s Scope) float64 {
 	if o.Scoped {

@@ -2,6 +2,8 @@ package plan
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -162,5 +164,46 @@ func TestOrderedBound(t *testing.T) {
 		if got := OrderedBound(tt.in, tt.o, tt.probe); got != tt.want {
 			t.Errorf("%s: OrderedBound = %d, want %d", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestPartnerBound checks that counting the wider terms only up to
+// PartnerBound changes no choice: over random scopes and counts, the
+// plan chosen with every count exact (up to the probe) and the plan chosen
+// with the wider ones stopped at the bound take the same path.
+func TestPartnerBound(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	paths := [][]string{{"a"}, {"b"}, {"c"}}
+	for i := range 20_000 {
+		n := int64(100 + rnd.IntN(1_000_000))
+		scope := Scope{Kind: ScopeAll, Items: n, ContainerItems: n}
+		if rnd.IntN(2) == 0 {
+			scope = Scope{Kind: ScopePartition, Items: 1 + rnd.Int64N(n), ContainerItems: n}
+		}
+		probe := int64(float64(scope.Items)/(0.15+2.5*scope.fraction())) + 16
+		k := 2 + rnd.IntN(2)
+		terms := make([]Term, k)
+		exact := make([]int64, k)
+		for j := range k {
+			terms[j] = Term{Path: paths[j], Spans: []Span{{Kind: SpanValue, Lo: document.Int(int64(j))}}}
+			// Counts spread over every order of magnitude.
+			exact[j] = min(probe, int64(math.Pow(float64(n), rnd.Float64())))
+		}
+		narrowest := slices.Min(exact)
+		capped := slices.Clone(exact)
+		for j, e := range capped {
+			capped[j] = min(e, max(narrowest, PartnerBound(scope, probe, narrowest)))
+		}
+		want := Choose(Input{Scope: scope, Terms: terms, Entries: exact}).Chosen
+		got := Choose(Input{Scope: scope, Terms: terms, Entries: capped}).Chosen
+		if got.Access != want.Access || !slices.Equal(got.Terms, want.Terms) {
+			t.Fatalf("case %d: scope %+v, counts %v, stopped at %v: chose %v %v, want %v %v", i, scope, exact, capped, got.Access, got.Terms, want.Access, want.Terms)
+		}
+	}
+	if got := PartnerBound(Scope{Kind: ScopeAll, Items: 100_000, ContainerItems: 100_000}, 37_751, 1); got != 18 {
+		t.Errorf("PartnerBound after an id's one entry = %d, want 18", got)
+	}
+	if got := PartnerBound(Scope{Kind: ScopeAll, Items: 100_000, ContainerItems: 100_000}, 37_751, 10_000); got != 37_751 {
+		t.Errorf("PartnerBound past the probe = %d, want the probe", got)
 	}
 }
