@@ -892,7 +892,7 @@ func (s *diffScenario) atom(q *diffQuery) string {
 	cmp := []string{"=", "!=", "<", "<=", ">", ">="}
 	op := func() string { return cmp[r.IntN(len(cmp))] }
 	numPath := []string{"c.n", "c.n", "c.o.x", `c["n"]`}[r.IntN(4)]
-	switch r.IntN(24) {
+	switch r.IntN(26) {
 	case 0, 1, 2:
 		return numPath + " " + op() + " " + s.literal(q, s.num())
 	case 3, 4:
@@ -964,6 +964,23 @@ func (s *diffScenario) atom(q *diffQuery) string {
 			return "c._rid = " + s.literal(q, d.Get("_rid"))
 		}
 		return "c.n > 10"
+	case 23, 24:
+		// Equalities on one path, as an OR or an ARRAY_CONTAINS over
+		// constants: the index reads them as an IN.
+		path, val := numPath, s.num
+		switch r.IntN(3) {
+		case 0:
+			path, val = "c.s", s.str
+		case 1:
+			if len(s.docs) > 0 {
+				path, val = "c.id", func() document.Value { return s.docs[r.IntN(len(s.docs))].doc.Get("id") }
+			}
+		}
+		a, b := val(), val()
+		if r.IntN(2) == 0 {
+			return "(" + path + " = " + s.literal(q, a) + " OR " + s.literal(q, b) + " = " + path + ")"
+		}
+		return "ARRAY_CONTAINS(" + s.literal(q, document.Arr([]document.Value{a, b})) + ", " + path + ")"
 	}
 	return "c.s = " + s.literal(q, s.str())
 }

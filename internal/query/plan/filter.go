@@ -187,6 +187,12 @@ func Predicates(q *ast.Query, params map[string]document.Value) []Predicate {
 	for _, t := range conjuncts(q.Where) {
 		switch x := t.(type) {
 		case *ast.Binary:
+			if x.Op == ast.OpOr {
+				if p, ok := anyOf(q, x, params); ok {
+					out = append(out, p)
+				}
+				continue
+			}
 			op, ok := direct[x.Op]
 			if !ok {
 				continue
@@ -240,6 +246,14 @@ func Predicates(q *ast.Query, params map[string]document.Value) []Predicate {
 						out = append(out, Predicate{Path: p, Op: Prefix, Value: v})
 					}
 				}
+			case strings.EqualFold(x.Name, "ARRAY_CONTAINS") && (len(x.Args) == 2 || len(x.Args) == 3 && isFalse(x.Args[2])):
+				// ARRAY_CONTAINS(constant array, path) holds where the path
+				// equals one of the array's elements: path IN (elements).
+				if p, ok := DocPath(q, x.Args[1]); ok {
+					if vals, ok := scalars(x.Args[0], params); ok {
+						out = append(out, Predicate{Path: p, Op: In, Values: vals})
+					}
+				}
 			case strings.EqualFold(x.Name, "IS_DEFINED") && len(x.Args) == 1:
 				if p, ok := DocPath(q, x.Args[0]); ok {
 					out = append(out, Predicate{Path: p, Op: IsDefine})
@@ -252,6 +266,92 @@ func Predicates(q *ast.Query, params map[string]document.Value) []Predicate {
 		}
 	}
 	return out
+}
+
+// anyOf returns, for an OR of equalities and INs on one path (c.id = 'a'
+// OR c.id = 'b'), the IN of all their values.
+func anyOf(q *ast.Query, or *ast.Binary, params map[string]document.Value) (Predicate, bool) {
+	var path []string
+	var vals []document.Value
+	var walk func(e ast.Expr) bool
+	walk = func(e ast.Expr) bool {
+		var p []string
+		var ok bool
+		switch x := e.(type) {
+		case *ast.Binary:
+			switch x.Op {
+			case ast.OpOr:
+				return walk(x.L) && walk(x.R)
+			case ast.OpEq:
+				var v document.Value
+				if p, ok = DocPath(q, x.L); ok {
+					v, ok = constant(x.R, params)
+				} else if p, ok = DocPath(q, x.R); ok {
+					v, ok = constant(x.L, params)
+				}
+				if !ok {
+					return false
+				}
+				vals = append(vals, v)
+			default:
+				return false
+			}
+		case *ast.In:
+			if x.Not {
+				return false
+			}
+			if p, ok = DocPath(q, x.X); !ok {
+				return false
+			}
+			for _, e := range x.List {
+				v, ok := constant(e, params)
+				if !ok {
+					return false
+				}
+				vals = append(vals, v)
+			}
+		default:
+			return false
+		}
+		if path == nil {
+			path = p
+		}
+		return samePath(path, p)
+	}
+	if !walk(or) {
+		return Predicate{}, false
+	}
+	return Predicate{Path: path, Op: In, Values: vals}, true
+}
+
+// scalars returns the elements of a constant array (a literal of
+// constants, or a parameter), when it has some and each is a number, a
+// string, a bool or null.
+func scalars(e ast.Expr, params map[string]document.Value) ([]document.Value, bool) {
+	var vals []document.Value
+	if lit, ok := e.(*ast.ArrayLit); ok {
+		for _, x := range lit.Elems {
+			v, ok := constant(x, params)
+			if !ok {
+				return nil, false
+			}
+			vals = append(vals, v)
+		}
+	} else if v, ok := constant(e, params); ok && v.Kind() == document.Array {
+		vals = v.Array()
+	}
+	for _, v := range vals {
+		if k := v.Kind(); k != document.Number && k != document.String && k != document.Bool && k != document.Null {
+			return nil, false
+		}
+	}
+	return vals, len(vals) > 0
+}
+
+// isFalse reports whether e is the literal false.
+func isFalse(e ast.Expr) bool {
+	lit, ok := e.(*ast.Literal)
+	return ok && lit.Value.Kind() == document.Bool && !lit.Value.Bool()
 }
 
 var opNames = [...]string{Eq: "=", Lt: "<", Le: "<=", Gt: ">", Ge: ">=", In: "IN", Prefix: "STARTSWITH", IsDefine: "IS_DEFINED"}

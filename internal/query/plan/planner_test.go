@@ -23,6 +23,17 @@ func TestTerms(t *testing.T) {
 		{"c.n > 'a' AND c.n < 5", []string{"/n > \"a\""}},
 		{"IS_DEFINED(c.n) AND c.a = [1]", nil},
 		{"c.n > 1 OR c.m = 2", nil},
+		{"c.id = 'a' OR c.id = 'b'", []string{"/id IN (2 values)"}},
+		{"(c.n = 1 OR 2 = c.n OR c.n IN (3, 4)) AND c.s = 'x'", []string{"/n IN (4 values)", "/s = \"x\""}},
+		{"c.n = 1 OR c.m = 2", nil},
+		{"c.n = 1 OR c.n > 2", nil},
+		{"c.n = 1 OR c.n NOT IN (2)", nil},
+		{"ARRAY_CONTAINS(['a', 'b', 'c'], c.id)", []string{"/id IN (3 values)"}},
+		{"ARRAY_CONTAINS([1, 2], c.n, false)", []string{"/n IN (2 values)"}},
+		{"ARRAY_CONTAINS([1, 2], c.n, true)", nil},
+		{"ARRAY_CONTAINS([{'a': 1}], c.n)", nil},
+		{"ARRAY_CONTAINS([], c.n)", nil},
+		{"ARRAY_CONTAINS(c.tags, 'a')", nil},
 	}
 	for _, tt := range tests {
 		q, err := parser.Parse("SELECT * FROM c WHERE " + tt.where)
