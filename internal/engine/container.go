@@ -496,7 +496,7 @@ func (e *Engine) ReadContainer(ctx context.Context, db, coll string) (*Resource,
 		if err != nil {
 			return err
 		}
-		usage, err = e.usage(r, c, now)
+		usage, err = e.usage(r, c, now, nil)
 		return err
 	})
 	if err != nil {
@@ -533,14 +533,21 @@ func (s indexState) progress() int {
 // usage reads the container's counters (usage.go) and takes away the
 // items that have expired but are not purged yet, which ttl.md says no
 // longer count (eachExpired): the cost is O(1) plus the purge backlog,
-// whatever the container holds.
-func (e *Engine) usage(r storage.Reader, c *containerRecord, now time.Time) (*ContainerUsage, error) {
-	st, err := readTotals(r, c, 0)
+// whatever the container holds. st, if not nil, counts the sequences'
+// states and the expiry entries read.
+func (e *Engine) usage(r storage.Reader, c *containerRecord, now time.Time, st *readStats) (*ContainerUsage, error) {
+	totals, err := readTotals(r, c, 0)
 	if err != nil {
 		return nil, err
 	}
-	u := &ContainerUsage{DocumentsCount: st.items, DocumentsSize: st.bytes}
+	u := &ContainerUsage{DocumentsCount: totals.items, DocumentsSize: totals.bytes}
+	if st != nil {
+		st.entries += c.sequences()
+	}
 	err = eachExpired(r, c, now, func(size int64, _ []byte) {
+		if st != nil {
+			st.entries++
+		}
 		u.DocumentsCount--
 		u.DocumentsSize -= size
 	})

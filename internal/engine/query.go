@@ -185,6 +185,11 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	if derr != nil {
 		return derr
 	}
+	if count, boxed := countShape(prog.Query()); count && p.Continuation == "" && (!hasKey || len(c.pk.paths) == 0) {
+		if done, err := e.countFromCounters(r, c, p.RangeID, scope, now, boxed, st, page); done || err != nil {
+			return err
+		}
+	}
 	fp := fingerprint(p.Params, "query", fingerprintText(prog.Query(), p.Query), string(partition.AppendKeyBytes(nil, key)),
 		strconv.FormatBool(hasKey), p.RangeID, string(scope.lo), string(scope.hi))
 	var cur cursor

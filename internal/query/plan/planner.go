@@ -224,10 +224,11 @@ const (
 	CompositeSpan               // the items of a span of a composite index
 	CompositeWalk               // a span of a composite index, in the ORDER BY's order, until enough rows
 	OrderedStream               // the ORDER BY path's index, in order, one page at a time
+	Counters                    // the container's usage counters: its COUNT without a filter
 )
 
 var accessNames = [...]string{Scan: "scan", PointRead: "point", IndexSpan: "index", Intersect: "intersect", OrderedWalk: "ordered",
-	CompositeSpan: "composite", CompositeWalk: "composite-ordered", OrderedStream: "ordered-stream"}
+	CompositeSpan: "composite", CompositeWalk: "composite-ordered", OrderedStream: "ordered-stream", Counters: "counters"}
 
 func (a Access) String() string { return accessNames[a] }
 
@@ -485,6 +486,13 @@ func orderedTerms(o *Ordered) []int {
 func PointPlan(kind ScopeKind, terms []Term) Plan {
 	p := Path{Access: PointRead, Records: 1, Cost: costPoint}
 	return Plan{Scope: Scope{Kind: kind, Items: -1, ContainerItems: -1}, Chosen: p, Considered: []Path{p}, terms: terms}
+}
+
+// CountersPlan is the plan of a whole container's count, which its usage
+// counters answer: nothing else is weighed or counted.
+func CountersPlan() Plan {
+	p := Path{Access: Counters, Cost: costPoint}
+	return Plan{Scope: Scope{Kind: ScopeAll, Items: -1, ContainerItems: -1}, Chosen: p, Considered: []Path{p}}
 }
 
 // Explain describes the choice in one line per path, the chosen first:

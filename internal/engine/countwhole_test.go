@@ -1,0 +1,161 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mayfly-db/mayfly/internal/partition"
+	"github.com/mayfly-db/mayfly/internal/query/plan"
+	"github.com/mayfly-db/mayfly/internal/ttl"
+)
+
+// A count of a container's range comes from its usage counters and equals
+// what evaluating it over the range's items gives, in both of its shapes
+// (the query, and the SDKs' rewrite of it for each range), through
+// creates, replaces, deletes, items expiring (purged or not yet) and items
+// changing their TTL; the ranges add up to the container's usage. Other
+// shapes are evaluated.
+func TestCountFromCounters(t *testing.T) {
+	be := newBatchEnv(t, "null")
+	ctx := context.Background()
+	if _, err := be.e.CreateContainer(ctx, "db", batchJSON(t, `{"id":"s","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":-1}`), &Throughput{Manual: 24000}); err != nil {
+		t.Fatal(err)
+	}
+	ranges, _, err := be.e.PartitionKeyRanges(ctx, "db", "s")
+	if err != nil || len(ranges) < 2 {
+		t.Fatalf("%d ranges (%v), want several", len(ranges), err)
+	}
+	rnd := rand.New(rand.NewPCG(7, 11))
+	whole := ItemRef{DB: "db", Coll: "s"}
+	count := func(q, rangeID string) (string, *FeedPage) {
+		t.Helper()
+		page, err := be.e.QueryItems(ctx, QueryParams{ItemRef: whole, Query: q, RangeID: rangeID, CrossPartition: true})
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if len(page.Items) != 1 {
+			t.Fatalf("%s: %d rows", q, len(page.Items))
+		}
+		return string(page.Items[0]), page
+	}
+	checks := 0
+	for step := range 600 {
+		i := rnd.IntN(80)
+		pk := "p" + strconv.Itoa(i%17)
+		ref := ItemRef{DB: "db", Coll: "s", HasKey: true, PartitionKey: partition.Key{partition.String(pk)}}
+		switch op := rnd.IntN(10); {
+		case op < 6:
+			ttlProp := []string{"", `,"ttl":5`, `,"ttl":30`, `,"ttl":-1`}[rnd.IntN(4)]
+			body := fmt.Sprintf(`{"id":"x%d","pk":"%s"%s}`, i, pk, ttlProp)
+			if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: ref, Mode: ModeUpsert, Body: []byte(body)}); err != nil {
+				t.Fatal(err)
+			}
+		case op < 8:
+			_, err := be.e.DeleteItem(ctx, DeleteItemParams{ItemRef: ref, ID: "x" + strconv.Itoa(i)})
+			var ee *Error
+			if err != nil && !(errors.As(err, &ee) && ee.Code == NotFound) {
+				t.Fatal(err)
+			}
+		case op < 9:
+			be.clock.Advance(time.Duration(rnd.IntN(12)) * time.Second)
+		default:
+			if _, err := be.e.PurgeDue(ctx, ttl.PurgeParams{Container: "dbs/db/colls/s", Now: be.clock.Now(), Limit: 1 + rnd.IntN(5)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if step%15 != 14 {
+			continue
+		}
+		var sum int
+		for _, rg := range ranges {
+			for _, shape := range []string{"SELECT VALUE COUNT(1) FROM c", `SELECT VALUE [{"item": COUNT(1)}] FROM c`} {
+				got, page := count(shape, rg.ID)
+				want, _ := count(shape+" WHERE true", rg.ID)
+				if got != want {
+					t.Fatalf("step %d, range %s, %s: the counters give %s, the items %s", step, rg.ID, shape, got, want)
+				}
+				if page.Plan == nil || page.Plan.Chosen.Access != plan.Counters || page.Examined != 0 {
+					t.Fatalf("step %d, %s: read %d records by %v", step, shape, page.Examined, page.Plan)
+				}
+				if shape == "SELECT VALUE COUNT(1) FROM c" {
+					n, err := strconv.Atoi(got)
+					if err != nil {
+						t.Fatal(err)
+					}
+					sum += n
+					checks += n
+				}
+			}
+		}
+		_, usage, err := be.e.ReadContainer(ctx, "db", "s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(sum) != usage.DocumentsCount {
+			t.Fatalf("step %d: the ranges count %d items, the container %d", step, sum, usage.DocumentsCount)
+		}
+	}
+	if checks == 0 {
+		t.Fatal("every count was 0: the test shows nothing")
+	}
+	for _, q := range []string{
+		"SELECT COUNT(1) FROM c",
+		"SELECT VALUE COUNT(c.id) FROM c",
+		"SELECT VALUE COUNT(1) FROM c.children ch",
+		"SELECT VALUE COUNT(1) FROM x IN c.tags",
+		"SELECT VALUE COUNT(1) FROM c JOIN t IN c.tags",
+		"SELECT VALUE COUNT(1) FROM c WHERE c.pk = 'p1'",
+		`SELECT VALUE [{"item": COUNT(1)}, {"item": COUNT(1)}] FROM c`,
+		`SELECT VALUE [{"n": COUNT(1)}] FROM c`,
+		"SELECT VALUE COUNT(1) FROM c GROUP BY c.pk",
+	} {
+		page, err := be.e.QueryItems(ctx, QueryParams{ItemRef: whole, Query: q, RangeID: ranges[0].ID, CrossPartition: true})
+		if err != nil {
+			continue // refused for its own reasons
+		}
+		if page.Plan != nil && page.Plan.Chosen.Access == plan.Counters {
+			t.Errorf("%s: answered from the counters", q)
+		}
+	}
+}
+
+// A container of one range is counted whole from its counters, less the
+// items expired and not purged.
+func TestWholeCountFromCounters(t *testing.T) {
+	be := newBatchEnv(t, "-1")
+	ctx := context.Background()
+	for i := range 30 {
+		pk := "p" + strconv.Itoa(i%7)
+		ttlProp := ""
+		if i%3 == 0 {
+			ttlProp = `,"ttl":5`
+		}
+		ref := ItemRef{DB: "db", Coll: "c", HasKey: true, PartitionKey: partition.Key{partition.String(pk)}}
+		if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: ref, Mode: ModeCreate, Body: []byte(fmt.Sprintf(`{"id":"x%d","pk":"%s"%s}`, i, pk, ttlProp))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	be.clock.Advance(10 * time.Second)
+	ranges, _, err := be.e.PartitionKeyRanges(ctx, "db", "c")
+	if err != nil || len(ranges) != 1 {
+		t.Fatalf("%d ranges (%v), want one", len(ranges), err)
+	}
+	for _, q := range []string{"SELECT VALUE COUNT(1) FROM c", "SELECT VALUE COUNT(1) FROM c WHERE true"} {
+		page, err := be.e.QueryItems(ctx, QueryParams{ItemRef: ItemRef{DB: "db", Coll: "c"}, Query: q, RangeID: ranges[0].ID, CrossPartition: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Items) != 1 || string(page.Items[0]) != "20" {
+			t.Fatalf("%s: %q, want 20", q, page.Items)
+		}
+		if counters := page.Plan != nil && page.Plan.Chosen.Access == plan.Counters; counters != !strings.Contains(q, "WHERE") {
+			t.Errorf("%s: answered from the counters: %v", q, counters)
+		}
+	}
+}
