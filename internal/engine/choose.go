@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"github.com/mayfly-db/mayfly/internal/query/gatewayplan"
 	"log/slog"
 	"math"
 	"slices"
@@ -25,6 +26,9 @@ type queryAccess struct {
 	composite int // the composite index's ordinal, for CompositeSpan and CompositeWalk
 	src       itemSource
 	stream    *plan.Ordered // for OrderedStream, which pages itself (streamOrdered)
+	// budget, for a scan tried first (plan.ScanFirstBounds), is how many
+	// records it may read before the page is planned again; 0 otherwise.
+	budget int
 }
 
 // probeLimit is how many entries of a term's spans are worth counting: at
@@ -48,7 +52,11 @@ const smallScope = 256
 // planQuery chooses the access path of a page of limit rows. A first page
 // asks the planner; a later page reads the path its cursor names, so every
 // page of a query continues the same walk.
-func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, prog *eval.Program, params map[string]document.Value, s *itemScope, now time.Time, st *readStats, limit int, resumed bool, cur cursor) (*queryAccess, error) {
+//
+// With scanFirst, a page whose terms all hold most of the container may
+// be answered by a scan tried first, within a budget (queryAccess.budget);
+// a page that runs out of it is planned again without.
+func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, prog *eval.Program, params map[string]document.Value, s *itemScope, now time.Time, st *readStats, limit int, resumed bool, cur cursor, scanFirst bool) (*queryAccess, error) {
 	q := prog.Query()
 	terms := plan.Terms(plan.Predicates(q, params))
 	if prog.Ranked() {
@@ -121,9 +129,25 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	// A composite walk weighs the terms it does not hold by their counts,
 	// so a count stopped early would misjudge it.
 	partners := !slices.ContainsFunc(in.Composites, func(u plan.CompositeUse) bool { return u.Ordered })
-	if err := countTerms(r, c, terms, counted, size, probe, partners, st, in.Entries); err != nil {
+	tc := newTermCounts(c, terms, counted)
+	if wide, budget, ok := plan.ScanFirstBounds(size, scanRows(prog, params, limit), probe); ok && scanFirst && len(counted) > 0 && orderTerm < 0 && len(in.Composites) == 0 {
+		// Every term may hold most of the scope: counted to wide, each
+		// that reaches it makes a scan the likely cheaper way to the
+		// page, which is tried before counting further.
+		if err := tc.count(r, size, wide, partners, st); err != nil {
+			return nil, err
+		}
+		if tc.narrowest < 0 {
+			tc.fill(in.Entries)
+			p := plan.ScanFirst(in, budget)
+			qa := &queryAccess{plan: &p, access: plan.Scan, budget: int(budget)}
+			return qa, e.buildSource(r, c, q, params, s, terms, now, st, limit, qa)
+		}
+	}
+	if err := tc.count(r, size, probe, partners, st); err != nil {
 		return nil, err
 	}
+	tc.fill(in.Entries)
 	if orderTerm >= 0 && in.Entries[orderTerm] == 0 {
 		bound := plan.OrderedBound(in, cmp.Or(in.Ordered, in.Stream), probe)
 		n, err := countSpans(r, termSpans(c, terms[orderTerm]), bound, st)
@@ -159,49 +183,64 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	return qa, e.buildSource(r, c, q, params, s, terms, now, st, limit, qa)
 }
 
-// countTerms counts the entries of the spans of terms[i] for each i in
-// counted into entries[i], each up to probe. The terms are counted a step
-// at a time, round by round, so that the narrowest is known early; with
-// partners, a wider term is then counted only as far as it could still
-// change the choice (plan.PartnerBound). A count stopped at a bound reads
-// as what it reached.
-func countTerms(r storage.Reader, c *containerRecord, terms []plan.Term, counted []int, size plan.Scope, probe int64, partners bool, st *readStats, entries []int64) error {
-	counters := make([]spanCounter, len(counted))
+// termCounts counts the entries of the spans of the terms the planner
+// weighs, a step at a time, round by round, so that the narrowest is known
+// early; with partners, a wider term is then counted only as far as it
+// could still change the choice (plan.PartnerBound). A count stopped at a
+// bound reads as what it reached; a later call with a higher bound goes
+// on from there.
+type termCounts struct {
+	idx       []int // into the query's terms
+	counters  []spanCounter
+	narrowest int64 // the smallest count of a term counted to its end; -1: none yet
+}
+
+func newTermCounts(c *containerRecord, terms []plan.Term, counted []int) *termCounts {
+	tc := &termCounts{idx: counted, counters: make([]spanCounter, len(counted)), narrowest: -1}
 	for k, i := range counted {
-		counters[k].spans = termSpans(c, terms[i])
+		tc.counters[k].spans = termSpans(c, terms[i])
 	}
-	narrowest := int64(-1)
-	for step, open := int64(countStep), len(counters) > 0; open; step *= 4 {
+	return tc
+}
+
+// count counts each term up to probe.
+func (tc *termCounts) count(r storage.Reader, size plan.Scope, probe int64, partners bool, st *readStats) error {
+	done := make([]bool, len(tc.counters))
+	for step, open := int64(countStep), len(tc.counters) > 0; open; step *= 4 {
 		open = false
-		for k := range counters {
-			sc := &counters[k]
-			if sc.done {
+		for k := range tc.counters {
+			sc := &tc.counters[k]
+			if done[k] {
 				continue
 			}
 			bound := probe
-			if partners && narrowest >= 0 {
-				bound = plan.PartnerBound(size, probe, narrowest)
+			if partners && tc.narrowest >= 0 {
+				bound = plan.PartnerBound(size, probe, tc.narrowest)
 			}
 			if err := sc.count(r, min(step, bound), st); err != nil {
 				return err
 			}
 			switch {
 			case len(sc.spans) == 0:
-				sc.done = true
-				if narrowest < 0 || sc.n < narrowest {
-					narrowest = sc.n
+				done[k] = true
+				if tc.narrowest < 0 || sc.n < tc.narrowest {
+					tc.narrowest = sc.n
 				}
 			case sc.n >= bound:
-				sc.done = true
+				done[k] = true
 			default:
 				open = true
 			}
 		}
 	}
-	for k, i := range counted {
-		entries[i] = counters[k].n
-	}
 	return nil
+}
+
+// fill puts the counts into entries, indexed as the query's terms.
+func (tc *termCounts) fill(entries []int64) {
+	for k, i := range tc.idx {
+		entries[i] = tc.counters[k].n
+	}
 }
 
 // countStep is how many entries of each term the first round of
@@ -214,7 +253,6 @@ type spanCounter struct {
 	spans []keySpan // those not yet counted to their end
 	from  []byte    // where spans[0] goes on; nil: its start
 	n     int64
-	done  bool
 }
 
 // count counts on until n reaches upTo or the spans end (spans is then
@@ -244,6 +282,28 @@ func (sc *spanCounter) count(r storage.Reader, upTo int64, st *readStats) error 
 		sc.spans, sc.from = sc.spans[1:], nil
 	}
 	return nil
+}
+
+// scanRows is how many documents passing the filter end a first page read
+// in scan order: its size for a query whose rows stream, its TOP (or one
+// more than its size) for a TOP without ORDER BY; 0 for a page that reads
+// every candidate (ORDER BY, aggregates, GROUP BY, DISTINCT, JOIN,
+// OFFSET, ranking).
+func scanRows(prog *eval.Program, params map[string]document.Value, limit int) int64 {
+	q := prog.Query()
+	if limit <= 0 || prog.Ranked() || len(q.Joins) > 0 {
+		return 0
+	}
+	if prog.Streaming() {
+		return int64(limit)
+	}
+	if len(q.OrderBy) > 0 || len(q.GroupBy) > 0 || q.Select.Distinct || q.Offset != nil || gatewayplan.HasAggregates(q) {
+		return 0
+	}
+	if top := gatewayplan.Describe(q, params).Top; top != nil {
+		return int64(min(*top, limit+1))
+	}
+	return 0
 }
 
 // asksTs reports whether q filters on _ts, and whether it orders by it

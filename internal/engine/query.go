@@ -208,19 +208,53 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		}
 	}
 	limit := pageSize(p.MaxItemCount)
-	qp, err := e.planQuery(r, c, state.items, prog, p.Params, scope, now, st, limit, resumed, cur)
+	qp, err := e.planQuery(r, c, state.items, prog, p.Params, scope, now, st, limit, resumed, cur, true)
 	if err != nil {
 		return err
 	}
-	page.Plan = qp.plan
-	next := cursor{fingerprint: fp, text: textHash(p.Query), access: qp.access, terms: qp.terms, composite: qp.composite, indexVer: c.Index.Version}
-	if qp.stream != nil {
-		return streamOrdered(r, c, prog, p.Params, qp.stream, scope, now, st, cur, next, limit, page)
+	run := func(qp *queryAccess, page *FeedPage) error {
+		page.Plan = qp.plan
+		next := cursor{fingerprint: fp, text: textHash(p.Query), access: qp.access, terms: qp.terms, composite: qp.composite, indexVer: c.Index.Version}
+		if qp.stream != nil {
+			return streamOrdered(r, c, prog, p.Params, qp.stream, scope, now, st, cur, next, limit, page)
+		}
+		if prog.Streaming() {
+			return streamQuery(qp.src, c, prog, scope, now, cur, next, limit, !single, page)
+		}
+		return runQuery(qp.src, c, prog, scope, now, cur, next, limit, page)
 	}
-	if prog.Streaming() {
-		return streamQuery(qp.src, c, prog, scope, now, cur, next, limit, !single, page)
+	if qp.budget > 0 {
+		// A scan tried first (plan.ScanFirstBounds), on a page of its
+		// own: kept if it filled within its budget, else set aside, its
+		// reads still counted, and the page planned again.
+		tried := &FeedPage{CollRid: page.CollRid, LSN: page.LSN}
+		over := false
+		qp.src = budgeted(qp.src, qp.budget, &over)
+		if err := run(qp, tried); err != nil || !over {
+			*page = *tried
+			return err
+		}
+		if qp, err = e.planQuery(r, c, state.items, prog, p.Params, scope, now, st, limit, resumed, cur, false); err != nil {
+			return err
+		}
 	}
-	return runQuery(qp.src, c, prog, scope, now, cur, next, limit, page)
+	return run(qp, page)
+}
+
+// budgeted is src reading at most n records; over is set when it stops
+// for that, before the records ran out.
+func budgeted(src itemSource, n int, over *bool) itemSource {
+	return func(from []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
+		read := 0
+		return src(from, func(pos, loc []byte, rec *itemRecord) (bool, error) {
+			if read == n {
+				*over = true
+				return false, nil
+			}
+			read++
+			return fn(pos, loc, rec)
+		})
+	}
 }
 
 // fingerprintText is the text a query's continuation tokens are bound to:

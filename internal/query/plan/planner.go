@@ -299,6 +299,9 @@ type Path struct {
 	// Scoped is set when an ordered path walks the scope's own entries
 	// (Ordered.Scoped).
 	Scoped bool
+	// Budget, for a scan tried first (ScanFirst), is how many records it
+	// may read before it gives up and the page is planned again.
+	Budget float64
 	Cost   float64
 }
 
@@ -465,6 +468,41 @@ func PartnerBound(s Scope, probe, narrowest int64) int64 {
 	return min(probe, int64(math.Ceil(b))+1)
 }
 
+// ScanFirstBounds says whether a page that ends after rows passing
+// documents in scan order (a query without ORDER BY, aggregates or
+// DISTINCT, or its TOP) should try a scan before counting its terms to
+// the probe, and if so how far to count them first (wide) and how many
+// records the scan may read (budget).
+//
+// A term whose spans hold e of the container's n items lets a scan fill
+// the page in about rows·n/e records, if its items are spread evenly in
+// scan order, and costs at least its e entries as an index path: past
+// wide = √(rows·n·costRecordScan/costEntry) entries the scan is expected
+// to be the cheaper. When every term holds that many, the scan is tried,
+// for as many records as counting on to the probe would have cost; if the
+// page is not full by then (the passing items lie elsewhere in the
+// order), the page is planned again with the counts, so it costs at most
+// what it cost before plus that budget.
+func ScanFirstBounds(s Scope, rows, probe int64) (wide, budget int64, ok bool) {
+	if rows <= 0 {
+		return 0, 0, false
+	}
+	n := float64(max(s.ContainerItems, 1))
+	wide = int64(math.Ceil(math.Sqrt(float64(rows)*n*costRecordScan/costEntry))) + 1
+	budget = int64(float64(probe-wide) * costEntry / costRecordScan)
+	return wide, budget, wide < probe && budget >= 2*rows
+}
+
+// ScanFirst is the plan of a scan tried first (ScanFirstBounds): the
+// counts in in stopped at wide, and the scan reads at most budget records.
+func ScanFirst(in Input, budget int64) Plan {
+	p := Choose(in)
+	scan := Path{Access: Scan, Records: float64(budget), Budget: float64(budget), Cost: float64(budget) * costRecordScan}
+	p.Considered[0] = scan
+	p.Chosen = scan
+	return p
+}
+
 // share is the part of the entries o walks that lie in the scope.
 func (o *Ordered) share(s Scope) float64 {
 	if o.Scoped {
@@ -545,6 +583,9 @@ func (p Plan) describe(c Path) string {
 	fmt.Fprintf(&b, " records=%.0f", c.Records)
 	if c.Scanned > 0 {
 		fmt.Fprintf(&b, " scanned=%.0f", c.Scanned)
+	}
+	if c.Budget > 0 {
+		fmt.Fprintf(&b, " first budget=%.0f", c.Budget)
 	}
 	fmt.Fprintf(&b, " cost=%.0f", c.Cost)
 	return b.String()

@@ -218,3 +218,25 @@ func TestPartnerBound(t *testing.T) {
 		t.Errorf("PartnerBound past the probe = %d, want the probe", got)
 	}
 }
+
+func TestScanFirstBounds(t *testing.T) {
+	scope := func(n int64) Scope { return Scope{Kind: ScopeAll, Items: n, ContainerItems: n} }
+	tests := []struct {
+		name         string
+		s            Scope
+		rows, probe  int64
+		wide, budget int64
+		ok           bool
+	}{
+		{"a page of 100 over 10⁵ items", scope(100_000), 100, 37_751, 8_166, 4_437, true},
+		{"a TOP 10 over 10⁵ items", scope(100_000), 10, 37_751, 2_583, 5_275, true},
+		{"a page that reads its whole scope", scope(100_000), 0, 37_751, 0, 0, false},
+		{"a container too small to be worth it", scope(10_000), 100, 3_789, 2_583, 180, false},
+	}
+	for _, tt := range tests {
+		wide, budget, ok := ScanFirstBounds(tt.s, tt.rows, tt.probe)
+		if ok != tt.ok || ok && (wide != tt.wide || budget != tt.budget) {
+			t.Errorf("%s: wide %d, budget %d, %v; want %d, %d, %v", tt.name, wide, budget, ok, tt.wide, tt.budget, tt.ok)
+		}
+	}
+}
