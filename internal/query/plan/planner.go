@@ -23,11 +23,15 @@ import (
 //     on the next one give, read for its items or, when the ORDER BY
 //     follows the composite, walked in order (CompositeUses); and for
 //     ORDER BY on one path without a window, a walk of that path's index
-//     that streams the rows a page at a time (OrderedStream).
+//     that streams the rows a page at a time (OrderedStream). A count of
+//     a whole container or range without a filter reads the usage
+//     counters (Counters), and nothing is weighed.
 //  3. Choice: each path gets an estimated cost from the counts the engine
 //     keeps (items per container and per logical partition) and the number
 //     of index entries each span holds, which the engine counts up to a
-//     bound; the cheapest wins. Explain says what was weighed.
+//     bound (PartnerBound stops a wider term's count sooner); the cheapest
+//     wins. A page that a scan may fill early tries one first when every
+//     term is wide (ScanFirstBounds). Explain says what was weighed.
 //
 // Costs are in units of one record read in key order. The weights below
 // were set from the engine's benchmarks: a record read by point lookup
@@ -526,11 +530,12 @@ func PointPlan(kind ScopeKind, terms []Term) Plan {
 	return Plan{Scope: Scope{Kind: kind, Items: -1, ContainerItems: -1}, Chosen: p, Considered: []Path{p}, terms: terms}
 }
 
-// CountersPlan is the plan of a whole container's count, which its usage
-// counters answer: nothing else is weighed or counted.
-func CountersPlan() Plan {
+// CountersPlan is the plan of the count of a whole container or of one
+// of its ranges (kind), which the usage counters answer: nothing else is
+// weighed or counted.
+func CountersPlan(kind ScopeKind) Plan {
 	p := Path{Access: Counters, Cost: costPoint}
-	return Plan{Scope: Scope{Kind: ScopeAll, Items: -1, ContainerItems: -1}, Chosen: p, Considered: []Path{p}}
+	return Plan{Scope: Scope{Kind: kind, Items: -1, ContainerItems: -1}, Chosen: p, Considered: []Path{p}}
 }
 
 // Explain describes the choice in one line per path, the chosen first:

@@ -94,7 +94,7 @@ func (e *Engine) countFromCounters(r storage.Reader, c *containerRecord, rangeID
 	if boxed {
 		v = document.Arr([]document.Value{document.Obj([]document.Field{{Name: "item", Value: v}})})
 	}
-	p := plan.CountersPlan()
+	p := plan.CountersPlan(scope.kind)
 	page.Plan = &p
 	page.Items = append(page.Items, v.JSON())
 	return true, nil
