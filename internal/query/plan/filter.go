@@ -249,9 +249,16 @@ func Predicates(q *ast.Query, params map[string]document.Value) []Predicate {
 			case strings.EqualFold(x.Name, "ARRAY_CONTAINS") && (len(x.Args) == 2 || len(x.Args) == 3 && isFalse(x.Args[2])):
 				// ARRAY_CONTAINS(constant array, path) holds where the path
 				// equals one of the array's elements: path IN (elements).
+				// ARRAY_CONTAINS(path, scalar) holds where an element of the
+				// array at path equals the scalar, and the index keeps
+				// array elements under the segment "[]": path/[] = scalar.
 				if p, ok := DocPath(q, x.Args[1]); ok {
 					if vals, ok := scalars(x.Args[0], params); ok {
 						out = append(out, Predicate{Path: p, Op: In, Values: vals})
+					}
+				} else if p, ok := DocPath(q, x.Args[0]); ok {
+					if v, ok := constant(x.Args[1], params); ok && scalar(v) {
+						out = append(out, Predicate{Path: append(p, "[]"), Op: Eq, Value: v})
 					}
 				}
 			case strings.EqualFold(x.Name, "IS_DEFINED") && len(x.Args) == 1:

@@ -33,7 +33,10 @@ func TestTerms(t *testing.T) {
 		{"ARRAY_CONTAINS([1, 2], c.n, true)", nil},
 		{"ARRAY_CONTAINS([{'a': 1}], c.n)", nil},
 		{"ARRAY_CONTAINS([], c.n)", nil},
-		{"ARRAY_CONTAINS(c.tags, 'a')", nil},
+		{"ARRAY_CONTAINS(c.tags, 'a')", []string{"/tags/[] = \"a\""}},
+		{"ARRAY_CONTAINS(c.o.tags, 2, false)", []string{"/o/tags/[] = 2"}},
+		{"ARRAY_CONTAINS(c.tags, {'a': 1})", nil},
+		{"ARRAY_CONTAINS(c.tags, 'a', true)", nil},
 	}
 	for _, tt := range tests {
 		q, err := parser.Parse("SELECT * FROM c WHERE " + tt.where)
