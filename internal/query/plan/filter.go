@@ -7,6 +7,7 @@
 package plan
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/mayfly-db/mayfly/internal/document"
@@ -55,6 +56,56 @@ func DocPath(q *ast.Query, e ast.Expr) ([]string, bool) {
 				path[i] = rev[len(rev)-1-i]
 			}
 			return path, true
+		default:
+			return nil, false
+		}
+	}
+}
+
+// elemPath is DocPath, or for a path read from a JOIN alias that
+// iterates an array of the document (JOIN t IN c.tags), the path of the
+// array's elements under the index's segment "[]": t is tags/[], t.name
+// is tags/[]/name, and a JOIN over a JOIN nests (JOIN u IN t.parts).
+func elemPath(q *ast.Query, e ast.Expr) ([]string, bool) {
+	if p, ok := DocPath(q, e); ok {
+		return p, true
+	}
+	var rev []string
+	for {
+		switch x := e.(type) {
+		case *ast.Member:
+			rev = append(rev, x.Name)
+			e = x.X
+		case *ast.Index:
+			lit, ok := x.Index.(*ast.Literal)
+			if !ok || lit.Value.Kind() != document.String {
+				return nil, false
+			}
+			rev = append(rev, lit.Value.Str())
+			e = x.X
+		case *ast.Ident:
+			var base []string
+			found := false
+			for _, j := range q.Joins {
+				if j.Alias != x.Name {
+					continue
+				}
+				// The last JOIN of the name binds it.
+				found = false
+				if !j.Iterate {
+					continue
+				}
+				if p, ok := elemPath(q, j.Expr); ok {
+					base, found = append(slices.Clone(p), "[]"), true
+				}
+			}
+			if !found || x.Name == q.From.Alias {
+				return nil, false
+			}
+			for i := len(rev) - 1; i >= 0; i-- {
+				base = append(base, rev[i])
+			}
+			return base, true
 		default:
 			return nil, false
 		}
@@ -196,6 +247,22 @@ func Predicates(q *ast.Query, params map[string]document.Value) []Predicate {
 			op, ok := direct[x.Op]
 			if !ok {
 				continue
+			}
+			if op == Eq {
+				// An equality on a JOIN alias's elements narrows the
+				// documents to those holding such an element.
+				if p, ok := elemPath(q, x.L); ok {
+					if v, ok := constant(x.R, params); ok {
+						out = append(out, Predicate{Path: p, Op: op, Value: v})
+					}
+					continue
+				}
+				if p, ok := elemPath(q, x.R); ok {
+					if v, ok := constant(x.L, params); ok {
+						out = append(out, Predicate{Path: p, Op: op, Value: v})
+					}
+					continue
+				}
 			}
 			if p, ok := DocPath(q, x.L); ok {
 				if v, ok := constant(x.R, params); ok {

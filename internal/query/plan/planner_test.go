@@ -243,3 +243,23 @@ func TestScanFirstBounds(t *testing.T) {
 		}
 	}
 }
+
+// An equality on a JOIN alias's elements is a term on the elements' path;
+// a range on them is not (it would make an excluded path's query refused
+// where it used to scan).
+func TestJoinTerms(t *testing.T) {
+	q, err := parser.Parse("SELECT VALUE t FROM c JOIN t IN c.tags JOIN u IN t.parts JOIN s IN (SELECT VALUE 1) WHERE t = 'a' AND 2 = u.n AND t > 'b' AND s = 1 AND c.k = 3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, term := range Terms(Predicates(q, nil)) {
+		got = append(got, term.Label)
+	}
+	want := []string{`/tags/[] = "a"`, "/tags/[]/parts/[]/n = 2", "/k = 3"}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("terms %q, want %q", got, want)
+	}
+}
