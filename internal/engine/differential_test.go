@@ -892,7 +892,7 @@ func (s *diffScenario) atom(q *diffQuery) string {
 	cmp := []string{"=", "!=", "<", "<=", ">", ">="}
 	op := func() string { return cmp[r.IntN(len(cmp))] }
 	numPath := []string{"c.n", "c.n", "c.o.x", `c["n"]`}[r.IntN(4)]
-	switch r.IntN(26) {
+	switch r.IntN(27) {
 	case 0, 1, 2:
 		return numPath + " " + op() + " " + s.literal(q, s.num())
 	case 3, 4:
@@ -981,6 +981,17 @@ func (s *diffScenario) atom(q *diffQuery) string {
 			return "(" + path + " = " + s.literal(q, a) + " OR " + s.literal(q, b) + " = " + path + ")"
 		}
 		return "ARRAY_CONTAINS(" + s.literal(q, document.Arr([]document.Value{a, b})) + ", " + path + ")"
+	case 25:
+		// A tag as an element of the array, through EXISTS or
+		// ARRAY_CONTAINS; the index reads the elements' path.
+		tag := func() string { return s.literal(q, document.Str(diffTags[r.IntN(len(diffTags))])) }
+		switch r.IntN(3) {
+		case 0:
+			return "EXISTS(SELECT VALUE t FROM t IN c.tags WHERE t = " + tag() + ")"
+		case 1:
+			return "EXISTS(SELECT VALUE t FROM t IN c.tags WHERE t = " + tag() + " OR t = " + tag() + ")"
+		}
+		return "ARRAY_CONTAINS(c.tags, " + tag() + ", false)"
 	}
 	return "c.s = " + s.literal(q, s.str())
 }

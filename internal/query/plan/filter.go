@@ -273,6 +273,8 @@ func Predicates(q *ast.Query, params map[string]document.Value) []Predicate {
 					out = append(out, Predicate{Path: p, Op: flip[x.Op], Value: v})
 				}
 			}
+		case *ast.Exists:
+			out = append(out, existsPredicates(q, x.Query, params)...)
 		case *ast.Between:
 			if x.Not {
 				continue
@@ -288,7 +290,7 @@ func Predicates(q *ast.Query, params map[string]document.Value) []Predicate {
 			if x.Not {
 				continue
 			}
-			if p, ok := DocPath(q, x.X); ok {
+			if p, ok := elemPath(q, x.X); ok {
 				var vals []document.Value
 				for _, e := range x.List {
 					v, ok := constant(e, params)
@@ -342,6 +344,38 @@ func Predicates(q *ast.Query, params map[string]document.Value) []Predicate {
 	return out
 }
 
+// existsPredicates returns the equalities and INs that EXISTS(sub) makes
+// hold for a document, when sub iterates an array of it (SELECT VALUE t
+// FROM t IN c.tags WHERE t = 'red'): a document passes only if a row of
+// the subquery does, so the subquery's filter, read as over a JOIN of q,
+// narrows q's documents. A subquery with aggregates, GROUP BY or JOINs of
+// its own gives none: an aggregate answers a row whatever its filter.
+func existsPredicates(q, sub *ast.Query, params map[string]document.Value) []Predicate {
+	if sub == nil || q.From == nil || sub.From == nil || !sub.From.Iterate || sub.From.Alias == q.From.Alias ||
+		sub.Where == nil || len(sub.Joins) > 0 || len(sub.GroupBy) > 0 {
+		return nil
+	}
+	switch sub.Select.Value.(type) {
+	case nil:
+		if !sub.Select.Star {
+			return nil
+		}
+	case *ast.Ident, *ast.Member, *ast.Literal:
+	default:
+		return nil
+	}
+	q2 := *q
+	q2.Joins = append(slices.Clone(q.Joins), sub.From)
+	q2.Where = sub.Where
+	var out []Predicate
+	for _, p := range Predicates(&q2, params) {
+		if p.Op == Eq || p.Op == In {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // anyOf returns, for an OR of equalities and INs on one path (c.id = 'a'
 // OR c.id = 'b'), the IN of all their values.
 func anyOf(q *ast.Query, or *ast.Binary, params map[string]document.Value) (Predicate, bool) {
@@ -358,9 +392,9 @@ func anyOf(q *ast.Query, or *ast.Binary, params map[string]document.Value) (Pred
 				return walk(x.L) && walk(x.R)
 			case ast.OpEq:
 				var v document.Value
-				if p, ok = DocPath(q, x.L); ok {
+				if p, ok = elemPath(q, x.L); ok {
 					v, ok = constant(x.R, params)
-				} else if p, ok = DocPath(q, x.R); ok {
+				} else if p, ok = elemPath(q, x.R); ok {
 					v, ok = constant(x.L, params)
 				}
 				if !ok {
@@ -374,7 +408,7 @@ func anyOf(q *ast.Query, or *ast.Binary, params map[string]document.Value) (Pred
 			if x.Not {
 				return false
 			}
-			if p, ok = DocPath(q, x.X); !ok {
+			if p, ok = elemPath(q, x.X); !ok {
 				return false
 			}
 			for _, e := range x.List {

@@ -263,3 +263,33 @@ func TestJoinTerms(t *testing.T) {
 		t.Errorf("terms %q, want %q", got, want)
 	}
 }
+
+// EXISTS over an array of the document narrows the documents as a JOIN
+// would; one whose subquery aggregates does not (COUNT answers a row
+// whatever its filter).
+func TestExistsTerms(t *testing.T) {
+	tests := []struct {
+		where string
+		want  []string
+	}{
+		{"EXISTS(SELECT VALUE t FROM t IN c.tags WHERE t = 'a')", []string{`/tags/[] = "a"`}},
+		{"EXISTS(SELECT * FROM p IN c.parts WHERE p.n = 2 AND p.m > 3)", []string{"/parts/[]/n = 2"}},
+		{"EXISTS(SELECT VALUE COUNT(1) FROM t IN c.tags WHERE t = 'a')", nil},
+		{"EXISTS(SELECT VALUE t FROM t IN c.tags)", nil},
+		{"NOT EXISTS(SELECT VALUE t FROM t IN c.tags WHERE t = 'a')", nil},
+		{"EXISTS(SELECT VALUE t FROM t IN c.tags WHERE t = 'a' OR t = 'b')", []string{`/tags/[] IN (2 values)`}},
+	}
+	for _, tt := range tests {
+		q, err := parser.Parse("SELECT * FROM c WHERE " + tt.where)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, term := range Terms(Predicates(q, nil)) {
+			got = append(got, term.Label)
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s: terms %q, want %q", tt.where, got, tt.want)
+		}
+	}
+}
