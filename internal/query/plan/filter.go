@@ -34,32 +34,11 @@ func DocPath(q *ast.Query, e ast.Expr) ([]string, bool) {
 	if id, ok := q.From.Expr.(*ast.Ident); !ok || id == nil {
 		return nil, false // FROM c.children ch binds a sub-document
 	}
-	var rev []string
-	for {
-		switch x := e.(type) {
-		case *ast.Member:
-			rev = append(rev, x.Name)
-			e = x.X
-		case *ast.Index:
-			lit, ok := x.Index.(*ast.Literal)
-			if !ok || lit.Value.Kind() != document.String {
-				return nil, false
-			}
-			rev = append(rev, lit.Value.Str())
-			e = x.X
-		case *ast.Ident:
-			if x.Name != q.From.Alias || len(rev) == 0 {
-				return nil, false
-			}
-			path := make([]string, len(rev))
-			for i := range rev {
-				path[i] = rev[len(rev)-1-i]
-			}
-			return path, true
-		default:
-			return nil, false
-		}
+	root, names, ok := pathOf(e)
+	if !ok || root != q.From.Alias || len(names) == 0 {
+		return nil, false
 	}
+	return names, true
 }
 
 // elemPath is DocPath, or for a path read from a JOIN alias that
@@ -67,47 +46,54 @@ func DocPath(q *ast.Query, e ast.Expr) ([]string, bool) {
 // array's elements under the index's segment "[]": t is tags/[], t.name
 // is tags/[]/name, and a JOIN over a JOIN nests (JOIN u IN t.parts).
 func elemPath(q *ast.Query, e ast.Expr) ([]string, bool) {
+	return elemPathIn(q, e, q.Joins)
+}
+
+// elemPathIn is elemPath with the aliases joins bind: a JOIN's own array
+// is read with the JOINs before it only.
+func elemPathIn(q *ast.Query, e ast.Expr, joins []*ast.FromSource) ([]string, bool) {
 	if p, ok := DocPath(q, e); ok {
 		return p, true
 	}
-	var rev []string
+	root, names, ok := pathOf(e)
+	if !ok || q.From == nil || root == q.From.Alias {
+		return nil, false
+	}
+	for i := len(joins) - 1; i >= 0; i-- {
+		j := joins[i]
+		if j.Alias != root {
+			continue
+		}
+		// The last JOIN of the name binds it.
+		p, ok := elemPathIn(q, j.Expr, joins[:i])
+		if !ok || !j.Iterate {
+			return nil, false
+		}
+		return append(append(slices.Clone(p), "[]"), names...), true
+	}
+	return nil, false
+}
+
+// pathOf splits a property path into the name it starts from and the
+// property names after it: c.a["b"] is c and [a b].
+func pathOf(e ast.Expr) (root string, names []string, ok bool) {
 	for {
 		switch x := e.(type) {
 		case *ast.Member:
-			rev = append(rev, x.Name)
+			names = append(names, x.Name)
 			e = x.X
 		case *ast.Index:
 			lit, ok := x.Index.(*ast.Literal)
 			if !ok || lit.Value.Kind() != document.String {
-				return nil, false
+				return "", nil, false
 			}
-			rev = append(rev, lit.Value.Str())
+			names = append(names, lit.Value.Str())
 			e = x.X
 		case *ast.Ident:
-			var base []string
-			found := false
-			for _, j := range q.Joins {
-				if j.Alias != x.Name {
-					continue
-				}
-				// The last JOIN of the name binds it.
-				found = false
-				if !j.Iterate {
-					continue
-				}
-				if p, ok := elemPath(q, j.Expr); ok {
-					base, found = append(slices.Clone(p), "[]"), true
-				}
-			}
-			if !found || x.Name == q.From.Alias {
-				return nil, false
-			}
-			for i := len(rev) - 1; i >= 0; i-- {
-				base = append(base, rev[i])
-			}
-			return base, true
+			slices.Reverse(names)
+			return x.Name, names, true
 		default:
-			return nil, false
+			return "", nil, false
 		}
 	}
 }

@@ -293,3 +293,15 @@ func TestExistsTerms(t *testing.T) {
 		}
 	}
 }
+
+// A JOIN that reads its own alias (not bound before it) gives no term and
+// no endless resolution.
+func TestJoinSelfReference(t *testing.T) {
+	q, err := parser.Parse("SELECT VALUE t FROM c JOIN t IN t.tags WHERE t = 'a'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if terms := Terms(Predicates(q, nil)); len(terms) != 0 {
+		t.Errorf("terms %v, want none", terms)
+	}
+}
