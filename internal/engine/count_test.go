@@ -46,29 +46,7 @@ func TestCountFromCounters(t *testing.T) {
 	}
 	checks := 0
 	for step := range 600 {
-		i := rnd.IntN(80)
-		pk := "p" + strconv.Itoa(i%17)
-		ref := ItemRef{DB: "db", Coll: "s", HasKey: true, PartitionKey: partition.Key{partition.String(pk)}}
-		switch op := rnd.IntN(10); {
-		case op < 6:
-			ttlProp := []string{"", `,"ttl":5`, `,"ttl":30`, `,"ttl":-1`}[rnd.IntN(4)]
-			body := fmt.Sprintf(`{"id":"x%d","pk":"%s"%s}`, i, pk, ttlProp)
-			if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: ref, Mode: ModeUpsert, Body: []byte(body)}); err != nil {
-				t.Fatal(err)
-			}
-		case op < 8:
-			_, err := be.e.DeleteItem(ctx, DeleteItemParams{ItemRef: ref, ID: "x" + strconv.Itoa(i)})
-			var ee *Error
-			if err != nil && !(errors.As(err, &ee) && ee.Code == NotFound) {
-				t.Fatal(err)
-			}
-		case op < 9:
-			be.clock.Advance(time.Duration(rnd.IntN(12)) * time.Second)
-		default:
-			if _, err := be.e.PurgeDue(ctx, ttl.PurgeParams{Container: "dbs/db/colls/s", Now: be.clock.Now(), Limit: 1 + rnd.IntN(5)}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		be.churn(t, "s", rnd, 80, 17)
 		if step%15 != 14 {
 			continue
 		}
@@ -156,6 +134,39 @@ func TestWholeCountFromCounters(t *testing.T) {
 		}
 		if counters := page.Plan != nil && page.Plan.Chosen.Access == plan.Counters; counters != !strings.Contains(q, "WHERE") {
 			t.Errorf("%s: answered from the counters: %v", q, counters)
+		}
+	}
+}
+
+// churn makes one random change to container coll of be: an upsert of one
+// of items items over parts partition keys, with or without a ttl of its
+// own (60%); its delete (20%); the clock moved on by up to 8 s (10%); or a
+// purge batch (10%). Items expire, are purged, change their TTL and come
+// back.
+func (be *batchEnv) churn(t *testing.T, coll string, rnd *rand.Rand, items, parts int) {
+	t.Helper()
+	ctx := context.Background()
+	i := rnd.IntN(items)
+	pk := "p" + strconv.Itoa(i%parts)
+	ref := ItemRef{DB: "db", Coll: coll, HasKey: true, PartitionKey: partition.Key{partition.String(pk)}}
+	switch op := rnd.IntN(10); {
+	case op < 6:
+		ttlProp := []string{"", `,"ttl":5`, `,"ttl":30`, `,"ttl":-1`}[rnd.IntN(4)]
+		body := fmt.Sprintf(`{"id":"x%d","pk":"%s","v":%d%s}`, i, pk, rnd.IntN(1000), ttlProp)
+		if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: ref, Mode: ModeUpsert, Body: []byte(body)}); err != nil {
+			t.Fatal(err)
+		}
+	case op < 8:
+		_, err := be.e.DeleteItem(ctx, DeleteItemParams{ItemRef: ref, ID: "x" + strconv.Itoa(i)})
+		var ee *Error
+		if err != nil && !(errors.As(err, &ee) && ee.Code == NotFound) {
+			t.Fatal(err)
+		}
+	case op < 9:
+		be.clock.Advance(time.Duration(rnd.IntN(8)) * time.Second)
+	default:
+		if _, err := be.e.PurgeDue(ctx, ttl.PurgeParams{Container: "dbs/db/colls/" + coll, Now: be.clock.Now(), Limit: 1 + rnd.IntN(5)}); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -2,17 +2,13 @@ package engine
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/partition"
-	"github.com/mayfly-db/mayfly/internal/ttl"
 )
 
 // A logical partition's latest-version change feed read from the
@@ -27,30 +23,6 @@ func TestPartitionFeedFromItems(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(3, 5))
 	def := be.container(t).hashDefinition()
 	const parts = 40
-	write := func() {
-		i := rnd.IntN(400)
-		pk := "p" + strconv.Itoa(i%parts)
-		ref := ItemRef{DB: "db", Coll: "c", HasKey: true, PartitionKey: partition.Key{partition.String(pk)}}
-		switch op := rnd.IntN(10); {
-		case op < 7:
-			ttlProp := []string{"", "", `,"ttl":5`, `,"ttl":-1`}[rnd.IntN(4)]
-			body := fmt.Sprintf(`{"id":"x%d","pk":"%s","v":%d%s}`, i, pk, rnd.IntN(1000), ttlProp)
-			if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: ref, Mode: ModeUpsert, Body: []byte(body)}); err != nil {
-				t.Fatal(err)
-			}
-		case op < 9:
-			_, err := be.e.DeleteItem(ctx, DeleteItemParams{ItemRef: ref, ID: "x" + strconv.Itoa(i)})
-			var ee *Error
-			if err != nil && !(errors.As(err, &ee) && ee.Code == NotFound) {
-				t.Fatal(err)
-			}
-		default:
-			be.clock.Advance(time.Duration(rnd.IntN(4)) * time.Second)
-			if _, err := be.e.PurgeDue(ctx, ttl.PurgeParams{Container: "dbs/db/colls/c", Now: be.clock.Now(), Limit: 3}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
 	// drain reads p page by page until a page comes back empty, and
 	// returns the ids and LSNs it got, the records it read and where it
 	// ended.
@@ -83,7 +55,7 @@ func TestPartitionFeedFromItems(t *testing.T) {
 	partRead, logRead := 0, 0
 	for round := range 6 {
 		for range 150 {
-			write()
+			be.churn(t, "c", rnd, 400, parts)
 		}
 		for k := range parts {
 			if k%7 != round%7 {
