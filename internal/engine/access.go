@@ -427,18 +427,9 @@ func collectLocs(r storage.Reader, spans []keySpan, s *itemScope, st *readStats,
 
 // countSpans counts the entries of spans, stopping at limit.
 func countSpans(r storage.Reader, spans []keySpan, limit int64, st *readStats) (int64, error) {
-	var n int64
-	for _, sp := range spans {
-		err := scanRange(r, sp.lo, sp.hi, func(_, _ []byte) (bool, error) {
-			st.entries++
-			n++
-			return n < limit, nil
-		})
-		if err != nil || n >= limit {
-			return n, err
-		}
-	}
-	return n, nil
+	sc := spanCounter{spans: spans}
+	err := sc.count(r, limit, st)
+	return sc.n, err
 }
 
 // itemSource yields the candidates of an access path in its order, from
