@@ -199,6 +199,7 @@ func compactAll(b *testing.B, s *benchStore) {
 // separated) runs only those operations. With MAYFLY_BENCH_COMPACT set,
 // both stores are compacted into one level after loading, which measures
 // the containers' sizes without the shapes their loads left the LSM in.
+// MAYFLY_BENCH_LSM prints each store's levels after its warm-up.
 //
 //	go test -run '^$' -bench BenchmarkScopedCostRatio -benchtime 1x -timeout 60m ./internal/engine/
 func BenchmarkScopedCostRatio(b *testing.B) {
@@ -246,6 +247,9 @@ func BenchmarkScopedCostRatio(b *testing.B) {
 	// log, which the nine operations' lines fill.
 	for i, s := range stores {
 		b.ReportMetric(float64(warmAll(b, s)), []string{"warm-readings-small", "warm-readings-large"}[i])
+		if l, ok := s.store.(interface{ LSM() string }); ok && os.Getenv("MAYFLY_BENCH_LSM") != "" {
+			fmt.Fprintf(os.Stderr, "the store of %d items after its warm-up:\n%s\n", sizes[i], l.LSM())
+		}
 	}
 	drainQuery := func(s *benchStore, p QueryParams) error {
 		for {

@@ -241,3 +241,7 @@ func (s *Store) BlockReads() int64 {
 
 // Dir is the directory holding the store's files; "" in memory.
 func (s *Store) Dir() string { return s.dir }
+
+// LSM describes the store's levels as Pebble reports them: tables and
+// bytes in each, and the compactions done.
+func (s *Store) LSM() string { return s.db.Metrics().String() }
