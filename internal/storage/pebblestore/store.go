@@ -207,6 +207,11 @@ type Store struct {
 	closing  chan struct{} // closed by Close
 	inflight sync.WaitGroup
 	commits  atomic.Int64 // commits made, for flushWhenIdle
+
+	// For tidy (idle.go), which only flushWhenIdle calls: the bytes
+	// flushed when it last compacted, and the least it waits for.
+	tidied  uint64
+	tidyMin uint64
 }
 
 var (
@@ -411,6 +416,7 @@ func newStore(db *pebble.DB, dir string, lock *pebble.Lock, durable bool, log *s
 		durable:   durable,
 		writeLock: make(chan struct{}, 1),
 		closing:   make(chan struct{}),
+		tidyMin:   tidyMin,
 	}
 	s.flushSoon = callSoon(s.clock, rangeFlushDelay, s.flushRangeDeletions)
 	return s
