@@ -34,7 +34,6 @@ type reader struct {
 	snapshot bool
 	gets     int
 	points   *pebble.Iterator
-	bound    []byte // key+0x00, the upper bound of a seek of points
 
 	// hot keeps the values of the store's hot keys (hot.go); nil when it
 	// has none. A snapshot's reader took hotStamp before its snapshot,
@@ -112,17 +111,6 @@ func (r *reader) get(key []byte) ([]byte, error) {
 // what a few Gets do, so a request's first pointGets Gets are Pebble's
 // (a point read makes three). Only over a snapshot: a transaction's
 // iterator would not see its later writes.
-//
-// Each seek first bounds the iterator to the key alone. Unbounded, a
-// prefix seek consults in every level, and in every level-0 sublevel, the
-// bloom filter of the first table whose largest key is at or after the
-// key, whatever its smallest; a store whose writes stopped keeps small
-// tables above its bottom level, each over a part of the key space, and
-// every record read looked up their filters. Bounded, a table that starts
-// after the key is passed over without a look (a drain page at 10⁶ items
-// looked up 160 blocks, not 459; docs/benchmarks.md, "Point reads bounded
-// to their key"). Reads of records side by side still share their blocks
-// (a drain page looked up 25 either way where no such tables were left).
 func (r *reader) pointGet(key []byte) ([]byte, error) {
 	if r.points == nil {
 		it, err := r.src.NewIter(nil)
@@ -132,8 +120,6 @@ func (r *reader) pointGet(key []byte) ([]byte, error) {
 		r.points = it
 	}
 	it := r.points
-	r.bound = append(append(r.bound[:0], key...), 0) // Pebble copies it
-	it.SetBounds(r.bound[:len(key)], r.bound)
 	if !it.SeekPrefixGE(key) || !bytes.Equal(it.Key(), key) {
 		if err := it.Error(); err != nil {
 			return nil, corrupt(r.dir, err)
