@@ -357,7 +357,8 @@ func BenchmarkScopedCostRatio(b *testing.B) {
 	// compaction in a round decided it, and more of them fell in the
 	// second size's turn. With 250 ms, feed-partition's rounds still
 	// depended on their order (1.60–1.82 with the smaller size first,
-	// 1.09–1.19 with the larger); with 1 s they gave 1.09–1.24.
+	// 1.09–1.19 with the larger); with 1 s, three runs gave 1.01–1.27 in
+	// either order.
 	slot := time.Second
 	if v, err := time.ParseDuration(os.Getenv("MAYFLY_BENCH_SLOT")); err == nil && v > 0 {
 		slot = v

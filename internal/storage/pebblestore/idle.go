@@ -90,7 +90,8 @@ func (s *Store) flushWhenIdle(c clock.Clock, idle time.Duration, minSize uint64)
 // the bottom level down into it. That rewrites the bottom level's tables
 // over those spans, up to the whole store, so it is done only once the
 // bytes flushed since the last tidy reach tidyMin and 1/tidyShare of the
-// store: a load is tidied once at its end, and a trickle of writes with
+// store, and only with room for that beside the reserve: a load is tidied
+// once at its end, and a trickle of writes with
 // pauses between makes the store rewrite at most tidyShare times what it
 // flushed, beyond its own compactions.
 const (
@@ -117,8 +118,17 @@ func (s *Store) tidy() error {
 		}
 		total += uint64(m.Levels[l].Size)
 	}
-	if bottom < 0 || flushed < s.tidied+total/tidyShare {
+	if bottom < 0 || flushed < s.tidied+total/tidyShare || s.failedErr() != nil {
 		return nil
+	}
+	// A compaction writes its output before it deletes its input, so the
+	// bytes a tidy may rewrite, up to the store, must fit beside the
+	// reserve kept for flushes and compactions.
+	if s.freeSpace != nil {
+		free, err := s.freeSpace()
+		if err != nil || free < total+uint64(max(s.reserve, 0)) {
+			return err
+		}
 	}
 	levels, err := s.db.SSTables()
 	if err != nil {

@@ -96,6 +96,12 @@ func TestTidyAfterWritesStop(t *testing.T) {
 		t.Fatalf("tidy with less flushed than its least: %v, %d tables above level 6, want 4", err, upper())
 	}
 	s.tidyMin = 64 << 10
+	free := s.freeSpace
+	s.freeSpace = func() (uint64, error) { return 64 << 10, nil }
+	if err := s.tidy(); err != nil || upper() != 4 {
+		t.Fatalf("tidy with less space free than the store: %v, %d tables above level 6, want 4", err, upper())
+	}
+	s.freeSpace = free
 	if err := s.tidy(); err != nil || upper() != 0 {
 		t.Fatalf("tidy: %v, %d tables above level 6, want none", err, upper())
 	}
