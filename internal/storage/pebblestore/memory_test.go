@@ -109,6 +109,26 @@ func compactedStore(t *testing.T, n int) *Store {
 // testKey is the i'th key setKeys writes.
 func testKey(i int) []byte { return fmt.Appendf(nil, "k%05d", i) }
 
+// flushKeys sets testKey(i) to v for every i, v of vals in one
+// transaction, and flushes them into a level-0 table.
+func flushKeys(t *testing.T, s *Store, vals map[int][]byte) {
+	t.Helper()
+	err := s.Update(context.Background(), func(tx storage.Txn) error {
+		for i, v := range vals {
+			if err := tx.Set(testKey(i), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // setKeys sets testKey(i) to val for every i in [from, to), in one
 // transaction.
 func setKeys(t *testing.T, s *Store, from, to int, val []byte) {

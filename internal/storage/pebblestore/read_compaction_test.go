@@ -20,20 +20,11 @@ func TestReadsCompactWhatTheyLookThrough(t *testing.T) {
 	ctx := context.Background()
 	// Every tenth key again, flushed: a level-0 table that spans the
 	// others, as a flush after scattered writes does.
-	err := s.Update(ctx, func(tx storage.Txn) error {
-		for i := 0; i < n; i += 10 {
-			if err := tx.Set(testKey(i), make([]byte, 500)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	tenth := map[int][]byte{}
+	for i := 0; i < n; i += 10 {
+		tenth[i] = make([]byte, 500)
 	}
-	if err := s.db.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	flushKeys(t, s, tenth)
 	level0 := func() int64 { return s.db.Metrics().Levels[0].NumFiles }
 	if level0() == 0 {
 		t.Fatal("no table in level 0 after the flush")

@@ -44,22 +44,13 @@ func TestTidyAfterWritesStop(t *testing.T) {
 	want := map[int][]byte{}
 	rnd := rand.New(rand.NewPCG(1, 2))
 	for round := range 4 {
-		err := s.Update(ctx, func(tx storage.Txn) error {
-			for range 300 {
-				i := rnd.IntN(n)
-				want[i] = fmt.Appendf(bytes.Repeat([]byte{'v'}, 400), "%d.%d", round, i)
-				if err := tx.Set(testKey(i), want[i]); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
+		vals := map[int][]byte{}
+		for range 300 {
+			i := rnd.IntN(n)
+			vals[i] = fmt.Appendf(bytes.Repeat([]byte{'v'}, 400), "%d.%d", round, i)
+			want[i] = vals[i]
 		}
-		if err := s.db.Flush(); err != nil {
-			t.Fatal(err)
-		}
+		flushKeys(t, s, vals)
 	}
 	if upper() != 4 {
 		t.Fatalf("%d tables above level 6, want the 4 flushed", upper())
@@ -109,10 +100,11 @@ func TestTidyAfterWritesStop(t *testing.T) {
 		t.Errorf("reading every key looked up %d blocks after the tidy, %d before", tidy, untidy)
 	}
 	compacted = s.CompactedBytes()
-	setKeys(t, s, 0, 10, make([]byte, 500))
-	if err := s.db.Flush(); err != nil {
-		t.Fatal(err)
+	small := map[int][]byte{}
+	for i := range 10 {
+		small[i] = make([]byte, 500)
 	}
+	flushKeys(t, s, small)
 	if err := s.tidy(); err != nil || upper() != 1 || s.CompactedBytes() != compacted {
 		t.Fatalf("tidy after a small flush: %v, %d tables above level 6 (want 1), compacted %d bytes", err, upper(), s.CompactedBytes()-compacted)
 	}
