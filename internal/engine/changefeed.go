@@ -73,11 +73,19 @@ const (
 	trimPerChange = 2 * trimEvery
 )
 
-// timeSlack is how far apart, at most, the times and the LSN order of
-// changes can disagree. A write takes its time before it takes its LSN, so
-// writers waiting on one another (or a clock stepped back) can commit a
-// later LSN with an earlier time. A start from a time seeks to this much
-// before it and filters exactly from there.
+// A write takes its time before it takes its LSN, so writers waiting on
+// one another, or a clock stepped back, can commit a later LSN with an
+// earlier time: a log's times are not in LSN order. Each sequence keeps
+// its high-water time, the latest time among the changes it has logged
+// (containerState.hw), and every log entry carries the high-water as of
+// its own change. Those are in LSN order, and at or after the entry's own
+// time, so a start from a time bisects on them (seekTime): the first entry
+// whose high-water reaches the time is where changes at or after it can
+// begin, and what the walk then filters out are only the changes that
+// lagged behind one already logged.
+//
+// timeSlack is what entries logged before high-waters were kept fall back
+// on: a start seeks to this much before its time on their own times.
 const timeSlack = 5 * time.Minute
 
 // logChange records a change for the change feed, in the same transaction
@@ -104,14 +112,28 @@ func (e *Engine) logChange(tx storage.Txn, c *containerRecord, ch change) error 
 			return err
 		}
 	}
+	now := e.clock.Now()
+	var v versionRecord
+	versions := c.feedRetention() > 0
+	var times []int64
+	if versions {
+		v = versionOf(c, ch, epk, img, now)
+		times = append(times, v.crts)
+	}
 	if ch.cur != nil {
-		if err := tx.Set(latestKey(c.Rid, ch.lsn, ch.seq), encodeLatestEntry(ch.cur.ts, epk, ch.cur.pk)); err != nil {
+		times = append(times, ch.cur.ts)
+	}
+	hw, err := raiseHighWater(tx, c, lsnSeq(ch.lsn), times)
+	if err != nil {
+		return err
+	}
+	if ch.cur != nil {
+		if err := tx.Set(latestKey(c.Rid, ch.lsn, ch.seq), encodeLatestEntry(ch.cur.ts, hw, epk, ch.cur.pk)); err != nil {
 			return err
 		}
 	}
-	now := e.clock.Now()
-	if c.feedRetention() > 0 {
-		v := versionOf(c, ch, epk, img, now)
+	if versions {
+		v.hw = hw
 		if err := tx.Set(versionKey(c.Rid, ch.lsn, ch.ord), v.encode()); err != nil {
 			return err
 		}
@@ -123,6 +145,24 @@ func (e *Engine) logChange(tx storage.Txn, c *containerRecord, ch change) error 
 		return nil
 	}
 	return trimVersions(tx, c, c.versionCutoff(now), ch.lsn)
+}
+
+// raiseHighWater raises sequence seq's high-water time to the latest of
+// times, the times of a change's log entries, and returns it.
+func raiseHighWater(tx storage.Txn, c *containerRecord, seq int, times []int64) (int64, error) {
+	st, err := readState(tx, c.Rid, seq)
+	if err != nil {
+		return 0, err
+	}
+	hw := st.hw
+	for _, t := range times {
+		hw = max(hw, t)
+	}
+	if hw == st.hw {
+		return hw, nil
+	}
+	st.hw = hw
+	return hw, tx.Set(stateKey(c.Rid, seq), st.encode())
 }
 
 // versionOf is the version-log record of change ch, whose item image is
@@ -180,7 +220,7 @@ func trimVersions(tx storage.Txn, c *containerRecord, cutoff int64, below uint64
 	var dead [][]byte
 	floor := lower
 	for ok := it.First(); ok && len(dead) < trimPerChange; ok = it.Next() {
-		crts, err := versionCRTS(it.Value())
+		crts, _, err := versionTimes(it.Value())
 		if err != nil {
 			it.Close()
 			return err
@@ -407,32 +447,43 @@ func ParseFeedPosition(s string) (p FeedPosition, ok bool) {
 var errBadFeedRecord = errors.New("corrupt change feed record")
 
 // A latest-version entry: the version's _ts, then its EPK and partition key
-// bytes, so scopes and start times are judged without reading the item.
-func encodeLatestEntry(ts int64, epk string, pk []byte) []byte {
-	b := make([]byte, 0, 8+2+len(epk)+len(pk))
+// bytes, so scopes and start times are judged without reading the item,
+// then its sequence's high-water time (absent from entries written before
+// high-waters were kept).
+func encodeLatestEntry(ts, hw int64, epk string, pk []byte) []byte {
+	b := make([]byte, 0, 8+2+len(epk)+len(pk)+8)
 	b = binary.BigEndian.AppendUint64(b, uint64(ts))
 	b = appendBytes(b, []byte(epk))
-	return appendBytes(b, pk)
+	b = appendBytes(b, pk)
+	return binary.BigEndian.AppendUint64(b, uint64(hw))
 }
 
-func decodeLatestEntry(b []byte) (ts int64, epk, pk []byte, err error) {
+// decodeLatestEntry parses an entry; hw is 0 in one without a high-water.
+func decodeLatestEntry(b []byte) (ts, hw int64, epk, pk []byte, err error) {
 	if len(b) < 8 {
-		return 0, nil, nil, errBadFeedRecord
+		return 0, 0, nil, nil, errBadFeedRecord
 	}
 	ts = int64(binary.BigEndian.Uint64(b))
 	rest := b[8:]
 	if epk, rest, err = readBytes(rest); err != nil {
-		return 0, nil, nil, err
+		return 0, 0, nil, nil, err
 	}
-	if pk, rest, err = readBytes(rest); err != nil || len(rest) != 0 {
-		return 0, nil, nil, errBadFeedRecord
+	if pk, rest, err = readBytes(rest); err != nil {
+		return 0, 0, nil, nil, errBadFeedRecord
 	}
-	return ts, epk, pk, nil
+	switch len(rest) {
+	case 0:
+	case 8:
+		hw = int64(binary.BigEndian.Uint64(rest))
+	default:
+		return 0, 0, nil, nil, errBadFeedRecord
+	}
+	return ts, hw, epk, pk, nil
 }
 
-func latestTime(v []byte) (int64, error) {
-	ts, _, _, err := decodeLatestEntry(v)
-	return ts, err
+func latestTimes(v []byte) (t, hw int64, err error) {
+	t, hw, _, _, err = decodeLatestEntry(v)
+	return t, hw, err
 }
 
 func appendBytes(b, s []byte) []byte {
@@ -453,6 +504,7 @@ func readBytes(b []byte) (s, rest []byte, err error) {
 type versionRecord struct {
 	kind    changeKind
 	crts    int64 // Unix seconds
+	hw      int64 // the sequence's high-water time; 0 in a record of version 1
 	prevLSN uint64
 	epk     string
 	pk      []byte
@@ -461,12 +513,16 @@ type versionRecord struct {
 	prev    []byte // nil for creates
 }
 
-const versionRecordVersion = 1
+// A version record is its format's version, its kind, crts, the
+// high-water time (from version 2 on), the previous image's LSN, then its
+// EPK, key bytes, id and images.
+const versionRecordVersion = 2
 
 func (v *versionRecord) encode() []byte {
-	b := make([]byte, 0, 32+len(v.epk)+len(v.pk)+len(v.id)+len(v.cur)+len(v.prev))
+	b := make([]byte, 0, 40+len(v.epk)+len(v.pk)+len(v.id)+len(v.cur)+len(v.prev))
 	b = append(b, versionRecordVersion, byte(v.kind))
 	b = binary.BigEndian.AppendUint64(b, uint64(v.crts))
+	b = binary.BigEndian.AppendUint64(b, uint64(v.hw))
 	b = binary.BigEndian.AppendUint64(b, v.prevLSN)
 	b = appendBytes(b, []byte(v.epk))
 	b = appendBytes(b, v.pk)
@@ -475,18 +531,38 @@ func (v *versionRecord) encode() []byte {
 	return appendBytes(b, v.prev)
 }
 
-// versionCRTS reads a record's time without decoding the rest.
-func versionCRTS(b []byte) (int64, error) {
-	if len(b) < 10 || b[0] != versionRecordVersion {
-		return 0, errBadFeedRecord
+// versionHeader is the length of a record's fixed fields in the format of
+// version ver, 0 for a version it does not know.
+func versionHeader(ver byte) int {
+	switch ver {
+	case 1:
+		return 18
+	case 2:
+		return 26
 	}
-	return int64(binary.BigEndian.Uint64(b[2:])), nil
+	return 0
+}
+
+// versionTimes reads a record's times without decoding the rest.
+func versionTimes(b []byte) (crts, hw int64, err error) {
+	if len(b) < 2 || len(b) < versionHeader(b[0]) {
+		return 0, 0, errBadFeedRecord
+	}
+	crts = int64(binary.BigEndian.Uint64(b[2:]))
+	if b[0] >= 2 {
+		hw = int64(binary.BigEndian.Uint64(b[10:]))
+	}
+	return crts, hw, nil
 }
 
 // decodeVersionRecord parses a record; its slices alias b.
 func decodeVersionRecord(b []byte) (versionRecord, error) {
 	var v versionRecord
-	if len(b) < 18 || b[0] != versionRecordVersion {
+	if len(b) < 2 {
+		return v, errBadFeedRecord
+	}
+	head := versionHeader(b[0])
+	if head == 0 || len(b) < head {
 		return v, errBadFeedRecord
 	}
 	v.kind = changeKind(b[1])
@@ -494,8 +570,11 @@ func decodeVersionRecord(b []byte) (versionRecord, error) {
 		return v, errBadFeedRecord
 	}
 	v.crts = int64(binary.BigEndian.Uint64(b[2:]))
-	v.prevLSN = binary.BigEndian.Uint64(b[10:])
-	rest := b[18:]
+	if b[0] >= 2 {
+		v.hw = int64(binary.BigEndian.Uint64(b[10:]))
+	}
+	v.prevLSN = binary.BigEndian.Uint64(b[head-8:])
+	rest := b[head:]
 	var epk, id []byte
 	var err error
 	for _, f := range []*[]byte{&epk, &v.pk, &id, &v.cur, &v.prev} {
@@ -782,11 +861,14 @@ func (s *feedScan) scoped(epk, pk []byte) bool {
 // walk visits a log's entries of one sequence, from s.from to s.upto,
 // after seeking past older ones when the read starts from a time, and
 // reports whether it stopped because the page is full.
-func (s *feedScan) walk(fam byte, lower uint64, timeOf func(v []byte) (int64, error), fn func(lsn uint64, k, v []byte) (bool, error)) (full bool, err error) {
+func (s *feedScan) walk(fam byte, lower uint64, timesOf func(v []byte) (t, hw int64, err error), fn func(lsn uint64, k, v []byte) (bool, error)) (full bool, err error) {
 	prefix := collPrefix(fam, s.c.Rid)
 	from := max(s.from, lower)
 	if s.hasSince {
-		lsn, err := seekTime(s.r, prefix, from, s.upto, s.since-int64(timeSlack/time.Second), timeOf)
+		lsn, err := seekTime(s.r, prefix, from, s.upto, func(v []byte) (bool, error) {
+			t, hw, err := timesOf(v)
+			return reaches(t, hw, s.since), err
+		})
 		if err != nil {
 			return false, err
 		}
@@ -821,27 +903,38 @@ func (s *feedScan) walk(fam byte, lower uint64, timeOf func(v []byte) (int64, er
 	return false, it.Err()
 }
 
+// reaches reports whether a log entry of time t and high-water hw (0 when
+// it has none) may be where changes at or after since begin: its
+// high-water reaches since, or, in an entry without one, its own time is
+// within timeSlack of it.
+func reaches(t, hw, since int64) bool {
+	if hw != 0 {
+		return hw >= since
+	}
+	return t >= since-int64(timeSlack/time.Second)
+}
+
 // seekTime finds, by bisecting LSNs, the first LSN from which entries
-// carry times at or after target, taking the times of a log as ordered
-// like its LSNs (which timeSlack makes safe). Entries are sparse: each
-// probe looks at the first entry at or after an LSN.
-func seekTime(r storage.Reader, prefix []byte, lo, upto uint64, target int64, timeOf func(v []byte) (int64, error)) (uint64, error) {
+// have reached a time (reached), which holds for every entry after the
+// first that it holds for (high-water times are in LSN order). Entries
+// are sparse: each probe looks at the first entry at or after an LSN.
+func seekTime(r storage.Reader, prefix []byte, lo, upto uint64, reached func(v []byte) (bool, error)) (uint64, error) {
 	it, err := r.NewIter(storage.IterParams{Lower: binary.BigEndian.AppendUint64(bytes.Clone(prefix), lo), Upper: binary.BigEndian.AppendUint64(bytes.Clone(prefix), upto)})
 	if err != nil {
 		return 0, err
 	}
 	defer it.Close()
-	// at reports whether the first entry at or after lsn is at or after
-	// target (true when there is none), and that entry's LSN.
+	// at reports whether the first entry at or after lsn has reached the
+	// time (true when there is none), and that entry's LSN.
 	at := func(lsn uint64) (bool, uint64, error) {
 		if !it.SeekGE(binary.BigEndian.AppendUint64(bytes.Clone(prefix), lsn)) {
 			return true, upto, it.Err()
 		}
-		t, err := timeOf(it.Value())
+		ok, err := reached(it.Value())
 		if err != nil {
 			return false, 0, err
 		}
-		return t >= target, binary.BigEndian.Uint64(it.Key()[len(prefix):]), nil
+		return ok, binary.BigEndian.Uint64(it.Key()[len(prefix):]), nil
 	}
 	ok, first, err := at(lo)
 	if err != nil || ok {
@@ -867,8 +960,8 @@ func seekTime(r storage.Reader, prefix []byte, lo, upto uint64, target int64, ti
 
 // latest fills the page from the latest-version index.
 func (s *feedScan) latest() (bool, error) {
-	return s.walk(famFeedLatest, 0, latestTime, func(lsn uint64, k, v []byte) (bool, error) {
-		ts, epk, pk, err := decodeLatestEntry(v)
+	return s.walk(famFeedLatest, 0, latestTimes, func(lsn uint64, k, v []byte) (bool, error) {
+		ts, _, epk, pk, err := decodeLatestEntry(v)
 		if err != nil {
 			return false, err
 		}
@@ -952,7 +1045,7 @@ func (s *feedScan) versions(seq int) (bool, error) {
 		return false, err
 	}
 	cutoff := s.c.versionCutoff(s.now)
-	return s.walk(famFeedVersion, floor, versionCRTS, func(lsn uint64, _, v []byte) (bool, error) {
+	return s.walk(famFeedVersion, floor, versionTimes, func(lsn uint64, _, v []byte) (bool, error) {
 		rec, err := decodeVersionRecord(v)
 		if err != nil {
 			return false, err

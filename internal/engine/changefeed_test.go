@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -329,6 +330,92 @@ func TestChangeFeedStartTime(t *testing.T) {
 	}
 }
 
+// TestChangeFeedStartTimeReadsFromIt: a start from a time reads the log
+// from the first change that reached it, not from minutes before: a
+// container busy in the minutes before the time costs the first page no
+// more than one that was idle.
+func TestChangeFeedStartTimeReadsFromIt(t *testing.T) {
+	ce := newCFEnv(t)
+	ce.coll("c", pkDef)
+	// 400 changes in the 4 minutes before the time.
+	for i := range 400 {
+		ce.write("c", ModeUpsert, fmt.Sprintf(`{"id":"%d","pk":"p%d"}`, i%50, i%7))
+		ce.clock.Advance(600 * time.Millisecond)
+	}
+	since := ce.clock.Now().Add(time.Second).Truncate(time.Second)
+	ce.clock.Set(since)
+	for i := range 3 {
+		ce.write("c", ModeCreate, fmt.Sprintf(`{"id":"late%d","pk":"p"}`, i))
+	}
+	for _, mode := range []ChangeFeedMode{LatestVersion, AllVersionsAndDeletes} {
+		page := ce.feed(ChangeFeedParams{ItemRef: ItemRef{DB: "db", Coll: "c"}, Mode: mode, Start: StartTime, Since: since})
+		if len(page.Items) != 3 {
+			t.Fatalf("mode %d: %d items, want 3", mode, len(page.Items))
+		}
+		if page.Examined > 3 {
+			t.Errorf("mode %d: examined %d log entries for 3 changes", mode, page.Examined)
+		}
+	}
+}
+
+// TestChangeFeedStartTimeClockSteppedBack: with the clock stepped back by
+// an hour across a restart (within a process, stamps never go back), a
+// start from a time still serves every change made at or after it,
+// whichever side of the step.
+func TestChangeFeedStartTimeClockSteppedBack(t *testing.T) {
+	ce := newCFEnv(t)
+	ce.coll("c", pkDef)
+	// Old changes, then changes at T, then, the clock an hour back,
+	// changes earlier than T.
+	for i := range 20 {
+		ce.write("c", ModeCreate, fmt.Sprintf(`{"id":"old%d","pk":"p"}`, i))
+	}
+	ce.clock.Advance(2 * time.Hour)
+	at := ce.clock.Now().Truncate(time.Second)
+	for i := range 5 {
+		ce.write("c", ModeCreate, fmt.Sprintf(`{"id":"at%d","pk":"p"}`, i))
+	}
+	ce.clock = clock.NewManual(ce.clock.Now().Add(-time.Hour))
+	e, err := New(Config{Store: storage.WithChecks(ce.store), Clock: ce.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ce.e = e
+	for i := range 40 {
+		ce.write("c", ModeCreate, fmt.Sprintf(`{"id":"back%d","pk":"p"}`, i))
+	}
+	ids := func(items [][]byte) string {
+		var out []string
+		for _, it := range items {
+			var v struct {
+				ID      string
+				Current struct{ ID string } // all versions and deletes
+			}
+			if err := json.Unmarshal(it, &v); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, v.ID+v.Current.ID)
+		}
+		return strings.Join(out, " ")
+	}
+	for _, mode := range []ChangeFeedMode{LatestVersion, AllVersionsAndDeletes} {
+		for _, c := range []struct {
+			since time.Time
+			want  int
+			first string
+		}{
+			{at.Add(-30 * time.Minute), 5, "at0"},
+			{at.Add(-90 * time.Minute), 45, "at0"},
+		} {
+			p := ChangeFeedParams{ItemRef: ItemRef{DB: "db", Coll: "c"}, Mode: mode, Start: StartTime, Since: c.since, MaxItemCount: 100}
+			got := ids(ce.feed(p).Items)
+			if n := len(strings.Fields(got)); n != c.want || !strings.HasPrefix(got, c.first) {
+				t.Errorf("mode %d from %v: %d changes (%s), want %d from %s", mode, c.since, n, got, c.want, c.first)
+			}
+		}
+	}
+}
+
 func TestSeekTime(t *testing.T) {
 	ce := newCFEnv(t)
 	prefix := []byte{'z'}
@@ -349,7 +436,6 @@ func TestSeekTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	timeOf := func(v []byte) (int64, error) { return int64(v[7]), nil }
 	for _, c := range []struct {
 		lo     uint64
 		target int64
@@ -360,7 +446,7 @@ func TestSeekTime(t *testing.T) {
 		var got uint64
 		err := ce.store.View(context.Background(), func(r storage.Reader) error {
 			var err error
-			got, err = seekTime(r, prefix, c.lo, seqBase(1), c.target, timeOf)
+			got, err = seekTime(r, prefix, c.lo, seqBase(1), func(v []byte) (bool, error) { return int64(v[7]) >= c.target, nil })
 			return err
 		})
 		if err != nil {
@@ -741,17 +827,32 @@ func FuzzKeyBytes(f *testing.F) {
 
 func TestVersionRecordRoundTrip(t *testing.T) {
 	for _, v := range []versionRecord{
-		{kind: changeCreate, crts: 1_700_000_000, epk: "ABC", pk: []byte{0x50, 'a', 0, 1}, id: "x", cur: []byte(`{"id":"x"}`)},
+		{kind: changeCreate, crts: 1_700_000_000, hw: 1_700_000_002, epk: "ABC", pk: []byte{0x50, 'a', 0, 1}, id: "x", cur: []byte(`{"id":"x"}`)},
 		{kind: changeExpire, crts: -1, prevLSN: math.MaxUint64, id: "", prev: []byte(`{}`)},
 	} {
 		got, err := decodeVersionRecord(v.encode())
-		if err != nil || got.kind != v.kind || got.crts != v.crts || got.prevLSN != v.prevLSN || got.epk != v.epk ||
+		if err != nil || got.kind != v.kind || got.crts != v.crts || got.hw != v.hw || got.prevLSN != v.prevLSN || got.epk != v.epk ||
 			!bytes.Equal(got.pk, v.pk) || got.id != v.id || !bytes.Equal(got.cur, v.cur) || !bytes.Equal(got.prev, v.prev) {
 			t.Errorf("round trip of %+v: %+v, %v", v, got, err)
 		}
-		if crts, err := versionCRTS(v.encode()); err != nil || crts != v.crts {
-			t.Errorf("versionCRTS: %d, %v", crts, err)
+		if crts, hw, err := versionTimes(v.encode()); err != nil || crts != v.crts || hw != v.hw {
+			t.Errorf("versionTimes: %d, %d, %v", crts, hw, err)
 		}
+	}
+	// A record of version 1, written before records kept a high-water,
+	// reads with none.
+	old := []byte{1, byte(changeReplace)}
+	old = binary.BigEndian.AppendUint64(old, 1_700_000_000)
+	old = binary.BigEndian.AppendUint64(old, 7)
+	for _, f := range []string{"EPK", "pk", "x", `{"id":"x","n":2}`, `{"id":"x"}`} {
+		old = appendBytes(old, []byte(f))
+	}
+	v, err := decodeVersionRecord(old)
+	if err != nil || v.kind != changeReplace || v.crts != 1_700_000_000 || v.hw != 0 || v.prevLSN != 7 || v.id != "x" || string(v.prev) != `{"id":"x"}` {
+		t.Errorf("a version 1 record: %+v, %v", v, err)
+	}
+	if crts, hw, err := versionTimes(old); err != nil || crts != 1_700_000_000 || hw != 0 {
+		t.Errorf("versionTimes of a version 1 record: %d, %d, %v", crts, hw, err)
 	}
 }
 
@@ -774,13 +875,20 @@ func FuzzVersionRecord(f *testing.F) {
 }
 
 func TestLatestEntryRoundTrip(t *testing.T) {
-	b := encodeLatestEntry(-5, "EPK", []byte{1, 2})
-	ts, epk, pk, err := decodeLatestEntry(b)
-	if err != nil || ts != -5 || string(epk) != "EPK" || !bytes.Equal(pk, []byte{1, 2}) {
-		t.Fatalf("%d %q %v %v", ts, epk, pk, err)
+	b := encodeLatestEntry(-5, 9, "EPK", []byte{1, 2})
+	ts, hw, epk, pk, err := decodeLatestEntry(b)
+	if err != nil || ts != -5 || hw != 9 || string(epk) != "EPK" || !bytes.Equal(pk, []byte{1, 2}) {
+		t.Fatalf("%d %d %q %v %v", ts, hw, epk, pk, err)
 	}
 	for i := range len(b) {
-		if _, _, _, err := decodeLatestEntry(b[:i]); err == nil {
+		_, hw, _, _, err := decodeLatestEntry(b[:i])
+		switch {
+		case i == len(b)-8:
+			// An entry written before entries kept a high-water.
+			if err != nil || hw != 0 {
+				t.Errorf("an entry without a high-water: %d, %v", hw, err)
+			}
+		case err == nil:
 			t.Errorf("a truncated entry of %d bytes decoded", i)
 		}
 	}

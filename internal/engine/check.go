@@ -308,7 +308,7 @@ func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now time.T
 			report("item %q (seq %d) has two latest-version entries", rec.id, seq)
 		}
 		byLatest[seq] = true
-		ts, epk, pk, err := decodeLatestEntry(v)
+		ts, _, epk, pk, err := decodeLatestEntry(v)
 		if err != nil {
 			report("latest-version entry of item %q: %v", rec.id, err)
 			return true, nil

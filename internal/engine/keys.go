@@ -21,7 +21,7 @@ const (
 	famOwnDue     = 't' // 't'+collRid(8)+due(8)+seq(8) → size+loc (items with their own ttl)
 	famByTs       = 's' // 's'+collRid(8)+_ts(8)+seq(8) → size+loc (items inheriting the default)
 	famImage      = 'e' // 'e'+collRid(8)+'t'|'s'+key(16) → the item record of expiry entry 't'|'s'+collRid+key, while TTL is on (purge.go)
-	famLSN        = 'l' // 'l'+collRid(8)(+seq(1)) → last LSN, items, bytes of one sequence (usage.go, sequence.go)
+	famLSN        = 'l' // 'l'+collRid(8)(+seq(1)) → last LSN, items, bytes, high-water time of one sequence (usage.go, sequence.go)
 	famIndex      = 'x' // 'x'+collRid(8)+version(4)+path+value+loc, or +0x00 0x03+ordinal(2)+values+loc for a composite → "" (index.go)
 	famUsage      = 'n' // 'n'+collRid(8)+escaped EPK → items of that EPK (usage.go)
 	famAttachment = 'm' // 'm'+collRid(8)+uvarint(len pk)+pk+uvarint(len id)+id+attachment id → attachment record (attachment.go)
@@ -31,7 +31,7 @@ const (
 	famPermission = 'p' // 'p'+userRid(8)+permissionID → permission record; userRid starts with dbRid
 
 	// The change feed (changefeed.go).
-	famFeedLatest  = 'f' // 'f'+collRid(8)+lsn(8)+seq(8) → _ts(8), EPK, pk: latest version of each live item
+	famFeedLatest  = 'f' // 'f'+collRid(8)+lsn(8)+seq(8) → _ts(8), EPK, pk, high-water(8): latest version of each live item
 	famFeedVersion = 'v' // 'v'+collRid(8)+lsn(8)+ord(4) → change record: every create, replace, delete, expiry
 	famFeedFloor   = 'w' // 'w'+collRid(8)(+seq(1)) → lowest LSN a sequence's version log may hold (trimming's low-water mark)
 )

@@ -14,7 +14,7 @@ import (
 // Usage counters. Every write that adds or removes an item, or changes its
 // size, updates in the same transaction
 //
-//	'l'+collRid(+seq)       → last LSN(8), items(8), bytes(8): a sequence's state
+//	'l'+collRid(+seq)       → last LSN(8), items(8), bytes(8)(, high-water time(8)): a sequence's state
 //	'n'+collRid+escaped EPK → items(8): the items of one effective partition key
 //
 // The totals of a sequence's items share the key of its last LSN
@@ -31,17 +31,22 @@ import (
 // share only on a hash collision; the count is then their sum, which is
 // what the partition's key span holds.
 
-// containerState is the value under stateKey: one sequence's last LSN and
-// the totals of its items.
+// containerState is the value under stateKey: one sequence's last LSN, the
+// totals of its items, and its high-water time (changefeed.go).
 type containerState struct {
 	lsn          uint64
 	items, bytes int64
+	hw           int64 // Unix seconds; 0 until a change is logged with it
 }
 
 func (st containerState) encode() []byte {
-	b := binary.BigEndian.AppendUint64(make([]byte, 0, 24), st.lsn)
+	b := binary.BigEndian.AppendUint64(make([]byte, 0, 32), st.lsn)
 	b = binary.BigEndian.AppendUint64(b, uint64(max(st.items, 0)))
-	return binary.BigEndian.AppendUint64(b, uint64(max(st.bytes, 0)))
+	b = binary.BigEndian.AppendUint64(b, uint64(max(st.bytes, 0)))
+	if st.hw == 0 {
+		return b
+	}
+	return binary.BigEndian.AppendUint64(b, uint64(st.hw))
 }
 
 // readState reads the state of the container's sequence seq; a sequence
@@ -55,13 +60,16 @@ func readState(r storage.Reader, collRid []byte, seq int) (containerState, error
 	if err != nil {
 		return st, err
 	}
-	if len(v) != 8 && len(v) != 24 {
+	if len(v) != 8 && len(v) != 24 && len(v) != 32 {
 		return st, fmt.Errorf("container state %x: %w", v, errBadRecord)
 	}
 	st.lsn = binary.BigEndian.Uint64(v)
-	if len(v) == 24 {
+	if len(v) >= 24 {
 		st.items = int64(binary.BigEndian.Uint64(v[8:]))
 		st.bytes = int64(binary.BigEndian.Uint64(v[16:]))
+	}
+	if len(v) == 32 {
+		st.hw = int64(binary.BigEndian.Uint64(v[24:]))
 	}
 	return st, nil
 }
