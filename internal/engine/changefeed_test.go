@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -413,6 +414,35 @@ func TestChangeFeedStartTimeClockSteppedBack(t *testing.T) {
 				t.Errorf("mode %d from %v: %d changes (%s), want %d from %s", mode, c.since, n, got, c.want, c.first)
 			}
 		}
+	}
+	if _, err := ce.e.CheckIndexes(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// The check finds an entry whose high-water went back.
+	prefix := collPrefix(famFeedLatest, nil)
+	err = ce.store.Update(context.Background(), func(tx storage.Txn) error {
+		it, err := tx.NewIter(storage.IterParams{Lower: prefix, Upper: []byte{famFeedLatest + 1}})
+		if err != nil {
+			return err
+		}
+		var k, v []byte
+		for ok := it.First(); ok; ok = it.Next() {
+			k, v = bytes.Clone(it.Key()), bytes.Clone(it.Value())
+		}
+		if err := errors.Join(it.Err(), it.Close()); err != nil || k == nil {
+			return fmt.Errorf("the last entry: %v", err)
+		}
+		ts, hw, epk, pk, err := decodeLatestEntry(v)
+		if err != nil {
+			return err
+		}
+		return tx.Set(k, encodeLatestEntry(ts, hw-7200, string(epk), pk))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ce.e.CheckIndexes(context.Background()); err == nil || !strings.Contains(err.Error(), "high-water") {
+		t.Errorf("the check of a high-water gone back: %v", err)
 	}
 }
 

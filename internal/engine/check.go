@@ -58,7 +58,8 @@ const maxProblems = 20
 //     has one (items written before the engine kept images lack them, and
 //     are reported, though the purge reads their records instead);
 //   - the change feed's latest-version index has exactly one entry per
-//     item, at the LSN of its version;
+//     item, at the LSN of its version, and its entries' high-water times
+//     are in LSN order within each sequence, none before its entry's time;
 //   - every entry of the range index's current version belongs to an
 //     existing item and is one of its entries, and, once that index is
 //     complete, every item has all of its entries;
@@ -288,8 +289,10 @@ func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now time.T
 	}
 
 	// The change feed's latest-version index: exactly one entry per item,
-	// at the LSN of its version, describing it.
+	// at the LSN of its version, describing it, with high-water times in
+	// LSN order within each sequence, none before its entry's own time.
 	byLatest := map[uint64]bool{}
+	lastHW := map[int]int64{}
 	prefix := collPrefix(famFeedLatest, c.Rid)
 	err = scanPrefix(r, prefix, func(k, v []byte) (bool, error) {
 		if len(k) != len(prefix)+16 {
@@ -308,10 +311,16 @@ func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now time.T
 			report("item %q (seq %d) has two latest-version entries", rec.id, seq)
 		}
 		byLatest[seq] = true
-		ts, _, epk, pk, err := decodeLatestEntry(v)
+		ts, hw, epk, pk, err := decodeLatestEntry(v)
 		if err != nil {
 			report("latest-version entry of item %q: %v", rec.id, err)
 			return true, nil
+		}
+		if hw != 0 {
+			if hw < ts || hw < lastHW[lsnSeq(lsn)] {
+				report("latest-version entry of item %q at LSN %d has high-water %d, below its _ts %d or the %d of an earlier entry", rec.id, lsn, hw, ts, lastHW[lsnSeq(lsn)])
+			}
+			lastHW[lsnSeq(lsn)] = hw
 		}
 		want, err := c.epkOf(rec.pk)
 		if err != nil {
