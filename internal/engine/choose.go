@@ -26,9 +26,10 @@ type queryAccess struct {
 	composite int // the composite index's ordinal, for CompositeSpan and CompositeWalk
 	src       itemSource
 	stream    *plan.Ordered // for OrderedStream, which pages itself (streamOrdered)
-	// budget, for a scan tried first (plan.ScanFirstBounds), is how many
-	// records it may read before the page is planned again; 0 otherwise.
-	budget int
+	// pace, for a scan tried first (plan.ScanFirstBounds), says how many
+	// records it may read before the page is planned again, counting the
+	// terms on while it reads (scanPace); nil otherwise.
+	pace *scanPace
 }
 
 // probeLimit is how many entries of a term's spans are worth counting: at
@@ -53,10 +54,14 @@ const smallScope = 256
 // asks the planner; a later page reads the path its cursor names, so every
 // page of a query continues the same walk.
 //
-// With scanFirst, a page whose terms all hold most of the container may
-// be answered by a scan tried first, within a budget (queryAccess.budget);
-// a page that runs out of it is planned again without.
-func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, prog *eval.Program, params map[string]document.Value, s *itemScope, now time.Time, st *readStats, limit int, resumed bool, cur cursor, scanFirst bool) (*queryAccess, error) {
+// Unless try is noScanFirst, a page whose terms all hold most of the
+// container may be answered by a scan tried first, within a budget and
+// paced by the terms' counts (queryAccess.pace); a page that runs out of
+// either is planned again.
+//
+// counted, when not nil, holds the counts of the terms a scan tried first
+// made before it stopped (queryAccess.pace), which counting goes on from.
+func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, prog *eval.Program, params map[string]document.Value, s *itemScope, now time.Time, st *readStats, limit int, resumed bool, cur cursor, try scanTry, counted *termCounts) (*queryAccess, error) {
 	q := prog.Query()
 	terms := plan.Terms(plan.Predicates(q, params))
 	if prog.Ranked() {
@@ -112,7 +117,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	if o := cmp.Or(in.Ordered, in.Stream); o != nil {
 		orderTerm = o.Term
 	}
-	var counted []int
+	var weighed []int
 	for i, t := range terms {
 		if small || !ready || !c.index.indexes(t.Path) || (s.kind != plan.ScopeAll && s.kind != plan.ScopeRange && c.isKeyPath(t.Path)) {
 			// A term on the partition key within a partition (or prefix)
@@ -122,25 +127,35 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 			continue
 		}
 		if i != orderTerm {
-			counted = append(counted, i)
+			weighed = append(weighed, i)
 		}
 	}
 	in.Composites = compositeUses(c, q, params, terms)
 	// A composite walk weighs the terms it does not hold by their counts,
 	// so a count stopped early would misjudge it.
 	partners := !slices.ContainsFunc(in.Composites, func(u plan.CompositeUse) bool { return u.Ordered })
-	tc := newTermCounts(c, terms, counted)
-	if wide, budget, ok := plan.ScanFirstBounds(size, scanRows(prog, params, limit), probe); ok && scanFirst && len(counted) > 0 && orderTerm < 0 && len(in.Composites) == 0 {
+	tc := counted
+	if tc == nil {
+		tc = newTermCounts(c, terms, weighed)
+	}
+	rows := scanRows(prog, params, limit)
+	if wide, budget, ok := plan.ScanFirstBounds(size, rows, probe); ok && try != noScanFirst && len(weighed) > 0 && orderTerm < 0 && len(in.Composites) == 0 {
 		// Every term may hold most of the scope: counted to wide, each
 		// that reaches it makes a scan the likely cheaper way to the
-		// page, which is tried before counting further.
-		if err := tc.count(r, size, wide, partners, st); err != nil {
+		// page. Paced, the scan is tried once every term holds enough
+		// entries for it to fill the page, and the counting goes on
+		// round by round as it reads (scanPace).
+		sp := &scanPace{tc: tc, r: r, size: size, partners: partners, st: st, in: in, bound: wide, wide: wide, budget: budget}
+		if try == scanFirstPaced {
+			sp.bound = min(plan.PaceStart(rows), wide)
+		}
+		if err := tc.count(r, size, sp.bound, partners, st); err != nil {
 			return nil, err
 		}
 		if tc.narrowest < 0 {
-			tc.fill(in.Entries)
-			p := plan.ScanFirst(in, budget)
-			qa := &queryAccess{plan: &p, access: plan.Scan, budget: int(budget)}
+			qa := &queryAccess{access: plan.Scan, pace: sp}
+			p := sp.plan()
+			qa.plan = &p
 			return qa, e.buildSource(r, c, q, params, s, terms, now, st, limit, qa)
 		}
 	}
@@ -181,6 +196,102 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		slog.Debug("query plan chosen", "container", c.link(), "query", q.String(), "plan", p.Explain())
 	}
 	return qa, e.buildSource(r, c, q, params, s, terms, now, st, limit, qa)
+}
+
+// scanTry is how a first page may try a scan first (plan.ScanFirstBounds).
+type scanTry uint8
+
+const (
+	noScanFirst scanTry = iota
+	// scanFirstPaced: tried once every term holds enough entries for the
+	// scan to fill the page, paced by the counts as it reads (scanPace).
+	scanFirstPaced
+	// scanFirstCounted: tried once every term is counted to wide.
+	scanFirstCounted
+)
+
+// scanPace paces a scan tried first (plan.ScanFirstBounds) by the terms'
+// counts: the scan may read as many records as the entries counted so far
+// are worth (plan.PaceRecords), and each time it has, the terms are
+// counted a round further (four times as far, up to wide). Once every
+// term reaches wide, the scan has the whole budget. It stops, and the
+// page is planned again from the counts made, once a term's spans end
+// short of wide (the term is narrow), or once the documents the scan has
+// passed are too few for the scan to be the cheaper (plan.Thin; thin is
+// set, and the terms are then counted to wide before a scan is tried
+// again: a sample of the first records can mislead). A page whose terms
+// hold most of the scope then costs a few rounds of counting beside its
+// records, where counting every term to wide first cost √(rows·n)
+// entries whatever the page read; one with a narrow term or few passing
+// documents reads at most as many records as its first rounds of
+// counting were worth.
+type scanPace struct {
+	tc       *termCounts
+	r        storage.Reader
+	size     plan.Scope
+	partners bool
+	st       *readStats
+	in       plan.Input
+	bound    int64 // how far every term has been counted
+	wide     int64
+	budget   int64
+	thin     bool
+}
+
+// allowed is how many records the scan may have read with the terms
+// counted as they are.
+func (sp *scanPace) allowed() int64 {
+	if sp.bound >= sp.wide {
+		return sp.budget
+	}
+	return min(sp.budget, plan.PaceRecords(sp.tc.total()))
+}
+
+// more counts the terms a round further and reports whether the scan may
+// read on, given that it has found hits passing documents in read records
+// (hits < 0: not known).
+func (sp *scanPace) more(read, hits int64) (bool, error) {
+	if sp.bound >= sp.wide {
+		return false, nil
+	}
+	if hits >= 0 && plan.Thin(hits, read, sp.size.Items, sp.wide) {
+		sp.thin = true
+		return false, nil
+	}
+	sp.bound = min(sp.bound*4, sp.wide)
+	if err := sp.tc.count(sp.r, sp.size, sp.bound, sp.partners, sp.st); err != nil {
+		return false, err
+	}
+	return sp.tc.narrowest < 0, nil
+}
+
+// plan is the plan of the scan with the counts made so far.
+func (sp *scanPace) plan() plan.Plan {
+	sp.tc.fill(sp.in.Entries)
+	return plan.ScanFirst(sp.in, sp.budget)
+}
+
+// paced is src read by a scan tried first: it stops, setting over, when
+// sp lets it read no further before the records run out. hits tells how
+// many passing documents the scan has found, or -1.
+func paced(src itemSource, sp *scanPace, hits func() int, over *bool) itemSource {
+	return func(from []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
+		read := int64(0)
+		return src(from, func(pos, loc []byte, rec *itemRecord) (bool, error) {
+			for read >= sp.allowed() {
+				ok, err := sp.more(read, int64(hits()))
+				if err != nil {
+					return false, err
+				}
+				if !ok {
+					*over = true
+					return false, nil
+				}
+			}
+			read++
+			return fn(pos, loc, rec)
+		})
+	}
 }
 
 // termCounts counts the entries of the spans of the terms the planner
@@ -234,6 +345,15 @@ func (tc *termCounts) count(r storage.Reader, size plan.Scope, probe int64, part
 		}
 	}
 	return nil
+}
+
+// total is how many entries have been counted, over all terms.
+func (tc *termCounts) total() int64 {
+	var n int64
+	for i := range tc.counters {
+		n += tc.counters[i].n
+	}
+	return n
 }
 
 // fill puts the counts into entries, indexed as the query's terms.

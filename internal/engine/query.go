@@ -208,7 +208,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		}
 	}
 	limit := pageSize(p.MaxItemCount)
-	qp, err := e.planQuery(r, c, state.items, prog, p.Params, scope, now, st, limit, resumed, cur, true)
+	qp, err := e.planQuery(r, c, state.items, prog, p.Params, scope, now, st, limit, resumed, cur, scanFirstPaced, nil)
 	if err != nil {
 		return err
 	}
@@ -223,38 +223,35 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		}
 		return runQuery(qp.src, c, prog, scope, now, cur, next, limit, page)
 	}
-	if qp.budget > 0 {
+	for qp.pace != nil {
 		// A scan tried first (plan.ScanFirstBounds), on a page of its
-		// own: kept if it filled within its budget, else set aside, its
-		// reads still counted, and the page planned again.
+		// own, paced by the terms' counts: kept if it filled before its
+		// pace or its budget stopped it, else set aside, its reads still
+		// counted, and the page planned again from the counts it made.
+		sp := qp.pace
 		tried := &FeedPage{CollRid: page.CollRid, LSN: page.LSN}
+		hits := func() int { return -1 } // a page of rows made at its end
+		if prog.Streaming() {
+			hits = func() int { return len(tried.Items) }
+		}
 		over := false
-		qp.src = budgeted(qp.src, qp.budget, &over)
-		if err := run(qp, tried); err != nil || !over {
+		qp.src = paced(qp.src, sp, hits, &over)
+		err := run(qp, tried)
+		if err != nil || !over {
+			final := sp.plan()
+			tried.Plan = &final
 			*page = *tried
 			return err
 		}
-		if qp, err = e.planQuery(r, c, state.items, prog, p.Params, scope, now, st, limit, resumed, cur, false); err != nil {
+		try := noScanFirst
+		if sp.thin {
+			try = scanFirstCounted
+		}
+		if qp, err = e.planQuery(r, c, state.items, prog, p.Params, scope, now, st, limit, resumed, cur, try, sp.tc); err != nil {
 			return err
 		}
 	}
 	return run(qp, page)
-}
-
-// budgeted is src reading at most n records; over is set when it stops
-// for that, before the records ran out.
-func budgeted(src itemSource, n int, over *bool) itemSource {
-	return func(from []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
-		read := 0
-		return src(from, func(pos, loc []byte, rec *itemRecord) (bool, error) {
-			if read == n {
-				*over = true
-				return false, nil
-			}
-			read++
-			return fn(pos, loc, rec)
-		})
-	}
 }
 
 // fingerprintText is the text a query's continuation tokens are bound to:

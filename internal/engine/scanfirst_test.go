@@ -8,10 +8,12 @@ import (
 )
 
 // A first page whose terms all hold much of a container tries a scan
-// before counting them whole, within a budget. Where the passing items
-// are spread through the scan's order, the scan fills the page in a few
-// records; where they all lie at its end, it runs out of budget and the
-// page is planned again, with what it read counted. Either way the rows
+// before counting them whole, within a budget, and counts them on only as
+// the scan reads (scanPace). Where the passing items are spread through
+// the scan's order, the scan fills the page in a few records, with the
+// terms counted a little way; where they all lie at its end, the scan
+// finds too few, the terms are counted to the end, the scan runs out of
+// budget and the page is planned again, with what it read counted. Either way the rows
 // are the query's, in the scan's order, with no page repeating or losing
 // one.
 func TestScanFirst(t *testing.T) {
@@ -64,6 +66,10 @@ func TestScanFirst(t *testing.T) {
 				t.Errorf("%s: the first page read %d records by %s, want a tried scan of 11 (the page and the next)", tt.where, page.Examined, page.Plan.Summary())
 			case !tt.scanned && (budget != 0 || page.Examined < 100):
 				t.Errorf("%s: the first page read %d records by %s, want the tried scan's records counted and another path", tt.where, page.Examined, page.Plan.Summary())
+			case tt.scanned && page.IndexEntries >= 517:
+				// √(rows·n·costRecordScan/costEntry) = 517 is how far
+				// every term is counted before a scan is tried unpaced.
+				t.Errorf("%s: the first page counted %d index entries; paced by its scan, it needs fewer than 517", tt.where, page.IndexEntries)
 			}
 		})
 		if got := ids(rows); !slices.Equal(got, want(tt.from)) {

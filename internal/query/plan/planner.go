@@ -497,6 +497,32 @@ func ScanFirstBounds(s Scope, rows, probe int64) (wide, budget int64, ok bool) {
 	return wide, budget, wide < probe && budget >= 2*rows
 }
 
+// PaceRecords is how many records a scan tried first may have read once
+// entries index entries have been counted: as many as cost what counting
+// them did. Counting a round at a time, with the scan keeping pace, a
+// page whose terms hold most of the scope fills after a few rounds rather
+// than after counting every term to wide, and a page with a term that
+// proves narrow has read records that cost at most what its count did.
+func PaceRecords(entries int64) int64 {
+	return int64(math.Ceil(float64(entries) * costEntry / costRecordScan))
+}
+
+// Thin reports whether a scan that found hits passing documents in read
+// records of a scope of items finds too few for it to be the cheaper way
+// to a page: at that rate the scope holds fewer than wide of them
+// (ScanFirstBounds).
+func Thin(hits, read, items, wide int64) bool {
+	return float64(hits)*float64(items) < float64(wide)*float64(read)
+}
+
+// PaceStart is how far every term is counted before a scan tried first
+// for a page that ends after rows passing documents reads its first
+// record: as far as costs what reading rows records does. A term whose
+// spans end before then is known narrow with no record read.
+func PaceStart(rows int64) int64 {
+	return int64(math.Ceil(float64(rows) * costRecordScan / costEntry))
+}
+
 // ScanFirst is the plan of a scan tried first (ScanFirstBounds): the
 // counts in in stopped at wide, and the scan reads at most budget records.
 func ScanFirst(in Input, budget int64) Plan {

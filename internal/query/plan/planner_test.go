@@ -244,6 +244,34 @@ func TestScanFirstBounds(t *testing.T) {
 	}
 }
 
+// A paced scan tried first may read the records its counts are worth,
+// starts once its first records could fill the page, and is thin when
+// what it finds, scaled to the scope, falls short of wide.
+func TestPace(t *testing.T) {
+	if got := PaceRecords(667); got != 101 {
+		t.Errorf("PaceRecords(667) = %d, want 101", got)
+	}
+	if got := PaceStart(100); got != 667 {
+		t.Errorf("PaceStart(100) = %d, want 667", got)
+	}
+	if got := PaceRecords(PaceStart(100)); got < 100 {
+		t.Errorf("the first records of a paced scan, %d, cannot fill a page of 100", got)
+	}
+	for _, tt := range []struct {
+		hits, read, items, wide int64
+		thin                    bool
+	}{
+		{1, 100, 200_000, 11_550, true},   // 2,000 of the scope's items pass
+		{10, 100, 200_000, 11_550, false}, // 20,000 pass
+		{0, 100, 200_000, 11_550, true},
+		{6, 100, 200_000, 12_000, false}, // exactly wide
+	} {
+		if got := Thin(tt.hits, tt.read, tt.items, tt.wide); got != tt.thin {
+			t.Errorf("Thin(%d, %d, %d, %d) = %v", tt.hits, tt.read, tt.items, tt.wide, got)
+		}
+	}
+}
+
 // An equality on a JOIN alias's elements is a term on the elements' path;
 // a range on them is not (it would make an excluded path's query refused
 // where it used to scan).
