@@ -248,13 +248,12 @@ func (sp *scanPace) allowed() int64 {
 }
 
 // more counts the terms a round further and reports whether the scan may
-// read on, given that it has found hits passing documents in read records
-// (hits < 0: not known).
+// read on, given that it has found hits passing documents in read records.
 func (sp *scanPace) more(read, hits int64) (bool, error) {
 	if sp.bound >= sp.wide {
 		return false, nil
 	}
-	if hits >= 0 && plan.Thin(hits, read, sp.size.Items, sp.wide) {
+	if plan.Thin(hits, read, sp.size.Items, sp.wide) {
 		sp.thin = true
 		return false, nil
 	}
@@ -273,7 +272,7 @@ func (sp *scanPace) plan() plan.Plan {
 
 // paced is src read by a scan tried first: it stops, setting over, when
 // sp lets it read no further before the records run out. hits tells how
-// many passing documents the scan has found, or -1.
+// many rows the scan has made so far.
 func paced(src itemSource, sp *scanPace, hits func() int, over *bool) itemSource {
 	return func(from []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
 		read := int64(0)

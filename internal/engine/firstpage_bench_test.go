@@ -30,6 +30,7 @@ func BenchmarkFirstPage(b *testing.B) {
 		{"all", "SELECT * FROM c WHERE c.all = 1"},
 		{"half", "SELECT * FROM c WHERE c.n >= 50"},
 		{"top10-most", "SELECT TOP 10 * FROM c WHERE c.n < 90"},
+		{"top10-few", "SELECT TOP 10 * FROM c WHERE c.k < 5"},
 		{"two-wide", "SELECT * FROM c WHERE c.all = 1 AND c.n >= 10"},
 		{"tenth", "SELECT * FROM c WHERE c.n < 10"},
 		{"3-in-100", "SELECT * FROM c WHERE c.n < 3"},

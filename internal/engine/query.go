@@ -212,7 +212,9 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	if err != nil {
 		return err
 	}
-	run := func(qp *queryAccess, page *FeedPage) error {
+	// run reads the page by qp; passed, when not nil, counts the rows of
+	// a page that makes them at its end (runQuery) as its records are read.
+	run := func(qp *queryAccess, page *FeedPage, passed *int) error {
 		page.Plan = qp.plan
 		next := cursor{fingerprint: fp, text: textHash(p.Query), access: qp.access, terms: qp.terms, composite: qp.composite, indexVer: c.Index.Version}
 		if qp.stream != nil {
@@ -221,7 +223,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		if prog.Streaming() {
 			return streamQuery(qp.src, c, prog, scope, now, cur, next, limit, !single, page)
 		}
-		return runQuery(qp.src, c, prog, scope, now, cur, next, limit, page)
+		return runQuery(qp.src, c, prog, scope, now, cur, next, limit, page, passed)
 	}
 	for qp.pace != nil {
 		// A scan tried first (plan.ScanFirstBounds), on a page of its
@@ -230,13 +232,14 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		// counted, and the page planned again from the counts it made.
 		sp := qp.pace
 		tried := &FeedPage{CollRid: page.CollRid, LSN: page.LSN}
-		hits := func() int { return -1 } // a page of rows made at its end
+		passed := 0
+		hits := func() int { return passed }
 		if prog.Streaming() {
 			hits = func() int { return len(tried.Items) }
 		}
 		over := false
 		qp.src = paced(qp.src, sp, hits, &over)
-		err := run(qp, tried)
+		err := run(qp, tried, &passed)
 		if err != nil || !over {
 			final := sp.plan()
 			tried.Plan = &final
@@ -251,7 +254,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 			return err
 		}
 	}
-	return run(qp, page)
+	return run(qp, page, nil)
 }
 
 // fingerprintText is the text a query's continuation tokens are bound to:
@@ -430,7 +433,9 @@ func streamQuery(src itemSource, c *containerRecord, prog *eval.Program, s *item
 // Documents go to the evaluator as they are read, so none is held unless
 // a row holds it, and an ORDER BY keeps only the rows up to the end of
 // this page (and one more, to know whether a continuation is needed).
-func runQuery(src itemSource, c *containerRecord, prog *eval.Program, s *itemScope, now time.Time, cur, next cursor, limit int, page *FeedPage) error {
+//
+// passed, when not nil, counts the rows made while the records are read.
+func runQuery(src itemSource, c *containerRecord, prog *eval.Program, s *itemScope, now time.Time, cur, next cursor, limit int, page *FeedPage, passed *int) error {
 	parse := docParser(prog.Query(), false)
 	rows, err := prog.RunEach(func(yield func(document.Value, eval.DocMeta) error) error {
 		return src(nil, func(_, loc []byte, rec *itemRecord) (bool, error) {
@@ -449,7 +454,7 @@ func runQuery(src itemSource, c *containerRecord, prog *eval.Program, s *itemSco
 			}
 			return true, nil
 		})
-	}, cur.skip+limit+1)
+	}, cur.skip+limit+1, passed)
 	if err != nil {
 		return queryError(err)
 	}

@@ -245,7 +245,7 @@ func (p *Program) Run(next Source) ([]document.Value, error) {
 				return err
 			}
 		}
-	}, 0)
+	}, 0, nil)
 }
 
 // Each feeds documents to a Program: it calls yield with every document
@@ -256,8 +256,11 @@ type Each func(yield func(doc document.Value, meta DocMeta) error) error
 // at most the first n rows of the result (a page and whether more
 // follow): an ORDER BY then keeps only the rows that can be among them
 // instead of every row it reads, and no document is held unless a row
-// holds it. n <= 0 means every row.
-func (p *Program) RunEach(each Each, n int) ([]document.Value, error) {
+// holds it. n <= 0 means every row. passed, when not nil, counts the
+// rows made so far while the documents are read (before an ORDER BY or
+// DISTINCT drops any): what a caller pacing its reads by how often
+// documents pass can watch.
+func (p *Program) RunEach(each Each, n int, passed *int) ([]document.Value, error) {
 	if p.top.grouped || (p.q.Select.Distinct && len(p.q.OrderBy) > 0) {
 		// A group or, under ORDER BY, a DISTINCT row's place is known
 		// only at the end.
@@ -267,6 +270,7 @@ func (p *Program) RunEach(each Each, n int) ([]document.Value, error) {
 		n += p.top.offset
 	}
 	ctx := p.newCtx(DocMeta{})
+	ctx.passed = passed
 	if p.top.rank != nil {
 		ctx.corpus = &corpus{}
 	}
@@ -334,6 +338,8 @@ type ctx struct {
 	// doc counts the documents read so far: the rows of a document
 	// carry its number, which orders ties (sortRows).
 	doc int
+	// passed, when not nil, counts the top-level rows made (RunEach).
+	passed *int
 }
 
 func (p *Program) newCtx(meta DocMeta) *ctx {
@@ -587,6 +593,9 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 				return err
 			}
 			rows = append(rows, r)
+			if c.passed != nil && cq == c.prog.top {
+				*c.passed++
+			}
 			switch {
 			case want > 0 && !ordered && len(rows) >= want:
 				return errStop

@@ -498,14 +498,21 @@ func ScanFirstBounds(s Scope, rows, probe int64) (wide, budget int64, ok bool) {
 }
 
 // PaceRecords is how many records a scan tried first may have read once
-// entries index entries have been counted: as many as cost what counting
-// them did. Counting a round at a time, with the scan keeping pace, a
-// page whose terms hold most of the scope fills after a few rounds rather
-// than after counting every term to wide, and a page with a term that
-// proves narrow has read records that cost at most what its count did.
+// entries index entries have been counted: as many as cost a paceShare
+// of what counting them did. Counting a round at a time, with the scan
+// keeping pace, a page whose terms hold most of the scope fills after a
+// round or two rather than after counting every term to wide, and a page
+// with a term that proves narrow has read few records for it.
 func PaceRecords(entries int64) int64 {
-	return int64(math.Ceil(float64(entries) * costEntry / costRecordScan))
+	return int64(math.Ceil(float64(entries) * costEntry / costRecordScan / paceShare))
 }
+
+// paceShare is the part of the counting's cost a paced scan may spend on
+// records. The costs above weigh a record read by a scan at 6.7 entries;
+// measured over documents of 300 bytes (BenchmarkFirstPage), reading and
+// judging a record took as long as 30 to 60 entries, so a scan given the
+// counts' whole cost in records spent several times their time.
+const paceShare = 4
 
 // Thin reports whether a scan that found hits passing documents in read
 // records of a scope of items finds too few for it to be the cheaper way
@@ -517,10 +524,11 @@ func Thin(hits, read, items, wide int64) bool {
 
 // PaceStart is how far every term is counted before a scan tried first
 // for a page that ends after rows passing documents reads its first
-// record: as far as costs what reading rows records does. A term whose
-// spans end before then is known narrow with no record read.
+// record: as far as lets it read rows+1 records (PaceRecords), enough to
+// fill the page, and see that more follow, if every record passed. A
+// term whose spans end before then is known narrow with no record read.
 func PaceStart(rows int64) int64 {
-	return int64(math.Ceil(float64(rows) * costRecordScan / costEntry))
+	return int64(math.Ceil(float64(rows+1) * costRecordScan / costEntry * paceShare))
 }
 
 // ScanFirst is the plan of a scan tried first (ScanFirstBounds): the

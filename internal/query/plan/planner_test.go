@@ -248,14 +248,16 @@ func TestScanFirstBounds(t *testing.T) {
 // starts once its first records could fill the page, and is thin when
 // what it finds, scaled to the scope, falls short of wide.
 func TestPace(t *testing.T) {
-	if got := PaceRecords(667); got != 101 {
-		t.Errorf("PaceRecords(667) = %d, want 101", got)
+	if got := PaceRecords(2668); got != 101 {
+		t.Errorf("PaceRecords(2668) = %d, want 101", got)
 	}
-	if got := PaceStart(100); got != 667 {
-		t.Errorf("PaceStart(100) = %d, want 667", got)
+	if got := PaceStart(100); got != 2694 {
+		t.Errorf("PaceStart(100) = %d, want 2694", got)
 	}
-	if got := PaceRecords(PaceStart(100)); got < 100 {
-		t.Errorf("the first records of a paced scan, %d, cannot fill a page of 100", got)
+	for _, rows := range []int64{1, 10, 11, 100, 1000} {
+		if got := PaceRecords(PaceStart(rows)); got < rows+1 {
+			t.Errorf("the first records of a paced scan, %d, cannot fill a page of %d and see more", got, rows)
+		}
 	}
 	for _, tt := range []struct {
 		hits, read, items, wide int64
