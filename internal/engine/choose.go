@@ -211,20 +211,19 @@ const (
 )
 
 // scanPace paces a scan tried first (plan.ScanFirstBounds) by the terms'
-// counts: the scan may read as many records as the entries counted so far
-// are worth (plan.PaceRecords), and each time it has, the terms are
-// counted a round further (four times as far, up to wide). Once every
+// counts: the scan may read records worth a share of what the entries
+// counted so far cost (plan.PaceRecords), and each time it has, the terms
+// are counted a round further (four times as far, up to wide). Once every
 // term reaches wide, the scan has the whole budget. It stops, and the
 // page is planned again from the counts made, once a term's spans end
 // short of wide (the term is narrow), or once the documents the scan has
 // passed are too few for the scan to be the cheaper (plan.Thin; thin is
 // set, and the terms are then counted to wide before a scan is tried
 // again: a sample of the first records can mislead). A page whose terms
-// hold most of the scope then costs a few rounds of counting beside its
+// hold most of the scope then costs a round or two of counting beside its
 // records, where counting every term to wide first cost √(rows·n)
 // entries whatever the page read; one with a narrow term or few passing
-// documents reads at most as many records as its first rounds of
-// counting were worth.
+// documents reads at most the records its rounds of counting allowed.
 type scanPace struct {
 	tc       *termCounts
 	r        storage.Reader
