@@ -115,25 +115,27 @@ func (e *Engine) logChange(tx storage.Txn, c *containerRecord, ch change) error 
 	now := e.clock.Now()
 	var v versionRecord
 	versions := c.feedRetention() > 0
-	var times []int64
 	if versions {
 		v = versionOf(c, ch, epk, img, now)
-		times = append(times, v.crts)
+	}
+	if versions || ch.cur != nil {
+		// The latest of the times this change logs.
+		t := v.crts
+		if ch.cur != nil && (!versions || ch.cur.ts > t) {
+			t = ch.cur.ts
+		}
+		hw, err := raiseHighWater(tx, c, lsnSeq(ch.lsn), t)
+		if err != nil {
+			return err
+		}
+		v.hw = hw
 	}
 	if ch.cur != nil {
-		times = append(times, ch.cur.ts)
-	}
-	hw, err := raiseHighWater(tx, c, lsnSeq(ch.lsn), times)
-	if err != nil {
-		return err
-	}
-	if ch.cur != nil {
-		if err := tx.Set(latestKey(c.Rid, ch.lsn, ch.seq), encodeLatestEntry(ch.cur.ts, hw, epk, ch.cur.pk)); err != nil {
+		if err := tx.Set(latestKey(c.Rid, ch.lsn, ch.seq), encodeLatestEntry(ch.cur.ts, v.hw, epk, ch.cur.pk)); err != nil {
 			return err
 		}
 	}
 	if versions {
-		v.hw = hw
 		if err := tx.Set(versionKey(c.Rid, ch.lsn, ch.ord), v.encode()); err != nil {
 			return err
 		}
@@ -147,22 +149,16 @@ func (e *Engine) logChange(tx storage.Txn, c *containerRecord, ch change) error 
 	return trimVersions(tx, c, c.versionCutoff(now), ch.lsn)
 }
 
-// raiseHighWater raises sequence seq's high-water time to the latest of
-// times, the times of a change's log entries, and returns it.
-func raiseHighWater(tx storage.Txn, c *containerRecord, seq int, times []int64) (int64, error) {
+// raiseHighWater raises sequence seq's high-water time to t, the latest
+// time a change logs, if it is below, and returns it. A change that logs
+// no entry (a delete without a version log) neither reads nor moves it.
+func raiseHighWater(tx storage.Txn, c *containerRecord, seq int, t int64) (int64, error) {
 	st, err := readState(tx, c.Rid, seq)
-	if err != nil {
-		return 0, err
+	if err != nil || t <= st.hw {
+		return st.hw, err
 	}
-	hw := st.hw
-	for _, t := range times {
-		hw = max(hw, t)
-	}
-	if hw == st.hw {
-		return hw, nil
-	}
-	st.hw = hw
-	return hw, tx.Set(stateKey(c.Rid, seq), st.encode())
+	st.hw = t
+	return t, tx.Set(stateKey(c.Rid, seq), st.encode())
 }
 
 // versionOf is the version-log record of change ch, whose item image is
