@@ -274,9 +274,9 @@ func (sp *scanPace) plan() plan.Plan {
 // many rows the scan has made so far.
 func paced(src itemSource, sp *scanPace, hits func() int, over *bool) itemSource {
 	return func(from []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
-		read := int64(0)
+		read, allowed := int64(0), sp.allowed()
 		return src(from, func(pos, loc []byte, rec *itemRecord) (bool, error) {
-			for read >= sp.allowed() {
+			for read >= allowed {
 				ok, err := sp.more(read, int64(hits()))
 				if err != nil {
 					return false, err
@@ -285,6 +285,7 @@ func paced(src itemSource, sp *scanPace, hits func() int, over *bool) itemSource
 					*over = true
 					return false, nil
 				}
+				allowed = sp.allowed()
 			}
 			read++
 			return fn(pos, loc, rec)
