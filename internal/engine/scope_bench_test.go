@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -257,11 +258,21 @@ func BenchmarkScopedCostRatio(b *testing.B) {
 			if err != nil {
 				return err
 			}
+			page.Release()
 			if page.Continuation == "" {
 				return nil
 			}
 			p.Continuation = page.Continuation
 		}
+	}
+	// queryPage runs a query for one page and releases it, as the server
+	// does once it has written the page.
+	queryPage := func(s *benchStore, p QueryParams) error {
+		page, err := s.QueryItems(ctx, p)
+		if err == nil {
+			page.Release()
+		}
+		return err
 	}
 	type op struct {
 		name string
@@ -285,8 +296,12 @@ func BenchmarkScopedCostRatio(b *testing.B) {
 				p := FeedParams{ItemRef: partitionRef(n), MaxItemCount: 100}
 				for {
 					page, err := s.ReadFeed(ctx, p)
-					if err != nil || page.Continuation == "" {
+					if err != nil {
 						return err
+					}
+					page.Release()
+					if page.Continuation == "" {
+						return nil
 					}
 					p.Continuation = page.Continuation
 				}
@@ -294,34 +309,29 @@ func BenchmarkScopedCostRatio(b *testing.B) {
 		}},
 		{"count-partition", func(s *benchStore, n int) func() error {
 			return func() error {
-				_, err := s.QueryItems(ctx, QueryParams{ItemRef: partitionRef(n), Query: "SELECT VALUE COUNT(1) FROM c"})
-				return err
+				return queryPage(s, QueryParams{ItemRef: partitionRef(n), Query: "SELECT VALUE COUNT(1) FROM c"})
 			}
 		}},
 		{"top10-cross", func(s *benchStore, n int) func() error {
 			return func() error {
-				_, err := s.QueryItems(ctx, QueryParams{ItemRef: whole, Query: "SELECT TOP 10 c.n FROM c ORDER BY c.n DESC", RangeID: "0", CrossPartition: true})
-				return err
+				return queryPage(s, QueryParams{ItemRef: whole, Query: "SELECT TOP 10 c.n FROM c ORDER BY c.n DESC", RangeID: "0", CrossPartition: true})
 			}
 		}},
 		{"top10-cross-asc", func(s *benchStore, n int) func() error {
 			return func() error {
-				_, err := s.QueryItems(ctx, QueryParams{ItemRef: whole, Query: "SELECT TOP 10 c.n FROM c ORDER BY c.n", RangeID: "0", CrossPartition: true})
-				return err
+				return queryPage(s, QueryParams{ItemRef: whole, Query: "SELECT TOP 10 c.n FROM c ORDER BY c.n", RangeID: "0", CrossPartition: true})
 			}
 		}},
 		{"orderby-page1", func(s *benchStore, n int) func() error {
 			return func() error {
-				_, err := s.QueryItems(ctx, QueryParams{ItemRef: whole, Query: "SELECT * FROM c ORDER BY c.n", RangeID: "0", CrossPartition: true, MaxItemCount: 100})
-				return err
+				return queryPage(s, QueryParams{ItemRef: whole, Query: "SELECT * FROM c ORDER BY c.n", RangeID: "0", CrossPartition: true, MaxItemCount: 100})
 			}
 		}},
 		{"orderby-page50", func(s *benchStore, n int) func() error {
 			p := QueryParams{ItemRef: whole, Query: "SELECT * FROM c ORDER BY c.n", RangeID: "0", CrossPartition: true, MaxItemCount: 100}
 			p.Continuation = pageToken(b, s, p, 50)
 			return func() error {
-				_, err := s.QueryItems(ctx, p)
-				return err
+				return queryPage(s, p)
 			}
 		}},
 		{"drain-page", func(s *benchStore, n int) func() error {
@@ -345,8 +355,7 @@ func BenchmarkScopedCostRatio(b *testing.B) {
 			return func() error {
 				q := p
 				q.Continuation = conts[rand.IntN(len(conts))]
-				_, err := s.QueryItems(ctx, q)
-				return err
+				return queryPage(s, q)
 			}
 		}},
 	}
@@ -383,6 +392,9 @@ func BenchmarkScopedCostRatio(b *testing.B) {
 					i = len(runs) - 1 - k
 				}
 				blocks0 := blockReads(stores[i])
+				// Labelled for profiles: -cpuprofile, then pprof's
+				// -tagfocus 'size=^1000000$' -tagfocus op=feed-partition.
+				pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels("size", strconv.Itoa(sizes[i]), "op", o.name)))
 				start, n := time.Now(), 0
 				for ; n == 0 || time.Since(start) < slot; n++ {
 					if err := runs[i](); err != nil {
@@ -390,6 +402,7 @@ func BenchmarkScopedCostRatio(b *testing.B) {
 					}
 				}
 				per[i] = float64(time.Since(start).Nanoseconds()) / float64(n)
+				pprof.SetGoroutineLabels(context.Background())
 				blocks[i] += blockReads(stores[i]) - blocks0
 				done[i] += int64(n)
 			}
