@@ -262,6 +262,54 @@ func readItemAt(r storage.Reader, c *containerRecord, loc []byte, st *readStats)
 	return rec, err == nil, err
 }
 
+// readAhead holds records read before their turn, by location. A walk
+// that reads a run of items at places spread over the store (an ORDER BY
+// page in _rid order, whose records lie wherever their partitions put
+// them) reads the run in key order first: each read then goes on from the
+// last one's table and blocks instead of seeking the store from its top,
+// so a table is opened once for the run rather than at nearly every read.
+type readAhead struct {
+	recs map[string][]byte // nil: the item is gone
+}
+
+// fetch reads the records at locs, in key order, and keeps them for read.
+// Each counts as read now.
+func (a *readAhead) fetch(r storage.Reader, c *containerRecord, locs [][]byte, st *readStats) error {
+	sorted := slices.Clone(locs)
+	slices.SortFunc(sorted, bytes.Compare)
+	if a.recs == nil {
+		a.recs = make(map[string][]byte, len(sorted))
+	}
+	for _, loc := range sorted {
+		if _, ok := a.recs[string(loc)]; ok {
+			continue
+		}
+		st.records++
+		raw, err := r.Get(itemKey(c.Rid, loc))
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return err
+		}
+		// A value read is the caller's only until its next call.
+		a.recs[string(loc)] = bytes.Clone(raw)
+	}
+	return nil
+}
+
+// read returns the record at loc, as fetched or from the store now; ok is
+// false when it is gone.
+func (a *readAhead) read(r storage.Reader, c *containerRecord, loc []byte, st *readStats) (itemRecord, bool, error) {
+	raw, ok := a.recs[string(loc)]
+	if !ok {
+		return readItemAt(r, c, loc, st)
+	}
+	delete(a.recs, string(loc))
+	if raw == nil {
+		return itemRecord{}, false, nil
+	}
+	rec, err := decodeItemRecord(raw)
+	return rec, err == nil, err
+}
+
 // keySpan is a span [lo, hi) of index keys.
 type keySpan struct{ lo, hi []byte }
 

@@ -198,7 +198,10 @@ func (w *orderStream) sortedGroup(value []byte, locs [][]byte, at walkResume) (b
 		return false, err
 	}
 	g := w.newGather()
-	for _, loc := range locs {
+	for j, loc := range locs {
+		if err := w.fetch(locs[j:], len(locs)); err != nil {
+			return false, err
+		}
 		doc, rows, ok, err := w.groupRows(value, loc)
 		_, cut, err := g.add(doc, loc, rows, ok, err)
 		if err != nil {

@@ -129,7 +129,29 @@ type orderStream struct {
 	// then on, a budget that runs out ends the page early at the document
 	// it is reading (cutShort) rather than failing it.
 	visited bool
+	// ahead holds the records read before their turn (fetch).
+	ahead readAhead
 }
+
+// aheadMax bounds the records a walk reads ahead at once.
+const aheadMax = 256
+
+// fetch reads ahead, in key order, the records of the first n of locs
+// (at least one, at most aheadMax), the items the walk reads next, unless
+// the first was read ahead already.
+func (w *orderStream) fetch(locs [][]byte, n int) error {
+	if len(locs) == 0 {
+		return nil
+	}
+	if _, ok := w.ahead.recs[string(locs[0])]; ok {
+		return nil
+	}
+	return w.ahead.fetch(w.r, w.c, locs[:min(len(locs), max(n, 1), aheadMax)], w.st)
+}
+
+// room is how many more rows the page takes at most, for fetch: a
+// document gives the stream at most one row.
+func (w *orderStream) room() int { return w.limit - len(w.page.Items) }
 
 // streamOrdered runs one page of the ordered stream o from cur.
 func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, o *plan.Ordered, s *itemScope, now time.Time, st *readStats, cur, next cursor, limit int, page *FeedPage) error {
@@ -446,8 +468,11 @@ func (w *orderStream) group(value []byte, locs [][]byte, at walkResume) (bool, e
 		if at.mode == modeItem && at.item != nil {
 			i, _ = slices.BinarySearchFunc(locs, at.item, func(loc, item []byte) int { return order(w.scanPos(loc), item) })
 		}
-		for _, loc := range locs[i:] {
-			if more, err := w.exactMember(value, loc, at); err != nil || !more {
+		for j := i; j < len(locs); j++ {
+			if err := w.fetch(locs[j:], w.room()); err != nil {
+				return false, err
+			}
+			if more, err := w.exactMember(value, locs[j], at); err != nil || !more {
 				return more, err
 			}
 		}
@@ -460,7 +485,10 @@ func (w *orderStream) group(value []byte, locs [][]byte, at walkResume) (bool, e
 		rows []document.Value
 	}
 	var ms []member
-	for _, loc := range locs {
+	for j, loc := range locs {
+		if err := w.fetch(locs[j:], len(locs)); err != nil {
+			return false, err
+		}
 		doc, rows, ok, err := w.groupRows(value, loc)
 		if err != nil {
 			return false, queryError(err)
@@ -538,6 +566,21 @@ func (w *orderStream) tieGroup(value []byte, at walkResume) (bool, error) {
 	}
 	prefix := append(absentPrefix(indexPrefix(w.c), tieMarker, w.o.Path), value...)
 	lo, hi := resumeBounds(prefix, prefixEnd(prefix), prefix, at.item, w.desc)
+	// The documents are read a page's worth at a time (fetch), their
+	// entries collected first.
+	var batch [][]byte
+	emit := func() (bool, error) {
+		if err := w.fetch(batch, len(batch)); err != nil {
+			return false, err
+		}
+		for _, loc := range batch {
+			if more, err := w.exactMember(value, loc, at); err != nil || !more {
+				return more, err
+			}
+		}
+		batch = batch[:0]
+		return true, nil
+	}
 	more := true
 	err := scanRangeDir(w.r, lo, hi, w.desc, func(k, _ []byte) (bool, error) {
 		w.st.entries++
@@ -545,10 +588,16 @@ func (w *orderStream) tieGroup(value []byte, at walkResume) (bool, error) {
 		if len(rest) < 8 || !w.s.holds(rest[8:]) {
 			return true, nil
 		}
+		if batch = append(batch, bytes.Clone(rest[8:])); len(batch) < min(max(w.room(), 1), aheadMax) {
+			return true, nil
+		}
 		var err error
-		more, err = w.exactMember(value, bytes.Clone(rest[8:]), at)
+		more, err = emit()
 		return more && err == nil, err
 	})
+	if err == nil && more && len(batch) > 0 {
+		more, err = emit()
+	}
 	return more, err
 }
 
@@ -556,7 +605,7 @@ func (w *orderStream) tieGroup(value []byte, at walkResume) (bool, error) {
 // document and rows; ok is false when it is gone, out of the scope, or its
 // value is not the group's.
 func (w *orderStream) groupRows(value, loc []byte) (document.Value, []document.Value, bool, error) {
-	rec, ok, err := readItemAt(w.r, w.c, loc, w.st)
+	rec, ok, err := w.ahead.read(w.r, w.c, loc, w.st)
 	if err != nil || !ok {
 		return document.Undef, nil, false, err
 	}
