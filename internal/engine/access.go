@@ -180,7 +180,24 @@ type readStats struct {
 	// filters everything out still stops when the request's time or
 	// context runs out. Nil for readers outside a query.
 	budget *eval.Budget
+	// want, when set, is how many more records the page can use at
+	// most: a source whose records lie scattered over the store reads
+	// that many ahead, in key order (readAhead). A document gives a
+	// streamed page at most one row, so reading as many records as rows
+	// are wanted reads none the page does not reach. Nil: one at a time.
+	want func() int
 }
+
+// ahead is how many records a scattered source reads at once (want).
+func (st *readStats) ahead() int {
+	if st.want == nil {
+		return 1
+	}
+	return min(max(st.want(), 1), aheadMax)
+}
+
+// aheadMax bounds the records a source or walk reads ahead at once.
+const aheadMax = 256
 
 // entry counts one index entry and charges it to the budget.
 func (st *readStats) entry() error {
@@ -513,19 +530,58 @@ func scanSourceDir(r storage.Reader, c *containerRecord, s *itemScope, reverse b
 	return func(from []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
 		prefix := collPrefix(famByRid, c.Rid)
 		lo, hi := resumeBounds(prefix, prefixEnd(prefix), prefix, from, reverse)
-		return scanRangeDir(r, lo, hi, reverse, func(k, v []byte) (bool, error) {
+		// The _rid order crosses partitions, so the records are read a
+		// run at a time (st.ahead), their entries collected first.
+		var poss, locs [][]byte
+		more := true
+		emit := func() (bool, error) {
+			more, err := readRun(r, c, locs, st, func(i int, rec *itemRecord) (bool, error) { return fn(poss[i], locs[i], rec) })
+			poss, locs = poss[:0], locs[:0]
+			return more, err
+		}
+		err := scanRangeDir(r, lo, hi, reverse, func(k, v []byte) (bool, error) {
 			st.entries++
 			if !s.holds(v) {
 				return true, nil
 			}
-			pos, loc := bytes.Clone(k[len(prefix):]), bytes.Clone(v)
-			rec, ok, err := readItemAt(r, c, loc, st)
-			if err != nil || !ok {
-				return err == nil, err
+			poss, locs = append(poss, bytes.Clone(k[len(prefix):])), append(locs, bytes.Clone(v))
+			if len(locs) < st.ahead() {
+				return true, nil
 			}
-			return fn(pos, loc, &rec)
+			var err error
+			more, err = emit()
+			return more && err == nil, err
 		})
+		if err == nil && more && len(locs) > 0 {
+			_, err = emit()
+		}
+		return err
 	}
+}
+
+// readRun reads the records at locs, ahead in key order when there are
+// several, and calls fn with the index of each in locs, in that order,
+// until it returns false; items gone are passed over.
+func readRun(r storage.Reader, c *containerRecord, locs [][]byte, st *readStats, fn func(i int, rec *itemRecord) (bool, error)) (bool, error) {
+	var ra readAhead
+	if len(locs) > 1 {
+		if err := ra.fetch(r, c, locs, st); err != nil {
+			return false, err
+		}
+	}
+	for i, loc := range locs {
+		rec, ok, err := ra.read(r, c, loc, st)
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			continue
+		}
+		if more, err := fn(i, &rec); err != nil || !more {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // scanPos is the position of the item at loc in the scan order of the
@@ -557,15 +613,11 @@ func locSource(r storage.Reader, c *containerRecord, locs func() ([][]byte, erro
 		if from != nil {
 			i, _ = slices.BinarySearchFunc(all, from, func(loc, from []byte) int { return bytes.Compare(seqPos(loc), from) })
 		}
-		for _, loc := range all[i:] {
-			rec, ok, err := readItemAt(r, c, loc, st)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				continue
-			}
-			if more, err := fn(seqPos(loc), loc, &rec); err != nil || !more {
+		for rest := all[i:]; len(rest) > 0; {
+			run := rest[:min(len(rest), st.ahead())]
+			rest = rest[len(run):]
+			more, err := readRun(r, c, run, st, func(i int, rec *itemRecord) (bool, error) { return fn(seqPos(run[i]), run[i], rec) })
+			if err != nil || !more {
 				return err
 			}
 		}

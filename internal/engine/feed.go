@@ -135,6 +135,7 @@ func (e *Engine) ReadFeed(ctx context.Context, p FeedParams) (*FeedPage, error) 
 			}
 		}
 		size := 0
+		st.want = func() int { return limit - len(page.Items) }
 		return scanSource(r, c, s, &st)(cur.pos, func(pos, _ []byte, rec *itemRecord) (bool, error) {
 			if c.expired(rec, now) || !s.keeps(rec) {
 				return true, nil

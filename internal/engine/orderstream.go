@@ -133,9 +133,6 @@ type orderStream struct {
 	ahead readAhead
 }
 
-// aheadMax bounds the records a walk reads ahead at once.
-const aheadMax = 256
-
 // fetch reads ahead, in key order, the records of the first n of locs
 // (at least one, at most aheadMax), the items the walk reads next, unless
 // the first was read ahead already.

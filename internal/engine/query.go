@@ -221,6 +221,13 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 			return streamOrdered(r, c, prog, p.Params, qp.stream, scope, now, st, cur, next, limit, page)
 		}
 		if prog.Streaming() {
+			if passed == nil {
+				// A page the scan is not paced on reads its scattered
+				// records a run at a time; a paced one reads them one
+				// at a time, for its pace counts every record.
+				st.want = func() int { return limit - len(page.Items) }
+				defer func() { st.want = nil }()
+			}
 			return streamQuery(qp.src, c, prog, scope, now, cur, next, limit, !single, page)
 		}
 		return runQuery(qp.src, c, prog, scope, now, cur, next, limit, page, passed)

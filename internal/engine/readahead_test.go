@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/mayfly-db/mayfly/internal/query/plan"
 	"github.com/mayfly-db/mayfly/internal/storage"
 	"github.com/mayfly-db/mayfly/internal/storage/teststore"
 )
@@ -94,6 +95,65 @@ func TestOrderPageReadsRecordsInKeyOrder(t *testing.T) {
 		}
 		if len(reads) != 101 || page.Examined != len(reads) || runs > tc.runs {
 			t.Errorf("%s: %d record reads (%d counted) in %d ascending runs, want 101 in at most %d", tc.query, len(reads), page.Examined, runs, tc.runs)
+		}
+	}
+}
+
+// A cross-partition page in _rid order (a scan of the container, the
+// candidates of an index span, a read feed) reads its records in runs in
+// key order too, and no more of them than one at a time would: each reads
+// the record after its last row's, to know where the next page starts.
+func TestScatteredPagesReadRecordsInKeyOrder(t *testing.T) {
+	st := &getRecorder{Store: teststore.Open(t)}
+	be := newBatchEnvOn(t, st, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	var docs []string
+	for i := 0; i < 400; i++ {
+		docs = append(docs, fmt.Sprintf(`{"id":"d%03d","pk":"p%d","k":%d}`, i, i%37, i%3))
+	}
+	be.seed(t, docs...)
+	c := be.container(t)
+	items := collPrefix(famItem, c.Rid)
+	reads := func() (n, runs int) {
+		var prev []byte
+		for _, k := range st.take() {
+			if !bytes.HasPrefix(k, items) {
+				continue
+			}
+			if n++; prev == nil || bytes.Compare(k, prev) < 0 {
+				runs++
+			}
+			prev = k
+		}
+		return n, runs
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		what         string
+		page         func() (*FeedPage, error)
+		records, max int // record reads, and ascending runs at most
+	}{
+		{"a scan", func() (*FeedPage, error) {
+			return be.e.QueryItems(ctx, QueryParams{ItemRef: batchRef(""), Query: "SELECT * FROM c", RangeID: "0", CrossPartition: true, MaxItemCount: 100})
+		}, 101, 2},
+		{"an index span", func() (*FeedPage, error) {
+			return be.e.QueryItems(ctx, QueryParams{ItemRef: batchRef(""), Query: "SELECT * FROM c WHERE c.k = 1", RangeID: "0", CrossPartition: true, MaxItemCount: 100})
+		}, 101, 2},
+		{"a read feed", func() (*FeedPage, error) {
+			return be.e.ReadFeed(ctx, FeedParams{ItemRef: batchRef(""), MaxItemCount: 100})
+		}, 101, 2},
+	} {
+		st.take()
+		page, err := tc.page()
+		if err != nil {
+			t.Fatalf("%s: %v", tc.what, err)
+		}
+		n, runs := reads()
+		if tc.what == "an index span" && (page.Plan == nil || page.Plan.Chosen.Access != plan.IndexSpan) {
+			t.Errorf("%s: planned %v", tc.what, page.Plan)
+		}
+		if len(page.Items) != 100 || page.Examined != tc.records || n != tc.records || runs > tc.max {
+			t.Errorf("%s: %d rows, %d records counted, %d read in %d ascending runs; want 100 rows, %d records in at most %d runs",
+				tc.what, len(page.Items), page.Examined, n, runs, tc.records, tc.max)
 		}
 	}
 }
