@@ -97,6 +97,9 @@ type benchStore struct {
 	store storage.Store
 	// pk is the partition key value of item number i; nil means benchPK.
 	pk func(i int) string
+	// block is how many items load writes in one batch, which must
+	// share a partition key; 0 means MaxBatchOps.
+	block int
 }
 
 // openBenchEngine opens an engine on a new Pebble store in b.TempDir()
@@ -206,7 +209,11 @@ func (s *benchStore) load(b testing.TB, from, to int, body func(i int) []byte) {
 	b.Helper()
 	ctx := context.Background()
 	var next atomic.Int64
-	next.Store(int64(from / MaxBatchOps))
+	size := MaxBatchOps
+	if s.block > 0 {
+		size = s.block
+	}
+	next.Store(int64(from / size))
 	var (
 		wg    sync.WaitGroup
 		errMu sync.Mutex
@@ -222,7 +229,7 @@ func (s *benchStore) load(b testing.TB, from, to int, body func(i int) []byte) {
 		wg.Go(func() {
 			for {
 				block := int(next.Add(1) - 1)
-				lo, hi := max(block*MaxBatchOps, from), min((block+1)*MaxBatchOps, to)
+				lo, hi := max(block*size, from), min((block+1)*size, to)
 				if lo >= to {
 					return
 				}

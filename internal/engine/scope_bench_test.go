@@ -220,9 +220,15 @@ func BenchmarkScopedCostRatio(b *testing.B) {
 	stores := make([]*benchStore, len(sizes))
 	for i, n := range sizes {
 		s := openBenchEngine(b, clock.Real{}, nil, "null")
-		s.pk = func(i int) string { return "q" + strconv.Itoa(i/per) }
+		// The partitions' items are written interleaved, one at a time,
+		// as a container's usually are, so that _rid order crosses the
+		// partitions at every step: item i is the (i / parts)th of
+		// partition i % parts, and c.n numbers a partition's items.
+		parts := n / per
+		s.pk = func(i int) string { return "q" + strconv.Itoa(i%parts) }
+		s.block = 1
 		s.load(b, 0, n, func(i int) []byte {
-			return []byte(`{"id":"x` + strconv.Itoa(i) + `","pk":"q` + strconv.Itoa(i/per) + `","n":` + strconv.Itoa(i%per) + `,"payload":"` + benchPayload + `"}`)
+			return []byte(`{"id":"x` + strconv.Itoa(i) + `","pk":"q` + strconv.Itoa(i%parts) + `","n":` + strconv.Itoa(i/parts) + `,"payload":"` + benchPayload + `"}`)
 		})
 		s.orderReady(b, QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: "SELECT * FROM c ORDER BY c.n", RangeID: "0", CrossPartition: true, MaxItemCount: 1})
 		s.settle(b)
