@@ -44,7 +44,7 @@ func TestCountFromCounters(t *testing.T) {
 		}
 		return string(page.Items[0]), page
 	}
-	checks := 0
+	checks, partChecks := 0, 0
 	for step := range 600 {
 		be.churn(t, "s", rnd, 80, 17)
 		if step%15 != 14 {
@@ -71,6 +71,40 @@ func TestCountFromCounters(t *testing.T) {
 				}
 			}
 		}
+		// Each logical partition is counted from its id entries, alone
+		// and within each range (where it lies outside, it counts 0).
+		for part := range 17 {
+			ref := whole
+			ref.HasKey, ref.PartitionKey = true, partition.Key{partition.String("p" + strconv.Itoa(part))}
+			var inRanges int
+			for _, rangeID := range append([]string{""}, rangeIDs(ranges)...) {
+				q := func(text string) (string, *FeedPage) {
+					t.Helper()
+					page, err := be.e.QueryItems(ctx, QueryParams{ItemRef: ref, Query: text, RangeID: rangeID})
+					if err != nil || len(page.Items) != 1 {
+						t.Fatalf("%s in p%d, range %q: %v, %d rows", text, part, rangeID, err, len(page.Items))
+					}
+					return string(page.Items[0]), page
+				}
+				got, page := q("SELECT VALUE COUNT(1) FROM c")
+				want, _ := q("SELECT VALUE COUNT(1) FROM c WHERE true")
+				if got != want {
+					t.Fatalf("step %d, p%d, range %q: the id entries give %s, the items %s", step, part, rangeID, got, want)
+				}
+				if page.Plan == nil || page.Plan.Chosen.Access != plan.IDEntries || page.Examined != 0 {
+					t.Fatalf("step %d, p%d: read %d records by %v", step, part, page.Examined, page.Plan)
+				}
+				if rangeID != "" && got != "0" {
+					inRanges++
+				}
+				if rangeID == "" && got != "0" {
+					partChecks++
+				}
+			}
+			if inRanges > 1 {
+				t.Fatalf("step %d: p%d counted in %d ranges", step, part, inRanges)
+			}
+		}
 		_, usage, err := be.e.ReadContainer(ctx, "db", "s")
 		if err != nil {
 			t.Fatal(err)
@@ -79,7 +113,7 @@ func TestCountFromCounters(t *testing.T) {
 			t.Fatalf("step %d: the ranges count %d items, the container %d", step, sum, usage.DocumentsCount)
 		}
 	}
-	if checks == 0 {
+	if checks == 0 || partChecks == 0 {
 		t.Fatal("every count was 0: the test shows nothing")
 	}
 	for _, q := range []string{
@@ -136,6 +170,14 @@ func TestWholeCountFromCounters(t *testing.T) {
 			t.Errorf("%s: answered from the counters: %v", q, counters)
 		}
 	}
+}
+
+func rangeIDs(ranges []KeyRange) []string {
+	ids := make([]string, len(ranges))
+	for i, rg := range ranges {
+		ids[i] = rg.ID
+	}
+	return ids
 }
 
 // churn makes one random change to container coll of be: an upsert of one

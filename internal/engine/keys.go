@@ -141,10 +141,16 @@ func itemKey(collRid, loc []byte) []byte {
 }
 
 func itemIDKey(collRid, pk []byte, id string) []byte {
+	return append(itemIDPrefix(collRid, pk), id...)
+}
+
+// itemIDPrefix is the prefix of the id entries of the logical partition
+// whose key bytes are pk, and of no other: the length ahead of the key
+// ends it.
+func itemIDPrefix(collRid, pk []byte) []byte {
 	k := collPrefix(famItemKey, collRid)
 	k = binary.AppendUvarint(k, uint64(len(pk)))
-	k = append(k, pk...)
-	return append(k, id...)
+	return append(k, pk...)
 }
 
 func ownDueKey(collRid []byte, due int64, seq uint64) []byte {

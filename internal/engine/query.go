@@ -185,7 +185,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	if derr != nil {
 		return derr
 	}
-	if count, boxed := countShape(prog.Query()); count && p.Continuation == "" && (!hasKey || len(c.pk.paths) == 0) {
+	if count, boxed := countShape(prog.Query()); count && p.Continuation == "" {
 		if done, err := e.countFromCounters(r, c, p.RangeID, scope, now, boxed, st, page); done || err != nil {
 			return err
 		}

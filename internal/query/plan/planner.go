@@ -229,10 +229,12 @@ const (
 	CompositeWalk               // a span of a composite index, in the ORDER BY's order, until enough rows
 	OrderedStream               // the ORDER BY path's index, in order, one page at a time
 	Counters                    // the container's usage counters: its COUNT without a filter
+	IDEntries                   // a logical partition's id entries: its COUNT without a filter
 )
 
 var accessNames = [...]string{Scan: "scan", PointRead: "point", IndexSpan: "index", Intersect: "intersect", OrderedWalk: "ordered",
-	CompositeSpan: "composite", CompositeWalk: "composite-ordered", OrderedStream: "ordered-stream", Counters: "counters"}
+	CompositeSpan: "composite", CompositeWalk: "composite-ordered", OrderedStream: "ordered-stream", Counters: "counters",
+	IDEntries: "id-entries"}
 
 func (a Access) String() string { return accessNames[a] }
 
@@ -570,6 +572,14 @@ func PointPlan(kind ScopeKind, terms []Term) Plan {
 func CountersPlan(kind ScopeKind) Plan {
 	p := Path{Access: Counters, Cost: costPoint}
 	return Plan{Scope: Scope{Kind: kind, Items: -1, ContainerItems: -1}, Chosen: p, Considered: []Path{p}}
+}
+
+// IDEntriesPlan is the plan of the count of a logical partition, which
+// its id entries answer: entries is how many the scope holds by the
+// counters, and nothing else is weighed.
+func IDEntriesPlan(entries int64) Plan {
+	p := Path{Access: IDEntries, Entries: float64(entries), Cost: float64(entries) * costEntry}
+	return Plan{Scope: Scope{Kind: ScopePartition, Items: -1, ContainerItems: -1}, Chosen: p, Considered: []Path{p}}
 }
 
 // Explain describes the choice in one line per path, the chosen first:
