@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -130,6 +131,7 @@ func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now time.T
 	live := map[uint64]bool{}
 	var totalBytes int64
 	perEPK := map[string]int64{}
+	keysOfEPK := map[string][][]byte{} // the partition keys of each EPK's items
 	err := scanPrefix(r, collPrefix(famItem, c.Rid), func(k, v []byte) (bool, error) {
 		if len(k) < 1+len(c.Rid)+10 {
 			report("item key %x is too short", k)
@@ -147,6 +149,9 @@ func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now time.T
 		}
 		totalBytes += int64(len(rec.json))
 		perEPK[rec.epk]++
+		if keys := keysOfEPK[rec.epk]; !slices.ContainsFunc(keys, func(k []byte) bool { return bytes.Equal(k, rec.pk) }) {
+			keysOfEPK[rec.epk] = append(keys, bytes.Clone(rec.pk))
+		}
 		counts.Items++
 		items[seq] = &rec
 		raws[seq] = bytes.Clone(v)
@@ -190,12 +195,18 @@ func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now time.T
 		report("usage counter says %d items of %d bytes; the container holds %d of %d", n, size, len(items), totalBytes)
 	}
 	for epk, want := range perEPK {
-		got, err := readCount(r, partitionCountKey(c.Rid, epk))
+		v, err := r.Get(partitionCountKey(c.Rid, epk))
+		if errors.Is(err, storage.ErrNotFound) {
+			v, err = nil, nil
+		}
 		if err != nil {
 			return counts, err
 		}
-		if got != want {
+		if got := decodeCount(v); got != want {
 			report("partition count of EPK %q says %d; the partition holds %d", epk, got, want)
+		}
+		if owner, ok := partitionOwner(v); ok && (len(keysOfEPK[epk]) != 1 || !bytes.Equal(keysOfEPK[epk][0], owner)) {
+			report("partition count of EPK %q counts key %x alone; the partition holds keys %x", epk, owner, keysOfEPK[epk])
 		}
 	}
 

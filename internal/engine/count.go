@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"bytes"
+	"errors"
 	"strings"
 	"time"
 
@@ -47,9 +49,9 @@ func countShape(q *ast.Query) (ok, boxed bool) {
 
 // countFromCounters answers a count (countShape) over the whole container,
 // over one of its ranges when the container keeps a sequence per range,
-// whose totals are the range's, or over one logical partition from its id
-// entries; it reports false for any other scope, which the query's
-// evaluation then counts.
+// whose totals are the range's, or over one logical partition
+// (countPartition); it reports false for any other scope, which the
+// query's evaluation then counts.
 func (e *Engine) countFromCounters(r storage.Reader, c *containerRecord, rangeID string, scope *itemScope, now time.Time, boxed bool, st *readStats, page *FeedPage) (bool, error) {
 	var n int64
 	switch scope.kind {
@@ -89,33 +91,11 @@ func (e *Engine) countFromCounters(r storage.Reader, c *containerRecord, rangeID
 		}
 		n = max(n, 0)
 	case plan.ScopePartition:
-		// The partition's count in the counters is its EPK's, which two
-		// keys share on a hash collision; its id entries are its own.
-		// They are small (a key and a location each), so reading them
-		// costs a block or two for a partition of a few hundred items,
-		// against its records.
-		expired := map[string]bool{}
-		err := eachExpired(r, c, now, func(_ int64, loc []byte) {
-			st.entries++
-			if scope.holds(loc) {
-				expired[string(loc)] = true
-			}
-		})
-		if err != nil {
+		var p plan.Plan
+		var err error
+		if n, p, err = countPartition(r, c, scope, now, st); err != nil {
 			return false, err
 		}
-		var read int64
-		err = scanPrefix(r, itemIDPrefix(c.Rid, scope.pk), func(_, loc []byte) (bool, error) {
-			read++
-			if scope.holds(loc) && !expired[string(loc)] {
-				n++
-			}
-			return true, st.entry()
-		})
-		if err != nil {
-			return false, err
-		}
-		p := plan.IDEntriesPlan(read)
 		page.Plan = &p
 	default:
 		return false, nil
@@ -130,4 +110,50 @@ func (e *Engine) countFromCounters(r storage.Reader, c *containerRecord, rangeID
 	}
 	page.Items = append(page.Items, v.JSON())
 	return true, nil
+}
+
+// countPartition counts the items of the logical partition scope alive at
+// now. Its EPK's counter holds that number, less the items expired and not
+// purged, when it counts that partition's items alone (partitionOwner):
+// two keys share an EPK on a hash collision. Otherwise the partition's id
+// entries are counted, which are the key's own; they are small (a key and
+// a location each), a block or two for a few hundred items.
+func countPartition(r storage.Reader, c *containerRecord, scope *itemScope, now time.Time, st *readStats) (int64, plan.Plan, error) {
+	lo := appendEPK(nil, scope.epk, true)
+	if bytes.Compare(scope.lo, scope.hi) >= 0 {
+		return 0, plan.CountersPlan(plan.ScopePartition), nil // outside the range given
+	}
+	expired := map[string]bool{}
+	err := eachExpired(r, c, now, func(_ int64, loc []byte) {
+		st.entries++
+		if scope.holds(loc) {
+			expired[string(loc)] = true
+		}
+	})
+	if err != nil {
+		return 0, plan.Plan{}, err
+	}
+	if bytes.Equal(scope.lo, lo) && bytes.Equal(scope.hi, prefixEnd(lo)) {
+		// The whole partition is in scope.
+		v, err := r.Get(partitionCountKey(c.Rid, scope.epk))
+		st.entries++
+		switch {
+		case errors.Is(err, storage.ErrNotFound):
+			return 0, plan.CountersPlan(plan.ScopePartition), nil
+		case err != nil:
+			return 0, plan.Plan{}, err
+		}
+		if owner, ok := partitionOwner(v); ok && bytes.Equal(owner, scope.pk) {
+			return max(decodeCount(v)-int64(len(expired)), 0), plan.CountersPlan(plan.ScopePartition), nil
+		}
+	}
+	var n, read int64
+	err = scanPrefix(r, itemIDPrefix(c.Rid, scope.pk), func(_, loc []byte) (bool, error) {
+		read++
+		if scope.holds(loc) && !expired[string(loc)] {
+			n++
+		}
+		return true, st.entry()
+	})
+	return n, plan.IDEntriesPlan(read), err
 }

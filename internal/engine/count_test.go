@@ -12,6 +12,7 @@ import (
 
 	"github.com/mayfly-db/mayfly/internal/partition"
 	"github.com/mayfly-db/mayfly/internal/query/plan"
+	"github.com/mayfly-db/mayfly/internal/storage"
 	"github.com/mayfly-db/mayfly/internal/ttl"
 )
 
@@ -71,8 +72,9 @@ func TestCountFromCounters(t *testing.T) {
 				}
 			}
 		}
-		// Each logical partition is counted from its id entries, alone
-		// and within each range (where it lies outside, it counts 0).
+		// Each logical partition is counted from its EPK's counter,
+		// alone and within each range (where it lies outside, it counts
+		// 0).
 		for part := range 17 {
 			ref := whole
 			ref.HasKey, ref.PartitionKey = true, partition.Key{partition.String("p" + strconv.Itoa(part))}
@@ -89,9 +91,9 @@ func TestCountFromCounters(t *testing.T) {
 				got, page := q("SELECT VALUE COUNT(1) FROM c")
 				want, _ := q("SELECT VALUE COUNT(1) FROM c WHERE true")
 				if got != want {
-					t.Fatalf("step %d, p%d, range %q: the id entries give %s, the items %s", step, part, rangeID, got, want)
+					t.Fatalf("step %d, p%d, range %q: the counter gives %s, the items %s", step, part, rangeID, got, want)
 				}
-				if page.Plan == nil || page.Plan.Chosen.Access != plan.IDEntries || page.Examined != 0 {
+				if page.Plan == nil || page.Plan.Chosen.Access != plan.Counters || page.Examined != 0 {
 					t.Fatalf("step %d, p%d: read %d records by %v", step, part, page.Examined, page.Plan)
 				}
 				if rangeID != "" && got != "0" {
@@ -104,6 +106,9 @@ func TestCountFromCounters(t *testing.T) {
 			if inRanges > 1 {
 				t.Fatalf("step %d: p%d counted in %d ranges", step, part, inRanges)
 			}
+		}
+		if _, err := be.e.CheckIndexes(ctx); err != nil {
+			t.Fatal(err)
 		}
 		_, usage, err := be.e.ReadContainer(ctx, "db", "s")
 		if err != nil {
@@ -178,6 +183,76 @@ func rangeIDs(ranges []KeyRange) []string {
 		ids[i] = rg.ID
 	}
 	return ids
+}
+
+// Two partition keys that share an EPK (version 1 hashes and keeps the
+// first 100 characters of a string) share its counter: each is counted
+// from its own id entries then, until the counter falls to zero and
+// belongs to one key again.
+func TestPartitionCountSharedEPK(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":1},"defaultTtl":-1}`)
+	ctx := context.Background()
+	long := strings.Repeat("a", 100)
+	ref := func(pk string) ItemRef {
+		return ItemRef{DB: "db", Coll: "c", HasKey: true, PartitionKey: partition.Key{partition.String(pk)}}
+	}
+	write := func(pk, id, extra string) {
+		t.Helper()
+		if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: ref(pk), Mode: ModeCreate, Body: []byte(fmt.Sprintf(`{"id":%q,"pk":%q%s}`, id, pk, extra))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	remove := func(pk, id string) {
+		t.Helper()
+		if _, err := be.e.DeleteItem(ctx, DeleteItemParams{ItemRef: ref(pk), ID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expect := func(pk string, want string, access plan.Access) {
+		t.Helper()
+		page, err := be.e.QueryItems(ctx, QueryParams{ItemRef: ref(pk), Query: "SELECT VALUE COUNT(1) FROM c"})
+		if err != nil || len(page.Items) != 1 {
+			t.Fatalf("%.3s…: %v, %d rows", pk[len(pk)-3:], err, len(page.Items))
+		}
+		if got := string(page.Items[0]); got != want || page.Plan == nil || page.Plan.Chosen.Access != access || page.Examined != 0 {
+			t.Fatalf("…%s: %s by %v (%d records), want %s by %v", pk[len(pk)-3:], got, page.Plan, page.Examined, want, access)
+		}
+	}
+	one, two := long+"-one", long+"-two"
+	var c *containerRecord
+	if err := be.e.store.View(ctx, func(r storage.Reader) (err error) {
+		c, err = be.e.loadContainer(r, "db", "c")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if c.epk(ref(one).PartitionKey) != c.epk(ref(two).PartitionKey) {
+		t.Fatal("the two keys do not share an EPK")
+	}
+	write(one, "a", "")
+	write(one, "b", "")
+	write(one, "c", `,"ttl":5`)
+	expect(one, "3", plan.Counters)
+	expect(two, "0", plan.IDEntries)
+	be.clock.Advance(10 * time.Second)
+	expect(one, "2", plan.Counters) // c expired, not purged
+	write(two, "a", "")
+	expect(one, "2", plan.IDEntries)
+	expect(two, "1", plan.IDEntries)
+	for _, id := range []string{"a", "b"} {
+		remove(one, id)
+	}
+	expect(one, "0", plan.IDEntries) // c is still stored
+	if _, err := be.e.PurgeDue(ctx, ttl.PurgeParams{Container: "dbs/db/colls/c", Now: be.clock.Now(), Limit: 10}); err != nil {
+		t.Fatal(err)
+	}
+	remove(two, "a")
+	write(two, "b", "")
+	expect(two, "1", plan.Counters)
+	expect(one, "0", plan.IDEntries)
+	if _, err := be.e.CheckIndexes(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // churn makes one random change to container coll of be: an upsert of one

@@ -337,7 +337,7 @@ func (e *Engine) writeItemTx(tx storage.Txn, c *containerRecord, p WriteItemPara
 	if live != nil {
 		items, grew = 0, grew-int64(len(live.rec.json))
 	}
-	if err := addUsage(tx, c, rec.epk, items, grew); err != nil {
+	if err := addUsage(tx, c, rec.epk, rec.pk, items, grew); err != nil {
 		return nil, err
 	}
 	if live == nil {
@@ -601,7 +601,7 @@ func (e *Engine) removeItem(tx storage.Txn, c *containerRecord, it *liveItem, d 
 	e.locHints.forget(idKey)
 	if d != nil {
 		d.add(c, it.rec.epk, -1, -int64(len(it.rec.json)))
-	} else if err := addUsage(tx, c, it.rec.epk, -1, -int64(len(it.rec.json))); err != nil {
+	} else if err := addUsage(tx, c, it.rec.epk, nil, -1, -int64(len(it.rec.json))); err != nil {
 		return err
 	}
 	if err := tx.Delete(byRidKey(c.Rid, it.seq())); err != nil {

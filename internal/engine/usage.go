@@ -29,7 +29,16 @@ import (
 //
 // A partition's count is keyed by its EPK, which two partition key values
 // share only on a hash collision; the count is then their sum, which is
-// what the partition's key span holds.
+// what the partition's key span holds. So that the count of one logical
+// partition can still be read from it, the value also says whose items it
+// counts (partitionCount):
+//
+//	items(8) 0x01 pk: every item counted since the count was last zero has key bytes pk
+//	items(8) 0x00:    items of more than one key were counted
+//	items(8):         written before the owner was kept; unknown
+//
+// A count that falls to zero is deleted, so the next item's key owns it
+// again.
 
 // containerState is the value under stateKey: one sequence's last LSN, the
 // totals of its items, and its high-water time (changefeed.go).
@@ -101,12 +110,13 @@ func partitionCountKey(collRid []byte, epk string) []byte {
 }
 
 // addUsage adds items and bytes to the totals of the sequence of epk and
-// items to its partition's count.
-func addUsage(tx storage.Txn, c *containerRecord, epk string, items, bytes int64) error {
+// items to its partition's count; pk is the key bytes of the items added
+// (unused when items <= 0).
+func addUsage(tx storage.Txn, c *containerRecord, epk string, pk []byte, items, bytes int64) error {
 	if err := addTotals(tx, c, c.seqOf(epk), items, bytes); err != nil {
 		return err
 	}
-	return addPartitionItems(tx, c, epk, items)
+	return addPartitionItems(tx, c, epk, pk, items)
 }
 
 // addTotals adds items and bytes to the totals of sequence seq.
@@ -122,20 +132,49 @@ func addTotals(tx storage.Txn, c *containerRecord, seq int, items, bytes int64) 
 	return tx.Set(stateKey(c.Rid, seq), st.encode())
 }
 
-// addPartitionItems adds items to the count of the partition of epk.
-func addPartitionItems(tx storage.Txn, c *containerRecord, epk string, items int64) error {
+// addPartitionItems adds items to the count of the partition of epk; pk
+// is the key bytes of the items added (unused when items <= 0).
+func addPartitionItems(tx storage.Txn, c *containerRecord, epk string, pk []byte, items int64) error {
 	if items == 0 {
 		return nil
 	}
-	pk := partitionCountKey(c.Rid, epk)
-	n, err := readCount(tx, pk)
+	key := partitionCountKey(c.Rid, epk)
+	v, err := tx.Get(key)
+	if errors.Is(err, storage.ErrNotFound) {
+		v, err = nil, nil
+	}
 	if err != nil {
 		return err
 	}
+	n := decodeCount(v)
 	if n+items <= 0 {
-		return tx.Delete(pk)
+		return tx.Delete(key)
 	}
-	return tx.Set(pk, binary.BigEndian.AppendUint64(nil, uint64(n+items)))
+	out := binary.BigEndian.AppendUint64(make([]byte, 0, 9+len(pk)), uint64(n+items))
+	switch owner, known := partitionOwner(v); {
+	case n <= 0:
+		out = append(append(out, ownerOne), pk...)
+	case items < 0 || known && bytes.Equal(owner, pk):
+		out = append(out, v[8:]...) // as it was
+	case len(v) > 8:
+		out = append(out, ownerMany)
+	}
+	return tx.Set(key, out)
+}
+
+// The marks after a partition count's items.
+const (
+	ownerMany = 0x00
+	ownerOne  = 0x01
+)
+
+// partitionOwner returns the key bytes whose items alone a partition
+// count value counts, if it knows of one key only.
+func partitionOwner(v []byte) ([]byte, bool) {
+	if len(v) < 9 || v[8] != ownerOne {
+		return nil, false
+	}
+	return v[9:], true
 }
 
 // readCount reads a partition's item count; absent reads as zero.
@@ -189,7 +228,7 @@ func (d *usageDelta) apply(tx storage.Txn, c *containerRecord) error {
 		}
 	}
 	for epk, n := range d.perEPK {
-		if err := addPartitionItems(tx, c, epk, n); err != nil {
+		if err := addPartitionItems(tx, c, epk, nil, n); err != nil {
 			return err
 		}
 	}
