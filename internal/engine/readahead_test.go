@@ -131,16 +131,25 @@ func TestScatteredPagesReadRecordsInKeyOrder(t *testing.T) {
 		what         string
 		page         func() (*FeedPage, error)
 		records, max int // record reads, and ascending runs at most
+		rows         int
 	}{
 		{"a scan", func() (*FeedPage, error) {
 			return be.e.QueryItems(ctx, QueryParams{ItemRef: batchRef(""), Query: "SELECT * FROM c", RangeID: "0", CrossPartition: true, MaxItemCount: 100})
-		}, 101, 2},
+		}, 101, 2, 100},
 		{"an index span", func() (*FeedPage, error) {
 			return be.e.QueryItems(ctx, QueryParams{ItemRef: batchRef(""), Query: "SELECT * FROM c WHERE c.k = 1", RangeID: "0", CrossPartition: true, MaxItemCount: 100})
-		}, 101, 2},
+		}, 101, 2, 100},
 		{"a read feed", func() (*FeedPage, error) {
 			return be.e.ReadFeed(ctx, FeedParams{ItemRef: batchRef(""), MaxItemCount: 100})
-		}, 101, 2},
+		}, 101, 2, 100},
+		// A page that reads every document of its source reads them
+		// 256 at a time.
+		{"an aggregate over a scan", func() (*FeedPage, error) {
+			return be.e.QueryItems(ctx, QueryParams{ItemRef: batchRef(""), Query: "SELECT VALUE SUM(c.k) FROM c", RangeID: "0", CrossPartition: true, MaxItemCount: 100})
+		}, 400, 2, 1},
+		{"groups over an index span", func() (*FeedPage, error) {
+			return be.e.QueryItems(ctx, QueryParams{ItemRef: batchRef(""), Query: "SELECT c.pk, COUNT(1) AS n FROM c WHERE c.k = 1 GROUP BY c.pk", RangeID: "0", CrossPartition: true, MaxItemCount: 100})
+		}, 133, 1, 37},
 	} {
 		st.take()
 		page, err := tc.page()
@@ -151,9 +160,9 @@ func TestScatteredPagesReadRecordsInKeyOrder(t *testing.T) {
 		if tc.what == "an index span" && (page.Plan == nil || page.Plan.Chosen.Access != plan.IndexSpan) {
 			t.Errorf("%s: planned %v", tc.what, page.Plan)
 		}
-		if len(page.Items) != 100 || page.Examined != tc.records || n != tc.records || runs > tc.max {
-			t.Errorf("%s: %d rows, %d records counted, %d read in %d ascending runs; want 100 rows, %d records in at most %d runs",
-				tc.what, len(page.Items), page.Examined, n, runs, tc.records, tc.max)
+		if len(page.Items) != tc.rows || page.Examined != tc.records || n != tc.records || runs > tc.max {
+			t.Errorf("%s: %d rows, %d records counted, %d read in %d ascending runs; want %d rows, %d records in at most %d runs",
+				tc.what, len(page.Items), page.Examined, n, runs, tc.rows, tc.records, tc.max)
 		}
 	}
 }
