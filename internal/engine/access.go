@@ -297,6 +297,17 @@ func (a *readAhead) fetch(r storage.Reader, c *containerRecord, locs [][]byte, s
 	if a.recs == nil {
 		a.recs = make(map[string][]byte, len(sorted))
 	}
+	if _, ok := r.(storage.Prefetcher); ok {
+		// A store that serves reads over the network fetches them all
+		// in the round trip of the first.
+		reads := make([]storage.Read, 0, len(sorted))
+		for _, loc := range sorted {
+			if _, ok := a.recs[string(loc)]; !ok {
+				reads = append(reads, storage.Read{Key: itemKey(c.Rid, loc)})
+			}
+		}
+		storage.Prefetch(r, reads...)
+	}
 	for _, loc := range sorted {
 		if _, ok := a.recs[string(loc)]; ok {
 			continue

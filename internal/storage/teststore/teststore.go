@@ -104,6 +104,15 @@ func InUse(s storage.Store) int {
 	return 0
 }
 
+// RoundTrips returns how many statements and batches a PostgreSQL store
+// has sent (0 for other stores).
+func RoundTrips(s storage.Store) int64 {
+	if u, ok := s.(unclocked); ok {
+		return u.pg.Stats().RoundTrips
+	}
+	return 0
+}
+
 // DeleteRange keeps the store's own (storage.RangeDeleter).
 func (u unclocked) DeleteRange(ctx context.Context, lower, upper []byte, limit int) (bool, error) {
 	return storage.DeleteRange(ctx, u.Store, lower, upper, limit)
