@@ -31,7 +31,7 @@ import (
 // share only on a hash collision; the count is then their sum, which is
 // what the partition's key span holds. So that the count of one logical
 // partition can still be read from it, the value also says whose items it
-// counts (partitionCount):
+// counts (partitionOwner):
 //
 //	items(8) 0x01 pk: every item counted since the count was last zero has key bytes pk
 //	items(8) 0x00:    items of more than one key were counted

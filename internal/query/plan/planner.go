@@ -228,7 +228,7 @@ const (
 	CompositeSpan               // the items of a span of a composite index
 	CompositeWalk               // a span of a composite index, in the ORDER BY's order, until enough rows
 	OrderedStream               // the ORDER BY path's index, in order, one page at a time
-	Counters                    // the container's usage counters: its COUNT without a filter
+	Counters                    // the usage counters: a container's, range's or partition's COUNT without a filter
 	IDEntries                   // a logical partition's id entries: its COUNT without a filter
 )
 
@@ -566,17 +566,17 @@ func PointPlan(kind ScopeKind, terms []Term) Plan {
 	return Plan{Scope: Scope{Kind: kind, Items: -1, ContainerItems: -1}, Chosen: p, Considered: []Path{p}, terms: terms}
 }
 
-// CountersPlan is the plan of the count of a whole container or of one
-// of its ranges (kind), which the usage counters answer: nothing else is
-// weighed or counted.
+// CountersPlan is the plan of the count of a whole container, one of its
+// ranges or one logical partition (kind), which the usage counters
+// answer: nothing else is weighed or counted.
 func CountersPlan(kind ScopeKind) Plan {
 	p := Path{Access: Counters, Cost: costPoint}
 	return Plan{Scope: Scope{Kind: kind, Items: -1, ContainerItems: -1}, Chosen: p, Considered: []Path{p}}
 }
 
 // IDEntriesPlan is the plan of the count of a logical partition, which
-// its id entries answer: entries is how many the scope holds by the
-// counters, and nothing else is weighed.
+// its id entries answer: entries is how many were read, and nothing else
+// is weighed.
 func IDEntriesPlan(entries int64) Plan {
 	p := Path{Access: IDEntries, Entries: float64(entries), Cost: float64(entries) * costEntry}
 	return Plan{Scope: Scope{Kind: ScopePartition, Items: -1, ContainerItems: -1}, Chosen: p, Considered: []Path{p}}
