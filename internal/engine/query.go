@@ -220,14 +220,22 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		if qp.stream != nil {
 			return streamOrdered(r, c, prog, p.Params, qp.stream, scope, now, st, cur, next, limit, page)
 		}
-		if prog.Streaming() {
-			if passed == nil {
-				// A page the scan is not paced on reads its scattered
-				// records a run at a time; a paced one reads them one
-				// at a time, for its pace counts every record.
+		if passed == nil {
+			// A page the scan is not paced on reads its scattered
+			// records a run at a time: as many as it has rows still to
+			// make when a document makes one row at most, as many as
+			// it may at once when it reads every document anyway. A
+			// paced one reads them one at a time, for its pace counts
+			// every record.
+			switch {
+			case prog.Streaming():
 				st.want = func() int { return limit - len(page.Items) }
-				defer func() { st.want = nil }()
+			case prog.ReadsAll():
+				st.want = func() int { return aheadMax }
 			}
+			defer func() { st.want = nil }()
+		}
+		if prog.Streaming() {
 			return streamQuery(qp.src, c, prog, scope, now, cur, next, limit, !single, page)
 		}
 		return runQuery(qp.src, c, prog, scope, now, cur, next, limit, page, passed)

@@ -163,6 +163,13 @@ func (p *Program) Streaming() bool {
 		q.Select.Top == nil && q.Offset == nil
 }
 
+// ReadsAll reports whether a run reads every document it is given before
+// its first row is known: a grouped query (GROUP BY or aggregates), or
+// one with ORDER BY.
+func (p *Program) ReadsAll() bool {
+	return p.q.From != nil && (p.top.grouped || len(p.q.OrderBy) > 0)
+}
+
 // Budget returns the budget the program was compiled with (Options.Budget),
 // nil when it has none.
 func (p *Program) Budget() *Budget { return p.opts.Budget }
