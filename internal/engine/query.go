@@ -217,23 +217,24 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	run := func(qp *queryAccess, page *FeedPage, passed *int) error {
 		page.Plan = qp.plan
 		next := cursor{fingerprint: fp, text: textHash(p.Query), access: qp.access, terms: qp.terms, composite: qp.composite, indexVer: c.Index.Version}
-		if qp.stream != nil {
-			return streamOrdered(r, c, prog, p.Params, qp.stream, scope, now, st, cur, next, limit, page)
-		}
 		if passed == nil {
 			// A page the scan is not paced on reads its scattered
 			// records a run at a time: as many as it has rows still to
-			// make when a document makes one row at most, as many as
-			// it may at once when it reads every document anyway. A
-			// paced one reads them one at a time, for its pace counts
-			// every record.
+			// make when a document makes one row at most (a streamed
+			// page, or the ordered stream's scan for documents without
+			// its key), as many as it may at once when it reads every
+			// document anyway. A paced one reads them one at a time,
+			// for its pace counts every record.
 			switch {
-			case prog.Streaming():
+			case qp.stream != nil || prog.Streaming():
 				st.want = func() int { return limit - len(page.Items) }
 			case prog.ReadsAll():
 				st.want = func() int { return aheadMax }
 			}
 			defer func() { st.want = nil }()
+		}
+		if qp.stream != nil {
+			return streamOrdered(r, c, prog, p.Params, qp.stream, scope, now, st, cur, next, limit, page)
 		}
 		if prog.Streaming() {
 			return streamQuery(qp.src, c, prog, scope, now, cur, next, limit, !single, page)

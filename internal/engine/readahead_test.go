@@ -189,6 +189,10 @@ func TestScatteredRecordsComeInOneRoundTrip(t *testing.T) {
 		{"SELECT * FROM c", 100, 12},
 		{"SELECT * FROM c WHERE c.k = 1", 100, 12},
 		{"SELECT * FROM c ORDER BY c.k DESC", 100, 12},
+		// Ascending, before the indexer has made c.k's absence
+		// entries: the stream scans the container for documents
+		// without c.k first.
+		{"SELECT * FROM c ORDER BY c.k", 100, 16},
 		// Pages that read every document, 256 a round trip.
 		{"SELECT VALUE SUM(c.k) FROM c", 1, 12},
 		{"SELECT c.pk, COUNT(1) AS n FROM c WHERE c.k = 1 GROUP BY c.pk", 37, 12},
