@@ -294,33 +294,22 @@ type readAhead struct {
 func (a *readAhead) fetch(r storage.Reader, c *containerRecord, locs [][]byte, st *readStats) error {
 	sorted := slices.Clone(locs)
 	slices.SortFunc(sorted, bytes.Compare)
+	sorted = slices.CompactFunc(sorted, bytes.Equal)
 	if a.recs == nil {
 		a.recs = make(map[string][]byte, len(sorted))
 	}
-	if _, ok := r.(storage.Prefetcher); ok {
-		// A store that serves reads over the network fetches them all
-		// in the round trip of the first.
-		reads := make([]storage.Read, 0, len(sorted))
-		for _, loc := range sorted {
-			if _, ok := a.recs[string(loc)]; !ok {
-				reads = append(reads, storage.Read{Key: itemKey(c.Rid, loc)})
-			}
-		}
-		storage.Prefetch(r, reads...)
+	sorted = slices.DeleteFunc(sorted, func(loc []byte) bool { _, ok := a.recs[string(loc)]; return ok })
+	keys := make([][]byte, len(sorted))
+	for i, loc := range sorted {
+		keys[i] = itemKey(c.Rid, loc)
 	}
-	for _, loc := range sorted {
-		if _, ok := a.recs[string(loc)]; ok {
-			continue
-		}
-		st.records++
-		raw, err := r.Get(itemKey(c.Rid, loc))
-		if err != nil && !errors.Is(err, storage.ErrNotFound) {
-			return err
-		}
+	st.records += len(keys)
+	// A store over the network reads them all in one round trip.
+	return storage.GetMany(r, keys, func(i int, raw []byte) error {
 		// A value read is the caller's only until its next call.
-		a.recs[string(loc)] = bytes.Clone(raw)
-	}
-	return nil
+		a.recs[string(sorted[i])] = bytes.Clone(raw)
+		return nil
+	})
 }
 
 // read returns the record at loc, as fetched or from the store now; ok is

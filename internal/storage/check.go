@@ -219,6 +219,26 @@ func (r *checkedReader) Prefetch(reads ...Read) {
 	Prefetch(r.inner, reads...)
 }
 
+// GetMany forwards to the store's reader and checks that each value is
+// the one Get reads.
+func (r *checkedReader) GetMany(keys [][]byte, fn func(i int, value []byte) error) error {
+	r.enter("GetMany")
+	return GetMany(r.inner, keys, func(i int, v []byte) error {
+		want, err := r.inner.Get(keys[i])
+		switch {
+		case errors.Is(err, ErrNotFound):
+			if v != nil {
+				violation("GetMany(%q) returned %q where Get finds nothing", keys[i], v)
+			}
+		case err != nil:
+			return err
+		case v == nil || !bytes.Equal(v, want):
+			violation("GetMany(%q) returned %q where Get returns %q", keys[i], v, want)
+		}
+		return fn(i, v)
+	})
+}
+
 // TxNow forwards to the store's reader.
 func (r *checkedReader) TxNow() (time.Time, bool, error) {
 	r.enter("TxNow")

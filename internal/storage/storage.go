@@ -242,6 +242,37 @@ func Prefetch(r Reader, reads ...Read) {
 	}
 }
 
+// ManyGetter is implemented by readers that read several keys in one
+// round trip (a store over the network). GetMany passes each key's value
+// to fn in the order of keys, nil for a key absent; a value is fn's only
+// until fn returns. Unlike Get and Prefetch it keeps none of them for
+// later reads, so a caller that reads a whole container a run of keys at
+// a time holds one run.
+type ManyGetter interface {
+	GetMany(keys [][]byte, fn func(i int, value []byte) error) error
+}
+
+// GetMany reads keys through r's GetMany when it has one, and one Get at
+// a time otherwise (ManyGetter).
+func GetMany(r Reader, keys [][]byte, fn func(i int, value []byte) error) error {
+	if m, ok := r.(ManyGetter); ok {
+		return m.GetMany(keys, fn)
+	}
+	for i, k := range keys {
+		v, err := r.Get(k)
+		if errors.Is(err, ErrNotFound) {
+			v, err = nil, nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(i, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // TxClock is implemented by the readers of a Clocked store that read the
 // store's clock as the transaction begins, in the same round trip, at an
 // instant no later than the transaction's snapshot. TxNow returns that

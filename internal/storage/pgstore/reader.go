@@ -310,6 +310,68 @@ func (r *reader) Get(key []byte) ([]byte, error) {
 	return v, nil
 }
 
+// GetMany reads keys in one round trip, with whatever the transaction
+// has queued (storage.ManyGetter): the transaction's own writes and the
+// values it holds already answer first. It keeps none of the values it
+// reads, so a page that reads a whole container a run at a time holds one
+// run, where Get keeps every value it read until the transaction ends.
+func (r *reader) GetMany(keys [][]byte, fn func(i int, value []byte) error) error {
+	vals := make([][]byte, len(keys))
+	known := make([]bool, len(keys))
+	var ask [][]byte
+	for i, k := range keys {
+		if r.own != nil {
+			if w, ok := r.own.writes[string(k)]; ok {
+				if !w.del {
+					vals[i] = w.value
+				}
+				known[i] = true
+				continue
+			}
+		}
+		if v, ok := r.got[string(k)]; ok {
+			vals[i], known[i] = v, true
+			continue
+		}
+		ask = append(ask, k)
+	}
+	if len(ask) > 0 {
+		rows, done, err := r.rows(getManySQL, storedKeys(ask))
+		if err != nil {
+			return fmt.Errorf("pgstore: get many: %w", err)
+		}
+		found := make(map[string][]byte, len(ask))
+		for rows.Next() {
+			var k, v []byte
+			if err := rows.Scan(&k, &v); err != nil {
+				_ = done()
+				return fmt.Errorf("pgstore: get many: %w", err)
+			}
+			if v == nil {
+				v = []byte{}
+			}
+			found[string(k)] = v
+		}
+		if err := done(); err != nil {
+			return fmt.Errorf("pgstore: get many: %w", err)
+		}
+		for i, k := range keys {
+			if !known[i] {
+				vals[i] = found[string(k)]
+			}
+		}
+	}
+	for i := range keys {
+		if err := fn(i, vals[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// getManySQL reads the keys of $1 (stored keys), each row with its key.
+const getManySQL = `SELECT coalesce(kx, k), v FROM mayfly_kv WHERE k = ANY($1::bytea[])`
+
 // write is a buffered Set (value) or Delete (del).
 type write struct {
 	value []byte

@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) storage.Store) {
 		{"RerunSeesNothingOfTheFirstRun", testRerunSeesNothingOfTheFirstRun},
 		{"Copies", testCopies},
 		{"PrefetchChangesNoResult", testPrefetch},
+		{"GetMany", testGetMany},
 		{"TxClock", testTxClock},
 		{"DeleteRange", testDeleteRange},
 		{"Savepoints", testSavepoints},
@@ -1641,5 +1642,48 @@ func testSavepoints(t *testing.T, s storage.Store) {
 	got := viewScan(t, s, storage.IterParams{})
 	if want := []string{"a=1", "b=1", "c=1", "f=4"}; !slices.Equal(got, want) {
 		t.Errorf("committed %v, want %v", got, want)
+	}
+}
+
+// GetMany reads what Get reads, absent keys as nil, in the order asked,
+// over a snapshot and inside a transaction with its own writes.
+func testGetMany(t *testing.T, s storage.Store) {
+	long := strings.Repeat("k", 2500)
+	write(t, s, set("a", "1"), set("b", ""), set(long+"x", "L"), set("d", "4"))
+	keys := [][]byte{b("d"), b("nope"), b("a"), b(long + "x"), b("b"), b(long + "y")}
+	many := func(r storage.Reader) ([]string, error) {
+		var out []string
+		err := storage.GetMany(r, keys, func(i int, v []byte) error {
+			if v == nil {
+				out = append(out, string(keys[i][:1])+":absent")
+			} else {
+				out = append(out, string(keys[i][:1])+"="+string(v))
+			}
+			return nil
+		})
+		return out, err
+	}
+	var got []string
+	if err := s.View(context.Background(), func(r storage.Reader) (err error) {
+		got, err = many(r)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"d=4", "n:absent", "a=1", "k=L", "b=", "k:absent"}; !slices.Equal(got, want) {
+		t.Errorf("in a View: %q, want %q", got, want)
+	}
+	if err := s.Update(context.Background(), func(tx storage.Txn) error {
+		if err := apply(tx, []op{set("nope", "5"), del("a"), set("d", "40")}); err != nil {
+			return err
+		}
+		var err error
+		got, err = many(tx)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"d=40", "n=5", "a:absent", "k=L", "b=", "k:absent"}; !slices.Equal(got, want) {
+		t.Errorf("in an Update after its writes: %q, want %q", got, want)
 	}
 }
