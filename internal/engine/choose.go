@@ -271,10 +271,13 @@ func (sp *scanPace) plan() plan.Plan {
 
 // paced is src read by a scan tried first: it stops, setting over, when
 // sp lets it read no further before the records run out. hits tells how
-// many rows the scan has made so far.
-func paced(src itemSource, sp *scanPace, hits func() int, over *bool) itemSource {
-	return func(from []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
-		read, allowed := int64(0), sp.allowed()
+// many rows the scan has made so far; left, how many more records the
+// pace lets it read before it asks sp again.
+func paced(src itemSource, sp *scanPace, hits func() int, over *bool) (paced itemSource, left func() int) {
+	var read, allowed int64
+	left = func() int { return int(max(allowed-read, 0)) }
+	paced = func(from []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
+		read, allowed = 0, sp.allowed()
 		return src(from, func(pos, loc []byte, rec *itemRecord) (bool, error) {
 			for read >= allowed {
 				ok, err := sp.more(read, int64(hits()))
@@ -291,6 +294,7 @@ func paced(src itemSource, sp *scanPace, hits func() int, over *bool) itemSource
 			return fn(pos, loc, rec)
 		})
 	}
+	return paced, left
 }
 
 // termCounts counts the entries of the spans of the terms the planner

@@ -212,27 +212,31 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	if err != nil {
 		return err
 	}
-	// run reads the page by qp; passed, when not nil, counts the rows of
-	// a page that makes them at its end (runQuery) as its records are read.
-	run := func(qp *queryAccess, page *FeedPage, passed *int) error {
+	// run reads the page by qp; passed counts the rows of a page that
+	// makes them at its end (runQuery) as its records are read, and left,
+	// when not nil, how many more records a paced scan may read.
+	run := func(qp *queryAccess, page *FeedPage, passed *int, left func() int) error {
 		page.Plan = qp.plan
 		next := cursor{fingerprint: fp, text: textHash(p.Query), access: qp.access, terms: qp.terms, composite: qp.composite, indexVer: c.Index.Version}
-		if passed == nil {
-			// A page the scan is not paced on reads its scattered
-			// records a run at a time: as many as it has rows still to
-			// make when a document makes one row at most (a streamed
-			// page, or the ordered stream's scan for documents without
-			// its key), as many as it may at once when it reads every
-			// document anyway. A paced one reads them one at a time,
-			// for its pace counts every record.
-			switch {
-			case qp.stream != nil || prog.Streaming():
-				st.want = func() int { return limit - len(page.Items) }
-			case prog.ReadsAll():
-				st.want = func() int { return aheadMax }
-			}
-			defer func() { st.want = nil }()
+		// The page reads its scattered records a run at a time: as
+		// many as it may at once when it reads every document anyway,
+		// else as many as it has rows still to make, for a document
+		// makes one row at most (a JOIN aside), so it reads none the
+		// page does not reach; a paced scan no more than its pace lets
+		// it.
+		switch stop := prog.Stop(cur.skip + limit + 1); {
+		case qp.stream != nil || prog.Streaming():
+			st.want = func() int { return limit - len(page.Items) }
+		case stop < 0:
+			st.want = func() int { return aheadMax }
+		default:
+			st.want = func() int { return stop - *passed }
 		}
+		if left != nil {
+			rows := st.want
+			st.want = func() int { return min(rows(), left()) }
+		}
+		defer func() { st.want = nil }()
 		if qp.stream != nil {
 			return streamOrdered(r, c, prog, p.Params, qp.stream, scope, now, st, cur, next, limit, page)
 		}
@@ -254,8 +258,9 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 			hits = func() int { return len(tried.Items) }
 		}
 		over := false
-		qp.src = paced(qp.src, sp, hits, &over)
-		err := run(qp, tried, &passed)
+		var left func() int
+		qp.src, left = paced(qp.src, sp, hits, &over)
+		err := run(qp, tried, &passed, left)
 		if err != nil || !over {
 			final := sp.plan()
 			tried.Plan = &final
@@ -270,7 +275,8 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 			return err
 		}
 	}
-	return run(qp, page, nil)
+	passed := 0
+	return run(qp, page, &passed, nil)
 }
 
 // fingerprintText is the text a query's continuation tokens are bound to:

@@ -150,6 +150,19 @@ func TestScatteredPagesReadRecordsInKeyOrder(t *testing.T) {
 		{"groups over an index span", func() (*FeedPage, error) {
 			return be.e.QueryItems(ctx, QueryParams{ItemRef: batchRef(""), Query: "SELECT c.pk, COUNT(1) AS n FROM c WHERE c.k = 1 GROUP BY c.pk", RangeID: "0", CrossPartition: true, MaxItemCount: 100})
 		}, 133, 1, 37},
+		// A page that stops after some rows without streaming them
+		// reads as many as it still needs rows: its TOP, its OFFSET
+		// and LIMIT, or one more than the page.
+		{"a TOP page", func() (*FeedPage, error) {
+			return be.e.QueryItems(ctx, QueryParams{ItemRef: batchRef(""), Query: "SELECT TOP 50 * FROM c", RangeID: "0", CrossPartition: true, MaxItemCount: 100})
+		}, 50, 1, 50},
+		{"an OFFSET page", func() (*FeedPage, error) {
+			return be.e.QueryItems(ctx, QueryParams{ItemRef: batchRef(""), Query: "SELECT * FROM c OFFSET 10 LIMIT 50", RangeID: "0", CrossPartition: true, MaxItemCount: 100})
+		}, 60, 1, 50},
+		// Each of the first 37 documents holds a pk of its own.
+		{"a DISTINCT page", func() (*FeedPage, error) {
+			return be.e.QueryItems(ctx, QueryParams{ItemRef: batchRef(""), Query: "SELECT DISTINCT VALUE c.pk FROM c", RangeID: "0", CrossPartition: true, MaxItemCount: 30})
+		}, 31, 1, 30},
 	} {
 		st.take()
 		page, err := tc.page()
@@ -160,10 +173,48 @@ func TestScatteredPagesReadRecordsInKeyOrder(t *testing.T) {
 		if tc.what == "an index span" && (page.Plan == nil || page.Plan.Chosen.Access != plan.IndexSpan) {
 			t.Errorf("%s: planned %v", tc.what, page.Plan)
 		}
+
 		if len(page.Items) != tc.rows || page.Examined != tc.records || n != tc.records || runs > tc.max {
 			t.Errorf("%s: %d rows, %d records counted, %d read in %d ascending runs; want %d rows, %d records in at most %d runs",
 				tc.what, len(page.Items), page.Examined, n, runs, tc.rows, tc.records, tc.max)
 		}
+	}
+}
+
+// A scan tried first (plan.ScanFirstBounds), paced by its terms' counts,
+// reads ahead as far as its pace lets it, and no further than its rows
+// need: its ten rows in one run, then the record after them.
+func TestPacedScanReadsAhead(t *testing.T) {
+	st := &getRecorder{Store: teststore.Open(t)}
+	be := newBatchEnvOn(t, st, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	var docs []string
+	for i := 0; i < 2000; i++ {
+		docs = append(docs, fmt.Sprintf(`{"id":"d%04d","pk":"p%d","k":%d}`, i, i%37, i%3))
+	}
+	be.seed(t, docs...)
+	items := collPrefix(famItem, be.container(t).Rid)
+	st.take()
+	page, err := be.e.QueryItems(context.Background(), QueryParams{ItemRef: batchRef(""), Query: "SELECT * FROM c WHERE c.k >= 0",
+		RangeID: "0", CrossPartition: true, MaxItemCount: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page.Plan == nil || page.Plan.Chosen.Access != plan.Scan || page.Plan.Chosen.Budget == 0 {
+		t.Fatalf("planned %v, want a scan tried first", page.Plan)
+	}
+	var n, runs int
+	var prev []byte
+	for _, k := range st.take() {
+		if !bytes.HasPrefix(k, items) {
+			continue
+		}
+		if n++; prev == nil || bytes.Compare(k, prev) < 0 {
+			runs++
+		}
+		prev = k
+	}
+	if len(page.Items) != 10 || page.Examined != 11 || n != 11 || runs > 2 {
+		t.Errorf("%d rows, %d records counted, %d read in %d ascending runs; want 10 rows, 11 records in at most 2 runs", len(page.Items), page.Examined, n, runs)
 	}
 }
 
@@ -196,6 +247,10 @@ func TestScatteredRecordsComeInOneRoundTrip(t *testing.T) {
 		// Pages that read every document, 256 a round trip.
 		{"SELECT VALUE SUM(c.k) FROM c", 1, 12},
 		{"SELECT c.pk, COUNT(1) AS n FROM c WHERE c.k = 1 GROUP BY c.pk", 37, 12},
+		// Pages that stop after as many rows as they need.
+		{"SELECT TOP 50 * FROM c", 50, 12},
+		{"SELECT * FROM c OFFSET 10 LIMIT 50", 50, 12},
+		{"SELECT DISTINCT VALUE c.pk FROM c", 37, 12},
 	} {
 		q := tc.q
 		p := QueryParams{ItemRef: batchRef(""), Query: q, RangeID: "0", CrossPartition: true, MaxItemCount: 100}

@@ -177,3 +177,47 @@ func TestStreamerWorkPerDocument(t *testing.T) {
 		}
 	}
 }
+
+// Stop says after how many rows RunEach reads no further: checked against
+// RunEach itself over documents that each make one row of their own.
+func TestStop(t *testing.T) {
+	for _, tc := range []struct {
+		text    string
+		n, want int
+	}{
+		{"SELECT * FROM c", 10, 10},
+		{"SELECT TOP 5 * FROM c", 10, 5},
+		{"SELECT TOP 50 * FROM c", 10, 10},
+		{"SELECT * FROM c OFFSET 3 LIMIT 4", 10, 7},
+		{"SELECT * FROM c OFFSET 3 LIMIT 40", 10, 13},
+		{"SELECT DISTINCT VALUE c.b FROM c", 5, 5},
+		{"SELECT * FROM c ORDER BY c.b", 10, -1},
+		{"SELECT DISTINCT VALUE c.b FROM c ORDER BY c.b", 10, -1},
+		{"SELECT VALUE COUNT(1) FROM c", 10, -1},
+	} {
+		p := compile(t, tc.text, eval.Options{})
+		if got := p.Stop(tc.n); got != tc.want {
+			t.Errorf("%s: Stop(%d) = %d, want %d", tc.text, tc.n, got, tc.want)
+		}
+		read, passed := 0, 0
+		_, err := p.RunEach(func(yield func(document.Value, eval.DocMeta) error) error {
+			for i := range 100 {
+				read++
+				if err := yield(document.Obj([]document.Field{{Name: "b", Value: document.Int(int64(i))}}), eval.DocMeta{}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, tc.n, &passed)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.text, err)
+		}
+		want := tc.want
+		if want < 0 {
+			want = 100
+		}
+		if read != want {
+			t.Errorf("%s: RunEach(%d) read %d documents, Stop says %d", tc.text, tc.n, read, tc.want)
+		}
+	}
+}

@@ -268,14 +268,7 @@ type Each func(yield func(doc document.Value, meta DocMeta) error) error
 // DISTINCT drops any): what a caller pacing its reads by how often
 // documents pass can watch.
 func (p *Program) RunEach(each Each, n int, passed *int) ([]document.Value, error) {
-	if p.top.grouped || (p.q.Select.Distinct && len(p.q.OrderBy) > 0) {
-		// A group or, under ORDER BY, a DISTINCT row's place is known
-		// only at the end.
-		n = 0
-	}
-	if n > 0 && p.top.offset > 0 {
-		n += p.top.offset
-	}
+	n = p.eachRows(n)
 	ctx := p.newCtx(DocMeta{})
 	ctx.passed = passed
 	if p.top.rank != nil {
@@ -296,6 +289,59 @@ func (p *Program) RunEach(each Each, n int, passed *int) ([]document.Value, erro
 			return ctx.scopes(p.top, nil, doc, emit)
 		})
 	}, n)
+}
+
+// eachRows is the rows RunEach(each, n, …) asks its run for: n and the
+// OFFSET before them; 0 (every row) when a row's place is known only at
+// the end, a group's or, under ORDER BY, a DISTINCT row's.
+func (p *Program) eachRows(n int) int {
+	if p.top.grouped || (p.q.Select.Distinct && len(p.q.OrderBy) > 0) {
+		return 0
+	}
+	if n > 0 && p.top.offset > 0 {
+		n += p.top.offset
+	}
+	return n
+}
+
+// Stop is how many rows RunEach(each, n, passed) makes, as passed counts
+// them, before it reads no further document; -1 when it reads every
+// document (ReadsAll). A document makes at most one row unless the query
+// has a JOIN, so a caller that has passed rows needs at least Stop -
+// passed more documents.
+func (p *Program) Stop(n int) int {
+	if p.ReadsAll() {
+		return -1
+	}
+	return p.top.stop(p.eachRows(n))
+}
+
+// stop is the rows a run of cq asked for want rows (<= 0: every row)
+// needs before the rest cannot matter; -1 when it needs every row.
+func (cq *compiled) stop(want int) int {
+	if want <= 0 {
+		want = -1
+	}
+	q := cq.q
+	// DISTINCT without ORDER BY drops repeats as rows come (the first
+	// occurrence wins either way), so it holds only distinct rows and
+	// stops like a plain query once it has enough of them.
+	if cq.grouped || (q.Select.Distinct && len(q.OrderBy) > 0) {
+		return want
+	}
+	n := -1
+	if cq.top >= 0 {
+		n = cq.top
+	}
+	if cq.limit >= 0 {
+		if m := cq.offset + cq.limit; n < 0 || m < n {
+			n = m
+		}
+	}
+	if n >= 0 && (want < 0 || n < want) {
+		want = n
+	}
+	return want
 }
 
 // RunDocs is Run over a slice of documents.
@@ -501,29 +547,12 @@ type sortRow struct {
 // caller needs at most (EXISTS needs one; a page needs its end).
 func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stopAt ...int) ([]document.Value, error) {
 	q := cq.q
-	want := -1 // rows needed before the rest cannot matter
-	if len(stopAt) > 0 && stopAt[0] > 0 {
-		want = stopAt[0]
+	asked := 0
+	if len(stopAt) > 0 {
+		asked = stopAt[0]
 	}
-	// DISTINCT without ORDER BY drops repeats as rows come (the first
-	// occurrence wins either way), so it holds only distinct rows and
-	// stops like a plain query once it has enough of them.
+	want := cq.stop(asked) // rows needed before the rest cannot matter
 	early := q.Select.Distinct && len(q.OrderBy) == 0
-	if !cq.grouped && (!q.Select.Distinct || early) {
-		n := -1
-		if cq.top >= 0 {
-			n = cq.top
-		}
-		if cq.limit >= 0 {
-			m := cq.offset + cq.limit
-			if n < 0 || m < n {
-				n = m
-			}
-		}
-		if n >= 0 && (want < 0 || n < want) {
-			want = n
-		}
-	}
 	// The memory of the rows held is counted against the budget while
 	// the query runs; what is returned is at most what was held.
 	held := 0
