@@ -80,12 +80,12 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 			return nil, errorf(BadRequest, "Invalid Continuation Token: the container's indexing policy changed since the query began; run the query again.")
 		}
 		qa := &queryAccess{access: cur.access, terms: cur.terms, composite: cur.composite}
-		return qa, e.buildSource(r, c, q, params, s, terms, now, st, limit, qa)
+		return qa, e.buildSource(r, c, prog, params, s, terms, now, st, limit, qa)
 	}
 	if _, ok := pointID(terms); ok && s.kind == plan.ScopePartition && s.pk != nil {
 		p := plan.PointPlan(s.kind, terms)
 		qa := &queryAccess{plan: &p, access: plan.PointRead}
-		return qa, e.buildSource(r, c, q, params, s, terms, now, st, limit, qa)
+		return qa, e.buildSource(r, c, prog, params, s, terms, now, st, limit, qa)
 	}
 	size, err := e.scopeSize(r, c, s, total)
 	if err != nil {
@@ -156,7 +156,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 			qa := &queryAccess{access: plan.Scan, pace: sp}
 			p := sp.plan()
 			qa.plan = &p
-			return qa, e.buildSource(r, c, q, params, s, terms, now, st, limit, qa)
+			return qa, e.buildSource(r, c, prog, params, s, terms, now, st, limit, qa)
 		}
 	}
 	if err := tc.count(r, size, probe, partners, st); err != nil {
@@ -195,7 +195,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	if slog.Default().Enabled(context.Background(), slog.LevelDebug) {
 		slog.Debug("query plan chosen", "container", c.link(), "query", q.String(), "plan", p.Explain())
 	}
-	return qa, e.buildSource(r, c, q, params, s, terms, now, st, limit, qa)
+	return qa, e.buildSource(r, c, prog, params, s, terms, now, st, limit, qa)
 }
 
 // scanTry is how a first page may try a scan first (plan.ScanFirstBounds).
@@ -519,7 +519,8 @@ func pointID(terms []plan.Term) (string, bool) {
 
 // buildSource makes the item source of the access path qa names (for
 // OrderedStream, the shape streamOrdered runs).
-func (e *Engine) buildSource(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, s *itemScope, terms []plan.Term, now time.Time, st *readStats, limit int, qa *queryAccess) error {
+func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, s *itemScope, terms []plan.Term, now time.Time, st *readStats, limit int, qa *queryAccess) error {
+	q := prog.Query()
 	switch qa.access {
 	case plan.OrderedStream:
 		o, ok := streamShape(c, q, params, terms, limit)
@@ -579,7 +580,7 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, q *ast.Query,
 		if !ok {
 			return errBadContinuation
 		}
-		found, ok, err := orderedItems(r, c, q, params, o, s, now, st)
+		found, ok, err := orderedItems(r, c, prog, params, o, s, now, st)
 		if err != nil {
 			return err
 		}
@@ -599,7 +600,7 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, q *ast.Query,
 			qa.src = locSource(r, c, func() ([][]byte, error) { return compositeLocs(r, c, u, terms, s, st) }, st)
 			return nil
 		}
-		found, err := compositeItems(r, c, q, params, u, terms, s, now, st)
+		found, err := compositeItems(r, c, prog, params, u, terms, s, now, st)
 		if err != nil {
 			return err
 		}

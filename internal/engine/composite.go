@@ -7,6 +7,7 @@ import (
 
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/query/ast"
+	"github.com/mayfly-db/mayfly/internal/query/eval"
 	"github.com/mayfly-db/mayfly/internal/query/gatewayplan"
 	"github.com/mayfly-db/mayfly/internal/query/plan"
 	"github.com/mayfly-db/mayfly/internal/storage"
@@ -197,14 +198,14 @@ func compositeLocs(r storage.Reader, c *containerRecord, u *plan.CompositeUse, t
 // that pass the WHERE clause until it has u.Want of them. Every document
 // the query can return is in the span (plan.CompositeUses), so what it
 // returns holds the query's first u.Want rows.
-func compositeItems(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, u *plan.CompositeUse, terms []plan.Term, s *itemScope, now time.Time, st *readStats) ([]foundItem, error) {
+func compositeItems(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, u *plan.CompositeUse, terms []plan.Term, s *itemScope, now time.Time, st *readStats) ([]foundItem, error) {
 	comp, ok := c.policyComposite(u.Index.Ordinal)
 	if !ok {
 		return nil, errBadContinuation
 	}
-	filter, err := whereOnly(q, params, now, st)
+	filter, err := whereOnly(prog)
 	if err != nil {
-		return nil, err
+		return nil, queryError(err)
 	}
 	spans := compositeSpans(c, u, terms)
 	if u.Reverse {

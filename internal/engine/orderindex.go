@@ -68,10 +68,11 @@ func orderedShape(c *containerRecord, q *ast.Query, params map[string]document.V
 // descending. Without them it reports false when too few documents have
 // the property: the rest of the answer is documents without it, which
 // only a scan finds.
-func orderedItems(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, o *plan.Ordered, s *itemScope, now time.Time, st *readStats) ([]foundItem, bool, error) {
-	filter, err := whereOnly(q, params, now, st)
+func orderedItems(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, o *plan.Ordered, s *itemScope, now time.Time, st *readStats) ([]foundItem, bool, error) {
+	q := prog.Query()
+	filter, err := whereOnly(prog)
 	if err != nil {
-		return nil, false, nil
+		return nil, false, queryError(err)
 	}
 	desc := q.OrderBy[0].Desc
 	defined := filtersOn(q, params, o.Path)
@@ -272,11 +273,11 @@ func filtersOn(q *ast.Query, params map[string]document.Value, path []string) bo
 	return false
 }
 
-// whereOnly compiles "SELECT * FROM … WHERE …" of q: the filter alone,
-// judged at the operation's now like the query it comes from.
-func whereOnly(q *ast.Query, params map[string]document.Value, now time.Time, st *readStats) (*eval.Program, error) {
-	f := *q
+// whereOnly compiles "SELECT * FROM … WHERE …" of prog's query: the
+// filter alone, judged like the query it comes from.
+func whereOnly(prog *eval.Program) (*eval.Program, error) {
+	f := *prog.Query()
 	f.Select = ast.Select{Star: true}
 	f.OrderBy, f.GroupBy, f.Offset, f.Limit = nil, nil, nil, nil
-	return eval.Compile(&f, params, eval.Options{Now: now, Budget: st.budget})
+	return prog.Derive(&f)
 }

@@ -89,10 +89,10 @@ func streamShape(c *containerRecord, q *ast.Query, params map[string]document.Va
 
 // withoutOrder compiles q without its ORDER BY: the per-document rows of
 // the stream.
-func withoutOrder(q *ast.Query, params map[string]document.Value, now time.Time, b *eval.Budget) (*eval.Program, error) {
-	f := *q
+func withoutOrder(prog *eval.Program) (*eval.Program, error) {
+	f := *prog.Query()
 	f.OrderBy = nil
-	return eval.Compile(&f, params, eval.Options{Now: now, Budget: b})
+	return prog.Derive(&f)
 }
 
 // orderStream is one page of an ordered stream.
@@ -153,7 +153,7 @@ func (w *orderStream) room() int { return w.limit - len(w.page.Items) }
 // streamOrdered runs one page of the ordered stream o from cur.
 func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, o *plan.Ordered, s *itemScope, now time.Time, st *readStats, cur, next cursor, limit int, page *FeedPage) error {
 	q := prog.Query()
-	rows, err := withoutOrder(q, params, now, st.budget)
+	rows, err := withoutOrder(prog)
 	if err != nil {
 		return queryError(err)
 	}

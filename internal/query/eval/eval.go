@@ -174,6 +174,10 @@ func (p *Program) ReadsAll() bool {
 // nil when it has none.
 func (p *Program) Budget() *Budget { return p.opts.Budget }
 
+// Derive compiles q, a rewrite of p's query, with p's parameters and
+// options: its clock, budget, user-defined functions and embeddings.
+func (p *Program) Derive(q *ast.Query) (*Program, error) { return Compile(q, p.params, p.opts) }
+
 // Query returns the query the program was compiled from.
 func (p *Program) Query() *ast.Query { return p.q }
 
