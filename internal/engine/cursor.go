@@ -44,11 +44,14 @@ type cursor struct {
 	indexVer    uint32
 	skip        int
 	pos         []byte // nil: from the start
+	// made counts the rows a windowed page's stream made before pos and
+	// skip (rowWindow); 0 for any other page.
+	made int
 }
 
 const (
 	cursorPrefix  = "mf2."
-	cursorVersion = 3
+	cursorVersion = 4
 )
 
 var errBadContinuation = errorf(BadRequest, "Invalid Continuation Token")
@@ -66,6 +69,7 @@ func (k cursor) String() string {
 	}
 	b = binary.BigEndian.AppendUint32(b, k.indexVer)
 	b = binary.AppendUvarint(b, uint64(k.skip))
+	b = binary.AppendUvarint(b, uint64(k.made))
 	b = append(b, k.pos...)
 	return cursorPrefix + base64.RawURLEncoding.EncodeToString(b)
 }
@@ -78,13 +82,17 @@ func parseCursor(s string, fp uint64) (cursor, *Error) {
 		return k, errBadContinuation
 	}
 	b, err := base64.RawURLEncoding.DecodeString(s[len(cursorPrefix):])
-	if err == nil && len(b) >= 11 && b[0] == cursorVersion-1 {
-		// A token of the version before, which kept no text hash: as if
-		// the text were the same.
+	if err == nil && len(b) >= 11 && b[0] == cursorVersion-2 {
+		// A token of version 2, which kept no text hash: as if the text
+		// were the same.
 		b = slices.Concat(b[:9], binary.BigEndian.AppendUint32(nil, textUnknown), b[9:])
-		b[0] = cursorVersion
+		b[0] = cursorVersion - 1
 	}
-	if err != nil || len(b) < 15 || b[0] != cursorVersion {
+	// Version 3 kept no count of rows made (made): it is 0, and a
+	// windowed page given such a token with an offset reads from the
+	// start as those pages did.
+	legacy := err == nil && len(b) > 0 && b[0] == cursorVersion-1
+	if err != nil || len(b) < 15 || (b[0] != cursorVersion && !legacy) {
 		return k, errBadContinuation
 	}
 	k.fingerprint = binary.BigEndian.Uint64(b[1:])
@@ -115,7 +123,16 @@ func parseCursor(s string, fp uint64) (cursor, *Error) {
 		return k, errBadContinuation
 	}
 	k.skip = int(skip)
-	if rest := b[4+w:]; len(rest) > 0 {
+	b = b[4+w:]
+	if !legacy {
+		made, w := binary.Uvarint(b)
+		if w <= 0 || made > 1<<31 {
+			return k, errBadContinuation
+		}
+		k.made = int(made)
+		b = b[w:]
+	}
+	if rest := b; len(rest) > 0 {
 		k.pos = slices.Clone(rest)
 	}
 	return k, nil

@@ -208,6 +208,17 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		}
 	}
 	limit := pageSize(p.MaxItemCount)
+	// A page of a TOP, or of an OFFSET and LIMIT, streams the rows of
+	// the query without them, within their window, from where the last
+	// page ended. A token from before windows (an offset with no
+	// position) still reads from the start.
+	rows, window, err := windowed(prog, p.Params, now)
+	if err != nil {
+		return err
+	}
+	if rows != nil && cur.pos == nil && cur.skip > 0 {
+		rows = nil
+	}
 	qp, err := e.planQuery(r, c, state.items, prog, p.Params, scope, now, st, limit, resumed, cur, scanFirstPaced, nil)
 	if err != nil {
 		return err
@@ -218,19 +229,45 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	run := func(qp *queryAccess, page *FeedPage, passed *int, left func() int) error {
 		page.Plan = qp.plan
 		next := cursor{fingerprint: fp, text: textHash(p.Query), access: qp.access, terms: qp.terms, composite: qp.composite, indexVer: c.Index.Version}
+		var win *rowWindow
+		if rows != nil {
+			w := window
+			w.made = cur.made
+			win = &w
+		}
 		// The page reads its scattered records a run at a time: as
 		// many as it may at once when it reads every document anyway,
 		// else as many as it has rows still to make, for a document
-		// makes one row at most (a JOIN aside), so it reads none the
-		// page does not reach; a paced scan no more than its pace lets
-		// it.
+		// makes one row at most, so it reads none the page does not
+		// reach. Under a JOIN, where a document may make several, it
+		// reads one, then as many as its rows so far say the rest
+		// need (the rows a resumed page's first document made before
+		// the page counted with it). A paced scan reads no more than
+		// its pace lets it.
+		var need, made func() int
 		switch stop := prog.Stop(cur.skip + limit + 1); {
 		case qp.stream != nil || prog.Streaming():
-			st.want = func() int { return limit - len(page.Items) }
+			need = func() int { return limit - len(page.Items) }
+			made = func() int { return cur.skip + len(page.Items) }
+		case win != nil:
+			need = func() int { return win.need(limit - len(page.Items)) }
+			made = func() int { return cur.skip + win.made - cur.made }
 		case stop < 0:
-			st.want = func() int { return aheadMax }
+			need = func() int { return aheadMax }
 		default:
-			st.want = func() int { return stop - *passed }
+			need = func() int { return stop - *passed }
+			made = func() int { return *passed }
+		}
+		st.want = need
+		if made != nil && len(prog.Query().Joins) > 0 {
+			base := st.records
+			st.want = func() int {
+				n, rows := need(), made()
+				if rows == 0 {
+					return 1
+				}
+				return min(n, (n*(st.records-base)+rows-1)/rows)
+			}
 		}
 		if left != nil {
 			rows := st.want
@@ -241,7 +278,10 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 			return streamOrdered(r, c, prog, p.Params, qp.stream, scope, now, st, cur, next, limit, page)
 		}
 		if prog.Streaming() {
-			return streamQuery(qp.src, c, prog, scope, now, cur, next, limit, !single, page)
+			return streamQuery(qp.src, c, prog, scope, now, cur, next, limit, !single, nil, page)
+		}
+		if win != nil {
+			return streamQuery(qp.src, c, rows, scope, now, cur, next, limit, !single, win, page)
 		}
 		return runQuery(qp.src, c, prog, scope, now, cur, next, limit, page, passed)
 	}
@@ -254,7 +294,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		tried := &FeedPage{CollRid: page.CollRid, LSN: page.LSN}
 		passed := 0
 		hits := func() int { return passed }
-		if prog.Streaming() {
+		if prog.Streaming() || rows != nil {
 			hits = func() int { return len(tried.Items) }
 		}
 		over := false
@@ -364,7 +404,10 @@ func docMeta(loc []byte) eval.DocMeta {
 // access path. On the single-partition path a continuation is returned
 // only when more rows exist; on the cross-partition path whenever a page
 // is full, as the gateway does (the SDKs' page counts depend on it).
-func streamQuery(src itemSource, c *containerRecord, prog *eval.Program, s *itemScope, now time.Time, cur, next cursor, limit int, cross bool, page *FeedPage) error {
+func streamQuery(src itemSource, c *containerRecord, prog *eval.Program, s *itemScope, now time.Time, cur, next cursor, limit int, cross bool, win *rowWindow, page *FeedPage) error {
+	if win.done() {
+		return nil
+	}
 	size := 0
 	whole := wholeDocument(prog.Query())
 	parse := docParser(prog.Query(), whole)
@@ -374,6 +417,9 @@ func streamQuery(src itemSource, c *containerRecord, prog *eval.Program, s *item
 	}
 	resume := func(pos []byte, skip int) {
 		next.pos, next.skip = bytes.Clone(pos), skip
+		if win != nil {
+			next.made = win.made
+		}
 		page.Continuation = next.String()
 	}
 	// A page whose time or work runs out ends before the document it
@@ -421,6 +467,9 @@ func streamQuery(src itemSource, c *containerRecord, prog *eval.Program, s *item
 				resume(pos, i)
 				return false, nil
 			}
+			if !win.take() {
+				continue
+			}
 			var b []byte
 			if whole && len(rows) == 1 {
 				b = page.keep(rec.json) // the row is the document as stored
@@ -429,6 +478,9 @@ func streamQuery(src itemSource, c *containerRecord, prog *eval.Program, s *item
 			}
 			page.Items = append(page.Items, b)
 			size += len(b)
+			if win.done() {
+				return false, nil
+			}
 			if cross && len(page.Items) == limit {
 				if i+1 < len(rows) {
 					resume(pos, i+1)
@@ -446,6 +498,69 @@ func streamQuery(src itemSource, c *containerRecord, prog *eval.Program, s *item
 		return queryError(err)
 	}
 	return nil
+}
+
+// rowWindow is the part of a query's row stream its TOP, or its OFFSET
+// and LIMIT, return: rows [from, to) of the stream the query makes without
+// them (to < 0: to its end). made counts the stream's rows so far,
+// carried from page to page in the cursor, so that a page goes on from
+// its position in the access path rather than evaluating the query from
+// the start again. A nil window returns every row.
+type rowWindow struct {
+	from, to, made int
+}
+
+// windowed returns the program of q's rows without its TOP, OFFSET and
+// LIMIT, and their window, when prog's rows stream but for them (no
+// ORDER BY, DISTINCT, GROUP BY or aggregate); nil otherwise.
+func windowed(prog *eval.Program, params map[string]document.Value, now time.Time) (*eval.Program, rowWindow, error) {
+	q := prog.Query()
+	if q.From == nil || prog.Streaming() || prog.ReadsAll() || q.Select.Distinct {
+		return nil, rowWindow{}, nil
+	}
+	w := rowWindow{to: -1}
+	info := gatewayplan.Describe(q, params)
+	if info.Top != nil {
+		w.to = *info.Top
+	}
+	if info.Offset != nil && info.Limit != nil {
+		w.from = *info.Offset
+		if end := *info.Offset + *info.Limit; w.to < 0 || end < w.to {
+			w.to = end
+		}
+	}
+	f := *q
+	f.Select.Top, f.Offset, f.Limit = nil, nil, nil
+	rows, err := prog.Derive(&f)
+	if err != nil {
+		return nil, rowWindow{}, queryError(err)
+	}
+	if !rows.Streaming() {
+		return nil, rowWindow{}, nil
+	}
+	return rows, w, nil
+}
+
+// take counts the stream's next row and reports whether it is in the
+// window.
+func (w *rowWindow) take() bool {
+	if w == nil {
+		return true
+	}
+	w.made++
+	return w.made > w.from
+}
+
+// done reports whether the window's rows are all made.
+func (w *rowWindow) done() bool { return w != nil && w.to >= 0 && w.made >= w.to }
+
+// need is how many documents a page with room for rows more must read
+// at least: the rows still to skip, and those it can return.
+func (w *rowWindow) need(rows int) int {
+	if w.to >= 0 {
+		rows = min(rows, w.to-max(w.made, w.from))
+	}
+	return rows + max(w.from-w.made, 0)
 }
 
 // runQuery evaluates a query that needs every document (ORDER BY,
