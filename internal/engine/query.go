@@ -212,7 +212,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	// the query without them, within their window, from where the last
 	// page ended. A token from before windows (an offset with no
 	// position) still reads from the start.
-	rows, window, err := windowed(prog, p.Params, now)
+	rows, window, err := windowed(prog, p.Params)
 	if err != nil {
 		return err
 	}
@@ -513,7 +513,7 @@ type rowWindow struct {
 // windowed returns the program of q's rows without its TOP, OFFSET and
 // LIMIT, and their window, when prog's rows stream but for them (no
 // ORDER BY, DISTINCT, GROUP BY or aggregate); nil otherwise.
-func windowed(prog *eval.Program, params map[string]document.Value, now time.Time) (*eval.Program, rowWindow, error) {
+func windowed(prog *eval.Program, params map[string]document.Value) (*eval.Program, rowWindow, error) {
 	q := prog.Query()
 	if q.From == nil || prog.Streaming() || prog.ReadsAll() || q.Select.Distinct {
 		return nil, rowWindow{}, nil
@@ -563,9 +563,10 @@ func (w *rowWindow) need(rows int) int {
 	return rows + max(w.from-w.made, 0)
 }
 
-// runQuery evaluates a query that needs every document (ORDER BY,
-// aggregates, DISTINCT, GROUP BY, TOP, OFFSET/LIMIT) and returns the page
-// of its results that starts at the cursor's offset.
+// runQuery evaluates a query whose rows do not stream (ORDER BY,
+// aggregates, DISTINCT, GROUP BY, and a TOP or OFFSET/LIMIT with one of
+// them) and returns the page of its results that starts at the cursor's
+// offset.
 //
 // Documents go to the evaluator as they are read, so none is held unless
 // a row holds it, and an ORDER BY keeps only the rows up to the end of
