@@ -954,9 +954,64 @@ func seekTime(r storage.Reader, prefix []byte, lo, upto uint64, reached func(v [
 	return hi, nil
 }
 
-// latest fills the page from the latest-version index.
+// feedChange is a change a page is to read the record of: its LSN and
+// the item's location.
+type feedChange struct {
+	lsn uint64
+	loc []byte
+}
+
+// room is how many more changes the page takes before it is full (at
+// least one: a full page still takes the rest of its last LSN).
+func (s *feedScan) room() int { return max(s.limit-len(s.items), 1) }
+
+// read adds the changes to the page, in their order, until it is full,
+// and reports whether it filled. Their records lie wherever their
+// partitions put them, so they are read first, in key order, in one run
+// (readAhead: one round trip over PostgreSQL).
+func (s *feedScan) read(changes []feedChange) (full bool, err error) {
+	if len(changes) > 0 && !s.admit(changes[0].lsn) {
+		return true, nil
+	}
+	var ra readAhead
+	if len(changes) > 1 {
+		locs := make([][]byte, len(changes))
+		for i, ch := range changes {
+			locs[i] = ch.loc
+		}
+		if err := ra.fetch(s.r, s.c, locs, &readStats{}); err != nil {
+			return false, err
+		}
+	}
+	for _, ch := range changes {
+		if !s.admit(ch.lsn) {
+			return true, nil
+		}
+		rec, ok, err := ra.read(s.r, s.c, ch.loc, &readStats{})
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			return false, fmt.Errorf("change feed: entry at LSN %d points at missing item %x", ch.lsn, ch.loc)
+		}
+		if rec.lsn != ch.lsn {
+			return false, fmt.Errorf("change feed: entry at LSN %d points at item %q of LSN %d", ch.lsn, rec.id, rec.lsn)
+		}
+		if s.c.expired(&rec, s.now) {
+			continue // ttl.md A3: expired items appear nowhere
+		}
+		s.add(ch.lsn, withLSN(nil, rec.json, ch.lsn))
+	}
+	return false, nil
+}
+
+// latest fills the page from the latest-version index. The entries the
+// page may still take are collected a run at a time (room), then their
+// records read together.
 func (s *feedScan) latest() (bool, error) {
-	return s.walk(famFeedLatest, 0, latestTimes, func(lsn uint64, k, v []byte) (bool, error) {
+	var run []feedChange
+	stopped := false
+	full, err := s.walk(famFeedLatest, 0, latestTimes, func(lsn uint64, k, v []byte) (bool, error) {
 		ts, _, epk, pk, err := decodeLatestEntry(v)
 		if err != nil {
 			return false, err
@@ -965,26 +1020,17 @@ func (s *feedScan) latest() (bool, error) {
 			return true, nil
 		}
 		seq := binary.BigEndian.Uint64(k[len(k)-8:])
-		raw, err := s.r.Get(itemKey(s.c.Rid, itemLoc(string(epk), seq)))
-		if errors.Is(err, storage.ErrNotFound) {
-			return false, fmt.Errorf("change feed: entry at LSN %d points at missing item %d", lsn, seq)
+		if run = append(run, feedChange{lsn, itemLoc(string(epk), seq)}); len(run) < s.room() {
+			return true, nil
 		}
-		if err != nil {
-			return false, err
-		}
-		rec, err := decodeItemRecord(raw)
-		if err != nil {
-			return false, err
-		}
-		if rec.lsn != lsn {
-			return false, fmt.Errorf("change feed: entry at LSN %d points at item %q of LSN %d", lsn, rec.id, rec.lsn)
-		}
-		if s.c.expired(&rec, s.now) {
-			return true, nil // ttl.md A3: expired items appear nowhere
-		}
-		s.add(lsn, withLSN(nil, rec.json, lsn))
-		return true, nil
+		stopped, err = s.read(run)
+		run = run[:0]
+		return !stopped && err == nil, err
 	})
+	if err != nil || stopped || full {
+		return stopped || full, err
+	}
+	return s.read(run)
 }
 
 // latestOf fills the page as latest does, for one logical partition, from
@@ -995,11 +1041,7 @@ func (s *feedScan) latest() (bool, error) {
 // read all 10⁵ entries to drain); ChangeFeed reads the partition instead
 // when it holds fewer items than the log has LSNs to walk.
 func (s *feedScan) latestOf(part *itemScope) (bool, error) {
-	type change struct {
-		lsn uint64
-		loc []byte
-	}
-	var changes []change
+	var changes []feedChange
 	var st readStats
 	err := scanItems(s.r, s.c, part, nil, &st, func(loc []byte, rec *itemRecord) (bool, error) {
 		if rec.lsn < s.from || rec.lsn >= s.upto || (s.hasSince && rec.ts < s.since) || !s.scoped([]byte(rec.epk), rec.pk) {
@@ -1008,28 +1050,25 @@ func (s *feedScan) latestOf(part *itemScope) (bool, error) {
 		if s.c.expired(rec, s.now) {
 			return true, nil // ttl.md A3: expired items appear nowhere
 		}
-		changes = append(changes, change{rec.lsn, bytes.Clone(loc)})
+		changes = append(changes, feedChange{rec.lsn, bytes.Clone(loc)})
 		return true, nil
 	})
 	s.examined += st.records
 	if err != nil {
 		return false, err
 	}
-	slices.SortFunc(changes, func(a, b change) int { return cmp.Compare(a.lsn, b.lsn) })
-	for _, ch := range changes {
-		if !s.admit(ch.lsn) {
+	slices.SortFunc(changes, func(a, b feedChange) int { return cmp.Compare(a.lsn, b.lsn) })
+	for len(changes) > 0 {
+		run := changes[:min(len(changes), s.room())]
+		changes = changes[len(run):]
+		if !s.admit(run[0].lsn) {
 			return true, nil
 		}
-		raw, err := s.r.Get(itemKey(s.c.Rid, ch.loc))
-		if err != nil {
-			return false, err
+		// Each record read counts.
+		s.examined += len(run)
+		if full, err := s.read(run); err != nil || full {
+			return full, err
 		}
-		s.examined++
-		rec, err := decodeItemRecord(raw)
-		if err != nil {
-			return false, err
-		}
-		s.add(ch.lsn, withLSN(nil, rec.json, ch.lsn))
 	}
 	return false, nil
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -44,4 +45,49 @@ func BenchmarkChangeFeedFromTime(b *testing.B) {
 		examined += got.Examined
 	}
 	b.ReportMetric(float64(examined)/float64(b.N), "entries/op")
+}
+
+// BenchmarkChangeFeedPage reads a page of 100 of a latest-version change
+// feed over the whole container, at a random position of its drain, on
+// MAYFLY_BENCH_ITEMS items (10⁵ by default) written interleaved over 1,000
+// partitions, so that LSN order crosses the partitions at every step.
+//
+//	go test -run '^$' -bench BenchmarkChangeFeedPage -benchtime 500x ./internal/engine/
+func BenchmarkChangeFeedPage(b *testing.B) {
+	n := benchInt(b, "MAYFLY_BENCH_ITEMS", 100_000)
+	const parts = 1000
+	s := openBenchEngine(b, clock.Real{}, nil, "null")
+	s.pk = func(i int) string { return "q" + strconv.Itoa(i%parts) }
+	s.block = 1
+	s.load(b, 0, n, func(i int) []byte {
+		return []byte(`{"id":"x` + strconv.Itoa(i) + `","pk":"q` + strconv.Itoa(i%parts) + `","payload":"` + benchPayload + `"}`)
+	})
+	s.settle(b)
+	warmAll(b, s)
+	ctx := context.Background()
+	p := ChangeFeedParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Start: StartBeginning, MaxItemCount: 100}
+	var starts []ChangeFeedParams
+	for i := 0; ; i++ {
+		page, err := s.ChangeFeed(ctx, p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(page.Items) < 100 {
+			break
+		}
+		if i%17 == 0 {
+			starts = append(starts, p)
+		}
+		p.Start, p.After = StartAfter, page.Position
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		got, err := s.ChangeFeed(ctx, starts[i%len(starts)])
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(got.Items) != 100 {
+			b.Fatalf("%d changes", len(got.Items))
+		}
+	}
 }

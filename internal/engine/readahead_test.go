@@ -269,3 +269,77 @@ func TestScatteredRecordsComeInOneRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// A change feed page reads the records its log's entries name in key
+// order, a page's run at once, not in the LSN order that crosses the
+// partitions at every step.
+func TestChangeFeedReadsRecordsInKeyOrder(t *testing.T) {
+	st := &getRecorder{Store: teststore.Open(t)}
+	be := newBatchEnvOn(t, st, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	var docs []string
+	for i := 0; i < 400; i++ {
+		docs = append(docs, fmt.Sprintf(`{"id":"d%03d","pk":"p%d"}`, i, i%37))
+	}
+	be.seed(t, docs...)
+	items := collPrefix(famItem, be.container(t).Rid)
+	st.take()
+	page, err := be.e.ChangeFeed(context.Background(), ChangeFeedParams{ItemRef: batchRef(""), Start: StartBeginning, MaxItemCount: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n, runs int
+	var prev []byte
+	for _, k := range st.take() {
+		if !bytes.HasPrefix(k, items) {
+			continue
+		}
+		if n++; prev == nil || bytes.Compare(k, prev) < 0 {
+			runs++
+		}
+		prev = k
+	}
+	if len(page.Items) != 100 || n != 100 || runs != 1 {
+		t.Errorf("%d changes, %d records read in %d ascending runs; want 100 in one", len(page.Items), n, runs)
+	}
+}
+
+// A change feed page reads the records its log entries name a run at a
+// time too: over PostgreSQL one round trip per run, not one per change.
+// The whole container's latest versions come from its sequence's log, in
+// LSN order across partitions; one partition's from its own items when
+// they are fewer than the log's changes (feedScan.latestOf).
+func TestChangeFeedRecordsComeInOneRoundTrip(t *testing.T) {
+	if teststore.Backend() != "postgres" {
+		t.Skip("the store reads in process; MAYFLY_TEST_STORE=postgres runs this test")
+	}
+	s := teststore.Open(t)
+	be := newBatchEnvOn(t, s, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	var docs []string
+	for i := 0; i < 400; i++ {
+		docs = append(docs, fmt.Sprintf(`{"id":"d%03d","pk":"p%d","k":%d}`, i, i%4, i%3))
+	}
+	be.seed(t, docs...)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		what        string
+		p           ChangeFeedParams
+		items, trip int
+	}{
+		{"the container", ChangeFeedParams{ItemRef: batchRef(""), Start: StartBeginning, MaxItemCount: 100}, 100, 10},
+		{"a partition", ChangeFeedParams{ItemRef: batchRef(`["p1"]`), Start: StartBeginning, MaxItemCount: 60}, 60, 10},
+	} {
+		if _, err := be.e.ChangeFeed(ctx, tc.p); err != nil {
+			t.Fatal(err)
+		}
+		before := teststore.RoundTrips(s)
+		page, err := be.e.ChangeFeed(ctx, tc.p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		trips := teststore.RoundTrips(s) - before
+		t.Logf("%s: %d round trips", tc.what, trips)
+		if len(page.Items) != tc.items || trips > int64(tc.trip) {
+			t.Errorf("%s: %d changes in %d round trips; want %d in at most %d", tc.what, len(page.Items), trips, tc.items, tc.trip)
+		}
+	}
+}
