@@ -584,6 +584,29 @@ func readRun(r storage.Reader, c *containerRecord, locs [][]byte, st *readStats,
 	return true, nil
 }
 
+// entryRun holds the candidates an index walk met, with the entries they
+// came from, until it reads their records together (readRun). A walk that
+// stops once it has as many passing documents as it wants collects at
+// most as many as it still wants, so it reads no record that reading them
+// one at a time would not have.
+type entryRun struct {
+	keys, locs [][]byte
+}
+
+// add keeps a candidate and returns how many the run holds.
+func (er *entryRun) add(key, loc []byte) int64 {
+	er.keys, er.locs = append(er.keys, bytes.Clone(key)), append(er.locs, bytes.Clone(loc))
+	return int64(len(er.locs))
+}
+
+// read reads the run's records and calls fn with each, in the walk's
+// order (an item gone is passed over), then empties the run.
+func (er *entryRun) read(r storage.Reader, c *containerRecord, st *readStats, fn func(key, loc []byte, rec *itemRecord) error) error {
+	_, err := readRun(r, c, er.locs, st, func(i int, rec *itemRecord) (bool, error) { return true, fn(er.keys[i], er.locs[i], rec) })
+	er.keys, er.locs = er.keys[:0], er.locs[:0]
+	return err
+}
+
 // scanPos is the position of the item at loc in the scan order of the
 // scope (scanSource): its location within a partition or a prefix, its
 // sequence (_rid order) otherwise.

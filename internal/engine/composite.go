@@ -225,51 +225,62 @@ func compositeItems(r storage.Reader, c *containerRecord, prog *eval.Program, pa
 		}
 		return boundary == nil || !bytes.HasPrefix(k, boundary)
 	}
+	// The candidates' records are read a run at a time (entryRun), as
+	// many as the walk still wants.
+	var run entryRun
+	judge := func(k, loc []byte, rec *itemRecord) error {
+		if c.expired(rec, now) || !s.keeps(rec) {
+			return nil
+		}
+		doc, err := document.Parse(rec.json)
+		if err != nil {
+			return err
+		}
+		if rows, err := filter.Rows(doc, docMeta(loc)); err != nil || len(rows) == 0 {
+			return nil
+		}
+		rec.detach()
+		found = append(found, foundItem{loc: loc, rec: *rec})
+		if int64(len(found)) == u.Want {
+			if p, inexact := check.inexactPrefix(k, len(u.Eq)); inexact {
+				boundary = bytes.Clone(p)
+			}
+		}
+		return nil
+	}
 	for _, sp := range spans {
 		if int64(len(found)) >= u.Want && boundary == nil {
 			break
 		}
-		it, err := r.NewIter(storage.IterParams{Lower: sp.lo, Upper: sp.hi, Reverse: u.Reverse})
-		if err != nil {
+		if err := walkSpan(r, sp, u.Reverse, done, func(k []byte) error {
+			st.entries++
+			loc, ok := check.loc(k)
+			if !ok || !s.holds(loc) || run.add(k, loc) < max(u.Want-int64(len(found)), 1) {
+				return nil
+			}
+			return run.read(r, c, st, judge)
+		}); err != nil {
 			return nil, err
 		}
-		for ok := it.First(); ok && !done(it.Key()); ok = it.Next() {
-			st.entries++
-			k := it.Key()
-			loc, ok := check.loc(k)
-			if !ok || !s.holds(loc) {
-				continue
-			}
-			loc = bytes.Clone(loc)
-			rec, ok, err := readItemAt(r, c, loc, st)
-			if err != nil {
-				it.Close()
-				return nil, err
-			}
-			if !ok || c.expired(&rec, now) || !s.keeps(&rec) {
-				continue
-			}
-			doc, err := document.Parse(rec.json)
-			if err != nil {
-				it.Close()
-				return nil, err
-			}
-			if rows, err := filter.Rows(doc, docMeta(loc)); err != nil || len(rows) == 0 {
-				continue
-			}
-			rec.detach()
-			found = append(found, foundItem{loc: loc, rec: rec})
-			if int64(len(found)) == u.Want {
-				if p, inexact := check.inexactPrefix(k, len(u.Eq)); inexact {
-					boundary = bytes.Clone(p)
-				}
-			}
-		}
-		err = it.Err()
-		it.Close()
-		if err != nil {
+		if err := run.read(r, c, st, judge); err != nil {
 			return nil, err
 		}
 	}
 	return found, nil
+}
+
+// walkSpan calls fn with the keys of sp in order (backwards with reverse)
+// until done says the walk is over.
+func walkSpan(r storage.Reader, sp keySpan, reverse bool, done func(k []byte) bool, fn func(k []byte) error) error {
+	it, err := r.NewIter(storage.IterParams{Lower: sp.lo, Upper: sp.hi, Reverse: reverse})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for ok := it.First(); ok && !done(it.Key()); ok = it.Next() {
+		if err := fn(it.Key()); err != nil {
+			return err
+		}
+	}
+	return it.Err()
 }

@@ -101,6 +101,33 @@ func orderedItems(r storage.Reader, c *containerRecord, prog *eval.Program, para
 	// entries to the end, since the evaluator may order any of them
 	// first.
 	var boundary []byte
+	// The candidates' records are read a run at a time (entryRun), as
+	// many as the walk still wants scalars.
+	var run entryRun
+	judge := func(k, loc []byte, rec *itemRecord) error {
+		if c.expired(rec, now) || !s.keeps(rec) {
+			return nil
+		}
+		doc, err := document.Parse(rec.json)
+		if err != nil {
+			return err
+		}
+		rows, err := filter.Rows(doc, docMeta(loc))
+		if err != nil || len(rows) == 0 {
+			return nil
+		}
+		rec.detach()
+		found = append(found, foundItem{loc: loc, rec: *rec})
+		// Arrays and objects have bare markers, unordered among
+		// themselves: take every one of them, then want scalars.
+		if k[len(prefix)] < tagArray {
+			scalars++
+			if value := k[len(prefix) : len(k)-len(loc)]; scalars == o.Want && !exactValue(value) {
+				boundary = bytes.Clone(value)
+			}
+		}
+		return nil
+	}
 	for ok := it.First(); ok; ok = it.Next() {
 		k := it.Key()
 		loc, ok := entryLoc(k, len(prefix))
@@ -115,35 +142,17 @@ func orderedItems(r storage.Reader, c *containerRecord, prog *eval.Program, para
 		if !ok || !s.holds(loc) {
 			continue
 		}
-		// Arrays and objects have bare markers, unordered among
-		// themselves: take every one of them, then want scalars.
-		nonScalar := k[len(prefix)] >= tagArray
-		loc = bytes.Clone(loc)
-		rec, ok, err := readItemAt(r, c, loc, st)
-		if err != nil {
-			return nil, false, err
-		}
-		if !ok || c.expired(&rec, now) || !s.keeps(&rec) {
+		if run.add(k, loc) < max(o.Want-scalars, 1) {
 			continue
 		}
-		doc, err := document.Parse(rec.json)
-		if err != nil {
+		if err := run.read(r, c, st, judge); err != nil {
 			return nil, false, err
-		}
-		rows, err := filter.Rows(doc, docMeta(loc))
-		if err != nil || len(rows) == 0 {
-			continue
-		}
-		rec.detach()
-		found = append(found, foundItem{loc: loc, rec: rec})
-		if !nonScalar {
-			scalars++
-			if scalars == o.Want && !exactValue(value) {
-				boundary = bytes.Clone(value)
-			}
 		}
 	}
 	if err := it.Err(); err != nil {
+		return nil, false, err
+	}
+	if err := run.read(r, c, st, judge); err != nil {
 		return nil, false, err
 	}
 	if scalars < o.Want && !defined {

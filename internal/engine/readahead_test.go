@@ -150,6 +150,11 @@ func TestScatteredPagesReadRecordsInKeyOrder(t *testing.T) {
 		{"groups over an index span", func() (*FeedPage, error) {
 			return be.e.QueryItems(ctx, QueryParams{ItemRef: batchRef(""), Query: "SELECT c.pk, COUNT(1) AS n FROM c WHERE c.k = 1 GROUP BY c.pk", RangeID: "0", CrossPartition: true, MaxItemCount: 100})
 		}, 133, 1, 37},
+		// The TOP walk of an index reads as many records at once as it
+		// still wants documents.
+		{"a TOP walk of an index", func() (*FeedPage, error) {
+			return be.e.QueryItems(ctx, QueryParams{ItemRef: batchRef(""), Query: "SELECT TOP 30 * FROM c ORDER BY c.k DESC", RangeID: "0", CrossPartition: true, MaxItemCount: 100})
+		}, 30, 1, 30},
 		// A page that stops after some rows without streaming them
 		// reads as many as it still needs rows: its TOP, its OFFSET
 		// and LIMIT, or one more than the page.
@@ -247,6 +252,8 @@ func TestScatteredRecordsComeInOneRoundTrip(t *testing.T) {
 		// Pages that read every document, 256 a round trip.
 		{"SELECT VALUE SUM(c.k) FROM c", 1, 12},
 		{"SELECT c.pk, COUNT(1) AS n FROM c WHERE c.k = 1 GROUP BY c.pk", 37, 12},
+		// The TOP walk of c.k's index.
+		{"SELECT TOP 30 * FROM c ORDER BY c.k DESC", 30, 12},
 		// Pages that stop after as many rows as they need.
 		{"SELECT TOP 50 * FROM c", 50, 12},
 		{"SELECT * FROM c OFFSET 10 LIMIT 50", 50, 12},
