@@ -162,7 +162,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	if err := tc.count(r, size, probe, partners, st); err != nil {
 		return nil, err
 	}
-	tc.fill(in.Entries)
+	tc.fill(&in)
 	if orderTerm >= 0 && in.Entries[orderTerm] == 0 {
 		bound := plan.OrderedBound(in, cmp.Or(in.Ordered, in.Stream), probe)
 		n, err := countSpans(r, termSpans(c, terms[orderTerm]), bound, st)
@@ -265,7 +265,7 @@ func (sp *scanPace) more(read, hits int64) (bool, error) {
 
 // plan is the plan of the scan with the counts made so far.
 func (sp *scanPace) plan() plan.Plan {
-	sp.tc.fill(sp.in.Entries)
+	sp.tc.fill(&sp.in)
 	return plan.ScanFirst(sp.in, sp.budget)
 }
 
@@ -359,10 +359,15 @@ func (tc *termCounts) total() int64 {
 	return n
 }
 
-// fill puts the counts into entries, indexed as the query's terms.
-func (tc *termCounts) fill(entries []int64) {
+// fill puts the counts into in's entries, indexed as the query's terms,
+// and marks those that stopped before their spans' end.
+func (tc *termCounts) fill(in *plan.Input) {
+	if in.Stopped == nil {
+		in.Stopped = make([]bool, len(in.Entries))
+	}
 	for k, i := range tc.idx {
-		entries[i] = tc.counters[k].n
+		in.Entries[i] = tc.counters[k].n
+		in.Stopped[i] = len(tc.counters[k].spans) > 0
 	}
 }
 

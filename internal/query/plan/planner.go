@@ -275,8 +275,10 @@ type Input struct {
 	// Entries[i] is how many index entries Terms[i]'s spans hold in the
 	// whole container, or -1 when the index cannot answer the term (the
 	// path is not indexed, or the index is being rebuilt). A count the
-	// engine stopped at its bound reads as that bound.
+	// engine stopped at its bound reads as that bound, and Stopped[i] is
+	// then set (nil: every count is whole).
 	Entries []int64
+	Stopped []bool
 	// Ordered is set when an ordered walk applies; WalkEntries is then
 	// how many entries the ORDER BY path's index holds (or -1).
 	Ordered     *Ordered
@@ -385,7 +387,15 @@ func Choose(in Input) Plan {
 				second = i
 			}
 		}
-		if second >= 0 {
+		// A partner whose count stopped at its bound holds more
+		// entries than that, and every one of them is read: weighed
+		// at the bound, an intersection with a term that holds most of
+		// the container looked the cheapest (a count stopped at 7,563
+		// of 16,000 entries chose a path that read 29,481 entries a
+		// page against the narrower span's 2,857). At the partner's
+		// own bound (PartnerBound) it could not win; at the probe it
+		// is unknown, so it is not weighed.
+		if second >= 0 && !(in.Stopped != nil && in.Stopped[second]) {
 			e1, e2 := float64(in.Entries[best]), float64(in.Entries[second])
 			add(Path{Access: Intersect, Terms: []int{best, second}, Entries: e1 + e2, Records: e1 * e2 / n * frac})
 		}

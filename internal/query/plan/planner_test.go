@@ -222,6 +222,34 @@ func TestPartnerBound(t *testing.T) {
 	}
 }
 
+// A partner whose count stopped at the probe holds more entries than
+// the count says, all of which an intersection reads: it is not weighed
+// at the count. Over 2·10⁴ items, c.k = 3 holds 2,857 entries and
+// c.n >= 20 16,000, counted to the probe, 7,563; weighed there, the
+// intersection looked cheaper than c.k's span and read 18,857 entries a
+// page against 2,857.
+func TestStoppedPartnerIsNotWeighed(t *testing.T) {
+	scope := Scope{Kind: ScopeAll, Items: 20_000, ContainerItems: 20_000}
+	terms := []Term{
+		{Path: []string{"k"}, Spans: []Span{{Kind: SpanValue, Lo: document.Int(3)}}},
+		{Path: []string{"n"}, Spans: []Span{{Kind: SpanRange, Lo: document.Int(20)}}},
+	}
+	in := Input{Scope: scope, Terms: terms, Entries: []int64{2_857, 16_000}}
+	if got := Choose(in).Chosen; got.Access != IndexSpan || !slices.Equal(got.Terms, []int{0}) {
+		t.Errorf("with the whole counts: chose %v %v, want the span of c.k", got.Access, got.Terms)
+	}
+	in.Entries, in.Stopped = []int64{2_857, 7_563}, []bool{false, true}
+	if got := Choose(in).Chosen; got.Access != IndexSpan || !slices.Equal(got.Terms, []int{0}) {
+		t.Errorf("with c.n's count stopped at the probe: chose %v %v, want the span of c.k", got.Access, got.Terms)
+	}
+	// A partner counted whole is weighed: 2,000 of c.n's entries make
+	// the intersection the cheaper.
+	in.Entries, in.Stopped = []int64{2_857, 2_000}, []bool{false, false}
+	if got := Choose(in).Chosen; got.Access != Intersect {
+		t.Errorf("with c.n's whole count of 2,000: chose %v %v, want the intersection", got.Access, got.Terms)
+	}
+}
+
 func TestScanFirstBounds(t *testing.T) {
 	scope := func(n int64) Scope { return Scope{Kind: ScopeAll, Items: n, ContainerItems: n} }
 	tests := []struct {
