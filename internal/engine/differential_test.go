@@ -842,16 +842,16 @@ func (q *diffQuery) keyed() string {
 }
 
 // orderStream reports whether q has a shape the ordered stream may serve
-// (one ORDER BY key, no window, DISTINCT, grouping or JOIN), which pages
-// by position and is drained with small pages too.
+// (one ORDER BY key, no window, DISTINCT or grouping), which pages by
+// position and is drained with small pages too.
 func (q *diffQuery) orderStream() bool {
-	return len(q.orderBy) == 1 && !q.distinct && q.top < 0 && q.offset < 0 && !q.aggregate && q.groupBy == "" && !q.join
+	return len(q.orderBy) == 1 && !q.distinct && q.top < 0 && q.offset < 0 && !q.aggregate && q.groupBy == ""
 }
 
 // keysStream reports whether q has a shape the ordered stream may serve
 // over several ORDER BY keys.
 func (q *diffQuery) keysStream() bool {
-	return len(q.orderBy) > 1 && !q.distinct && q.top < 0 && q.offset < 0 && !q.aggregate && q.groupBy == "" && !q.join
+	return len(q.orderBy) > 1 && !q.distinct && q.top < 0 && q.offset < 0 && !q.aggregate && q.groupBy == ""
 }
 
 func (q *diffQuery) streaming() bool {

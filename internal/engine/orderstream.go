@@ -70,7 +70,7 @@ const (
 // rows of one page.
 func streamShape(c *containerRecord, q *ast.Query, params map[string]document.Value, terms []plan.Term, want int) (*plan.Ordered, bool) {
 	if !c.Index.Ready || c.index.none || len(q.OrderBy) == 0 || orderKeys(q) == nil || len(q.GroupBy) > 0 || q.Select.Distinct ||
-		q.Select.Top != nil || q.Offset != nil || q.Limit != nil || len(q.Joins) > 0 || gatewayplan.HasAggregates(q) {
+		q.Select.Top != nil || q.Offset != nil || q.Limit != nil || gatewayplan.HasAggregates(q) {
 		return nil, false
 	}
 	path, ok := plan.DocPath(q, q.OrderBy[0].Expr)
@@ -146,9 +146,15 @@ func (w *orderStream) fetch(locs [][]byte, n int) error {
 	return w.ahead.fetch(w.r, w.c, locs[:min(len(locs), max(n, 1), aheadMax)], w.st)
 }
 
-// room is how many more rows the page takes at most, for fetch: a
-// document gives the stream at most one row.
-func (w *orderStream) room() int { return w.limit - len(w.page.Items) }
+// room is how many records the walk reads ahead at once: as many as the
+// page takes rows, less under a JOIN, whose documents may make several
+// (readStats.want, set by the page).
+func (w *orderStream) room() int {
+	if w.st.want != nil {
+		return w.st.ahead()
+	}
+	return w.limit - len(w.page.Items)
+}
 
 // streamOrdered runs one page of the ordered stream o from cur.
 func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, o *plan.Ordered, s *itemScope, now time.Time, st *readStats, cur, next cursor, limit int, page *FeedPage) error {

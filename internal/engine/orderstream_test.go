@@ -419,3 +419,47 @@ func TestCoveredGroupTies(t *testing.T) {
 		}
 	}
 }
+
+// An ORDER BY over a JOIN streams too: a document's rows share its key and
+// come together in their order, and a page may end inside them. Drained in
+// pages of 7, the rows are those the evaluator sorts in one page, and no
+// page reads more than its rows' documents and the group they end in.
+func TestOrderedStreamWithJoin(t *testing.T) {
+	be := newBatchEnv(t, "null")
+	var docs []string
+	for i := range 300 {
+		tags := []string{}
+		for j := range i % 4 {
+			tags = append(tags, fmt.Sprintf(`"t%d"`, (i+j)%5))
+		}
+		docs = append(docs, fmt.Sprintf(`{"id":"d%03d","pk":"p%d","n":%d,"tags":[%s]}`, i, i%11, i%40, strings.Join(tags, ",")))
+	}
+	be.seed(t, docs...)
+	for _, q := range []string{
+		"SELECT c.id, t FROM c JOIN t IN c.tags ORDER BY c.n",
+		"SELECT c.id, t FROM c JOIN t IN c.tags ORDER BY c.n DESC",
+		"SELECT VALUE [c.id, t] FROM c JOIN t IN c.tags WHERE t != 't1' ORDER BY c.n",
+	} {
+		p := QueryParams{ItemRef: batchRef(""), Query: q, RangeID: "0", CrossPartition: true}
+		be.orderReady(t, p)
+		whole := p
+		whole.Query, whole.MaxItemCount = q+" OFFSET 0 LIMIT 100000", 100000
+		want := drainRows(t, be.e, whole, nil)
+		p.MaxItemCount = 7
+		most := 0
+		got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
+			if n == 0 && (page.Plan == nil || page.Plan.Chosen.Access != plan.OrderedStream) {
+				t.Errorf("%s: planned %v, want the ordered stream", q, page.Plan)
+			}
+			most = max(most, page.Examined)
+		})
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: %d rows in pages of 7, %d in one page:\n%v\n%v", q, len(got), len(want), got, want)
+		}
+		// A value of c.n holds 7 or 8 documents: a page reads its
+		// group and the next at most.
+		if most > 40 {
+			t.Errorf("%s: a page read %d records", q, most)
+		}
+	}
+}
