@@ -9,18 +9,14 @@ import (
 	"github.com/mayfly-db/mayfly/internal/clock"
 )
 
-// BenchmarkWindowedPage reads page k of queries whose TOP or OFFSET and
-// LIMIT outlast many pages, across partitions (pages of 100):
+// BenchmarkDeepPage reads page 1 and page 20 of long queries across
+// partitions (pages of 100), one shape per access path, to show whether
+// page k costs what page 1 costs. The container holds MAYFLY_BENCH_ITEMS
+// items (2·10⁴ by default) written interleaved over 200 partitions, each
+// with n (0..99 by write order), k (0..6) and two tags.
 //
-//   - top: SELECT TOP 100000 * FROM c
-//   - offset: SELECT * FROM c OFFSET 10 LIMIT 100000
-//
-// at pages 1, 10 and 50. Each page goes on where the one before it ended,
-// so every page should cost what page 1 costs. MAYFLY_BENCH_ITEMS sets the
-// container's size (2·10⁴ by default).
-//
-//	go test -run '^$' -bench BenchmarkWindowedPage -benchtime 200x ./internal/engine/
-func BenchmarkWindowedPage(b *testing.B) {
+//	go test -run '^$' -bench BenchmarkDeepPage -benchtime 100x ./internal/engine/
+func BenchmarkDeepPage(b *testing.B) {
 	n := 20_000
 	if v, err := strconv.Atoi(os.Getenv("MAYFLY_BENCH_ITEMS")); err == nil && v > 0 {
 		n = v
@@ -30,20 +26,30 @@ func BenchmarkWindowedPage(b *testing.B) {
 	s.pk = func(i int) string { return "q" + strconv.Itoa(i%parts) }
 	s.block = 1
 	s.load(b, 0, n, func(i int) []byte {
-		return []byte(`{"id":"x` + strconv.Itoa(i) + `","pk":"q` + strconv.Itoa(i%parts) + `","n":` + strconv.Itoa(i/parts) + `,"payload":"` + benchPayload + `"}`)
+		return []byte(`{"id":"x` + strconv.Itoa(i) + `","pk":"q` + strconv.Itoa(i%parts) + `","n":` + strconv.Itoa(i/parts) +
+			`,"k":` + strconv.Itoa(i%7) + `,"tags":["a` + strconv.Itoa(i%5) + `","b"],"payload":"` + benchPayload + `"}`)
 	})
 	s.settle(b)
 	warmAll(b, s)
 	ctx := context.Background()
 	for _, q := range []struct{ name, text string }{
+		{"scan", "SELECT * FROM c"},
+		{"index-span", "SELECT * FROM c WHERE c.k = 3"},
+		{"intersect", "SELECT * FROM c WHERE c.k = 3 AND c.n >= 20"},
+		{"order-stream", "SELECT * FROM c ORDER BY c.n DESC"},
+		{"order-join", "SELECT c.id, t FROM c JOIN t IN c.tags ORDER BY c.n"},
+		{"order-in-memory", "SELECT c.id, t FROM c JOIN t IN c.tags ORDER BY t"},
 		{"top", "SELECT TOP 100000 * FROM c"},
 		{"offset", "SELECT * FROM c OFFSET 10 LIMIT 100000"},
+		{"distinct", "SELECT DISTINCT VALUE c.id FROM c"},
 	} {
-		for _, k := range []int{1, 10, 50} {
+		p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: q.text, RangeID: "0", CrossPartition: true, MaxItemCount: 100}
+		s.orderReady(b, p)
+		for _, k := range []int{1, 20} {
 			b.Run(q.name+"/page="+strconv.Itoa(k), func(b *testing.B) {
-				p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: q.text, RangeID: "0", CrossPartition: true, MaxItemCount: 100}
+				p := p
 				p.Continuation = pageToken(b, s, p, k)
-				records := 0
+				records, entries := 0, 0
 				for b.Loop() {
 					page, err := s.QueryItems(ctx, p)
 					if err != nil {
@@ -53,9 +59,14 @@ func BenchmarkWindowedPage(b *testing.B) {
 						b.Fatalf("%d rows", len(page.Items))
 					}
 					records += page.Examined
+					entries += page.IndexEntries
 					page.Release()
 				}
 				b.ReportMetric(float64(records)/float64(b.N), "records/op")
+				b.ReportMetric(float64(entries)/float64(b.N), "entries/op")
+				if page, err := s.QueryItems(ctx, p); err == nil && page.Plan != nil {
+					b.Logf("%s page %d: %s", q.name, k, page.Plan.Explain())
+				}
 			})
 		}
 	}
