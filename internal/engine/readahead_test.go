@@ -31,6 +31,22 @@ func (s *getRecorder) take() [][]byte {
 	return k
 }
 
+// itemReads takes the keys read so far and counts those under items (a
+// container's item family), and the runs of ascending keys they came in.
+func (s *getRecorder) itemReads(items []byte) (n, runs int) {
+	var prev []byte
+	for _, k := range s.take() {
+		if !bytes.HasPrefix(k, items) {
+			continue
+		}
+		if n++; prev == nil || bytes.Compare(k, prev) < 0 {
+			runs++
+		}
+		prev = k
+	}
+	return n, runs
+}
+
 type recordingReader struct {
 	storage.Reader
 	s *getRecorder
@@ -81,20 +97,9 @@ func TestOrderPageReadsRecordsInKeyOrder(t *testing.T) {
 		if len(page.Items) != 100 {
 			t.Fatalf("%s: %d rows, want 100", tc.query, len(page.Items))
 		}
-		var reads [][]byte
-		for _, k := range st.take() {
-			if bytes.HasPrefix(k, items) {
-				reads = append(reads, k)
-			}
-		}
-		runs := 1
-		for i := 1; i < len(reads); i++ {
-			if bytes.Compare(reads[i], reads[i-1]) < 0 {
-				runs++
-			}
-		}
-		if len(reads) != 101 || page.Examined != len(reads) || runs > tc.runs {
-			t.Errorf("%s: %d record reads (%d counted) in %d ascending runs, want 101 in at most %d", tc.query, len(reads), page.Examined, runs, tc.runs)
+		n, runs := st.itemReads(items)
+		if n != 101 || page.Examined != n || runs > tc.runs {
+			t.Errorf("%s: %d record reads (%d counted) in %d ascending runs, want 101 in at most %d", tc.query, n, page.Examined, runs, tc.runs)
 		}
 	}
 }
@@ -113,19 +118,6 @@ func TestScatteredPagesReadRecordsInKeyOrder(t *testing.T) {
 	be.seed(t, docs...)
 	c := be.container(t)
 	items := collPrefix(famItem, c.Rid)
-	reads := func() (n, runs int) {
-		var prev []byte
-		for _, k := range st.take() {
-			if !bytes.HasPrefix(k, items) {
-				continue
-			}
-			if n++; prev == nil || bytes.Compare(k, prev) < 0 {
-				runs++
-			}
-			prev = k
-		}
-		return n, runs
-	}
 	ctx := context.Background()
 	for _, tc := range []struct {
 		what         string
@@ -174,7 +166,7 @@ func TestScatteredPagesReadRecordsInKeyOrder(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.what, err)
 		}
-		n, runs := reads()
+		n, runs := st.itemReads(items)
 		if tc.what == "an index span" && (page.Plan == nil || page.Plan.Chosen.Access != plan.IndexSpan) {
 			t.Errorf("%s: planned %v", tc.what, page.Plan)
 		}
@@ -207,17 +199,7 @@ func TestPacedScanReadsAhead(t *testing.T) {
 	if page.Plan == nil || page.Plan.Chosen.Access != plan.Scan || page.Plan.Chosen.Budget == 0 {
 		t.Fatalf("planned %v, want a scan tried first", page.Plan)
 	}
-	var n, runs int
-	var prev []byte
-	for _, k := range st.take() {
-		if !bytes.HasPrefix(k, items) {
-			continue
-		}
-		if n++; prev == nil || bytes.Compare(k, prev) < 0 {
-			runs++
-		}
-		prev = k
-	}
+	n, runs := st.itemReads(items)
 	if len(page.Items) != 10 || page.Examined != 11 || n != 11 || runs > 2 {
 		t.Errorf("%d rows, %d records counted, %d read in %d ascending runs; want 10 rows, 11 records in at most 2 runs", len(page.Items), page.Examined, n, runs)
 	}
@@ -294,17 +276,7 @@ func TestChangeFeedReadsRecordsInKeyOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var n, runs int
-	var prev []byte
-	for _, k := range st.take() {
-		if !bytes.HasPrefix(k, items) {
-			continue
-		}
-		if n++; prev == nil || bytes.Compare(k, prev) < 0 {
-			runs++
-		}
-		prev = k
-	}
+	n, runs := st.itemReads(items)
 	if len(page.Items) != 100 || n != 100 || runs != 1 {
 		t.Errorf("%d changes, %d records read in %d ascending runs; want 100 in one", len(page.Items), n, runs)
 	}
