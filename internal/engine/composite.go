@@ -229,15 +229,8 @@ func compositeItems(r storage.Reader, c *containerRecord, prog *eval.Program, pa
 	// many as the walk still wants.
 	var run entryRun
 	judge := func(k, loc []byte, rec *itemRecord) error {
-		if c.expired(rec, now) || !s.keeps(rec) {
-			return nil
-		}
-		doc, err := document.Parse(rec.json)
-		if err != nil {
+		if ok, err := passes(c, s, filter, now, loc, rec); !ok || err != nil {
 			return err
-		}
-		if rows, err := filter.Rows(doc, docMeta(loc)); err != nil || len(rows) == 0 {
-			return nil
 		}
 		rec.detach()
 		found = append(found, foundItem{loc: loc, rec: *rec})

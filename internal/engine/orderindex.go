@@ -105,16 +105,8 @@ func orderedItems(r storage.Reader, c *containerRecord, prog *eval.Program, para
 	// many as the walk still wants scalars.
 	var run entryRun
 	judge := func(k, loc []byte, rec *itemRecord) error {
-		if c.expired(rec, now) || !s.keeps(rec) {
-			return nil
-		}
-		doc, err := document.Parse(rec.json)
-		if err != nil {
+		if ok, err := passes(c, s, filter, now, loc, rec); !ok || err != nil {
 			return err
-		}
-		rows, err := filter.Rows(doc, docMeta(loc))
-		if err != nil || len(rows) == 0 {
-			return nil
 		}
 		rec.detach()
 		found = append(found, foundItem{loc: loc, rec: *rec})
@@ -168,6 +160,21 @@ func orderedItems(r storage.Reader, c *containerRecord, prog *eval.Program, para
 		}
 	}
 	return found, true, nil
+}
+
+// passes reports whether the item at loc, read by an index walk, is live
+// at now, in the scope and passes filter (the WHERE clause alone,
+// whereOnly). A document the filter fails on does not pass.
+func passes(c *containerRecord, s *itemScope, filter *eval.Program, now time.Time, loc []byte, rec *itemRecord) (bool, error) {
+	if c.expired(rec, now) || !s.keeps(rec) {
+		return false, nil
+	}
+	doc, err := document.Parse(rec.json)
+	if err != nil {
+		return false, err
+	}
+	rows, err := filter.Rows(doc, docMeta(loc))
+	return err == nil && len(rows) > 0, nil
 }
 
 // absentItems reads, through the absence entries of o.Path, up to want
