@@ -27,11 +27,7 @@ func BenchmarkWholeScopeAggregate(b *testing.B) {
 	}
 	parts := max(n/100, 1)
 	s := openBenchEngine(b, clock.Real{}, nil, "null")
-	s.pk = func(i int) string { return "q" + strconv.Itoa(i%parts) }
-	s.block = 1
-	s.load(b, 0, n, func(i int) []byte {
-		return []byte(`{"id":"x` + strconv.Itoa(i) + `","pk":"q` + strconv.Itoa(i%parts) + `","n":` + strconv.Itoa(i/parts) + `,"payload":"` + benchPayload + `"}`)
-	})
+	s.loadInterleaved(b, n, parts, func(i int) string { return `,"n":` + strconv.Itoa(i/parts) })
 	s.settle(b)
 	warmAll(b, s)
 	ctx := context.Background()

@@ -205,6 +205,24 @@ const benchLoaders = 8
 // per item would take many minutes for a million items on this kind of
 // disk. Items come in blocks of MaxBatchOps that share a partition key (see
 // benchItem), as an atomic batch requires.
+// loadInterleaved writes n items over parts logical partitions one at a
+// time, so that _rid order crosses the partitions at every step: item i,
+// id "x<i>", is the (i / parts)th of partition "q<i % parts>", with the
+// properties extra(i) gives (JSON members, each after a comma; nil: none)
+// and benchPayload.
+func (s *benchStore) loadInterleaved(b testing.TB, n, parts int, extra func(i int) string) {
+	b.Helper()
+	s.pk = func(i int) string { return "q" + strconv.Itoa(i%parts) }
+	s.block = 1
+	s.load(b, 0, n, func(i int) []byte {
+		more := ""
+		if extra != nil {
+			more = extra(i)
+		}
+		return []byte(`{"id":"x` + strconv.Itoa(i) + `","pk":"q` + strconv.Itoa(i%parts) + `"` + more + `,"payload":"` + benchPayload + `"}`)
+	})
+}
+
 func (s *benchStore) load(b testing.TB, from, to int, body func(i int) []byte) {
 	b.Helper()
 	ctx := context.Background()

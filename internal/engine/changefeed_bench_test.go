@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"strconv"
 	"testing"
 	"time"
 
@@ -57,11 +56,7 @@ func BenchmarkChangeFeedPage(b *testing.B) {
 	n := benchInt(b, "MAYFLY_BENCH_ITEMS", 100_000)
 	const parts = 1000
 	s := openBenchEngine(b, clock.Real{}, nil, "null")
-	s.pk = func(i int) string { return "q" + strconv.Itoa(i%parts) }
-	s.block = 1
-	s.load(b, 0, n, func(i int) []byte {
-		return []byte(`{"id":"x` + strconv.Itoa(i) + `","pk":"q` + strconv.Itoa(i%parts) + `","payload":"` + benchPayload + `"}`)
-	})
+	s.loadInterleaved(b, n, parts, nil)
 	s.settle(b)
 	warmAll(b, s)
 	ctx := context.Background()

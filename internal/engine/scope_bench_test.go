@@ -225,11 +225,7 @@ func BenchmarkScopedCostRatio(b *testing.B) {
 		// partitions at every step: item i is the (i / parts)th of
 		// partition i % parts, and c.n numbers a partition's items.
 		parts := n / per
-		s.pk = func(i int) string { return "q" + strconv.Itoa(i%parts) }
-		s.block = 1
-		s.load(b, 0, n, func(i int) []byte {
-			return []byte(`{"id":"x` + strconv.Itoa(i) + `","pk":"q` + strconv.Itoa(i%parts) + `","n":` + strconv.Itoa(i/parts) + `,"payload":"` + benchPayload + `"}`)
-		})
+		s.loadInterleaved(b, n, parts, func(i int) string { return `,"n":` + strconv.Itoa(i/parts) })
 		s.orderReady(b, QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: "SELECT * FROM c ORDER BY c.n", RangeID: "0", CrossPartition: true, MaxItemCount: 1})
 		s.settle(b)
 		if os.Getenv("MAYFLY_BENCH_COMPACT") != "" {

@@ -23,11 +23,8 @@ func BenchmarkDeepPage(b *testing.B) {
 	}
 	parts := max(n/100, 1)
 	s := openBenchEngine(b, clock.Real{}, nil, "null")
-	s.pk = func(i int) string { return "q" + strconv.Itoa(i%parts) }
-	s.block = 1
-	s.load(b, 0, n, func(i int) []byte {
-		return []byte(`{"id":"x` + strconv.Itoa(i) + `","pk":"q` + strconv.Itoa(i%parts) + `","n":` + strconv.Itoa(i/parts) +
-			`,"k":` + strconv.Itoa(i%7) + `,"tags":["a` + strconv.Itoa(i%5) + `","b"],"payload":"` + benchPayload + `"}`)
+	s.loadInterleaved(b, n, parts, func(i int) string {
+		return `,"n":` + strconv.Itoa(i/parts) + `,"k":` + strconv.Itoa(i%7) + `,"tags":["a` + strconv.Itoa(i%5) + `","b"]`
 	})
 	s.settle(b)
 	warmAll(b, s)
