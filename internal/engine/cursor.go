@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/query/eval"
 	"github.com/mayfly-db/mayfly/internal/query/plan"
 )
 
@@ -35,6 +36,8 @@ import (
 // policy change is refused (its positions named entries of the old index).
 // skip counts rows of the item at the position already returned (a JOIN
 // can make several rows of one item), or rows of a materialized result.
+// The position of an ORDER BY the evaluator sorts is the place of the
+// last row in its order (appendMark).
 type cursor struct {
 	fingerprint uint64
 	text        uint32
@@ -168,4 +171,70 @@ func fingerprint(params map[string]document.Value, parts ...string) uint64 {
 		h.Write([]byte{0})
 	}
 	return h.Sum64()
+}
+
+// appendMark appends the encoding of a row's place in an ORDER BY the
+// evaluator sorts, a sorted page's position (sortedPage):
+//
+//	uvarint(nkeys) { 0 | 1 uvarint(len) json }... uvarint(len) doc uvarint(row)
+//
+// where 0 stands for an undefined key.
+func appendMark(b []byte, m eval.Mark) []byte {
+	b = binary.AppendUvarint(b, uint64(len(m.Keys)))
+	for _, k := range m.Keys {
+		if !k.IsDefined() {
+			b = append(b, 0)
+			continue
+		}
+		j := k.JSON()
+		b = append(b, 1)
+		b = binary.AppendUvarint(b, uint64(len(j)))
+		b = append(b, j...)
+	}
+	b = binary.AppendUvarint(b, uint64(len(m.Doc)))
+	b = append(b, m.Doc...)
+	return binary.AppendUvarint(b, uint64(m.Row))
+}
+
+// decodeMark decodes appendMark's encoding of a mark of nkeys keys.
+func decodeMark(b []byte, nkeys int) (eval.Mark, bool) {
+	var m eval.Mark
+	n, w := binary.Uvarint(b)
+	if w <= 0 || n != uint64(nkeys) {
+		return m, false
+	}
+	b = b[w:]
+	for range nkeys {
+		if len(b) == 0 {
+			return m, false
+		}
+		defined := b[0]
+		b = b[1:]
+		if defined == 0 {
+			m.Keys = append(m.Keys, document.Undef)
+			continue
+		}
+		size, w := binary.Uvarint(b)
+		if defined != 1 || w <= 0 || size > uint64(len(b)-w) {
+			return m, false
+		}
+		k, err := document.Parse(b[w : w+int(size)])
+		if err != nil {
+			return m, false
+		}
+		m.Keys = append(m.Keys, k)
+		b = b[w+int(size):]
+	}
+	size, w := binary.Uvarint(b)
+	if w <= 0 || size > uint64(len(b)-w) {
+		return m, false
+	}
+	m.Doc = slices.Clone(b[w : w+int(size)])
+	b = b[w+int(size):]
+	row, w := binary.Uvarint(b)
+	if w <= 0 || w != len(b) || row > 1<<31 {
+		return m, false
+	}
+	m.Row = int(row)
+	return m, true
 }

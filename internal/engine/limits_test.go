@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -252,9 +253,13 @@ func padItems(n int) []string {
 	return out
 }
 
-// An ORDER BY the index does not serve (c._ts) is sorted in memory: it
-// holds the rows up to the end of the page, at most the advertised
-// queryMaxInMemorySortDocumentCount (500), and is refused past that.
+// An ORDER BY the index does not serve (c._ts) is sorted in memory: a
+// page holds the rows it returns, at most the advertised
+// queryMaxInMemorySortDocumentCount (500), and is refused past that. Its
+// pages go on from the place of the last row in the order, not from an
+// offset: pages of 100 reach the 600th row, each holding 101 rows, where
+// an offset's pages would hold the rows before them too and page 5 would
+// be refused.
 func TestInMemorySortLimit(t *testing.T) {
 	e := newLimitsEngine(t, Config{MaxSortRows: 500}, padItems(600)...)
 	ctx := context.Background()
@@ -270,6 +275,45 @@ func TestInMemorySortLimit(t *testing.T) {
 	_, err := q("SELECT c.id FROM c ORDER BY c._ts", -1)
 	if ErrorCode(err) != BadRequest || !strings.Contains(err.Error(), "sorted in memory") {
 		t.Fatalf("sorting 600 rows for a page of 1000: err %v, want 400", err)
+	}
+	for _, tc := range []struct {
+		text  string
+		first int // the id of the first row; the rest follow one by one
+		rows  int
+	}{
+		// Every _ts is the same: ties keep the items' order, backwards
+		// under DESC.
+		{"SELECT VALUE c.id FROM c ORDER BY c._ts", 0, 600},
+		{"SELECT VALUE c.id FROM c ORDER BY c._ts DESC", 599, 600},
+		{"SELECT VALUE c.id FROM c ORDER BY c._ts OFFSET 150 LIMIT 420", 150, 420},
+		{"SELECT TOP 550 VALUE c.id FROM c ORDER BY c._ts DESC", 599, 550},
+	} {
+		var ids []string
+		cont := ""
+		for range 20 {
+			page, err := e.QueryItems(ctx, QueryParams{ItemRef: batchRef(`["a"]`), Query: tc.text, MaxItemCount: 100, Continuation: cont})
+			if err != nil {
+				t.Fatalf("%s: page %d: %v", tc.text, len(ids)/100+1, err)
+			}
+			for _, it := range page.Items {
+				ids = append(ids, strings.Trim(string(it), `"`))
+			}
+			if cont = page.Continuation; cont == "" {
+				break
+			}
+		}
+		if len(ids) != tc.rows {
+			t.Fatalf("%s: %d rows, want %d", tc.text, len(ids), tc.rows)
+		}
+		step := 1
+		if strings.Contains(tc.text, "DESC") {
+			step = -1
+		}
+		for i, id := range ids {
+			if want := strconv.Itoa(tc.first + i*step); id != want {
+				t.Fatalf("%s: row %d is item %s, want %s", tc.text, i, id, want)
+			}
+		}
 	}
 }
 

@@ -219,6 +219,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	if rows != nil && cur.pos == nil && cur.skip > 0 {
 		rows = nil
 	}
+	streamed := rows != nil && rows.Streaming()
 	qp, err := e.planQuery(r, c, state.items, prog, p.Params, scope, now, st, limit, resumed, cur, scanFirstPaced, nil)
 	if err != nil {
 		return err
@@ -249,11 +250,11 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		case qp.stream != nil || prog.Streaming():
 			need = func() int { return limit - len(page.Items) }
 			made = func() int { return cur.skip + len(page.Items) }
+		case stop < 0:
+			need = func() int { return aheadMax }
 		case win != nil:
 			need = func() int { return win.need(limit - len(page.Items)) }
 			made = func() int { return cur.skip + win.made - cur.made }
-		case stop < 0:
-			need = func() int { return aheadMax }
 		default:
 			need = func() int { return stop - *passed }
 			made = func() int { return *passed }
@@ -280,8 +281,11 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		if prog.Streaming() {
 			return streamQuery(qp.src, c, prog, scope, now, cur, next, limit, !single, nil, page)
 		}
-		if win != nil {
+		if streamed {
 			return streamQuery(qp.src, c, rows, scope, now, cur, next, limit, !single, win, page)
+		}
+		if win != nil {
+			return sortedPage(qp.src, c, rows, scope, now, cur, next, limit, *win, page, passed)
 		}
 		return runQuery(qp.src, c, prog, scope, now, cur, next, limit, page, passed)
 	}
@@ -294,7 +298,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		tried := &FeedPage{CollRid: page.CollRid, LSN: page.LSN}
 		passed := 0
 		hits := func() int { return passed }
-		if prog.Streaming() || rows != nil {
+		if prog.Streaming() || streamed {
 			hits = func() int { return len(tried.Items) }
 		}
 		over := false
@@ -511,31 +515,35 @@ type rowWindow struct {
 }
 
 // windowed returns the program of q's rows without its TOP, OFFSET and
-// LIMIT, and their window, when prog's rows stream but for them (no
-// ORDER BY, DISTINCT, GROUP BY or aggregate); nil otherwise.
+// LIMIT, and their window, when that program's rows stream (no ORDER BY,
+// DISTINCT, GROUP BY or aggregate) or come in the order of its ORDER BY
+// alone (eval.Program.Resumable); nil otherwise.
 func windowed(prog *eval.Program, params map[string]document.Value) (*eval.Program, rowWindow, error) {
 	q := prog.Query()
-	if q.From == nil || prog.Streaming() || prog.ReadsAll() || q.Select.Distinct {
+	if q.From == nil || prog.Streaming() || q.Select.Distinct {
 		return nil, rowWindow{}, nil
 	}
 	w := rowWindow{to: -1}
-	info := gatewayplan.Describe(q, params)
-	if info.Top != nil {
-		w.to = *info.Top
-	}
-	if info.Offset != nil && info.Limit != nil {
-		w.from = *info.Offset
-		if end := *info.Offset + *info.Limit; w.to < 0 || end < w.to {
-			w.to = end
+	rows := prog
+	if q.Select.Top != nil || q.Offset != nil {
+		info := gatewayplan.Describe(q, params)
+		if info.Top != nil {
+			w.to = *info.Top
+		}
+		if info.Offset != nil && info.Limit != nil {
+			w.from = *info.Offset
+			if end := *info.Offset + *info.Limit; w.to < 0 || end < w.to {
+				w.to = end
+			}
+		}
+		f := *q
+		f.Select.Top, f.Offset, f.Limit = nil, nil, nil
+		var err error
+		if rows, err = prog.Derive(&f); err != nil {
+			return nil, rowWindow{}, queryError(err)
 		}
 	}
-	f := *q
-	f.Select.Top, f.Offset, f.Limit = nil, nil, nil
-	rows, err := prog.Derive(&f)
-	if err != nil {
-		return nil, rowWindow{}, queryError(err)
-	}
-	if !rows.Streaming() {
+	if !rows.Streaming() && !rows.Resumable() {
 		return nil, rowWindow{}, nil
 	}
 	return rows, w, nil
@@ -574,8 +582,26 @@ func (w *rowWindow) need(rows int) int {
 //
 // passed, when not nil, counts the rows made while the records are read.
 func runQuery(src itemSource, c *containerRecord, prog *eval.Program, s *itemScope, now time.Time, cur, next cursor, limit int, page *FeedPage, passed *int) error {
+	rows, err := prog.RunEach(documents(src, c, prog, s, now), cur.skip+limit+1, passed)
+	if err != nil {
+		return queryError(err)
+	}
+	end, derr := pageRows(rows, cur.skip, limit, page)
+	if derr != nil {
+		return derr
+	}
+	if end < len(rows) {
+		next.skip = end
+		page.Continuation = next.String()
+	}
+	return nil
+}
+
+// documents feeds the evaluator the documents of src in scope s, live at
+// now, counting every record read against the budget.
+func documents(src itemSource, c *containerRecord, prog *eval.Program, s *itemScope, now time.Time) eval.Each {
 	parse := docParser(prog.Query(), false)
-	rows, err := prog.RunEach(func(yield func(document.Value, eval.DocMeta) error) error {
+	return func(yield func(document.Value, eval.DocMeta) error) error {
 		return src(nil, func(_, loc []byte, rec *itemRecord) (bool, error) {
 			if err := prog.Budget().Spend(1); err != nil {
 				return false, err
@@ -587,21 +613,60 @@ func runQuery(src itemSource, c *containerRecord, prog *eval.Program, s *itemSco
 			if err != nil {
 				return false, err
 			}
-			if err := yield(doc, docMeta(loc)); err != nil {
+			meta := docMeta(loc)
+			meta.Order = s.scanPos(loc)
+			if err := yield(doc, meta); err != nil {
 				return false, err
 			}
 			return true, nil
 		})
-	}, cur.skip+limit+1, passed)
+	}
+}
+
+// sortedPage pages an ORDER BY the evaluator sorts (its rows, without
+// TOP, OFFSET and LIMIT, are those of a resumable program, in the window
+// win of them). Every page reads the documents of its access path, as
+// the first does, and asks for the rows after the place of the last row
+// the page before went past (eval.Mark, which the token keeps), so it
+// holds only the rows it may return, however deep it is.
+func sortedPage(src itemSource, c *containerRecord, prog *eval.Program, s *itemScope, now time.Time, cur, next cursor, limit int, win rowWindow, page *FeedPage, passed *int) error {
+	var after *eval.Mark
+	if cur.pos != nil {
+		m, ok := decodeMark(cur.pos, len(prog.Query().OrderBy))
+		if !ok {
+			return errBadContinuation
+		}
+		after = &m
+	}
+	win.made = cur.made
+	if win.done() {
+		return nil
+	}
+	rows, marks, err := prog.RunAfter(documents(src, c, prog, s, now), win.need(limit)+1, passed, after)
 	if err != nil {
 		return queryError(err)
 	}
-	end, derr := pageRows(rows, cur.skip, limit, page)
-	if derr != nil {
-		return derr
+	// last is the last row the page went past, returned or skipped.
+	last, size := -1, 0
+	for i, row := range rows {
+		if win.done() || len(page.Items) == limit {
+			break
+		}
+		if !win.take() {
+			last = i
+			continue
+		}
+		b := row.JSON()
+		if size+len(b) > maxPageBytes && len(page.Items) > 0 {
+			win.made--
+			break
+		}
+		page.Items = append(page.Items, b)
+		size += len(b)
+		last = i
 	}
-	if end < len(rows) {
-		next.skip = end
+	if last+1 < len(rows) && !win.done() {
+		next.pos, next.made = appendMark(nil, marks[last]), win.made
 		page.Continuation = next.String()
 	}
 	return nil

@@ -74,8 +74,9 @@ const MaxRowsPerDocument = 100_000
 // in order by an index) may hold at once by default: the account's
 // advertised queryMaxInMemorySortDocumentCount. Only the rows up to the end
 // of the page asked for are held, so the bound is met by any page that ends
-// within the first MaxSortRows rows in order, and by any query with at most
-// that many rows; DefaultMaxMemory bounds their size.
+// within the first MaxSortRows rows in order, by any query with at most
+// that many rows, and by any page smaller than it that starts after a
+// Mark (RunAfter); DefaultMaxMemory bounds their size.
 const MaxSortRows = 100_000
 
 // checkEvery is how many steps pass between looks at the context and the

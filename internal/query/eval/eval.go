@@ -21,9 +21,11 @@
 package eval
 
 import (
+	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -78,6 +80,12 @@ type DocMeta struct {
 	// DocumentID is the numeric identity DocumentId() reports, taken from
 	// the document's _rid.
 	DocumentID int64
+	// Order is the document's place in the order its source reads
+	// documents in, compared as bytes. A resumed ORDER BY (RunAfter)
+	// breaks ties by it, so that its rows keep one order from page to
+	// page whatever documents come and go between them. It is copied
+	// when kept.
+	Order []byte
 }
 
 // Program is a compiled query.
@@ -272,8 +280,11 @@ type Each func(yield func(doc document.Value, meta DocMeta) error) error
 // DISTINCT drops any): what a caller pacing its reads by how often
 // documents pass can watch.
 func (p *Program) RunEach(each Each, n int, passed *int) ([]document.Value, error) {
+	return p.runEach(p.newCtx(DocMeta{}), each, n, passed)
+}
+
+func (p *Program) runEach(ctx *ctx, each Each, n int, passed *int) ([]document.Value, error) {
 	n = p.eachRows(n)
-	ctx := p.newCtx(DocMeta{})
 	ctx.passed = passed
 	if p.top.rank != nil {
 		ctx.corpus = &corpus{}
@@ -285,6 +296,7 @@ func (p *Program) RunEach(each Each, n int, passed *int) ([]document.Value, erro
 		return each(func(doc document.Value, meta DocMeta) error {
 			ctx.meta = meta
 			ctx.doc++
+			ctx.docRow = 0
 			if ctx.corpus != nil {
 				if err := ctx.corpus.count(ctx, p.top.rank, doc); err != nil {
 					return err
@@ -397,6 +409,11 @@ type ctx struct {
 	doc int
 	// passed, when not nil, counts the top-level rows made (RunEach).
 	passed *int
+	// resume, when not nil, is the state of a run that places its rows
+	// (RunAfter); docRow counts the top-level rows of the document read
+	// last.
+	resume *resumeState
+	docRow int
 }
 
 func (p *Program) newCtx(meta DocMeta) *ctx {
@@ -544,6 +561,10 @@ type sortRow struct {
 	doc  int // the number of the document it comes from (ctx.doc)
 	keys []document.Value
 	rank *rankFeatures // under ORDER BY RANK, what the score is made of
+	// Under RunAfter: the document's DocMeta.Order and the row's number
+	// among the document's rows, which break ties in its place (Mark).
+	order []byte
+	sub   int
 }
 
 // run applies the row-set clauses of cq to the scopes produce yields.
@@ -629,6 +650,12 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 				r.keys = append(r.keys, k)
 				size += sizeOf(k)
 			}
+			if c.resume != nil && cq == c.prog.top {
+				if !c.resume.place(c, &r) {
+					return nil
+				}
+				size += len(r.order)
+			}
 			if err := hold(size); err != nil {
 				return err
 			}
@@ -691,6 +718,9 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 			seen[k] = true
 		}
 		out = append(out, r.val)
+		if c.resume != nil && cq == c.prog.top {
+			c.resume.marks = append(c.resume.marks, r.mark())
+		}
 	}
 	if cq.offset >= 0 {
 		if cq.offset >= len(out) {
@@ -718,23 +748,45 @@ func (c *ctx) sortRows(q *ast.Query, rows []sortRow) {
 	if len(q.OrderBy) == 0 {
 		return
 	}
+	slices.SortStableFunc(rows, c.rowOrder(q))
+}
+
+// rowOrder compares two rows of q by its ORDER BY keys, then as sortRows
+// breaks ties: under RunAfter by their documents' Order and their number
+// among its rows, which make the order total.
+func (c *ctx) rowOrder(q *ast.Query) func(a, b sortRow) int {
 	reverseTies := descendingTies(q)
 	desc := make([]bool, len(q.OrderBy))
 	for k, o := range q.OrderBy {
 		desc[k] = o.Desc || o.Rank || c.vectorDescending(o.Expr)
 	}
-	sort.SliceStable(rows, func(i, j int) bool {
+	placed := c.resume != nil
+	return func(a, b sortRow) int {
 		for k := range q.OrderBy {
-			d := document.Compare(rows[i].keys[k], rows[j].keys[k])
+			d := document.Compare(a.keys[k], b.keys[k])
 			if desc[k] {
 				d = -d
 			}
 			if d != 0 {
-				return d < 0
+				return d
 			}
 		}
-		return reverseTies && rows[i].doc > rows[j].doc
-	})
+		if !placed {
+			// The sort is stable and rows come in document order.
+			if reverseTies {
+				return cmp.Compare(b.doc, a.doc)
+			}
+			return 0
+		}
+		d := bytes.Compare(a.order, b.order)
+		if reverseTies {
+			d = -d
+		}
+		if d != 0 {
+			return d
+		}
+		return cmp.Compare(a.sub, b.sub)
+	}
 }
 
 // descendingTies reports whether rows of q whose ORDER BY keys are all
