@@ -1,7 +1,6 @@
 package eval
 
 import (
-	"bytes"
 	"errors"
 
 	"github.com/mayfly-db/mayfly/internal/document"
@@ -60,12 +59,25 @@ type resumeState struct {
 	order func(a, b sortRow) int
 	// marks holds the places of the rows returned, in order.
 	marks []Mark
+	// arena holds the copies of the documents' Order, a chunk at a time
+	// rather than an allocation per row.
+	arena []byte
+}
+
+// keep copies b into the arena.
+func (rs *resumeState) keep(b []byte) []byte {
+	if len(rs.arena)+len(b) > cap(rs.arena) {
+		rs.arena = make([]byte, 0, max(4096, len(b)))
+	}
+	n := len(rs.arena)
+	rs.arena = append(rs.arena, b...)
+	return rs.arena[n:len(rs.arena):len(rs.arena)]
 }
 
 // place gives row r of the current document its place and reports
 // whether that is after the mark.
 func (rs *resumeState) place(c *ctx, r *sortRow) bool {
-	r.order = bytes.Clone(c.meta.Order)
+	r.order = rs.keep(c.meta.Order)
 	r.sub = c.docRow
 	c.docRow++
 	if rs.after == nil {
