@@ -259,7 +259,7 @@ func padItems(n int) []string {
 // pages go on from the place of the last row in the order, not from an
 // offset: pages of 100 reach the 600th row, each holding 101 rows, where
 // an offset's pages would hold the rows before them too and page 5 would
-// be refused.
+// be refused; so is a DISTINCT whose repeats tie with each other.
 func TestInMemorySortLimit(t *testing.T) {
 	e := newLimitsEngine(t, Config{MaxSortRows: 500}, padItems(600)...)
 	ctx := context.Background()
@@ -287,6 +287,11 @@ func TestInMemorySortLimit(t *testing.T) {
 		{"SELECT VALUE c.id FROM c ORDER BY c._ts DESC", 599, 600},
 		{"SELECT VALUE c.id FROM c ORDER BY c._ts OFFSET 150 LIMIT 420", 150, 420},
 		{"SELECT TOP 550 VALUE c.id FROM c ORDER BY c._ts DESC", 599, 550},
+		// A DISTINCT whose repeats tie: the form the SDKs page a
+		// DISTINCT with. Over more rows than the bound it was refused
+		// on every page, holding every row.
+		{"SELECT DISTINCT VALUE c.n FROM c ORDER BY c.n DESC", 599, 600},
+		{"SELECT DISTINCT VALUE c.n FROM c ORDER BY c.n OFFSET 150 LIMIT 420", 150, 420},
 	} {
 		var ids []string
 		cont := ""

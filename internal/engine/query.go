@@ -517,10 +517,11 @@ type rowWindow struct {
 // windowed returns the program of q's rows without its TOP, OFFSET and
 // LIMIT, and their window, when that program's rows stream (no ORDER BY,
 // DISTINCT, GROUP BY or aggregate) or come in the order of its ORDER BY
-// alone (eval.Program.Resumable); nil otherwise.
+// alone (eval.Program.Resumable: a DISTINCT's too, when its repeats tie);
+// nil otherwise.
 func windowed(prog *eval.Program, params map[string]document.Value) (*eval.Program, rowWindow, error) {
 	q := prog.Query()
-	if q.From == nil || prog.Streaming() || q.Select.Distinct {
+	if q.From == nil || prog.Streaming() {
 		return nil, rowWindow{}, nil
 	}
 	w := rowWindow{to: -1}

@@ -39,6 +39,7 @@ func BenchmarkDeepPage(b *testing.B) {
 		{"top", "SELECT TOP 100000 * FROM c"},
 		{"offset", "SELECT * FROM c OFFSET 10 LIMIT 100000"},
 		{"distinct", "SELECT DISTINCT VALUE c.id FROM c"},
+		{"distinct-ordered", "SELECT DISTINCT VALUE c.id FROM c ORDER BY c.id"},
 	} {
 		p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: q.text, RangeID: "0", CrossPartition: true, MaxItemCount: 100}
 		s.orderReady(b, p)

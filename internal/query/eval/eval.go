@@ -284,7 +284,11 @@ func (p *Program) RunEach(each Each, n int, passed *int) ([]document.Value, erro
 }
 
 func (p *Program) runEach(ctx *ctx, each Each, n int, passed *int) ([]document.Value, error) {
-	n = p.eachRows(n)
+	if ctx.resume == nil {
+		// A resumable program has no OFFSET, and a DISTINCT of its
+		// trims as it goes.
+		n = p.eachRows(n)
+	}
 	ctx.passed = passed
 	if p.top.rank != nil {
 		ctx.corpus = &corpus{}
@@ -600,7 +604,10 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 		seenEarly := map[string]bool{}
 		ordered := len(q.OrderBy) > 0
 		// A rank is known only once every document is read.
-		capped := want > 0 && ordered && !q.Select.Distinct && cq.rank == nil
+		// Under RunAfter a DISTINCT's repeats tie (keyedByRow), so
+		// trimming drops them too.
+		placed := c.resume != nil && cq == c.prog.top
+		capped := want > 0 && ordered && (!q.Select.Distinct || placed) && cq.rank == nil
 		// An ORDER BY with a known end keeps the rows that can be among
 		// the first want: it sorts and trims whenever the buffer reaches
 		// compact rows, so it holds O(want) rows, not the scope's.
@@ -650,8 +657,11 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 				r.keys = append(r.keys, k)
 				size += sizeOf(k)
 			}
-			if c.resume != nil && cq == c.prog.top {
-				if !c.resume.place(c, &r) {
+			if placed {
+				if after, tie := c.resume.place(c, &r); !after {
+					if tie && q.Select.Distinct {
+						return c.resume.seen(v, hold)
+					}
 					return nil
 				}
 				size += len(r.order)
@@ -670,16 +680,21 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 				return ErrSort
 			case capped && len(rows) >= compact:
 				c.sortRows(q, rows)
-				for _, dropped := range rows[want:] {
-					size := sizeOf(dropped.val)
-					for _, k := range dropped.keys {
-						size += sizeOf(k)
-					}
+				n := want
+				if placed && q.Select.Distinct {
+					n = c.resume.distinct(rows, want)
+				}
+				for _, dropped := range rows[n:] {
+					size := dropped.size()
 					held -= size
 					c.budget.release(size)
 				}
-				clear(rows[want:])
-				rows = rows[:want]
+				clear(rows[n:])
+				rows = rows[:n]
+				// Rows that tie with a DISTINCT's mark are kept past
+				// want (resumeState.distinct): the buffer grows
+				// before the next trim, so trims stay rare.
+				compact = max(compact, 2*n)
 			}
 			return nil
 		})
@@ -695,6 +710,7 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 		cq.rank.score(c.corpus, rows, desc)
 	}
 	c.sortRows(q, rows)
+	placed := c.resume != nil && cq == c.prog.top
 	if !cq.grouped && want > 0 && len(q.OrderBy) > 0 && !q.Select.Distinct && len(rows) > want {
 		rows = rows[:want]
 	}
@@ -702,6 +718,9 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 	var seen map[string]bool
 	if q.Select.Distinct && !early {
 		seen = map[string]bool{}
+		if placed {
+			seen = c.resume.before
+		}
 	}
 	for _, r := range rows {
 		if !r.val.IsDefined() {
@@ -721,6 +740,9 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 		if c.resume != nil && cq == c.prog.top {
 			c.resume.marks = append(c.resume.marks, r.mark())
 		}
+	}
+	if placed && want > 0 && len(out) > want {
+		out, c.resume.marks = out[:want], c.resume.marks[:want]
 	}
 	if cq.offset >= 0 {
 		if cq.offset >= len(out) {

@@ -2,8 +2,11 @@ package eval
 
 import (
 	"errors"
+	"slices"
+	"strings"
 
 	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/query/ast"
 )
 
 // A Mark is a row's place in the order of an ORDER BY query's rows: its
@@ -21,12 +24,55 @@ type Mark struct {
 
 // Resumable reports whether the program's rows can be asked for after a
 // Mark (RunAfter): a query over documents with ORDER BY, without GROUP BY,
-// an aggregate, DISTINCT, RANK, TOP or OFFSET, whose rows are in the order
-// of their keys and nothing else.
+// an aggregate, RANK, TOP or OFFSET, whose rows are in the order of their
+// keys and nothing else; with DISTINCT, only when its repeats tie
+// (keyedByRow), so that a page knows the rows before it that repeat its
+// own from the ties of its mark alone.
 func (p *Program) Resumable() bool {
 	q := p.q
-	return q.From != nil && len(q.OrderBy) > 0 && !p.top.grouped && !q.Select.Distinct &&
+	return q.From != nil && len(q.OrderBy) > 0 && !p.top.grouped && (!q.Select.Distinct || keyedByRow(q)) &&
 		p.top.rank == nil && q.Select.Top == nil && q.Offset == nil
+}
+
+// keyedByRow reports whether equal rows of q have equal ORDER BY keys:
+// each key is the row (SELECT VALUE e … ORDER BY e), one of its
+// properties (SELECT e AS a, … ORDER BY e), or, when a row is the document
+// itself (SELECT * FROM c, without JOIN), any function of it but RAND.
+func keyedByRow(q *ast.Query) bool {
+	sel := &q.Select
+	for _, o := range q.OrderBy {
+		switch {
+		case sel.Star:
+			if len(q.Joins) > 0 || q.From.Iterate || randomized(o.Expr) {
+				return false
+			}
+			if _, root := q.From.Expr.(*ast.Ident); !root {
+				return false
+			}
+		case sel.Value != nil:
+			if !ast.Equal(o.Expr, sel.Value) || randomized(o.Expr) {
+				return false
+			}
+		default:
+			if randomized(o.Expr) || !slices.ContainsFunc(sel.Items, func(it ast.SelectItem) bool { return ast.Equal(it.Expr, o.Expr) }) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// randomized reports whether e calls RAND, whose value a row does not
+// determine.
+func randomized(e ast.Expr) bool {
+	found := false
+	ast.Walk(e, func(x ast.Expr) bool {
+		if call, ok := x.(*ast.Call); ok && strings.EqualFold(call.Name, "RAND") {
+			found = true
+		}
+		return !found
+	})
+	return found
 }
 
 var errNotResumable = errors.New("eval: RunAfter needs a resumable program (Resumable)")
@@ -44,7 +90,7 @@ func (p *Program) RunAfter(each Each, n int, passed *int, after *Mark) ([]docume
 		return nil, nil, errors.New("eval: a mark of another query")
 	}
 	ctx := p.newCtx(DocMeta{})
-	ctx.resume = &resumeState{after: after}
+	ctx.resume = &resumeState{after: after, before: map[string]bool{}}
 	ctx.resume.order = ctx.rowOrder(p.q) // which sees the run places its rows
 	rows, err := p.runEach(ctx, each, n, passed)
 	if err != nil {
@@ -59,6 +105,10 @@ type resumeState struct {
 	order func(a, b sortRow) int
 	// marks holds the places of the rows returned, in order.
 	marks []Mark
+	// before holds, under DISTINCT, the rows at or before the mark that
+	// tie with it, by canonical key: the only rows before the mark a row
+	// after it may repeat.
+	before map[string]bool
 	// arena holds the copies of the documents' Order, a chunk at a time
 	// rather than an allocation per row.
 	arena []byte
@@ -75,16 +125,74 @@ func (rs *resumeState) keep(b []byte) []byte {
 }
 
 // place gives row r of the current document its place and reports
-// whether that is after the mark.
-func (rs *resumeState) place(c *ctx, r *sortRow) bool {
+// whether that is after the mark, and if not whether its keys tie with
+// the mark's.
+func (rs *resumeState) place(c *ctx, r *sortRow) (after, tie bool) {
 	r.order = rs.keep(c.meta.Order)
 	r.sub = c.docRow
 	c.docRow++
 	if rs.after == nil {
-		return true
+		return true, false
 	}
 	m := sortRow{keys: rs.after.Keys, order: rs.after.Doc, sub: rs.after.Row}
-	return rs.order(m, *r) < 0
+	if rs.order(m, *r) < 0 {
+		return true, false
+	}
+	return false, rs.ties(r.keys)
+}
+
+// seen notes a DISTINCT row before the mark that ties with it.
+func (rs *resumeState) seen(v document.Value, hold func(int) error) error {
+	k := string(canonicalKey(nil, v))
+	if rs.before[k] {
+		return nil
+	}
+	if err := hold(len(k) + 48); err != nil {
+		return err
+	}
+	rs.before[k] = true
+	return nil
+}
+
+// distinct moves the first of each DISTINCT row of sorted rows that no
+// row before the mark repeats to the front, in order, and the rest behind
+// them; it returns how many it moved. It moves want rows, and before them
+// those that tie with the mark: a row before the mark not yet read may
+// repeat one of those, which would then give its place to the next.
+func (rs *resumeState) distinct(rows []sortRow, want int) int {
+	seen := map[string]bool{}
+	var kept, rest []sortRow
+	counted := 0
+	for _, r := range rows {
+		k := string(canonicalKey(nil, r.val))
+		tie := rs.after != nil && rs.ties(r.keys)
+		if counted == want && !tie || seen[k] || rs.before[k] {
+			rest = append(rest, r)
+			continue
+		}
+		seen[k] = true
+		kept = append(kept, r)
+		if !tie {
+			counted++
+		}
+	}
+	copy(rows, kept)
+	copy(rows[len(kept):], rest)
+	return len(kept)
+}
+
+// ties reports whether keys are the mark's.
+func (rs *resumeState) ties(keys []document.Value) bool {
+	return slices.EqualFunc(keys, rs.after.Keys, func(a, b document.Value) bool { return document.Compare(a, b) == 0 })
+}
+
+// size is what r holds, as run counts it.
+func (r sortRow) size() int {
+	n := sizeOf(r.val) + len(r.order)
+	for _, k := range r.keys {
+		n += sizeOf(k)
+	}
+	return n
 }
 
 func (r sortRow) mark() Mark { return Mark{Keys: r.keys, Doc: r.order, Row: r.sub} }

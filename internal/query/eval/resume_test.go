@@ -56,6 +56,12 @@ func TestRunAfterPages(t *testing.T) {
 		"SELECT c.id, x FROM c JOIN x IN c.t ORDER BY x DESC, c.k",
 		"SELECT c.id, x FROM c JOIN x IN c.t ORDER BY x",
 		"SELECT VALUE c.id FROM c WHERE c.k > 1 ORDER BY c.k, c.id DESC",
+		// DISTINCT rows repeat within and across pages and documents.
+		"SELECT DISTINCT VALUE c.k FROM c ORDER BY c.k",
+		"SELECT DISTINCT VALUE c.k FROM c ORDER BY c.k DESC",
+		"SELECT DISTINCT VALUE x FROM c JOIN x IN c.t ORDER BY x DESC",
+		"SELECT DISTINCT c.k, x FROM c JOIN x IN c.t ORDER BY c.k, x",
+		"SELECT DISTINCT x, c.k FROM c JOIN x IN c.t ORDER BY x",
 	} {
 		whole, err := compile(t, text, eval.Options{}).RunEach(eachOf(docs), 0, nil)
 		if err != nil {
@@ -109,7 +115,12 @@ func TestResumable(t *testing.T) {
 		"SELECT * FROM c":                                       false,
 		"SELECT TOP 3 * FROM c ORDER BY c.a":                    false,
 		"SELECT * FROM c ORDER BY c.a OFFSET 1 LIMIT 2":         false,
-		"SELECT DISTINCT VALUE c.a FROM c ORDER BY c.a":         false,
+		"SELECT DISTINCT VALUE c.a FROM c ORDER BY c.a":         true,
+		"SELECT DISTINCT c.a, c.b FROM c ORDER BY c.b":          true,
+		"SELECT DISTINCT * FROM c ORDER BY c.b":                 true,
+		"SELECT DISTINCT VALUE c.a FROM c ORDER BY c.b":         false,
+		"SELECT DISTINCT c.a FROM c ORDER BY c.b":               false,
+		"SELECT DISTINCT VALUE c.a FROM c ORDER BY RAND()":      false,
 		"SELECT c.a, COUNT(1) AS n FROM c GROUP BY c.a":         false,
 		"SELECT VALUE COUNT(1) FROM c":                          false,
 		"SELECT * FROM c ORDER BY RANK FullTextScore(c.a, 'x')": false,
