@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/query/eval"
 	"github.com/mayfly-db/mayfly/internal/query/plan"
 )
 
@@ -60,6 +62,46 @@ func FuzzCursor(f *testing.F) {
 		}
 		if again, err := parseCursor(c.String(), 5); err != nil || again.String() != c.String() {
 			t.Fatalf("re-encoding %q gives %v", s, err)
+		}
+	})
+}
+
+func TestMarkRoundTrip(t *testing.T) {
+	for _, m := range []eval.Mark{
+		{Keys: []document.Value{document.Int(3)}, Doc: []byte{0, 1}, Row: 0},
+		{Keys: []document.Value{document.Undef, document.Str("a\x00b"), document.Float(0.1)}, Doc: itemLoc("0A", 7), Row: 12},
+		{Keys: []document.Value{document.Obj([]document.Field{{Name: "x", Value: document.Arr([]document.Value{document.NullValue()})}})}, Row: 1 << 20},
+	} {
+		got, ok := decodeMark(appendMark(nil, m), len(m.Keys))
+		if !ok || got.Row != m.Row || !bytes.Equal(got.Doc, m.Doc) || len(got.Keys) != len(m.Keys) {
+			t.Fatalf("round trip of %+v: %+v %v", m, got, ok)
+		}
+		for i := range m.Keys {
+			if document.Compare(got.Keys[i], m.Keys[i]) != 0 || got.Keys[i].IsDefined() != m.Keys[i].IsDefined() {
+				t.Errorf("key %d of %+v came back as %s", i, m, got.Keys[i].JSON())
+			}
+		}
+		if _, ok := decodeMark(appendMark(nil, m), len(m.Keys)+1); ok {
+			t.Errorf("a mark of %d keys read as one of %d", len(m.Keys), len(m.Keys)+1)
+		}
+	}
+}
+
+// FuzzMark: any bytes a token's position holds decode to a mark that
+// encodes back to them, or are refused; never a panic.
+func FuzzMark(f *testing.F) {
+	f.Add(appendMark(nil, eval.Mark{Keys: []document.Value{document.Int(3), document.Undef}, Doc: []byte{1, 2}, Row: 4}), 2)
+	f.Add([]byte{1, 1, 200, 1}, 1)
+	f.Fuzz(func(t *testing.T, b []byte, nkeys int) {
+		if nkeys < 0 || nkeys > 8 {
+			return
+		}
+		m, ok := decodeMark(b, nkeys)
+		if !ok {
+			return
+		}
+		if again, ok := decodeMark(appendMark(nil, m), nkeys); !ok || again.Row != m.Row || !bytes.Equal(again.Doc, m.Doc) {
+			t.Fatalf("re-encoding the mark of %x gives %+v %v", b, again, ok)
 		}
 	})
 }
