@@ -333,14 +333,26 @@ type keySpan struct{ lo, hi []byte }
 // termSpans turns a planner term into spans of the container's index
 // keys, in key order.
 func termSpans(c *containerRecord, t plan.Term) []keySpan {
-	return valueSpans(appendIndexPath(indexPrefix(c), t.Path), t, false)
+	return valueSpans(appendIndexPath(indexPrefix(c), t.Path), t, false, nil)
+}
+
+// scopedSpans is termSpans for reading the items of scope s: the span of
+// one value is narrowed to the entries whose location lies in the scope,
+// for an entry's key is its path, its value, then the item's location.
+// A page in one logical partition then reads that partition's entries of
+// the value, not every partition's. (A range of values is not one span
+// in a scope, and is read whole and filtered by location.)
+func scopedSpans(c *containerRecord, t plan.Term, s *itemScope) []keySpan {
+	return valueSpans(appendIndexPath(indexPrefix(c), t.Path), t, false, s)
 }
 
 // valueSpans turns the value spans of a term into spans of keys that hold
 // an encoded value after base, in key order; desc says the values are
 // encoded inverted (a descending path of a composite index), which
 // reverses their order, so a range's upper bound is then the span's start.
-func valueSpans(base []byte, t plan.Term, desc bool) []keySpan {
+// within, when not nil, narrows the span of one value to the entries of
+// the items it holds, the location following the value.
+func valueSpans(base []byte, t plan.Term, desc bool, within *itemScope) []keySpan {
 	enc := func(v document.Value) []byte {
 		k, _ := appendCompositeValue(bytes.Clone(base), v, desc)
 		return k
@@ -354,8 +366,18 @@ func valueSpans(base []byte, t plan.Term, desc bool) []keySpan {
 		switch sp.Kind {
 		case plan.SpanValue:
 			k, ok := appendCompositeValue(bytes.Clone(base), sp.Lo, desc)
-			if ok {
-				out = append(out, keySpan{k, prefixEnd(k)})
+			if !ok {
+				continue
+			}
+			lo, hi := k, prefixEnd(k)
+			if within != nil {
+				lo = append(bytes.Clone(k), within.lo...)
+				if within.hi != nil {
+					hi = append(bytes.Clone(k), within.hi...)
+				}
+			}
+			if bytes.Compare(lo, hi) < 0 {
+				out = append(out, keySpan{lo, hi})
 			}
 		case plan.SpanPrefix:
 			k := append(bytes.Clone(base), tagString^mask)
@@ -464,7 +486,7 @@ func compositeLoc(k []byte, base int, comp *compositeIndex) ([]byte, bool) {
 // term's spans name, in _rid order and without repeats.
 func spanLocs(r storage.Reader, c *containerRecord, t plan.Term, s *itemScope, st *readStats) ([][]byte, error) {
 	base := len(appendIndexPath(indexPrefix(c), t.Path))
-	return collectLocs(r, termSpans(c, t), s, st, func(k []byte) ([]byte, bool) { return entryLoc(k, base) })
+	return collectLocs(r, scopedSpans(c, t, s), s, st, func(k []byte) ([]byte, bool) { return entryLoc(k, base) })
 }
 
 // collectLocs reads the entries of spans and returns the locations locOf

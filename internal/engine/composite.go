@@ -81,7 +81,7 @@ func compositeSpans(c *containerRecord, u *plan.CompositeUse, terms []plan.Term)
 	if u.Next < 0 {
 		return []keySpan{{base, prefixEnd(base)}}
 	}
-	return valueSpans(base, terms[u.Next], u.Index.Desc[len(u.Eq)])
+	return valueSpans(base, terms[u.Next], u.Index.Desc[len(u.Eq)], nil)
 }
 
 // entryCheck tells, from an entry's key alone, whether its item can pass
@@ -98,7 +98,7 @@ func newEntryCheck(c *containerRecord, comp *compositeIndex, u *plan.CompositeUs
 	ch := &entryCheck{comp: comp, base: compositeBase(c, u), spans: make([][]keySpan, len(comp.paths))}
 	for i := len(u.Terms()); i < len(comp.paths); i++ {
 		if t := slices.IndexFunc(terms, func(t plan.Term) bool { return slices.Equal(t.Path, comp.paths[i]) }); t >= 0 {
-			ch.spans[i] = valueSpans(nil, terms[t], comp.desc[i])
+			ch.spans[i] = valueSpans(nil, terms[t], comp.desc[i], nil)
 		}
 	}
 	return ch
