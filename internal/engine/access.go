@@ -336,14 +336,32 @@ func termSpans(c *containerRecord, t plan.Term) []keySpan {
 	return valueSpans(appendIndexPath(indexPrefix(c), t.Path), t, false, nil)
 }
 
-// scopedSpans is termSpans for reading the items of scope s: the span of
-// one value is narrowed to the entries whose location lies in the scope,
-// for an entry's key is its path, its value, then the item's location.
-// A page in one logical partition then reads that partition's entries of
-// the value, not every partition's. (A range of values is not one span
-// in a scope, and is read whole and filtered by location.)
+// scopedSpans is termSpans for the items of scope s: when the term is
+// made of single values (scopedTerm), the span of each is narrowed to the
+// entries whose location lies in the scope, for an entry's key is its
+// path, its value, then the item's location. A page in one logical
+// partition then counts and reads that partition's entries of the value,
+// not every partition's. (A range of values is not one span in a scope,
+// and is read whole and filtered by location.)
 func scopedSpans(c *containerRecord, t plan.Term, s *itemScope) []keySpan {
+	if !scopedTerm(t, s) {
+		return termSpans(c, t)
+	}
 	return valueSpans(appendIndexPath(indexPrefix(c), t.Path), t, false, s)
+}
+
+// scopedTerm reports whether scopedSpans narrows t's spans to s: s is
+// narrower than the container and every span of t is one value.
+func scopedTerm(t plan.Term, s *itemScope) bool {
+	if s.kind == plan.ScopeAll || len(t.Spans) == 0 {
+		return false
+	}
+	for _, sp := range t.Spans {
+		if sp.Kind != plan.SpanValue {
+			return false
+		}
+	}
+	return true
 }
 
 // valueSpans turns the value spans of a term into spans of keys that hold

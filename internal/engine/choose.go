@@ -45,7 +45,7 @@ func probeLimit(s plan.Scope) int64 {
 
 // smallScope is the size up to which a logical partition (or prefix) is
 // read whole without counting index entries: reading it costs little, while
-// a span's entries belong to the whole container, and the count's first
+// a range's entries belong to the whole container, and the count's first
 // seek alone may cost more (a span whose start has seen many deletions
 // makes the store step over their tombstones).
 const smallScope = 256
@@ -136,7 +136,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	partners := !slices.ContainsFunc(in.Composites, func(u plan.CompositeUse) bool { return u.Ordered })
 	tc := counted
 	if tc == nil {
-		tc = newTermCounts(c, terms, weighed)
+		tc = newTermCounts(c, terms, weighed, s)
 	}
 	rows := scanRows(prog, params, limit)
 	if wide, budget, ok := plan.ScanFirstBounds(size, rows, probe); ok && try != noScanFirst && len(weighed) > 0 && orderTerm < 0 && len(in.Composites) == 0 {
@@ -306,13 +306,20 @@ func paced(src itemSource, sp *scanPace, hits func() int, over *bool) (paced ite
 type termCounts struct {
 	idx       []int // into the query's terms
 	counters  []spanCounter
-	narrowest int64 // the smallest count of a term counted to its end; -1: none yet
+	scoped    []bool // the count is of the scope's entries (plan.Input.Scoped)
+	narrowest int64  // the smallest count of a term counted to its end; -1: none yet
+	// narrowScoped is the scoped flag of the narrowest count.
+	narrowScoped bool
 }
 
-func newTermCounts(c *containerRecord, terms []plan.Term, counted []int) *termCounts {
-	tc := &termCounts{idx: counted, counters: make([]spanCounter, len(counted)), narrowest: -1}
+// newTermCounts counts the entries of the counted terms in scope s: a
+// term of single values counts the scope's own (scopedSpans), any other
+// the container's.
+func newTermCounts(c *containerRecord, terms []plan.Term, counted []int, s *itemScope) *termCounts {
+	tc := &termCounts{idx: counted, counters: make([]spanCounter, len(counted)), scoped: make([]bool, len(counted)), narrowest: -1}
 	for k, i := range counted {
-		tc.counters[k].spans = termSpans(c, terms[i])
+		tc.counters[k].spans = scopedSpans(c, terms[i], s)
+		tc.scoped[k] = scopedTerm(terms[i], s)
 	}
 	return tc
 }
@@ -329,7 +336,7 @@ func (tc *termCounts) count(r storage.Reader, size plan.Scope, probe int64, part
 			}
 			bound := probe
 			if partners && tc.narrowest >= 0 {
-				bound = plan.PartnerBound(size, probe, tc.narrowest)
+				bound = plan.PartnerBound(size, probe, tc.narrowest, tc.narrowScoped)
 			}
 			if err := sc.count(r, min(step, bound), st); err != nil {
 				return err
@@ -338,7 +345,7 @@ func (tc *termCounts) count(r storage.Reader, size plan.Scope, probe int64, part
 			case len(sc.spans) == 0:
 				done[k] = true
 				if tc.narrowest < 0 || sc.n < tc.narrowest {
-					tc.narrowest = sc.n
+					tc.narrowest, tc.narrowScoped = sc.n, tc.scoped[k]
 				}
 			case sc.n >= bound:
 				done[k] = true
@@ -365,9 +372,13 @@ func (tc *termCounts) fill(in *plan.Input) {
 	if in.Stopped == nil {
 		in.Stopped = make([]bool, len(in.Entries))
 	}
+	if in.Scoped == nil {
+		in.Scoped = make([]bool, len(in.Entries))
+	}
 	for k, i := range tc.idx {
 		in.Entries[i] = tc.counters[k].n
 		in.Stopped[i] = len(tc.counters[k].spans) > 0
+		in.Scoped[i] = tc.scoped[k]
 	}
 }
 

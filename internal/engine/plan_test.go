@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/mayfly-db/mayfly/internal/partition"
+	"github.com/mayfly-db/mayfly/internal/query/plan"
 )
 
 var updatePlans = flag.Bool("update", false, "rewrite the expected plans in testdata/plans.txt")
@@ -132,4 +133,49 @@ func diffLines(want, got string) string {
 		}
 	}
 	return b.String()
+}
+
+// An equality term in one logical partition is counted and read among the
+// partition's own entries of its value (scopedSpans): a value most of
+// the container holds but the partition holds three times is three
+// entries there. Counted over the container, its count reached the
+// probe, the scan of the partition's 300 items looked cheaper, and the
+// page read them all after counting a thousand entries.
+func TestScopedTermCountsItsPartition(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	for p := range 20 {
+		items := make([]string, 0, 300)
+		for n := range 300 {
+			v := "x"
+			if p == 0 && n%100 != 7 {
+				v = "y"
+			}
+			items = append(items, fmt.Sprintf(`{"id":"i%d","pk":"p%d","t":"%s"}`, p*300+n, p, v))
+		}
+		be.seed(t, items...)
+	}
+	for _, tc := range []struct{ name, key, query string }{
+		{"header", `["p0"]`, "SELECT * FROM c WHERE c.t = 'x'"},
+		{"pinned", "", "SELECT * FROM c WHERE c.t = 'x' AND c.pk = 'p0'"},
+		{"in", `["p0"]`, "SELECT * FROM c WHERE c.t IN ('x', 'z')"},
+	} {
+		p := QueryParams{ItemRef: ItemRef{DB: "db", Coll: "c"}, Query: tc.query, MaxItemCount: -1}
+		if tc.key != "" {
+			k, err := partition.ParseHeader(tc.key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.PartitionKey, p.HasKey = k, true
+		}
+		page, err := be.e.QueryItems(context.Background(), p)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if len(page.Items) != 3 || page.Plan == nil || page.Plan.Chosen.Access != plan.IndexSpan {
+			t.Fatalf("%s: %d rows by %v, want 3 by the index span", tc.name, len(page.Items), page.Plan)
+		}
+		if page.Examined != 3 || page.IndexEntries > 10 {
+			t.Errorf("%s: read %d records and %d index entries, want 3 and the partition's few", tc.name, page.Examined, page.IndexEntries)
+		}
+	}
 }

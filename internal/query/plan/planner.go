@@ -273,12 +273,16 @@ type Input struct {
 	Scope Scope
 	Terms []Term
 	// Entries[i] is how many index entries Terms[i]'s spans hold in the
-	// whole container, or -1 when the index cannot answer the term (the
+	// whole container (in the scope when Scoped[i]), or -1 when the index cannot answer the term (the
 	// path is not indexed, or the index is being rebuilt). A count the
 	// engine stopped at its bound reads as that bound, and Stopped[i] is
 	// then set (nil: every count is whole).
 	Entries []int64
 	Stopped []bool
+	// Scoped[i] says Entries[i] counts only the entries of the scope's
+	// items (nil: none does): the engine narrows a span of one value to
+	// the scope, its entries following the value with the item's place.
+	Scoped []bool
 	// Ordered is set when an ordered walk applies; WalkEntries is then
 	// how many entries the ORDER BY path's index holds (or -1).
 	Ordered     *Ordered
@@ -373,7 +377,7 @@ func Choose(in Input) Plan {
 		if e < 0 {
 			continue
 		}
-		add(Path{Access: IndexSpan, Terms: []int{i}, Entries: float64(e), Records: float64(e) * frac})
+		add(Path{Access: IndexSpan, Terms: []int{i}, Entries: float64(e), Records: float64(e) * in.termShare(i)})
 		if best < 0 || e < in.Entries[best] {
 			best = i
 		}
@@ -397,7 +401,15 @@ func Choose(in Input) Plan {
 		// is unknown, so it is not weighed.
 		if second >= 0 && !(in.Stopped != nil && in.Stopped[second]) {
 			e1, e2 := float64(in.Entries[best]), float64(in.Entries[second])
-			add(Path{Access: Intersect, Terms: []int{best, second}, Entries: e1 + e2, Records: e1 * e2 / n * frac})
+			// Each count over the items it was counted among: a
+			// scoped count (Input.Scoped) is over the scope's.
+			records := e1 * e2 / n * frac
+			for _, i := range []int{best, second} {
+				if in.scoped(i) && frac > 0 {
+					records /= frac
+				}
+			}
+			add(Path{Access: Intersect, Terms: []int{best, second}, Entries: e1 + e2, Records: records})
 		}
 	}
 	for i := range in.Composites {
@@ -418,7 +430,7 @@ func Choose(in Input) Plan {
 		sel := 1.0
 		for i, te := range in.Entries {
 			if te >= 0 && !slices.Contains(u.Eq, i) && i != u.Next {
-				sel = math.Min(sel, math.Max(float64(te), 1)/n)
+				sel = math.Min(sel, in.selectivity(i))
 			}
 		}
 		entries := math.Min(e, float64(u.Want)/(f*sel))
@@ -436,7 +448,6 @@ func Choose(in Input) Plan {
 // walkSpan returns how many entries a walk of o's path may read (those of
 // its term, if it has one) and the selectivity of the other terms.
 func walkSpan(in Input, o *Ordered) (total, sel float64) {
-	n := float64(max(in.Scope.ContainerItems, 1))
 	total, sel = float64(in.WalkEntries), 1.0
 	for i, e := range in.Entries {
 		switch {
@@ -444,10 +455,33 @@ func walkSpan(in Input, o *Ordered) (total, sel float64) {
 		case i == o.Term:
 			total = float64(e)
 		default:
-			sel = math.Min(sel, math.Max(float64(e), 1)/n)
+			sel = math.Min(sel, in.selectivity(i))
 		}
 	}
 	return total, sel
+}
+
+// termShare is the part of Terms[i]'s counted entries that name items in
+// the scope: all of them when the count is the scope's own (Scoped),
+// else the scope's fraction of the container.
+func (in Input) termShare(i int) float64 {
+	if in.scoped(i) {
+		return 1
+	}
+	return in.Scope.fraction()
+}
+
+func (in Input) scoped(i int) bool { return in.Scoped != nil && in.Scoped[i] }
+
+// selectivity is the part of the items Terms[i] holds, at least one
+// item's: its count over the items it was counted among (the scope's,
+// or the container's).
+func (in Input) selectivity(i int) float64 {
+	n := float64(max(in.Scope.ContainerItems, 1))
+	if in.scoped(i) {
+		n = math.Max(n*in.Scope.fraction(), 1)
+	}
+	return math.Max(float64(in.Entries[i]), 1) / n
 }
 
 // OrderedBound is how many entries of the ORDER BY path's own term are
@@ -479,8 +513,19 @@ func OrderedBound(in Input, o *Ordered, probe int64) int64 {
 // wider. Without it, a query on an id and on a property most items have
 // counted the property's entries up to the probe: 37,751 of them in a
 // container of 10⁵ items, for one row.
-func PartnerBound(s Scope, probe, narrowest int64) int64 {
-	b := math.Max(float64(narrowest), float64(narrowest)*s.fraction()*costRecordPoint/costEntry)
+//
+// scoped says the narrowest count is the scope's own (Input.Scoped): its
+// records are then all of its entries, not the scope's fraction of them,
+// and a wider count of the container's must reach as many entries as
+// cost what the narrower span does before it reads as the wider.
+func PartnerBound(s Scope, probe, narrowest int64, scoped bool) int64 {
+	f := s.fraction()
+	share := f
+	if scoped {
+		share = 1
+	}
+	e := float64(narrowest)
+	b := math.Max(e*(costEntry+share*costRecordPoint)/(costEntry+f*costRecordPoint), e*share*costRecordPoint/costEntry)
 	return min(probe, int64(math.Ceil(b))+1)
 }
 

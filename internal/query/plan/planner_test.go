@@ -184,7 +184,8 @@ func TestOrderedBound(t *testing.T) {
 // TestPartnerBound checks that counting the wider terms only up to
 // PartnerBound changes no choice: over random scopes and counts, the
 // plan chosen with every count exact (up to the probe) and the plan chosen
-// with the wider ones stopped at the bound take the same path.
+// with the wider ones stopped at the bound take the same path, whether
+// each count is the scope's own (Input.Scoped) or the container's.
 func TestPartnerBound(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(1, 2))
 	paths := [][]string{{"a"}, {"b"}, {"c"}}
@@ -198,26 +199,33 @@ func TestPartnerBound(t *testing.T) {
 		k := 2 + rnd.IntN(2)
 		terms := make([]Term, k)
 		exact := make([]int64, k)
+		scoped := make([]bool, k)
 		for j := range k {
 			terms[j] = Term{Path: paths[j], Spans: []Span{{Kind: SpanValue, Lo: document.Int(int64(j))}}}
-			// Counts spread over every order of magnitude.
-			exact[j] = min(probe, int64(math.Pow(float64(n), rnd.Float64())))
+			// Counts spread over every order of magnitude, a scoped
+			// one's over the scope's.
+			size := n
+			if scope.Kind != ScopeAll && rnd.IntN(2) == 0 {
+				scoped[j], size = true, scope.Items
+			}
+			exact[j] = min(probe, int64(math.Pow(float64(size), rnd.Float64())))
 		}
-		narrowest := slices.Min(exact)
+		first := slices.Index(exact, slices.Min(exact))
+		narrowest := exact[first]
 		capped := slices.Clone(exact)
 		for j, e := range capped {
-			capped[j] = min(e, max(narrowest, PartnerBound(scope, probe, narrowest)))
+			capped[j] = min(e, max(narrowest, PartnerBound(scope, probe, narrowest, scoped[first])))
 		}
-		want := Choose(Input{Scope: scope, Terms: terms, Entries: exact}).Chosen
-		got := Choose(Input{Scope: scope, Terms: terms, Entries: capped}).Chosen
+		want := Choose(Input{Scope: scope, Terms: terms, Entries: exact, Scoped: scoped}).Chosen
+		got := Choose(Input{Scope: scope, Terms: terms, Entries: capped, Scoped: scoped}).Chosen
 		if got.Access != want.Access || !slices.Equal(got.Terms, want.Terms) {
 			t.Fatalf("case %d: scope %+v, counts %v, stopped at %v: chose %v %v, want %v %v", i, scope, exact, capped, got.Access, got.Terms, want.Access, want.Terms)
 		}
 	}
-	if got := PartnerBound(Scope{Kind: ScopeAll, Items: 100_000, ContainerItems: 100_000}, 37_751, 1); got != 18 {
+	if got := PartnerBound(Scope{Kind: ScopeAll, Items: 100_000, ContainerItems: 100_000}, 37_751, 1, false); got != 18 {
 		t.Errorf("PartnerBound after an id's one entry = %d, want 18", got)
 	}
-	if got := PartnerBound(Scope{Kind: ScopeAll, Items: 100_000, ContainerItems: 100_000}, 37_751, 10_000); got != 37_751 {
+	if got := PartnerBound(Scope{Kind: ScopeAll, Items: 100_000, ContainerItems: 100_000}, 37_751, 10_000, false); got != 37_751 {
 		t.Errorf("PartnerBound past the probe = %d, want the probe", got)
 	}
 }
