@@ -688,5 +688,52 @@ func locSource(r storage.Reader, c *containerRecord, locs func() ([][]byte, erro
 	}
 }
 
+// spanSource reads the items the entries of one value's span sp name in
+// a logical partition, where they come in the scan order: the entries of
+// one value there follow it with the item's location, the partition's
+// EPK then the sequence. A page seeks to its position (a sequence, as
+// locSource's) and reads the entries from there, a run at a time, rather
+// than every entry of the span before it; locSource collects and sorts
+// them all first, as it must when they come in another order.
+func spanSource(r storage.Reader, c *containerRecord, sp keySpan, base int, st *readStats) itemSource {
+	return func(from []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
+		lo := sp.lo
+		if from != nil {
+			if k := append(bytes.Clone(sp.lo), from...); bytes.Compare(k, lo) > 0 {
+				lo = k
+			}
+		}
+		var run entryRun
+		more := true
+		read := func() error {
+			return run.read(r, c, st, func(_, loc []byte, rec *itemRecord) error {
+				if more {
+					var err error
+					more, err = fn(seqPos(loc), loc, rec)
+					return err
+				}
+				return nil
+			})
+		}
+		err := scanRange(r, lo, sp.hi, func(k, _ []byte) (bool, error) {
+			if err := st.entry(); err != nil {
+				return false, err
+			}
+			loc, ok := entryLoc(k, base)
+			if !ok {
+				return true, nil
+			}
+			if run.add(k, loc) < int64(st.ahead()) {
+				return true, nil
+			}
+			return more, read()
+		})
+		if err != nil || !more {
+			return err
+		}
+		return read()
+	}
+}
+
 // crossesArray reports whether a path goes through array elements.
 func crossesArray(path []string) bool { return slices.Contains(path, "[]") }

@@ -575,6 +575,10 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Pr
 			return errBadContinuation
 		}
 		t := terms[qa.terms[0]]
+		if spans := scopedSpans(c, t, s); s.kind == plan.ScopePartition && len(spans) == 1 && scopedTerm(t, s) {
+			qa.src = spanSource(r, c, spans[0], len(appendIndexPath(indexPrefix(c), t.Path)), st)
+			return nil
+		}
 		qa.src = locSource(r, c, func() ([][]byte, error) { return spanLocs(r, c, t, s, st) }, st)
 	case plan.Intersect:
 		if len(qa.terms) != 2 {

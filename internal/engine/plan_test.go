@@ -179,3 +179,49 @@ func TestScopedTermCountsItsPartition(t *testing.T) {
 		}
 	}
 }
+
+// Pages of an equality in one logical partition go on from their
+// position in the value's entries (spanSource): a page reads its own
+// entries, not the span's from its start.
+func TestPartitionSpanPagesSeek(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	items := make([]string, 0, 3000)
+	for n := range 3000 {
+		v := "y"
+		if n%10 == 3 {
+			v = "x"
+		}
+		items = append(items, fmt.Sprintf(`{"id":"i%d","pk":"p0","t":"%s","n":%d}`, n, v, n))
+	}
+	be.seed(t, items...)
+	p := QueryParams{ItemRef: ItemRef{DB: "db", Coll: "c", HasKey: true, PartitionKey: partition.Key{partition.String("p0")}},
+		Query: "SELECT VALUE c.n FROM c WHERE c.t = 'x'", MaxItemCount: 50}
+	var got []string
+	for page := 1; ; page++ {
+		res, err := be.e.QueryItems(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if page == 1 && (res.Plan == nil || res.Plan.Chosen.Access != plan.IndexSpan) {
+			t.Fatalf("page %d by %v, want the index span", page, res.Plan)
+		}
+		for _, it := range res.Items {
+			got = append(got, string(it))
+		}
+		t.Logf("page %d: %d rows, %d entries, %d records", page, len(res.Items), res.IndexEntries, res.Examined)
+		if page > 1 && res.IndexEntries > 60 {
+			t.Errorf("page %d read %d index entries for %d rows", page, res.IndexEntries, len(res.Items))
+		}
+		if p.Continuation = res.Continuation; p.Continuation == "" {
+			break
+		}
+	}
+	if len(got) != 300 || got[0] != "3" || got[299] != "2993" {
+		t.Fatalf("%d rows, %v … %v, want 300 from 3 to 2993", len(got), got[0], got[len(got)-1])
+	}
+	for i, v := range got {
+		if v != strconv.Itoa(i*10+3) {
+			t.Fatalf("row %d is %s, want %d", i, v, i*10+3)
+		}
+	}
+}
