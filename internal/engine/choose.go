@@ -575,9 +575,11 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Pr
 			return errBadContinuation
 		}
 		t := terms[qa.terms[0]]
-		if spans := scopedSpans(c, t, s); s.kind == plan.ScopePartition && len(spans) == 1 && scopedTerm(t, s) {
-			qa.src = spanSource(r, c, spans[0], len(appendIndexPath(indexPrefix(c), t.Path)), st)
-			return nil
+		if s.kind == plan.ScopePartition && scopedTerm(t, s) {
+			if spans := scopedSpans(c, t, s); len(spans) == 1 {
+				qa.src = spanSource(r, c, spans[0], len(appendIndexPath(indexPrefix(c), t.Path)), st)
+				return nil
+			}
 		}
 		qa.src = locSource(r, c, func() ([][]byte, error) { return spanLocs(r, c, t, s, st) }, st)
 	case plan.Intersect:

@@ -581,6 +581,8 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 		asked = stopAt[0]
 	}
 	want := cq.stop(asked) // rows needed before the rest cannot matter
+	// Under RunAfter the top-level rows are placed (resumeState).
+	placed := c.resume != nil && cq == c.prog.top
 	early := q.Select.Distinct && len(q.OrderBy) == 0
 	// The memory of the rows held is counted against the budget while
 	// the query runs; what is returned is at most what was held.
@@ -606,7 +608,6 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 		// A rank is known only once every document is read.
 		// Under RunAfter a DISTINCT's repeats tie (keyedByRow), so
 		// trimming drops them too.
-		placed := c.resume != nil && cq == c.prog.top
 		capped := want > 0 && ordered && (!q.Select.Distinct || placed) && cq.rank == nil
 		// An ORDER BY with a known end keeps the rows that can be among
 		// the first want: it sorts and trims whenever the buffer reaches
@@ -710,7 +711,6 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 		cq.rank.score(c.corpus, rows, desc)
 	}
 	c.sortRows(q, rows)
-	placed := c.resume != nil && cq == c.prog.top
 	if !cq.grouped && want > 0 && len(q.OrderBy) > 0 && !q.Select.Distinct && len(rows) > want {
 		rows = rows[:want]
 	}
@@ -737,7 +737,7 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 			seen[k] = true
 		}
 		out = append(out, r.val)
-		if c.resume != nil && cq == c.prog.top {
+		if placed {
 			c.resume.marks = append(c.resume.marks, r.mark())
 		}
 	}

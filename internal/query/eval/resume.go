@@ -91,6 +91,9 @@ func (p *Program) RunAfter(each Each, n int, passed *int, after *Mark) ([]docume
 	}
 	ctx := p.newCtx(DocMeta{})
 	ctx.resume = &resumeState{after: after, before: map[string]bool{}}
+	if after != nil {
+		ctx.resume.mark = sortRow{keys: after.Keys, order: after.Doc, sub: after.Row}
+	}
 	ctx.resume.order = ctx.rowOrder(p.q) // which sees the run places its rows
 	rows, err := p.runEach(ctx, each, n, passed)
 	if err != nil {
@@ -102,6 +105,7 @@ func (p *Program) RunAfter(each Each, n int, passed *int, after *Mark) ([]docume
 // resumeState is what a run under RunAfter keeps beyond RunEach's.
 type resumeState struct {
 	after *Mark
+	mark  sortRow // after, as a row
 	order func(a, b sortRow) int
 	// marks holds the places of the rows returned, in order.
 	marks []Mark
@@ -128,17 +132,13 @@ func (rs *resumeState) keep(b []byte) []byte {
 // whether that is after the mark, and if not whether its keys tie with
 // the mark's.
 func (rs *resumeState) place(c *ctx, r *sortRow) (after, tie bool) {
-	r.order = rs.keep(c.meta.Order)
-	r.sub = c.docRow
+	r.order, r.sub = c.meta.Order, c.docRow
 	c.docRow++
-	if rs.after == nil {
-		return true, false
+	if rs.after != nil && rs.order(rs.mark, *r) >= 0 {
+		return false, rs.ties(r.keys)
 	}
-	m := sortRow{keys: rs.after.Keys, order: rs.after.Doc, sub: rs.after.Row}
-	if rs.order(m, *r) < 0 {
-		return true, false
-	}
-	return false, rs.ties(r.keys)
+	r.order = rs.keep(r.order)
+	return true, false
 }
 
 // seen notes a DISTINCT row before the mark that ties with it.
