@@ -688,19 +688,38 @@ func locSource(r storage.Reader, c *containerRecord, locs func() ([][]byte, erro
 	}
 }
 
-// spanSource reads the items the entries of one value's span sp name in
-// a logical partition, where they come in the scan order: the entries of
-// one value there follow it with the item's location, the partition's
-// EPK then the sequence. A page seeks to its position (a sequence, as
-// locSource's) and reads the entries from there, a run at a time, rather
-// than every entry of the span before it; locSource collects and sorts
-// them all first, as it must when they come in another order.
-func spanSource(r storage.Reader, c *containerRecord, sp keySpan, base int, st *readStats) itemSource {
+// spanSource reads the items the entries of spans name in a logical
+// partition, each span one value's, where they come in the scan order:
+// the entries of one value there follow it with the item's location, the
+// partition's EPK then the sequence. Several values' spans (an IN list)
+// are merged by location, an item two of them name (through array
+// elements) read once. A page seeks to its position (a sequence, as
+// locSource's) in each span and reads the entries from there, a run at a
+// time, rather than every entry of the spans before it; locSource
+// collects and sorts them all first, as it must when they come in
+// another order.
+func spanSource(r storage.Reader, c *containerRecord, spans []keySpan, base int, st *readStats) itemSource {
 	return func(from []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
-		lo := sp.lo
-		if from != nil {
-			if k := append(bytes.Clone(sp.lo), from...); bytes.Compare(k, lo) > 0 {
-				lo = k
+		heads := make([]spanHead, 0, len(spans))
+		defer func() {
+			for _, h := range heads {
+				h.it.Close()
+			}
+		}()
+		for _, sp := range spans {
+			lo := sp.lo
+			if from != nil {
+				if k := append(bytes.Clone(sp.lo), from...); bytes.Compare(k, lo) > 0 {
+					lo = k
+				}
+			}
+			it, err := r.NewIter(storage.IterParams{Lower: lo, Upper: sp.hi})
+			if err != nil {
+				return err
+			}
+			heads = append(heads, spanHead{it: it})
+			if err := heads[len(heads)-1].take(it.First(), base, st); err != nil {
+				return err
 			}
 		}
 		var run entryRun
@@ -715,24 +734,56 @@ func spanSource(r storage.Reader, c *containerRecord, sp keySpan, base int, st *
 				return nil
 			})
 		}
-		err := scanRange(r, lo, sp.hi, func(k, _ []byte) (bool, error) {
-			if err := st.entry(); err != nil {
-				return false, err
+		var last []byte
+		for more {
+			i := -1 // the head whose location comes first
+			for j := range heads {
+				if heads[j].loc != nil && (i < 0 || bytes.Compare(heads[j].loc, heads[i].loc) < 0) {
+					i = j
+				}
 			}
-			loc, ok := entryLoc(k, base)
-			if !ok {
-				return true, nil
+			if i < 0 {
+				return read()
 			}
-			if run.add(k, loc) < int64(st.ahead()) {
-				return true, nil
+			h := &heads[i]
+			if !bytes.Equal(h.loc, last) {
+				last = h.loc
+				if run.add(h.key, h.loc) >= int64(st.ahead()) {
+					if err := read(); err != nil {
+						return err
+					}
+				}
 			}
-			return more, read()
-		})
-		if err != nil || !more {
+			if err := h.take(h.it.Next(), base, st); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// spanHead is where spanSource is in one span: the entry its iterator is
+// at and the location it names, nil at the span's end.
+type spanHead struct {
+	it       storage.Iterator
+	key, loc []byte
+}
+
+// take counts and keeps the entry the iterator is at (ok: there is one),
+// passing over a malformed key.
+func (h *spanHead) take(ok bool, base int, st *readStats) error {
+	for ; ok; ok = h.it.Next() {
+		if err := st.entry(); err != nil {
 			return err
 		}
-		return read()
+		if loc, good := entryLoc(h.it.Key(), base); good {
+			h.key = bytes.Clone(h.it.Key())
+			h.loc = h.key[len(h.key)-len(loc):]
+			return nil
+		}
 	}
+	h.key, h.loc = nil, nil
+	return h.it.Err()
 }
 
 // crossesArray reports whether a path goes through array elements.

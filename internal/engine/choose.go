@@ -576,10 +576,8 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Pr
 		}
 		t := terms[qa.terms[0]]
 		if s.kind == plan.ScopePartition && scopedTerm(t, s) {
-			if spans := scopedSpans(c, t, s); len(spans) == 1 {
-				qa.src = spanSource(r, c, spans[0], len(appendIndexPath(indexPrefix(c), t.Path)), st)
-				return nil
-			}
+			qa.src = spanSource(r, c, scopedSpans(c, t, s), len(appendIndexPath(indexPrefix(c), t.Path)), st)
+			return nil
 		}
 		qa.src = locSource(r, c, func() ([][]byte, error) { return spanLocs(r, c, t, s, st) }, st)
 	case plan.Intersect:
