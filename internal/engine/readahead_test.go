@@ -209,16 +209,7 @@ func TestPacedScanReadsAhead(t *testing.T) {
 // MAYFLY_TEST_STORE=postgres), the records a page reads ahead come in the
 // round trip of the first of them, not one round trip each.
 func TestScatteredRecordsComeInOneRoundTrip(t *testing.T) {
-	if teststore.Backend() != "postgres" {
-		t.Skip("the store reads in process; MAYFLY_TEST_STORE=postgres runs this test")
-	}
-	s := teststore.Open(t)
-	be := newBatchEnvOn(t, s, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
-	var docs []string
-	for i := 0; i < 400; i++ {
-		docs = append(docs, fmt.Sprintf(`{"id":"d%03d","pk":"p%d","k":%d}`, i, i%37, i%3))
-	}
-	be.seed(t, docs...)
+	s, be := roundTripEnv(t, 37)
 	ctx := context.Background()
 	for _, tc := range []struct {
 		q           string
@@ -288,16 +279,7 @@ func TestChangeFeedReadsRecordsInKeyOrder(t *testing.T) {
 // LSN order across partitions; one partition's from its own items when
 // they are fewer than the log's changes (feedScan.latestOf).
 func TestChangeFeedRecordsComeInOneRoundTrip(t *testing.T) {
-	if teststore.Backend() != "postgres" {
-		t.Skip("the store reads in process; MAYFLY_TEST_STORE=postgres runs this test")
-	}
-	s := teststore.Open(t)
-	be := newBatchEnvOn(t, s, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
-	var docs []string
-	for i := 0; i < 400; i++ {
-		docs = append(docs, fmt.Sprintf(`{"id":"d%03d","pk":"p%d","k":%d}`, i, i%4, i%3))
-	}
-	be.seed(t, docs...)
+	s, be := roundTripEnv(t, 4)
 	ctx := context.Background()
 	for _, tc := range []struct {
 		what        string
@@ -321,4 +303,22 @@ func TestChangeFeedRecordsComeInOneRoundTrip(t *testing.T) {
 			t.Errorf("%s: %d changes in %d round trips; want %d in at most %d", tc.what, len(page.Items), trips, tc.items, tc.trip)
 		}
 	}
+}
+
+// roundTripEnv is a container over PostgreSQL (the test is skipped on
+// any other store) holding 400 items spread over parts partitions, k =
+// 0..2, and the store, whose round trips the test counts.
+func roundTripEnv(t *testing.T, parts int) (storage.Store, *batchEnv) {
+	t.Helper()
+	if teststore.Backend() != "postgres" {
+		t.Skip("the store reads in process; MAYFLY_TEST_STORE=postgres runs this test")
+	}
+	s := teststore.Open(t)
+	be := newBatchEnvOn(t, s, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	var docs []string
+	for i := 0; i < 400; i++ {
+		docs = append(docs, fmt.Sprintf(`{"id":"d%03d","pk":"p%d","k":%d}`, i, i%parts, i%3))
+	}
+	be.seed(t, docs...)
+	return s, be
 }
