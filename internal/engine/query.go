@@ -521,7 +521,8 @@ type rowWindow struct {
 // nil otherwise.
 func windowed(prog *eval.Program, params map[string]document.Value) (*eval.Program, rowWindow, error) {
 	q := prog.Query()
-	if q.From == nil || prog.Streaming() {
+	if q.From == nil || prog.Streaming() || len(q.GroupBy) > 0 || gatewayplan.HasAggregates(q) || (q.Select.Distinct && len(q.OrderBy) == 0) {
+		// Such rows are never a window's: no program need be derived.
 		return nil, rowWindow{}, nil
 	}
 	w := rowWindow{to: -1}
