@@ -341,14 +341,19 @@ func TestQueryStateMemoryBounded(t *testing.T) {
 	if !strings.HasPrefix(string(page.Items[0]), `{"id":"399"`) || !strings.HasPrefix(string(page.Items[4]), `{"id":"395"`) {
 		t.Errorf("TOP 5 DESC is %.12s … %.12s, want items 399 to 395", page.Items[0], page.Items[4])
 	}
-	// DISTINCT without ORDER BY drops repeats as rows come and stops
-	// once the page is known: it holds one page of distinct rows.
+	// DISTINCT VALUE of an indexed path without ORDER BY comes in the
+	// value's order, through its index, a page at a time: it holds one
+	// page of distinct rows, and the next page goes on from there.
 	page, err = e.QueryItems(ctx, QueryParams{ItemRef: batchRef(`["a"]`), Query: "SELECT DISTINCT VALUE c.pad FROM c", MaxItemCount: 3})
 	if err != nil || len(page.Items) != 3 || page.Continuation == "" {
 		t.Fatalf("a page of 3 DISTINCT rows over 800 KB: %v", err)
 	}
-	if !strings.HasSuffix(string(page.Items[2]), `x2"`) {
-		t.Errorf("the third DISTINCT row ends %q, want item 2's", page.Items[2][len(page.Items[2])-4:])
+	if !strings.HasSuffix(string(page.Items[2]), `x10"`) {
+		t.Errorf("the third DISTINCT row ends %q, want item 10's", page.Items[2][len(page.Items[2])-4:])
+	}
+	page, err = e.QueryItems(ctx, QueryParams{ItemRef: batchRef(`["a"]`), Query: "SELECT DISTINCT VALUE c.pad FROM c", MaxItemCount: 3, Continuation: page.Continuation})
+	if err != nil || len(page.Items) != 3 || !strings.HasSuffix(string(page.Items[0]), `x100"`) {
+		t.Fatalf("the second page of 3 DISTINCT rows: %v, want item 100's first", err)
 	}
 	for _, text := range []string{"SELECT DISTINCT c.pad FROM c", "SELECT c.pad, COUNT(1) AS n FROM c GROUP BY c.pad"} {
 		if _, err := q(text); ErrorCode(err) != BadRequest || !strings.Contains(err.Error(), "memory") {

@@ -69,7 +69,7 @@ const (
 // streamShape recognizes a query the ordered stream serves; want is the
 // rows of one page.
 func streamShape(c *containerRecord, q *ast.Query, params map[string]document.Value, terms []plan.Term, want int) (*plan.Ordered, bool) {
-	if !c.Index.Ready || c.index.none || len(q.OrderBy) == 0 || orderKeys(q) == nil || len(q.GroupBy) > 0 || q.Select.Distinct ||
+	if !c.Index.Ready || c.index.none || len(q.OrderBy) == 0 || orderKeys(q) == nil || len(q.GroupBy) > 0 || (q.Select.Distinct && !distinctByKey(q)) ||
 		q.Select.Top != nil || q.Offset != nil || q.Limit != nil || gatewayplan.HasAggregates(q) {
 		return nil, false
 	}
@@ -77,7 +77,8 @@ func streamShape(c *containerRecord, q *ast.Query, params map[string]document.Va
 	if !ok || !c.index.indexes(path) || crossesArray(path) {
 		return nil, false
 	}
-	o := &plan.Ordered{Path: path, Want: int64(want), Term: -1, Undefined: !filtersOn(q, params, path)}
+	// A DISTINCT VALUE makes no row of a document without the property.
+	o := &plan.Ordered{Path: path, Want: int64(want), Term: -1, Undefined: !q.Select.Distinct && !filtersOn(q, params, path)}
 	o.Absent = o.Undefined && c.absentReady(path)
 	for i, t := range terms {
 		if slices.Equal(t.Path, path) {
@@ -87,11 +88,43 @@ func streamShape(c *containerRecord, q *ast.Query, params map[string]document.Va
 	return o, true
 }
 
-// withoutOrder compiles q without its ORDER BY: the per-document rows of
-// the stream.
+// distinctByKey reports whether q is SELECT DISTINCT VALUE e … ORDER BY e
+// on one key, without JOIN: every row of a group of equal values is
+// then the value itself, so the group makes one row (distinctWalk).
+func distinctByKey(q *ast.Query) bool {
+	return q.Select.Distinct && q.Select.Value != nil && len(q.OrderBy) == 1 && len(q.Joins) == 0 &&
+		ast.Equal(q.Select.Value, q.OrderBy[0].Expr)
+}
+
+// distinctInOrder returns SELECT DISTINCT VALUE c.path … without ORDER BY
+// ordered by its value, when the policy indexes the path. The service
+// promises such a query no order; in the value's order its pages go on
+// from their position in the path's index (distinctWalk), where in the
+// order of the documents each page would have to read every document
+// before it to know which values it already returned.
+func distinctInOrder(c *containerRecord, q *ast.Query, params map[string]document.Value, allowScan bool) (*ast.Query, bool) {
+	if !q.Select.Distinct || q.Select.Value == nil || len(q.OrderBy) > 0 || len(q.GroupBy) > 0 || len(q.Joins) > 0 ||
+		gatewayplan.HasAggregates(q) || c.index.none {
+		return nil, false
+	}
+	path, ok := plan.DocPath(q, q.Select.Value)
+	if !ok || !c.index.indexes(path) {
+		return nil, false
+	}
+	f := *q
+	f.OrderBy = []ast.OrderItem{{Expr: q.Select.Value}}
+	if checkIndexNeeds(c, &f, params, allowScan) != nil {
+		return nil, false
+	}
+	return &f, true
+}
+
+// withoutOrder compiles q without its ORDER BY (and DISTINCT, which the
+// walk applies itself): the per-document rows of the stream.
 func withoutOrder(prog *eval.Program) (*eval.Program, error) {
 	f := *prog.Query()
 	f.OrderBy = nil
+	f.Select.Distinct = false
 	return prog.Derive(&f)
 }
 
@@ -109,6 +142,10 @@ type orderStream struct {
 	// tiesDesc orders equal keys backwards, when any key is descending.
 	keys     []plan.OrderKey
 	tiesDesc bool
+	// distinct, for SELECT DISTINCT VALUE e … ORDER BY e (distinctByKey),
+	// is the whole query, which sorts a group of values the index does not
+	// tell apart and drops its repeats (distinctWalk).
+	distinct *eval.Program
 	// ties is set when the groups of exact values are read through the
 	// path's tie entries (absent.go) rather than collected and sorted.
 	ties bool
@@ -170,6 +207,9 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 	lo, hi := pathBounds(prefix, plan.Predicates(q, params), o.Path)
 	w := &orderStream{r: r, c: c, s: s, now: now, st: st, rows: rows, o: o, desc: q.OrderBy[0].Desc,
 		prefix: prefix, lo: lo, hi: hi, next: next, limit: limit, page: page}
+	if q.Select.Distinct {
+		w.distinct = prog
+	}
 	if len(q.OrderBy) > 1 {
 		w.keys = orderKeys(q)
 		w.tiesDesc = slices.ContainsFunc(w.keys, func(k plan.OrderKey) bool { return k.Desc })
@@ -177,7 +217,7 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 	}
 	// Within a partition or a prefix, equal values come in location
 	// order, the order of the path's own entries.
-	w.ties = w.keys == nil && (s.kind == plan.ScopeAll || s.kind == plan.ScopeRange) && c.tiesReady(o.Path)
+	w.ties = w.keys == nil && w.distinct == nil && (s.kind == plan.ScopeAll || s.kind == plan.ScopeRange) && c.tiesReady(o.Path)
 	phases := []byte{phaseUndefined, phaseWalk}
 	if w.desc {
 		phases = []byte{phaseWalk, phaseUndefined}
@@ -334,23 +374,12 @@ func (w *orderStream) walk(pos []byte, skip int) (bool, error) {
 	if !ok {
 		return false, errBadContinuation
 	}
-	lo, hi := w.lo, w.hi
-	if wr.value != nil {
-		k := append(bytes.Clone(w.prefix), wr.value...)
-		if w.desc {
-			if e := prefixEnd(k); bytes.Compare(e, hi) < 0 {
-				hi = e
-			}
-		} else if bytes.Compare(k, lo) > 0 {
-			lo = k
-		}
-		if bytes.Compare(lo, hi) >= 0 {
-			return true, nil
-		}
+	if w.distinct != nil {
+		return w.distinctWalk(wr)
 	}
-	it, err := w.r.NewIter(storage.IterParams{Lower: lo, Upper: hi, Reverse: w.desc})
-	if err != nil {
-		return false, err
+	it, err := w.walkIter(wr)
+	if err != nil || it == nil {
+		return it == nil && err == nil, err
 	}
 	defer it.Close()
 	var value []byte
@@ -366,15 +395,6 @@ func (w *orderStream) walk(pos []byte, skip int) (bool, error) {
 			return w.sortedGroup(value, locs, resume())
 		}
 		return w.group(value, locs, resume())
-	}
-	// past is where the walk goes on after the entries of value (backwards:
-	// the last key before the value's, as no entry is the bare value).
-	past := func() []byte {
-		k := append(bytes.Clone(w.prefix), value...)
-		if !w.desc {
-			k = prefixEnd(k)
-		}
-		return k
 	}
 	base := len(w.prefix)
 	var seek []byte // where the next step seeks to, past a value read through its ties
@@ -412,7 +432,7 @@ func (w *orderStream) walk(pos []byte, skip int) (bool, error) {
 					return false, err
 				}
 				if covered {
-					seek, value = past(), nil
+					seek, value = w.pastGroup(value), nil
 					continue
 				}
 			}
@@ -430,7 +450,7 @@ func (w *orderStream) walk(pos []byte, skip int) (bool, error) {
 			if more, err := w.tieGroup(value, at); err != nil || !more {
 				return more, err
 			}
-			seek, value, locs = past(), nil, locs[:0]
+			seek, value, locs = w.pastGroup(value), nil, locs[:0]
 		}
 	}
 	if err := it.Err(); err != nil {
@@ -440,6 +460,255 @@ func (w *orderStream) walk(pos []byte, skip int) (bool, error) {
 		return flush()
 	}
 	return true, nil
+}
+
+// walkIter opens the walk's iterator at the group it resumes in (nil when
+// the walk's bounds leave nothing from there).
+func (w *orderStream) walkIter(wr walkResume) (storage.Iterator, error) {
+	lo, hi := w.lo, w.hi
+	if wr.value != nil {
+		k := append(bytes.Clone(w.prefix), wr.value...)
+		if w.desc {
+			if e := prefixEnd(k); bytes.Compare(e, hi) < 0 {
+				hi = e
+			}
+		} else if bytes.Compare(k, lo) > 0 {
+			lo = k
+		}
+		if bytes.Compare(lo, hi) >= 0 {
+			return nil, nil
+		}
+	}
+	return w.r.NewIter(storage.IterParams{Lower: lo, Upper: hi, Reverse: w.desc})
+}
+
+// pastGroup is the key the walk seeks to after the entries of value
+// (backwards: the bare value, which sorts before them and is no entry).
+func (w *orderStream) pastGroup(value []byte) []byte {
+	k := append(bytes.Clone(w.prefix), value...)
+	if !w.desc {
+		k = prefixEnd(k)
+	}
+	return k
+}
+
+// distinctWalk streams the rows of SELECT DISTINCT VALUE e … ORDER BY e
+// (distinctByKey) from wr. Every row of a group of an exact value is the
+// value, so the group makes one row, of the first of its documents in the
+// scope that passes the filter. The walk steps through a group's entries
+// up to distinctSkim of them and seeks past the rest; it gathers as many
+// groups as the page still has room for and reads the first document of
+// each in one batch (distinctRows). A page then reads about an entry or
+// a few and a document per row, wherever it starts. A position is the
+// group's value with modeGroup and, in skip, how many of the group's rows
+// went out before it. A group of values the index does not tell apart
+// is read whole, and the query run over it sorts its rows and drops their
+// repeats.
+func (w *orderStream) distinctWalk(wr walkResume) (bool, error) {
+	if wr.value != nil && wr.mode != modeGroup {
+		return false, errBadContinuation
+	}
+	it, err := w.walkIter(wr)
+	if err != nil || it == nil {
+		return it == nil && err == nil, err
+	}
+	defer it.Close()
+	base := len(w.prefix)
+	var groups []distinctGroup
+	var value []byte // the value of the entries being read
+	read := 0        // the entries of value read
+	ok := it.First()
+	for ok {
+		w.st.entries++
+		k := it.Key()
+		loc, good := entryLoc(k, base)
+		if !good {
+			ok = it.Next()
+			continue
+		}
+		if v := k[base : len(k)-len(loc)]; value == nil || !bytes.Equal(v, value) {
+			value, read = bytes.Clone(v), 0
+			first := 0
+			if wr.value != nil && bytes.Equal(value, wr.value) {
+				first = wr.skip
+			}
+			if first > 0 && exactValue(value) {
+				// Its row went out on an earlier page.
+				ok = it.SeekGE(w.pastGroup(value))
+				continue
+			}
+			if len(groups) >= min(max(w.room(), 1), aheadMax) {
+				if more, err := w.distinctRows(groups); err != nil || !more {
+					return more, err
+				}
+				groups = groups[:0]
+			}
+			groups = append(groups, distinctGroup{value: value, first: first})
+		}
+		g := &groups[len(groups)-1]
+		if w.s.holds(loc) {
+			g.locs = append(g.locs, bytes.Clone(loc))
+		}
+		if read++; read >= distinctSkim && exactValue(value) {
+			g.rest = bytes.Clone(k)
+			ok = it.SeekGE(w.pastGroup(value))
+			continue
+		}
+		ok = it.Next()
+	}
+	if err := it.Err(); err != nil {
+		return false, err
+	}
+	return w.distinctRows(groups)
+}
+
+// distinctSkim is how many entries of a group of an exact value the
+// distinct walk steps through before it seeks past the rest: a step costs
+// a small part of a seek, which over PostgreSQL may be a round trip.
+const distinctSkim = 16
+
+// distinctGroup is a group of equal values the distinct walk gathered.
+type distinctGroup struct {
+	value []byte
+	first int      // the group's rows that went out on earlier pages
+	locs  [][]byte // the locations in the scope of the entries read
+	// rest, when set, is the last entry read of a group the walk sought
+	// past: its further entries may hold the document that makes its
+	// row.
+	rest []byte
+}
+
+// distinctRows returns the rows of groups, in order, reading the first
+// document of each group of an exact value in one batch. It reports false
+// when the page filled.
+func (w *orderStream) distinctRows(groups []distinctGroup) (bool, error) {
+	stop := func(g *distinctGroup, skip int) (bool, error) {
+		w.stop(append(append([]byte{phaseWalk}, g.value...), modeGroup), skip)
+		return false, nil
+	}
+	var firsts [][]byte
+	for _, g := range groups {
+		if exactValue(g.value) && len(g.locs) > 0 {
+			firsts = append(firsts, g.locs[0])
+		}
+	}
+	if err := w.fetch(firsts, len(firsts)); err != nil {
+		return false, err
+	}
+	for i := range groups {
+		g := &groups[i]
+		if !exactValue(g.value) {
+			rows, err := w.inexactDistinct(g.value, g.locs)
+			if err != nil {
+				return false, queryError(err)
+			}
+			for j := g.first; j < len(rows); j++ {
+				if w.full() {
+					return stop(g, j)
+				}
+				w.add(rows[j])
+			}
+			continue
+		}
+		row, found, err := w.exactDistinct(g)
+		if w.cutShort(err) {
+			return stop(g, 0)
+		}
+		if err != nil {
+			return false, queryError(err)
+		}
+		if !found {
+			continue
+		}
+		if w.full() {
+			return stop(g, 0)
+		}
+		w.add(row)
+	}
+	return true, nil
+}
+
+// exactDistinct returns the row of the group of an exact value: that of
+// its first document in the scope that passes the filter, among the
+// locations the walk gathered and then, for a group it sought past, the
+// group's further entries.
+func (w *orderStream) exactDistinct(g *distinctGroup) (document.Value, bool, error) {
+	try := func(loc []byte) (document.Value, bool, error) {
+		_, rows, kept, err := w.groupRows(g.value, loc)
+		if err != nil {
+			return document.Undef, false, err
+		}
+		w.visited = true
+		if !kept || len(rows) == 0 {
+			return document.Undef, false, nil
+		}
+		return rows[0], true, nil
+	}
+	for j, loc := range g.locs {
+		if err := w.fetch(g.locs[j:], len(g.locs)-j); err != nil {
+			return document.Undef, false, err
+		}
+		if row, found, err := try(loc); err != nil || found {
+			return row, found, err
+		}
+	}
+	if g.rest == nil {
+		return document.Undef, false, nil
+	}
+	lo, hi := append(bytes.Clone(g.rest), 0), prefixEnd(append(bytes.Clone(w.prefix), g.value...))
+	if w.desc {
+		lo, hi = append(bytes.Clone(w.prefix), g.value...), g.rest
+	}
+	it, err := w.r.NewIter(storage.IterParams{Lower: lo, Upper: hi, Reverse: w.desc})
+	if err != nil {
+		return document.Undef, false, err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		w.st.entries++
+		loc, good := entryLoc(it.Key(), len(w.prefix))
+		if !good || !w.s.holds(loc) {
+			continue
+		}
+		if row, found, err := try(bytes.Clone(loc)); err != nil || found {
+			return row, found, err
+		}
+	}
+	return document.Undef, false, it.Err()
+}
+
+// inexactDistinct returns the distinct rows, sorted, of the scope's
+// documents at locs, whose entries hold value, one the index does not
+// tell apart from others (exactValue).
+func (w *orderStream) inexactDistinct(value []byte, locs [][]byte) ([]document.Value, error) {
+	each := func(yield func(document.Value, eval.DocMeta) error) error {
+		for j, loc := range locs {
+			if err := w.fetch(locs[j:], len(locs)); err != nil {
+				return err
+			}
+			rec, ok, err := w.ahead.read(w.r, w.c, loc, w.st)
+			if err != nil || !ok {
+				return err
+			}
+			if err := w.rows.Budget().Spend(1); err != nil {
+				return err
+			}
+			if w.c.expired(&rec, w.now) || !w.s.keeps(&rec) {
+				continue
+			}
+			doc, err := document.Parse(rec.json)
+			if err != nil {
+				return err
+			}
+			if encodes(doc.At(w.o.Path), value) {
+				if err := yield(doc, docMeta(loc)); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return w.distinct.RunEach(each, 0, nil)
 }
 
 // tieGroupMin is how many entries of a group the walk reads before it

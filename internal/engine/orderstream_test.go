@@ -1,11 +1,13 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/query/plan"
@@ -460,6 +462,87 @@ func TestOrderedStreamWithJoin(t *testing.T) {
 		// group and the next at most.
 		if most > 40 {
 			t.Errorf("%s: a page read %d records", q, most)
+		}
+	}
+}
+
+// TestDistinctPagesWalkTheIndex drains SELECT DISTINCT VALUE of one path,
+// with and without ORDER BY, across partitions and within one: the rows
+// are each distinct value once, in the value's order, and a page reads
+// about one record and at most distinctSkim entries per row wherever it
+// starts, where pages that kept the order of the documents read every
+// document before them. Arrays and objects, which the index does not tell
+// apart, are a group read whole. A filter that only some of a group's
+// documents pass, past those the walk stepped through, sends it into the
+// rest of the group.
+func TestDistinctPagesWalkTheIndex(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	var items []string
+	for n := range 2000 {
+		items = append(items, fmt.Sprintf(`{"id":"i%d","pk":"p%d","v":%d,"n":%d}`, n, n%20, n%100, n))
+	}
+	for n := range 30 {
+		items = append(items, fmt.Sprintf(`{"id":"a%d","pk":"p%d","v":[%d],"n":%d}`, n, n%20, n%3, n))
+		items = append(items, fmt.Sprintf(`{"id":"o%d","pk":"p%d","v":{"a":%d},"n":%d}`, n, n%20, n%2, n))
+		items = append(items, fmt.Sprintf(`{"id":"u%d","pk":"p%d","n":%d}`, n, n%20, n))
+	}
+	be.seed(t, items...)
+	var docs []document.Value
+	for _, it := range items {
+		doc, err := document.Parse([]byte(it))
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, doc)
+	}
+	cross := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, MaxItemCount: 20}
+	inP3 := QueryParams{ItemRef: batchRef(`["p3"]`), MaxItemCount: 20}
+	for _, tc := range []struct {
+		query, oracle   string
+		p               QueryParams
+		stream, bounded bool // served by the walk; pages read about their rows
+	}{
+		{"SELECT DISTINCT VALUE c.v FROM c", "SELECT DISTINCT VALUE c.v FROM c ORDER BY c.v", cross, true, true},
+		{"SELECT DISTINCT VALUE c.v FROM c ORDER BY c.v DESC", "", cross, true, true},
+		{"SELECT DISTINCT VALUE c.v FROM c WHERE c.n * 1 >= 1900", "SELECT DISTINCT VALUE c.v FROM c WHERE c.n * 1 >= 1900 ORDER BY c.v", cross, true, false},
+		{"SELECT DISTINCT VALUE c.v FROM c WHERE c.n * 1 < 100 ORDER BY c.v DESC", "", cross, true, false},
+		{"SELECT DISTINCT VALUE c.v FROM c WHERE c.n >= 1000", "SELECT DISTINCT VALUE c.v FROM c WHERE c.n >= 1000 ORDER BY c.v", cross, false, false},
+		{"SELECT DISTINCT VALUE c.v FROM c WHERE c.pk = 'p3'", "SELECT DISTINCT VALUE c.v FROM c WHERE c.pk = 'p3' ORDER BY c.v", inP3, false, false},
+		{"SELECT DISTINCT VALUE c.v FROM c ORDER BY c.v", "", inP3, false, false},
+	} {
+		oracle := cmp.Or(tc.oracle, tc.query)
+		prog, err := compileQuery(oracle, nil, time.Now(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scoped := docs
+		if tc.p.HasKey {
+			scoped = slices.DeleteFunc(slices.Clone(docs), func(d document.Value) bool { return d.Get("pk").Str() != "p3" })
+		}
+		want, err := prog.RunDocs(scoped)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := tc.p
+		p.Query = tc.query
+		got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
+			if n == 0 && tc.stream && (page.Plan == nil || page.Plan.Chosen.Access != plan.OrderedStream) {
+				t.Errorf("%s: page 1 by %v, want the ordered stream", tc.query, page.Plan)
+			}
+			if !tc.bounded || n == 0 {
+				return
+			}
+			// The arrays' group and the objects' hold 60 documents.
+			if page.Examined > len(page.Items)+61 || page.IndexEntries > distinctSkim*(len(page.Items)+1)+61 {
+				t.Errorf("%s: page %d read %d records and %d entries for %d rows", tc.query, n+1, page.Examined, page.IndexEntries, len(page.Items))
+			}
+		})
+		var wantRows []string
+		for _, v := range want {
+			wantRows = append(wantRows, string(v.JSON()))
+		}
+		if !slices.Equal(got, wantRows) {
+			t.Errorf("%s: %d rows\n%.300v\nwant %d\n%.300v", tc.query, len(got), got, len(wantRows), wantRows)
 		}
 	}
 }

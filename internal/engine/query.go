@@ -181,6 +181,16 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	if !single && !p.CrossPartition {
 		return errorf(BadRequest, "Cross partition query is required but disabled. Please set x-ms-documentdb-query-enablecrosspartition to true, specify x-ms-documentdb-partitionkey, or revise your query to avoid this exception.")
 	}
+	// A DISTINCT of one property's values comes in their order, which its
+	// index gives a page at a time (distinctInOrder); the tokens of the
+	// two orders are told apart by their fingerprints.
+	fpText := p.Query
+	if byValue, ok := distinctInOrder(c, prog.Query(), p.Params, p.AllowScan); ok {
+		if prog, err = prog.Derive(byValue); err != nil {
+			return queryError(err)
+		}
+		fpText = "distinct in value order " + p.Query
+	}
 	scope, derr := e.scopeFor(c, key, hasKey, p.RangeID)
 	if derr != nil {
 		return derr
@@ -190,7 +200,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 			return err
 		}
 	}
-	fp := fingerprint(p.Params, "query", fingerprintText(prog.Query(), p.Query), string(partition.AppendKeyBytes(nil, key)),
+	fp := fingerprint(p.Params, "query", fingerprintText(prog.Query(), fpText), string(partition.AppendKeyBytes(nil, key)),
 		strconv.FormatBool(hasKey), p.RangeID, string(scope.lo), string(scope.hi))
 	var cur cursor
 	resumed := p.Continuation != ""

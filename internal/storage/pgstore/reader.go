@@ -534,7 +534,13 @@ func (it *iter) First() bool {
 }
 
 // SeekGE positions at the first key >= key (in reverse, the last <= key).
+// A seek ahead of the position to a key the fetched page already reaches
+// moves within the page, without a round trip: walks that skip a few keys
+// at a time (past a group of equal values) would otherwise pay one each.
 func (it *iter) SeekGE(key []byte) bool {
+	if ok, moved := it.seekFetched(key); moved {
+		return ok
+	}
 	if it.reverse {
 		if it.upper != nil && bytes.Compare(key, it.upper) >= 0 {
 			return it.start(it.upper, false)
@@ -545,6 +551,23 @@ func (it *iter) SeekGE(key []byte) bool {
 		return it.start(it.lower, true)
 	}
 	return it.start(key, true)
+}
+
+// seekFetched positions at key, in the iteration order ahead of the current
+// key, when a row of the fetched page is at or past it; moved is false
+// when it is not, and the iterator is left as it was.
+func (it *iter) seekFetched(key []byte) (ok, moved bool) {
+	if !it.valid || it.closed || it.err != nil || it.cmp(key, it.key) <= 0 {
+		return false, false
+	}
+	rest := it.rows[it.ri:]
+	i := sort.Search(len(rest), func(j int) bool { return it.cmp(rest[j].k, key) >= 0 })
+	if i == len(rest) {
+		return false, false
+	}
+	it.ri += i
+	it.oi += sort.Search(len(it.ov)-it.oi, func(j int) bool { return it.cmp([]byte(it.ov[it.oi+j].key), key) >= 0 })
+	return it.settle(), true
 }
 
 // start positions both streams at from (inclusive or not) and settles.

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,6 +40,7 @@ func Run(t *testing.T, open func(t *testing.T) storage.Store) {
 		{"IteratorReposition", testIteratorReposition},
 		{"ReadYourWrites", testReadYourWrites},
 		{"IteratorSeesOwnWrites", testIteratorSeesOwnWrites},
+		{"SeeksAmongSteps", testSeeksAmongSteps},
 		{"Atomicity", testAtomicity},
 		{"DeferredUpdate", testDeferredUpdate},
 		{"PanicRollsBack", testPanicRollsBack},
@@ -523,6 +525,130 @@ func testIteratorSeesOwnWrites(t *testing.T, s storage.Store) {
 	if got := viewScan(t, s, storage.IterParams{}); !slices.Equal(got, merged) {
 		t.Errorf("after commit: %q\nwant %q", got, merged)
 	}
+}
+
+// testSeeksAmongSteps moves iterators by Next and by seeks ahead of and
+// behind their position, near and far, forwards and in reverse, over
+// committed keys and a transaction's own writes and deletions, and checks
+// every position against a model. A store may serve a short seek ahead
+// from keys it has already fetched.
+func testSeeksAmongSteps(t *testing.T, s storage.Store) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	key := func(i int) string { return fmt.Sprintf("k%04d", i) }
+	var committed []op
+	live := map[string]string{}
+	for i := 0; i < 3000; i += 3 {
+		committed = append(committed, set(key(i), "c"+strconv.Itoa(i)))
+		live[key(i)] = "c" + strconv.Itoa(i)
+	}
+	write(t, s, committed...)
+	var own []op
+	for range 200 {
+		k := key(rng.IntN(3000))
+		if rng.IntN(3) == 0 {
+			own = append(own, del(k))
+			delete(live, k)
+		} else {
+			own = append(own, set(k, "o"+k))
+			live[k] = "o" + k
+		}
+	}
+	check := func(t *testing.T, r storage.Reader, model map[string]string) {
+		keys := make([]string, 0, len(model))
+		for k := range model {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, reverse := range []bool{false, true} {
+			order := slices.Clone(keys)
+			if reverse {
+				slices.Reverse(order)
+			}
+			it, err := r.NewIter(storage.IterParams{Lower: b(key(100)), Upper: b(key(2900)), Reverse: reverse})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// at is the model's position: the index in order of the
+			// iterator's key, len(order) when it is exhausted.
+			inRange := func(k string) bool { return k >= key(100) && k < key(2900) }
+			order = slices.DeleteFunc(order, func(k string) bool { return !inRange(k) })
+			seek := func(k string) int {
+				return sort.Search(len(order), func(i int) bool {
+					if reverse {
+						return order[i] <= k
+					}
+					return order[i] >= k
+				})
+			}
+			at := 0
+			ok := it.First()
+			for step := 0; step < 400; step++ {
+				if ok != (at < len(order)) || ok && (string(it.Key()) != order[at] || string(it.Value()) != model[order[at]]) {
+					got := "(none)"
+					if ok {
+						got = string(it.Key()) + "=" + string(it.Value())
+					}
+					want := "(none)"
+					if at < len(order) {
+						want = order[at] + "=" + model[order[at]]
+					}
+					t.Fatalf("reverse=%v, step %d: at %s, want %s", reverse, step, got, want)
+				}
+				if !ok {
+					at = 0
+					ok = it.First()
+					continue
+				}
+				cur, _ := strconv.Atoi(order[at][1:])
+				switch rng.IntN(4) {
+				case 0:
+					at++
+					ok = it.Next()
+				default:
+					d := []int{1, 2, 4, 10, 40, 400}[rng.IntN(6)]
+					if rng.IntN(5) == 0 {
+						d = -d
+					}
+					if reverse {
+						d = -d
+					}
+					k := key(min(max(cur+d, 0), 2999))
+					if rng.IntN(2) == 0 {
+						k += "\x00"
+					}
+					at = seek(k)
+					ok = it.SeekGE(b(k))
+				}
+			}
+			if err := it.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := it.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	base := map[string]string{}
+	for _, o := range committed {
+		base[o.key] = o.value
+	}
+	t.Run("committed", func(t *testing.T) {
+		if err := s.View(context.Background(), func(r storage.Reader) error { check(t, r, base); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("own writes", func(t *testing.T) {
+		err := s.Update(context.Background(), func(txn storage.Txn) error {
+			if err := apply(txn, own); err != nil {
+				return err
+			}
+			check(t, txn, live)
+			return errAbort
+		})
+		if !errors.Is(err, errAbort) {
+			t.Fatal(err)
+		}
+	})
 }
 
 var errAbort = errors.New("abort on purpose")
