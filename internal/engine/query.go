@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -184,12 +185,21 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	// A DISTINCT of one property's values comes in their order, which its
 	// index gives a page at a time (distinctInOrder); the tokens of the
 	// two orders are told apart by their fingerprints.
-	fpText := p.Query
+	asked, fpText := prog.Query(), p.Query
 	if byValue, ok := distinctInOrder(c, prog.Query(), p.Params, p.AllowScan); ok {
 		if prog, err = prog.Derive(byValue); err != nil {
 			return queryError(err)
 		}
 		fpText = "distinct in value order " + p.Query
+	}
+	if q := prog.Query(); q.Select.Distinct && rowsOwnRid(q) {
+		// Rows that differ by _rid are distinct already: the query
+		// without DISTINCT is the same query, and may stream.
+		f := *q
+		f.Select.Distinct = false
+		if prog, err = prog.Derive(&f); err != nil {
+			return queryError(err)
+		}
 	}
 	scope, derr := e.scopeFor(c, key, hasKey, p.RangeID)
 	if derr != nil {
@@ -200,7 +210,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 			return err
 		}
 	}
-	fp := fingerprint(p.Params, "query", fingerprintText(prog.Query(), fpText), string(partition.AppendKeyBytes(nil, key)),
+	fp := fingerprint(p.Params, "query", fingerprintText(asked, fpText), string(partition.AppendKeyBytes(nil, key)),
 		strconv.FormatBool(hasKey), p.RangeID, string(scope.lo), string(scope.hi))
 	var cur cursor
 	resumed := p.Continuation != ""
@@ -361,6 +371,27 @@ func orderByRewrite(q *ast.Query) bool {
 	}
 	m, ok := q.Select.Items[0].Expr.(*ast.Member)
 	return ok && m.Name == "_rid"
+}
+
+// rowsOwnRid reports whether each row of q is an object that holds its
+// document's _rid (as the per-range query of an SDK's ORDER BY does) and
+// each document makes one row: no two rows are then equal.
+func rowsOwnRid(q *ast.Query) bool {
+	if q.Select.Star || q.Select.Value != nil || len(q.Joins) > 0 || len(q.GroupBy) > 0 || gatewayplan.HasAggregates(q) ||
+		q.From == nil || q.From.Iterate {
+		return false
+	}
+	if _, root := q.From.Expr.(*ast.Ident); !root {
+		return false
+	}
+	return slices.ContainsFunc(q.Select.Items, func(it ast.SelectItem) bool {
+		m, ok := it.Expr.(*ast.Member)
+		if !ok || m.Name != "_rid" {
+			return false
+		}
+		id, ok := m.X.(*ast.Ident)
+		return ok && id.Name == q.From.Alias
+	})
 }
 
 // pinnedKey returns the partition key (or hierarchical prefix) the WHERE

@@ -40,6 +40,9 @@ func BenchmarkDeepPage(b *testing.B) {
 		{"offset", "SELECT * FROM c OFFSET 10 LIMIT 100000"},
 		{"distinct", "SELECT DISTINCT VALUE c.id FROM c"},
 		{"distinct-ordered", "SELECT DISTINCT VALUE c.id FROM c ORDER BY c.id"},
+		// The per-range query of an SDK's cross-partition DISTINCT with
+		// ORDER BY.
+		{"distinct-sdk", `SELECT DISTINCT c._rid, [{"item": c.id}] AS orderByItems, c.id AS payload FROM c WHERE true ORDER BY c.id`},
 	} {
 		p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: q.text, RangeID: "0", CrossPartition: true, MaxItemCount: 100}
 		s.orderReady(b, p)
