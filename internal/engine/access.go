@@ -353,15 +353,18 @@ func scopedSpans(c *containerRecord, t plan.Term, s *itemScope) []keySpan {
 // scopedTerm reports whether scopedSpans narrows t's spans to s: s is
 // narrower than the container and every span of t is one value.
 func scopedTerm(t plan.Term, s *itemScope) bool {
-	if s.kind == plan.ScopeAll || len(t.Spans) == 0 {
-		return false
-	}
+	return s.kind != plan.ScopeAll && singleValues(t)
+}
+
+// singleValues reports whether every span of t is one value (equality,
+// IN).
+func singleValues(t plan.Term) bool {
 	for _, sp := range t.Spans {
 		if sp.Kind != plan.SpanValue {
 			return false
 		}
 	}
-	return true
+	return len(t.Spans) > 0
 }
 
 // valueSpans turns the value spans of a term into spans of keys that hold
@@ -688,17 +691,26 @@ func locSource(r storage.Reader, c *containerRecord, locs func() ([][]byte, erro
 	}
 }
 
-// spanSource reads the items the entries of spans name in a logical
-// partition, each span one value's, where they come in the scan order:
-// the entries of one value there follow it with the item's location, the
-// partition's EPK then the sequence. Several values' spans (an IN list)
-// are merged by location, an item two of them name (through array
-// elements) read once. A page seeks to its position (a sequence, as
-// locSource's) in each span and reads the entries from there, a run at a
-// time, rather than every entry of the spans before it; locSource
-// collects and sorts them all first, as it must when they come in
-// another order.
-func spanSource(r storage.Reader, c *containerRecord, spans []keySpan, base int, st *readStats) itemSource {
+// spanSource reads the items the entries of spans name, each span one
+// value's, where they come in the scan order: in a logical partition a
+// value's own entries follow it with the item's location, the partition's
+// EPK then the sequence; in a range or the whole container its tie entries
+// (absent.go, tieSpans) follow it with the sequence, then the location
+// (skip is the 8 bytes of that sequence). Several values' spans (an IN
+// list) are merged by sequence, an item two of them name (through array
+// elements) read once; an entry whose location keep refuses costs only
+// its key. A page seeks to its position (a sequence, as locSource's) in
+// each span and reads the entries from there, a run at a time, rather
+// than every entry of the spans before it; locSource collects and sorts
+// them all first, as it must when they come in another order.
+func spanSource(r storage.Reader, c *containerRecord, spans []keySpan, base, skip int, keep func(loc []byte) bool, st *readStats) itemSource {
+	locAt := func(k []byte) ([]byte, bool) {
+		loc, ok := entryLoc(k, base)
+		if !ok || len(loc) < skip+10 || !keep(loc[skip:]) {
+			return nil, false
+		}
+		return loc[skip:], true
+	}
 	return func(from []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
 		heads := make([]spanHead, 0, len(spans))
 		defer func() {
@@ -706,6 +718,16 @@ func spanSource(r storage.Reader, c *containerRecord, spans []keySpan, base int,
 				h.it.Close()
 			}
 		}()
+		locOf := locAt
+		if from != nil {
+			// A position past a sequence (the sequence and a zero byte)
+			// seeks to that sequence's own entries, which the location
+			// follows in tie entries: they are passed over.
+			locOf = func(k []byte) ([]byte, bool) {
+				loc, ok := locAt(k)
+				return loc, ok && bytes.Compare(seqPos(loc), from) >= 0
+			}
+		}
 		for _, sp := range spans {
 			lo := sp.lo
 			if from != nil {
@@ -718,7 +740,7 @@ func spanSource(r storage.Reader, c *containerRecord, spans []keySpan, base int,
 				return err
 			}
 			heads = append(heads, spanHead{it: it})
-			if err := heads[len(heads)-1].take(it.First(), base, st); err != nil {
+			if err := heads[len(heads)-1].take(it.First(), locOf, st); err != nil {
 				return err
 			}
 		}
@@ -736,9 +758,9 @@ func spanSource(r storage.Reader, c *containerRecord, spans []keySpan, base int,
 		}
 		var last []byte
 		for more {
-			i := -1 // the head whose location comes first
+			i := -1 // the head whose item comes first
 			for j := range heads {
-				if heads[j].loc != nil && (i < 0 || bytes.Compare(heads[j].loc, heads[i].loc) < 0) {
+				if heads[j].loc != nil && (i < 0 || bySeqLoc(heads[j].loc, heads[i].loc) < 0) {
 					i = j
 				}
 			}
@@ -754,12 +776,43 @@ func spanSource(r storage.Reader, c *containerRecord, spans []keySpan, base int,
 					}
 				}
 			}
-			if err := h.take(h.it.Next(), base, st); err != nil {
+			if err := h.take(h.it.Next(), locOf, st); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
+}
+
+// bySeqLoc orders locations by sequence (_rid order), then by location.
+func bySeqLoc(a, b []byte) int {
+	if d := bySeq(a, b); d != 0 {
+		return d
+	}
+	return bytes.Compare(a, b)
+}
+
+// tieSpans returns the spans of t's values among the path's tie entries
+// (absent.go), which hold each value's items in _rid order, the scan
+// order of a range or the whole container: when every span of t is a
+// value the index keeps exactly and the tie entries are built.
+func tieSpans(c *containerRecord, t plan.Term) ([]keySpan, int, bool) {
+	if !singleValues(t) || crossesArray(t.Path) || !c.tiesReady(t.Path) {
+		return nil, 0, false
+	}
+	prefix := absentPrefix(indexPrefix(c), tieMarker, t.Path)
+	var out []keySpan
+	for _, sp := range t.Spans {
+		k, ok := appendCompositeValue(bytes.Clone(prefix), sp.Lo, false)
+		if !ok {
+			continue // no entry holds it, as valueSpans
+		}
+		if !exactValue(k[len(prefix):]) {
+			return nil, 0, false
+		}
+		out = append(out, keySpan{k, prefixEnd(k)})
+	}
+	return out, len(prefix), true
 }
 
 // spanHead is where spanSource is in one span: the entry its iterator is
@@ -770,13 +823,13 @@ type spanHead struct {
 }
 
 // take counts and keeps the entry the iterator is at (ok: there is one),
-// passing over a malformed key.
-func (h *spanHead) take(ok bool, base int, st *readStats) error {
+// passing over one locOf refuses.
+func (h *spanHead) take(ok bool, locOf func(k []byte) ([]byte, bool), st *readStats) error {
 	for ; ok; ok = h.it.Next() {
 		if err := st.entry(); err != nil {
 			return err
 		}
-		if loc, good := entryLoc(h.it.Key(), base); good {
+		if loc, good := locOf(h.it.Key()); good {
 			h.key = bytes.Clone(h.it.Key())
 			h.loc = h.key[len(h.key)-len(loc):]
 			return nil

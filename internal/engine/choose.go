@@ -188,6 +188,15 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		}
 	}
 	p := plan.Choose(in)
+	if p.Chosen.Access == plan.IndexSpan && len(p.Chosen.Terms) == 1 && (s.kind == plan.ScopeAll || s.kind == plan.ScopeRange) {
+		// Values of many items in a range or the whole container: each
+		// page collects their entries whole to sort them in _rid order,
+		// which the path's tie entries hold them in (tieSpans).
+		i := p.Chosen.Terms[0]
+		if t := terms[i]; in.Entries[i] >= max(tieWishEntries, 8*int64(limit)) && !c.tiesReady(t.Path) && singleValues(t) && !crossesArray(t.Path) {
+			e.wantAbsent(c, t.Path, entryKinds{ties: true})
+		}
+	}
 	qa := &queryAccess{plan: &p, access: p.Chosen.Access, terms: p.Chosen.Terms}
 	if p.Chosen.Composite != nil {
 		qa.composite = p.Chosen.Composite.Index.Ordinal
@@ -197,6 +206,12 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	}
 	return qa, e.buildSource(r, c, prog, params, s, terms, now, st, limit, qa)
 }
+
+// tieWishEntries is how many entries an index span over a range or the
+// whole container must hold before its page asks for the path's tie
+// entries: below it, collecting and sorting them costs a page little, and
+// each listed path costs every write an entry more.
+const tieWishEntries = 1024
 
 // scanTry is how a first page may try a scan first (plan.ScanFirstBounds).
 type scanTry uint8
@@ -576,8 +591,14 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Pr
 		}
 		t := terms[qa.terms[0]]
 		if s.kind == plan.ScopePartition && scopedTerm(t, s) {
-			qa.src = spanSource(r, c, scopedSpans(c, t, s), len(appendIndexPath(indexPrefix(c), t.Path)), st)
+			qa.src = spanSource(r, c, scopedSpans(c, t, s), len(appendIndexPath(indexPrefix(c), t.Path)), 0, s.holds, st)
 			return nil
+		}
+		if s.kind == plan.ScopeAll || s.kind == plan.ScopeRange {
+			if spans, base, ok := tieSpans(c, t); ok {
+				qa.src = spanSource(r, c, spans, base, 8, s.holds, st)
+				return nil
+			}
 		}
 		qa.src = locSource(r, c, func() ([][]byte, error) { return spanLocs(r, c, t, s, st) }, st)
 	case plan.Intersect:

@@ -236,3 +236,72 @@ func TestPartitionSpanPagesSeek(t *testing.T) {
 		}
 	}
 }
+
+// TestWideSpanPagesSeek pages an equality and an IN list across
+// partitions: once a first page has asked for the path's tie entries and
+// they are built, each page seeks to its position among them, in _rid
+// order, and reads its own entries, where it collected and sorted every
+// entry of the values (1,250 and 1,562 a page here).
+func TestWideSpanPagesSeek(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	items := make([]string, 0, 10_000)
+	for n := range 10_000 {
+		v := map[int]string{3: "x", 11: "x", 19: "x", 27: "x", 5: "w"}[n%32]
+		items = append(items, fmt.Sprintf(`{"id":"i%d","pk":"p%d","t":"%s","n":%d}`, n, n%40, cmp.Or(v, "y"), n))
+	}
+	be.seed(t, items...)
+	for _, tc := range []struct {
+		query string
+		ends  []int // n % 32 of the rows
+	}{
+		{"SELECT VALUE c.n FROM c WHERE c.t = 'x'", []int{3, 11, 19, 27}},
+		{"SELECT VALUE c.n FROM c WHERE c.t IN ('w', 'x', 'z')", []int{3, 5, 11, 19, 27}},
+	} {
+		p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, Query: tc.query, MaxItemCount: 50}
+		first, err := be.e.QueryItems(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first.Plan == nil || first.Plan.Chosen.Access != plan.IndexSpan {
+			t.Fatalf("%s: page 1 by %v, want the index span", tc.query, first.Plan)
+		}
+		drainIndexer(t, be.e.NewIndexer(nil))
+		if !be.container(t).tiesReady([]string{"t"}) {
+			t.Fatalf("%s: the tie entries of /t are not built", tc.query)
+		}
+		var got []string
+		for page := 1; ; page++ {
+			res, err := be.e.QueryItems(context.Background(), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, toStrings(res.Items)...)
+			// Its 50 rows' entries, the one after them that says more
+			// follow, and with several values the entry each other
+			// value's span is at.
+			if page > 1 && res.IndexEntries > 54 {
+				t.Errorf("%s: page %d read %d index entries for %d rows", tc.query, page, res.IndexEntries, len(res.Items))
+			}
+			if p.Continuation = res.Continuation; p.Continuation == "" {
+				break
+			}
+		}
+		var want []string
+		for n := range 10_000 {
+			if slices.Contains(tc.ends, n%32) {
+				want = append(want, strconv.Itoa(n))
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s: %d rows, want %d in _rid order", tc.query, len(got), len(want))
+		}
+	}
+}
+
+func toStrings(items [][]byte) []string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = string(it)
+	}
+	return out
+}
