@@ -78,7 +78,7 @@ func streamShape(c *containerRecord, q *ast.Query, params map[string]document.Va
 		return nil, false
 	}
 	// A DISTINCT VALUE makes no row of a document without the property.
-	o := &plan.Ordered{Path: path, Want: int64(want), Term: -1, Undefined: !q.Select.Distinct && !filtersOn(q, params, path)}
+	o := &plan.Ordered{Path: path, Want: int64(want), Term: -1, Undefined: !(q.Select.Distinct && q.Select.Value != nil) && !filtersOn(q, params, path)}
 	o.Absent = o.Undefined && c.absentReady(path)
 	for i, t := range terms {
 		if slices.Equal(t.Path, path) {
@@ -88,31 +88,55 @@ func streamShape(c *containerRecord, q *ast.Query, params map[string]document.Va
 	return o, true
 }
 
-// distinctByKey reports whether q is SELECT DISTINCT VALUE e … ORDER BY e
-// on one key, without JOIN: every row of a group of equal values is
-// then the value itself, so the group makes one row (distinctWalk).
+// distinctByKey reports whether q is SELECT DISTINCT [VALUE] e [AS a] …
+// ORDER BY e on one key, without JOIN: every row of a group of equal values
+// is then the same, so the group makes one row (distinctWalk), and so do
+// the documents without the property together ({}; none under VALUE).
 func distinctByKey(q *ast.Query) bool {
-	return q.Select.Distinct && q.Select.Value != nil && len(q.OrderBy) == 1 && len(q.Joins) == 0 &&
-		ast.Equal(q.Select.Value, q.OrderBy[0].Expr)
+	if !q.Select.Distinct || len(q.OrderBy) != 1 || len(q.Joins) > 0 {
+		return false
+	}
+	e, ok := distinctItem(q)
+	return ok && ast.Equal(e, q.OrderBy[0].Expr)
 }
 
-// distinctInOrder returns SELECT DISTINCT VALUE c.path … without ORDER BY
-// ordered by its value, when the policy indexes the path. The service
+// distinctItem returns the one expression a DISTINCT's rows are made of:
+// its VALUE, or its only select item.
+func distinctItem(q *ast.Query) (ast.Expr, bool) {
+	switch {
+	case q.Select.Value != nil:
+		return q.Select.Value, true
+	case !q.Select.Star && len(q.Select.Items) == 1:
+		return q.Select.Items[0].Expr, true
+	}
+	return nil, false
+}
+
+// distinctInOrder returns SELECT DISTINCT [VALUE] c.path … without ORDER
+// BY ordered by the path, when the policy indexes it (descending without
+// VALUE). The service
 // promises such a query no order; in the value's order its pages go on
 // from their position in the path's index (distinctWalk), where in the
 // order of the documents each page would have to read every document
 // before it to know which values it already returned.
 func distinctInOrder(c *containerRecord, q *ast.Query, params map[string]document.Value, allowScan bool) (*ast.Query, bool) {
-	if !q.Select.Distinct || q.Select.Value == nil || len(q.OrderBy) > 0 || len(q.GroupBy) > 0 || len(q.Joins) > 0 ||
+	if !q.Select.Distinct || len(q.OrderBy) > 0 || len(q.GroupBy) > 0 || len(q.Joins) > 0 ||
 		gatewayplan.HasAggregates(q) || c.index.none {
 		return nil, false
 	}
-	path, ok := plan.DocPath(q, q.Select.Value)
+	e, ok := distinctItem(q)
+	if !ok {
+		return nil, false
+	}
+	path, ok := plan.DocPath(q, e)
 	if !ok || !c.index.indexes(path) {
 		return nil, false
 	}
 	f := *q
-	f.OrderBy = []ast.OrderItem{{Expr: q.Select.Value}}
+	// Descending when documents without the path make a row ({}): they
+	// come last, so only the drain's last page looks for them (a scan
+	// of the scope until their absence entries are built).
+	f.OrderBy = []ast.OrderItem{{Expr: e, Desc: q.Select.Value == nil}}
 	if checkIndexNeeds(c, &f, params, allowScan) != nil {
 		return nil, false
 	}
@@ -333,6 +357,10 @@ func (w *orderStream) undefined(from []byte, skip int) (bool, error) {
 				return false, nil
 			}
 			w.add(rows[i])
+			if w.distinct != nil {
+				// Every document without the property makes this row.
+				return false, nil
+			}
 		}
 		return true, nil
 	})
@@ -537,7 +565,9 @@ func (w *orderStream) distinctWalk(wr walkResume) (bool, error) {
 				ok = it.SeekGE(w.pastGroup(value))
 				continue
 			}
-			if len(groups) >= min(max(w.room(), 1), aheadMax) {
+			// As many groups as the page has rows still to make, and
+			// the one that tells whether more follow.
+			if len(groups) >= min(max(w.room(), 0)+1, aheadMax) {
 				if more, err := w.distinctRows(groups); err != nil || !more {
 					return more, err
 				}
