@@ -114,8 +114,8 @@ func distinctItem(q *ast.Query) (ast.Expr, bool) {
 
 // distinctInOrder returns SELECT DISTINCT [VALUE] c.path … without ORDER
 // BY ordered by the path, when the policy indexes it (descending without
-// VALUE). The service
-// promises such a query no order; in the value's order its pages go on
+// VALUE). The service promises such a query no order; in the value's
+// order its pages go on
 // from their position in the path's index (distinctWalk), where in the
 // order of the documents each page would have to read every document
 // before it to know which values it already returned.
@@ -166,8 +166,8 @@ type orderStream struct {
 	// tiesDesc orders equal keys backwards, when any key is descending.
 	keys     []plan.OrderKey
 	tiesDesc bool
-	// distinct, for SELECT DISTINCT VALUE e … ORDER BY e (distinctByKey),
-	// is the whole query, which sorts a group of values the index does not
+	// distinct, for SELECT DISTINCT [VALUE] e … ORDER BY e
+	// (distinctByKey), is the whole query, which sorts a group of values the index does not
 	// tell apart and drops its repeats (distinctWalk).
 	distinct *eval.Program
 	// ties is set when the groups of exact values are read through the
@@ -520,9 +520,9 @@ func (w *orderStream) pastGroup(value []byte) []byte {
 	return k
 }
 
-// distinctWalk streams the rows of SELECT DISTINCT VALUE e … ORDER BY e
+// distinctWalk streams the rows of SELECT DISTINCT [VALUE] e … ORDER BY e
 // (distinctByKey) from wr. Every row of a group of an exact value is the
-// value, so the group makes one row, of the first of its documents in the
+// same, so the group makes one row, of the first of its documents in the
 // scope that passes the filter. The walk steps through a group's entries
 // up to distinctSkim of them and seeks past the rest; it gathers as many
 // groups as the page still has room for and reads the first document of
