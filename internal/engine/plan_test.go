@@ -203,38 +203,41 @@ func TestPartitionSpanPagesSeek(t *testing.T) {
 	} {
 		p := QueryParams{ItemRef: ItemRef{DB: "db", Coll: "c", HasKey: true, PartitionKey: partition.Key{partition.String("p0")}},
 			Query: tc.query, MaxItemCount: 50}
-		var got []string
-		for page := 1; ; page++ {
-			res, err := be.e.QueryItems(context.Background(), p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if page == 1 && (res.Plan == nil || res.Plan.Chosen.Access != plan.IndexSpan) {
-				t.Fatalf("%s: page 1 by %v, want the index span", tc.query, res.Plan)
-			}
-			for _, it := range res.Items {
-				got = append(got, string(it))
-			}
-			// A page reads its 50 rows' entries, the one after them
-			// that says more follow, and with several values the entry
-			// each other value's span is at.
-			if page > 1 && res.IndexEntries > 51+len(tc.ends) {
-				t.Errorf("%s: page %d read %d index entries for %d rows", tc.query, page, res.IndexEntries, len(res.Items))
-			}
-			if p.Continuation = res.Continuation; p.Continuation == "" {
-				break
-			}
-		}
-		var want []string
-		for n := range 3000 {
-			if slices.Contains(tc.ends, n%10) {
-				want = append(want, strconv.Itoa(n))
-			}
-		}
-		if !slices.Equal(got, want) {
+		// A page reads its 50 rows' entries, the one after them that
+		// says more follow, and with several values the entry each
+		// other value's span is at.
+		got := drainSpanPages(t, be, p, true, 51+len(tc.ends))
+		if want := numbersWhere(3000, 10, tc.ends); !slices.Equal(got, want) {
 			t.Fatalf("%s: %d rows, want %d in order", tc.query, len(got), len(want))
 		}
 	}
+}
+
+// drainSpanPages drains p and checks that its first page is an index span
+// (when first is set) and that every later page reads at most entries
+// index entries.
+func drainSpanPages(t *testing.T, be *batchEnv, p QueryParams, first bool, entries int) []string {
+	t.Helper()
+	return drainRows(t, be.e, p, func(n int, page *FeedPage) {
+		if n == 0 && first && (page.Plan == nil || page.Plan.Chosen.Access != plan.IndexSpan) {
+			t.Fatalf("%s: page 1 by %v, want the index span", p.Query, page.Plan)
+		}
+		if n > 0 && page.IndexEntries > entries {
+			t.Errorf("%s: page %d read %d index entries for %d rows", p.Query, n+1, page.IndexEntries, len(page.Items))
+		}
+	})
+}
+
+// numbersWhere is the numbers below total whose remainder by mod is one
+// of ends, in order, as rows of SELECT VALUE c.n.
+func numbersWhere(total, mod int, ends []int) []string {
+	var out []string
+	for n := range total {
+		if slices.Contains(ends, n%mod) {
+			out = append(out, strconv.Itoa(n))
+		}
+	}
+	return out
 }
 
 // TestWideSpanPagesSeek pages an equality and an IN list across
@@ -269,39 +272,12 @@ func TestWideSpanPagesSeek(t *testing.T) {
 		if !be.container(t).tiesReady([]string{"t"}) {
 			t.Fatalf("%s: the tie entries of /t are not built", tc.query)
 		}
-		var got []string
-		for page := 1; ; page++ {
-			res, err := be.e.QueryItems(context.Background(), p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, toStrings(res.Items)...)
-			// Its 50 rows' entries, the one after them that says more
-			// follow, and with several values the entry each other
-			// value's span is at.
-			if page > 1 && res.IndexEntries > 54 {
-				t.Errorf("%s: page %d read %d index entries for %d rows", tc.query, page, res.IndexEntries, len(res.Items))
-			}
-			if p.Continuation = res.Continuation; p.Continuation == "" {
-				break
-			}
-		}
-		var want []string
-		for n := range 10_000 {
-			if slices.Contains(tc.ends, n%32) {
-				want = append(want, strconv.Itoa(n))
-			}
-		}
-		if !slices.Equal(got, want) {
+		// Its 50 rows' entries, the one after them that says more
+		// follow, and with several values the entry each other value's
+		// span is at.
+		got := drainSpanPages(t, be, p, false, 54)
+		if want := numbersWhere(10_000, 32, tc.ends); !slices.Equal(got, want) {
 			t.Fatalf("%s: %d rows, want %d in _rid order", tc.query, len(got), len(want))
 		}
 	}
-}
-
-func toStrings(items [][]byte) []string {
-	out := make([]string, len(items))
-	for i, it := range items {
-		out[i] = string(it)
-	}
-	return out
 }
