@@ -716,21 +716,13 @@ func (w *orderStream) inexactDistinct(value []byte, locs [][]byte) ([]document.V
 			if err := w.fetch(locs[j:], len(locs)); err != nil {
 				return err
 			}
-			rec, ok, err := w.ahead.read(w.r, w.c, loc, w.st)
-			if err != nil || !ok {
-				return err
-			}
-			if err := w.rows.Budget().Spend(1); err != nil {
-				return err
-			}
-			if w.c.expired(&rec, w.now) || !w.s.keeps(&rec) {
-				continue
-			}
-			doc, err := document.Parse(rec.json)
+			// The query run over the group filters again; a document
+			// the filter drops here need not reach it.
+			doc, rows, kept, err := w.groupRows(value, loc)
 			if err != nil {
 				return err
 			}
-			if encodes(doc.At(w.o.Path), value) {
+			if kept && len(rows) > 0 {
 				if err := yield(doc, docMeta(loc)); err != nil {
 					return err
 				}
