@@ -1097,6 +1097,9 @@ func (s *diffScenario) genQuery() *diffQuery {
 		}
 		if x == 12 && len(q.orderBy) == 1 {
 			q.distinct, q.sel, q.rform = true, "VALUE "+q.orderBy[0].expr, ""
+			if r.IntN(2) == 0 { // rows of more than the key
+				q.sel = q.orderBy[0].expr + ", c.b AS kb"
+			}
 		}
 	case x < 15: // TOP or OFFSET/LIMIT without ORDER BY
 		projection()
@@ -1107,7 +1110,7 @@ func (s *diffScenario) genQuery() *diffQuery {
 		}
 	case x < 16:
 		q.distinct = true
-		q.sel = []string{"VALUE c.n", "VALUE c.s", "c.b", "VALUE c.o.x", "VALUE c.pk"}[r.IntN(5)]
+		q.sel = []string{"VALUE c.n", "VALUE c.s", "c.b", "VALUE c.o.x", "VALUE c.pk", "c.n, c.s", "c.b, c.n AS m", "c.o.x, c.b"}[r.IntN(8)]
 		if r.IntN(3) == 0 {
 			q.top = 1 + r.IntN(5)
 		}

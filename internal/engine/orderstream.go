@@ -69,7 +69,7 @@ const (
 // streamShape recognizes a query the ordered stream serves; want is the
 // rows of one page.
 func streamShape(c *containerRecord, q *ast.Query, params map[string]document.Value, terms []plan.Term, want int) (*plan.Ordered, bool) {
-	if !c.Index.Ready || c.index.none || len(q.OrderBy) == 0 || orderKeys(q) == nil || len(q.GroupBy) > 0 || (q.Select.Distinct && !distinctByKey(q)) ||
+	if !c.Index.Ready || c.index.none || len(q.OrderBy) == 0 || orderKeys(q) == nil || len(q.GroupBy) > 0 || (q.Select.Distinct && !distinctKeyed(q)) ||
 		q.Select.Top != nil || q.Offset != nil || q.Limit != nil || gatewayplan.HasAggregates(q) {
 		return nil, false
 	}
@@ -100,38 +100,60 @@ func distinctByKey(q *ast.Query) bool {
 	return ok && ast.Equal(e, q.OrderBy[0].Expr)
 }
 
+// distinctKeyed reports whether q is SELECT DISTINCT … ORDER BY e on one
+// key, without JOIN, whose VALUE is e or one of whose select items is e:
+// every row of a group of equal values of e then holds that value, so the
+// rows of two groups differ and a group's repeats are its own
+// (distinctWalk). distinctByKey's queries are among them.
+func distinctKeyed(q *ast.Query) bool {
+	if !q.Select.Distinct || len(q.OrderBy) != 1 || len(q.Joins) > 0 {
+		return false
+	}
+	return slices.ContainsFunc(distinctItems(q), func(e ast.Expr) bool { return ast.Equal(e, q.OrderBy[0].Expr) })
+}
+
 // distinctItem returns the one expression a DISTINCT's rows are made of:
 // its VALUE, or its only select item.
 func distinctItem(q *ast.Query) (ast.Expr, bool) {
-	switch {
-	case q.Select.Value != nil:
-		return q.Select.Value, true
-	case !q.Select.Star && len(q.Select.Items) == 1:
-		return q.Select.Items[0].Expr, true
+	if items := distinctItems(q); len(items) == 1 {
+		return items[0], true
 	}
 	return nil, false
 }
 
-// distinctInOrder returns SELECT DISTINCT [VALUE] c.path … without ORDER
-// BY ordered by the path, when the policy indexes it (descending without
-// VALUE). The service promises such a query no order; in the value's
-// order its pages go on
-// from their position in the path's index (distinctWalk), where in the
-// order of the documents each page would have to read every document
-// before it to know which values it already returned.
+// distinctItems returns the expressions a DISTINCT's rows are made of: its
+// VALUE, or its select items (none for SELECT *).
+func distinctItems(q *ast.Query) []ast.Expr {
+	if q.Select.Value != nil {
+		return []ast.Expr{q.Select.Value}
+	}
+	var items []ast.Expr
+	for _, it := range q.Select.Items {
+		items = append(items, it.Expr)
+	}
+	return items
+}
+
+// distinctInOrder returns SELECT DISTINCT … without ORDER BY ordered by
+// its VALUE or by the first of its select items that is a path the policy
+// indexes (descending without VALUE). The service promises such a query
+// no order; in the value's order its pages go on from their position in
+// the path's index (distinctWalk), where in the order of the documents
+// each page would have to read every document before it to know which
+// rows it already returned.
 func distinctInOrder(c *containerRecord, q *ast.Query, params map[string]document.Value, allowScan bool) (*ast.Query, bool) {
 	if !q.Select.Distinct || len(q.OrderBy) > 0 || len(q.GroupBy) > 0 || len(q.Joins) > 0 ||
 		gatewayplan.HasAggregates(q) || c.index.none {
 		return nil, false
 	}
-	e, ok := distinctItem(q)
-	if !ok {
+	i := slices.IndexFunc(distinctItems(q), func(e ast.Expr) bool {
+		path, ok := plan.DocPath(q, e)
+		return ok && c.index.indexes(path) && !crossesArray(path)
+	})
+	if i < 0 {
 		return nil, false
 	}
-	path, ok := plan.DocPath(q, e)
-	if !ok || !c.index.indexes(path) {
-		return nil, false
-	}
+	e := distinctItems(q)[i]
 	f := *q
 	// Descending when documents without the path make a row ({}): they
 	// come last, so only the drain's last page looks for them (a scan
@@ -166,10 +188,13 @@ type orderStream struct {
 	// tiesDesc orders equal keys backwards, when any key is descending.
 	keys     []plan.OrderKey
 	tiesDesc bool
-	// distinct, for SELECT DISTINCT [VALUE] e … ORDER BY e
-	// (distinctByKey), is the whole query, which sorts a group of values the index does not
-	// tell apart and drops its repeats (distinctWalk).
+	// distinct, for SELECT DISTINCT … ORDER BY e (distinctKeyed), is the
+	// whole query, which sorts a group of values the index does not tell
+	// apart and drops its repeats (distinctWalk). grouped is set when its
+	// rows hold more than e, so that a group of one value may make
+	// several (groupDistinct).
 	distinct *eval.Program
+	grouped  bool
 	// ties is set when the groups of exact values are read through the
 	// path's tie entries (absent.go) rather than collected and sorted.
 	ties bool
@@ -232,7 +257,7 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 	w := &orderStream{r: r, c: c, s: s, now: now, st: st, rows: rows, o: o, desc: q.OrderBy[0].Desc,
 		prefix: prefix, lo: lo, hi: hi, next: next, limit: limit, page: page}
 	if q.Select.Distinct {
-		w.distinct = prog
+		w.distinct, w.grouped = prog, !distinctByKey(q)
 	}
 	if len(q.OrderBy) > 1 {
 		w.keys = orderKeys(q)
@@ -334,6 +359,9 @@ func (w *orderStream) cutShort(err error) bool {
 // property, in scan order (backwards when descending), from scan position
 // from (nil: the start). It reports false when the page filled.
 func (w *orderStream) undefined(from []byte, skip int) (bool, error) {
+	if w.grouped {
+		return w.undefinedDistinct(from, skip)
+	}
 	filled := false
 	err := w.undefinedSource(w.desc)(from, func(pos, loc []byte, rec *itemRecord) (bool, error) {
 		first := 0
@@ -358,7 +386,8 @@ func (w *orderStream) undefined(from []byte, skip int) (bool, error) {
 			}
 			w.add(rows[i])
 			if w.distinct != nil {
-				// Every document without the property makes this row.
+				// Every document without the property makes this row
+				// (grouped distincts go through undefinedDistinct).
 				return false, nil
 			}
 		}
@@ -520,20 +549,23 @@ func (w *orderStream) pastGroup(value []byte) []byte {
 	return k
 }
 
-// distinctWalk streams the rows of SELECT DISTINCT [VALUE] e … ORDER BY e
-// (distinctByKey) from wr. Every row of a group of an exact value is the
-// same, so the group makes one row, of the first of its documents in the
-// scope that passes the filter. The walk steps through a group's entries
-// up to distinctSkim of them and seeks past the rest; it gathers as many
-// groups as the page still has room for and reads the first document of
-// each in one batch (distinctRows). A page then reads about an entry or
-// a few and a document per row, wherever it starts. A position is the
-// group's value with modeGroup and, in skip, how many of the group's rows
-// went out before it. A group of values the index does not tell apart
-// is read whole, and the query run over it sorts its rows and drops their
-// repeats.
+// distinctWalk streams the rows of SELECT DISTINCT … ORDER BY e
+// (distinctKeyed) from wr. When the rows are e alone (distinctByKey),
+// every row of a group of an exact value is the same, so the group makes
+// one row, of the first of its documents in the scope that passes the
+// filter. The walk steps through a group's entries up to distinctSkim of
+// them and seeks past the rest; it gathers as many groups as the page
+// still has room for and reads the first document of each in one batch
+// (distinctRows). A page then reads about an entry or a few and a
+// document per row, wherever it starts. A position is the group's value
+// with modeGroup and, in skip, how many of the group's rows went out
+// before it. When the rows hold more than e, a group is read document by
+// document, a group at a time (groupDistinct), and a position within it
+// is that of a document (modeItem). A group of values the index does not
+// tell apart is read whole, and the query run over it sorts its rows and
+// drops their repeats.
 func (w *orderStream) distinctWalk(wr walkResume) (bool, error) {
-	if wr.value != nil && wr.mode != modeGroup {
+	if wr.value != nil && wr.mode != modeGroup && !(w.grouped && wr.mode == modeItem) {
 		return false, errBadContinuation
 	}
 	it, err := w.walkIter(wr)
@@ -556,30 +588,35 @@ func (w *orderStream) distinctWalk(wr walkResume) (bool, error) {
 		}
 		if v := k[base : len(k)-len(loc)]; value == nil || !bytes.Equal(v, value) {
 			value, read = bytes.Clone(v), 0
-			first := 0
+			var at walkResume
 			if wr.value != nil && bytes.Equal(value, wr.value) {
-				first = wr.skip
+				at = wr
 			}
-			if first > 0 && exactValue(value) {
+			if at.mode == modeGroup && at.skip > 0 && w.oneRow(value) {
 				// Its row went out on an earlier page.
 				ok = it.SeekGE(w.pastGroup(value))
 				continue
 			}
 			// As many groups as the page has rows still to make, and
-			// the one that tells whether more follow.
-			if len(groups) >= min(max(w.room(), 0)+1, aheadMax) {
+			// the one that tells whether more follow; a group at a time
+			// when a group may make many rows.
+			gather := min(max(w.room(), 0)+1, aheadMax)
+			if w.grouped {
+				gather = 1
+			}
+			if len(groups) >= gather {
 				if more, err := w.distinctRows(groups); err != nil || !more {
 					return more, err
 				}
 				groups = groups[:0]
 			}
-			groups = append(groups, distinctGroup{value: value, first: first})
+			groups = append(groups, distinctGroup{value: value, at: at})
 		}
 		g := &groups[len(groups)-1]
 		if w.s.holds(loc) {
 			g.locs = append(g.locs, bytes.Clone(loc))
 		}
-		if read++; read >= distinctSkim && exactValue(value) {
+		if read++; read >= distinctSkim && w.oneRow(value) {
 			g.rest = bytes.Clone(k)
 			ok = it.SeekGE(w.pastGroup(value))
 			continue
@@ -597,11 +634,15 @@ func (w *orderStream) distinctWalk(wr walkResume) (bool, error) {
 // a small part of a seek, which over PostgreSQL may be a round trip.
 const distinctSkim = 16
 
+// oneRow reports whether every document of the group of value makes the
+// same row, so that the distinct walk reads one of them.
+func (w *orderStream) oneRow(value []byte) bool { return !w.grouped && exactValue(value) }
+
 // distinctGroup is a group of equal values the distinct walk gathered.
 type distinctGroup struct {
 	value []byte
-	first int      // the group's rows that went out on earlier pages
-	locs  [][]byte // the locations in the scope of the entries read
+	at    walkResume // where the page resumes in the group, if it does
+	locs  [][]byte   // the locations in the scope of the entries read
 	// rest, when set, is the last entry read of a group the walk sought
 	// past: its further entries may hold the document that makes its
 	// row.
@@ -618,7 +659,7 @@ func (w *orderStream) distinctRows(groups []distinctGroup) (bool, error) {
 	}
 	var firsts [][]byte
 	for _, g := range groups {
-		if exactValue(g.value) && len(g.locs) > 0 {
+		if w.oneRow(g.value) && len(g.locs) > 0 {
 			firsts = append(firsts, g.locs[0])
 		}
 	}
@@ -627,16 +668,25 @@ func (w *orderStream) distinctRows(groups []distinctGroup) (bool, error) {
 	}
 	for i := range groups {
 		g := &groups[i]
+		if g.at.value != nil && g.at.mode == modeItem && (!w.grouped || !exactValue(g.value)) {
+			return false, errBadContinuation
+		}
 		if !exactValue(g.value) {
 			rows, err := w.inexactDistinct(g.value, g.locs)
 			if err != nil {
 				return false, queryError(err)
 			}
-			for j := g.first; j < len(rows); j++ {
+			for j := g.at.skip; j < len(rows); j++ {
 				if w.full() {
 					return stop(g, j)
 				}
 				w.add(rows[j])
+			}
+			continue
+		}
+		if w.grouped {
+			if more, err := w.groupDistinct(g); err != nil || !more {
+				return more, err
 			}
 			continue
 		}
@@ -711,6 +761,9 @@ func (w *orderStream) exactDistinct(g *distinctGroup) (document.Value, bool, err
 // documents at locs, whose entries hold value, one the index does not
 // tell apart from others (exactValue).
 func (w *orderStream) inexactDistinct(value []byte, locs [][]byte) ([]document.Value, error) {
+	// In scan order: the evaluator orders ties by the order it is given
+	// the documents in, backwards itself when descending.
+	slices.SortFunc(locs, func(a, b []byte) int { return bytes.Compare(w.scanPos(a), w.scanPos(b)) })
 	each := func(yield func(document.Value, eval.DocMeta) error) error {
 		for j, loc := range locs {
 			if err := w.fetch(locs[j:], len(locs)); err != nil {
@@ -733,6 +786,135 @@ func (w *orderStream) inexactDistinct(value []byte, locs [][]byte) ([]document.V
 	return w.distinct.RunEach(each, 0, nil)
 }
 
+// groupDistinct streams the distinct rows of the group of an exact value
+// of a DISTINCT whose rows hold more than the key (orderStream.grouped):
+// the rows of its documents in the evaluator's order of ties, each that no
+// document of the group made before it, as the evaluator keeps the first
+// of equal rows. A page that resumes inside the group reads the group's
+// documents before its position again, to know which rows they made: a
+// page costs the rows it returns and, at most, the group it starts in. It
+// reports false when the page filled.
+func (w *orderStream) groupDistinct(g *distinctGroup) (bool, error) {
+	w.sortTies(g.locs)
+	start := w.resumeIndex(g.locs, g.at)
+	d := newRowSet(w.rows.Budget())
+	defer d.release()
+	for j, loc := range g.locs {
+		ahead := w.room()
+		if j < start {
+			ahead = start - j
+		}
+		if err := w.fetch(g.locs[j:], ahead); err != nil {
+			return false, err
+		}
+		pos := w.scanPos(loc)
+		first := 0
+		if j == start && g.at.item != nil && bytes.Equal(pos, g.at.item) {
+			first = g.at.skip
+		}
+		stop := func(skip int) (bool, error) {
+			w.stop(append(append(append([]byte{phaseWalk}, g.value...), modeItem), pos...), skip)
+			return false, nil
+		}
+		_, rows, ok, err := w.groupRows(g.value, loc)
+		if j >= start && w.cutShort(err) {
+			return stop(first)
+		}
+		if err != nil {
+			return false, queryError(err)
+		}
+		if j >= start {
+			w.visited = true
+		}
+		if !ok {
+			continue
+		}
+		if j < start {
+			first = len(rows)
+		}
+		if more, err := d.emit(w, rows, first, stop); err != nil || !more {
+			return more, err
+		}
+	}
+	return true, nil
+}
+
+// undefinedDistinct streams the distinct rows of the documents without the
+// key, for a DISTINCT whose rows hold more than the key, as groupDistinct
+// does for a group: reading those before the position from again. It
+// reports false when the page filled.
+func (w *orderStream) undefinedDistinct(from []byte, skip int) (bool, error) {
+	d := newRowSet(w.rows.Budget())
+	defer d.release()
+	filled := false
+	err := w.undefinedSource(w.desc)(nil, func(pos, loc []byte, rec *itemRecord) (bool, error) {
+		before := from != nil && w.tieOrder(pos, from) < 0
+		first := 0
+		if from != nil && bytes.Equal(pos, from) {
+			first = skip
+		}
+		stop := func(skip int) (bool, error) {
+			w.stop(append([]byte{phaseUndefined}, pos...), skip)
+			filled = true
+			return false, nil
+		}
+		_, rows, ok, err := w.docRows(loc, rec, w.undefinedKey)
+		if !before && w.cutShort(err) {
+			return stop(first)
+		}
+		if err != nil {
+			return false, queryError(err)
+		}
+		if !before {
+			w.visited = true
+		}
+		if !ok {
+			return true, nil
+		}
+		if before {
+			first = len(rows)
+		}
+		return d.emit(w, rows, first, stop)
+	})
+	return !filled, err
+}
+
+// rowSet holds the rows a DISTINCT made within one group, its memory
+// counted against the query's budget.
+type rowSet struct {
+	budget *eval.Budget
+	seen   map[string]bool
+	held   int
+}
+
+func newRowSet(b *eval.Budget) *rowSet { return &rowSet{budget: b, seen: map[string]bool{}} }
+
+// emit adds rows[first:] to the page, each that the set does not hold yet,
+// and all of rows to the set; at a full page it returns stop of the row's
+// index.
+func (d *rowSet) emit(w *orderStream, rows []document.Value, first int, stop func(int) (bool, error)) (bool, error) {
+	for i, row := range rows {
+		k := string(eval.CanonicalKey(nil, row))
+		if d.seen[k] {
+			continue
+		}
+		if i >= first {
+			if w.full() {
+				return stop(i)
+			}
+			w.add(row)
+		}
+		if err := d.budget.Hold(len(k) + 48); err != nil {
+			return false, queryError(err)
+		}
+		d.held += len(k) + 48
+		d.seen[k] = true
+	}
+	return true, nil
+}
+
+func (d *rowSet) release() { d.budget.Release(d.held) }
+
 // tieGroupMin is how many entries of a group the walk reads before it
 // reads the group through its tie entries instead (when it may): a small
 // group costs less read whole than a seek to its tie entries and a second
@@ -743,25 +925,40 @@ const tieGroupMin = 64
 // scope, which is the order the evaluator keeps equal keys in.
 func (w *orderStream) scanPos(loc []byte) []byte { return w.s.scanPos(loc) }
 
+// tieOrder compares two scan positions in the order the evaluator keeps
+// equal keys in: scan order, backwards when descending (eval's sortRows).
+func (w *orderStream) tieOrder(a, b []byte) int {
+	if w.desc {
+		a, b = b, a
+	}
+	return bytes.Compare(a, b)
+}
+
+// sortTies sorts the locations of a group's items in the order the
+// evaluator keeps equal keys in.
+func (w *orderStream) sortTies(locs [][]byte) {
+	slices.SortFunc(locs, func(a, b []byte) int { return w.tieOrder(w.scanPos(a), w.scanPos(b)) })
+}
+
+// resumeIndex returns the index in locs, sorted by sortTies, of the first
+// item at or after the position at within the group (0 without one).
+func (w *orderStream) resumeIndex(locs [][]byte, at walkResume) int {
+	if at.mode != modeItem || at.item == nil {
+		return 0
+	}
+	i, _ := slices.BinarySearchFunc(locs, at.item, func(loc, item []byte) int { return w.tieOrder(w.scanPos(loc), item) })
+	return i
+}
+
 // group streams the rows of the items at locs, whose entries hold the
 // encoded value, in the evaluator's order, resuming at at.
 func (w *orderStream) group(value []byte, locs [][]byte, at walkResume) (bool, error) {
 	if at.mode == modeKeys {
 		return false, errBadContinuation
 	}
-	// Ties in scan order, backwards when descending (eval's sortRows).
-	order := func(a, b []byte) int {
-		if w.desc {
-			a, b = b, a
-		}
-		return bytes.Compare(a, b)
-	}
-	slices.SortFunc(locs, func(a, b []byte) int { return order(w.scanPos(a), w.scanPos(b)) })
+	w.sortTies(locs)
 	if exactValue(value) {
-		i := 0
-		if at.mode == modeItem && at.item != nil {
-			i, _ = slices.BinarySearchFunc(locs, at.item, func(loc, item []byte) int { return order(w.scanPos(loc), item) })
-		}
+		i := w.resumeIndex(locs, at)
 		for j := i; j < len(locs); j++ {
 			if err := w.fetch(locs[j:], w.room()); err != nil {
 				return false, err

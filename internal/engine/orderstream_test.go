@@ -583,3 +583,89 @@ func TestDistinctWithRidStreams(t *testing.T) {
 		t.Errorf("DISTINCT: %d rows, want the %d of the query without it, in its order", len(got), len(want))
 	}
 }
+
+// TestDistinctOfSeveralItemsPagesByGroup drains DISTINCT queries whose rows
+// hold more than one path: served in the order of one of the paths, a
+// group of its equal values at a time, a page reads the groups it returns
+// rows of and the one it resumes in, where each page read every document
+// before its last row.
+func TestDistinctOfSeveralItemsPagesByGroup(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	var items []string
+	// 100 values of v in groups of 20 documents, each group with 7
+	// values of w: 700 distinct pairs, all of them among the first 700
+	// documents.
+	for n := range 2000 {
+		items = append(items, fmt.Sprintf(`{"id":"i%d","pk":"p%d","v":%d,"w":%d,"n":%d}`, n, n%20, n%100, n%7, n))
+	}
+	for n := range 30 {
+		items = append(items, fmt.Sprintf(`{"id":"a%d","pk":"p%d","v":[%d],"w":%d,"n":%d}`, n, n%20, n%3, n%2, n))
+		items = append(items, fmt.Sprintf(`{"id":"o%d","pk":"p%d","v":{"a":%d},"w":%d,"n":%d}`, n, n%20, n%2, n%3, n))
+		items = append(items, fmt.Sprintf(`{"id":"u%d","pk":"p%d","w":%d,"n":%d}`, n, n%20, n%4, n))
+	}
+	be.seed(t, items...)
+	var docs []document.Value
+	for _, it := range items {
+		doc, err := document.Parse([]byte(it))
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, doc)
+	}
+	cross := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, MaxItemCount: 20}
+	inP3 := QueryParams{ItemRef: batchRef(`["p3"]`), MaxItemCount: 20}
+	for _, tc := range []struct {
+		query, oracle   string
+		p               QueryParams
+		stream, bounded bool // served by the walk; pages read about the groups of their rows
+	}{
+		{"SELECT DISTINCT c.v, c.w FROM c", "SELECT DISTINCT c.v, c.w FROM c ORDER BY c.v DESC", cross, true, true},
+		{"SELECT DISTINCT c.v, c.w FROM c ORDER BY c.v", "", cross, true, true},
+		{"SELECT DISTINCT c.w AS x, c.v FROM c ORDER BY c.v DESC", "", cross, true, true},
+		{"SELECT DISTINCT c.v, c.w FROM c WHERE c.n * 1 >= 1000", "SELECT DISTINCT c.v, c.w FROM c WHERE c.n * 1 >= 1000 ORDER BY c.v DESC", cross, true, true},
+		// Groups of w: about 290 documents, 100 rows each.
+		{"SELECT DISTINCT c.w, c.v FROM c", "SELECT DISTINCT c.w, c.v FROM c ORDER BY c.w DESC", cross, true, false},
+		{"SELECT DISTINCT c.v, c.w FROM c ORDER BY c.w", "", cross, true, false},
+		// One partition's 106 documents cost less scanned.
+		{"SELECT DISTINCT c.v, c.w FROM c", "SELECT DISTINCT c.v, c.w FROM c ORDER BY c.v DESC", inP3, false, false},
+	} {
+		oracle := cmp.Or(tc.oracle, tc.query)
+		prog, err := compileQuery(oracle, nil, time.Now(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scoped := docs
+		if tc.p.HasKey {
+			scoped = slices.DeleteFunc(slices.Clone(docs), func(d document.Value) bool { return d.Get("pk").Str() != "p3" })
+		}
+		want, err := prog.RunDocs(scoped)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := tc.p
+		p.Query = tc.query
+		got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
+			if n == 0 && tc.stream && (page.Plan == nil || page.Plan.Chosen.Access != plan.OrderedStream) {
+				t.Errorf("%s: page 1 by %v, want the ordered stream", tc.query, page.Plan)
+			}
+			// Ascending, page 1 scans for the documents without c.v
+			// until their absence entries are built.
+			if !tc.bounded || n == 0 || page.Continuation == "" {
+				return
+			}
+			// A page of 20 rows touches at most four groups of 20
+			// documents (7 rows each) and may meet the arrays' and
+			// the objects' groups (60 documents).
+			if page.Examined > 4*20+61 || page.IndexEntries > 4*20+61 {
+				t.Errorf("%s: page %d read %d records and %d entries for %d rows", tc.query, n+1, page.Examined, page.IndexEntries, len(page.Items))
+			}
+		})
+		var wantRows []string
+		for _, v := range want {
+			wantRows = append(wantRows, string(v.JSON()))
+		}
+		if len(wantRows) == 0 || !slices.Equal(got, wantRows) {
+			t.Errorf("%s: %d rows\n%.300v\nwant %d\n%.300v", tc.query, len(got), got, len(wantRows), wantRows)
+		}
+	}
+}

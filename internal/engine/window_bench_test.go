@@ -43,6 +43,13 @@ func BenchmarkDeepPage(b *testing.B) {
 		// The per-range query of an SDK's cross-partition DISTINCT with
 		// ORDER BY.
 		{"distinct-sdk", `SELECT DISTINCT c._rid, [{"item": c.id}] AS orderByItems, c.id AS payload FROM c WHERE true ORDER BY c.id`},
+		// Rows of two paths: one per document here, in groups of 100
+		// by partition key, a page a group.
+		{"distinct-items", "SELECT DISTINCT c.pk, c.n FROM c"},
+		{"distinct-items-ordered", "SELECT DISTINCT c.pk, c.n FROM c ORDER BY c.pk"},
+		// Groups of 200 (one document of each partition), so that page
+		// 20 resumes in the middle of one and reads its first half again.
+		{"distinct-items-mid", "SELECT DISTINCT c.n, c.pk FROM c"},
 	} {
 		p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: q.text, RangeID: "0", CrossPartition: true, MaxItemCount: 100}
 		s.orderReady(b, p)

@@ -96,7 +96,7 @@ func (a *aggState) add(v document.Value) {
 			if a.seen == nil {
 				a.seen = map[string]bool{}
 			}
-			k := string(canonicalKey(nil, v))
+			k := string(CanonicalKey(nil, v))
 			if a.seen[k] {
 				return
 			}
@@ -171,7 +171,7 @@ func (c *ctx) groups(cq *compiled, produce func(emit func(scope) error) error, h
 				if err != nil {
 					return err
 				}
-				key = canonicalKey(key, v)
+				key = CanonicalKey(key, v)
 				key = append(key, 0)
 			}
 			g = index[string(key)]

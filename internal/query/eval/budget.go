@@ -155,8 +155,12 @@ func (b *Budget) Check() error {
 // Work returns the steps spent so far.
 func (b *Budget) Work() int { return b.work }
 
-// hold counts n more bytes held; release gives them back.
-func (b *Budget) hold(n int) error {
+// Hold counts n more bytes held, failing once they pass the budget's
+// memory; Release gives them back. A nil Budget holds nothing.
+func (b *Budget) Hold(n int) error {
+	if b == nil {
+		return nil
+	}
 	b.mem += n
 	if b.mem > b.maxMem {
 		return ErrMemory
@@ -164,7 +168,11 @@ func (b *Budget) hold(n int) error {
 	return nil
 }
 
-func (b *Budget) release(n int) { b.mem -= n }
+func (b *Budget) Release(n int) {
+	if b != nil {
+		b.mem -= n
+	}
+}
 
 // Exhausted reports whether err is the budget's own refusal to go on for
 // lack of time or work, after which a caller that can resume (a page with

@@ -587,10 +587,10 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 	// The memory of the rows held is counted against the budget while
 	// the query runs; what is returned is at most what was held.
 	held := 0
-	defer func() { c.budget.release(held) }()
+	defer func() { c.budget.Release(held) }()
 	hold := func(n int) error {
 		held += n
-		return c.budget.hold(n)
+		return c.budget.Hold(n)
 	}
 	var rows []sortRow
 	if cq.grouped {
@@ -629,7 +629,7 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 				return nil
 			}
 			if early {
-				k := string(canonicalKey(nil, v))
+				k := string(CanonicalKey(nil, v))
 				if seenEarly[k] {
 					return nil
 				}
@@ -688,7 +688,7 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 				for _, dropped := range rows[n:] {
 					size := dropped.size()
 					held -= size
-					c.budget.release(size)
+					c.budget.Release(size)
 				}
 				clear(rows[n:])
 				rows = rows[:n]
@@ -727,7 +727,7 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 			continue
 		}
 		if seen != nil {
-			k := string(canonicalKey(nil, r.val))
+			k := string(CanonicalKey(nil, r.val))
 			if seen[k] {
 				continue
 			}

@@ -2,7 +2,8 @@ package eval
 
 import (
 	"math"
-	"sort"
+	"slices"
+	"strings"
 
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/query/ast"
@@ -548,7 +549,7 @@ func likeStep(r rune, p []rune, esc rune) (bool, int, bool) {
 // canonicalKey appends an encoding of v under which values equal for
 // DISTINCT and GROUP BY encode the same: undefined apart from null, numbers
 // by value, object properties in name order.
-func canonicalKey(dst []byte, v document.Value) []byte {
+func CanonicalKey(dst []byte, v document.Value) []byte {
 	switch v.Kind() {
 	case document.Undefined:
 		return append(dst, 'u')
@@ -563,13 +564,16 @@ func canonicalKey(dst []byte, v document.Value) []byte {
 	case document.Array:
 		dst = append(dst, '[')
 		for _, e := range v.Array() {
-			dst = canonicalKey(dst, e)
+			dst = CanonicalKey(dst, e)
 			dst = append(dst, ',')
 		}
 		return append(dst, ']')
 	case document.Object:
-		fs := append([]document.Field(nil), v.Fields()...)
-		sortFields(fs)
+		fs := v.Fields()
+		if !slices.IsSortedFunc(fs, byName) {
+			fs = slices.Clone(fs)
+			slices.SortFunc(fs, byName)
+		}
 		dst = append(dst, '{')
 		for _, f := range fs {
 			if !f.Value.IsDefined() {
@@ -577,7 +581,7 @@ func canonicalKey(dst []byte, v document.Value) []byte {
 			}
 			dst = document.AppendString(dst, f.Name)
 			dst = append(dst, ':')
-			dst = canonicalKey(dst, f.Value)
+			dst = CanonicalKey(dst, f.Value)
 			dst = append(dst, ',')
 		}
 		return append(dst, '}')
@@ -585,6 +589,4 @@ func canonicalKey(dst []byte, v document.Value) []byte {
 	return v.AppendJSON(dst)
 }
 
-func sortFields(fs []document.Field) {
-	sort.Slice(fs, func(i, j int) bool { return fs[i].Name < fs[j].Name })
-}
+func byName(a, b document.Field) int { return strings.Compare(a.Name, b.Name) }

@@ -25,7 +25,7 @@ func partialMatch(elem, want document.Value) bool {
 func keySet(arr document.Value) map[string]bool {
 	set := make(map[string]bool, arr.Len())
 	for _, e := range arr.Array() {
-		set[string(canonicalKey(nil, e))] = true
+		set[string(CanonicalKey(nil, e))] = true
 	}
 	return set
 }
@@ -60,7 +60,7 @@ func init() {
 			switch {
 			case !v.IsDefined():
 				unknown = true
-			case set[string(canonicalKey(nil, v))]:
+			case set[string(CanonicalKey(nil, v))]:
 				return vTrue
 			}
 		}
@@ -79,7 +79,7 @@ func init() {
 			switch {
 			case !v.IsDefined():
 				unknown = true
-			case !set[string(canonicalKey(nil, v))]:
+			case !set[string(CanonicalKey(nil, v))]:
 				return vFals
 			}
 		}
@@ -142,7 +142,7 @@ func init() {
 		seen := map[string]bool{}
 		other := keySet(a[1])
 		for _, v := range a[0].Array() {
-			k := string(canonicalKey(nil, v))
+			k := string(CanonicalKey(nil, v))
 			if !seen[k] && other[k] {
 				seen[k] = true
 				out = append(out, v)
@@ -158,7 +158,7 @@ func init() {
 		seen := map[string]bool{}
 		for _, arr := range a {
 			for _, v := range arr.Array() {
-				k := string(canonicalKey(nil, v))
+				k := string(CanonicalKey(nil, v))
 				if !seen[k] {
 					seen[k] = true
 					out = append(out, v)

@@ -143,7 +143,7 @@ func (rs *resumeState) place(c *ctx, r *sortRow) (after, tie bool) {
 
 // seen notes a DISTINCT row before the mark that ties with it.
 func (rs *resumeState) seen(v document.Value, hold func(int) error) error {
-	k := string(canonicalKey(nil, v))
+	k := string(CanonicalKey(nil, v))
 	if rs.before[k] {
 		return nil
 	}
@@ -164,7 +164,7 @@ func (rs *resumeState) distinct(rows []sortRow, want int) int {
 	var kept, rest []sortRow
 	counted := 0
 	for _, r := range rows {
-		k := string(canonicalKey(nil, r.val))
+		k := string(CanonicalKey(nil, r.val))
 		tie := rs.after != nil && rs.ties(r.keys)
 		if counted == want && !tie || seen[k] || rs.before[k] {
 			rest = append(rest, r)
