@@ -69,9 +69,17 @@ const (
 // streamShape recognizes a query the ordered stream serves; want is the
 // rows of one page.
 func streamShape(c *containerRecord, q *ast.Query, params map[string]document.Value, terms []plan.Term, want int) (*plan.Ordered, bool) {
+	// A DISTINCT's window (TOP, OFFSET and LIMIT) is the stream's to
+	// keep (rowWindow); the TOP walk serves those of other queries.
+	windowed := q.Select.Top != nil || q.Offset != nil || q.Limit != nil
 	if !c.Index.Ready || c.index.none || len(q.OrderBy) == 0 || orderKeys(q) == nil || len(q.GroupBy) > 0 || (q.Select.Distinct && !distinctKeyed(q)) ||
-		q.Select.Top != nil || q.Offset != nil || q.Limit != nil || gatewayplan.HasAggregates(q) {
+		(windowed && !q.Select.Distinct) || gatewayplan.HasAggregates(q) {
 		return nil, false
+	}
+	if info := gatewayplan.Describe(q, params); info.Top != nil {
+		want = min(want, *info.Top)
+	} else if info.Offset != nil && info.Limit != nil {
+		want = min(want, *info.Offset+*info.Limit)
 	}
 	path, ok := plan.DocPath(q, q.OrderBy[0].Expr)
 	if !ok || !c.index.indexes(path) || crossesArray(path) {
@@ -142,8 +150,10 @@ func distinctItems(q *ast.Query) []ast.Expr {
 // each page would have to read every document before it to know which
 // rows it already returned.
 func distinctInOrder(c *containerRecord, q *ast.Query, params map[string]document.Value, allowScan bool) (*ast.Query, bool) {
+	// With TOP or OFFSET the query stops once it has made its rows, in
+	// the documents' order; the ordered stream serves no window.
 	if !q.Select.Distinct || len(q.OrderBy) > 0 || len(q.GroupBy) > 0 || len(q.Joins) > 0 ||
-		gatewayplan.HasAggregates(q) || c.index.none {
+		q.Select.Top != nil || q.Offset != nil || gatewayplan.HasAggregates(q) || c.index.none {
 		return nil, false
 	}
 	i := slices.IndexFunc(distinctItems(q), func(e ast.Expr) bool {
@@ -184,6 +194,9 @@ type orderStream struct {
 	rows *eval.Program
 	o    *plan.Ordered
 	desc bool
+	// win, when set, is the DISTINCT's TOP or OFFSET and LIMIT: the rows
+	// of the stream the page returns.
+	win *rowWindow
 	// keys are the ORDER BY keys when there are several (orderkeys.go);
 	// tiesDesc orders equal keys backwards, when any key is descending.
 	keys     []plan.OrderKey
@@ -242,8 +255,9 @@ func (w *orderStream) room() int {
 	return w.limit - len(w.page.Items)
 }
 
-// streamOrdered runs one page of the ordered stream o from cur.
-func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, o *plan.Ordered, s *itemScope, now time.Time, st *readStats, cur, next cursor, limit int, page *FeedPage) error {
+// streamOrdered runs one page of the ordered stream o from cur; prog is
+// the query without its window, when it has one (win).
+func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, o *plan.Ordered, s *itemScope, now time.Time, st *readStats, cur, next cursor, limit int, win *rowWindow, page *FeedPage) error {
 	q := prog.Query()
 	rows, err := withoutOrder(prog)
 	if err != nil {
@@ -255,7 +269,10 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 	prefix := orderPrefix(c, o.Path, s)
 	lo, hi := pathBounds(prefix, plan.Predicates(q, params), o.Path)
 	w := &orderStream{r: r, c: c, s: s, now: now, st: st, rows: rows, o: o, desc: q.OrderBy[0].Desc,
-		prefix: prefix, lo: lo, hi: hi, next: next, limit: limit, page: page}
+		prefix: prefix, lo: lo, hi: hi, next: next, limit: limit, page: page, win: win}
+	if w.win.done() {
+		return nil
+	}
 	if q.Select.Distinct {
 		w.distinct, w.grouped = prog, !distinctByKey(q)
 	}
@@ -311,17 +328,28 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 
 // full reports whether the page can take no more rows.
 func (w *orderStream) full() bool {
-	return len(w.page.Items) == w.limit || (w.size > maxPageBytes && len(w.page.Items) > 0)
+	return len(w.page.Items) == w.limit || (w.size > maxPageBytes && len(w.page.Items) > 0) || w.win.done()
 }
 
+// add returns row on the page, unless the window skips it.
 func (w *orderStream) add(row document.Value) {
+	if !w.win.take() {
+		return
+	}
 	b := row.JSON()
 	w.page.Items = append(w.page.Items, b)
 	w.size += len(b)
 }
 
-// stop ends the page with a continuation at pos, skip.
+// stop ends the page with a continuation at pos, skip, unless the window
+// has made all its rows.
 func (w *orderStream) stop(pos []byte, skip int) {
+	if w.win.done() {
+		return
+	}
+	if w.win != nil {
+		w.next.made = w.win.made
+	}
 	w.next.pos, w.next.skip = pos, skip
 	w.page.Continuation = w.next.String()
 }

@@ -669,3 +669,93 @@ func TestDistinctOfSeveralItemsPagesByGroup(t *testing.T) {
 		}
 	}
 }
+
+// TestDistinctWindowStopsEarly checks that a DISTINCT with TOP or OFFSET
+// and no ORDER BY stops once it has made its rows, in the documents'
+// order, rather than being served in a path's order (distinctInOrder),
+// which read the whole scope for them.
+func TestDistinctWindowStopsEarly(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	var items []string
+	for n := range 2000 {
+		items = append(items, fmt.Sprintf(`{"id":"i%d","pk":"p%d","v":%d,"w":%d}`, n, n%20, n%100, n%7))
+	}
+	be.seed(t, items...)
+	for _, tc := range []struct {
+		query string
+		rows  int
+	}{
+		{"SELECT DISTINCT TOP 10 VALUE c.v FROM c", 10},
+		{"SELECT DISTINCT TOP 10 c.v, c.w FROM c", 10},
+		{"SELECT DISTINCT VALUE c.v FROM c OFFSET 5 LIMIT 10", 15},
+	} {
+		page, err := be.e.QueryItems(context.Background(), QueryParams{ItemRef: batchRef(""), Query: tc.query, RangeID: "0", CrossPartition: true, MaxItemCount: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Each of the first 100 documents holds a value of c.v of its own.
+		if page.Examined > tc.rows+1 {
+			t.Errorf("%s: %d rows, %d records read, want at most %d", tc.query, len(page.Items), page.Examined, tc.rows+1)
+		}
+	}
+}
+
+// TestDistinctWindowWalksTheIndex drains DISTINCT queries with ORDER BY
+// and a TOP, or an OFFSET and LIMIT, in pages smaller than their windows:
+// the walk keeps the window, so a page reads about its rows, where every
+// page read the whole scope.
+func TestDistinctWindowWalksTheIndex(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	var items []string
+	var docs []document.Value
+	for n := range 2000 {
+		items = append(items, fmt.Sprintf(`{"id":"i%d","pk":"p%d","v":%d,"w":%d}`, n, n%20, n%100, n%7))
+	}
+	be.seed(t, items...)
+	for _, it := range items {
+		doc, err := document.Parse([]byte(it))
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, doc)
+	}
+	for _, tc := range []struct {
+		query      string
+		rows       int
+		perPage    int  // records a page of 10 may read
+		scansFirst bool // page 1 scans for documents without c.v
+	}{
+		{"SELECT DISTINCT TOP 35 VALUE c.v FROM c ORDER BY c.v", 35, 11, false},
+		{"SELECT DISTINCT VALUE c.v FROM c ORDER BY c.v DESC OFFSET 20 LIMIT 25", 25, 31, false},
+		// Groups of 20 documents, 7 rows each: a page reads the group
+		// it resumes in and up to two more.
+		{"SELECT DISTINCT TOP 35 c.v, c.w FROM c ORDER BY c.v", 35, 3*20 + 1, true},
+		// The offset's 30 rows come from five groups.
+		{"SELECT DISTINCT c.v AS x, c.w FROM c ORDER BY c.v DESC OFFSET 30 LIMIT 40", 40, 7*20 + 1, false},
+	} {
+		prog, err := compileQuery(tc.query, nil, time.Now(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := prog.RunDocs(docs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wantRows []string
+		for _, v := range want {
+			wantRows = append(wantRows, string(v.JSON()))
+		}
+		p := QueryParams{ItemRef: batchRef(""), Query: tc.query, RangeID: "0", CrossPartition: true, MaxItemCount: 10}
+		got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
+			if n == 0 && (page.Plan == nil || page.Plan.Chosen.Access != plan.OrderedStream) {
+				t.Errorf("%s: page 1 by %v, want the ordered stream", tc.query, page.Plan)
+			}
+			if page.Examined > tc.perPage && !(n == 0 && tc.scansFirst) {
+				t.Errorf("%s: page %d read %d records for %d rows", tc.query, n+1, page.Examined, len(page.Items))
+			}
+		})
+		if len(got) != tc.rows || !slices.Equal(got, wantRows) {
+			t.Errorf("%s: %d rows\n%.300v\nwant %d\n%.300v", tc.query, len(got), got, len(wantRows), wantRows)
+		}
+	}
+}

@@ -267,6 +267,8 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		// its pace lets it.
 		var need, made func() int
 		switch stop := prog.Stop(cur.skip + limit + 1); {
+		case qp.stream != nil && win != nil:
+			need = func() int { return win.need(limit - len(page.Items)) }
 		case qp.stream != nil || prog.Streaming():
 			need = func() int { return limit - len(page.Items) }
 			made = func() int { return cur.skip + len(page.Items) }
@@ -295,8 +297,11 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 			st.want = func() int { return min(rows(), left()) }
 		}
 		defer func() { st.want = nil }()
+		if qp.stream != nil && win != nil {
+			return streamOrdered(r, c, rows, p.Params, qp.stream, scope, now, st, cur, next, limit, win, page)
+		}
 		if qp.stream != nil {
-			return streamOrdered(r, c, prog, p.Params, qp.stream, scope, now, st, cur, next, limit, page)
+			return streamOrdered(r, c, prog, p.Params, qp.stream, scope, now, st, cur, next, limit, nil, page)
 		}
 		if prog.Streaming() {
 			return streamQuery(qp.src, c, prog, scope, now, cur, next, limit, !single, nil, page)
