@@ -201,10 +201,6 @@ func compactAll(b *testing.B, s *benchStore) {
 // both stores are compacted into one level after loading, which measures
 // the containers' sizes without the shapes their loads left the LSM in.
 // MAYFLY_BENCH_LSM prints each store's levels after its warm-up.
-// MAYFLY_BENCH_EVICT=1 writes through a buffer larger than the
-// processor's caches before each operation, outside its time: a small
-// container's records otherwise stay in those caches from one operation
-// to the next, which a server busy with other work does not see.
 //
 //	go test -run '^$' -bench BenchmarkScopedCostRatio -benchtime 1x -timeout 60m ./internal/engine/
 func BenchmarkScopedCostRatio(b *testing.B) {
@@ -379,15 +375,6 @@ func BenchmarkScopedCostRatio(b *testing.B) {
 		slot = v
 	}
 	only := os.Getenv("MAYFLY_BENCH_OPS") // a comma-separated list of names, or all
-	var evict func()
-	if os.Getenv("MAYFLY_BENCH_EVICT") != "" {
-		buf := make([]byte, 128<<20)
-		evict = func() {
-			for i := 0; i < len(buf); i += 64 {
-				buf[i]++
-			}
-		}
-	}
 	for _, o := range ops {
 		if only != "" && !slices.Contains(strings.Split(only, ","), o.name) {
 			continue
@@ -411,18 +398,12 @@ func BenchmarkScopedCostRatio(b *testing.B) {
 				// -tagfocus 'size=^1000000$' -tagfocus op=feed-partition.
 				pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels("size", strconv.Itoa(sizes[i]), "op", o.name)))
 				start, n := time.Now(), 0
-				var spent time.Duration
 				for ; n == 0 || time.Since(start) < slot; n++ {
-					if evict != nil {
-						evict()
-					}
-					t := time.Now()
 					if err := runs[i](); err != nil {
 						b.Fatalf("%s at %d items: %v", o.name, sizes[i], err)
 					}
-					spent += time.Since(t)
 				}
-				per[i] = float64(spent.Nanoseconds()) / float64(n)
+				per[i] = float64(time.Since(start).Nanoseconds()) / float64(n)
 				pprof.SetGoroutineLabels(context.Background())
 				blocks[i] += blockReads(stores[i]) - blocks0
 				done[i] += int64(n)
