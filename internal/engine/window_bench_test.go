@@ -50,6 +50,7 @@ func BenchmarkDeepPage(b *testing.B) {
 		// Groups of 200 (one document of each partition), so that page
 		// 20 resumes in the middle of one and reads its first half again.
 		{"distinct-items-mid", "SELECT DISTINCT c.n, c.pk FROM c"},
+		{"distinct-top", "SELECT DISTINCT TOP 5000 VALUE c.id FROM c ORDER BY c.id"},
 	} {
 		p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: q.text, RangeID: "0", CrossPartition: true, MaxItemCount: 100}
 		s.orderReady(b, p)
