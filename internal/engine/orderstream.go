@@ -70,7 +70,9 @@ const (
 // rows of one page.
 func streamShape(c *containerRecord, q *ast.Query, params map[string]document.Value, terms []plan.Term, want int) (*plan.Ordered, bool) {
 	// A DISTINCT's window (TOP, OFFSET and LIMIT) is the stream's to
-	// keep (rowWindow); the TOP walk serves those of other queries.
+	// keep (rowWindow), over the query without it that windowed gives:
+	// a keyed DISTINCT's repeats tie, so that query is resumable. The
+	// TOP walk serves the windows of other queries.
 	windowed := q.Select.Top != nil || q.Offset != nil || q.Limit != nil
 	if !c.Index.Ready || c.index.none || len(q.OrderBy) == 0 || orderKeys(q) == nil || len(q.GroupBy) > 0 || (q.Select.Distinct && !distinctKeyed(q)) ||
 		(windowed && !q.Select.Distinct) || gatewayplan.HasAggregates(q) {
