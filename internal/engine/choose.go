@@ -503,7 +503,13 @@ func (e *Engine) orderedShapes(r storage.Reader, c *containerRecord, q *ast.Quer
 		return nil
 	}
 	in.Stream = o
-	scoped(o)
+	if crossesArray(o.Path) {
+		// A JOIN's elements (distinctElems) have no entries of their
+		// own per partition: the walk reads the container's.
+		in.WalkEntries = in.Scope.ContainerItems
+	} else {
+		scoped(o)
+	}
 	if len(q.OrderBy) == 1 && !q.Select.Distinct && (s.kind == plan.ScopeAll || s.kind == plan.ScopeRange) && !c.tiesReady(o.Path) {
 		// Equal values in _rid order: the path's tie entries
 		// (absent.go).

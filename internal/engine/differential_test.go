@@ -1111,6 +1111,12 @@ func (s *diffScenario) genQuery() *diffQuery {
 	case x < 16:
 		q.distinct = true
 		q.sel = []string{"VALUE c.n", "VALUE c.s", "c.b", "VALUE c.o.x", "VALUE c.pk", "c.n, c.s", "c.b, c.n AS m", "c.o.x, c.b"}[r.IntN(8)]
+		if r.IntN(4) == 0 { // the distinct elements of a JOIN
+			q.join, q.sel = true, "VALUE t"
+			if r.IntN(2) == 0 {
+				q.orderBy = []diffOrder{{expr: "t", desc: r.IntN(2) == 0}}
+			}
+		}
 		if r.IntN(3) == 0 {
 			q.top = 1 + r.IntN(5)
 		}

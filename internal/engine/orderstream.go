@@ -74,7 +74,8 @@ func streamShape(c *containerRecord, q *ast.Query, params map[string]document.Va
 	// a keyed DISTINCT's repeats tie, so that query is resumable. The
 	// TOP walk serves the windows of other queries.
 	windowed := q.Select.Top != nil || q.Offset != nil || q.Limit != nil
-	if !c.Index.Ready || c.index.none || len(q.OrderBy) == 0 || orderKeys(q) == nil || len(q.GroupBy) > 0 || (q.Select.Distinct && !distinctKeyed(q)) ||
+	elemPath, elems := distinctElems(q)
+	if !c.Index.Ready || c.index.none || len(q.OrderBy) == 0 || (orderKeys(q) == nil && !elems) || len(q.GroupBy) > 0 || (q.Select.Distinct && !distinctKeyed(q) && !elems) ||
 		(windowed && !q.Select.Distinct) || gatewayplan.HasAggregates(q) {
 		return nil, false
 	}
@@ -84,14 +85,21 @@ func streamShape(c *containerRecord, q *ast.Query, params map[string]document.Va
 		want = min(want, *info.Offset+*info.Limit)
 	}
 	path, ok := plan.DocPath(q, q.OrderBy[0].Expr)
-	if !ok || !c.index.indexes(path) || crossesArray(path) {
+	if elems {
+		path, ok = elemPath, true
+	}
+	if !ok || !c.index.indexes(path) || (crossesArray(path) && !elems) {
 		return nil, false
 	}
-	// A DISTINCT VALUE makes no row of a document without the property.
-	o := &plan.Ordered{Path: path, Want: int64(want), Term: -1, Undefined: !(q.Select.Distinct && q.Select.Value != nil) && !filtersOn(q, params, path)}
+	// A DISTINCT VALUE makes no row of a document without the property,
+	// nor does a JOIN of a document without the array.
+	o := &plan.Ordered{Path: path, Want: int64(want), Term: -1, Undefined: !(q.Select.Distinct && q.Select.Value != nil) && !elems && !filtersOn(q, params, path)}
 	o.Absent = o.Undefined && c.absentReady(path)
 	for i, t := range terms {
-		if slices.Equal(t.Path, path) {
+		// A term on the elements' path may be on another alias's
+		// elements, or bound the documents (EXISTS, ARRAY_CONTAINS):
+		// not the rows' values.
+		if slices.Equal(t.Path, path) && !elems {
 			o.Term = i
 		}
 	}
@@ -120,6 +128,25 @@ func distinctKeyed(q *ast.Query) bool {
 		return false
 	}
 	return slices.ContainsFunc(distinctItems(q), func(e ast.Expr) bool { return ast.Equal(e, q.OrderBy[0].Expr) })
+}
+
+// distinctElems reports whether q is SELECT DISTINCT VALUE e FROM c JOIN t
+// IN c.array …, e being t or a path under t, ordered by e or not at all,
+// and returns e's path through the array's elements (plan.ElemPath, under
+// the index's segment "[]"). The index keeps an entry of each element's
+// value there, so a group of a value holds the documents with such an
+// element, and makes that value's row when one of them does: the distinct
+// walk serves it from those entries (orderStream.elems).
+func distinctElems(q *ast.Query) ([]string, bool) {
+	if !q.Select.Distinct || q.Select.Value == nil || len(q.Joins) == 0 || len(q.GroupBy) > 0 || gatewayplan.HasAggregates(q) ||
+		len(q.OrderBy) > 1 || len(q.OrderBy) == 1 && !ast.Equal(q.OrderBy[0].Expr, q.Select.Value) {
+		return nil, false
+	}
+	path, ok := plan.ElemPath(q, q.Select.Value)
+	if !ok || !crossesArray(path) {
+		return nil, false
+	}
+	return path, true
 }
 
 // distinctItem returns the one expression a DISTINCT's rows are made of:
@@ -154,18 +181,26 @@ func distinctItems(q *ast.Query) []ast.Expr {
 func distinctInOrder(c *containerRecord, q *ast.Query, params map[string]document.Value, allowScan bool) (*ast.Query, bool) {
 	// With TOP or OFFSET the query stops once it has made its rows, in
 	// the documents' order; the ordered stream serves no window.
-	if !q.Select.Distinct || len(q.OrderBy) > 0 || len(q.GroupBy) > 0 || len(q.Joins) > 0 ||
+	if !q.Select.Distinct || len(q.OrderBy) > 0 || len(q.GroupBy) > 0 ||
 		q.Select.Top != nil || q.Offset != nil || gatewayplan.HasAggregates(q) || c.index.none {
 		return nil, false
 	}
-	i := slices.IndexFunc(distinctItems(q), func(e ast.Expr) bool {
-		path, ok := plan.DocPath(q, e)
-		return ok && c.index.indexes(path) && !crossesArray(path)
-	})
-	if i < 0 {
-		return nil, false
+	var e ast.Expr
+	if path, ok := distinctElems(q); ok {
+		if !c.index.indexes(path) {
+			return nil, false
+		}
+		e = q.Select.Value
+	} else {
+		i := slices.IndexFunc(distinctItems(q), func(e ast.Expr) bool {
+			path, ok := plan.DocPath(q, e)
+			return ok && c.index.indexes(path) && !crossesArray(path)
+		})
+		if i < 0 || len(q.Joins) > 0 {
+			return nil, false
+		}
+		e = distinctItems(q)[i]
 	}
-	e := distinctItems(q)[i]
 	f := *q
 	// Descending when documents without the path make a row ({}): they
 	// come last, so only the drain's last page looks for them (a scan
@@ -210,6 +245,10 @@ type orderStream struct {
 	// several (groupDistinct).
 	distinct *eval.Program
 	grouped  bool
+	// elems is set for a DISTINCT of a JOIN's array elements
+	// (distinctElems): a document of a group makes the group's row when
+	// one of its rows is the group's value.
+	elems bool
 	// ties is set when the groups of exact values are read through the
 	// path's tie entries (absent.go) rather than collected and sorted.
 	ties bool
@@ -270,13 +309,19 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 	}
 	prefix := orderPrefix(c, o.Path, s)
 	lo, hi := pathBounds(prefix, plan.Predicates(q, params), o.Path)
+	if _, elems := distinctElems(q); elems {
+		// The terms on the elements' path need not bound the rows'
+		// values (streamShape): the walk reads them all.
+		lo, hi = prefix, prefixEnd(prefix)
+	}
 	w := &orderStream{r: r, c: c, s: s, now: now, st: st, rows: rows, o: o, desc: q.OrderBy[0].Desc,
 		prefix: prefix, lo: lo, hi: hi, next: next, limit: limit, page: page, win: win}
 	if w.win.done() {
 		return nil
 	}
 	if q.Select.Distinct {
-		w.distinct, w.grouped = prog, !distinctByKey(q)
+		_, w.elems = distinctElems(q)
+		w.distinct, w.grouped = prog, !distinctByKey(q) && !w.elems
 	}
 	if len(q.OrderBy) > 1 {
 		w.keys = orderKeys(q)
@@ -813,7 +858,8 @@ func (w *orderStream) inexactDistinct(value []byte, locs [][]byte) ([]document.V
 		}
 		return nil
 	}
-	return w.distinct.RunEach(each, 0, nil)
+	rows, err := w.distinct.RunEach(each, 0, nil)
+	return w.groupValues(rows, value), err
 }
 
 // groupDistinct streams the distinct rows of the group of an exact value
@@ -1130,7 +1176,28 @@ func (w *orderStream) groupRows(value, loc []byte) (document.Value, []document.V
 	if err != nil || !ok {
 		return document.Undef, nil, false, err
 	}
+	if w.elems {
+		// The rows the group's value makes: a document may hold
+		// elements of other groups too.
+		doc, rows, ok, err := w.docRows(loc, &rec, func(document.Value) bool { return true })
+		return doc, w.groupValues(rows, value), ok, err
+	}
 	return w.docRows(loc, &rec, func(doc document.Value) bool { return encodes(doc.At(w.o.Path), value) })
+}
+
+// groupValues returns rows, keeping under elems only those the index
+// keeps as value.
+func (w *orderStream) groupValues(rows []document.Value, value []byte) []document.Value {
+	if !w.elems {
+		return rows
+	}
+	var kept []document.Value
+	for _, r := range rows {
+		if encodes(r, value) {
+			kept = append(kept, r)
+		}
+	}
+	return kept
 }
 
 // undefinedSource reads the scope's documents that may lack the first

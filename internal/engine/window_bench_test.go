@@ -51,6 +51,8 @@ func BenchmarkDeepPage(b *testing.B) {
 		// 20 resumes in the middle of one and reads its first half again.
 		{"distinct-items-mid", "SELECT DISTINCT c.n, c.pk FROM c"},
 		{"distinct-top", "SELECT DISTINCT TOP 5000 VALUE c.id FROM c ORDER BY c.id"},
+		// Six tags: one page, page 20 is page 1 again.
+		{"distinct-tags", "SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags"},
 	} {
 		p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: q.text, RangeID: "0", CrossPartition: true, MaxItemCount: 100}
 		s.orderReady(b, p)

@@ -41,11 +41,11 @@ func DocPath(q *ast.Query, e ast.Expr) ([]string, bool) {
 	return names, true
 }
 
-// elemPath is DocPath, or for a path read from a JOIN alias that
+// ElemPath is DocPath, or for a path read from a JOIN alias that
 // iterates an array of the document (JOIN t IN c.tags), the path of the
 // array's elements under the index's segment "[]": t is tags/[], t.name
 // is tags/[]/name, and a JOIN over a JOIN nests (JOIN u IN t.parts).
-func elemPath(q *ast.Query, e ast.Expr) ([]string, bool) {
+func ElemPath(q *ast.Query, e ast.Expr) ([]string, bool) {
 	return elemPathIn(q, e, q.Joins)
 }
 
@@ -237,13 +237,13 @@ func Predicates(q *ast.Query, params map[string]document.Value) []Predicate {
 			if op == Eq {
 				// An equality on a JOIN alias's elements narrows the
 				// documents to those holding such an element.
-				if p, ok := elemPath(q, x.L); ok {
+				if p, ok := ElemPath(q, x.L); ok {
 					if v, ok := constant(x.R, params); ok {
 						out = append(out, Predicate{Path: p, Op: op, Value: v})
 					}
 					continue
 				}
-				if p, ok := elemPath(q, x.R); ok {
+				if p, ok := ElemPath(q, x.R); ok {
 					if v, ok := constant(x.L, params); ok {
 						out = append(out, Predicate{Path: p, Op: op, Value: v})
 					}
@@ -276,7 +276,7 @@ func Predicates(q *ast.Query, params map[string]document.Value) []Predicate {
 			if x.Not {
 				continue
 			}
-			if p, ok := elemPath(q, x.X); ok {
+			if p, ok := ElemPath(q, x.X); ok {
 				var vals []document.Value
 				for _, e := range x.List {
 					v, ok := constant(e, params)
@@ -378,9 +378,9 @@ func anyOf(q *ast.Query, or *ast.Binary, params map[string]document.Value) (Pred
 				return walk(x.L) && walk(x.R)
 			case ast.OpEq:
 				var v document.Value
-				if p, ok = elemPath(q, x.L); ok {
+				if p, ok = ElemPath(q, x.L); ok {
 					v, ok = constant(x.R, params)
-				} else if p, ok = elemPath(q, x.R); ok {
+				} else if p, ok = ElemPath(q, x.R); ok {
 					v, ok = constant(x.L, params)
 				}
 				if !ok {
@@ -394,7 +394,7 @@ func anyOf(q *ast.Query, or *ast.Binary, params map[string]document.Value) (Pred
 			if x.Not {
 				return false
 			}
-			if p, ok = elemPath(q, x.X); !ok {
+			if p, ok = ElemPath(q, x.X); !ok {
 				return false
 			}
 			for _, e := range x.List {
