@@ -800,7 +800,15 @@ func (w *orderStream) exactDistinct(g *distinctGroup) (document.Value, bool, err
 		return rows[0], true, nil
 	}
 	for j, loc := range g.locs {
-		if err := w.fetch(g.locs[j:], len(g.locs)-j); err != nil {
+		// The first was read with the other groups' firsts, unless an
+		// earlier group read it first (a JOIN's document holds
+		// elements of several groups): it alone is read again. Past
+		// it, the rest come in one batch.
+		n := len(g.locs) - j
+		if j == 0 {
+			n = 1
+		}
+		if err := w.fetch(g.locs[j:], n); err != nil {
 			return document.Undef, false, err
 		}
 		if row, found, err := try(loc); err != nil || found {
