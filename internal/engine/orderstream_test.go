@@ -791,22 +791,23 @@ func TestDistinctOfJoinedElementsWalksTheIndex(t *testing.T) {
 		query, oracle string
 		bounded       bool // pages read about their rows
 		inP3          bool // in one logical partition, which a scan serves
+		exactFirst    bool // page 1 meets only groups of exact values
 	}{
-		{"SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags", "SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags ORDER BY t", true, false},
-		{"SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags", "SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags ORDER BY t", false, true},
-		{"SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags ORDER BY t DESC", "", true, false},
-		{"SELECT DISTINCT VALUE p.name FROM c JOIN p IN c.parts", "SELECT DISTINCT VALUE p.name FROM c JOIN p IN c.parts ORDER BY p.name", true, false},
-		{"SELECT DISTINCT TOP 30 VALUE t FROM c JOIN t IN c.tags ORDER BY t", "", true, false},
+		{"SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags", "SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags ORDER BY t", true, false, true},
+		{"SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags", "SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags ORDER BY t", false, true, false},
+		{"SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags ORDER BY t DESC", "", true, false, false},
+		{"SELECT DISTINCT VALUE p.name FROM c JOIN p IN c.parts", "SELECT DISTINCT VALUE p.name FROM c JOIN p IN c.parts ORDER BY p.name", true, false, false},
+		{"SELECT DISTINCT TOP 30 VALUE t FROM c JOIN t IN c.tags ORDER BY t", "", true, false, false},
 		// Filters the walk checks on each group's documents.
-		{"SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags WHERE c.v * 1 >= 1990", "SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags WHERE c.v * 1 >= 1990 ORDER BY t", false, false},
+		{"SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags WHERE c.v * 1 >= 1990", "SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags WHERE c.v * 1 >= 1990 ORDER BY t", false, false, false},
 		// A term on the elements does not bound the walk, which reads
 		// the groups outside it and finds no row there: such a term
 		// may be on other elements than the rows' (below).
-		{"SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags WHERE t IN ('u1', 'u3', 't7')", "SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags WHERE t IN ('u1', 'u3', 't7') ORDER BY t", false, false},
-		{"SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags WHERE t > 'u'", "SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags WHERE t > 'u' ORDER BY t", false, false},
-		{"SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags WHERE ARRAY_CONTAINS(c.tags, 'u3')", "SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags WHERE ARRAY_CONTAINS(c.tags, 'u3') ORDER BY t", false, false},
-		{"SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags WHERE EXISTS(SELECT VALUE x FROM x IN c.tags WHERE x = 'u3')", "SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags WHERE EXISTS(SELECT VALUE x FROM x IN c.tags WHERE x = 'u3') ORDER BY t", false, false},
-		{"SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags JOIN u IN c.tags WHERE u = 'u3'", "SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags JOIN u IN c.tags WHERE u = 'u3' ORDER BY t", false, false},
+		{"SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags WHERE t IN ('u1', 'u3', 't7')", "SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags WHERE t IN ('u1', 'u3', 't7') ORDER BY t", false, false, false},
+		{"SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags WHERE t > 'u'", "SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags WHERE t > 'u' ORDER BY t", false, false, false},
+		{"SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags WHERE ARRAY_CONTAINS(c.tags, 'u3')", "SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags WHERE ARRAY_CONTAINS(c.tags, 'u3') ORDER BY t", false, false, false},
+		{"SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags WHERE EXISTS(SELECT VALUE x FROM x IN c.tags WHERE x = 'u3')", "SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags WHERE EXISTS(SELECT VALUE x FROM x IN c.tags WHERE x = 'u3') ORDER BY t", false, false, false},
+		{"SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags JOIN u IN c.tags WHERE u = 'u3'", "SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags JOIN u IN c.tags WHERE u = 'u3' ORDER BY t", false, false, false},
 	} {
 		oracle := cmp.Or(tc.oracle, tc.query)
 		prog, err := compileQuery(oracle, nil, time.Now(), nil)
@@ -842,7 +843,9 @@ func TestDistinctOfJoinedElementsWalksTheIndex(t *testing.T) {
 			// first document an earlier group read reads it again,
 			// alone (a page of 10 read 21 records when it read ahead
 			// the group's next 16).
-			if tc.bounded && (page.Examined > len(page.Items)+61 || page.IndexEntries > distinctSkim*(len(page.Items)+1)+61) {
+			// Among groups of exact values a page reads a record a
+			// row, and one to tell that more follow.
+			if n == 0 && tc.exactFirst && page.Examined > len(page.Items)+1 || tc.bounded && (page.Examined > len(page.Items)+61 || page.IndexEntries > distinctSkim*(len(page.Items)+1)+61) {
 				t.Errorf("%s: page %d read %d records and %d entries for %d rows", tc.query, n+1, page.Examined, page.IndexEntries, len(page.Items))
 			}
 		})
