@@ -436,7 +436,7 @@ func readAbsent(r storage.Reader, c *containerRecord, st *readStats, pos, loc []
 // the WHERE clause has no term on it: documents without the property may
 // then be in the answer, which only a scan or absence entries find.
 func undefinedPath(c *containerRecord, q *ast.Query, params map[string]document.Value) ([]string, bool) {
-	if !c.Index.Ready || c.index.none || len(q.OrderBy) == 0 || len(q.GroupBy) > 0 || (q.Select.Distinct && (q.Select.Value != nil || !distinctKeyed(q))) ||
+	if !c.Index.Ready || c.index.none || len(q.OrderBy) == 0 || len(q.GroupBy) > 0 || (q.Select.Distinct && (bareValue(q) || !distinctKeyed(q))) ||
 		len(q.Joins) > 0 || gatewayplan.HasAggregates(q) {
 		return nil, false
 	}

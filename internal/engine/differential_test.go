@@ -1097,8 +1097,11 @@ func (s *diffScenario) genQuery() *diffQuery {
 		}
 		if x == 12 && len(q.orderBy) == 1 {
 			q.distinct, q.sel, q.rform = true, "VALUE "+q.orderBy[0].expr, ""
-			if r.IntN(2) == 0 { // rows of more than the key
+			switch r.IntN(3) { // rows of more than the key
+			case 0:
 				q.sel = q.orderBy[0].expr + ", c.b AS kb"
+			case 1:
+				q.sel = `VALUE {"k": ` + q.orderBy[0].expr + `, "b": c.b}`
 			}
 		}
 	case x < 15: // TOP or OFFSET/LIMIT without ORDER BY
@@ -1110,7 +1113,8 @@ func (s *diffScenario) genQuery() *diffQuery {
 		}
 	case x < 16:
 		q.distinct = true
-		q.sel = []string{"VALUE c.n", "VALUE c.s", "c.b", "VALUE c.o.x", "VALUE c.pk", "c.n, c.s", "c.b, c.n AS m", "c.o.x, c.b"}[r.IntN(8)]
+		q.sel = []string{"VALUE c.n", "VALUE c.s", "c.b", "VALUE c.o.x", "VALUE c.pk", "c.n, c.s", "c.b, c.n AS m", "c.o.x, c.b",
+			`VALUE {"n": c.n, "s": c.s}`, `VALUE {"x": c.o.x}`}[r.IntN(10)]
 		if r.IntN(4) == 0 { // the distinct elements of a JOIN
 			q.join, q.sel = true, "VALUE t"
 			if r.IntN(2) == 0 {

@@ -93,7 +93,7 @@ func streamShape(c *containerRecord, q *ast.Query, params map[string]document.Va
 	}
 	// A DISTINCT VALUE makes no row of a document without the property,
 	// nor does a JOIN of a document without the array.
-	o := &plan.Ordered{Path: path, Want: int64(want), Term: -1, Undefined: !(q.Select.Distinct && q.Select.Value != nil) && !elems && !filtersOn(q, params, path)}
+	o := &plan.Ordered{Path: path, Want: int64(want), Term: -1, Undefined: !(q.Select.Distinct && bareValue(q)) && !elems && !filtersOn(q, params, path)}
 	o.Absent = o.Undefined && c.absentReady(path)
 	for i, t := range terms {
 		// A term on the elements' path may be on another alias's
@@ -150,7 +150,8 @@ func distinctElems(q *ast.Query) ([]string, bool) {
 }
 
 // distinctItem returns the one expression a DISTINCT's rows are made of:
-// its VALUE, or its only select item.
+// its VALUE, the only property of its VALUE object, or its only select
+// item (distinctItems).
 func distinctItem(q *ast.Query) (ast.Expr, bool) {
 	if items := distinctItems(q); len(items) == 1 {
 		return items[0], true
@@ -159,16 +160,36 @@ func distinctItem(q *ast.Query) (ast.Expr, bool) {
 }
 
 // distinctItems returns the expressions a DISTINCT's rows are made of: its
-// VALUE, or its select items (none for SELECT *).
+// VALUE, the properties of a VALUE that is an object literal (of distinct
+// names, each then a property of every row), or its select items (none for
+// SELECT *).
 func distinctItems(q *ast.Query) []ast.Expr {
+	var items []ast.Expr
+	if obj, ok := q.Select.Value.(*ast.ObjectLit); ok {
+		names := map[string]bool{}
+		for _, f := range obj.Fields {
+			if names[f.Name] {
+				return nil
+			}
+			names[f.Name] = true
+			items = append(items, f.Value)
+		}
+		return items
+	}
 	if q.Select.Value != nil {
 		return []ast.Expr{q.Select.Value}
 	}
-	var items []ast.Expr
 	for _, it := range q.Select.Items {
 		items = append(items, it.Expr)
 	}
 	return items
+}
+
+// bareValue reports whether q selects VALUE e, e no object literal: a
+// document whose e is undefined makes no row.
+func bareValue(q *ast.Query) bool {
+	_, obj := q.Select.Value.(*ast.ObjectLit)
+	return q.Select.Value != nil && !obj
 }
 
 // distinctInOrder returns SELECT DISTINCT … without ORDER BY ordered by
@@ -205,7 +226,7 @@ func distinctInOrder(c *containerRecord, q *ast.Query, params map[string]documen
 	// Descending when documents without the path make a row ({}): they
 	// come last, so only the drain's last page looks for them (a scan
 	// of the scope until their absence entries are built).
-	f.OrderBy = []ast.OrderItem{{Expr: e, Desc: q.Select.Value == nil}}
+	f.OrderBy = []ast.OrderItem{{Expr: e, Desc: !bareValue(q)}}
 	if checkIndexNeeds(c, &f, params, allowScan) != nil {
 		return nil, false
 	}

@@ -36,7 +36,8 @@ func (p *Program) Resumable() bool {
 
 // keyedByRow reports whether equal rows of q have equal ORDER BY keys:
 // each key is the row (SELECT VALUE e … ORDER BY e), one of its
-// properties (SELECT e AS a, … ORDER BY e), or, when a row is the document
+// properties (SELECT e AS a, … ORDER BY e, or SELECT VALUE {"a": e, …}
+// … ORDER BY e), or, when a row is the document
 // itself (SELECT * FROM c, without JOIN), any function of it but RAND.
 func keyedByRow(q *ast.Query) bool {
 	sel := &q.Select
@@ -50,7 +51,7 @@ func keyedByRow(q *ast.Query) bool {
 				return false
 			}
 		case sel.Value != nil:
-			if !ast.Equal(o.Expr, sel.Value) || randomized(o.Expr) {
+			if !ast.Equal(o.Expr, sel.Value) && !objectProperty(sel.Value, o.Expr) || randomized(o.Expr) {
 				return false
 			}
 		default:
@@ -60,6 +61,26 @@ func keyedByRow(q *ast.Query) bool {
 		}
 	}
 	return true
+}
+
+// objectProperty reports whether v is an object literal of distinct
+// property names one of which is e: equal rows then have equal values of
+// e.
+func objectProperty(v, e ast.Expr) bool {
+	obj, ok := v.(*ast.ObjectLit)
+	if !ok {
+		return false
+	}
+	found := false
+	for i, f := range obj.Fields {
+		for _, g := range obj.Fields[:i] {
+			if g.Name == f.Name {
+				return false
+			}
+		}
+		found = found || ast.Equal(f.Value, e)
+	}
+	return found
 }
 
 // randomized reports whether e calls RAND, whose value a row does not
