@@ -487,14 +487,7 @@ func TestDistinctPagesWalkTheIndex(t *testing.T) {
 		items = append(items, fmt.Sprintf(`{"id":"u%d","pk":"p%d","n":%d}`, n, n%20, n))
 	}
 	be.seed(t, items...)
-	var docs []document.Value
-	for _, it := range items {
-		doc, err := document.Parse([]byte(it))
-		if err != nil {
-			t.Fatal(err)
-		}
-		docs = append(docs, doc)
-	}
+	docs := parseItems(t, items)
 	cross := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, MaxItemCount: 20}
 	inP3 := QueryParams{ItemRef: batchRef(`["p3"]`), MaxItemCount: 20}
 	for _, tc := range []struct {
@@ -515,19 +508,11 @@ func TestDistinctPagesWalkTheIndex(t *testing.T) {
 		{"SELECT DISTINCT VALUE c.v FROM c WHERE c.pk = 'p3'", "SELECT DISTINCT VALUE c.v FROM c WHERE c.pk = 'p3' ORDER BY c.v", inP3, false, false},
 		{"SELECT DISTINCT VALUE c.v FROM c ORDER BY c.v", "", inP3, false, false},
 	} {
-		oracle := cmp.Or(tc.oracle, tc.query)
-		prog, err := compileQuery(oracle, nil, time.Now(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		scoped := docs
+		pk := ""
 		if tc.p.HasKey {
-			scoped = slices.DeleteFunc(slices.Clone(docs), func(d document.Value) bool { return d.Get("pk").Str() != "p3" })
+			pk = "p3"
 		}
-		want, err := prog.RunDocs(scoped)
-		if err != nil {
-			t.Fatal(err)
-		}
+		wantRows := oracleRows(t, cmp.Or(tc.oracle, tc.query), docs, pk)
 		p := tc.p
 		p.Query = tc.query
 		got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
@@ -542,10 +527,6 @@ func TestDistinctPagesWalkTheIndex(t *testing.T) {
 				t.Errorf("%s: page %d read %d records and %d entries for %d rows", tc.query, n+1, page.Examined, page.IndexEntries, len(page.Items))
 			}
 		})
-		var wantRows []string
-		for _, v := range want {
-			wantRows = append(wantRows, string(v.JSON()))
-		}
 		if !slices.Equal(got, wantRows) {
 			t.Errorf("%s: %d rows\n%.300v\nwant %d\n%.300v", tc.query, len(got), got, len(wantRows), wantRows)
 		}
@@ -604,14 +585,7 @@ func TestDistinctOfSeveralItemsPagesByGroup(t *testing.T) {
 		items = append(items, fmt.Sprintf(`{"id":"u%d","pk":"p%d","w":%d,"n":%d}`, n, n%20, n%4, n))
 	}
 	be.seed(t, items...)
-	var docs []document.Value
-	for _, it := range items {
-		doc, err := document.Parse([]byte(it))
-		if err != nil {
-			t.Fatal(err)
-		}
-		docs = append(docs, doc)
-	}
+	docs := parseItems(t, items)
 	cross := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, MaxItemCount: 20}
 	inP3 := QueryParams{ItemRef: batchRef(`["p3"]`), MaxItemCount: 20}
 	for _, tc := range []struct {
@@ -629,19 +603,11 @@ func TestDistinctOfSeveralItemsPagesByGroup(t *testing.T) {
 		// One partition's 106 documents cost less scanned.
 		{"SELECT DISTINCT c.v, c.w FROM c", "SELECT DISTINCT c.v, c.w FROM c ORDER BY c.v DESC", inP3, false, false},
 	} {
-		oracle := cmp.Or(tc.oracle, tc.query)
-		prog, err := compileQuery(oracle, nil, time.Now(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		scoped := docs
+		pk := ""
 		if tc.p.HasKey {
-			scoped = slices.DeleteFunc(slices.Clone(docs), func(d document.Value) bool { return d.Get("pk").Str() != "p3" })
+			pk = "p3"
 		}
-		want, err := prog.RunDocs(scoped)
-		if err != nil {
-			t.Fatal(err)
-		}
+		wantRows := oracleRows(t, cmp.Or(tc.oracle, tc.query), docs, pk)
 		p := tc.p
 		p.Query = tc.query
 		got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
@@ -660,10 +626,6 @@ func TestDistinctOfSeveralItemsPagesByGroup(t *testing.T) {
 				t.Errorf("%s: page %d read %d records and %d entries for %d rows", tc.query, n+1, page.Examined, page.IndexEntries, len(page.Items))
 			}
 		})
-		var wantRows []string
-		for _, v := range want {
-			wantRows = append(wantRows, string(v.JSON()))
-		}
 		if len(wantRows) == 0 || !slices.Equal(got, wantRows) {
 			t.Errorf("%s: %d rows\n%.300v\nwant %d\n%.300v", tc.query, len(got), got, len(wantRows), wantRows)
 		}
@@ -707,18 +669,11 @@ func TestDistinctWindowStopsEarly(t *testing.T) {
 func TestDistinctWindowWalksTheIndex(t *testing.T) {
 	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
 	var items []string
-	var docs []document.Value
 	for n := range 2000 {
 		items = append(items, fmt.Sprintf(`{"id":"i%d","pk":"p%d","v":%d,"w":%d}`, n, n%20, n%100, n%7))
 	}
 	be.seed(t, items...)
-	for _, it := range items {
-		doc, err := document.Parse([]byte(it))
-		if err != nil {
-			t.Fatal(err)
-		}
-		docs = append(docs, doc)
-	}
+	docs := parseItems(t, items)
 	for _, tc := range []struct {
 		query      string
 		rows       int
@@ -733,18 +688,7 @@ func TestDistinctWindowWalksTheIndex(t *testing.T) {
 		// The offset's 30 rows come from five groups.
 		{"SELECT DISTINCT c.v AS x, c.w FROM c ORDER BY c.v DESC OFFSET 30 LIMIT 40", 40, 7*20 + 1, false},
 	} {
-		prog, err := compileQuery(tc.query, nil, time.Now(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := prog.RunDocs(docs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var wantRows []string
-		for _, v := range want {
-			wantRows = append(wantRows, string(v.JSON()))
-		}
+		wantRows := oracleRows(t, tc.query, docs, "")
 		p := QueryParams{ItemRef: batchRef(""), Query: tc.query, RangeID: "0", CrossPartition: true, MaxItemCount: 10}
 		got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
 			if n == 0 && (page.Plan == nil || page.Plan.Chosen.Access != plan.OrderedStream) {
@@ -779,14 +723,7 @@ func TestDistinctOfJoinedElementsWalksTheIndex(t *testing.T) {
 		items = append(items, fmt.Sprintf(`{"id":"u%d","pk":"p%d","v":%d}`, n, n%20, n))
 	}
 	be.seed(t, items...)
-	var docs []document.Value
-	for _, it := range items {
-		doc, err := document.Parse([]byte(it))
-		if err != nil {
-			t.Fatal(err)
-		}
-		docs = append(docs, doc)
-	}
+	docs := parseItems(t, items)
 	for _, tc := range []struct {
 		query, oracle string
 		bounded       bool // pages read about their rows
@@ -809,30 +746,11 @@ func TestDistinctOfJoinedElementsWalksTheIndex(t *testing.T) {
 		{"SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags WHERE EXISTS(SELECT VALUE x FROM x IN c.tags WHERE x = 'u3')", "SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags WHERE EXISTS(SELECT VALUE x FROM x IN c.tags WHERE x = 'u3') ORDER BY t", false, false, false},
 		{"SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags JOIN u IN c.tags WHERE u = 'u3'", "SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags JOIN u IN c.tags WHERE u = 'u3' ORDER BY t", false, false, false},
 	} {
-		oracle := cmp.Or(tc.oracle, tc.query)
-		prog, err := compileQuery(oracle, nil, time.Now(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := prog.RunDocs(docs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var wantRows []string
-		for _, v := range want {
-			wantRows = append(wantRows, string(v.JSON()))
-		}
+		wantRows := oracleRows(t, cmp.Or(tc.oracle, tc.query), docs, "")
 		p := QueryParams{ItemRef: batchRef(""), Query: tc.query, RangeID: "0", CrossPartition: true, MaxItemCount: 10}
 		if tc.inP3 {
 			p = QueryParams{ItemRef: batchRef(`["p3"]`), Query: tc.query, MaxItemCount: 10}
-			scoped := slices.DeleteFunc(slices.Clone(docs), func(d document.Value) bool { return d.Get("pk").Str() != "p3" })
-			if want, err = prog.RunDocs(scoped); err != nil {
-				t.Fatal(err)
-			}
-			wantRows = wantRows[:0]
-			for _, v := range want {
-				wantRows = append(wantRows, string(v.JSON()))
-			}
+			wantRows = oracleRows(t, cmp.Or(tc.oracle, tc.query), docs, "p3")
 		}
 		got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
 			if n == 0 && !tc.inP3 && (page.Plan == nil || page.Plan.Chosen.Access != plan.OrderedStream) {
@@ -868,14 +786,7 @@ func TestDistinctOfObjectValuesPagesByGroup(t *testing.T) {
 		items = append(items, fmt.Sprintf(`{"id":"u%d","pk":"p%d","w":%d}`, n, n%20, n%3))
 	}
 	be.seed(t, items...)
-	var docs []document.Value
-	for _, it := range items {
-		doc, err := document.Parse([]byte(it))
-		if err != nil {
-			t.Fatal(err)
-		}
-		docs = append(docs, doc)
-	}
+	docs := parseItems(t, items)
 	for _, tc := range []struct {
 		query, oracle string
 		stream        bool
@@ -888,19 +799,7 @@ func TestDistinctOfObjectValuesPagesByGroup(t *testing.T) {
 		// The same name twice: the row need not hold c.v.
 		{`SELECT DISTINCT VALUE {"v": c.v, "v": c.w} FROM c`, "", false, false},
 	} {
-		oracle := cmp.Or(tc.oracle, tc.query)
-		prog, err := compileQuery(oracle, nil, time.Now(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := prog.RunDocs(docs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var wantRows []string
-		for _, v := range want {
-			wantRows = append(wantRows, string(v.JSON()))
-		}
+		wantRows := oracleRows(t, cmp.Or(tc.oracle, tc.query), docs, "")
 		p := QueryParams{ItemRef: batchRef(""), Query: tc.query, RangeID: "0", CrossPartition: true, MaxItemCount: 20}
 		got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
 			if n == 0 && tc.stream != (page.Plan != nil && page.Plan.Chosen.Access == plan.OrderedStream) {
@@ -921,4 +820,40 @@ func TestDistinctOfObjectValuesPagesByGroup(t *testing.T) {
 			t.Errorf("%s: %d rows, want %d", tc.query, len(got), len(wantRows))
 		}
 	}
+}
+
+// parseItems parses the items a test seeds.
+func parseItems(t *testing.T, items []string) []document.Value {
+	t.Helper()
+	var docs []document.Value
+	for _, it := range items {
+		doc, err := document.Parse([]byte(it))
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, doc)
+	}
+	return docs
+}
+
+// oracleRows returns the evaluator's answer to query over docs (those of
+// partition key pk when it is not ""), as JSON rows.
+func oracleRows(t *testing.T, query string, docs []document.Value, pk string) []string {
+	t.Helper()
+	prog, err := compileQuery(query, nil, time.Now(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pk != "" {
+		docs = slices.DeleteFunc(slices.Clone(docs), func(d document.Value) bool { return d.Get("pk").Str() != pk })
+	}
+	want, err := prog.RunDocs(docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	for _, v := range want {
+		rows = append(rows, string(v.JSON()))
+	}
+	return rows
 }
