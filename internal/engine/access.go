@@ -336,24 +336,41 @@ func termSpans(c *containerRecord, t plan.Term) []keySpan {
 	return valueSpans(appendIndexPath(indexPrefix(c), t.Path), t, false, nil)
 }
 
-// scopedSpans is termSpans for the items of scope s: when the term is
-// made of single values (scopedTerm), the span of each is narrowed to the
-// entries whose location lies in the scope, for an entry's key is its
-// path, its value, then the item's location. A page in one logical
-// partition then counts and reads that partition's entries of the value,
-// not every partition's. (A range of values is not one span in a scope,
-// and is read whole and filtered by location.)
-func scopedSpans(c *containerRecord, t plan.Term, s *itemScope) []keySpan {
-	if !scopedTerm(t, s) {
-		return termSpans(c, t)
+// scopedSpans is termSpans for the items of scope s, with the offset in
+// their keys where the values begin. When the term is made of single
+// values, the span of each is narrowed to the entries whose location lies
+// in the scope, for an entry's key is its path, its value, then the item's
+// location. A page in one logical partition then counts and reads that
+// partition's entries of the value, not every partition's. A range of
+// values is not one span of those entries in a scope: in a logical
+// partition whose partition entries of the path are built it is one of
+// theirs (partRange); otherwise the container's entries are read whole and
+// filtered by location.
+func scopedSpans(c *containerRecord, t plan.Term, s *itemScope) ([]keySpan, int) {
+	if partRange(c, t, s) {
+		prefix := partsPrefix(c, t.Path, s.epk)
+		return valueSpans(prefix, t, false, nil), len(prefix)
 	}
-	return valueSpans(appendIndexPath(indexPrefix(c), t.Path), t, false, s)
+	prefix := appendIndexPath(indexPrefix(c), t.Path)
+	if !scopedTerm(c, t, s) {
+		return valueSpans(prefix, t, false, nil), len(prefix)
+	}
+	return valueSpans(prefix, t, false, s), len(prefix)
 }
 
 // scopedTerm reports whether scopedSpans narrows t's spans to s: s is
-// narrower than the container and every span of t is one value.
-func scopedTerm(t plan.Term, s *itemScope) bool {
-	return s.kind != plan.ScopeAll && singleValues(t)
+// narrower than the container and every span of t is one value, or t is
+// a partRange.
+func scopedTerm(c *containerRecord, t plan.Term, s *itemScope) bool {
+	return s.kind != plan.ScopeAll && singleValues(t) || partRange(c, t, s)
+}
+
+// partRange reports whether t, in the logical partition s, is a range of
+// values (or a STARTSWITH prefix) read from the path's partition entries
+// (absent.go), which hold the partition's own entries by value, where the
+// path's entries hold every partition's.
+func partRange(c *containerRecord, t plan.Term, s *itemScope) bool {
+	return s.kind == plan.ScopePartition && len(t.Spans) > 0 && !singleValues(t) && !crossesArray(t.Path) && c.partsReady(t.Path)
 }
 
 // singleValues reports whether every span of t is one value (equality,
@@ -506,8 +523,8 @@ func compositeLoc(k []byte, base int, comp *compositeIndex) ([]byte, bool) {
 // spanLocs collects the locations of the items in the scope that the
 // term's spans name, in _rid order and without repeats.
 func spanLocs(r storage.Reader, c *containerRecord, t plan.Term, s *itemScope, st *readStats) ([][]byte, error) {
-	base := len(appendIndexPath(indexPrefix(c), t.Path))
-	return collectLocs(r, scopedSpans(c, t, s), s, st, func(k []byte) ([]byte, bool) { return entryLoc(k, base) })
+	spans, base := scopedSpans(c, t, s)
+	return collectLocs(r, spans, s, st, func(k []byte) ([]byte, bool) { return entryLoc(k, base) })
 }
 
 // collectLocs reads the entries of spans and returns the locations locOf
@@ -813,6 +830,131 @@ func tieSpans(c *containerRecord, t plan.Term) ([]keySpan, int, bool) {
 		out = append(out, keySpan{k, prefixEnd(k)})
 	}
 	return out, len(prefix), true
+}
+
+// maxRangeValues is how many values the ranges of a term may hold for its
+// pages to merge the values' tie entries (rangeTieSpans). Each value costs
+// a page two seeks, to find it and to read from the page's position in it;
+// past this many, collecting the ranges' entries and sorting them costs
+// about as much.
+const maxRangeValues = 64
+
+// rangeTieSpans is tieSpans for a term with ranges of values (or a
+// STARTSWITH prefix) over a range or the whole container. The tie entries
+// hold each value's items in _rid order, so a page can merge the spans of
+// the values the ranges hold (valueRuns), rather than collect every entry
+// of the ranges and sort them (locSource), which costs every page all the
+// rows of the query. ok is false, and the page collects, when the ranges
+// hold more than maxRangeValues values, or a number the tie entries leave
+// out (of magnitude 2^53 or more; exactValue).
+func rangeTieSpans(r storage.Reader, c *containerRecord, t plan.Term, st *readStats) ([]keySpan, int, bool, error) {
+	if singleValues(t) || len(t.Spans) == 0 || crossesArray(t.Path) || !c.tiesReady(t.Path) {
+		return nil, 0, false, nil
+	}
+	if inexact, err := holdsInexactNumbers(r, c, t, st); err != nil || inexact {
+		return nil, 0, false, err
+	}
+	prefix := absentPrefix(indexPrefix(c), tieMarker, t.Path)
+	spans, ok, err := valueRuns(r, valueSpans(prefix, t, false, nil), len(prefix), nil, st)
+	return spans, len(prefix), ok, err
+}
+
+// valueRuns splits spans of index entries, whose values begin at offset
+// base in their keys, into a span for each value they hold, found by
+// seeking from each value to the next; within, when not nil, narrows each
+// to the entries whose location (which follows the value) lies in that
+// scope. ok is false when the spans hold more than maxRangeValues values.
+func valueRuns(r storage.Reader, spans []keySpan, base int, within *itemScope, st *readStats) ([]keySpan, bool, error) {
+	var out []keySpan
+	seen := make(map[string]bool)
+	for _, sp := range spans {
+		more, err := eachValue(r, sp, base, st, func(v []byte) bool {
+			if seen[string(v)] {
+				return true
+			}
+			seen[string(v)] = true
+			run := keySpan{v, prefixEnd(v)}
+			if within != nil {
+				run.lo = append(bytes.Clone(v), within.lo...)
+				if within.hi != nil {
+					run.hi = append(bytes.Clone(v), within.hi...)
+				}
+			}
+			out = append(out, run)
+			return len(out) <= maxRangeValues
+		})
+		if err != nil || !more {
+			return nil, false, err
+		}
+	}
+	return out, true, nil
+}
+
+// eachValue calls fn with every value (its key up to the end of the
+// encoded value) of the entries in sp, whose values begin at offset base,
+// seeking past each value's entries; it reports false when fn does, or
+// when an entry is malformed.
+func eachValue(r storage.Reader, sp keySpan, base int, st *readStats, fn func(v []byte) bool) (bool, error) {
+	it, err := r.NewIter(storage.IterParams{Lower: sp.lo, Upper: sp.hi})
+	if err != nil {
+		return false, err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; {
+		if err := st.entry(); err != nil {
+			return false, err
+		}
+		k := it.Key()
+		n := indexValueLen(k[base:])
+		if n <= 0 {
+			return false, nil
+		}
+		v := bytes.Clone(k[:base+n])
+		if !fn(v) {
+			return false, nil
+		}
+		next := prefixEnd(v)
+		if next == nil {
+			break
+		}
+		ok = it.SeekGE(next)
+	}
+	return true, it.Err()
+}
+
+// holdsInexactNumbers reports whether some item has a number of magnitude
+// 2^53 or more in t's ranges: the path's own entries keep it, its tie
+// entries do not. Such numbers sort at the two ends of the numbers, so
+// this is a seek at each end of each range that reaches there.
+func holdsInexactNumbers(r storage.Reader, c *containerRecord, t plan.Term, st *readStats) (bool, error) {
+	base := appendIndexPath(indexPrefix(c), t.Path)
+	enc := func(f float64) []byte {
+		k, _ := appendIndexValue(bytes.Clone(base), document.Float(f))
+		return k
+	}
+	numbers := append(bytes.Clone(base), tagNumber)
+	ends := []keySpan{
+		{numbers, prefixEnd(enc(-1 << 53))},
+		{enc(1 << 53), prefixEnd(numbers)},
+	}
+	for _, sp := range valueSpans(base, t, false, nil) {
+		for _, e := range ends {
+			lo, hi := sp.lo, sp.hi
+			if bytes.Compare(e.lo, lo) > 0 {
+				lo = e.lo
+			}
+			if bytes.Compare(e.hi, hi) < 0 {
+				hi = e.hi
+			}
+			if bytes.Compare(lo, hi) >= 0 {
+				continue
+			}
+			if n, err := countSpans(r, []keySpan{{lo, hi}}, 1, st); err != nil || n > 0 {
+				return n > 0, err
+			}
+		}
+	}
+	return false, nil
 }
 
 // spanHead is where spanSource is in one span: the entry its iterator is

@@ -138,6 +138,17 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	if tc == nil {
 		tc = newTermCounts(c, terms, weighed, s)
 	}
+	if s.kind == plan.ScopePartition && size.Items >= tieWishEntries {
+		// A range of values in a large logical partition: the path's
+		// entries hold every partition's, so a page reads the whole
+		// container's entries of the range, or scans the partition. Its
+		// partition entries hold the partition's alone (partRange).
+		for _, i := range weighed {
+			if t := terms[i]; len(t.Spans) > 0 && !singleValues(t) && !crossesArray(t.Path) && !c.partsReady(t.Path) {
+				e.wantAbsent(c, t.Path, entryKinds{parts: true})
+			}
+		}
+	}
 	rows := scanRows(prog, params, limit)
 	if wide, budget, ok := plan.ScanFirstBounds(size, rows, probe); ok && try != noScanFirst && len(weighed) > 0 && orderTerm < 0 && len(in.Composites) == 0 {
 		// Every term may hold most of the scope: counted to wide, each
@@ -191,9 +202,10 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	if p.Chosen.Access == plan.IndexSpan && len(p.Chosen.Terms) == 1 && (s.kind == plan.ScopeAll || s.kind == plan.ScopeRange) {
 		// Values of many items in a range or the whole container: each
 		// page collects their entries whole to sort them in _rid order,
-		// which the path's tie entries hold them in (tieSpans).
+		// which the path's tie entries hold them in (tieSpans, and
+		// rangeTieSpans for a range of few values).
 		i := p.Chosen.Terms[0]
-		if t := terms[i]; in.Entries[i] >= max(tieWishEntries, 8*int64(limit)) && !c.tiesReady(t.Path) && singleValues(t) && !crossesArray(t.Path) {
+		if t := terms[i]; in.Entries[i] >= max(tieWishEntries, 8*int64(limit)) && !c.tiesReady(t.Path) && !crossesArray(t.Path) {
 			e.wantAbsent(c, t.Path, entryKinds{ties: true})
 		}
 	}
@@ -333,8 +345,8 @@ type termCounts struct {
 func newTermCounts(c *containerRecord, terms []plan.Term, counted []int, s *itemScope) *termCounts {
 	tc := &termCounts{idx: counted, counters: make([]spanCounter, len(counted)), scoped: make([]bool, len(counted)), narrowest: -1}
 	for k, i := range counted {
-		tc.counters[k].spans = scopedSpans(c, terms[i], s)
-		tc.scoped[k] = scopedTerm(terms[i], s)
+		tc.counters[k].spans, _ = scopedSpans(c, terms[i], s)
+		tc.scoped[k] = scopedTerm(c, terms[i], s)
 	}
 	return tc
 }
@@ -596,12 +608,33 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Pr
 			return errBadContinuation
 		}
 		t := terms[qa.terms[0]]
-		if s.kind == plan.ScopePartition && scopedTerm(t, s) {
-			qa.src = spanSource(r, c, scopedSpans(c, t, s), len(appendIndexPath(indexPrefix(c), t.Path)), 0, s.holds, st)
+		if s.kind == plan.ScopePartition && singleValues(t) {
+			spans, base := scopedSpans(c, t, s)
+			qa.src = spanSource(r, c, spans, base, 0, s.holds, st)
 			return nil
 		}
+		if partRange(c, t, s) {
+			// The partition's values of the range, merged in _rid
+			// order as an IN list's, when they are few.
+			spans, base := scopedSpans(c, t, s)
+			runs, ok, err := valueRuns(r, spans, base, s, st)
+			if err != nil {
+				return err
+			}
+			if ok {
+				qa.src = spanSource(r, c, runs, base, 0, s.holds, st)
+				return nil
+			}
+		}
 		if s.kind == plan.ScopeAll || s.kind == plan.ScopeRange {
-			if spans, base, ok := tieSpans(c, t); ok {
+			spans, base, ok := tieSpans(c, t)
+			if !ok {
+				var err error
+				if spans, base, ok, err = rangeTieSpans(r, c, t, st); err != nil {
+					return err
+				}
+			}
+			if ok {
 				qa.src = spanSource(r, c, spans, base, 8, s.holds, st)
 				return nil
 			}

@@ -281,3 +281,149 @@ func TestWideSpanPagesSeek(t *testing.T) {
 		}
 	}
 }
+
+// TestRangePagesMergeTieSpans pages ranges of few values across
+// partitions: once the path's tie entries are built, a page finds the
+// values in its ranges, seeks to its position in each, and merges them in
+// _rid order, where it collected and sorted every entry of the ranges
+// (625 to 1,250 a page here). A number of magnitude 2^53 or more has no
+// tie entry; once one is in a range, the pages collect again.
+func TestRangePagesMergeTieSpans(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	items := make([]string, 0, 10_000)
+	for n := range 10_000 {
+		items = append(items, fmt.Sprintf(`{"id":"i%d","pk":"p%d","g":%d,"s":"s%02d","n":%d}`, n, n%40, n%32, n%32, n))
+	}
+	be.seed(t, items...)
+	seq := func(lo, hi int) []int {
+		var out []int
+		for v := lo; v <= hi; v++ {
+			out = append(out, v)
+		}
+		return out
+	}
+	cases := []struct {
+		path    string
+		query   string
+		ends    []int // n % 32 of the rows
+		entries int   // a page's bound
+	}{
+		// The rows' entries, the one after them, and two seeks a value.
+		{"g", "SELECT VALUE c.n FROM c WHERE c.g >= 3 AND c.g <= 6", seq(3, 6), 51 + 2*4},
+		// The bound is inclusive to the index: the entries of 27 are
+		// read and dropped too, a fifth of the page.
+		{"g", "SELECT VALUE c.n FROM c WHERE c.g > 27", seq(28, 31), 51 + 13 + 2*5},
+		{"s", "SELECT VALUE c.n FROM c WHERE c.s >= 's28' AND c.s < 's99'", seq(28, 31), 51 + 2*4},
+		{"s", "SELECT VALUE c.n FROM c WHERE STARTSWITH(c.s, 's3')", seq(30, 31), 51 + 2*2},
+	}
+	for _, tc := range cases {
+		p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, Query: tc.query, MaxItemCount: 50}
+		if !be.container(t).tiesReady([]string{tc.path}) {
+			first, err := be.e.QueryItems(context.Background(), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if first.Plan == nil || first.Plan.Chosen.Access != plan.IndexSpan {
+				t.Fatalf("%s: page 1 by %v, want the index span", tc.query, first.Plan)
+			}
+			drainIndexer(t, be.e.NewIndexer(nil))
+			if !be.container(t).tiesReady([]string{tc.path}) {
+				t.Fatalf("%s: the tie entries of /%s are not built", tc.query, tc.path)
+			}
+		}
+		got := drainSpanPages(t, be, p, false, tc.entries)
+		if want := numbersWhere(10_000, 32, tc.ends); !slices.Equal(got, want) {
+			t.Fatalf("%s: %d rows, want %d in _rid order", tc.query, len(got), len(want))
+		}
+	}
+
+	// Numbers of magnitude 2^53 or more, in the ranges of the first two
+	// queries: their rows come last, in _rid order.
+	be.seed(t, `{"id":"big","pk":"p1","g":9007199254740993,"n":10000}`, `{"id":"neg","pk":"p2","g":-9007199254740993,"n":10001}`)
+	for _, tc := range []struct {
+		query string
+		extra []string
+	}{
+		{"SELECT VALUE c.n FROM c WHERE c.g > 27", []string{"10000"}},
+		{"SELECT VALUE c.n FROM c WHERE c.g < 2", []string{"10001"}},
+	} {
+		p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, Query: tc.query, MaxItemCount: 50}
+		got := drainSpanPages(t, be, p, false, 1<<20)
+		ends := seq(28, 31)
+		if tc.extra[0] == "10001" {
+			ends = seq(0, 1)
+		}
+		if want := append(numbersWhere(10_000, 32, ends), tc.extra...); !slices.Equal(got, want) {
+			t.Fatalf("%s: %d rows (last %v), want %d", tc.query, len(got), got[max(len(got)-2, 0):], len(want))
+		}
+	}
+}
+
+// TestRangeInLargePartitionReadsItsEntries pages ranges of values in one
+// large logical partition. The path's entries hold every partition's, so
+// such a page read the container's entries of the range (or scanned the
+// partition); once a first page has asked for the path's partition
+// entries and they are built, a page merges the partition's values of the
+// range from its position, or, past maxRangeValues values, collects the
+// partition's entries of the range alone.
+func TestRangeInLargePartitionReadsItsEntries(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	items := make([]string, 0, 10_000)
+	for n := range 10_000 {
+		pk := fmt.Sprintf("p%d", n%40)
+		if n%5 == 0 {
+			pk = "big"
+		}
+		items = append(items, fmt.Sprintf(`{"id":"i%d","pk":"%s","g":%d,"s":"s%02d","n":%d}`, n, pk, n%32, n%32, n))
+	}
+	be.seed(t, items...)
+	ref := batchRef(`["big"]`)
+	where := func(keep func(n int) bool) []string {
+		var out []string
+		for n := 0; n < 10_000; n += 5 {
+			if keep(n) {
+				out = append(out, strconv.Itoa(n))
+			}
+		}
+		return out
+	}
+	for i, tc := range []struct {
+		path             string
+		query            string
+		want             []string
+		entries, records int // a page's bounds
+	}{
+		// 250 rows of 2,000 in the partition, 1,250 in the container:
+		// the rows' entries, the one after them, two seeks a value.
+		{"g", "SELECT VALUE c.n FROM c WHERE c.g >= 3 AND c.g <= 6", where(func(n int) bool { return n%32 >= 3 && n%32 <= 6 }), 51 + 2*4, 51},
+		{"s", "SELECT VALUE c.n FROM c WHERE c.s >= 's28'", where(func(n int) bool { return n%32 >= 28 }), 51 + 2*4, 51},
+		{"s", "SELECT VALUE c.n FROM c WHERE STARTSWITH(c.s, 's3')", where(func(n int) bool { return n%32 >= 30 }), 51 + 2*2, 51},
+		// 1,500 values, 300 in the partition: past 64 values, each page
+		// collects the partition's 300 entries, where it read the
+		// container's 1,500.
+		{"n", "SELECT VALUE c.n FROM c WHERE c.n >= 8500", where(func(n int) bool { return n >= 8500 }), 65 + 300, 51},
+	} {
+		p := QueryParams{ItemRef: ref, Query: tc.query, MaxItemCount: 50}
+		if !be.container(t).partsReady([]string{tc.path}) {
+			if _, err := be.e.QueryItems(context.Background(), p); err != nil {
+				t.Fatal(err)
+			}
+			drainIndexer(t, be.e.NewIndexer(nil))
+			if !be.container(t).partsReady([]string{tc.path}) {
+				t.Fatalf("%s: the partition entries of /%s are not built", tc.query, tc.path)
+			}
+		}
+		got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
+			if n == 0 && (page.Plan == nil || page.Plan.Chosen.Access != plan.IndexSpan) {
+				t.Errorf("%s: page 1 by %v, want the index span", tc.query, page.Plan)
+			}
+			// Page 1 counts the terms' entries for the planner too.
+			if n > 0 && (page.IndexEntries > tc.entries || page.Examined > tc.records) {
+				t.Errorf("%s: page %d read %d index entries and %d records for %d rows", tc.query, n+1, page.IndexEntries, page.Examined, len(page.Items))
+			}
+		})
+		if !slices.Equal(got, tc.want) {
+			t.Fatalf("case %d, %s: %d rows, want %d in _rid order", i, tc.query, len(got), len(tc.want))
+		}
+	}
+}

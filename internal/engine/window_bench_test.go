@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mayfly-db/mayfly/internal/clock"
+	"github.com/mayfly-db/mayfly/internal/partition"
 )
 
 // BenchmarkDeepPage reads page 1 and page 20 of long queries across
@@ -37,6 +38,8 @@ func BenchmarkDeepPage(b *testing.B) {
 		{"scan", "SELECT * FROM c", 0},
 		{"index-span", "SELECT * FROM c WHERE c.k = 3", 0},
 		{"intersect", "SELECT * FROM c WHERE c.k = 3 AND c.n >= 20", 0},
+		{"range-span", "SELECT * FROM c WHERE c.n BETWEEN 20 AND 39", 0},
+		{"range-string", "SELECT * FROM c WHERE c.pk >= 'q100' AND c.pk < 'q120'", 0},
 		{"order-stream", "SELECT * FROM c ORDER BY c.n DESC", 0},
 		{"order-join", "SELECT c.id, t FROM c JOIN t IN c.tags ORDER BY c.n", 0},
 		{"order-in-memory", "SELECT c.id, t FROM c JOIN t IN c.tags ORDER BY t", 0},
@@ -84,5 +87,62 @@ func BenchmarkDeepPage(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkLargePartitionRange reads page 1 and page 5 of a range of four
+// values in one large logical partition: 10⁴ of MAYFLY_BENCH_ITEMS items
+// (10⁵ by default; the rest in partitions of 100), each with k (0..49,
+// a tenth of the items at a time),
+// 800 rows of the partition's in pages of 100. The path's entries of the
+// range hold the container's 8,000.
+//
+//	go test -run '^$' -bench BenchmarkLargePartitionRange -benchtime 20x ./internal/engine/
+func BenchmarkLargePartitionRange(b *testing.B) {
+	n := 100_000
+	if v, err := strconv.Atoi(os.Getenv("MAYFLY_BENCH_ITEMS")); err == nil && v > 0 {
+		n = v
+	}
+	pk := func(i int) string {
+		if i%10 == 0 {
+			return "big"
+		}
+		return "q" + strconv.Itoa(i/1000)
+	}
+	s := openBenchEngine(b, clock.Real{}, nil, "null")
+	s.pk = pk
+	s.block = 1
+	s.load(b, 0, n, func(i int) []byte {
+		return []byte(`{"id":"x` + strconv.Itoa(i) + `","pk":"` + pk(i) + `","k":` + strconv.Itoa(i/10%50) + `,"payload":"` + benchPayload + `"}`)
+	})
+	s.settle(b)
+	ref := ItemRef{DB: benchDB, Coll: benchColl, HasKey: true, PartitionKey: partition.Key{partition.String("big")}}
+	p := QueryParams{ItemRef: ref, Query: "SELECT * FROM c WHERE c.k >= 10 AND c.k < 14", MaxItemCount: 100}
+	s.orderReady(b, p)
+	warmAll(b, s)
+	ctx := context.Background()
+	for _, k := range []int{1, 5} {
+		b.Run("page="+strconv.Itoa(k), func(b *testing.B) {
+			p := p
+			p.Continuation = pageToken(b, s, p, k)
+			records, entries := 0, 0
+			for b.Loop() {
+				page, err := s.QueryItems(ctx, p)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(page.Items) != 100 {
+					b.Fatalf("%d rows", len(page.Items))
+				}
+				records += page.Examined
+				entries += page.IndexEntries
+				page.Release()
+			}
+			b.ReportMetric(float64(records)/float64(b.N), "records/op")
+			b.ReportMetric(float64(entries)/float64(b.N), "entries/op")
+			if page, err := s.QueryItems(ctx, p); err == nil && page.Plan != nil {
+				b.Logf("page %d: %s", k, page.Plan.Explain())
+			}
+		})
 	}
 }
