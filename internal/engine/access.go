@@ -440,14 +440,25 @@ func valueSpans(base []byte, t plan.Term, desc bool, within *itemScope) []keySpa
 			hi := prefixEnd(lo)
 			first, last := sp.Lo, sp.Hi
 			hasFirst, hasLast := sp.HasLo, sp.HasHi
+			exclFirst, exclLast := sp.ExclLo, sp.ExclHi
 			if desc {
 				first, last, hasFirst, hasLast = sp.Hi, sp.Lo, sp.HasHi, sp.HasLo
+				exclFirst, exclLast = sp.ExclHi, sp.ExclLo
 			}
+			// An excluded bound's entries are left out when they hold
+			// that value alone (exactValue): those of a number 2^53 or
+			// more hold its neighbours too.
 			if hasFirst {
 				lo = enc(first)
+				if exclFirst && exactScalar(first) {
+					lo = prefixEnd(lo)
+				}
 			}
 			if hasLast {
 				hi = prefixEnd(enc(last))
+				if exclLast && exactScalar(last) {
+					hi = enc(last)
+				}
 			}
 			if bytes.Compare(lo, hi) < 0 {
 				out = append(out, keySpan{lo, hi})
@@ -456,6 +467,13 @@ func valueSpans(base []byte, t plan.Term, desc bool, within *itemScope) []keySpa
 	}
 	slices.SortFunc(out, func(a, b keySpan) int { return bytes.Compare(a.lo, b.lo) })
 	return out
+}
+
+// exactScalar reports whether the index keeps v as a value no other
+// value shares (exactValue).
+func exactScalar(v document.Value) bool {
+	k, ok := appendIndexValue(nil, v)
+	return ok && exactValue(k)
 }
 
 // entryLoc is the location at the end of an index entry key k whose path
@@ -708,58 +726,65 @@ func locSource(r storage.Reader, c *containerRecord, locs func() ([][]byte, erro
 	}
 }
 
-// spanSource reads the items the entries of spans name, each span one
-// value's, where they come in the scan order: in a logical partition a
-// value's own entries follow it with the item's location, the partition's
-// EPK then the sequence; in a range or the whole container its tie entries
-// (absent.go, tieSpans) follow it with the sequence, then the location
-// (skip is the 8 bytes of that sequence). Several values' spans (an IN
-// list) are merged by sequence, an item two of them name (through array
-// elements) read once; an entry whose location keep refuses costs only
-// its key. A page seeks to its position (a sequence, as locSource's) in
+// seqSpans returns the merge of t's entries in scope s when they come in
+// _rid order value by value: in a logical partition a value's own entries follow it with the
+// item's location, the partition's EPK then the sequence, and so do its
+// partition entries (partRange); in a range or the whole container its tie
+// entries (absent.go, tieSpans, rangeTieSpans) follow it with the
+// sequence, then the location (skip is the 8 bytes of that sequence). ok
+// is false otherwise: the entries must be collected and sorted.
+func seqSpans(r storage.Reader, c *containerRecord, t plan.Term, s *itemScope, st *readStats) (seqMerge, bool, error) {
+	m := seqMerge{keep: s.holds, st: st}
+	switch {
+	case s.kind == plan.ScopePartition && singleValues(t):
+		m.spans, m.base = scopedSpans(c, t, s)
+		return m, true, nil
+	case partRange(c, t, s):
+		// The partition's values of the range, merged as an IN list's
+		// when they are few.
+		spans, base := scopedSpans(c, t, s)
+		runs, ok, err := valueRuns(r, spans, base, s, st)
+		m.spans, m.base = runs, base
+		return m, ok, err
+	case s.kind == plan.ScopeAll || s.kind == plan.ScopeRange:
+		spans, base, ok := tieSpans(c, t)
+		if !ok {
+			var err error
+			if spans, base, ok, err = rangeTieSpans(r, c, t, st); err != nil {
+				return m, false, err
+			}
+		}
+		m.spans, m.base, m.skip = spans, base, 8
+		return m, ok, nil
+	}
+	return m, false, nil
+}
+
+// mayMerge reports whether seqSpans may find t's entries in scope s in
+// _rid order value by value, without reading any.
+func mayMerge(c *containerRecord, t plan.Term, s *itemScope) bool {
+	switch {
+	case s.kind == plan.ScopePartition:
+		return singleValues(t) || partRange(c, t, s)
+	case s.kind == plan.ScopeAll || s.kind == plan.ScopeRange:
+		return len(t.Spans) > 0 && !crossesArray(t.Path) && c.tiesReady(t.Path)
+	}
+	return false
+}
+
+// spanSource reads the items the entries of m's spans name (seqSpans).
+// Several values' spans (an IN list) are merged by sequence, an item two
+// of them name (through array elements) read once; an entry whose
+// location the scope does not hold costs only its key. A page seeks to its position (a sequence, as locSource's) in
 // each span and reads the entries from there, a run at a time, rather
 // than every entry of the spans before it; locSource collects and sorts
 // them all first, as it must when they come in another order.
-func spanSource(r storage.Reader, c *containerRecord, spans []keySpan, base, skip int, keep func(loc []byte) bool, st *readStats) itemSource {
-	locAt := func(k []byte) ([]byte, bool) {
-		loc, ok := entryLoc(k, base)
-		if !ok || len(loc) < skip+10 || !keep(loc[skip:]) {
-			return nil, false
-		}
-		return loc[skip:], true
-	}
+func spanSource(r storage.Reader, c *containerRecord, m seqMerge, st *readStats) itemSource {
 	return func(from []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
-		heads := make([]spanHead, 0, len(spans))
-		defer func() {
-			for _, h := range heads {
-				h.it.Close()
-			}
-		}()
-		locOf := locAt
-		if from != nil {
-			// A position past a sequence (the sequence and a zero byte)
-			// seeks to that sequence's own entries, which the location
-			// follows in tie entries: they are passed over.
-			locOf = func(k []byte) ([]byte, bool) {
-				loc, ok := locAt(k)
-				return loc, ok && bytes.Compare(seqPos(loc), from) >= 0
-			}
-		}
-		for _, sp := range spans {
-			lo := sp.lo
-			if from != nil {
-				if k := append(bytes.Clone(sp.lo), from...); bytes.Compare(k, lo) > 0 {
-					lo = k
-				}
-			}
-			it, err := r.NewIter(storage.IterParams{Lower: lo, Upper: sp.hi})
-			if err != nil {
-				return err
-			}
-			heads = append(heads, spanHead{it: it})
-			if err := heads[len(heads)-1].take(it.First(), locOf, st); err != nil {
-				return err
-			}
+		m := m
+		defer m.close()
+		if err := m.open(r, from); err != nil {
+			return err
 		}
 		var run entryRun
 		more := true
@@ -773,32 +798,197 @@ func spanSource(r storage.Reader, c *containerRecord, spans []keySpan, base, ski
 				return nil
 			})
 		}
-		var last []byte
 		for more {
-			i := -1 // the head whose item comes first
-			for j := range heads {
-				if heads[j].loc != nil && (i < 0 || bySeqLoc(heads[j].loc, heads[i].loc) < 0) {
-					i = j
-				}
-			}
-			if i < 0 {
+			h := m.first()
+			if h == nil {
 				return read()
 			}
-			h := &heads[i]
-			if !bytes.Equal(h.loc, last) {
-				last = h.loc
-				if run.add(h.key, h.loc) >= int64(st.ahead()) {
-					if err := read(); err != nil {
-						return err
-					}
+			if run.add(h.key, h.loc) >= int64(st.ahead()) {
+				if err := read(); err != nil {
+					return err
 				}
 			}
-			if err := h.take(h.it.Next(), locOf, st); err != nil {
+			if err := m.pass(h.loc); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
+}
+
+// intersectSource reads the items both a's and b's spans name (each as
+// spanSource's), in _rid order: each merge skips ahead to the other's
+// item, by a few steps or by seeking each of its spans, so a page reads
+// the entries between its position and its last row rather than every
+// entry of the two terms.
+func intersectSource(r storage.Reader, c *containerRecord, a, b seqMerge, st *readStats) itemSource {
+	return func(from []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
+		a, b := a, b
+		defer a.close()
+		defer b.close()
+		if err := a.open(r, from); err != nil {
+			return err
+		}
+		if err := b.open(r, from); err != nil {
+			return err
+		}
+		var run entryRun
+		more := true
+		read := func() error {
+			return run.read(r, c, st, func(_, loc []byte, rec *itemRecord) error {
+				if more {
+					var err error
+					more, err = fn(seqPos(loc), loc, rec)
+					return err
+				}
+				return nil
+			})
+		}
+		for more {
+			ha, hb := a.first(), b.first()
+			if ha == nil || hb == nil {
+				return read()
+			}
+			var err error
+			switch d := bySeqLoc(ha.loc, hb.loc); {
+			case d < 0:
+				err = a.skipTo(seqPos(hb.loc))
+			case d > 0:
+				err = b.skipTo(seqPos(ha.loc))
+			default:
+				if run.add(ha.key, ha.loc) >= int64(st.ahead()) {
+					if err := read(); err != nil {
+						return err
+					}
+				}
+				loc := bytes.Clone(ha.loc)
+				if err = a.pass(loc); err == nil {
+					err = b.pass(loc)
+				}
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// seqMerge merges the entries of spans by the sequence of the location
+// each names (bySeqLoc), each span's entries coming in that order: the
+// location follows the value, after skip bytes (a tie entry's sequence),
+// and the value begins at offset base. Entries whose location keep refuses
+// are passed over, each costing its key.
+type seqMerge struct {
+	spans      []keySpan
+	base, skip int
+	keep       func(loc []byte) bool
+	st         *readStats
+	heads      []spanHead
+}
+
+// open opens an iterator on each span, at the first entry whose sequence
+// is at or past from (nil: the span's start). A position past a sequence
+// (the sequence and a zero byte) seeks to that sequence's own entries,
+// which the location follows in tie entries: they are passed over.
+func (m *seqMerge) open(r storage.Reader, from []byte) error {
+	m.heads = make([]spanHead, 0, len(m.spans))
+	for _, sp := range m.spans {
+		it, err := r.NewIter(storage.IterParams{Lower: sp.lo, Upper: sp.hi})
+		if err != nil {
+			return err
+		}
+		m.heads = append(m.heads, spanHead{it: it, lo: sp.lo})
+		h := &m.heads[len(m.heads)-1]
+		if from == nil {
+			err = h.take(it.First(), m.locOf(nil), m.st)
+		} else {
+			err = h.seek(from, m.locOf(from), m.st)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// locOf returns the location an entry names, when the scope keeps it and
+// its sequence is at or past min (nil: any).
+func (m *seqMerge) locOf(min []byte) func(k []byte) ([]byte, bool) {
+	return func(k []byte) ([]byte, bool) {
+		loc, ok := entryLoc(k, m.base)
+		if !ok || len(loc) < m.skip+10 || !m.keep(loc[m.skip:]) {
+			return nil, false
+		}
+		loc = loc[m.skip:]
+		return loc, min == nil || bytes.Compare(seqPos(loc), min) >= 0
+	}
+}
+
+// first returns the head whose item comes first, or nil when every span
+// has ended.
+func (m *seqMerge) first() *spanHead {
+	var first *spanHead
+	for i := range m.heads {
+		if h := &m.heads[i]; h.loc != nil && (first == nil || bySeqLoc(h.loc, first.loc) < 0) {
+			first = h
+		}
+	}
+	return first
+}
+
+// pass moves every head at loc (an item two spans name) to its next
+// entry.
+func (m *seqMerge) pass(loc []byte) error {
+	loc = bytes.Clone(loc)
+	for i := range m.heads {
+		if h := &m.heads[i]; h.loc != nil && bytes.Equal(h.loc, loc) {
+			if err := h.take(h.it.Next(), m.locOf(nil), m.st); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// skipSteps is how many entries a head steps through before it seeks to
+// a sequence it must reach: a seek costs several steps, and the item
+// sought is often near.
+const skipSteps = 4
+
+// skipTo moves every head behind the sequence seq to its first entry at or
+// past it.
+func (m *seqMerge) skipTo(seq []byte) error {
+	at := m.locOf(seq)
+	for i := range m.heads {
+		h := &m.heads[i]
+		if h.loc == nil || bytes.Compare(seqPos(h.loc), seq) >= 0 {
+			continue
+		}
+		stepped := false
+		for range skipSteps {
+			if err := h.take(h.it.Next(), m.locOf(nil), m.st); err != nil {
+				return err
+			}
+			if h.loc == nil || bytes.Compare(seqPos(h.loc), seq) >= 0 {
+				stepped = true
+				break
+			}
+		}
+		if !stepped {
+			if err := h.seek(seq, at, m.st); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (m *seqMerge) close() {
+	for _, h := range m.heads {
+		h.it.Close()
+	}
+	m.heads = nil
 }
 
 // bySeqLoc orders locations by sequence (_rid order), then by location.
@@ -957,11 +1147,18 @@ func holdsInexactNumbers(r storage.Reader, c *containerRecord, t plan.Term, st *
 	return false, nil
 }
 
-// spanHead is where spanSource is in one span: the entry its iterator is
-// at and the location it names, nil at the span's end.
+// spanHead is where a seqMerge is in one span: the entry its iterator is
+// at and the location it names, nil at the span's end; lo is the span's
+// start, which a sequence follows in the keys it seeks.
 type spanHead struct {
-	it       storage.Iterator
-	key, loc []byte
+	it           storage.Iterator
+	lo, key, loc []byte
+}
+
+// seek moves the head to the first entry at or past the key of the
+// sequence seq in its span (a sequence and a zero byte: past it).
+func (h *spanHead) seek(seq []byte, locOf func(k []byte) ([]byte, bool), st *readStats) error {
+	return h.take(h.it.SeekGE(append(bytes.Clone(h.lo), seq...)), locOf, st)
 }
 
 // take counts and keeps the entry the iterator is at (ok: there is one),

@@ -199,14 +199,26 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		}
 	}
 	p := plan.Choose(in)
-	if p.Chosen.Access == plan.IndexSpan && len(p.Chosen.Terms) == 1 && (s.kind == plan.ScopeAll || s.kind == plan.ScopeRange) {
+	if (p.Chosen.Access == plan.IndexSpan || p.Chosen.Access == plan.Intersect) && (s.kind == plan.ScopeAll || s.kind == plan.ScopeRange) {
 		// Values of many items in a range or the whole container: each
-		// page collects their entries whole to sort them in _rid order,
-		// which the path's tie entries hold them in (tieSpans, and
-		// rangeTieSpans for a range of few values).
-		i := p.Chosen.Terms[0]
-		if t := terms[i]; in.Entries[i] >= max(tieWishEntries, 8*int64(limit)) && !c.tiesReady(t.Path) && !crossesArray(t.Path) {
-			e.wantAbsent(c, t.Path, entryKinds{ties: true})
+		// page collects their entries whole (an intersection's, both
+		// terms') to sort them in _rid order, which the paths' tie
+		// entries hold them in (tieSpans, rangeTieSpans for a range of
+		// few values, intersectSource).
+		var entries int64
+		for _, i := range p.Chosen.Terms {
+			if crossesArray(terms[i].Path) {
+				entries = -1
+				break
+			}
+			entries += in.Entries[i]
+		}
+		if entries >= max(tieWishEntries, 8*int64(limit)) {
+			for _, i := range p.Chosen.Terms {
+				if t := terms[i]; !c.tiesReady(t.Path) {
+					e.wantAbsent(c, t.Path, entryKinds{ties: true})
+				}
+			}
 		}
 	}
 	qa := &queryAccess{plan: &p, access: p.Chosen.Access, terms: p.Chosen.Terms}
@@ -608,48 +620,40 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Pr
 			return errBadContinuation
 		}
 		t := terms[qa.terms[0]]
-		if s.kind == plan.ScopePartition && singleValues(t) {
-			spans, base := scopedSpans(c, t, s)
-			qa.src = spanSource(r, c, spans, base, 0, s.holds, st)
+		m, ok, err := seqSpans(r, c, t, s, st)
+		if err != nil {
+			return err
+		}
+		if ok {
+			qa.src = spanSource(r, c, m, st)
 			return nil
-		}
-		if partRange(c, t, s) {
-			// The partition's values of the range, merged in _rid
-			// order as an IN list's, when they are few.
-			spans, base := scopedSpans(c, t, s)
-			runs, ok, err := valueRuns(r, spans, base, s, st)
-			if err != nil {
-				return err
-			}
-			if ok {
-				qa.src = spanSource(r, c, runs, base, 0, s.holds, st)
-				return nil
-			}
-		}
-		if s.kind == plan.ScopeAll || s.kind == plan.ScopeRange {
-			spans, base, ok := tieSpans(c, t)
-			if !ok {
-				var err error
-				if spans, base, ok, err = rangeTieSpans(r, c, t, st); err != nil {
-					return err
-				}
-			}
-			if ok {
-				qa.src = spanSource(r, c, spans, base, 8, s.holds, st)
-				return nil
-			}
 		}
 		qa.src = locSource(r, c, func() ([][]byte, error) { return spanLocs(r, c, t, s, st) }, st)
 	case plan.Intersect:
 		if len(qa.terms) != 2 {
 			return errBadContinuation
 		}
+		ta, tb := terms[qa.terms[0]], terms[qa.terms[1]]
+		if mayMerge(c, ta, s) && mayMerge(c, tb, s) {
+			a, okA, err := seqSpans(r, c, ta, s, st)
+			if err != nil {
+				return err
+			}
+			b, okB, err := seqSpans(r, c, tb, s, st)
+			if err != nil {
+				return err
+			}
+			if okA && okB {
+				qa.src = intersectSource(r, c, a, b, st)
+				return nil
+			}
+		}
 		qa.src = locSource(r, c, func() ([][]byte, error) {
-			a, err := spanLocs(r, c, terms[qa.terms[0]], s, st)
+			a, err := spanLocs(r, c, ta, s, st)
 			if err != nil {
 				return nil, err
 			}
-			b, err := spanLocs(r, c, terms[qa.terms[1]], s, st)
+			b, err := spanLocs(r, c, tb, s, st)
 			if err != nil {
 				return nil, err
 			}

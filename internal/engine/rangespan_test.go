@@ -17,7 +17,8 @@ import (
 // values mix small numbers, fractions, numbers of magnitude 2^53 and more
 // (which keep no tie entry), strings, and values no range holds (arrays,
 // objects, null, booleans, no value); ranges of more than maxRangeValues
-// values take the collecting path.
+// values take the collecting path. Some queries join a term on a second
+// path, for intersections (intersectSource).
 func TestRangeSpansAgainstTheEvaluator(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 29))
 	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
@@ -41,13 +42,19 @@ func TestRangeSpansAgainstTheEvaluator(t *testing.T) {
 		if g != "" {
 			g = `,"g":` + g
 		}
-		items = append(items, fmt.Sprintf(`{"id":"i%d","pk":"%s","n":%d%s}`, n, []string{"a", "a", "a", "b", "c"}[n%5], n, g))
+		h := strconv.Itoa(rng.IntN(9))
+		if rng.IntN(10) == 0 {
+			h = `"x"`
+		}
+		items = append(items, fmt.Sprintf(`{"id":"i%d","pk":"%s","n":%d,"h":%s%s}`, n, []string{"a", "a", "a", "b", "c"}[n%5], n, h, g))
 	}
 	be.seed(t, items...)
-	be.e.wantAbsent(be.container(t), []string{"g"}, entryKinds{ties: true, parts: true})
-	drainIndexer(t, be.e.NewIndexer(nil))
-	if c := be.container(t); !c.tiesReady([]string{"g"}) || !c.partsReady([]string{"g"}) {
-		t.Fatal("the tie and partition entries of /g are not built")
+	for _, path := range []string{"g", "h"} {
+		be.e.wantAbsent(be.container(t), []string{path}, entryKinds{ties: true, parts: true})
+		drainIndexer(t, be.e.NewIndexer(nil))
+		if c := be.container(t); !c.tiesReady([]string{path}) || !c.partsReady([]string{path}) {
+			t.Fatalf("the tie and partition entries of /%s are not built", path)
+		}
 	}
 	docs := parseItems(t, items)
 	bound := func() string {
@@ -56,10 +63,14 @@ func TestRangeSpansAgainstTheEvaluator(t *testing.T) {
 		}
 		return numbers[rng.IntN(len(numbers))]
 	}
-	indexed := 0
-	for q := range 120 {
+	indexed, intersected := 0, 0
+	for q := range 160 {
 		var where string
-		switch rng.IntN(6) {
+		switch rng.IntN(8) {
+		case 6:
+			where = fmt.Sprintf("c.h = %d AND c.g %s %s", rng.IntN(9), []string{">", ">=", "<", "<="}[rng.IntN(4)], bound())
+		case 7:
+			where = fmt.Sprintf("c.h IN (%d, %d, 'x') AND c.g BETWEEN %s AND %s", rng.IntN(9), rng.IntN(9), bound(), bound())
 		case 0:
 			where = fmt.Sprintf("c.g %s %s", []string{">", ">=", "<", "<="}[rng.IntN(4)], bound())
 		case 1:
@@ -81,16 +92,21 @@ func TestRangeSpansAgainstTheEvaluator(t *testing.T) {
 			pk = "a"
 		}
 		got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
-			if n == 0 && page.Plan != nil && page.Plan.Chosen.Access == plan.IndexSpan {
-				indexed++
+			if n == 0 && page.Plan != nil {
+				switch page.Plan.Chosen.Access {
+				case plan.IndexSpan:
+					indexed++
+				case plan.Intersect:
+					intersected++
+				}
 			}
 		})
 		if want := oracleRows(t, query, docs, pk); !slices.Equal(got, want) {
 			t.Fatalf("%s (partition %q, pages of %d): %d rows, want %d\n got %v\nwant %v", query, pk, p.MaxItemCount, len(got), len(want), got, want)
 		}
 	}
-	t.Logf("%d of 120 drains read an index span", indexed)
-	if indexed < 20 {
-		t.Fatalf("%d of 120 drains read an index span", indexed)
+	t.Logf("of 160 drains, %d read an index span and %d an intersection", indexed, intersected)
+	if indexed < 20 || intersected < 5 {
+		t.Fatalf("of 160 drains, %d read an index span and %d an intersection", indexed, intersected)
 	}
 }

@@ -89,13 +89,15 @@ const (
 	SpanPrefix                 // strings starting with Lo
 )
 
-// Span is a set of values of one path, contiguous in the index. Range
-// bounds are inclusive as far as the index is concerned: an exclusive
-// bound is left to the evaluator, which re-filters every candidate.
+// Span is a set of values of one path, contiguous in the index. ExclLo
+// and ExclHi say that a range's bound is not in it (> and <); a reader
+// may read the bound's entries all the same, as the evaluator re-filters
+// every candidate.
 type Span struct {
-	Kind         SpanKind
-	Lo, Hi       document.Value
-	HasLo, HasHi bool
+	Kind           SpanKind
+	Lo, Hi         document.Value
+	HasLo, HasHi   bool
+	ExclLo, ExclHi bool
 }
 
 // Term is what the WHERE clause lets the index read for one path: the
@@ -170,11 +172,11 @@ func Terms(preds []Predicate) []Term {
 			s := Span{Kind: SpanRange}
 			var parts []string
 			if g.lo != nil {
-				s.Lo, s.HasLo = g.lo.Value, true
+				s.Lo, s.HasLo, s.ExclLo = g.lo.Value, true, g.lo.Op == Gt
 				parts = append(parts, pathLabel(p.Path)+" "+g.lo.Op.String()+" "+string(g.lo.Value.JSON()))
 			}
 			if g.hi != nil && (g.lo == nil || g.hi.Value.Kind() == g.lo.Value.Kind()) {
-				s.Hi, s.HasHi = g.hi.Value, true
+				s.Hi, s.HasHi, s.ExclHi = g.hi.Value, true, g.hi.Op == Lt
 				parts = append(parts, pathLabel(p.Path)+" "+g.hi.Op.String()+" "+string(g.hi.Value.JSON()))
 			}
 			rank := 4

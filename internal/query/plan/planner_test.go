@@ -11,6 +11,35 @@ import (
 	"github.com/mayfly-db/mayfly/internal/query/parser"
 )
 
+// TestRangeBoundsExcluded: a range's bound is excluded by > and <, on
+// either side of the comparison, and not by BETWEEN, >= or <=.
+func TestRangeBoundsExcluded(t *testing.T) {
+	tests := []struct {
+		where          string
+		exclLo, exclHi bool
+	}{
+		{"c.n > 10 AND c.n <= 20", true, false},
+		{"c.n >= 10 AND c.n < 20", false, true},
+		{"10 < c.n", true, false},
+		{"20 > c.n", false, true},
+		{"c.n BETWEEN 10 AND 20", false, false},
+		{"c.s > 'a' AND c.s < 'b'", true, true},
+	}
+	for _, tt := range tests {
+		q, err := parser.Parse("SELECT * FROM c WHERE " + tt.where)
+		if err != nil {
+			t.Fatal(err)
+		}
+		terms := Terms(Predicates(q, nil))
+		if len(terms) != 1 || len(terms[0].Spans) != 1 {
+			t.Fatalf("%s: terms %+v, want one span", tt.where, terms)
+		}
+		if sp := terms[0].Spans[0]; sp.ExclLo != tt.exclLo || sp.ExclHi != tt.exclHi {
+			t.Errorf("%s: excluded low %v, high %v; want %v, %v", tt.where, sp.ExclLo, sp.ExclHi, tt.exclLo, tt.exclHi)
+		}
+	}
+}
+
 func TestTerms(t *testing.T) {
 	tests := []struct {
 		where string
