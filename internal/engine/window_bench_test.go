@@ -146,3 +146,53 @@ func BenchmarkLargePartitionRange(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkIntersectionPage reads page 1 and page 5 of an intersection
+// across partitions: MAYFLY_BENCH_ITEMS items (10⁵ by default) written
+// interleaved over partitions of 100, each with a (0..12) and b (0..24,
+// a thirteenth of the items at a time); c.a = 3 holds 7.7% of them, c.b
+// BETWEEN 2 AND 3 8%, both 615 items (pages of 100). A term holding more
+// than √(rows·n/0.15) entries (8,206 here) has the page try a scan first
+// (plan.ScanFirstBounds), so an intersection the planner chooses holds
+// fewer than about 700 rows whatever the container's size.
+//
+//	go test -run '^$' -bench BenchmarkIntersectionPage -benchtime 20x ./internal/engine/
+func BenchmarkIntersectionPage(b *testing.B) {
+	n := 100_000
+	if v, err := strconv.Atoi(os.Getenv("MAYFLY_BENCH_ITEMS")); err == nil && v > 0 {
+		n = v
+	}
+	s := openBenchEngine(b, clock.Real{}, nil, "null")
+	s.loadInterleaved(b, n, max(n/100, 1), func(i int) string {
+		return `,"a":` + strconv.Itoa(i%13) + `,"b":` + strconv.Itoa(i/13%25)
+	})
+	s.settle(b)
+	p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: "SELECT * FROM c WHERE c.a = 3 AND c.b BETWEEN 2 AND 3", RangeID: "0", CrossPartition: true, MaxItemCount: 100}
+	s.orderReady(b, p)
+	warmAll(b, s)
+	ctx := context.Background()
+	for _, k := range []int{1, 5} {
+		b.Run("page="+strconv.Itoa(k), func(b *testing.B) {
+			p := p
+			p.Continuation = pageToken(b, s, p, k)
+			records, entries := 0, 0
+			for b.Loop() {
+				page, err := s.QueryItems(ctx, p)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(page.Items) != 100 {
+					b.Fatalf("%d rows", len(page.Items))
+				}
+				records += page.Examined
+				entries += page.IndexEntries
+				page.Release()
+			}
+			b.ReportMetric(float64(records)/float64(b.N), "records/op")
+			b.ReportMetric(float64(entries)/float64(b.N), "entries/op")
+			if page, err := s.QueryItems(ctx, p); err == nil && page.Plan != nil {
+				b.Logf("page %d: %s", k, page.Plan.Explain())
+			}
+		})
+	}
+}
