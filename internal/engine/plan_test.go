@@ -485,3 +485,51 @@ func TestIntersectionPagesSkipAhead(t *testing.T) {
 		}
 	}
 }
+
+// TestThinScanPagesStepThroughTerms drains a query whose two terms each
+// hold many items (14% and 33%) but few together (4.8%): its first page
+// tries a scan (plan.ScanFirstBounds), which read about 210 records for
+// each page of 10 rows to the end of the drain. A scan page that finds so
+// few of its records passing asks for the terms' tie entries, and once
+// they are built has the next page step through both terms instead
+// (mergeAfterScan), from the scan's position.
+func TestThinScanPagesStepThroughTerms(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	items := make([]string, 0, 10_000)
+	var want []string
+	for n := range 10_000 {
+		items = append(items, fmt.Sprintf(`{"id":"i%d","pk":"p%d","a":%d,"b":%d,"n":%d}`, n, n%40, n%7, n/7%9, n))
+		if n%7 == 3 && n/7%9 >= 2 && n/7%9 <= 4 {
+			want = append(want, strconv.Itoa(n))
+		}
+	}
+	be.seed(t, items...)
+	p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, Query: "SELECT VALUE c.n FROM c WHERE c.a = 3 AND c.b BETWEEN 2 AND 4", MaxItemCount: 10}
+	var got []string
+	for pages := 0; ; pages++ {
+		page, err := be.e.QueryItems(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pages == 0 {
+			if page.Plan == nil || page.Plan.Chosen.Access != plan.Scan {
+				t.Fatalf("page 1 by %v, want a scan", page.Plan)
+			}
+			drainIndexer(t, be.e.NewIndexer(nil))
+		}
+		// Page 2 scans on from page 1's position, and has page 3 step.
+		if pages >= 2 && (page.Examined > 11 || page.IndexEntries > 10*12+20) {
+			t.Errorf("page %d read %d records and %d index entries for %d rows", pages+1, page.Examined, page.IndexEntries, len(page.Items))
+		}
+		for _, it := range page.Items {
+			got = append(got, string(it))
+		}
+		if page.Continuation == "" {
+			break
+		}
+		p.Continuation = page.Continuation
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("%d rows, want %d in _rid order", len(got), len(want))
+	}
+}

@@ -18,7 +18,9 @@ import (
 // (which keep no tie entry), strings, and values no range holds (arrays,
 // objects, null, booleans, no value); ranges of more than maxRangeValues
 // values take the collecting path. Some queries join a term on a second
-// path, for intersections (intersectSource).
+// path, for intersections (intersectSource), some on so many items each
+// that a first page scans and later ones step through both
+// (mergeAfterScan).
 func TestRangeSpansAgainstTheEvaluator(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 29))
 	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
@@ -66,7 +68,12 @@ func TestRangeSpansAgainstTheEvaluator(t *testing.T) {
 	indexed, intersected := 0, 0
 	for q := range 160 {
 		var where string
-		switch rng.IntN(8) {
+		switch rng.IntN(10) {
+		case 8, 9:
+			// Terms on many items each, and fewer together: a scan
+			// first, then steps through both (mergeAfterScan).
+			lo := rng.IntN(240)
+			where = fmt.Sprintf("c.h IN (%d, %d, %d, %d) AND c.g BETWEEN %d AND %d", rng.IntN(9), rng.IntN(9), rng.IntN(9), rng.IntN(9), lo, lo+60)
 		case 6:
 			where = fmt.Sprintf("c.h = %d AND c.g %s %s", rng.IntN(9), []string{">", ">=", "<", "<="}[rng.IntN(4)], bound())
 		case 7:

@@ -147,14 +147,20 @@ func BenchmarkLargePartitionRange(b *testing.B) {
 	}
 }
 
-// BenchmarkIntersectionPage reads page 1 and page 5 of an intersection
-// across partitions: MAYFLY_BENCH_ITEMS items (10⁵ by default) written
-// interleaved over partitions of 100, each with a (0..12) and b (0..24,
-// a thirteenth of the items at a time); c.a = 3 holds 7.7% of them, c.b
-// BETWEEN 2 AND 3 8%, both 615 items (pages of 100). A term holding more
-// than √(rows·n/0.15) entries (8,206 here) has the page try a scan first
-// (plan.ScanFirstBounds), so an intersection the planner chooses holds
-// fewer than about 700 rows whatever the container's size.
+// BenchmarkIntersectionPage reads pages of intersections across
+// partitions: MAYFLY_BENCH_ITEMS items (10⁵ by default) written
+// interleaved over partitions of 100, each with a (0..12), b (0..24, a
+// thirteenth of the items at a time), x (0..6) and y (0..8, a seventh at
+// a time); pages of 100.
+//
+//   - chosen: c.a = 3 AND c.b BETWEEN 2 AND 3, 7.7% and 8% of the items,
+//     both 615; pages 1 and 5. A term holding more than √(rows·n/0.15)
+//     entries (8,206 here) has the page try a scan first
+//     (plan.ScanFirstBounds), so an intersection the planner chooses holds
+//     fewer than about 700 rows whatever the container's size.
+//   - after-scan: c.x = 3 AND c.y BETWEEN 2 AND 4, 14% and 33%, both
+//     4.8%: page 1 scans, and the pages after it step through both terms
+//     once their tie entries are built (mergeAfterScan); pages 1 and 20.
 //
 //	go test -run '^$' -bench BenchmarkIntersectionPage -benchtime 20x ./internal/engine/
 func BenchmarkIntersectionPage(b *testing.B) {
@@ -164,35 +170,43 @@ func BenchmarkIntersectionPage(b *testing.B) {
 	}
 	s := openBenchEngine(b, clock.Real{}, nil, "null")
 	s.loadInterleaved(b, n, max(n/100, 1), func(i int) string {
-		return `,"a":` + strconv.Itoa(i%13) + `,"b":` + strconv.Itoa(i/13%25)
+		return `,"a":` + strconv.Itoa(i%13) + `,"b":` + strconv.Itoa(i/13%25) + `,"x":` + strconv.Itoa(i%7) + `,"y":` + strconv.Itoa(i/7%9)
 	})
 	s.settle(b)
-	p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: "SELECT * FROM c WHERE c.a = 3 AND c.b BETWEEN 2 AND 3", RangeID: "0", CrossPartition: true, MaxItemCount: 100}
-	s.orderReady(b, p)
-	warmAll(b, s)
 	ctx := context.Background()
-	for _, k := range []int{1, 5} {
-		b.Run("page="+strconv.Itoa(k), func(b *testing.B) {
-			p := p
-			p.Continuation = pageToken(b, s, p, k)
-			records, entries := 0, 0
-			for b.Loop() {
-				page, err := s.QueryItems(ctx, p)
-				if err != nil {
-					b.Fatal(err)
+	for _, q := range []struct {
+		name, text string
+		pages      []int
+	}{
+		{"chosen", "SELECT * FROM c WHERE c.a = 3 AND c.b BETWEEN 2 AND 3", []int{1, 5}},
+		{"after-scan", "SELECT * FROM c WHERE c.x = 3 AND c.y BETWEEN 2 AND 4", []int{1, 20}},
+	} {
+		p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: q.text, RangeID: "0", CrossPartition: true, MaxItemCount: 100}
+		s.orderReady(b, p)
+		warmAll(b, s)
+		for _, k := range q.pages {
+			b.Run(q.name+"/page="+strconv.Itoa(k), func(b *testing.B) {
+				p := p
+				p.Continuation = pageToken(b, s, p, k)
+				records, entries := 0, 0
+				for b.Loop() {
+					page, err := s.QueryItems(ctx, p)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if len(page.Items) != 100 {
+						b.Fatalf("%d rows", len(page.Items))
+					}
+					records += page.Examined
+					entries += page.IndexEntries
+					page.Release()
 				}
-				if len(page.Items) != 100 {
-					b.Fatalf("%d rows", len(page.Items))
+				b.ReportMetric(float64(records)/float64(b.N), "records/op")
+				b.ReportMetric(float64(entries)/float64(b.N), "entries/op")
+				if page, err := s.QueryItems(ctx, p); err == nil && page.Plan != nil {
+					b.Logf("%s page %d: %s", q.name, k, page.Plan.Explain())
 				}
-				records += page.Examined
-				entries += page.IndexEntries
-				page.Release()
-			}
-			b.ReportMetric(float64(records)/float64(b.N), "records/op")
-			b.ReportMetric(float64(entries)/float64(b.N), "entries/op")
-			if page, err := s.QueryItems(ctx, p); err == nil && page.Plan != nil {
-				b.Logf("page %d: %s", k, page.Plan.Explain())
-			}
-		})
+			})
+		}
 	}
 }
