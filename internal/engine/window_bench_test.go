@@ -162,6 +162,8 @@ func BenchmarkLargePartitionRange(b *testing.B) {
 //     4.8%: page 1 scans, and the pages after it step through both terms
 //     once their tie entries are built (mergeAfterScan); pages 1 and 20.
 //
+// Run with:
+//
 //	go test -run '^$' -bench BenchmarkIntersectionPage -benchtime 20x ./internal/engine/
 func BenchmarkIntersectionPage(b *testing.B) {
 	n := 100_000
