@@ -727,12 +727,13 @@ func locSource(r storage.Reader, c *containerRecord, locs func() ([][]byte, erro
 }
 
 // seqSpans returns the merge of t's entries in scope s when they come in
-// _rid order value by value: in a logical partition a value's own entries follow it with the
-// item's location, the partition's EPK then the sequence, and so do its
-// partition entries (partRange); in a range or the whole container its tie
-// entries (absent.go, tieSpans, rangeTieSpans) follow it with the
-// sequence, then the location (skip is the 8 bytes of that sequence). ok
-// is false otherwise: the entries must be collected and sorted.
+// _rid order value by value: in a logical partition a value's own entries
+// follow it with the item's location, the partition's EPK then the
+// sequence, and so do its partition entries (partRange); in a range or
+// the whole container its tie entries (absent.go, tieSpans,
+// rangeTieSpans) follow it with the sequence, then the location (skip is
+// the 8 bytes of that sequence). ok is false otherwise: the entries must
+// be collected and sorted.
 func seqSpans(r storage.Reader, c *containerRecord, t plan.Term, s *itemScope, st *readStats) (seqMerge, bool, error) {
 	m := seqMerge{keep: s.holds, st: st}
 	switch {
@@ -775,10 +776,11 @@ func mayMerge(c *containerRecord, t plan.Term, s *itemScope) bool {
 // spanSource reads the items the entries of m's spans name (seqSpans).
 // Several values' spans (an IN list) are merged by sequence, an item two
 // of them name (through array elements) read once; an entry whose
-// location the scope does not hold costs only its key. A page seeks to its position (a sequence, as locSource's) in
-// each span and reads the entries from there, a run at a time, rather
-// than every entry of the spans before it; locSource collects and sorts
-// them all first, as it must when they come in another order.
+// location the scope does not hold costs only its key. A page seeks to
+// its position (a sequence, as locSource's) in each span and reads the
+// entries from there, a run at a time, rather than every entry of the
+// spans before it; locSource collects and sorts them all first, as it
+// must when they come in another order.
 func spanSource(r storage.Reader, c *containerRecord, m seqMerge, st *readStats) itemSource {
 	return func(from []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
 		m := m
@@ -885,6 +887,7 @@ type seqMerge struct {
 	keep       func(loc []byte) bool
 	st         *readStats
 	heads      []spanHead
+	every      func(k []byte) ([]byte, bool) // locOf(nil)
 }
 
 // open opens an iterator on each span, at the first entry whose sequence
@@ -893,6 +896,7 @@ type seqMerge struct {
 // which the location follows in tie entries: they are passed over.
 func (m *seqMerge) open(r storage.Reader, from []byte) error {
 	m.heads = make([]spanHead, 0, len(m.spans))
+	m.every = m.locOf(nil)
 	for _, sp := range m.spans {
 		it, err := r.NewIter(storage.IterParams{Lower: sp.lo, Upper: sp.hi})
 		if err != nil {
@@ -901,7 +905,7 @@ func (m *seqMerge) open(r storage.Reader, from []byte) error {
 		m.heads = append(m.heads, spanHead{it: it, lo: sp.lo})
 		h := &m.heads[len(m.heads)-1]
 		if from == nil {
-			err = h.take(it.First(), m.locOf(nil), m.st)
+			err = h.take(it.First(), m.every, m.st)
 		} else {
 			err = h.seek(from, m.locOf(from), m.st)
 		}
@@ -943,7 +947,7 @@ func (m *seqMerge) pass(loc []byte) error {
 	loc = bytes.Clone(loc)
 	for i := range m.heads {
 		if h := &m.heads[i]; h.loc != nil && bytes.Equal(h.loc, loc) {
-			if err := h.take(h.it.Next(), m.locOf(nil), m.st); err != nil {
+			if err := h.take(h.it.Next(), m.every, m.st); err != nil {
 				return err
 			}
 		}
@@ -967,7 +971,7 @@ func (m *seqMerge) skipTo(seq []byte) error {
 		}
 		stepped := false
 		for range skipSteps {
-			if err := h.take(h.it.Next(), m.locOf(nil), m.st); err != nil {
+			if err := h.take(h.it.Next(), m.every, m.st); err != nil {
 				return err
 			}
 			if h.loc == nil || bytes.Compare(seqPos(h.loc), seq) >= 0 {
