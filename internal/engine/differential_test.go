@@ -1402,25 +1402,15 @@ func (s *diffScenario) check(q *diffQuery) {
 			problem = diffSameMultiset(want, got)
 		case first != nil && first.Chosen.Access == plan.OrderedStream:
 			// The stream promises the evaluator's order, ties included:
-			// equal keys in the order the scope is scanned, which for a
-			// hierarchical prefix the WHERE clause pins is partition by
-			// partition.
-			if first.Scope.Kind == plan.ScopePrefix && (sc.key == nil || len(sc.key) == len(s.def.Paths)) {
-				byEPK := slices.Clone(s.inOrder(sc))
-				slices.SortStableFunc(byEPK, func(a, b diffStored) int { return strings.Compare(a.epk, b.epk) })
-				docs = docs[:0]
-				for _, d := range byEPK {
-					docs = append(docs, d.doc)
-				}
-				if want, err = oracleProg.RunDocs(docs); err != nil {
-					s.t.Fatalf("seed %d: oracle %s: %v", s.seed, q, err)
-				}
-			}
-			problem = diffSameSequence(want, got)
+			// equal keys in the order the scope is scanned.
+			problem = diffSameSequence(s.inScanOrder(oracleProg, q, sc, first, want), got)
 		case len(q.orderBy) > 0 && keyed != nil:
 			problem = s.checkOrdered(q, keyed, docs, want, got)
-		case len(q.orderBy) > 0: // DISTINCT VALUE of the sort key: unique keys
-			problem = diffSameSequence(want, got)
+		case len(q.orderBy) > 0:
+			// A DISTINCT VALUE of the sort key (unique keys), or of an
+			// object holding it, whose repeats tie: they come in the
+			// order the scope is scanned.
+			problem = diffSameSequence(s.inScanOrder(oracleProg, q, sc, first, want), got)
 		default: // a window without ORDER BY: any rows of the full answer
 			all, err := full.RunDocs(docs)
 			if err != nil {
@@ -1433,6 +1423,26 @@ func (s *diffScenario) check(q *diffQuery) {
 				q, sc.name, pageSize, allowScan, len(ids), diffIDs(ids), problem)
 		}
 	}
+}
+
+// inScanOrder is the oracle's answer want with the scope's documents in
+// the order the engine scans the scope of its first page: for a
+// hierarchical prefix the WHERE clause pins, partition by partition.
+func (s *diffScenario) inScanOrder(oracle *eval.Program, q *diffQuery, sc diffScope, first *plan.Plan, want []document.Value) []document.Value {
+	if first == nil || first.Scope.Kind != plan.ScopePrefix || (sc.key != nil && len(sc.key) != len(s.def.Paths)) {
+		return want
+	}
+	byEPK := slices.Clone(s.inOrder(sc))
+	slices.SortStableFunc(byEPK, func(a, b diffStored) int { return strings.Compare(a.epk, b.epk) })
+	docs := make([]document.Value, 0, len(byEPK))
+	for _, d := range byEPK {
+		docs = append(docs, d.doc)
+	}
+	out, err := oracle.RunDocs(docs)
+	if err != nil {
+		s.t.Fatalf("seed %d: oracle %s: %v", s.seed, q, err)
+	}
+	return out
 }
 
 func diffCompile(text string, params map[string]document.Value) (*eval.Program, error) {
