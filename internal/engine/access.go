@@ -788,34 +788,54 @@ func spanSource(r storage.Reader, c *containerRecord, m seqMerge, st *readStats)
 		if err := m.open(r, from); err != nil {
 			return err
 		}
-		var run entryRun
-		more := true
-		read := func() error {
-			return run.read(r, c, st, func(_, loc []byte, rec *itemRecord) error {
-				if more {
-					var err error
-					more, err = fn(seqPos(loc), loc, rec)
-					return err
-				}
-				return nil
-			})
-		}
-		for more {
+		rr := runReader{r: r, c: c, st: st, fn: fn}
+		for !rr.done {
 			h := m.first()
 			if h == nil {
-				return read()
+				break
 			}
-			if run.add(h.key, h.loc) >= int64(st.ahead()) {
-				if err := read(); err != nil {
-					return err
-				}
+			if err := rr.add(h.key, h.loc); err != nil {
+				return err
 			}
 			if err := m.pass(h.loc); err != nil {
 				return err
 			}
 		}
-		return nil
+		return rr.flush()
 	}
+}
+
+// runReader reads the records of the candidates a merge adds, in its
+// order, a run at a time (entryRun), and hands each to fn with its
+// sequence as its position until fn wants no more (done).
+type runReader struct {
+	r    storage.Reader
+	c    *containerRecord
+	st   *readStats
+	fn   func(pos, loc []byte, rec *itemRecord) (bool, error)
+	run  entryRun
+	done bool
+}
+
+// add keeps a candidate, reading the run once it holds as many as the
+// page may read ahead.
+func (rr *runReader) add(key, loc []byte) error {
+	if rr.run.add(key, loc) >= int64(rr.st.ahead()) {
+		return rr.flush()
+	}
+	return nil
+}
+
+// flush reads the run's records.
+func (rr *runReader) flush() error {
+	return rr.run.read(rr.r, rr.c, rr.st, func(_, loc []byte, rec *itemRecord) error {
+		if rr.done {
+			return nil
+		}
+		more, err := rr.fn(seqPos(loc), loc, rec)
+		rr.done = !more
+		return err
+	})
 }
 
 // intersectSource reads the items both a's and b's spans name (each as
@@ -834,22 +854,11 @@ func intersectSource(r storage.Reader, c *containerRecord, a, b seqMerge, st *re
 		if err := b.open(r, from); err != nil {
 			return err
 		}
-		var run entryRun
-		more := true
-		read := func() error {
-			return run.read(r, c, st, func(_, loc []byte, rec *itemRecord) error {
-				if more {
-					var err error
-					more, err = fn(seqPos(loc), loc, rec)
-					return err
-				}
-				return nil
-			})
-		}
-		for more {
+		rr := runReader{r: r, c: c, st: st, fn: fn}
+		for !rr.done {
 			ha, hb := a.first(), b.first()
 			if ha == nil || hb == nil {
-				return read()
+				break
 			}
 			var err error
 			switch d := bySeqLoc(ha.loc, hb.loc); {
@@ -858,21 +867,18 @@ func intersectSource(r storage.Reader, c *containerRecord, a, b seqMerge, st *re
 			case d > 0:
 				err = b.skipTo(seqPos(ha.loc))
 			default:
-				if run.add(ha.key, ha.loc) >= int64(st.ahead()) {
-					if err := read(); err != nil {
-						return err
-					}
-				}
 				loc := bytes.Clone(ha.loc)
-				if err = a.pass(loc); err == nil {
-					err = b.pass(loc)
+				if err = rr.add(ha.key, loc); err == nil {
+					if err = a.pass(loc); err == nil {
+						err = b.pass(loc)
+					}
 				}
 			}
 			if err != nil {
 				return err
 			}
 		}
-		return nil
+		return rr.flush()
 	}
 }
 

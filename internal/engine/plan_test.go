@@ -240,6 +240,24 @@ func numbersWhere(total, mod int, ends []int) []string {
 	return out
 }
 
+// firstPageBuildsTies runs p's first page, which must read an index span
+// and ask for the tie entries of path, and the indexer after it, which
+// must build them.
+func firstPageBuildsTies(t *testing.T, be *batchEnv, p QueryParams, path string) {
+	t.Helper()
+	first, err := be.e.QueryItems(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Plan == nil || first.Plan.Chosen.Access != plan.IndexSpan {
+		t.Fatalf("%s: page 1 by %v, want the index span", p.Query, first.Plan)
+	}
+	drainIndexer(t, be.e.NewIndexer(nil))
+	if !be.container(t).tiesReady([]string{path}) {
+		t.Fatalf("%s: the tie entries of /%s are not built", p.Query, path)
+	}
+}
+
 // TestWideSpanPagesSeek pages an equality and an IN list across
 // partitions: once a first page has asked for the path's tie entries and
 // they are built, each page seeks to its position among them, in _rid
@@ -261,17 +279,7 @@ func TestWideSpanPagesSeek(t *testing.T) {
 		{"SELECT VALUE c.n FROM c WHERE c.t IN ('w', 'x', 'z')", []int{3, 5, 11, 19, 27}},
 	} {
 		p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, Query: tc.query, MaxItemCount: 50}
-		first, err := be.e.QueryItems(context.Background(), p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if first.Plan == nil || first.Plan.Chosen.Access != plan.IndexSpan {
-			t.Fatalf("%s: page 1 by %v, want the index span", tc.query, first.Plan)
-		}
-		drainIndexer(t, be.e.NewIndexer(nil))
-		if !be.container(t).tiesReady([]string{"t"}) {
-			t.Fatalf("%s: the tie entries of /t are not built", tc.query)
-		}
+		firstPageBuildsTies(t, be, p, "t")
 		// Its 50 rows' entries, the one after them that says more
 		// follow, and with several values the entry each other value's
 		// span is at.
@@ -318,17 +326,7 @@ func TestRangePagesMergeTieSpans(t *testing.T) {
 	for _, tc := range cases {
 		p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, Query: tc.query, MaxItemCount: 50}
 		if !be.container(t).tiesReady([]string{tc.path}) {
-			first, err := be.e.QueryItems(context.Background(), p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if first.Plan == nil || first.Plan.Chosen.Access != plan.IndexSpan {
-				t.Fatalf("%s: page 1 by %v, want the index span", tc.query, first.Plan)
-			}
-			drainIndexer(t, be.e.NewIndexer(nil))
-			if !be.container(t).tiesReady([]string{tc.path}) {
-				t.Fatalf("%s: the tie entries of /%s are not built", tc.query, tc.path)
-			}
+			firstPageBuildsTies(t, be, p, tc.path)
 		}
 		got := drainSpanPages(t, be, p, false, tc.entries)
 		if want := numbersWhere(10_000, 32, tc.ends); !slices.Equal(got, want) {

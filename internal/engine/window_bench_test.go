@@ -30,7 +30,6 @@ func BenchmarkDeepPage(b *testing.B) {
 	})
 	s.settle(b)
 	warmAll(b, s)
-	ctx := context.Background()
 	for _, q := range []struct {
 		name, text string
 		rows       int // a page's, when not 100
@@ -64,29 +63,33 @@ func BenchmarkDeepPage(b *testing.B) {
 		p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: q.text, RangeID: "0", CrossPartition: true, MaxItemCount: 100}
 		s.orderReady(b, p)
 		for _, k := range []int{1, 20} {
-			b.Run(q.name+"/page="+strconv.Itoa(k), func(b *testing.B) {
-				p := p
-				p.Continuation = pageToken(b, s, p, k)
-				records, entries := 0, 0
-				for b.Loop() {
-					page, err := s.QueryItems(ctx, p)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if len(page.Items) != cmp.Or(q.rows, 100) {
-						b.Fatalf("%d rows", len(page.Items))
-					}
-					records += page.Examined
-					entries += page.IndexEntries
-					page.Release()
-				}
-				b.ReportMetric(float64(records)/float64(b.N), "records/op")
-				b.ReportMetric(float64(entries)/float64(b.N), "entries/op")
-				if page, err := s.QueryItems(ctx, p); err == nil && page.Plan != nil {
-					b.Logf("%s page %d: %s", q.name, k, page.Plan.Explain())
-				}
-			})
+			b.Run(q.name+"/page="+strconv.Itoa(k), func(b *testing.B) { benchPage(b, s, p, k, cmp.Or(q.rows, 100)) })
 		}
+	}
+}
+
+// benchPage reads page k of p (of rows rows) over and over, and reports
+// the records and index entries a read reads and the page's plan.
+func benchPage(b *testing.B, s *benchStore, p QueryParams, k, rows int) {
+	ctx := context.Background()
+	p.Continuation = pageToken(b, s, p, k)
+	records, entries := 0, 0
+	for b.Loop() {
+		page, err := s.QueryItems(ctx, p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(page.Items) != rows {
+			b.Fatalf("%d rows", len(page.Items))
+		}
+		records += page.Examined
+		entries += page.IndexEntries
+		page.Release()
+	}
+	b.ReportMetric(float64(records)/float64(b.N), "records/op")
+	b.ReportMetric(float64(entries)/float64(b.N), "entries/op")
+	if page, err := s.QueryItems(ctx, p); err == nil && page.Plan != nil {
+		b.Logf("page %d: %s", k, page.Plan.Explain())
 	}
 }
 
@@ -120,30 +123,8 @@ func BenchmarkLargePartitionRange(b *testing.B) {
 	p := QueryParams{ItemRef: ref, Query: "SELECT * FROM c WHERE c.k >= 10 AND c.k < 14", MaxItemCount: 100}
 	s.orderReady(b, p)
 	warmAll(b, s)
-	ctx := context.Background()
 	for _, k := range []int{1, 5} {
-		b.Run("page="+strconv.Itoa(k), func(b *testing.B) {
-			p := p
-			p.Continuation = pageToken(b, s, p, k)
-			records, entries := 0, 0
-			for b.Loop() {
-				page, err := s.QueryItems(ctx, p)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if len(page.Items) != 100 {
-					b.Fatalf("%d rows", len(page.Items))
-				}
-				records += page.Examined
-				entries += page.IndexEntries
-				page.Release()
-			}
-			b.ReportMetric(float64(records)/float64(b.N), "records/op")
-			b.ReportMetric(float64(entries)/float64(b.N), "entries/op")
-			if page, err := s.QueryItems(ctx, p); err == nil && page.Plan != nil {
-				b.Logf("page %d: %s", k, page.Plan.Explain())
-			}
-		})
+		b.Run("page="+strconv.Itoa(k), func(b *testing.B) { benchPage(b, s, p, k, 100) })
 	}
 }
 
@@ -175,7 +156,6 @@ func BenchmarkIntersectionPage(b *testing.B) {
 		return `,"a":` + strconv.Itoa(i%13) + `,"b":` + strconv.Itoa(i/13%25) + `,"x":` + strconv.Itoa(i%7) + `,"y":` + strconv.Itoa(i/7%9)
 	})
 	s.settle(b)
-	ctx := context.Background()
 	for _, q := range []struct {
 		name, text string
 		pages      []int
@@ -187,28 +167,7 @@ func BenchmarkIntersectionPage(b *testing.B) {
 		s.orderReady(b, p)
 		warmAll(b, s)
 		for _, k := range q.pages {
-			b.Run(q.name+"/page="+strconv.Itoa(k), func(b *testing.B) {
-				p := p
-				p.Continuation = pageToken(b, s, p, k)
-				records, entries := 0, 0
-				for b.Loop() {
-					page, err := s.QueryItems(ctx, p)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if len(page.Items) != 100 {
-						b.Fatalf("%d rows", len(page.Items))
-					}
-					records += page.Examined
-					entries += page.IndexEntries
-					page.Release()
-				}
-				b.ReportMetric(float64(records)/float64(b.N), "records/op")
-				b.ReportMetric(float64(entries)/float64(b.N), "entries/op")
-				if page, err := s.QueryItems(ctx, p); err == nil && page.Plan != nil {
-					b.Logf("%s page %d: %s", q.name, k, page.Plan.Explain())
-				}
-			})
+			b.Run(q.name+"/page="+strconv.Itoa(k), func(b *testing.B) { benchPage(b, s, p, k, 100) })
 		}
 	}
 }
