@@ -189,6 +189,10 @@ func absentEntries(c *containerRecord, prefix []byte, doc document.Value, loc []
 		if !c.index.indexes(a.Path) && !a.Own {
 			continue
 		}
+		if crossesArray(a.Path) {
+			out = append(out, elemTieEntries(prefix, a, doc, loc)...)
+			continue
+		}
 		if v := doc.At(a.Path); v.IsDefined() {
 			if a.Own {
 				if k, ok := appendIndexValue(appendIndexPath(bytes.Clone(prefix), a.Path), v); ok {
@@ -224,6 +228,44 @@ func tieEntry(prefix []byte, a absentPath, v document.Value, loc []byte) ([]byte
 		return nil, false
 	}
 	return append(append(k, seqPos(loc)...), loc...), true
+}
+
+// elemTieEntries are the tie entries of a document at a path through
+// array elements (tags/[]): one for each distinct value the index keeps
+// exactly among the elements the path reaches, as its own entries hold
+// them (index.go indexEntries). Such a path keeps tie entries alone: an
+// element path has no document "without" it to find, nor an order to
+// walk within a partition.
+func elemTieEntries(prefix []byte, a absentPath, doc document.Value, loc []byte) [][]byte {
+	if !a.Ties {
+		return nil
+	}
+	var out [][]byte
+	eachElem(doc, a.Path, func(v document.Value) {
+		if k, ok := tieEntry(prefix, a, v, loc); ok && !slices.ContainsFunc(out, func(o []byte) bool { return bytes.Equal(o, k) }) {
+			out = append(out, k)
+		}
+	})
+	return out
+}
+
+// eachElem calls fn with every value path reaches in v, the segment "[]"
+// standing for each element of an array.
+func eachElem(v document.Value, path []string, fn func(document.Value)) {
+	if len(path) == 0 {
+		fn(v)
+		return
+	}
+	switch {
+	case path[0] == "[]" && v.Kind() == document.Array:
+		for _, e := range v.Array() {
+			eachElem(e, path[1:], fn)
+		}
+	case path[0] != "[]" && v.Kind() == document.Object:
+		if f := v.Get(path[0]); f.IsDefined() {
+			eachElem(f, path[1:], fn)
+		}
+	}
 }
 
 // partEntry is the partition entry of a document whose value at a's path
@@ -492,7 +534,8 @@ func (e *Engine) listAbsent(ctx context.Context) error {
 			}
 			i := c.absentIndex(w.path)
 			if !c.Index.Ready || i >= 0 && c.Index.Absent[i].kinds().covers(w.want) || i < 0 && len(c.Index.Absent) >= maxAbsentPaths ||
-				!c.index.indexes(w.path) && !(w.want.own && c.index.tsListable(w.path)) {
+				!c.index.indexes(w.path) && !(w.want.own && c.index.tsListable(w.path)) ||
+				crossesArray(w.path) && (w.want.parts || w.want.own || len(w.want.comps) > 0) {
 				return nil
 			}
 			want := w.want

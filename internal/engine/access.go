@@ -768,7 +768,7 @@ func mayMerge(c *containerRecord, t plan.Term, s *itemScope) bool {
 	case s.kind == plan.ScopePartition:
 		return singleValues(t) || partRange(c, t, s)
 	case s.kind == plan.ScopeAll || s.kind == plan.ScopeRange:
-		return len(t.Spans) > 0 && !crossesArray(t.Path) && c.tiesReady(t.Path)
+		return len(t.Spans) > 0 && c.tiesReady(t.Path)
 	}
 	return false
 }
@@ -1014,7 +1014,7 @@ func bySeqLoc(a, b []byte) int {
 // order of a range or the whole container: when every span of t is a
 // value the index keeps exactly and the tie entries are built.
 func tieSpans(c *containerRecord, t plan.Term) ([]keySpan, int, bool) {
-	if !singleValues(t) || crossesArray(t.Path) || !c.tiesReady(t.Path) {
+	if !singleValues(t) || !c.tiesReady(t.Path) {
 		return nil, 0, false
 	}
 	prefix := absentPrefix(indexPrefix(c), tieMarker, t.Path)
@@ -1048,7 +1048,7 @@ const maxRangeValues = 64
 // hold more than maxRangeValues values, or a number the tie entries leave
 // out (of magnitude 2^53 or more; exactValue).
 func rangeTieSpans(r storage.Reader, c *containerRecord, t plan.Term, st *readStats) ([]keySpan, int, bool, error) {
-	if singleValues(t) || len(t.Spans) == 0 || crossesArray(t.Path) || !c.tiesReady(t.Path) {
+	if singleValues(t) || len(t.Spans) == 0 || !c.tiesReady(t.Path) {
 		return nil, 0, false, nil
 	}
 	if inexact, err := holdsInexactNumbers(r, c, t, st); err != nil || inexact {

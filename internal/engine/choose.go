@@ -207,10 +207,6 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		// few values, intersectSource).
 		var entries int64
 		for _, i := range p.Chosen.Terms {
-			if crossesArray(terms[i].Path) {
-				entries = -1
-				break
-			}
 			entries += in.Entries[i]
 		}
 		if entries >= max(tieWishEntries, 8*int64(limit)) {

@@ -245,6 +245,7 @@ func numbersWhere(total, mod int, ends []int) []string {
 // must build them.
 func firstPageBuildsTies(t *testing.T, be *batchEnv, p QueryParams, path string) {
 	t.Helper()
+	steps := strings.Split(path, "/")
 	first, err := be.e.QueryItems(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
@@ -253,7 +254,7 @@ func firstPageBuildsTies(t *testing.T, be *batchEnv, p QueryParams, path string)
 		t.Fatalf("%s: page 1 by %v, want the index span", p.Query, first.Plan)
 	}
 	drainIndexer(t, be.e.NewIndexer(nil))
-	if !be.container(t).tiesReady([]string{path}) {
+	if !be.container(t).tiesReady(steps) {
 		t.Fatalf("%s: the tie entries of /%s are not built", p.Query, path)
 	}
 }
@@ -286,6 +287,54 @@ func TestWideSpanPagesSeek(t *testing.T) {
 		got := drainSpanPages(t, be, p, false, 54)
 		if want := numbersWhere(10_000, 32, tc.ends); !slices.Equal(got, want) {
 			t.Fatalf("%s: %d rows, want %d in _rid order", tc.query, len(got), len(want))
+		}
+	}
+}
+
+// TestArrayElementPagesSeek pages terms on array elements across
+// partitions (ARRAY_CONTAINS, a JOIN's elements, EXISTS over them): once a
+// first page has asked for the element path's tie entries (one for each
+// distinct exact element of a document) and they are built, each page
+// seeks to its position among them and reads its own entries, where it
+// collected and sorted every entry of the values (1,250 to 1,563 a page
+// here). A document holding the value twice has one entry and is read
+// once; its JOIN rows are two.
+func TestArrayElementPagesSeek(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	items := make([]string, 0, 10_000)
+	for n := range 10_000 {
+		tags := map[int]string{3: `["x","y","x"]`, 11: `["y","x"]`, 13: `["x"]`, 27: `["x",2]`, 19: `[["x"],"v"]`, 5: `["w",1]`}[n%32]
+		items = append(items, fmt.Sprintf(`{"id":"i%d","pk":"p%d","tags":%s,"n":%d}`, n, n%40, cmp.Or(tags, fmt.Sprintf(`["y","z%d"]`, n%5)), n))
+	}
+	be.seed(t, items...)
+	twice := func(rows []string, ends ...int) []string {
+		var out []string
+		for _, r := range rows {
+			n, _ := strconv.Atoi(r)
+			out = append(out, r)
+			if slices.Contains(ends, n%32) {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		query string
+		want  []string
+	}{
+		{"SELECT VALUE c.n FROM c WHERE ARRAY_CONTAINS(c.tags, 'x')", numbersWhere(10_000, 32, []int{3, 11, 13, 27})},
+		{"SELECT VALUE c.n FROM c WHERE EXISTS(SELECT VALUE t FROM t IN c.tags WHERE t = 'w')", numbersWhere(10_000, 32, []int{5})},
+		{"SELECT VALUE c.n FROM c JOIN t IN c.tags WHERE t = 'x'", twice(numbersWhere(10_000, 32, []int{3, 11, 13, 27}), 3)},
+		{"SELECT VALUE c.n FROM c JOIN t IN c.tags WHERE t IN ('w', 'x')", twice(numbersWhere(10_000, 32, []int{3, 5, 11, 13, 27}), 3)},
+	} {
+		p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, Query: tc.query, MaxItemCount: 50}
+		if !be.container(t).tiesReady([]string{"tags", "[]"}) {
+			firstPageBuildsTies(t, be, p, "tags/[]")
+		}
+		// A page's rows' entries, the one after them, and with two
+		// values the entry the other value's span is at.
+		if got := drainSpanPages(t, be, p, true, 53); !slices.Equal(got, tc.want) {
+			t.Fatalf("%s: %d rows, want %d in _rid order", tc.query, len(got), len(tc.want))
 		}
 	}
 }
@@ -484,50 +533,65 @@ func TestIntersectionPagesSkipAhead(t *testing.T) {
 	}
 }
 
-// TestThinScanPagesStepThroughTerms drains a query whose two terms each
-// hold many items (14% and 33%) but few together (4.8%): its first page
+// TestThinScanPagesStepThroughTerms drains queries whose terms each hold
+// many items: two (14% and 33%) holding few together (4.8%), one on a
+// fifth of the items, one on array elements of a fifth. The first page
 // tries a scan (plan.ScanFirstBounds), which read about 210 records for
-// each page of 10 rows to the end of the drain. A scan page that finds so
-// few of its records passing asks for the terms' tie entries, and once
-// they are built has the next page step through both terms instead
+// each page of 10 rows of the first to the end of the drain, and 50 of
+// the others. A scan page that finds so few of its records passing asks
+// for the terms' tie entries, and once they are built has the next page
+// step through both terms, or read the one term's entries, instead
 // (mergeAfterScan), from the scan's position.
 func TestThinScanPagesStepThroughTerms(t *testing.T) {
 	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
 	items := make([]string, 0, 10_000)
-	var want []string
+	var both, fifth []string
 	for n := range 10_000 {
-		items = append(items, fmt.Sprintf(`{"id":"i%d","pk":"p%d","a":%d,"b":%d,"n":%d}`, n, n%40, n%7, n/7%9, n))
+		items = append(items, fmt.Sprintf(`{"id":"i%d","pk":"p%d","a":%d,"b":%d,"f":%d,"tags":["t%d","u"],"n":%d}`, n, n%40, n%7, n/7%9, n%5, n%5, n))
 		if n%7 == 3 && n/7%9 >= 2 && n/7%9 <= 4 {
-			want = append(want, strconv.Itoa(n))
+			both = append(both, strconv.Itoa(n))
+		}
+		if n%5 == 2 {
+			fifth = append(fifth, strconv.Itoa(n))
 		}
 	}
 	be.seed(t, items...)
-	p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, Query: "SELECT VALUE c.n FROM c WHERE c.a = 3 AND c.b BETWEEN 2 AND 4", MaxItemCount: 10}
-	var got []string
-	for pages := 0; ; pages++ {
-		page, err := be.e.QueryItems(context.Background(), p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if pages == 0 {
-			if page.Plan == nil || page.Plan.Chosen.Access != plan.Scan {
-				t.Fatalf("page 1 by %v, want a scan", page.Plan)
+	for _, tc := range []struct {
+		query   string
+		want    []string
+		entries int // a stepping page's bound
+	}{
+		{"SELECT VALUE c.n FROM c WHERE c.a = 3 AND c.b BETWEEN 2 AND 4", both, 10*12 + 20},
+		{"SELECT VALUE c.n FROM c WHERE c.f = 2", fifth, 12},
+		{"SELECT VALUE c.n FROM c WHERE ARRAY_CONTAINS(c.tags, 't2')", fifth, 12},
+	} {
+		p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, Query: tc.query, MaxItemCount: 10}
+		var got []string
+		for pages := 0; ; pages++ {
+			page, err := be.e.QueryItems(context.Background(), p)
+			if err != nil {
+				t.Fatal(err)
 			}
-			drainIndexer(t, be.e.NewIndexer(nil))
+			if pages == 0 {
+				if page.Plan == nil || page.Plan.Chosen.Access != plan.Scan {
+					t.Fatalf("%s: page 1 by %v, want a scan", tc.query, page.Plan)
+				}
+				drainIndexer(t, be.e.NewIndexer(nil))
+			}
+			// Page 2 scans on from page 1's position, and has page 3 step.
+			if pages >= 2 && (page.Examined > 11 || page.IndexEntries > tc.entries) {
+				t.Errorf("%s: page %d read %d records and %d index entries for %d rows", tc.query, pages+1, page.Examined, page.IndexEntries, len(page.Items))
+			}
+			for _, it := range page.Items {
+				got = append(got, string(it))
+			}
+			if page.Continuation == "" {
+				break
+			}
+			p.Continuation = page.Continuation
 		}
-		// Page 2 scans on from page 1's position, and has page 3 step.
-		if pages >= 2 && (page.Examined > 11 || page.IndexEntries > 10*12+20) {
-			t.Errorf("page %d read %d records and %d index entries for %d rows", pages+1, page.Examined, page.IndexEntries, len(page.Items))
+		if !slices.Equal(got, tc.want) {
+			t.Fatalf("%s: %d rows, want %d in _rid order", tc.query, len(got), len(tc.want))
 		}
-		for _, it := range page.Items {
-			got = append(got, string(it))
-		}
-		if page.Continuation == "" {
-			break
-		}
-		p.Continuation = page.Continuation
-	}
-	if !slices.Equal(got, want) {
-		t.Fatalf("%d rows, want %d in _rid order", len(got), len(want))
 	}
 }

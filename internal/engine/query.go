@@ -359,12 +359,22 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 
 // mergeSwitchShare is the share of the records a scan reads that pass,
 // below which the pages after it step through two terms' entries instead
-// (mergeAfterScan).
-const mergeSwitchShare = 0.2
+// (mergeAfterScan); mergeSwitchShareOne is the share below which they
+// read one term's entries, when the query has one term the index serves.
+// A row through one term costs an entry and a record read by its location
+// (plan.Choose: 0.15 and 2.5, a scanned record 1), so the entries cost
+// less whenever fewer than 0.38 of the records scanned pass; measured
+// (BenchmarkDeepPage array-contains), a scanned record took 3.6 µs and a
+// row through the entries 8.5 µs.
+const (
+	mergeSwitchShare    = 0.2
+	mergeSwitchShareOne = 0.3
+)
 
 // mergeAfterScan has the next page of a scan over a range or the whole
-// container step through two of the query's terms (intersectSource) from
-// where the scan stopped, when the scan found few of its records passing.
+// container step through two of the query's terms (intersectSource), or
+// read its one term the index serves (spanSource), from where the scan
+// stopped, when the scan found few of its records passing.
 // Stepping reads an entry of each term for an item either holds and a
 // record for each item both hold, where the scan reads a record for every
 // item: with the planner's costs (plan.Choose: a record scanned 1, read
@@ -373,7 +383,8 @@ const mergeSwitchShare = 0.2
 // page whose every term holds many entries tries a scan (plan.ScanFirst
 // Bounds) and its token goes on scanning, though two such terms may hold
 // few items together: with terms on 14% and 33% of 10⁵ items holding 4.8%
-// together, every page read 2,100 records for 100 rows. Both terms' tie
+// together, every page read 2,100 records for 100 rows; with one term on
+// a fifth of the items, every page read 500. The terms' tie
 // entries (absent.go) must be built, so that the steps go in _rid order,
 // the scan's, from its position; until then the page asks for them. The
 // terms are equalities before ranges, in the query's order.
@@ -381,19 +392,23 @@ func (e *Engine) mergeAfterScan(r storage.Reader, c *containerRecord, prog *eval
 	if page.Continuation == "" || (s.kind != plan.ScopeAll && s.kind != plan.ScopeRange) || !c.Index.Ready || c.index.none || prog.Ranked() {
 		return nil
 	}
-	if st.records == 0 || float64(len(page.Items)) >= mergeSwitchShare*float64(st.records) {
+	if st.records == 0 {
 		return nil
 	}
 	terms := plan.Terms(plan.Predicates(prog.Query(), params))
 	var pick []int
 	for _, values := range []bool{true, false} {
 		for i, t := range terms {
-			if len(pick) < 2 && singleValues(t) == values && c.index.indexes(t.Path) && !crossesArray(t.Path) {
+			if len(pick) < 2 && singleValues(t) == values && c.index.indexes(t.Path) {
 				pick = append(pick, i)
 			}
 		}
 	}
-	if len(pick) < 2 {
+	access, share := plan.Intersect, mergeSwitchShare
+	if len(pick) == 1 {
+		access, share = plan.IndexSpan, mergeSwitchShareOne
+	}
+	if len(pick) == 0 || float64(len(page.Items)) >= share*float64(st.records) {
 		return nil
 	}
 	ready := true
@@ -416,7 +431,7 @@ func (e *Engine) mergeAfterScan(r storage.Reader, c *containerRecord, prog *eval
 	if derr != nil {
 		return derr
 	}
-	next.access, next.terms = plan.Intersect, pick
+	next.access, next.terms = access, pick
 	page.Continuation = next.String()
 	return nil
 }

@@ -39,6 +39,8 @@ func BenchmarkDeepPage(b *testing.B) {
 		{"intersect", "SELECT * FROM c WHERE c.k = 3 AND c.n >= 20", 0},
 		{"range-span", "SELECT * FROM c WHERE c.n BETWEEN 20 AND 39", 0},
 		{"range-string", "SELECT * FROM c WHERE c.pk >= 'q100' AND c.pk < 'q120'", 0},
+		{"array-contains", "SELECT * FROM c WHERE ARRAY_CONTAINS(c.tags, 'a3')", 0},
+		{"join-element", "SELECT c.id FROM c JOIN t IN c.tags WHERE t = 'a3'", 0},
 		{"order-stream", "SELECT * FROM c ORDER BY c.n DESC", 0},
 		{"order-join", "SELECT c.id, t FROM c JOIN t IN c.tags ORDER BY c.n", 0},
 		{"order-in-memory", "SELECT c.id, t FROM c JOIN t IN c.tags ORDER BY t", 0},
