@@ -546,7 +546,8 @@ func spanLocs(r storage.Reader, c *containerRecord, t plan.Term, s *itemScope, s
 }
 
 // collectLocs reads the entries of spans and returns the locations locOf
-// finds in them that lie in the scope, in _rid order and without repeats.
+// finds in them that lie in the scope, in its order (s.byIndexPos) and
+// without repeats.
 // An entry outside the scope (or one locOf rejects) costs only its key.
 func collectLocs(r storage.Reader, spans []keySpan, s *itemScope, st *readStats, locOf func(k []byte) ([]byte, bool)) ([][]byte, error) {
 	var out [][]byte
@@ -564,7 +565,7 @@ func collectLocs(r storage.Reader, spans []keySpan, s *itemScope, st *readStats,
 			return nil, err
 		}
 	}
-	slices.SortFunc(out, bySeq)
+	slices.SortFunc(out, s.byIndexPos)
 	return slices.CompactFunc(out, bytes.Equal), nil
 }
 
@@ -695,29 +696,57 @@ func (s *itemScope) scanPos(loc []byte) []byte {
 	return seqPos(loc)
 }
 
+// indexPos is the position of the item at loc on a page an index path
+// reads: its location within a hierarchical prefix, whose scan goes
+// partition by partition (scanPos), its sequence otherwise (_rid order;
+// within a logical partition the locations go in the same order).
+func (s *itemScope) indexPos(loc []byte) []byte {
+	if s.kind == plan.ScopePrefix {
+		return loc
+	}
+	return seqPos(loc)
+}
+
+// byIndexPos orders locations by indexPos, then by location.
+func (s *itemScope) byIndexPos(a, b []byte) int {
+	if s.kind == plan.ScopePrefix {
+		return bytes.Compare(a, b)
+	}
+	return bySeqLoc(a, b)
+}
+
+// badIndexPos reports whether from cannot be a position of s's index
+// paths: a location is longer than a sequence (and its zero byte).
+func (s *itemScope) badIndexPos(from []byte) bool {
+	return s.kind == plan.ScopePrefix && from != nil && len(from) < 10
+}
+
 // seqPos is the position of a location in _rid order.
 func seqPos(loc []byte) []byte { return loc[len(loc)-8:] }
 
 func bySeq(a, b []byte) int { return bytes.Compare(seqPos(a), seqPos(b)) }
 
 // locSource reads the items at the locations locs returns, in that order,
-// starting at the first whose sequence is at or after from; a page that
-// resumes needs them sorted by sequence (_rid order, as the service
-// returns a filtered query's documents).
-func locSource(r storage.Reader, c *containerRecord, locs func() ([][]byte, error), st *readStats) itemSource {
+// starting at the first whose position (s.indexPos) is at or after from;
+// a page that resumes needs them sorted by it (_rid order, as the service
+// returns a filtered query's documents, or a prefix's scan order).
+func locSource(r storage.Reader, c *containerRecord, s *itemScope, locs func() ([][]byte, error), st *readStats) itemSource {
 	return func(from []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
+		if s.badIndexPos(from) {
+			return errBadContinuation
+		}
 		all, err := locs()
 		if err != nil {
 			return err
 		}
 		i := 0
 		if from != nil {
-			i, _ = slices.BinarySearchFunc(all, from, func(loc, from []byte) int { return bytes.Compare(seqPos(loc), from) })
+			i, _ = slices.BinarySearchFunc(all, from, func(loc, from []byte) int { return bytes.Compare(s.indexPos(loc), from) })
 		}
 		for rest := all[i:]; len(rest) > 0; {
 			run := rest[:min(len(rest), st.ahead())]
 			rest = rest[len(run):]
-			more, err := readRun(r, c, run, st, func(i int, rec *itemRecord) (bool, error) { return fn(seqPos(run[i]), run[i], rec) })
+			more, err := readRun(r, c, run, st, func(i int, rec *itemRecord) (bool, error) { return fn(s.indexPos(run[i]), run[i], rec) })
 			if err != nil || !more {
 				return err
 			}
@@ -727,19 +756,27 @@ func locSource(r storage.Reader, c *containerRecord, locs func() ([][]byte, erro
 }
 
 // seqSpans returns the merge of t's entries in scope s when they come in
-// _rid order value by value: in a logical partition a value's own entries
-// follow it with the item's location, the partition's EPK then the
-// sequence, and so do its partition entries (partRange); in a range or
+// the order of its index paths (s.indexPos) value by value: in a logical
+// partition or a hierarchical prefix a value's own entries follow it with
+// the item's location, the partition's EPK then the sequence, and so do
+// its partition entries in a logical partition (partRange); in a range or
 // the whole container its tie entries (absent.go, tieSpans,
 // rangeTieSpans) follow it with the sequence, then the location (skip is
 // the 8 bytes of that sequence). ok is false otherwise: the entries must
 // be collected and sorted.
 func seqSpans(r storage.Reader, c *containerRecord, t plan.Term, s *itemScope, st *readStats) (seqMerge, bool, error) {
-	m := seqMerge{keep: s.holds, st: st}
+	m := seqMerge{s: s, st: st}
 	switch {
-	case s.kind == plan.ScopePartition && singleValues(t):
+	case (s.kind == plan.ScopePartition || s.kind == plan.ScopePrefix) && singleValues(t):
 		m.spans, m.base = scopedSpans(c, t, s)
 		return m, true, nil
+	case s.kind == plan.ScopePrefix && len(t.Spans) > 0:
+		// The prefix's entries of each value of the ranges, in
+		// location order as a value's are.
+		prefix := appendIndexPath(indexPrefix(c), t.Path)
+		runs, ok, err := valueRuns(r, valueSpans(prefix, t, false, nil), len(prefix), s, st)
+		m.spans, m.base = runs, len(prefix)
+		return m, ok, err
 	case partRange(c, t, s):
 		// The partition's values of the range, merged as an IN list's
 		// when they are few.
@@ -767,6 +804,8 @@ func mayMerge(c *containerRecord, t plan.Term, s *itemScope) bool {
 	switch {
 	case s.kind == plan.ScopePartition:
 		return singleValues(t) || partRange(c, t, s)
+	case s.kind == plan.ScopePrefix:
+		return len(t.Spans) > 0
 	case s.kind == plan.ScopeAll || s.kind == plan.ScopeRange:
 		return len(t.Spans) > 0 && c.tiesReady(t.Path)
 	}
@@ -788,7 +827,7 @@ func spanSource(r storage.Reader, c *containerRecord, m seqMerge, st *readStats)
 		if err := m.open(r, from); err != nil {
 			return err
 		}
-		rr := runReader{r: r, c: c, st: st, fn: fn}
+		rr := runReader{r: r, c: c, s: m.s, st: st, fn: fn}
 		for !rr.done {
 			h := m.first()
 			if h == nil {
@@ -807,10 +846,11 @@ func spanSource(r storage.Reader, c *containerRecord, m seqMerge, st *readStats)
 
 // runReader reads the records of the candidates a merge adds, in its
 // order, a run at a time (entryRun), and hands each to fn with its
-// sequence as its position until fn wants no more (done).
+// position (s.indexPos) until fn wants no more (done).
 type runReader struct {
 	r    storage.Reader
 	c    *containerRecord
+	s    *itemScope
 	st   *readStats
 	fn   func(pos, loc []byte, rec *itemRecord) (bool, error)
 	run  entryRun
@@ -832,15 +872,15 @@ func (rr *runReader) flush() error {
 		if rr.done {
 			return nil
 		}
-		more, err := rr.fn(seqPos(loc), loc, rec)
+		more, err := rr.fn(rr.s.indexPos(loc), loc, rec)
 		rr.done = !more
 		return err
 	})
 }
 
 // intersectSource reads the items both a's and b's spans name (each as
-// spanSource's), in _rid order: each merge skips ahead to the other's
-// item, by a few steps or by seeking each of its spans, so a page reads
+// spanSource's), in the scope's order (s.indexPos): each merge skips ahead
+// to the other's item, by a few steps or by seeking each of its spans, so a page reads
 // the entries between its position and its last row rather than every
 // entry of the two terms.
 func intersectSource(r storage.Reader, c *containerRecord, a, b seqMerge, st *readStats) itemSource {
@@ -854,18 +894,18 @@ func intersectSource(r storage.Reader, c *containerRecord, a, b seqMerge, st *re
 		if err := b.open(r, from); err != nil {
 			return err
 		}
-		rr := runReader{r: r, c: c, st: st, fn: fn}
+		rr := runReader{r: r, c: c, s: a.s, st: st, fn: fn}
 		for !rr.done {
 			ha, hb := a.first(), b.first()
 			if ha == nil || hb == nil {
 				break
 			}
 			var err error
-			switch d := bySeqLoc(ha.loc, hb.loc); {
+			switch d := a.s.byIndexPos(ha.loc, hb.loc); {
 			case d < 0:
-				err = a.skipTo(seqPos(hb.loc))
+				err = a.skipTo(a.s.indexPos(hb.loc))
 			case d > 0:
-				err = b.skipTo(seqPos(ha.loc))
+				err = b.skipTo(a.s.indexPos(ha.loc))
 			default:
 				loc := bytes.Clone(ha.loc)
 				if err = rr.add(ha.key, loc); err == nil {
@@ -882,25 +922,29 @@ func intersectSource(r storage.Reader, c *containerRecord, a, b seqMerge, st *re
 	}
 }
 
-// seqMerge merges the entries of spans by the sequence of the location
-// each names (bySeqLoc), each span's entries coming in that order: the
+// seqMerge merges the entries of spans by the position of the location
+// each names in scope s (s.byIndexPos: by sequence, or by location in a
+// hierarchical prefix), each span's entries coming in that order: the
 // location follows the value, after skip bytes (a tie entry's sequence),
-// and the value begins at offset base. Entries whose location keep refuses
-// are passed over, each costing its key.
+// and the value begins at offset base. Entries whose location the scope
+// does not hold are passed over, each costing its key.
 type seqMerge struct {
 	spans      []keySpan
 	base, skip int
-	keep       func(loc []byte) bool
+	s          *itemScope
 	st         *readStats
 	heads      []spanHead
 	every      func(k []byte) ([]byte, bool) // locOf(nil)
 }
 
-// open opens an iterator on each span, at the first entry whose sequence
+// open opens an iterator on each span, at the first entry whose position
 // is at or past from (nil: the span's start). A position past a sequence
 // (the sequence and a zero byte) seeks to that sequence's own entries,
 // which the location follows in tie entries: they are passed over.
 func (m *seqMerge) open(r storage.Reader, from []byte) error {
+	if m.s.badIndexPos(from) {
+		return errBadContinuation
+	}
 	m.heads = make([]spanHead, 0, len(m.spans))
 	m.every = m.locOf(nil)
 	for _, sp := range m.spans {
@@ -908,7 +952,12 @@ func (m *seqMerge) open(r storage.Reader, from []byte) error {
 		if err != nil {
 			return err
 		}
-		m.heads = append(m.heads, spanHead{it: it, lo: sp.lo})
+		at := sp.lo
+		if m.s.kind == plan.ScopePrefix {
+			// A location follows the value itself.
+			at = sp.lo[:m.base+max(indexValueLen(sp.lo[m.base:]), 0)]
+		}
+		m.heads = append(m.heads, spanHead{it: it, lo: sp.lo, at: at})
 		h := &m.heads[len(m.heads)-1]
 		if from == nil {
 			err = h.take(it.First(), m.every, m.st)
@@ -922,16 +971,16 @@ func (m *seqMerge) open(r storage.Reader, from []byte) error {
 	return nil
 }
 
-// locOf returns the location an entry names, when the scope keeps it and
-// its sequence is at or past min (nil: any).
+// locOf returns the location an entry names, when the scope holds it and
+// its position is at or past min (nil: any).
 func (m *seqMerge) locOf(min []byte) func(k []byte) ([]byte, bool) {
 	return func(k []byte) ([]byte, bool) {
 		loc, ok := entryLoc(k, m.base)
-		if !ok || len(loc) < m.skip+10 || !m.keep(loc[m.skip:]) {
+		if !ok || len(loc) < m.skip+10 || !m.s.holds(loc[m.skip:]) {
 			return nil, false
 		}
 		loc = loc[m.skip:]
-		return loc, min == nil || bytes.Compare(seqPos(loc), min) >= 0
+		return loc, min == nil || bytes.Compare(m.s.indexPos(loc), min) >= 0
 	}
 }
 
@@ -940,7 +989,7 @@ func (m *seqMerge) locOf(min []byte) func(k []byte) ([]byte, bool) {
 func (m *seqMerge) first() *spanHead {
 	var first *spanHead
 	for i := range m.heads {
-		if h := &m.heads[i]; h.loc != nil && (first == nil || bySeqLoc(h.loc, first.loc) < 0) {
+		if h := &m.heads[i]; h.loc != nil && (first == nil || m.s.byIndexPos(h.loc, first.loc) < 0) {
 			first = h
 		}
 	}
@@ -966,13 +1015,13 @@ func (m *seqMerge) pass(loc []byte) error {
 // sought is often near.
 const skipSteps = 4
 
-// skipTo moves every head behind the sequence seq to its first entry at or
-// past it.
-func (m *seqMerge) skipTo(seq []byte) error {
-	at := m.locOf(seq)
+// skipTo moves every head behind the position pos to its first entry at
+// or past it.
+func (m *seqMerge) skipTo(pos []byte) error {
+	at := m.locOf(pos)
 	for i := range m.heads {
 		h := &m.heads[i]
-		if h.loc == nil || bytes.Compare(seqPos(h.loc), seq) >= 0 {
+		if h.loc == nil || bytes.Compare(m.s.indexPos(h.loc), pos) >= 0 {
 			continue
 		}
 		stepped := false
@@ -980,13 +1029,13 @@ func (m *seqMerge) skipTo(seq []byte) error {
 			if err := h.take(h.it.Next(), m.every, m.st); err != nil {
 				return err
 			}
-			if h.loc == nil || bytes.Compare(seqPos(h.loc), seq) >= 0 {
+			if h.loc == nil || bytes.Compare(m.s.indexPos(h.loc), pos) >= 0 {
 				stepped = true
 				break
 			}
 		}
 		if !stepped {
-			if err := h.seek(seq, at, m.st); err != nil {
+			if err := h.seek(pos, at, m.st); err != nil {
 				return err
 			}
 		}
@@ -1159,16 +1208,21 @@ func holdsInexactNumbers(r storage.Reader, c *containerRecord, t plan.Term, st *
 
 // spanHead is where a seqMerge is in one span: the entry its iterator is
 // at and the location it names, nil at the span's end; lo is the span's
-// start, which a sequence follows in the keys it seeks.
+// start, and at the key a position follows in the keys it seeks (the
+// span's start before a sequence, the value before a location).
 type spanHead struct {
-	it           storage.Iterator
-	lo, key, loc []byte
+	it               storage.Iterator
+	lo, at, key, loc []byte
 }
 
 // seek moves the head to the first entry at or past the key of the
-// sequence seq in its span (a sequence and a zero byte: past it).
-func (h *spanHead) seek(seq []byte, locOf func(k []byte) ([]byte, bool), st *readStats) error {
-	return h.take(h.it.SeekGE(append(bytes.Clone(h.lo), seq...)), locOf, st)
+// position pos in its span (a position and a zero byte: past it).
+func (h *spanHead) seek(pos []byte, locOf func(k []byte) ([]byte, bool), st *readStats) error {
+	k := append(bytes.Clone(h.at), pos...)
+	if bytes.Compare(k, h.lo) < 0 {
+		k = h.lo
+	}
+	return h.take(h.it.SeekGE(k), locOf, st)
 }
 
 // take counts and keeps the entry the iterator is at (ok: there is one),

@@ -592,7 +592,7 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Pr
 		if !ok || s.pk == nil {
 			return errBadContinuation
 		}
-		qa.src = locSource(r, c, func() ([][]byte, error) {
+		qa.src = locSource(r, c, s, func() ([][]byte, error) {
 			st.entries++
 			// The record the id entry points at comes in the same round
 			// trip, where the store can follow the pointer.
@@ -624,7 +624,7 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Pr
 			qa.src = spanSource(r, c, m, st)
 			return nil
 		}
-		qa.src = locSource(r, c, func() ([][]byte, error) { return spanLocs(r, c, t, s, st) }, st)
+		qa.src = locSource(r, c, s, func() ([][]byte, error) { return spanLocs(r, c, t, s, st) }, st)
 	case plan.Intersect:
 		if len(qa.terms) != 2 {
 			return errBadContinuation
@@ -644,7 +644,7 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Pr
 				return nil
 			}
 		}
-		qa.src = locSource(r, c, func() ([][]byte, error) {
+		qa.src = locSource(r, c, s, func() ([][]byte, error) {
 			a, err := spanLocs(r, c, ta, s, st)
 			if err != nil {
 				return nil, err
@@ -653,7 +653,7 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Pr
 			if err != nil {
 				return nil, err
 			}
-			return intersectLocs(a, b), nil
+			return intersectLocs(a, b, s.byIndexPos), nil
 		}, st)
 	case plan.OrderedWalk:
 		o, ok := orderedShape(c, q, params, terms)
@@ -677,7 +677,7 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Pr
 			return errBadContinuation
 		}
 		if qa.access == plan.CompositeSpan {
-			qa.src = locSource(r, c, func() ([][]byte, error) { return compositeLocs(r, c, u, terms, s, st) }, st)
+			qa.src = locSource(r, c, s, func() ([][]byte, error) { return compositeLocs(r, c, u, terms, s, st) }, st)
 			return nil
 		}
 		found, err := compositeItems(r, c, prog, params, u, terms, s, now, st)
@@ -731,12 +731,11 @@ func foundSource(found []foundItem) itemSource {
 	}
 }
 
-// intersectLocs returns the locations both lists, sorted by sequence,
-// hold.
-func intersectLocs(a, b [][]byte) [][]byte {
+// intersectLocs returns the locations both lists, sorted by order, hold.
+func intersectLocs(a, b [][]byte, order func(a, b []byte) int) [][]byte {
 	var out [][]byte
 	for i, j := 0, 0; i < len(a) && j < len(b); {
-		switch d := bySeq(a[i], b[j]); {
+		switch d := order(a[i], b[j]); {
 		case d < 0:
 			i++
 		case d > 0:

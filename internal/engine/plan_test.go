@@ -595,3 +595,62 @@ func TestThinScanPagesStepThroughTerms(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefixSpanPagesSeek pages equalities, IN lists, ranges of few values
+// and intersections within a hierarchical partition key prefix. A value's
+// entries hold the prefix's items by location, the prefix's scan order
+// (partition by partition), so a page seeks to its position in each
+// value's span and merges them by location, where it collected every entry
+// of the prefix's values and sorted them by sequence (1,000 to 2,000 a
+// page here). The rows are the scan's, in its order: a filter the index
+// cannot serve (c.k + 0) makes the planner scan.
+func TestPrefixSpanPagesSeek(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/t","/u"],"kind":"MultiHash","version":2}}`)
+	items := make([]string, 0, 10_000)
+	for n := range 10_000 {
+		items = append(items, fmt.Sprintf(`{"id":"i%d","t":"%s","u":"u%d","k":%d,"g":%d,"x":%d,"y":%d,"n":%d}`, n, []string{"a", "a", "a", "a", "b"}[n%5], n%60, n%20, n%7, n%7, n/7%9, n))
+	}
+	be.seed(t, items...)
+	ref := batchRef(`["a"]`)
+	for _, tc := range []struct {
+		where, scanned string
+		entries        int // a page's bound
+		scanFirst      bool
+	}{
+		{"c.k = 3", "c.k + 0 = 3", 52, false},
+		{"c.k IN (2, 3)", "c.k + 0 IN (2, 3)", 53, false},
+		{"c.k >= 2 AND c.k <= 4", "c.k + 0 >= 2 AND c.k + 0 <= 4", 51 + 2*3, false},
+		{"c.k = 3 AND c.g = 3", "c.k + 0 = 3 AND c.g + 0 = 3", 240, false},
+		// Terms on 14% and 33% of the prefix and 4.8% together: page 1
+		// scans, and has page 2 step through both from its position.
+		{"c.x = 3 AND c.y BETWEEN 2 AND 4", "c.x + 0 = 3 AND c.y + 0 BETWEEN 2 AND 4", 280, true},
+	} {
+		p := QueryParams{ItemRef: ref, Query: "SELECT VALUE c.n FROM c WHERE " + tc.where, MaxItemCount: 50}
+		if tc.scanFirst {
+			p.MaxItemCount = 10
+		}
+		got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
+			if n == 0 && tc.scanFirst && (page.Plan == nil || page.Plan.Chosen.Access != plan.Scan) {
+				t.Fatalf("%s: page 1 by %v, want a scan", p.Query, page.Plan)
+			}
+			if n == 0 && !tc.scanFirst && (page.Plan == nil || page.Plan.Scope.Kind != plan.ScopePrefix || (page.Plan.Chosen.Access != plan.IndexSpan && page.Plan.Chosen.Access != plan.Intersect)) {
+				t.Fatalf("%s: page 1 by %v, want an index path in the prefix", p.Query, page.Plan)
+			}
+			if n > 0 && page.Examined > 51 {
+				t.Errorf("%s: page %d read %d records for %d rows", p.Query, n+1, page.Examined, len(page.Items))
+			}
+			if n > 0 && page.IndexEntries > tc.entries {
+				t.Errorf("%s: page %d read %d index entries for %d rows", p.Query, n+1, page.IndexEntries, len(page.Items))
+			}
+		})
+		scan := QueryParams{ItemRef: ref, Query: "SELECT VALUE c.n FROM c WHERE " + tc.scanned, MaxItemCount: 1000}
+		want := drainRows(t, be.e, scan, func(n int, page *FeedPage) {
+			if n == 0 && (page.Plan == nil || page.Plan.Chosen.Access != plan.Scan) {
+				t.Fatalf("%s: page 1 by %v, want a scan", scan.Query, page.Plan)
+			}
+		})
+		if len(want) == 0 || !slices.Equal(got, want) {
+			t.Fatalf("%s: %d rows, want %d in the prefix's scan order", p.Query, len(got), len(want))
+		}
+	}
+}

@@ -371,28 +371,27 @@ const (
 	mergeSwitchShareOne = 0.3
 )
 
-// mergeAfterScan has the next page of a scan over a range or the whole
-// container step through two of the query's terms (intersectSource), or
-// read its one term the index serves (spanSource), from where the scan
-// stopped, when the scan found few of its records passing.
-// Stepping reads an entry of each term for an item either holds and a
-// record for each item both hold, where the scan reads a record for every
-// item: with the planner's costs (plan.Choose: a record scanned 1, read
-// by its location 2.5, an entry 0.15), the steps cost less whenever fewer
-// than 0.28 of the records scanned pass, whatever the terms hold. A first
-// page whose every term holds many entries tries a scan (plan.ScanFirst
-// Bounds) and its token goes on scanning, though two such terms may hold
-// few items together: with terms on 14% and 33% of 10⁵ items holding 4.8%
-// together, every page read 2,100 records for 100 rows; with one term on
-// a fifth of the items, every page read 500. The terms' tie
+// mergeAfterScan has the next page of a scan over a range, the whole
+// container or a hierarchical prefix step through two of the query's
+// terms (intersectSource), or read its one term the index serves
+// (spanSource), from where the scan stopped, when the scan found few of
+// its records passing. Stepping reads an entry of each term for an item
+// either holds and a record for each item both hold, where the scan reads
+// a record for every item: with the planner's costs (plan.Choose: a
+// record scanned 1, read by its location 2.5, an entry 0.15), the steps
+// cost less whenever fewer than 0.28 of the records scanned pass,
+// whatever the terms hold. A first page whose every term holds many
+// entries tries a scan (plan.ScanFirstBounds) and its token goes on
+// scanning, though two such terms may hold few items together: with terms
+// on 14% and 33% of 10⁵ items holding 4.8% together, every page read
+// 2,100 records for 100 rows; with one term on a fifth of the items,
+// every page read 500. Over a range or the whole container the terms' tie
 // entries (absent.go) must be built, so that the steps go in _rid order,
-// the scan's, from its position; until then the page asks for them. The
-// terms are equalities before ranges, in the query's order.
+// the scan's, from its position; until then the page asks for them. In a
+// prefix the terms' own entries go in its scan order. The terms are
+// equalities before ranges, in the query's order.
 func (e *Engine) mergeAfterScan(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, s *itemScope, st *readStats, page *FeedPage, fp uint64) error {
-	if page.Continuation == "" || (s.kind != plan.ScopeAll && s.kind != plan.ScopeRange) || !c.Index.Ready || c.index.none || prog.Ranked() {
-		return nil
-	}
-	if st.records == 0 {
+	if page.Continuation == "" || s.kind == plan.ScopePartition || !c.Index.Ready || c.index.none || prog.Ranked() || st.records == 0 {
 		return nil
 	}
 	terms := plan.Terms(plan.Predicates(prog.Query(), params))
@@ -413,7 +412,9 @@ func (e *Engine) mergeAfterScan(r storage.Reader, c *containerRecord, prog *eval
 	}
 	ready := true
 	for _, i := range pick {
-		if !c.tiesReady(terms[i].Path) {
+		// A hierarchical prefix's terms read their own entries, in its
+		// scan order (seqSpans).
+		if s.kind != plan.ScopePrefix && !c.tiesReady(terms[i].Path) {
 			e.wantAbsent(c, terms[i].Path, entryKinds{ties: true})
 			ready = false
 		}
