@@ -596,6 +596,39 @@ func TestThinScanPagesStepThroughTerms(t *testing.T) {
 	}
 }
 
+// TestThinScanOverManyValuesListsNoTies drains a query whose one indexed
+// term is a range of many values (10⁴) that most items pass, and whose
+// other term the index cannot serve: the scan pages find few rows, but
+// the range's tie entries would not serve it (past maxRangeValues), so no
+// page asks for them, where each listed path costs every write an entry.
+func TestThinScanOverManyValuesListsNoTies(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	items := make([]string, 0, 10_000)
+	for n := range 10_000 {
+		items = append(items, fmt.Sprintf(`{"id":"i%d","pk":"p%d","f":%d,"n":%d}`, n, n%40, n%10, n))
+	}
+	be.seed(t, items...)
+	for _, q := range []string{
+		"SELECT VALUE c.n FROM c WHERE c.n >= 0 AND c.f + 0 = 2",
+		"SELECT VALUE c.n FROM c WHERE c.f >= 1 AND c.f <= 8 AND c.n % 7 = 3",
+	} {
+		p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, Query: q, MaxItemCount: 10}
+		drainRows(t, be.e, p, func(n int, page *FeedPage) {
+			if n == 0 && (page.Plan == nil || page.Plan.Chosen.Access != plan.Scan) {
+				t.Fatalf("%s: page 1 by %v, want a scan", q, page.Plan)
+			}
+		})
+		drainIndexer(t, be.e.NewIndexer(nil))
+	}
+	c := be.container(t)
+	if c.tiesReady([]string{"n"}) {
+		t.Errorf("the tie entries of /n, a range of 10⁴ values, were built")
+	}
+	if !c.tiesReady([]string{"f"}) {
+		t.Errorf("the tie entries of /f, a range of 8 values, were not built")
+	}
+}
+
 // TestPrefixSpanPagesSeek pages equalities, IN lists, ranges of few values
 // and intersections within a hierarchical partition key prefix. A value's
 // entries hold the prefix's items by location, the prefix's scan order

@@ -414,10 +414,23 @@ func (e *Engine) mergeAfterScan(r storage.Reader, c *containerRecord, prog *eval
 	for _, i := range pick {
 		// A hierarchical prefix's terms read their own entries, in its
 		// scan order (seqSpans).
-		if s.kind != plan.ScopePrefix && !c.tiesReady(terms[i].Path) {
-			e.wantAbsent(c, terms[i].Path, entryKinds{ties: true})
-			ready = false
+		if s.kind == plan.ScopePrefix || c.tiesReady(terms[i].Path) {
+			continue
 		}
+		ready = false
+		if t := terms[i]; !singleValues(t) {
+			// Tie entries would not serve a range of many values: its
+			// own entries say how many it holds.
+			prefix := appendIndexPath(indexPrefix(c), t.Path)
+			_, few, err := valueRuns(r, valueSpans(prefix, t, false, nil), len(prefix), nil, st)
+			if err != nil {
+				return err
+			}
+			if !few {
+				continue
+			}
+		}
+		e.wantAbsent(c, terms[i].Path, entryKinds{ties: true})
 	}
 	if !ready {
 		return nil
