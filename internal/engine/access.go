@@ -755,7 +755,7 @@ func locSource(r storage.Reader, c *containerRecord, s *itemScope, locs func() (
 	}
 }
 
-// seqSpans returns the merge of t's entries in scope s when they come in
+// mergeSpans returns the merge of t's entries in scope s when they come in
 // the order of its index paths (s.indexPos) value by value: in a logical
 // partition or a hierarchical prefix a value's own entries follow it with
 // the item's location, the partition's EPK then the sequence, and so do
@@ -764,8 +764,8 @@ func locSource(r storage.Reader, c *containerRecord, s *itemScope, locs func() (
 // rangeTieSpans) follow it with the sequence, then the location (skip is
 // the 8 bytes of that sequence). ok is false otherwise: the entries must
 // be collected and sorted.
-func seqSpans(r storage.Reader, c *containerRecord, t plan.Term, s *itemScope, st *readStats) (seqMerge, bool, error) {
-	m := seqMerge{s: s, st: st}
+func mergeSpans(r storage.Reader, c *containerRecord, t plan.Term, s *itemScope, st *readStats) (posMerge, bool, error) {
+	m := posMerge{s: s, st: st}
 	switch {
 	case (s.kind == plan.ScopePartition || s.kind == plan.ScopePrefix) && singleValues(t):
 		m.spans, m.base = scopedSpans(c, t, s)
@@ -798,8 +798,8 @@ func seqSpans(r storage.Reader, c *containerRecord, t plan.Term, s *itemScope, s
 	return m, false, nil
 }
 
-// mayMerge reports whether seqSpans may find t's entries in scope s in
-// _rid order value by value, without reading any.
+// mayMerge reports whether mergeSpans may find t's entries in scope s in
+// the order of its index paths value by value, without reading any.
 func mayMerge(c *containerRecord, t plan.Term, s *itemScope) bool {
 	switch {
 	case s.kind == plan.ScopePartition:
@@ -812,7 +812,7 @@ func mayMerge(c *containerRecord, t plan.Term, s *itemScope) bool {
 	return false
 }
 
-// spanSource reads the items the entries of m's spans name (seqSpans).
+// spanSource reads the items the entries of m's spans name (mergeSpans).
 // Several values' spans (an IN list) are merged by sequence, an item two
 // of them name (through array elements) read once; an entry whose
 // location the scope does not hold costs only its key. A page seeks to
@@ -820,7 +820,7 @@ func mayMerge(c *containerRecord, t plan.Term, s *itemScope) bool {
 // entries from there, a run at a time, rather than every entry of the
 // spans before it; locSource collects and sorts them all first, as it
 // must when they come in another order.
-func spanSource(r storage.Reader, c *containerRecord, m seqMerge, st *readStats) itemSource {
+func spanSource(r storage.Reader, c *containerRecord, m posMerge, st *readStats) itemSource {
 	return func(from []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
 		m := m
 		defer m.close()
@@ -879,11 +879,11 @@ func (rr *runReader) flush() error {
 }
 
 // intersectSource reads the items both a's and b's spans name (each as
-// spanSource's), in the scope's order (s.indexPos): each merge skips ahead
-// to the other's item, by a few steps or by seeking each of its spans, so a page reads
-// the entries between its position and its last row rather than every
-// entry of the two terms.
-func intersectSource(r storage.Reader, c *containerRecord, a, b seqMerge, st *readStats) itemSource {
+// spanSource's), in the scope's order (s.indexPos): each merge skips
+// ahead to the other's item, by a few steps or by seeking each of its
+// spans, so a page reads the entries between its position and its last
+// row rather than every entry of the two terms.
+func intersectSource(r storage.Reader, c *containerRecord, a, b posMerge, st *readStats) itemSource {
 	return func(from []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
 		a, b := a, b
 		defer a.close()
@@ -922,13 +922,13 @@ func intersectSource(r storage.Reader, c *containerRecord, a, b seqMerge, st *re
 	}
 }
 
-// seqMerge merges the entries of spans by the position of the location
+// posMerge merges the entries of spans by the position of the location
 // each names in scope s (s.byIndexPos: by sequence, or by location in a
 // hierarchical prefix), each span's entries coming in that order: the
 // location follows the value, after skip bytes (a tie entry's sequence),
 // and the value begins at offset base. Entries whose location the scope
 // does not hold are passed over, each costing its key.
-type seqMerge struct {
+type posMerge struct {
 	spans      []keySpan
 	base, skip int
 	s          *itemScope
@@ -941,7 +941,7 @@ type seqMerge struct {
 // is at or past from (nil: the span's start). A position past a sequence
 // (the sequence and a zero byte) seeks to that sequence's own entries,
 // which the location follows in tie entries: they are passed over.
-func (m *seqMerge) open(r storage.Reader, from []byte) error {
+func (m *posMerge) open(r storage.Reader, from []byte) error {
 	if m.s.badIndexPos(from) {
 		return errBadContinuation
 	}
@@ -973,7 +973,7 @@ func (m *seqMerge) open(r storage.Reader, from []byte) error {
 
 // locOf returns the location an entry names, when the scope holds it and
 // its position is at or past min (nil: any).
-func (m *seqMerge) locOf(min []byte) func(k []byte) ([]byte, bool) {
+func (m *posMerge) locOf(min []byte) func(k []byte) ([]byte, bool) {
 	return func(k []byte) ([]byte, bool) {
 		loc, ok := entryLoc(k, m.base)
 		if !ok || len(loc) < m.skip+10 || !m.s.holds(loc[m.skip:]) {
@@ -986,7 +986,7 @@ func (m *seqMerge) locOf(min []byte) func(k []byte) ([]byte, bool) {
 
 // first returns the head whose item comes first, or nil when every span
 // has ended.
-func (m *seqMerge) first() *spanHead {
+func (m *posMerge) first() *spanHead {
 	var first *spanHead
 	for i := range m.heads {
 		if h := &m.heads[i]; h.loc != nil && (first == nil || m.s.byIndexPos(h.loc, first.loc) < 0) {
@@ -998,7 +998,7 @@ func (m *seqMerge) first() *spanHead {
 
 // pass moves every head at loc (an item two spans name) to its next
 // entry.
-func (m *seqMerge) pass(loc []byte) error {
+func (m *posMerge) pass(loc []byte) error {
 	loc = bytes.Clone(loc)
 	for i := range m.heads {
 		if h := &m.heads[i]; h.loc != nil && bytes.Equal(h.loc, loc) {
@@ -1017,7 +1017,7 @@ const skipSteps = 4
 
 // skipTo moves every head behind the position pos to its first entry at
 // or past it.
-func (m *seqMerge) skipTo(pos []byte) error {
+func (m *posMerge) skipTo(pos []byte) error {
 	at := m.locOf(pos)
 	for i := range m.heads {
 		h := &m.heads[i]
@@ -1043,7 +1043,7 @@ func (m *seqMerge) skipTo(pos []byte) error {
 	return nil
 }
 
-func (m *seqMerge) close() {
+func (m *posMerge) close() {
 	for _, h := range m.heads {
 		h.it.Close()
 	}
@@ -1206,7 +1206,7 @@ func holdsInexactNumbers(r storage.Reader, c *containerRecord, t plan.Term, st *
 	return false, nil
 }
 
-// spanHead is where a seqMerge is in one span: the entry its iterator is
+// spanHead is where a posMerge is in one span: the entry its iterator is
 // at and the location it names, nil at the span's end; lo is the span's
 // start, and at the key a position follows in the keys it seeks (the
 // span's start before a sequence, the value before a location).

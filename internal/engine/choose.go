@@ -616,7 +616,7 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Pr
 			return errBadContinuation
 		}
 		t := terms[qa.terms[0]]
-		m, ok, err := seqSpans(r, c, t, s, st)
+		m, ok, err := mergeSpans(r, c, t, s, st)
 		if err != nil {
 			return err
 		}
@@ -631,11 +631,11 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Pr
 		}
 		ta, tb := terms[qa.terms[0]], terms[qa.terms[1]]
 		if mayMerge(c, ta, s) && mayMerge(c, tb, s) {
-			a, okA, err := seqSpans(r, c, ta, s, st)
+			a, okA, err := mergeSpans(r, c, ta, s, st)
 			if err != nil {
 				return err
 			}
-			b, okB, err := seqSpans(r, c, tb, s, st)
+			b, okB, err := mergeSpans(r, c, tb, s, st)
 			if err != nil {
 				return err
 			}

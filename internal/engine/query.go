@@ -413,7 +413,7 @@ func (e *Engine) mergeAfterScan(r storage.Reader, c *containerRecord, prog *eval
 	ready := true
 	for _, i := range pick {
 		// A hierarchical prefix's terms read their own entries, in its
-		// scan order (seqSpans).
+		// scan order (mergeSpans).
 		if s.kind == plan.ScopePrefix || c.tiesReady(terms[i].Path) {
 			continue
 		}
@@ -437,7 +437,7 @@ func (e *Engine) mergeAfterScan(r storage.Reader, c *containerRecord, prog *eval
 	}
 	for _, i := range pick {
 		// A range of too many values would be collected on every page.
-		if _, ok, err := seqSpans(r, c, terms[i], s, st); err != nil || !ok {
+		if _, ok, err := mergeSpans(r, c, terms[i], s, st); err != nil || !ok {
 			return err
 		}
 	}
