@@ -3,6 +3,9 @@ package engine
 import (
 	"cmp"
 	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -685,5 +688,27 @@ func TestPrefixSpanPagesSeek(t *testing.T) {
 		if len(want) == 0 || !slices.Equal(got, want) {
 			t.Fatalf("%s: %d rows, want %d in the prefix's scan order", p.Query, len(got), len(want))
 		}
+	}
+
+	// A token whose position is a sequence, as a page that sorted by
+	// sequence there made, is refused rather than misread.
+	p := QueryParams{ItemRef: ref, Query: "SELECT VALUE c.n FROM c WHERE c.k = 3", MaxItemCount: 50}
+	page, err := be.e.QueryItems(context.Background(), p)
+	if err != nil || page.Continuation == "" {
+		t.Fatalf("page 1: %v, token %q", err, page.Continuation)
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(page.Continuation, cursorPrefix))
+	if err != nil || len(raw) < 9 {
+		t.Fatalf("token %q: %v", page.Continuation, err)
+	}
+	cur, derr := parseCursor(page.Continuation, binary.BigEndian.Uint64(raw[1:]))
+	if derr != nil || len(cur.pos) < 10 {
+		t.Fatalf("token %q: %v, position %x", page.Continuation, derr, cur.pos)
+	}
+	cur.pos = seqPos(cur.pos)
+	p.Continuation = cur.String()
+	var ee *Error
+	if _, err := be.e.QueryItems(context.Background(), p); !errors.As(err, &ee) || ee.Code != BadRequest {
+		t.Fatalf("a sequence for a position: %v, want 400", err)
 	}
 }
