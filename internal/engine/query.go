@@ -375,7 +375,7 @@ const (
 // container or a hierarchical prefix step through two of the query's
 // terms (intersectSource), or read its one term the index serves
 // (spanSource), from where the scan stopped, when the scan found few of
-// its records passing. Stepping reads an entry of each term for an item
+// its records passing and its filter is those terms alone. Stepping reads an entry of each term for an item
 // either holds and a record for each item both hold, where the scan reads
 // a record for every item: with the planner's costs (plan.Choose: a
 // record scanned 1, read by its location 2.5, an entry 0.15), the steps
@@ -407,7 +407,11 @@ func (e *Engine) mergeAfterScan(r storage.Reader, c *containerRecord, prog *eval
 	if len(pick) == 1 {
 		access, share = plan.IndexSpan, mergeSwitchShareOne
 	}
-	if len(pick) == 0 || float64(len(page.Items)) >= share*float64(st.records) {
+	// The few rows must be the picked terms' doing: a filter they do not
+	// say all of (c.f = 2 AND c.n % 7 = 3) may pass few records of many
+	// the terms hold, which the steps would each read by location.
+	if len(pick) == 0 || len(pick) < len(terms) || !plan.Exact(prog.Query(), params) ||
+		float64(len(page.Items)) >= share*float64(st.records) {
 		return nil
 	}
 	ready := true

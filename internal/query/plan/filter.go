@@ -330,6 +330,25 @@ func Predicates(q *ast.Query, params map[string]document.Value) []Predicate {
 	return out
 }
 
+// Exact reports whether every term of the top-level AND chain of q's
+// WHERE clause is one Predicates reads whole, so that a document passes
+// the clause exactly when it passes the predicates: a term of another
+// shape (c.n % 7 = 3, a UDF) gives none, and an EXISTS gives those of its
+// subquery's filter it understands, which may not be all of them.
+func Exact(q *ast.Query, params map[string]document.Value) bool {
+	for _, t := range conjuncts(q.Where) {
+		if _, ok := t.(*ast.Exists); ok {
+			return false
+		}
+		one := *q
+		one.Where = t
+		if len(Predicates(&one, params)) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // existsPredicates returns the equalities and INs that EXISTS(sub) makes
 // hold for a document, when sub iterates an array of it (SELECT VALUE t
 // FROM t IN c.tags WHERE t = 'red'): a document passes only if a row of

@@ -400,3 +400,35 @@ func TestJoinSelfReference(t *testing.T) {
 		t.Errorf("terms %v, want none", terms)
 	}
 }
+
+// TestExact: a WHERE clause every term of which is a predicate is exact;
+// a term of another shape, or an EXISTS, is not.
+func TestExact(t *testing.T) {
+	tests := []struct {
+		query string
+		exact bool
+	}{
+		{"SELECT * FROM c", true},
+		{"SELECT * FROM c WHERE c.n > 10 AND c.n <= 20", true},
+		{"SELECT * FROM c WHERE c.k IN (1, 2) AND STARTSWITH(c.s, 'a') AND IS_DEFINED(c.d)", true},
+		{"SELECT * FROM c WHERE ARRAY_CONTAINS(c.tags, 'x') AND (c.g = 1 OR c.g = 2)", true},
+		{"SELECT c.n FROM c JOIN t IN c.tags WHERE t = 'x'", true},
+		{"SELECT * FROM c WHERE c.n BETWEEN 1 AND @hi", true},
+		{"SELECT * FROM c WHERE c.f = 2 AND c.n % 7 = 3", false},
+		{"SELECT * FROM c WHERE c.f = 2 AND c.a = c.b", false},
+		{"SELECT * FROM c WHERE c.f != 2", false},
+		{"SELECT * FROM c WHERE c.n = @missing", false},
+		{"SELECT * FROM c WHERE ARRAY_CONTAINS(c.tags, {'a': 1}, true)", false},
+		{"SELECT * FROM c WHERE EXISTS(SELECT VALUE t FROM t IN c.tags WHERE t = 'x')", false},
+	}
+	params := map[string]document.Value{"@hi": document.Int(9)}
+	for _, tt := range tests {
+		q, err := parser.Parse(tt.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Exact(q, params); got != tt.exact {
+			t.Errorf("%s: exact %v, want %v", tt.query, got, tt.exact)
+		}
+	}
+}
