@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/query/plan"
 )
 
@@ -66,7 +67,7 @@ func TestRangeSpansAgainstTheEvaluator(t *testing.T) {
 		}
 		return numbers[rng.IntN(len(numbers))]
 	}
-	indexed, intersected := 0, 0
+	d := &evaluatorDrains{t: t, be: be, rng: rng, docs: docs}
 	for q := range 160 {
 		var where string
 		switch rng.IntN(10) {
@@ -93,30 +94,9 @@ func TestRangeSpansAgainstTheEvaluator(t *testing.T) {
 			where = fmt.Sprintf("c.g > %s AND c.n >= %d", bound(), rng.IntN(3000))
 		}
 		query := "SELECT VALUE c.n FROM c WHERE " + where
-		p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, Query: query, MaxItemCount: []int{1, 7, 50}[rng.IntN(3)]}
-		pk := ""
-		if q%2 == 0 {
-			p = QueryParams{ItemRef: batchRef(`["a"]`), Query: query, MaxItemCount: p.MaxItemCount}
-			pk = "a"
-		}
-		got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
-			if n == 0 && page.Plan != nil {
-				switch page.Plan.Chosen.Access {
-				case plan.IndexSpan:
-					indexed++
-				case plan.Intersect:
-					intersected++
-				}
-			}
-		})
-		if want := oracleRows(t, query, docs, pk); !slices.Equal(got, want) {
-			t.Fatalf("%s (partition %q, pages of %d): %d rows, want %d\n got %v\nwant %v", query, pk, p.MaxItemCount, len(got), len(want), got, want)
-		}
+		d.drain(query, q%2 == 0)
 	}
-	t.Logf("of 160 drains, %d read an index span and %d an intersection", indexed, intersected)
-	if indexed < 20 || intersected < 5 {
-		t.Fatalf("of 160 drains, %d read an index span and %d an intersection", indexed, intersected)
-	}
+	d.enough()
 }
 
 // TestElementSpansAgainstTheEvaluator drains random terms on array
@@ -170,7 +150,7 @@ func TestElementSpansAgainstTheEvaluator(t *testing.T) {
 		}
 	}
 	docs := parseItems(t, items)
-	indexed, intersected := 0, 0
+	d := &evaluatorDrains{t: t, be: be, rng: rng, docs: docs}
 	for q := range 160 {
 		var query string
 		v, w := elem(), elem()
@@ -194,28 +174,50 @@ func TestElementSpansAgainstTheEvaluator(t *testing.T) {
 		default:
 			query = "SELECT VALUE c.n FROM c JOIN t IN c.tags WHERE t = " + v + " AND ARRAY_CONTAINS(c.tags, " + w + ")"
 		}
-		p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, Query: query, MaxItemCount: []int{1, 7, 50}[rng.IntN(3)]}
-		pk := ""
-		if q%3 == 0 {
-			p = QueryParams{ItemRef: batchRef(`["a"]`), Query: query, MaxItemCount: p.MaxItemCount}
-			pk = "a"
-		}
-		got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
-			if n == 0 && page.Plan != nil {
-				switch page.Plan.Chosen.Access {
-				case plan.IndexSpan:
-					indexed++
-				case plan.Intersect:
-					intersected++
-				}
-			}
-		})
-		if want := oracleRows(t, query, docs, pk); !slices.Equal(got, want) {
-			t.Fatalf("%s (partition %q, pages of %d): %d rows, want %d\n got %v\nwant %v", query, pk, p.MaxItemCount, len(got), len(want), got, want)
-		}
+		d.drain(query, q%3 == 0)
 	}
-	t.Logf("of 160 drains, %d read an index span and %d an intersection", indexed, intersected)
-	if indexed < 20 || intersected < 5 {
-		t.Fatalf("of 160 drains, %d read an index span and %d an intersection", indexed, intersected)
+	d.enough()
+}
+
+// evaluatorDrains drains queries against the evaluator's answer over docs,
+// across partitions or in partition "a", in pages of 1, 7 or 50, and
+// counts the first pages that read an index span or an intersection.
+type evaluatorDrains struct {
+	t                    *testing.T
+	be                   *batchEnv
+	rng                  *rand.Rand
+	docs                 []document.Value
+	indexed, intersected int
+}
+
+func (d *evaluatorDrains) drain(query string, inPartition bool) {
+	d.t.Helper()
+	p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, Query: query, MaxItemCount: []int{1, 7, 50}[d.rng.IntN(3)]}
+	pk := ""
+	if inPartition {
+		p = QueryParams{ItemRef: batchRef(`["a"]`), Query: query, MaxItemCount: p.MaxItemCount}
+		pk = "a"
+	}
+	got := drainRows(d.t, d.be.e, p, func(n int, page *FeedPage) {
+		if n == 0 && page.Plan != nil {
+			switch page.Plan.Chosen.Access {
+			case plan.IndexSpan:
+				d.indexed++
+			case plan.Intersect:
+				d.intersected++
+			}
+		}
+	})
+	if want := oracleRows(d.t, query, d.docs, pk); !slices.Equal(got, want) {
+		d.t.Fatalf("%s (partition %q, pages of %d): %d rows, want %d\n got %v\nwant %v", query, pk, p.MaxItemCount, len(got), len(want), got, want)
+	}
+}
+
+// enough fails the test unless enough drains read each index path.
+func (d *evaluatorDrains) enough() {
+	d.t.Helper()
+	d.t.Logf("of 160 drains, %d read an index span and %d an intersection", d.indexed, d.intersected)
+	if d.indexed < 20 || d.intersected < 5 {
+		d.t.Fatalf("of 160 drains, %d read an index span and %d an intersection", d.indexed, d.intersected)
 	}
 }
