@@ -241,8 +241,10 @@ func elemTieEntries(prefix []byte, a absentPath, doc document.Value, loc []byte)
 		return nil
 	}
 	var out [][]byte
+	seen := make(map[string]bool)
 	eachElem(doc, a.Path, func(v document.Value) {
-		if k, ok := tieEntry(prefix, a, v, loc); ok && !slices.ContainsFunc(out, func(o []byte) bool { return bytes.Equal(o, k) }) {
+		if k, ok := tieEntry(prefix, a, v, loc); ok && !seen[string(k)] {
+			seen[string(k)] = true
 			out = append(out, k)
 		}
 	})

@@ -375,12 +375,12 @@ const (
 // container or a hierarchical prefix step through two of the query's
 // terms (intersectSource), or read its one term the index serves
 // (spanSource), from where the scan stopped, when the scan found few of
-// its records passing and its filter is those terms alone. Stepping reads an entry of each term for an item
-// either holds and a record for each item both hold, where the scan reads
-// a record for every item: with the planner's costs (plan.Choose: a
-// record scanned 1, read by its location 2.5, an entry 0.15), the steps
-// cost less whenever fewer than 0.28 of the records scanned pass,
-// whatever the terms hold. A first page whose every term holds many
+// its records passing and its filter is those terms alone. Stepping reads
+// an entry of each term for an item either holds and a record for each
+// item both hold, where the scan reads a record for every item: with the
+// planner's costs (plan.Choose: a record scanned 1, read by its location
+// 2.5, an entry 0.15), the steps cost less whenever fewer than 0.28 of
+// the records scanned pass, whatever the terms hold. A first page whose every term holds many
 // entries tries a scan (plan.ScanFirstBounds) and its token goes on
 // scanning, though two such terms may hold few items together: with terms
 // on 14% and 33% of 10⁵ items holding 4.8% together, every page read
