@@ -30,6 +30,28 @@ type queryAccess struct {
 	// records it may read before the page is planned again, counting the
 	// terms on while it reads (scanPace); nil otherwise.
 	pace *scanPace
+	// collected, for a page whose candidates are collected and sorted
+	// before it reads them (locSource), holds them once it has; nil
+	// otherwise (scanAfterCollect).
+	collected *collection
+}
+
+// collection is what a page that collects its candidates collected: the
+// locations in its order and the index entries read to find them.
+type collection struct {
+	locs    [][]byte
+	entries int
+}
+
+// collecting wraps the locs of a collecting source so that the page
+// keeps what they were and what they cost (queryAccess.collected).
+func (qa *queryAccess) collecting(st *readStats, locs func() ([][]byte, error)) func() ([][]byte, error) {
+	return func() ([][]byte, error) {
+		before := st.entries
+		all, err := locs()
+		qa.collected = &collection{locs: all, entries: st.entries - before}
+		return all, err
+	}
 }
 
 // probeLimit is how many entries of a term's spans are worth counting: at
@@ -624,7 +646,7 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Pr
 			qa.src = spanSource(r, c, m, st)
 			return nil
 		}
-		qa.src = locSource(r, c, s, func() ([][]byte, error) { return spanLocs(r, c, t, s, st) }, st)
+		qa.src = locSource(r, c, s, qa.collecting(st, func() ([][]byte, error) { return spanLocs(r, c, t, s, st) }), st)
 	case plan.Intersect:
 		if len(qa.terms) != 2 {
 			return errBadContinuation
@@ -644,7 +666,7 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Pr
 				return nil
 			}
 		}
-		qa.src = locSource(r, c, s, func() ([][]byte, error) {
+		qa.src = locSource(r, c, s, qa.collecting(st, func() ([][]byte, error) {
 			a, err := spanLocs(r, c, ta, s, st)
 			if err != nil {
 				return nil, err
@@ -654,7 +676,7 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Pr
 				return nil, err
 			}
 			return intersectLocs(a, b, s.byIndexPos), nil
-		}, st)
+		}), st)
 	case plan.OrderedWalk:
 		o, ok := orderedShape(c, q, params, terms)
 		if !ok {
@@ -677,7 +699,7 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Pr
 			return errBadContinuation
 		}
 		if qa.access == plan.CompositeSpan {
-			qa.src = locSource(r, c, s, func() ([][]byte, error) { return compositeLocs(r, c, u, terms, s, st) }, st)
+			qa.src = locSource(r, c, s, qa.collecting(st, func() ([][]byte, error) { return compositeLocs(r, c, u, terms, s, st) }), st)
 			return nil
 		}
 		found, err := compositeItems(r, c, prog, params, u, terms, s, now, st)

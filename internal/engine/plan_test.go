@@ -599,6 +599,75 @@ func TestThinScanPagesStepThroughTerms(t *testing.T) {
 	}
 }
 
+// TestCollectingPagesScanRowsThatLieTogether drains ranges of many values
+// across partitions, whose pages collect the range's entries and sort
+// them. When the rows of every page ahead lie close together in _rid
+// order (c.t, written in order: a range of times), the pages after the
+// first scan from their position: each reads its rows' records and the
+// _rid entries between them. When the rows spread over the container
+// (c.u), or lie together at first and spread later (c.v), the pages go on
+// collecting, and none reads thousands of records for its rows.
+func TestCollectingPagesScanRowsThatLieTogether(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	items := make([]string, 0, 10_000)
+	var tail, spread, early []string
+	for n := range 10_000 {
+		v := -1
+		if n < 1000 || n%100 == 0 {
+			v = n
+			early = append(early, strconv.Itoa(n))
+		}
+		u := n * 7919 % 10_000
+		items = append(items, fmt.Sprintf(`{"id":"i%d","pk":"p%d","t":%d,"u":%d,"v":%d,"n":%d}`, n, n%40, n, u, v, n))
+		if n >= 9000 {
+			tail = append(tail, strconv.Itoa(n))
+		}
+		if u >= 9000 {
+			spread = append(spread, strconv.Itoa(n))
+		}
+	}
+	be.seed(t, items...)
+	for _, tc := range []struct {
+		query string
+		want  []string
+		scans bool
+	}{
+		{"SELECT VALUE c.n FROM c WHERE c.t >= 9000", tail, true},
+		{"SELECT VALUE c.n FROM c WHERE c.u >= 9000", spread, false},
+		{"SELECT VALUE c.n FROM c WHERE c.v >= 0", early, false},
+	} {
+		p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, Query: tc.query, MaxItemCount: 50}
+		var got []string
+		for pages := 0; ; pages++ {
+			page, err := be.e.QueryItems(context.Background(), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pages == 0 && (page.Plan == nil || page.Plan.Chosen.Access != plan.IndexSpan) {
+				t.Fatalf("%s: page 1 by %v, want an index span", tc.query, page.Plan)
+			}
+			switch {
+			case page.Examined > 51:
+				t.Errorf("%s: page %d read %d records for %d rows", tc.query, pages+1, page.Examined, len(page.Items))
+			case tc.scans && pages > 0 && page.IndexEntries > 53:
+				t.Errorf("%s: page %d read %d index entries for %d rows, want a scan from its position", tc.query, pages+1, page.IndexEntries, len(page.Items))
+			case !tc.scans && page.IndexEntries < len(tc.want):
+				t.Errorf("%s: page %d read %d index entries, want the %d it collects", tc.query, pages+1, page.IndexEntries, len(tc.want))
+			}
+			for _, it := range page.Items {
+				got = append(got, string(it))
+			}
+			if page.Continuation == "" {
+				break
+			}
+			p.Continuation = page.Continuation
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Fatalf("%s: %d rows, want %d in _rid order", tc.query, len(got), len(tc.want))
+		}
+	}
+}
+
 // TestThinScanListsTiesOnlyWhenTheyServe drains queries whose scan pages
 // find few rows, and checks which paths they ask tie entries for. Not for
 // a range of many values (10³ here): tie entries would not serve it (past

@@ -2,7 +2,9 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"slices"
 	"strconv"
@@ -354,7 +356,78 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	if qp.access == plan.Scan && qp.stream == nil && (prog.Streaming() || streamed) {
 		return e.mergeAfterScan(r, c, prog, p.Params, scope, st, page, fp)
 	}
+	if qp.collected != nil && qp.stream == nil && (prog.Streaming() || streamed) {
+		return scanAfterCollect(r, c, scope, st, qp.collected, limit, page, fp)
+	}
 	return nil
+}
+
+// scanAfterCollect has the pages after one that collected its candidates
+// (an index span of a range of many values, an intersection, a composite
+// span) scan from its position instead, when a scan would reach the rows
+// of every page ahead for less than collecting again costs
+// (plan.ScanBeatsCollect). A collecting page reads all the candidates'
+// entries, and would on every page; but it knows where each candidate lies
+// in _rid order, so how far a scan must read for each page to come. Rows
+// that lie together in that order are common: items a range of times or
+// of counters holds were mostly written together (c.ts > @since). Over a
+// range or the whole container only, where the page positions of both
+// are sequences, so a window is a difference of two; a scan then reads a
+// record for each sequence at most (fewer where items are gone).
+//
+// Every page ahead, not only the next: a scan does not switch back when
+// the rows thin out past the first pages (mergeAfterScan hands on only to
+// terms whose entries merge). Writes made after the switch may still
+// spread the rows ahead; the scan reads through them.
+func scanAfterCollect(r storage.Reader, c *containerRecord, s *itemScope, st *readStats, col *collection, limit int, page *FeedPage, fp uint64) error {
+	if page.Continuation == "" || (s.kind != plan.ScopeAll && s.kind != plan.ScopeRange) {
+		return nil
+	}
+	next, derr := parseCursor(page.Continuation, fp)
+	if derr != nil {
+		return derr
+	}
+	if len(next.pos) != 8 || next.access == plan.Scan {
+		return nil
+	}
+	locs := col.locs
+	seq := func(loc []byte) uint64 { return binary.BigEndian.Uint64(seqPos(loc)) }
+	from := binary.BigEndian.Uint64(next.pos)
+	i, _ := slices.BinarySearchFunc(locs, from, func(loc []byte, from uint64) int { return cmp.Compare(seq(loc), from) })
+	beats := func(end uint64) bool {
+		return end < from || plan.ScanBeatsCollect(int64(col.entries), int64(limit), int64(end-from+1))
+	}
+	for ; i+limit < len(locs); i += limit {
+		end := seq(locs[i+limit-1])
+		if !beats(end) {
+			return nil
+		}
+		from = end + 1
+	}
+	// The last page's scan reads on to the end of the container.
+	last, ok, err := lastSeq(r, c, st)
+	if err != nil || !ok || !beats(last) {
+		return err
+	}
+	next.access, next.terms, next.composite = plan.Scan, nil, 0
+	page.Continuation = next.String()
+	return nil
+}
+
+// lastSeq is the highest sequence of c's items, from its _rid-order
+// entries; ok is false when it has none.
+func lastSeq(r storage.Reader, c *containerRecord, st *readStats) (uint64, bool, error) {
+	prefix := collPrefix(famByRid, c.Rid)
+	var last uint64
+	found := false
+	err := scanRangeDir(r, prefix, prefixEnd(prefix), true, func(k, _ []byte) (bool, error) {
+		st.entries++
+		if len(k) == len(prefix)+8 {
+			last, found = binary.BigEndian.Uint64(k[len(prefix):]), true
+		}
+		return false, nil
+	})
+	return last, found, err
 }
 
 // mergeSwitchShare is the share of the records a scan reads that pass,

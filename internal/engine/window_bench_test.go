@@ -15,7 +15,8 @@ import (
 // partitions (pages of 100), one shape per access path, to show whether
 // page k costs what page 1 costs. The container holds MAYFLY_BENCH_ITEMS
 // items (2·10⁴ by default) written interleaved over 200 partitions, each
-// with n (0..99 by write order), k (0..6) and two tags.
+// with n (0..99 by write order), k (0..6), t (its place in the write
+// order) and two tags.
 //
 //	go test -run '^$' -bench BenchmarkDeepPage -benchtime 100x ./internal/engine/
 func BenchmarkDeepPage(b *testing.B) {
@@ -26,7 +27,7 @@ func BenchmarkDeepPage(b *testing.B) {
 	parts := max(n/100, 1)
 	s := openBenchEngine(b, clock.Real{}, nil, "null")
 	s.loadInterleaved(b, n, parts, func(i int) string {
-		return `,"n":` + strconv.Itoa(i/parts) + `,"k":` + strconv.Itoa(i%7) + `,"tags":["a` + strconv.Itoa(i%5) + `","b"]`
+		return `,"n":` + strconv.Itoa(i/parts) + `,"k":` + strconv.Itoa(i%7) + `,"t":` + strconv.Itoa(i) + `,"tags":["a` + strconv.Itoa(i%5) + `","b"]`
 	})
 	s.settle(b)
 	warmAll(b, s)
@@ -39,6 +40,9 @@ func BenchmarkDeepPage(b *testing.B) {
 		{"intersect", "SELECT * FROM c WHERE c.k = 3 AND c.n >= 20", 0},
 		{"range-span", "SELECT * FROM c WHERE c.n BETWEEN 20 AND 39", 0},
 		{"range-string", "SELECT * FROM c WHERE c.pk >= 'q100' AND c.pk < 'q120'", 0},
+		// The last tenth of the items written, one value each: a range
+		// of times (c.ts > @since) across partitions.
+		{"range-recent", "SELECT * FROM c WHERE c.t >= " + strconv.Itoa(n-n/10), 0},
 		{"array-contains", "SELECT * FROM c WHERE ARRAY_CONTAINS(c.tags, 'a3')", 0},
 		{"join-element", "SELECT c.id FROM c JOIN t IN c.tags WHERE t = 'a3'", 0},
 		{"order-stream", "SELECT * FROM c ORDER BY c.n DESC", 0},

@@ -581,6 +581,17 @@ func Thin(hits, read, items, wide int64) bool {
 	return float64(hits)*float64(items) < float64(wide)*float64(read)
 }
 
+// ScanBeatsCollect reports whether a page that resumes by scanning window
+// records from its position, in the scope's scan order, costs less than
+// one that collects entries index entries again, as a page does whose
+// access path must sort its candidates, and reads rows records by their
+// locations. A page that collected knows where in the scan order each of
+// its candidates lies, so it can tell how far a scan would read for the
+// pages after it.
+func ScanBeatsCollect(entries, rows, window int64) bool {
+	return float64(window)*costRecordScan < float64(entries)*costEntry+float64(rows)*costRecordPoint
+}
+
 // PaceStart is how far every term is counted before a scan tried first
 // for a page that ends after rows passing documents reads its first
 // record: as far as lets it read rows+1 records (PaceRecords), enough to

@@ -339,6 +339,27 @@ func TestPace(t *testing.T) {
 	}
 }
 
+// A scan from the page's position beats collecting again when the records
+// it reads cost less than the entries and the located records: 1,000
+// entries and 50 rows cost 275 scanned records.
+func TestScanBeatsCollect(t *testing.T) {
+	for _, tt := range []struct {
+		entries, rows, window int64
+		scan                  bool
+	}{
+		{1_000, 50, 50, true},    // the next rows lie side by side
+		{1_000, 50, 274, true},   // a sixth of the records scanned pass
+		{1_000, 50, 275, false},  // the break-even
+		{1_000, 50, 500, false},  // the rows spread like the container's
+		{100_000, 100, 10_000, true},
+		{0, 100, 251, false}, // nothing to collect: the located reads alone
+	} {
+		if got := ScanBeatsCollect(tt.entries, tt.rows, tt.window); got != tt.scan {
+			t.Errorf("ScanBeatsCollect(%d, %d, %d) = %v", tt.entries, tt.rows, tt.window, got)
+		}
+	}
+}
+
 // An equality on a JOIN alias's elements is a term on the elements' path;
 // a range on them is not (it would make an excluded path's query refused
 // where it used to scan).
