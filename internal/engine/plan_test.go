@@ -599,6 +599,73 @@ func TestThinScanPagesStepThroughTerms(t *testing.T) {
 	}
 }
 
+// TestPartitionThinScanPagesStepThroughTerms drains queries in one large
+// logical partition whose first page scans and finds few rows: the pages
+// after it step through the term's entries from the scan's position (a
+// location there, a sequence to the index paths). A range asks for its
+// partition entries first. A term on the partition key, which holds for
+// every item of the partition, is left to the scope.
+func TestPartitionThinScanPagesStepThroughTerms(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	items := make([]string, 0, 10_200)
+	for n := range 10_000 {
+		items = append(items, fmt.Sprintf(`{"id":"i%d","pk":"big","f":%d,"g":%d,"n":%d}`, n, n%5, n%10, n))
+	}
+	for n := range 200 {
+		items = append(items, fmt.Sprintf(`{"id":"o%d","pk":"p%d","f":2,"g":3,"n":%d}`, n, n%20, n))
+	}
+	be.seed(t, items...)
+	fifth := func(n int) bool { return n%5 == 2 }
+	for _, tc := range []struct {
+		query, key string
+		keep       func(n int) bool
+		entries    int // a stepping page's bound; 0: it scans on
+	}{
+		{"SELECT VALUE c.n FROM c WHERE c.f = 2", `["big"]`, fifth, 12},
+		{"SELECT VALUE c.n FROM c WHERE c.pk = 'big' AND c.f = 2", "", fifth, 12},
+		// The filter, not the range, passes few rows.
+		{"SELECT VALUE c.n FROM c WHERE c.g >= 2 AND c.g <= 3 AND c.n % 5 = 2", `["big"]`, func(n int) bool { return n%10 == 2 }, 0},
+		{"SELECT VALUE c.n FROM c WHERE c.g >= 7 AND c.g <= 8", `["big"]`, func(n int) bool { return n%10 == 7 || n%10 == 8 }, 15},
+	} {
+		p := QueryParams{ItemRef: batchRef(tc.key), Query: tc.query, MaxItemCount: 10}
+		var got []string
+		for pages := 0; ; pages++ {
+			page, err := be.e.QueryItems(context.Background(), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pages == 0 {
+				if page.Plan == nil || page.Plan.Chosen.Access != plan.Scan {
+					t.Fatalf("%s: page 1 by %v, want a scan", tc.query, page.Plan)
+				}
+				drainIndexer(t, be.e.NewIndexer(nil))
+			}
+			switch {
+			case pages >= 2 && tc.entries > 0 && (page.Examined > 11 || page.IndexEntries > tc.entries):
+				t.Errorf("%s: page %d read %d records and %d index entries for %d rows", tc.query, pages+1, page.Examined, page.IndexEntries, len(page.Items))
+			case tc.entries == 0 && page.Examined < 40:
+				t.Errorf("%s: page %d read %d records, want a scan's", tc.query, pages+1, page.Examined)
+			}
+			for _, it := range page.Items {
+				got = append(got, string(it))
+			}
+			if page.Continuation == "" {
+				break
+			}
+			p.Continuation = page.Continuation
+		}
+		var want []string
+		for n := range 10_000 {
+			if tc.keep(n) {
+				want = append(want, strconv.Itoa(n))
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s: %d rows, want %d in _rid order", tc.query, len(got), len(want))
+		}
+	}
+}
+
 // TestCollectingPagesScanRowsThatLieTogether drains ranges of many values
 // across partitions, whose pages collect the range's entries and sort
 // them. When the rows of every page ahead lie close together in _rid

@@ -445,7 +445,7 @@ const (
 )
 
 // mergeAfterScan has the next page of a scan over a range, the whole
-// container or a hierarchical prefix step through two of the query's
+// container, a hierarchical prefix or a logical partition step through two of the query's
 // terms (intersectSource), or read its one term the index serves
 // (spanSource), from where the scan stopped, when the scan found few of
 // its records passing and its filter is those terms alone. Stepping reads
@@ -461,21 +461,31 @@ const (
 // every page read 500. Over a range or the whole container the terms' tie
 // entries (absent.go) must be built, so that the steps go in _rid order,
 // the scan's, from its position; until then the page asks for them. In a
-// prefix the terms' own entries go in its scan order. The terms are
-// equalities before ranges, in the query's order.
+// prefix or a partition the terms' own entries go in its scan order (in a
+// partition, a range's partition entries: partRange). A partition's scan
+// positions are locations and its index paths' sequences, the last eight
+// bytes of a location there, in the same order. A term on the partition
+// key holds for every item of a partition, which it leaves out. The terms
+// are equalities before ranges, in the query's order.
 func (e *Engine) mergeAfterScan(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, s *itemScope, st *readStats, page *FeedPage, fp uint64) error {
-	if page.Continuation == "" || s.kind == plan.ScopePartition || !c.Index.Ready || c.index.none || prog.Ranked() || st.records == 0 {
+	if page.Continuation == "" || !c.Index.Ready || c.index.none || prog.Ranked() || st.records == 0 {
 		return nil
 	}
 	terms := plan.Terms(plan.Predicates(prog.Query(), params))
 	var pick []int
+	scoped := 0
 	for _, values := range []bool{true, false} {
 		for i, t := range terms {
+			if s.kind == plan.ScopePartition && c.isKeyPath(t.Path) {
+				scoped++
+				continue
+			}
 			if len(pick) < 2 && singleValues(t) == values && c.index.indexes(t.Path) {
 				pick = append(pick, i)
 			}
 		}
 	}
+	scoped /= 2 // counted in both rounds
 	access, share := plan.Intersect, mergeSwitchShare
 	if len(pick) == 1 {
 		access, share = plan.IndexSpan, mergeSwitchShareOne
@@ -483,19 +493,33 @@ func (e *Engine) mergeAfterScan(r storage.Reader, c *containerRecord, prog *eval
 	// The few rows must be the picked terms' doing: a filter they do not
 	// say all of (c.f = 2 AND c.n % 7 = 3) may pass few records of many
 	// the terms hold, which the steps would each read by location.
-	if len(pick) == 0 || len(pick) < len(terms) || !plan.Exact(prog.Query(), params) ||
+	if len(pick) == 0 || len(pick)+scoped < len(terms) || !plan.Exact(prog.Query(), params) ||
 		float64(len(page.Items)) >= share*float64(st.records) {
 		return nil
 	}
 	ready := true
 	for _, i := range pick {
 		// A hierarchical prefix's terms read their own entries, in its
-		// scan order (mergeSpans).
-		if s.kind == plan.ScopePrefix || c.tiesReady(terms[i].Path) {
+		// scan order, and so do a partition's equalities; its ranges
+		// read their partition entries (mergeSpans).
+		t := terms[i]
+		want := entryKinds{ties: true}
+		switch {
+		case s.kind == plan.ScopePrefix:
+			continue
+		case s.kind == plan.ScopePartition:
+			if singleValues(t) || c.partsReady(t.Path) {
+				continue
+			}
+			if crossesArray(t.Path) {
+				return nil // an element path keeps no partition entries
+			}
+			want = entryKinds{parts: true}
+		case c.tiesReady(t.Path):
 			continue
 		}
 		ready = false
-		if t := terms[i]; !singleValues(t) {
+		if !singleValues(t) {
 			// Tie entries would not serve a range of many values: its
 			// own entries say how many it holds.
 			prefix := appendIndexPath(indexPrefix(c), t.Path)
@@ -507,7 +531,7 @@ func (e *Engine) mergeAfterScan(r storage.Reader, c *containerRecord, prog *eval
 				continue
 			}
 		}
-		e.wantAbsent(c, terms[i].Path, entryKinds{ties: true})
+		e.wantAbsent(c, t.Path, want)
 	}
 	if !ready {
 		return nil
@@ -521,6 +545,9 @@ func (e *Engine) mergeAfterScan(r storage.Reader, c *containerRecord, prog *eval
 	next, derr := parseCursor(page.Continuation, fp)
 	if derr != nil {
 		return derr
+	}
+	if s.kind == plan.ScopePartition && len(next.pos) > 8 {
+		next.pos = bytes.Clone(seqPos(next.pos))
 	}
 	next.access, next.terms = access, pick
 	page.Continuation = next.String()

@@ -347,10 +347,10 @@ func TestScanBeatsCollect(t *testing.T) {
 		entries, rows, window int64
 		scan                  bool
 	}{
-		{1_000, 50, 50, true},    // the next rows lie side by side
-		{1_000, 50, 274, true},   // a sixth of the records scanned pass
-		{1_000, 50, 275, false},  // the break-even
-		{1_000, 50, 500, false},  // the rows spread like the container's
+		{1_000, 50, 50, true},   // the next rows lie side by side
+		{1_000, 50, 274, true},  // a sixth of the records scanned pass
+		{1_000, 50, 275, false}, // the break-even
+		{1_000, 50, 500, false}, // the rows spread like the container's
 		{100_000, 100, 10_000, true},
 		{0, 100, 251, false}, // nothing to collect: the located reads alone
 	} {
