@@ -472,20 +472,23 @@ func (e *Engine) mergeAfterScan(r storage.Reader, c *containerRecord, prog *eval
 		return nil
 	}
 	terms := plan.Terms(plan.Predicates(prog.Query(), params))
+	// held counts the terms on the partition key in a partition, which
+	// hold for every item of the scope.
+	held := 0
+	for _, t := range terms {
+		if s.kind == plan.ScopePartition && c.isKeyPath(t.Path) {
+			held++
+		}
+	}
 	var pick []int
-	scoped := 0
 	for _, values := range []bool{true, false} {
 		for i, t := range terms {
-			if s.kind == plan.ScopePartition && c.isKeyPath(t.Path) {
-				scoped++
-				continue
-			}
-			if len(pick) < 2 && singleValues(t) == values && c.index.indexes(t.Path) {
+			if len(pick) < 2 && singleValues(t) == values && c.index.indexes(t.Path) &&
+				!(s.kind == plan.ScopePartition && c.isKeyPath(t.Path)) {
 				pick = append(pick, i)
 			}
 		}
 	}
-	scoped /= 2 // counted in both rounds
 	access, share := plan.Intersect, mergeSwitchShare
 	if len(pick) == 1 {
 		access, share = plan.IndexSpan, mergeSwitchShareOne
@@ -493,7 +496,7 @@ func (e *Engine) mergeAfterScan(r storage.Reader, c *containerRecord, prog *eval
 	// The few rows must be the picked terms' doing: a filter they do not
 	// say all of (c.f = 2 AND c.n % 7 = 3) may pass few records of many
 	// the terms hold, which the steps would each read by location.
-	if len(pick) == 0 || len(pick)+scoped < len(terms) || !plan.Exact(prog.Query(), params) ||
+	if len(pick) == 0 || len(pick)+held < len(terms) || !plan.Exact(prog.Query(), params) ||
 		float64(len(page.Items)) >= share*float64(st.records) {
 		return nil
 	}
