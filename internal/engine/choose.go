@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"github.com/mayfly-db/mayfly/internal/query/gatewayplan"
 	"log/slog"
@@ -186,10 +187,16 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 			return nil, err
 		}
 		if tc.narrowest < 0 {
-			qa := &queryAccess{access: plan.Scan, pace: sp}
-			p := sp.plan()
-			qa.plan = &p
-			return qa, e.buildSource(r, c, prog, params, s, terms, now, st, limit, qa)
+			late, err := rowsLieLate(r, c, s, tc, budget, st)
+			if err != nil {
+				return nil, err
+			}
+			if !late {
+				qa := &queryAccess{access: plan.Scan, pace: sp}
+				p := sp.plan()
+				qa.plan = &p
+				return qa, e.buildSource(r, c, prog, params, s, terms, now, st, limit, qa)
+			}
 		}
 	}
 	if err := tc.count(r, size, probe, partners, st); err != nil {
@@ -254,6 +261,30 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 // entries: below it, collecting and sorting them costs a page little, and
 // each listed path costs every write an entry more.
 const tieWishEntries = 1024
+
+// rowsLieLate reports whether a scan tried first over a range or the whole
+// container would read its whole budget before the first item all of the
+// terms counted so far hold: the entries counted are each term's lowest
+// values, and when their items all lie that far into the _rid order (a
+// range of recent times, c.ts > @since, whose items were written last),
+// the scan would read the records before them, find nothing, and leave
+// the page to be planned again. Such a page is planned from the counts at
+// once. Entries not yet counted may lie earlier; the page then costs what
+// it would without the try.
+func rowsLieLate(r storage.Reader, c *containerRecord, s *itemScope, tc *termCounts, budget int64, st *readStats) (bool, error) {
+	if s.kind != plan.ScopeAll && s.kind != plan.ScopeRange {
+		return false, nil
+	}
+	late := tc.lateStart()
+	if late == 0 {
+		return false, nil
+	}
+	first, ok, err := firstSeq(r, c, st)
+	if err != nil || !ok || late < first {
+		return false, err
+	}
+	return late-first >= uint64(budget), nil
+}
 
 // scanTry is how a first page may try a scan first (plan.ScanFirstBounds).
 type scanTry uint8
@@ -414,6 +445,22 @@ func (tc *termCounts) count(r storage.Reader, size plan.Scope, probe int64, part
 	return nil
 }
 
+// lateStart is the smallest sequence an item every term holds may have,
+// as far as the entries counted so far tell: the latest of the terms'
+// smallest. Counted entries are the lowest values of each term, so this
+// may lie past the true one; 0 when some term has none counted.
+func (tc *termCounts) lateStart() uint64 {
+	var late uint64
+	for i := range tc.counters {
+		f := tc.counters[i].first
+		if f == 0 {
+			return 0
+		}
+		late = max(late, f)
+	}
+	return late
+}
+
 // total is how many entries have been counted, over all terms.
 func (tc *termCounts) total() int64 {
 	var n int64
@@ -449,6 +496,9 @@ type spanCounter struct {
 	spans []keySpan // those not yet counted to their end
 	from  []byte    // where spans[0] goes on; nil: its start
 	n     int64
+	// first is the smallest sequence among the locations of the entries
+	// counted (every entry ends with one); 0 before any is.
+	first uint64
 }
 
 // count counts on until n reaches upTo or the spans end (spans is then
@@ -464,6 +514,11 @@ func (sc *spanCounter) count(r storage.Reader, upTo int64, st *readStats) error 
 		err := scanRange(r, lo, sp.hi, func(k, _ []byte) (bool, error) {
 			st.entries++
 			sc.n++
+			if len(k) >= 8 {
+				if seq := binary.BigEndian.Uint64(k[len(k)-8:]); sc.first == 0 || seq < sc.first {
+					sc.first = seq
+				}
+			}
 			if sc.n < upTo {
 				return true, nil
 			}

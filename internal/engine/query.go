@@ -417,17 +417,26 @@ func scanAfterCollect(r storage.Reader, c *containerRecord, s *itemScope, st *re
 // lastSeq is the highest sequence of c's items, from its _rid-order
 // entries; ok is false when it has none.
 func lastSeq(r storage.Reader, c *containerRecord, st *readStats) (uint64, bool, error) {
+	return endSeq(r, c, true, st)
+}
+
+// firstSeq is the lowest sequence of c's items, as lastSeq.
+func firstSeq(r storage.Reader, c *containerRecord, st *readStats) (uint64, bool, error) {
+	return endSeq(r, c, false, st)
+}
+
+func endSeq(r storage.Reader, c *containerRecord, last bool, st *readStats) (uint64, bool, error) {
 	prefix := collPrefix(famByRid, c.Rid)
-	var last uint64
+	var seq uint64
 	found := false
-	err := scanRangeDir(r, prefix, prefixEnd(prefix), true, func(k, _ []byte) (bool, error) {
+	err := scanRangeDir(r, prefix, prefixEnd(prefix), last, func(k, _ []byte) (bool, error) {
 		st.entries++
 		if len(k) == len(prefix)+8 {
-			last, found = binary.BigEndian.Uint64(k[len(prefix):]), true
+			seq, found = binary.BigEndian.Uint64(k[len(prefix):]), true
 		}
 		return false, nil
 	})
-	return last, found, err
+	return seq, found, err
 }
 
 // mergeSwitchShare is the share of the records a scan reads that pass,
