@@ -454,9 +454,9 @@ const (
 )
 
 // mergeAfterScan has the next page of a scan over a range, the whole
-// container, a hierarchical prefix or a logical partition step through two of the query's
-// terms (intersectSource), or read its one term the index serves
-// (spanSource), from where the scan stopped, when the scan found few of
+// container, a hierarchical prefix or a logical partition step through
+// two of the query's terms (intersectSource), or read its one term the
+// index serves (spanSource), from where the scan stopped, when the scan found few of
 // its records passing and its filter is those terms alone. Stepping reads
 // an entry of each term for an item either holds and a record for each
 // item both hold, where the scan reads a record for every item: with the
