@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"slices"
 
@@ -24,6 +25,22 @@ type itemScope struct {
 	// its count and for point reads; pk is nil for wider scopes.
 	epk string
 	pk  []byte
+	// seqLo and seqHi bound the sequences of the scope's items when the
+	// container keeps a sequence per range and the scope is narrower than
+	// the container: the items of a range have its sequence's LSNs (a
+	// range never splits), so a walk in _rid order reads [seqLo, seqHi)
+	// and none of the other ranges' entries. seqHi 0: unbounded.
+	seqLo, seqHi uint64
+}
+
+// ridSpan is the span of c's _rid-order entries (famByRid) that may hold
+// the scope's items.
+func (s *itemScope) ridSpan(c *containerRecord) (lo, hi []byte) {
+	prefix := collPrefix(famByRid, c.Rid)
+	if s.seqHi == 0 {
+		return prefix, prefixEnd(prefix)
+	}
+	return binary.BigEndian.AppendUint64(bytes.Clone(prefix), s.seqLo), binary.BigEndian.AppendUint64(bytes.Clone(prefix), s.seqHi)
 }
 
 // holds reports whether an item at loc lies in the scope's span.
@@ -64,6 +81,12 @@ func (e *Engine) scopeFor(c *containerRecord, key partition.Key, hasKey bool, ra
 	if !whole {
 		s.kind = plan.ScopeRange
 		s.narrow(r.Min, r.Max)
+		if c.SeqPerRange {
+			seqs := c.seqsIn(func(min, max string) bool { return min < r.Max && r.Min < max })
+			if len(seqs) > 0 {
+				s.seqLo, s.seqHi = seqBase(seqs[0]), seqBase(seqs[len(seqs)-1]+1)
+			}
+		}
 	}
 	if !hasKey {
 		return s, nil
@@ -608,7 +631,8 @@ func scanSourceDir(r storage.Reader, c *containerRecord, s *itemScope, reverse b
 	}
 	return func(from []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
 		prefix := collPrefix(famByRid, c.Rid)
-		lo, hi := resumeBounds(prefix, prefixEnd(prefix), prefix, from, reverse)
+		lo, hi := s.ridSpan(c)
+		lo, hi = resumeBounds(lo, hi, prefix, from, reverse)
 		// The _rid order crosses partitions, so the records are read a
 		// run at a time (st.ahead), their entries collected first.
 		var poss, locs [][]byte

@@ -279,7 +279,7 @@ func rowsLieLate(r storage.Reader, c *containerRecord, s *itemScope, tc *termCou
 	if late == 0 {
 		return false, nil
 	}
-	first, ok, err := firstSeq(r, c, st)
+	first, ok, err := firstSeq(r, c, s, st)
 	if err != nil || !ok || late < first {
 		return false, err
 	}

@@ -404,8 +404,8 @@ func scanAfterCollect(r storage.Reader, c *containerRecord, s *itemScope, st *re
 		}
 		from = end + 1
 	}
-	// The last page's scan reads on to the end of the container.
-	last, ok, err := lastSeq(r, c, st)
+	// The last page's scan reads on to the end of the scope's entries.
+	last, ok, err := lastSeq(r, c, s, st)
 	if err != nil || !ok || !beats(last) {
 		return err
 	}
@@ -414,22 +414,24 @@ func scanAfterCollect(r storage.Reader, c *containerRecord, s *itemScope, st *re
 	return nil
 }
 
-// lastSeq is the highest sequence of c's items, from its _rid-order
-// entries; ok is false when it has none.
-func lastSeq(r storage.Reader, c *containerRecord, st *readStats) (uint64, bool, error) {
-	return endSeq(r, c, true, st)
+// lastSeq is the highest sequence of the items a scan of scope s may
+// read, from c's _rid-order entries; ok is false when there is none.
+func lastSeq(r storage.Reader, c *containerRecord, s *itemScope, st *readStats) (uint64, bool, error) {
+	return endSeq(r, c, s, true, st)
 }
 
-// firstSeq is the lowest sequence of c's items, as lastSeq.
-func firstSeq(r storage.Reader, c *containerRecord, st *readStats) (uint64, bool, error) {
-	return endSeq(r, c, false, st)
+// firstSeq is the lowest sequence of the items a scan of s may read, as
+// lastSeq.
+func firstSeq(r storage.Reader, c *containerRecord, s *itemScope, st *readStats) (uint64, bool, error) {
+	return endSeq(r, c, s, false, st)
 }
 
-func endSeq(r storage.Reader, c *containerRecord, last bool, st *readStats) (uint64, bool, error) {
+func endSeq(r storage.Reader, c *containerRecord, s *itemScope, last bool, st *readStats) (uint64, bool, error) {
 	prefix := collPrefix(famByRid, c.Rid)
+	lo, hi := s.ridSpan(c)
 	var seq uint64
 	found := false
-	err := scanRangeDir(r, prefix, prefixEnd(prefix), last, func(k, _ []byte) (bool, error) {
+	err := scanRangeDir(r, lo, hi, last, func(k, _ []byte) (bool, error) {
 		st.entries++
 		if len(k) == len(prefix)+8 {
 			seq, found = binary.BigEndian.Uint64(k[len(prefix):]), true
