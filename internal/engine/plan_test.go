@@ -571,12 +571,7 @@ func TestThinScanPagesStepThroughTerms(t *testing.T) {
 		{"SELECT VALUE c.n FROM c WHERE ARRAY_CONTAINS(c.tags, 't2')", fifth, 12},
 	} {
 		p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, Query: tc.query, MaxItemCount: 10}
-		var got []string
-		for pages := 0; ; pages++ {
-			page, err := be.e.QueryItems(context.Background(), p)
-			if err != nil {
-				t.Fatal(err)
-			}
+		got := drainRows(t, be.e, p, func(pages int, page *FeedPage) {
 			if pages == 0 {
 				if page.Plan == nil || page.Plan.Chosen.Access != plan.Scan {
 					t.Fatalf("%s: page 1 by %v, want a scan", tc.query, page.Plan)
@@ -587,14 +582,7 @@ func TestThinScanPagesStepThroughTerms(t *testing.T) {
 			if pages >= 2 && (page.Examined > 11 || page.IndexEntries > tc.entries) {
 				t.Errorf("%s: page %d read %d records and %d index entries for %d rows", tc.query, pages+1, page.Examined, page.IndexEntries, len(page.Items))
 			}
-			for _, it := range page.Items {
-				got = append(got, string(it))
-			}
-			if page.Continuation == "" {
-				break
-			}
-			p.Continuation = page.Continuation
-		}
+		})
 		if !slices.Equal(got, tc.want) {
 			t.Fatalf("%s: %d rows, want %d in _rid order", tc.query, len(got), len(tc.want))
 		}
@@ -630,12 +618,7 @@ func TestPartitionThinScanPagesStepThroughTerms(t *testing.T) {
 		{"SELECT VALUE c.n FROM c WHERE c.g >= 7 AND c.g <= 8", `["big"]`, func(n int) bool { return n%10 == 7 || n%10 == 8 }, 15},
 	} {
 		p := QueryParams{ItemRef: batchRef(tc.key), Query: tc.query, MaxItemCount: 10}
-		var got []string
-		for pages := 0; ; pages++ {
-			page, err := be.e.QueryItems(context.Background(), p)
-			if err != nil {
-				t.Fatal(err)
-			}
+		got := drainRows(t, be.e, p, func(pages int, page *FeedPage) {
 			if pages == 0 {
 				if page.Plan == nil || page.Plan.Chosen.Access != plan.Scan {
 					t.Fatalf("%s: page 1 by %v, want a scan", tc.query, page.Plan)
@@ -648,14 +631,7 @@ func TestPartitionThinScanPagesStepThroughTerms(t *testing.T) {
 			case tc.entries == 0 && page.Examined < 40:
 				t.Errorf("%s: page %d read %d records, want a scan's", tc.query, pages+1, page.Examined)
 			}
-			for _, it := range page.Items {
-				got = append(got, string(it))
-			}
-			if page.Continuation == "" {
-				break
-			}
-			p.Continuation = page.Continuation
-		}
+		})
 		var want []string
 		for n := range 10_000 {
 			if tc.keep(n) {
@@ -746,12 +722,7 @@ func TestCollectingPagesScanRowsThatLieTogether(t *testing.T) {
 		{"SELECT VALUE c.n FROM c WHERE c.v >= 0", early, false},
 	} {
 		p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, Query: tc.query, MaxItemCount: 50}
-		var got []string
-		for pages := 0; ; pages++ {
-			page, err := be.e.QueryItems(context.Background(), p)
-			if err != nil {
-				t.Fatal(err)
-			}
+		got := drainRows(t, be.e, p, func(pages int, page *FeedPage) {
 			if pages == 0 && (page.Plan == nil || page.Plan.Chosen.Access != plan.IndexSpan) {
 				t.Fatalf("%s: page 1 by %v, want an index span", tc.query, page.Plan)
 			}
@@ -763,14 +734,7 @@ func TestCollectingPagesScanRowsThatLieTogether(t *testing.T) {
 			case !tc.scans && page.IndexEntries < len(tc.want):
 				t.Errorf("%s: page %d read %d index entries, want the %d it collects", tc.query, pages+1, page.IndexEntries, len(tc.want))
 			}
-			for _, it := range page.Items {
-				got = append(got, string(it))
-			}
-			if page.Continuation == "" {
-				break
-			}
-			p.Continuation = page.Continuation
-		}
+		})
 		if !slices.Equal(got, tc.want) {
 			t.Fatalf("%s: %d rows, want %d in _rid order", tc.query, len(got), len(tc.want))
 		}
