@@ -479,7 +479,10 @@ const (
 // key holds for every item of a partition, which it leaves out. The terms
 // are equalities before ranges, in the query's order.
 func (e *Engine) mergeAfterScan(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, s *itemScope, st *readStats, page *FeedPage, fp uint64) error {
-	if page.Continuation == "" || !c.Index.Ready || c.index.none || prog.Ranked() || st.records == 0 {
+	if page.Continuation == "" || !c.Index.Ready || c.index.none || prog.Ranked() || st.records == 0 ||
+		float64(len(page.Items)) >= mergeSwitchShareOne*float64(st.records) {
+		// Most scan pages find many rows: no share switches those, and
+		// their terms need not be derived again.
 		return nil
 	}
 	terms := plan.Terms(plan.Predicates(prog.Query(), params))
