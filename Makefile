@@ -61,7 +61,8 @@ bench:
 	scripts/bench.sh
 
 ## fuzz: every fuzz target in the module for FUZZTIME each (default 20s),
-## one after another; failing inputs are kept in each package's testdata/fuzz
+## FUZZ_JOBS (default 2) at a time; failing inputs are kept in each
+## package's testdata/fuzz
 fuzz:
 	scripts/fuzz.sh
 

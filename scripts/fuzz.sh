@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Runs every fuzz target in the module, one after another, for FUZZTIME
-# each (default 20s). Go keeps any input that fails in the package's
+# Runs every fuzz target in the module, FUZZ_JOBS (default 2) at a time,
+# for FUZZTIME each (default 20s). Go keeps any input that fails in the package's
 # testdata/fuzz/<Target>/ directory; commit it, and from then on the plain
 # `go test` of that package replays it as a regression test.
 #
 # Tunables (environment): FUZZTIME (per target, default 20s), FUZZ_ONLY
 # (a regular expression; run only the targets whose "package.Target" name
-# matches it), FUZZ_PARALLEL (fuzzing workers per target, default
-# GOMAXPROCS), FUZZMINIMIZETIME (how long a worker may shrink an input,
+# matches it), FUZZ_JOBS (targets at once), FUZZ_PARALLEL
+# (fuzzing workers per target, default the processors over FUZZ_JOBS), FUZZMINIMIZETIME (how long a worker may shrink an input,
 # default 1s). The script fails if any target failed, after running all.
 #
 # Go's fuzzer shrinks every input that reaches new code before it goes on,
@@ -29,50 +29,84 @@ cd "$(dirname "$0")/.."
 fuzztime=${FUZZTIME:-20s}
 minimize=${FUZZMINIMIZETIME:-1s}
 only=${FUZZ_ONLY:-}
-parallel=()
-[ -n "${FUZZ_PARALLEL:-}" ] && parallel=(-parallel "$FUZZ_PARALLEL")
+jobs=${FUZZ_JOBS:-2}
+workers=${FUZZ_PARALLEL:-$(( $(nproc) / jobs > 0 ? $(nproc) / jobs : 1 ))}
 
 # Every "func FuzzX(" in a _test.go file, as "dir target" pairs.
 mapfile -t targets < <(grep -rEo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*\(' . |
 	sed -E 's#^\./(.*)/[^/]*_test\.go:func (Fuzz[A-Za-z0-9_]*)\($#\1 \2#' | sort -u)
 [ "${#targets[@]}" -gt 0 ] || { echo "fuzz.sh: no fuzz targets found" >&2; exit 1; }
 
-failed=()
-raced=()
-ran=0
-log=$(mktemp)
+work=$(mktemp -d)
 cache=$(mktemp -d)
-trap 'rm -rf "$log" "$cache"' EXIT
-for entry in "${targets[@]}"; do
-	dir=${entry% *}
-	name=${entry#* }
-	if [ -n "$only" ] && ! [[ "$dir.$name" =~ $only ]]; then
-		continue
-	fi
-	printf '\n==> %s %s (%s)\n' "$dir" "$name" "$fuzztime"
-	ran=$((ran + 1))
+trap 'rm -rf "$work" "$cache"' EXIT
+
+# fuzz_one fuzzes target $2 of package directory $1, writing its output
+# to $3.log and its verdict to $3.verdict: ok, raced (golang/go#75804,
+# below), failed, or idle (it never got past replaying its corpus).
+fuzz_one() {
+	local dir=$1 name=$2 out=$3 corpus before
 	# -run '^$' skips the package's other tests; the seed corpus and
 	# testdata/fuzz still run first, as part of fuzzing.
 	corpus="$dir/testdata/fuzz/$name"
 	before=$(ls "$corpus" 2>/dev/null)
-	if ! go test "./$dir" -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -fuzzminimizetime "$minimize" "${parallel[@]}" \
-		-args -test.fuzzcachedir "$cache/$dir" 2>&1 | tee "$log"; then
+	if ! go test "./$dir" -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -fuzzminimizetime "$minimize" -parallel "$workers" \
+		-args -test.fuzzcachedir "$cache/$dir" >"$out.log" 2>&1; then
 		# Go 1.26's fuzzing coordinator can fail a target at the end of
 		# -fuzztime with a bare "context deadline exceeded" when a worker
 		# is slow to stop (golang/go#75804, fixed in Go 1.27): no input
 		# failed. That, after fuzzing began, with no new failing input
 		# kept and the corpus replaying clean, is not counted as a failure.
-		if [ "$(ls "$corpus" 2>/dev/null)" = "$before" ] && grep -qx '    context deadline exceeded' "$log" &&
-			grep -q 'now fuzzing' "$log" &&
+		if [ "$(ls "$corpus" 2>/dev/null)" = "$before" ] && grep -qx '    context deadline exceeded' "$out.log" &&
+			grep -q 'now fuzzing' "$out.log" &&
 			go test "./$dir" -run "^${name}\$" >/dev/null 2>&1; then
-			raced+=("$dir $name")
+			echo raced >"$out.verdict"
 		else
-			failed+=("$dir $name")
+			echo failed >"$out.verdict"
 		fi
-	elif ! grep -q 'now fuzzing' "$log"; then
-		printf 'fuzz.sh: %s %s replayed its corpus for all of %s and fuzzed nothing\n' "$dir" "$name" "$fuzztime"
-		failed+=("$dir $name")
+	elif ! grep -q 'now fuzzing' "$out.log"; then
+		echo idle >"$out.verdict"
+	else
+		echo ok >"$out.verdict"
 	fi
+}
+
+# The targets run $jobs at a time, each with the machine's processors
+# shared out among them: a target fuzzes for a fixed time, not a fixed
+# number of inputs, so running two at once on two processors halves the
+# wall time and gives each half the inputs.
+selected=()
+for entry in "${targets[@]}"; do
+	if [ -z "$only" ] || [[ "${entry% *}.${entry#* }" =~ $only ]]; then
+		selected+=("$entry")
+	fi
+done
+i=0
+for entry in "${selected[@]}"; do
+	while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
+		wait -n
+	done
+	fuzz_one "${entry% *}" "${entry#* }" "$work/$i" &
+	i=$((i + 1))
+done
+wait
+
+failed=()
+raced=()
+ran=${#selected[@]}
+for i in "${!selected[@]}"; do
+	entry=${selected[$i]}
+	printf '\n==> %s (%s, %s workers)\n' "$entry" "$fuzztime" "$workers"
+	cat "$work/$i.log"
+	case $(cat "$work/$i.verdict" 2>/dev/null) in
+	ok) ;;
+	raced) raced+=("$entry") ;;
+	idle)
+		printf 'fuzz.sh: %s replayed its corpus for all of %s and fuzzed nothing\n' "$entry" "$fuzztime"
+		failed+=("$entry")
+		;;
+	*) failed+=("$entry") ;;
+	esac
 done
 
 printf '\nmake fuzz: %d targets, %d failed\n' "$ran" "${#failed[@]}"
