@@ -81,24 +81,20 @@ for entry in "${targets[@]}"; do
 		selected+=("$entry")
 	fi
 done
-i=0
-for entry in "${selected[@]}"; do
-	while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
-		wait -n
-	done
-	fuzz_one "${entry% *}" "${entry#* }" "$work/$i" &
-	i=$((i + 1))
-done
-wait
-
 failed=()
 raced=()
 ran=${#selected[@]}
-for i in "${!selected[@]}"; do
-	entry=${selected[$i]}
+declare -A running=() # pid of a target's job -> its index in selected
+reported=0
+
+# report prints the output of target $1 (an index in selected), which has
+# finished, and counts its verdict.
+report() {
+	local entry=${selected[$1]}
+	reported=$((reported + 1))
 	printf '\n==> %s (%s, %s workers)\n' "$entry" "$fuzztime" "$workers"
-	cat "$work/$i.log"
-	case $(cat "$work/$i.verdict" 2>/dev/null) in
+	cat "$work/$1.log"
+	case $(cat "$work/$1.verdict" 2>/dev/null) in
 	ok) ;;
 	raced) raced+=("$entry") ;;
 	idle)
@@ -107,6 +103,26 @@ for i in "${!selected[@]}"; do
 		;;
 	*) failed+=("$entry") ;;
 	esac
+}
+
+# finish waits for the next target to end and reports it.
+finish() {
+	local pid
+	wait -n -p pid
+	report "${running[$pid]}"
+	unset "running[$pid]"
+}
+
+for i in "${!selected[@]}"; do
+	while [ "${#running[@]}" -ge "$jobs" ]; do
+		finish
+	done
+	entry=${selected[$i]}
+	fuzz_one "${entry% *}" "${entry#* }" "$work/$i" &
+	running[$!]=$i
+done
+while [ "${#running[@]}" -gt 0 ]; do
+	finish
 done
 
 printf '\nmake fuzz: %d targets, %d failed\n' "$ran" "${#failed[@]}"
@@ -116,4 +132,8 @@ done
 for f in "${failed[@]}"; do
 	printf '  FAILED %s (a failing input, if one was found, is in %s/testdata/fuzz/%s/)\n' "$f" "${f% *}" "${f#* }"
 done
+if [ "$reported" -ne "$ran" ]; then
+	printf 'fuzz.sh: %d of %d targets reported\n' "$reported" "$ran"
+	exit 1
+fi
 [ "${#failed[@]}" -eq 0 ]
