@@ -264,10 +264,16 @@ func (be *batchEnv) orderReady(t *testing.T, queries ...QueryParams) {
 // container reads the record of the test container.
 func (be *batchEnv) container(t *testing.T) *containerRecord {
 	t.Helper()
+	return be.containerOf(t, "c")
+}
+
+// containerOf reads the record of be's container coll.
+func (be *batchEnv) containerOf(t *testing.T, coll string) *containerRecord {
+	t.Helper()
 	var c *containerRecord
 	err := be.e.store.View(context.Background(), func(r storage.Reader) error {
 		var err error
-		c, err = be.e.loadContainer(r, "db", "c")
+		c, err = be.e.loadContainer(r, "db", coll)
 		return err
 	})
 	if err != nil {

@@ -3,6 +3,8 @@ package engine
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,11 +24,11 @@ import (
 // it read every item of the scope (10⁵ records and 6,003 RU at 10⁵
 // items).
 
-// countShape reports whether q counts the documents of its scope, and
-// whether its value is the rewrite's [{"item": count}] rather than the
-// count.
+// countShape reports whether q counts the documents of its scope that
+// pass its WHERE clause, if it has one, and whether its value is the
+// rewrite's [{"item": count}] rather than the count.
 func countShape(q *ast.Query) (ok, boxed bool) {
-	if q.From == nil || q.From.Iterate || len(q.Joins) > 0 || q.Where != nil || len(q.GroupBy) > 0 ||
+	if q.From == nil || q.From.Iterate || len(q.Joins) > 0 || len(q.GroupBy) > 0 ||
 		len(q.OrderBy) > 0 || q.Select.Distinct || q.Select.Top != nil || q.Offset != nil || q.Limit != nil {
 		return false, false
 	}
@@ -112,6 +114,26 @@ func (e *Engine) countFromCounters(r storage.Reader, c *containerRecord, rangeID
 	return true, nil
 }
 
+// oneTerm reports whether preds make one term of an index whose values are
+// exactly those the predicates allow: one predicate the index answers, or
+// a lower and an upper bound of one type on one path (BETWEEN, or c.n > 1
+// AND c.n < 3), which plan.Terms joins into one range. Bounds of two types
+// it does not join, and two bounds on one side it takes one of.
+func oneTerm(preds []plan.Predicate) bool {
+	switch len(preds) {
+	case 1:
+		return preds[0].Op != plan.IsDefine
+	case 2:
+		lo, hi := preds[0], preds[1]
+		if lo.Op == plan.Lt || lo.Op == plan.Le {
+			lo, hi = hi, lo
+		}
+		return (lo.Op == plan.Gt || lo.Op == plan.Ge) && (hi.Op == plan.Lt || hi.Op == plan.Le) &&
+			slices.Equal(lo.Path, hi.Path) && lo.Value.Kind() == hi.Value.Kind()
+	}
+	return false
+}
+
 // countPartition counts the items of the logical partition scope alive at
 // now. Its EPK's counter holds that number, less the items expired and not
 // purged, when it counts that partition's items alone (partitionOwner):
@@ -156,4 +178,108 @@ func countPartition(r storage.Reader, c *containerRecord, scope *itemScope, now 
 		return true, st.entry()
 	})
 	return n, plan.IDEntriesPlan(read), err
+}
+
+// countByIndex answers a count (countShape) whose WHERE clause is one
+// term on a property the index keeps (an equality or IN list of scalars,
+// a comparison with a number or a string, a STARTSWITH), over the whole
+// container, a range or a logical partition, by counting the property's
+// entries of those values in the scope: an item has one entry for its
+// value of the property, the entries of a value in a scope are one span
+// (the value, then the item's location), and a range of values is one
+// span of the property's entries (or, in a logical partition, of its
+// partition entries), so the count reads no record, where evaluating it
+// read every candidate's. The items expired and not purged yet keep their
+// entries, and are left out by their locations in the purge backlog, as
+// countPartition does. An item's number of magnitude 2^53 or more is kept
+// as its double, which lies on the same side of any bound of smaller
+// magnitude as the number, so a range with exact bounds counts it right.
+// It reports false, and the query's evaluation
+// counts, for any other shape: a WHERE clause of more terms, or of terms
+// the index does not answer exactly (array elements, whose segment a
+// property named "[]" shares; a number of magnitude 2^53 or more, whose
+// double others share, as a value or a bound; a system property), an
+// index being rebuilt, a hierarchical prefix, a range in a logical
+// partition whose partition entries of the property are not built (the
+// container's entries of the range would cost more than the partition's
+// records), or a logical partition whose EPK another partition key shares
+// (its entries are in the same span).
+func countByIndex(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, scope *itemScope, now time.Time, boxed bool, st *readStats, page *FeedPage) (bool, error) {
+	if !c.Index.Ready || c.index.none || !plan.Exact(q, params) {
+		return false, nil
+	}
+	preds := plan.Predicates(q, params)
+	if !oneTerm(preds) {
+		return false, nil
+	}
+	terms := plan.Terms(preds)
+	if len(terms) != 1 {
+		return false, nil
+	}
+	t := terms[0]
+	if crossesArray(t.Path) || systemPath(t.Path) || !c.index.indexes(t.Path) {
+		return false, nil
+	}
+	for _, sp := range t.Spans {
+		if (sp.Kind == plan.SpanValue || sp.HasLo) && !exactScalar(sp.Lo) || sp.HasHi && !exactScalar(sp.Hi) {
+			return false, nil
+		}
+	}
+	// A range in a logical partition reads the property's partition
+	// entries, or else the container's entries of the range.
+	if !singleValues(t) && scope.kind == plan.ScopePartition && !partRange(c, t, scope) {
+		return false, nil
+	}
+	switch scope.kind {
+	case plan.ScopeAll, plan.ScopeRange:
+	case plan.ScopePartition:
+		v, err := r.Get(partitionCountKey(c.Rid, scope.epk))
+		st.entries++
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return false, err
+		}
+		if owner, ok := partitionOwner(v); err == nil && (!ok || !bytes.Equal(owner, scope.pk)) {
+			return false, nil
+		}
+	default:
+		return false, nil
+	}
+	expired := map[string]bool{}
+	err := eachExpired(r, c, now, func(_ int64, loc []byte) {
+		st.entries++
+		if scope.holds(loc) {
+			expired[string(loc)] = true
+		}
+	})
+	if err != nil {
+		return false, err
+	}
+	// plan.Terms has dropped an IN list's repeated values (1 and 1.0
+	// among them), so no entry is read twice.
+	spans, base := scopedSpans(c, t, scope)
+	var n, read int64
+	for _, sp := range spans {
+		err := scanRange(r, sp.lo, sp.hi, func(k, _ []byte) (bool, error) {
+			read++
+			loc, ok := entryLoc(k, base)
+			if !ok {
+				return false, fmt.Errorf("index entry %x: malformed", k)
+			}
+			if scope.holds(loc) && !expired[string(loc)] {
+				n++
+			}
+			return true, st.entry()
+		})
+		if err != nil {
+			return false, err
+		}
+	}
+	v := document.Int(n)
+	if boxed {
+		v = document.Arr([]document.Value{document.Obj([]document.Field{{Name: "item", Value: v}})})
+	}
+	p := plan.IndexCountPlan(scope.kind, t, read)
+	page.Plan = &p
+	page.Items = append(page.Items, v.JSON())
+	return true, nil
 }

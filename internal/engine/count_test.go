@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -286,4 +287,171 @@ func (be *batchEnv) churn(t *testing.T, coll string, rnd *rand.Rand, items, part
 			t.Fatal(err)
 		}
 	}
+}
+
+// A count whose filter is one term on an indexed property (an equality,
+// an IN list, a comparison, a STARTSWITH) is answered from the property's
+// entries in its scope, reading no record, and equals what evaluating it
+// gives (the same filter with "AND true", which the index does not answer
+// whole), over each range and in each logical partition (alone and within
+// each range; a range of values there once the property's partition
+// entries are built), in both shapes of the count, through upserts that
+// change the values, deletes, items expiring (purged or not yet) and
+// purges. Filters the index does not answer exactly are evaluated: a
+// number of magnitude 2^53 or more as a value or in a range, array
+// elements (a property named "[]" shares their segment), two terms, NOT,
+// a system property, a range in a partition without partition entries.
+func TestCountByIndex(t *testing.T) {
+	be := newBatchEnv(t, "null")
+	ctx := context.Background()
+	if _, err := be.e.CreateContainer(ctx, "db", batchJSON(t, `{"id":"s","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":-1}`), &Throughput{Manual: 24000}); err != nil {
+		t.Fatal(err)
+	}
+	ranges, _, err := be.e.PartitionKeyRanges(ctx, "db", "s")
+	if err != nil || len(ranges) < 2 {
+		t.Fatalf("%d ranges (%v), want several", len(ranges), err)
+	}
+	rnd := rand.New(rand.NewPCG(3, 5))
+	const items, parts = 90, 11
+	change := func() {
+		i := rnd.IntN(items)
+		pk := "p" + strconv.Itoa(i%parts)
+		ref := ItemRef{DB: "db", Coll: "s", HasKey: true, PartitionKey: partition.Key{partition.String(pk)}}
+		switch op := rnd.IntN(10); {
+		case op < 6:
+			v := []string{"0", "1", "2", "3", "2.0", "null", "9007199254740993", "9007199254740992", "[1, 2]", `"2"`}[rnd.IntN(10)]
+			tags := []string{`[1, 2]`, `[3]`, `{"[]": 1}`, `1`}[rnd.IntN(4)]
+			ttlProp := []string{"", `,"ttl":5`, `,"ttl":30`}[rnd.IntN(3)]
+			w := []string{"0", "1", "2", "2.5", "3", `"b"`, `"c"`, "true"}[rnd.IntN(8)]
+			body := fmt.Sprintf(`{"id":"x%d","pk":"%s","v":%s,"w":%s,"s":"s%d","tags":%s%s}`, i, pk, v, w, rnd.IntN(3), tags, ttlProp)
+			if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: ref, Mode: ModeUpsert, Body: []byte(body)}); err != nil {
+				t.Fatal(err)
+			}
+		case op < 8:
+			_, err := be.e.DeleteItem(ctx, DeleteItemParams{ItemRef: ref, ID: "x" + strconv.Itoa(i)})
+			var ee *Error
+			if err != nil && !(errors.As(err, &ee) && ee.Code == NotFound) {
+				t.Fatal(err)
+			}
+		case op < 9:
+			be.clock.Advance(time.Duration(rnd.IntN(8)) * time.Second)
+		default:
+			if _, err := be.e.PurgeDue(ctx, ttl.PurgeParams{Container: "dbs/db/colls/s", Now: be.clock.Now(), Limit: 1 + rnd.IntN(5)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// An item that stays, so that the ranges of numbers on v hold one of
+	// magnitude 2^53 or more.
+	if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: ItemRef{DB: "db", Coll: "s", HasKey: true, PartitionKey: partition.Key{partition.String("pz")}},
+		Mode: ModeCreate, Body: []byte(`{"id":"big","pk":"pz","v":9007199254740993,"w":1}`)}); err != nil {
+		t.Fatal(err)
+	}
+	// The partition entries of w, for its ranges in a logical partition.
+	sc := be.containerOf(t, "s")
+	be.e.wantAbsent(sc, []string{"w"}, entryKinds{parts: true})
+	drainIndexer(t, be.e.NewIndexer(nil))
+	if !be.containerOf(t, "s").partsReady([]string{"w"}) {
+		t.Fatal("the partition entries of /w are not built")
+	}
+	indexed := []string{"c.v = 2", "c.v IN (1, 3, 3.0, 'x')", "c.s = 's1'", "ARRAY_CONTAINS(['s0', 's2'], c.s)",
+		"c.v = 2 OR c.v = 0", "c.pk = 'p3'", "IS_NULL(c.v)", "c.v = 9007199254740991",
+		"c.w > 1", "c.w <= 2.5", "c.w >= 'b'", "c.w < 2", "STARTSWITH(c.w, 'b')", "c.w BETWEEN 1 AND 2.5", "c.w > 1 AND c.w < 3"}
+	// Ranges of properties without partition entries: counted by the
+	// index across partitions, evaluated in one.
+	across := []string{"c.v > 1", "c.v <= 9007199254740991", "c.s > 's0'", "STARTSWITH(c.s, 's1')"}
+	evaluated := []string{"c.v = 9007199254740992", "ARRAY_CONTAINS(c.tags, 1)", "c.v > 9007199254740992", "c.v < 9007199254740992", "c._ts > 0",
+		"c.v = 2 AND c.s = 's1'", "c.v = 2 AND c.v = 3", "NOT (c.v = 2)", "c.w > 1 AND c.w < 'z'", "c.w > 1 AND c.w > 2"}
+	count := func(ref ItemRef, rangeID, text string) (string, *FeedPage) {
+		t.Helper()
+		page, err := be.e.QueryItems(ctx, QueryParams{ItemRef: ref, Query: text, RangeID: rangeID, CrossPartition: true})
+		if err != nil || len(page.Items) != 1 {
+			t.Fatalf("%s, range %q: %v, %d rows", text, rangeID, err, len(page.Items))
+		}
+		return string(page.Items[0]), page
+	}
+	whole := ItemRef{DB: "db", Coll: "s"}
+	nonzero, byIndex := 0, 0
+	check := func(ref ItemRef, rangeID string) {
+		t.Helper()
+		for _, filter := range slices.Concat(indexed, across, evaluated) {
+			for _, shape := range []string{"SELECT VALUE COUNT(1) FROM c WHERE ", `SELECT VALUE [{"item": COUNT(1)}] FROM c WHERE `} {
+				got, page := count(ref, rangeID, shape+filter)
+				want, _ := count(ref, rangeID, shape+"("+filter+") AND true")
+				if got != want {
+					t.Fatalf("%s in %v, range %q: %s, evaluated %s", shape+filter, ref.PartitionKey, rangeID, got, want)
+				}
+				counted := page.Plan != nil && page.Plan.Chosen.Access == plan.IndexCount
+				if counted != (slices.Contains(indexed, filter) || !ref.HasKey && slices.Contains(across, filter)) {
+					t.Fatalf("%s in %v, range %q: answered by %v", shape+filter, ref.PartitionKey, rangeID, page.Plan)
+				}
+				if counted && page.Examined != 0 {
+					t.Fatalf("%s: read %d records", shape+filter, page.Examined)
+				}
+				if got != "0" && got != `[{"item":0}]` {
+					nonzero++
+				}
+				if counted {
+					byIndex++
+				}
+			}
+		}
+	}
+	for step := range 400 {
+		change()
+		if step%40 != 39 {
+			continue
+		}
+		for _, rg := range ranges {
+			check(whole, rg.ID)
+		}
+		for _, part := range []int{0, 3, 7} {
+			ref := whole
+			ref.HasKey, ref.PartitionKey = true, partition.Key{partition.String("p" + strconv.Itoa(part))}
+			for _, rangeID := range append([]string{""}, rangeIDs(ranges)...) {
+				check(ref, rangeID)
+			}
+		}
+	}
+	if nonzero == 0 || byIndex == 0 {
+		t.Fatalf("%d counts were not 0, %d came from the index: the test shows nothing", nonzero, byIndex)
+	}
+}
+
+// In a logical partition whose EPK another partition key shares, the
+// property's entries in the EPK's span are both keys' items: such a count
+// is evaluated, and counted by the index once the EPK's counter names one
+// key again.
+func TestCountByIndexSharedEPK(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":1}}`)
+	ctx := context.Background()
+	long := strings.Repeat("a", 100)
+	one, two := long+"-one", long+"-two"
+	ref := func(pk string) ItemRef {
+		return ItemRef{DB: "db", Coll: "c", HasKey: true, PartitionKey: partition.Key{partition.String(pk)}}
+	}
+	write := func(pk, id string) {
+		t.Helper()
+		if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: ref(pk), Mode: ModeCreate, Body: []byte(fmt.Sprintf(`{"id":%q,"pk":%q,"v":1}`, id, pk))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expect := func(pk, want string, byIndex bool) {
+		t.Helper()
+		page, err := be.e.QueryItems(ctx, QueryParams{ItemRef: ref(pk), Query: "SELECT VALUE COUNT(1) FROM c WHERE c.v = 1"})
+		if err != nil || len(page.Items) != 1 {
+			t.Fatalf("…%s: %v", pk[len(pk)-3:], err)
+		}
+		counted := page.Plan != nil && page.Plan.Chosen.Access == plan.IndexCount
+		if got := string(page.Items[0]); got != want || counted != byIndex {
+			t.Fatalf("…%s: %s by %v, want %s (by the index: %v)", pk[len(pk)-3:], got, page.Plan, want, byIndex)
+		}
+	}
+	write(one, "a")
+	write(one, "b")
+	expect(one, "2", true)
+	expect(two, "0", false)
+	write(two, "a")
+	expect(one, "2", false)
+	expect(two, "1", false)
 }

@@ -208,7 +208,14 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		return derr
 	}
 	if count, boxed := countShape(prog.Query()); count && p.Continuation == "" {
-		if done, err := e.countFromCounters(r, c, p.RangeID, scope, now, boxed, st, page); done || err != nil {
+		var done bool
+		var err error
+		if prog.Query().Where == nil {
+			done, err = e.countFromCounters(r, c, p.RangeID, scope, now, boxed, st, page)
+		} else {
+			done, err = countByIndex(r, c, prog.Query(), p.Params, scope, now, boxed, st, page)
+		}
+		if done || err != nil {
 			return err
 		}
 	}

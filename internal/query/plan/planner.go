@@ -232,11 +232,12 @@ const (
 	OrderedStream               // the ORDER BY path's index, in order, one page at a time
 	Counters                    // the usage counters: a container's, range's or partition's COUNT without a filter
 	IDEntries                   // a logical partition's id entries: its COUNT without a filter
+	IndexCount                  // one term's index entries in the scope: a COUNT filtered by that term alone
 )
 
 var accessNames = [...]string{Scan: "scan", PointRead: "point", IndexSpan: "index", Intersect: "intersect", OrderedWalk: "ordered",
 	CompositeSpan: "composite", CompositeWalk: "composite-ordered", OrderedStream: "ordered-stream", Counters: "counters",
-	IDEntries: "id-entries"}
+	IDEntries: "id-entries", IndexCount: "index-count"}
 
 func (a Access) String() string { return accessNames[a] }
 
@@ -648,6 +649,14 @@ func CountersPlan(kind ScopeKind) Plan {
 func IDEntriesPlan(entries int64) Plan {
 	p := Path{Access: IDEntries, Entries: float64(entries), Cost: float64(entries) * costEntry}
 	return Plan{Scope: Scope{Kind: ScopePartition, Items: -1, ContainerItems: -1}, Chosen: p, Considered: []Path{p}}
+}
+
+// IndexCountPlan is the plan of a count over a scope of kind whose filter
+// is term alone, which the term's index entries in the scope answer:
+// entries is how many were read, and nothing else is weighed.
+func IndexCountPlan(kind ScopeKind, term Term, entries int64) Plan {
+	p := Path{Access: IndexCount, Terms: []int{0}, Entries: float64(entries), Cost: float64(entries) * costEntry}
+	return Plan{Scope: Scope{Kind: kind, Items: -1, ContainerItems: -1}, Chosen: p, Considered: []Path{p}, terms: []Term{term}}
 }
 
 // Explain describes the choice in one line per path, the chosen first:

@@ -1,0 +1,94 @@
+package engine
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/mayfly-db/mayfly/internal/clock"
+	"github.com/mayfly-db/mayfly/internal/partition"
+	"github.com/mayfly-db/mayfly/internal/storage"
+)
+
+// BenchmarkFilteredCount counts the items with one value of a property
+// (SELECT VALUE COUNT(1) FROM c WHERE c.k = 3, k = i % 10: a tenth of the
+// items) and with a range of its values (c.k >= 8, a fifth) across
+// partitions and in one logical partition of 100 items (where the range
+// reads the property's partition entries, built first),
+// from the property's index entries (countByIndex) and evaluated (the same
+// filter with "AND true", which the index does not answer whole, so each
+// candidate's record is read), alternating every round (1 s each, seven
+// rounds). It reports each one's time, records and entries per count, and
+// the median over rounds of their ratio, index over evaluated. The
+// container holds MAYFLY_BENCH_ITEMS items (10⁵ by default), written
+// interleaved over partitions of 100.
+//
+//	go test -run '^$' -bench BenchmarkFilteredCount -benchtime 1x ./internal/engine/
+func BenchmarkFilteredCount(b *testing.B) {
+	n := 100_000
+	if v, err := strconv.Atoi(os.Getenv("MAYFLY_BENCH_ITEMS")); err == nil && v > 0 {
+		n = v
+	}
+	const per = 100
+	parts := max(n/per, 1)
+	s := openBenchEngine(b, clock.Real{}, nil, "null")
+	s.loadInterleaved(b, n, parts, func(i int) string { return `,"k":` + strconv.Itoa(i%10) })
+	s.settle(b)
+	var c *containerRecord
+	if err := s.store.View(context.Background(), func(r storage.Reader) (err error) {
+		c, err = s.loadContainer(r, benchDB, benchColl)
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	s.wantAbsent(c, []string{"k"}, entryKinds{parts: true})
+	drainIndexer(b, s.NewIndexer(nil))
+	ctx := context.Background()
+	for _, bench := range []struct{ scope, filter string }{
+		{"cross", "c.k = 3"}, {"cross", "c.k >= 8"}, {"partition", "c.k = 3"}, {"partition", "c.k >= 8"},
+	} {
+		scope := bench.scope
+		b.Run(scope+"/"+bench.filter, func(b *testing.B) {
+			params := func(q string) QueryParams {
+				p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: q, RangeID: "0", CrossPartition: true}
+				if scope == "partition" {
+					p.RangeID, p.CrossPartition = "", false
+					p.HasKey, p.PartitionKey = true, partition.Key{partition.String("q" + strconv.Itoa(rand.IntN(parts)))}
+				}
+				return p
+			}
+			shapes := []string{"SELECT VALUE COUNT(1) FROM c WHERE " + bench.filter, "SELECT VALUE COUNT(1) FROM c WHERE " + bench.filter + " AND true"}
+			var per [2][]float64
+			var records, entries, done [2]int
+			var ratios []float64
+			for r := range 7 {
+				for k := range shapes {
+					i := k
+					if r%2 == 1 {
+						i = 1 - k
+					}
+					start, ops := time.Now(), 0
+					for ; ops == 0 || time.Since(start) < time.Second; ops++ {
+						page, err := s.QueryItems(ctx, params(shapes[i]))
+						if err != nil {
+							b.Fatal(err)
+						}
+						records[i], entries[i] = records[i]+page.Examined, entries[i]+page.IndexEntries
+						page.Release()
+					}
+					per[i] = append(per[i], float64(time.Since(start).Microseconds())/float64(ops))
+					done[i] += ops
+				}
+				ratios = append(ratios, per[0][r]/per[1][r])
+			}
+			med := func(xs []float64) float64 { xs = slices.Clone(xs); slices.Sort(xs); return xs[len(xs)/2] }
+			b.ReportMetric(med(ratios), "index/evaluated")
+			b.Logf("%s: index %.0f µs, %d records, %d entries a count; evaluated %.0f µs, %d records, %d entries; ratio per round %.3f, median %.3f",
+				scope, med(per[0]), records[0]/done[0], entries[0]/done[0], med(per[1]), records[1]/done[1], entries[1]/done[1], ratios, med(ratios))
+		})
+	}
+}
