@@ -2,53 +2,99 @@ package engine
 
 import (
 	"context"
+	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/mayfly-db/mayfly/internal/clock"
+	"github.com/mayfly-db/mayfly/internal/partition"
+	"github.com/mayfly-db/mayfly/internal/storage"
 )
 
-// BenchmarkWholeScopeAggregate runs queries that read every document of
-// the container before their first row is known, across partitions, on
-// items written interleaved over their partitions (so that _rid order,
-// the order they are read in, crosses the partitions at every step):
+// BenchmarkIndexAggregates counts the items with one value of a property
+// (SELECT VALUE COUNT(1) FROM c WHERE c.k = 3, k = i % 10: a tenth of the
+// items) and with a range of its values (c.k >= 8, a fifth) across
+// partitions and in one logical partition of 100 items (where the range
+// reads the property's partition entries, built first), and takes the
+// MAX of the property across partitions, each from the property's index
+// entries (countByIndex, extremeByIndex) and evaluated (with "AND true"
+// or "WHERE true", which the index does not answer, so each candidate's
+// record is read), alternating every round (1 s each, seven rounds). It
+// reports each one's time, records and entries per query, and the median
+// over rounds of their ratio, index over evaluated. The container holds
+// MAYFLY_BENCH_ITEMS items (10⁵ by default), written interleaved over
+// partitions of 100.
 //
-//   - sum: SELECT VALUE SUM(c.n) FROM c
-//   - group-by: SELECT c.n, COUNT(1) AS k FROM c GROUP BY c.n (100 groups)
-//
-// MAYFLY_BENCH_ITEMS sets the container's size (10⁵ by default).
-//
-//	go test -run '^$' -bench BenchmarkWholeScopeAggregate -benchtime 20x ./internal/engine/
-func BenchmarkWholeScopeAggregate(b *testing.B) {
+//	go test -run '^$' -bench BenchmarkIndexAggregates -benchtime 1x ./internal/engine/
+func BenchmarkIndexAggregates(b *testing.B) {
 	n := 100_000
 	if v, err := strconv.Atoi(os.Getenv("MAYFLY_BENCH_ITEMS")); err == nil && v > 0 {
 		n = v
 	}
-	parts := max(n/100, 1)
+	const per = 100
+	parts := max(n/per, 1)
 	s := openBenchEngine(b, clock.Real{}, nil, "null")
-	s.loadInterleaved(b, n, parts, func(i int) string { return `,"n":` + strconv.Itoa(i/parts) })
+	s.loadInterleaved(b, n, parts, func(i int) string { return `,"k":` + strconv.Itoa(i%10) })
 	s.settle(b)
-	warmAll(b, s)
+	var c *containerRecord
+	if err := s.store.View(context.Background(), func(r storage.Reader) (err error) {
+		c, err = s.loadContainer(r, benchDB, benchColl)
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	s.wantAbsent(c, []string{"k"}, entryKinds{parts: true})
+	drainIndexer(b, s.NewIndexer(nil))
 	ctx := context.Background()
-	for _, q := range []struct{ name, text string }{
-		{"sum", "SELECT VALUE SUM(c.n) FROM c"},
-		{"group-by", "SELECT c.n, COUNT(1) AS k FROM c GROUP BY c.n"},
+	count := "SELECT VALUE COUNT(1) FROM c WHERE "
+	for _, bench := range []struct{ scope, name, index, evaluated string }{
+		{"cross", "k=3", count + "c.k = 3", count + "c.k = 3 AND true"},
+		{"cross", "k>=8", count + "c.k >= 8", count + "c.k >= 8 AND true"},
+		{"partition", "k=3", count + "c.k = 3", count + "c.k = 3 AND true"},
+		{"partition", "k>=8", count + "c.k >= 8", count + "c.k >= 8 AND true"},
+		{"cross", "max", "SELECT VALUE MAX(c.k) FROM c", "SELECT VALUE MAX(c.k) FROM c WHERE true"},
 	} {
-		b.Run(q.name, func(b *testing.B) {
-			records := 0
-			for b.Loop() {
-				page, err := s.QueryItems(ctx, QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: q.text, RangeID: "0", CrossPartition: true})
-				if err != nil {
-					b.Fatal(err)
+		scope := bench.scope
+		b.Run(scope+"/"+bench.name, func(b *testing.B) {
+			params := func(q string) QueryParams {
+				p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: q, RangeID: "0", CrossPartition: true}
+				if scope == "partition" {
+					p.RangeID, p.CrossPartition = "", false
+					p.HasKey, p.PartitionKey = true, partition.Key{partition.String("q" + strconv.Itoa(rand.IntN(parts)))}
 				}
-				if page.Continuation != "" {
-					b.Fatalf("%s: more than one page", q.name)
-				}
-				records += page.Examined
-				page.Release()
+				return p
 			}
-			b.ReportMetric(float64(records)/float64(b.N), "records/op")
+			shapes := []string{bench.index, bench.evaluated}
+			var per [2][]float64
+			var records, entries, done [2]int
+			var ratios []float64
+			for r := range 7 {
+				for k := range shapes {
+					i := k
+					if r%2 == 1 {
+						i = 1 - k
+					}
+					start, ops := time.Now(), 0
+					for ; ops == 0 || time.Since(start) < time.Second; ops++ {
+						page, err := s.QueryItems(ctx, params(shapes[i]))
+						if err != nil {
+							b.Fatal(err)
+						}
+						records[i], entries[i] = records[i]+page.Examined, entries[i]+page.IndexEntries
+						page.Release()
+					}
+					per[i] = append(per[i], float64(time.Since(start).Microseconds())/float64(ops))
+					done[i] += ops
+				}
+				ratios = append(ratios, per[0][r]/per[1][r])
+			}
+			med := func(xs []float64) float64 { xs = slices.Clone(xs); slices.Sort(xs); return xs[len(xs)/2] }
+			b.ReportMetric(med(ratios), "index/evaluated")
+			b.Logf("%s: index %.0f µs, %d records, %d entries a query; evaluated %.0f µs, %d records, %d entries; ratio per round %.3f, median %.3f",
+				scope, med(per[0]), records[0]/done[0], entries[0]/done[0], med(per[1]), records[1]/done[1], entries[1]/done[1], ratios, med(ratios))
 		})
 	}
 }

@@ -28,12 +28,26 @@ import (
 // pass its WHERE clause, if it has one, and whether its value is the
 // rewrite's [{"item": count}] rather than the count.
 func countShape(q *ast.Query) (ok, boxed bool) {
-	if q.From == nil || q.From.Iterate || len(q.Joins) > 0 || len(q.GroupBy) > 0 ||
-		len(q.OrderBy) > 0 || q.Select.Distinct || q.Select.Top != nil || q.Offset != nil || q.Limit != nil {
+	call, boxed := aggregateShape(q, "COUNT")
+	if call == nil {
 		return false, false
 	}
+	lit, ok := call.Args[0].(*ast.Literal)
+	return ok && lit.Value.IsDefined(), boxed
+}
+
+// aggregateShape returns the call when q is SELECT VALUE name(x) over the
+// documents of its scope (one argument; no JOIN, iteration, GROUP BY,
+// ORDER BY, DISTINCT, TOP or OFFSET), or the rewrite the SDKs send each
+// range for it, SELECT VALUE [{"item": name(x)}] (boxed), and nil
+// otherwise.
+func aggregateShape(q *ast.Query, name string) (call *ast.Call, boxed bool) {
+	if q.From == nil || q.From.Iterate || len(q.Joins) > 0 || len(q.GroupBy) > 0 ||
+		len(q.OrderBy) > 0 || q.Select.Distinct || q.Select.Top != nil || q.Offset != nil || q.Limit != nil {
+		return nil, false
+	}
 	if _, ok := q.From.Expr.(*ast.Ident); !ok {
-		return false, false // FROM c.children ch reads a property of each document
+		return nil, false // FROM c.children ch reads a property of each document
 	}
 	v := q.Select.Value
 	if arr, ok := v.(*ast.ArrayLit); ok && len(arr.Elems) == 1 {
@@ -42,11 +56,19 @@ func countShape(q *ast.Query) (ok, boxed bool) {
 		}
 	}
 	call, ok := v.(*ast.Call)
-	if !ok || call.UDF || !strings.EqualFold(call.Name, "COUNT") || len(call.Args) != 1 {
-		return false, false
+	if !ok || call.UDF || !strings.EqualFold(call.Name, name) || len(call.Args) != 1 {
+		return nil, false
 	}
-	lit, ok := call.Args[0].(*ast.Literal)
-	return ok && lit.Value.IsDefined(), boxed
+	return call, boxed
+}
+
+// partialRow is a count's or an aggregate's row: v, or the SDKs'
+// rewrite's [{"item": v}].
+func partialRow(v document.Value, boxed bool) []byte {
+	if boxed {
+		v = document.Arr([]document.Value{document.Obj([]document.Field{{Name: "item", Value: v}})})
+	}
+	return v.JSON()
 }
 
 // countFromCounters answers a count (countShape) over the whole container,
@@ -102,15 +124,11 @@ func (e *Engine) countFromCounters(r storage.Reader, c *containerRecord, rangeID
 	default:
 		return false, nil
 	}
-	v := document.Int(n)
-	if boxed {
-		v = document.Arr([]document.Value{document.Obj([]document.Field{{Name: "item", Value: v}})})
-	}
 	if page.Plan == nil {
 		p := plan.CountersPlan(scope.kind)
 		page.Plan = &p
 	}
-	page.Items = append(page.Items, v.JSON())
+	page.Items = append(page.Items, partialRow(document.Int(n), boxed))
 	return true, nil
 }
 
@@ -274,12 +292,8 @@ func countByIndex(r storage.Reader, c *containerRecord, q *ast.Query, params map
 			return false, err
 		}
 	}
-	v := document.Int(n)
-	if boxed {
-		v = document.Arr([]document.Value{document.Obj([]document.Field{{Name: "item", Value: v}})})
-	}
 	p := plan.IndexCountPlan(scope.kind, t, read)
 	page.Plan = &p
-	page.Items = append(page.Items, v.JSON())
+	page.Items = append(page.Items, partialRow(document.Int(n), boxed))
 	return true, nil
 }

@@ -455,3 +455,113 @@ func TestCountByIndexSharedEPK(t *testing.T) {
 	expect(one, "2", false)
 	expect(two, "1", false)
 }
+
+// MIN and MAX of a path, without a filter, over each range of a
+// container, come from the path's first or last index entry in the
+// scope and one record, and equal what evaluating them gives (with "WHERE
+// true", which is evaluated), in both shapes, through upserts that change
+// the values (of every type, absent, arrays and objects, numbers past
+// 2^53), deletes, expiries and purges. A path none of whose items holds an
+// array, an object or such a number is always answered so.
+func TestExtremeByIndex(t *testing.T) {
+	be := newBatchEnv(t, "null")
+	ctx := context.Background()
+	if _, err := be.e.CreateContainer(ctx, "db", batchJSON(t, `{"id":"s","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":-1}`), &Throughput{Manual: 24000}); err != nil {
+		t.Fatal(err)
+	}
+	ranges, _, err := be.e.PartitionKeyRanges(ctx, "db", "s")
+	if err != nil || len(ranges) < 2 {
+		t.Fatalf("%d ranges (%v), want several", len(ranges), err)
+	}
+	rnd := rand.New(rand.NewPCG(13, 17))
+	const items, parts = 60, 9
+	change := func() {
+		i := rnd.IntN(items)
+		pk := "p" + strconv.Itoa(i%parts)
+		ref := ItemRef{DB: "db", Coll: "s", HasKey: true, PartitionKey: partition.Key{partition.String(pk)}}
+		switch op := rnd.IntN(10); {
+		case op < 6:
+			var props []string
+			if rnd.IntN(5) > 0 {
+				props = append(props, `"v":`+[]string{"0", "7", "-2.5", `"a"`, `"zz"`, "true", "false", "null", "[1]", `{"x":1}`, "9007199254740993"}[rnd.IntN(11)])
+			}
+			if rnd.IntN(5) > 0 {
+				props = append(props, `"w":`+[]string{"0", "1", "2.5", "-3", `"b"`, `"c"`, "true", "false", "null"}[rnd.IntN(9)])
+			}
+			props = append(props, fmt.Sprintf(`"o":{"x":%d}`, rnd.IntN(50)))
+			props = append(props, `"b":`+[]string{"1", "9007199254740992", "9007199254740993"}[rnd.IntN(3)])
+			if ttlProp := []string{"", `"ttl":5`, `"ttl":30`}[rnd.IntN(3)]; ttlProp != "" {
+				props = append(props, ttlProp)
+			}
+			body := fmt.Sprintf(`{"id":"x%d","pk":"%s",%s}`, i, pk, strings.Join(props, ","))
+			if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: ref, Mode: ModeUpsert, Body: []byte(body)}); err != nil {
+				t.Fatal(err)
+			}
+		case op < 8:
+			_, err := be.e.DeleteItem(ctx, DeleteItemParams{ItemRef: ref, ID: "x" + strconv.Itoa(i)})
+			var ee *Error
+			if err != nil && !(errors.As(err, &ee) && ee.Code == NotFound) {
+				t.Fatal(err)
+			}
+		case op < 9:
+			be.clock.Advance(time.Duration(rnd.IntN(8)) * time.Second)
+		default:
+			if _, err := be.e.PurgeDue(ctx, ttl.PurgeParams{Container: "dbs/db/colls/s", Now: be.clock.Now(), Limit: 1 + rnd.IntN(5)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	query := func(rangeID, text string) *FeedPage {
+		t.Helper()
+		page, err := be.e.QueryItems(ctx, QueryParams{ItemRef: ItemRef{DB: "db", Coll: "s"}, Query: text, RangeID: rangeID, CrossPartition: true})
+		if err != nil {
+			t.Fatalf("%s, range %q: %v", text, rangeID, err)
+		}
+		return page
+	}
+	rows := func(page *FeedPage) string {
+		var out []string
+		for _, it := range page.Items {
+			out = append(out, string(it))
+		}
+		return strings.Join(out, " ")
+	}
+	byIndex, values := 0, 0
+	for step := range 400 {
+		change()
+		if step%20 != 19 {
+			continue
+		}
+		for _, rangeID := range rangeIDs(ranges) {
+			for _, agg := range []string{"MIN", "MAX"} {
+				for _, path := range []string{"c.v", "c.w", "c.o.x", "c.b"} {
+					for _, shape := range []string{"SELECT VALUE %s(%s) FROM c", `SELECT VALUE [{"item": %s(%s)}] FROM c`} {
+						text := fmt.Sprintf(shape, agg, path)
+						page := query(rangeID, text)
+						want := rows(query(rangeID, text+" WHERE true"))
+						if got := rows(page); got != want {
+							t.Fatalf("step %d, range %q, %s: %s, evaluated %s", step, rangeID, text, got, want)
+						}
+						counted := page.Plan != nil && page.Plan.Chosen.Access == plan.IndexExtreme
+						if counted && page.Examined > 1 {
+							t.Fatalf("%s: read %d records", text, page.Examined)
+						}
+						if (path == "c.w" || path == "c.o.x") && want != "" && want != "[{}]" && !counted {
+							t.Fatalf("step %d, range %q, %s: answered by %v", step, rangeID, text, page.Plan)
+						}
+						if counted {
+							byIndex++
+						}
+						if want != "" && want != "[{}]" {
+							values++
+						}
+					}
+				}
+			}
+		}
+	}
+	if byIndex == 0 || values == 0 {
+		t.Fatalf("%d answers by the index, %d with a value: the test shows nothing", byIndex, values)
+	}
+	t.Logf("%d answers by the index, %d with a value", byIndex, values)
+}

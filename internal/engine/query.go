@@ -219,6 +219,11 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 			return err
 		}
 	}
+	if p.Continuation == "" {
+		if done, err := extremeByIndex(r, c, prog.Query(), scope, now, st, page); done || err != nil {
+			return err
+		}
+	}
 	fp := fingerprint(p.Params, "query", fingerprintText(asked, fpText), string(partition.AppendKeyBytes(nil, key)),
 		strconv.FormatBool(hasKey), p.RangeID, string(scope.lo), string(scope.hi))
 	var cur cursor

@@ -233,11 +233,12 @@ const (
 	Counters                    // the usage counters: a container's, range's or partition's COUNT without a filter
 	IDEntries                   // a logical partition's id entries: its COUNT without a filter
 	IndexCount                  // one term's index entries in the scope: a COUNT filtered by that term alone
+	IndexExtreme                // a path's first or last index entry in the scope: its MIN or MAX
 )
 
 var accessNames = [...]string{Scan: "scan", PointRead: "point", IndexSpan: "index", Intersect: "intersect", OrderedWalk: "ordered",
 	CompositeSpan: "composite", CompositeWalk: "composite-ordered", OrderedStream: "ordered-stream", Counters: "counters",
-	IDEntries: "id-entries", IndexCount: "index-count"}
+	IDEntries: "id-entries", IndexCount: "index-count", IndexExtreme: "index-extreme"}
 
 func (a Access) String() string { return accessNames[a] }
 
@@ -656,6 +657,15 @@ func IDEntriesPlan(entries int64) Plan {
 // entries is how many were read, and nothing else is weighed.
 func IndexCountPlan(kind ScopeKind, term Term, entries int64) Plan {
 	p := Path{Access: IndexCount, Terms: []int{0}, Entries: float64(entries), Cost: float64(entries) * costEntry}
+	return Plan{Scope: Scope{Kind: kind, Items: -1, ContainerItems: -1}, Chosen: p, Considered: []Path{p}, terms: []Term{term}}
+}
+
+// IndexExtremePlan is the plan of a MIN or MAX of a path over a scope of
+// kind, which the path's first or last entry in the scope answers (term
+// names the path and the aggregate): entries is how many were read, and
+// one record is read for the value.
+func IndexExtremePlan(kind ScopeKind, term Term, entries int64) Plan {
+	p := Path{Access: IndexExtreme, Terms: []int{0}, Entries: float64(entries), Records: 1, Cost: float64(entries)*costEntry + costRecordPoint}
 	return Plan{Scope: Scope{Kind: kind, Items: -1, ContainerItems: -1}, Chosen: p, Considered: []Path{p}, terms: []Term{term}}
 }
 
