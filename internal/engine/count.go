@@ -163,13 +163,7 @@ func countPartition(r storage.Reader, c *containerRecord, scope *itemScope, now 
 	if bytes.Compare(scope.lo, scope.hi) >= 0 {
 		return 0, plan.CountersPlan(plan.ScopePartition), nil // outside the range given
 	}
-	expired := map[string]bool{}
-	err := eachExpired(r, c, now, func(_ int64, loc []byte) {
-		st.entries++
-		if scope.holds(loc) {
-			expired[string(loc)] = true
-		}
-	})
+	expired, err := expiredIn(r, c, scope, now, st)
 	if err != nil {
 		return 0, plan.Plan{}, err
 	}
@@ -262,13 +256,7 @@ func countByIndex(r storage.Reader, c *containerRecord, q *ast.Query, params map
 	default:
 		return false, nil
 	}
-	expired := map[string]bool{}
-	err := eachExpired(r, c, now, func(_ int64, loc []byte) {
-		st.entries++
-		if scope.holds(loc) {
-			expired[string(loc)] = true
-		}
-	})
+	expired, err := expiredIn(r, c, scope, now, st)
 	if err != nil {
 		return false, err
 	}
@@ -296,4 +284,19 @@ func countByIndex(r storage.Reader, c *containerRecord, q *ast.Query, params map
 	page.Plan = &p
 	page.Items = append(page.Items, partialRow(document.Int(n), boxed))
 	return true, nil
+}
+
+// expiredIn returns the locations of scope's items that are expired at
+// now and not purged yet (the purge backlog), each entry read counted:
+// they keep their records and index entries until the purge removes them,
+// and a count or an index answer leaves them out.
+func expiredIn(r storage.Reader, c *containerRecord, scope *itemScope, now time.Time, st *readStats) (map[string]bool, error) {
+	expired := map[string]bool{}
+	err := eachExpired(r, c, now, func(_ int64, loc []byte) {
+		st.entries++
+		if scope.holds(loc) {
+			expired[string(loc)] = true
+		}
+	})
+	return expired, err
 }

@@ -26,13 +26,7 @@ import (
 func TestCountFromCounters(t *testing.T) {
 	be := newBatchEnv(t, "null")
 	ctx := context.Background()
-	if _, err := be.e.CreateContainer(ctx, "db", batchJSON(t, `{"id":"s","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":-1}`), &Throughput{Manual: 24000}); err != nil {
-		t.Fatal(err)
-	}
-	ranges, _, err := be.e.PartitionKeyRanges(ctx, "db", "s")
-	if err != nil || len(ranges) < 2 {
-		t.Fatalf("%d ranges (%v), want several", len(ranges), err)
-	}
+	ranges := be.rangedContainer(t)
 	rnd := rand.New(rand.NewPCG(7, 11))
 	whole := ItemRef{DB: "db", Coll: "s"}
 	count := func(q, rangeID string) (string, *FeedPage) {
@@ -48,7 +42,7 @@ func TestCountFromCounters(t *testing.T) {
 	}
 	checks, partChecks := 0, 0
 	for step := range 600 {
-		be.churn(t, "s", rnd, 80, 17)
+		be.churn(t, "s", rnd, 80, 17, nil)
 		if step%15 != 14 {
 			continue
 		}
@@ -178,6 +172,22 @@ func TestWholeCountFromCounters(t *testing.T) {
 	}
 }
 
+// rangedContainer creates container "s" of be with a throughput that gives
+// it several partition key ranges, TTL on with no default, and returns
+// its ranges.
+func (be *batchEnv) rangedContainer(t *testing.T) []KeyRange {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := be.e.CreateContainer(ctx, "db", batchJSON(t, `{"id":"s","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":-1}`), &Throughput{Manual: 24000}); err != nil {
+		t.Fatal(err)
+	}
+	ranges, _, err := be.e.PartitionKeyRanges(ctx, "db", "s")
+	if err != nil || len(ranges) < 2 {
+		t.Fatalf("%d ranges (%v), want several", len(ranges), err)
+	}
+	return ranges
+}
+
 func rangeIDs(ranges []KeyRange) []string {
 	ids := make([]string, len(ranges))
 	for i, rg := range ranges {
@@ -260,8 +270,9 @@ func TestPartitionCountSharedEPK(t *testing.T) {
 // of items items over parts partition keys, with or without a ttl of its
 // own (60%); its delete (20%); the clock moved on by up to 8 s (10%); or a
 // purge batch (10%). Items expire, are purged, change their TTL and come
-// back.
-func (be *batchEnv) churn(t *testing.T, coll string, rnd *rand.Rand, items, parts int) {
+// back. An upsert's item holds a number v, or, when props is not nil, the
+// properties it returns (JSON members, comma-separated).
+func (be *batchEnv) churn(t *testing.T, coll string, rnd *rand.Rand, items, parts int, props func() string) {
 	t.Helper()
 	ctx := context.Background()
 	i := rnd.IntN(items)
@@ -270,7 +281,10 @@ func (be *batchEnv) churn(t *testing.T, coll string, rnd *rand.Rand, items, part
 	switch op := rnd.IntN(10); {
 	case op < 6:
 		ttlProp := []string{"", `,"ttl":5`, `,"ttl":30`, `,"ttl":-1`}[rnd.IntN(4)]
-		body := fmt.Sprintf(`{"id":"x%d","pk":"%s","v":%d%s}`, i, pk, rnd.IntN(1000), ttlProp)
+		if props == nil {
+			props = func() string { return `"v":` + strconv.Itoa(rnd.IntN(1000)) }
+		}
+		body := fmt.Sprintf(`{"id":"x%d","pk":"%s",%s%s}`, i, pk, props(), ttlProp)
 		if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: ref, Mode: ModeUpsert, Body: []byte(body)}); err != nil {
 			t.Fatal(err)
 		}
@@ -304,43 +318,15 @@ func (be *batchEnv) churn(t *testing.T, coll string, rnd *rand.Rand, items, part
 func TestCountByIndex(t *testing.T) {
 	be := newBatchEnv(t, "null")
 	ctx := context.Background()
-	if _, err := be.e.CreateContainer(ctx, "db", batchJSON(t, `{"id":"s","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":-1}`), &Throughput{Manual: 24000}); err != nil {
-		t.Fatal(err)
-	}
-	ranges, _, err := be.e.PartitionKeyRanges(ctx, "db", "s")
-	if err != nil || len(ranges) < 2 {
-		t.Fatalf("%d ranges (%v), want several", len(ranges), err)
-	}
+	ranges := be.rangedContainer(t)
 	rnd := rand.New(rand.NewPCG(3, 5))
-	const items, parts = 90, 11
-	change := func() {
-		i := rnd.IntN(items)
-		pk := "p" + strconv.Itoa(i%parts)
-		ref := ItemRef{DB: "db", Coll: "s", HasKey: true, PartitionKey: partition.Key{partition.String(pk)}}
-		switch op := rnd.IntN(10); {
-		case op < 6:
-			v := []string{"0", "1", "2", "3", "2.0", "null", "9007199254740993", "9007199254740992", "[1, 2]", `"2"`}[rnd.IntN(10)]
-			tags := []string{`[1, 2]`, `[3]`, `{"[]": 1}`, `1`}[rnd.IntN(4)]
-			ttlProp := []string{"", `,"ttl":5`, `,"ttl":30`}[rnd.IntN(3)]
-			w := []string{"0", "1", "2", "2.5", "3", `"b"`, `"c"`, "true"}[rnd.IntN(8)]
-			body := fmt.Sprintf(`{"id":"x%d","pk":"%s","v":%s,"w":%s,"s":"s%d","tags":%s%s}`, i, pk, v, w, rnd.IntN(3), tags, ttlProp)
-			if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: ref, Mode: ModeUpsert, Body: []byte(body)}); err != nil {
-				t.Fatal(err)
-			}
-		case op < 8:
-			_, err := be.e.DeleteItem(ctx, DeleteItemParams{ItemRef: ref, ID: "x" + strconv.Itoa(i)})
-			var ee *Error
-			if err != nil && !(errors.As(err, &ee) && ee.Code == NotFound) {
-				t.Fatal(err)
-			}
-		case op < 9:
-			be.clock.Advance(time.Duration(rnd.IntN(8)) * time.Second)
-		default:
-			if _, err := be.e.PurgeDue(ctx, ttl.PurgeParams{Container: "dbs/db/colls/s", Now: be.clock.Now(), Limit: 1 + rnd.IntN(5)}); err != nil {
-				t.Fatal(err)
-			}
-		}
+	props := func() string {
+		v := []string{"0", "1", "2", "3", "2.0", "null", "9007199254740993", "9007199254740992", "[1, 2]", `"2"`}[rnd.IntN(10)]
+		tags := []string{`[1, 2]`, `[3]`, `{"[]": 1}`, `1`}[rnd.IntN(4)]
+		w := []string{"0", "1", "2", "2.5", "3", `"b"`, `"c"`, "true"}[rnd.IntN(8)]
+		return fmt.Sprintf(`"v":%s,"w":%s,"s":"s%d","tags":%s`, v, w, rnd.IntN(3), tags)
 	}
+	change := func() { be.churn(t, "s", rnd, 90, 11, props) }
 	// An item that stays, so that the ranges of numbers on v hold one of
 	// magnitude 2^53 or more.
 	if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: ItemRef{DB: "db", Coll: "s", HasKey: true, PartitionKey: partition.Key{partition.String("pz")}},
@@ -466,51 +452,21 @@ func TestCountByIndexSharedEPK(t *testing.T) {
 func TestExtremeByIndex(t *testing.T) {
 	be := newBatchEnv(t, "null")
 	ctx := context.Background()
-	if _, err := be.e.CreateContainer(ctx, "db", batchJSON(t, `{"id":"s","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":-1}`), &Throughput{Manual: 24000}); err != nil {
-		t.Fatal(err)
-	}
-	ranges, _, err := be.e.PartitionKeyRanges(ctx, "db", "s")
-	if err != nil || len(ranges) < 2 {
-		t.Fatalf("%d ranges (%v), want several", len(ranges), err)
-	}
+	ranges := be.rangedContainer(t)
 	rnd := rand.New(rand.NewPCG(13, 17))
-	const items, parts = 60, 9
-	change := func() {
-		i := rnd.IntN(items)
-		pk := "p" + strconv.Itoa(i%parts)
-		ref := ItemRef{DB: "db", Coll: "s", HasKey: true, PartitionKey: partition.Key{partition.String(pk)}}
-		switch op := rnd.IntN(10); {
-		case op < 6:
-			var props []string
-			if rnd.IntN(5) > 0 {
-				props = append(props, `"v":`+[]string{"0", "7", "-2.5", `"a"`, `"zz"`, "true", "false", "null", "[1]", `{"x":1}`, "9007199254740993"}[rnd.IntN(11)])
-			}
-			if rnd.IntN(5) > 0 {
-				props = append(props, `"w":`+[]string{"0", "1", "2.5", "-3", `"b"`, `"c"`, "true", "false", "null"}[rnd.IntN(9)])
-			}
-			props = append(props, fmt.Sprintf(`"o":{"x":%d}`, rnd.IntN(50)))
-			props = append(props, `"b":`+[]string{"1", "9007199254740992", "9007199254740993"}[rnd.IntN(3)])
-			if ttlProp := []string{"", `"ttl":5`, `"ttl":30`}[rnd.IntN(3)]; ttlProp != "" {
-				props = append(props, ttlProp)
-			}
-			body := fmt.Sprintf(`{"id":"x%d","pk":"%s",%s}`, i, pk, strings.Join(props, ","))
-			if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: ref, Mode: ModeUpsert, Body: []byte(body)}); err != nil {
-				t.Fatal(err)
-			}
-		case op < 8:
-			_, err := be.e.DeleteItem(ctx, DeleteItemParams{ItemRef: ref, ID: "x" + strconv.Itoa(i)})
-			var ee *Error
-			if err != nil && !(errors.As(err, &ee) && ee.Code == NotFound) {
-				t.Fatal(err)
-			}
-		case op < 9:
-			be.clock.Advance(time.Duration(rnd.IntN(8)) * time.Second)
-		default:
-			if _, err := be.e.PurgeDue(ctx, ttl.PurgeParams{Container: "dbs/db/colls/s", Now: be.clock.Now(), Limit: 1 + rnd.IntN(5)}); err != nil {
-				t.Fatal(err)
-			}
+	props := func() string {
+		var props []string
+		if rnd.IntN(5) > 0 {
+			props = append(props, `"v":`+[]string{"0", "7", "-2.5", `"a"`, `"zz"`, "true", "false", "null", "[1]", `{"x":1}`, "9007199254740993"}[rnd.IntN(11)])
 		}
+		if rnd.IntN(5) > 0 {
+			props = append(props, `"w":`+[]string{"0", "1", "2.5", "-3", `"b"`, `"c"`, "true", "false", "null"}[rnd.IntN(9)])
+		}
+		props = append(props, fmt.Sprintf(`"o":{"x":%d}`, rnd.IntN(50)))
+		props = append(props, `"b":`+[]string{"1", "9007199254740992", "9007199254740993"}[rnd.IntN(3)])
+		return strings.Join(props, ",")
 	}
+	change := func() { be.churn(t, "s", rnd, 60, 9, props) }
 	query := func(rangeID, text string) *FeedPage {
 		t.Helper()
 		page, err := be.e.QueryItems(ctx, QueryParams{ItemRef: ItemRef{DB: "db", Coll: "s"}, Query: text, RangeID: rangeID, CrossPartition: true})

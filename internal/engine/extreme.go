@@ -43,13 +43,7 @@ func extremeByIndex(r storage.Reader, c *containerRecord, q *ast.Query, scope *i
 	if !ok || crossesArray(path) || systemPath(path) || !c.index.indexes(path) {
 		return false, nil
 	}
-	expired := map[string]bool{}
-	err := eachExpired(r, c, now, func(_ int64, loc []byte) {
-		st.entries++
-		if scope.holds(loc) {
-			expired[string(loc)] = true
-		}
-	})
+	expired, err := expiredIn(r, c, scope, now, st)
 	if err != nil {
 		return false, err
 	}

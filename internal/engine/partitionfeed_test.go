@@ -55,7 +55,7 @@ func TestPartitionFeedFromItems(t *testing.T) {
 	partRead, logRead := 0, 0
 	for round := range 6 {
 		for range 150 {
-			be.churn(t, "c", rnd, 400, parts)
+			be.churn(t, "c", rnd, 400, parts, nil)
 		}
 		for k := range parts {
 			if k%7 != round%7 {
