@@ -42,6 +42,18 @@ func countShape(q *ast.Query) (ok, boxed bool) {
 // range for it, SELECT VALUE [{"item": name(x)}] (boxed), and nil
 // otherwise.
 func aggregateShape(q *ast.Query, name string) (call *ast.Call, boxed bool) {
+	v, boxed := aggregateValue(q)
+	if call = aggregateCall(v, name); call == nil {
+		return nil, false
+	}
+	return call, boxed
+}
+
+// aggregateValue returns the value of SELECT VALUE v over the documents
+// of q's scope (no JOIN, iteration, GROUP BY, ORDER BY, DISTINCT, TOP or
+// OFFSET), unboxed from the SDKs' per-range [{"item": v}] (boxed), and nil
+// for any other query.
+func aggregateValue(q *ast.Query) (v ast.Expr, boxed bool) {
 	if q.From == nil || q.From.Iterate || len(q.Joins) > 0 || len(q.GroupBy) > 0 ||
 		len(q.OrderBy) > 0 || q.Select.Distinct || q.Select.Top != nil || q.Offset != nil || q.Limit != nil {
 		return nil, false
@@ -49,17 +61,23 @@ func aggregateShape(q *ast.Query, name string) (call *ast.Call, boxed bool) {
 	if _, ok := q.From.Expr.(*ast.Ident); !ok {
 		return nil, false // FROM c.children ch reads a property of each document
 	}
-	v := q.Select.Value
+	v = q.Select.Value
 	if arr, ok := v.(*ast.ArrayLit); ok && len(arr.Elems) == 1 {
 		if obj, ok := arr.Elems[0].(*ast.ObjectLit); ok && len(obj.Fields) == 1 && obj.Fields[0].Name == "item" {
 			v, boxed = obj.Fields[0].Value, true
 		}
 	}
+	return v, boxed
+}
+
+// aggregateCall returns v when it is a call of the aggregate name with one
+// argument, and nil otherwise.
+func aggregateCall(v ast.Expr, name string) *ast.Call {
 	call, ok := v.(*ast.Call)
 	if !ok || call.UDF || !strings.EqualFold(call.Name, name) || len(call.Args) != 1 {
-		return nil, false
+		return nil
 	}
-	return call, boxed
+	return call
 }
 
 // partialRow is a count's or an aggregate's row: v, or the SDKs'

@@ -22,6 +22,13 @@ import (
 // outside the scope before it, and a record, where evaluating it read
 // every record of the scope.
 //
+// The rewrite the gateway plan gives clients that read a range's extreme
+// with its count, {"max": MAX(c.path), "count": COUNT(c.path)}, is
+// answered the same way, the count being that of the path's entries of
+// live items in the scope: an item with a value there has one entry for
+// it, and none holds an array or an object (below). It reads every entry
+// of the path, a few bytes each, where evaluating it read every record.
+//
 // It reports false, and the query's evaluation answers, when the index
 // cannot tell the answer: an item of the scope holds an array or an object
 // there (MIN and MAX are then undefined; the index keeps a marker entry
@@ -31,10 +38,7 @@ import (
 // and for a logical partition or a hierarchical prefix, whose own records
 // a scan reads, where the path's entries are the whole container's.
 func extremeByIndex(r storage.Reader, c *containerRecord, q *ast.Query, scope *itemScope, now time.Time, st *readStats, page *FeedPage) (bool, error) {
-	call, boxed := aggregateShape(q, "MAX")
-	if call == nil {
-		call, boxed = aggregateShape(q, "MIN")
-	}
+	call, obj, boxed := extremeShape(q)
 	if call == nil || q.Where != nil || !c.Index.Ready || c.index.none ||
 		(scope.kind != plan.ScopeAll && scope.kind != plan.ScopeRange) {
 		return false, nil
@@ -49,10 +53,11 @@ func extremeByIndex(r storage.Reader, c *containerRecord, q *ast.Query, scope *i
 	}
 	base := appendIndexPath(indexPrefix(c), path)
 	var read int64
-	// first finds the first entry of the scope's live items in [lo, hi),
-	// from the end when last; found is nil when there is none.
-	first := func(lo, hi []byte, last bool) (found, loc []byte, err error) {
-		err = scanRangeDir(r, lo, hi, last, func(k, _ []byte) (bool, error) {
+	// each hands fn the value and location of each entry of the scope's
+	// live items in [lo, hi), from the end when reverse, until fn returns
+	// false.
+	each := func(lo, hi []byte, reverse bool, fn func(value, loc []byte) bool) error {
+		return scanRangeDir(r, lo, hi, reverse, func(k, _ []byte) (bool, error) {
 			read++
 			if err := st.entry(); err != nil {
 				return false, err
@@ -64,17 +69,30 @@ func extremeByIndex(r storage.Reader, c *containerRecord, q *ast.Query, scope *i
 			if !scope.holds(l) || expired[string(l)] {
 				return true, nil
 			}
-			found, loc = bytes.Clone(k[len(base):len(k)-len(l)]), bytes.Clone(l)
-			return false, nil
+			return fn(k[len(base):len(k)-len(l)], l), nil
 		})
-		return found, loc, err
 	}
 	scalars := append(bytes.Clone(base), tagNull)
 	markers := append(bytes.Clone(base), tagArray)
-	if m, _, err := first(markers, prefixEnd(base), false); err != nil || m != nil {
+	marked := false
+	if err := each(markers, prefixEnd(base), false, func(_, _ []byte) bool { marked = true; return false }); err != nil || marked {
 		return false, err
 	}
-	value, loc, err := first(scalars, markers, strings.EqualFold(call.Name, "MAX"))
+	isMax := strings.EqualFold(call.Name, "MAX")
+	var value, loc []byte
+	var n int64
+	keep := func(v, l []byte) { value, loc = append(value[:0], v...), append(loc[:0], l...) }
+	if obj == nil {
+		err = each(scalars, markers, isMax, func(v, l []byte) bool { keep(v, l); return false })
+	} else {
+		err = each(scalars, markers, false, func(v, l []byte) bool {
+			if n == 0 || isMax {
+				keep(v, l)
+			}
+			n++
+			return true
+		})
+	}
 	if err != nil || value == nil || !exactValue(value) {
 		return false, err
 	}
@@ -93,8 +111,41 @@ func extremeByIndex(r storage.Reader, c *containerRecord, q *ast.Query, scope *i
 	if enc, ok := appendIndexValue(nil, v); !ok || !bytes.Equal(enc, value) {
 		return false, nil // not what the entry says: let the evaluation answer
 	}
-	p := plan.IndexExtremePlan(scope.kind, plan.Term{Path: path, Label: "/" + strings.Join(path, "/") + " " + strings.ToUpper(call.Name)}, read)
+	label := "/" + strings.Join(path, "/") + " " + strings.ToUpper(call.Name)
+	if obj != nil {
+		v = document.Obj([]document.Field{{Name: obj.Fields[0].Name, Value: v}, {Name: obj.Fields[1].Name, Value: document.Int(n)}})
+		label += ", COUNT"
+	}
+	p := plan.IndexExtremePlan(scope.kind, plan.Term{Path: path, Label: label}, read)
 	page.Plan = &p
 	page.Items = append(page.Items, partialRow(v, boxed))
 	return true, nil
+}
+
+// extremeShape returns the MIN or MAX call of q when q is one
+// (aggregateShape), or when q is the object the gateway plan rewrites it
+// into for clients that read a range's extreme with its count (MIN or MAX
+// of x, then COUNT of x, under two names), returned as obj.
+func extremeShape(q *ast.Query) (call *ast.Call, obj *ast.ObjectLit, boxed bool) {
+	v, boxed := aggregateValue(q)
+	extreme := func(v ast.Expr) *ast.Call {
+		if call := aggregateCall(v, "MIN"); call != nil {
+			return call
+		}
+		return aggregateCall(v, "MAX")
+	}
+	if o, ok := v.(*ast.ObjectLit); ok {
+		if len(o.Fields) != 2 || o.Fields[0].Name == o.Fields[1].Name {
+			return nil, nil, false
+		}
+		call, n := extreme(o.Fields[0].Value), aggregateCall(o.Fields[1].Value, "COUNT")
+		if call == nil || n == nil || !ast.Equal(call.Args[0], n.Args[0]) {
+			return nil, nil, false
+		}
+		return call, o, boxed
+	}
+	if call = extreme(v); call == nil {
+		return nil, nil, false
+	}
+	return call, nil, boxed
 }
