@@ -97,41 +97,6 @@ func partialRow(v document.Value, boxed bool) []byte {
 func (e *Engine) countFromCounters(r storage.Reader, c *containerRecord, rangeID string, scope *itemScope, now time.Time, boxed bool, st *readStats, page *FeedPage) (bool, error) {
 	var n int64
 	switch scope.kind {
-	case plan.ScopeAll:
-		u, err := e.usage(r, c, now, st)
-		if err != nil {
-			return false, err
-		}
-		n = u.DocumentsCount
-	case plan.ScopeRange:
-		if !c.SeqPerRange {
-			return false, nil
-		}
-		seq := -1
-		for i, rg := range splitRanges(c.Ranges) {
-			if rg.ID == rangeID {
-				seq = i
-			}
-		}
-		if seq < 0 {
-			return false, nil
-		}
-		state, err := readState(r, c.Rid, seq)
-		if err != nil {
-			return false, err
-		}
-		st.entries++
-		n = state.items
-		err = eachExpired(r, c, now, func(_ int64, loc []byte) {
-			st.entries++
-			if scope.holds(loc) {
-				n--
-			}
-		})
-		if err != nil {
-			return false, err
-		}
-		n = max(n, 0)
 	case plan.ScopePartition:
 		var p plan.Plan
 		var err error
@@ -140,7 +105,11 @@ func (e *Engine) countFromCounters(r storage.Reader, c *containerRecord, rangeID
 		}
 		page.Plan = &p
 	default:
-		return false, nil
+		var ok bool
+		var err error
+		if n, ok, err = e.scopeCount(r, c, rangeID, scope, now, st); err != nil || !ok {
+			return false, err
+		}
 	}
 	if page.Plan == nil {
 		p := plan.CountersPlan(scope.kind)
@@ -148,6 +117,48 @@ func (e *Engine) countFromCounters(r storage.Reader, c *containerRecord, rangeID
 	}
 	page.Items = append(page.Items, partialRow(document.Int(n), boxed))
 	return true, nil
+}
+
+// scopeCount returns the number of live items in the whole container or
+// in range rangeID (scope), from the counters less the purge backlog; it
+// reports false for other scopes, and for a range of a container that
+// keeps no sequence per range, whose counters are the container's.
+func (e *Engine) scopeCount(r storage.Reader, c *containerRecord, rangeID string, scope *itemScope, now time.Time, st *readStats) (int64, bool, error) {
+	switch scope.kind {
+	case plan.ScopeAll:
+		u, err := e.usage(r, c, now, st)
+		if err != nil {
+			return 0, false, err
+		}
+		return u.DocumentsCount, true, nil
+	case plan.ScopeRange:
+		if !c.SeqPerRange {
+			return 0, false, nil
+		}
+		seq := -1
+		for i, rg := range splitRanges(c.Ranges) {
+			if rg.ID == rangeID {
+				seq = i
+			}
+		}
+		if seq < 0 {
+			return 0, false, nil
+		}
+		state, err := readState(r, c.Rid, seq)
+		if err != nil {
+			return 0, false, err
+		}
+		st.entries++
+		n := state.items
+		err = eachExpired(r, c, now, func(_ int64, loc []byte) {
+			st.entries++
+			if scope.holds(loc) {
+				n--
+			}
+		})
+		return max(n, 0), err == nil, err
+	}
+	return 0, false, nil
 }
 
 // oneTerm reports whether preds make one term of an index whose values are

@@ -27,7 +27,11 @@ import (
 // answered the same way, the count being that of the path's entries of
 // live items in the scope: an item with a value there has one entry for
 // it, and none holds an array or an object (below). It reads every entry
-// of the path, a few bytes each, where evaluating it read every record.
+// of the path in the scope, a few bytes each, where evaluating it read
+// every record. Once the path's absence entries are built (absent.go),
+// which the query asks for, the count is the scope's from the counters
+// (countFromCounters) less the items without the path, and it reads those
+// items' entries alone.
 //
 // It reports false, and the query's evaluation answers, when the index
 // cannot tell the answer: an item of the scope holds an array or an object
@@ -37,7 +41,7 @@ import (
 // is a system property or crosses an array, or the index is being rebuilt;
 // and for a logical partition or a hierarchical prefix, whose own records
 // a scan reads, where the path's entries are the whole container's.
-func extremeByIndex(r storage.Reader, c *containerRecord, q *ast.Query, scope *itemScope, now time.Time, st *readStats, page *FeedPage) (bool, error) {
+func (e *Engine) extremeByIndex(r storage.Reader, c *containerRecord, q *ast.Query, rangeID string, scope *itemScope, now time.Time, st *readStats, page *FeedPage) (bool, error) {
 	call, obj, boxed := extremeShape(q)
 	if call == nil || q.Where != nil || !c.Index.Ready || c.index.none ||
 		(scope.kind != plan.ScopeAll && scope.kind != plan.ScopeRange) {
@@ -82,9 +86,28 @@ func extremeByIndex(r storage.Reader, c *containerRecord, q *ast.Query, scope *i
 	var value, loc []byte
 	var n int64
 	keep := func(v, l []byte) { value, loc = append(value[:0], v...), append(loc[:0], l...) }
-	if obj == nil {
+	counted := false
+	if obj != nil {
+		if !c.absentReady(path) {
+			e.wantAbsent(c, path, entryKinds{})
+		} else if n, counted, err = e.scopeCount(r, c, rangeID, scope, now, st); err == nil && counted {
+			// The scope's live items less those without the path.
+			prefix := absentPrefix(indexPrefix(c), absentLocMarker, path)
+			lo, hi := scopeBounds(prefix, scope)
+			err = scanRange(r, lo, hi, func(k, _ []byte) (bool, error) {
+				read++
+				if l := k[len(prefix):]; scope.holds(l) && !expired[string(l)] {
+					n--
+				}
+				return true, st.entry()
+			})
+		}
+	}
+	switch {
+	case err != nil:
+	case obj == nil || counted:
 		err = each(scalars, markers, isMax, func(v, l []byte) bool { keep(v, l); return false })
-	} else {
+	default:
 		err = each(scalars, markers, false, func(v, l []byte) bool {
 			if n == 0 || isMax {
 				keep(v, l)
