@@ -119,10 +119,11 @@ func (e *Engine) countFromCounters(r storage.Reader, c *containerRecord, rangeID
 	return true, nil
 }
 
-// scopeCount returns the number of live items in the whole container or
-// in range rangeID (scope), from the counters less the purge backlog; it
-// reports false for other scopes, and for a range of a container that
-// keeps no sequence per range, whose counters are the container's.
+// scopeCount returns the number of live items in the whole container, in
+// range rangeID, or in a logical partition (scope), from the counters less
+// the purge backlog (in a partition, countPartition's); it reports false
+// for a hierarchical prefix, and for a range of a container that keeps no
+// sequence per range, whose counters are the container's.
 func (e *Engine) scopeCount(r storage.Reader, c *containerRecord, rangeID string, scope *itemScope, now time.Time, st *readStats) (int64, bool, error) {
 	switch scope.kind {
 	case plan.ScopeAll:
@@ -157,6 +158,9 @@ func (e *Engine) scopeCount(r storage.Reader, c *containerRecord, rangeID string
 			}
 		})
 		return max(n, 0), err == nil, err
+	case plan.ScopePartition:
+		n, _, err := countPartition(r, c, scope, now, st)
+		return n, err == nil, err
 	}
 	return 0, false, nil
 }
@@ -274,13 +278,8 @@ func countByIndex(r storage.Reader, c *containerRecord, q *ast.Query, params map
 	switch scope.kind {
 	case plan.ScopeAll, plan.ScopeRange:
 	case plan.ScopePartition:
-		v, err := r.Get(partitionCountKey(c.Rid, scope.epk))
-		st.entries++
-		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		if alone, err := partitionAlone(r, c, scope, st); err != nil || !alone {
 			return false, err
-		}
-		if owner, ok := partitionOwner(v); err == nil && (!ok || !bytes.Equal(owner, scope.pk)) {
-			return false, nil
 		}
 	default:
 		return false, nil
@@ -313,6 +312,23 @@ func countByIndex(r storage.Reader, c *containerRecord, q *ast.Query, params map
 	page.Plan = &p
 	page.Items = append(page.Items, partialRow(document.Int(n), boxed))
 	return true, nil
+}
+
+// partitionAlone reports whether the logical partition scope is the only
+// one with items at its EPK, by its EPK's counter (partitionOwner): two
+// keys share an EPK on a hash collision, and then their entries share a
+// span.
+func partitionAlone(r storage.Reader, c *containerRecord, scope *itemScope, st *readStats) (bool, error) {
+	v, err := r.Get(partitionCountKey(c.Rid, scope.epk))
+	st.entries++
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return true, nil
+	case err != nil:
+		return false, err
+	}
+	owner, ok := partitionOwner(v)
+	return ok && bytes.Equal(owner, scope.pk), nil
 }
 
 // expiredIn returns the locations of scope's items that are expired at

@@ -405,9 +405,9 @@ func TestCountByIndex(t *testing.T) {
 }
 
 // In a logical partition whose EPK another partition key shares, the
-// property's entries in the EPK's span are both keys' items: such a count
-// is evaluated, and counted by the index once the EPK's counter names one
-// key again.
+// property's entries in the EPK's span are both keys' items: such a count,
+// or MAX, is evaluated, and answered by the index once the EPK's counter
+// names one key again.
 func TestCountByIndexSharedEPK(t *testing.T) {
 	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":1}}`)
 	ctx := context.Background()
@@ -416,30 +416,49 @@ func TestCountByIndexSharedEPK(t *testing.T) {
 	ref := func(pk string) ItemRef {
 		return ItemRef{DB: "db", Coll: "c", HasKey: true, PartitionKey: partition.Key{partition.String(pk)}}
 	}
-	write := func(pk, id string) {
+	write := func(pk, id string, v int) {
 		t.Helper()
-		if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: ref(pk), Mode: ModeCreate, Body: []byte(fmt.Sprintf(`{"id":%q,"pk":%q,"v":1}`, id, pk))}); err != nil {
+		if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: ref(pk), Mode: ModeCreate, Body: []byte(fmt.Sprintf(`{"id":%q,"pk":%q,"v":%d}`, id, pk, v))}); err != nil {
 			t.Fatal(err)
+		}
+	}
+	// The partition entries of v, from which MAX(c.v) in a partition is
+	// read.
+	be.e.wantAbsent(be.containerOf(t, "c"), []string{"v"}, entryKinds{parts: true})
+	drainIndexer(t, be.e.NewIndexer(nil))
+	ask := func(pk, query string, access plan.Access, want string, byIndex bool) {
+		t.Helper()
+		page, err := be.e.QueryItems(ctx, QueryParams{ItemRef: ref(pk), Query: query})
+		if err != nil || len(page.Items) > 1 {
+			t.Fatalf("…%s: %v", pk[len(pk)-3:], err)
+		}
+		got := ""
+		if len(page.Items) == 1 {
+			got = string(page.Items[0])
+		}
+		counted := page.Plan != nil && page.Plan.Chosen.Access == access
+		if got != want || counted != byIndex {
+			t.Fatalf("…%s, %s: %s by %v, want %s (by the index: %v)", pk[len(pk)-3:], query, got, page.Plan, want, byIndex)
 		}
 	}
 	expect := func(pk, want string, byIndex bool) {
 		t.Helper()
-		page, err := be.e.QueryItems(ctx, QueryParams{ItemRef: ref(pk), Query: "SELECT VALUE COUNT(1) FROM c WHERE c.v = 1"})
-		if err != nil || len(page.Items) != 1 {
-			t.Fatalf("…%s: %v", pk[len(pk)-3:], err)
-		}
-		counted := page.Plan != nil && page.Plan.Chosen.Access == plan.IndexCount
-		if got := string(page.Items[0]); got != want || counted != byIndex {
-			t.Fatalf("…%s: %s by %v, want %s (by the index: %v)", pk[len(pk)-3:], got, page.Plan, want, byIndex)
-		}
+		ask(pk, "SELECT VALUE COUNT(1) FROM c WHERE c.v = 1", plan.IndexCount, want, byIndex)
 	}
-	write(one, "a")
-	write(one, "b")
+	expectMax := func(pk, want string, byIndex bool) {
+		t.Helper()
+		ask(pk, "SELECT VALUE MAX(c.v) FROM c", plan.IndexExtreme, want, byIndex)
+	}
+	write(one, "a", 1)
+	write(one, "b", 1)
 	expect(one, "2", true)
+	expectMax(one, "1", true)
 	expect(two, "0", false)
-	write(two, "a")
+	write(two, "a", 5)
 	expect(one, "2", false)
-	expect(two, "1", false)
+	expectMax(one, "1", false)
+	expect(two, "0", false)
+	expectMax(two, "5", false)
 }
 
 // MIN and MAX of a path, without a filter, over each range of a
@@ -451,7 +470,8 @@ func TestCountByIndexSharedEPK(t *testing.T) {
 // array, an object or such a number is always answered so. The rewrite
 // that carries the count is answered from the path's entries at first,
 // and once the path's absence entries (which it asks for) are built, from
-// the counters less the items without the path.
+// the counters less the items without the path; in a logical partition,
+// from the path's partition entries once they are built.
 func TestExtremeByIndex(t *testing.T) {
 	be := newBatchEnv(t, "null")
 	ctx := context.Background()
@@ -470,14 +490,21 @@ func TestExtremeByIndex(t *testing.T) {
 		return strings.Join(props, ",")
 	}
 	change := func() { be.churn(t, "s", rnd, 60, 9, props) }
-	query := func(rangeID, text string) *FeedPage {
+	// A scope is a range's id, or "pk:" and a partition key.
+	query := func(scope, text string) *FeedPage {
 		t.Helper()
-		page, err := be.e.QueryItems(ctx, QueryParams{ItemRef: ItemRef{DB: "db", Coll: "s"}, Query: text, RangeID: rangeID, CrossPartition: true})
+		p := QueryParams{ItemRef: ItemRef{DB: "db", Coll: "s"}, Query: text, RangeID: scope, CrossPartition: true}
+		if pk, ok := strings.CutPrefix(scope, "pk:"); ok {
+			p.RangeID, p.CrossPartition = "", false
+			p.HasKey, p.PartitionKey = true, partition.Key{partition.String(pk)}
+		}
+		page, err := be.e.QueryItems(ctx, p)
 		if err != nil {
-			t.Fatalf("%s, range %q: %v", text, rangeID, err)
+			t.Fatalf("%s, scope %q: %v", text, scope, err)
 		}
 		return page
 	}
+	scopes := append(rangeIDs(ranges), "pk:p0", "pk:p4", "pk:p8", "pk:none")
 	rows := func(page *FeedPage) string {
 		var out []string
 		for _, it := range page.Items {
@@ -485,28 +512,32 @@ func TestExtremeByIndex(t *testing.T) {
 		}
 		return strings.Join(out, " ")
 	}
-	byIndex, values := 0, 0
+	byIndex, values, partitions := 0, 0, 0
 	for step := range 400 {
 		change()
 		if step%20 != 19 {
 			continue
 		}
+		if step == 219 {
+			be.e.wantAbsent(be.containerOf(t, "s"), []string{"w"}, entryKinds{parts: true})
+		}
 		if step >= 200 {
 			drainIndexer(t, be.e.NewIndexer(nil))
-			if !be.containerOf(t, "s").absentReady([]string{"w"}) {
-				t.Fatal("the absence entries of /w are not built")
+			if !be.containerOf(t, "s").partsReady([]string{"w"}) {
+				t.Fatal("the absence and partition entries of /w are not built")
 			}
 		}
-		for _, rangeID := range rangeIDs(ranges) {
+		for _, scope := range scopes {
+			inPartition := strings.HasPrefix(scope, "pk:")
 			for _, agg := range []string{"MIN", "MAX"} {
 				for _, path := range []string{"c.v", "c.w", "c.o.x", "c.b"} {
 					for _, shape := range []string{"SELECT VALUE %s(%s) FROM c", `SELECT VALUE [{"item": %s(%s)}] FROM c`,
 						`SELECT VALUE [{"item": {"m": %[1]s(%[2]s), "count": COUNT(%[2]s)}}] FROM c`} {
 						text := fmt.Sprintf(shape, agg, path)
-						page := query(rangeID, text)
-						want := rows(query(rangeID, text+" WHERE true"))
+						page := query(scope, text)
+						want := rows(query(scope, text+" WHERE true"))
 						if got := rows(page); got != want {
-							t.Fatalf("step %d, range %q, %s: %s, evaluated %s", step, rangeID, text, got, want)
+							t.Fatalf("step %d, scope %q, %s: %s, evaluated %s", step, scope, text, got, want)
 						}
 						counted := page.Plan != nil && page.Plan.Chosen.Access == plan.IndexExtreme
 						if counted && page.Examined > 1 {
@@ -516,8 +547,18 @@ func TestExtremeByIndex(t *testing.T) {
 						if strings.Contains(shape, "COUNT") {
 							valued = strings.Contains(want, `"m":`)
 						}
-						if (path == "c.w" || path == "c.o.x") && valued && !counted {
-							t.Fatalf("step %d, range %q, %s: answered by %v", step, rangeID, text, page.Plan)
+						// In a partition, the path's partition entries answer.
+						answers := !inPartition && (path == "c.w" || path == "c.o.x") || inPartition && step >= 200 && path == "c.w"
+						if answers && valued && !counted {
+							t.Fatalf("step %d, scope %q, %s: answered by %v", step, scope, text, page.Plan)
+						}
+						if inPartition && counted {
+							partitions++
+							// The partition's entries alone: it holds 7
+							// items at most.
+							if page.Plan.Chosen.Entries > 8 {
+								t.Fatalf("step %d, scope %q, %s: read %.0f entries", step, scope, text, page.Plan.Chosen.Entries)
+							}
 						}
 						if counted {
 							byIndex++
@@ -530,8 +571,8 @@ func TestExtremeByIndex(t *testing.T) {
 			}
 		}
 	}
-	if byIndex == 0 || values == 0 {
-		t.Fatalf("%d answers by the index, %d with a value: the test shows nothing", byIndex, values)
+	if byIndex == 0 || values == 0 || partitions == 0 {
+		t.Fatalf("%d answers by the index (%d in a partition), %d with a value: the test shows nothing", byIndex, partitions, values)
 	}
-	t.Logf("%d answers by the index, %d with a value", byIndex, values)
+	t.Logf("%d answers by the index (%d in a partition), %d with a value", byIndex, partitions, values)
 }

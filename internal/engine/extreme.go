@@ -14,9 +14,9 @@ import (
 
 // extremeByIndex answers SELECT VALUE MIN(c.path) FROM c, or MAX, with no
 // WHERE clause (or the SDKs' per-range rewrite, [{"item": MAX(c.path)}]),
-// over the whole container or a range, from the path's index entries:
-// they sort as MIN and MAX compare (null, false, true, numbers, strings),
-// so the answer is the item at the first or last entry of a scalar in the
+// over the whole container, a range or a logical partition, from the
+// path's index entries: they sort as MIN and MAX compare (null, false,
+// true, numbers, strings), so the answer is the item at the first or last entry of a scalar in the
 // scope, skipping the items expired and not purged yet, and it reads that
 // item's record for the value as written. It reads as many entries as lie
 // outside the scope before it, and a record, where evaluating it read
@@ -30,7 +30,7 @@ import (
 // of the path in the scope, a few bytes each, where evaluating it read
 // every record. Once the path's absence entries are built (absent.go),
 // which the query asks for, the count is the scope's from the counters
-// (countFromCounters) less the items without the path, and it reads those
+// (scopeCount) less the items without the path, and it reads those
 // items' entries alone.
 //
 // It reports false, and the query's evaluation answers, when the index
@@ -38,24 +38,40 @@ import (
 // there (MIN and MAX are then undefined; the index keeps a marker entry
 // for each), none holds a scalar (the query has no value), the value is a
 // number of magnitude 2^53 or more (whose double others share), the path
-// is a system property or crosses an array, or the index is being rebuilt;
-// and for a logical partition or a hierarchical prefix, whose own records
-// a scan reads, where the path's entries are the whole container's.
+// is a system property or crosses an array, or the index is being rebuilt.
+// In a logical partition it reads the path's partition entries (absent.go),
+// the partition's own, once they are built, and only when no other key
+// shares the partition's EPK (partitionAlone); otherwise, and for a
+// hierarchical prefix, the evaluation scans the scope's own records, where
+// the path's entries are the whole container's.
 func (e *Engine) extremeByIndex(r storage.Reader, c *containerRecord, q *ast.Query, rangeID string, scope *itemScope, now time.Time, st *readStats, page *FeedPage) (bool, error) {
 	call, obj, boxed := extremeShape(q)
-	if call == nil || q.Where != nil || !c.Index.Ready || c.index.none ||
-		(scope.kind != plan.ScopeAll && scope.kind != plan.ScopeRange) {
+	if call == nil || q.Where != nil || !c.Index.Ready || c.index.none {
 		return false, nil
 	}
 	path, ok := plan.DocPath(q, call.Args[0])
 	if !ok || crossesArray(path) || systemPath(path) || !c.index.indexes(path) {
 		return false, nil
 	}
+	var base []byte
+	switch scope.kind {
+	case plan.ScopeAll, plan.ScopeRange:
+		base = appendIndexPath(indexPrefix(c), path)
+	case plan.ScopePartition:
+		if !c.partsReady(path) {
+			return false, nil
+		}
+		if alone, err := partitionAlone(r, c, scope, st); err != nil || !alone {
+			return false, err
+		}
+		base = partsPrefix(c, path, scope.epk)
+	default:
+		return false, nil
+	}
 	expired, err := expiredIn(r, c, scope, now, st)
 	if err != nil {
 		return false, err
 	}
-	base := appendIndexPath(indexPrefix(c), path)
 	var read int64
 	// each hands fn the value and location of each entry of the scope's
 	// live items in [lo, hi), from the end when reverse, until fn returns
