@@ -471,7 +471,8 @@ func TestCountByIndexSharedEPK(t *testing.T) {
 // that carries the count is answered from the path's entries at first,
 // and once the path's absence entries (which it asks for) are built, from
 // the counters less the items without the path; in a logical partition,
-// from the path's partition entries once they are built.
+// from the path's partition entries once they are built. _ts is answered
+// once its entries, which the query asks for, are built.
 func TestExtremeByIndex(t *testing.T) {
 	be := newBatchEnv(t, "null")
 	ctx := context.Background()
@@ -530,7 +531,7 @@ func TestExtremeByIndex(t *testing.T) {
 		for _, scope := range scopes {
 			inPartition := strings.HasPrefix(scope, "pk:")
 			for _, agg := range []string{"MIN", "MAX"} {
-				for _, path := range []string{"c.v", "c.w", "c.o.x", "c.b"} {
+				for _, path := range []string{"c.v", "c.w", "c.o.x", "c.b", "c._ts"} {
 					for _, shape := range []string{"SELECT VALUE %s(%s) FROM c", `SELECT VALUE [{"item": %s(%s)}] FROM c`,
 						`SELECT VALUE [{"item": {"m": %[1]s(%[2]s), "count": COUNT(%[2]s)}}] FROM c`} {
 						text := fmt.Sprintf(shape, agg, path)
@@ -548,7 +549,8 @@ func TestExtremeByIndex(t *testing.T) {
 							valued = strings.Contains(want, `"m":`)
 						}
 						// In a partition, the path's partition entries answer.
-						answers := !inPartition && (path == "c.w" || path == "c.o.x") || inPartition && step >= 200 && path == "c.w"
+						answers := !inPartition && (path == "c.w" || path == "c.o.x" || path == "c._ts" && step >= 200) ||
+							inPartition && step >= 200 && path == "c.w"
 						if answers && valued && !counted {
 							t.Fatalf("step %d, scope %q, %s: answered by %v", step, scope, text, page.Plan)
 						}

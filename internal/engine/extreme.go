@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,6 +40,8 @@ import (
 // for each), none holds a scalar (the query has no value), the value is a
 // number of magnitude 2^53 or more (whose double others share), the path
 // is a system property or crosses an array, or the index is being rebuilt.
+// Of the system properties, _ts is answered once its entries, which the
+// query asks for as a filter on it does, are built.
 // In a logical partition it reads the path's partition entries (absent.go),
 // the partition's own, once they are built, and only when no other key
 // shares the partition's EPK (partitionAlone); otherwise, and for a
@@ -50,7 +53,12 @@ func (e *Engine) extremeByIndex(r storage.Reader, c *containerRecord, q *ast.Que
 		return false, nil
 	}
 	path, ok := plan.DocPath(q, call.Args[0])
-	if !ok || crossesArray(path) || systemPath(path) || !c.index.indexes(path) {
+	ts := ok && slices.Equal(path, tsPath)
+	if ts && !c.index.ts && c.index.tsListable(tsPath) {
+		// _ts is indexed once a query on it asks (absent.go).
+		e.wantAbsent(c, tsPath, entryKinds{own: true})
+	}
+	if !ok || crossesArray(path) || systemPath(path) && !ts || !c.index.indexes(path) {
 		return false, nil
 	}
 	var base []byte
