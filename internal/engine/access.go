@@ -501,8 +501,12 @@ func exactScalar(v document.Value) bool {
 
 // entryLoc is the location at the end of an index entry key k whose path
 // ends at offset base; ok is false for a malformed key.
-func entryLoc(k []byte, base int) ([]byte, bool) {
-	n := indexValueLen(k[base:])
+func entryLoc(k []byte, base int) ([]byte, bool) { return maskedEntryLoc(k, base, 0) }
+
+// maskedEntryLoc is entryLoc of an entry whose value was XORed with mask
+// (0xFF: the descending last path of a composite index).
+func maskedEntryLoc(k []byte, base int, mask byte) ([]byte, bool) {
+	n := maskedValueLen(k[base:], mask)
 	if n <= 0 || len(k)-base-n < 10 {
 		return nil, false
 	}

@@ -23,6 +23,10 @@ import (
 // outside the scope before it, and a record, where evaluating it read
 // every record of the scope.
 //
+// With a WHERE clause of one equality on another property, over the whole
+// container or a range, the entries read are those of a composite index
+// on the two paths under the equality's value (compositeExtreme).
+//
 // The rewrite the gateway plan gives clients that read a range's extreme
 // with its count, {"max": MAX(c.path), "count": COUNT(c.path)}, is
 // answered the same way, the count being that of the path's entries of
@@ -47,9 +51,9 @@ import (
 // shares the partition's EPK (partitionAlone); otherwise, and for a
 // hierarchical prefix, the evaluation scans the scope's own records, where
 // the path's entries are the whole container's.
-func (e *Engine) extremeByIndex(r storage.Reader, c *containerRecord, q *ast.Query, rangeID string, scope *itemScope, now time.Time, st *readStats, page *FeedPage) (bool, error) {
+func (e *Engine) extremeByIndex(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, rangeID string, scope *itemScope, now time.Time, st *readStats, page *FeedPage) (bool, error) {
 	call, obj, boxed := extremeShape(q)
-	if call == nil || q.Where != nil || !c.Index.Ready || c.index.none {
+	if call == nil || !c.Index.Ready || c.index.none {
 		return false, nil
 	}
 	path, ok := plan.DocPath(q, call.Args[0])
@@ -61,11 +65,28 @@ func (e *Engine) extremeByIndex(r storage.Reader, c *containerRecord, q *ast.Que
 	if !ok || crossesArray(path) || systemPath(path) && !ts || !c.index.indexes(path) {
 		return false, nil
 	}
-	var base []byte
-	switch scope.kind {
-	case plan.ScopeAll, plan.ScopeRange:
-		base = appendIndexPath(indexPrefix(c), path)
-	case plan.ScopePartition:
+	// The entries read are base + value (XORed with mask) + location, the
+	// scalars' in [lo, hi); the scope's arrays and objects at the path are
+	// marked by entries under marks.
+	own := appendIndexPath(indexPrefix(c), path)
+	var base, lo, hi, marks []byte
+	var mask byte
+	switch {
+	case q.Where != nil:
+		if scope.kind != plan.ScopeAll && scope.kind != plan.ScopeRange || systemPath(path) {
+			return false, nil
+		}
+		var desc bool
+		if base, desc, ok = compositeExtreme(c, q, params, path); !ok {
+			return false, nil
+		}
+		lo, hi, marks = base, prefixEnd(base), own
+		if desc {
+			mask = 0xff
+		}
+	case scope.kind == plan.ScopeAll || scope.kind == plan.ScopeRange:
+		base, marks = own, own
+	case scope.kind == plan.ScopePartition:
 		if !c.partsReady(path) {
 			return false, nil
 		}
@@ -73,24 +94,28 @@ func (e *Engine) extremeByIndex(r storage.Reader, c *containerRecord, q *ast.Que
 			return false, err
 		}
 		base = partsPrefix(c, path, scope.epk)
+		marks = base
 	default:
 		return false, nil
+	}
+	if lo == nil {
+		lo, hi = append(bytes.Clone(base), tagNull), append(bytes.Clone(base), tagArray)
 	}
 	expired, err := expiredIn(r, c, scope, now, st)
 	if err != nil {
 		return false, err
 	}
 	var read int64
-	// each hands fn the value and location of each entry of the scope's
-	// live items in [lo, hi), from the end when reverse, until fn returns
-	// false.
-	each := func(lo, hi []byte, reverse bool, fn func(value, loc []byte) bool) error {
+	// each hands fn the value and location of each entry under base of
+	// the scope's live items in [lo, hi), from the end when reverse, until
+	// fn returns false.
+	each := func(base []byte, mask byte, lo, hi []byte, reverse bool, fn func(value, loc []byte) bool) error {
 		return scanRangeDir(r, lo, hi, reverse, func(k, _ []byte) (bool, error) {
 			read++
 			if err := st.entry(); err != nil {
 				return false, err
 			}
-			l, ok := entryLoc(k, len(base))
+			l, ok := maskedEntryLoc(k, len(base), mask)
 			if !ok {
 				return false, fmt.Errorf("index entry %x: malformed", k)
 			}
@@ -100,18 +125,23 @@ func (e *Engine) extremeByIndex(r storage.Reader, c *containerRecord, q *ast.Que
 			return fn(k[len(base):len(k)-len(l)], l), nil
 		})
 	}
-	scalars := append(bytes.Clone(base), tagNull)
-	markers := append(bytes.Clone(base), tagArray)
 	marked := false
-	if err := each(markers, prefixEnd(base), false, func(_, _ []byte) bool { marked = true; return false }); err != nil || marked {
+	if err := each(marks, 0, append(bytes.Clone(marks), tagArray), prefixEnd(marks), false, func(_, _ []byte) bool { marked = true; return false }); err != nil || marked {
 		return false, err
 	}
 	isMax := strings.EqualFold(call.Name, "MAX")
 	var value, loc []byte
 	var n int64
-	keep := func(v, l []byte) { value, loc = append(value[:0], v...), append(loc[:0], l...) }
+	keep := func(v, l []byte) {
+		value, loc = append(value[:0], v...), append(loc[:0], l...)
+		if mask != 0 {
+			invert(value)
+		}
+	}
+	// last: the largest value is the last entry (first when descending).
+	last := isMax == (mask == 0)
 	counted := false
-	if obj != nil {
+	if obj != nil && q.Where == nil {
 		if !c.absentReady(path) {
 			e.wantAbsent(c, path, entryKinds{})
 		} else if n, counted, err = e.scopeCount(r, c, rangeID, scope, now, st); err == nil && counted {
@@ -130,10 +160,10 @@ func (e *Engine) extremeByIndex(r storage.Reader, c *containerRecord, q *ast.Que
 	switch {
 	case err != nil:
 	case obj == nil || counted:
-		err = each(scalars, markers, isMax, func(v, l []byte) bool { keep(v, l); return false })
+		err = each(base, mask, lo, hi, last, func(v, l []byte) bool { keep(v, l); return false })
 	default:
-		err = each(scalars, markers, false, func(v, l []byte) bool {
-			if n == 0 || isMax {
+		err = each(base, mask, lo, hi, false, func(v, l []byte) bool {
+			if n == 0 || last {
 				keep(v, l)
 			}
 			n++
@@ -195,4 +225,35 @@ func extremeShape(q *ast.Query) (call *ast.Call, obj *ast.ObjectLit, boxed bool)
 		return nil, nil, false
 	}
 	return call, nil, boxed
+}
+
+// compositeExtreme returns where the entries of a composite index on the
+// path of q's WHERE clause and then on path begin for the value the clause
+// asks for, and whether path descends in it, when q's WHERE clause is one
+// equality with an exact scalar on a property (c.type = 'order') and the
+// policy has such a composite of two paths. Under that prefix, each item
+// with that value and a scalar at path has one entry, by its value at path;
+// an item with an array or an object or nothing there has none (a
+// composite of more paths would leave out the items without a later path
+// too).
+func compositeExtreme(c *containerRecord, q *ast.Query, params map[string]document.Value, path []string) ([]byte, bool, bool) {
+	if !plan.Exact(q, params) {
+		return nil, false, false
+	}
+	terms := plan.Terms(plan.Predicates(q, params))
+	if len(terms) != 1 || len(terms[0].Spans) != 1 {
+		return nil, false, false
+	}
+	t, sp := terms[0], terms[0].Spans[0]
+	if sp.Kind != plan.SpanValue || !exactScalar(sp.Lo) || crossesArray(t.Path) || systemPath(t.Path) {
+		return nil, false, false
+	}
+	for i := range c.index.composites {
+		ci := &c.index.composites[i]
+		if ci.kept && len(ci.paths) == 2 && slices.Equal(ci.paths[0], t.Path) && slices.Equal(ci.paths[1], path) {
+			base, ok := appendCompositeValue(compositePrefix(indexPrefix(c), ci.ordinal), sp.Lo, ci.desc[0])
+			return base, ci.desc[1], ok
+		}
+	}
+	return nil, false, false
 }
