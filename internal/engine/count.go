@@ -255,7 +255,7 @@ func countByIndex(r storage.Reader, c *containerRecord, q *ast.Query, params map
 	}
 	preds := plan.Predicates(q, params)
 	if !oneTerm(preds) {
-		return false, nil
+		return countByComposite(r, c, q, params, preds, scope, now, boxed, st, page)
 	}
 	terms := plan.Terms(preds)
 	if len(terms) != 1 {
@@ -308,10 +308,92 @@ func countByIndex(r storage.Reader, c *containerRecord, q *ast.Query, params map
 			return false, err
 		}
 	}
-	p := plan.IndexCountPlan(scope.kind, t, read)
+	p := plan.IndexCountPlan(scope.kind, []plan.Term{t}, nil, read)
 	page.Plan = &p
 	page.Items = append(page.Items, partialRow(document.Int(n), boxed))
 	return true, nil
+}
+
+// countByComposite answers a count (countShape) whose WHERE clause is
+// terms on several properties, each one term the index answers exactly
+// (oneTerm), over the whole container or a range, when a composite index
+// of the policy has exactly those paths and its span for the terms is
+// exact (plan.CompositeUses: equalities on its leading paths, and any
+// term on the last): an item passes the terms if and only if it has an
+// entry in the span, since every term holds only for scalars and the
+// composite keeps an entry for each item with scalars at all its paths.
+// It counts the span's entries of live items in the scope, as
+// countByIndex counts one path's. A composite of more paths leaves out
+// the items without a later path, and a term the span does not bound is
+// told from the entry's key by a check that lets some pass, so neither
+// counts.
+func countByComposite(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, preds []plan.Predicate, scope *itemScope, now time.Time, boxed bool, st *readStats, page *FeedPage) (bool, error) {
+	if scope.kind != plan.ScopeAll && scope.kind != plan.ScopeRange {
+		return false, nil
+	}
+	byPath := map[string][]plan.Predicate{}
+	for _, p := range preds {
+		key := strings.Join(p.Path, "\x00")
+		byPath[key] = append(byPath[key], p)
+	}
+	for _, group := range byPath {
+		if !oneTerm(group) {
+			return false, nil
+		}
+	}
+	terms := plan.Terms(preds)
+	if len(terms) != len(byPath) {
+		return false, nil
+	}
+	for _, t := range terms {
+		if crossesArray(t.Path) || systemPath(t.Path) {
+			return false, nil
+		}
+		for _, sp := range t.Spans {
+			if (sp.Kind == plan.SpanValue || sp.HasLo) && !exactScalar(sp.Lo) || sp.HasHi && !exactScalar(sp.Hi) {
+				return false, nil
+			}
+		}
+	}
+	for _, u := range compositeUses(c, q, params, terms) {
+		// Every path of a composite it uses has a term (plan.CompositeUses):
+		// the span bounds them all when it reads every term.
+		comp, ok := c.policyComposite(u.Index.Ordinal)
+		if !ok || len(u.Terms()) != len(terms) {
+			continue
+		}
+		expired, err := expiredIn(r, c, scope, now, st)
+		if err != nil {
+			return false, err
+		}
+		base := compositeBase(c, &u)
+		var n, read int64
+		for _, sp := range compositeSpans(c, &u, terms) {
+			err := scanRange(r, sp.lo, sp.hi, func(k, _ []byte) (bool, error) {
+				read++
+				loc, ok := compositeLoc(k, base, comp)
+				if !ok {
+					return false, fmt.Errorf("composite entry %x: malformed", k)
+				}
+				if scope.holds(loc) && !expired[string(loc)] {
+					n++
+				}
+				return true, st.entry()
+			})
+			if err != nil {
+				return false, err
+			}
+		}
+		ordered := make([]plan.Term, 0, len(terms))
+		for _, i := range u.Terms() {
+			ordered = append(ordered, terms[i])
+		}
+		p := plan.IndexCountPlan(scope.kind, ordered, &u, read)
+		page.Plan = &p
+		page.Items = append(page.Items, partialRow(document.Int(n), boxed))
+		return true, nil
+	}
+	return false, nil
 }
 
 // partitionAlone reports whether the logical partition scope is the only

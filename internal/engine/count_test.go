@@ -587,34 +587,9 @@ func TestExtremeByIndex(t *testing.T) {
 func TestExtremeByComposite(t *testing.T) {
 	be := newBatchEnv(t, "null")
 	ctx := context.Background()
-	policy := `{"indexingMode":"consistent","includedPaths":[{"path":"/*"}],"compositeIndexes":[` +
-		`[{"path":"/g"},{"path":"/w"}],` +
-		`[{"path":"/g","order":"descending"},{"path":"/v","order":"descending"}],` +
-		`[{"path":"/g"},{"path":"/b","order":"descending"}],` +
-		`[{"path":"/g"},{"path":"/o/x"},{"path":"/w"}]]}`
-	if _, err := be.e.CreateContainer(ctx, "db", batchJSON(t, `{"id":"k","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":-1,"indexingPolicy":`+policy+`}`), &Throughput{Manual: 24000}); err != nil {
-		t.Fatal(err)
-	}
-	ranges, _, err := be.e.PartitionKeyRanges(ctx, "db", "k")
-	if err != nil || len(ranges) < 2 {
-		t.Fatalf("%d ranges (%v), want several", len(ranges), err)
-	}
+	ranges := be.compositeContainer(t)
 	rnd := rand.New(rand.NewPCG(19, 23))
-	props := func() string {
-		var props []string
-		if rnd.IntN(6) > 0 {
-			props = append(props, `"g":`+[]string{"1", "2", `"a"`, "null", "[1]", "1.0"}[rnd.IntN(6)])
-		}
-		if rnd.IntN(5) > 0 {
-			props = append(props, `"v":`+[]string{"0", "7", "-2.5", `"a"`, `"zz"`, "true", "false", "null", "[1]", "9007199254740993"}[rnd.IntN(10)])
-		}
-		if rnd.IntN(5) > 0 {
-			props = append(props, `"w":`+[]string{"0", "1", "2.5", "-3", `"b"`, `"c"`, "true", "false", "null"}[rnd.IntN(9)])
-		}
-		props = append(props, fmt.Sprintf(`"o":{"x":%d}`, rnd.IntN(50)))
-		props = append(props, `"b":`+[]string{"1", "-4", `"s"`}[rnd.IntN(3)])
-		return strings.Join(props, ",")
-	}
+	props := compositeProps(rnd)
 	query := func(rangeID, text string) *FeedPage {
 		t.Helper()
 		page, err := be.e.QueryItems(ctx, QueryParams{ItemRef: ItemRef{DB: "db", Coll: "k"}, Query: text, RangeID: rangeID, CrossPartition: true})
@@ -675,4 +650,103 @@ func TestExtremeByComposite(t *testing.T) {
 		t.Fatalf("%d answers by the index, %d with a value: the test shows nothing", byIndex, values)
 	}
 	t.Logf("%d answers by the index, %d with a value", byIndex, values)
+}
+
+// compositeContainer creates container k, of several ranges, with
+// composite indexes of two paths (g and w; g and v, both descending; g
+// and b descending) and one of three (g, o.x, w).
+func (be *batchEnv) compositeContainer(t *testing.T) []KeyRange {
+	t.Helper()
+	ctx := context.Background()
+	policy := `{"indexingMode":"consistent","includedPaths":[{"path":"/*"}],"compositeIndexes":[` +
+		`[{"path":"/g"},{"path":"/w"}],` +
+		`[{"path":"/g","order":"descending"},{"path":"/v","order":"descending"}],` +
+		`[{"path":"/g"},{"path":"/b","order":"descending"}],` +
+		`[{"path":"/g"},{"path":"/o/x"},{"path":"/w"}]]}`
+	if _, err := be.e.CreateContainer(ctx, "db", batchJSON(t, `{"id":"k","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":-1,"indexingPolicy":`+policy+`}`), &Throughput{Manual: 24000}); err != nil {
+		t.Fatal(err)
+	}
+	ranges, _, err := be.e.PartitionKeyRanges(ctx, "db", "k")
+	if err != nil || len(ranges) < 2 {
+		t.Fatalf("%d ranges (%v), want several", len(ranges), err)
+	}
+	return ranges
+}
+
+// compositeProps makes the properties of compositeContainer's items: g
+// and the others of every type or absent, arrays among them, numbers past
+// 2^53 in v.
+func compositeProps(rnd *rand.Rand) func() string {
+	return func() string {
+		var props []string
+		if rnd.IntN(6) > 0 {
+			props = append(props, `"g":`+[]string{"1", "2", `"a"`, "null", "[1]", "1.0"}[rnd.IntN(6)])
+		}
+		if rnd.IntN(5) > 0 {
+			props = append(props, `"v":`+[]string{"0", "7", "-2.5", `"a"`, `"zz"`, "true", "false", "null", "[1]", "9007199254740993", "9007199254740992"}[rnd.IntN(11)])
+		}
+		if rnd.IntN(5) > 0 {
+			props = append(props, `"w":`+[]string{"0", "1", "2.5", "-3", `"b"`, `"c"`, "true", "false", "null"}[rnd.IntN(9)])
+		}
+		props = append(props, fmt.Sprintf(`"o":{"x":%d}`, rnd.IntN(50)))
+		props = append(props, `"b":`+[]string{"1", "-4", `"s"`}[rnd.IntN(3)])
+		return strings.Join(props, ",")
+	}
+}
+
+// A count filtered by terms on several properties is counted from a
+// composite index of exactly those paths when its span is exact
+// (equalities on the leading paths, any term on the last), and equals its
+// evaluation over each range through upserts, deletes, expiries and
+// purges; other shapes are evaluated.
+func TestCountByComposite(t *testing.T) {
+	be := newBatchEnv(t, "null")
+	ctx := context.Background()
+	ranges := be.compositeContainer(t)
+	rnd := rand.New(rand.NewPCG(29, 31))
+	props := compositeProps(rnd)
+	counted := []string{"c.g = 1 AND c.w = 2.5", "c.g = 'a' AND c.w > 0", "c.w >= 'b' AND c.g = null", "c.g = 1 AND c.w BETWEEN 0 AND 2.5",
+		"c.g = 2 AND c.b = 1", "c.g = 1 AND c.b < 0", "c.g = 1 AND STARTSWITH(c.w, 'b')", "c.g = 1.0 AND c.w < 2", "c.g = 1 AND c.w IN (0, 1, 'c')",
+		"c.g = 1 AND c.o.x = 3 AND c.w = 1", "c.v = 'a' AND c.g = 2", "c.g = 1 AND c.v >= 0 AND c.v < 9"}
+	evaluated := []string{"c.g = 1 AND c.o.x = 3", "c.g > 1 AND c.w = 2", "c.g = 1 AND c.w > 1 AND c.w > 2", "c.g = 1 AND c.v = 9007199254740993",
+		"c.g = 1 AND c.w > 1 AND c.x = 2", "c.g = 1 AND c.w > 0 AND c.w < 'c'", "c.g IN (1, 2) AND c.w = 1", "c.g = 1 AND NOT (c.w = 1)"}
+	byIndex, nonzero := 0, 0
+	for step := range 400 {
+		be.churn(t, "k", rnd, 60, 9, props)
+		if step%20 != 19 {
+			continue
+		}
+		for _, rangeID := range rangeIDs(ranges) {
+			for i, where := range append(slices.Clone(counted), evaluated...) {
+				for _, shape := range []string{"SELECT VALUE COUNT(1) FROM c WHERE %s", `SELECT VALUE [{"item": COUNT(1)}] FROM c WHERE %s`} {
+					text := fmt.Sprintf(shape, where)
+					page, err := be.e.QueryItems(ctx, QueryParams{ItemRef: ItemRef{DB: "db", Coll: "k"}, Query: text, RangeID: rangeID, CrossPartition: true})
+					if err != nil {
+						t.Fatalf("%s: %v", text, err)
+					}
+					want, err := be.e.QueryItems(ctx, QueryParams{ItemRef: ItemRef{DB: "db", Coll: "k"}, Query: text + " AND true", RangeID: rangeID, CrossPartition: true})
+					if err != nil {
+						t.Fatalf("%s AND true: %v", text, err)
+					}
+					if got, want := string(page.Items[0]), string(want.Items[0]); got != want {
+						t.Fatalf("step %d, range %q, %s: %s, evaluated %s (by %v)", step, rangeID, text, got, want, page.Plan)
+					}
+					isCounted := page.Plan != nil && page.Plan.Chosen.Access == plan.IndexCount
+					if isCounted != (i < len(counted)) || isCounted && page.Examined > 0 {
+						t.Fatalf("%s: by %v, %d records", text, page.Plan, page.Examined)
+					}
+					if isCounted {
+						byIndex++
+					}
+					if !strings.Contains(string(page.Items[0]), ":0}") && string(page.Items[0]) != "0" {
+						nonzero++
+					}
+				}
+			}
+		}
+	}
+	if byIndex == 0 || nonzero == 0 {
+		t.Fatalf("%d counts from the index, %d not 0: the test shows nothing", byIndex, nonzero)
+	}
+	t.Logf("%d counts from the index, %d not 0", byIndex, nonzero)
 }

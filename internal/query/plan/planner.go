@@ -653,11 +653,16 @@ func IDEntriesPlan(entries int64) Plan {
 }
 
 // IndexCountPlan is the plan of a count over a scope of kind whose filter
-// is term alone, which the term's index entries in the scope answer:
-// entries is how many were read, and nothing else is weighed.
-func IndexCountPlan(kind ScopeKind, term Term, entries int64) Plan {
-	p := Path{Access: IndexCount, Terms: []int{0}, Entries: float64(entries), Cost: float64(entries) * costEntry}
-	return Plan{Scope: Scope{Kind: kind, Items: -1, ContainerItems: -1}, Chosen: p, Considered: []Path{p}, terms: []Term{term}}
+// is terms alone, which their index entries in the scope answer: one
+// term's, or with comp those of a composite index on the terms' paths (in
+// the composite's order); entries is how many were read, and nothing else
+// is weighed.
+func IndexCountPlan(kind ScopeKind, terms []Term, comp *CompositeUse, entries int64) Plan {
+	p := Path{Access: IndexCount, Composite: comp, Entries: float64(entries), Cost: float64(entries) * costEntry}
+	for i := range terms {
+		p.Terms = append(p.Terms, i)
+	}
+	return Plan{Scope: Scope{Kind: kind, Items: -1, ContainerItems: -1}, Chosen: p, Considered: []Path{p}, terms: terms}
 }
 
 // IndexExtremePlan is the plan of a MIN or MAX of a path over a scope of
