@@ -750,3 +750,36 @@ func TestCountByComposite(t *testing.T) {
 	}
 	t.Logf("%d counts from the index, %d not 0", byIndex, nonzero)
 }
+
+// MAX in a logical partition of many items, whose evaluation reads them
+// all, asks for the path's partition entries, and once they are built
+// reads one entry and one record.
+func TestExtremeAsksForPartitionEntries(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	ctx := context.Background()
+	ref := ItemRef{DB: "db", Coll: "c", HasKey: true, PartitionKey: partition.Key{partition.String("big")}}
+	for i := range tieWishEntries + 10 {
+		body := fmt.Sprintf(`{"id":"i%d","pk":"big","n":%d}`, i, (i*7919)%5000)
+		if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: ref, Mode: ModeCreate, Body: []byte(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ask := func() *FeedPage {
+		t.Helper()
+		page, err := be.e.QueryItems(ctx, QueryParams{ItemRef: ref, Query: "SELECT VALUE MAX(c.n) FROM c"})
+		if err != nil || len(page.Items) != 1 {
+			t.Fatalf("%v, %d rows", err, len(page.Items))
+		}
+		return page
+	}
+	page := ask()
+	want := string(page.Items[0])
+	if page.Examined < tieWishEntries {
+		t.Fatalf("the first MAX read %d records: its partition entries were there already", page.Examined)
+	}
+	drainIndexer(t, be.e.NewIndexer(nil))
+	page = ask()
+	if got := string(page.Items[0]); got != want || page.Examined != 1 || page.Plan == nil || page.Plan.Chosen.Access != plan.IndexExtreme {
+		t.Fatalf("after the build: %s by %v, %d records; want %s by the index", got, page.Plan, page.Examined, want)
+	}
+}

@@ -47,8 +47,9 @@ import (
 // Of the system properties, _ts is answered once its entries, which the
 // query asks for as a filter on it does, are built.
 // In a logical partition it reads the path's partition entries (absent.go),
-// the partition's own, once they are built, and only when no other key
-// shares the partition's EPK (partitionAlone); otherwise, and for a
+// the partition's own, once they are built (a partition of many items
+// asks for them), and only when no other key shares the partition's EPK
+// (partitionAlone); otherwise, and for a
 // hierarchical prefix, the evaluation scans the scope's own records, where
 // the path's entries are the whole container's.
 func (e *Engine) extremeByIndex(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, rangeID string, scope *itemScope, now time.Time, st *readStats, page *FeedPage) (bool, error) {
@@ -88,6 +89,13 @@ func (e *Engine) extremeByIndex(r storage.Reader, c *containerRecord, q *ast.Que
 		base, marks = own, own
 	case scope.kind == plan.ScopePartition:
 		if !c.partsReady(path) {
+			// A large partition's evaluation reads its many records on
+			// every such query: ask for the path's partition entries, as
+			// a range filter there does (choose.go).
+			if n, _, err := countPartition(r, c, scope, now, st); err != nil || n < tieWishEntries {
+				return false, err
+			}
+			e.wantAbsent(c, path, entryKinds{parts: true})
 			return false, nil
 		}
 		if alone, err := partitionAlone(r, c, scope, st); err != nil || !alone {
