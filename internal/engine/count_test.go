@@ -488,6 +488,8 @@ func TestExtremeByIndex(t *testing.T) {
 		}
 		props = append(props, fmt.Sprintf(`"o":{"x":%d}`, rnd.IntN(50)))
 		props = append(props, `"b":`+[]string{"1", "9007199254740992", "9007199254740993"}[rnd.IntN(3)])
+		// Fractions whose sum depends on the order of the additions.
+		props = append(props, `"f":`+[]string{"0.1", "0.2", "0.7", "3", "1e16"}[rnd.IntN(5)])
 		return strings.Join(props, ",")
 	}
 	change := func() { be.churn(t, "s", rnd, 60, 9, props) }
@@ -530,8 +532,8 @@ func TestExtremeByIndex(t *testing.T) {
 		}
 		for _, scope := range scopes {
 			inPartition := strings.HasPrefix(scope, "pk:")
-			for _, agg := range []string{"MIN", "MAX"} {
-				for _, path := range []string{"c.v", "c.w", "c.o.x", "c.b", "c._ts"} {
+			for _, agg := range []string{"MIN", "MAX", "SUM", "AVG"} {
+				for _, path := range []string{"c.v", "c.w", "c.o.x", "c.b", "c._ts", "c.f"} {
 					for _, shape := range []string{"SELECT VALUE %s(%s) FROM c", `SELECT VALUE [{"item": %s(%s)}] FROM c`,
 						`SELECT VALUE [{"item": {"m": %[1]s(%[2]s), "count": COUNT(%[2]s)}}] FROM c`} {
 						text := fmt.Sprintf(shape, agg, path)
@@ -540,7 +542,7 @@ func TestExtremeByIndex(t *testing.T) {
 						if got := rows(page); got != want {
 							t.Fatalf("step %d, scope %q, %s: %s, evaluated %s", step, scope, text, got, want)
 						}
-						counted := page.Plan != nil && page.Plan.Chosen.Access == plan.IndexExtreme
+						counted := page.Plan != nil && (page.Plan.Chosen.Access == plan.IndexExtreme || page.Plan.Chosen.Access == plan.IndexSum)
 						if counted && page.Examined > 1 {
 							t.Fatalf("%s: read %d records", text, page.Examined)
 						}
@@ -549,8 +551,13 @@ func TestExtremeByIndex(t *testing.T) {
 							valued = strings.Contains(want, `"m":`)
 						}
 						// In a partition, the path's partition entries answer.
+						// SUM and AVG only of integers (c.w holds fractions
+						// and strings), and AVG's rewrite is SUM's.
 						answers := !inPartition && (path == "c.w" || path == "c.o.x" || path == "c._ts" && step >= 200) ||
 							inPartition && step >= 200 && path == "c.w"
+						if agg == "SUM" || agg == "AVG" {
+							answers = !inPartition && (path == "c.o.x" || path == "c._ts" && step >= 200) && !(agg == "AVG" && strings.Contains(shape, "COUNT"))
+						}
 						if answers && valued && !counted {
 							t.Fatalf("step %d, scope %q, %s: answered by %v", step, scope, text, page.Plan)
 						}
@@ -605,14 +612,14 @@ func TestExtremeByComposite(t *testing.T) {
 		}
 		return strings.Join(out, " ")
 	}
-	byIndex, values := 0, 0
+	byIndex, values, sums := 0, 0, 0
 	for step := range 400 {
 		be.churn(t, "k", rnd, 60, 9, props)
 		if step%20 != 19 {
 			continue
 		}
 		for _, rangeID := range rangeIDs(ranges) {
-			for _, agg := range []string{"MIN", "MAX"} {
+			for _, agg := range []string{"MIN", "MAX", "SUM", "AVG"} {
 				for _, path := range []string{"c.w", "c.v", "c.b", "c.o.x"} {
 					for _, g := range []string{"1", "2", "'a'", "null", "1.0"} {
 						for _, shape := range []string{"SELECT VALUE %s(%s) FROM c WHERE c.g = %s", `SELECT VALUE [{"item": %s(%s)}] FROM c WHERE c.g = %s`,
@@ -623,7 +630,11 @@ func TestExtremeByComposite(t *testing.T) {
 							if got := rows(page); got != want {
 								t.Fatalf("step %d, range %q, %s: %s, evaluated %s", step, rangeID, text, got, want)
 							}
-							counted := page.Plan != nil && page.Plan.Chosen.Access == plan.IndexExtreme
+							counted := page.Plan != nil && (page.Plan.Chosen.Access == plan.IndexExtreme || page.Plan.Chosen.Access == plan.IndexSum)
+							if counted && page.Plan.Chosen.Access == plan.IndexSum && path == "c.b" &&
+								want != "0" && want != `[{"item":0}]` && !strings.Contains(want, `"count":0`) {
+								sums++ // through the descending path of a composite
+							}
 							if counted && (page.Examined > 1 || path == "c.o.x") {
 								t.Fatalf("%s: read %d records by %v", text, page.Examined, page.Plan)
 							}
@@ -631,7 +642,7 @@ func TestExtremeByComposite(t *testing.T) {
 							if strings.Contains(shape, "COUNT") {
 								valued = strings.Contains(want, `"m":`)
 							}
-							if (path == "c.w" || path == "c.b") && valued && !counted {
+							if (agg == "MIN" || agg == "MAX") && (path == "c.w" || path == "c.b") && valued && !counted {
 								t.Fatalf("step %d, range %q, %s: answered by %v", step, rangeID, text, page.Plan)
 							}
 							if counted {
@@ -646,10 +657,10 @@ func TestExtremeByComposite(t *testing.T) {
 			}
 		}
 	}
-	if byIndex == 0 || values == 0 {
-		t.Fatalf("%d answers by the index, %d with a value: the test shows nothing", byIndex, values)
+	if byIndex == 0 || values == 0 || sums == 0 {
+		t.Fatalf("%d answers by the index (%d sums through a descending path), %d with a value: the test shows nothing", byIndex, sums, values)
 	}
-	t.Logf("%d answers by the index, %d with a value", byIndex, values)
+	t.Logf("%d answers by the index (%d sums through a descending path), %d with a value", byIndex, sums, values)
 }
 
 // compositeContainer creates container k, of several ranges, with

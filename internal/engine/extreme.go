@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -37,6 +38,10 @@ import (
 // which the query asks for, the count is the scope's from the counters
 // (scopeCount) less the items without the path, and it reads those
 // items' entries alone.
+//
+// SUM and AVG (and the rewrite of SUM, or of AVG, with the count) of the
+// same shapes are answered from the values the entries read hold, when
+// they are integers the index keeps exactly (sumByIndex).
 //
 // It reports false, and the query's evaluation answers, when the index
 // cannot tell the answer: an item of the scope holds an array or an object
@@ -137,6 +142,9 @@ func (e *Engine) extremeByIndex(r storage.Reader, c *containerRecord, q *ast.Que
 	if err := each(marks, 0, append(bytes.Clone(marks), tagArray), prefixEnd(marks), false, func(_, _ []byte) bool { marked = true; return false }); err != nil || marked {
 		return false, err
 	}
+	if name := strings.ToUpper(call.Name); name == "SUM" || name == "AVG" {
+		return sumByIndex(call, obj, boxed, path, scope, each, base, mask, lo, hi, &read, page)
+	}
 	isMax := strings.EqualFold(call.Name, "MAX")
 	var value, loc []byte
 	var n int64
@@ -207,29 +215,32 @@ func (e *Engine) extremeByIndex(r storage.Reader, c *containerRecord, q *ast.Que
 	return true, nil
 }
 
-// extremeShape returns the MIN or MAX call of q when q is one
+// extremeShape returns the MIN, MAX, SUM or AVG call of q when q is one
 // (aggregateShape), or when q is the object the gateway plan rewrites it
-// into for clients that read a range's extreme with its count (MIN or MAX
-// of x, then COUNT of x, under two names), returned as obj.
+// into for clients that read a range's partial result with its count (MIN,
+// MAX or SUM of x, then COUNT of x, under two names; AVG's rewrite is SUM
+// with the count), returned as obj.
 func extremeShape(q *ast.Query) (call *ast.Call, obj *ast.ObjectLit, boxed bool) {
 	v, boxed := aggregateValue(q)
-	extreme := func(v ast.Expr) *ast.Call {
-		if call := aggregateCall(v, "MIN"); call != nil {
-			return call
+	extreme := func(v ast.Expr, names ...string) *ast.Call {
+		for _, name := range names {
+			if call := aggregateCall(v, name); call != nil {
+				return call
+			}
 		}
-		return aggregateCall(v, "MAX")
+		return nil
 	}
 	if o, ok := v.(*ast.ObjectLit); ok {
 		if len(o.Fields) != 2 || o.Fields[0].Name == o.Fields[1].Name {
 			return nil, nil, false
 		}
-		call, n := extreme(o.Fields[0].Value), aggregateCall(o.Fields[1].Value, "COUNT")
+		call, n := extreme(o.Fields[0].Value, "MIN", "MAX", "SUM"), aggregateCall(o.Fields[1].Value, "COUNT")
 		if call == nil || n == nil || !ast.Equal(call.Args[0], n.Args[0]) {
 			return nil, nil, false
 		}
 		return call, o, boxed
 	}
-	if call = extreme(v); call == nil {
+	if call = extreme(v, "MIN", "MAX", "SUM", "AVG"); call == nil {
 		return nil, nil, false
 	}
 	return call, nil, boxed
@@ -264,4 +275,60 @@ func compositeExtreme(c *containerRecord, q *ast.Query, params map[string]docume
 		}
 	}
 	return nil, false, false
+}
+
+// sumByIndex answers a SUM or AVG of path (or the rewrite with its count)
+// from the values of its entries in the scope, which each hands on (as in
+// extremeByIndex: base + value XORed with mask + location, in [lo, hi)),
+// reading no record, when every value is an integer and their magnitudes
+// add up to less than 2^53: the evaluation then sums them exactly in any
+// order (eval's aggState sums integers as int64, and a float sum of such
+// integers is exact too), and divides the same sum for AVG. Any other
+// value (a fraction, whose sum depends on the order of the additions, a
+// number the index keeps as a double, a value of another type, for which
+// SUM is undefined) leaves the query to the evaluation, as does an AVG of
+// no value. The caller has looked for arrays and objects.
+func sumByIndex(call *ast.Call, obj *ast.ObjectLit, boxed bool, path []string, scope *itemScope,
+	each func(base []byte, mask byte, lo, hi []byte, reverse bool, fn func(value, loc []byte) bool) error,
+	base []byte, mask byte, lo, hi []byte, read *int64, page *FeedPage) (bool, error) {
+	var sum, n int64
+	var magnitude float64
+	exact := true
+	var buf []byte
+	err := each(base, mask, lo, hi, false, func(v, _ []byte) bool {
+		if mask != 0 {
+			buf = append(buf[:0], v...)
+			invert(buf)
+			v = buf
+		}
+		f, ok := indexNumber(v)
+		if magnitude += math.Abs(f); !ok || f != math.Trunc(f) || magnitude >= 1<<53 {
+			exact = false
+			return false
+		}
+		sum += int64(f)
+		n++
+		return true
+	})
+	if err != nil || !exact {
+		return false, err
+	}
+	result := document.Int(sum)
+	if strings.EqualFold(call.Name, "AVG") {
+		if n == 0 {
+			return false, nil
+		}
+		result = document.Float(float64(sum) / float64(n))
+	}
+	if obj != nil {
+		result = document.Obj([]document.Field{{Name: obj.Fields[0].Name, Value: result}, {Name: obj.Fields[1].Name, Value: document.Int(n)}})
+	}
+	label := "/" + strings.Join(path, "/") + " " + strings.ToUpper(call.Name)
+	if obj != nil {
+		label += ", COUNT"
+	}
+	p := plan.IndexSumPlan(scope.kind, plan.Term{Path: path, Label: label}, *read)
+	page.Plan = &p
+	page.Items = append(page.Items, partialRow(result, boxed))
+	return true, nil
 }

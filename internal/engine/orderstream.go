@@ -1265,13 +1265,23 @@ func exactValue(value []byte) bool {
 	case tagNull, tagFalse, tagTrue, tagString:
 		return true
 	case tagNumber:
-		u := binary.BigEndian.Uint64(value[1:9])
-		if u>>63 == 1 {
-			u &^= 1 << 63
-		} else {
-			u = ^u
-		}
-		return math.Abs(math.Float64frombits(u)) < 1<<53
+		f, _ := indexNumber(value)
+		return math.Abs(f) < 1<<53
 	}
 	return false
+}
+
+// indexNumber is the number an encoded value holds (the inverse of
+// orderedFloat), and false when it holds another type.
+func indexNumber(value []byte) (float64, bool) {
+	if len(value) < 9 || value[0] != tagNumber {
+		return 0, false
+	}
+	u := binary.BigEndian.Uint64(value[1:9])
+	if u>>63 == 1 {
+		u &^= 1 << 63
+	} else {
+		u = ^u
+	}
+	return math.Float64frombits(u), true
 }

@@ -234,11 +234,12 @@ const (
 	IDEntries                   // a logical partition's id entries: its COUNT without a filter
 	IndexCount                  // one term's index entries in the scope: a COUNT filtered by that term alone
 	IndexExtreme                // a path's first or last index entry in the scope: its MIN or MAX
+	IndexSum                    // a path's index entries in the scope: its SUM or AVG
 )
 
 var accessNames = [...]string{Scan: "scan", PointRead: "point", IndexSpan: "index", Intersect: "intersect", OrderedWalk: "ordered",
 	CompositeSpan: "composite", CompositeWalk: "composite-ordered", OrderedStream: "ordered-stream", Counters: "counters",
-	IDEntries: "id-entries", IndexCount: "index-count", IndexExtreme: "index-extreme"}
+	IDEntries: "id-entries", IndexCount: "index-count", IndexExtreme: "index-extreme", IndexSum: "index-sum"}
 
 func (a Access) String() string { return accessNames[a] }
 
@@ -663,6 +664,14 @@ func IndexCountPlan(kind ScopeKind, terms []Term, comp *CompositeUse, entries in
 		p.Terms = append(p.Terms, i)
 	}
 	return Plan{Scope: Scope{Kind: kind, Items: -1, ContainerItems: -1}, Chosen: p, Considered: []Path{p}, terms: terms}
+}
+
+// IndexSumPlan is the plan of a SUM or AVG of a path over a scope of kind,
+// which the values its entries in the scope hold answer (term names the
+// path and the aggregate): entries is how many were read, and no record.
+func IndexSumPlan(kind ScopeKind, term Term, entries int64) Plan {
+	p := Path{Access: IndexSum, Terms: []int{0}, Entries: float64(entries), Cost: float64(entries) * costEntry}
+	return Plan{Scope: Scope{Kind: kind, Items: -1, ContainerItems: -1}, Chosen: p, Considered: []Path{p}, terms: []Term{term}}
 }
 
 // IndexExtremePlan is the plan of a MIN or MAX of a path over a scope of
