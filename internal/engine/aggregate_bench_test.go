@@ -24,8 +24,10 @@ import (
 // rewrite that carries its count (from the counters, since k has absence
 // entries, and from the entries of m, which has none), in a partition
 // (from k's partition entries) and filtered by c.g = 1 (a quarter of the
-// items, through the composite). Each is answered by the index
-// (countByIndex, countByComposite, extremeByIndex) and evaluated (with
+// items, through the composite), and the SUM of the property, in AVG's
+// rewrite across partitions and filtered by c.g = 1. Each is answered by
+// the index (countByIndex, countByComposite, extremeByIndex, sumByIndex)
+// and evaluated (with
 // "AND true" or "WHERE true", which the index does not answer, so each
 // candidate's record is read), alternating every round (1 s each, seven
 // rounds). It reports each one's time, records and entries per query, and
@@ -69,6 +71,8 @@ func BenchmarkIndexAggregates(b *testing.B) {
 		return `SELECT VALUE [{"item": {"max": MAX(c.` + path + `), "count": COUNT(c.` + path + `)}}] FROM c`
 	}
 	maxWhere := "SELECT VALUE MAX(c.k) FROM c WHERE c.g = 1"
+	sumCount := `SELECT VALUE [{"item": {"sum": SUM(c.k), "count": COUNT(c.k)}}] FROM c`
+	sumWhere := "SELECT VALUE SUM(c.k) FROM c WHERE c.g = 1"
 	for _, bench := range []struct{ scope, name, index, evaluated string }{
 		{"cross", "k=3", count + "c.k = 3", count + "c.k = 3 AND true"},
 		{"cross", "k>=8", count + "c.k >= 8", count + "c.k >= 8 AND true"},
@@ -80,6 +84,8 @@ func BenchmarkIndexAggregates(b *testing.B) {
 		{"cross", "max-count-entries", maxCount("m"), maxCount("m") + " WHERE true"},
 		{"partition", "max", "SELECT VALUE MAX(c.k) FROM c", "SELECT VALUE MAX(c.k) FROM c WHERE true"},
 		{"cross", "max-where", maxWhere, maxWhere + " AND true"},
+		{"cross", "sum-count", sumCount, sumCount + " WHERE true"},
+		{"cross", "sum-where", sumWhere, sumWhere + " AND true"},
 	} {
 		scope := bench.scope
 		b.Run(scope+"/"+bench.name, func(b *testing.B) {
