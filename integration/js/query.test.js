@@ -127,6 +127,15 @@ describe("JavaScript SDK queries against Mayfly", () => {
     assert.deepEqual(sum, [items.filter((i) => i.kind === "even").reduce((s, i) => s + i.n, 0)]);
     const { resources: max } = await container.items.query("SELECT VALUE MAX(c.n) FROM c").fetchAll();
     assert.deepEqual(max, [29]);
+    // Each range answers the plan's rewrite of the MAX with its count from
+    // the index, reading the one document that holds its extreme, where
+    // evaluating it read every item.
+    const measured = await container.items
+      .query("SELECT VALUE MAX(c.n) FROM c", { populateQueryMetrics: true })
+      .fetchAll();
+    assert.deepEqual(measured.resources, [29]);
+    const retrieved = Object.values(measured.queryMetrics ?? {}).reduce((s, m) => s + m.retrievedDocumentCount, 0);
+    assert.ok(retrieved >= 1 && retrieved <= 8, `the MAX retrieved ${retrieved} documents of ${items.length}`);
     // One aggregate per group, the groups spanning partitions.
     const { resources: perKind } = await container.items
       .query("SELECT VALUE COUNT(1) FROM c GROUP BY c.kind")
