@@ -26,7 +26,7 @@ import (
 // (from k's partition entries) and filtered by c.g = 1 (a quarter of the
 // items, through the composite), and the SUM of the property, in AVG's
 // rewrite across partitions and filtered by c.g = 1. Each is answered by
-// the index (countByIndex, countByComposite, extremeByIndex, sumByIndex)
+// the index (countByIndex, countByComposite, aggregateByIndex, sumByIndex)
 // and evaluated (with
 // "AND true" or "WHERE true", which the index does not answer, so each
 // candidate's record is read), alternating every round (1 s each, seven

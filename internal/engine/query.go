@@ -220,7 +220,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		}
 	}
 	if p.Continuation == "" {
-		if done, err := e.extremeByIndex(r, c, prog.Query(), p.Params, p.RangeID, scope, now, st, page); done || err != nil {
+		if done, err := e.aggregateByIndex(r, c, prog.Query(), p.Params, p.RangeID, scope, now, st, page); done || err != nil {
 			return err
 		}
 	}

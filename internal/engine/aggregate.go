@@ -14,15 +14,16 @@ import (
 	"github.com/mayfly-db/mayfly/internal/storage"
 )
 
-// extremeByIndex answers SELECT VALUE MIN(c.path) FROM c, or MAX, with no
-// WHERE clause (or the SDKs' per-range rewrite, [{"item": MAX(c.path)}]),
-// over the whole container, a range or a logical partition, from the
-// path's index entries: they sort as MIN and MAX compare (null, false,
-// true, numbers, strings), so the answer is the item at the first or last entry of a scalar in the
-// scope, skipping the items expired and not purged yet, and it reads that
-// item's record for the value as written. It reads as many entries as lie
-// outside the scope before it, and a record, where evaluating it read
-// every record of the scope.
+// aggregateByIndex answers SELECT VALUE MIN(c.path) FROM c, or MAX, with
+// no WHERE clause (or the SDKs' per-range rewrite, [{"item":
+// MAX(c.path)}]), over the whole container, a range or a logical
+// partition, from the path's index entries: they sort as MIN and MAX
+// compare (null, false, true, numbers, strings), so the answer is the item
+// at the first or last entry of a scalar in the scope, skipping the items
+// expired and not purged yet, and it reads that item's record for the
+// value as written. It reads as many entries as lie outside the scope
+// before it, and a record, where evaluating it read every record of the
+// scope.
 //
 // With a WHERE clause of one equality on another property, over the whole
 // container or a range, the entries read are those of a composite index
@@ -40,8 +41,8 @@ import (
 // items' entries alone.
 //
 // SUM and AVG (and the rewrite of SUM, or of AVG, with the count) of the
-// same shapes are answered from the values the entries read hold, when
-// they are integers the index keeps exactly (sumByIndex).
+// same shapes are answered from the values the entries hold, when they are
+// integers the index keeps exactly (sumByIndex).
 //
 // It reports false, and the query's evaluation answers, when the index
 // cannot tell the answer: an item of the scope holds an array or an object
@@ -50,15 +51,14 @@ import (
 // number of magnitude 2^53 or more (whose double others share), the path
 // is a system property or crosses an array, or the index is being rebuilt.
 // Of the system properties, _ts is answered once its entries, which the
-// query asks for as a filter on it does, are built.
-// In a logical partition it reads the path's partition entries (absent.go),
-// the partition's own, once they are built (a partition of many items
-// asks for them), and only when no other key shares the partition's EPK
-// (partitionAlone); otherwise, and for a
-// hierarchical prefix, the evaluation scans the scope's own records, where
-// the path's entries are the whole container's.
-func (e *Engine) extremeByIndex(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, rangeID string, scope *itemScope, now time.Time, st *readStats, page *FeedPage) (bool, error) {
-	call, obj, boxed := extremeShape(q)
+// query asks for as a filter on it does, are built. In a logical partition
+// it reads the path's partition entries (absent.go), the partition's own,
+// once they are built (a partition of many items asks for them), and only
+// when no other key shares the partition's EPK (partitionAlone);
+// otherwise, and for a hierarchical prefix, the evaluation scans the
+// scope's own records, where the path's entries are the whole container's.
+func (e *Engine) aggregateByIndex(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, rangeID string, scope *itemScope, now time.Time, st *readStats, page *FeedPage) (bool, error) {
+	call, obj, boxed := indexAggregateShape(q)
 	if call == nil || !c.Index.Ready || c.index.none {
 		return false, nil
 	}
@@ -215,12 +215,12 @@ func (e *Engine) extremeByIndex(r storage.Reader, c *containerRecord, q *ast.Que
 	return true, nil
 }
 
-// extremeShape returns the MIN, MAX, SUM or AVG call of q when q is one
+// indexAggregateShape returns the MIN, MAX, SUM or AVG call of q when q is one
 // (aggregateShape), or when q is the object the gateway plan rewrites it
 // into for clients that read a range's partial result with its count (MIN,
 // MAX or SUM of x, then COUNT of x, under two names; AVG's rewrite is SUM
 // with the count), returned as obj.
-func extremeShape(q *ast.Query) (call *ast.Call, obj *ast.ObjectLit, boxed bool) {
+func indexAggregateShape(q *ast.Query) (call *ast.Call, obj *ast.ObjectLit, boxed bool) {
 	v, boxed := aggregateValue(q)
 	extreme := func(v ast.Expr, names ...string) *ast.Call {
 		for _, name := range names {
@@ -279,7 +279,7 @@ func compositeExtreme(c *containerRecord, q *ast.Query, params map[string]docume
 
 // sumByIndex answers a SUM or AVG of path (or the rewrite with its count)
 // from the values of its entries in the scope, which each hands on (as in
-// extremeByIndex: base + value XORed with mask + location, in [lo, hi)),
+// aggregateByIndex: base + value XORed with mask + location, in [lo, hi)),
 // reading no record, when every value is an integer and their magnitudes
 // add up to less than 2^53: the evaluation then sums them exactly in any
 // order (eval's aggState sums integers as int64, and a float sum of such
