@@ -1131,7 +1131,8 @@ func (s *diffScenario) genQuery() *diffQuery {
 			"COUNT(1) AS cnt, SUM(c.n) AS sm, MIN(c.n) AS mn, MAX(c.n) AS mx, AVG(c.n) AS av",
 			"VALUE MIN(c.s)", "VALUE MAX(c.o.x)", "VALUE SUM(c.o.x)", "COUNT(c.n) AS cn, MAX(c.s) AS ms",
 			`VALUE [{"item": {"max": MAX(c.n), "count": COUNT(c.n)}}]`,
-		}[r.IntN(7)]
+			`VALUE [{"item": {"sum": SUM(c.o.x), "count": COUNT(c.o.x)}}]`, "VALUE AVG(c.n)",
+		}[r.IntN(9)]
 	default:
 		q.aggregate = true
 		g := []string{"c.b", "c.s", "c.pk", "c.nul"}[r.IntN(4)]
