@@ -518,10 +518,10 @@ func TestExtremeByIndex(t *testing.T) {
 	byIndex, values, partitions := 0, 0, 0
 	for step := range 400 {
 		change()
-		if step%20 != 19 {
+		if step%40 != 39 {
 			continue
 		}
-		if step == 219 {
+		if step == 239 {
 			be.e.wantAbsent(be.containerOf(t, "s"), []string{"w"}, entryKinds{parts: true})
 		}
 		if step >= 200 {
@@ -615,13 +615,13 @@ func TestExtremeByComposite(t *testing.T) {
 	byIndex, values, sums := 0, 0, 0
 	for step := range 400 {
 		be.churn(t, "k", rnd, 60, 9, props)
-		if step%20 != 19 {
+		if step%40 != 39 {
 			continue
 		}
 		for _, rangeID := range rangeIDs(ranges) {
 			for _, agg := range []string{"MIN", "MAX", "SUM", "AVG"} {
 				for _, path := range []string{"c.w", "c.v", "c.b", "c.o.x"} {
-					for _, g := range []string{"1", "2", "'a'", "null", "1.0"} {
+					for _, g := range []string{"1", "'a'", "1.0"} {
 						for _, shape := range []string{"SELECT VALUE %s(%s) FROM c WHERE c.g = %s", `SELECT VALUE [{"item": %s(%s)}] FROM c WHERE c.g = %s`,
 							`SELECT VALUE [{"item": {"m": %[1]s(%[2]s), "count": COUNT(%[2]s)}}] FROM c WHERE c.g = %[3]s`} {
 							text := fmt.Sprintf(shape, agg, path, g)
@@ -724,7 +724,7 @@ func TestCountByComposite(t *testing.T) {
 	byIndex, nonzero := 0, 0
 	for step := range 400 {
 		be.churn(t, "k", rnd, 60, 9, props)
-		if step%20 != 19 {
+		if step%40 != 39 {
 			continue
 		}
 		for _, rangeID := range rangeIDs(ranges) {
