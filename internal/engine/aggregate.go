@@ -204,14 +204,9 @@ func (e *Engine) aggregateByIndex(r storage.Reader, c *containerRecord, q *ast.Q
 	if enc, ok := appendIndexValue(nil, v); !ok || !bytes.Equal(enc, value) {
 		return false, nil // not what the entry says: let the evaluation answer
 	}
-	label := "/" + strings.Join(path, "/") + " " + strings.ToUpper(call.Name)
-	if obj != nil {
-		v = document.Obj([]document.Field{{Name: obj.Fields[0].Name, Value: v}, {Name: obj.Fields[1].Name, Value: document.Int(n)}})
-		label += ", COUNT"
-	}
-	p := plan.IndexExtremePlan(scope.kind, plan.Term{Path: path, Label: label}, read)
+	p := plan.IndexExtremePlan(scope.kind, aggregateTerm(path, call, obj), read)
 	page.Plan = &p
-	page.Items = append(page.Items, partialRow(v, boxed))
+	page.Items = append(page.Items, partialRow(withCount(v, obj, n), boxed))
 	return true, nil
 }
 
@@ -320,15 +315,27 @@ func sumByIndex(call *ast.Call, obj *ast.ObjectLit, boxed bool, path []string, s
 		}
 		result = document.Float(float64(sum) / float64(n))
 	}
-	if obj != nil {
-		result = document.Obj([]document.Field{{Name: obj.Fields[0].Name, Value: result}, {Name: obj.Fields[1].Name, Value: document.Int(n)}})
+	p := plan.IndexSumPlan(scope.kind, aggregateTerm(path, call, obj), *read)
+	page.Plan = &p
+	page.Items = append(page.Items, partialRow(withCount(result, obj, n), boxed))
+	return true, nil
+}
+
+// withCount is an aggregate's value v, or the rewrite's object obj of it
+// and the count n.
+func withCount(v document.Value, obj *ast.ObjectLit, n int64) document.Value {
+	if obj == nil {
+		return v
 	}
+	return document.Obj([]document.Field{{Name: obj.Fields[0].Name, Value: v}, {Name: obj.Fields[1].Name, Value: document.Int(n)}})
+}
+
+// aggregateTerm names the path and the aggregate in a plan: "/n MAX", or
+// "/n MAX, COUNT" for the rewrite with the count.
+func aggregateTerm(path []string, call *ast.Call, obj *ast.ObjectLit) plan.Term {
 	label := "/" + strings.Join(path, "/") + " " + strings.ToUpper(call.Name)
 	if obj != nil {
 		label += ", COUNT"
 	}
-	p := plan.IndexSumPlan(scope.kind, plan.Term{Path: path, Label: label}, *read)
-	page.Plan = &p
-	page.Items = append(page.Items, partialRow(result, boxed))
-	return true, nil
+	return plan.Term{Path: path, Label: label}
 }

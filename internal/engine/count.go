@@ -265,10 +265,8 @@ func countByIndex(r storage.Reader, c *containerRecord, q *ast.Query, params map
 	if crossesArray(t.Path) || systemPath(t.Path) || !c.index.indexes(t.Path) {
 		return false, nil
 	}
-	for _, sp := range t.Spans {
-		if (sp.Kind == plan.SpanValue || sp.HasLo) && !exactScalar(sp.Lo) || sp.HasHi && !exactScalar(sp.Hi) {
-			return false, nil
-		}
+	if !exactSpans(t) {
+		return false, nil
 	}
 	// A range in a logical partition reads the property's partition
 	// entries, or else the container's entries of the range.
@@ -291,22 +289,9 @@ func countByIndex(r storage.Reader, c *containerRecord, q *ast.Query, params map
 	// plan.Terms has dropped an IN list's repeated values (1 and 1.0
 	// among them), so no entry is read twice.
 	spans, base := scopedSpans(c, t, scope)
-	var n, read int64
-	for _, sp := range spans {
-		err := scanRange(r, sp.lo, sp.hi, func(k, _ []byte) (bool, error) {
-			read++
-			loc, ok := entryLoc(k, base)
-			if !ok {
-				return false, fmt.Errorf("index entry %x: malformed", k)
-			}
-			if scope.holds(loc) && !expired[string(loc)] {
-				n++
-			}
-			return true, st.entry()
-		})
-		if err != nil {
-			return false, err
-		}
+	n, read, err := countLive(r, spans, func(k []byte) ([]byte, bool) { return entryLoc(k, base) }, scope, expired, st)
+	if err != nil {
+		return false, err
 	}
 	p := plan.IndexCountPlan(scope.kind, []plan.Term{t}, nil, read)
 	page.Plan = &p
@@ -346,13 +331,8 @@ func countByComposite(r storage.Reader, c *containerRecord, q *ast.Query, params
 		return false, nil
 	}
 	for _, t := range terms {
-		if crossesArray(t.Path) || systemPath(t.Path) {
+		if crossesArray(t.Path) || systemPath(t.Path) || !exactSpans(t) {
 			return false, nil
-		}
-		for _, sp := range t.Spans {
-			if (sp.Kind == plan.SpanValue || sp.HasLo) && !exactScalar(sp.Lo) || sp.HasHi && !exactScalar(sp.Hi) {
-				return false, nil
-			}
 		}
 	}
 	for _, u := range compositeUses(c, q, params, terms) {
@@ -367,22 +347,9 @@ func countByComposite(r storage.Reader, c *containerRecord, q *ast.Query, params
 			return false, err
 		}
 		base := compositeBase(c, &u)
-		var n, read int64
-		for _, sp := range compositeSpans(c, &u, terms) {
-			err := scanRange(r, sp.lo, sp.hi, func(k, _ []byte) (bool, error) {
-				read++
-				loc, ok := compositeLoc(k, base, comp)
-				if !ok {
-					return false, fmt.Errorf("composite entry %x: malformed", k)
-				}
-				if scope.holds(loc) && !expired[string(loc)] {
-					n++
-				}
-				return true, st.entry()
-			})
-			if err != nil {
-				return false, err
-			}
+		n, read, err := countLive(r, compositeSpans(c, &u, terms), func(k []byte) ([]byte, bool) { return compositeLoc(k, base, comp) }, scope, expired, st)
+		if err != nil {
+			return false, err
 		}
 		ordered := make([]plan.Term, 0, len(terms))
 		for _, i := range u.Terms() {
@@ -394,6 +361,41 @@ func countByComposite(r storage.Reader, c *containerRecord, q *ast.Query, params
 		return true, nil
 	}
 	return false, nil
+}
+
+// exactSpans reports whether every value and bound of t's spans is one
+// the index keeps exactly (exactScalar), so that its entries are the items
+// the term holds for.
+func exactSpans(t plan.Term) bool {
+	for _, sp := range t.Spans {
+		if (sp.Kind == plan.SpanValue || sp.HasLo) && !exactScalar(sp.Lo) || sp.HasHi && !exactScalar(sp.Hi) {
+			return false
+		}
+	}
+	return true
+}
+
+// countLive counts the entries in spans of the scope's items that are not
+// expired (locOf gives an entry's location), and returns that count and
+// how many entries it read.
+func countLive(r storage.Reader, spans []keySpan, locOf func(k []byte) ([]byte, bool), scope *itemScope, expired map[string]bool, st *readStats) (n, read int64, err error) {
+	for _, sp := range spans {
+		err := scanRange(r, sp.lo, sp.hi, func(k, _ []byte) (bool, error) {
+			read++
+			loc, ok := locOf(k)
+			if !ok {
+				return false, fmt.Errorf("index entry %x: malformed", k)
+			}
+			if scope.holds(loc) && !expired[string(loc)] {
+				n++
+			}
+			return true, st.entry()
+		})
+		if err != nil {
+			return 0, 0, err
+		}
+	}
+	return n, read, nil
 }
 
 // partitionAlone reports whether the logical partition scope is the only

@@ -508,13 +508,6 @@ func TestExtremeByIndex(t *testing.T) {
 		return page
 	}
 	scopes := append(rangeIDs(ranges), "pk:p0", "pk:p4", "pk:p8", "pk:none")
-	rows := func(page *FeedPage) string {
-		var out []string
-		for _, it := range page.Items {
-			out = append(out, string(it))
-		}
-		return strings.Join(out, " ")
-	}
 	byIndex, values, partitions := 0, 0, 0
 	for step := range 400 {
 		change()
@@ -537,19 +530,8 @@ func TestExtremeByIndex(t *testing.T) {
 					for _, shape := range []string{"SELECT VALUE %s(%s) FROM c", `SELECT VALUE [{"item": %s(%s)}] FROM c`,
 						`SELECT VALUE [{"item": {"m": %[1]s(%[2]s), "count": COUNT(%[2]s)}}] FROM c`} {
 						text := fmt.Sprintf(shape, agg, path)
-						page := query(scope, text)
-						want := rows(query(scope, text+" WHERE true"))
-						if got := rows(page); got != want {
-							t.Fatalf("step %d, scope %q, %s: %s, evaluated %s", step, scope, text, got, want)
-						}
-						counted := page.Plan != nil && (page.Plan.Chosen.Access == plan.IndexExtreme || page.Plan.Chosen.Access == plan.IndexSum)
-						if counted && page.Examined > 1 {
-							t.Fatalf("%s: read %d records", text, page.Examined)
-						}
-						valued := want != "" && want != "[{}]"
-						if strings.Contains(shape, "COUNT") {
-							valued = strings.Contains(want, `"m":`)
-						}
+						page, _, counted, valued := checkAggregate(t, fmt.Sprintf("step %d, scope %q", step, scope),
+							func(text string) *FeedPage { return query(scope, text) }, text, text+" WHERE true")
 						// In a partition, the path's partition entries answer.
 						// SUM and AVG only of integers (c.w holds fractions
 						// and strings), and AVG's rewrite is SUM's.
@@ -605,13 +587,6 @@ func TestExtremeByComposite(t *testing.T) {
 		}
 		return page
 	}
-	rows := func(page *FeedPage) string {
-		var out []string
-		for _, it := range page.Items {
-			out = append(out, string(it))
-		}
-		return strings.Join(out, " ")
-	}
 	byIndex, values, sums := 0, 0, 0
 	for step := range 400 {
 		be.churn(t, "k", rnd, 60, 9, props)
@@ -625,22 +600,14 @@ func TestExtremeByComposite(t *testing.T) {
 						for _, shape := range []string{"SELECT VALUE %s(%s) FROM c WHERE c.g = %s", `SELECT VALUE [{"item": %s(%s)}] FROM c WHERE c.g = %s`,
 							`SELECT VALUE [{"item": {"m": %[1]s(%[2]s), "count": COUNT(%[2]s)}}] FROM c WHERE c.g = %[3]s`} {
 							text := fmt.Sprintf(shape, agg, path, g)
-							page := query(rangeID, text)
-							want := rows(query(rangeID, text+" AND true"))
-							if got := rows(page); got != want {
-								t.Fatalf("step %d, range %q, %s: %s, evaluated %s", step, rangeID, text, got, want)
-							}
-							counted := page.Plan != nil && (page.Plan.Chosen.Access == plan.IndexExtreme || page.Plan.Chosen.Access == plan.IndexSum)
+							page, want, counted, valued := checkAggregate(t, fmt.Sprintf("step %d, range %q", step, rangeID),
+								func(text string) *FeedPage { return query(rangeID, text) }, text, text+" AND true")
 							if counted && page.Plan.Chosen.Access == plan.IndexSum && path == "c.b" &&
 								want != "0" && want != `[{"item":0}]` && !strings.Contains(want, `"count":0`) {
 								sums++ // through the descending path of a composite
 							}
-							if counted && (page.Examined > 1 || path == "c.o.x") {
-								t.Fatalf("%s: read %d records by %v", text, page.Examined, page.Plan)
-							}
-							valued := want != "" && want != "[{}]"
-							if strings.Contains(shape, "COUNT") {
-								valued = strings.Contains(want, `"m":`)
+							if counted && path == "c.o.x" {
+								t.Fatalf("%s: answered by %v through a composite of three paths", text, page.Plan)
 							}
 							if (agg == "MIN" || agg == "MAX") && (path == "c.w" || path == "c.b") && valued && !counted {
 								t.Fatalf("step %d, range %q, %s: answered by %v", step, rangeID, text, page.Plan)
@@ -793,4 +760,34 @@ func TestExtremeAsksForPartitionEntries(t *testing.T) {
 	if got := string(page.Items[0]); got != want || page.Examined != 1 || page.Plan == nil || page.Plan.Chosen.Access != plan.IndexExtreme {
 		t.Fatalf("after the build: %s by %v, %d records; want %s by the index", got, page.Plan, page.Examined, want)
 	}
+}
+
+// checkAggregate runs an aggregate's text through query and its evaluation
+// (evaluated, which the index does not answer), fails where they differ or
+// where the index answer read more than one record, and returns the page,
+// the evaluated rows, whether the index answered, and whether the answer
+// holds a value (the rewrite with the count names it "m").
+func checkAggregate(t *testing.T, where string, query func(text string) *FeedPage, text, evaluated string) (page *FeedPage, want string, byIndex, valued bool) {
+	t.Helper()
+	rows := func(page *FeedPage) string {
+		var out []string
+		for _, it := range page.Items {
+			out = append(out, string(it))
+		}
+		return strings.Join(out, " ")
+	}
+	page = query(text)
+	want = rows(query(evaluated))
+	if got := rows(page); got != want {
+		t.Fatalf("%s, %s: %s, evaluated %s", where, text, got, want)
+	}
+	byIndex = page.Plan != nil && (page.Plan.Chosen.Access == plan.IndexExtreme || page.Plan.Chosen.Access == plan.IndexSum)
+	if byIndex && page.Examined > 1 {
+		t.Fatalf("%s, %s: read %d records", where, text, page.Examined)
+	}
+	valued = want != "" && want != "[{}]"
+	if strings.Contains(text, "COUNT(") {
+		valued = strings.Contains(want, `"m":`)
+	}
+	return page, want, byIndex, valued
 }
