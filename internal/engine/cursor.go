@@ -18,7 +18,8 @@ import (
 // and holds
 //
 //	version(1) fingerprint(8) text(4) access(1) nterms(1) terms(n)
-//	[composite(2)] indexVersion(4) uvarint(skip) position
+//	[composite(2)] indexVersion(4) uvarint(skip) uvarint(made)
+//	uvarint(distinct) position
 //
 // where composite, the ordinal of a composite index in the policy, is
 // there only for the composite access paths.
@@ -37,7 +38,8 @@ import (
 // skip counts rows of the item at the position already returned (a JOIN
 // can make several rows of one item), or rows of a materialized result.
 // The position of an ORDER BY the evaluator sorts is the place of the
-// last row in its order (appendMark).
+// last row in its order (appendMark). distinct names the rows a DISTINCT
+// returned before the position (seenSets); 0 for any other query.
 type cursor struct {
 	fingerprint uint64
 	text        uint32
@@ -50,11 +52,14 @@ type cursor struct {
 	// made counts the rows a windowed page's stream made before pos and
 	// skip (rowWindow); 0 for any other page.
 	made int
+	// distinct is the id of the set of the rows a DISTINCT's pages
+	// returned up to pos (seenSets); 0 for any other page.
+	distinct uint64
 }
 
 const (
 	cursorPrefix  = "mf2."
-	cursorVersion = 4
+	cursorVersion = 5
 )
 
 var errBadContinuation = errorf(BadRequest, "Invalid Continuation Token")
@@ -73,6 +78,7 @@ func (k cursor) String() string {
 	b = binary.BigEndian.AppendUint32(b, k.indexVer)
 	b = binary.AppendUvarint(b, uint64(k.skip))
 	b = binary.AppendUvarint(b, uint64(k.made))
+	b = binary.AppendUvarint(b, k.distinct)
 	b = append(b, k.pos...)
 	return cursorPrefix + base64.RawURLEncoding.EncodeToString(b)
 }
@@ -85,17 +91,22 @@ func parseCursor(s string, fp uint64) (cursor, *Error) {
 		return k, errBadContinuation
 	}
 	b, err := base64.RawURLEncoding.DecodeString(s[len(cursorPrefix):])
-	if err == nil && len(b) >= 11 && b[0] == cursorVersion-2 {
+	if err == nil && len(b) >= 11 && b[0] == 2 {
 		// A token of version 2, which kept no text hash: as if the text
 		// were the same.
 		b = slices.Concat(b[:9], binary.BigEndian.AppendUint32(nil, textUnknown), b[9:])
-		b[0] = cursorVersion - 1
+		b[0] = 3
 	}
 	// Version 3 kept no count of rows made (made): it is 0, and a
 	// windowed page given such a token with an offset reads from the
-	// start as those pages did.
-	legacy := err == nil && len(b) > 0 && b[0] == cursorVersion-1
-	if err != nil || len(b) < 15 || (b[0] != cursorVersion && !legacy) {
+	// start as those pages did. Versions 3 and 4 kept no set of a
+	// DISTINCT's rows (distinct): such a token's page counts the rows
+	// its skip says were returned again (streamQuery).
+	var version byte
+	if err == nil && len(b) > 0 {
+		version = b[0]
+	}
+	if err != nil || len(b) < 15 || version < 3 || version > cursorVersion {
 		return k, errBadContinuation
 	}
 	k.fingerprint = binary.BigEndian.Uint64(b[1:])
@@ -127,12 +138,20 @@ func parseCursor(s string, fp uint64) (cursor, *Error) {
 	}
 	k.skip = int(skip)
 	b = b[4+w:]
-	if !legacy {
+	if version >= 4 {
 		made, w := binary.Uvarint(b)
 		if w <= 0 || made > 1<<31 {
 			return k, errBadContinuation
 		}
 		k.made = int(made)
+		b = b[w:]
+	}
+	if version >= 5 {
+		id, w := binary.Uvarint(b)
+		if w <= 0 {
+			return k, errBadContinuation
+		}
+		k.distinct = id
 		b = b[w:]
 	}
 	if rest := b; len(rest) > 0 {

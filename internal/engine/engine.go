@@ -91,7 +91,9 @@ type Engine struct {
 	ridNames map[string]string
 	// locHints says where items were last found, by id (lochints.go).
 	locHints *locHints
-	indexer  *Indexer
+	// seen keeps the rows DISTINCT queries' pages returned (distinct.go).
+	seen    *seenSets
+	indexer *Indexer
 	// absentWanted are the absence entries queries asked for (absent.go).
 	absentWanted map[string]absentWish
 	// purgedTo is, per expiry index (by key prefix), the highest entry key
@@ -385,7 +387,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("engine: no store")
 	}
-	e := &Engine{store: cfg.Store, clock: cfg.Clock, maxItem: cfg.MaxItemSize, charges: cfg.Charges, cache: map[string]cachedContainer{}, locks: map[containerName]*settingLock{}, dbCache: map[string]cachedDatabase{}, dbRids: map[string][]byte{}, absentWanted: map[string]absentWish{}, ridNames: map[string]string{}, locHints: newLocHints(defaultLocHints)}
+	e := &Engine{store: cfg.Store, clock: cfg.Clock, maxItem: cfg.MaxItemSize, charges: cfg.Charges, cache: map[string]cachedContainer{}, locks: map[containerName]*settingLock{}, dbCache: map[string]cachedDatabase{}, dbRids: map[string][]byte{}, absentWanted: map[string]absentWish{}, ridNames: map[string]string{}, locHints: newLocHints(defaultLocHints), seen: newSeenSets(seenSetsMax)}
 	if e.clock == nil {
 		e.clock = clock.Real{}
 	}

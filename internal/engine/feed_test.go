@@ -20,20 +20,27 @@ func TestCursorRoundTrip(t *testing.T) {
 		{fingerprint: 9, access: plan.CompositeSpan, terms: []int{0, 2}, composite: 3, indexVer: 2, pos: []byte{1, 2, 3, 4, 5, 6, 7, 8}},
 		{fingerprint: 9, access: plan.CompositeWalk, terms: []int{1}, composite: 65535, skip: 12},
 		{fingerprint: 3, access: plan.Scan, skip: 1, made: 300, pos: []byte{0, 1}},
+		{fingerprint: 4, access: plan.Scan, skip: 2, distinct: ^uint64(0) - 5, pos: []byte{0, 1}},
 	} {
 		got, err := parseCursor(c.String(), c.fingerprint)
 		if err != nil || got.fingerprint != c.fingerprint || got.access != c.access || !slices.Equal(got.terms, c.terms) || got.composite != c.composite ||
-			got.indexVer != c.indexVer || got.skip != c.skip || got.made != c.made || !bytes.Equal(got.pos, c.pos) {
+			got.indexVer != c.indexVer || got.skip != c.skip || got.made != c.made || got.distinct != c.distinct || !bytes.Equal(got.pos, c.pos) {
 			t.Errorf("round trip of %+v: %+v %v", c, got, err)
 		}
 		if _, err := parseCursor(c.String(), c.fingerprint+1); err == nil || err.Code != BadRequest {
 			t.Errorf("a token of another query was accepted: %v", err)
 		}
 	}
-	// A token of version 3, which has no count of rows made.
-	v3, _ := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(cursor{fingerprint: 2, skip: 5, pos: []byte("p")}.String(), cursorPrefix))
-	v3 = slices.Delete(v3, len(v3)-2, len(v3)-1)
-	v3[0] = cursorVersion - 1
+	// Tokens of version 4, which has no set of a DISTINCT's rows, and
+	// of version 3, which has no count of rows made either.
+	v4, _ := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(cursor{fingerprint: 2, skip: 5, made: 7, pos: []byte("p")}.String(), cursorPrefix))
+	v4 = slices.Delete(v4, len(v4)-2, len(v4)-1)
+	v4[0] = 4
+	if got, err := parseCursor(cursorPrefix+base64.RawURLEncoding.EncodeToString(v4), 2); err != nil || got.skip != 5 || got.made != 7 || got.distinct != 0 || string(got.pos) != "p" {
+		t.Errorf("version 4 token: %+v %v", got, err)
+	}
+	v3 := slices.Delete(slices.Clone(v4), len(v4)-2, len(v4)-1)
+	v3[0] = 3
 	if got, err := parseCursor(cursorPrefix+base64.RawURLEncoding.EncodeToString(v3), 2); err != nil || got.skip != 5 || got.made != 0 || string(got.pos) != "p" {
 		t.Errorf("version 3 token: %+v %v", got, err)
 	}

@@ -145,7 +145,7 @@ func (e *Engine) QueryItems(ctx context.Context, p QueryParams) (*FeedPage, erro
 // queryIn runs one page of query p over container c in the reader r (a
 // request's view, or a stored procedure's transaction), with its compiled
 // program and its "now", into page.
-func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, prog *eval.Program, now time.Time, st *readStats, page *FeedPage) error {
+func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, prog *eval.Program, now time.Time, st *readStats, page *FeedPage) (rerr error) {
 	page.CollRid = c.ridString()
 	state, err := readTotals(r, c, c.seqOfRef(p.ItemRef))
 	if err != nil {
@@ -203,6 +203,26 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 			return queryError(err)
 		}
 	}
+	// Any other DISTINCT without ORDER BY whose rows would stream without
+	// it pages as that query, dropping the rows earlier pages returned
+	// (distinct.go).
+	// A TOP, or an OFFSET and LIMIT, is then a window on those rows.
+	distinct := false
+	if q := prog.Query(); q.Select.Distinct && len(q.OrderBy) == 0 {
+		f := *q
+		f.Select.Distinct = false
+		rows, err := prog.Derive(&f)
+		if err != nil {
+			return queryError(err)
+		}
+		win, _, err := windowed(rows, p.Params)
+		if err != nil {
+			return err
+		}
+		if rows.Streaming() || (win != nil && win.Streaming()) {
+			prog, distinct = rows, true
+		}
+	}
 	scope, derr := e.scopeFor(c, key, hasKey, p.RangeID)
 	if derr != nil {
 		return derr
@@ -241,6 +261,25 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 			cur, resumed = cursor{}, false
 		}
 	}
+	var seen *distinctRows
+	var seenID uint64
+	if distinct {
+		if seen, err = newDistinctRows(e.seen, cur, prog.Budget()); err != nil {
+			return queryError(err)
+		}
+		seenID = newSeenID()
+		defer func() {
+			if rerr != nil || page.Continuation == "" {
+				return
+			}
+			next, derr := parseCursor(page.Continuation, fp)
+			if derr != nil {
+				rerr = derr
+				return
+			}
+			e.seen.keep(seen.seen(next))
+		}()
+	}
 	limit := pageSize(p.MaxItemCount)
 	// A page of a TOP, or of an OFFSET and LIMIT, streams the rows of
 	// the query without them, within their window, from where the last
@@ -250,7 +289,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	if err != nil {
 		return err
 	}
-	if rows != nil && cur.pos == nil && cur.skip > 0 {
+	if rows != nil && cur.pos == nil && cur.skip > 0 && !distinct {
 		rows = nil
 	}
 	streamed := rows != nil && rows.Streaming()
@@ -263,7 +302,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	// when not nil, how many more records a paced scan may read.
 	run := func(qp *queryAccess, page *FeedPage, passed *int, left func() int) error {
 		page.Plan = qp.plan
-		next := cursor{fingerprint: fp, text: textHash(p.Query), access: qp.access, terms: qp.terms, composite: qp.composite, indexVer: c.Index.Version}
+		next := cursor{fingerprint: fp, text: textHash(p.Query), access: qp.access, terms: qp.terms, composite: qp.composite, indexVer: c.Index.Version, distinct: seenID}
 		var win *rowWindow
 		if rows != nil {
 			w := window
@@ -318,10 +357,12 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 			return streamOrdered(r, c, prog, p.Params, qp.stream, scope, now, st, cur, next, limit, nil, page)
 		}
 		if prog.Streaming() {
-			return streamQuery(qp.src, c, prog, scope, now, cur, next, limit, !single, nil, page)
+			seen.reset()
+			return streamQuery(qp.src, c, prog, scope, now, cur, next, limit, !single, nil, seen, page)
 		}
 		if streamed {
-			return streamQuery(qp.src, c, rows, scope, now, cur, next, limit, !single, win, page)
+			seen.reset()
+			return streamQuery(qp.src, c, rows, scope, now, cur, next, limit, !single, win, seen, page)
 		}
 		if win != nil {
 			return sortedPage(qp.src, c, rows, scope, now, cur, next, limit, *win, page, passed)
@@ -689,7 +730,9 @@ func docMeta(loc []byte) eval.DocMeta {
 // access path. On the single-partition path a continuation is returned
 // only when more rows exist; on the cross-partition path whenever a page
 // is full, as the gateway does (the SDKs' page counts depend on it).
-func streamQuery(src itemSource, c *containerRecord, prog *eval.Program, s *itemScope, now time.Time, cur, next cursor, limit int, cross bool, win *rowWindow, page *FeedPage) error {
+// seen, when not nil, drops the rows of a DISTINCT returned before
+// (distinct.go).
+func streamQuery(src itemSource, c *containerRecord, prog *eval.Program, s *itemScope, now time.Time, cur, next cursor, limit int, cross bool, win *rowWindow, seen *distinctRows, page *FeedPage) error {
 	if win.done() {
 		return nil
 	}
@@ -718,13 +761,25 @@ func streamQuery(src itemSource, c *containerRecord, prog *eval.Program, s *item
 		// doublings that would get there.
 		page.Items = make([][]byte, 0, min(max(limit, 0), 256))
 	}
-	err = src(cur.pos, func(pos, loc []byte, rec *itemRecord) (bool, error) {
+	// A DISTINCT page whose set is not kept reads from the start and
+	// adds the rows before its position to the set; one given a token
+	// from before the sets, which has no position, passes over the rows
+	// its skip says were returned instead.
+	from, rebuild, returned := cur.pos, seen != nil && seen.rebuild, 0
+	if rebuild {
+		from = nil
+		if cur.pos == nil {
+			returned = cur.skip
+		}
+	}
+	err = src(from, func(pos, loc []byte, rec *itemRecord) (bool, error) {
 		first := 0
 		if cur.pos != nil && bytes.Equal(pos, cur.pos) {
 			first = cur.skip
 		}
+		before := rebuild && cur.pos != nil && bytes.Compare(pos, cur.pos) < 0
 		progressed := started
-		started = true
+		started = started || !before
 		rows, err := func() ([]document.Value, error) {
 			// Every record visited counts, passed over or not.
 			if err := prog.Budget().Spend(1); err != nil {
@@ -740,19 +795,58 @@ func streamQuery(src itemSource, c *containerRecord, prog *eval.Program, s *item
 			return rowsOf.Rows(doc, docMeta(loc))
 		}()
 		if err != nil {
-			if progressed && eval.Exhausted(err) {
+			// A DISTINCT page still rebuilding its set cannot end here:
+			// its token would name a set without the rows before it.
+			if progressed && !before && returned == 0 && eval.Exhausted(err) {
 				resume(pos, first)
 				stopped = true
 				return false, nil
 			}
 			return false, queryError(err)
 		}
+		if rebuild {
+			// The rows before the position were returned, or were
+			// repeats of rows that were.
+			end := first
+			if before {
+				end = len(rows)
+			}
+			for _, row := range rows[:min(end, len(rows))] {
+				if k, repeat := seen.repeat(row); !repeat {
+					if err := seen.add(k); err != nil {
+						return false, queryError(err)
+					}
+				}
+			}
+			if before {
+				return true, nil
+			}
+		}
 		for i := first; i < len(rows); i++ {
+			// A DISTINCT's repeats are passed over before the page can
+			// end, so it ends only when a row to return is left.
+			var key string
+			if seen != nil {
+				k, repeat := seen.repeat(rows[i])
+				if repeat {
+					continue
+				}
+				key = k
+			}
 			if len(page.Items) == limit || (size > maxPageBytes && len(page.Items) > 0) {
 				resume(pos, i)
 				return false, nil
 			}
+			if seen != nil {
+				if err := seen.add(key); err != nil {
+					return false, queryError(err)
+				}
+			}
 			if !win.take() {
+				continue
+			}
+			if returned > 0 {
+				returned--
 				continue
 			}
 			var b []byte
