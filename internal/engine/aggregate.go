@@ -254,7 +254,13 @@ func compositeExtreme(c *containerRecord, q *ast.Query, params map[string]docume
 	if !plan.Exact(q, params) {
 		return nil, false, false
 	}
-	terms := plan.Terms(plan.Predicates(q, params))
+	// One predicate: plan.Terms gives no term for IS_DEFINED, which the
+	// composite's entries do not answer for another path.
+	preds := plan.Predicates(q, params)
+	if !oneTerm(preds) {
+		return nil, false, false
+	}
+	terms := plan.Terms(preds)
 	if len(terms) != 1 || len(terms[0].Spans) != 1 {
 		return nil, false, false
 	}

@@ -619,6 +619,14 @@ func TestExtremeByComposite(t *testing.T) {
 								values++
 							}
 						}
+						// A filter on another property as well is the
+						// evaluation's: the composite holds items
+						// without it.
+						text := fmt.Sprintf("SELECT VALUE %s(c.w) FROM c WHERE c.g = %s AND IS_DEFINED(c.v)", agg, g)
+						if page, _, counted, _ := checkAggregate(t, fmt.Sprintf("step %d, range %q", step, rangeID),
+							func(text string) *FeedPage { return query(rangeID, text) }, text, text+" AND true"); counted {
+							t.Fatalf("step %d, range %q, %s: answered by %v", step, rangeID, text, page.Plan)
+						}
 					}
 				}
 			}
