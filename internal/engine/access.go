@@ -923,30 +923,46 @@ func intersectSource(r storage.Reader, c *containerRecord, a, b posMerge, st *re
 			return err
 		}
 		rr := runReader{r: r, c: c, s: a.s, st: st, fn: fn}
-		for !rr.done {
-			ha, hb := a.first(), b.first()
-			if ha == nil || hb == nil {
-				break
-			}
-			var err error
-			switch d := a.s.byIndexPos(ha.loc, hb.loc); {
-			case d < 0:
-				err = a.skipTo(a.s.indexPos(hb.loc))
-			case d > 0:
-				err = b.skipTo(a.s.indexPos(ha.loc))
-			default:
-				loc := bytes.Clone(ha.loc)
-				if err = rr.add(ha.key, loc); err == nil {
-					if err = a.pass(loc); err == nil {
-						err = b.pass(loc)
-					}
-				}
-			}
-			if err != nil {
-				return err
-			}
+		err := intersect(&a, &b, func(key, loc []byte) (bool, error) {
+			err := rr.add(key, loc)
+			return !rr.done, err
+		})
+		if err != nil {
+			return err
 		}
 		return rr.flush()
+	}
+}
+
+// intersect steps the opened merges a and b together and hands fn each
+// item both name, by its entry key in a and its location, in the scope's
+// order, until fn wants no more: the one behind moves to the other's
+// position, by a few steps or by seeking each of its spans.
+func intersect(a, b *posMerge, fn func(key, loc []byte) (bool, error)) error {
+	for {
+		ha, hb := a.first(), b.first()
+		if ha == nil || hb == nil {
+			return nil
+		}
+		var err error
+		switch d := a.s.byIndexPos(ha.loc, hb.loc); {
+		case d < 0:
+			err = a.skipTo(a.s.indexPos(hb.loc))
+		case d > 0:
+			err = b.skipTo(a.s.indexPos(ha.loc))
+		default:
+			loc := bytes.Clone(ha.loc)
+			more, ferr := fn(ha.key, loc)
+			if ferr != nil || !more {
+				return ferr
+			}
+			if err = a.pass(loc); err == nil {
+				err = b.pass(loc)
+			}
+		}
+		if err != nil {
+			return err
+		}
 	}
 }
 

@@ -185,6 +185,88 @@ func oneTerm(preds []plan.Predicate) bool {
 	return false
 }
 
+// countByIntersection counts the items two properties' terms both hold
+// (`c.status = 'open' AND c.priority > 2` with no composite index of the
+// two), each an exact term of one property (as countByIndex's), when the
+// entries of both come in the scope's order (mergeSpans): over a range or
+// the whole container, once both paths' tie entries are built (a page of
+// the query without COUNT asks for them); in a logical partition that no
+// other key shares its EPK with, each an equality or IN list, or a range
+// of a path whose partition entries are built. It steps through the two
+// as an intersection's pages do (intersect), counting the items both name
+// that are not expired, and reads no record: the entries between the
+// first and the last such item, or fewer where one term skips ahead of
+// the other.
+func countByIntersection(r storage.Reader, c *containerRecord, preds []plan.Predicate, scope *itemScope, now time.Time, boxed bool, st *readStats, page *FeedPage) (bool, error) {
+	byPath := map[string][]plan.Predicate{}
+	for _, p := range preds {
+		key := strings.Join(p.Path, "\x00")
+		byPath[key] = append(byPath[key], p)
+	}
+	if len(byPath) != 2 {
+		return false, nil
+	}
+	for _, group := range byPath {
+		if !oneTerm(group) {
+			return false, nil
+		}
+	}
+	terms := plan.Terms(preds)
+	if len(terms) != 2 {
+		return false, nil
+	}
+	for _, t := range terms {
+		if crossesArray(t.Path) || systemPath(t.Path) || !c.index.indexes(t.Path) || !exactSpans(t) || !mayMerge(c, t, scope) {
+			return false, nil
+		}
+	}
+	switch scope.kind {
+	case plan.ScopeAll, plan.ScopeRange:
+	case plan.ScopePartition:
+		if alone, err := partitionAlone(r, c, scope, st); err != nil || !alone {
+			return false, err
+		}
+	default:
+		return false, nil
+	}
+	var merges [2]posMerge
+	for i, t := range terms {
+		m, ok, err := mergeSpans(r, c, t, scope, st)
+		if err != nil || !ok {
+			return false, err
+		}
+		merges[i] = m
+	}
+	expired, err := expiredIn(r, c, scope, now, st)
+	if err != nil {
+		return false, err
+	}
+	from := st.entries
+	a, b := &merges[0], &merges[1]
+	defer a.close()
+	defer b.close()
+	if err := a.open(r, nil); err != nil {
+		return false, err
+	}
+	if err := b.open(r, nil); err != nil {
+		return false, err
+	}
+	var n int64
+	err = intersect(a, b, func(_, loc []byte) (bool, error) {
+		if !expired[string(loc)] {
+			n++
+		}
+		return true, nil
+	})
+	if err != nil {
+		return false, err
+	}
+	p := plan.IndexCountPlan(scope.kind, terms, nil, int64(st.entries-from))
+	page.Plan = &p
+	page.Items = append(page.Items, partialRow(document.Int(n), boxed))
+	return true, nil
+}
+
 // countPartition counts the items of the logical partition scope alive at
 // now. Its EPK's counter holds that number, less the items expired and not
 // purged, when it counts that partition's items alone (partitionOwner):
@@ -255,7 +337,11 @@ func countByIndex(r storage.Reader, c *containerRecord, q *ast.Query, params map
 	}
 	preds := plan.Predicates(q, params)
 	if !oneTerm(preds) {
-		return countByComposite(r, c, q, params, preds, scope, now, boxed, st, page)
+		done, err := countByComposite(r, c, q, params, preds, scope, now, boxed, st, page)
+		if done || err != nil {
+			return done, err
+		}
+		return countByIntersection(r, c, preds, scope, now, boxed, st, page)
 	}
 	terms := plan.Terms(preds)
 	if len(terms) != 1 {

@@ -311,10 +311,13 @@ func (be *batchEnv) churn(t *testing.T, coll string, rnd *rand.Rand, items, part
 // each range; a range of values there once the property's partition
 // entries are built), in both shapes of the count, through upserts that
 // change the values, deletes, items expiring (purged or not yet) and
-// purges. Filters the index does not answer exactly are evaluated: a
+// purges. Terms on two properties are counted by stepping through both,
+// in a partition and, once their tie entries are built, across
+// partitions. Filters the index does not answer exactly are evaluated: a
 // number of magnitude 2^53 or more as a value or in a range, array
-// elements (a property named "[]" shares their segment), two terms, NOT,
-// a system property, a range in a partition without partition entries.
+// elements (a property named "[]" shares their segment), three terms, an
+// IS_DEFINED beside a term, NOT, a system property, a range in a partition
+// without partition entries.
 func TestCountByIndex(t *testing.T) {
 	be := newBatchEnv(t, "null")
 	ctx := context.Background()
@@ -346,8 +349,13 @@ func TestCountByIndex(t *testing.T) {
 	// Ranges of properties without partition entries: counted by the
 	// index across partitions, evaluated in one.
 	across := []string{"c.v > 1", "c.v <= 9007199254740991", "c.s > 's0'", "STARTSWITH(c.s, 's1')"}
+	// Terms on two properties: counted by stepping through both in a
+	// partition, and across partitions once their tie entries are built
+	// (halfway).
+	paired := []string{"c.v = 2 AND c.s = 's1'", "c.v IN (1, 3) AND c.s = 's0'", "c.s = 's2' AND c.w BETWEEN 1 AND 2.5", "c.w >= 'b' AND c.v = null"}
+	tied := false
 	evaluated := []string{"c.v = 9007199254740992", "ARRAY_CONTAINS(c.tags, 1)", "c.v > 9007199254740992", "c.v < 9007199254740992", "c._ts > 0",
-		"c.v = 2 AND c.s = 's1'", "c.v = 2 AND c.v = 3", "NOT (c.v = 2)", "c.w > 1 AND c.w < 'z'", "c.w > 1 AND c.w > 2"}
+		"c.v = 2 AND c.s = 's1' AND c.w = 1", "c.v = 9007199254740992 AND c.s = 's1'", "c.v = 2 AND IS_DEFINED(c.s)", "c.v = 2 AND c.v = 3", "NOT (c.v = 2)", "c.w > 1 AND c.w < 'z'", "c.w > 1 AND c.w > 2"}
 	count := func(ref ItemRef, rangeID, text string) (string, *FeedPage) {
 		t.Helper()
 		page, err := be.e.QueryItems(ctx, QueryParams{ItemRef: ref, Query: text, RangeID: rangeID, CrossPartition: true})
@@ -360,7 +368,7 @@ func TestCountByIndex(t *testing.T) {
 	nonzero, byIndex := 0, 0
 	check := func(ref ItemRef, rangeID string) {
 		t.Helper()
-		for _, filter := range slices.Concat(indexed, across, evaluated) {
+		for _, filter := range slices.Concat(indexed, across, paired, evaluated) {
 			for _, shape := range []string{"SELECT VALUE COUNT(1) FROM c WHERE ", `SELECT VALUE [{"item": COUNT(1)}] FROM c WHERE `} {
 				got, page := count(ref, rangeID, shape+filter)
 				want, _ := count(ref, rangeID, shape+"("+filter+") AND true")
@@ -368,7 +376,8 @@ func TestCountByIndex(t *testing.T) {
 					t.Fatalf("%s in %v, range %q: %s, evaluated %s", shape+filter, ref.PartitionKey, rangeID, got, want)
 				}
 				counted := page.Plan != nil && page.Plan.Chosen.Access == plan.IndexCount
-				if counted != (slices.Contains(indexed, filter) || !ref.HasKey && slices.Contains(across, filter)) {
+				if counted != (slices.Contains(indexed, filter) || !ref.HasKey && slices.Contains(across, filter) ||
+					(ref.HasKey || tied) && slices.Contains(paired, filter)) {
 					t.Fatalf("%s in %v, range %q: answered by %v", shape+filter, ref.PartitionKey, rangeID, page.Plan)
 				}
 				if counted && page.Examined != 0 {
@@ -387,6 +396,17 @@ func TestCountByIndex(t *testing.T) {
 		change()
 		if step%40 != 39 {
 			continue
+		}
+		if step == 199 {
+			for _, path := range []string{"v", "s", "w"} {
+				be.e.wantAbsent(be.containerOf(t, "s"), []string{path}, entryKinds{ties: true})
+			}
+			drainIndexer(t, be.e.NewIndexer(nil))
+			c := be.containerOf(t, "s")
+			tied = c.tiesReady([]string{"v"}) && c.tiesReady([]string{"s"}) && c.tiesReady([]string{"w"})
+			if !tied {
+				t.Fatal("the tie entries of /v, /s and /w are not built")
+			}
 		}
 		for _, rg := range ranges {
 			check(whole, rg.ID)
