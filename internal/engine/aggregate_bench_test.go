@@ -19,14 +19,17 @@ import (
 // items) and with a range of its values (c.k >= 8, a fifth) across
 // partitions and in one logical partition of 100 items (where the range
 // reads the property's partition entries, built first), and with both
-// c.g = 1 and c.k >= 8 (a twentieth, from a composite index on g and k).
+// c.g = 1 and c.k >= 8 (a twentieth, from a composite index on g and k),
+// and with both c.k = 3 and c.h = 2 (h = i % 7: a seventieth, stepping
+// through the tie entries of both, or their entries in the partition).
 // It takes the MAX of the property across partitions, alone and in the
 // rewrite that carries its count (from the counters, since k has absence
 // entries, and from the entries of m, which has none), in a partition
 // (from k's partition entries) and filtered by c.g = 1 (a quarter of the
 // items, through the composite), and the SUM of the property, in AVG's
 // rewrite across partitions and filtered by c.g = 1. Each is answered by
-// the index (countByIndex, countByComposite, aggregateByIndex, sumByIndex)
+// the index (countByIndex, countByComposite, countByIntersection,
+// aggregateByIndex, sumByIndex)
 // and evaluated (with
 // "AND true" or "WHERE true", which the index does not answer, so each
 // candidate's record is read), alternating every round (1 s each, seven
@@ -50,7 +53,7 @@ func BenchmarkIndexAggregates(b *testing.B) {
 		b.Fatal(err)
 	}
 	s.loadInterleaved(b, n, parts, func(i int) string {
-		return `,"k":` + strconv.Itoa(i%10) + `,"m":` + strconv.Itoa(i%10) + `,"g":` + strconv.Itoa(i%4)
+		return `,"k":` + strconv.Itoa(i%10) + `,"m":` + strconv.Itoa(i%10) + `,"g":` + strconv.Itoa(i%4) + `,"h":` + strconv.Itoa(i%7)
 	})
 	s.settle(b)
 	// The index of the replaced policy first: absence entries are listed
@@ -63,7 +66,8 @@ func BenchmarkIndexAggregates(b *testing.B) {
 	}); err != nil {
 		b.Fatal(err)
 	}
-	s.wantAbsent(c, []string{"k"}, entryKinds{parts: true})
+	s.wantAbsent(c, []string{"k"}, entryKinds{parts: true, ties: true})
+	s.wantAbsent(c, []string{"h"}, entryKinds{ties: true})
 	drainIndexer(b, s.NewIndexer(nil))
 	ctx := context.Background()
 	count := "SELECT VALUE COUNT(1) FROM c WHERE "
@@ -79,6 +83,8 @@ func BenchmarkIndexAggregates(b *testing.B) {
 		{"partition", "k=3", count + "c.k = 3", count + "c.k = 3 AND true"},
 		{"partition", "k>=8", count + "c.k >= 8", count + "c.k >= 8 AND true"},
 		{"cross", "g=1,k>=8", count + "c.g = 1 AND c.k >= 8", count + "c.g = 1 AND c.k >= 8 AND true"},
+		{"cross", "k=3,h=2", count + "c.k = 3 AND c.h = 2", count + "c.k = 3 AND c.h = 2 AND true"},
+		{"partition", "k=3,h=2", count + "c.k = 3 AND c.h = 2", count + "c.k = 3 AND c.h = 2 AND true"},
 		{"cross", "max", "SELECT VALUE MAX(c.k) FROM c", "SELECT VALUE MAX(c.k) FROM c WHERE true"},
 		{"cross", "max-count", maxCount("k"), maxCount("k") + " WHERE true"},
 		{"cross", "max-count-entries", maxCount("m"), maxCount("m") + " WHERE true"},
