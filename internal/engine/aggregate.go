@@ -58,8 +58,14 @@ import (
 // otherwise, and for a hierarchical prefix, the evaluation scans the
 // scope's own records, where the path's entries are the whole container's.
 func (e *Engine) aggregateByIndex(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, rangeID string, scope *itemScope, now time.Time, st *readStats, page *FeedPage) (bool, error) {
+	if !c.Index.Ready || c.index.none {
+		return false, nil
+	}
+	if call, boxed := aggregateShape(q, "COUNT"); call != nil {
+		return e.countPathByIndex(r, c, q, call, boxed, rangeID, scope, now, st, page)
+	}
 	call, obj, boxed := indexAggregateShape(q)
-	if call == nil || !c.Index.Ready || c.index.none {
+	if call == nil {
 		return false, nil
 	}
 	path, ok := plan.DocPath(q, call.Args[0])
@@ -158,20 +164,9 @@ func (e *Engine) aggregateByIndex(r storage.Reader, c *containerRecord, q *ast.Q
 	last := isMax == (mask == 0)
 	counted := false
 	if obj != nil && q.Where == nil {
-		if !c.absentReady(path) {
-			e.wantAbsent(c, path, entryKinds{})
-		} else if n, counted, err = e.scopeCount(r, c, rangeID, scope, now, st); err == nil && counted {
-			// The scope's live items less those without the path.
-			prefix := absentPrefix(indexPrefix(c), absentLocMarker, path)
-			lo, hi := scopeBounds(prefix, scope)
-			err = scanRange(r, lo, hi, func(k, _ []byte) (bool, error) {
-				read++
-				if l := k[len(prefix):]; scope.holds(l) && !expired[string(l)] {
-					n--
-				}
-				return true, st.entry()
-			})
-		}
+		var absent int64
+		n, absent, counted, err = e.definedCount(r, c, path, rangeID, scope, now, expired, st)
+		read += absent
 	}
 	switch {
 	case err != nil:
@@ -207,6 +202,66 @@ func (e *Engine) aggregateByIndex(r storage.Reader, c *containerRecord, q *ast.Q
 	p := plan.IndexExtremePlan(scope.kind, aggregateTerm(path, call, obj), read)
 	page.Plan = &p
 	page.Items = append(page.Items, partialRow(withCount(v, obj, n), boxed))
+	return true, nil
+}
+
+// definedCount counts the live items of the scope with a value at path,
+// once the path's absence entries are built (absent.go; it asks for them
+// before): the scope's items from the counters (scopeCount) less those
+// without the path, whose absence entries it reads (read). ok is false
+// when it cannot count.
+func (e *Engine) definedCount(r storage.Reader, c *containerRecord, path []string, rangeID string, scope *itemScope, now time.Time, expired map[string]bool, st *readStats) (n, read int64, ok bool, err error) {
+	if !c.absentReady(path) {
+		e.wantAbsent(c, path, entryKinds{})
+		return 0, 0, false, nil
+	}
+	if n, ok, err = e.scopeCount(r, c, rangeID, scope, now, st); err != nil || !ok {
+		return 0, 0, false, err
+	}
+	prefix := absentPrefix(indexPrefix(c), absentLocMarker, path)
+	lo, hi := scopeBounds(prefix, scope)
+	err = scanRange(r, lo, hi, func(k, _ []byte) (bool, error) {
+		read++
+		if l := k[len(prefix):]; scope.holds(l) && !expired[string(l)] {
+			n--
+		}
+		return true, st.entry()
+	})
+	return n, read, err == nil, err
+}
+
+// countPathByIndex answers SELECT VALUE COUNT(c.path) FROM c (or the
+// SDKs' per-range rewrite, [{"item": COUNT(c.path)}]), with no WHERE
+// clause, over the whole container, a range or a logical partition that no
+// other key shares its EPK with, from the counters less the items without
+// the path (definedCount): an item counts when it has any value there,
+// arrays and objects too. It reads the scope's absence entries of the
+// path and no record, where evaluating it read every record.
+func (e *Engine) countPathByIndex(r storage.Reader, c *containerRecord, q *ast.Query, call *ast.Call, boxed bool, rangeID string, scope *itemScope, now time.Time, st *readStats, page *FeedPage) (bool, error) {
+	path, ok := plan.DocPath(q, call.Args[0])
+	if !ok || len(path) == 0 || q.Where != nil || crossesArray(path) || systemPath(path) || !c.index.indexes(path) {
+		return false, nil
+	}
+	switch scope.kind {
+	case plan.ScopeAll, plan.ScopeRange:
+	case plan.ScopePartition:
+		if alone, err := partitionAlone(r, c, scope, st); err != nil || !alone {
+			return false, err
+		}
+	default:
+		return false, nil
+	}
+	expired, err := expiredIn(r, c, scope, now, st)
+	if err != nil {
+		return false, err
+	}
+	n, read, ok, err := e.definedCount(r, c, path, rangeID, scope, now, expired, st)
+	if err != nil || !ok {
+		return false, err
+	}
+	p := plan.IndexCountPlan(scope.kind, []plan.Term{{Path: path, Label: "IS_DEFINED(/" + strings.Join(path, "/") + ")"}}, nil, read)
+	page.Plan = &p
+	page.Items = append(page.Items, partialRow(document.Int(n), boxed))
 	return true, nil
 }
 

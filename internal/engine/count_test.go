@@ -528,7 +528,7 @@ func TestExtremeByIndex(t *testing.T) {
 		return page
 	}
 	scopes := append(rangeIDs(ranges), "pk:p0", "pk:p4", "pk:p8", "pk:none")
-	byIndex, values, partitions := 0, 0, 0
+	byIndex, values, partitions, pathCounts := 0, 0, 0, 0
 	for step := range 400 {
 		change()
 		if step%40 != 39 {
@@ -580,12 +580,32 @@ func TestExtremeByIndex(t *testing.T) {
 					}
 				}
 			}
+			// COUNT of a path: from the counters less the items
+			// without it, once its absence entries (which the rewrites
+			// with a count asked for) are built; arrays and objects
+			// count.
+			for _, path := range []string{"c.v", "c.w", "c.o.x", "c.f"} {
+				for _, shape := range []string{"SELECT VALUE COUNT(%s) FROM c", `SELECT VALUE [{"item": COUNT(%s)}] FROM c`} {
+					text := fmt.Sprintf(shape, path)
+					page, want := query(scope, text), query(scope, text+" WHERE true")
+					if string(page.Items[0]) != string(want.Items[0]) {
+						t.Fatalf("step %d, scope %q, %s: %s, evaluated %s", step, scope, text, page.Items[0], want.Items[0])
+					}
+					isCounted := page.Plan != nil && page.Plan.Chosen.Access == plan.IndexCount
+					if isCounted != (step >= 200) || isCounted && page.Examined > 0 {
+						t.Fatalf("step %d, scope %q, %s: by %v, %d records", step, scope, text, page.Plan, page.Examined)
+					}
+					if isCounted {
+						pathCounts++
+					}
+				}
+			}
 		}
 	}
-	if byIndex == 0 || values == 0 || partitions == 0 {
-		t.Fatalf("%d answers by the index (%d in a partition), %d with a value: the test shows nothing", byIndex, partitions, values)
+	if byIndex == 0 || values == 0 || partitions == 0 || pathCounts == 0 {
+		t.Fatalf("%d answers by the index (%d in a partition, %d counts of a path), %d with a value: the test shows nothing", byIndex, partitions, pathCounts, values)
 	}
-	t.Logf("%d answers by the index (%d in a partition), %d with a value", byIndex, partitions, values)
+	t.Logf("%d answers by the index (%d in a partition, %d counts of a path), %d with a value", byIndex, partitions, pathCounts, values)
 }
 
 // MIN and MAX of a path filtered by one equality on another, over each
