@@ -25,9 +25,11 @@ import (
 // before it, and a record, where evaluating it read every record of the
 // scope.
 //
-// With a WHERE clause of one equality on another property, over the whole
-// container or a range, the entries read are those of a composite index
-// on the two paths under the equality's value (compositeExtreme).
+// With a WHERE clause of one term on the path itself (pathTerm), in the
+// same scopes, the entries read are those of the term's span. With one
+// equality on another property, over the whole container or a range,
+// they are those of a composite index on the two paths under the
+// equality's value (compositeExtreme).
 //
 // The rewrite the gateway plan gives clients that read a range's extreme
 // with its count, {"max": MAX(c.path), "count": COUNT(c.path)}, is
@@ -83,8 +85,14 @@ func (e *Engine) aggregateByIndex(r storage.Reader, c *containerRecord, q *ast.Q
 	own := appendIndexPath(indexPrefix(c), path)
 	var base, lo, hi, marks []byte
 	var mask byte
+	// A filter of one term on the path itself (MAX(c.ts) WHERE c.ts <
+	// @t) bounds the entries read: the items that pass it are those with
+	// an entry in its span, and no array or object passes it.
+	onPath := pathTerm(q, params, path)
 	switch {
-	case q.Where != nil:
+	case onPath != nil && (scope.kind == plan.ScopeAll || scope.kind == plan.ScopeRange):
+		base = own
+	case q.Where != nil && onPath == nil:
 		if scope.kind != plan.ScopeAll && scope.kind != plan.ScopeRange || systemPath(path) {
 			return false, nil
 		}
@@ -113,11 +121,20 @@ func (e *Engine) aggregateByIndex(r storage.Reader, c *containerRecord, q *ast.Q
 			return false, err
 		}
 		base = partsPrefix(c, path, scope.epk)
-		marks = base
+		if onPath == nil {
+			marks = base
+		}
 	default:
 		return false, nil
 	}
-	if lo == nil {
+	switch {
+	case onPath != nil:
+		spans := valueSpans(base, *onPath, false, nil)
+		if len(spans) != 1 {
+			return false, nil
+		}
+		lo, hi = spans[0].lo, spans[0].hi
+	case lo == nil:
 		lo, hi = append(bytes.Clone(base), tagNull), append(bytes.Clone(base), tagArray)
 	}
 	expired, err := expiredIn(r, c, scope, now, st)
@@ -145,8 +162,10 @@ func (e *Engine) aggregateByIndex(r storage.Reader, c *containerRecord, q *ast.Q
 		})
 	}
 	marked := false
-	if err := each(marks, 0, append(bytes.Clone(marks), tagArray), prefixEnd(marks), false, func(_, _ []byte) bool { marked = true; return false }); err != nil || marked {
-		return false, err
+	if marks != nil {
+		if err := each(marks, 0, append(bytes.Clone(marks), tagArray), prefixEnd(marks), false, func(_, _ []byte) bool { marked = true; return false }); err != nil || marked {
+			return false, err
+		}
 	}
 	if name := strings.ToUpper(call.Name); name == "SUM" || name == "AVG" {
 		return sumByIndex(call, obj, boxed, path, scope, each, base, mask, lo, hi, &read, page)
@@ -294,6 +313,24 @@ func indexAggregateShape(q *ast.Query) (call *ast.Call, obj *ast.ObjectLit, boxe
 		return nil, nil, false
 	}
 	return call, nil, boxed
+}
+
+// pathTerm returns the term of q's WHERE clause when it is one exact term
+// on path (an equality, a comparison or two, a STARTSWITH) of one span,
+// and nil otherwise.
+func pathTerm(q *ast.Query, params map[string]document.Value, path []string) *plan.Term {
+	if q.Where == nil || !plan.Exact(q, params) {
+		return nil
+	}
+	preds := plan.Predicates(q, params)
+	if !oneTerm(preds) {
+		return nil
+	}
+	terms := plan.Terms(preds)
+	if len(terms) != 1 || len(terms[0].Spans) != 1 || !slices.Equal(terms[0].Path, path) || !exactSpans(terms[0]) {
+		return nil
+	}
+	return &terms[0]
 }
 
 // compositeExtreme returns where the entries of a composite index on the
