@@ -27,8 +27,8 @@ import (
 // It takes the MAX of the property across partitions, alone and in the
 // rewrite that carries its count (from the counters, since k has absence
 // entries, and from the entries of m, which has none), in a partition
-// (from k's partition entries) and filtered by c.g = 1 (a quarter of the
-// items, through the composite), and the SUM of the property, in AVG's
+// (from k's partition entries), filtered by c.g = 1 (a quarter of the
+// items, through the composite) and by c.k < 5 (half, from its span), and the SUM of the property, in AVG's
 // rewrite across partitions and filtered by c.g = 1. Each is answered by
 // the index (countByIndex, countByComposite, countByIntersection,
 // countPathByIndex, aggregateByIndex, sumByIndex)
@@ -94,6 +94,7 @@ func BenchmarkIndexAggregates(b *testing.B) {
 		{"cross", "max-count-entries", maxCount("m"), maxCount("m") + " WHERE true"},
 		{"partition", "max", "SELECT VALUE MAX(c.k) FROM c", "SELECT VALUE MAX(c.k) FROM c WHERE true"},
 		{"cross", "max-where", maxWhere, maxWhere + " AND true"},
+		{"cross", "max-below", "SELECT VALUE MAX(c.k) FROM c WHERE c.k < 5", "SELECT VALUE MAX(c.k) FROM c WHERE c.k < 5 AND true"},
 		{"cross", "sum-count", sumCount, sumCount + " WHERE true"},
 		{"cross", "sum-where", sumWhere, sumWhere + " AND true"},
 	} {
