@@ -235,6 +235,53 @@ func TestMetricsListener(t *testing.T) {
 	}
 }
 
+// The metrics show the store's tree: compaction debt, running
+// compactions, read amplification, write stalls, and on disk the latency
+// of the log's syncs, which a write makes.
+func TestStoreTreeMetrics(t *testing.T) {
+	for _, onDisk := range []bool{false, true} {
+		cfg := Config{Addr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0"}
+		if onDisk {
+			cfg.DataDir = filepath.Join(t.TempDir(), "data")
+		}
+		srv := startServer(t, cfg)
+		body := document.Obj([]document.Field{{Name: "id", Value: document.Str("db")}})
+		if _, err := srv.Engine().CreateDatabase(context.Background(), body, nil); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.Get(srv.MetricsURL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		metrics, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		value := func(name string) (float64, bool) {
+			m := regexp.MustCompile(`(?m)^` + name + ` (\S+)$`).FindSubmatch(metrics)
+			if m == nil {
+				return 0, false
+			}
+			v, err := strconv.ParseFloat(string(m[1]), 64)
+			return v, err == nil
+		}
+		for _, name := range []string{"mayfly_store_compaction_debt_bytes", "mayfly_store_compactions_running",
+			"mayfly_store_write_stalls_total", "mayfly_store_write_stall_seconds_total"} {
+			if v, ok := value(name); !ok || v < 0 {
+				t.Errorf("on disk %v: %s missing or negative", onDisk, name)
+			}
+		}
+		if v, ok := value("mayfly_store_read_amplification"); !ok || v < 0 {
+			t.Errorf("on disk %v: read amplification %v", onDisk, v)
+		}
+		syncs, ok := value("mayfly_store_wal_fsync_seconds_count")
+		if onDisk && (!ok || syncs < 1) || !onDisk && ok {
+			t.Errorf("on disk %v: %v log syncs (shown %v)", onDisk, syncs, ok)
+		}
+		if sum, _ := value("mayfly_store_wal_fsync_seconds_sum"); onDisk && (sum <= 0 || sum > syncs*10) {
+			t.Errorf("log syncs took %v s in all, for %v syncs: not seconds", sum, syncs)
+		}
+	}
+}
+
 // checkStoreMemory checks that metrics show the store's memory by kind,
 // with the mutable memtable's arena counted.
 func checkStoreMemory(t *testing.T, metrics []byte) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/mayfly-db/mayfly/internal/engine"
 	"github.com/mayfly-db/mayfly/internal/storage/pebblestore"
@@ -65,11 +66,56 @@ func pebbleCollectors(st *pebblestore.Store) []prometheus.Collector {
 			ConstLabels: prometheus.Labels{"kind": kind}},
 			func() float64 { return float64(f(st.MemoryUse())) })
 	}
+	stat := func(name, help string, counter bool, f func(pebblestore.Stats) float64) prometheus.Collector {
+		value := func() float64 { return f(st.Stats()) }
+		if counter {
+			return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, value)
+		}
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, value)
+	}
 	return []prometheus.Collector{
 		gauge("memtables", func(m pebblestore.MemoryUse) int64 { return m.MemTables }),
 		gauge("recycled_memtables", func(m pebblestore.MemoryUse) int64 { return m.Recycled }),
 		gauge("block_cache", func(m pebblestore.MemoryUse) int64 { return m.BlockCache }),
+		stat("mayfly_store_compaction_debt_bytes", "Bytes compactions must still rewrite for the store's levels to be in shape (Pebble's estimate); it grows while writes outrun them.", false,
+			func(s pebblestore.Stats) float64 { return float64(s.CompactionDebt) }),
+		stat("mayfly_store_compactions_running", "Compactions running now.", false,
+			func(s pebblestore.Stats) float64 { return float64(s.Compactions) }),
+		stat("mayfly_store_read_amplification", "Tables a point read may look in: level 0's sublevels and the other levels that hold tables.", false,
+			func(s pebblestore.Stats) float64 { return float64(s.ReadAmp) }),
+		stat("mayfly_store_write_stalls_total", "Times the store stopped writes until a flush or compaction caught up.", true,
+			func(s pebblestore.Stats) float64 { return float64(s.WriteStalls) }),
+		stat("mayfly_store_write_stall_seconds_total", "Time writes were stopped so, one stall still going on included.", true,
+			func(s pebblestore.Stats) float64 { return s.WriteStallTime.Seconds() }),
+		fsyncCollector{st: st, desc: prometheus.NewDesc("mayfly_store_wal_fsync_seconds", "Latency of the write-ahead log's syncs.", nil, nil)},
 	}
+}
+
+// fsyncCollector shows Pebble's histogram of the write-ahead log's sync
+// latencies, kept in nanoseconds, in seconds; nothing for a store with no
+// log.
+type fsyncCollector struct {
+	st   *pebblestore.Store
+	desc *prometheus.Desc
+}
+
+func (c fsyncCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c fsyncCollector) Collect(ch chan<- prometheus.Metric) {
+	h := c.st.Stats().FsyncLatency
+	if h == nil {
+		return
+	}
+	var m dto.Metric
+	if err := h.Write(&m); err != nil || m.GetHistogram() == nil {
+		return
+	}
+	hist := m.GetHistogram()
+	buckets := make(map[float64]uint64, len(hist.GetBucket()))
+	for _, b := range hist.GetBucket() {
+		buckets[b.GetUpperBound()/1e9] = b.GetCumulativeCount()
+	}
+	ch <- prometheus.MustNewConstHistogram(c.desc, hist.GetSampleCount(), hist.GetSampleSum()/1e9, buckets)
 }
 
 // groupCollectors show how a gateway over a shared store commits its

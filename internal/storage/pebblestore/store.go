@@ -194,6 +194,9 @@ type Store struct {
 	manifests *atomic.Int64
 	clock     clock.Clock
 
+	// stalls counts Pebble's write stalls (Stats).
+	stalls *writeStalls
+
 	// flushSoon flushes the memtable shortly after a range deletion
 	// (DeleteRange), and once after a burst of them.
 	flushSoon func()
@@ -246,6 +249,10 @@ func Open(opts Options) (*Store, error) {
 	manifests := new(atomic.Int64)
 	listener := eventListener(log)
 	listener.ManifestCreated = func(pebble.ManifestCreateInfo) { manifests.Add(1) }
+	stalls := new(writeStalls)
+	stallBegin, stallEnd := listener.WriteStallBegin, listener.WriteStallEnd
+	listener.WriteStallBegin = func(info pebble.WriteStallBeginInfo) { stalls.begin(time.Now()); stallBegin(info) }
+	listener.WriteStallEnd = func() { stalls.end(time.Now()); stallEnd() }
 	// The C allocator keeps the pages of what the store frees unless told
 	// to return them (memory.ReleaseFreed).
 	release := callSoon(clock.Real{}, time.Second, memory.ReleaseFreed)
@@ -322,7 +329,7 @@ func Open(opts Options) (*Store, error) {
 		if err != nil {
 			return nil, fmt.Errorf("pebblestore: open in memory: %w", err)
 		}
-		st := newStore(db, "", nil, false, log, manifests)
+		st := newStore(db, "", nil, false, log, manifests, stalls)
 		st.hot = newHotKeys(opts.Hot)
 		return st, nil
 	}
@@ -362,7 +369,7 @@ func Open(opts Options) (*Store, error) {
 		_ = lock.Close()
 		return nil, fmt.Errorf("pebblestore: open %q: %w", dir, err)
 	}
-	st := newStore(db, dir, lock, true, log, manifests)
+	st := newStore(db, dir, lock, true, log, manifests, stalls)
 	st.ring, fs.ring = fs.ring, nil // closed by Close from here on
 	st.hot = newHotKeys(opts.Hot)
 	if idle := cmp.Or(opts.IdleFlush, DefaultIdleFlush); idle > 0 && !opts.ReadOnly {
@@ -405,9 +412,10 @@ func open(dir string, po *pebble.Options, verifyLimit int64) (*pebble.DB, error)
 	return db, nil
 }
 
-func newStore(db *pebble.DB, dir string, lock *pebble.Lock, durable bool, log *slog.Logger, manifests *atomic.Int64) *Store {
+func newStore(db *pebble.DB, dir string, lock *pebble.Lock, durable bool, log *slog.Logger, manifests *atomic.Int64, stalls *writeStalls) *Store {
 	s := &Store{
 		manifests: manifests,
+		stalls:    stalls,
 		clock:     clock.Real{},
 		log:       log,
 		db:        db,
