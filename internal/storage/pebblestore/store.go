@@ -251,8 +251,8 @@ func Open(opts Options) (*Store, error) {
 	listener.ManifestCreated = func(pebble.ManifestCreateInfo) { manifests.Add(1) }
 	stalls := new(writeStalls)
 	stallBegin, stallEnd := listener.WriteStallBegin, listener.WriteStallEnd
-	listener.WriteStallBegin = func(info pebble.WriteStallBeginInfo) { stalls.begin(time.Now()); stallBegin(info) }
-	listener.WriteStallEnd = func() { stalls.end(time.Now()); stallEnd() }
+	listener.WriteStallBegin = func(info pebble.WriteStallBeginInfo) { stalls.begin(clock.Real{}.Now()); stallBegin(info) }
+	listener.WriteStallEnd = func() { stalls.end(clock.Real{}.Now()); stallEnd() }
 	// The C allocator keeps the pages of what the store frees unless told
 	// to return them (memory.ReleaseFreed).
 	release := callSoon(clock.Real{}, time.Second, memory.ReleaseFreed)
