@@ -22,8 +22,9 @@ import (
 // c.g = 1 and c.k >= 8 (a twentieth, from a composite index on g and k),
 // and with both c.k = 3 and c.h = 2 (h = i % 7: a seventieth, stepping
 // through the tie entries of both, or their entries in the partition),
-// and the items with a value of k (COUNT(c.k), from the counters less the
-// items without k).
+// the items with a value of k (COUNT(c.k), from the counters less the
+// items without k), and the items of each value of k (GROUP BY c.k, from
+// its entries).
 // It takes the MAX of the property across partitions, alone and in the
 // rewrite that carries its count (from the counters, since k has absence
 // entries, and from the entries of m, which has none), in a partition
@@ -31,7 +32,7 @@ import (
 // items, through the composite) and by c.k < 5 (half, from its span), and the SUM of the property, in AVG's
 // rewrite across partitions and filtered by c.g = 1. Each is answered by
 // the index (countByIndex, countByComposite, countByIntersection,
-// countPathByIndex, aggregateByIndex, sumByIndex)
+// countPathByIndex, groupCountByIndex, aggregateByIndex, sumByIndex)
 // and evaluated (with
 // "AND true" or "WHERE true", which the index does not answer, so each
 // candidate's record is read), alternating every round (1 s each, seven
@@ -89,6 +90,8 @@ func BenchmarkIndexAggregates(b *testing.B) {
 		{"partition", "k=3,h=2", count + "c.k = 3 AND c.h = 2", count + "c.k = 3 AND c.h = 2 AND true"},
 		{"cross", "count-path", "SELECT VALUE COUNT(c.k) FROM c", "SELECT VALUE COUNT(c.k) FROM c WHERE true"},
 		{"partition", "count-path", "SELECT VALUE COUNT(c.k) FROM c", "SELECT VALUE COUNT(c.k) FROM c WHERE true"},
+		{"cross", "group-count", "SELECT c.k AS k, COUNT(1) AS n FROM c GROUP BY c.k", "SELECT c.k AS k, COUNT(1) AS n FROM c WHERE true GROUP BY c.k"},
+		{"partition", "group-count", "SELECT c.k AS k, COUNT(1) AS n FROM c GROUP BY c.k", "SELECT c.k AS k, COUNT(1) AS n FROM c WHERE true GROUP BY c.k"},
 		{"cross", "max", "SELECT VALUE MAX(c.k) FROM c", "SELECT VALUE MAX(c.k) FROM c WHERE true"},
 		{"cross", "max-count", maxCount("k"), maxCount("k") + " WHERE true"},
 		{"cross", "max-count-entries", maxCount("m"), maxCount("m") + " WHERE true"},

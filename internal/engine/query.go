@@ -243,6 +243,9 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		if done, err := e.aggregateByIndex(r, c, prog.Query(), p.Params, p.RangeID, scope, now, st, page); done || err != nil {
 			return err
 		}
+		if done, err := e.groupCountByIndex(r, c, prog.Query(), p.Params, p.RangeID, scope, now, pageSize(p.MaxItemCount), st, page); done || err != nil {
+			return err
+		}
 	}
 	fp := fingerprint(p.Params, "query", fingerprintText(asked, fpText), string(partition.AppendKeyBytes(nil, key)),
 		strconv.FormatBool(hasKey), p.RangeID, string(scope.lo), string(scope.hi))

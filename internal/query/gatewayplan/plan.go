@@ -87,6 +87,12 @@ func aggregateOf(e ast.Expr) (string, bool) {
 	return n, ok
 }
 
+// IsAggregate reports whether e is a call of an aggregate function.
+func IsAggregate(e ast.Expr) bool {
+	_, ok := aggregateOf(e)
+	return ok
+}
+
 // hasAggregate reports whether e holds an aggregate call outside
 // subqueries.
 func hasAggregate(e ast.Expr) bool {

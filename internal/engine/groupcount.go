@@ -1,0 +1,258 @@
+package engine
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/query/ast"
+	"github.com/mayfly-db/mayfly/internal/query/eval"
+	"github.com/mayfly-db/mayfly/internal/query/gatewayplan"
+	"github.com/mayfly-db/mayfly/internal/query/plan"
+	"github.com/mayfly-db/mayfly/internal/storage"
+)
+
+// groupCountByIndex answers a GROUP BY of one indexed path whose only
+// aggregates are COUNTs of a constant, with no WHERE clause (`SELECT c.status,
+// COUNT(1) AS n FROM c GROUP BY c.status`, or the SDKs' per-range rewrite
+// of it), over the whole container, a range, or a logical partition that
+// no other key shares its EPK with once the path's partition entries are
+// built, from the path's index entries: each exact scalar value's live
+// entries in the scope are its group's count, and the items without the
+// path (the counters' count less those with it, once its absence entries
+// are built, which the query asks for) the group of no value. It reads the
+// entries and one record per group, for the value as written, where the
+// evaluation read every record. The select list is then evaluated over one
+// stand-in document per group, holding the group's value at the path and
+// its count, with each COUNT read as the SUM of that count: its rows are
+// the evaluation's, the groups in the order of their values rather than of
+// their first items, an order the service leaves open.
+//
+// It answers only when every group fits the page (limit), so that no page
+// of the query is served by another way in another order; and it leaves
+// the query to the evaluation when an item of the scope holds an array or
+// an object at the path (their groups are of whole values, which the index
+// does not keep), when a value is one the index does not tell apart from
+// others (a number of magnitude 2^53 or more), and when the select list
+// reads anything of the document but the path.
+func (e *Engine) groupCountByIndex(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, rangeID string, scope *itemScope, now time.Time, limit int, st *readStats, page *FeedPage) (bool, error) {
+	if !c.Index.Ready || c.index.none || q.From == nil || q.From.Iterate || len(q.Joins) > 0 || q.Where != nil || len(q.GroupBy) != 1 ||
+		len(q.OrderBy) > 0 || q.Select.Distinct || q.Select.Top != nil || q.Offset != nil || q.Limit != nil {
+		return false, nil
+	}
+	path, ok := plan.DocPath(q, q.GroupBy[0])
+	if !ok || len(path) == 0 || crossesArray(path) || systemPath(path) || !c.index.indexes(path) {
+		return false, nil
+	}
+	countField := "\x00count"
+	standIn, ok := groupStandIn(q, params, now, path, countField)
+	if !ok {
+		return false, nil
+	}
+	var base []byte
+	switch scope.kind {
+	case plan.ScopeAll, plan.ScopeRange:
+		base = appendIndexPath(indexPrefix(c), path)
+	case plan.ScopePartition:
+		if !c.partsReady(path) {
+			return false, nil
+		}
+		if alone, err := partitionAlone(r, c, scope, st); err != nil || !alone {
+			return false, err
+		}
+		base = partsPrefix(c, path, scope.epk)
+	default:
+		return false, nil
+	}
+	expired, err := expiredIn(r, c, scope, now, st)
+	if err != nil {
+		return false, err
+	}
+	defined, read, ok, err := e.definedCount(r, c, path, rangeID, scope, now, expired, st)
+	if err != nil || !ok {
+		return false, err
+	}
+	// The groups: each value's count and the location of one of its
+	// items; arrays and objects (their marker entries) end it.
+	type group struct {
+		value, loc []byte
+		n          int64
+	}
+	var groups []group
+	var counted int64
+	whole := true
+	err = scanRange(r, append(bytes.Clone(base), tagNull), prefixEnd(base), func(k, _ []byte) (bool, error) {
+		read++
+		if err := st.entry(); err != nil {
+			return false, err
+		}
+		l, ok := entryLoc(k, len(base))
+		if !ok {
+			return false, fmt.Errorf("index entry %x: malformed", k)
+		}
+		if !scope.holds(l) || expired[string(l)] {
+			return true, nil
+		}
+		v := k[len(base) : len(k)-len(l)]
+		if v[0] == tagArray || v[0] == tagObject || !exactValue(v) {
+			whole = false
+			return false, nil
+		}
+		if n := len(groups); n == 0 || !bytes.Equal(groups[n-1].value, v) {
+			if n == limit {
+				whole = false
+				return false, nil
+			}
+			groups = append(groups, group{value: bytes.Clone(v), loc: bytes.Clone(l)})
+		}
+		groups[len(groups)-1].n++
+		counted++
+		return true, nil
+	})
+	if err != nil || !whole || counted != defined {
+		// A count that is not the counters' (an item with the value
+		// twice cannot be: a path holds one value) leaves it too.
+		return false, err
+	}
+	var docs []document.Value
+	if absent, err := e.scopeItems(r, c, rangeID, scope, now, st); err != nil {
+		return false, err
+	} else if absent -= defined; absent > 0 {
+		docs = append(docs, standInDoc(nil, document.Undef, countField, absent))
+	}
+	for _, g := range groups {
+		rec, ok, err := readItemAt(r, c, g.loc, st)
+		if err != nil || !ok {
+			return false, err
+		}
+		doc, err := document.Parse(rec.json)
+		if err != nil {
+			return false, err
+		}
+		v := doc.At(path)
+		if enc, ok := appendIndexValue(nil, v); !ok || !bytes.Equal(enc, g.value) {
+			return false, nil // not what the entry says: let the evaluation answer
+		}
+		docs = append(docs, standInDoc(path, v, countField, g.n))
+	}
+	if len(docs) > limit {
+		return false, nil
+	}
+	rows, err := standIn.RunDocs(docs)
+	if err != nil {
+		return false, queryError(err)
+	}
+	for _, row := range rows {
+		page.Items = append(page.Items, row.JSON())
+	}
+	p := plan.IndexCountPlan(scope.kind, []plan.Term{{Path: path, Label: "GROUP BY /" + strings.Join(path, "/")}}, nil, read)
+	p.Chosen.Records = float64(len(groups)) // a record a group, for its value
+	page.Plan = &p
+	return true, nil
+}
+
+// scopeItems is the count of the scope's live items (scopeCount); an error
+// when the counters cannot give it, which definedCount has checked.
+func (e *Engine) scopeItems(r storage.Reader, c *containerRecord, rangeID string, scope *itemScope, now time.Time, st *readStats) (int64, error) {
+	n, ok, err := e.scopeCount(r, c, rangeID, scope, now, st)
+	if err == nil && !ok {
+		err = fmt.Errorf("engine: no count of the scope")
+	}
+	return n, err
+}
+
+// groupStandIn returns the program of q (with its parameters) over
+// stand-in documents: each
+// COUNT of a constant in its select list becomes the SUM of the stand-in's
+// countField. ok is false when the select list has another aggregate, a
+// subquery, or a reference to the document other than path.
+func groupStandIn(q *ast.Query, params map[string]document.Value, now time.Time, path []string, countField string) (*eval.Program, bool) {
+	if q.Select.Star || q.Select.Value == nil && len(q.Select.Items) == 0 {
+		return nil, false
+	}
+	rewritten := *q
+	rewritten.Select.Items = slices.Clone(q.Select.Items)
+	sum := &ast.Call{Name: "SUM", Args: []ast.Expr{&ast.Member{X: &ast.Ident{Name: q.From.Alias}, Name: countField, Quoted: true}}}
+	ok := true
+	var rewrite func(e ast.Expr) ast.Expr
+	rewrite = func(e ast.Expr) ast.Expr {
+		if p, isPath := plan.DocPath(q, e); isPath {
+			ok = ok && slices.Equal(p, path)
+			return e
+		}
+		switch x := e.(type) {
+		case *ast.Literal, *ast.Param:
+			return e
+		case *ast.Call:
+			if x.UDF {
+				ok = false
+				return e
+			}
+			if gatewayplan.IsAggregate(x) {
+				if len(x.Args) != 1 || !strings.EqualFold(x.Name, "COUNT") {
+					ok = false
+				} else if lit, isLit := x.Args[0].(*ast.Literal); !isLit || !lit.Value.IsDefined() {
+					ok = false
+				}
+				return sum
+			}
+			y := *x
+			y.Args = make([]ast.Expr, len(x.Args))
+			for i, a := range x.Args {
+				y.Args[i] = rewrite(a)
+			}
+			return &y
+		case *ast.ObjectLit:
+			y := &ast.ObjectLit{Fields: slices.Clone(x.Fields)}
+			for i := range y.Fields {
+				y.Fields[i].Value = rewrite(y.Fields[i].Value)
+			}
+			return y
+		case *ast.ArrayLit:
+			y := &ast.ArrayLit{Elems: make([]ast.Expr, len(x.Elems))}
+			for i, el := range x.Elems {
+				y.Elems[i] = rewrite(el)
+			}
+			return y
+		case *ast.Binary:
+			y := *x
+			y.L, y.R = rewrite(x.L), rewrite(x.R)
+			return &y
+		case *ast.Unary:
+			y := *x
+			y.X = rewrite(x.X)
+			return &y
+		}
+		// Anything else (the document itself, a subquery, an array
+		// index, a conditional) is left to the evaluation.
+		ok = false
+		return e
+	}
+	if q.Select.Value != nil {
+		rewritten.Select.Value = rewrite(q.Select.Value)
+	}
+	for i := range rewritten.Select.Items {
+		rewritten.Select.Items[i].Expr = rewrite(rewritten.Select.Items[i].Expr)
+	}
+	if !ok {
+		return nil, false
+	}
+	prog, err := eval.Compile(&rewritten, params, eval.Options{Now: now})
+	return prog, err == nil
+}
+
+// standInDoc is a group's stand-in: v at path (none when path is nil) and
+// the group's count n at countField.
+func standInDoc(path []string, v document.Value, countField string, n int64) document.Value {
+	fields := []document.Field{{Name: countField, Value: document.Int(n)}}
+	if path != nil {
+		for i := len(path) - 1; i > 0; i-- {
+			v = document.Obj([]document.Field{{Name: path[i], Value: v}})
+		}
+		fields = append(fields, document.Field{Name: path[0], Value: v})
+	}
+	return document.Obj(fields)
+}
