@@ -183,9 +183,9 @@ func (e *Engine) aggregateByIndex(r storage.Reader, c *containerRecord, q *ast.Q
 	last := isMax == (mask == 0)
 	counted := false
 	if obj != nil && q.Where == nil {
-		var absent int64
-		n, absent, counted, err = e.definedCount(r, c, path, rangeID, scope, now, expired, st)
-		read += absent
+		var absentRead int64
+		n, _, absentRead, counted, err = e.definedCount(r, c, path, rangeID, scope, now, expired, st)
+		read += absentRead
 	}
 	switch {
 	case err != nil:
@@ -224,29 +224,31 @@ func (e *Engine) aggregateByIndex(r storage.Reader, c *containerRecord, q *ast.Q
 	return true, nil
 }
 
-// definedCount counts the live items of the scope with a value at path,
-// once the path's absence entries are built (absent.go; it asks for them
-// before): the scope's items from the counters (scopeCount) less those
-// without the path, whose absence entries it reads (read). ok is false
-// when it cannot count.
-func (e *Engine) definedCount(r storage.Reader, c *containerRecord, path []string, rangeID string, scope *itemScope, now time.Time, expired map[string]bool, st *readStats) (n, read int64, ok bool, err error) {
+// definedCount counts the live items of the scope with a value at path
+// (defined) and without one (without), once the path's absence entries
+// are built (absent.go; it asks for them before): the scope's items from
+// the counters (scopeCount), and the absence entries of the live items
+// without the path, which it reads (read). ok is false when it cannot
+// count.
+func (e *Engine) definedCount(r storage.Reader, c *containerRecord, path []string, rangeID string, scope *itemScope, now time.Time, expired map[string]bool, st *readStats) (defined, without, read int64, ok bool, err error) {
 	if !c.absentReady(path) {
 		e.wantAbsent(c, path, entryKinds{})
-		return 0, 0, false, nil
+		return 0, 0, 0, false, nil
 	}
-	if n, ok, err = e.scopeCount(r, c, rangeID, scope, now, st); err != nil || !ok {
-		return 0, 0, false, err
+	total, ok, err := e.scopeCount(r, c, rangeID, scope, now, st)
+	if err != nil || !ok {
+		return 0, 0, 0, false, err
 	}
 	prefix := absentPrefix(indexPrefix(c), absentLocMarker, path)
 	lo, hi := scopeBounds(prefix, scope)
 	err = scanRange(r, lo, hi, func(k, _ []byte) (bool, error) {
 		read++
 		if l := k[len(prefix):]; scope.holds(l) && !expired[string(l)] {
-			n--
+			without++
 		}
 		return true, st.entry()
 	})
-	return n, read, err == nil, err
+	return total - without, without, read, err == nil, err
 }
 
 // countPathByIndex answers SELECT VALUE COUNT(c.path) FROM c (or the
@@ -261,20 +263,14 @@ func (e *Engine) countPathByIndex(r storage.Reader, c *containerRecord, q *ast.Q
 	if !ok || len(path) == 0 || q.Where != nil || crossesArray(path) || systemPath(path) || !c.index.indexes(path) {
 		return false, nil
 	}
-	switch scope.kind {
-	case plan.ScopeAll, plan.ScopeRange:
-	case plan.ScopePartition:
-		if alone, err := partitionAlone(r, c, scope, st); err != nil || !alone {
-			return false, err
-		}
-	default:
-		return false, nil
+	if ok, err := countableScope(r, c, scope, st); err != nil || !ok {
+		return false, err
 	}
 	expired, err := expiredIn(r, c, scope, now, st)
 	if err != nil {
 		return false, err
 	}
-	n, read, ok, err := e.definedCount(r, c, path, rangeID, scope, now, expired, st)
+	n, _, read, ok, err := e.definedCount(r, c, path, rangeID, scope, now, expired, st)
 	if err != nil || !ok {
 		return false, err
 	}

@@ -185,6 +185,47 @@ func oneTerm(preds []plan.Predicate) bool {
 	return false
 }
 
+// propertyTerms returns the terms of preds, one for each property, when
+// each property's predicates make one term (oneTerm) whose values and
+// bounds the index keeps exactly, on a path that crosses no array and is
+// no system property: the items each term holds are then those of its
+// entries.
+func propertyTerms(preds []plan.Predicate) ([]plan.Term, bool) {
+	byPath := map[string][]plan.Predicate{}
+	for _, p := range preds {
+		key := strings.Join(p.Path, "\x00")
+		byPath[key] = append(byPath[key], p)
+	}
+	for _, group := range byPath {
+		if !oneTerm(group) {
+			return nil, false
+		}
+	}
+	terms := plan.Terms(preds)
+	if len(terms) != len(byPath) {
+		return nil, false
+	}
+	for _, t := range terms {
+		if crossesArray(t.Path) || systemPath(t.Path) || !exactSpans(t) {
+			return nil, false
+		}
+	}
+	return terms, true
+}
+
+// countableScope reports whether the index may count in scope: the whole
+// container, a range, or a logical partition whose EPK no other partition
+// key shares (partitionAlone; the entries of two such keys share a span).
+func countableScope(r storage.Reader, c *containerRecord, scope *itemScope, st *readStats) (bool, error) {
+	switch scope.kind {
+	case plan.ScopeAll, plan.ScopeRange:
+		return true, nil
+	case plan.ScopePartition:
+		return partitionAlone(r, c, scope, st)
+	}
+	return false, nil
+}
+
 // countByIntersection counts the items two properties' terms both hold
 // (`c.status = 'open' AND c.priority > 2` with no composite index of the
 // two), each an exact term of one property (as countByIndex's), when the
@@ -198,36 +239,17 @@ func oneTerm(preds []plan.Predicate) bool {
 // first and the last such item, or fewer where one term skips ahead of
 // the other.
 func countByIntersection(r storage.Reader, c *containerRecord, preds []plan.Predicate, scope *itemScope, now time.Time, boxed bool, st *readStats, page *FeedPage) (bool, error) {
-	byPath := map[string][]plan.Predicate{}
-	for _, p := range preds {
-		key := strings.Join(p.Path, "\x00")
-		byPath[key] = append(byPath[key], p)
-	}
-	if len(byPath) != 2 {
-		return false, nil
-	}
-	for _, group := range byPath {
-		if !oneTerm(group) {
-			return false, nil
-		}
-	}
-	terms := plan.Terms(preds)
-	if len(terms) != 2 {
+	terms, ok := propertyTerms(preds)
+	if !ok || len(terms) != 2 {
 		return false, nil
 	}
 	for _, t := range terms {
-		if crossesArray(t.Path) || systemPath(t.Path) || !c.index.indexes(t.Path) || !exactSpans(t) || !mayMerge(c, t, scope) {
+		if !c.index.indexes(t.Path) || !mayMerge(c, t, scope) {
 			return false, nil
 		}
 	}
-	switch scope.kind {
-	case plan.ScopeAll, plan.ScopeRange:
-	case plan.ScopePartition:
-		if alone, err := partitionAlone(r, c, scope, st); err != nil || !alone {
-			return false, err
-		}
-	default:
-		return false, nil
+	if ok, err := countableScope(r, c, scope, st); err != nil || !ok {
+		return false, err
 	}
 	var merges [2]posMerge
 	for i, t := range terms {
@@ -359,14 +381,8 @@ func countByIndex(r storage.Reader, c *containerRecord, q *ast.Query, params map
 	if !singleValues(t) && scope.kind == plan.ScopePartition && !partRange(c, t, scope) {
 		return false, nil
 	}
-	switch scope.kind {
-	case plan.ScopeAll, plan.ScopeRange:
-	case plan.ScopePartition:
-		if alone, err := partitionAlone(r, c, scope, st); err != nil || !alone {
-			return false, err
-		}
-	default:
-		return false, nil
+	if ok, err := countableScope(r, c, scope, st); err != nil || !ok {
+		return false, err
 	}
 	expired, err := expiredIn(r, c, scope, now, st)
 	if err != nil {
@@ -402,24 +418,9 @@ func countByComposite(r storage.Reader, c *containerRecord, q *ast.Query, params
 	if scope.kind != plan.ScopeAll && scope.kind != plan.ScopeRange {
 		return false, nil
 	}
-	byPath := map[string][]plan.Predicate{}
-	for _, p := range preds {
-		key := strings.Join(p.Path, "\x00")
-		byPath[key] = append(byPath[key], p)
-	}
-	for _, group := range byPath {
-		if !oneTerm(group) {
-			return false, nil
-		}
-	}
-	terms := plan.Terms(preds)
-	if len(terms) != len(byPath) {
+	terms, ok := propertyTerms(preds)
+	if !ok {
 		return false, nil
-	}
-	for _, t := range terms {
-		if crossesArray(t.Path) || systemPath(t.Path) || !exactSpans(t) {
-			return false, nil
-		}
 	}
 	for _, u := range compositeUses(c, q, params, terms) {
 		// Every path of a composite it uses has a term (plan.CompositeUses):

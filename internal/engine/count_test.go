@@ -495,7 +495,6 @@ func TestCountByIndexSharedEPK(t *testing.T) {
 // once its entries, which the query asks for, are built.
 func TestExtremeByIndex(t *testing.T) {
 	be := newBatchEnv(t, "null")
-	ctx := context.Background()
 	ranges := be.rangedContainer(t)
 	rnd := rand.New(rand.NewPCG(13, 17))
 	props := func() string {
@@ -513,19 +512,9 @@ func TestExtremeByIndex(t *testing.T) {
 		return strings.Join(props, ",")
 	}
 	change := func() { be.churn(t, "s", rnd, 60, 9, props) }
-	// A scope is a range's id, or "pk:" and a partition key.
 	query := func(scope, text string) *FeedPage {
 		t.Helper()
-		p := QueryParams{ItemRef: ItemRef{DB: "db", Coll: "s"}, Query: text, RangeID: scope, CrossPartition: true}
-		if pk, ok := strings.CutPrefix(scope, "pk:"); ok {
-			p.RangeID, p.CrossPartition = "", false
-			p.HasKey, p.PartitionKey = true, partition.Key{partition.String(pk)}
-		}
-		page, err := be.e.QueryItems(ctx, p)
-		if err != nil {
-			t.Fatalf("%s, scope %q: %v", text, scope, err)
-		}
-		return page
+		return be.scopedQuery(t, "s", scope, text, 0)
 	}
 	scopes := append(rangeIDs(ranges), "pk:p0", "pk:p4", "pk:p8", "pk:none")
 	byIndex, values, partitions, pathCounts, filtered := 0, 0, 0, 0, 0
@@ -874,7 +863,6 @@ func checkAggregate(t *testing.T, where string, query func(text string) *FeedPag
 // page holds are evaluated.
 func TestGroupCountByIndex(t *testing.T) {
 	be := newBatchEnv(t, "null")
-	ctx := context.Background()
 	ranges := be.rangedContainer(t)
 	rnd := rand.New(rand.NewPCG(37, 41))
 	props := func() string {
@@ -890,16 +878,7 @@ func TestGroupCountByIndex(t *testing.T) {
 	}
 	query := func(scope, text string, size int) *FeedPage {
 		t.Helper()
-		p := QueryParams{ItemRef: ItemRef{DB: "db", Coll: "s"}, Query: text, RangeID: scope, CrossPartition: true, MaxItemCount: size}
-		if pk, ok := strings.CutPrefix(scope, "pk:"); ok {
-			p.RangeID, p.CrossPartition = "", false
-			p.HasKey, p.PartitionKey = true, partition.Key{partition.String(pk)}
-		}
-		page, err := be.e.QueryItems(ctx, p)
-		if err != nil {
-			t.Fatalf("%s, scope %q: %v", text, scope, err)
-		}
-		return page
+		return be.scopedQuery(t, "s", scope, text, size)
 	}
 	rows := func(page *FeedPage) string {
 		var out []string
@@ -968,4 +947,20 @@ func TestGroupCountByIndex(t *testing.T) {
 		t.Fatal("no group was counted from the index: the test shows nothing")
 	}
 	t.Logf("%d answers from the index", byIndex)
+}
+
+// scopedQuery runs one page (of size rows; 0 for the default) of text over
+// container coll in scope: a range's id, or "pk:" and a partition key.
+func (be *batchEnv) scopedQuery(t *testing.T, coll, scope, text string, size int) *FeedPage {
+	t.Helper()
+	p := QueryParams{ItemRef: ItemRef{DB: "db", Coll: coll}, Query: text, RangeID: scope, CrossPartition: true, MaxItemCount: size}
+	if pk, ok := strings.CutPrefix(scope, "pk:"); ok {
+		p.RangeID, p.CrossPartition = "", false
+		p.HasKey, p.PartitionKey = true, partition.Key{partition.String(pk)}
+	}
+	page, err := be.e.QueryItems(context.Background(), p)
+	if err != nil {
+		t.Fatalf("%s, scope %q: %v", text, scope, err)
+	}
+	return page
 }

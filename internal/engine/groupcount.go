@@ -71,7 +71,7 @@ func (e *Engine) groupCountByIndex(r storage.Reader, c *containerRecord, q *ast.
 	if err != nil {
 		return false, err
 	}
-	defined, read, ok, err := e.definedCount(r, c, path, rangeID, scope, now, expired, st)
+	defined, without, read, ok, err := e.definedCount(r, c, path, rangeID, scope, now, expired, st)
 	if err != nil || !ok {
 		return false, err
 	}
@@ -118,10 +118,8 @@ func (e *Engine) groupCountByIndex(r storage.Reader, c *containerRecord, q *ast.
 		return false, err
 	}
 	var docs []document.Value
-	if absent, err := e.scopeItems(r, c, rangeID, scope, now, st); err != nil {
-		return false, err
-	} else if absent -= defined; absent > 0 {
-		docs = append(docs, standInDoc(nil, document.Undef, countField, absent))
+	if without > 0 {
+		docs = append(docs, standInDoc(nil, document.Undef, countField, without))
 	}
 	for _, g := range groups {
 		rec, ok, err := readItemAt(r, c, g.loc, st)
@@ -152,16 +150,6 @@ func (e *Engine) groupCountByIndex(r storage.Reader, c *containerRecord, q *ast.
 	p.Chosen.Records = float64(len(groups)) // a record a group, for its value
 	page.Plan = &p
 	return true, nil
-}
-
-// scopeItems is the count of the scope's live items (scopeCount); an error
-// when the counters cannot give it, which definedCount has checked.
-func (e *Engine) scopeItems(r storage.Reader, c *containerRecord, rangeID string, scope *itemScope, now time.Time, st *readStats) (int64, error) {
-	n, ok, err := e.scopeCount(r, c, rangeID, scope, now, st)
-	if err == nil && !ok {
-		err = fmt.Errorf("engine: no count of the scope")
-	}
-	return n, err
 }
 
 // groupStandIn returns the program of q (with its parameters) over
