@@ -208,20 +208,15 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	// (distinct.go).
 	// A TOP, or an OFFSET and LIMIT, is then a window on those rows.
 	distinct := false
-	if q := prog.Query(); q.Select.Distinct && len(q.OrderBy) == 0 {
+	// (Those rows stream when the query has a FROM clause and no ORDER BY,
+	// GROUP BY or aggregate: eval.Program.Streaming.)
+	if q := prog.Query(); q.Select.Distinct && q.From != nil && len(q.OrderBy) == 0 && len(q.GroupBy) == 0 && !gatewayplan.HasAggregates(q) {
 		f := *q
 		f.Select.Distinct = false
-		rows, err := prog.Derive(&f)
-		if err != nil {
+		if prog, err = prog.Derive(&f); err != nil {
 			return queryError(err)
 		}
-		win, _, err := windowed(rows, p.Params)
-		if err != nil {
-			return err
-		}
-		if rows.Streaming() || (win != nil && win.Streaming()) {
-			prog, distinct = rows, true
-		}
+		distinct = true
 	}
 	scope, derr := e.scopeFor(c, key, hasKey, p.RangeID)
 	if derr != nil {
