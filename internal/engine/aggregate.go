@@ -260,7 +260,36 @@ func (e *Engine) definedCount(r storage.Reader, c *containerRecord, path []strin
 // path and no record, where evaluating it read every record.
 func (e *Engine) countPathByIndex(r storage.Reader, c *containerRecord, q *ast.Query, call *ast.Call, boxed bool, rangeID string, scope *itemScope, now time.Time, st *readStats, page *FeedPage) (bool, error) {
 	path, ok := plan.DocPath(q, call.Args[0])
-	if !ok || len(path) == 0 || q.Where != nil || crossesArray(path) || systemPath(path) || !c.index.indexes(path) {
+	if !ok || q.Where != nil {
+		return false, nil
+	}
+	return e.countDefined(r, c, path, true, boxed, rangeID, scope, now, st, page)
+}
+
+// countDefinedByIndex answers a count (countShape) whose WHERE clause is
+// IS_DEFINED(c.path) or NOT IS_DEFINED(c.path), as countPathByIndex
+// answers COUNT(c.path): the first counts what COUNT(c.path) counts, the
+// second the rest of the scope's items.
+func (e *Engine) countDefinedByIndex(r storage.Reader, c *containerRecord, q *ast.Query, boxed bool, rangeID string, scope *itemScope, now time.Time, st *readStats, page *FeedPage) (bool, error) {
+	where, defined := q.Where, true
+	if u, ok := where.(*ast.Unary); ok && u.Op == ast.OpNot {
+		where, defined = u.X, false
+	}
+	call, ok := where.(*ast.Call)
+	if !ok || call.UDF || len(call.Args) != 1 || !strings.EqualFold(call.Name, "IS_DEFINED") {
+		return false, nil
+	}
+	path, ok := plan.DocPath(q, call.Args[0])
+	if !ok {
+		return false, nil
+	}
+	return e.countDefined(r, c, path, defined, boxed, rangeID, scope, now, st, page)
+}
+
+// countDefined answers the count of the scope's live items with a value
+// at path (defined) or without one, from definedCount.
+func (e *Engine) countDefined(r storage.Reader, c *containerRecord, path []string, defined, boxed bool, rangeID string, scope *itemScope, now time.Time, st *readStats, page *FeedPage) (bool, error) {
+	if len(path) == 0 || crossesArray(path) || systemPath(path) || !c.index.indexes(path) {
 		return false, nil
 	}
 	if ok, err := countableScope(r, c, scope, st); err != nil || !ok {
@@ -270,11 +299,15 @@ func (e *Engine) countPathByIndex(r storage.Reader, c *containerRecord, q *ast.Q
 	if err != nil {
 		return false, err
 	}
-	n, _, read, ok, err := e.definedCount(r, c, path, rangeID, scope, now, expired, st)
+	n, without, read, ok, err := e.definedCount(r, c, path, rangeID, scope, now, expired, st)
 	if err != nil || !ok {
 		return false, err
 	}
-	p := plan.IndexCountPlan(scope.kind, []plan.Term{{Path: path, Label: "IS_DEFINED(/" + strings.Join(path, "/") + ")"}}, nil, read)
+	label := "IS_DEFINED(/" + strings.Join(path, "/") + ")"
+	if !defined {
+		n, label = without, "NOT "+label
+	}
+	p := plan.IndexCountPlan(scope.kind, []plan.Term{{Path: path, Label: label}}, nil, read)
 	page.Plan = &p
 	page.Items = append(page.Items, partialRow(document.Int(n), boxed))
 	return true, nil

@@ -91,6 +91,16 @@ func TestCountFromCounters(t *testing.T) {
 				if page.Plan == nil || page.Plan.Chosen.Access != plan.Counters || page.Examined != 0 {
 					t.Fatalf("step %d, p%d: read %d records by %v", step, part, page.Examined, page.Plan)
 				}
+				// The key pinned by the WHERE clause instead of the
+				// header: the same counter.
+				text := fmt.Sprintf("SELECT VALUE COUNT(1) FROM c WHERE c.pk = 'p%d'", part)
+				pinned, err := be.e.QueryItems(ctx, QueryParams{ItemRef: whole, Query: text, RangeID: rangeID, CrossPartition: true})
+				if err != nil || len(pinned.Items) != 1 || string(pinned.Items[0]) != got {
+					t.Fatalf("step %d, %s, range %q: %v, %q; the header's count %s", step, text, rangeID, err, pinned.Items, got)
+				}
+				if pinned.Plan == nil || pinned.Plan.Chosen.Access != plan.Counters || pinned.Examined != 0 {
+					t.Fatalf("step %d, %s: read %d records by %v", step, text, pinned.Examined, pinned.Plan)
+				}
 				if rangeID != "" && got != "0" {
 					inRanges++
 				}
@@ -122,7 +132,8 @@ func TestCountFromCounters(t *testing.T) {
 		"SELECT VALUE COUNT(1) FROM c.children ch",
 		"SELECT VALUE COUNT(1) FROM x IN c.tags",
 		"SELECT VALUE COUNT(1) FROM c JOIN t IN c.tags",
-		"SELECT VALUE COUNT(1) FROM c WHERE c.pk = 'p1'",
+		"SELECT VALUE COUNT(1) FROM c WHERE c.pk > 'p1'",
+		"SELECT VALUE COUNT(1) FROM c WHERE c.pk IN ('p1', 'p2')",
 		`SELECT VALUE [{"item": COUNT(1)}, {"item": COUNT(1)}] FROM c`,
 		`SELECT VALUE [{"n": COUNT(1)}] FROM c`,
 		"SELECT VALUE COUNT(1) FROM c GROUP BY c.pk",
@@ -354,6 +365,10 @@ func TestCountByIndex(t *testing.T) {
 	// (halfway).
 	paired := []string{"c.v = 2 AND c.s = 's1'", "c.v IN (1, 3) AND c.s = 's0'", "c.s = 's2' AND c.w BETWEEN 1 AND 2.5", "c.w >= 'b' AND c.v = null"}
 	tied := false
+	// IS_DEFINED of a property, or not: counted once its absence entries
+	// are built, which the first such count asks for.
+	defined := []string{"IS_DEFINED(c.s)", "NOT IS_DEFINED(c.w)", "IS_DEFINED(c.nothing)", "NOT IS_DEFINED(c.v)"}
+	definedByIndex := 0
 	evaluated := []string{"c.v = 9007199254740992", "ARRAY_CONTAINS(c.tags, 1)", "c.v > 9007199254740992", "c.v < 9007199254740992", "c._ts > 0",
 		"c.v = 2 AND c.s = 's1' AND c.w = 1", "c.v = 9007199254740992 AND c.s = 's1'", "c.v = 2 AND IS_DEFINED(c.s)", "c.v = 2 AND c.v = 3", "NOT (c.v = 2)", "c.w > 1 AND c.w < 'z'", "c.w > 1 AND c.w > 2"}
 	count := func(ref ItemRef, rangeID, text string) (string, *FeedPage) {
@@ -368,15 +383,22 @@ func TestCountByIndex(t *testing.T) {
 	nonzero, byIndex := 0, 0
 	check := func(ref ItemRef, rangeID string) {
 		t.Helper()
-		for _, filter := range slices.Concat(indexed, across, paired, evaluated) {
+		for _, filter := range slices.Concat(indexed, across, paired, defined, evaluated) {
 			for _, shape := range []string{"SELECT VALUE COUNT(1) FROM c WHERE ", `SELECT VALUE [{"item": COUNT(1)}] FROM c WHERE `} {
 				got, page := count(ref, rangeID, shape+filter)
 				want, _ := count(ref, rangeID, shape+"("+filter+") AND true")
 				if got != want {
 					t.Fatalf("%s in %v, range %q: %s, evaluated %s", shape+filter, ref.PartitionKey, rangeID, got, want)
 				}
-				counted := page.Plan != nil && page.Plan.Chosen.Access == plan.IndexCount
-				if counted != (slices.Contains(indexed, filter) || !ref.HasKey && slices.Contains(across, filter) ||
+				// A term that pins the partition key makes the count its
+				// partition's, from the counters or its id entries.
+				counted := page.Plan != nil && (page.Plan.Chosen.Access == plan.IndexCount ||
+					filter == "c.pk = 'p3'" && (page.Plan.Chosen.Access == plan.Counters || page.Plan.Chosen.Access == plan.IDEntries))
+				if slices.Contains(defined, filter) {
+					if counted {
+						definedByIndex++
+					}
+				} else if counted != (slices.Contains(indexed, filter) || !ref.HasKey && slices.Contains(across, filter) ||
 					(ref.HasKey || tied) && slices.Contains(paired, filter)) {
 					t.Fatalf("%s in %v, range %q: answered by %v", shape+filter, ref.PartitionKey, rangeID, page.Plan)
 				}
@@ -419,8 +441,8 @@ func TestCountByIndex(t *testing.T) {
 			}
 		}
 	}
-	if nonzero == 0 || byIndex == 0 {
-		t.Fatalf("%d counts were not 0, %d came from the index: the test shows nothing", nonzero, byIndex)
+	if nonzero == 0 || byIndex == 0 || definedByIndex == 0 {
+		t.Fatalf("%d counts were not 0, %d came from the index (%d of IS_DEFINED): the test shows nothing", nonzero, byIndex, definedByIndex)
 	}
 }
 

@@ -922,24 +922,7 @@ func (s *diffScenario) atom(q *diffQuery) string {
 	case 15:
 		return "ARRAY_CONTAINS(c.tags, " + s.literal(q, document.Str(diffTags[r.IntN(len(diffTags))])) + ")"
 	case 16, 17:
-		if len(s.keys) > 0 {
-			k := s.keys[r.IntN(len(s.keys))]
-			switch k[0].Kind {
-			case partition.KindUndefined:
-				return "NOT IS_DEFINED(c.pk)"
-			case partition.KindNull:
-				return "IS_NULL(c.pk)"
-			}
-			v := diffComponentValue(k[0])
-			if len(k) > 1 && k[1].Kind != partition.KindUndefined && r.IntN(2) == 0 {
-				return "c.pk = " + s.literal(q, v) + " AND c.sk = " + s.literal(q, diffComponentValue(k[1]))
-			}
-			if r.IntN(4) == 0 {
-				return "c.pk IN (" + s.literal(q, v) + ")"
-			}
-			return "c.pk = " + s.literal(q, v)
-		}
-		return "c.pk > " + s.literal(q, document.Str("p"))
+		return s.keyTerm(q)
 	case 18:
 		if len(s.docs) > 0 {
 			id := s.docs[r.IntN(len(s.docs))].doc.Get("id")
@@ -994,6 +977,30 @@ func (s *diffScenario) atom(q *diffQuery) string {
 		return "ARRAY_CONTAINS(c.tags, " + tag() + ", false)"
 	}
 	return "c.s = " + s.literal(q, s.str())
+}
+
+// keyTerm draws a term that pins the partition key (or its first path)
+// to the key of a document.
+func (s *diffScenario) keyTerm(q *diffQuery) string {
+	r := s.rng
+	if len(s.keys) == 0 {
+		return "c.pk > " + s.literal(q, document.Str("p"))
+	}
+	k := s.keys[r.IntN(len(s.keys))]
+	switch k[0].Kind {
+	case partition.KindUndefined:
+		return "NOT IS_DEFINED(c.pk)"
+	case partition.KindNull:
+		return "IS_NULL(c.pk)"
+	}
+	v := diffComponentValue(k[0])
+	if len(k) > 1 && k[1].Kind != partition.KindUndefined && r.IntN(2) == 0 {
+		return "c.pk = " + s.literal(q, v) + " AND c.sk = " + s.literal(q, diffComponentValue(k[1]))
+	}
+	if r.IntN(4) == 0 {
+		return "c.pk IN (" + s.literal(q, v) + ")"
+	}
+	return "c.pk = " + s.literal(q, v)
 }
 
 // diffKnown (MAYFLY_DIFF_KNOWN=1) makes the generator draw the shapes of
@@ -1124,6 +1131,8 @@ func (s *diffScenario) genQuery() *diffQuery {
 		if r.IntN(3) == 0 {
 			q.top = 1 + r.IntN(5)
 		}
+	case x < 18 && r.IntN(3) == 0:
+		s.indexAggregate(q)
 	case x < 18:
 		q.aggregate = true
 		q.sel = []string{
@@ -1137,6 +1146,12 @@ func (s *diffScenario) genQuery() *diffQuery {
 		q.aggregate = true
 		g := []string{"c.b", "c.s", "c.pk", "c.nul"}[r.IntN(4)]
 		q.groupBy = g
+		switch r.IntN(6) { // the counts the index answers per group
+		case 0, 1:
+			q.where = ""
+		case 2:
+			q.where = s.keyTerm(q)
+		}
 		q.sel = []string{
 			g + " AS g, COUNT(1) AS cnt",
 			g + " AS g, MIN(c.n) AS mn, MAX(c.n) AS mx, SUM(c.n) AS sm",
@@ -1154,6 +1169,39 @@ func (s *diffScenario) genQuery() *diffQuery {
 		q.params["@limit"] = document.Int(int64(q.limit))
 	}
 	return q
+}
+
+// indexAggregate makes q one of the aggregates the index may answer
+// without reading the records: COUNT of a path with no filter, COUNT(1)
+// filtered by terms on two properties, and MIN, MAX, SUM or AVG of a path
+// filtered by one term on that path.
+func (s *diffScenario) indexAggregate(q *diffQuery) {
+	r := s.rng
+	q.aggregate = true
+	switch r.IntN(3) {
+	case 0:
+		path := []string{"c.n", "c.s", "c.o", "c.o.x", "c.tags", "c.nul", "c.b", "c.sk"}[r.IntN(8)]
+		q.where, q.sel = "", "VALUE COUNT("+path+")"
+		switch r.IntN(3) {
+		case 1:
+			q.where, q.sel = "IS_DEFINED("+path+")", "VALUE COUNT(1)"
+		case 2:
+			q.where, q.sel = "NOT IS_DEFINED("+path+")", "VALUE COUNT(1)"
+		}
+	case 1:
+		paths := []string{"c.n", "c.s", "c.b", "c.o.x", "c.nul"}
+		r.Shuffle(len(paths), func(i, j int) { paths[i], paths[j] = paths[j], paths[i] })
+		q.where = s.pathTerm(q, paths[0], r.IntN(2) == 0) + " AND " + s.pathTerm(q, paths[1], r.IntN(2) == 0)
+		q.sel = "VALUE COUNT(1)"
+	default:
+		p := []string{"c.n", "c.n", "c.s", "c.o.x"}[r.IntN(4)]
+		q.where = s.pathTerm(q, p, r.IntN(4) == 0)
+		fn := []string{"MIN", "MAX", "SUM", "AVG"}[r.IntN(4)]
+		q.sel = "VALUE " + fn + "(" + p + ")"
+	}
+	if r.IntN(2) == 0 { // the partition key pinned in the filter
+		q.where = strings.TrimPrefix(q.where+" AND "+s.keyTerm(q), " AND ")
+	}
 }
 
 // compositeShape makes q one of the shapes a composite index serves: a

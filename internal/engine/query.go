@@ -157,12 +157,13 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	}
 	key, hasKey := p.PartitionKey, p.HasKey
 	single := hasKey || p.RangeID != "" || len(c.pk.paths) == 0
+	var pinnedBy []ast.Expr
 	if !hasKey && len(c.pk.paths) > 0 {
 		// A WHERE clause that pins the partition key (or a prefix of a
 		// hierarchical one) scopes the query to it, as the gateway
 		// routes it.
-		if pinned, ok := pinnedKey(c, prog.Query(), p.Params); ok {
-			key, hasKey, single = pinned, true, true
+		if pinned, terms, ok := pinnedKey(c, prog.Query(), p.Params); ok {
+			key, hasKey, single, pinnedBy = pinned, true, true, terms
 		}
 	}
 	if !hasKey && gatewayplan.ServedWhole(prog.Query()) {
@@ -222,23 +223,30 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	if derr != nil {
 		return derr
 	}
-	if count, boxed := countShape(prog.Query()); count && p.Continuation == "" {
+	// The aggregates the counters or the index answer see the query
+	// without the terms that pinned its scope: every item of the scope
+	// meets them.
+	short := prog.Query()
+	if pinnedBy != nil {
+		short = plan.WithoutTerms(short, pinnedBy)
+	}
+	if count, boxed := countShape(short); count && p.Continuation == "" {
 		var done bool
 		var err error
-		if prog.Query().Where == nil {
+		if short.Where == nil {
 			done, err = e.countFromCounters(r, c, p.RangeID, scope, now, boxed, st, page)
-		} else {
-			done, err = countByIndex(r, c, prog.Query(), p.Params, scope, now, boxed, st, page)
+		} else if done, err = e.countDefinedByIndex(r, c, short, boxed, p.RangeID, scope, now, st, page); !done && err == nil {
+			done, err = countByIndex(r, c, short, p.Params, scope, now, boxed, st, page)
 		}
 		if done || err != nil {
 			return err
 		}
 	}
 	if p.Continuation == "" {
-		if done, err := e.aggregateByIndex(r, c, prog.Query(), p.Params, p.RangeID, scope, now, st, page); done || err != nil {
+		if done, err := e.aggregateByIndex(r, c, short, p.Params, p.RangeID, scope, now, st, page); done || err != nil {
 			return err
 		}
-		if done, err := e.groupCountByIndex(r, c, prog.Query(), p.Params, p.RangeID, scope, now, pageSize(p.MaxItemCount), st, page); done || err != nil {
+		if done, err := e.groupCountByIndex(r, c, short, p.Params, p.RangeID, scope, now, pageSize(p.MaxItemCount), st, page); done || err != nil {
 			return err
 		}
 	}
@@ -675,23 +683,23 @@ func rowsOwnRid(q *ast.Query) bool {
 
 // pinnedKey returns the partition key (or hierarchical prefix) the WHERE
 // clause pins, if it pins one.
-func pinnedKey(c *containerRecord, q *ast.Query, params map[string]document.Value) (partition.Key, bool) {
-	vals, _ := plan.PartitionKeyFilter(q, params, c.pk.paths)
+func pinnedKey(c *containerRecord, q *ast.Query, params map[string]document.Value) (partition.Key, []ast.Expr, bool) {
+	vals, terms, _ := plan.PartitionKeyTerms(q, params, c.pk.paths)
 	if len(vals) == 0 {
-		return nil, false
+		return nil, nil, false
 	}
 	key := make(partition.Key, 0, len(vals))
 	for _, v := range vals {
 		comp, ok := componentOf(v)
 		if !ok {
-			return nil, false
+			return nil, nil, false
 		}
 		key = append(key, comp)
 	}
 	if _, derr := c.keyFilter(ItemRef{PartitionKey: key, HasKey: true}); derr != nil {
-		return nil, false
+		return nil, nil, false
 	}
-	return key, true
+	return key, terms, true
 }
 
 // wholeDocument reports whether each row of q is the document itself:

@@ -138,18 +138,46 @@ func samePath(a, b []string) bool {
 // the values found for the leading paths (a prefix of a hierarchical key may
 // be pinned alone); ok is true when every path is.
 func PartitionKeyFilter(q *ast.Query, params map[string]document.Value, paths [][]string) (values []document.Value, ok bool) {
-	terms := conjuncts(q.Where)
-	for _, want := range paths {
-		v, found := pinned(q, terms, params, want)
-		if !found {
-			return values, false
-		}
-		values = append(values, v)
-	}
-	return values, len(paths) > 0
+	values, _, ok = PartitionKeyTerms(q, params, paths)
+	return values, ok
 }
 
-func pinned(q *ast.Query, terms []ast.Expr, params map[string]document.Value, want []string) (document.Value, bool) {
+// PartitionKeyTerms is PartitionKeyFilter that also returns the top-level
+// AND terms that pin each value found, one a path, in the paths' order.
+func PartitionKeyTerms(q *ast.Query, params map[string]document.Value, paths [][]string) (values []document.Value, terms []ast.Expr, ok bool) {
+	all := conjuncts(q.Where)
+	for _, want := range paths {
+		v, t := pinned(q, all, params, want)
+		if t == nil {
+			return values, terms, false
+		}
+		values, terms = append(values, v), append(terms, t)
+	}
+	return values, terms, len(paths) > 0
+}
+
+// WithoutTerms returns q with the top-level AND terms drop left out of
+// its WHERE clause (none left: no WHERE clause); q itself is unchanged.
+func WithoutTerms(q *ast.Query, drop []ast.Expr) *ast.Query {
+	var where ast.Expr
+	for _, t := range conjuncts(q.Where) {
+		if slices.Contains(drop, t) {
+			continue
+		}
+		if where == nil {
+			where = t
+		} else {
+			where = &ast.Binary{Op: ast.OpAnd, L: where, R: t}
+		}
+	}
+	f := *q
+	f.Where = where
+	return &f
+}
+
+// pinned returns the value a term of terms fixes the path want to, and
+// that term (nil when none does).
+func pinned(q *ast.Query, terms []ast.Expr, params map[string]document.Value, want []string) (document.Value, ast.Expr) {
 	for _, t := range terms {
 		switch x := t.(type) {
 		case *ast.Binary:
@@ -158,12 +186,12 @@ func pinned(q *ast.Query, terms []ast.Expr, params map[string]document.Value, wa
 			}
 			if p, ok := DocPath(q, x.L); ok && samePath(p, want) {
 				if v, ok := constant(x.R, params); ok {
-					return v, true
+					return v, t
 				}
 			}
 			if p, ok := DocPath(q, x.R); ok && samePath(p, want) {
 				if v, ok := constant(x.L, params); ok {
-					return v, true
+					return v, t
 				}
 			}
 		case *ast.In:
@@ -172,7 +200,7 @@ func pinned(q *ast.Query, terms []ast.Expr, params map[string]document.Value, wa
 			}
 			if p, ok := DocPath(q, x.X); ok && samePath(p, want) {
 				if v, ok := constant(x.List[0], params); ok {
-					return v, true
+					return v, t
 				}
 			}
 		case *ast.Call:
@@ -180,11 +208,11 @@ func pinned(q *ast.Query, terms []ast.Expr, params map[string]document.Value, wa
 				continue
 			}
 			if p, ok := DocPath(q, x.Args[0]); ok && samePath(p, want) {
-				return document.NullValue(), true
+				return document.NullValue(), t
 			}
 		}
 	}
-	return document.Undef, false
+	return document.Undef, nil
 }
 
 // Op is the comparison of a Predicate.
