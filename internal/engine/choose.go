@@ -227,6 +227,11 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 			return nil, err
 		}
 	}
+	if !small && ready && !prog.Ranked() {
+		if err := weighUnion(r, c, q, params, s, probe, st, &in); err != nil {
+			return nil, err
+		}
+	}
 	p := plan.Choose(in)
 	if (p.Chosen.Access == plan.IndexSpan || p.Chosen.Access == plan.Intersect) && (s.kind == plan.ScopeAll || s.kind == plan.ScopeRange) {
 		// Values of many items in a range or the whole container: each
@@ -247,6 +252,10 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		}
 	}
 	qa := &queryAccess{plan: &p, access: p.Chosen.Access, terms: p.Chosen.Terms}
+	if qa.access == plan.Union {
+		// Its terms are the OR's, found again from the query on every page.
+		qa.terms = nil
+	}
 	if p.Chosen.Composite != nil {
 		qa.composite = p.Chosen.Composite.Index.Ordinal
 	}
@@ -732,6 +741,23 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Pr
 			}
 			return intersectLocs(a, b, s.byIndexPos), nil
 		}), st)
+	case plan.Union:
+		union := plan.UnionTerms(q, params)
+		if len(union) == 0 {
+			return errBadContinuation
+		}
+		qa.src = locSource(r, c, s, qa.collecting(st, func() ([][]byte, error) {
+			var all [][]byte
+			for _, t := range union {
+				locs, err := spanLocs(r, c, t, s, st)
+				if err != nil {
+					return nil, err
+				}
+				all = append(all, locs...)
+			}
+			slices.SortFunc(all, s.byIndexPos)
+			return slices.CompactFunc(all, bytes.Equal), nil
+		}), st)
 	case plan.OrderedWalk:
 		o, ok := orderedShape(c, q, params, terms)
 		if !ok {
@@ -765,6 +791,43 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Pr
 	default:
 		qa.src = scanSource(r, c, s, st)
 	}
+	return nil
+}
+
+// weighUnion gives the planner the terms of an OR the index answers
+// (plan.UnionTerms) with their entries in the scope, counted together up
+// to probe (past it, reading their items cannot beat a scan of the scope)
+// and to the fewest entries a term of the WHERE clause's own holds (past
+// them, that term's span reads less). A term on a path the index does not
+// keep, or counts past the bound, leave the OR out.
+func weighUnion(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, s *itemScope, probe int64, st *readStats, in *plan.Input) error {
+	union := plan.UnionTerms(q, params)
+	if len(union) == 0 {
+		return nil
+	}
+	bound := probe
+	for i, e := range in.Entries {
+		if e >= 0 && !(in.Stopped != nil && in.Stopped[i]) {
+			bound = min(bound, e)
+		}
+	}
+	entries, scoped := make([]int64, len(union)), make([]bool, len(union))
+	var sum int64
+	for i, t := range union {
+		if !c.index.indexes(t.Path) {
+			return nil
+		}
+		spans, _ := scopedSpans(c, t, s)
+		n, err := countSpans(r, spans, bound-sum, st)
+		if err != nil {
+			return err
+		}
+		if sum += n; sum >= bound {
+			return nil
+		}
+		entries[i], scoped[i] = n, scopedTerm(c, t, s)
+	}
+	in.Union, in.UnionEntries, in.UnionScoped = union, entries, scoped
 	return nil
 }
 

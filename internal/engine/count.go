@@ -354,7 +354,15 @@ func countPartition(r storage.Reader, c *containerRecord, scope *itemScope, now 
 // records), or a logical partition whose EPK another partition key shares
 // (its entries are in the same span).
 func countByIndex(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, scope *itemScope, now time.Time, boxed bool, st *readStats, page *FeedPage) (bool, error) {
-	if !c.Index.Ready || c.index.none || !plan.Exact(q, params) {
+	if !c.Index.Ready || c.index.none {
+		return false, nil
+	}
+	if ops := plan.Operands(q); ops != nil {
+		if done, err := countByUnion(r, c, ops, params, scope, now, boxed, st, page); done || err != nil {
+			return done, err
+		}
+	}
+	if !plan.Exact(q, params) {
 		return false, nil
 	}
 	preds := plan.Predicates(q, params)
@@ -396,6 +404,65 @@ func countByIndex(r storage.Reader, c *containerRecord, q *ast.Query, params map
 		return false, err
 	}
 	p := plan.IndexCountPlan(scope.kind, []plan.Term{t}, nil, read)
+	page.Plan = &p
+	page.Items = append(page.Items, partialRow(document.Int(n), boxed))
+	return true, nil
+}
+
+// countByUnion answers a count (countShape) whose WHERE clause is an OR
+// each of whose operands, ops, is a term countByIndex would count alone
+// (exact values and bounds, no array element, no system property, in a
+// logical partition a range only through its partition entries): the
+// items any of them holds are the locations their entries in the scope
+// name, each counted once, less the items expired and not purged yet. It
+// reads the terms' entries and no record. An OR of equalities on one
+// path is an IN, which plan.Operands does not see here: countByIndex took
+// it before as one term.
+func countByUnion(r storage.Reader, c *containerRecord, ops []*ast.Query, params map[string]document.Value, scope *itemScope, now time.Time, boxed bool, st *readStats, page *FeedPage) (bool, error) {
+	terms := make([]plan.Term, 0, len(ops))
+	labels := make([]string, 0, len(ops))
+	for _, op := range ops {
+		preds := plan.Predicates(op, params)
+		if !plan.Exact(op, params) || !oneTerm(preds) {
+			return false, nil
+		}
+		ts := plan.Terms(preds)
+		if len(ts) != 1 {
+			return false, nil
+		}
+		t := ts[0]
+		if crossesArray(t.Path) || systemPath(t.Path) || !c.index.indexes(t.Path) || !exactSpans(t) ||
+			!singleValues(t) && scope.kind == plan.ScopePartition && !partRange(c, t, scope) {
+			return false, nil
+		}
+		terms, labels = append(terms, t), append(labels, t.Label)
+	}
+	if ok, err := countableScope(r, c, scope, st); err != nil || !ok {
+		return false, err
+	}
+	expired, err := expiredIn(r, c, scope, now, st)
+	if err != nil {
+		return false, err
+	}
+	before := st.entries
+	var all [][]byte
+	for _, t := range terms {
+		locs, err := spanLocs(r, c, t, scope, st)
+		if err != nil {
+			return false, err
+		}
+		all = append(all, locs...)
+	}
+	slices.SortFunc(all, bytes.Compare)
+	all = slices.CompactFunc(all, bytes.Equal)
+	var n int64
+	for _, loc := range all {
+		if !expired[string(loc)] {
+			n++
+		}
+	}
+	union := plan.Term{Label: strings.Join(labels, " OR ")}
+	p := plan.IndexCountPlan(scope.kind, []plan.Term{union}, nil, int64(st.entries-before))
 	page.Plan = &p
 	page.Items = append(page.Items, partialRow(document.Int(n), boxed))
 	return true, nil

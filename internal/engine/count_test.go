@@ -356,7 +356,8 @@ func TestCountByIndex(t *testing.T) {
 	}
 	indexed := []string{"c.v = 2", "c.v IN (1, 3, 3.0, 'x')", "c.s = 's1'", "ARRAY_CONTAINS(['s0', 's2'], c.s)",
 		"c.v = 2 OR c.v = 0", "c.pk = 'p3'", "IS_NULL(c.v)", "c.v = 9007199254740991",
-		"c.w > 1", "c.w <= 2.5", "c.w >= 'b'", "c.w < 2", "STARTSWITH(c.w, 'b')", "c.w BETWEEN 1 AND 2.5", "c.w > 1 AND c.w < 3"}
+		"c.w > 1", "c.w <= 2.5", "c.w >= 'b'", "c.w < 2", "STARTSWITH(c.w, 'b')", "c.w BETWEEN 1 AND 2.5", "c.w > 1 AND c.w < 3",
+		"c.v = 2 OR c.s = 's1'", "c.s IN ('s0', 's2') OR c.w BETWEEN 1 AND 2.5 OR c.v = null"}
 	// Ranges of properties without partition entries: counted by the
 	// index across partitions, evaluated in one.
 	across := []string{"c.v > 1", "c.v <= 9007199254740991", "c.s > 's0'", "STARTSWITH(c.s, 's1')"}
@@ -370,7 +371,8 @@ func TestCountByIndex(t *testing.T) {
 	defined := []string{"IS_DEFINED(c.s)", "NOT IS_DEFINED(c.w)", "IS_DEFINED(c.nothing)", "NOT IS_DEFINED(c.v)"}
 	definedByIndex := 0
 	evaluated := []string{"c.v = 9007199254740992", "ARRAY_CONTAINS(c.tags, 1)", "c.v > 9007199254740992", "c.v < 9007199254740992", "c._ts > 0",
-		"c.v = 2 AND c.s = 's1' AND c.w = 1", "c.v = 9007199254740992 AND c.s = 's1'", "c.v = 2 AND IS_DEFINED(c.s)", "c.v = 2 AND c.v = 3", "NOT (c.v = 2)", "c.w > 1 AND c.w < 'z'", "c.w > 1 AND c.w > 2"}
+		"c.v = 2 AND c.s = 's1' AND c.w = 1", "c.v = 9007199254740992 AND c.s = 's1'", "c.v = 2 AND IS_DEFINED(c.s)", "c.v = 2 AND c.v = 3", "NOT (c.v = 2)", "c.w > 1 AND c.w < 'z'", "c.w > 1 AND c.w > 2",
+		"c.v = 2 OR ARRAY_CONTAINS(c.tags, 1)", "c.v = 2 OR NOT (c.s = 's1')", "c.v = 2 OR c.v > 9007199254740992", "(c.v = 2 OR c.s = 's1') AND c.w > 1"}
 	count := func(ref ItemRef, rangeID, text string) (string, *FeedPage) {
 		t.Helper()
 		page, err := be.e.QueryItems(ctx, QueryParams{ItemRef: ref, Query: text, RangeID: rangeID, CrossPartition: true})

@@ -117,7 +117,7 @@ func parseCursor(s string, fp uint64) (cursor, *Error) {
 	k.access = plan.Access(b[13])
 	n := int(b[14])
 	b = b[15:]
-	if k.access > plan.OrderedStream || len(b) < n+4 {
+	if k.access > plan.OrderedStream && k.access != plan.Union || len(b) < n+4 {
 		return k, errBadContinuation
 	}
 	for _, t := range b[:n] {

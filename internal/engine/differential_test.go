@@ -1173,7 +1173,7 @@ func (s *diffScenario) genQuery() *diffQuery {
 
 // indexAggregate makes q one of the aggregates the index may answer
 // without reading the records: COUNT of a path with no filter, COUNT(1)
-// filtered by terms on two properties, and MIN, MAX, SUM or AVG of a path
+// filtered by terms on two properties (both, or either), and MIN, MAX, SUM or AVG of a path
 // filtered by one term on that path.
 func (s *diffScenario) indexAggregate(q *diffQuery) {
 	r := s.rng
@@ -1191,7 +1191,8 @@ func (s *diffScenario) indexAggregate(q *diffQuery) {
 	case 1:
 		paths := []string{"c.n", "c.s", "c.b", "c.o.x", "c.nul"}
 		r.Shuffle(len(paths), func(i, j int) { paths[i], paths[j] = paths[j], paths[i] })
-		q.where = s.pathTerm(q, paths[0], r.IntN(2) == 0) + " AND " + s.pathTerm(q, paths[1], r.IntN(2) == 0)
+		op := []string{" AND ", " AND ", " OR "}[r.IntN(3)]
+		q.where = s.pathTerm(q, paths[0], r.IntN(2) == 0) + op + s.pathTerm(q, paths[1], r.IntN(2) == 0)
 		q.sel = "VALUE COUNT(1)"
 	default:
 		p := []string{"c.n", "c.n", "c.s", "c.o.x"}[r.IntN(4)]

@@ -856,3 +856,55 @@ func TestPrefixSpanPagesSeek(t *testing.T) {
 		t.Fatalf("a sequence for a position: %v, want 400", err)
 	}
 }
+
+// TestUnionPages: an OR of terms on two paths reads the items their spans
+// name, across partitions and in one, page by page in the order a scan
+// returns them; a page reads its own records, where it read every record
+// of the scope.
+func TestUnionPages(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	items := make([]string, 0, 4_000)
+	for n := range 4_000 {
+		items = append(items, fmt.Sprintf(`{"id":"i%d","pk":"p%d","a":%d,"b":"b%d","n":%d}`, n, n%8, n%40, n%50, n))
+	}
+	be.seed(t, items...)
+	for _, tc := range []struct {
+		where string
+		key   string
+		rows  int
+		// the union's items that fail the rest of the filter: a page
+		// reads their records too
+		fail int
+	}{
+		{"c.a = 7 OR c.b = 'b3'", "", 180, 0},
+		{"c.b = 'b9' OR c.a IN (1, 2) OR c.n < 30", "", 307, 0},
+		{"(c.a = 7 OR c.b = 'b3') AND c.n >= 1000", "", 135, 45},
+		{"c.a = 7 OR c.b = 'b3'", `["p3"]`, 20, 0},
+	} {
+		p := QueryParams{ItemRef: batchRef(tc.key), RangeID: "0", CrossPartition: true, Query: "SELECT VALUE c.n FROM c WHERE " + tc.where, MaxItemCount: 25}
+		if tc.key != "" {
+			p.RangeID = ""
+		}
+		var records int
+		got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
+			if n == 0 && (page.Plan == nil || page.Plan.Chosen.Access != plan.Union) {
+				t.Fatalf("%s: page %d by %v, want the union", tc.where, n+1, page.Plan)
+			}
+			if page.Examined > len(page.Items)+1+tc.fail {
+				t.Errorf("%s: page %d read %d records for %d rows", tc.where, n+1, page.Examined, len(page.Items))
+			}
+			records += page.Examined
+		})
+		// The same filter as the evaluator reads it: no term of it is an
+		// OR at the top.
+		e := p
+		e.Query = "SELECT VALUE c.n FROM c WHERE NOT NOT (" + tc.where + ")"
+		want := drainRows(t, be.e, e, nil)
+		if !slices.Equal(got, want) || len(got) != tc.rows {
+			t.Fatalf("%s: %d rows, the evaluation %d, want %d", tc.where, len(got), len(want), tc.rows)
+		}
+		if records > len(got)+len(got)/25+1+tc.fail {
+			t.Errorf("%s: %d records read for %d rows", tc.where, records, len(got))
+		}
+	}
+}

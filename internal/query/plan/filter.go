@@ -409,6 +409,64 @@ func existsPredicates(q, sub *ast.Query, params map[string]document.Value) []Pre
 	return out
 }
 
+// UnionTerms returns, when a top-level AND term of the WHERE clause of q is an
+// OR whose every operand (the operands of ORs within it too) is a term
+// the index answers alone, those terms, one an operand: every document the
+// query returns is named by the spans of one of them, so the union of
+// their items holds the query's candidates. An OR that Predicates reads
+// as one term (equalities on one path, an IN) gives none, nor does an
+// operand of no term or of several (c.a = 1 AND c.b = 2). nil when no
+// such OR exists; the first is taken.
+func UnionTerms(q *ast.Query, params map[string]document.Value) []Term {
+	for _, t := range conjuncts(q.Where) {
+		if b, ok := t.(*ast.Binary); !ok || b.Op != ast.OpOr {
+			continue
+		}
+		f := *q
+		if f.Where = t; len(Terms(Predicates(&f, params))) > 0 {
+			continue
+		}
+		var out []Term
+		for _, operand := range disjuncts(t) {
+			f.Where = operand
+			terms := Terms(Predicates(&f, params))
+			if len(terms) != 1 {
+				out = nil
+				break
+			}
+			out = append(out, terms[0])
+		}
+		if out != nil {
+			return out
+		}
+	}
+	return nil
+}
+
+// Operands returns, when the WHERE clause of q is an OR, q with each of
+// its operands (those of ORs within it too) as its WHERE clause; nil
+// otherwise.
+func Operands(q *ast.Query) []*ast.Query {
+	if b, ok := q.Where.(*ast.Binary); !ok || b.Op != ast.OpOr {
+		return nil
+	}
+	var out []*ast.Query
+	for _, e := range disjuncts(q.Where) {
+		f := *q
+		f.Where = e
+		out = append(out, &f)
+	}
+	return out
+}
+
+// disjuncts returns the operands of the OR chain of e.
+func disjuncts(e ast.Expr) []ast.Expr {
+	if b, ok := e.(*ast.Binary); ok && b.Op == ast.OpOr {
+		return append(disjuncts(b.L), disjuncts(b.R)...)
+	}
+	return []ast.Expr{e}
+}
+
 // anyOf returns, for an OR of equalities and INs on one path (c.id = 'a'
 // OR c.id = 'b'), the IN of all their values.
 func anyOf(q *ast.Query, or *ast.Binary, params map[string]document.Value) (Predicate, bool) {

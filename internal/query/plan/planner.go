@@ -235,11 +235,12 @@ const (
 	IndexCount                  // one term's index entries in the scope: a COUNT filtered by that term alone
 	IndexExtreme                // a path's first or last index entry in the scope: its MIN or MAX
 	IndexSum                    // a path's index entries in the scope: its SUM or AVG
+	Union                       // the items any of an OR's terms' spans hold (Input.Union)
 )
 
 var accessNames = [...]string{Scan: "scan", PointRead: "point", IndexSpan: "index", Intersect: "intersect", OrderedWalk: "ordered",
 	CompositeSpan: "composite", CompositeWalk: "composite-ordered", OrderedStream: "ordered-stream", Counters: "counters",
-	IDEntries: "id-entries", IndexCount: "index-count", IndexExtreme: "index-extreme", IndexSum: "index-sum"}
+	IDEntries: "id-entries", IndexCount: "index-count", IndexExtreme: "index-extreme", IndexSum: "index-sum", Union: "union"}
 
 func (a Access) String() string { return accessNames[a] }
 
@@ -298,13 +299,19 @@ type Input struct {
 	// Composites are the ways composite indexes can answer the query
 	// (CompositeUses), each with the count of its span's entries.
 	Composites []CompositeUse
+	// Union holds the terms of an OR (UnionTerms) when the index answers
+	// each; UnionEntries[i] counts Union[i]'s entries as Entries does,
+	// and UnionScoped[i] says the count is the scope's own.
+	Union        []Term
+	UnionEntries []int64
+	UnionScoped  []bool
 }
 
 // Path is one candidate access path with its estimates.
 type Path struct {
 	Access    Access
 	Composite *CompositeUse // for CompositeSpan and CompositeWalk
-	Terms     []int         // indexes into Input.Terms
+	Terms     []int         // indexes into Input.Terms (into Input.Union for Union)
 	Entries   float64       // index entries it is expected to read
 	Records   float64       // records it is expected to read
 	// Scanned is the records read in key order besides (OrderedStream's
@@ -328,6 +335,7 @@ type Plan struct {
 	Chosen     Path
 	Considered []Path
 	terms      []Term
+	union      []Term
 }
 
 // Choose enumerates the access paths in, estimates each, and picks the
@@ -337,7 +345,7 @@ type Plan struct {
 func Choose(in Input) Plan {
 	frac := in.Scope.fraction()
 	n := float64(max(in.Scope.ContainerItems, 1))
-	p := Plan{Scope: in.Scope, terms: in.Terms}
+	p := Plan{Scope: in.Scope, terms: in.Terms, union: in.Union}
 	add := func(path Path) {
 		path.Cost = path.Entries*costEntry + path.Records*costRecordPoint + path.Scanned*costRecordScan
 		if path.Access == Scan {
@@ -440,6 +448,22 @@ func Choose(in Input) Plan {
 		}
 		entries := math.Min(e, float64(u.Want)/(f*sel))
 		add(Path{Access: CompositeWalk, Composite: u, Terms: u.Terms(), Entries: entries, Records: entries * f})
+	}
+	if len(in.Union) > 0 && len(in.UnionEntries) == len(in.Union) {
+		// Each term's entries are read and the items they name, at most
+		// the scope's, once each (an item two terms name is read once).
+		var entries, records float64
+		var terms []int
+		for i, e := range in.UnionEntries {
+			share := frac
+			if in.UnionScoped != nil && in.UnionScoped[i] {
+				share = 1
+			}
+			entries += float64(e)
+			records += float64(e) * share
+			terms = append(terms, i)
+		}
+		add(Path{Access: Union, Terms: terms, Entries: entries, Records: math.Min(records, float64(in.Scope.Items))})
 	}
 	p.Chosen = p.Considered[0]
 	for _, c := range p.Considered[1:] {
@@ -716,10 +740,18 @@ func (p Plan) describe(c Path) string {
 	if c.Composite != nil {
 		b.WriteString(" " + c.Composite.Index.Label())
 	}
-	for _, t := range c.Terms {
-		if t < len(p.terms) {
-			b.WriteString(" [" + p.terms[t].Label + "]")
+	labels := p.terms
+	if c.Access == Union {
+		labels = p.union
+	}
+	for i, t := range c.Terms {
+		if t >= len(labels) {
+			continue
 		}
+		if c.Access == Union && i > 0 {
+			b.WriteString(" OR")
+		}
+		b.WriteString(" [" + labels[t].Label + "]")
 	}
 	if c.Absent {
 		b.WriteString(" absent")
@@ -747,10 +779,14 @@ func (p Plan) UsedPaths() [][]string {
 	if p.Chosen.Composite != nil {
 		return nil
 	}
+	terms := p.terms
+	if p.Chosen.Access == Union {
+		terms = p.union
+	}
 	var out [][]string
 	for _, t := range p.Chosen.Terms {
-		if t < len(p.terms) {
-			out = append(out, p.terms[t].Path)
+		if t < len(terms) {
+			out = append(out, terms[t].Path)
 		}
 	}
 	return out
