@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math"
 	"slices"
 
 	"github.com/mayfly-db/mayfly/internal/document"
@@ -577,23 +578,33 @@ func spanLocs(r storage.Reader, c *containerRecord, t plan.Term, s *itemScope, s
 // without repeats.
 // An entry outside the scope (or one locOf rejects) costs only its key.
 func collectLocs(r storage.Reader, spans []keySpan, s *itemScope, st *readStats, locOf func(k []byte) ([]byte, bool)) ([][]byte, error) {
-	var out [][]byte
+	out, _, err := collectLocsUpTo(r, spans, s, st, locOf, math.MaxInt64)
+	return out, err
+}
+
+// collectLocsUpTo is collectLocs reading at most limit entries: read is
+// how many it read, and once that is limit the locations may not be all.
+func collectLocsUpTo(r storage.Reader, spans []keySpan, s *itemScope, st *readStats, locOf func(k []byte) ([]byte, bool), limit int64) (locs [][]byte, read int64, err error) {
 	for _, sp := range spans {
 		err := scanRange(r, sp.lo, sp.hi, func(k, _ []byte) (bool, error) {
+			if read >= limit {
+				return false, nil
+			}
+			read++
 			if err := st.entry(); err != nil {
 				return false, err
 			}
 			if loc, ok := locOf(k); ok && s.holds(loc) {
-				out = append(out, bytes.Clone(loc))
+				locs = append(locs, bytes.Clone(loc))
 			}
 			return true, nil
 		})
 		if err != nil {
-			return nil, err
+			return nil, read, err
 		}
 	}
-	slices.SortFunc(out, s.byIndexPos)
-	return slices.CompactFunc(out, bytes.Equal), nil
+	slices.SortFunc(locs, s.byIndexPos)
+	return slices.CompactFunc(locs, bytes.Equal), read, nil
 }
 
 // countSpans counts the entries of spans, stopping at limit.

@@ -173,7 +173,10 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		}
 	}
 	rows := scanRows(prog, params, limit)
-	if wide, budget, ok := plan.ScanFirstBounds(size, rows, probe); ok && try != noScanFirst && len(weighed) > 0 && orderTerm < 0 && len(in.Composites) == 0 {
+	// An OR of terms (plan.UnionTerms) and no other term to count: the
+	// union's terms are read whole to weigh it, up to wide entries.
+	orOnly := len(weighed) == 0 && !small && ready && !prog.Ranked() && plan.UnionTerms(q, params) != nil
+	if wide, budget, ok := plan.ScanFirstBounds(size, rows, probe); ok && try != noScanFirst && (len(weighed) > 0 || orOnly) && orderTerm < 0 && len(in.Composites) == 0 {
 		// Every term may hold most of the scope: counted to wide, each
 		// that reaches it makes a scan the likely cheaper way to the
 		// page. Paced, the scan is tried once every term holds enough
@@ -182,6 +185,13 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		sp := &scanPace{tc: tc, r: r, size: size, partners: partners, st: st, in: in, bound: wide, wide: wide, budget: budget}
 		if try == scanFirstPaced {
 			sp.bound = min(plan.PaceStart(rows), wide)
+		}
+		if orOnly {
+			// A scan first, for records worth a quarter of the union's
+			// most entries (plan.PaceRecords), at least two pages'
+			// worth: an OR that holds most of the scope fills the page
+			// within them; failing that, the union is weighed.
+			sp.bound, sp.budget = wide, min(budget, max(plan.PaceRecords(wide), 2*rows))
 		}
 		if err := tc.count(r, size, sp.bound, partners, st); err != nil {
 			return nil, err
@@ -227,8 +237,15 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 			return nil, err
 		}
 	}
+	var union *collection
 	if !small && ready && !prog.Ranked() {
-		if err := weighUnion(r, c, q, params, s, probe, st, &in); err != nil {
+		bound := probe
+		if wide, _, ok := plan.ScanFirstBounds(size, rows, probe); ok {
+			// A page of rows in scan order: past wide entries a scan
+			// fills it for less than the union's entries cost.
+			bound = wide
+		}
+		if union, err = weighUnion(r, c, q, params, s, bound, st, &in); err != nil {
 			return nil, err
 		}
 	}
@@ -253,8 +270,9 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	}
 	qa := &queryAccess{plan: &p, access: p.Chosen.Access, terms: p.Chosen.Terms}
 	if qa.access == plan.Union {
-		// Its terms are the OR's, found again from the query on every page.
-		qa.terms = nil
+		// Its terms are the OR's, found again from the query on every
+		// page; this one's were collected while they were weighed.
+		qa.terms, qa.collected = nil, union
 	}
 	if p.Chosen.Composite != nil {
 		qa.composite = p.Chosen.Composite.Index.Ordinal
@@ -746,6 +764,10 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Pr
 		if len(union) == 0 {
 			return errBadContinuation
 		}
+		if weighed := qa.collected; weighed != nil {
+			qa.src = locSource(r, c, s, func() ([][]byte, error) { return weighed.locs, nil }, st)
+			return nil
+		}
 		qa.src = locSource(r, c, s, qa.collecting(st, func() ([][]byte, error) {
 			var all [][]byte
 			for _, t := range union {
@@ -795,17 +817,19 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Pr
 }
 
 // weighUnion gives the planner the terms of an OR the index answers
-// (plan.UnionTerms) with their entries in the scope, counted together up
-// to probe (past it, reading their items cannot beat a scan of the scope)
-// and to the fewest entries a term of the WHERE clause's own holds (past
-// them, that term's span reads less). A term on a path the index does not
-// keep, or counts past the bound, leave the OR out.
-func weighUnion(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, s *itemScope, probe int64, st *readStats, in *plan.Input) error {
+// (plan.UnionTerms) with their entries in the scope, read together up to
+// bound (past it a scan costs less: the probe, or for a page of rows in
+// scan order the entries past which a scan fills it for less) and to the
+// fewest entries a term of the WHERE clause's own holds (past them, that
+// term's span reads less). A term on a path the index does not keep, or
+// entries past the bound, leave the OR out. It collects the locations
+// the entries name as it reads them, in scan order and each once, and
+// returns them for the page, should the union be chosen.
+func weighUnion(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, s *itemScope, bound int64, st *readStats, in *plan.Input) (*collection, error) {
 	union := plan.UnionTerms(q, params)
 	if len(union) == 0 {
-		return nil
+		return nil, nil
 	}
-	bound := probe
 	for i, e := range in.Entries {
 		if e >= 0 && !(in.Stopped != nil && in.Stopped[i]) {
 			bound = min(bound, e)
@@ -813,22 +837,25 @@ func weighUnion(r storage.Reader, c *containerRecord, q *ast.Query, params map[s
 	}
 	entries, scoped := make([]int64, len(union)), make([]bool, len(union))
 	var sum int64
+	var all [][]byte
 	for i, t := range union {
 		if !c.index.indexes(t.Path) {
-			return nil
+			return nil, nil
 		}
-		spans, _ := scopedSpans(c, t, s)
-		n, err := countSpans(r, spans, bound-sum, st)
+		spans, base := scopedSpans(c, t, s)
+		locs, n, err := collectLocsUpTo(r, spans, s, st, func(k []byte) ([]byte, bool) { return entryLoc(k, base) }, bound-sum)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if sum += n; sum >= bound {
-			return nil
+			return nil, nil
 		}
 		entries[i], scoped[i] = n, scopedTerm(c, t, s)
+		all = append(all, locs...)
 	}
 	in.Union, in.UnionEntries, in.UnionScoped = union, entries, scoped
-	return nil
+	slices.SortFunc(all, s.byIndexPos)
+	return &collection{locs: slices.CompactFunc(all, bytes.Equal), entries: int(sum)}, nil
 }
 
 func orderedTerms(o *plan.Ordered) []int {

@@ -514,6 +514,49 @@ const (
 	mergeSwitchShareOne = 0.3
 )
 
+// unionAfterScan has the next page of a scan over a range or the whole
+// container read the union of an OR's terms (plan.UnionTerms) from where
+// the scan stopped, when the scan found few of its records passing (the
+// caller's check), the WHERE clause is that OR alone, and the terms hold
+// fewer entries than cost what the records the page read did: a union
+// page reads them all, and its own records. A first page whose scan
+// filled it early (the OR's items lay first in _rid order) then stops
+// scanning where they thin out. Positions there are sequences in both.
+func unionAfterScan(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, s *itemScope, st *readStats, page *FeedPage, fp uint64) (bool, error) {
+	if (s.kind != plan.ScopeAll && s.kind != plan.ScopeRange) || plan.Operands(q) == nil {
+		return false, nil
+	}
+	union := plan.UnionTerms(q, params)
+	if union == nil {
+		return false, nil
+	}
+	next, derr := parseCursor(page.Continuation, fp)
+	if derr != nil {
+		return false, derr
+	}
+	if next.access != plan.Scan || len(next.pos) != 8 {
+		return false, nil
+	}
+	bound := plan.EntriesWorth(int64(st.records))
+	var sum int64
+	for _, t := range union {
+		if !c.index.indexes(t.Path) {
+			return false, nil
+		}
+		spans, _ := scopedSpans(c, t, s)
+		n, err := countSpans(r, spans, bound-sum, st)
+		if err != nil {
+			return false, err
+		}
+		if sum += n; sum >= bound {
+			return false, nil
+		}
+	}
+	next.access, next.terms, next.composite = plan.Union, nil, 0
+	page.Continuation = next.String()
+	return true, nil
+}
+
 // mergeAfterScan has the next page of a scan over a range, the whole
 // container, a hierarchical prefix or a logical partition step through
 // two of the query's terms (intersectSource), or read its one term the
@@ -543,6 +586,9 @@ func (e *Engine) mergeAfterScan(r storage.Reader, c *containerRecord, prog *eval
 		// Most scan pages find many rows: no share switches those, and
 		// their terms need not be derived again.
 		return nil
+	}
+	if done, err := unionAfterScan(r, c, prog.Query(), params, s, st, page, fp); done || err != nil {
+		return err
 	}
 	terms := plan.Terms(plan.Predicates(prog.Query(), params))
 	// held counts the terms on the partition key in a partition, which

@@ -28,7 +28,7 @@ func BenchmarkDeepPage(b *testing.B) {
 	parts := max(n/100, 1)
 	s := openBenchEngine(b, clock.Real{}, nil, "null")
 	s.loadInterleaved(b, n, parts, func(i int) string {
-		return `,"n":` + strconv.Itoa(i/parts) + `,"k":` + strconv.Itoa(i%7) + `,"t":` + strconv.Itoa(i) + `,"tags":["a` + strconv.Itoa(i%5) + `","b"]`
+		return `,"n":` + strconv.Itoa(i/parts) + `,"k":` + strconv.Itoa(i%7) + `,"t":` + strconv.Itoa(i) + `,"tags":["a` + strconv.Itoa(i%5) + `","b"],"m":` + strconv.Itoa(i%17) + `,"h":` + strconv.Itoa(i%19)
 	})
 	s.settle(b)
 	warmAll(b, s)
@@ -45,6 +45,15 @@ func BenchmarkDeepPage(b *testing.B) {
 		// of times (c.ts > @since) across partitions.
 		{"range-recent", "SELECT * FROM c WHERE c.t >= " + strconv.Itoa(n-n/10), 0},
 		{"array-contains", "SELECT * FROM c WHERE ARRAY_CONTAINS(c.tags, 'a3')", 0},
+		// ORs of terms on two paths: a seventh of the items or the
+		// items written first (a quarter of the items); the items of
+		// ten values of c.n, each written together, or the first
+		// twentieth written (an eighth).
+		{"or-wide", "SELECT * FROM c WHERE c.k = 3 OR c.n < 10", 0},
+		{"or-tenth", "SELECT * FROM c WHERE c.n IN (3, 13, 23, 33, 43, 53, 63, 73, 83, 93) OR c.t < " + strconv.Itoa(n/20), 0},
+		// A seventeenth of the items or a nineteenth, spread through
+		// the order (a ninth).
+		{"or-spread", "SELECT * FROM c WHERE c.m = 5 OR c.h = 7", 0},
 		{"join-element", "SELECT c.id FROM c JOIN t IN c.tags WHERE t = 'a3'", 0},
 		{"order-stream", "SELECT * FROM c ORDER BY c.n DESC", 0},
 		{"order-join", "SELECT c.id, t FROM c JOIN t IN c.tags ORDER BY c.n", 0},

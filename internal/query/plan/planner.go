@@ -593,6 +593,12 @@ func PaceRecords(entries int64) int64 {
 	return int64(math.Ceil(float64(entries) * costEntry / costRecordScan / paceShare))
 }
 
+// EntriesWorth is how many index entries cost what scanning records
+// records does.
+func EntriesWorth(records int64) int64 {
+	return int64(float64(records) * costRecordScan / costEntry)
+}
+
 // paceShare is the part of the counting's cost a paced scan may spend on
 // records. The costs above weigh a record read by a scan at 6.7 entries;
 // measured over documents of 300 bytes (BenchmarkFirstPage), reading and
