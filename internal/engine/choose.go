@@ -769,16 +769,8 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Pr
 			return nil
 		}
 		qa.src = locSource(r, c, s, qa.collecting(st, func() ([][]byte, error) {
-			var all [][]byte
-			for _, t := range union {
-				locs, err := spanLocs(r, c, t, s, st)
-				if err != nil {
-					return nil, err
-				}
-				all = append(all, locs...)
-			}
-			slices.SortFunc(all, s.byIndexPos)
-			return slices.CompactFunc(all, bytes.Equal), nil
+			locs, _, _, err := unionLocs(r, c, union, s, st, math.MaxInt64)
+			return locs, err
 		}), st)
 	case plan.OrderedWalk:
 		o, ok := orderedShape(c, q, params, terms)
@@ -835,27 +827,44 @@ func weighUnion(r storage.Reader, c *containerRecord, q *ast.Query, params map[s
 			bound = min(bound, e)
 		}
 	}
-	entries, scoped := make([]int64, len(union)), make([]bool, len(union))
-	var sum int64
-	var all [][]byte
-	for i, t := range union {
+	for _, t := range union {
 		if !c.index.indexes(t.Path) {
 			return nil, nil
 		}
-		spans, base := scopedSpans(c, t, s)
-		locs, n, err := collectLocsUpTo(r, spans, s, st, func(k []byte) ([]byte, bool) { return entryLoc(k, base) }, bound-sum)
-		if err != nil {
-			return nil, err
-		}
-		if sum += n; sum >= bound {
-			return nil, nil
-		}
-		entries[i], scoped[i] = n, scopedTerm(c, t, s)
-		all = append(all, locs...)
+	}
+	locs, entries, ok, err := unionLocs(r, c, union, s, st, bound)
+	if err != nil || !ok {
+		return nil, err
+	}
+	var sum int64
+	scoped := make([]bool, len(union))
+	for i, t := range union {
+		sum, scoped[i] = sum+entries[i], scopedTerm(c, t, s)
 	}
 	in.Union, in.UnionEntries, in.UnionScoped = union, entries, scoped
-	slices.SortFunc(all, s.byIndexPos)
-	return &collection{locs: slices.CompactFunc(all, bytes.Equal), entries: int(sum)}, nil
+	return &collection{locs: locs, entries: int(sum)}, nil
+}
+
+// unionLocs collects the locations of the items in scope s that any of
+// terms' spans names, in scope order and each once, reading fewer than
+// limit entries in all: entries holds how many it read of each term's,
+// and ok is false (the locations are not all) once that is limit.
+func unionLocs(r storage.Reader, c *containerRecord, terms []plan.Term, s *itemScope, st *readStats, limit int64) (locs [][]byte, entries []int64, ok bool, err error) {
+	entries = make([]int64, len(terms))
+	var sum int64
+	for i, t := range terms {
+		spans, base := scopedSpans(c, t, s)
+		found, n, err := collectLocsUpTo(r, spans, s, st, func(k []byte) ([]byte, bool) { return entryLoc(k, base) }, limit-sum)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		if sum += n; sum >= limit {
+			return nil, nil, false, nil
+		}
+		entries[i], locs = n, append(locs, found...)
+	}
+	slices.SortFunc(locs, s.byIndexPos)
+	return slices.CompactFunc(locs, bytes.Equal), entries, true, nil
 }
 
 func orderedTerms(o *plan.Ordered) []int {

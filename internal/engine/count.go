@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -444,25 +445,21 @@ func countByUnion(r storage.Reader, c *containerRecord, ops []*ast.Query, params
 	if err != nil {
 		return false, err
 	}
-	before := st.entries
-	var all [][]byte
-	for _, t := range terms {
-		locs, err := spanLocs(r, c, t, scope, st)
-		if err != nil {
-			return false, err
-		}
-		all = append(all, locs...)
+	locs, entries, _, err := unionLocs(r, c, terms, scope, st, math.MaxInt64)
+	if err != nil {
+		return false, err
 	}
-	slices.SortFunc(all, bytes.Compare)
-	all = slices.CompactFunc(all, bytes.Equal)
-	var n int64
-	for _, loc := range all {
+	var n, read int64
+	for _, loc := range locs {
 		if !expired[string(loc)] {
 			n++
 		}
 	}
+	for _, e := range entries {
+		read += e
+	}
 	union := plan.Term{Label: strings.Join(labels, " OR ")}
-	p := plan.IndexCountPlan(scope.kind, []plan.Term{union}, nil, int64(st.entries-before))
+	p := plan.IndexCountPlan(scope.kind, []plan.Term{union}, nil, read)
 	page.Plan = &p
 	page.Items = append(page.Items, partialRow(document.Int(n), boxed))
 	return true, nil
