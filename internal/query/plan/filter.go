@@ -413,10 +413,11 @@ func existsPredicates(q, sub *ast.Query, params map[string]document.Value) []Pre
 // OR whose every operand (the operands of ORs within it too) is a term
 // the index answers alone, those terms, one an operand: every document the
 // query returns is named by the spans of one of them, so the union of
-// their items holds the query's candidates. An OR that Predicates reads
-// as one term (equalities on one path, an IN) gives none, nor does an
-// operand of no term or of several (c.a = 1 AND c.b = 2). nil when no
-// such OR exists; the first is taken.
+// their items holds the query's candidates. An operand of several terms
+// ANDed (c.a = 1 AND c.b = 2) gives one of them (operandTerm). An OR that
+// Predicates reads as one term (equalities on one path, an IN) gives none,
+// nor does one with an operand of no term. nil when no such OR exists; the
+// first is taken.
 func UnionTerms(q *ast.Query, params map[string]document.Value) []Term {
 	for _, t := range conjuncts(q.Where) {
 		if b, ok := t.(*ast.Binary); !ok || b.Op != ast.OpOr {
@@ -430,11 +431,11 @@ func UnionTerms(q *ast.Query, params map[string]document.Value) []Term {
 		for _, operand := range disjuncts(t) {
 			f.Where = operand
 			terms := Terms(Predicates(&f, params))
-			if len(terms) != 1 {
+			if len(terms) == 0 {
 				out = nil
 				break
 			}
-			out = append(out, terms[0])
+			out = append(out, operandTerm(terms))
 		}
 		if out != nil {
 			return out
@@ -457,6 +458,19 @@ func Operands(q *ast.Query) []*ast.Query {
 		out = append(out, &f)
 	}
 	return out
+}
+
+// operandTerm picks, of the terms an operand of an OR ANDs together, the
+// one whose items stand for it in the union: any holds every item the
+// operand does; the first of single values (equalities, IN), which hold
+// fewer items than a range as a rule, or else the first.
+func operandTerm(terms []Term) Term {
+	for _, t := range terms {
+		if !slices.ContainsFunc(t.Spans, func(sp Span) bool { return sp.Kind != SpanValue }) {
+			return t
+		}
+	}
+	return terms[0]
 }
 
 // disjuncts returns the operands of the OR chain of e.

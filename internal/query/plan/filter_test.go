@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/mayfly-db/mayfly/internal/query/ast"
@@ -45,6 +46,39 @@ func TestWithoutPartitionKeyTerms(t *testing.T) {
 		}
 		if q.Where == nil || (tt.pinned > 0 && q.Where == rest.Where) {
 			t.Errorf("%s: the query itself changed", tt.where)
+		}
+	}
+}
+
+// TestUnionTerms: an OR of terms on several paths gives one term an
+// operand; an OR on one path is an IN, and an operand of no term leaves
+// the OR out.
+func TestUnionTerms(t *testing.T) {
+	tests := []struct {
+		where string
+		want  []string // the terms' labels
+	}{
+		{"c.a = 1 OR c.b = 'x'", []string{`/a = 1`, `/b = "x"`}},
+		{"c.a = 1 OR c.b > 2 OR STARTSWITH(c.s, 'p')", []string{`/a = 1`, `/b > 2`, `/s STARTSWITH "p"`}},
+		{"c.n > 0 AND (c.a = 1 OR c.b = 2)", []string{`/a = 1`, `/b = 2`}},
+		{"(c.a > 1 AND c.k = 3) OR c.b = 2", []string{`/k = 3`, `/b = 2`}},
+		{"c.a = 1 OR c.a = 2", nil},
+		{"c.a = 1 OR c.b != 2", nil},
+		{"c.a = 1 OR NOT IS_DEFINED(c.b)", nil},
+		{"NOT (c.a = 1 OR c.b = 2)", nil},
+		{"c.a = 1 AND c.b = 2", nil},
+	}
+	for _, tt := range tests {
+		q, err := parser.Parse("SELECT * FROM c WHERE " + tt.where)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, term := range UnionTerms(q, nil) {
+			got = append(got, term.Label)
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s: %q, want %q", tt.where, got, tt.want)
 		}
 	}
 }
