@@ -945,6 +945,51 @@ func intersectSource(r storage.Reader, c *containerRecord, a, b posMerge, st *re
 	}
 }
 
+// unionSource reads the items any of ms's spans name (each merge as
+// spanSource's), in the scope's order: the item that comes first among
+// the merges' next ones is handed on, and every merge at it passes it, so
+// an item two terms name is read once. A page seeks to its position in
+// each span and reads the entries from there, rather than collecting
+// every term's entries.
+func unionSource(r storage.Reader, c *containerRecord, ms []posMerge, st *readStats) itemSource {
+	return func(from []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
+		ms := slices.Clone(ms)
+		defer func() {
+			for i := range ms {
+				ms[i].close()
+			}
+		}()
+		for i := range ms {
+			if err := ms[i].open(r, from); err != nil {
+				return err
+			}
+		}
+		s := ms[0].s
+		rr := runReader{r: r, c: c, s: s, st: st, fn: fn}
+		for !rr.done {
+			var head *spanHead
+			for i := range ms {
+				if h := ms[i].first(); h != nil && (head == nil || s.byIndexPos(h.loc, head.loc) < 0) {
+					head = h
+				}
+			}
+			if head == nil {
+				break
+			}
+			loc := bytes.Clone(head.loc)
+			if err := rr.add(head.key, loc); err != nil {
+				return err
+			}
+			for i := range ms {
+				if err := ms[i].pass(loc); err != nil {
+					return err
+				}
+			}
+		}
+		return rr.flush()
+	}
+}
+
 // intersect steps the opened merges a and b together and hands fn each
 // item both name, by its entry key in a and its location, in the scope's
 // order, until fn wants no more: the one behind moves to the other's

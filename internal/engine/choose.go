@@ -268,6 +268,15 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 			}
 		}
 	}
+	if p.Chosen.Access == plan.Union && (s.kind == plan.ScopeAll || s.kind == plan.ScopeRange) && union.entries >= max(tieWishEntries, 8*limit) {
+		// As an index span's: the pages after this one merge the
+		// terms' tie entries from their position once they are built.
+		for _, t := range in.Union {
+			if !c.tiesReady(t.Path) {
+				e.wantAbsent(c, t.Path, entryKinds{ties: true})
+			}
+		}
+	}
 	qa := &queryAccess{plan: &p, access: p.Chosen.Access, terms: p.Chosen.Terms}
 	if qa.access == plan.Union {
 		// Its terms are the OR's, found again from the query on every
@@ -766,6 +775,26 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Pr
 		}
 		if weighed := qa.collected; weighed != nil {
 			qa.src = locSource(r, c, s, func() ([][]byte, error) { return weighed.locs, nil }, st)
+			return nil
+		}
+		// Terms whose entries come in the scope's order, value by
+		// value (mergeSpans), are merged from the page's position.
+		ms := make([]posMerge, 0, len(union))
+		for _, t := range union {
+			if !mayMerge(c, t, s) {
+				break
+			}
+			m, ok, err := mergeSpans(r, c, t, s, st)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				break
+			}
+			ms = append(ms, m)
+		}
+		if len(ms) == len(union) {
+			qa.src = unionSource(r, c, ms, st)
 			return nil
 		}
 		qa.src = locSource(r, c, s, qa.collecting(st, func() ([][]byte, error) {

@@ -931,3 +931,33 @@ func TestUnionPages(t *testing.T) {
 		t.Errorf("%s: %d records read for %d rows", p.Query, records, len(got))
 	}
 }
+
+// TestUnionPagesMerge: a union across partitions whose terms hold many
+// entries asks for their tie entries, as an index span does; once they are
+// built, each page merges the terms' entries from its position and reads
+// about its own, where it collected every term's entries (1,125 here).
+func TestUnionPagesMerge(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	items := make([]string, 0, 10_000)
+	for n := range 10_000 {
+		items = append(items, fmt.Sprintf(`{"id":"i%d","pk":"p%d","x":%d,"y":%d,"n":%d}`, n, n%40, n%16, n%20, n))
+	}
+	be.seed(t, items...)
+	p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, Query: "SELECT VALUE c.n FROM c WHERE c.x = 3 OR c.y = 5", MaxItemCount: 50}
+	first, err := be.e.QueryItems(context.Background(), p)
+	if err != nil || first.Plan == nil || first.Plan.Chosen.Access != plan.Union {
+		t.Fatalf("%s: page 1 by %v (%v), want the union", p.Query, first.Plan, err)
+	}
+	drainIndexer(t, be.e.NewIndexer(nil))
+	if c := be.container(t); !c.tiesReady([]string{"x"}) || !c.tiesReady([]string{"y"}) {
+		t.Fatal("the tie entries of /x and /y are not built")
+	}
+	got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
+		if n > 0 && page.IndexEntries > 56 {
+			t.Errorf("page %d read %d index entries for %d rows", n+1, page.IndexEntries, len(page.Items))
+		}
+	})
+	if want := numbersWhere(10_000, 80, []int{3, 19, 35, 51, 67, 5, 25, 45, 65}); !slices.Equal(got, want) {
+		t.Fatalf("%d rows, want %d in _rid order", len(got), len(want))
+	}
+}
