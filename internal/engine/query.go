@@ -522,7 +522,9 @@ const (
 // page reads them all, and its own records. A first page whose scan
 // filled it early (the OR's items lay first in _rid order) then stops
 // scanning where they thin out. Positions there are sequences in both.
-func unionAfterScan(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, s *itemScope, st *readStats, page *FeedPage, fp uint64) (bool, error) {
+// Terms of many entries ask for their tie entries, for the union's pages
+// to merge (unionSource).
+func (e *Engine) unionAfterScan(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, s *itemScope, st *readStats, page *FeedPage, fp uint64) (bool, error) {
 	if (s.kind != plan.ScopeAll && s.kind != plan.ScopeRange) || plan.Operands(q) == nil {
 		return false, nil
 	}
@@ -550,6 +552,13 @@ func unionAfterScan(r storage.Reader, c *containerRecord, q *ast.Query, params m
 		}
 		if sum += n; sum >= bound {
 			return false, nil
+		}
+	}
+	if sum >= tieWishEntries {
+		for _, t := range union {
+			if !c.tiesReady(t.Path) {
+				e.wantAbsent(c, t.Path, entryKinds{ties: true})
+			}
 		}
 	}
 	next.access, next.terms, next.composite = plan.Union, nil, 0
@@ -587,7 +596,7 @@ func (e *Engine) mergeAfterScan(r storage.Reader, c *containerRecord, prog *eval
 		// their terms need not be derived again.
 		return nil
 	}
-	if done, err := unionAfterScan(r, c, prog.Query(), params, s, st, page, fp); done || err != nil {
+	if done, err := e.unionAfterScan(r, c, prog.Query(), params, s, st, page, fp); done || err != nil {
 		return err
 	}
 	terms := plan.Terms(plan.Predicates(prog.Query(), params))
