@@ -519,7 +519,8 @@ const (
 // the scan stopped, when the scan found few of its records passing (the
 // caller's check), the WHERE clause is that OR alone, and the terms hold
 // fewer entries than cost what the records the page read did: a union
-// page reads them all, and its own records. A first page whose scan
+// page reads them all at most (unless their tie entries merge), and its
+// own records. A first page whose scan
 // filled it early (the OR's items lay first in _rid order) then stops
 // scanning where they thin out. Positions there are sequences in both.
 // Terms of many entries ask for their tie entries, for the union's pages
@@ -737,7 +738,7 @@ func rowsOwnRid(q *ast.Query) bool {
 }
 
 // pinnedKey returns the partition key (or hierarchical prefix) the WHERE
-// clause pins, if it pins one.
+// clause pins, if it pins one, and the top-level terms that pin it.
 func pinnedKey(c *containerRecord, q *ast.Query, params map[string]document.Value) (partition.Key, []ast.Expr, bool) {
 	vals, terms, _ := plan.PartitionKeyTerms(q, params, c.pk.paths)
 	if len(vals) == 0 {
