@@ -156,8 +156,19 @@ func normalizeContainer(body document.Value) (document.Value, ttl.Setting, *Erro
 		return document.Undef, ttl.Setting{}, &Error{Code: BadRequest, Message: err.Error()}
 	}
 	if uk := body.Get("uniqueKeyPolicy"); uk.IsDefined() {
-		if _, derr := parseUniqueKeys(uk); derr != nil {
+		keys, derr := parseUniqueKeys(uk)
+		if derr != nil {
 			return document.Undef, ttl.Setting{}, derr
+		}
+		// Checked here, not in parseUniqueKeys, which also reads the
+		// containers stored before the limits were.
+		if len(keys) > maxUniqueKeys {
+			return document.Undef, ttl.Setting{}, errorf(BadRequest, "A unique key policy may have at most %d unique keys.", maxUniqueKeys)
+		}
+		for _, k := range keys {
+			if len(k) > maxUniqueKeyPaths {
+				return document.Undef, ttl.Setting{}, errorf(BadRequest, "A unique key may have at most %d paths.", maxUniqueKeyPaths)
+			}
 		}
 	}
 	if !body.Get("conflictResolutionPolicy").IsDefined() {
@@ -188,13 +199,27 @@ func normalizePartitionKey(pk document.Value) (document.Value, *Error) {
 	if paths.Len() > 3 {
 		return document.Undef, errorf(BadRequest, "The partition key definition can have at most 3 paths.")
 	}
+	var parsed [][]string
 	for _, p := range paths.Array() {
 		if p.Kind() != document.String {
 			return document.Undef, errorf(BadRequest, "Partition key paths must be strings.")
 		}
-		if _, err := document.ParsePath(p.Str()); err != nil {
+		path, err := document.ParsePath(p.Str())
+		if err != nil {
 			return document.Undef, errorf(BadRequest, "The partition key path '%s' is invalid: %v", p.Str(), err)
 		}
+		if slices.ContainsFunc(path, func(s string) bool { return s == "*" || s == "?" || s == "[]" }) {
+			return document.Undef, errorf(BadRequest, "The partition key path '%s' is invalid: it names one property, without wildcards or array elements.", p.Str())
+		}
+		// Of a hierarchical key, no path may be another's or lie
+		// inside it: an item could not hold values at both.
+		for _, q := range parsed {
+			n := min(len(q), len(path))
+			if slices.Equal(q[:n], path[:n]) {
+				return document.Undef, errorf(BadRequest, "The partition key path '%s' repeats or overlaps another path of the key.", p.Str())
+			}
+		}
+		parsed = append(parsed, path)
 	}
 	kind := pk.Get("kind")
 	switch {
@@ -292,8 +317,81 @@ func normalizeIndexingPolicy(ip document.Value) (document.Value, *Error) {
 		}
 		ip = ip.With(name, paths)
 	}
+	if derr := checkComposites(ip.Get("compositeIndexes")); derr != nil {
+		return document.Undef, derr
+	}
+	if derr := checkSpatialIndexes(ip.Get("spatialIndexes")); derr != nil {
+		return document.Undef, derr
+	}
 	return ip, nil
 }
+
+// checkComposites refuses composite indexes the service refuses: each an
+// array of two or more paths naming properties (no wildcard, no array
+// elements), each ascending or descending. A policy that stored one would
+// leave it unused (parseComposite), and a query counting on it refused.
+func checkComposites(v document.Value) *Error {
+	if !v.IsDefined() || v.IsNull() {
+		return nil
+	}
+	if v.Kind() != document.Array {
+		return errorf(BadRequest, "The indexingPolicy property 'compositeIndexes' must be an array of arrays of paths.")
+	}
+	for i, ci := range v.Array() {
+		if ci.Kind() != document.Array || ci.Len() < 2 {
+			return errorf(BadRequest, "Composite index %d must be an array of at least two paths.", i)
+		}
+		for _, p := range ci.Array() {
+			path, err := document.ParsePath(p.Get("path").Str())
+			if p.Kind() != document.Object || p.Get("path").Kind() != document.String || err != nil ||
+				slices.ContainsFunc(path, func(s string) bool { return s == "*" || s == "?" || s == "[]" }) {
+				return errorf(BadRequest, "The composite index path %s is invalid: a composite index path names a property, without wildcards or array elements.", p.Get("path").String())
+			}
+			switch o := p.Get("order"); {
+			case !o.IsDefined() || o.IsNull():
+			case o.Kind() == document.String && (strings.EqualFold(o.Str(), "ascending") || strings.EqualFold(o.Str(), "descending")):
+			default:
+				return errorf(BadRequest, "The composite index order %s of path '%s' is invalid; use 'ascending' or 'descending'.", o.String(), p.Get("path").Str())
+			}
+		}
+	}
+	return nil
+}
+
+// checkSpatialIndexes refuses spatial indexes without a path or with a
+// type other than the service's four.
+func checkSpatialIndexes(v document.Value) *Error {
+	if !v.IsDefined() || v.IsNull() {
+		return nil
+	}
+	if v.Kind() != document.Array {
+		return errorf(BadRequest, "The indexingPolicy property 'spatialIndexes' must be an array.")
+	}
+	for _, si := range v.Array() {
+		if si.Kind() != document.Object || si.Get("path").Kind() != document.String || !strings.HasPrefix(si.Get("path").Str(), "/") {
+			return errorf(BadRequest, "Every spatial index must be an object with a 'path' starting with '/'.")
+		}
+		types := si.Get("types")
+		if types.IsDefined() && !types.IsNull() && types.Kind() != document.Array {
+			return errorf(BadRequest, "The spatial index 'types' of path '%s' must be an array.", si.Get("path").Str())
+		}
+		for _, t := range types.Array() {
+			switch t.Str() {
+			case "Point", "Polygon", "LineString", "MultiPolygon":
+			default:
+				return errorf(BadRequest, "The spatial type %s of path '%s' is invalid; use Point, Polygon, LineString or MultiPolygon.", t.String(), si.Get("path").Str())
+			}
+		}
+	}
+	return nil
+}
+
+// The service's limits on a unique key policy: keys per container, and
+// paths per key.
+const (
+	maxUniqueKeys     = 10
+	maxUniqueKeyPaths = 16
+)
 
 func parseUniqueKeys(uk document.Value) ([][][]string, *Error) {
 	if !uk.IsDefined() || uk.IsNull() {
@@ -678,8 +776,13 @@ func (e *Engine) ReplaceContainer(ctx context.Context, db, coll string, body doc
 		if p := old.Props.Get(erasureProp); !body.Get(erasureProp).IsDefined() && p.IsDefined() {
 			props = props.With(erasureProp, p)
 		}
-		if !document.Equal(pkPathsValue(props), pkPathsValue(old.Props)) && (old.Props.Get("partitionKey").IsDefined() || props.Get("partitionKey").IsDefined()) {
+		if !samePartitionKey(old.Props, props) && (old.Props.Get("partitionKey").IsDefined() || props.Get("partitionKey").IsDefined()) {
 			return errorf(BadRequest, "The partition key of a container cannot be changed.")
+		}
+		// The same definition, perhaps with its defaults spelled out: it
+		// reads back as created.
+		if pk := old.Props.Get("partitionKey"); pk.IsDefined() {
+			props = props.With("partitionKey", pk)
 		}
 		// The embedding policy and the vector indexes stay as created. A
 		// client that does not know them (an older SDK, which drops the
@@ -739,8 +842,20 @@ func (e *Engine) ReplaceContainer(ctx context.Context, db, coll string, body doc
 	return c.resource(), nil
 }
 
-func pkPathsValue(props document.Value) document.Value {
-	return props.Get("partitionKey").Get("paths")
+// samePartitionKey reports whether two containers' properties define the
+// same partition key: paths, kind and version, a version left out being
+// 1 (normalizePartitionKey fills in the kind, and MultiHash's version).
+// Items are stored under hashes the definition decides, so none of it may
+// change.
+func samePartitionKey(a, b document.Value) bool {
+	version := func(pk document.Value) int64 {
+		if v := pk.Get("version"); v.IsInt() {
+			return v.Int()
+		}
+		return 1
+	}
+	pa, pb := a.Get("partitionKey"), b.Get("partitionKey")
+	return document.Equal(pa.Get("paths"), pb.Get("paths")) && pa.Get("kind").Str() == pb.Get("kind").Str() && version(pa) == version(pb)
 }
 
 func uniqueKeysValue(uk document.Value) document.Value {

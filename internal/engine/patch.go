@@ -78,10 +78,15 @@ func ParsePatch(body []byte) (ops []PatchOp, condition string, err error) {
 		if op.Op == "incr" && op.Value.Kind() != document.Number {
 			return nil, "", errorf(BadRequest, "For Operation(%d): increment value must be a number.", i)
 		}
-		if len(op.Path) > 0 {
-			switch op.Path[0] {
+		// A move patches its source too: moving /id away would leave the
+		// item without the id it is stored under.
+		for _, p := range [][]string{op.Path, op.From} {
+			if len(p) == 0 {
+				continue
+			}
+			switch p[0] {
 			case "id", "_rid", "_self", "_etag", "_ts", "_attachments", "_lsn":
-				return nil, "", errorf(BadRequest, "For Operation(%d): the system property '%s' cannot be patched.", i, op.Path[0])
+				return nil, "", errorf(BadRequest, "For Operation(%d): the system property '%s' cannot be patched.", i, p[0])
 			}
 		}
 		ops = append(ops, op)

@@ -73,6 +73,7 @@ func TestParsePatchRefuses(t *testing.T) {
 		``, `{}`, `[]`, `{"operations":[]}`, `[{"op":"bogus","path":"/a"}]`, `[{"op":"add","path":"a"}]`,
 		`[{"op":"add","path":"/"}]`, `[{"op":"set","path":"/_ts","value":1}]`, `[{"op":"set","path":"/id","value":"x"}]`,
 		`[{"op":"incr","path":"/a","value":"x"}]`, `[{"op":"move","from":"/a","path":"/a/b"}]`,
+		`[{"op":"move","from":"/id","path":"/oldid"}]`, `[{"op":"move","from":"/_etag","path":"/e"}]`,
 		`{"condition":5,"operations":[{"op":"add","path":"/a","value":1}]}`,
 		`[` + repeatOps(11) + `]`,
 	} {

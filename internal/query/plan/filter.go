@@ -410,8 +410,8 @@ func existsPredicates(q, sub *ast.Query, params map[string]document.Value) []Pre
 }
 
 // UnionTerms returns, when a top-level AND term of the WHERE clause of q is an
-// OR whose every operand (the operands of ORs within it too) is a term
-// the index answers alone, those terms, one an operand: every document the
+// OR whose every operand (the operands of ORs within it too) holds a term
+// the index answers, those terms, one an operand: every document the
 // query returns is named by the spans of one of them, so the union of
 // their items holds the query's candidates. An operand of several terms
 // ANDed (c.a = 1 AND c.b = 2) gives one of them (operandTerm). An OR that
