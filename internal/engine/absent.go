@@ -120,7 +120,10 @@ const maxAbsentPaths = 8
 // and with Parts partition composite entries, it keeps
 // (compositeIndex.sig; an ORDER BY on several keys asked for them); a path
 // listed without the entries a query asks for is listed again with them,
-// and built again.
+// and built again. While it is, Was holds the kinds it was ready with:
+// writes keep every listed kind's entries, and the build only adds, so
+// those stay complete and readable, and a page's token taken while they
+// were ready stays good.
 type absentPath struct {
 	Path   []string `json:"path"`
 	Ready  bool     `json:"ready,omitempty"`
@@ -131,6 +134,37 @@ type absentPath struct {
 	// Own is set for _ts, which the index's own entries leave out: the
 	// list keeps the path's own entries too (a query on it asked).
 	Own bool `json:"own,omitempty"`
+	// Was: see above; nil when the path is ready, or was not before.
+	Was *readyKinds `json:"was,omitempty"`
+}
+
+// readyKinds are the kinds of entries a path listed again was ready with.
+type readyKinds struct {
+	Ties  bool     `json:"ties,omitempty"`
+	Parts bool     `json:"parts,omitempty"`
+	Own   bool     `json:"own,omitempty"`
+	Comps []string `json:"comps,omitempty"`
+}
+
+// relisted is a listed again with the kinds want, to be built again.
+func (a absentPath) relisted(want entryKinds) absentPath {
+	next := absentPath{Path: a.Path, Ties: want.ties, Parts: want.parts, Own: want.own, Comps: want.comps, Was: a.Was}
+	if a.Ready {
+		next.Was = &readyKinds{Ties: a.Ties, Parts: a.Parts, Own: a.Own, Comps: a.Comps}
+	}
+	return next
+}
+
+// ready returns the kinds of a's entries that are complete, and whether
+// its absence entries are.
+func (a absentPath) ready() (entryKinds, bool) {
+	switch {
+	case a.Ready:
+		return a.kinds(), true
+	case a.Was != nil:
+		return entryKinds{ties: a.Was.Ties, parts: a.Was.Parts, own: a.Was.Own, comps: a.Was.Comps}, true
+	}
+	return entryKinds{}, false
 }
 
 // tsPath is _ts, the system property the index keeps when queries ask.
@@ -138,12 +172,13 @@ var tsPath = []string{"_ts"}
 
 // tsReady reports whether the entries of _ts are complete.
 func (c *containerRecord) tsReady() bool {
-	return c.absentReady(tsPath) && c.Index.Absent[c.absentIndex(tsPath)].Own
+	k, ok := c.readyKinds(tsPath)
+	return ok && k.own
 }
 
 // built is a, with every entry written.
 func (a absentPath) built() absentPath {
-	a.Ready, a.Cursor = true, nil
+	a.Ready, a.Cursor, a.Was = true, nil, nil
 	return a
 }
 
@@ -351,7 +386,8 @@ func gapBase(indexPrefix []byte, comp *compositeIndex) []byte {
 // its partition composite entry when comp's first path keeps partition
 // entries.
 func (c *containerRecord) compReady(comp *compositeIndex) bool {
-	return c.absentReady(comp.paths[0]) && slices.Contains(c.Index.Absent[c.absentIndex(comp.paths[0])].Comps, comp.sig())
+	k, ok := c.readyKinds(comp.paths[0])
+	return ok && slices.Contains(k.comps, comp.sig())
 }
 
 // partsPrefix is where the partition entries of path for the logical
@@ -374,23 +410,32 @@ func orderPrefix(c *containerRecord, path []string, s *itemScope) []byte {
 // partsReady reports whether every item with a value at path has its
 // partition entry.
 func (c *containerRecord) partsReady(path []string) bool {
-	return c.absentReady(path) && c.Index.Absent[c.absentIndex(path)].Parts
+	k, ok := c.readyKinds(path)
+	return ok && k.parts
 }
 
 // tiesReady reports whether every item with an exact value at path has
 // its tie entry.
 func (c *containerRecord) tiesReady(path []string) bool {
-	return c.absentReady(path) && c.Index.Absent[c.absentIndex(path)].Ties
+	k, ok := c.readyKinds(path)
+	return ok && k.ties
 }
 
 // absentReady reports whether every item without path has its absence
 // entries.
 func (c *containerRecord) absentReady(path []string) bool {
-	if !c.Index.Ready {
-		return false
-	}
+	_, ok := c.readyKinds(path)
+	return ok
+}
+
+// readyKinds returns the kinds of path's entries that are complete, and
+// whether its absence entries are (absentPath.ready).
+func (c *containerRecord) readyKinds(path []string) (entryKinds, bool) {
 	i := c.absentIndex(path)
-	return i >= 0 && c.Index.Absent[i].Ready
+	if !c.Index.Ready || i < 0 {
+		return entryKinds{}, false
+	}
+	return c.Index.Absent[i].ready()
 }
 
 func (c *containerRecord) absentIndex(path []string) int {
@@ -547,8 +592,12 @@ func (e *Engine) listAbsent(ctx context.Context) error {
 			next := *c
 			// A path listed without entries now asked for is built again,
 			// with them.
+			listing := absentPath{Path: w.path}
+			if i >= 0 {
+				listing = c.Index.Absent[i]
+			}
 			next.Index.Absent = append(slices.DeleteFunc(slices.Clone(c.Index.Absent), func(a absentPath) bool { return slices.Equal(a.Path, w.path) }),
-				absentPath{Path: w.path, Ties: want.ties, Parts: want.parts, Own: want.own, Comps: want.comps})
+				listing.relisted(want))
 			listed = c
 			return setJSON(tx, containerKey(c.DBRid, c.ID), &next)
 		})
