@@ -33,6 +33,10 @@ type containerRecord struct {
 	// SeqPerRange: the container keeps an LSN sequence per range
 	// (sequence.go); one created before keeps one for all of them.
 	SeqPerRange bool           `json:"seqPerRange,omitempty"`
+	// RangesV1: the ranges cut the hash space of version 1 keys
+	// (partition.SplitV1), where a container with such a key created
+	// before they did cuts version 2's, and keeps its items in range 0.
+	RangesV1 bool `json:"rangesV1,omitempty"`
 	Props       document.Value `json:"props"`
 	TTL         ttl.History    `json:"ttl"`
 	Index       indexState     `json:"index"`
@@ -61,6 +65,12 @@ type pkDefinition struct {
 	raw     []string
 	kind    string
 	version int
+}
+
+// hashV1 reports whether the key hashes as version 1 (Hash or Range of
+// one path, without version 2).
+func (d pkDefinition) hashV1() bool {
+	return len(d.paths) == 1 && d.kind != "MultiHash" && d.version != 2
 }
 
 func (c *containerRecord) ridString() string { return ridString(c.Rid) }
@@ -242,7 +252,10 @@ func normalizePartitionKey(pk document.Value) (document.Value, *Error) {
 			return document.Undef, errorf(BadRequest, "The partition key version must be 1 or 2.")
 		}
 	}
-	if pk.Get("kind").Str() == "MultiHash" && !pk.Get("version").IsDefined() {
+	if pk.Get("kind").Str() == "MultiHash" {
+		if v := pk.Get("version"); v.IsDefined() && !v.IsNull() && v.Int() != 2 {
+			return document.Undef, errorf(BadRequest, "A partition key of kind 'MultiHash' must be of version 2.")
+		}
 		pk = pk.With("version", document.Int(2))
 	}
 	return pk, nil
@@ -562,7 +575,7 @@ func (e *Engine) CreateContainer(ctx context.Context, db string, body document.V
 			// in a database without shared throughput, its own 400 RU/s.
 			tp = &Throughput{Manual: defaultThroughput}
 		}
-		c.Ranges, c.SeqPerRange = e.rangeCount(tp), true
+		c.Ranges, c.SeqPerRange, c.RangesV1 = e.rangeCount(tp), true, c.pk.hashV1()
 		if tp != nil {
 			o, err := e.createOffer(tx, now, tp, c.self(), c.ridString())
 			if err != nil {
@@ -817,7 +830,7 @@ func (e *Engine) ReplaceContainer(ctx context.Context, db, coll string, body doc
 		if from := old.TTL.Current().From; !now.After(from) {
 			now = from.Add(time.Nanosecond)
 		}
-		c = &containerRecord{ID: old.ID, DBID: old.DBID, DBRid: old.DBRid, Rid: old.Rid, Ts: now.Unix(), OfferRid: old.OfferRid, Ranges: old.Ranges, SeqPerRange: old.SeqPerRange, Props: props}
+		c = &containerRecord{ID: old.ID, DBID: old.DBID, DBRid: old.DBRid, Rid: old.Rid, Ts: now.Unix(), OfferRid: old.OfferRid, Ranges: old.Ranges, SeqPerRange: old.SeqPerRange, RangesV1: old.RangesV1, Props: props}
 		c.Etag = etagFor(c.Rid, n)
 		c.TTL = old.TTL.Change(setting, now)
 		c.Index = old.Index

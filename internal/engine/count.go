@@ -138,7 +138,7 @@ func (e *Engine) scopeCount(r storage.Reader, c *containerRecord, rangeID string
 			return 0, false, nil
 		}
 		seq := -1
-		for i, rg := range splitRanges(c.Ranges) {
+		for i, rg := range splitRanges(c.Ranges, c.RangesV1) {
 			if rg.ID == rangeID {
 				seq = i
 			}

@@ -648,38 +648,53 @@ func TestPartitionThinScanPagesStepThroughTerms(t *testing.T) {
 // range of a container of four, which keeps a sequence per range: a
 // range's first page reads the _rid-order entries of its own sequence,
 // not those of the ranges before it, and the ranges' rows together are
-// every item once.
+// every item once. Keys of both hash versions spread over the four
+// ranges (partition.SplitV1), and a partition's query finds its items in
+// the range that holds its key.
 func TestRangeScanReadsItsOwnSequences(t *testing.T) {
-	clk := clock.NewManual(batchT0)
-	e, err := New(Config{Store: teststore.Open(t), Clock: clk, Partitions: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	createDBAndContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
-	be := &batchEnv{e: e, clock: clk}
-	items := make([]string, 0, 4000)
-	for n := range 4000 {
-		items = append(items, fmt.Sprintf(`{"id":"i%d","pk":"p%d","n":%d}`, n, n%97, n))
-	}
-	be.seed(t, items...)
-	seen := map[string]int{}
-	for _, rangeID := range []string{"0", "1", "2", "3"} {
-		p := QueryParams{ItemRef: batchRef(""), RangeID: rangeID, CrossPartition: true, Query: "SELECT VALUE c.n FROM c", MaxItemCount: 10}
-		drainRows(t, e, p, func(n int, page *FeedPage) {
-			if page.IndexEntries > 11 {
-				t.Errorf("range %s: page %d read %d entries for %d rows", rangeID, n+1, page.IndexEntries, len(page.Items))
+	for _, pk := range []string{`{"paths":["/pk"],"kind":"Hash","version":2}`, `{"paths":["/pk"]}`} {
+		clk := clock.NewManual(batchT0)
+		e, err := New(Config{Store: teststore.Open(t), Clock: clk, Partitions: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		createDBAndContainer(t, e, `{"id":"c","partitionKey":`+pk+`}`)
+		be := &batchEnv{e: e, clock: clk}
+		items := make([]string, 0, 4000)
+		for n := range 4000 {
+			items = append(items, fmt.Sprintf(`{"id":"i%d","pk":"p%d","n":%d}`, n, n%97, n))
+		}
+		be.seed(t, items...)
+		seen := map[string]int{}
+		for _, rangeID := range []string{"0", "1", "2", "3"} {
+			p := QueryParams{ItemRef: batchRef(""), RangeID: rangeID, CrossPartition: true, Query: "SELECT VALUE c.n FROM c", MaxItemCount: 10}
+			rows := 0
+			drainRows(t, e, p, func(n int, page *FeedPage) {
+				if page.IndexEntries > 11 {
+					t.Errorf("%s, range %s: page %d read %d entries for %d rows", pk, rangeID, n+1, page.IndexEntries, len(page.Items))
+				}
+				for _, it := range page.Items {
+					seen[string(it)]++
+				}
+				rows += len(page.Items)
+			})
+			if rows < 500 {
+				t.Errorf("%s: range %s holds %d of 4,000 items", pk, rangeID, rows)
 			}
-			for _, it := range page.Items {
-				seen[string(it)]++
+		}
+		if len(seen) != 4000 {
+			t.Fatalf("%s: %d items across the ranges, want 4000", pk, len(seen))
+		}
+		for v, k := range seen {
+			if k != 1 {
+				t.Fatalf("%s: item %s came %d times", pk, v, k)
 			}
-		})
-	}
-	if len(seen) != 4000 {
-		t.Fatalf("%d items across the ranges, want 4000", len(seen))
-	}
-	for v, k := range seen {
-		if k != 1 {
-			t.Fatalf("item %s came %d times", v, k)
+		}
+		for _, key := range []string{"p0", "p5", "p96"} {
+			rows := drainRows(t, e, QueryParams{ItemRef: batchRef(`["` + key + `"]`), Query: "SELECT VALUE c.n FROM c", MaxItemCount: 7}, nil)
+			if want := 4000 / 97; len(rows) < want {
+				t.Errorf("%s: partition %s returned %d items, want at least %d", pk, key, len(rows), want)
+			}
 		}
 	}
 }

@@ -80,5 +80,5 @@ func (e *Engine) rangesOf(c *containerRecord) []partition.Range {
 	if n <= 0 {
 		n = e.partitions
 	}
-	return splitRanges(n)
+	return splitRanges(n, c.RangesV1)
 }

@@ -57,7 +57,7 @@ func (c *containerRecord) sequences() int {
 	if !c.SeqPerRange {
 		return 1
 	}
-	return len(splitRanges(c.Ranges))
+	return len(splitRanges(c.Ranges, c.RangesV1))
 }
 
 // seqOf is the sequence of the items of effective partition key epk.
@@ -65,7 +65,7 @@ func (c *containerRecord) seqOf(epk string) int {
 	if !c.SeqPerRange {
 		return 0
 	}
-	ranges := splitRanges(c.Ranges)
+	ranges := splitRanges(c.Ranges, c.RangesV1)
 	i := sort.Search(len(ranges), func(i int) bool { return epk < ranges[i].Max })
 	return min(i, len(ranges)-1)
 }
@@ -103,7 +103,7 @@ func (c *containerRecord) seqsIn(within func(min, max string) bool) []int {
 		return []int{0}
 	}
 	var out []int
-	for i, r := range splitRanges(c.Ranges) {
+	for i, r := range splitRanges(c.Ranges, c.RangesV1) {
 		if within(r.Min, r.Max) {
 			out = append(out, i)
 		}
@@ -111,15 +111,24 @@ func (c *containerRecord) seqsIn(within func(min, max string) bool) []int {
 	return out
 }
 
-var splitCache sync.Map // n → []partition.Range
+var splitCache sync.Map // splitKey → []partition.Range
 
-// splitRanges is partition.Split(n), cached.
-func splitRanges(n int) []partition.Range {
-	if r, ok := splitCache.Load(n); ok {
+type splitKey struct {
+	n  int
+	v1 bool
+}
+
+// splitRanges is partition.Split(n), or with v1 partition.SplitV1(n),
+// cached.
+func splitRanges(n int, v1 bool) []partition.Range {
+	if r, ok := splitCache.Load(splitKey{n, v1}); ok {
 		return r.([]partition.Range)
 	}
 	r := partition.Split(n)
-	splitCache.Store(n, r)
+	if v1 {
+		r = partition.SplitV1(n)
+	}
+	splitCache.Store(splitKey{n, v1}, r)
 	return r
 }
 

@@ -31,8 +31,7 @@ func (r Range) Contains(epk string) bool { return r.Min <= epk && epk < r.Max }
 // encoded 32-bit hash, which is 0xC1 for every hash of 2^17 or more (and
 // smaller, down to 0x80, for the rare smaller ones): they sit in [0580, 05C2)
 // and so fall into the range that holds that span, range 0 for n up to 11
-// and about range 0.09·n beyond. A container with a version 1 key gains
-// nothing from more than one of these ranges.
+// and about range 0.09·n beyond: such a container's ranges are SplitV1's.
 func Split(n int) []Range {
 	if n < 1 {
 		n = 1
@@ -84,4 +83,27 @@ func Overlapping(ranges []Range, min, max string) []Range {
 		j++
 	}
 	return ranges[i:j:j]
+}
+
+// SplitV1 is Split for a container whose key hashes as version 1: its
+// boundaries cut the 32-bit hash evenly, written as version 1 EPKs begin
+// (the number's order-preserving encoding, appendBinNumber), so a key whose
+// hash is h falls in the range whose bounds hold h.
+func SplitV1(n int) []Range {
+	ranges := Split(n)
+	for i := range ranges {
+		if i > 0 {
+			ranges[i].Min = boundaryV1(i, len(ranges))
+		}
+		if i < len(ranges)-1 {
+			ranges[i].Max = boundaryV1(i+1, len(ranges))
+		}
+	}
+	return ranges
+}
+
+// boundaryV1 returns the lower bound of range i of n, for 0 < i < n.
+func boundaryV1(i, n int) string {
+	h := uint64(i) << 32 / uint64(n)
+	return string(appendHex(nil, appendBinNumber(nil, float64(h))))
 }

@@ -74,8 +74,8 @@ func TestSplitSpreadsV2(t *testing.T) {
 	}
 }
 
-// Version 1 keys all fall into the range that holds 05C1.
-func TestSplitV1(t *testing.T) {
+// Version 1 keys all fall into the range of Split's that holds 05C1.
+func TestSplitHoldsV1InOneRange(t *testing.T) {
 	for _, n := range []int{4, 11, 50} {
 		rs := Split(n)
 		want, _ := Locate(rs, "05C1")
@@ -158,5 +158,44 @@ func TestOverlapping(t *testing.T) {
 	r, _ := Locate(rs, full)
 	if got := Overlapping(rs, min, max); len(got) != 1 || got[0] != r {
 		t.Errorf("prefix [%s, %s) overlaps %+v, want %+v", min, max, got, r)
+	}
+}
+
+// TestSplitV1 checks that version 1 keys spread over SplitV1's ranges by
+// their hash: each key's EPK lies in the range whose bounds hold its hash,
+// and 4,000 keys fill each of four ranges by about a quarter. The bounds
+// of five ranges are those the Cosmos DB emulator gives a container with a
+// version 1 key.
+func TestSplitV1Spreads(t *testing.T) {
+	const n, keys = 4, 4000
+	ranges := SplitV1(n)
+	counts := make([]int, n)
+	for i := range keys {
+		k := Key{String(fmt.Sprintf("key-%d", i))}
+		epk, err := EPK(hashV1, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, ok := Locate(ranges, epk)
+		if !ok {
+			t.Fatalf("no range holds %s", epk)
+		}
+		h := Murmur3x86_32(appendHashInput(nil, k[0], 0x00), 0)
+		if want := strconv.Itoa(int(uint64(h) * n >> 32)); r.ID != want {
+			t.Errorf("key %v, hash %d: range %s, want %s", k, h, r.ID, want)
+		}
+		counts[r.ID[0]-'0']++
+	}
+	for i, c := range counts {
+		if c < keys/n*8/10 || c > keys/n*12/10 {
+			t.Errorf("range %d holds %d of %d keys", i, c, keys)
+		}
+	}
+	var bounds []string
+	for _, r := range SplitV1(5)[1:] {
+		bounds = append(bounds, r.Min)
+	}
+	if got := fmt.Sprint(bounds); got != "[05C1C9CD673398 05C1D9CD673398 05C1E399CD6732 05C1E9CD673398]" {
+		t.Errorf("SplitV1(5) bounds %s", got)
 	}
 }
