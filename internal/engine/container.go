@@ -32,14 +32,14 @@ type containerRecord struct {
 	Ranges int `json:"ranges,omitempty"`
 	// SeqPerRange: the container keeps an LSN sequence per range
 	// (sequence.go); one created before keeps one for all of them.
-	SeqPerRange bool           `json:"seqPerRange,omitempty"`
+	SeqPerRange bool `json:"seqPerRange,omitempty"`
 	// RangesV1: the ranges cut the hash space of version 1 keys
 	// (partition.SplitV1), where a container with such a key created
 	// before they did cuts version 2's, and keeps its items in range 0.
-	RangesV1 bool `json:"rangesV1,omitempty"`
-	Props       document.Value `json:"props"`
-	TTL         ttl.History    `json:"ttl"`
-	Index       indexState     `json:"index"`
+	RangesV1 bool           `json:"rangesV1,omitempty"`
+	Props    document.Value `json:"props"`
+	TTL      ttl.History    `json:"ttl"`
+	Index    indexState     `json:"index"`
 
 	pk         pkDefinition
 	uniqueKeys [][][]string // per unique key, its paths
