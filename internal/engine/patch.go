@@ -95,7 +95,7 @@ func ParsePatch(body []byte) (ops []PatchOp, condition string, err error) {
 }
 
 func parsePointer(v document.Value, i int) ([]string, *Error) {
-	if v.Kind() != document.String || !strings.HasPrefix(v.Str(), "/") || v.Str() == "/" {
+	if v.Kind() != document.String || !strings.HasPrefix(v.Str(), "/") || v.Str() == "/" || badEscape(v.Str()) {
 		return nil, errorf(BadRequest, "For Operation(%d): the path %s is invalid; it must be a JSON pointer such as '/a/b'.", i, v.String())
 	}
 	parts := strings.Split(v.Str()[1:], "/")
@@ -103,6 +103,27 @@ func parsePointer(v document.Value, i int) ([]string, *Error) {
 		parts[j] = strings.ReplaceAll(strings.ReplaceAll(p, "~1", "/"), "~0", "~")
 	}
 	return parts, nil
+}
+
+// badEscape reports whether a JSON pointer holds a '~' that is not the
+// start of "~0" or "~1" (RFC 6901).
+func badEscape(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '~' && (i+1 == len(s) || s[i+1] != '0' && s[i+1] != '1') {
+			return true
+		}
+	}
+	return false
+}
+
+// arrayIndex reads a pointer segment as an array index: digits without a
+// leading zero (RFC 6901), at most MaxInt32.
+func arrayIndex(seg string) (int, bool) {
+	if seg == "" || len(seg) > 1 && seg[0] == '0' || strings.TrimLeft(seg, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(seg)
+	return n, err == nil && n <= math.MaxInt32
 }
 
 // applyPatch applies ops in order to doc.
@@ -182,8 +203,8 @@ func getPath(doc document.Value, path []string, i int) (document.Value, *Error) 
 		case document.Object:
 			cur = cur.Get(seg)
 		case document.Array:
-			n, err := strconv.Atoi(seg)
-			if err != nil {
+			n, ok := arrayIndex(seg)
+			if !ok {
 				return document.Undef, errorf(BadRequest, "For Operation(%d): invalid array index '%s'.", i, seg)
 			}
 			cur = cur.Index(n)
@@ -230,8 +251,8 @@ func update(doc document.Value, path []string, i int, fn func(old document.Value
 		if seg == "-" {
 			idx = len(elems)
 		} else {
-			n, err := strconv.Atoi(seg)
-			if err != nil || n < 0 || n > math.MaxInt32 {
+			n, ok := arrayIndex(seg)
+			if !ok {
 				return document.Undef, errorf(BadRequest, "For Operation(%d): invalid array index '%s'.", i, seg)
 			}
 			idx = n

@@ -32,6 +32,9 @@ func TestApplyPatch(t *testing.T) {
 		{"incr non-number fails", `[{"op":"incr","path":"/s","value":1}]`, ""},
 		{"move", `[{"op":"move","from":"/s","path":"/t"}]`, `{"id":"1","a":{"b":1},"arr":[1,2,3],"n":5,"f":1.5,"t":"x"}`},
 		{"move missing from fails", `[{"op":"move","from":"/zz","path":"/t"}]`, ""},
+		{"index with a leading zero fails", `[{"op":"set","path":"/arr/01","value":9}]`, ""},
+		{"signed index fails", `[{"op":"set","path":"/arr/+1","value":9}]`, ""},
+		{"move from an index with a leading zero fails", `[{"op":"move","from":"/arr/01","path":"/t"}]`, ""},
 		{"escaped pointer", `[{"op":"add","path":"/a~1b~0c","value":1}]`, `{"id":"1","a":{"b":1},"arr":[1,2,3],"n":5,"f":1.5,"s":"x","a/b~c":1}`},
 		{"ops apply in order", `{"operations":[{"op":"add","path":"/x","value":1},{"op":"incr","path":"/x","value":1}]}`, `{"id":"1","a":{"b":1},"arr":[1,2,3],"n":5,"f":1.5,"s":"x","x":2}`},
 	}
@@ -74,6 +77,7 @@ func TestParsePatchRefuses(t *testing.T) {
 		`[{"op":"add","path":"/"}]`, `[{"op":"set","path":"/_ts","value":1}]`, `[{"op":"set","path":"/id","value":"x"}]`,
 		`[{"op":"incr","path":"/a","value":"x"}]`, `[{"op":"move","from":"/a","path":"/a/b"}]`,
 		`[{"op":"move","from":"/id","path":"/oldid"}]`, `[{"op":"move","from":"/_etag","path":"/e"}]`,
+		`[{"op":"set","path":"/a~2b","value":1}]`, `[{"op":"set","path":"/a~","value":1}]`,
 		`{"condition":5,"operations":[{"op":"add","path":"/a","value":1}]}`,
 		`[` + repeatOps(11) + `]`,
 	} {
