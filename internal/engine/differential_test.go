@@ -257,6 +257,7 @@ func (s *diffScenario) setUp(store storage.Store, composite bool) {
 		s.def = partition.Definition{Paths: []string{"/pk", "/sk"}, Kind: partition.MultiHash, Version: 2}
 	case 2:
 		s.def = partition.Definition{Paths: []string{"/pk"}, Kind: partition.Hash, Version: 1}
+		s.ranges = partition.SplitV1(s.parts)
 	default:
 		s.def = partition.Definition{Paths: []string{"/pk"}, Kind: partition.Hash, Version: 2}
 	}
