@@ -127,7 +127,7 @@ func (e *Engine) ReadFeed(ctx context.Context, p FeedParams) (*FeedPage, error) 
 		if derr != nil {
 			return derr
 		}
-		fp := fingerprint(nil, "feed", string(partition.AppendKeyBytes(nil, p.PartitionKey)), strconv.FormatBool(p.HasKey), p.RangeID)
+		fp := fingerprint(nil, "feed", string(c.Rid), string(partition.AppendKeyBytes(nil, p.PartitionKey)), strconv.FormatBool(p.HasKey), p.RangeID)
 		var cur cursor
 		if p.Continuation != "" {
 			if cur, derr = parseCursor(p.Continuation, fp); derr != nil {

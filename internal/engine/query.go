@@ -250,7 +250,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 			return err
 		}
 	}
-	fp := fingerprint(p.Params, "query", fingerprintText(asked, fpText), string(partition.AppendKeyBytes(nil, key)),
+	fp := fingerprint(p.Params, "query", string(c.Rid), fingerprintText(asked, fpText), string(partition.AppendKeyBytes(nil, key)),
 		strconv.FormatBool(hasKey), p.RangeID, string(scope.lo), string(scope.hi))
 	var cur cursor
 	resumed := p.Continuation != ""

@@ -83,3 +83,45 @@ func feedRows(page *FeedPage) []string {
 	}
 	return out
 }
+
+// TestTokensRefuseAnotherContainer: a query's or a read feed's token
+// names its container, so the same query over another container refuses
+// it (400) rather than resume there at a position of the first.
+func TestTokensRefuseAnotherContainer(t *testing.T) {
+	ctx := context.Background()
+	be := newTieEnv(t, 20, 2, 3)
+	if _, err := be.e.CreateContainer(ctx, "db", batchJSON(t, `{"id":"d","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		ref := batchRef("")
+		ref.Coll = "d"
+		if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: ref, Mode: ModeCreate, Body: []byte(fmt.Sprintf(`{"id":"d%03d","pk":"p%d","a":%d}`, i, i%2, i%3))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range []string{"SELECT * FROM c", "SELECT * FROM c ORDER BY c.a", "SELECT * FROM c WHERE c.a = 1"} {
+		p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, Query: q, MaxItemCount: 3}
+		page, err := be.e.QueryItems(ctx, p)
+		if err != nil || page.Continuation == "" {
+			t.Fatalf("%s: %v, page %+v", q, err, page)
+		}
+		p.Continuation = page.Continuation
+		if _, err := be.e.QueryItems(ctx, p); err != nil {
+			t.Fatalf("%s, page 2: %v", q, err)
+		}
+		p.Coll = "d"
+		if _, err := be.e.QueryItems(ctx, p); !isCode(err, BadRequest) {
+			t.Errorf("%s: container c's token over container d: %v, want 400", q, err)
+		}
+	}
+	f := FeedParams{ItemRef: batchRef(""), MaxItemCount: 3}
+	page, err := be.e.ReadFeed(ctx, f)
+	if err != nil || page.Continuation == "" {
+		t.Fatalf("read feed: %v, page %+v", err, page)
+	}
+	f.Continuation, f.Coll = page.Continuation, "d"
+	if _, err := be.e.ReadFeed(ctx, f); !isCode(err, BadRequest) {
+		t.Errorf("container c's read feed token over container d: %v, want 400", err)
+	}
+}
