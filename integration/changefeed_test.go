@@ -356,6 +356,8 @@ func TestChangeFeedRawProtocol(t *testing.T) {
 		{"unknown A-IM", false, map[string]string{"A-IM": "Everything"}, 400, "0"},
 		{"no wire format", true, map[string]string{"x-ms-cosmos-changefeed-wire-format-version": ""}, 400, "0"},
 		{"bad page size", false, map[string]string{"x-ms-max-item-count": "many"}, 400, "0"},
+		{"EPK not hexadecimal", false, map[string]string{"x-ms-start-epk": "zz", "x-ms-read-key-type": "EffectivePartitionKeyRange"}, 400, "0"},
+		{"EPK range reversed", false, map[string]string{"x-ms-start-epk": "3F", "x-ms-end-epk": "00", "x-ms-read-key-type": "EffectivePartitionKeyRange"}, 400, "0"},
 	} {
 		p := e.changeFeed(t, "c", c.all, c.hdr)
 		var body struct{ Code, Message string }

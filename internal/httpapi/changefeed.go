@@ -87,6 +87,14 @@ func changeFeedParams(r *http.Request, db, coll string) (engine.ChangeFeedParams
 	p.RangeID = strings.TrimSpace(r.Header.Get("x-ms-documentdb-partitionkeyrangeid"))
 	p.MinEPK = strings.TrimSpace(r.Header.Get("x-ms-start-epk"))
 	p.MaxEPK = strings.TrimSpace(r.Header.Get("x-ms-end-epk"))
+	for _, epk := range []string{p.MinEPK, p.MaxEPK} {
+		if strings.Trim(epk, "0123456789abcdefABCDEF") != "" {
+			return p, badRequest("The effective partition key '%s' is not hexadecimal.", epk)
+		}
+	}
+	if p.MaxEPK != "" && strings.ToUpper(p.MinEPK) >= strings.ToUpper(p.MaxEPK) {
+		return p, badRequest("The effective partition key range ['%s', '%s') is empty.", p.MinEPK, p.MaxEPK)
+	}
 	inm := strings.TrimSpace(r.Header.Get("If-None-Match"))
 	ims := strings.TrimSpace(r.Header.Get("If-Modified-Since"))
 	switch {
