@@ -112,6 +112,9 @@ func (c *compiler) query(q *ast.Query, outer []string, top bool) (*compiled, err
 		if _, ok := vector.IsCall(o.Expr); ok && o.Explicit {
 			return nil, errAt(o.Expr, "SC2245", "Specifying a sorting order (ASC or DESC) with VectorDistance function is not supported.")
 		}
+		if _, ok := vector.IsCall(o.Expr); !ok && !orderPath(q, o.Expr) {
+			return nil, errAt(o.Expr, "SC2206", "Unsupported ORDER BY clause. ORDER BY item expression could not be mapped to a document path.")
+		}
 	}
 	cq.grouped = len(q.GroupBy) > 0 || len(cq.aggs) > 0
 	if cq.grouped {
@@ -155,6 +158,36 @@ func (c *compiler) query(q *ast.Query, outer []string, top bool) (*compiled, err
 		return nil, err
 	}
 	return cq, nil
+}
+
+// orderPath reports whether an ORDER BY item is a path the service can
+// sort by: properties and array elements read from an alias, as the
+// index keeps them. An expression (c.n + 1, LOWER(c.s)), a constant or
+// parameter, and the whole document are not.
+func orderPath(q *ast.Query, e ast.Expr) bool {
+	steps := 0
+	for {
+		switch x := e.(type) {
+		case *ast.Ident:
+			if q.From == nil || q.From.Iterate || q.From.Alias != x.Name || steps > 0 {
+				return true
+			}
+			_, root := q.From.Expr.(*ast.Ident)
+			return !root
+		case *ast.Member:
+			e = x.X
+		case *ast.Index:
+			switch x.Index.(type) {
+			case *ast.Literal, *ast.Param:
+			default:
+				return false
+			}
+			e = x.X
+		default:
+			return false
+		}
+		steps++
+	}
 }
 
 // rootIdent returns the identifier a FROM collection expression starts from.

@@ -120,7 +120,6 @@ func TestResumable(t *testing.T) {
 		"SELECT DISTINCT * FROM c ORDER BY c.b":                 true,
 		"SELECT DISTINCT VALUE c.a FROM c ORDER BY c.b":         false,
 		"SELECT DISTINCT c.a FROM c ORDER BY c.b":               false,
-		"SELECT DISTINCT VALUE c.a FROM c ORDER BY RAND()":      false,
 		"SELECT c.a, COUNT(1) AS n FROM c GROUP BY c.a":         false,
 		"SELECT VALUE COUNT(1) FROM c":                          false,
 		"SELECT * FROM c ORDER BY RANK FullTextScore(c.a, 'x')": false,
