@@ -529,15 +529,19 @@ func (s *scriptCollection) Query(text string, params map[string]any, pageSize in
 
 // idOf takes the document id out of a link to it: by name
 // (dbs/db/colls/c/docs/id) or by the container's self link and the
-// document's rid, which is looked up.
+// document's rid, which is looked up. A link into another collection is
+// an error: the script's collection is the only one it reaches.
 func (s *scriptCollection) idOf(link string) (string, error) {
 	i := strings.LastIndex(strings.TrimSuffix(link, "/"), "/docs/")
 	if i < 0 {
 		return "", scriptError(errorf(BadRequest, "'%s' is not a link to a document.", link))
 	}
-	prefix, last := link[:i], strings.TrimSuffix(link[i+len("/docs/"):], "/")
-	if strings.TrimSuffix(prefix, "/")+"/" != s.SelfLink() {
+	prefix, last := strings.Trim(link[:i], "/"), strings.TrimSuffix(link[i+len("/docs/"):], "/")
+	if prefix == s.AltLink() {
 		return last, nil // by name
+	}
+	if prefix != strings.Trim(s.SelfLink(), "/") {
+		return "", scriptError(errorf(BadRequest, "'%s' is not a link to a document of the script's collection (%s or %s).", link, s.AltLink(), s.SelfLink()))
 	}
 	itemRid, ok := parseRid(last)
 	if !ok || len(itemRid) != itemRidLen || !bytes.Equal(itemRid[:collRidLen], s.c.Rid) {

@@ -100,3 +100,51 @@ func TestUDFTermLeavesTheOthersToTheIndex(t *testing.T) {
 		t.Fatalf("the query read %d documents for one match: the UDF term kept the index from the other", page.Examined)
 	}
 }
+
+// A procedure's document links reach its own collection only: a link into
+// another container, or into one that does not exist, is an error the
+// script catches, and nothing of its own collection is read, replaced or
+// deleted in its place. Its own documents are reached by name and by
+// rid, with or without the slashes around a link.
+func TestProcedureLinksStayInItsCollection(t *testing.T) {
+	be := newBatchEnv(t, "null")
+	ctx := context.Background()
+	if _, err := be.e.CreateContainer(ctx, "db", batchJSON(t, `{"id":"other","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	be.seed(t, `{"id":"both","pk":"p","where":"c"}`)
+	ref := batchRef(`["p"]`)
+	ref.Coll = "other"
+	if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: ref, Mode: ModeCreate, Body: []byte(`{"id":"both","pk":"p","where":"other"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	be.procedure(t, "links", `function () {
+		var c = getContext().getCollection(), out = [];
+		var number = function (err) { out.push(err ? err.number : "ok") };
+		c.readDocument("dbs/db/colls/other/docs/both", number);
+		c.readDocument("dbs/zzz/colls/yyy/docs/both", number);
+		c.deleteDocument("dbs/db/colls/other/docs/both", number);
+		c.replaceDocument("dbs/db/colls/other/docs/both", {id: "both", pk: "p", where: "replaced"}, number);
+		c.readDocument("/" + c.getAltLink() + "/docs/both/", function (err, d) { out.push(err ? err.number : d.where) });
+		c.readDocument(c.getSelfLink() + "docs/" + "nope", number);
+		getContext().getResponse().setBody(out);
+	}`)
+	res, err := be.e.ExecuteProcedure(ctx, ExecuteParams{ItemRef: batchRef(`["p"]`), ID: "links"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(res.Body), `[400,400,400,400,"c",404]`; got != want {
+		t.Errorf("the procedure saw %s, want %s", got, want)
+	}
+	for _, coll := range []string{"c", "other"} {
+		r := batchRef(`["p"]`)
+		r.Coll = coll
+		item, err := be.e.ReadItem(ctx, ReadItemParams{ItemRef: r, ID: "both"})
+		if err != nil {
+			t.Fatalf("%s/both: %v", coll, err)
+		}
+		if !strings.Contains(string(item.Body), `"where":"`+coll+`"`) {
+			t.Errorf("%s/both is now %s", coll, item.Body)
+		}
+	}
+}

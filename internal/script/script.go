@@ -496,12 +496,27 @@ func (x *execution) write(c goja.FunctionCall, upsert bool) goja.Value {
 	if !x.accept() {
 		return x.vm.ToValue(false)
 	}
+	if err := x.ownCollection(c.Argument(0)); err != nil {
+		return x.settle(cb, err, goja.Undefined(), nil)
+	}
 	doc, err := x.toJSON(c.Argument(1))
 	if err != nil {
 		panic(x.vm.NewTypeError("the document cannot be serialized: %v", err))
 	}
 	out, err := x.coll.Create(doc, upsert)
 	return x.settle(cb, err, x.fromJSON(out), nil)
+}
+
+// ownCollection checks that a collection link a script passes is its own
+// collection's, by self link or by name: a script works on its own
+// collection only, and a link to another is an error it can catch, not
+// a write or read of its own collection.
+func (x *execution) ownCollection(link goja.Value) error {
+	l := strings.Trim(link.String(), "/")
+	if l == strings.Trim(x.coll.SelfLink(), "/") || l == strings.Trim(x.coll.AltLink(), "/") {
+		return nil
+	}
+	return &Error{Status: 400, Message: fmt.Sprintf("'%s' is not the link of the script's collection (%s or %s).", link.String(), x.coll.AltLink(), x.coll.SelfLink())}
 }
 
 func (x *execution) replace(c goja.FunctionCall) goja.Value {
@@ -560,6 +575,9 @@ func (x *execution) query(c goja.FunctionCall) goja.Value {
 	cb := callback(c.Arguments, 2)
 	if !x.accept() {
 		return x.vm.ToValue(false)
+	}
+	if err := x.ownCollection(c.Argument(0)); err != nil {
+		return x.settle(cb, err, goja.Undefined(), nil)
 	}
 	var text string
 	params := map[string]any{}

@@ -110,6 +110,16 @@ func TestProcedures(t *testing.T) {
 			c.createDocument(c.getSelfLink(), {id: "a"});
 			c.createDocument(c.getSelfLink(), {id: "a"});
 		}`, ``, `Entity with the specified id already exists in the system.`, true},
+		{"another collection's link", `function () {
+			var c = getContext().getCollection(), out = [];
+			c.createDocument("dbs/db/colls/other", {id: "x"}, function (err) { out.push(err.number) });
+			c.upsertDocument("dbs/zz/colls/c", {id: "x"}, function (err) { out.push(err.number) });
+			c.queryDocuments("dbs/db/colls/other", "SELECT * FROM r", {}, function (err) { out.push(err.number) });
+			c.readDocuments("/dbs/AA==/colls/BBBB=/", {}, function (err) { out.push(err.number) });
+			c.createDocument("/" + c.getAltLink() + "/", {id: "y"}, function (err) { out.push(err ? err.number : "ok") });
+			c.queryDocuments("/" + c.getSelfLink(), "SELECT * FROM r", {}, function (err, docs) { out.push(err ? err.number : docs.length) });
+			getContext().getResponse().setBody(out);
+		}`, ``, `[400,400,400,400,"ok",1]`, false},
 		{"throw", `function () { throw new Error("no way") }`, ``, `no way`, true},
 		{"query pages", `function () {
 			var c = getContext().getCollection(), seen = [];
