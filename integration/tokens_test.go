@@ -38,6 +38,12 @@ func TestResourceTokens(t *testing.T) {
 	read := token("u", "read", `{"id":"read","permissionMode":"Read","resource":"dbs/tdb/colls/c"}`)
 	part := token("v", "part", `{"id":"part","permissionMode":"All","resource":"dbs/tdb/colls/c","resourcePartitionKey":["p"]}`)
 	item := token("u", "item", `{"id":"item","permissionMode":"All","resource":"dbs/tdb/colls/c/docs/a"}`)
+	expectJSON(t, e.do(http.MethodPost, "/dbs/tdb/users", []byte(`{"id":"w"}`), nil), 201, "user")
+	all := token("w", "all", `{"id":"all","permissionMode":"All","resource":"dbs/tdb/colls/c"}`)
+	expectJSON(t, e.do(http.MethodPost, "/dbs/tdb/colls/c/sprocs", []byte(`{"id":"sp","body":"function () { getContext().getResponse().setBody(1) }"}`), nil), 201, "procedure")
+	sproc := func(body string) string {
+		return `{"id":"sp2","body":"function () { getContext().getResponse().setBody(` + body + `) }"}`
+	}
 
 	type call struct {
 		method, path, body string
@@ -108,6 +114,9 @@ func TestResourceTokens(t *testing.T) {
 		{"POST", "/dbs/tdb/colls/c/docs", `[{"operationType":"Create","resourceBody":{"id":"o","pk":"q"}}]`, batch(`["q"]`), 403},
 		{"POST", "/dbs/tdb/colls/c/docs", `[{"operationType":"Create","partitionKey":"[\"q\"]","resourceBody":{"id":"o2","pk":"q"}}]`,
 			map[string]string{"x-ms-cosmos-is-batch-request": "true", "x-ms-cosmos-batch-atomic": "false", "x-ms-documentdb-partitionkey": `["p"]`}, 403},
+		{"POST", "/dbs/tdb/colls/c/sprocs/sp", `[]`, pkp, 200},
+		{"POST", "/dbs/tdb/colls/c/sprocs/sp", `[]`, map[string]string{"x-ms-documentdb-partitionkey": `["q"]`}, 403},
+		{"POST", "/dbs/tdb/colls/c/sprocs", sproc("2"), nil, 403},
 	})
 	run("item token", item, []call{
 		{"GET", "/dbs/tdb/colls/c/docs/a", "", pkp, 200},
@@ -117,6 +126,24 @@ func TestResourceTokens(t *testing.T) {
 		{"GET", "/dbs/tdb/colls/c/docs", "", nil, 403},
 		{"POST", "/dbs/tdb/colls/c/docs", `{"query":"SELECT * FROM c"}`, query(`["p"]`), 403},
 		{"POST", "/dbs/tdb/colls/c/docs", `{"id":"z","pk":"p"}`, pkp, 403},
+		{"POST", "/dbs/tdb/colls/c/sprocs/sp", `[]`, pkp, 403},
+		{"POST", "/dbs/tdb/colls/c/sprocs", sproc("2"), nil, 403},
+		{"GET", "/dbs/tdb/colls/c/sprocs/sp", "", nil, 403},
+	})
+	run("read token and scripts", read, []call{
+		{"GET", "/dbs/tdb/colls/c/sprocs/sp", "", nil, 200},
+		{"POST", "/dbs/tdb/colls/c/sprocs/sp", `[]`, pkp, 403},
+		{"POST", "/dbs/tdb/colls/c/sprocs", sproc("2"), nil, 403},
+	})
+	// All on the container: its stored procedures run, and its scripts
+	// are written; the container itself is not.
+	run("container token", all, []call{
+		{"POST", "/dbs/tdb/colls/c/sprocs/sp", `[]`, pkp, 200},
+		{"POST", "/dbs/tdb/colls/c/sprocs", sproc("2"), nil, 201},
+		{"PUT", "/dbs/tdb/colls/c/sprocs/sp2", sproc("3"), nil, 200},
+		{"DELETE", "/dbs/tdb/colls/c/sprocs/sp2", "", nil, 204},
+		{"POST", "/dbs/tdb/colls/other/sprocs/sp", `[]`, pkp, 403},
+		{"DELETE", "/dbs/tdb/colls/c", "", nil, 403},
 	})
 
 	// Altered or forged tokens: 401.

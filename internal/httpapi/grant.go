@@ -83,18 +83,16 @@ func (h *Handler) grantOf(rq *request, c *auth.TokenClaims) (*engine.Grant, erro
 // authorizeGrant checks a request made with a resource token against its
 // grant, before routing:
 //   - the account (GET /) may always be read: the SDKs read it first;
-//   - within the granted resource, reads of anything, and writes of items
-//     (the docs feed and below) with mode All; no token manages databases,
-//     containers, offers, users or permissions;
+//   - within the granted resource, reads of anything, and with mode All
+//     writes of items (the docs feed and below) and of the container's
+//     scripts, and executions of its stored procedures; no token manages
+//     databases, containers, offers, users or permissions;
 //   - outside it, only single reads of the database and container that hold
 //     it, and that container's partition key ranges, which the SDKs need to
 //     address items;
 //   - with a resourcePartitionKey, every request on items (point, feed,
-//     query, change feed, batch) must carry that partition key.
-//
-// Scripts (stored procedures) would be executed by a POST under the
-// container's sprocs feed; that is not an item write, so it is refused here
-// until scripts exist and their own rule is added.
+//     query, change feed, batch) and every execution of a stored procedure
+//     must carry that partition key, and scripts are not written.
 func authorizeGrant(rq *request, g *engine.Grant) error {
 	s := rq.path.segs
 	m := rq.r.Method
@@ -112,8 +110,9 @@ func authorizeGrant(rq *request, g *engine.Grant) error {
 	write := m != http.MethodGet && m != http.MethodHead && !(m == http.MethodPost && isQuery(rq.r))
 	within := len(s) >= len(g.Link) && equalSegs(s[:len(g.Link)], g.Link)
 	onItems := len(s) >= 5 && s[4] == "docs"
+	onScripts := len(s) >= 5 && (s[4] == "sprocs" || s[4] == "triggers" || s[4] == "udfs")
 	switch {
-	case within && write && (g.Mode != engine.PermissionAll || !onItems):
+	case within && write && (g.Mode != engine.PermissionAll || !onItems && !onScripts):
 		return auth.Forbidden()
 	case within:
 	case write:
@@ -125,7 +124,7 @@ func authorizeGrant(rq *request, g *engine.Grant) error {
 	default:
 		return auth.Forbidden()
 	}
-	if g.HasKey && onItems {
+	if g.HasKey && (onItems || onScripts && write) {
 		hv := rq.r.Header.Get("x-ms-documentdb-partitionkey")
 		k, err := partition.ParseHeader(hv)
 		if hv == "" || err != nil || !k.Equal(g.PartitionKey) {
