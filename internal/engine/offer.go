@@ -153,9 +153,15 @@ func (e *Engine) ReplaceOffer(ctx context.Context, rid string, body document.Val
 	}
 	var tp Throughput
 	if auto := content.Get("offerAutopilotSettings"); auto.Kind() == document.Object {
+		if !auto.Get("maxThroughput").IsInt() {
+			return nil, errorf(BadRequest, "The offer should have valid throughput values between 1000 and 1000000 inclusive in increments of 1000.")
+		}
 		tp.AutoscaleMax = int(auto.Get("maxThroughput").Int())
 		tp.AutoscaleIncrementPercent = int(auto.Get("autoUpgradePolicy").Get("throughputPolicy").Get("incrementPercent").Int())
 	} else if t := content.Get("offerThroughput"); t.Kind() == document.Number {
+		if !t.IsInt() {
+			return nil, errorf(BadRequest, "The offer should have valid throughput values between 400 and 1000000 inclusive in increments of 100.")
+		}
 		tp.Manual = int(t.Int())
 	} else {
 		return nil, errorf(BadRequest, "The offer content must set 'offerThroughput' or 'offerAutopilotSettings'.")

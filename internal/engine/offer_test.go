@@ -42,13 +42,20 @@ func TestThroughputValues(t *testing.T) {
 	}
 	rid := offers[0].Get("id").Str()
 	for _, tc := range []struct {
-		throughput int
-		ok         bool
-	}{{500, true}, {550, false}} {
-		body := batchJSON(t, fmt.Sprintf(`{"content":{"offerThroughput":%d}}`, tc.throughput))
+		content string
+		ok      bool
+	}{
+		{`{"offerThroughput":500}`, true},
+		{`{"offerThroughput":550}`, false},
+		{`{"offerThroughput":500.5}`, false},
+		{`{"offerAutopilotSettings":{"maxThroughput":4000}}`, true},
+		{`{"offerAutopilotSettings":{"maxThroughput":"4000"}}`, false},
+		{`{"offerAutopilotSettings":{"maxThroughput":4000.5}}`, false},
+	} {
+		body := batchJSON(t, `{"content":`+tc.content+`}`)
 		_, err := be.e.ReplaceOffer(ctx, rid, body, "")
 		if tc.ok != (err == nil) {
-			t.Errorf("replace with %d RU/s: %v", tc.throughput, err)
+			t.Errorf("replace with %s: %v", tc.content, err)
 		}
 	}
 }

@@ -317,7 +317,7 @@ func throughput(r *http.Request) (*engine.Throughput, error) {
 	}
 	if v := strings.TrimSpace(r.Header.Get("x-ms-cosmos-offer-autopilot-settings")); v != "" {
 		s, err := document.Parse([]byte(v))
-		if err != nil || s.Kind() != document.Object || s.Get("maxThroughput").Kind() != document.Number {
+		if err != nil || s.Kind() != document.Object || !s.Get("maxThroughput").IsInt() {
 			return nil, badRequest("Invalid value for header x-ms-cosmos-offer-autopilot-settings.")
 		}
 		return &engine.Throughput{
