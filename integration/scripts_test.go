@@ -91,6 +91,18 @@ func TestScriptsRawProtocol(t *testing.T) {
 	expectStatus(t, e.do("GET", coll+"/docs/DOC2t1", nil, pk), http.StatusOK, "read the upserted document")
 	expectStatus(t, e.do("PUT", coll+"/docs/DOC1t1", []byte(`{"id":"DOC1t1","pk":"p"}`), withRename), http.StatusBadRequest, "replace with the renaming trigger")
 
+	// A pre-trigger whose request body is no longer a document: a 400 that
+	// says so, and nothing stored.
+	number, _ := json.Marshal(map[string]string{"id": "number", "triggerType": "Pre", "triggerOperation": "Create",
+		"body": `function () { getContext().getRequest().setBody(42); }`})
+	expectStatus(t, e.do("POST", coll+"/triggers", number, nil), http.StatusCreated, "create the number trigger")
+	withNumber := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`, "x-ms-documentdb-pre-trigger-include": "number"}
+	refused := expectStatus(t, e.do("POST", coll+"/docs", []byte(`{"id":"n42","pk":"p"}`), withNumber), http.StatusBadRequest, "create with the number trigger")
+	if !strings.Contains(string(refused.body), "left a request body that is not a document: 42") {
+		t.Errorf("the number trigger's refusal: %s", refused.body)
+	}
+	expectStatus(t, e.do("GET", coll+"/docs/n42", nil, pk), http.StatusNotFound, "read what the number trigger refused")
+
 	// A UDF in a query.
 	udf, _ := json.Marshal(map[string]string{"id": "shout", "body": `function (s) { return s + "!"; }`})
 	expectStatus(t, e.do("POST", coll+"/udfs", udf, nil), http.StatusCreated, "create udf")

@@ -696,8 +696,12 @@ func (e *Engine) writeWithTriggers(ctx context.Context, tx storage.Txn, c *conta
 		if err != nil {
 			return nil, err
 		}
-		if body, err = document.Parse(res.Body); err != nil {
-			return nil, errorf(BadRequest, "Trigger '%s' left a request body that is not a document: %v", name, err)
+		if body, err = document.Parse(res.Body); err != nil || body.Kind() != document.Object {
+			shown := bytes.TrimSpace(res.Body)
+			if len(shown) > 100 {
+				shown = append(shown[:100:100], "…"...)
+			}
+			return nil, errorf(BadRequest, "Trigger '%s' left a request body that is not a document: %s", name, shown)
 		}
 		body = body.Without(itemSystemProps...)
 		// A create or upsert stores the document under the id the trigger
