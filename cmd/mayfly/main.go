@@ -93,8 +93,10 @@ func run(args []string) error {
 			_ = f.Value.Set(v)
 		}
 	})
-	if err := fs.Parse(args); err != nil {
-		return err
+	// A word that is not a flag is a mistyped command, not a request to
+	// serve: refuse it before any listener or data directory.
+	if err := noArgs(fs, args); err != nil {
+		return fmt.Errorf("%w (commands: check, backup, restore, export, import, version)", err)
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {

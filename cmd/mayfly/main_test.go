@@ -75,3 +75,19 @@ func cleanEnv() []string {
 	}
 	return env
 }
+
+// TestUnknownCommandServesNothing: a word that is not a flag or a command
+// (a typo of one) is an error before any listener or data directory.
+func TestUnknownCommandServesNothing(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for _, args := range [][]string{{"exprot"}, {"--in-memory", "--addr", "localhost:0", "bogus"}} {
+		err := run(args)
+		if err == nil || !strings.Contains(err.Error(), "unexpected argument") {
+			t.Errorf("run(%q) = %v, want an unexpected argument", args, err)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+		t.Errorf("a refused command left %v behind", entries)
+	}
+}
