@@ -238,7 +238,7 @@ func partitionKeyOf(v map[string]any, paths [][]string) []any {
 
 // remainingTTL is the ttl that keeps v's expiry instant when it is written
 // at now: its own ttl, or the container's default, less the time since its
-// _ts. ok is false when v does not expire.
+// _ts (none for a _ts after now). ok is false when v does not expire.
 func remainingTTL(v map[string]any, defaultTTL *float64, now time.Time) (float64, bool) {
 	if defaultTTL == nil {
 		return 0, false // TTL is off in the container: nothing expires
@@ -262,8 +262,11 @@ func remainingTTL(v map[string]any, defaultTTL *float64, now time.Time) (float64
 	if err != nil {
 		return 0, false
 	}
-	left := ttl - now.Sub(time.Unix(t, 0)).Seconds()
-	return math.Ceil(left), true
+	// In seconds as floats: a _ts far from now would overflow a Duration.
+	// An item written after now by the exporter's clock keeps its whole
+	// ttl, never more.
+	elapsed := max(float64(now.Unix())-float64(t), 0)
+	return math.Ceil(ttl - elapsed), true
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

@@ -56,6 +56,8 @@ func TestRemainingTTL(t *testing.T) {
 		{`{"_ts":1700000000,"ttl":60}`, def(300), -40, true},  // passed
 		{`{"_ts":1700000000,"ttl":-1}`, def(300), 0, false},   // never
 		{`{"_ts":1700000000,"ttl":100.5}`, def(300), 1, true}, // rounded up
+		{`{"_ts":1700000130,"ttl":5}`, def(300), 5, true},     // written after now: its whole ttl
+		{`{"_ts":99999999999,"ttl":5}`, def(10), 5, true},     // far after: no overflow
 	} {
 		dec := json.NewDecoder(bytes.NewReader([]byte(tc.item)))
 		dec.UseNumber()
