@@ -165,6 +165,14 @@ func normalizeContainer(body document.Value) (document.Value, ttl.Setting, *Erro
 	if _, err := vector.ParsePolicy(body.Get("vectorEmbeddingPolicy")); err != nil {
 		return document.Undef, ttl.Setting{}, &Error{Code: BadRequest, Message: err.Error()}
 	}
+	if ft := body.Get("fullTextPolicy"); ft.IsDefined() && !ft.IsNull() {
+		if ft.Kind() != document.Object {
+			return document.Undef, ttl.Setting{}, errorf(BadRequest, "The fullTextPolicy must be an object.")
+		}
+		if derr := checkTextPaths(ft.Get("fullTextPaths"), "fullTextPaths"); derr != nil {
+			return document.Undef, ttl.Setting{}, derr
+		}
+	}
 	if uk := body.Get("uniqueKeyPolicy"); uk.IsDefined() {
 		keys, derr := parseUniqueKeys(uk)
 		if derr != nil {
@@ -336,7 +344,35 @@ func normalizeIndexingPolicy(ip document.Value) (document.Value, *Error) {
 	if derr := checkSpatialIndexes(ip.Get("spatialIndexes")); derr != nil {
 		return document.Undef, derr
 	}
+	if derr := checkTextPaths(ip.Get("fullTextIndexes"), "fullTextIndexes"); derr != nil {
+		return document.Undef, derr
+	}
 	return ip, nil
+}
+
+// checkTextPaths refuses a full-text policy's paths (or the indexing
+// policy's full-text indexes) that are not an array of objects each with
+// a path naming one property, without wildcards, and each once.
+func checkTextPaths(v document.Value, name string) *Error {
+	if !v.IsDefined() || v.IsNull() {
+		return nil
+	}
+	if v.Kind() != document.Array {
+		return errorf(BadRequest, "'%s' must be an array of objects with a 'path'.", name)
+	}
+	seen := map[string]bool{}
+	for _, p := range v.Array() {
+		path, err := document.ParsePath(p.Get("path").Str())
+		if p.Kind() != document.Object || p.Get("path").Kind() != document.String || err != nil ||
+			slices.ContainsFunc(path, func(s string) bool { return s == "*" || s == "?" || s == "[]" }) {
+			return errorf(BadRequest, "The %s path %s is invalid: it names one property, such as '/text', without wildcards.", name, p.Get("path").String())
+		}
+		if seen[p.Get("path").Str()] {
+			return errorf(BadRequest, "The %s path '%s' appears twice.", name, p.Get("path").Str())
+		}
+		seen[p.Get("path").Str()] = true
+	}
+	return nil
 }
 
 // checkComposites refuses composite indexes the service refuses: each an

@@ -112,6 +112,12 @@ func TestContainerDefinitionRefusals(t *testing.T) {
 		{`"uniqueKeyPolicy":{"uniqueKeys":[{"paths":[` + paths(16) + `]}]}`, true},
 		{`"uniqueKeyPolicy":{"uniqueKeys":[` + keys(11) + `]}`, false},
 		{`"uniqueKeyPolicy":{"uniqueKeys":[` + keys(10) + `]}`, true},
+		{`"fullTextPolicy":{"defaultLanguage":"en-US","fullTextPaths":[{"path":"/t","language":"en-US"}]},"indexingPolicy":{"fullTextIndexes":[{"path":"/t"}]}`, true},
+		{`"fullTextPolicy":{"fullTextPaths":[{"path":"t"}]}`, false},
+		{`"fullTextPolicy":{"fullTextPaths":[{"path":"/t"},{"path":"/t"}]}`, false},
+		{`"fullTextPolicy":{"fullTextPaths":[{"path":"/t/*"}]}`, false},
+		{`"fullTextPolicy":"yes"`, false},
+		{`"indexingPolicy":{"fullTextIndexes":[{"nopath":1}]}`, false},
 	} {
 		body := fmt.Sprintf(`{"id":"d%d",%s}`, i, tc.props)
 		if !strings.Contains(tc.props, "partitionKey") {
