@@ -222,11 +222,11 @@ func normalizePartitionKey(pk document.Value) (document.Value, *Error) {
 		if p.Kind() != document.String {
 			return document.Undef, errorf(BadRequest, "Partition key paths must be strings.")
 		}
-		path, err := document.ParsePath(p.Str())
-		if err != nil {
+		if _, err := document.ParsePath(p.Str()); err != nil {
 			return document.Undef, errorf(BadRequest, "The partition key path '%s' is invalid: %v", p.Str(), err)
 		}
-		if slices.ContainsFunc(path, func(s string) bool { return s == "*" || s == "?" || s == "[]" }) {
+		path, ok := propertyPath(p)
+		if !ok {
 			return document.Undef, errorf(BadRequest, "The partition key path '%s' is invalid: it names one property, without wildcards or array elements.", p.Str())
 		}
 		// Of a hierarchical key, no path may be another's or lie
@@ -362,9 +362,7 @@ func checkTextPaths(v document.Value, name string) *Error {
 	}
 	seen := map[string]bool{}
 	for _, p := range v.Array() {
-		path, err := document.ParsePath(p.Get("path").Str())
-		if p.Kind() != document.Object || p.Get("path").Kind() != document.String || err != nil ||
-			slices.ContainsFunc(path, func(s string) bool { return s == "*" || s == "?" || s == "[]" }) {
+		if _, ok := propertyPath(p.Get("path")); !ok {
 			return errorf(BadRequest, "The %s path %s is invalid: it names one property, such as '/text', without wildcards.", name, p.Get("path").String())
 		}
 		if seen[p.Get("path").Str()] {
@@ -391,9 +389,7 @@ func checkComposites(v document.Value) *Error {
 			return errorf(BadRequest, "Composite index %d must be an array of at least two paths.", i)
 		}
 		for _, p := range ci.Array() {
-			path, err := document.ParsePath(p.Get("path").Str())
-			if p.Kind() != document.Object || p.Get("path").Kind() != document.String || err != nil ||
-				slices.ContainsFunc(path, func(s string) bool { return s == "*" || s == "?" || s == "[]" }) {
+			if _, ok := propertyPath(p.Get("path")); !ok {
 				return errorf(BadRequest, "The composite index path %s is invalid: a composite index path names a property, without wildcards or array elements.", p.Get("path").String())
 			}
 			switch o := p.Get("order"); {

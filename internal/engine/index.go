@@ -211,6 +211,20 @@ func newIndexPolicy(ip document.Value) indexPolicy {
 	return pol
 }
 
+// propertyPath parses a policy's path that names one property (a
+// composite index's, a full-text path's): a string, parsed, without a
+// wildcard and not through array elements.
+func propertyPath(v document.Value) ([]string, bool) {
+	if v.Kind() != document.String {
+		return nil, false
+	}
+	path, err := document.ParsePath(v.Str())
+	if err != nil || slices.ContainsFunc(path, func(s string) bool { return s == "*" || s == "?" || s == "[]" }) {
+		return nil, false
+	}
+	return path, true
+}
+
 // parseComposite reads one composite index of a policy. Paths name
 // properties, with no wildcard and not through array elements, as the
 // service requires; a composite that breaks the rules, or has fewer than
@@ -218,8 +232,8 @@ func newIndexPolicy(ip document.Value) indexPolicy {
 func parseComposite(ordinal int, v document.Value) (compositeIndex, bool) {
 	comp := compositeIndex{ordinal: ordinal, kept: true}
 	for _, p := range v.Array() {
-		path, err := document.ParsePath(p.Get("path").Str())
-		if err != nil || slices.ContainsFunc(path, func(s string) bool { return s == "*" || s == "?" || s == "[]" }) {
+		path, ok := propertyPath(p.Get("path"))
+		if !ok {
 			return compositeIndex{}, false
 		}
 		comp.paths = append(comp.paths, path)
