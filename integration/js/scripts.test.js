@@ -150,16 +150,23 @@ describe("stored procedures", () => {
     assert.deepEqual(resource, { sum: 2495 + 2496 + 2497 + 2498 + 2499, seven: 7 });
   });
 
-  it("calls user-defined functions in SELECT, WHERE and ORDER BY", async () => {
+  it("calls user-defined functions in SELECT and WHERE, not in ORDER BY", async () => {
     await container.scripts.userDefinedFunctions.create({ id: "double", body: "function (x) { return x * 2; }" });
     await container.scripts.userDefinedFunctions.create({ id: "boom", body: "function (x) { throw new Error('no ' + x); }" });
     const { resources } = await container.items
       .query(
-        "SELECT udf.double(c.n) AS d FROM c WHERE udf.double(c.n) > 4990 ORDER BY udf.double(c.n) DESC",
+        "SELECT udf.double(c.n) AS d FROM c WHERE udf.double(c.n) > 4990 ORDER BY c.n DESC",
         { partitionKey: "bulk" },
       )
       .fetchAll();
     assert.deepEqual(resources, [{ d: 4998 }, { d: 4996 }, { d: 4994 }, { d: 4992 }]);
+    // An ORDER BY item must be a document path, as the service requires.
+    const unordered = await container.items
+      .query("SELECT VALUE c.n FROM c ORDER BY udf.double(c.n)", { partitionKey: "bulk" })
+      .fetchAll()
+      .then(() => null, (e) => e);
+    assert.equal(unordered?.code, 400);
+    assert.match(unordered.message, /could not be mapped to a document path/);
     const err = await container.items
       .query("SELECT udf.boom(c.n) FROM c", { partitionKey: "bulk" })
       .fetchAll()
