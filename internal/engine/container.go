@@ -350,18 +350,28 @@ func normalizeIndexingPolicy(ip document.Value) (document.Value, *Error) {
 	return ip, nil
 }
 
+// policyList returns the entries of a policy's optional list property
+// name: none when it is absent or null, a 400 when it is not an array.
+func policyList(v document.Value, name string) ([]document.Value, *Error) {
+	switch {
+	case !v.IsDefined() || v.IsNull():
+		return nil, nil
+	case v.Kind() != document.Array:
+		return nil, errorf(BadRequest, "The policy property '%s' must be an array.", name)
+	}
+	return v.Array(), nil
+}
+
 // checkTextPaths refuses a full-text policy's paths (or the indexing
 // policy's full-text indexes) that are not an array of objects each with
 // a path naming one property, without wildcards, and each once.
 func checkTextPaths(v document.Value, name string) *Error {
-	if !v.IsDefined() || v.IsNull() {
-		return nil
-	}
-	if v.Kind() != document.Array {
-		return errorf(BadRequest, "'%s' must be an array of objects with a 'path'.", name)
+	list, derr := policyList(v, name)
+	if derr != nil {
+		return derr
 	}
 	seen := map[string]bool{}
-	for _, p := range v.Array() {
+	for _, p := range list {
 		if _, ok := propertyPath(p.Get("path")); !ok {
 			return errorf(BadRequest, "The %s path %s is invalid: it names one property, such as '/text', without wildcards.", name, p.Get("path").String())
 		}
@@ -378,13 +388,11 @@ func checkTextPaths(v document.Value, name string) *Error {
 // elements), each ascending or descending. A policy that stored one would
 // leave it unused (parseComposite), and a query counting on it refused.
 func checkComposites(v document.Value) *Error {
-	if !v.IsDefined() || v.IsNull() {
-		return nil
+	list, derr := policyList(v, "compositeIndexes")
+	if derr != nil {
+		return derr
 	}
-	if v.Kind() != document.Array {
-		return errorf(BadRequest, "The indexingPolicy property 'compositeIndexes' must be an array of arrays of paths.")
-	}
-	for i, ci := range v.Array() {
+	for i, ci := range list {
 		if ci.Kind() != document.Array || ci.Len() < 2 {
 			return errorf(BadRequest, "Composite index %d must be an array of at least two paths.", i)
 		}
@@ -406,13 +414,11 @@ func checkComposites(v document.Value) *Error {
 // checkSpatialIndexes refuses spatial indexes without a path or with a
 // type other than the service's four.
 func checkSpatialIndexes(v document.Value) *Error {
-	if !v.IsDefined() || v.IsNull() {
-		return nil
+	list, derr := policyList(v, "spatialIndexes")
+	if derr != nil {
+		return derr
 	}
-	if v.Kind() != document.Array {
-		return errorf(BadRequest, "The indexingPolicy property 'spatialIndexes' must be an array.")
-	}
-	for _, si := range v.Array() {
+	for _, si := range list {
 		if si.Kind() != document.Object || si.Get("path").Kind() != document.String || !strings.HasPrefix(si.Get("path").Str(), "/") {
 			return errorf(BadRequest, "Every spatial index must be an object with a 'path' starting with '/'.")
 		}
