@@ -146,6 +146,41 @@ func TestResourceTokens(t *testing.T) {
 		{"DELETE", "/dbs/tdb/colls/c", "", nil, 403},
 	})
 
+	// A permission on one stored procedure: with All it runs and is
+	// rewritten, with Read only read; nothing else of the container is
+	// reachable but what the SDKs read to address it.
+	expectJSON(t, e.do(http.MethodPost, "/dbs/tdb/users", []byte(`{"id":"x"}`), nil), 201, "user")
+	expectJSON(t, e.do(http.MethodPost, "/dbs/tdb/users", []byte(`{"id":"y"}`), nil), 201, "user")
+	proc := token("x", "proc", `{"id":"proc","permissionMode":"All","resource":"dbs/tdb/colls/c/sprocs/sp"}`)
+	procRead := token("y", "procRead", `{"id":"procRead","permissionMode":"Read","resource":"dbs/tdb/colls/c/sprocs/sp"}`)
+	procPart := token("y", "procPart", `{"id":"procPart","permissionMode":"All","resource":"dbs/tdb/colls/c/sprocs/sp3","resourcePartitionKey":["p"]}`)
+	expectJSON(t, e.do(http.MethodPost, "/dbs/tdb/colls/c/sprocs", []byte(`{"id":"sp3","body":"function () { getContext().getResponse().setBody(3) }"}`), nil), 201, "procedure")
+	run("procedure token", proc, []call{
+		{"POST", "/dbs/tdb/colls/c/sprocs/sp", `[]`, pkp, 200},
+		{"GET", "/dbs/tdb/colls/c/sprocs/sp", "", nil, 200},
+		{"PUT", "/dbs/tdb/colls/c/sprocs/sp", `{"id":"sp","body":"function () { getContext().getResponse().setBody(1) }"}`, nil, 200},
+		{"GET", "/dbs/tdb/colls/c", "", nil, 200},
+		{"GET", "/dbs/tdb/colls/c/pkranges", "", nil, 200},
+		{"POST", "/dbs/tdb/colls/c/sprocs/sp3", `[]`, pkp, 403},
+		{"GET", "/dbs/tdb/colls/c/sprocs", "", nil, 403},
+		{"POST", "/dbs/tdb/colls/c/sprocs", sproc("2"), nil, 403},
+		{"GET", "/dbs/tdb/colls/c/docs/a", "", pkp, 403},
+		{"POST", "/dbs/tdb/colls/c/docs", `{"id":"s","pk":"p"}`, pkp, 403},
+		{"POST", "/dbs/tdb/colls/other/sprocs/sp", `[]`, pkp, 403},
+	})
+	run("procedure read token", procRead, []call{
+		{"GET", "/dbs/tdb/colls/c/sprocs/sp", "", nil, 200},
+		{"POST", "/dbs/tdb/colls/c/sprocs/sp", `[]`, pkp, 403},
+		{"DELETE", "/dbs/tdb/colls/c/sprocs/sp", "", nil, 403},
+	})
+	run("procedure token for a partition key", procPart, []call{
+		{"POST", "/dbs/tdb/colls/c/sprocs/sp3", `[]`, pkp, 200},
+		{"POST", "/dbs/tdb/colls/c/sprocs/sp3", `[]`, map[string]string{"x-ms-documentdb-partitionkey": `["q"]`}, 403},
+	})
+	for _, res := range []string{"dbs/tdb/colls/c/sprocs", "dbs/tdb/colls/c/attachments/a", "dbs/tdb/colls/c/conflicts/a", "dbs/tdb/users/u"} {
+		expectJSON(t, e.do(http.MethodPost, "/dbs/tdb/users/x/permissions", []byte(`{"id":"bad","permissionMode":"All","resource":"`+res+`"}`), nil), 400, "permission on "+res)
+	}
+
 	// Altered or forged tokens: 401.
 	claims, mac, _ := strings.Cut(strings.TrimPrefix(read, "type=resource&ver=1&sig="), ".")
 	raw, _ := base64.RawURLEncoding.DecodeString(claims)
@@ -210,4 +245,13 @@ func TestResourceTokenOnSelfLink(t *testing.T) {
 	get(tok, "/dbs/sdb/colls/c/docs/a", 200)
 	get(tok, "/"+strings.Trim(self, "/")+"/docs", 200)
 	get(tok, "/dbs/sdb/colls/other/docs/a", 403)
+
+	// A stored procedure's _self: the grant is the procedure, however a
+	// request names it.
+	sp := expectJSON(t, e.do(http.MethodPost, "/dbs/sdb/colls/c/sprocs", []byte(`{"id":"sp","body":"function () {}"}`), nil), 201, "procedure")["_self"].(string)
+	p = expectJSON(t, e.do(http.MethodPost, "/dbs/sdb/users/u/permissions",
+		[]byte(`{"id":"procSelf","permissionMode":"Read","resource":"`+sp+`"}`), nil), 201, "permission on a procedure's _self")
+	get(p["_token"].(string), "/dbs/sdb/colls/c/sprocs/sp", 200)
+	get(p["_token"].(string), "/"+strings.Trim(sp, "/"), 200)
+	get(p["_token"].(string), "/dbs/sdb/colls/c/docs/a", 403)
 }

@@ -148,7 +148,7 @@ func (e *Engine) namesOfRidLink(r storage.Reader, segs []string) (names []string
 		if len(segs) < 6 {
 			return nil
 		}
-		if kind := ScriptKind(segs[4]); kind == StoredProcedures || kind == Triggers || kind == Functions {
+		if kind := ScriptKind(segs[4]); kind.known() {
 			if len(segs) > 6 {
 				return errorf(BadRequest, "Resources of type '%s' cannot be addressed by resource id.", segs[6])
 			}

@@ -36,6 +36,11 @@ const (
 	Functions        ScriptKind = "udfs"
 )
 
+// known reports whether k is one of the three kinds.
+func (k ScriptKind) known() bool {
+	return k == StoredProcedures || k == Triggers || k == Functions
+}
+
 func (k ScriptKind) tag() byte {
 	switch k {
 	case Triggers:

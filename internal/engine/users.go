@@ -484,8 +484,8 @@ func (e *Engine) permissionNames(r storage.Reader, db, resource string) (string,
 }
 
 // parsePermission checks a permission body: an id, permissionMode Read or
-// All, resource the link of a database (db itself), a container or an item
-// in it, by name or by rid (permissionNames checks the latter), and an optional resourcePartitionKey (a JSON array, as
+// All, resource the link of a database (db itself), a container, an item
+// or a script (stored procedure, trigger, UDF) in it, by name or by rid (permissionNames checks the latter), and an optional resourcePartitionKey (a JSON array, as
 // the partition key header).
 func parsePermission(db string, body document.Value) (*permissionRecord, *Error) {
 	id, derr := userBodyID(body)
@@ -511,10 +511,17 @@ func parsePermission(db string, body document.Value) (*permissionRecord, *Error)
 	segs := strings.Split(link, "/")
 	valid := res.Kind() == document.String && len(segs)%2 == 0 && len(segs) <= 6 && segs[0] == "dbs"
 	for i := 0; valid && i < len(segs); i++ {
-		valid = segs[i] != "" && (i%2 == 1 || segs[i] == [...]string{"dbs", "", "colls", "", "docs"}[i])
+		switch i {
+		case 0, 2:
+			valid = segs[i] == [...]string{"dbs", "", "colls"}[i]
+		case 4:
+			valid = segs[i] == "docs" || ScriptKind(segs[i]).known()
+		default:
+			valid = segs[i] != ""
+		}
 	}
 	if !valid {
-		return nil, errorf(BadRequest, "The permission resource '%s' is invalid: it must be the link of a database, container or item, such as dbs/{db}/colls/{container}.", res.Str())
+		return nil, errorf(BadRequest, "The permission resource '%s' is invalid: it must be the link of a database, container, item or script, such as dbs/{db}/colls/{container}.", res.Str())
 	}
 	if segs[1] != db && !IsDatabaseRid(segs[1]) {
 		return nil, errorf(BadRequest, "The permission resource '%s' is not in database '%s'.", link, db)
