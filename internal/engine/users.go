@@ -93,7 +93,7 @@ type PermissionRef struct {
 }
 
 // Grant is what a permission allows: Mode is PermissionRead or
-// PermissionAll; Link the name-based link of a database, container or item,
+// PermissionAll; Link the name-based link of a database, container, item or script,
 // split into its segments; PartitionKey, when HasKey, the one logical
 // partition it is limited to.
 type Grant struct {
