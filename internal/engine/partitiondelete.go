@@ -19,10 +19,26 @@ const partitionDeletePage = 200
 // where the last page ended, and deletes each page in one transaction of
 // ordinary deletes, so the indexes, the counts, the TTL's copies and the
 // change feed follow as for single deletes. An item created meanwhile may
-// survive, as it may in the service.
+// survive, as it may in the service. With a hierarchical key, the whole
+// key is needed.
 func (e *Engine) DeleteAllItemsByPartitionKey(ctx context.Context, ref ItemRef) (*ItemResult, error) {
 	if !ref.HasKey {
 		return nil, errorf(BadRequest, "A delete of all items by partition key needs the partition key (x-ms-documentdb-partitionkey).")
+	}
+	// A hierarchical key's prefix is refused, as the service refuses it,
+	// whether or not it holds items.
+	err := e.store.View(ctx, func(r storage.Reader) error {
+		c, err := e.loadContainer(r, ref.DB, ref.Coll)
+		if err != nil {
+			return err
+		}
+		if _, derr := c.pointKey(ref); derr != nil {
+			return derr
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	total := &ItemResult{}
 	cont := ""

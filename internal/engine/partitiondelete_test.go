@@ -46,3 +46,28 @@ func TestDeleteAllItemsByPartitionKey(t *testing.T) {
 		t.Errorf("an empty partition: %v, %v", res, err)
 	}
 }
+
+// With a hierarchical key, only the whole key names what to delete: a
+// prefix is refused, as the service refuses it ("Attempting to delete
+// using intermediate partition keys … results in an error", the delete by
+// partition key article's limitations), and deletes nothing.
+func TestDeleteAllItemsByPartitionKeyNeedsTheWholeKey(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/t","/u"],"kind":"MultiHash","version":2}}`)
+	be.seed(t, `{"id":"1","t":"a","u":"x"}`, `{"id":"2","t":"a","u":"y"}`, `{"id":"3","t":"b","u":"x"}`)
+	ctx := context.Background()
+	for _, prefix := range []string{`["a"]`, `["none"]`} {
+		if _, err := be.e.DeleteAllItemsByPartitionKey(ctx, batchRef(prefix)); !isCode(err, BadRequest) {
+			t.Errorf("the prefix %s: %v, want 400", prefix, err)
+		}
+	}
+	if _, err := be.e.DeleteAllItemsByPartitionKey(ctx, batchRef(`["a","x"]`)); err != nil {
+		t.Fatal(err)
+	}
+	_, usage, err := be.e.ReadContainer(ctx, "db", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if usage.DocumentsCount != 2 {
+		t.Errorf("documentsCount %d, want 2: only the whole key's item deleted", usage.DocumentsCount)
+	}
+}
