@@ -356,3 +356,41 @@ func TestOfferReplaceChecksIds(t *testing.T) {
 		}
 	}
 }
+
+// TestOfferMigrationHeaders: an offer changes between manual and
+// autoscale only through the service's migration headers; a plain
+// replace that would change it is a 400 with the service's message.
+func TestOfferMigrationHeaders(t *testing.T) {
+	e := start(t)
+	e.database("db")
+	if r := e.do("POST", "/dbs/db/colls", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`),
+		map[string]string{"x-ms-offer-throughput": "2400"}); r.status != 201 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	var feed struct{ Offers []map[string]any }
+	if r := e.do("GET", "/offers", nil, nil); json.Unmarshal(r.body, &feed) != nil || len(feed.Offers) != 1 {
+		t.Fatalf("offers: %d %s", r.status, r.body)
+	}
+	rid := feed.Offers[0]["_rid"].(string)
+	toAuto := map[string]string{"x-ms-cosmos-migrate-offer-to-autopilot": "true"}
+	toManual := map[string]string{"x-ms-cosmos-migrate-offer-to-manual-throughput": "true"}
+	for _, tc := range []struct {
+		name, content string
+		headers       map[string]string
+		status        int
+		want          string
+	}{
+		{"autoscale by a plain replace", `{"offerAutopilotSettings":{"maxThroughput":4000}}`, nil, 400, "x-ms-cosmos-migrate-offer-to-autopilot must be supplied"},
+		{"both headers", `{"offerThroughput":400}`, map[string]string{"x-ms-cosmos-migrate-offer-to-autopilot": "true", "x-ms-cosmos-migrate-offer-to-manual-throughput": "true"}, 400, "not both"},
+		{"to autoscale", `{"offerThroughput":400}`, toAuto, 200, `"maxThroughput":2000`},
+		{"manual by a plain replace", `{"offerThroughput":400}`, nil, 400, "x-ms-cosmos-migrate-offer-to-manual-throughput must be supplied"},
+		{"autoscale maximum", `{"offerAutopilotSettings":{"maxThroughput":6000}}`, nil, 200, `"maxThroughput":6000`},
+		{"to manual", `{"offerAutopilotSettings":{"maxThroughput":6000}}`, toManual, 200, `"offerThroughput":6000`},
+	} {
+		body := []byte(`{"id":"` + rid + `","_rid":"` + rid + `","content":` + tc.content + `}`)
+		r := e.doRid("PUT", "/offers/"+rid, rid, body, tc.headers)
+		if r.status != tc.status || !strings.Contains(string(r.body), tc.want) {
+			t.Errorf("%s: %d %s, want %d with %s", tc.name, r.status, r.body, tc.status, tc.want)
+		}
+	}
+}

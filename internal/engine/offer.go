@@ -135,13 +135,46 @@ func (e *Engine) ReadOffer(ctx context.Context, rid string) (*Resource, error) {
 	return &Resource{Body: o.body(), Etag: o.Etag, Rid: o.Rid}, nil
 }
 
+// OfferMigration is what a replace of an offer asks about its kind: the
+// service changes an offer between manual throughput and autoscale only
+// when a header asks for it.
+type OfferMigration int
+
+// The migrations a replace may ask for.
+const (
+	// KeepKind replaces the offer's throughput within its kind.
+	KeepKind OfferMigration = iota
+	// ToAutoscale (x-ms-cosmos-migrate-offer-to-autopilot) makes a manual
+	// offer autoscale, at a maximum the server chooses.
+	ToAutoscale
+	// ToManual (x-ms-cosmos-migrate-offer-to-manual-throughput) makes an
+	// autoscale offer manual, at its maximum.
+	ToManual
+)
+
+// The service's refusals of a change of kind without the header that asks
+// for it, or with a content that does not fit it.
+const (
+	errToAutoscale = "x-ms-cosmos-migrate-offer-to-autopilot must be supplied and offercontent must not contain autopilotSettings for migration from manual throughput to autoscale."
+	errToManual    = "x-ms-cosmos-migrate-offer-to-manual-throughput must be supplied and offercontent must contain autopilotSettings for migration of autoscale collection to manual throughput."
+)
+
 // ReplaceOffer changes an offer's throughput from a full offer body. A
 // non-empty ifMatch other than "*" must be the offer's etag, or nothing
 // changes (412).
 //
 // The body's id and _rid, when it carries them (the SDKs send back the
 // offer they read), must name the offer addressed, as the service checks.
-func (e *Engine) ReplaceOffer(ctx context.Context, rid string, body document.Value, ifMatch string) (*Resource, error) {
+//
+// The offer keeps its kind, manual or autoscale, unless migrate asks to
+// change it, as the service does (its autoscale FAQ: the SDKs cannot
+// change the kind, a request with the header can). A migration takes no
+// throughput from the body: a manual offer becomes autoscale with the
+// maximum MAX(1,000, its RU/s) rounded to the nearest 1,000 (the FAQ's
+// formula, whose terms for storage and for the highest throughput ever
+// provisioned are left out here), and an autoscale offer becomes manual
+// at its maximum.
+func (e *Engine) ReplaceOffer(ctx context.Context, rid string, body document.Value, ifMatch string, migrate OfferMigration) (*Resource, error) {
 	for _, name := range []string{"id", "_rid"} {
 		if v := body.Get(name); v.IsDefined() && (v.Kind() != document.String || !strings.EqualFold(v.Str(), rid)) {
 			return nil, errorf(BadRequest, "The offer's %s %s does not match the offer '%s' addressed.", name, v.String(), rid)
@@ -151,23 +184,27 @@ func (e *Engine) ReplaceOffer(ctx context.Context, rid string, body document.Val
 	if content.Kind() != document.Object {
 		return nil, errorf(BadRequest, "The offer must have a 'content' object.")
 	}
+	auto := content.Get("offerAutopilotSettings")
+	toAuto := auto.Kind() == document.Object
 	var tp Throughput
-	if auto := content.Get("offerAutopilotSettings"); auto.Kind() == document.Object {
-		if !auto.Get("maxThroughput").IsInt() {
-			return nil, errorf(BadRequest, "The offer should have valid throughput values between 1000 and 1000000 inclusive in increments of 1000.")
+	if migrate == KeepKind {
+		if toAuto {
+			if !auto.Get("maxThroughput").IsInt() {
+				return nil, errorf(BadRequest, "The offer should have valid throughput values between 1000 and 1000000 inclusive in increments of 1000.")
+			}
+			tp.AutoscaleMax = int(auto.Get("maxThroughput").Int())
+			tp.AutoscaleIncrementPercent = int(auto.Get("autoUpgradePolicy").Get("throughputPolicy").Get("incrementPercent").Int())
+		} else if t := content.Get("offerThroughput"); t.Kind() == document.Number {
+			if !t.IsInt() {
+				return nil, errorf(BadRequest, "The offer should have valid throughput values between 400 and 1000000 inclusive in increments of 100.")
+			}
+			tp.Manual = int(t.Int())
+		} else {
+			return nil, errorf(BadRequest, "The offer content must set 'offerThroughput' or 'offerAutopilotSettings'.")
 		}
-		tp.AutoscaleMax = int(auto.Get("maxThroughput").Int())
-		tp.AutoscaleIncrementPercent = int(auto.Get("autoUpgradePolicy").Get("throughputPolicy").Get("incrementPercent").Int())
-	} else if t := content.Get("offerThroughput"); t.Kind() == document.Number {
-		if !t.IsInt() {
-			return nil, errorf(BadRequest, "The offer should have valid throughput values between 400 and 1000000 inclusive in increments of 100.")
+		if derr := validateThroughput(&tp); derr != nil {
+			return nil, derr
 		}
-		tp.Manual = int(t.Int())
-	} else {
-		return nil, errorf(BadRequest, "The offer content must set 'offerThroughput' or 'offerAutopilotSettings'.")
-	}
-	if derr := validateThroughput(&tp); derr != nil {
-		return nil, derr
 	}
 	now, err := e.Now(ctx)
 	if err != nil {
@@ -184,6 +221,21 @@ func (e *Engine) ReplaceOffer(ctx context.Context, rid string, body document.Val
 		}
 		if staleMatch(ifMatch, o.Etag) {
 			return preconditionFailed()
+		}
+		isAuto := o.AutoscaleMax > 0
+		switch {
+		case migrate == ToAutoscale && isAuto:
+			return errorf(BadRequest, "The offer '%s' is already autoscale: x-ms-cosmos-migrate-offer-to-autopilot migrates a manual offer.", o.Rid)
+		case migrate == ToManual && !isAuto:
+			return errorf(BadRequest, "The offer '%s' already has manual throughput: x-ms-cosmos-migrate-offer-to-manual-throughput migrates an autoscale offer.", o.Rid)
+		case migrate == ToAutoscale && toAuto, migrate == KeepKind && !isAuto && toAuto:
+			return errorf(BadRequest, errToAutoscale)
+		case migrate == ToManual && !toAuto, migrate == KeepKind && isAuto && !toAuto:
+			return errorf(BadRequest, errToManual)
+		case migrate == ToAutoscale:
+			tp = Throughput{AutoscaleMax: max(1000, (o.Manual+500)/1000*1000)}
+		case migrate == ToManual:
+			tp = Throughput{Manual: o.AutoscaleMax}
 		}
 		n, err := nextCounter(tx, "offer-etag")
 		if err != nil {

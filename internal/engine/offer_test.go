@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -36,26 +37,102 @@ func TestThroughputValues(t *testing.T) {
 			t.Errorf("%+v: %v, want a 400", tc.tp, err)
 		}
 	}
-	offers, err := be.e.ListOffers(ctx)
-	if err != nil || len(offers) == 0 {
-		t.Fatalf("offers: %v, %v", offers, err)
-	}
-	rid := offers[0].Get("id").Str()
 	for _, tc := range []struct {
-		content string
-		ok      bool
+		coll, content string
+		ok            bool
 	}{
-		{`{"offerThroughput":500}`, true},
-		{`{"offerThroughput":550}`, false},
-		{`{"offerThroughput":500.5}`, false},
-		{`{"offerAutopilotSettings":{"maxThroughput":4000}}`, true},
-		{`{"offerAutopilotSettings":{"maxThroughput":"4000"}}`, false},
-		{`{"offerAutopilotSettings":{"maxThroughput":4000.5}}`, false},
+		{"t0", `{"offerThroughput":500}`, true},
+		{"t0", `{"offerThroughput":550}`, false},
+		{"t0", `{"offerThroughput":500.5}`, false},
+		{"t6", `{"offerAutopilotSettings":{"maxThroughput":4000}}`, true},
+		{"t6", `{"offerAutopilotSettings":{"maxThroughput":"4000"}}`, false},
+		{"t6", `{"offerAutopilotSettings":{"maxThroughput":4000.5}}`, false},
 	} {
 		body := batchJSON(t, `{"content":`+tc.content+`}`)
-		_, err := be.e.ReplaceOffer(ctx, rid, body, "")
+		_, err := be.e.ReplaceOffer(ctx, offerOf(t, be.e, tc.coll), body, "", KeepKind)
 		if tc.ok != (err == nil) {
 			t.Errorf("replace with %s: %v", tc.content, err)
+		}
+	}
+}
+
+// offerOf returns the rid of container coll's offer in database db.
+func offerOf(t *testing.T, e *Engine, coll string) string {
+	t.Helper()
+	ctx := context.Background()
+	res, _, err := e.ReadContainer(ctx, "db", coll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offers, err := e.ListOffers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range offers {
+		if o.Get("offerResourceId").Str() == res.Rid {
+			return o.Get("id").Str()
+		}
+	}
+	t.Fatalf("no offer for %s", coll)
+	return ""
+}
+
+// An offer keeps its kind, manual or autoscale, unless the replace asks
+// to migrate it, with the service's messages; a migration chooses the new
+// throughput itself, as the service's autoscale FAQ describes.
+func TestOfferMigration(t *testing.T) {
+	be := newBatchEnv(t, "null")
+	ctx := context.Background()
+	manual := func(n int) string { return fmt.Sprintf(`{"content":{"offerThroughput":%d}}`, n) }
+	auto := func(n int) string {
+		return fmt.Sprintf(`{"content":{"offerAutopilotSettings":{"maxThroughput":%d}}}`, n)
+	}
+	for i, tc := range []struct {
+		from    Throughput
+		body    string
+		migrate OfferMigration
+		want    string // the content after, or the error's start
+	}{
+		{Throughput{Manual: 400}, auto(4000), KeepKind, "x-ms-cosmos-migrate-offer-to-autopilot must be supplied"},
+		{Throughput{Manual: 400}, auto(4000), ToAutoscale, "x-ms-cosmos-migrate-offer-to-autopilot must be supplied"},
+		{Throughput{Manual: 400}, manual(400), ToManual, "The offer"},
+		{Throughput{Manual: 400}, manual(400), ToAutoscale, `{"offerAutopilotSettings":{"maxThroughput":1000}}`},
+		{Throughput{Manual: 12300}, manual(400), ToAutoscale, `{"offerAutopilotSettings":{"maxThroughput":12000}}`},
+		{Throughput{Manual: 12500}, `{"content":{}}`, ToAutoscale, `{"offerAutopilotSettings":{"maxThroughput":13000}}`},
+		{Throughput{Manual: 400}, manual(600), KeepKind, `{"offerThroughput":600,"offerIsRUPerMinuteThroughputEnabled":false}`},
+		{Throughput{AutoscaleMax: 4000}, manual(400), KeepKind, "x-ms-cosmos-migrate-offer-to-manual-throughput must be supplied"},
+		{Throughput{AutoscaleMax: 4000}, manual(400), ToManual, "x-ms-cosmos-migrate-offer-to-manual-throughput must be supplied"},
+		{Throughput{AutoscaleMax: 4000}, auto(4000), ToAutoscale, "The offer"},
+		{Throughput{AutoscaleMax: 4000}, auto(1000), ToManual, `{"offerThroughput":4000,"offerIsRUPerMinuteThroughputEnabled":false}`},
+		{Throughput{AutoscaleMax: 4000}, auto(5000), KeepKind, `{"offerAutopilotSettings":{"maxThroughput":5000}}`},
+	} {
+		tp := tc.from
+		coll := fmt.Sprintf("m%d", i)
+		if _, err := be.e.CreateContainer(ctx, "db", batchJSON(t, `{"id":"`+coll+`","partitionKey":{"paths":["/pk"]}}`), &tp); err != nil {
+			t.Fatal(err)
+		}
+		rid := offerOf(t, be.e, coll)
+		res, err := be.e.ReplaceOffer(ctx, rid, batchJSON(t, tc.body), "", tc.migrate)
+		var got string
+		if err != nil {
+			if ErrorCode(err) != BadRequest {
+				t.Errorf("%d: %v, want a 400", i, err)
+			}
+			got = err.Error()
+		} else {
+			got = string(res.Body.Get("content").JSON())
+		}
+		if !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%d: %+v, %s, migrate %d: %s, want %s", i, tc.from, tc.body, tc.migrate, got, tc.want)
+		}
+		if err != nil {
+			after, rerr := be.e.ReadOffer(ctx, rid)
+			if rerr != nil {
+				t.Fatal(rerr)
+			}
+			if n := max(tc.from.Manual, tc.from.AutoscaleMax); !strings.Contains(string(after.Body.Get("content").JSON()), fmt.Sprint(n)) {
+				t.Errorf("%d: the refused replace changed the offer: %s", i, after.Body.Get("content").JSON())
+			}
 		}
 	}
 }

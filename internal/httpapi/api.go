@@ -62,7 +62,7 @@ type Engine interface {
 
 	ListOffers(ctx context.Context) ([]document.Value, error)
 	ReadOffer(ctx context.Context, rid string) (*engine.Resource, error)
-	ReplaceOffer(ctx context.Context, rid string, body document.Value, ifMatch string) (*engine.Resource, error)
+	ReplaceOffer(ctx context.Context, rid string, body document.Value, ifMatch string, migrate engine.OfferMigration) (*engine.Resource, error)
 }
 
 // Authenticator checks a request's Authorization header (*auth.Verifier).

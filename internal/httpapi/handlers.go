@@ -539,7 +539,12 @@ func (h *Handler) routeOffers(rq *request, s []string) {
 			h.fail(rq, err)
 			return
 		}
-		res, err := h.eng.ReplaceOffer(rq.r.Context(), s[0], body, rq.r.Header.Get("If-Match"))
+		migrate, err := offerMigration(rq.r)
+		if err != nil {
+			h.fail(rq, err)
+			return
+		}
+		res, err := h.eng.ReplaceOffer(rq.r.Context(), s[0], body, rq.r.Header.Get("If-Match"), migrate)
 		if err != nil {
 			h.fail(rq, err)
 			return

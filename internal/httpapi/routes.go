@@ -306,6 +306,22 @@ func maxItemCount(r *http.Request) (int, error) {
 	return n, nil
 }
 
+// offerMigration reads the headers with which an offer replace asks to
+// change the offer's kind.
+func offerMigration(r *http.Request) (engine.OfferMigration, error) {
+	toAuto := headerBool(r, "x-ms-cosmos-migrate-offer-to-autopilot")
+	toManual := headerBool(r, "x-ms-cosmos-migrate-offer-to-manual-throughput")
+	switch {
+	case toAuto && toManual:
+		return engine.KeepKind, badRequest("An offer replace may migrate to autoscale or to manual throughput, not both.")
+	case toAuto:
+		return engine.ToAutoscale, nil
+	case toManual:
+		return engine.ToManual, nil
+	}
+	return engine.KeepKind, nil
+}
+
 // throughput reads the offer headers of a database or container create.
 func throughput(r *http.Request) (*engine.Throughput, error) {
 	if v := strings.TrimSpace(r.Header.Get("x-ms-offer-throughput")); v != "" {
