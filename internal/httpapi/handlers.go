@@ -2,9 +2,11 @@ package httpapi
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -161,21 +163,59 @@ func (h *Handler) listReply(rq *request, rid, key string, items [][]byte) {
 		h.fail(rq, err)
 		return
 	}
-	start := 0
 	if c := strings.TrimSpace(rq.r.Header.Get("x-ms-continuation")); c != "" {
-		start, err = strconv.Atoi(c)
-		if err != nil || start < 0 {
+		after, ok := listPosition(c)
+		if !ok {
 			h.fail(rq, badRequest("Invalid continuation token '%s' for a read feed of %s.", c, key))
 			return
 		}
+		items = items[listStart(items, after):]
 	}
-	items = items[min(start, len(items)):]
 	if n > 0 && n < len(items) {
 		items = items[:n]
-		setHeader(rq.w.Header(), "x-ms-continuation", strconv.Itoa(start+n))
+		setHeader(rq.w.Header(), "x-ms-continuation", listToken(listID(items[n-1])))
 	}
 	setHeader(rq.w.Header(), "x-ms-item-count", strconv.Itoa(len(items)))
 	h.replyPage(rq, 0, rid, key, items)
+}
+
+// A read feed of databases, containers, users, permissions, scripts or
+// offers lists them in the order of their ids (each is stored under its
+// id), and its continuation is the id of the last one returned: the next
+// page starts after it, so one deleted or created meanwhile neither hides
+// nor repeats another.
+const listTokenPrefix = "id."
+
+func listToken(id string) string {
+	return listTokenPrefix + base64.RawURLEncoding.EncodeToString([]byte(id))
+}
+
+func listPosition(token string) (string, bool) {
+	rest, ok := strings.CutPrefix(token, listTokenPrefix)
+	if !ok {
+		return "", false
+	}
+	id, err := base64.RawURLEncoding.DecodeString(rest)
+	return string(id), err == nil
+}
+
+// listStart is the index of the first item whose id sorts after after.
+func listStart(items [][]byte, after string) int {
+	i, _ := slices.BinarySearchFunc(items, after, func(it []byte, id string) int {
+		return strings.Compare(listID(it), id)
+	})
+	if i < len(items) && listID(items[i]) == after {
+		i++
+	}
+	return i
+}
+
+func listID(item []byte) string {
+	v, err := document.ParseTop(item, map[string]bool{"id": true})
+	if err != nil {
+		return ""
+	}
+	return v.Get("id").Str()
 }
 
 func (h *Handler) createContainer(rq *request, db string) {
