@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 )
 
@@ -40,5 +42,29 @@ func TestEtagSpelling(t *testing.T) {
 		if got := etagFor(rid, lsn); got != want {
 			t.Fatalf("etagFor(%x, %d) = %s, want %s", rid, lsn, got, want)
 		}
+	}
+}
+
+// An upsert's If-Match guards a replace only: an upsert of an item that
+// does not exist creates it, whatever etag it names, alone and in a batch
+// (azure-cosmos-dotnet-v3#1698); one of an item that exists with another
+// etag is a 412.
+func TestUpsertIfMatch(t *testing.T) {
+	be := newBatchEnv(t, "null")
+	ctx := context.Background()
+	stale := `"00000000-0000-0000-0000-000000000001"`
+	res, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: batchRef(`["p"]`), Mode: ModeUpsert, IfMatch: stale, Body: []byte(`{"id":"a","pk":"p"}`)})
+	if err != nil || !res.Created {
+		t.Fatalf("upsert of a new item with If-Match: %+v, %v; want it created", res, err)
+	}
+	if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: batchRef(`["p"]`), Mode: ModeUpsert, IfMatch: stale, Body: []byte(`{"id":"a","pk":"p","v":2}`)}); !isCode(err, PreconditionFailed) {
+		t.Errorf("upsert of an existing item with another etag: %v, want 412", err)
+	}
+	if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: batchRef(`["p"]`), Mode: ModeUpsert, IfMatch: res.Etag, Body: []byte(`{"id":"a","pk":"p","v":3}`)}); err != nil {
+		t.Errorf("upsert with the item's etag: %v", err)
+	}
+	out, err := be.run(t, `["p"]`, true, `[{"operationType":"Upsert","ifMatch":`+strconv.Quote(stale)+`,"resourceBody":{"id":"b","pk":"p"}}]`)
+	if err != nil || outcomes(out) != "created" {
+		t.Errorf("batch upsert of a new item with ifMatch: %v, %v; want created", out, err)
 	}
 }

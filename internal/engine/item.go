@@ -279,9 +279,11 @@ func (e *Engine) writeItemTx(tx storage.Txn, c *containerRecord, p WriteItemPara
 		return nil, notFound()
 	case live != nil && p.IfMatch != "" && p.IfMatch != "*" && p.IfMatch != etagFor(c.Rid, live.rec.lsn):
 		return nil, preconditionFailed()
-	case live == nil && p.IfMatch != "" && p.IfMatch != "*" && p.Mode == ModeUpsert:
-		return nil, preconditionFailed()
 	}
+	// An upsert of an item that does not exist creates it whatever its
+	// If-Match says, as the service does (azure-cosmos-dotnet-v3#1698; the
+	// Java SDK documents it: replace semantics when the item exists, create
+	// semantics when it does not).
 	epk := c.epk(key)
 	lsn, err := nextLSN(tx, c, c.seqOf(epk))
 	if err != nil {
