@@ -372,6 +372,22 @@ func TestOfferMigrationHeaders(t *testing.T) {
 		t.Fatalf("offers: %d %s", r.status, r.body)
 	}
 	rid := feed.Offers[0]["_rid"].(string)
+	// At creation: one kind of throughput, and autoscale only with a
+	// partition key (the service's create references).
+	both := map[string]string{"x-ms-offer-throughput": "400", "x-ms-cosmos-offer-autopilot-settings": `{"maxThroughput":4000}`}
+	autoscale := map[string]string{"x-ms-cosmos-offer-autopilot-settings": `{"maxThroughput":4000}`}
+	for _, c := range []struct {
+		path, body string
+		headers    map[string]string
+	}{
+		{"/dbs", `{"id":"both"}`, both},
+		{"/dbs/db/colls", `{"id":"both","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`, both},
+		{"/dbs/db/colls", `{"id":"nokey"}`, autoscale},
+	} {
+		if r := e.do("POST", c.path, []byte(c.body), c.headers); r.status != 400 {
+			t.Errorf("create %s in %s with %v: %d %s, want 400", c.body, c.path, c.headers, r.status, r.body)
+		}
+	}
 	toAuto := map[string]string{"x-ms-cosmos-migrate-offer-to-autopilot": "true"}
 	toManual := map[string]string{"x-ms-cosmos-migrate-offer-to-manual-throughput": "true"}
 	for _, tc := range []struct {

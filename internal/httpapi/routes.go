@@ -324,6 +324,11 @@ func offerMigration(r *http.Request) (engine.OfferMigration, error) {
 
 // throughput reads the offer headers of a database or container create.
 func throughput(r *http.Request) (*engine.Throughput, error) {
+	if r.Header.Get("x-ms-offer-throughput") != "" && r.Header.Get("x-ms-cosmos-offer-autopilot-settings") != "" {
+		// The service's create references: "These headers cannot be
+		// specified together."
+		return nil, badRequest("Only one of x-ms-offer-throughput or x-ms-cosmos-offer-autopilot-settings may be specified.")
+	}
 	if v := strings.TrimSpace(r.Header.Get("x-ms-offer-throughput")); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
