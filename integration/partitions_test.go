@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
@@ -61,6 +62,20 @@ func TestSeveralPartitionKeyRanges(t *testing.T) {
 				t.Fatalf("item %s in ranges %s and %s", d.ID, other, rg.ID)
 			}
 			seen[d.ID] = rg.ID
+		}
+		// The range's pages, and the responses on its items, name it in
+		// their session tokens and range headers, as a client files them.
+		q := e.do("POST", "/dbs/db/colls/c/docs", []byte(`{"query":"SELECT * FROM c"}`), map[string]string{"x-ms-documentdb-partitionkeyrangeid": rg.ID,
+			"Content-Type": "application/query+json", "x-ms-documentdb-isquery": "true", "x-ms-documentdb-query-enablecrosspartition": "true"})
+		for name, tok := range map[string]string{"feed": f.header.Get("x-ms-session-token"), "query": q.header.Get("x-ms-session-token")} {
+			if !strings.HasPrefix(tok, rg.ID+":") {
+				t.Errorf("range %s: the %s's session token is %q", rg.ID, name, tok)
+			}
+		}
+		id := page.Documents[0].ID
+		one := e.do("GET", "/dbs/db/colls/c/docs/"+id, nil, map[string]string{"x-ms-documentdb-partitionkey": `["p` + id + `"]`})
+		if got := one.header.Get("x-ms-documentdb-partitionkeyrangeid"); got != rg.ID || !strings.HasPrefix(one.header.Get("x-ms-session-token"), rg.ID+":") {
+			t.Errorf("item %s of range %s: range header %q, session token %q", id, rg.ID, got, one.header.Get("x-ms-session-token"))
 		}
 	}
 	if prev != "FF" || len(seen) != n {

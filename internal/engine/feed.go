@@ -120,7 +120,7 @@ func (e *Engine) ReadFeed(ctx context.Context, p FeedParams) (*FeedPage, error) 
 		}
 		coll = c
 		page.CollRid = c.ridString()
-		if page.LSN, err = e.currentLSN(r, c, c.seqOfRef(p.ItemRef)); err != nil {
+		if page.LSN, err = e.currentLSN(r, c, c.seqOfScope(p.ItemRef, p.RangeID)); err != nil {
 			return err
 		}
 		s, derr := e.scopeFor(c, p.PartitionKey, p.HasKey, p.RangeID)

@@ -109,7 +109,7 @@ func (e *Engine) QueryItems(ctx context.Context, p QueryParams) (*FeedPage, erro
 	var coll *containerRecord
 	err = e.store.View(ctx, func(r storage.Reader) error {
 		if dbRid, c := e.cachedContainer(p.DB, p.Coll); c != nil {
-			storage.Prefetch(r, storage.Read{Key: containerKey(dbRid, p.Coll)}, storage.Read{Key: stateKey(c.Rid, c.seqOfRef(p.ItemRef))})
+			storage.Prefetch(r, storage.Read{Key: containerKey(dbRid, p.Coll)}, storage.Read{Key: stateKey(c.Rid, c.seqOfScope(p.ItemRef, p.RangeID))})
 		}
 		now, err := e.nowIn(ctx, r, now)
 		if err != nil {
@@ -147,7 +147,7 @@ func (e *Engine) QueryItems(ctx context.Context, p QueryParams) (*FeedPage, erro
 // program and its "now", into page.
 func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, prog *eval.Program, now time.Time, st *readStats, page *FeedPage) (rerr error) {
 	page.CollRid = c.ridString()
-	state, err := readTotals(r, c, c.seqOfRef(p.ItemRef))
+	state, err := readTotals(r, c, c.seqOfScope(p.ItemRef, p.RangeID))
 	if err != nil {
 		return err
 	}

@@ -96,6 +96,21 @@ func (c *containerRecord) seqOfRef(ref ItemRef) int {
 	return c.seqOfKey(pk)
 }
 
+// seqOfScope is the sequence whose last LSN a page of the logical
+// partition ref names, or else of range rangeID, reports: what the page's
+// session token names, so that a client files it under that range.
+func (c *containerRecord) seqOfScope(ref ItemRef, rangeID string) int {
+	if ref.HasKey || rangeID == "" || !c.SeqPerRange {
+		return c.seqOfRef(ref)
+	}
+	for i, r := range splitRanges(c.Ranges, c.RangesV1) {
+		if r.ID == rangeID {
+			return i
+		}
+	}
+	return 0
+}
+
 // seqsIn lists, in order, the sequences of the ranges that within accepts
 // by their bounds [min, max).
 func (c *containerRecord) seqsIn(within func(min, max string) bool) []int {
@@ -146,5 +161,12 @@ func stateReads(c *containerRecord, lock bool) []storage.Read {
 // SessionToken is the session token of a response at lsn: the range of
 // its sequence, and the LSN.
 func SessionToken(lsn uint64) string {
-	return strconv.Itoa(lsnSeq(lsn)) + ":-1#" + strconv.FormatUint(lsn, 10)
+	return SessionRange(lsn) + ":-1#" + strconv.FormatUint(lsn, 10)
+}
+
+// SessionRange is the partition key range an LSN's session token names:
+// its sequence's, which in a container of a sequence per range is the
+// range's id.
+func SessionRange(lsn uint64) string {
+	return strconv.Itoa(lsnSeq(lsn))
 }

@@ -50,7 +50,7 @@ func (h *Handler) changeFeed(rq *request, db, coll string) {
 	setHeader(hd, "etag", `"`+page.Position.String()+`"`)
 	setHeader(hd, "x-ms-session-token", engine.SessionToken(page.CurrentLSN))
 	setHeader(hd, "lsn", strconv.FormatUint(page.CurrentLSN, 10))
-	setHeader(hd, "x-ms-documentdb-partitionkeyrangeid", "0")
+	setHeader(hd, "x-ms-documentdb-partitionkeyrangeid", engine.SessionRange(page.CurrentLSN))
 	setHeader(hd, "x-ms-item-count", strconv.Itoa(len(page.Items)))
 	if page.CollRid != "" {
 		setHeader(hd, "x-ms-content-path", page.CollRid)

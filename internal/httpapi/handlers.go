@@ -371,7 +371,7 @@ func (h *Handler) itemHeaders(rq *request, res *engine.ItemResult) {
 	}
 	setHeader(hd, "x-ms-session-token", engine.SessionToken(res.LSN))
 	setHeader(hd, "lsn", strconv.FormatUint(res.LSN, 10))
-	setHeader(hd, "x-ms-documentdb-partitionkeyrangeid", "0")
+	setHeader(hd, "x-ms-documentdb-partitionkeyrangeid", engine.SessionRange(res.LSN))
 	if res.CollRid != "" {
 		setHeader(hd, "x-ms-content-path", res.CollRid)
 	}
