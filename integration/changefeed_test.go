@@ -64,9 +64,14 @@ func (e *env) changeFeed(t *testing.T, coll string, allVersions bool, hdr map[st
 }
 
 // drain reads a feed from etag ("" for the beginning) until a 304, and
-// returns everything read and the final etag.
+// returns everything read and the final etag. All versions cannot start
+// from the beginning: there "" stands for "0", where a reader that started
+// from now on the new container stands.
 func (e *env) drain(t *testing.T, coll string, allVersions bool, etag string, hdr map[string]string) ([]map[string]any, string) {
 	t.Helper()
+	if allVersions && etag == "" {
+		etag = `"0"`
+	}
 	var out []map[string]any
 	for range 10_000 {
 		h := map[string]string{"If-None-Match": etag}
@@ -299,6 +304,10 @@ func TestChangeFeedRawProtocol(t *testing.T) {
 	// All versions: create, create, replace, then a delete.
 	if r := e.do("DELETE", "/dbs/db/colls/c/docs/2", nil, map[string]string{"x-ms-documentdb-partitionkey": `["b"]`}); r.status != 204 {
 		t.Fatalf("delete: %d", r.status)
+	}
+	// All versions starts from now or a continuation, not the beginning.
+	if p := e.changeFeed(t, "c", true, nil); p.status != 400 {
+		t.Errorf("all versions from the beginning: %d %s, want 400", p.status, p.raw)
 	}
 	recs, etag := e.drain(t, "c", true, "", nil)
 	var ops []string

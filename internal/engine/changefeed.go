@@ -281,6 +281,13 @@ func (c *containerRecord) versionCutoff(now time.Time) int64 {
 	return now.Add(-r).Unix()
 }
 
+// errPastRetention refuses an all-versions read whose position lies
+// before what the container's retention still keeps.
+func (c *containerRecord) errPastRetention() *Error {
+	return errorf(BadRequest, "The change feed continuation is older than the container's change feed retention (changeFeedPolicy.retentionDuration %v minutes): the intermediate versions and deletes after it are no longer kept. Start again from now.",
+		c.Props.Get("changeFeedPolicy").Get("retentionDuration").Float())
+}
+
 // epkOf is the effective partition key of stored partition key bytes.
 func (c *containerRecord) epkOf(pk []byte) (string, error) {
 	k, err := decodeKeyBytes(pk)
@@ -733,7 +740,7 @@ func (e *Engine) ChangeFeed(ctx context.Context, p ChangeFeedParams) (*ChangeFee
 			n := len(s.items)
 			switch {
 			case p.Mode == AllVersionsAndDeletes:
-				full, err = s.versions(seq)
+				full, err = s.versions(seq, started)
 			case part != nil && part.kind == plan.ScopePartition && uint64(partItems) < cur-s.from+1:
 				full, err = s.latestOf(part)
 			default:
@@ -1073,18 +1080,33 @@ func (s *feedScan) latestOf(part *itemScope) (bool, error) {
 	return false, nil
 }
 
-// versions fills the page from the version log of sequence seq.
-func (s *feedScan) versions(seq int) (bool, error) {
+// versions fills the page from the version log of sequence seq. A
+// reader resuming from a position whose next change is past retention
+// (trimmed, or kept but hidden) has missed changes the log no longer
+// shows, and is refused, as the service refuses it ("an error (Status
+// Code 400) will be returned because the events for intermediary updates
+// and deletes have vanished").
+func (s *feedScan) versions(seq int, resumed bool) (bool, error) {
 	floor, err := versionFloor(s.r, s.c.Rid, seq)
 	if err != nil {
 		return false, err
 	}
+	// The floor is the last LSN trimmed: past the reader's position, the
+	// change after it is gone.
+	if resumed && floor >= s.from {
+		return false, s.c.errPastRetention()
+	}
 	cutoff := s.c.versionCutoff(s.now)
+	next := resumed
 	return s.walk(famFeedVersion, floor, versionTimes, func(lsn uint64, _, v []byte) (bool, error) {
 		rec, err := decodeVersionRecord(v)
 		if err != nil {
 			return false, err
 		}
+		if next && rec.crts < cutoff {
+			return false, s.c.errPastRetention()
+		}
+		next = false
 		if rec.crts < cutoff || (s.hasSince && rec.crts < s.since) || !s.scoped([]byte(rec.epk), rec.pk) {
 			return true, nil
 		}

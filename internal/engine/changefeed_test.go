@@ -684,6 +684,9 @@ func TestChangeFeedExpiryOncePerItem(t *testing.T) {
 func TestChangeFeedRetention(t *testing.T) {
 	ce := newCFEnv(t)
 	ce.coll("c", pkDef+`,"changeFeedPolicy":{"retentionDuration":10}`)
+	// A reader from now, one that read the first two, and one that read
+	// all five.
+	now := ce.feed(ChangeFeedParams{ItemRef: ItemRef{DB: "db", Coll: "c"}, Mode: AllVersionsAndDeletes, Start: StartNow}).Position
 	for i := range 5 {
 		ce.write("c", ModeCreate, fmt.Sprintf(`{"id":"old%d","pk":"p"}`, i))
 	}
@@ -691,6 +694,21 @@ func TestChangeFeedRetention(t *testing.T) {
 	// Hidden at once, before any trimming.
 	if items, _ := ce.drain(all("c")); len(items) != 0 {
 		t.Fatalf("records past retention: %s", versions(items))
+	}
+	// A reader whose next change is past retention has missed it: 400.
+	resume := func(at FeedPosition) error {
+		p := all("c")
+		p.Start, p.After = StartAfter, at
+		_, err := ce.e.ChangeFeed(context.Background(), p)
+		return err
+	}
+	for _, at := range []FeedPosition{now, position(2)} {
+		if err := resume(at); !isCode(err, BadRequest) {
+			t.Errorf("resumed at %v with the changes after it past retention: %v, want 400", at, err)
+		}
+	}
+	if err := resume(position(5)); err != nil {
+		t.Errorf("resumed after the last change: %v", err)
 	}
 	ce.write("c", ModeCreate, `{"id":"new0","pk":"p"}`)
 	ce.write("c", ModeCreate, `{"id":"new1","pk":"p"}`)
@@ -724,6 +742,14 @@ func TestChangeFeedRetention(t *testing.T) {
 	}
 	if left != trimEvery-5 || floor != 5 {
 		t.Errorf("%d records left with floor %d; want the %d new ones, floor 5", left, floor, trimEvery-5)
+	}
+	// Trimmed past a reader's position: 400 too; at the floor, the next
+	// change is kept.
+	if err := resume(position(4)); !isCode(err, BadRequest) {
+		t.Errorf("resumed before the trimmed records: %v, want 400", err)
+	}
+	if err := resume(position(5)); err != nil {
+		t.Errorf("resumed at the last trimmed change: %v", err)
 	}
 	// The latest-version feed keeps every live item whatever the retention.
 	if items, _ := ce.drain(lv("c")); len(items) != trimEvery {

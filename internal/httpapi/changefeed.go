@@ -114,6 +114,10 @@ func changeFeedParams(r *http.Request, db, coll string) (engine.ChangeFeedParams
 			}
 		}
 		p.Start, p.Since = engine.StartTime, t
+	case p.Mode == engine.AllVersionsAndDeletes:
+		// The service's change feed modes: "You can't read changes from
+		// the beginning of the container … by using this mode."
+		return p, badRequest("The all versions and deletes change feed cannot start from the beginning: start from now (If-None-Match: *) or from a continuation.")
 	default:
 		p.Start = engine.StartBeginning
 	}
