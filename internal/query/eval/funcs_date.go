@@ -217,7 +217,9 @@ func init() {
 		part, ok1 := partArg(a[0])
 		n, ok2 := intArg(a[1])
 		t, ok3 := parseDateTime(a[2])
-		if !ok1 || !ok2 || !ok3 {
+		// A number that is not an integer is undefined, as the
+		// reference says, not truncated.
+		if !ok1 || !ok2 || !ok3 || float64(n) != a[1].Float() {
 			return undef
 		}
 		switch part {
@@ -321,22 +323,19 @@ func init() {
 			}
 			origin = o
 		}
+		// Undefined, as the service's reference says, for a part coarser
+		// than days, for either date before the year 1601, and for
+		// nanoseconds in bins of less than 100 (a tick).
+		if t.Year() < 1601 || origin.Year() < 1601 {
+			return undef
+		}
 		switch part {
 		case partYear, partMonth:
-			unit := size
-			if part == partYear {
-				unit *= 12
-			}
-			months := int64(t.Year()-origin.Year())*12 + int64(t.Month()-origin.Month())
-			if t.Before(must(addMonths(origin, months))) {
-				months--
-			}
-			r, ok := addMonths(origin, floorDiv(months, unit)*unit)
-			if !ok {
+			return undef
+		case partNanosecond:
+			if size < 100 {
 				return undef
 			}
-			return dateValue(r)
-		case partNanosecond:
 			size = (size + 99) / 100
 		default:
 			size *= partTicks[part]
@@ -395,4 +394,3 @@ func init() {
 	}, "TimestampToDateTime")
 }
 
-func must(t time.Time, _ bool) time.Time { return t }
