@@ -393,4 +393,3 @@ func init() {
 		return dateValue(fromTicks(n * 10_000))
 	}, "TimestampToDateTime")
 }
-
