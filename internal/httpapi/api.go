@@ -259,6 +259,10 @@ func (h *Handler) serve(rq *request) {
 		h.fail(rq, err)
 		return
 	}
+	if err := checkVersion(r); err != nil {
+		h.fail(rq, err)
+		return
+	}
 	if p.ridLink != "" {
 		names, byRid, err := h.eng.ResolveRidLink(r.Context(), p.segs)
 		if err != nil {
@@ -319,6 +323,21 @@ func (h *Handler) checkConsistency(r *http.Request) error {
 	}
 	if want > consistencyStrength[strings.ToLower(h.consist)] {
 		return badRequest("ConsistencyLevel %s specified in the request is invalid when service is configured with consistency level %s. Ensure the request consistency level is not stronger than the service consistency level.", v, h.consist)
+	}
+	return nil
+}
+
+// checkVersion refuses an x-ms-version that is not an API version: the
+// service answers such a request with this 400. A version is a date; one
+// newer than the service knows is served as the newest, and one missing is
+// served as the newest, as the REST reference says.
+func checkVersion(r *http.Request) error {
+	v := strings.TrimSpace(r.Header.Get("x-ms-version"))
+	if v == "" {
+		return nil
+	}
+	if _, err := time.Parse(time.DateOnly, v); err != nil {
+		return badRequest("Invalid API version. Ensure a valid x-ms-version header value is passed.")
 	}
 	return nil
 }

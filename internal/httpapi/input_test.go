@@ -197,3 +197,15 @@ func TestSessionTokenFollowsAPIVersion(t *testing.T) {
 		}
 	}
 }
+
+// An x-ms-version that is not a date is refused with the service's 400; a
+// date the service would not know yet is served as the newest.
+func TestAPIVersionIsChecked(t *testing.T) {
+	h := newTestHandler(t)
+	for v, want := range map[string]int{"garbage": 400, "2020-13-01": 400, "1.0": 400, "2020-07-15": 200, "2099-01-01": 200, "": 200} {
+		rec := serve(h, "GET", "/dbs/db/colls/c", "", map[string]string{"x-ms-version": v})
+		if rec.Code != want || (want == 400 && !strings.Contains(rec.Body.String(), "Invalid API version")) {
+			t.Errorf("x-ms-version %q: %d %s, want %d", v, rec.Code, rec.Body, want)
+		}
+	}
+}
