@@ -232,6 +232,10 @@ func TestResourceTokenOnSelfLink(t *testing.T) {
 	if p["resource"] != strings.Trim(self, "/") {
 		t.Errorf("resource = %v, want %q", p["resource"], self)
 	}
+	// A permission's rid is its user's 8 bytes and 8 more.
+	if rid, err := base64.StdEncoding.DecodeString(strings.ReplaceAll(p["_rid"].(string), "-", "/")); err != nil || len(rid) != 16 {
+		t.Errorf("permission _rid %v: %d bytes, want 16 (%v)", p["_rid"], len(rid), err)
+	}
 	tok := p["_token"].(string)
 	expectJSON(t, e.do(http.MethodPost, "/dbs/sdb/users/u/permissions",
 		[]byte(`{"id":"nowhere","permissionMode":"All","resource":"dbs/AQAAAA==/colls/AQAAAJ0fgTc="}`), nil), 400, "permission on a rid link to nothing")

@@ -452,7 +452,10 @@ func (e *Engine) WritePermission(ctx context.Context, p PermissionParams) (*Perm
 		if found {
 			rec.Rid = old.Rid
 		} else {
-			rec.Rid = binary.BigEndian.AppendUint32(bytes.Clone(u.Rid), uint32(n))
+			// A permission's rid is its user's 8 bytes and 8 more, as the
+			// service makes it (DocumentDB-era clients parse rids by
+			// length); one made before with 4 more keeps its rid.
+			rec.Rid = binary.BigEndian.AppendUint64(bytes.Clone(u.Rid), n)
 			created = true
 		}
 		rec.Etag = etagFor(rec.Rid, n)
