@@ -381,6 +381,9 @@ func unary(op ast.UnaryOp, v document.Value) document.Value {
 		if v.IsInt() && v.Int() != math.MinInt64 {
 			return document.Int(-v.Int())
 		}
+		if math.IsInf(v.Float(), 0) {
+			return document.Float(-v.Float()) // -Infinity
+		}
 		return number(-v.Float())
 	case ast.OpPlus:
 		return v

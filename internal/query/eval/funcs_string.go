@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"math"
 	"regexp"
 	"strings"
 	"unicode"
@@ -267,6 +268,15 @@ func init() {
 			return undef
 		case document.String:
 			return a[0]
+		case document.Number:
+			switch f := a[0].Float(); {
+			case math.IsNaN(f):
+				return document.Str("NaN")
+			case math.IsInf(f, 1):
+				return document.Str("Infinity")
+			case math.IsInf(f, -1):
+				return document.Str("-Infinity")
+			}
 		}
 		return document.Str(string(a[0].JSON()))
 	}, "ToString")

@@ -16,6 +16,7 @@ package parser
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/mayfly-db/mayfly/internal/document"
@@ -829,6 +830,16 @@ func (p *parser) primary() ast.Expr {
 			return o
 		}
 	case tWord:
+		if (t.text == "NaN" || t.text == "Infinity") && (p.peek.kind != tPunct || p.peek.text != "(") {
+			// The service's numbers that JSON cannot write (its ToString
+			// and StringToNumber references use them).
+			p.advance()
+			f := math.Inf(1)
+			if t.text == "NaN" {
+				f = math.NaN()
+			}
+			return &ast.Literal{Value: document.Float(f), Text: t.text, Pos: pos}
+		}
 		upper := strings.ToUpper(t.text)
 		switch upper {
 		case "TRUE":

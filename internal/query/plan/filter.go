@@ -102,13 +102,15 @@ func pathOf(e ast.Expr) (root string, names []string, ok bool) {
 func constant(e ast.Expr, params map[string]document.Value) (document.Value, bool) {
 	switch x := e.(type) {
 	case *ast.Literal:
-		return x.Value, x.Value.IsDefined()
+		// NaN and Infinity are left to the evaluator: no index entry
+		// holds them.
+		return x.Value, x.Value.IsDefined() && x.Text != "NaN" && x.Text != "Infinity"
 	case *ast.Param:
 		v := Param(params, x.Name)
 		return v, v.IsDefined()
 	case *ast.Unary:
 		if x.Op == ast.OpNeg {
-			if lit, ok := x.X.(*ast.Literal); ok && lit.Value.Kind() == document.Number {
+			if lit, ok := x.X.(*ast.Literal); ok && lit.Value.Kind() == document.Number && lit.Text != "Infinity" && lit.Text != "NaN" {
 				if lit.Value.IsInt() {
 					return document.Int(-lit.Value.Int()), true
 				}
