@@ -367,69 +367,77 @@ func TestPartitionKeyRangesNotModified(t *testing.T) {
 	}
 }
 
-// TestResourceFeedsResumeAfterTheLastReturned: a read feed of databases,
-// users or stored procedures pages on from the last resource it returned,
-// so a resource deleted or created between pages hides no other one and
-// repeats none.
+// TestResourceFeedsResumeAfterTheLastReturned: a read feed or a query of
+// databases, users or stored procedures pages on from the last resource
+// it returned, so a resource deleted or created between pages hides no
+// other one and repeats none (a loop that deletes each page it lists sees
+// every resource).
 func TestResourceFeedsResumeAfterTheLastReturned(t *testing.T) {
 	e := start(t)
-	e.database("db")
-	if r := e.do("POST", "/dbs/db/colls", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil); r.status != 201 {
+	e.database("zdb") // sorts after the databases the test lists and deletes
+	if r := e.do("POST", "/dbs/zdb/colls", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil); r.status != 201 {
 		t.Fatalf("container: %d %s", r.status, r.body)
 	}
-	for _, tc := range []struct {
-		feed, key, create string
-		ids               []string // created in this order
-	}{
-		{"/dbs/db/users", "Users", `{"id":"%s"}`, []string{"u3", "u1", "u0", "u2", "u4"}},
-		{"/dbs/db/colls/c/sprocs", "StoredProcedures", `{"id":"%s","body":"function () {}"}`, []string{"s3", "s1", "s0", "s2", "s4"}},
-		{"/dbs", "Databases", `{"id":"%s"}`, []string{"p3", "p1", "p0", "p2", "p4"}},
-	} {
-		for _, id := range tc.ids {
-			if r := e.do("POST", tc.feed, []byte(fmt.Sprintf(tc.create, id)), nil); r.status != 201 {
-				t.Fatalf("create %s: %d %s", id, r.status, r.body)
+	for _, query := range []bool{false, true} {
+		for _, tc := range []struct {
+			feed, key, create string
+			ids               []string // created in this order
+		}{
+			{"/dbs/zdb/users", "Users", `{"id":"%s"}`, []string{"u3", "u1", "u0", "u2", "u4"}},
+			{"/dbs/zdb/colls/c/sprocs", "StoredProcedures", `{"id":"%s","body":"function () {}"}`, []string{"s3", "s1", "s0", "s2", "s4"}},
+			{"/dbs", "Databases", `{"id":"%s"}`, []string{"p3", "p1", "p0", "p2", "p4"}},
+		} {
+			name := fmt.Sprintf("%s (query %v)", tc.feed, query)
+			for _, id := range tc.ids {
+				if r := e.do("POST", tc.feed, []byte(fmt.Sprintf(tc.create, fmt.Sprint(id, query))), nil); r.status != 201 {
+					t.Fatalf("create %s: %d %s", id, r.status, r.body)
+				}
 			}
-		}
-		page := func(cont string) ([]string, string) {
-			t.Helper()
-			hdr := map[string]string{"x-ms-max-item-count": "2"}
-			if cont == "all" {
-				hdr["x-ms-max-item-count"] = "-1"
-			} else if cont != "" {
-				hdr["x-ms-continuation"] = cont
+			page := func(cont string) ([]string, string) {
+				t.Helper()
+				hdr := map[string]string{"x-ms-max-item-count": "2"}
+				if cont == "all" {
+					hdr["x-ms-max-item-count"] = "-1"
+				} else if cont != "" {
+					hdr["x-ms-continuation"] = cont
+				}
+				r := e.do("GET", tc.feed, nil, hdr)
+				if query {
+					hdr["Content-Type"], hdr["x-ms-documentdb-isquery"] = "application/query+json", "true"
+					r = e.do("POST", tc.feed, []byte(`{"query":"SELECT * FROM root"}`), hdr)
+				}
+				var body map[string]json.RawMessage
+				var list []map[string]any
+				if r.status != 200 || json.Unmarshal(r.body, &body) != nil || json.Unmarshal(body[tc.key], &list) != nil {
+					t.Fatalf("%s: %d %s", name, r.status, r.body)
+				}
+				var ids []string
+				for _, v := range list {
+					ids = append(ids, v["id"].(string))
+				}
+				return ids, r.header.Get("x-ms-continuation")
 			}
-			r := e.do("GET", tc.feed, nil, hdr)
-			var body map[string]json.RawMessage
-			var list []map[string]any
-			if r.status != 200 || json.Unmarshal(r.body, &body) != nil || json.Unmarshal(body[tc.key], &list) != nil {
-				t.Fatalf("%s: %d %s", tc.feed, r.status, r.body)
+			all, _ := page("all")
+			first, cont := page("")
+			// Delete the first page's resources and create one that sorts
+			// before every other: none of it moves the next page.
+			for _, id := range first {
+				if r := e.do("DELETE", tc.feed+"/"+id, nil, nil); r.status != 204 {
+					t.Fatalf("delete %s: %d %s", id, r.status, r.body)
+				}
 			}
-			var ids []string
-			for _, v := range list {
-				ids = append(ids, v["id"].(string))
+			if r := e.do("POST", tc.feed, []byte(fmt.Sprintf(tc.create, fmt.Sprint("0first", query))), nil); r.status != 201 {
+				t.Fatalf("create: %d %s", r.status, r.body)
 			}
-			return ids, r.header.Get("x-ms-continuation")
-		}
-		all, _ := page("all")
-		first, cont := page("")
-		// Delete the first page's resources and create one that sorts
-		// before every other: none of it moves the next page.
-		for _, id := range first {
-			if r := e.do("DELETE", tc.feed+"/"+id, nil, nil); r.status != 204 {
-				t.Fatalf("delete %s: %d %s", id, r.status, r.body)
+			seen := slices.Clone(first)
+			for cont != "" {
+				var ids []string
+				ids, cont = page(cont)
+				seen = append(seen, ids...)
 			}
-		}
-		if r := e.do("POST", tc.feed, []byte(fmt.Sprintf(tc.create, "0first")), nil); r.status != 201 {
-			t.Fatalf("create: %d %s", r.status, r.body)
-		}
-		seen := slices.Clone(first)
-		for cont != "" {
-			var ids []string
-			ids, cont = page(cont)
-			seen = append(seen, ids...)
-		}
-		if got, want := strings.Join(seen, " "), strings.Join(all, " "); got != want {
-			t.Errorf("%s: paged %s, want %s", tc.feed, got, want)
+			if got, want := strings.Join(seen, " "), strings.Join(all, " "); got != want {
+				t.Errorf("%s: paged %s, want %s", name, got, want)
+			}
 		}
 	}
 	if r := e.do("GET", "/dbs", nil, map[string]string{"x-ms-continuation": "2"}); r.status != 400 {

@@ -1215,6 +1215,19 @@ func (e *Engine) QueryResources(ctx context.Context, p ResourceQueryParams) (*Fe
 	if err != nil {
 		return nil, err
 	}
+	fp := fingerprint(p.Params, "resources", strconv.Itoa(int(p.Kind)), p.DB, p.Item.Coll, p.Item.ItemID, p.Query)
+	var cur cursor
+	if p.Continuation != "" {
+		var derr *Error
+		if cur, derr = parseCursor(p.Continuation, fp); derr != nil {
+			return nil, derr
+		}
+	}
+	page.Examined = len(vals)
+	page.Charge = queryCharge(len(vals), 0, 0)
+	if prog.Streaming() {
+		return page, pageResourcesByID(prog, vals, pageSize(p.MaxItemCount), fp, cur, page)
+	}
 	i := 0
 	rows, err := prog.Run(func() (document.Value, eval.DocMeta, bool, error) {
 		if i == len(vals) {
@@ -1226,14 +1239,6 @@ func (e *Engine) QueryResources(ctx context.Context, p ResourceQueryParams) (*Fe
 	if err != nil {
 		return nil, queryError(err)
 	}
-	fp := fingerprint(p.Params, "resources", strconv.Itoa(int(p.Kind)), p.DB, p.Item.Coll, p.Item.ItemID, p.Query)
-	var cur cursor
-	if p.Continuation != "" {
-		var derr *Error
-		if cur, derr = parseCursor(p.Continuation, fp); derr != nil {
-			return nil, derr
-		}
-	}
 	end, derr := pageRows(rows, cur.skip, pageSize(p.MaxItemCount), page)
 	if derr != nil {
 		return nil, derr
@@ -1241,9 +1246,42 @@ func (e *Engine) QueryResources(ctx context.Context, p ResourceQueryParams) (*Fe
 	if end < len(rows) {
 		page.Continuation = cursor{fingerprint: fp, skip: end}.String()
 	}
-	page.Examined = len(vals)
-	page.Charge = queryCharge(len(vals), 0, 0)
 	return page, nil
+}
+
+// pageResourcesByID pages a streaming query over resources by position:
+// the resources go in id order, and a token holds the id of the resource
+// the page ended in and how many of its rows the pages returned (a JOIN
+// makes several), so a resource deleted or created between pages hides no
+// other one and repeats none. A query that sorts, groups or counts rows
+// (TOP, OFFSET, DISTINCT) pages its materialized result instead.
+func pageResourcesByID(prog *eval.Program, vals []document.Value, limit int, fp uint64, cur cursor, page *FeedPage) error {
+	idOf := func(v document.Value) string { return v.Get("id").Str() }
+	slices.SortStableFunc(vals, func(a, b document.Value) int { return strings.Compare(idOf(a), idOf(b)) })
+	at := string(cur.pos)
+	i, _ := slices.BinarySearchFunc(vals, at, func(v document.Value, id string) int { return strings.Compare(idOf(v), id) })
+	skip := 0
+	if i < len(vals) && cur.pos != nil && idOf(vals[i]) == at {
+		skip = cur.skip
+	}
+	size := 0
+	for ; i < len(vals); i++ {
+		rows, err := prog.RunDocs(vals[i : i+1])
+		if err != nil {
+			return queryError(err)
+		}
+		for j := skip; j < len(rows); j++ {
+			b := rows[j].JSON()
+			if len(page.Items) == limit || (size+len(b) > maxPageBytes && len(page.Items) > 0) {
+				page.Continuation = cursor{fingerprint: fp, pos: []byte(idOf(vals[i])), skip: j}.String()
+				return nil
+			}
+			page.Items = append(page.Items, b)
+			size += len(b)
+		}
+		skip = 0
+	}
+	return nil
 }
 
 // ConditionEvaluator returns a patch-condition evaluator over the query

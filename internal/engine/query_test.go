@@ -64,3 +64,39 @@ func TestQueryNaNAndInfinity(t *testing.T) {
 		}
 	}
 }
+
+// A query over resources whose resources make several rows each (a JOIN)
+// pages through them whole, a page ending inside one resource's rows.
+func TestResourceQueryPagesThroughJoins(t *testing.T) {
+	be := newBatchEnv(t, "null")
+	ctx := context.Background()
+	for _, id := range []string{"x", "y"} {
+		body := `{"id":"` + id + `","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"includedPaths":[{"path":"/a/?"},{"path":"/b/?"},{"path":"/*"}]}}`
+		if _, err := be.e.CreateContainer(ctx, "db", batchJSON(t, body), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := ResourceQueryParams{Kind: ResourceContainers, DB: "db", Query: "SELECT c.id, p.path FROM c JOIN p IN c.indexingPolicy.includedPaths", MaxItemCount: 2}
+	var got []string
+	for range 10 {
+		page, err := be.e.QueryResources(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range page.Items {
+			got = append(got, string(it))
+		}
+		if q.Continuation = page.Continuation; q.Continuation == "" {
+			break
+		}
+	}
+	want := []string{`{"id":"c","path":"/*"}`}
+	for _, id := range []string{"x", "y"} {
+		for _, p := range []string{"/a/?", "/b/?", "/*"} {
+			want = append(want, `{"id":"`+id+`","path":"`+p+`"}`)
+		}
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("paged %s\nwant  %s", strings.Join(got, " "), strings.Join(want, " "))
+	}
+}
