@@ -76,7 +76,7 @@ start_server "$out/mayfly-partitions.log" "$out/mayfly" --in-memory --partitions
 multi_pid=$started_pid
 wait_ready "https://localhost:${multi_port}/" "$multi_pid" "$out/mayfly-partitions.log" "$out/partitions.pem"
 if ! (cd integration/js && MAYFLY_ENDPOINT="https://localhost:${multi_port}/" MAYFLY_CA_FILE="$PWD/../../$out/partitions.pem" \
-	node --test --test-reporter=spec query.test.js smoke.test.js querydiff.test.js documentdb.test.js); then
+	node --test --test-reporter=spec query.test.js smoke.test.js querydiff.test.js documentdb.test.js changefeed.test.js); then
 	status=1
 	echo "(c) FAILED"
 fi
