@@ -60,7 +60,37 @@ func TestReadOnlyKey(t *testing.T) {
 			t.Errorf("%s %s with the read-only key: %d %s, want 401 Unauthorized", w.method, w.path, r.status, r.body)
 		}
 	}
+	// Query headers make a query only of a POST to a feed: a stored
+	// procedure run or a delete by partition key that carries them is
+	// still a write.
+	if r := e.do(http.MethodPost, "/dbs/rodb/colls/c/sprocs", []byte(`{"id":"w","body":"function () { getContext().getCollection().createDocument(getContext().getCollection().getSelfLink(), {id: 'w', pk: 'p'}); }"}`), nil); r.status != http.StatusCreated {
+		t.Fatalf("create procedure: %d %s", r.status, r.body)
+	}
+	pkDelete := func() map[string]string {
+		date := time.Now().UTC().Format(http.TimeFormat)
+		return map[string]string{"x-ms-date": date, "Authorization": signature(http.MethodPost, "colls", "dbs/rodb/colls/c", date, ro),
+			"x-ms-documentdb-partitionkey": `["p"]`}
+	}
+	for _, w := range []struct {
+		path, body string
+		h          map[string]string
+	}{
+		{"/dbs/rodb/colls/c/sprocs/w", `[]`, as(http.MethodPost, "/dbs/rodb/colls/c/sprocs/w")},
+		{"/dbs/rodb/colls/c/operations/partitionkeydelete", ``, pkDelete()},
+	} {
+		for _, q := range []map[string]string{{"x-ms-documentdb-isquery": "true"}, {"Content-Type": "application/query+json"}} {
+			for k, v := range q {
+				w.h[k] = v
+			}
+			if r := e.do(http.MethodPost, w.path, []byte(w.body), w.h); r.status != http.StatusUnauthorized {
+				t.Errorf("POST %s with %v and the read-only key: %d %s, want 401", w.path, q, r.status, r.body)
+			}
+		}
+	}
 	if r := e.do(http.MethodGet, "/dbs/rodb/colls/c/docs/a", nil, map[string]string{"x-ms-documentdb-partitionkey": `["p"]`}); r.status != http.StatusOK || strings.Contains(string(r.body), `"x"`) {
 		t.Errorf("item after refused writes: %d %s", r.status, r.body)
+	}
+	if r := e.do(http.MethodGet, "/dbs/rodb/colls/c/docs/w", nil, map[string]string{"x-ms-documentdb-partitionkey": `["p"]`}); r.status != http.StatusNotFound {
+		t.Errorf("the procedure's item after a refused run: %d %s", r.status, r.body)
 	}
 }

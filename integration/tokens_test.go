@@ -130,10 +130,25 @@ func TestResourceTokens(t *testing.T) {
 		{"POST", "/dbs/tdb/colls/c/sprocs", sproc("2"), nil, 403},
 		{"GET", "/dbs/tdb/colls/c/sprocs/sp", "", nil, 403},
 	})
+	asQuery := func(h map[string]string) map[string]string {
+		out := map[string]string{"x-ms-documentdb-isquery": "true", "Content-Type": "application/query+json"}
+		for k, v := range h {
+			out[k] = v
+		}
+		return out
+	}
 	run("read token and scripts", read, []call{
 		{"GET", "/dbs/tdb/colls/c/sprocs/sp", "", nil, 200},
 		{"POST", "/dbs/tdb/colls/c/sprocs/sp", `[]`, pkp, 403},
 		{"POST", "/dbs/tdb/colls/c/sprocs", sproc("2"), nil, 403},
+		// Query headers do not make a run or a delete a read.
+		{"POST", "/dbs/tdb/colls/c/sprocs/sp", `[]`, asQuery(pkp), 403},
+		{"POST", "/dbs/tdb/colls/c/operations/partitionkeydelete", ``, asQuery(pkp), 403},
+	})
+	// A delete by partition key is an item write: a token scoped to a
+	// key may make it in that key only.
+	run("partition token and a delete by partition key", part, []call{
+		{"POST", "/dbs/tdb/colls/c/operations/partitionkeydelete", ``, map[string]string{"x-ms-documentdb-partitionkey": `["q"]`}, 403},
 	})
 	// All on the container: its stored procedures run, and its scripts
 	// are written; the container itself is not.

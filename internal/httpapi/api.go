@@ -242,7 +242,7 @@ func (h *Handler) serve(rq *request) {
 	areq := auth.Request{
 		Verb: r.Method, ResourceType: p.typ, ResourceLink: p.link,
 		Authorization: r.Header.Get("Authorization"), Date: date,
-		Query: r.Method == http.MethodPost && isQuery(r),
+		Query: queryRequest(r, p.segs),
 	}
 	principal, err := h.auth.Verify(areq)
 	if err != nil && p.ridLink != "" {

@@ -107,9 +107,9 @@ func authorizeGrant(rq *request, g *engine.Grant) error {
 	if s[0] != "dbs" || (len(s) >= 3 && s[2] != "colls") {
 		return auth.Forbidden()
 	}
-	write := m != http.MethodGet && m != http.MethodHead && !(m == http.MethodPost && isQuery(rq.r))
+	write := m != http.MethodGet && m != http.MethodHead && !queryRequest(rq.r, s)
 	within := len(s) >= len(g.Link) && equalSegs(s[:len(g.Link)], g.Link)
-	onItems := len(s) >= 5 && s[4] == "docs"
+	onItems := len(s) >= 5 && s[4] == "docs" || len(s) == 6 && s[4] == "operations" // a delete by partition key
 	onScripts := len(s) >= 5 && (s[4] == "sprocs" || s[4] == "triggers" || s[4] == "udfs")
 	switch {
 	case within && write && (g.Mode != engine.PermissionAll || !onItems && !onScripts):

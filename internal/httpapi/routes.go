@@ -273,6 +273,15 @@ func headerBool(r *http.Request, name string) bool {
 	return strings.EqualFold(strings.TrimSpace(r.Header.Get(name)), "true")
 }
 
+// queryRequest reports whether a request is a query, which a read-only key
+// or a Read grant may make: a POST of a query to a feed, whose path has an
+// odd number of segments (/dbs, …/docs, …/sprocs). Elsewhere the query
+// headers mean nothing: a stored procedure run or a delete by partition
+// key that carries them is still a write.
+func queryRequest(r *http.Request, segs []string) bool {
+	return r.Method == http.MethodPost && len(segs)%2 == 1 && isQuery(r)
+}
+
 func isQuery(r *http.Request) bool {
 	ct := strings.ToLower(r.Header.Get("Content-Type"))
 	return strings.HasPrefix(ct, "application/query+json") || headerBool(r, "x-ms-documentdb-isquery") || headerBool(r, "x-ms-documentdb-query")
