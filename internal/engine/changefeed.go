@@ -62,6 +62,10 @@ type change struct {
 	// erase, when set, collects the erasure of an item the change
 	// removes, for the caller to queue with others (erasure.go).
 	erase *erasureBatch
+	// now is the operation's time, on the clock that judges expiry (the
+	// database's over a shared store): the time of a delete or an
+	// expiry in the log, and what retention is measured against.
+	now time.Time
 }
 
 // Trimming runs on one change in trimEvery and removes up to trimPerChange
@@ -112,7 +116,7 @@ func (e *Engine) logChange(tx storage.Txn, c *containerRecord, ch change) error 
 			return err
 		}
 	}
-	now := e.clock.Now()
+	now := ch.now
 	var v versionRecord
 	versions := c.feedRetention() > 0
 	if versions {

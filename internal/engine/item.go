@@ -316,7 +316,7 @@ func (e *Engine) writeItemTx(tx storage.Txn, c *containerRecord, p WriteItemPara
 		if err := e.removeItem(tx, c, dead, nil); err != nil {
 			return nil, err
 		}
-		if err := e.logChange(tx, c, change{kind: changeExpire, lsn: lsn, seq: dead.seq(), prev: &dead.rec}); err != nil {
+		if err := e.logChange(tx, c, change{kind: changeExpire, lsn: lsn, seq: dead.seq(), prev: &dead.rec, now: now}); err != nil {
 			return nil, err
 		}
 	}
@@ -347,7 +347,7 @@ func (e *Engine) writeItemTx(tx storage.Txn, c *containerRecord, p WriteItemPara
 			return nil, err
 		}
 	}
-	ch := change{kind: changeCreate, lsn: lsn, seq: seq, cur: &rec}
+	ch := change{kind: changeCreate, lsn: lsn, seq: seq, cur: &rec, now: now}
 	if dead != nil {
 		ch.ord = 1 // after the expiry logged under the same LSN
 	}
@@ -777,7 +777,7 @@ func (e *Engine) deleteItemTx(tx storage.Txn, c *containerRecord, p DeleteItemPa
 	if err := e.removeItem(tx, c, live, nil); err != nil {
 		return nil, err
 	}
-	if err := e.logChange(tx, c, change{kind: changeDelete, lsn: lsn, seq: live.seq(), prev: &live.rec}); err != nil {
+	if err := e.logChange(tx, c, change{kind: changeDelete, lsn: lsn, seq: live.seq(), prev: &live.rec, now: now}); err != nil {
 		return nil, err
 	}
 	return &ItemResult{LSN: lsn, CollRid: c.ridString()}, nil

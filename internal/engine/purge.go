@@ -248,7 +248,7 @@ func (e *Engine) PurgeDue(ctx context.Context, p ttl.PurgeParams) (ttl.PurgeResu
 			if err := e.removeItem(tx, c, it, &usage); err != nil {
 				return err
 			}
-			if err := e.logChange(tx, c, change{kind: changeExpire, lsn: lsns[i], seq: it.seq(), prev: &it.rec, erase: &erase}); err != nil {
+			if err := e.logChange(tx, c, change{kind: changeExpire, lsn: lsns[i], seq: it.seq(), prev: &it.rec, erase: &erase, now: p.Now}); err != nil {
 				return err
 			}
 			res.Items = append(res.Items, ttl.PurgedItem{TS: it.rec.ts, TTL: it.rec.itemTTL()})

@@ -2,8 +2,10 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -141,5 +143,60 @@ func TestGatewaysOverAClockedStoreAgreeOnExpiry(t *testing.T) {
 	_, err := a.ReadItem(ctx, ReadItemParams{ItemRef: ref, ID: "x"})
 	if !errors.Is(err, storage.ErrUnavailable) {
 		t.Fatalf("read with the store's clock unreadable: %v, want ErrUnavailable", err)
+	}
+}
+
+// The change log dates a delete and measures its retention by the store's
+// clock, not the gateway's: deletes through gateways 7 s ahead and behind
+// carry the store's time, and a feed from a time before them has them all.
+func TestChangeLogTimesAreTheStores(t *testing.T) {
+	base := teststore.Open(t)
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	st := &clockedStore{Store: base, now: t0}
+	local := clock.NewManual(t0)
+	var gateways []*Engine
+	for _, skew := range []time.Duration{0, 7 * time.Second, -7 * time.Second} {
+		e, err := New(Config{Store: storage.WithChecks(st), Clock: clock.Skewed{Clock: local, Offset: skew}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gateways = append(gateways, e)
+	}
+	ctx := context.Background()
+	createDBAndContainer(t, gateways[0], `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash"},"changeFeedPolicy":{"retentionDuration":10}}`)
+	ref := batchRef(`["p"]`)
+	for i := range gateways {
+		if _, err := gateways[0].WriteItem(ctx, WriteItemParams{ItemRef: ref, Mode: ModeCreate, Body: []byte(fmt.Sprintf(`{"id":"d%d","pk":"p"}`, i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	since := t0.Add(time.Second)
+	st.set(t0.Add(2*time.Second), nil)
+	local.Set(t0.Add(2 * time.Second))
+	for i, e := range gateways {
+		if _, err := e.DeleteItem(ctx, DeleteItemParams{ItemRef: ref, ID: fmt.Sprintf("d%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page, err := gateways[0].ChangeFeed(ctx, ChangeFeedParams{ItemRef: ItemRef{DB: "db", Coll: "c"}, Mode: AllVersionsAndDeletes, Start: StartTime, Since: since, MaxItemCount: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, it := range page.Items {
+		var rec struct {
+			Metadata struct {
+				OperationType string `json:"operationType"`
+				ID            string `json:"id"`
+				Crts          int64  `json:"crts"`
+			} `json:"metadata"`
+		}
+		if err := json.Unmarshal(it, &rec); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%s %s at %+d", rec.Metadata.OperationType, rec.Metadata.ID, rec.Metadata.Crts-t0.Unix()))
+	}
+	if want := "delete d0 at +2, delete d1 at +2, delete d2 at +2"; strings.Join(got, ", ") != want {
+		t.Errorf("the deletes since +1 s: %s, want %s", strings.Join(got, ", "), want)
 	}
 }
