@@ -80,3 +80,59 @@ func getValue(ctx context.Context, s storage.Store, key []byte) (string, error) 
 	})
 	return out, err
 }
+
+// A write transaction whose gateway stops in its middle, holding a row's
+// lock, is ended by PostgreSQL once it has sat idle past IdleWrite, so
+// another gateway's write to the row goes on rather than waiting for it.
+func TestAStoppedWriterReleasesItsLocks(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	stopped, err := Open(ctx, Options{URL: url, IdleWrite: 300 * time.Millisecond, MaxRetries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopped.Close()
+	other, err := Open(ctx, Options{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	key := []byte("row")
+	if err := other.Update(ctx, func(tx storage.Txn) error { return tx.Set(key, []byte("0")) }); err != nil {
+		t.Fatal(err)
+	}
+	holding, resumed := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		once := false
+		_ = stopped.Update(ctx, func(tx storage.Txn) error {
+			storage.Prefetch(tx, storage.Read{Key: key, Lock: true})
+			if _, err := tx.Get(key); err != nil {
+				return err
+			}
+			if !once {
+				once = true
+				close(holding)
+				time.Sleep(3 * time.Second) // stopped, its lock held
+				close(resumed)
+			}
+			return tx.Set(key, []byte("stopped"))
+		})
+	})
+	<-holding
+	if err := other.Update(ctx, func(tx storage.Txn) error {
+		storage.Prefetch(tx, storage.Read{Key: key, Lock: true})
+		if _, err := tx.Get(key); err != nil {
+			return err
+		}
+		return tx.Set(key, []byte("other"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-resumed:
+		t.Error("the other write waited for the stopped one to resume")
+	default:
+	}
+	wg.Wait()
+}

@@ -69,6 +69,11 @@ func (r *reader) end() {
 // than the state it reads.
 const clockSQL = `SELECT statement_timestamp()`
 
+// clockWriteSQL is clockSQL for a write transaction, which also bounds how
+// long the transaction may sit idle (Options.IdleWrite, $1 in
+// milliseconds), with no round trip of its own.
+const clockWriteSQL = `SELECT statement_timestamp(), set_config('idle_in_transaction_session_timeout', $1, true)`
+
 // prefetchSQL reads the keys of $1, and for each pair of $2 and $3 the
 // key $3 followed by the value under $2.
 // Keys go as stored keys, and rows come back with their keys. A pointer
@@ -147,7 +152,11 @@ func (r *reader) send(sql string, args ...any) (pgx.Rows, func() error, error) {
 	beginning := !r.begun
 	if beginning {
 		b.Queue(r.begin)
-		b.Queue(clockSQL)
+		if r.own != nil {
+			b.Queue(clockWriteSQL, r.s.idleWrite)
+		} else {
+			b.Queue(clockSQL)
+		}
 	}
 	r.begun = true
 	pending := r.pending
@@ -180,7 +189,12 @@ func (r *reader) send(sql string, args ...any) (pgx.Rows, func() error, error) {
 		if _, err := br.Exec(); err != nil {
 			return fail(err)
 		}
-		if err := br.QueryRow().Scan(&r.now); err != nil {
+		var idle string
+		dest := []any{&r.now}
+		if r.own != nil {
+			dest = append(dest, &idle)
+		}
+		if err := br.QueryRow().Scan(dest...); err != nil {
 			return fail(err)
 		}
 	}

@@ -57,6 +57,13 @@ type Options struct {
 	// Logger receives retries and connection trouble at debug and warn
 	// levels; nil discards them.
 	Logger *slog.Logger
+	// IdleWrite bounds how long a write transaction may sit idle between
+	// its statements before PostgreSQL ends its session (default one
+	// minute): a gateway that stops mid-transaction (paused, frozen,
+	// cut off) holds its rows' locks no longer than that, and the other
+	// gateways' writes to them go on. A live gateway's pauses are far
+	// shorter: its requests end within their time-out (30 s by default).
+	IdleWrite time.Duration
 }
 
 // Store is a storage.Store on PostgreSQL. Create it with Open.
@@ -64,6 +71,7 @@ type Store struct {
 	pool       *pgxpool.Pool
 	maxRetries int
 	log        *slog.Logger
+	idleWrite  string // Options.IdleWrite in milliseconds
 
 	retries    atomic.Int64 // serialization failures re-run
 	conflicts  atomic.Int64 // Updates that gave up with ErrConflict
@@ -93,6 +101,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.MaxRetries <= 0 {
 		opts.MaxRetries = 30
 	}
+	if opts.IdleWrite <= 0 {
+		opts.IdleWrite = time.Minute
+	}
 	cfg.MaxConns = int32(opts.PoolSize)
 	cfg.AfterConnect = planSettings
 	log := opts.Logger
@@ -103,7 +114,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: %w", err)
 	}
-	s := &Store{pool: pool, maxRetries: opts.MaxRetries, log: log}
+	s := &Store{pool: pool, maxRetries: opts.MaxRetries, log: log, idleWrite: strconv.FormatInt(opts.IdleWrite.Milliseconds(), 10)}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("%w: pgstore: cannot reach PostgreSQL at %s: %w", storage.ErrUnavailable, redact(cfg), err)
