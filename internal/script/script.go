@@ -326,6 +326,9 @@ func (x *execution) install() error {
 	if err := vm.Set("console", console); err != nil {
 		return err
 	}
+	if err := guardParsers(vm); err != nil {
+		return err
+	}
 	// No timers, modules or host objects: goja has none unless given.
 	_, err := vm.RunProgram(shorthandProgram)
 	return err
@@ -343,6 +346,9 @@ var shorthandProgram = goja.MustCompile("shorthand", shorthand, false)
 func compiled(name, src string) (*goja.Program, error) {
 	if p, ok := programs.Load(src); ok {
 		return p.(*goja.Program), nil
+	}
+	if nesting(src) > maxNesting {
+		return nil, &ScriptError{Message: "SyntaxError: " + errTooNested, Compile: true}
 	}
 	p, err := goja.Compile(name, "("+src+"\n)", false)
 	if err != nil {

@@ -345,3 +345,42 @@ func TestMemoryIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Text nested past maxNesting is refused before it is parsed, wherever a
+// script parses text: JSON.parse, eval and the function constructors
+// throw a RangeError the script catches, and a source so nested does not
+// compile. Parsing such text by recursion would overflow the process's
+// stack. Below the bound each works as before.
+func TestNestedTextIsRefusedBeforeParsing(t *testing.T) {
+	deep := `"[".repeat(3000000) + "]".repeat(3000000)`
+	for _, tc := range []struct {
+		name, src, body string
+	}{
+		{"JSON.parse", `function () { try { JSON.parse(` + deep + `); } catch (e) { getContext().getResponse().setBody(String(e)); } }`, `"RangeError: the text nests brackets deeper than a script may parse (10000 levels)"`},
+		{"eval", `function () { try { eval(` + deep + `); } catch (e) { getContext().getResponse().setBody(e instanceof Error); } }`, `true`},
+		{"Function", `function () { try { Function("return " + ` + deep + `); } catch (e) { getContext().getResponse().setBody(e instanceof Error); } }`, `true`},
+		{"a function's constructor", `function () { try { (function () {}).constructor("return " + ` + deep + `); } catch (e) { getContext().getResponse().setBody(e instanceof Error); } }`, `true`},
+		{"a generator's constructor", `function () { try { Object.getPrototypeOf(function* () {}).constructor(` + deep + `); } catch (e) { getContext().getResponse().setBody(e instanceof Error); } }`, `true`},
+		{"below the bound", `function () {
+			var r = [JSON.parse('{"a":[1,{"b":2}]}', function (k, v) { return k === "b" ? v * 10 : v; }).a[1].b,
+				eval("1 + 2"), new Function("a", "b", "return a + b")(1, 2), Function("return 4")(),
+				(function () {}).constructor("return 5")(), (function () {}) instanceof Function,
+				JSON.parse("[".repeat(5000) + "]".repeat(5000)).length];
+			getContext().getResponse().setBody(r); }`, `[20,3,3,4,5,true,1]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, _, err := runProc(t, tc.src, ``, Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(res.Body) != tc.body {
+				t.Errorf("body %s, want %s", res.Body, tc.body)
+			}
+		})
+	}
+	_, _, err := runProc(t, `function () { return `+strings.Repeat("(", 20000)+"1"+strings.Repeat(")", 20000)+` }`, ``, Limits{})
+	var se *ScriptError
+	if !errors.As(err, &se) || !se.Compile {
+		t.Errorf("a source nested 20,000 deep: %v, want a compile error", err)
+	}
+}
