@@ -65,6 +65,32 @@ var guardProgram = goja.MustCompile("guard", `(function (check) {
   delete globalThis.__mayflyCheckNesting;
   var parse = JSON.parse;
   JSON.parse = function parse_(text, reviver) { check(text); return parse.call(JSON, text, reviver); };
+  // JSON.stringify recurses too, and takes time that grows with the
+  // square of the depth while no time limit can stop it: values nested
+  // deeper than the bound are refused as it meets them.
+  var stringify = JSON.stringify;
+  JSON.stringify = function stringify_(value, replacer, space) {
+    var depths = new WeakMap();
+    var allow = Array.isArray(replacer) ? replacer.map(String) : null;
+    var user = typeof replacer === "function" ? replacer : null;
+    var track = function (key, v) {
+      if (allow !== null && key !== "" && !Array.isArray(this) && allow.indexOf(key) < 0) {
+        return undefined;
+      }
+      if (user !== null) {
+        v = user.call(this, key, v);
+      }
+      if (v !== null && typeof v === "object") {
+        var d = (depths.get(this) || 0) + 1;
+        if (d > 10000) {
+          throw new RangeError("the value nests deeper than a script may serialize (10000 levels)");
+        }
+        depths.set(v, d);
+      }
+      return v;
+    };
+    return stringify.call(JSON, value, track, space);
+  };
   var evaluate = eval;
   globalThis.eval = function (x) { check(x); return evaluate(x); };
   function wrap(C) {

@@ -361,6 +361,12 @@ func TestNestedTextIsRefusedBeforeParsing(t *testing.T) {
 		{"Function", `function () { try { Function("return " + ` + deep + `); } catch (e) { getContext().getResponse().setBody(e instanceof Error); } }`, `true`},
 		{"a function's constructor", `function () { try { (function () {}).constructor("return " + ` + deep + `); } catch (e) { getContext().getResponse().setBody(e instanceof Error); } }`, `true`},
 		{"a generator's constructor", `function () { try { Object.getPrototypeOf(function* () {}).constructor(` + deep + `); } catch (e) { getContext().getResponse().setBody(e instanceof Error); } }`, `true`},
+		{"JSON.stringify", `function () { var o = {}; for (var i = 0; i < 20000; i++) o = {a: o}; try { JSON.stringify(o); } catch (e) { getContext().getResponse().setBody(e instanceof RangeError); } }`, `true`},
+		{"a response body", `function () { var o = {}; for (var i = 0; i < 20000; i++) o = [o]; getContext().getResponse().setBody(o); }`, ``},
+		{"stringify's replacers", `function () {
+			var o = {a: 1, b: {a: 2, c: 3}, c: [1, {a: 4, d: 5}]};
+			getContext().getResponse().setBody([JSON.stringify(o, ["a", "c"]), JSON.stringify(o, function (k, v) { return k === "a" ? v * 10 : v; }), JSON.stringify({x: [1]}, null, 1), JSON.stringify("s"), String(JSON.stringify(undefined))]); }`,
+			`["{\"a\":1,\"c\":[1,{\"a\":4}]}","{\"a\":10,\"b\":{\"a\":20,\"c\":3},\"c\":[1,{\"a\":40,\"d\":5}]}","{\n \"x\": [\n  1\n ]\n}","\"s\"","undefined"]`},
 		{"below the bound", `function () {
 			var r = [JSON.parse('{"a":[1,{"b":2}]}', function (k, v) { return k === "b" ? v * 10 : v; }).a[1].b,
 				eval("1 + 2"), new Function("a", "b", "return a + b")(1, 2), Function("return 4")(),
@@ -370,6 +376,13 @@ func TestNestedTextIsRefusedBeforeParsing(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, _, err := runProc(t, tc.src, ``, Limits{})
+			if tc.body == "" {
+				// The body cannot be written: the run fails.
+				if err == nil || !strings.Contains(err.Error(), "10000 levels") {
+					t.Errorf("%v, want the body refused", err)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
