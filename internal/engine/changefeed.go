@@ -1107,11 +1107,12 @@ func (s *feedScan) versions(seq int, resumed bool) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		if next && rec.crts < cutoff {
+		in := s.scoped([]byte(rec.epk), rec.pk)
+		if next && in && rec.crts < cutoff {
 			return false, s.c.errPastRetention()
 		}
-		next = false
-		if rec.crts < cutoff || (s.hasSince && rec.crts < s.since) || !s.scoped([]byte(rec.epk), rec.pk) {
+		next = next && !in // the reader's next change is its scope's
+		if rec.crts < cutoff || (s.hasSince && rec.crts < s.since) || !in {
 			return true, nil
 		}
 		out, err := s.c.renderVersion(lsn, &rec)

@@ -949,3 +949,30 @@ func TestLatestEntryRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// A reader of one logical partition is refused only when its own next
+// change is past retention: another partition's change past retention in
+// the same sequence is none of its business.
+func TestChangeFeedRetentionFollowsTheScope(t *testing.T) {
+	ce := newCFEnv(t)
+	ce.coll("c", pkDef+`,"changeFeedPolicy":{"retentionDuration":10}`)
+	p := all("c")
+	p.ItemRef, p.Start = cfRef("c", `["x"]`), StartNow
+	at := ce.feed(p).Position
+	ce.write("c", ModeCreate, `{"id":"other","pk":"y"}`)
+	ce.clock.Advance(10*time.Minute + time.Second)
+	ce.write("c", ModeCreate, `{"id":"mine","pk":"x"}`)
+	p.Start, p.After = StartAfter, at
+	page, err := ce.e.ChangeFeed(context.Background(), p)
+	if err != nil {
+		t.Fatalf("the partition's reader: %v", err)
+	}
+	if len(page.Items) != 1 {
+		t.Errorf("the partition's reader read %d changes, want its one", len(page.Items))
+	}
+	p.ItemRef = cfRef("c", "")
+	p.RangeID = "0"
+	if _, err := ce.e.ChangeFeed(context.Background(), p); !isCode(err, BadRequest) {
+		t.Errorf("the container's reader from the same place: %v, want 400", err)
+	}
+}

@@ -212,6 +212,9 @@ func (e *Engine) ReplaceOffer(ctx context.Context, rid string, body document.Val
 	}
 	var o offerRecord
 	err = e.store.Update(ctx, func(tx storage.Txn) error {
+		// A transaction may run again: each run reads the offer afresh
+		// (its fields left empty are omitted from the record).
+		o = offerRecord{}
 		found, err := getJSON(tx, offerKey(strings.ToLower(rid)), &o)
 		if err != nil {
 			return err

@@ -19,6 +19,8 @@ type Functions struct {
 	stop    *time.Timer
 	unwatch func() // takes vm off the memory guard
 	fns     map[string]goja.Callable
+	// parse and stringify convert the engine's data (guardParsers).
+	parse, stringify goja.Callable
 }
 
 // NewFunctions returns the functions load finds by name, to be called
@@ -41,6 +43,10 @@ func (f *Functions) Call(name string, args [][]byte) ([]byte, error) {
 	if f.vm == nil {
 		f.vm = goja.New()
 		f.vm.SetMaxCallStackSize(maxCallDepth)
+		var err error
+		if f.parse, f.stringify, err = guardParsers(f.vm); err != nil {
+			return nil, err
+		}
 		vm := f.vm
 		f.stop = time.AfterFunc(f.limit, func() { vm.Interrupt(ErrTimeout) })
 		f.unwatch = watch(vm)
@@ -65,13 +71,12 @@ func (f *Functions) Call(name string, args [][]byte) ([]byte, error) {
 		f.fns[name] = fn
 	}
 	vals := make([]goja.Value, len(args))
-	parse, _ := goja.AssertFunction(f.vm.Get("JSON").ToObject(f.vm).Get("parse"))
 	for i, a := range args {
 		if a == nil {
 			vals[i] = goja.Undefined()
 			continue
 		}
-		v, err := parse(goja.Undefined(), f.vm.ToValue(string(a)))
+		v, err := f.parse(goja.Undefined(), f.vm.ToValue(string(a)))
 		if err != nil {
 			return nil, f.fail(err)
 		}
@@ -84,8 +89,7 @@ func (f *Functions) Call(name string, args [][]byte) ([]byte, error) {
 	if goja.IsUndefined(out) {
 		return nil, nil
 	}
-	stringify, _ := goja.AssertFunction(f.vm.Get("JSON").ToObject(f.vm).Get("stringify"))
-	s, err := stringify(goja.Undefined(), out)
+	s, err := f.stringify(goja.Undefined(), out)
 	if err != nil {
 		return nil, f.fail(err)
 	}

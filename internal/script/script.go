@@ -184,6 +184,8 @@ type execution struct {
 	// failed is an error of the engine (not the script's) met during a
 	// call: it ends the execution whatever the script does with it.
 	failed error
+	// parse and stringify convert the engine's data (guardParsers).
+	parse, stringify goja.Callable
 }
 
 // fail turns what the engine returned into the execution's error.
@@ -238,6 +240,10 @@ func exceptionMessage(exc *goja.Exception) string {
 // nothing of the host.
 func (x *execution) install() error {
 	vm := x.vm
+	var err error
+	if x.parse, x.stringify, err = guardParsers(vm); err != nil {
+		return err
+	}
 	coll := vm.NewObject()
 	set := func(o *goja.Object, name string, fn func(goja.FunctionCall) goja.Value) {
 		_ = o.Set(name, fn)
@@ -326,11 +332,8 @@ func (x *execution) install() error {
 	if err := vm.Set("console", console); err != nil {
 		return err
 	}
-	if err := guardParsers(vm); err != nil {
-		return err
-	}
 	// No timers, modules or host objects: goja has none unless given.
-	_, err := vm.RunProgram(shorthandProgram)
+	_, err = vm.RunProgram(shorthandProgram)
 	return err
 }
 
@@ -347,7 +350,7 @@ func compiled(name, src string) (*goja.Program, error) {
 	if p, ok := programs.Load(src); ok {
 		return p.(*goja.Program), nil
 	}
-	if nesting(src) > maxNesting {
+	if nesting(src, false) > maxNesting {
 		return nil, &ScriptError{Message: "SyntaxError: " + errTooNested, Compile: true}
 	}
 	p, err := goja.Compile(name, "("+src+"\n)", false)
@@ -643,8 +646,7 @@ func (x *execution) query(c goja.FunctionCall) goja.Value {
 
 // toJSON serializes a script value with the script's own JSON.stringify.
 func (x *execution) toJSON(v goja.Value) ([]byte, error) {
-	stringify, _ := goja.AssertFunction(x.vm.Get("JSON").ToObject(x.vm).Get("stringify"))
-	s, err := stringify(goja.Undefined(), v)
+	s, err := x.stringify(goja.Undefined(), v)
 	if err != nil {
 		return nil, err
 	}
@@ -659,8 +661,7 @@ func (x *execution) fromJSON(b []byte) goja.Value {
 	if b == nil {
 		return goja.Undefined()
 	}
-	parse, _ := goja.AssertFunction(x.vm.Get("JSON").ToObject(x.vm).Get("parse"))
-	v, err := parse(goja.Undefined(), x.vm.ToValue(string(b)))
+	v, err := x.parse(goja.Undefined(), x.vm.ToValue(string(b)))
 	if err != nil {
 		panic(err)
 	}

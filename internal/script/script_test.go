@@ -367,6 +367,15 @@ func TestNestedTextIsRefusedBeforeParsing(t *testing.T) {
 			var o = {a: 1, b: {a: 2, c: 3}, c: [1, {a: 4, d: 5}]};
 			getContext().getResponse().setBody([JSON.stringify(o, ["a", "c"]), JSON.stringify(o, function (k, v) { return k === "a" ? v * 10 : v; }), JSON.stringify({x: [1]}, null, 1), JSON.stringify("s"), String(JSON.stringify(undefined))]); }`,
 			`["{\"a\":1,\"c\":[1,{\"a\":4}]}","{\"a\":10,\"b\":{\"a\":20,\"c\":3},\"c\":[1,{\"a\":40,\"d\":5}]}","{\n \"x\": [\n  1\n ]\n}","\"s\"","undefined"]`},
+		{"a String object", `function () { try { JSON.parse(new String(` + deep + `)); } catch (e) { getContext().getResponse().setBody(e instanceof RangeError); } }`, `true`},
+		{"an object's toString", `function () { var o = {toString: function () { return ` + deep + `; }}; var r = []; try { JSON.parse(o); } catch (e) { r.push(e instanceof RangeError); } try { Function(o); } catch (e) { r.push(e instanceof RangeError); } getContext().getResponse().setBody(r); }`, `[true,true]`},
+		{"a constructor's parameters and body together", `function () { try { Function("a = " + "(".repeat(6000), "return " + "(".repeat(6000)); } catch (e) { getContext().getResponse().setBody(e instanceof RangeError); } }`, `true`},
+		{"brackets inside JSON strings", `function (p) { var s = ":(".repeat(20000); getContext().getResponse().setBody([JSON.parse(JSON.stringify({s: s})).s.length, p.length]); }`, `[40000,20000]`},
+		{"stringify's key lists", `function () {
+			getContext().getResponse().setBody([JSON.stringify({a: 1, b: 2}, ["b", "a"]), JSON.stringify(Object.create({a: 1}), ["a"]),
+				JSON.stringify({"": 1, a: 2}, ["a"]), JSON.stringify({"null": 1, a: 2}, [null, "a"]), JSON.stringify([1, {a: 1, b: 2}], ["a"]),
+				JSON.stringify({1: "x", b: new String("s")}, [1, "b"])]); }`,
+			`["{\"b\":2,\"a\":1}","{\"a\":1}","{\"a\":2}","{\"a\":2}","[1,{\"a\":1}]","{\"1\":\"x\",\"b\":\"s\"}"]`},
 		{"below the bound", `function () {
 			var r = [JSON.parse('{"a":[1,{"b":2}]}', function (k, v) { return k === "b" ? v * 10 : v; }).a[1].b,
 				eval("1 + 2"), new Function("a", "b", "return a + b")(1, 2), Function("return 4")(),
@@ -375,7 +384,11 @@ func TestNestedTextIsRefusedBeforeParsing(t *testing.T) {
 			getContext().getResponse().setBody(r); }`, `[20,3,3,4,5,true,1]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, _, err := runProc(t, tc.src, ``, Limits{})
+			params := ``
+			if tc.name == "brackets inside JSON strings" {
+				params = `["` + strings.Repeat("[", 20000) + `"]`
+			}
+			res, _, err := runProc(t, tc.src, params, Limits{})
 			if tc.body == "" {
 				// The body cannot be written: the run fails.
 				if err == nil || !strings.Contains(err.Error(), "10000 levels") {
@@ -395,5 +408,15 @@ func TestNestedTextIsRefusedBeforeParsing(t *testing.T) {
 	var se *ScriptError
 	if !errors.As(err, &se) || !se.Compile {
 		t.Errorf("a source nested 20,000 deep: %v, want a compile error", err)
+	}
+	// A user-defined function is guarded alike.
+	fns := NewFunctions(func(string) (string, error) {
+		return `function (n) { try { JSON.parse("[".repeat(n) + "]".repeat(n)); return "parsed"; } catch (e) { return String(e instanceof RangeError); } }`, nil
+	}, 0)
+	defer fns.Close()
+	for n, want := range map[string]string{"3000000": `"true"`, "100": `"parsed"`} {
+		if out, err := fns.Call("f", [][]byte{[]byte(n)}); err != nil || string(out) != want {
+			t.Errorf("a UDF parsing text nested %s deep: %s, %v; want %s", n, out, err, want)
+		}
 	}
 }

@@ -104,6 +104,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.IdleWrite <= 0 {
 		opts.IdleWrite = time.Minute
 	}
+	opts.IdleWrite = max(opts.IdleWrite, time.Millisecond) // 0 would turn the bound off
 	cfg.MaxConns = int32(opts.PoolSize)
 	cfg.AfterConnect = planSettings
 	log := opts.Logger
