@@ -88,22 +88,29 @@ func (s *clockedStore) set(now time.Time, err error) {
 	s.now, s.err = now, err
 }
 
-// Two gateways whose own clocks are 7 s ahead and 7 s behind, over one
-// store that owns the clock, judge every expiry alike, by the store's
-// clock (ttl.md A6, B6).
-func TestGatewaysOverAClockedStoreAgreeOnExpiry(t *testing.T) {
-	base := teststore.Open(t)
-	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	st := &clockedStore{Store: base, now: t0}
+// skewedGateways opens engines over one store that owns the clock, at t0,
+// each on a local clock (set with local) off by its skew.
+func skewedGateways(t *testing.T, t0 time.Time, skews ...time.Duration) (*clockedStore, *clock.Manual, []*Engine) {
+	t.Helper()
+	st := &clockedStore{Store: teststore.Open(t), now: t0}
 	local := clock.NewManual(t0)
 	var gateways []*Engine
-	for _, skew := range []time.Duration{7 * time.Second, -7 * time.Second} {
+	for _, skew := range skews {
 		e, err := New(Config{Store: storage.WithChecks(st), Clock: clock.Skewed{Clock: local, Offset: skew}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		gateways = append(gateways, e)
 	}
+	return st, local, gateways
+}
+
+// Two gateways whose own clocks are 7 s ahead and 7 s behind, over one
+// store that owns the clock, judge every expiry alike, by the store's
+// clock (ttl.md A6, B6).
+func TestGatewaysOverAClockedStoreAgreeOnExpiry(t *testing.T) {
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	st, local, gateways := skewedGateways(t, t0, 7*time.Second, -7*time.Second)
 	ctx := context.Background()
 	a := gateways[0]
 	createDBAndContainer(t, a, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash"},"defaultTtl":-1}`)
@@ -150,18 +157,8 @@ func TestGatewaysOverAClockedStoreAgreeOnExpiry(t *testing.T) {
 // clock, not the gateway's: deletes through gateways 7 s ahead and behind
 // carry the store's time, and a feed from a time before them has them all.
 func TestChangeLogTimesAreTheStores(t *testing.T) {
-	base := teststore.Open(t)
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	st := &clockedStore{Store: base, now: t0}
-	local := clock.NewManual(t0)
-	var gateways []*Engine
-	for _, skew := range []time.Duration{0, 7 * time.Second, -7 * time.Second} {
-		e, err := New(Config{Store: storage.WithChecks(st), Clock: clock.Skewed{Clock: local, Offset: skew}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		gateways = append(gateways, e)
-	}
+	st, local, gateways := skewedGateways(t, t0, 0, 7*time.Second, -7*time.Second)
 	ctx := context.Background()
 	createDBAndContainer(t, gateways[0], `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash"},"changeFeedPolicy":{"retentionDuration":10}}`)
 	ref := batchRef(`["p"]`)
