@@ -19,8 +19,7 @@ type Functions struct {
 	stop    *time.Timer
 	unwatch func() // takes vm off the memory guard
 	fns     map[string]goja.Callable
-	// parse and stringify convert the engine's data (guardParsers).
-	parse, stringify goja.Callable
+	guards  *guards
 }
 
 // NewFunctions returns the functions load finds by name, to be called
@@ -44,7 +43,7 @@ func (f *Functions) Call(name string, args [][]byte) ([]byte, error) {
 		f.vm = goja.New()
 		f.vm.SetMaxCallStackSize(maxCallDepth)
 		var err error
-		if f.parse, f.stringify, err = guardParsers(f.vm); err != nil {
+		if f.guards, err = guardParsers(f.vm); err != nil {
 			return nil, err
 		}
 		vm := f.vm
@@ -61,6 +60,9 @@ func (f *Functions) Call(name string, args [][]byte) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := f.guards.compiling(src); err != nil {
+			return nil, f.fail(err)
+		}
 		v, err := f.vm.RunProgram(prog)
 		if err != nil {
 			return nil, f.fail(err)
@@ -76,7 +78,7 @@ func (f *Functions) Call(name string, args [][]byte) ([]byte, error) {
 			vals[i] = goja.Undefined()
 			continue
 		}
-		v, err := f.parse(goja.Undefined(), f.vm.ToValue(string(a)))
+		v, err := f.guards.parse(goja.Undefined(), f.vm.ToValue(string(a)))
 		if err != nil {
 			return nil, f.fail(err)
 		}
@@ -89,7 +91,7 @@ func (f *Functions) Call(name string, args [][]byte) ([]byte, error) {
 	if goja.IsUndefined(out) {
 		return nil, nil
 	}
-	s, err := f.stringify(goja.Undefined(), out)
+	s, err := f.guards.stringify(goja.Undefined(), out)
 	if err != nil {
 		return nil, f.fail(err)
 	}

@@ -2,6 +2,7 @@ package script
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/dop251/goja"
 )
@@ -44,46 +45,93 @@ func nesting(s string, json bool) int {
 // errTooNested is the message of a text refused for its nesting.
 const errTooNested = "the text nests brackets deeper than a script may parse (10000 levels)"
 
-// guardParsers wraps JSON.parse, eval and the function constructors so
-// that each first checks the nesting of the text it is to parse, and
-// throws a RangeError the script can catch instead of parsing it; and
-// JSON.stringify, so that it refuses values nested past the same depth. A
-// wrapped eval is an indirect eval: it evaluates in the global scope.
-//
-// It returns the functions the engine converts its own data with, taken
-// before any script runs, so a script that replaces JSON's cannot change
-// them: the original parse (the engine's documents nest at most 128
-// levels) and the guarded stringify (a script's values may nest deeper).
-func guardParsers(vm *goja.Runtime) (parse, stringify goja.Callable, err error) {
-	json := vm.Get("JSON").ToObject(vm)
-	parse, _ = goja.AssertFunction(json.Get("parse"))
-	newRangeError, ok := goja.AssertConstructor(vm.Get("RangeError"))
-	if parse == nil || !ok {
-		return nil, nil, errors.New("script: the engine lacks JSON.parse or RangeError")
-	}
-	if err := vm.Set("__mayflyCheckNesting", func(c goja.FunctionCall) goja.Value {
-		// (text, json): text is a string already, converted once by
-		// the caller, which parses that same string.
-		if nesting(c.Argument(0).String(), c.Argument(1).ToBoolean()) > maxNesting {
-			e, err := newRangeError(nil, vm.ToValue(errTooNested))
-			if err != nil {
-				panic(err)
-			}
-			panic(e)
-		}
-		return goja.Undefined()
-	}); err != nil {
-		return nil, nil, err
-	}
-	if _, err := vm.RunProgram(guardProgram); err != nil {
-		return nil, nil, err
-	}
-	stringify, _ = goja.AssertFunction(json.Get("stringify"))
-	return parse, stringify, nil
+// guards are a runtime's checks on the text it parses and the values it
+// serializes (guardParsers), and the functions the engine converts its own
+// data with.
+type guards struct {
+	// parse and stringify convert the engine's data, taken before any
+	// script runs, so a script that replaces JSON's cannot change them:
+	// the original parse (the engine's documents nest at most 128 levels)
+	// and the guarded stringify (a script's values may nest deeper).
+	parse, stringify goja.Callable
+	// wrap wraps the constructor of async functions ("async") or of
+	// generators ("generator"). Making either costs a runtime a fifth of
+	// an empty script's run, so each is wrapped only once some text to be
+	// compiled could define such a function: one that holds "async" (the
+	// engine refuses the keyword spelled with escapes) or "*".
+	wrap             goja.Callable
+	async, generator bool
+	vm               *goja.Runtime
 }
 
-var guardProgram = goja.MustCompile("guard", `(function (check) {
-  delete globalThis.__mayflyCheckNesting;
+// compiling wraps what text could reach before it is compiled.
+func (g *guards) compiling(text string) error {
+	for _, c := range []struct {
+		kind, mark string
+		done       *bool
+	}{{"async", "async", &g.async}, {"generator", "*", &g.generator}} {
+		if *c.done || !strings.Contains(text, c.mark) {
+			continue
+		}
+		if _, err := g.wrap(goja.Undefined(), g.vm.ToValue(c.kind)); err != nil {
+			return err
+		}
+		*c.done = true
+	}
+	return nil
+}
+
+// guardParsers wraps JSON.parse, eval and the Function constructor so that
+// each first checks the nesting of the text it is to parse, and throws a
+// RangeError the script can catch instead of parsing it; JSON.stringify, so
+// that it refuses values nested past the same depth; and, once text could
+// define them (guards.compiling), the async and generator constructors
+// alike. A wrapped eval is an indirect eval: it evaluates in the global
+// scope.
+func guardParsers(vm *goja.Runtime) (*guards, error) {
+	g := &guards{vm: vm}
+	json := vm.Get("JSON").ToObject(vm)
+	g.parse, _ = goja.AssertFunction(json.Get("parse"))
+	v, err := vm.RunProgram(guardProgram)
+	if err != nil {
+		return nil, err
+	}
+	install, _ := goja.AssertFunction(v)
+	if g.parse == nil || install == nil {
+		return nil, errors.New("script: the engine lacks JSON.parse")
+	}
+	check := func(c goja.FunctionCall) goja.Value {
+		// (text, json): text is a string already, converted once by
+		// the caller, which parses that same string.
+		text, isJSON := c.Argument(0).String(), c.Argument(1).ToBoolean()
+		if !isJSON {
+			if err := g.compiling(text); err != nil {
+				panic(err)
+			}
+		}
+		return vm.ToValue(nesting(text, isJSON) > maxNesting)
+	}
+	wrap, err := install(goja.Undefined(), vm.ToValue(check), vm.ToValue(errTooNested))
+	if err != nil {
+		return nil, err
+	}
+	g.wrap, _ = goja.AssertFunction(wrap)
+	g.stringify, _ = goja.AssertFunction(json.Get("stringify"))
+	return g, nil
+}
+
+// guardProgram is a function of the nesting check, (text, json) → too
+// deep, and of the message to refuse with, that installs the guards and returns the function that wraps the
+// async or the generator constructor.
+var guardProgram = goja.MustCompile("guard", `(function (tooDeep, deep) {
+  // RangeError is named when it is thrown, not before: taking it costs
+  // the runtime its making, and a script that replaced it still cannot
+  // have the text parsed.
+  var check = function (s, json) {
+    if (tooDeep(s, json)) {
+      throw new RangeError(deep);
+    }
+  };
   var parse = JSON.parse;
   JSON.parse = function parse_(text, reviver) {
     var s = `+"`${text}`"+`;
@@ -160,10 +208,7 @@ var guardProgram = goja.MustCompile("guard", `(function (check) {
     return W;
   }
   globalThis.Function = wrap(Function);
-  [function () { return Object.getPrototypeOf(async function () {}).constructor; },
-   function () { return Object.getPrototypeOf(function* () {}).constructor; }].forEach(function (get) {
-    var C;
-    try { C = get(); } catch (e) { return; }
-    wrap(C);
-  });
-})(__mayflyCheckNesting);`, false)
+  return function (kind) {
+    wrap(Object.getPrototypeOf(kind === "async" ? async function () {} : function* () {}).constructor);
+  };
+})`, false)

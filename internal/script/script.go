@@ -136,6 +136,9 @@ func run(ctx context.Context, src string, params []byte, coll Collection, lim Li
 	if err != nil {
 		return nil, err
 	}
+	if err := x.guards.compiling(src); err != nil {
+		return nil, x.fail(err)
+	}
 	fn, err := vm.RunProgram(prog)
 	if err != nil {
 		return nil, x.fail(err)
@@ -184,8 +187,7 @@ type execution struct {
 	// failed is an error of the engine (not the script's) met during a
 	// call: it ends the execution whatever the script does with it.
 	failed error
-	// parse and stringify convert the engine's data (guardParsers).
-	parse, stringify goja.Callable
+	guards *guards
 }
 
 // fail turns what the engine returned into the execution's error.
@@ -241,7 +243,7 @@ func exceptionMessage(exc *goja.Exception) string {
 func (x *execution) install() error {
 	vm := x.vm
 	var err error
-	if x.parse, x.stringify, err = guardParsers(vm); err != nil {
+	if x.guards, err = guardParsers(vm); err != nil {
 		return err
 	}
 	coll := vm.NewObject()
@@ -332,15 +334,35 @@ func (x *execution) install() error {
 	if err := vm.Set("console", console); err != nil {
 		return err
 	}
+	// __ is made the first time a script names it: making it costs a
+	// tenth of an empty script's run, and few scripts use it.
+	var short goja.Value
+	get := func(goja.FunctionCall) goja.Value {
+		if short == nil {
+			v, err := vm.RunProgram(shorthandProgram)
+			if err != nil {
+				panic(err)
+			}
+			build, _ := goja.AssertFunction(v)
+			if short, err = build(goja.Undefined(), coll); err != nil {
+				panic(err)
+			}
+		}
+		return short
+	}
+	put := func(c goja.FunctionCall) goja.Value {
+		short = c.Argument(0)
+		return goja.Undefined()
+	}
 	// No timers, modules or host objects: goja has none unless given.
-	_, err = vm.RunProgram(shorthandProgram)
-	return err
+	return vm.GlobalObject().DefineAccessorProperty("__", vm.ToValue(get), vm.ToValue(put), goja.FLAG_TRUE, goja.FLAG_TRUE)
 }
 
 // maxCallDepth bounds a script's call stack.
 const maxCallDepth = 2000
 
-// shorthandProgram is shorthand compiled once for every execution.
+// shorthandProgram is shorthand compiled once for every execution: a
+// function of the collection that returns __.
 var shorthandProgram = goja.MustCompile("shorthand", shorthand, false)
 
 // compiled returns src compiled as a function expression, from the cache
@@ -361,13 +383,12 @@ func compiled(name, src string) (*goja.Program, error) {
 	return v.(*goja.Program), nil
 }
 
-// shorthand defines __, the collection with the documented query
+// shorthand makes __, the collection with the documented query
 // functions over the script's partition: filter, map, pluck, sortBy,
 // sortByDescending, flatten and value, alone (each with [options] and
 // [callback]) or chained (__.chain()…value()). Each reads the partition's
 // documents in pages, as queryDocuments would.
-const shorthand = `var __ = (function () {
-  var coll = getContext().getCollection();
+const shorthand = `(function (coll) {
   var sh = Object.create(coll);
   ["getSelfLink", "getAltLink", "createDocument", "upsertDocument", "replaceDocument", "readDocument",
    "deleteDocument", "queryDocuments", "readDocuments"].forEach(function (name) {
@@ -419,7 +440,7 @@ const shorthand = `var __ = (function () {
     return chain;
   };
   return sh;
-})();`
+})`
 
 // finish records the response body as JSON once the script returns.
 func (x *execution) finishBody() error {
@@ -646,7 +667,7 @@ func (x *execution) query(c goja.FunctionCall) goja.Value {
 
 // toJSON serializes a script value with the script's own JSON.stringify.
 func (x *execution) toJSON(v goja.Value) ([]byte, error) {
-	s, err := x.stringify(goja.Undefined(), v)
+	s, err := x.guards.stringify(goja.Undefined(), v)
 	if err != nil {
 		return nil, err
 	}
@@ -661,7 +682,7 @@ func (x *execution) fromJSON(b []byte) goja.Value {
 	if b == nil {
 		return goja.Undefined()
 	}
-	v, err := x.parse(goja.Undefined(), x.vm.ToValue(string(b)))
+	v, err := x.guards.parse(goja.Undefined(), x.vm.ToValue(string(b)))
 	if err != nil {
 		panic(err)
 	}

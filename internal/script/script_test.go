@@ -361,6 +361,11 @@ func TestNestedTextIsRefusedBeforeParsing(t *testing.T) {
 		{"Function", `function () { try { Function("return " + ` + deep + `); } catch (e) { getContext().getResponse().setBody(e instanceof Error); } }`, `true`},
 		{"a function's constructor", `function () { try { (function () {}).constructor("return " + ` + deep + `); } catch (e) { getContext().getResponse().setBody(e instanceof Error); } }`, `true`},
 		{"a generator's constructor", `function () { try { Object.getPrototypeOf(function* () {}).constructor(` + deep + `); } catch (e) { getContext().getResponse().setBody(e instanceof Error); } }`, `true`},
+		{"an async function's constructor", `function () { try { Object.getPrototypeOf(async function () {}).constructor(` + deep + `); } catch (e) { getContext().getResponse().setBody(e instanceof Error); } }`, `true`},
+		// The constructors are wrapped once text could define such a
+		// function; here only text made at run time does.
+		{"an async function made by eval", `function () { var f = eval("(a" + "sync function () {})"); try { Object.getPrototypeOf(f).constructor(` + deep + `); } catch (e) { getContext().getResponse().setBody(e instanceof RangeError); } }`, `true`},
+		{"a generator made by Function", `function () { var g = Function("return function" + String.fromCharCode(42) + " () {}")(); try { Object.getPrototypeOf(g).constructor(` + deep + `); } catch (e) { getContext().getResponse().setBody(e instanceof RangeError); } }`, `true`},
 		{"JSON.stringify", `function () { var o = {}; for (var i = 0; i < 20000; i++) o = {a: o}; try { JSON.stringify(o); } catch (e) { getContext().getResponse().setBody(e instanceof RangeError); } }`, `true`},
 		{"a response body", `function () { var o = {}; for (var i = 0; i < 20000; i++) o = [o]; getContext().getResponse().setBody(o); }`, ``},
 		{"stringify's replacers", `function () {
