@@ -44,6 +44,11 @@ type WriteItemParams struct {
 	IfMatch string
 	// Triggers names the pre- and post-triggers to run with the write.
 	Triggers TriggerNames
+	// KeyRequired refuses the write without ItemRef's key when the
+	// container has a partition key, as the service refuses a request
+	// without the key header. Writes the engine makes (a script's, a
+	// patch's) take the key from the body.
+	KeyRequired bool
 }
 
 // ItemResult is an item as stored, plus what the transport reports.
@@ -104,6 +109,23 @@ func (c *containerRecord) keyFromBody(body document.Value) partition.Key {
 		} // else the zero Component: undefined
 	}
 	return key
+}
+
+// maxKeyBytes is the longest string a partition key value may be, as the
+// service documents it for keys hashed by version 2 (large partition
+// keys). Version 1 hashes a key's first 100 bytes and takes longer ones.
+const maxKeyBytes = 2048
+
+func (c *containerRecord) checkKeySize(key partition.Key) *Error {
+	if c.pk.hashV1() {
+		return nil
+	}
+	for _, k := range key {
+		if k.Kind == partition.KindString && len(k.Str) > maxKeyBytes {
+			return errorf(BadRequest, "The partition key value is %d bytes long; the most a value may be is %d bytes.", len(k.Str), maxKeyBytes)
+		}
+	}
+	return nil
 }
 
 func componentOf(v document.Value) (partition.Component, bool) {
@@ -259,6 +281,12 @@ func (e *Engine) writeItemTx(tx storage.Txn, c *containerRecord, p WriteItemPara
 	}
 	key := c.keyFromBody(body)
 	pk := partition.AppendKeyBytes(nil, key)
+	if derr := c.checkKeySize(key); derr != nil {
+		return nil, derr
+	}
+	if !p.HasKey && p.KeyRequired && len(c.pk.paths) > 0 {
+		return nil, errorf(BadRequest, "The partition key supplied in x-ms-partitionkey header has fewer components than defined in the the collection.")
+	}
 	if p.HasKey {
 		hk, derr := c.headerKeyBytes(p.PartitionKey)
 		if derr != nil {

@@ -439,7 +439,7 @@ func (h *Handler) writeItem(rq *request, db, coll string, mode engine.WriteMode,
 	if !ok {
 		return
 	}
-	res, err := h.eng.WriteItem(rq.r.Context(), engine.WriteItemParams{ItemRef: ref, Mode: mode, ID: id, Body: body, IfMatch: rq.r.Header.Get("If-Match"), Triggers: triggerNames(rq.r)})
+	res, err := h.eng.WriteItem(rq.r.Context(), engine.WriteItemParams{ItemRef: ref, Mode: mode, ID: id, Body: body, IfMatch: rq.r.Header.Get("If-Match"), Triggers: triggerNames(rq.r), KeyRequired: true})
 	if err != nil {
 		h.fail(rq, err)
 		return

@@ -209,3 +209,53 @@ func TestAPIVersionIsChecked(t *testing.T) {
 		}
 	}
 }
+
+// A create, upsert or replace on a container with a partition key must
+// carry the key header, as the service requires; without one it is a 400
+// and nothing is written, whatever the body's key.
+func TestItemWriteNeedsTheKeyHeader(t *testing.T) {
+	h := newTestHandler(t)
+	pk := map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}
+	if rec := serve(h, "POST", "/dbs/db/colls/c/docs", `{"id":"k1","pk":"a"}`, pk); rec.Code != http.StatusCreated {
+		t.Fatalf("create with the header: %d %s", rec.Code, rec.Body)
+	}
+	upsert := map[string]string{"x-ms-documentdb-is-upsert": "true"}
+	for _, tc := range []struct {
+		name, method, path, body string
+		headers                  map[string]string
+	}{
+		{"create", "POST", "/dbs/db/colls/c/docs", `{"id":"k2","pk":"a"}`, nil},
+		{"create with an object key", "POST", "/dbs/db/colls/c/docs", `{"id":"k3","pk":{"x":1}}`, nil},
+		{"upsert", "POST", "/dbs/db/colls/c/docs", `{"id":"k1","pk":"a","v":2}`, upsert},
+		{"replace", "PUT", "/dbs/db/colls/c/docs/k1", `{"id":"k1","pk":"a","v":3}`, nil},
+	} {
+		rec := serve(h, tc.method, tc.path, tc.body, tc.headers)
+		wantCosmosError(t, rec, rec.Body.Bytes(), http.StatusBadRequest, tc.name)
+	}
+	for id, want := range map[string]int{"k1": http.StatusOK, "k2": http.StatusNotFound} {
+		if rec := serve(h, "GET", "/dbs/db/colls/c/docs/"+id, "", pk); rec.Code != want || strings.Contains(rec.Body.String(), `"v"`) {
+			t.Errorf("read %s: %d %s, want %d and the item as first written", id, rec.Code, rec.Body, want)
+		}
+	}
+}
+
+// A partition key value longer than 2,048 bytes is refused on a container
+// whose keys hash by version 2, as the service's limits say; version 1
+// hashes the first 100 bytes and takes it.
+func TestPartitionKeyValueSize(t *testing.T) {
+	h := newTestHandler(t)
+	if rec := serve(h, "POST", "/dbs/db/colls", `{"id":"v2","partitionKey":{"paths":["/pk"],"version":2}}`, nil); rec.Code != http.StatusCreated {
+		t.Fatalf("create the container: %d %s", rec.Code, rec.Body)
+	}
+	for _, tc := range []struct {
+		coll string
+		size int
+		want int
+	}{{"v2", 2048, http.StatusCreated}, {"v2", 2049, http.StatusBadRequest}, {"c", 2049, http.StatusCreated}} {
+		v := strings.Repeat("k", tc.size)
+		rec := serve(h, "POST", "/dbs/db/colls/"+tc.coll+"/docs", `{"id":"s","pk":"`+v+`"}`, map[string]string{"x-ms-documentdb-partitionkey": `["` + v + `"]`})
+		if rec.Code != tc.want {
+			t.Errorf("a key of %d bytes in %s: %d, want %d", tc.size, tc.coll, rec.Code, tc.want)
+		}
+	}
+}
