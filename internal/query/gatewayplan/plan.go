@@ -186,7 +186,7 @@ func DescribeFor(q *ast.Query, params map[string]document.Value, f Features, vec
 	}
 	if q.Select.Distinct {
 		info.DistinctType = "Unordered"
-		if len(q.OrderBy) > 0 {
+		if orderedDistinct(q) {
 			info.DistinctType = "Ordered"
 		}
 	}
@@ -414,4 +414,36 @@ func rewriteGroupBy(q *ast.Query, info *Info, f Features) string {
 			{Expr: payload, Alias: "payload"},
 		}}
 	})
+}
+
+// orderedDistinct reports whether the client may drop DISTINCT's repeats by
+// comparing each row with the one before: only when the ORDER BY items are
+// the projected expressions, no more and no fewer, so that equal rows sort
+// next to each other. Otherwise rows with one ORDER BY key may interleave
+// (SELECT DISTINCT VALUE c.s … ORDER BY c.n), and the client must remember
+// every row it has passed on ("Unordered"), as the service says then.
+func orderedDistinct(q *ast.Query) bool {
+	if len(q.OrderBy) == 0 || q.Select.Star {
+		return false
+	}
+	projected := map[string]bool{}
+	if q.Select.Value != nil {
+		projected[ast.ExprString(q.Select.Value)] = true
+	}
+	for _, it := range q.Select.Items {
+		projected[ast.ExprString(it.Expr)] = true
+	}
+	ordered := map[string]bool{}
+	for _, o := range q.OrderBy {
+		ordered[ast.ExprString(o.Expr)] = true
+	}
+	if len(ordered) != len(projected) {
+		return false
+	}
+	for e := range ordered {
+		if !projected[e] {
+			return false
+		}
+	}
+	return true
 }
