@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -59,6 +60,9 @@ type Config struct {
 	// in the store's files, for containers that do not set their own
 	// (ttl.DefaultEraseDeadline when zero; erasure.go).
 	EraseDeadline time.Duration
+	// ReadOnly: the store was opened for reading only (mayfly check), so
+	// the engine writes nothing, not even its clock's floor.
+	ReadOnly bool
 }
 
 // ChargeSink is told about request units spent by user requests.
@@ -124,6 +128,13 @@ type Engine struct {
 	// nanoseconds: the engine's time never runs backwards, and a setting
 	// change is always dated strictly after every judgement before it.
 	lastStamp atomic.Int64
+	// floor is the instant, in Unix nanoseconds, recorded in the store
+	// as one the engine may have judged up to (stamp); floorMu orders its
+	// extensions. readOnly: the store takes no writes, and the floor is
+	// only read.
+	floor    atomic.Int64
+	floorMu  sync.Mutex
+	readOnly bool
 	// shared is set when the store owns the clock (storage.Clocked): it is
 	// shared by several gateways.
 	shared bool
@@ -148,7 +159,70 @@ func (e *Engine) stamp(ctx context.Context, after bool) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	return e.raise(t, after), nil
+	t = e.raise(t, after)
+	if !e.shared && !e.readOnly && t.UnixNano() > e.floor.Load()+int64(floorLease) {
+		e.extendFloor(t)
+	}
+	return t, nil
+}
+
+// An engine's stamps never go back while it runs (raise); across a
+// restart they start from the clock's floor, a stamp recorded in the
+// store. Without it, a restart with the clock set back (by hand, or by a
+// time server correcting it) judged by an earlier instant than judgements
+// already answered, and items that had expired, and were not yet purged,
+// came back (ttl.md B1). A store with a clock of its own (storage.Clocked)
+// orders judgements by that clock.
+//
+// A stamp is recorded before any stamp more than floorLease past the last
+// record is handed out, so a busy engine writes the floor about once a
+// lease, and the floor trails the latest stamp by at most a lease. So an
+// item that had been expired for longer than that stays expired through a
+// restart whatever the clock then reads; and a restart with the clock as
+// it was stamps by the clock, not ahead of it.
+const floorLease = time.Second
+
+var floorKey = counterKey("clock-floor")
+
+// extendFloor records t as the floor before t is handed out. The floor is
+// the engine's, not a request's: it is written whatever becomes of the
+// request that passed it. A store that refuses the write (its disk full,
+// or failing) does not fail the judgement: reads go on, the floor stays
+// where it was, and the next stamp past it tries again.
+func (e *Engine) extendFloor(t time.Time) {
+	e.floorMu.Lock()
+	defer e.floorMu.Unlock()
+	n := t.UnixNano()
+	if n <= e.floor.Load()+int64(floorLease) {
+		return
+	}
+	if err := e.store.Update(context.Background(), func(tx storage.Txn) error {
+		return tx.Set(floorKey, binary.BigEndian.AppendUint64(nil, uint64(n)))
+	}); err != nil {
+		slog.Warn("the clock's floor was not recorded", "error", err)
+		return
+	}
+	e.floor.Store(n)
+}
+
+// loadFloor starts the engine's stamps at the floor a previous run
+// recorded.
+func (e *Engine) loadFloor(ctx context.Context) error {
+	return e.store.View(ctx, func(r storage.Reader) error {
+		v, err := r.Get(floorKey)
+		switch {
+		case errors.Is(err, storage.ErrNotFound):
+			return nil
+		case err != nil:
+			return fmt.Errorf("read the clock's floor: %w", err)
+		case len(v) != 8:
+			return fmt.Errorf("the clock's floor is %d bytes, not 8", len(v))
+		}
+		n := int64(binary.BigEndian.Uint64(v))
+		e.floor.Store(n)
+		e.lastStamp.Store(n)
+		return nil
+	})
 }
 
 // raise returns t raised to the latest instant stamp handed out, and
@@ -408,6 +482,12 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if err := checkLayout(context.Background(), cfg.Store); err != nil {
 		return nil, err
+	}
+	e.readOnly = cfg.ReadOnly
+	if !e.shared {
+		if err := e.loadFloor(context.Background()); err != nil {
+			return nil, err
+		}
 	}
 	return e, nil
 }

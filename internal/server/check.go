@@ -41,7 +41,7 @@ func Check(ctx context.Context, dataDir string, w io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(w, "logs, MANIFEST and tables (%d bytes): every record and block checksum matches\n", used)
-	eng, err := engine.New(engine.Config{Store: st})
+	eng, err := engine.New(engine.Config{Store: st, ReadOnly: true})
 	if err != nil {
 		return fmt.Errorf("open engine: %w", err)
 	}
