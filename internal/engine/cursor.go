@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/base64"
 	"encoding/binary"
+	"hash/crc32"
 	"hash/fnv"
 	"slices"
 	"strings"
@@ -19,10 +20,12 @@ import (
 //
 //	version(1) fingerprint(8) text(4) access(1) nterms(1) terms(n)
 //	[composite(2)] indexVersion(4) uvarint(skip) uvarint(made)
-//	uvarint(distinct) position
+//	uvarint(distinct) position check(4)
 //
 // where composite, the ordinal of a composite index in the policy, is
-// there only for the composite access paths.
+// there only for the composite access paths, and check is the CRC-32 of
+// all that comes before it: a token cut short or added to is refused,
+// where its position would have been read as another one.
 //
 // The fingerprint is a hash of the query text, its parameters and its
 // scope (partition key, range), so a token given with a different query is
@@ -59,7 +62,7 @@ type cursor struct {
 
 const (
 	cursorPrefix  = "mf2."
-	cursorVersion = 5
+	cursorVersion = 6
 )
 
 var errBadContinuation = errorf(BadRequest, "Invalid Continuation Token")
@@ -80,6 +83,7 @@ func (k cursor) String() string {
 	b = binary.AppendUvarint(b, uint64(k.made))
 	b = binary.AppendUvarint(b, k.distinct)
 	b = append(b, k.pos...)
+	b = binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
 	return cursorPrefix + base64.RawURLEncoding.EncodeToString(b)
 }
 
@@ -108,6 +112,14 @@ func parseCursor(s string, fp uint64) (cursor, *Error) {
 	}
 	if err != nil || len(b) < 15 || version < 3 || version > cursorVersion {
 		return k, errBadContinuation
+	}
+	// Versions 3 to 5 kept no check.
+	if version >= 6 {
+		n := len(b) - 4
+		if n < 15 || binary.BigEndian.Uint32(b[n:]) != crc32.ChecksumIEEE(b[:n]) {
+			return k, errBadContinuation
+		}
+		b = b[:n]
 	}
 	k.fingerprint = binary.BigEndian.Uint64(b[1:])
 	if k.fingerprint != fp {

@@ -31,10 +31,26 @@ func TestCursorRoundTrip(t *testing.T) {
 			t.Errorf("a token of another query was accepted: %v", err)
 		}
 	}
-	// Tokens of version 4, which has no set of a DISTINCT's rows, and
-	// of version 3, which has no count of rows made either.
-	v4, _ := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(cursor{fingerprint: 2, skip: 5, made: 7, pos: []byte("p")}.String(), cursorPrefix))
-	v4 = slices.Delete(v4, len(v4)-2, len(v4)-1)
+	// A token cut short, added to or changed is refused: its position
+	// would be read as another.
+	tok := cursor{fingerprint: 2, access: plan.Scan, skip: 1, pos: itemLoc("0A0B", 77)}.String()
+	flipped := []byte(tok)
+	flipped[len(flipped)-7] ^= 1
+	for what, bad := range map[string]string{"cut by 3": tok[:len(tok)-3], "cut by 1": tok[:len(tok)-1], "added to": tok + "x", "a character changed": string(flipped)} {
+		if _, err := parseCursor(bad, 2); err == nil || err.Code != BadRequest {
+			t.Errorf("a token %s: %v, want 400", what, err)
+		}
+	}
+	// Tokens of version 5, which has no check; of version 4, which has no
+	// set of a DISTINCT's rows; and of version 3, which has no count of
+	// rows made either.
+	v5, _ := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(cursor{fingerprint: 2, skip: 5, made: 7, pos: []byte("p")}.String(), cursorPrefix))
+	v5 = v5[:len(v5)-4]
+	v5[0] = 5
+	if got, err := parseCursor(cursorPrefix+base64.RawURLEncoding.EncodeToString(v5), 2); err != nil || got.skip != 5 || got.made != 7 || string(got.pos) != "p" {
+		t.Errorf("version 5 token: %+v %v", got, err)
+	}
+	v4 := slices.Delete(slices.Clone(v5), len(v5)-2, len(v5)-1)
 	v4[0] = 4
 	if got, err := parseCursor(cursorPrefix+base64.RawURLEncoding.EncodeToString(v4), 2); err != nil || got.skip != 5 || got.made != 7 || got.distinct != 0 || string(got.pos) != "p" {
 		t.Errorf("version 4 token: %+v %v", got, err)
