@@ -320,6 +320,7 @@ func TestBatchReadOnlyWritesNothing(t *testing.T) {
 		`[{"operationType":"Read","id":"a"},{"operationType":"Read","id":"b"}]`,
 		`[{"operationType":"Read","id":"a"},{"operationType":"Read","id":"missing"}]`,
 	} {
+		be.e.floorWrites.Wait() // the clock's floor, recorded in the background
 		n := be.store.updates.Load()
 		res, err := be.run(t, `["p"]`, true, ops)
 		if err != nil {

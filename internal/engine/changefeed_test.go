@@ -381,6 +381,7 @@ func TestChangeFeedStartTimeClockSteppedBack(t *testing.T) {
 	// Without its clock's floor (a store that refused the floor's last
 	// write, or one written before there was a floor), the engine stamps
 	// by the clock as it finds it.
+	ce.e.floorWrites.Wait()
 	if err := ce.store.Update(context.Background(), func(tx storage.Txn) error { return tx.Delete(floorKey) }); err != nil {
 		t.Fatal(err)
 	}

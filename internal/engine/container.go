@@ -798,25 +798,19 @@ func (e *Engine) ReplaceContainer(ctx context.Context, db, coll string, body doc
 	// Engine.locks). Over a store shared by several gateways, it is dated
 	// settingLead ahead of the store's clock and committed before that
 	// instant, or not at all.
-	var now time.Time
 	if e.leases == nil {
 		defer e.changingSetting(db, coll)()
-		// Taken before the transaction, as the lock is held: a stamp
-		// may record the clock's floor, in a write of its own.
-		var err error
-		if now, err = e.stamp(ctx, true); err != nil {
-			return nil, err
-		}
 	}
+	var now time.Time
 	var c *containerRecord
 	reindex := false
 	err := e.store.Update(ctx, func(tx storage.Txn) error {
 		reindex = false
 		var err error
+		if now, err = e.stamp(ctx, true); err != nil {
+			return err
+		}
 		if e.leases != nil {
-			if now, err = e.stamp(ctx, true); err != nil {
-				return err
-			}
 			now = now.Add(settingLead)
 			if !storage.CommitBefore(tx, now.Add(-settingMargin)) {
 				return fmt.Errorf("engine: a store shared by several gateways cannot date a setting change: its transactions have no commit deadline")

@@ -128,13 +128,15 @@ type Engine struct {
 	// nanoseconds: the engine's time never runs backwards, and a setting
 	// change is always dated strictly after every judgement before it.
 	lastStamp atomic.Int64
-	// floor is the instant, in Unix nanoseconds, recorded in the store
-	// as one the engine may have judged up to (stamp); floorMu orders its
-	// extensions. readOnly: the store takes no writes, and the floor is
-	// only read.
-	floor    atomic.Int64
-	floorMu  sync.Mutex
-	readOnly bool
+	// floor is the latest stamp recorded in the store, in Unix
+	// nanoseconds (recordFloor); floorBusy is set while a record is under
+	// way. readOnly: the store takes no writes, and the floor is only
+	// read.
+	floor       atomic.Int64
+	floorWant   atomic.Int64 // the latest stamp asked to be recorded
+	floorBusy   atomic.Bool
+	floorWrites sync.WaitGroup // records under way, for tests
+	readOnly    bool
 	// shared is set when the store owns the clock (storage.Clocked): it is
 	// shared by several gateways.
 	shared bool
@@ -161,7 +163,7 @@ func (e *Engine) stamp(ctx context.Context, after bool) (time.Time, error) {
 	}
 	t = e.raise(t, after)
 	if !e.shared && !e.readOnly && t.UnixNano() > e.floor.Load()+int64(floorLease) {
-		e.extendFloor(t)
+		e.recordFloor(t)
 	}
 	return t, nil
 }
@@ -174,35 +176,61 @@ func (e *Engine) stamp(ctx context.Context, after bool) (time.Time, error) {
 // came back (ttl.md B1). A store with a clock of its own (storage.Clocked)
 // orders judgements by that clock.
 //
-// A stamp is recorded before any stamp more than floorLease past the last
-// record is handed out, so a busy engine writes the floor about once a
-// lease, and the floor trails the latest stamp by at most a lease. So an
-// item that had been expired for longer than that stays expired through a
-// restart whatever the clock then reads; and a restart with the clock as
-// it was stamps by the clock, not ahead of it.
+// A stamp more than floorLease past the last record is recorded in the
+// background, so a busy engine writes the floor about once a lease, no
+// request waits for it (a write transaction can hold the store's writes
+// for seconds), and the floor trails the latest stamp by about a lease.
+// So an item that had been expired for longer than that stays expired
+// through a restart whatever the clock then reads; and a restart with the
+// clock as it was stamps by the clock, not ahead of it.
 const floorLease = time.Second
 
 var floorKey = counterKey("clock-floor")
 
-// extendFloor records t as the floor before t is handed out. The floor is
-// the engine's, not a request's: it is written whatever becomes of the
-// request that passed it. A store that refuses the write (its disk full,
-// or failing) does not fail the judgement: reads go on, the floor stays
-// where it was, and the next stamp past it tries again.
-func (e *Engine) extendFloor(t time.Time) {
-	e.floorMu.Lock()
-	defer e.floorMu.Unlock()
+// recordFloor records t, or a later stamp, as the floor, in the
+// background: one writer at a time, which records the latest stamp asked
+// for until no later one is. The floor is the engine's, not a request's:
+// it is written whatever becomes of the request that passed it. A store
+// that refuses the write (its disk full, or failing) fails no request: the
+// floor stays where it was, and the next stamp past it tries again.
+func (e *Engine) recordFloor(t time.Time) {
 	n := t.UnixNano()
-	if n <= e.floor.Load()+int64(floorLease) {
+	for {
+		w := e.floorWant.Load()
+		if n <= w || e.floorWant.CompareAndSwap(w, n) {
+			break
+		}
+	}
+	if !e.floorBusy.CompareAndSwap(false, true) {
 		return
 	}
-	if err := e.store.Update(context.Background(), func(tx storage.Txn) error {
-		return tx.Set(floorKey, binary.BigEndian.AppendUint64(nil, uint64(n)))
-	}); err != nil {
-		slog.Warn("the clock's floor was not recorded", "error", err)
-		return
-	}
-	e.floor.Store(n)
+	e.floorWrites.Add(1)
+	go func() {
+		defer e.floorWrites.Done()
+		for {
+			n := e.floorWant.Load()
+			err := e.store.Update(context.Background(), func(tx storage.Txn) error {
+				return tx.Set(floorKey, binary.BigEndian.AppendUint64(nil, uint64(n)))
+			})
+			if err != nil {
+				e.floorBusy.Store(false)
+				if !errors.Is(err, storage.ErrClosed) {
+					slog.Warn("the clock's floor was not recorded", "error", err)
+				}
+				return
+			}
+			e.floor.Store(n)
+			if e.floorWant.Load() > n {
+				continue
+			}
+			e.floorBusy.Store(false)
+			// A stamp that asked while this writer was finishing
+			// found it busy and left the record to it.
+			if e.floorWant.Load() <= n || !e.floorBusy.CompareAndSwap(false, true) {
+				return
+			}
+		}
+	}()
 }
 
 // loadFloor starts the engine's stamps at the floor a previous run

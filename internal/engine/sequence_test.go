@@ -243,6 +243,7 @@ func TestWritesIntoTwoRangesShareNoWrittenKey(t *testing.T) {
 			se.e = e
 			se.create(0, "warm0") // the first writes of each range make its records
 			se.create(2, "warm2")
+			e.floorWrites.Wait() // the clock's floor, recorded in the background
 			rec.txns = nil
 			se.create(0, "a")
 			se.create(2, "b")

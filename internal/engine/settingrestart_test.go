@@ -148,6 +148,7 @@ func TestB1_RestartWithTheClockSetBack(t *testing.T) {
 		t.Fatalf("read x 3 s after its write: %v, want NotFound", err)
 	}
 
+	e.floorWrites.Wait() // the floor is recorded in the background
 	back := clock.NewManual(batchT0.Add(-5 * time.Minute))
 	e = open(back)
 	if res, err := e.ReadItem(ctx, ReadItemParams{ItemRef: ref, ID: "x"}); ErrorCode(err) != NotFound {
