@@ -92,6 +92,16 @@ func checkLogs(dir string) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", storage.ErrCorrupt, err)
 	}
+	if !desc.Exists {
+		// Without the marker that names its MANIFEST, Pebble takes a
+		// directory for a new store: it writes an empty MANIFEST, and
+		// then deletes every table and log as belonging to none.
+		for _, e := range ents {
+			if name := e.Name(); strings.HasSuffix(name, ".sst") || strings.HasSuffix(name, ".log") || strings.HasPrefix(name, "MANIFEST-") {
+				return fmt.Errorf("%w: %s holds %s but no marker naming its MANIFEST (marker.manifest.*); its tables and logs were not opened, so that nothing of them is lost: restore the directory from a backup", storage.ErrCorrupt, dir, name)
+			}
+		}
+	}
 	if desc.Exists && desc.ManifestFilename != "" {
 		// The MANIFEST's chunks carry no log number.
 		if err := checkRecords(desc.ManifestFilename, 0); err != nil {

@@ -214,6 +214,27 @@ func TestOpenRefusesMissingTable(t *testing.T) {
 	wantDamage(t, err, "MANIFEST-")
 }
 
+// A store whose marker naming its MANIFEST is lost is refused, for
+// writing and for reading alike, and keeps its tables and logs: Pebble
+// would take the directory for a new store, and delete them.
+func TestOpenRefusesStoreWithoutManifestMarker(t *testing.T) {
+	dir := t.TempDir()
+	writeStore(t, dir, true)
+	marker := only(t, dir, "marker.manifest.*")
+	if err := os.Remove(marker); err != nil {
+		t.Fatal(err)
+	}
+	for _, readOnly := range []bool{false, true, false} {
+		s, err := pebblestore.Open(pebblestore.Options{Dir: dir, ReadOnly: readOnly})
+		if err == nil {
+			_ = s.Close()
+			t.Fatalf("Open (read-only %v) accepted a store without its MANIFEST marker", readOnly)
+		}
+		wantDamage(t, err, "marker")
+	}
+	only(t, dir, "*.sst")
+}
+
 // A damaged MANIFEST record loses the edits after it; here they include
 // the flush that made the table, so the MANIFEST that is left names
 // tables long deleted.
