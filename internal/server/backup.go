@@ -119,14 +119,37 @@ func Restore(from, dataDir string) error {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return err
 	}
-	if err := copyTree(src, dst); err != nil {
-		return fmt.Errorf("copy the backup: %w", err)
+	// The copy is made, and opened, beside the store's place and renamed
+	// into it once whole: a copy that fails or is stopped half way leaves
+	// no store a server would start on, and a run again clears it first.
+	tmp := dst + ".restoring"
+	if err := os.RemoveAll(tmp); err != nil {
+		return err
 	}
-	st, err := pebblestore.Open(pebblestore.Options{Dir: dst, Filter: storeFilter})
+	if err := copyTree(src, tmp); err != nil {
+		return errors.Join(fmt.Errorf("copy the backup: %w", err), os.RemoveAll(tmp))
+	}
+	st, err := pebblestore.Open(pebblestore.Options{Dir: tmp, Filter: storeFilter})
 	if err != nil {
-		return errors.Join(fmt.Errorf("the restored store does not open: %w", err), os.RemoveAll(dst))
+		return errors.Join(fmt.Errorf("the restored store does not open: %w", err), os.RemoveAll(tmp))
 	}
-	return st.Close()
+	if err := st.Close(); err != nil {
+		return errors.Join(err, os.RemoveAll(tmp))
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		return errors.Join(err, os.RemoveAll(tmp))
+	}
+	return syncDir(dataDir)
+}
+
+// syncDir makes the entries of dir durable: a rename into it is not until
+// the directory itself is synced.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(d.Sync(), d.Close())
 }
 
 // copyTree copies the regular files under src into dst, which it creates.
