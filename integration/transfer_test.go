@@ -127,3 +127,48 @@ func TestExportAndImport(t *testing.T) {
 		t.Errorf("long's ttl after --as-of export: %s, want what remained of 3600 s", item["ttl"])
 	}
 }
+
+// An import line whose item conflicts with another item by a unique key
+// of the container is an error, not an item "already there": the item is
+// not imported. An item of the same id is there, and is skipped.
+func TestImportUniqueKeyConflictIsAnError(t *testing.T) {
+	ctx := context.Background()
+	e := start(t)
+	c := e.container(e.database("db"), azcosmos.ContainerProperties{ID: "u",
+		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}},
+		UniqueKeyPolicy:        &azcosmos.UniqueKeyPolicy{UniqueKeys: []azcosmos.UniqueKey{{Paths: []string{"/email"}}}}})
+	if _, err := c.CreateItem(ctx, azcosmos.NewPartitionKeyString("p"), []byte(`{"id":"a","pk":"p","email":"x@example.com"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	header := `{"$container":{"id":"u","partitionKey":{"paths":["/pk"],"kind":"Hash"}}}` + "\n"
+	st, err := transferClient(t, e).Import(ctx, strings.NewReader(header+`{"id":"a","pk":"p","email":"x@example.com"}`+"\n"), transfer.ImportOptions{Database: "db"})
+	if err != nil || st.Present != 1 || st.Imported != 0 {
+		t.Fatalf("import of an item already there: %+v, %v", st, err)
+	}
+	_, err = transferClient(t, e).Import(ctx, strings.NewReader(header+`{"id":"b","pk":"p","email":"x@example.com"}`+"\n"), transfer.ImportOptions{Database: "db"})
+	if err == nil || !strings.Contains(err.Error(), "409") {
+		t.Fatalf("import of an item a unique key refuses: %v, want a 409 error", err)
+	}
+}
+
+// An import into a server that enforces throughput waits out its 429s
+// and imports every item.
+func TestImportWaitsOutThrottling(t *testing.T) {
+	ctx := context.Background()
+	e := start(t, withEnforcedThroughput)
+	tp := azcosmos.NewManualThroughputProperties(400)
+	if _, err := e.database("db").CreateContainer(ctx, azcosmos.ContainerProperties{ID: "t",
+		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, &azcosmos.CreateContainerOptions{ThroughputProperties: &tp}); err != nil {
+		t.Fatal(err)
+	}
+	var lines strings.Builder
+	lines.WriteString(`{"$container":{"id":"t","partitionKey":{"paths":["/pk"],"kind":"Hash"}}}` + "\n")
+	const n = 200 // about 1,200 RU at 6 or so each: three seconds of 400 RU/s
+	for i := range n {
+		lines.WriteString(`{"id":"i` + itoa(i) + `","pk":"p","pad":"` + strings.Repeat("x", 200) + `"}` + "\n")
+	}
+	st, err := transferClient(t, e).Import(ctx, strings.NewReader(lines.String()), transfer.ImportOptions{Database: "db"})
+	if err != nil || st.Imported != n {
+		t.Fatalf("import against enforced throughput: %+v, %v; want %d imported", st, err, n)
+	}
+}

@@ -10,11 +10,13 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -72,6 +74,8 @@ func NewClient(o ClientOptions) (*Client, error) {
 type Error struct {
 	Status  int
 	Message string
+	// retryAfter is how long a 429 asked to wait.
+	retryAfter time.Duration
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("the server answered %d: %s", e.Status, e.Message) }
@@ -79,13 +83,44 @@ func (e *Error) Error() string { return fmt.Sprintf("the server answered %d: %s"
 // do sends a request for the resource at path (names, unescaped segments
 // joined by "/"), signed for it, with body as JSON when not nil, and
 // returns the response when its status is one of ok.
+//
+// A reply of 429 (too many requests) is waited out as the service asks
+// (x-ms-retry-after-ms) and the request sent again, as the SDKs do, for up
+// to maxThrottled in all: a server that enforces throughput throttles a
+// bulk import or export, and that is no failure.
 func (c *Client) do(ctx context.Context, method, path string, header map[string]string, body any, ok ...int) (*http.Response, error) {
-	var rd io.Reader
+	var b []byte
 	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
+		var err error
+		if b, err = json.Marshal(body); err != nil {
 			return nil, err
 		}
+	}
+	var waited time.Duration
+	for {
+		resp, err := c.send(ctx, method, path, header, b, body != nil, ok)
+		var e *Error
+		if !errors.As(err, &e) || e.Status != http.StatusTooManyRequests || waited >= maxThrottled {
+			return resp, err
+		}
+		wait := min(max(e.retryAfter, 10*time.Millisecond), 5*time.Second)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+		waited += wait
+	}
+}
+
+// maxThrottled is the longest do waits out a server's 429s for one
+// request.
+const maxThrottled = time.Minute
+
+// send sends one request, as do describes.
+func (c *Client) send(ctx context.Context, method, path string, header map[string]string, b []byte, hasBody bool, ok []int) (*http.Response, error) {
+	var rd io.Reader
+	if hasBody {
 		rd = bytes.NewReader(b)
 	}
 	segs := strings.Split(path, "/")
@@ -109,7 +144,7 @@ func (c *Client) do(ctx context.Context, method, path string, header map[string]
 	req.Header.Set("x-ms-date", date)
 	req.Header.Set("x-ms-version", "2020-07-15")
 	req.Header.Set("Authorization", auth.MasterHeader(method, typ, link, date, c.key))
-	if body != nil {
+	if hasBody {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for k, v := range header {
@@ -126,11 +161,20 @@ func (c *Client) do(ctx context.Context, method, path string, header map[string]
 	}
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	e := errorOf(resp.StatusCode, msg)
+	if ms, err := strconv.ParseFloat(resp.Header.Get("x-ms-retry-after-ms"), 64); err == nil && ms > 0 {
+		e.retryAfter = time.Duration(ms * float64(time.Millisecond))
+	}
+	return nil, e
+}
+
+// errorOf is the Error of a reply with status and body msg.
+func errorOf(status int, msg []byte) *Error {
 	var e struct{ Message string }
 	if json.Unmarshal(msg, &e) == nil && e.Message != "" {
-		return nil, &Error{Status: resp.StatusCode, Message: firstLine(e.Message)}
+		return &Error{Status: status, Message: firstLine(e.Message)}
 	}
-	return nil, &Error{Status: resp.StatusCode, Message: firstLine(string(msg))}
+	return &Error{Status: status, Message: firstLine(string(msg))}
 }
 
 func firstLine(s string) string {

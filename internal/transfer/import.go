@@ -144,12 +144,27 @@ func (c *Client) importLine(ctx context.Context, line []byte, cur *target, o Imp
 	if err != nil {
 		return cur, fmt.Errorf("create item %v in %s: %w", v["id"], cur.id, err)
 	}
-	resp.Body.Close()
-	if resp.StatusCode == http.StatusConflict {
-		st.Present++
-	} else {
+	if resp.StatusCode != http.StatusConflict {
+		resp.Body.Close()
 		st.Imported++
+		return cur, nil
 	}
+	// A conflict is an item of that id already there, or another item
+	// holding the values a unique key of the container keeps for one:
+	// the item is then not imported, which is an error.
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	resp.Body.Close()
+	id, _ := v["id"].(string)
+	got, err := c.do(ctx, http.MethodGet, "dbs/"+o.Database+"/colls/"+cur.id+"/docs/"+id,
+		map[string]string{"x-ms-documentdb-partitionkey": string(pk)}, nil, http.StatusOK, http.StatusNotFound)
+	if err != nil {
+		return cur, fmt.Errorf("read item %v in %s after a conflict: %w", v["id"], cur.id, err)
+	}
+	got.Body.Close()
+	if got.StatusCode == http.StatusNotFound {
+		return cur, fmt.Errorf("create item %v in %s: %w", v["id"], cur.id, errorOf(http.StatusConflict, msg))
+	}
+	st.Present++
 	return cur, nil
 }
 
