@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -87,16 +88,20 @@ func run(args []string) error {
 	eraseDeadline := fs.Duration("erase-deadline", ttl.DefaultEraseDeadline, "longest an expired item's bytes stay in the store's files after its expiry (ttl.md B4); a container's mayflyErasure.deadlineSeconds overrides it")
 	purgeRU := fs.Float64("purge-ru-per-second", 10000, "request units per second per container the TTL purger may spend when users leave them spare")
 	fs.Usage = func() { usage(fs) }
-	fs.VisitAll(func(f *flag.Flag) {
-		env := "MAYFLY_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v, ok := os.LookupEnv(env); ok {
-			_ = f.Value.Set(v)
-		}
-	})
 	// A word that is not a flag is a mistyped command, not a request to
 	// serve: refuse it before any listener or data directory.
 	if err := noArgs(fs, args); err != nil {
 		return fmt.Errorf("%w (commands: check, backup, restore, export, import, version)", err)
+	}
+	switch {
+	case *partitions < 1 || *partitions > 64:
+		return fmt.Errorf("--partitions %d: a container has from 1 to 64 partition key ranges", *partitions)
+	case *reserve < -1:
+		return fmt.Errorf("--disk-reserve-mib %d: give a number of MiB, 0 for the default, or -1 for no check", *reserve)
+	case !(*purgeRU > 0) || math.IsInf(*purgeRU, 0):
+		return fmt.Errorf("--purge-ru-per-second %v: give a positive number", *purgeRU)
+	case *reqTimeout <= 0:
+		return fmt.Errorf("--request-timeout %v: give a positive duration", *reqTimeout)
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -194,7 +199,10 @@ func run(args []string) error {
 	case <-srv.Done():
 		logger.Error("server stopped unexpectedly")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// A request in flight ends within --request-timeout, answered 408 at
+	// worst: the shutdown waits that long for the requests, and a little
+	// more for their replies and the store's close.
+	ctx, cancel := context.WithTimeout(context.Background(), *reqTimeout+10*time.Second)
 	defer cancel()
 	if err := srv.Close(ctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
@@ -206,7 +214,7 @@ func run(args []string) error {
 // explicit reports whether the flag name was given on the command line or
 // in its environment variable, rather than left at its default.
 func explicit(fs *flag.FlagSet, name string) bool {
-	_, env := os.LookupEnv("MAYFLY_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")))
+	_, env := os.LookupEnv(envName(name))
 	set := env
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
@@ -324,8 +332,27 @@ func clientFlags(fs *flag.FlagSet) func() (*transfer.Client, error) {
 	}
 }
 
-// noArgs parses args into fs and refuses positional arguments.
+// envName is the environment variable that sets flag name:
+// MAYFLY_DATA_DIR for --data-dir.
+func envName(name string) string {
+	return "MAYFLY_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+// noArgs sets fs's flags from their environment variables, then parses
+// args into fs (so flags win), and refuses positional arguments. A
+// variable's value is refused as the flag's would be.
 func noArgs(fs *flag.FlagSet, args []string) error {
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if v, ok := os.LookupEnv(envName(f.Name)); ok && err == nil {
+			if serr := f.Value.Set(v); serr != nil {
+				err = fmt.Errorf("%s: invalid value %q for --%s: %w", envName(f.Name), v, f.Name, serr)
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -431,6 +458,9 @@ func importDump(args []string) error {
 	if *db == "" {
 		return errors.New("mayfly import: --database is required")
 	}
+	if !(*rate >= 0) || math.IsInf(*rate, 0) {
+		return fmt.Errorf("mayfly import: --rate %v: give a number of items per second, 0 for no limit", *rate)
+	}
 	var mode transfer.AsOf
 	switch *asOf {
 	case "import":
@@ -469,11 +499,8 @@ func restore(args []string) error {
 	from := fs.String("from", "", "a directory mayfly backup wrote (required)")
 	dataDir := fs.String("data-dir", "./mayfly-data", "the new data directory; it must hold no store yet")
 	postgres := fs.String("postgres", "", "restore into this PostgreSQL database instead (a connection string); it must hold no Mayfly data yet")
-	if err := fs.Parse(args); err != nil {
+	if err := noArgs(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("mayfly restore: unexpected argument %q", fs.Arg(0))
 	}
 	if *from == "" {
 		return errors.New("mayfly restore: --from is required")
@@ -495,11 +522,8 @@ func restore(args []string) error {
 func check(args []string) error {
 	fs := flag.NewFlagSet("mayfly check", flag.ContinueOnError)
 	dataDir := fs.String("data-dir", "./mayfly-data", "the data directory to check; no server may be using it")
-	if err := fs.Parse(args); err != nil {
+	if err := noArgs(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("mayfly check: unexpected argument %q", fs.Arg(0))
 	}
 	return server.Check(context.Background(), *dataDir, os.Stdout)
 }

@@ -91,3 +91,45 @@ func TestUnknownCommandServesNothing(t *testing.T) {
 		t.Errorf("a refused command left %v behind", entries)
 	}
 }
+
+// TestBadSettingsAreRefused: a value out of a flag's range, or an
+// environment variable's value its flag would refuse, stops the command
+// before anything is served or touched; and the commands read their
+// flags' variables too.
+func TestBadSettingsAreRefused(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for _, tc := range []struct {
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{nil, []string{"--in-memory", "--partitions", "0"}, "--partitions"},
+		{nil, []string{"--in-memory", "--partitions", "65"}, "--partitions"},
+		{nil, []string{"--in-memory", "--disk-reserve-mib", "-2"}, "--disk-reserve-mib"},
+		{nil, []string{"--in-memory", "--purge-ru-per-second", "NaN"}, "--purge-ru-per-second"},
+		{nil, []string{"--in-memory", "--purge-ru-per-second", "-1"}, "--purge-ru-per-second"},
+		{nil, []string{"--in-memory", "--request-timeout", "0s"}, "--request-timeout"},
+		{map[string]string{"MAYFLY_NO_TLS": "yes"}, []string{"--in-memory"}, "MAYFLY_NO_TLS"},
+		{map[string]string{"MAYFLY_PARTITIONS": "abc"}, []string{"--in-memory"}, "MAYFLY_PARTITIONS"},
+		{map[string]string{"MAYFLY_REQUEST_TIMEOUT": "30"}, []string{"--in-memory"}, "MAYFLY_REQUEST_TIMEOUT"},
+		{nil, []string{"import", "--database", "db", "--rate", "-5"}, "--rate"},
+		{map[string]string{"MAYFLY_RATE": "NaN"}, []string{"import", "--database", "db"}, "--rate"},
+		// check reads MAYFLY_DATA_DIR: here a directory that is not there.
+		{map[string]string{"MAYFLY_DATA_DIR": filepath.Join(dir, "elsewhere")}, []string{"check"}, "elsewhere"},
+	} {
+		for k, v := range tc.env {
+			t.Setenv(k, v)
+		}
+		err := run(tc.args)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v %v: %v, want an error naming %s", tc.env, tc.args, err, tc.want)
+		}
+		for k := range tc.env {
+			os.Unsetenv(k)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+		t.Errorf("a refused command left %v behind", entries)
+	}
+}
