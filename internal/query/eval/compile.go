@@ -2,6 +2,7 @@ package eval
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -254,8 +255,8 @@ func (c *compiler) count(e ast.Expr, what string) (int, error) {
 		}
 		v = pv
 	}
-	if v.Kind() != document.Number || v.Float() != float64(int64(v.Float())) || v.Float() < 0 || v.Float() > 1<<31 {
-		return 0, errAt(e, "SC2060", "The %s value must be a non-negative integer.", what)
+	if v.Kind() != document.Number || v.Float() != float64(int64(v.Float())) || v.Float() < 0 || v.Float() > math.MaxInt32 {
+		return 0, errAt(e, "SC2060", "The %s value must be a non-negative integer no greater than 2147483647.", what)
 	}
 	return int(v.Float()), nil
 }
