@@ -15,6 +15,9 @@ import (
 //	ORDER BY RANK FullTextScore(c.text, 'term', ...)
 //	ORDER BY RANK RRF(FullTextScore(c.a, ...), VectorDistance(c.v, [...]), ...[, [w1, w2]])
 //
+// (ORDER BY RANK VectorDistance(...) is read as ORDER BY VectorDistance,
+// which orders the most similar first: parser.)
+//
 // FullTextScore is BM25 (k1 1.2, b 0.75) of the terms in the text at a
 // property path. A term is a word or a phrase; its frequency in a document
 // is how often its words occur there one after another, compared as
@@ -91,7 +94,7 @@ func (c *compiler) rank(q *ast.Query, cq *compiled, e ast.Expr, names []string, 
 	}
 	call, ok := e.(*ast.Call)
 	if !ok || call.UDF || !isScoring(call.Name) {
-		return errAt(e, "SC2242", "ORDER BY RANK takes a scoring function: FullTextScore or RRF.")
+		return errAt(e, "SC2242", "ORDER BY RANK takes a scoring function: FullTextScore, VectorDistance or RRF.")
 	}
 	spec := &rankSpec{alias: q.From.Alias}
 	if strings.EqualFold(call.Name, "fulltextscore") {

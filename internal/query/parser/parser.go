@@ -297,8 +297,15 @@ func (p *parser) query() *ast.Query {
 			}
 			item.Expr = p.expr()
 			sub()
+			rank := item.Rank
+			if rank && isVectorDistance(item.Expr) {
+				// VectorDistance is a scoring function ORDER BY RANK
+				// takes, and ranks as ORDER BY VectorDistance orders:
+				// the most similar first.
+				item.Rank = false
+			}
 			switch {
-			case item.Rank:
+			case rank:
 				// The rows come best first; no direction is written.
 			case p.acceptKeyword("DESC"):
 				item.Desc, item.Explicit = true, true
@@ -913,4 +920,11 @@ func (p *parser) args() []ast.Expr {
 	}
 	p.height(m + 1)
 	return args
+}
+
+// isVectorDistance reports whether e is a call of the VectorDistance
+// system function.
+func isVectorDistance(e ast.Expr) bool {
+	c, ok := e.(*ast.Call)
+	return ok && !c.UDF && strings.EqualFold(c.Name, "VectorDistance")
 }
