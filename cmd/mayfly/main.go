@@ -84,7 +84,7 @@ func run(args []string) error {
 	reserve := fs.Int64("disk-reserve-mib", 0, "free space in MiB that writes leave on the data directory's filesystem for the store's flushes and compactions; writes that find less are refused with 507 until space returns (0: 256; -1: no check)")
 	cacheMiB := fs.Int64("cache-mib", 0, "the store's block cache in MiB (0: an eighth of the memory, at least 64)")
 	memtableMiB := fs.Int64("memtable-mib", 0, "the size of one of the store's memtables in MiB (0: 16); up to four may be held while flushes catch up")
-	clockSkew := fs.Duration("clock-skew", 0, "for testing: run this gateway's local clock this much ahead (or, negative, behind) the machine's; expiry is judged by the store's clock where the store has one, so gateways over one store still agree")
+	clockSkew := fs.Duration("clock-skew", 0, "for testing: run this gateway's local clock this much ahead (or, negative, behind) the machine's; expiry is judged by the store's clock where the store has one, so gateways over one store still agree; a data directory of its own is never stamped before the latest stamp it recorded, so a clock set back waits for it")
 	eraseDeadline := fs.Duration("erase-deadline", ttl.DefaultEraseDeadline, "longest an expired item's bytes stay in the store's files after its expiry (ttl.md B4); a container's mayflyErasure.deadlineSeconds overrides it")
 	purgeRU := fs.Float64("purge-ru-per-second", 10000, "request units per second per container the TTL purger may spend when users leave them spare")
 	fs.Usage = func() { usage(fs) }
