@@ -26,7 +26,12 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	err := run(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		// -h or --help: the usage is printed, as asked.
+		return
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "mayfly:", err)
 		os.Exit(1)
 	}
@@ -420,8 +425,15 @@ func export(args []string) error {
 		return fmt.Errorf("mayfly export: %w", err)
 	}
 	out := os.Stdout
+	// A file is written under another name and renamed to --to once
+	// whole: an export that fails leaves no file to take for a whole one,
+	// nor one that refuses the export run again.
+	partial := *to + ".partial"
 	if *to != "-" {
-		f, err := os.OpenFile(*to, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if _, err := os.Stat(*to); err == nil {
+			return fmt.Errorf("mayfly export: %s exists", *to)
+		}
+		f, err := os.OpenFile(partial, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 		if err != nil {
 			return fmt.Errorf("mayfly export: %w", err)
 		}
@@ -432,11 +444,17 @@ func export(args []string) error {
 	n, err := c.Export(context.Background(), out, transfer.ExportOptions{Database: *db, Container: *coll,
 		Progress: func(n int64) { report(n) }})
 	if err != nil {
+		if out != os.Stdout {
+			_ = os.Remove(partial)
+		}
 		return fmt.Errorf("mayfly export: %w", err)
 	}
 	if out != os.Stdout {
 		if err := out.Sync(); err != nil {
 			return err
+		}
+		if err := os.Rename(partial, *to); err != nil {
+			return fmt.Errorf("mayfly export: %w", err)
 		}
 	}
 	fmt.Fprintf(os.Stderr, "\nexported %d items\n", n)

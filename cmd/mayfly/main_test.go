@@ -133,3 +133,19 @@ func TestBadSettingsAreRefused(t *testing.T) {
 		t.Errorf("a refused command left %v behind", entries)
 	}
 }
+
+// TestFailedExportLeavesNoFile: an export that fails (here, no server to
+// answer) leaves no file behind, so it can be run again as it was.
+func TestFailedExportLeavesNoFile(t *testing.T) {
+	dir := t.TempDir()
+	to := filepath.Join(dir, "dump.jsonl")
+	for range 2 {
+		err := run([]string{"export", "--database", "db", "--endpoint", "https://127.0.0.1:1/", "--insecure", "--to", to})
+		if err == nil || strings.Contains(err.Error(), "exists") {
+			t.Fatalf("export with no server: %v, want it to fail reaching the server", err)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+		t.Errorf("a failed export left %v", entries)
+	}
+}

@@ -116,6 +116,15 @@ func Restore(from, dataDir string) error {
 	if _, err := os.Stat(dst); err == nil {
 		return fmt.Errorf("%s already holds a store; restore into a new data directory", dataDir)
 	}
+	// Opened first, which takes its lock: the data directory of a
+	// running server is refused, as its files change under a copy.
+	bk, err := pebblestore.Open(pebblestore.Options{Dir: src, ReadOnly: true, Filter: storeFilter})
+	if err != nil {
+		return fmt.Errorf("open the backup: %w", err)
+	}
+	if err := bk.Close(); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return err
 	}
