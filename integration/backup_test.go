@@ -58,6 +58,10 @@ func TestBackupAndRestore(t *testing.T) {
 	if out, err := exec.Command(bin, "backup", "--endpoint", p.url, "--insecure", "--key", otherKey, "--to", filepath.Join(dir, "b2")).CombinedOutput(); err == nil || !strings.Contains(string(out), "401") {
 		t.Fatalf("a backup signed with another key: %v %s", err, out)
 	}
+	// Nor into the store's own directory, whose files the store manages.
+	if out, err := exec.Command(bin, "backup", "--endpoint", p.url, "--insecure", "--to", filepath.Join(dir, "data", "store", "bk")).CombinedOutput(); err == nil || !strings.Contains(string(out), "inside the store's own directory") {
+		t.Fatalf("a backup into the store's directory: %v %s", err, out)
+	}
 	// A backup holds every item: a key that may only read cannot take one.
 	if out, err := exec.Command(bin, "backup", "--endpoint", p.url, "--insecure", "--key", readOnlyKey, "--to", filepath.Join(dir, "b3")).CombinedOutput(); err == nil || !strings.Contains(string(out), "read-only key cannot") {
 		t.Fatalf("a backup signed with the read-only key: %v %s", err, out)

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -265,9 +266,16 @@ func New(cfg Config) (*Server, error) {
 	// store (PostgreSQL).
 	if !cfg.InMemory {
 		store := s.store
+		storeDir := ""
+		if s.pebble != nil {
+			storeDir = filepath.Join(cfg.DataDir, "store")
+		}
 		s.backup = func(ctx context.Context, dir string) error {
 			if _, err := os.Stat(dir); err == nil {
 				return fmt.Errorf("%s already exists; a backup goes into a new directory", dir)
+			}
+			if storeDir != "" && within(dir, storeDir) {
+				return fmt.Errorf("%s is inside the store's own directory %s, whose files the store manages; a backup goes elsewhere", dir, storeDir)
 			}
 			if err := os.MkdirAll(dir, 0o700); err != nil {
 				return err
@@ -577,4 +585,15 @@ func (s *Server) closeStore() error {
 		return err
 	}
 	return nil
+}
+
+// within reports whether path is dir or lies under it, both made
+// absolute.
+func within(path, dir string) bool {
+	p, err1 := filepath.Abs(path)
+	d, err2 := filepath.Abs(dir)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return p == d || strings.HasPrefix(p, d+string(filepath.Separator))
 }
