@@ -32,7 +32,12 @@ func main() {
 		return
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "mayfly:", err)
+		// A command's errors name it already ("mayfly export: …").
+		msg := err.Error()
+		if !strings.HasPrefix(msg, "mayfly") {
+			msg = "mayfly: " + msg
+		}
+		fmt.Fprintln(os.Stderr, msg)
 		os.Exit(1)
 	}
 }
@@ -126,6 +131,9 @@ func run(args []string) error {
 	}
 	if *postgres != "" && *inMemory {
 		return errors.New("give --postgres or --in-memory, not both")
+	}
+	if *noTLS && (*cert != "" || *certKey != "") {
+		return errors.New("give --cert and --cert-key, or --no-tls, not both")
 	}
 	cfg := server.Config{Addr: *addr, DataDir: *dataDir, InMemory: *inMemory, NoTLS: *noTLS,
 		Postgres: *postgres, PostgresPool: *postgresPool, AccessLog: *accessLog,

@@ -110,6 +110,7 @@ func TestBadSettingsAreRefused(t *testing.T) {
 		{nil, []string{"--in-memory", "--purge-ru-per-second", "NaN"}, "--purge-ru-per-second"},
 		{nil, []string{"--in-memory", "--purge-ru-per-second", "-1"}, "--purge-ru-per-second"},
 		{nil, []string{"--in-memory", "--request-timeout", "0s"}, "--request-timeout"},
+		{nil, []string{"--in-memory", "--no-tls", "--cert", "c.pem", "--cert-key", "k.pem"}, "--no-tls"},
 		{map[string]string{"MAYFLY_NO_TLS": "yes"}, []string{"--in-memory"}, "MAYFLY_NO_TLS"},
 		{map[string]string{"MAYFLY_PARTITIONS": "abc"}, []string{"--in-memory"}, "MAYFLY_PARTITIONS"},
 		{map[string]string{"MAYFLY_REQUEST_TIMEOUT": "30"}, []string{"--in-memory"}, "MAYFLY_REQUEST_TIMEOUT"},

@@ -152,6 +152,11 @@ func (c *Client) send(ctx context.Context, method, path string, header map[strin
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
+		var unknown x509.UnknownAuthorityError
+		var invalid *tls.CertificateVerificationError
+		if errors.As(err, &unknown) || errors.As(err, &invalid) {
+			return nil, fmt.Errorf("reach the server: %w (give --ca-file with the server's certificate, or --insecure to take any)", err)
+		}
 		return nil, fmt.Errorf("reach the server: %w", err)
 	}
 	for _, s := range ok {
