@@ -82,6 +82,7 @@ func TestVectorPolicies(t *testing.T) {
 		{`"vectorEmbeddingPolicy":{"vectorEmbeddings":[{"path":"/v","dataType":"float33","dimensions":3,"distanceFunction":"cosine"}]}`, "Vector Embedding Policy has an invalid DataType"},
 		{`"vectorEmbeddingPolicy":{"vectorEmbeddings":[{"path":"/v","dataType":"float32","dimensions":8000,"distanceFunction":"cosine"}]}`, "Vector Embedding Policy has Dimensions:8000 which is more than the maximum supported value"},
 		{`"vectorEmbeddingPolicy":{"vectorEmbeddings":[{"path":"/v","dataType":"float32","dimensions":-1,"distanceFunction":"cosine"}]}`, "The Vector Embedding Policy has Dimensions:-1"},
+		{`"vectorEmbeddingPolicy":{"vectorEmbeddings":[{"path":"/v","dataType":"float32","dimensions":"8","distanceFunction":"cosine"}]}`, `The Vector Embedding Policy has Dimensions:"8", which must be a positive integer`},
 		{`"vectorEmbeddingPolicy":{"vectorEmbeddings":[{"path":"/v","dataType":"float32","dimensions":3,"distanceFunction":"handMeasured"}]}`, "The Vector Embedding Policy has an invalid DistanceFunction:handMeasured"},
 		{`"indexingPolicy":{"vectorIndexes":[{"path":"/vector1","type":"flat"}]}`, "The Vector Indexing Policy's path::/vector1 not matching in Embedding's path."},
 		{`"vectorEmbeddingPolicy":{"vectorEmbeddings":[{"path":"/v","dataType":"float32","dimensions":3,"distanceFunction":"cosine"}]},"indexingPolicy":{"vectorIndexes":[{"path":"/v","type":"notFlat"}]}`, "Index Type::notFlat is invalid"},

@@ -77,7 +77,7 @@ func ParsePolicy(v document.Value) (Policy, error) {
 		d := e.Get("dimensions")
 		if d.IsDefined() {
 			if d.Kind() != document.Number || !d.IsInt() || d.Int() < 1 {
-				return p, policyError("The Vector Embedding Policy has Dimensions:%s, which must be a positive integer.", plain(d))
+				return p, policyError("The Vector Embedding Policy has Dimensions:%s, which must be a positive integer.", d.String())
 			}
 			if d.Int() > MaxDimensions {
 				return p, policyError("The Vector Embedding Policy has Dimensions:%d which is more than the maximum supported value %d.", d.Int(), MaxDimensions)
