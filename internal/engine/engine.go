@@ -128,10 +128,10 @@ type Engine struct {
 	// nanoseconds: the engine's time never runs backwards, and a setting
 	// change is always dated strictly after every judgement before it.
 	lastStamp atomic.Int64
-	// floor is the latest stamp recorded in the store, in Unix
-	// nanoseconds (recordFloor); floorBusy is set while a record is under
-	// way. readOnly: the store takes no writes, and the floor is only
-	// read.
+	// floor is the latest stamp recorded in the store, or whose record
+	// was begun, in Unix nanoseconds (recordFloor); floorBusy is set
+	// while a record is under way. readOnly: the store takes no writes,
+	// and the floor is only read.
 	floor       atomic.Int64
 	floorWant   atomic.Int64 // the latest stamp asked to be recorded
 	floorBusy   atomic.Bool
@@ -191,8 +191,8 @@ var floorKey = counterKey("clock-floor")
 // background: one writer at a time, which records the latest stamp asked
 // for until no later one is. The floor is the engine's, not a request's:
 // it is written whatever becomes of the request that passed it. A store
-// that refuses the write (its disk full, or failing) fails no request: the
-// floor stays where it was, and the next stamp past it tries again.
+// that refuses the write (its disk full, or failing) fails no request, and
+// is asked again a lease later, not by every request meanwhile.
 func (e *Engine) recordFloor(t time.Time) {
 	n := t.UnixNano()
 	for {
@@ -209,6 +209,7 @@ func (e *Engine) recordFloor(t time.Time) {
 		defer e.floorWrites.Done()
 		for {
 			n := e.floorWant.Load()
+			e.floor.Store(n)
 			err := e.store.Update(context.Background(), func(tx storage.Txn) error {
 				return tx.Set(floorKey, binary.BigEndian.AppendUint64(nil, uint64(n)))
 			})
@@ -219,7 +220,6 @@ func (e *Engine) recordFloor(t time.Time) {
 				}
 				return
 			}
-			e.floor.Store(n)
 			if e.floorWant.Load() > n {
 				continue
 			}

@@ -3,11 +3,14 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/mayfly-db/mayfly/internal/clock"
+	"github.com/mayfly-db/mayfly/internal/storage"
 	"github.com/mayfly-db/mayfly/internal/storage/pebblestore"
+	"github.com/mayfly-db/mayfly/internal/storage/teststore"
 	"github.com/mayfly-db/mayfly/internal/ttl"
 )
 
@@ -165,5 +168,60 @@ func TestB1_RestartWithTheClockSetBack(t *testing.T) {
 	}
 	if err := json.Unmarshal(res.Body, &y); err != nil || y.Ts < batchT0.Add(3*time.Second).Unix() {
 		t.Fatalf("y's _ts %d (%v), want at least the judgement's %d", y.Ts, err, batchT0.Add(3*time.Second).Unix())
+	}
+}
+
+// refusingStore refuses every write while refuse is set, counting them.
+type refusingStore struct {
+	storage.Store
+	refuse atomic.Bool
+	tries  atomic.Int64
+}
+
+func (s *refusingStore) Update(ctx context.Context, fn func(storage.Txn) error) error {
+	if s.refuse.Load() {
+		s.tries.Add(1)
+		return storage.ErrNoSpace
+	}
+	return s.Store.Update(ctx, fn)
+}
+
+// A store that refuses writes (a full disk) fails no read for the clock's
+// floor, and is asked to record it once a lease, not by every read.
+func TestClockFloorOnAStoreThatRefusesWrites(t *testing.T) {
+	s := &refusingStore{Store: teststore.Open(t)}
+	clk := clock.NewManual(batchT0)
+	e, err := New(Config{Store: s, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := e.CreateDatabase(ctx, batchJSON(t, `{"id":"db"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateContainer(ctx, "db", batchJSON(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	ref := batchRef(`["p"]`)
+	ref.Coll = "c"
+	if _, err := e.WriteItem(ctx, WriteItemParams{ItemRef: ref, Mode: ModeCreate, Body: []byte(`{"id":"x","pk":"p"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	e.floorWrites.Wait()
+	s.refuse.Store(true)
+	for _, step := range []struct {
+		advance time.Duration
+		tries   int64
+	}{{2 * time.Second, 1}, {500 * time.Millisecond, 1}, {time.Second, 2}} {
+		clk.Advance(step.advance)
+		for range 50 {
+			if _, err := e.ReadItem(ctx, ReadItemParams{ItemRef: ref, ID: "x"}); err != nil {
+				t.Fatalf("a read while the store refuses writes: %v", err)
+			}
+			e.floorWrites.Wait()
+		}
+		if got := s.tries.Load(); got != step.tries {
+			t.Fatalf("after %v more: %d refused records of the floor, want %d", step.advance, got, step.tries)
+		}
 	}
 }
