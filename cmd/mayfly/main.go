@@ -103,6 +103,8 @@ func run(args []string) error {
 	if err := noArgs(fs, args); err != nil {
 		return fmt.Errorf("%w (commands: check, backup, restore, export, import, version)", err)
 	}
+	// Settings are checked here, before the program starts itself again
+	// with huge pages (below).
 	switch {
 	case *partitions < 1 || *partitions > 64:
 		return fmt.Errorf("--partitions %d: a container has from 1 to 64 partition key ranges", *partitions)
@@ -112,6 +114,8 @@ func run(args []string) error {
 		return fmt.Errorf("--purge-ru-per-second %v: give a positive number", *purgeRU)
 	case *reqTimeout <= 0:
 		return fmt.Errorf("--request-timeout %v: give a positive duration", *reqTimeout)
+	case *noTLS && (*cert != "" || *certKey != ""):
+		return errors.New("give --cert and --cert-key, or --no-tls, not both")
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -131,9 +135,6 @@ func run(args []string) error {
 	}
 	if *postgres != "" && *inMemory {
 		return errors.New("give --postgres or --in-memory, not both")
-	}
-	if *noTLS && (*cert != "" || *certKey != "") {
-		return errors.New("give --cert and --cert-key, or --no-tls, not both")
 	}
 	cfg := server.Config{Addr: *addr, DataDir: *dataDir, InMemory: *inMemory, NoTLS: *noTLS,
 		Postgres: *postgres, PostgresPool: *postgresPool, AccessLog: *accessLog,
