@@ -37,20 +37,10 @@ func TestB1_ChangeAfterRestartAtTheSameInstant(t *testing.T) {
 		return e
 	}
 	e := open()
-	if _, err := e.CreateDatabase(ctx, batchJSON(t, `{"id":"db"}`), nil); err != nil {
-		t.Fatal(err)
-	}
 	container := func(defaultTTL string) string {
 		return `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":` + defaultTTL + `}`
 	}
-	if _, err := e.CreateContainer(ctx, "db", batchJSON(t, container("90")), nil); err != nil {
-		t.Fatal(err)
-	}
-	ref := batchRef(`["p"]`)
-	ref.Coll = "c"
-	if _, err := e.WriteItem(ctx, WriteItemParams{ItemRef: ref, Mode: ModeCreate, Body: []byte(`{"id":"x","pk":"p"}`)}); err != nil {
-		t.Fatal(err)
-	}
+	ref := oneItem(t, e, container("90"))
 	clk.Advance(30 * time.Second)
 	// A read at this instant dates the change that follows a nanosecond
 	// after it.
@@ -135,17 +125,7 @@ func TestB1_RestartWithTheClockSetBack(t *testing.T) {
 	}
 	clk := clock.NewManual(batchT0)
 	e := open(clk)
-	if _, err := e.CreateDatabase(ctx, batchJSON(t, `{"id":"db"}`), nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.CreateContainer(ctx, "db", batchJSON(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":2}`), nil); err != nil {
-		t.Fatal(err)
-	}
-	ref := batchRef(`["p"]`)
-	ref.Coll = "c"
-	if _, err := e.WriteItem(ctx, WriteItemParams{ItemRef: ref, Mode: ModeCreate, Body: []byte(`{"id":"x","pk":"p"}`)}); err != nil {
-		t.Fatal(err)
-	}
+	ref := oneItem(t, e, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":2}`)
 	clk.Advance(3 * time.Second)
 	if _, err := e.ReadItem(ctx, ReadItemParams{ItemRef: ref, ID: "x"}); ErrorCode(err) != NotFound {
 		t.Fatalf("read x 3 s after its write: %v, want NotFound", err)
@@ -196,17 +176,7 @@ func TestClockFloorOnAStoreThatRefusesWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := e.CreateDatabase(ctx, batchJSON(t, `{"id":"db"}`), nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.CreateContainer(ctx, "db", batchJSON(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil); err != nil {
-		t.Fatal(err)
-	}
-	ref := batchRef(`["p"]`)
-	ref.Coll = "c"
-	if _, err := e.WriteItem(ctx, WriteItemParams{ItemRef: ref, Mode: ModeCreate, Body: []byte(`{"id":"x","pk":"p"}`)}); err != nil {
-		t.Fatal(err)
-	}
+	ref := oneItem(t, e, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
 	e.floorWrites.Wait()
 	s.refuse.Store(true)
 	for _, step := range []struct {
@@ -224,4 +194,24 @@ func TestClockFloorOnAStoreThatRefusesWrites(t *testing.T) {
 			t.Fatalf("after %v more: %d refused records of the floor, want %d", step.advance, got, step.tries)
 		}
 	}
+}
+
+// oneItem creates database db, in it the container container describes
+// (its id c, partitioned by /pk), and in it item x of partition key p,
+// and returns x's reference.
+func oneItem(t *testing.T, e *Engine, container string) ItemRef {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := e.CreateDatabase(ctx, batchJSON(t, `{"id":"db"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateContainer(ctx, "db", batchJSON(t, container), nil); err != nil {
+		t.Fatal(err)
+	}
+	ref := batchRef(`["p"]`)
+	ref.Coll = "c"
+	if _, err := e.WriteItem(ctx, WriteItemParams{ItemRef: ref, Mode: ModeCreate, Body: []byte(`{"id":"x","pk":"p"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	return ref
 }
