@@ -39,12 +39,12 @@ lint:
 ## unit: every Go test in the module except lint, built with the invariants
 ## tag: every store call, in the engine's tests and in servers the tests
 ## start, is checked against the storage contract (internal/storage/check.go);
-## then the engine's and the HTTP API's tests again over PostgreSQL. Tests that need PostgreSQL
-## start a throwaway cluster of their own (internal/storage/pgtest).
+## then the engine's and the HTTP API's tests again over PostgreSQL, the
+## engine's in shards side by side (scripts/unit.sh). Tests that need
+## PostgreSQL start a throwaway cluster of their own (internal/storage/pgtest).
 unit:
 	scripts/postgres-binaries.sh
-	$(GO) test -tags invariants -count=1 -timeout 10m $$($(GO) list ./... | grep -v '/internal/lint$$')
-	MAYFLY_TEST_STORE=postgres $(GO) test -tags invariants -count=1 -timeout 10m ./internal/engine ./internal/httpapi
+	scripts/unit.sh
 
 ## e2e: the Go SDK emulator suite and the JavaScript suites against a
 ## bin/mayfly built with the invariants tag

@@ -28,6 +28,11 @@ func (s *updateCounter) Update(ctx context.Context, fn func(tx storage.Txn) erro
 	return s.Store.Update(ctx, fn)
 }
 
+func (s *updateCounter) UpdateOptimistic(ctx context.Context, fn func(tx storage.Txn) error) error {
+	s.updates.Add(1)
+	return storage.UpdateOptimistic(ctx, s.Store, fn)
+}
+
 type batchEnv struct {
 	e     *Engine
 	clock *clock.Manual

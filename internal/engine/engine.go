@@ -295,6 +295,10 @@ type settingLock struct {
 	// group joins this gateway's writes to the container over a shared
 	// store (Engine.updateWriting).
 	group committer
+	// writers is held shared by each write transaction on the container
+	// over a store of the engine's own, and exclusively by a script's
+	// transaction run again after a conflict (Engine.updateScripted).
+	writers sync.RWMutex
 }
 
 // lockOf returns container db/coll's setting lock, counting the caller as
@@ -418,11 +422,13 @@ func (e *Engine) updateWriting(ctx context.Context, ref ItemRef, fn func(tx stor
 		e.lockState(tx, ref.DB, ref.Coll)
 		return fn(tx)
 	}
-	if !e.shared {
-		return e.store.Update(ctx, locked)
-	}
 	l := e.lockOf(ref.DB, ref.Coll)
 	defer e.releaseLock(l)
+	if !e.shared {
+		l.writers.RLock()
+		defer l.writers.RUnlock()
+		return e.store.Update(ctx, locked)
+	}
 	return l.group.do(ctx, locked, func(group []*groupWrite) {
 		// The purge takes the same turn; it holds it for one bounded
 		// batch, so the group waits for it without a context.
@@ -432,6 +438,43 @@ func (e *Engine) updateWriting(ctx context.Context, ref ItemRef, fn func(tx stor
 		e.groupedWrites.Add(int64(len(group)))
 		runGrouped(e.store, group)
 	})
+}
+
+// optimisticTries is how many times updateScripted runs a transaction
+// optimistically while it holds its container's writers back, before it
+// runs it while it holds every writer back.
+const optimisticTries = 3
+
+// updateScripted is updateWriting for a transaction that runs a script (a
+// stored procedure, or a write's triggers), which may take seconds. A
+// store of the engine's own runs one Update at a time, so a script run in
+// an Update would hold back every write of every container. It runs
+// optimistically instead (storage.Optimist): other writers go on while it
+// runs, and it commits only if none of them wrote what it read. After a
+// conflict it runs again while it holds back the writers of its own
+// container (settingLock.writers), which are what a script's reads
+// usually meet (every write updates its sequence's state record), so that
+// it does not lose to them again and again. Over a shared store, writers
+// run side by side already: updateWriting.
+func (e *Engine) updateScripted(ctx context.Context, ref ItemRef, fn func(tx storage.Txn) error) error {
+	if e.shared {
+		return e.updateWriting(ctx, ref, fn)
+	}
+	err := storage.UpdateOptimistic(ctx, e.store, fn)
+	if !errors.Is(err, storage.ErrConflict) {
+		return err
+	}
+	l := e.lockOf(ref.DB, ref.Coll)
+	defer e.releaseLock(l)
+	l.writers.Lock()
+	defer l.writers.Unlock()
+	for range optimisticTries {
+		err = storage.UpdateOptimistic(ctx, e.store, fn)
+		if !errors.Is(err, storage.ErrConflict) {
+			return err
+		}
+	}
+	return e.store.Update(ctx, fn)
 }
 
 // lockState names the state records of container db/coll's sequences to

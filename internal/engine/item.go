@@ -259,7 +259,7 @@ func (e *Engine) WriteItem(ctx context.Context, p WriteItemParams) (*ItemResult,
 		return nil, errorf(BadRequest, "The id '%s' in the body does not match the id '%s' addressed.", id, p.ID)
 	}
 	body = body.Without(itemSystemProps...)
-	return e.writeOne(ctx, p.ItemRef, id, func(tx storage.Txn, c *containerRecord, now time.Time) (*ItemResult, error) {
+	return e.writeOne(ctx, p.ItemRef, id, !p.Triggers.empty(), func(tx storage.Txn, c *containerRecord, now time.Time) (*ItemResult, error) {
 		if p.Triggers.empty() {
 			return e.writeItemTx(tx, c, p, id, body, now)
 		}
@@ -702,7 +702,7 @@ type DeleteItemParams struct {
 
 // DeleteItem removes an item.
 func (e *Engine) DeleteItem(ctx context.Context, p DeleteItemParams) (*ItemResult, error) {
-	return e.writeOne(ctx, p.ItemRef, p.ID, func(tx storage.Txn, c *containerRecord, now time.Time) (*ItemResult, error) {
+	return e.writeOne(ctx, p.ItemRef, p.ID, !p.Triggers.empty(), func(tx storage.Txn, c *containerRecord, now time.Time) (*ItemResult, error) {
 		if p.Triggers.empty() {
 			return e.deleteItemTx(tx, c, p, now)
 		}
@@ -711,23 +711,28 @@ func (e *Engine) DeleteItem(ctx context.Context, p DeleteItemParams) (*ItemResul
 }
 
 // writeOne runs one write of item id in a transaction of its own, with
-// the operation's one "now", and charges it to the container.
-func (e *Engine) writeOne(ctx context.Context, ref ItemRef, id string, op func(tx storage.Txn, c *containerRecord, now time.Time) (*ItemResult, error)) (*ItemResult, error) {
+// the operation's one "now", and charges it to the container. scripted
+// is set when the write runs triggers (updateScripted).
+func (e *Engine) writeOne(ctx context.Context, ref ItemRef, id string, scripted bool, op func(tx storage.Txn, c *containerRecord, now time.Time) (*ItemResult, error)) (*ItemResult, error) {
 	now, done, err := e.judgingIn(ctx, ref.DB, ref.Coll)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	return e.writeOneAt(ctx, ref, id, now, op)
+	return e.writeOneAt(ctx, ref, id, now, scripted, op)
 }
 
 // writeOneAt is writeOne for a caller that holds the container's setting
 // lock and has taken the operation's now, or left it zero for the
 // transaction to take (judgingIn).
-func (e *Engine) writeOneAt(ctx context.Context, ref ItemRef, id string, now time.Time, op func(tx storage.Txn, c *containerRecord, now time.Time) (*ItemResult, error)) (*ItemResult, error) {
+func (e *Engine) writeOneAt(ctx context.Context, ref ItemRef, id string, now time.Time, scripted bool, op func(tx storage.Txn, c *containerRecord, now time.Time) (*ItemResult, error)) (*ItemResult, error) {
 	var res *ItemResult
 	var coll *containerRecord
-	err := e.updateWriting(ctx, ref, func(tx storage.Txn) error {
+	update := e.updateWriting
+	if scripted {
+		update = e.updateScripted
+	}
+	err := update(ctx, ref, func(tx storage.Txn) error {
 		e.prefetchPoint(tx, ref, id, true)
 		now, err := e.nowIn(ctx, tx, now)
 		if err != nil {

@@ -62,7 +62,7 @@ func (e *Engine) DeleteAllItemsByPartitionKey(ctx context.Context, ref ItemRef) 
 		if len(ids) > 0 {
 			var coll *containerRecord
 			deleted := 0
-			res, err := e.writeOne(ctx, ref, ids[0], func(tx storage.Txn, c *containerRecord, now time.Time) (*ItemResult, error) {
+			res, err := e.writeOne(ctx, ref, ids[0], false, func(tx storage.Txn, c *containerRecord, now time.Time) (*ItemResult, error) {
 				coll, deleted = c, 0
 				out := &ItemResult{CollRid: c.ridString()}
 				for _, id := range ids {

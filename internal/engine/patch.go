@@ -333,7 +333,7 @@ func (e *Engine) PatchItem(ctx context.Context, p PatchItemParams) (*ItemResult,
 		p.budget = e.budget(ctx)
 		p.pre = e.prejudge(ctx, p.DB, p.Coll, []condTarget{{p.ItemRef, p.ID, p.Condition}}, now, p.budget)
 	}
-	return e.writeOneAt(ctx, p.ItemRef, p.ID, now, func(tx storage.Txn, c *containerRecord, now time.Time) (*ItemResult, error) {
+	return e.writeOneAt(ctx, p.ItemRef, p.ID, now, false, func(tx storage.Txn, c *containerRecord, now time.Time) (*ItemResult, error) {
 		return e.patchItemTx(tx, c, p, now)
 	})
 }

@@ -352,7 +352,7 @@ func (e *Engine) ExecuteProcedure(ctx context.Context, p ExecuteParams) (*Proced
 	defer done()
 	var res *ProcedureResult
 	var coll *containerRecord
-	err = e.updateWriting(ctx, p.ItemRef, func(tx storage.Txn) error {
+	err = e.updateScripted(ctx, p.ItemRef, func(tx storage.Txn) error {
 		c, err := e.loadContainer(tx, p.DB, p.Coll)
 		if err != nil {
 			return err

@@ -148,3 +148,55 @@ func TestProcedureLinksStayInItsCollection(t *testing.T) {
 		}
 	}
 }
+
+// A procedure runs without holding back the writes of other containers,
+// nor of its own: it waits for a document that a write into its own
+// container makes, after a write into another container. Run in a
+// transaction that held every writer back, it waited until its time ran
+// out, and the writes waited for it.
+func TestProcedureHoldsNoWriterBack(t *testing.T) {
+	be := newBatchEnv(t, "null")
+	ctx := context.Background()
+	if _, err := be.e.CreateContainer(ctx, "db", batchJSON(t, `{"id":"other","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	be.procedure(t, "wait", `function () {
+		var c = getContext().getCollection(), seen = false, reads = 0;
+		while (!seen) {
+			reads++;
+			c.readDocument(c.getAltLink() + '/docs/flag', function (err) { seen = !err; });
+		}
+		c.createDocument(c.getSelfLink(), {id: 'after', pk: 'p'});
+		getContext().getResponse().setBody('seen');
+	}`)
+	ref := batchRef(`["p"]`)
+	type outcome struct {
+		res *ProcedureResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := be.e.ExecuteProcedure(ctx, ExecuteParams{ItemRef: ref, ID: "wait"})
+		done <- outcome{res, err}
+	}()
+	for _, w := range []WriteItemParams{
+		{ItemRef: ItemRef{DB: "db", Coll: "other", HasKey: true, PartitionKey: ref.PartitionKey}, Mode: ModeCreate, Body: []byte(`{"id":"elsewhere","pk":"p"}`)},
+		{ItemRef: ref, Mode: ModeCreate, Body: []byte(`{"id":"flag","pk":"p"}`)},
+	} {
+		if _, err := be.e.WriteItem(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case o := <-done:
+			t.Fatalf("the procedure ended before the writes it waits for: %v, %v", o.res, o.err)
+		default:
+		}
+	}
+	o := <-done
+	if o.err != nil || string(o.res.Body) != `"seen"` {
+		t.Fatalf("the procedure answered %v, %v; want it to see the document written while it ran", o.res, o.err)
+	}
+	if _, err := be.e.ReadItem(ctx, ReadItemParams{ItemRef: ref, ID: "after"}); err != nil {
+		t.Fatalf("the procedure's write: %v", err)
+	}
+}

@@ -70,6 +70,12 @@ func (c *checked) UpdateDeferred(ctx context.Context, fn func(tx Txn) error) err
 	return UpdateDeferred(ctx, c.inner, checkedFn(fn))
 }
 
+// UpdateOptimistic checks like Update; a store without the capability
+// runs fn through Update.
+func (c *checked) UpdateOptimistic(ctx context.Context, fn func(tx Txn) error) error {
+	return UpdateOptimistic(ctx, c.inner, checkedFn(fn))
+}
+
 // checkedFn runs fn on a checking wrapper of the transaction.
 func checkedFn(fn func(tx Txn) error) func(tx Txn) error {
 	return func(tx Txn) error {

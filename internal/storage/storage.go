@@ -311,6 +311,26 @@ func UpdateDeferred(ctx context.Context, s Store, fn func(tx Txn) error) error {
 	return s.Update(ctx, fn)
 }
 
+// Optimist is implemented by stores whose Update holds every other writer
+// back while its function runs (the Pebble backend serialises writers).
+// UpdateOptimistic runs fn without doing so, for a function that may run
+// long (a stored procedure's script): it commits fn's writes atomically
+// and durably only if no transaction that committed while fn ran wrote
+// what fn read; otherwise it commits nothing and returns ErrConflict, and
+// the caller may run it again, or through Update. fn runs once per call.
+type Optimist interface {
+	UpdateOptimistic(ctx context.Context, fn func(tx Txn) error) error
+}
+
+// UpdateOptimistic runs fn through s's UpdateOptimistic when s has one,
+// and through Update otherwise.
+func UpdateOptimistic(ctx context.Context, s Store, fn func(tx Txn) error) error {
+	if o, ok := s.(Optimist); ok {
+		return o.UpdateOptimistic(ctx, fn)
+	}
+	return s.Update(ctx, fn)
+}
+
 // RangeDeleter is implemented by stores that can delete the keys of a
 // range without reading them first. DeleteRange deletes keys of
 // [lower, upper) in one transaction of its own: at most limit of them, the

@@ -41,6 +41,10 @@ type reader struct {
 	hot      *hotKeys
 	hotStamp uint64
 	hotOK    bool
+
+	// reads, in an optimistic transaction, records what it read
+	// (optimistic.go); nil elsewhere.
+	reads *readSet
 }
 
 // pointGets is the number of Gets of a snapshot reader after which the
@@ -141,7 +145,7 @@ func (r *reader) NewIter(p storage.IterParams) (storage.Iterator, error) {
 	if r.finished {
 		return nil, errFinished
 	}
-	it := &iterator{reverse: p.Reverse}
+	it := &iterator{reverse: p.Reverse, reads: r.reads}
 	if p.Upper != nil && bytes.Compare(p.Lower, p.Upper) >= 0 {
 		// An empty range. Pebble requires lower < upper.
 		return it, nil
@@ -157,6 +161,7 @@ func (r *reader) NewIter(p storage.IterParams) (storage.Iterator, error) {
 	}
 	it.it = pit
 	it.dir = r.dir
+	it.lower, it.upper = o.LowerBound, o.UpperBound
 	r.iters = append(r.iters, it)
 	return it, nil
 }
@@ -187,6 +192,9 @@ type txn struct {
 
 // Get reads the transaction's own writes over the latest commits.
 func (t *txn) Get(key []byte) ([]byte, error) {
+	if t.reads != nil && !t.finished {
+		t.reads.get(key)
+	}
 	if t.wroteHot && !t.finished {
 		return t.get(key)
 	}
@@ -229,6 +237,15 @@ type iterator struct {
 	closed  bool
 	err     error
 	seekBuf []byte
+
+	// reads, in an optimistic transaction, records the spans the
+	// iterator passed over: from where it was positioned to the key it
+	// stands on, or to its bound once it ran out (optimistic.go).
+	reads          *readSet
+	spanning       bool
+	lower, upper   []byte // the iterator's bounds
+	spanLo, spanHi []byte // [lo, hi); nil for no bound
+	last           []byte // the key it stands on, while spanning
 }
 
 var _ storage.Iterator = (*iterator)(nil)
@@ -242,9 +259,71 @@ func (it *iterator) First() bool {
 		return false
 	}
 	if it.reverse {
-		return it.it.Last()
+		it.startSpan(nil)
+		return it.moved(it.it.Last())
 	}
-	return it.it.First()
+	it.startSpan(nil)
+	return it.moved(it.it.First())
+}
+
+// startSpan begins a span of reads at key (nil: at the iterator's
+// bound), after ending the one before.
+func (it *iterator) startSpan(key []byte) {
+	if it.reads == nil {
+		return
+	}
+	it.endSpan()
+	it.spanning = true
+	lower, upper := it.lower, it.upper
+	if it.reverse {
+		it.spanLo, it.spanHi = nil, clone(upper)
+		if key != nil && (upper == nil || bytes.Compare(key, upper) < 0) {
+			it.spanHi = after(key)
+		}
+		return
+	}
+	it.spanLo, it.spanHi = clone(lower), nil
+	if key != nil && (lower == nil || bytes.Compare(key, lower) > 0) {
+		it.spanLo = clone(key)
+	}
+}
+
+// moved notes where a positioning or a step left the iterator: on a key,
+// which the span reaches, or past its last, when the span reaches the
+// bound.
+func (it *iterator) moved(valid bool) bool {
+	if !it.spanning {
+		return valid
+	}
+	if valid {
+		it.last = append(it.last[:0], it.it.Key()...)
+		return true
+	}
+	it.last = nil
+	it.endSpan()
+	return false
+}
+
+// endSpan records the span in progress.
+func (it *iterator) endSpan() {
+	if !it.spanning {
+		return
+	}
+	it.spanning = false
+	lo, hi := it.spanLo, it.spanHi
+	if it.last != nil {
+		if it.reverse {
+			lo = clone(it.last)
+		} else {
+			hi = after(it.last)
+		}
+	} else if it.reverse {
+		lo = clone(it.lower)
+	} else {
+		hi = clone(it.upper)
+	}
+	it.last = nil
+	it.reads.span(lo, hi)
 }
 
 func (it *iterator) SeekGE(key []byte) bool {
@@ -255,13 +334,14 @@ func (it *iterator) SeekGE(key []byte) bool {
 	if it.it == nil {
 		return false
 	}
+	it.startSpan(key)
 	if !it.reverse {
-		return it.it.SeekGE(key)
+		return it.moved(it.it.SeekGE(key))
 	}
 	// Pebble has no SeekLE. key+"\x00" is the smallest key greater than
 	// key, so the last key below it is the last key <= key.
 	it.seekBuf = append(append(it.seekBuf[:0], key...), 0)
-	return it.it.SeekLT(it.seekBuf)
+	return it.moved(it.it.SeekLT(it.seekBuf))
 }
 
 func (it *iterator) Next() bool {
@@ -273,9 +353,9 @@ func (it *iterator) Next() bool {
 		return false
 	}
 	if it.reverse {
-		return it.it.Prev()
+		return it.moved(it.it.Prev())
 	}
-	return it.it.Next()
+	return it.moved(it.it.Next())
 }
 
 func (it *iterator) Key() []byte {
@@ -312,10 +392,12 @@ func (it *iterator) Close() error {
 	if it.closed {
 		return nil
 	}
-	it.closed = true
 	if it.it == nil {
+		it.closed = true
 		return nil
 	}
+	it.endSpan()
+	it.closed = true
 	err := it.it.Close()
 	it.it = nil
 	return err

@@ -179,6 +179,9 @@ type Store struct {
 	// writer waiting for it can give up when its context is cancelled or
 	// the store closes.
 	writeLock chan struct{}
+	// conflicts keeps what commits wrote while optimistic transactions
+	// run (optimistic.go).
+	conflicts conflicts
 
 	reserve   int64                  // see Options.Reserve; 0 in memory
 	freeSpace func() (uint64, error) // free bytes on the store's filesystem
@@ -546,12 +549,36 @@ func (s *Store) update(ctx context.Context, fn func(tx storage.Txn) error, sync 
 		return err
 	}
 
+	unlock, err := s.lockWrites(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock() // also when fn panics
+
+	b := s.db.NewIndexedBatch()
+	// Runs after SyncWait: Pebble forbids closing a batch whose sync is
+	// pending.
+	defer b.Close()
+	tx := &txn{reader: reader{src: b, dir: s.dir, hot: s.hot}, b: b}
+	err = func() error {
+		defer tx.finish()
+		return fn(tx)
+	}()
+	if err != nil || b.Empty() {
+		return err
+	}
+	return s.commit(tx, b, sync, unlock)
+}
+
+// lockWrites takes the write lock and returns its release, which may be
+// called more than once.
+func (s *Store) lockWrites(ctx context.Context) (func(), error) {
 	select {
 	case s.writeLock <- struct{}{}:
 	case <-ctx.Done():
-		return ctx.Err()
+		return nil, ctx.Err()
 	case <-s.closing:
-		return storage.ErrClosed
+		return nil, storage.ErrClosed
 	}
 	locked := true
 	unlock := func() {
@@ -560,25 +587,19 @@ func (s *Store) update(ctx context.Context, fn func(tx storage.Txn) error, sync 
 			<-s.writeLock
 		}
 	}
-	defer unlock() // also when fn panics
-
 	// The lock may have been granted in the same instant as cancellation.
 	if err := ctx.Err(); err != nil {
-		return err
+		unlock()
+		return nil, err
 	}
+	return unlock, nil
+}
 
-	b := s.db.NewIndexedBatch()
-	// Runs after SyncWait: Pebble forbids closing a batch whose sync is
-	// pending.
-	defer b.Close()
-	tx := &txn{reader: reader{src: b, dir: s.dir, hot: s.hot}, b: b}
-	err := func() error {
-		defer tx.finish()
-		return fn(tx)
-	}()
-	if err != nil || b.Empty() {
-		return err
-	}
+// commit applies tx's batch b, which is not empty, under the write lock,
+// which unlock releases: at once when the commit is synced, so that
+// writers that queued behind this one share its fsync.
+func (s *Store) commit(tx *txn, b *pebble.Batch, sync bool, unlock func()) error {
+	s.conflicts.record(b)
 	if tx.wroteHot {
 		// Until this returns, committed or not, no read uses or keeps
 		// a hot key's value (hotKeys).
@@ -592,7 +613,7 @@ func (s *Store) update(ctx context.Context, fn func(tx storage.Txn) error, sync 
 	// Apply under the lock, so the next writer reads this one's writes;
 	// wait for the fsync after releasing it, so writers that queued
 	// behind this one share its fsync.
-	err = s.apply(b, pebble.Sync, true)
+	err := s.apply(b, pebble.Sync, true)
 	unlock()
 	if err != nil {
 		return err
