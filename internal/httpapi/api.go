@@ -273,6 +273,12 @@ func (h *Handler) serve(rq *request) {
 			p.segs = names
 		}
 	}
+	if rq.aad {
+		if err := authorizeAAD(rq); err != nil {
+			h.fail(rq, err)
+			return
+		}
+	}
 	if principal.Method == auth.MethodResource {
 		g, err := h.grantOf(rq, principal.Token)
 		if err == nil {

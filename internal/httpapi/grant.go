@@ -46,10 +46,13 @@ func tokenLifetime(r *http.Request) (time.Duration, error) {
 	return time.Duration(n) * time.Second, nil
 }
 
-// withToken adds a fresh resource token to a permission as `_token`.
+// withToken adds a fresh resource token to a permission as `_token`, for
+// a request the read-write key signed: a token is signed with that key,
+// and one of mode All writes, so a reader with the read-only key (or an
+// Entra ID token) reads the permission without one.
 func (h *Handler) withToken(rq *request, p *engine.Permission) (*engine.Resource, error) {
 	ti, ok := h.auth.(tokenIssuer)
-	if !ok {
+	if !ok || !rq.owner {
 		return &p.Resource, nil
 	}
 	life, err := tokenLifetime(rq.r)
@@ -92,7 +95,8 @@ func (h *Handler) grantOf(rq *request, c *auth.TokenClaims) (*engine.Grant, erro
 //     address items;
 //   - with a resourcePartitionKey, every request on items (point, feed,
 //     query, change feed, batch) and every execution of a stored procedure
-//     must carry that partition key, and scripts are not written.
+//     must carry that partition key, and scripts are not written: they run
+//     in every partition.
 func authorizeGrant(rq *request, g *engine.Grant) error {
 	s := rq.path.segs
 	m := rq.r.Method
@@ -111,6 +115,7 @@ func authorizeGrant(rq *request, g *engine.Grant) error {
 	within := len(s) >= len(g.Link) && equalSegs(s[:len(g.Link)], g.Link)
 	onItems := len(s) >= 5 && s[4] == "docs" || len(s) == 6 && s[4] == "operations" // a delete by partition key
 	onScripts := len(s) >= 5 && (s[4] == "sprocs" || s[4] == "triggers" || s[4] == "udfs")
+	execute := len(s) == 6 && s[4] == "sprocs" && m == http.MethodPost
 	switch {
 	case within && write && (g.Mode != engine.PermissionAll || !onItems && !onScripts):
 		return auth.Forbidden()
@@ -124,7 +129,10 @@ func authorizeGrant(rq *request, g *engine.Grant) error {
 	default:
 		return auth.Forbidden()
 	}
-	if g.HasKey && (onItems || onScripts && write) {
+	if g.HasKey && onScripts && write && !execute {
+		return auth.Forbidden()
+	}
+	if g.HasKey && (onItems || execute) {
 		hv := rq.r.Header.Get("x-ms-documentdb-partitionkey")
 		k, err := partition.ParseHeader(hv)
 		if hv == "" || err != nil || !k.Equal(g.PartitionKey) {
@@ -132,6 +140,27 @@ func authorizeGrant(rq *request, g *engine.Grant) error {
 		}
 	}
 	return nil
+}
+
+// authorizeAAD checks a request made with an Entra ID token: as in the
+// service's role-based access, it may read anything and work with items
+// (writes, queries, batches, a partition's deletion) and execute stored
+// procedures, but manages nothing: no database, container, throughput,
+// script, user or permission is written with it.
+func authorizeAAD(rq *request) error {
+	s := rq.path.segs
+	m := rq.r.Method
+	if m == http.MethodGet || m == http.MethodHead || queryRequest(rq.r, s) {
+		return nil
+	}
+	inColl := len(s) >= 5 && s[0] == "dbs" && s[2] == "colls"
+	switch {
+	case inColl && s[4] == "docs",
+		inColl && len(s) == 6 && s[4] == "operations",
+		inColl && len(s) == 6 && s[4] == "sprocs" && m == http.MethodPost:
+		return nil
+	}
+	return auth.AADMetadataForbidden("localhost", m, rq.r.URL.Path)
 }
 
 // authorizeBatch checks each operation of a batch against the grant the

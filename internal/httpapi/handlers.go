@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/mayfly-db/mayfly/internal/auth"
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/engine"
 )
@@ -75,16 +74,6 @@ func noneMatch(r *http.Request, etag string) bool {
 	return inm != "" && (inm == etag || inm == "*")
 }
 
-// refuseAAD enforces the service's rule that Entra ID tokens may not
-// manage databases and containers.
-func (h *Handler) refuseAAD(rq *request) bool {
-	if rq.aad && rq.r.Method != http.MethodGet {
-		h.fail(rq, auth.AADMetadataForbidden("localhost", rq.r.Method, rq.r.URL.Path))
-		return true
-	}
-	return false
-}
-
 func (h *Handler) createDatabase(rq *request) {
 	h.createResource(rq, func(body document.Value, tp *engine.Throughput) (*engine.Resource, error) {
 		return h.eng.CreateDatabase(rq.r.Context(), body, tp)
@@ -94,9 +83,6 @@ func (h *Handler) createDatabase(rq *request) {
 // createResource reads the body and throughput headers of a database or
 // container create, runs it and answers 201 with the new resource.
 func (h *Handler) createResource(rq *request, create func(document.Value, *engine.Throughput) (*engine.Resource, error)) {
-	if h.refuseAAD(rq) {
-		return
-	}
 	body, err := h.readJSON(rq)
 	if err != nil {
 		h.fail(rq, err)
@@ -125,9 +111,6 @@ func (h *Handler) readDatabase(rq *request, id string) {
 }
 
 func (h *Handler) deleteDatabase(rq *request, id string) {
-	if h.refuseAAD(rq) {
-		return
-	}
 	if err := h.eng.DeleteDatabase(rq.r.Context(), id, rq.r.Header.Get("If-Match")); err != nil {
 		h.fail(rq, err)
 		return
@@ -290,9 +273,6 @@ func statisticsJSON(stats []engine.RangeStatistics) document.Value {
 }
 
 func (h *Handler) replaceContainer(rq *request, db, coll string) {
-	if h.refuseAAD(rq) {
-		return
-	}
 	body, err := h.readJSON(rq)
 	if err != nil {
 		h.fail(rq, err)
@@ -307,9 +287,6 @@ func (h *Handler) replaceContainer(rq *request, db, coll string) {
 }
 
 func (h *Handler) deleteContainer(rq *request, db, coll string) {
-	if h.refuseAAD(rq) {
-		return
-	}
 	if err := h.eng.DeleteContainer(rq.r.Context(), db, coll, rq.r.Header.Get("If-Match")); err != nil {
 		h.fail(rq, err)
 		return
