@@ -273,4 +273,24 @@ func TestResourceTokenOnSelfLink(t *testing.T) {
 	get(p["_token"].(string), "/dbs/sdb/colls/c/sprocs/sp", 200)
 	get(p["_token"].(string), "/"+strings.Trim(sp, "/"), 200)
 	get(p["_token"].(string), "/dbs/sdb/colls/c/docs/a", 403)
+
+	// An item's _self names one item: not another of the same id in
+	// another partition. A permission whose resource is gone grants
+	// nothing, even once a container of the same name is made again.
+	item := expectJSON(t, e.do(http.MethodGet, "/dbs/sdb/colls/c/docs/a", nil, pkp), 200, "item")["_self"].(string)
+	expectJSON(t, e.do(http.MethodPost, "/dbs/sdb/colls/c/docs", []byte(`{"id":"a","pk":"q"}`),
+		map[string]string{"x-ms-documentdb-partitionkey": `["q"]`}), 201, "item of the same id in another partition")
+	p = expectJSON(t, e.do(http.MethodPost, "/dbs/sdb/users/u/permissions",
+		[]byte(`{"id":"itemSelf","permissionMode":"Read","resource":"`+item+`"}`), nil), 201, "permission on an item's _self")
+	itemTok := url.QueryEscape(p["_token"].(string))
+	for key, want := range map[string]int{`["p"]`: 200, `["q"]`: 403} {
+		if r := e.do(http.MethodGet, "/dbs/sdb/colls/c/docs/a", nil, map[string]string{"Authorization": itemTok, "x-ms-documentdb-partitionkey": key}); r.status != want {
+			t.Errorf("item token, GET docs/a in partition %s: %d %s, want %d", key, r.status, r.body, want)
+		}
+	}
+	expectJSON(t, e.do(http.MethodDelete, "/dbs/sdb/colls/c", nil, nil), 204, "container delete")
+	expectJSON(t, e.do(http.MethodPost, "/dbs/sdb/colls", []byte(coll), nil), 201, "container made again")
+	expectJSON(t, e.do(http.MethodPost, "/dbs/sdb/colls/c/docs", []byte(`{"id":"a","pk":"p"}`), pkp), 201, "item in the new container")
+	get(tok, "/dbs/sdb/colls/c/docs/a", 401)
+	get(p["_token"].(string), "/dbs/sdb/colls/c/docs/a", 401)
 }

@@ -104,7 +104,7 @@ func (e *Engine) ResolveRidLink(ctx context.Context, segs []string) (names []str
 		return nil, false, nil
 	}
 	err = e.store.View(ctx, func(r storage.Reader) error {
-		names, found, err = e.namesOfRidLink(r, segs)
+		names, _, found, err = e.namesOfRidLink(r, segs)
 		return err
 	})
 	if err != nil || !found {
@@ -114,9 +114,11 @@ func (e *Engine) ResolveRidLink(ctx context.Context, segs []string) (names []str
 }
 
 // namesOfRidLink is ResolveRidLink in a read the caller holds.
-func (e *Engine) namesOfRidLink(r storage.Reader, segs []string) (names []string, found bool, err error) {
+// itemKey is the partition key bytes of the item a link to an item (or
+// to one of its attachments) names.
+func (e *Engine) namesOfRidLink(r storage.Reader, segs []string) (names []string, itemKey []byte, found bool, err error) {
 	if len(segs) < 2 || segs[0] != "dbs" || !IsDatabaseRid(segs[1]) {
-		return nil, false, nil
+		return nil, nil, false, nil
 	}
 	names = append([]string(nil), segs...)
 	err = func() error {
@@ -166,7 +168,7 @@ func (e *Engine) namesOfRidLink(r storage.Reader, segs []string) (names []string
 		if err != nil {
 			return err
 		}
-		names[5] = rec.id
+		names[5], itemKey = rec.id, rec.pk
 		if len(segs) < 8 {
 			return nil
 		}
@@ -181,9 +183,9 @@ func (e *Engine) namesOfRidLink(r storage.Reader, segs []string) (names []string
 		return err
 	}()
 	if err != nil || !found {
-		return nil, found, err
+		return nil, nil, found, err
 	}
-	return names, true, nil
+	return names, itemKey, true, nil
 }
 
 // databaseByRid finds the database with the rid, or nil. Databases are

@@ -476,7 +476,7 @@ func (e *Engine) permissionNames(r storage.Reader, db, resource string) (string,
 	if segs[1] == db {
 		return "", nil
 	}
-	names, found, err := e.namesOfRidLink(r, segs)
+	names, _, found, err := e.namesOfRidLink(r, segs)
 	if err != nil {
 		return "", err
 	}
@@ -625,9 +625,22 @@ func (e *Engine) LookupPermission(ctx context.Context, ref PermissionRef) (*Perm
 	}
 	var rec permissionRecord
 	var found bool
+	var itemKey []byte
 	err := e.store.View(ctx, func(r storage.Reader) error {
 		var err error
 		found, err = getJSON(r, permissionKey(userRid, ref.ID), &rec)
+		if err != nil || !found || rec.Etag != ref.Etag || rec.Names == "" {
+			return err
+		}
+		// A permission given by rid grants the resource with that rid,
+		// not whatever now has its name: a container deleted and made
+		// again, or an item of the same id in another partition.
+		names, key, resolved, err := e.namesOfRidLink(r, strings.Split(rec.Resource, "/"))
+		if isNotFound(err) || err == nil && (!resolved || strings.Join(names, "/") != rec.Names) {
+			found = false
+			return nil
+		}
+		itemKey = key
 		return err
 	})
 	if err != nil {
@@ -636,5 +649,13 @@ func (e *Engine) LookupPermission(ctx context.Context, ref PermissionRef) (*Perm
 	if !found || rec.Etag != ref.Etag {
 		return nil, errorf(NotFound, "The permission of the resource token does not exist.")
 	}
-	return rec.resource(), nil
+	p := rec.resource()
+	if itemKey != nil && !p.Grant.HasKey {
+		k, err := decodeKeyBytes(itemKey)
+		if err != nil {
+			return nil, fmt.Errorf("the partition key of permission %s's item: %w", ref.ID, err)
+		}
+		p.Grant.PartitionKey, p.Grant.HasKey = k, true
+	}
+	return p, nil
 }
