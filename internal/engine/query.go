@@ -18,6 +18,7 @@ import (
 	"github.com/mayfly-db/mayfly/internal/query/gatewayplan"
 	"github.com/mayfly-db/mayfly/internal/query/parser"
 	"github.com/mayfly-db/mayfly/internal/query/plan"
+	"github.com/mayfly-db/mayfly/internal/script"
 	"github.com/mayfly-db/mayfly/internal/storage"
 )
 
@@ -78,6 +79,14 @@ var errPageTime = errorf(RequestTimeout, "The query could not complete within th
 func queryError(err error) error {
 	if errors.Is(err, eval.ErrTime) {
 		return errPageTime
+	}
+	if errors.Is(err, script.ErrTimeout) {
+		// As the service answers a UDF that runs out of time: 408.
+		var qe *ast.Error
+		if errors.As(err, &qe) {
+			return errorf(RequestTimeout, "%s", qe.Message)
+		}
+		return errorf(RequestTimeout, "A user-defined function ran past its time limit.")
 	}
 	var qe *ast.Error
 	if errors.As(err, &qe) {

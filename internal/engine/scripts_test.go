@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mayfly-db/mayfly/internal/query/ast"
+	"github.com/mayfly-db/mayfly/internal/script"
 )
 
 func (be *batchEnv) procedure(t *testing.T, id, src string) {
@@ -198,5 +201,46 @@ func TestProcedureHoldsNoWriterBack(t *testing.T) {
 	}
 	if _, err := be.e.ReadItem(ctx, ReadItemParams{ItemRef: ref, ID: "after"}); err != nil {
 		t.Fatalf("the procedure's write: %v", err)
+	}
+}
+
+// replaceDocument and deleteDocument take the server-side API's etag
+// option, as the client SDKs' accessCondition: a stale one is a 412 to the
+// callback, and the document stays as it was.
+func TestProcedureEtagOption(t *testing.T) {
+	be := newBatchEnv(t, "null")
+	ctx := context.Background()
+	be.seed(t, `{"id":"d","pk":"p","n":1}`)
+	be.procedure(t, "etags", `function () {
+		var c = getContext().getCollection(), link = c.getAltLink() + '/docs/d', out = [];
+		c.replaceDocument(link, {id: 'd', pk: 'p', n: 2}, {etag: '"stale"'}, function (err) { out.push(err ? err.number : 'replaced'); });
+		c.deleteDocument(link, {etag: '"stale"'}, function (err) { out.push(err ? err.number : 'deleted'); });
+		c.readDocument(link, function (err, doc) {
+			c.replaceDocument(link, {id: 'd', pk: 'p', n: 3}, {etag: doc._etag}, function (err) { out.push(err ? err.number : 'replaced'); });
+		});
+		c.readDocument(link, function (err, doc) { getContext().getResponse().setBody({out: out, n: doc.n}); });
+	}`)
+	res, err := be.e.ExecuteProcedure(ctx, ExecuteParams{ItemRef: batchRef(`["p"]`), ID: "etags"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(res.Body), `{"out":[412,412,"replaced"],"n":3}`; got != want {
+		t.Fatalf("%s, want %s", got, want)
+	}
+}
+
+// A UDF that runs out of time fails its query with a 408, as the service
+// answers it; one that throws, with a 400.
+func TestUDFTimeoutIsRequestTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want Code
+	}{
+		{&ast.Error{Code: "SC3010", Message: "udf.loop failed: the script ran past its time limit", Err: script.ErrTimeout}, RequestTimeout},
+		{&ast.Error{Code: "SC3010", Message: "udf.bad failed: no", Err: errors.New("no")}, BadRequest},
+	} {
+		if got := ErrorCode(queryError(tc.err)); got != tc.want {
+			t.Errorf("queryError(%v) is a %v, want %v", tc.err, got, tc.want)
+		}
 	}
 }

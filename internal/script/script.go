@@ -188,6 +188,11 @@ type execution struct {
 	// call: it ends the execution whatever the script does with it.
 	failed error
 	guards *guards
+	// calling is set while a document operation's callback runs; the
+	// callbacks of the operations it calls wait in queued until it has
+	// returned (settle).
+	calling bool
+	queued  []func()
 }
 
 // fail turns what the engine returned into the execution's error.
@@ -323,6 +328,23 @@ func (x *execution) install() error {
 	set(context, "getCollection", func(goja.FunctionCall) goja.Value { return coll })
 	set(context, "getResponse", func(goja.FunctionCall) goja.Value { return response })
 	set(context, "getRequest", func(goja.FunctionCall) goja.Value { return request })
+	// abort(err) ends the script and keeps none of its writes, also from a
+	// promise's callback, where a throw only rejects the promise.
+	set(context, "abort", func(c goja.FunctionCall) goja.Value {
+		msg := "The script was aborted."
+		if v := c.Argument(0); !goja.IsUndefined(v) && !goja.IsNull(v) {
+			msg = v.String()
+			if o, ok := v.(*goja.Object); ok {
+				if m := o.Get("message"); m != nil && !goja.IsUndefined(m) {
+					msg = m.String()
+				}
+			}
+		}
+		if x.failed == nil {
+			x.failed = &ScriptError{Message: msg}
+		}
+		panic(vm.NewGoError(x.failed))
+	})
 	if err := vm.Set("getContext", func(goja.FunctionCall) goja.Value { return context }); err != nil {
 		return err
 	}
@@ -507,18 +529,40 @@ func (x *execution) settle(cb goja.Callable, err error, result goja.Value, respO
 		if cb == nil {
 			panic(e)
 		}
-		if _, cerr := cb(goja.Undefined(), e); cerr != nil {
-			panic(cerr)
-		}
+		x.callBack(func() (goja.Value, error) { return cb(goja.Undefined(), e) })
 	case cb != nil:
 		if respOpts == nil {
 			respOpts = x.vm.NewObject()
 		}
-		if _, cerr := cb(goja.Undefined(), goja.Undefined(), result, respOpts); cerr != nil {
-			panic(cerr)
-		}
+		x.callBack(func() (goja.Value, error) { return cb(goja.Undefined(), goja.Undefined(), result, respOpts) })
 	}
 	return x.vm.ToValue(true)
+}
+
+// callBack runs an operation's callback. A call made from the script's own
+// code runs it at once; one made from inside a callback runs it once that
+// callback has returned, as the service runs callbacks after the calls
+// that queued them. A chain of operations each called from the last one's
+// callback (the service's BulkImport sample) then runs one callback after
+// another rather than one inside another, and does not run out of stack.
+func (x *execution) callBack(f func() (goja.Value, error)) {
+	run := func() {
+		if _, err := f(); err != nil {
+			panic(err)
+		}
+	}
+	if x.calling {
+		x.queued = append(x.queued, run)
+		return
+	}
+	x.calling = true
+	defer func() { x.calling = false }()
+	run()
+	for len(x.queued) > 0 {
+		next := x.queued[0]
+		x.queued = x.queued[1:]
+		next()
+	}
 }
 
 func (x *execution) write(c goja.FunctionCall, upsert bool) goja.Value {
@@ -580,11 +624,17 @@ func (x *execution) remove(c goja.FunctionCall) goja.Value {
 	return x.settle(cb, err, goja.Undefined(), nil)
 }
 
-// etag is the options' accessCondition {type: "IfMatch", condition}.
+// etag is the options' etag, or their accessCondition {type: "IfMatch",
+// condition}.
 func (x *execution) etag(args []goja.Value, i int) string {
 	o := x.options(args, i)
 	if o == nil {
 		return ""
+	}
+	// The server-side API's own option is etag; accessCondition is the
+	// client SDKs' shape, which scripts written for them use.
+	if v := o.Get("etag"); v != nil && !goja.IsUndefined(v) && !goja.IsNull(v) && v.String() != "" {
+		return v.String()
 	}
 	ac, ok := o.Get("accessCondition").(*goja.Object)
 	if !ok {

@@ -137,6 +137,20 @@ func TestProcedures(t *testing.T) {
 		{"appendValue", `function () { for (var i = 0; i < 10; i++) getContext().getResponse().appendValue("Body", i) }`, ``, `"0123456789"`, false},
 		{"appendValue after setBody", `function () { var r = getContext().getResponse(); r.setBody("a"); r.appendValue("Body", true) }`, ``, `"atrue"`, false},
 		{"appendValue elsewhere", `function () { getContext().getResponse().appendValue("Other", 1) }`, ``, `appendValue`, true},
+		{"abort", `function () {
+			var c = getContext().getCollection();
+			c.createDocument(c.getSelfLink(), {id: "a"});
+			try { getContext().abort(new Error("stop here")) } catch (e) {}
+			getContext().getResponse().setBody(1);
+		}`, ``, `stop here`, true},
+		{"abort in a promise", `function () {
+			var c = getContext().getCollection();
+			Promise.resolve().then(function () {
+				c.createDocument(c.getSelfLink(), {id: "a"});
+				getContext().abort("no");
+			});
+			getContext().getResponse().setBody(1);
+		}`, ``, `no`, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, _, err := runProc(t, tc.src, tc.params, Limits{})
@@ -423,5 +437,29 @@ func TestNestedTextIsRefusedBeforeParsing(t *testing.T) {
 		if out, err := fns.Call("f", [][]byte{[]byte(n)}); err != nil || string(out) != want {
 			t.Errorf("a UDF parsing text nested %s deep: %s, %v; want %s", n, out, err, want)
 		}
+	}
+}
+
+// Each create called from the last one's callback, as bulk imports are
+// written for the service: the callbacks run one after another, not one
+// inside another, so the chain reaches the operation budget (and reports
+// how far it got) rather than the bound on nested calls.
+func TestChainedCallbacks(t *testing.T) {
+	res, m, err := runProc(t, `function (n) {
+		var c = getContext().getCollection(), done = 0;
+		function next() {
+			if (!c.createDocument(c.getSelfLink(), {id: "d" + done}, created)) getContext().getResponse().setBody(done);
+		}
+		function created(err) {
+			if (err) throw err;
+			if (++done == n) getContext().getResponse().setBody(done); else next();
+		}
+		next();
+	}`, `[1500]`, Limits{Operations: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(res.Body) != "1000" || len(m.docs) != 1000 {
+		t.Fatalf("body %s, %d documents; want 1000 of each", res.Body, len(m.docs))
 	}
 }
