@@ -451,9 +451,10 @@ func (s *scriptCollection) write(doc []byte, p WriteItemParams) ([]byte, error) 
 	if err != nil {
 		return nil, scriptError(errorf(BadRequest, "The document is invalid: %v", err))
 	}
-	if body.Get("id").Kind() == document.Undefined && p.Mode != ModeReplace {
-		// createDocument names a document without an id with a new GUID,
-		// as the service does unless told not to.
+	if id := body.Get("id"); p.Mode != ModeReplace && (id.Kind() == document.Undefined || id.Kind() == document.Null || id.Kind() == document.String && id.Str() == "") {
+		// createDocument names a document without an id (or with a null
+		// or empty one) with a new GUID, as the service does unless told
+		// not to.
 		body = body.With("id", document.Str(newGUID()))
 	}
 	id, derr := bodyID(body)

@@ -244,3 +244,23 @@ func TestUDFTimeoutIsRequestTimeout(t *testing.T) {
 		}
 	}
 }
+
+// createDocument names a document whose id is missing, null or empty with
+// a new GUID, as the service does.
+func TestProcedureNamesDocumentsWithoutID(t *testing.T) {
+	be := newBatchEnv(t, "null")
+	be.procedure(t, "ids", `function () {
+		var c = getContext().getCollection(), ids = [];
+		[{pk: 'p'}, {id: null, pk: 'p'}, {id: '', pk: 'p'}].forEach(function (d) {
+			c.createDocument(c.getSelfLink(), d, function (err, doc) { ids.push(err ? err.number : doc.id.length); });
+		});
+		getContext().getResponse().setBody(ids);
+	}`)
+	res, err := be.e.ExecuteProcedure(context.Background(), ExecuteParams{ItemRef: batchRef(`["p"]`), ID: "ids"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(res.Body); got != `[36,36,36]` {
+		t.Fatalf("%s, want three GUIDs' lengths", got)
+	}
+}

@@ -274,19 +274,24 @@ func (x *execution) install() error {
 		x.body = c.Argument(0)
 		return goja.Undefined()
 	})
-	// appendValue("Body", v) adds v, as a string, to the end of the body.
-	set(response, "appendValue", func(c goja.FunctionCall) goja.Value {
-		if !strings.EqualFold(c.Argument(0).String(), "body") {
-			panic(vm.NewTypeError("appendValue can only append to 'Body'"))
-		}
-		add := c.Argument(1).String()
+	// appendValue("Body", v), or appendBody(v), adds v, as a string, to
+	// the end of the body.
+	appendBody := func(v goja.Value) goja.Value {
+		add := v.String()
 		if x.body == nil || goja.IsUndefined(x.body) || goja.IsNull(x.body) {
 			x.body = vm.ToValue(add)
 		} else {
 			x.body = vm.ToValue(x.body.String() + add)
 		}
 		return goja.Undefined()
+	}
+	set(response, "appendValue", func(c goja.FunctionCall) goja.Value {
+		if !strings.EqualFold(c.Argument(0).String(), "body") {
+			panic(vm.NewTypeError("appendValue can only append to 'Body'"))
+		}
+		return appendBody(c.Argument(1))
 	})
+	set(response, "appendBody", func(c goja.FunctionCall) goja.Value { return appendBody(c.Argument(0)) })
 	set(response, "getBody", func(goja.FunctionCall) goja.Value {
 		if x.body == nil {
 			return goja.Undefined()
@@ -366,7 +371,7 @@ func (x *execution) install() error {
 				panic(err)
 			}
 			build, _ := goja.AssertFunction(v)
-			if short, err = build(goja.Undefined(), coll); err != nil {
+			if short, err = build(goja.Undefined(), coll, vm.ToValue(x.readAll)); err != nil {
 				panic(err)
 			}
 		}
@@ -410,22 +415,15 @@ func compiled(name, src string) (*goja.Program, error) {
 // sortByDescending, flatten and value, alone (each with [options] and
 // [callback]) or chained (__.chain()…value()). Each reads the partition's
 // documents in pages, as queryDocuments would.
-const shorthand = `(function (coll) {
+const shorthand = `(function (coll, readAll) {
   var sh = Object.create(coll);
+  sh.request = getContext().getRequest();
+  sh.response = getContext().getResponse();
   ["getSelfLink", "getAltLink", "createDocument", "upsertDocument", "replaceDocument", "readDocument",
    "deleteDocument", "queryDocuments", "readDocuments"].forEach(function (name) {
     sh[name] = function () { return coll[name].apply(coll, arguments); };
   });
-  function all() {
-    var docs = [], cont;
-    do {
-      var page;
-      coll.queryDocuments(coll.getSelfLink(), "SELECT * FROM root r", { pageSize: 1000, continuation: cont },
-        function (err, d, o) { if (err) throw err; page = d; cont = o.continuation; });
-      docs = docs.concat(page);
-    } while (cont);
-    return docs;
-  }
+  function all() { return readAll(); }
   var steps = {
     filter: function (docs, f) { return docs.filter(function (d) { return f.call(d, d); }); },
     map: function (docs, f) { return docs.map(function (d) { return f.call(d, d); }); },
@@ -438,9 +436,11 @@ const shorthand = `(function (coll) {
     sortBy: function (docs, f) { return docs.slice().sort(function (a, b) { var x = f(a), y = f(b); return x < y ? -1 : x > y ? 1 : 0; }); },
     sortByDescending: function (docs, f) { return docs.slice().sort(function (a, b) { var x = f(a), y = f(b); return x < y ? 1 : x > y ? -1 : 0; }); }
   };
+  // Without a callback, the result goes to the end of the response's
+  // body, as the service's default callback puts it.
   function finish(result, options, callback) {
     if (typeof options === "function") { callback = options; }
-    if (callback) { callback(undefined, result, {}); }
+    if (callback) { callback(undefined, result, {}); } else { sh.response.appendBody(JSON.stringify(result)); }
     return { isAccepted: true };
   }
   Object.keys(steps).forEach(function (name) {
@@ -573,7 +573,7 @@ func (x *execution) write(c goja.FunctionCall, upsert bool) goja.Value {
 	if err := x.ownCollection(c.Argument(0)); err != nil {
 		return x.settle(cb, err, goja.Undefined(), nil)
 	}
-	doc, err := x.toJSON(c.Argument(1))
+	doc, err := x.document(c.Argument(1))
 	if err != nil {
 		panic(x.vm.NewTypeError("the document cannot be serialized: %v", err))
 	}
@@ -598,7 +598,7 @@ func (x *execution) replace(c goja.FunctionCall) goja.Value {
 	if !x.accept() {
 		return x.vm.ToValue(false)
 	}
-	doc, err := x.toJSON(c.Argument(1))
+	doc, err := x.document(c.Argument(1))
 	if err != nil {
 		panic(x.vm.NewTypeError("the document cannot be serialized: %v", err))
 	}
@@ -713,6 +713,45 @@ func (x *execution) query(c goja.FunctionCall) goja.Value {
 		}
 	}
 	return x.settle(cb, err, result, respOpts)
+}
+
+// readAll returns every document of the partition, read a page at a time
+// as queryDocuments reads them, each page an operation of the budget: the
+// documents __'s functions work on. It returns them at once, wherever __
+// is called from, where a query's callback may wait for the callback
+// that made the query (callBack).
+func (x *execution) readAll(goja.FunctionCall) goja.Value {
+	var all []any
+	cont := ""
+	for {
+		if !x.accept() {
+			panic(x.vm.NewGoError(&Error{Status: 429, Message: "The script ran out of operations while reading the partition."}))
+		}
+		docs, next, err := x.coll.Query("SELECT * FROM root r", nil, 1000, cont)
+		if err != nil {
+			var se *Error
+			if !errors.As(err, &se) {
+				x.failed = err
+			}
+			panic(x.vm.NewGoError(err))
+		}
+		for _, d := range docs {
+			all = append(all, x.fromJSON(d))
+		}
+		if next == "" {
+			return x.vm.NewArray(all...)
+		}
+		cont = next
+	}
+}
+
+// document is the JSON of a document a script writes: an object, or a
+// string holding one's JSON, as the server-side API takes either.
+func (x *execution) document(v goja.Value) ([]byte, error) {
+	if s, ok := v.Export().(string); ok {
+		return []byte(s), nil
+	}
+	return x.toJSON(v)
 }
 
 // toJSON serializes a script value with the script's own JSON.stringify.

@@ -137,6 +137,27 @@ func TestProcedures(t *testing.T) {
 		{"appendValue", `function () { for (var i = 0; i < 10; i++) getContext().getResponse().appendValue("Body", i) }`, ``, `"0123456789"`, false},
 		{"appendValue after setBody", `function () { var r = getContext().getResponse(); r.setBody("a"); r.appendValue("Body", true) }`, ``, `"atrue"`, false},
 		{"appendValue elsewhere", `function () { getContext().getResponse().appendValue("Other", 1) }`, ``, `appendValue`, true},
+		{"appendBody and __'s request and response", `function () {
+			__.response.setBody("a");
+			getContext().getResponse().appendBody("b");
+			__.response.appendBody(typeof __.request.getBody);
+		}`, ``, `"abfunction"`, false},
+		{"__ without a callback answers in the body", `function () {
+			var c = getContext().getCollection();
+			c.createDocument(c.getSelfLink(), {id: "a", n: 1});
+			c.createDocument(c.getSelfLink(), {id: "b", n: 2});
+			__.pluck("n");
+		}`, ``, `"[1,2]"`, false},
+		{"__ from a callback", `function () {
+			var c = getContext().getCollection();
+			c.createDocument(c.getSelfLink(), {id: "a", n: 1}, function () {
+				__.map(function (d) { return d.n; }, function (err, ns) { getContext().getResponse().setBody(ns); });
+			});
+		}`, ``, `[1]`, false},
+		{"a document as JSON text", `function () {
+			var c = getContext().getCollection();
+			c.createDocument(c.getSelfLink(), JSON.stringify({id: "s", n: 7}), function (err, doc) { getContext().getResponse().setBody(doc.n); });
+		}`, ``, `7`, false},
 		{"abort", `function () {
 			var c = getContext().getCollection();
 			c.createDocument(c.getSelfLink(), {id: "a"});
