@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"net/http"
@@ -424,6 +425,15 @@ func (h *Handler) fail(rq *request, err error) {
 		status, code = http.StatusInternalServerError, "InternalServerError"
 		msg = "An internal error occurred; the activity id identifies it in the server log."
 		h.log.Error("request failed", "method", rq.r.Method, "path", rq.r.URL.EscapedPath(), "err", err, "activity_id", rq.activity)
+	}
+	// Over HTTP/1, a body left unread in the socket turns the server's
+	// close after the reply (the client's Connection: close, or a body
+	// too long for Go's server to skip) into a reset, and the client,
+	// still sending, never reads the reply: a 429 it would wait out and
+	// retry becomes a failed write it cannot judge. What is left of the
+	// body is read first, up to the most a request may carry.
+	if rq.r.ProtoMajor == 1 && rq.r.Body != nil {
+		_, _ = io.Copy(io.Discard, io.LimitReader(rq.r.Body, h.maxBody+1))
 	}
 	hd := rq.w.Header()
 	h.commonHeaders(rq, 0)
