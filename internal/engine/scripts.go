@@ -332,6 +332,9 @@ type ExecuteParams struct {
 	ItemRef
 	ID     string
 	Params []byte
+	// Logging keeps what the procedure logs, for the client that asked
+	// for it (script.Limits.Logging).
+	Logging bool
 }
 
 // ProcedureResult is what a stored procedure answered.
@@ -367,7 +370,7 @@ func (e *Engine) ExecuteProcedure(ctx context.Context, p ExecuteParams) (*Proced
 			return derr
 		}
 		sc := &scriptCollection{e: e, tx: tx, c: c, ref: p.ItemRef, pk: pk, now: now, ctx: ctx}
-		out, err := script.RunProcedure(ctx, rec.Body, p.Params, sc, script.Limits{Charge: ProcedureCharge, Spent: func() float64 { return sc.charge }})
+		out, err := script.RunProcedure(ctx, rec.Body, p.Params, sc, script.Limits{Charge: ProcedureCharge, Spent: func() float64 { return sc.charge }, Logging: p.Logging})
 		var se *script.ScriptError
 		switch {
 		case errors.As(err, &se):

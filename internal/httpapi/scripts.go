@@ -107,12 +107,13 @@ func (h *Handler) executeProcedure(rq *request, ss scriptStore, db, coll, id str
 	if len(strings.TrimSpace(string(params))) == 0 {
 		params = nil
 	}
-	res, err := ss.ExecuteProcedure(rq.r.Context(), engine.ExecuteParams{ItemRef: ref, ID: id, Params: params})
+	logging := headerBool(rq.r, "x-ms-documentdb-script-enable-logging")
+	res, err := ss.ExecuteProcedure(rq.r.Context(), engine.ExecuteParams{ItemRef: ref, ID: id, Params: params, Logging: logging})
 	if err != nil {
 		h.fail(rq, err)
 		return
 	}
-	if headerBool(rq.r, "x-ms-documentdb-script-enable-logging") && len(res.Logs) > 0 {
+	if logging && len(res.Logs) > 0 {
 		setHeader(rq.w.Header(), "x-ms-documentdb-script-log-results", url.PathEscape(strings.Join(res.Logs, "\n")))
 	}
 	body := res.Body

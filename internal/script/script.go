@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"strings"
 	"time"
 
@@ -57,7 +58,18 @@ type Limits struct {
 	// either. Spent tells what they have spent so far.
 	Charge float64
 	Spent  func() float64
+	// Logging keeps what console.log writes, for the client that asked
+	// for it; without it console.log does nothing.
+	Logging bool
 }
+
+// MaxLogBytes bounds what console.log writes, as the header that carries
+// it to the client: its lines joined by newlines and percent-escaped
+// (x-ms-documentdb-script-log-results). Past it a log call throws a 413,
+// as the service's does: an HTTP client refuses a reply whose headers are
+// too long, and would report a failure for a script whose writes were
+// kept.
+const MaxLogBytes = 8 << 10
 
 // Result is what an execution returns to the client.
 type Result struct {
@@ -354,8 +366,16 @@ func (x *execution) install() error {
 		return err
 	}
 	console := vm.NewObject()
+	logBytes := 0
 	set(console, "log", func(c goja.FunctionCall) goja.Value {
-		x.res.Logs = append(x.res.Logs, x.format(c.Arguments))
+		if !x.lim.Logging {
+			return goja.Undefined()
+		}
+		line := x.format(c.Arguments)
+		if logBytes += len(url.PathEscape(line)) + len("%0A"); logBytes > MaxLogBytes {
+			panic(x.scriptError(&Error{Status: 413, Message: fmt.Sprintf("Resulting message would be too large because of \"x-ms-documentdb-script-log-results\" (more than %d bytes). Return from the script with the current message and call it again, or log less.", MaxLogBytes)}))
+		}
+		x.res.Logs = append(x.res.Logs, line)
 		return goja.Undefined()
 	})
 	if err := vm.Set("console", console); err != nil {
@@ -522,10 +542,7 @@ func (x *execution) settle(cb goja.Callable, err error, result goja.Value, respO
 		x.failed = err
 		panic(x.vm.NewGoError(err))
 	case err != nil:
-		e := x.vm.NewObject()
-		_ = e.Set("number", se.Status)
-		_ = e.Set("body", se.Message)
-		_ = e.Set("message", se.Message)
+		e := x.scriptError(se)
 		if cb == nil {
 			panic(e)
 		}
@@ -537,6 +554,16 @@ func (x *execution) settle(cb goja.Callable, err error, result goja.Value, respO
 		x.callBack(func() (goja.Value, error) { return cb(goja.Undefined(), goja.Undefined(), result, respOpts) })
 	}
 	return x.vm.ToValue(true)
+}
+
+// scriptError is the error object a script sees for se: its number is
+// the status, as the server-side API gives it.
+func (x *execution) scriptError(se *Error) *goja.Object {
+	e := x.vm.NewObject()
+	_ = e.Set("number", se.Status)
+	_ = e.Set("body", se.Message)
+	_ = e.Set("message", se.Message)
+	return e
 }
 
 // callBack runs an operation's callback. A call made from the script's own

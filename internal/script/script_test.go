@@ -244,7 +244,7 @@ func TestConsoleLogFormat(t *testing.T) {
 		{`"trailing %"`, `trailing %`},
 	}
 	for _, tc := range tests {
-		res, _, err := runProc(t, `function () { console.log(`+tc.args+`) }`, ``, Limits{})
+		res, _, err := runProc(t, `function () { console.log(`+tc.args+`) }`, ``, Limits{Logging: true})
 		if err != nil {
 			t.Fatalf("console.log(%s): %v", tc.args, err)
 		}
@@ -482,5 +482,27 @@ func TestChainedCallbacks(t *testing.T) {
 	}
 	if string(res.Body) != "1000" || len(m.docs) != 1000 {
 		t.Fatalf("body %s, %d documents; want 1000 of each", res.Body, len(m.docs))
+	}
+}
+
+// Logs are kept only for a client that asked for them, and within the
+// bound of the header that carries them: past it, the log call throws a
+// 413 the script may catch, and one it does not catch fails the script.
+func TestLogBound(t *testing.T) {
+	res, _, err := runProc(t, `function () { console.log("quiet") }`, ``, Limits{})
+	if err != nil || len(res.Logs) != 0 {
+		t.Fatalf("without logging: %v, %q; want no logs", err, res.Logs)
+	}
+	res, _, err = runProc(t, `function () {
+		var line = new Array(1025).join("x"), n = 0;
+		try { for (;;) { console.log(line); n++; } } catch (e) { getContext().getResponse().setBody([n, e.number]); }
+	}`, ``, Limits{Logging: true})
+	if err != nil || string(res.Body) != `[7,413]` {
+		t.Fatalf("logging past the bound: %v, %s; want 7 lines kept and a 413", err, res.Body)
+	}
+	_, _, err = runProc(t, `function () { for (;;) console.log(new Array(1025).join("x")); }`, ``, Limits{Logging: true})
+	var se *ScriptError
+	if !errors.As(err, &se) || !strings.Contains(se.Message, "x-ms-documentdb-script-log-results") {
+		t.Fatalf("an uncaught 413: %v, want a script error naming the header", err)
 	}
 }
