@@ -735,8 +735,14 @@ func (e *Engine) writeWithTriggers(ctx context.Context, tx storage.Txn, c *conta
 		if err != nil {
 			return nil, err
 		}
-		if _, err := e.runTrigger(ctx, tx, c, p.ItemRef, now, rec, &script.TriggerCall{Operation: op, Request: body.JSON(), Response: out.Body}); err != nil {
+		res, err := e.runTrigger(ctx, tx, c, p.ItemRef, now, rec, &script.TriggerCall{Operation: op, Request: body.JSON(), Response: out.Body})
+		if err != nil {
 			return nil, err
+		}
+		// A post-trigger's getResponse().setBody() replaces what the
+		// client is answered with, not what is stored.
+		if res.Body != nil {
+			out.Body = res.Body
 		}
 	}
 	return out, nil

@@ -264,3 +264,30 @@ func TestProcedureNamesDocumentsWithoutID(t *testing.T) {
 		t.Fatalf("%s, want three GUIDs' lengths", got)
 	}
 }
+
+// A post-trigger's getResponse().setBody() is what the write answers; what
+// is stored is the document.
+func TestPostTriggerSetsTheResponse(t *testing.T) {
+	be := newBatchEnv(t, "null")
+	ctx := context.Background()
+	trig, err := json.Marshal(map[string]string{"id": "mark", "triggerType": "Post", "triggerOperation": "Create",
+		"body": `function () { var r = getContext().getResponse(), d = r.getBody(); d.fromPost = true; r.setBody(d); }`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := be.e.WriteScript(ctx, "db", "c", Triggers, "", batchJSON(t, string(trig)), ""); err != nil {
+		t.Fatal(err)
+	}
+	ref := batchRef(`["p"]`)
+	res, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: ref, Mode: ModeCreate, Body: []byte(`{"id":"a","pk":"p"}`), Triggers: TriggerNames{Post: []string{"mark"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(res.Body), `"fromPost":true`) {
+		t.Errorf("the create answered %s, want the post-trigger's body", res.Body)
+	}
+	got, err := be.e.ReadItem(ctx, ReadItemParams{ItemRef: ref, ID: "a"})
+	if err != nil || strings.Contains(string(got.Body), "fromPost") {
+		t.Errorf("stored: %v, %s; want the document as written", err, got.Body)
+	}
+}

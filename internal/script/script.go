@@ -108,7 +108,8 @@ type TriggerCall struct {
 }
 
 // RunTrigger runs trigger src for call against coll. Result.Body is the
-// request's document as the trigger left it.
+// request's document as a pre-trigger left it, or the response's body as
+// a post-trigger left it.
 func RunTrigger(ctx context.Context, src string, call *TriggerCall, coll Collection, lim Limits) (*Result, error) {
 	return run(ctx, src, nil, coll, lim, call)
 }
@@ -175,8 +176,10 @@ func run(ctx context.Context, src string, params []byte, coll Collection, lim Li
 	if x.failed != nil {
 		return nil, x.failed
 	}
-	if trig != nil {
-		// A trigger's result is the request's document, as it left it.
+	if trig != nil && trig.Response == nil {
+		// A pre-trigger's result is the request's document, as it left
+		// it; a post-trigger's is the response's body, the stored
+		// document unless it set another.
 		x.body = x.request
 	}
 	if err := x.finishBody(); err != nil {
