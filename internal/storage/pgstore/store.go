@@ -197,11 +197,21 @@ func (s *Store) migrate(ctx context.Context) error {
 }
 
 func (s *Store) migrateOnce(ctx context.Context) error {
-	for _, stmt := range []string{
-		`CREATE TABLE IF NOT EXISTS mayfly_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)`,
-		`CREATE TABLE IF NOT EXISTS mayfly_kv (k BYTEA PRIMARY KEY, kx BYTEA, v BYTEA NOT NULL)`,
-		`INSERT INTO mayfly_meta (name, value) VALUES ('schema', '` + strconv.Itoa(SchemaVersion) + `') ON CONFLICT (name) DO NOTHING`,
-	} {
+	// Tables that exist are not created again: a gateway may run as a
+	// user that reads and writes them but may not create tables, once
+	// their owner has made them.
+	var made bool
+	if err := s.pool.QueryRow(ctx, `SELECT to_regclass('mayfly_meta') IS NOT NULL AND to_regclass('mayfly_kv') IS NOT NULL`).Scan(&made); err != nil {
+		return fmt.Errorf("pgstore: look for the schema: %w", s.classify(err))
+	}
+	stmts := []string{`INSERT INTO mayfly_meta (name, value) VALUES ('schema', '` + strconv.Itoa(SchemaVersion) + `') ON CONFLICT (name) DO NOTHING`}
+	if !made {
+		stmts = append([]string{
+			`CREATE TABLE IF NOT EXISTS mayfly_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)`,
+			`CREATE TABLE IF NOT EXISTS mayfly_kv (k BYTEA PRIMARY KEY, kx BYTEA, v BYTEA NOT NULL)`,
+		}, stmts...)
+	}
+	for _, stmt := range stmts {
 		if _, err := s.pool.Exec(ctx, stmt); err != nil {
 			return fmt.Errorf("pgstore: create the schema: %w", s.classify(err))
 		}

@@ -175,3 +175,50 @@ func TestCommitBefore(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A gateway may run as a user that reads and writes Mayfly's tables but
+// may not create tables, once their owner has made them.
+func TestUserWithoutCreateRights(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	s, err := pgstore.Open(ctx, pgstore.Options{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	role := "gw_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	for _, stmt := range []string{
+		`CREATE ROLE ` + role + ` LOGIN`,
+		`REVOKE CREATE ON SCHEMA public FROM PUBLIC`,
+		`GRANT SELECT, INSERT, UPDATE, DELETE ON mayfly_meta, mayfly_kv TO ` + role,
+	} {
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		if conn, err := pgx.Connect(ctx, url); err == nil {
+			_, _ = conn.Exec(ctx, `DROP OWNED BY `+role)
+			_, _ = conn.Exec(ctx, `DROP ROLE `+role)
+			_ = conn.Close(ctx)
+		}
+	})
+	limited := strings.Replace(url, "mayfly@", role+"@", 1)
+	if limited == url {
+		t.Skip("the test server's URL names no user to replace")
+	}
+	s, err = pgstore.Open(ctx, pgstore.Options{URL: limited})
+	if err != nil {
+		t.Fatalf("open as a user without CREATE rights: %v", err)
+	}
+	defer s.Close()
+	if err := s.Update(ctx, func(tx storage.Txn) error { return tx.Set([]byte("k"), []byte("v")) }); err != nil {
+		t.Fatalf("a write as that user: %v", err)
+	}
+}
