@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 
@@ -90,5 +92,64 @@ func TestDroppedContainerDataIsCleanedUpAfterAnInterruption(t *testing.T) {
 	}
 	if n := countPrefix(t, base, []byte{famCleanup}); n != 0 {
 		t.Errorf("%d cleanup records left", n)
+	}
+}
+
+// A rebuild of the index keeps its cursor beside the container's record,
+// which its batches leave alone until the last: every write reads the
+// record, and over PostgreSQL a batch that wrote it failed against any
+// write into the items it read, so under a steady stream of writes the
+// build made no progress. The cursor goes when the build is done.
+func TestIndexBuildKeepsItsCursorBesideTheRecord(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"indexingPolicy":{"includedPaths":[{"path":"/x/?"}],"excludedPaths":[{"path":"/*"}]}}`)
+	ctx := context.Background()
+	for i := range 40 {
+		be.seed(t, fmt.Sprintf(`{"id":"d%d","pk":"p%d","x":%d,"n":%d}`, i, i, i, i))
+	}
+	drainIndexer(t, be.e.NewIndexer(nil))
+	if _, err := be.e.ReplaceContainer(ctx, "db", "c", batchJSON(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"indexingPolicy":{"includedPaths":[{"path":"/*"}]}}`), ""); err != nil {
+		t.Fatal(err)
+	}
+	c := be.containerOf(t, "c")
+	raw := func() (record, cursor []byte) {
+		t.Helper()
+		err := be.e.store.View(ctx, func(r storage.Reader) error {
+			var err error
+			if record, err = r.Get(containerKey(c.DBRid, "c")); err != nil {
+				return err
+			}
+			if cursor, err = r.Get(indexCursorKey(c)); errors.Is(err, storage.ErrNotFound) {
+				err = nil
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return record, cursor
+	}
+	before, _ := raw()
+	for i := 0; ; i++ {
+		more, err := be.e.buildIndexBatch(ctx, "db", "c", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		record, cursor := raw()
+		if !more {
+			if cursor != nil || !be.containerOf(t, "c").Index.Ready {
+				t.Fatalf("after the last batch: cursor %x, ready %v; want no cursor and the index ready", cursor, be.containerOf(t, "c").Index.Ready)
+			}
+			break
+		}
+		if !bytes.Equal(record, before) || cursor == nil {
+			t.Fatalf("batch %d rewrote the container's record (%v) or kept no cursor (%x)", i, !bytes.Equal(record, before), cursor)
+		}
+	}
+	page, err := be.e.QueryItems(ctx, QueryParams{ItemRef: ItemRef{DB: "db", Coll: "c"}, Query: "SELECT VALUE COUNT(1) FROM c WHERE c.n >= 10", RangeID: "0", CrossPartition: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Items) != 1 || string(page.Items[0]) != "30" {
+		t.Fatalf("count over the rebuilt index: %q, want 30", page.Items)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -650,13 +651,25 @@ func (e *Engine) ReadContainer(ctx context.Context, db, coll string) (*Resource,
 		if err != nil {
 			return err
 		}
-		usage, err = e.usage(r, c, now, nil)
-		return err
+		if usage, err = e.usage(r, c, now, nil); err != nil || c.Index.Ready {
+			return err
+		}
+		cursor := c.Index.Cursor
+		switch kept, err := r.Get(indexCursorKey(c)); {
+		case err == nil:
+			cursor = kept
+		case !errors.Is(err, storage.ErrNotFound):
+			return err
+		}
+		usage.IndexProgress = c.Index.progress(cursor)
+		return nil
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	usage.IndexProgress = c.Index.progress()
+	if c.Index.Ready {
+		usage.IndexProgress = 100
+	}
 	return c.resource(), usage, nil
 }
 
@@ -670,18 +683,19 @@ type ContainerUsage struct {
 	IndexProgress int
 }
 
-// progress estimates how much of the container a rebuild has covered. The
+// progress estimates how much of the container a rebuild has covered,
+// from the location the builder has reached (indexCursorKey). The
 // builder walks items in key order, which is effective partition key
 // order, and hashed keys spread evenly over it, so the first byte of the
-// location it has reached is the share done, in 256ths.
-func (s indexState) progress() int {
+// location is the share done, in 256ths.
+func (s indexState) progress(cursor []byte) int {
 	if s.Ready {
 		return 100
 	}
-	if len(s.Cursor) == 0 {
+	if len(cursor) == 0 {
 		return 0
 	}
-	return min(int(s.Cursor[0])*100/256, 99)
+	return min(int(cursor[0])*100/256, 99)
 }
 
 // usage reads the container's counters (usage.go) and takes away the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -141,7 +142,13 @@ func (e *Engine) buildIndexBatch(ctx context.Context, db, coll string, n int) (b
 			stale = nil
 			return c.Index.Cursor, !c.Index.Ready
 		},
-		visit: e.putIndexEntries,
+		// Kept beside the container's record, not in it: every write
+		// reads the record, and over PostgreSQL a batch that wrote it
+		// failed against any write into the span it read (a cycle of
+		// read-write dependencies), so under a steady stream of writes
+		// the build made no progress.
+		cursorKey: indexCursorKey,
+		visit:     e.putIndexEntries,
 		advance: func(tx storage.Txn, c *containerRecord, cursor []byte) error {
 			next := *c
 			if cursor != nil {
@@ -166,6 +173,12 @@ func (e *Engine) buildIndexBatch(ctx context.Context, db, coll string, n int) (b
 	return false, e.runCleanup(ctx, staleIndexID(stale))
 }
 
+// indexCursorKey is where the build of c's index keeps its cursor: beside
+// the build's lease, so that it goes with the container's data.
+func indexCursorKey(c *containerRecord) []byte {
+	return binary.BigEndian.AppendUint32(append(leaseKey(jobIndex, c.Rid), 'c'), c.Index.Version)
+}
+
 // buildStep is one kind of build over a container's items.
 type buildStep struct {
 	// cursor is the location the build resumes at; ok is false when the
@@ -176,6 +189,10 @@ type buildStep struct {
 	// advance writes the container's record with the cursor moved to
 	// cursor, or with the build done when cursor is nil.
 	advance func(tx storage.Txn, c *containerRecord, cursor []byte) error
+	// cursorKey, when set, names the key the build keeps its cursor
+	// under until it is done, read in place of cursor's when present;
+	// advance is then called only when the build is done.
+	cursorKey func(c *containerRecord) []byte
 }
 
 // buildBatch runs up to n items of a build, in one transaction with the
@@ -206,6 +223,16 @@ func (e *Engine) buildBatch(ctx context.Context, db, coll string, n int, step bu
 		if g, err = e.leases.hold(tx, leaseKey(jobIndex, c.Rid), now); err != nil || !g.ok {
 			return err
 		}
+		var cursorKey []byte
+		if step.cursorKey != nil {
+			cursorKey = step.cursorKey(c)
+			switch kept, err := tx.Get(cursorKey); {
+			case err == nil:
+				from = kept
+			case !errors.Is(err, storage.ErrNotFound):
+				return err
+			}
+		}
 		changed = c
 		done := 0
 		var last []byte
@@ -231,6 +258,14 @@ func (e *Engine) buildBatch(ctx context.Context, db, coll string, n int, step bu
 		var next []byte
 		if more {
 			next = append(last, 0) // just after last
+		}
+		if cursorKey != nil {
+			if next != nil {
+				return tx.Set(cursorKey, next)
+			}
+			if err := tx.Delete(cursorKey); err != nil {
+				return err
+			}
 		}
 		return step.advance(tx, c, next)
 	})
