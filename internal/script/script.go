@@ -607,8 +607,25 @@ func (x *execution) write(c goja.FunctionCall, upsert bool) goja.Value {
 	if err != nil {
 		panic(x.vm.NewTypeError("the document cannot be serialized: %v", err))
 	}
+	if o := x.options(c.Arguments, 2); o != nil && o.Get("disableAutomaticIdGeneration") != nil && o.Get("disableAutomaticIdGeneration").ToBoolean() && !hasID(doc) {
+		// Told not to name it, the service sends the document without
+		// an id, which is refused.
+		return x.settle(cb, &Error{Status: 400, Message: "The input content is invalid because the required properties - 'id; ' - are missing"}, goja.Undefined(), nil)
+	}
 	out, err := x.coll.Create(doc, upsert)
 	return x.settle(cb, err, x.fromJSON(out), nil)
+}
+
+// hasID reports whether a document's JSON has an id that is not null or
+// empty, which createDocument would otherwise name with a new GUID.
+func hasID(doc []byte) bool {
+	var d struct {
+		ID any `json:"id"`
+	}
+	if json.Unmarshal(doc, &d) != nil {
+		return true // the store refuses it, with its own message
+	}
+	return d.ID != nil && d.ID != ""
 }
 
 // ownCollection checks that a collection link a script passes is its own
@@ -651,7 +668,8 @@ func (x *execution) remove(c goja.FunctionCall) goja.Value {
 		return x.vm.ToValue(false)
 	}
 	err := x.coll.Delete(c.Argument(0).String(), x.etag(c.Arguments, 1))
-	return x.settle(cb, err, goja.Undefined(), nil)
+	// The service calls back with (undefined, the response's options).
+	return x.settle(cb, err, x.vm.NewObject(), nil)
 }
 
 // etag is the options' etag, or their accessCondition {type: "IfMatch",

@@ -158,6 +158,13 @@ func TestProcedures(t *testing.T) {
 			var c = getContext().getCollection();
 			c.createDocument(c.getSelfLink(), JSON.stringify({id: "s", n: 7}), function (err, doc) { getContext().getResponse().setBody(doc.n); });
 		}`, ``, `7`, false},
+		{"disableAutomaticIdGeneration", `function () {
+			var c = getContext().getCollection(), out = [];
+			c.createDocument(c.getSelfLink(), {n: 1}, {disableAutomaticIdGeneration: true}, function (err) { out.push(err ? err.number : "made"); });
+			c.createDocument(c.getSelfLink(), {id: "x", n: 1}, {disableAutomaticIdGeneration: true}, function (err) { out.push(err ? err.number : "made"); });
+			c.deleteDocument(c.getAltLink() + "/docs/x", function (err, options) { out.push(typeof options); });
+			getContext().getResponse().setBody(out);
+		}`, ``, `[400,"made","object"]`, false},
 		{"abort", `function () {
 			var c = getContext().getCollection();
 			c.createDocument(c.getSelfLink(), {id: "a"});
