@@ -341,3 +341,20 @@ func TestRidShapes(t *testing.T) {
 		t.Fatalf("attachment by its _self: %d %s", r.status, r.body)
 	}
 }
+
+// A request signed over its path as names addresses resources by name,
+// even when a segment is another resource's rid: with no database of that
+// name, it is a 404, not the database whose rid it is.
+func TestNameThatIsAnotherDatabasesRid(t *testing.T) {
+	e := start(t)
+	e.database("victim")
+	rid := expectJSON(t, e.do(http.MethodGet, "/dbs/victim", nil, nil), 200, "database")["_rid"].(string)
+	if r := e.do(http.MethodGet, "/dbs/"+rid, nil, nil); r.status != http.StatusNotFound {
+		t.Errorf("GET dbs/%s signed as a name: %d %s, want 404", rid, r.status, r.body)
+	}
+	if r := e.do(http.MethodDelete, "/dbs/"+rid, nil, nil); r.status != http.StatusNotFound {
+		t.Errorf("DELETE dbs/%s signed as a name: %d %s, want 404", rid, r.status, r.body)
+	}
+	expectJSON(t, e.doRid(http.MethodGet, "/dbs/"+rid, rid, nil, nil), 200, "the database read by its rid, signed as a rid")
+	expectJSON(t, e.do(http.MethodGet, "/dbs/victim", nil, nil), 200, "the database, still there")
+}

@@ -246,6 +246,10 @@ func (h *Handler) serve(rq *request) {
 		Query: queryRequest(r, p.segs),
 	}
 	principal, err := h.auth.Verify(areq)
+	// A master-key signature over the path as names that differs from the
+	// one over its rid says which the client meant: a database named like
+	// another's rid is not that other database.
+	signedAsNames := err == nil && principal.Method == auth.MethodMasterKey && p.link != p.ridLink
 	if err != nil && p.ridLink != "" {
 		areq.ResourceLink = p.ridLink
 		principal, err = h.auth.Verify(areq)
@@ -264,7 +268,7 @@ func (h *Handler) serve(rq *request) {
 		h.fail(rq, err)
 		return
 	}
-	if p.ridLink != "" {
+	if p.ridLink != "" && !signedAsNames {
 		names, byRid, err := h.eng.ResolveRidLink(r.Context(), p.segs)
 		if err != nil {
 			h.fail(rq, err)
