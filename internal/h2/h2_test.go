@@ -706,6 +706,7 @@ func TestRawRequestFields(t *testing.T) {
 	t.Parallel()
 	type seen struct {
 		host, remote  string
+		path          string
 		header        http.Header
 		contentLength int64
 		noBody        bool
@@ -715,7 +716,7 @@ func TestRawRequestFields(t *testing.T) {
 	got := make(chan seen, 1)
 	ts := startServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, err := io.ReadAll(r.Body)
-		got <- seen{host: r.Host, remote: r.RemoteAddr, header: r.Header, contentLength: r.ContentLength,
+		got <- seen{host: r.Host, remote: r.RemoteAddr, path: r.URL.Path, header: r.Header, contentLength: r.ContentLength,
 			noBody: r.Body == http.NoBody, body: string(b), bodyErr: err}
 	}))
 	c := ts.dial(t)
@@ -732,6 +733,11 @@ func TestRawRequestFields(t *testing.T) {
 			},
 			want:   seen{host: ts.addr, contentLength: 0, noBody: true},
 			header: http.Header{"X-Rep": {"1", "2"}, "Cookie": {"a=1; b=2"}, "Accept": {"*/*"}},
+		},
+		{
+			name: "a path that is not a URI",
+			send: func(id uint32) { c.get(id, "/dbs/a%zz") },
+			want: seen{host: ts.addr, noBody: true, path: "/dbs/a%zz"},
 		},
 		{
 			name: "host header without :authority",
@@ -781,6 +787,9 @@ func TestRawRequestFields(t *testing.T) {
 			}
 			if s.remote != c.nc.LocalAddr().String() {
 				t.Errorf("RemoteAddr %q, want the client's %q", s.remote, c.nc.LocalAddr())
+			}
+			if tt.want.path != "" && s.path != tt.want.path {
+				t.Errorf("path %q, want %q", s.path, tt.want.path)
 			}
 			if s.host != tt.want.host || s.contentLength != tt.want.contentLength || s.noBody != tt.want.noBody || s.body != tt.want.body {
 				t.Errorf("host %q, ContentLength %d, NoBody %v, body %q; want %q, %d, %v, %q",

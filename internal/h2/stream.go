@@ -211,7 +211,14 @@ func (c *conn) newRequest(f *http2.MetaHeadersFrame, st *stream) (*http.Request,
 	}
 	u, err := url.ParseRequestURI(path)
 	if err != nil {
-		return nil, err
+		// A path that is not a URI (a stray '%') goes to the handler as
+		// it came, for it to refuse in its own terms, rather than the
+		// stream being reset: the client then reads a reply.
+		if !strings.HasPrefix(path, "/") {
+			return nil, err
+		}
+		p, q, _ := strings.Cut(path, "?")
+		u = &url.URL{Path: p, RawQuery: q}
 	}
 	fields := f.RegularFields()
 	header := make(http.Header, len(fields))
