@@ -3,13 +3,13 @@
 # invariants tag, then the engine's and the HTTP API's tests again over
 # PostgreSQL (MAYFLY_TEST_STORE=postgres).
 #
-# The engine's tests over PostgreSQL spend most of their time waiting for
-# round trips, the test binary and the server each keeping less than one
-# processor busy: run one after another they took 440-500 s on two cores.
-# They run in UNIT_PG_SHARDS shards (default 2) side by side: one test
-# binary, each shard running every n-th of its tests against a cluster of
-# its own (internal/storage/pgtest). The script fails if any part failed,
-# after running all.
+# The engine's tests over PostgreSQL are the longest part: the test binary
+# and the server take turns, one waiting for the other's answer, and
+# together keep about one processor busy. Run one after another they took
+# 470-500 s on two idle cores; in UNIT_PG_SHARDS shards (default 2) side
+# by side, 335 and 374 s. One test binary, each shard running every n-th of
+# its tests against a cluster of its own (internal/storage/pgtest). The
+# script fails if any part failed, after running all.
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
