@@ -206,19 +206,10 @@ func after(k []byte) []byte { return append(bytes.Clone(k), 0) }
 // otherwise it commits nothing and returns storage.ErrConflict. fn runs
 // once. A function that only reads is checked the same way.
 func (s *Store) UpdateOptimistic(ctx context.Context, fn func(tx storage.Txn) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := s.enter(); err != nil {
+	if err := s.enterWrite(ctx, true); err != nil {
 		return err
 	}
 	defer s.inflight.Done()
-	if err := s.failedErr(); err != nil {
-		return err
-	}
-	if err := s.checkSpace(false); err != nil {
-		return err
-	}
 	unlock, err := s.lockWrites(ctx)
 	if err != nil {
 		return err

@@ -535,19 +535,10 @@ func (s *Store) UpdateDeferred(ctx context.Context, fn func(tx storage.Txn) erro
 }
 
 func (s *Store) update(ctx context.Context, fn func(tx storage.Txn) error, sync bool) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := s.enter(); err != nil {
+	if err := s.enterWrite(ctx, sync); err != nil {
 		return err
 	}
 	defer s.inflight.Done()
-	if err := s.failedErr(); err != nil {
-		return err
-	}
-	if err := s.checkSpace(!sync); err != nil {
-		return err
-	}
 
 	unlock, err := s.lockWrites(ctx)
 	if err != nil {
@@ -568,6 +559,28 @@ func (s *Store) update(ctx context.Context, fn func(tx storage.Txn) error, sync 
 		return err
 	}
 	return s.commit(tx, b, sync, unlock)
+}
+
+// enterWrite admits a write transaction: the context is live, the store
+// open and accepting writes, with room for them (checkSpace; a deferred
+// commit when sync is false). On nil the caller is counted in flight and
+// must call s.inflight.Done.
+func (s *Store) enterWrite(ctx context.Context, sync bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.enter(); err != nil {
+		return err
+	}
+	if err := s.failedErr(); err != nil {
+		s.inflight.Done()
+		return err
+	}
+	if err := s.checkSpace(!sync); err != nil {
+		s.inflight.Done()
+		return err
+	}
+	return nil
 }
 
 // lockWrites takes the write lock and returns its release, which may be
