@@ -11,6 +11,7 @@ import (
 
 	"github.com/mayfly-db/mayfly/internal/query/ast"
 	"github.com/mayfly-db/mayfly/internal/script"
+	"github.com/mayfly-db/mayfly/internal/storage/teststore"
 )
 
 func (be *batchEnv) procedure(t *testing.T, id, src string) {
@@ -158,6 +159,11 @@ func TestProcedureLinksStayInItsCollection(t *testing.T) {
 // transaction that held every writer back, it waited until its time ran
 // out, and the writes waited for it.
 func TestProcedureHoldsNoWriterBack(t *testing.T) {
+	if teststore.Backend() == "postgres" {
+		// Its writers run side by side already, and a transaction reads
+		// the snapshot it began with, where the document never appears.
+		t.Skip("over PostgreSQL a procedure reads its own snapshot")
+	}
 	be := newBatchEnv(t, "null")
 	ctx := context.Background()
 	if _, err := be.e.CreateContainer(ctx, "db", batchJSON(t, `{"id":"other","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil); err != nil {
