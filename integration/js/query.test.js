@@ -219,6 +219,13 @@ describe("JavaScript SDK queries against Mayfly", () => {
       docs.push({ id: `v${i}`, pk: `p${i % 6}`, e: v, d: v, text: i % 3 === 0 ? "red fox" : "blue whale" });
     }
     for (const d of docs) await vectors.items.create(d);
+    // Items without a vector, or with one that cannot be scored, are no
+    // neighbours: left out, though the Euclidean's ascending merge would
+    // rank a missing score first.
+    for (let i = 0; i < 6; i++) {
+      const e = [undefined, "abc", [1, 2], null, [1, "2", 3], undefined][i];
+      await vectors.items.create({ id: `u${i}`, pk: `p${i}`, e, d: e, text: "blue whale" });
+    }
     const q = [2, -1, 3];
     const dot = (a, b) => a.reduce((s, x, i) => s + x * b[i], 0);
     const euclid = (a, b) => Math.sqrt(a.reduce((s, x, i) => s + (x - b[i]) ** 2, 0));

@@ -620,6 +620,10 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 		if limit > 0 && want < limit {
 			compact = min(compact, limit)
 		}
+		vectorKey := make([]bool, len(q.OrderBy))
+		for i, o := range q.OrderBy {
+			_, vectorKey[i] = vector.IsCall(o.Expr)
+		}
 		err := produce(func(s scope) error {
 			v, err := c.project(cq, s)
 			if err != nil {
@@ -640,7 +644,7 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 			}
 			r := sortRow{val: v, doc: c.doc}
 			size := sizeOf(v)
-			for _, o := range q.OrderBy {
+			for i, o := range q.OrderBy {
 				if o.Rank {
 					f, err := c.features(cq.rank, s)
 					if err != nil {
@@ -654,6 +658,13 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 				k, err := c.eval(o.Expr, s)
 				if err != nil {
 					return err
+				}
+				if !k.IsDefined() && vectorKey[i] {
+					// No score (no vector at the path, or one of another
+					// dimension or type): the service's vector index does
+					// not hold the item, so it is no neighbour of any
+					// query vector, whichever way the function orders.
+					return nil
 				}
 				r.keys = append(r.keys, k)
 				size += sizeOf(k)
