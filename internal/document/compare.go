@@ -71,10 +71,13 @@ func compareFloatInt(f float64, i int64) int {
 	if math.IsNaN(f) {
 		return -1
 	}
-	if f < -9.3e18 {
+	// Past ±2^63 the float is beyond every int64, and int64(f) would
+	// overflow.
+	const two63 = 1 << 63
+	if f < -two63 {
 		return -1
 	}
-	if f > 9.3e18 {
+	if f >= two63 {
 		return 1
 	}
 	t := math.Trunc(f)

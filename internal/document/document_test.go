@@ -3,6 +3,7 @@ package document
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -180,4 +181,33 @@ func TestParseConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// Floats past the int64 range compare beyond every int64: int64(f) of
+// 2^63 is the least int64, not the greatest.
+func TestCompareNumbersAtTheInt64Bounds(t *testing.T) {
+	const two63 = 9223372036854775808.0
+	tests := []struct {
+		a, b Value
+		want int
+	}{
+		{FloatExact(two63), Int(0), 1},
+		{FloatExact(two63), Int(math.MaxInt64), 1},
+		{FloatExact(9.25e18), Int(-5), 1},
+		{FloatExact(1e19), Int(1), 1},
+		{Int(math.MinInt64), FloatExact(two63), -1},
+		{FloatExact(-two63), Int(math.MinInt64), 0},
+		{FloatExact(-9.25e18), Int(math.MinInt64), -1},
+		{FloatExact(-1e19), Int(0), -1},
+		{FloatExact(9.2e18), Int(9200000000000000000), 0},
+		{FloatExact(9.2e18), Int(9200000000000000001), -1},
+	}
+	for _, tt := range tests {
+		if got := CompareNumbers(tt.a, tt.b); got != tt.want {
+			t.Errorf("CompareNumbers(%v, %v) = %d, want %d", tt.a.Float(), tt.b.Int(), got, tt.want)
+		}
+		if got := CompareNumbers(tt.b, tt.a); got != -tt.want {
+			t.Errorf("CompareNumbers(%v, %v) = %d, want %d", tt.b.Int(), tt.a.Float(), got, -tt.want)
+		}
+	}
 }
