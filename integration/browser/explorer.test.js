@@ -1,6 +1,8 @@
 // The Data Explorer in headless Chromium against a running Mayfly: create
 // a database and a container with a time to live, create items, run a
-// query, edit an item (and meet a conflict), and watch an item expire.
+// query, edit an item (and meet a conflict), watch an item expire, write
+// the items of a hierarchical key, query across ranges, and recover from a
+// wrong key.
 //
 // Environment:
 //   MAYFLY_ENDPOINT  default https://localhost:8081/ (a server with the
@@ -164,6 +166,75 @@ describe("Data Explorer", () => {
       headers: { "x-ms-documentdb-partitionkey": '["p"]' },
     }), db);
     await page.waitForFunction(() => [...document.querySelectorAll("#feed tr")].some((r) => r.firstChild.textContent === "fresh"), { timeout: 10000 });
+  });
+
+  it("writes the items of a hierarchical partition key", async () => {
+    await page.evaluate(async (db) => {
+      must(await api("POST", ["dbs", db, "colls"], {
+        body: { id: "hk", partitionKey: { paths: ["/tenant", "/user"], kind: "MultiHash", version: 2 } },
+      }), 201);
+      await loadTree();
+      await openContainer(db, "hk");
+    }, db);
+    await page.waitForFunction(() => document.querySelector("#coll-pk")?.textContent === "/tenant, /user");
+    await page.click("#new-item");
+    await fill("#item-json", JSON.stringify({ id: "h1", tenant: "t1", user: "u1", n: 1 }));
+    await page.click("#save-item");
+    await page.waitForFunction(() => document.querySelector("#status").textContent.startsWith("Saved h1"));
+    const key = await page.$eval('#items tr[data-id="h1"]', (tr) => tr.children[1].textContent);
+    assert.equal(key, '["t1","u1"]');
+    await fill("#pk-filter", '["t1","u1"]');
+    await page.click("#apply-filter");
+    await page.waitForFunction(() => document.querySelectorAll("#items tr").length === 1);
+    await page.click('#items tr[data-id="h1"]');
+    await page.waitForSelector("#delete-item:not([hidden])");
+    await page.click("#delete-item");
+    await page.waitForFunction(() => document.querySelector("#status").textContent.startsWith("Deleted h1"));
+  });
+
+  it("runs ORDER BY and aggregates over several partition key ranges", async () => {
+    // More than 6,000 RU/s makes a container of several ranges.
+    await page.click("#new-coll");
+    await dialog({ db, id: "wide", pk: "/pk", ttl: "", throughput: "12000" });
+    await page.waitForFunction(() => document.querySelector("#coll-title")?.textContent.endsWith("/ wide"));
+    const ranges = await page.evaluate(async (db) => {
+      for (let n = 0; n < 20; n++) {
+        must(await api("POST", ["dbs", db, "colls", "wide", "docs"], {
+          body: { id: `w${n}`, pk: `p${n}`, n },
+          headers: { "x-ms-documentdb-partitionkey": JSON.stringify([`p${n}`]) },
+        }), 201);
+      }
+      return must(await api("GET", ["dbs", db, "colls", "wide", "pkranges"]), 200).body.PartitionKeyRanges.length;
+    }, db);
+    assert.ok(ranges > 1, `${ranges} range(s)`);
+    await page.click("#sub-query");
+    await page.waitForSelector("#query-text");
+    for (const [query, want] of [
+      ["SELECT VALUE COUNT(1) FROM c", [20]],
+      ["SELECT TOP 3 VALUE c.n FROM c ORDER BY c.n DESC", [19, 18, 17]],
+    ]) {
+      await fill("#query-text", query);
+      await page.$eval("#query-stats", (el) => (el.textContent = ""));
+      await page.click("#run-query");
+      await page.waitForFunction(() => document.querySelector("#query-stats").textContent.includes("results") || document.querySelector("#status").className === "error");
+      assert.equal(await status(), "");
+      assert.deepEqual(JSON.parse(await page.$eval("#query-results", (el) => el.textContent)), want);
+    }
+  });
+
+  it("asks for the key again when the server refuses the one it has", async () => {
+    const wrong = Buffer.alloc(64, 7).toString("base64");
+    await page.evaluate((k) => sessionStorage.setItem("mayfly-key", k), wrong);
+    await page.reload();
+    await page.waitForFunction(() => !document.querySelector("#keybar").hidden);
+    await page.waitForFunction(() => document.querySelector("#status").className === "error");
+    await page.evaluate(async () => {
+      const key = (await (await fetch("config.json")).json()).emulatorKey;
+      document.querySelector("#key").value = key;
+    });
+    await page.click("#key-save");
+    await page.waitForFunction((db) => document.querySelector("#keybar").hidden &&
+      [...document.querySelectorAll("#tree .db")].some((e) => e.textContent === db), {}, db);
   });
 
   it("gives the connection string and the certificate", async () => {

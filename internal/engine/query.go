@@ -40,6 +40,11 @@ type QueryParams struct {
 	// Features is x-ms-cosmos-supported-query-features, which shapes the
 	// plan a refusal to serve the query across partitions carries.
 	Features string
+	// Whole (x-ms-mayfly-query-whole) serves a query across partitions
+	// whole, as over a single range, where the gateway would refuse it
+	// for the client to run range by range and merge: Mayfly's Data
+	// Explorer has no SDK to merge with.
+	Whole bool
 }
 
 // compileQuery parses and compiles a query, turning its errors into 400s
@@ -188,6 +193,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		}
 		single = single || p.CrossPartition
 	}
+	single = single || p.Whole
 	if !single && !prog.Streaming() {
 		return e.crossPartitionRefusal(prog, p.Params, p.Features)
 	}

@@ -67,6 +67,7 @@ func (h *Handler) queryItems(rq *request, db, coll string) {
 		CrossPartition: cross,
 		AllowScan:      headerBool(rq.r, "x-ms-documentdb-force-query-scan") || headerBool(rq.r, "x-ms-documentdb-query-enable-scan"),
 		Features:       rq.r.Header.Get("x-ms-cosmos-supported-query-features"),
+		Whole:          headerBool(rq.r, "x-ms-mayfly-query-whole"),
 	})
 	if err != nil {
 		h.fail(rq, err)

@@ -74,6 +74,7 @@ async function guard(fn) {
     say("");
     await fn();
   } catch (e) {
+    if (e.status === 401) askForKey(); // a mistyped key, or a server restarted with another
     say(e.status === 412 ? `Conflict: the item changed since it was read (${e.message})` : e.message, "error");
   }
 }
@@ -231,18 +232,40 @@ async function newContainer() {
 
 // ---- a container ----
 
-function pkPath() {
-  return state.props.partitionKey.paths[0];
+// The partition key's paths: one, or up to three for a hierarchical key.
+function pkPaths() {
+  return state.props.partitionKey.paths;
 }
 
+function pathSegments(path) {
+  return path.split("/").slice(1).map((seg) => seg.replace(/^"|"$/g, ""));
+}
+
+// pkValueOf is the item's partition key: a value per path.
 function pkValueOf(item) {
-  let v = item;
-  for (const seg of pkPath().split("/").slice(1)) v = v == null ? undefined : v[seg.replace(/^"|"$/g, "")];
-  return v;
+  return pkPaths().map((path) => {
+    let v = item;
+    for (const seg of pathSegments(path)) v = v == null ? undefined : v[seg];
+    return v;
+  });
 }
 
-function pkHeader(value) {
-  return { "x-ms-documentdb-partitionkey": JSON.stringify([value === undefined ? {} : value]) };
+// pkText shows a key as the user types it into a filter: the value of a
+// single path, the array of a hierarchical key.
+function pkText(key) {
+  return JSON.stringify(pkPaths().length === 1 ? key[0] : key);
+}
+
+// pkOfText reads a filter: a value for a single path; for a hierarchical
+// key an array of the first values (a prefix, which a query accepts), or
+// one value for the first path.
+function pkOfText(text) {
+  const v = parseValue(text);
+  return pkPaths().length > 1 && Array.isArray(v) ? v : [v];
+}
+
+function pkHeader(key) {
+  return { "x-ms-documentdb-partitionkey": JSON.stringify(key.map((v) => (v === undefined ? {} : v))) };
 }
 
 // expiryOf is the instant an item expires (ms), or null.
@@ -282,7 +305,7 @@ async function openContainer(db, coll) {
     </div>
     <div id="sub"></div>`;
   $("coll-title").textContent = `${db} / ${coll}`;
-  $("coll-pk").textContent = pkPath();
+  $("coll-pk").textContent = pkPaths().join(", ");
   $("coll-ttl").textContent = ttlText;
   const subs = { "sub-items": showItems, "sub-query": showQuery, "sub-feed": showFeed };
   for (const [id, fn] of Object.entries(subs)) {
@@ -321,7 +344,7 @@ async function showItems() {
     const headers = { "x-ms-max-item-count": "50" };
     if (continuation) headers["x-ms-continuation"] = continuation;
     const f = $("pk-filter").value.trim();
-    if (f !== "") Object.assign(headers, pkHeader(parseValue(f)));
+    if (f !== "") Object.assign(headers, pkHeader(pkOfText(f)));
     const res = must(await api("GET", ["dbs", state.db, "colls", state.coll, "docs"], { headers }), 200);
     for (const item of res.body.Documents || []) addRow(item);
     continuation = res.headers.get("x-ms-continuation") || "";
@@ -348,7 +371,7 @@ function addRow(item) {
   tr.dataset.id = item.id;
   const exp = expiryOf(item);
   if (exp !== null) tr.dataset.expires = String(exp);
-  for (const v of [item.id, JSON.stringify(pkValueOf(item)), String(item._ts), exp === null ? "never" : countdown(exp)]) {
+  for (const v of [item.id, pkText(pkValueOf(item)), String(item._ts), exp === null ? "never" : countdown(exp)]) {
     const td = document.createElement("td");
     td.textContent = v;
     tr.append(td);
@@ -372,8 +395,10 @@ function editItem(item) {
   const box = $("item-editor");
   const template = {};
   template.id = "";
-  const seg = pkPath().split("/")[1];
-  if (seg) template[seg.replace(/^"|"$/g, "")] = "";
+  for (const path of pkPaths()) {
+    const seg = pathSegments(path)[0];
+    if (seg) template[seg] = "";
+  }
   box.innerHTML = `
     <h3 id="editor-title"></h3>
     <textarea id="item-json" rows="22" spellcheck="false"></textarea>
@@ -452,14 +477,14 @@ async function showQuery() {
     if (continuation) headers["x-ms-continuation"] = continuation;
     const pk = $("query-pk").value.trim();
     if (pk !== "") {
-      Object.assign(headers, pkHeader(parseValue(pk)));
+      Object.assign(headers, pkHeader(pkOfText(pk)));
     } else {
-      // Over every partition: a container of one partition key range is
-      // asked through that range, which serves any query (ORDER BY,
-      // aggregates); over several, the server serves what it can merge.
-      const ranges = must(await api("GET", ["dbs", state.db, "colls", state.coll, "pkranges"]), 200).body.PartitionKeyRanges || [];
-      if (ranges.length === 1) headers["x-ms-documentdb-partitionkeyrangeid"] = ranges[0].id;
-      else headers["x-ms-documentdb-query-enablecrosspartition"] = "True";
+      // Over every partition, served whole: the page has no SDK to run
+      // the query range by range and merge the ranges' rows (ORDER BY,
+      // aggregates, TOP, DISTINCT), so it asks Mayfly to run it as over
+      // a single range.
+      headers["x-ms-documentdb-query-enablecrosspartition"] = "True";
+      headers["x-ms-mayfly-query-whole"] = "True";
     }
     const res = must(
       await api("POST", ["dbs", state.db, "colls", state.coll, "docs"], {
@@ -513,13 +538,21 @@ async function showFeed() {
 
 // ---- start ----
 
+// useKey signs with key and keeps it for the tab once the server has
+// taken it; until then the key bar stays.
 async function useKey(key) {
   hmacKey = await importKey(key);
   accountKey = key;
+  await loadTree();
   sessionStorage.setItem("mayfly-key", key);
   $("keybar").hidden = true;
   $("conn").textContent = `AccountEndpoint=${location.origin}/;AccountKey=${key};`;
-  await loadTree();
+}
+
+// askForKey forgets the key the server refused and shows the key bar.
+function askForKey() {
+  sessionStorage.removeItem("mayfly-key");
+  $("keybar").hidden = false;
 }
 
 async function start() {
