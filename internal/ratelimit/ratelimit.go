@@ -4,6 +4,13 @@
 // request is admitted while the budget is positive and pays its actual
 // charge afterwards, so one expensive request may drive it negative, and
 // requests are refused until the refill has paid that back.
+//
+// A refused request is told when to come back (x-ms-retry-after-ms), and
+// the SDKs come back then. Requests refused together are told instants a
+// typical charge apart, the first when the budget turns positive: told
+// the same instant, they would all come back at once, one would get in,
+// and the rest would be refused again, each retry spent for nothing, until
+// an SDK gave up and the application saw the 429.
 package ratelimit
 
 import (
@@ -24,6 +31,8 @@ type bucket struct {
 	rate   float64 // request units per second
 	tokens float64 // may go negative
 	at     time.Time
+	charge float64   // a moving average of the charges spent: what a request costs
+	next   time.Time // the latest instant a refused request was told to come back at
 }
 
 // New returns a limiter on the clock.
@@ -44,8 +53,13 @@ func (l *Limiter) Admit(key string, rate float64) (ok bool, retryAfter time.Dura
 	if b.tokens > 0 {
 		return true, 0
 	}
-	wait := time.Duration((-b.tokens/rate)*float64(time.Second)) + time.Millisecond
-	return false, wait
+	now := l.clock.Now()
+	back := now.Add(time.Duration((-b.tokens/rate)*float64(time.Second)) + time.Millisecond)
+	if after := b.next.Add(time.Duration(b.charge / rate * float64(time.Second))); b.next.After(now) && after.After(back) {
+		back = after
+	}
+	b.next = back
+	return false, back.Sub(now)
 }
 
 // Spend takes ru from the budget key.
@@ -55,7 +69,13 @@ func (l *Limiter) Spend(key string, rate, ru float64) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.refill(key, rate).tokens -= ru
+	b := l.refill(key, rate)
+	b.tokens -= ru
+	if b.charge == 0 {
+		b.charge = ru
+	} else {
+		b.charge += (ru - b.charge) / 8
+	}
 }
 
 // refill brings the budget up to now; a changed rate applies from now on.
