@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -357,6 +358,7 @@ func (e *Engine) atomicBatch(ctx context.Context, p BatchParams, now time.Time) 
 		if res.LSN, err = e.currentLSN(r, c, c.seqOfRef(ref)); err != nil {
 			return err
 		}
+		size := 0
 		for i := range p.Ops {
 			op, err := e.batchOp(r, tx, c, ref, &p.Ops[i], now)
 			if err != nil {
@@ -366,6 +368,9 @@ func (e *Engine) atomicBatch(ctx context.Context, p BatchParams, now time.Time) 
 					return errBatchAborted
 				}
 				return err
+			}
+			if size += len(op.Body); size > maxBatchResponse {
+				return responseTooLarge() // the whole batch, so nothing commits
 			}
 			res.Ops[i] = op
 		}
@@ -412,11 +417,18 @@ func (e *Engine) separateBatch(ctx context.Context, p BatchParams, now time.Time
 	if err != nil {
 		return nil, nil, err
 	}
-	stopped := false
+	stopped, full := false, false
+	size := 0
 	for i := range p.Ops {
 		op := &p.Ops[i]
 		if stopped {
 			res.Ops[i] = BatchOpResult{Type: op.Type, Err: failedDependency()}
+			continue
+		}
+		if full {
+			// The operations run so far have committed; the rest do not
+			// run, and the client sends them again.
+			res.Ops[i] = BatchOpResult{Type: op.Type, Err: responseTooLarge()}
 			continue
 		}
 		if p.Budget != nil {
@@ -461,6 +473,18 @@ func (e *Engine) separateBatch(ctx context.Context, p BatchParams, now time.Time
 		if p.Budget != nil {
 			p.Budget.Spend(out.Charge)
 		}
+		if size+len(out.Body) > maxBatchResponse {
+			// The document does not fit: a read is refused as the
+			// operations after it are; a write has committed, and its
+			// status says so without the document.
+			full = true
+			if op.Type == BatchRead {
+				out = BatchOpResult{Type: op.Type, Err: responseTooLarge()}
+			} else {
+				out.Body = nil
+			}
+		}
+		size += len(out.Body)
 		res.Ops[i] = out
 	}
 	return res, coll, nil
@@ -468,6 +492,16 @@ func (e *Engine) separateBatch(ctx context.Context, p BatchParams, now time.Time
 
 // failedOpCharge is what an operation that failed costs: finding out.
 const failedOpCharge = 1.0
+
+// maxBatchResponse bounds the documents a batch returns, as the service
+// bounds a response to 4 MB: 100 reads of a 2 MB item would otherwise
+// build a response of 200 MB from a request of a few kilobytes.
+const maxBatchResponse = 4 << 20
+
+func responseTooLarge() *Error {
+	return &Error{Code: RequestEntityTooLarge, SubStatus: SubResponseTooLarge,
+		Message: fmt.Sprintf("The documents this batch returns would make a response larger than %d bytes; send its operations in smaller batches.", maxBatchResponse)}
+}
 
 // RequestRateTooLarge is the refusal of a request, or of one operation of a
 // bulk request, beyond the provisioned throughput.

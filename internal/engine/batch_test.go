@@ -595,3 +595,33 @@ func FuzzBatch(f *testing.F) {
 		}
 	})
 }
+
+// A batch whose documents would make a response past 4 MB is refused with
+// 413/3402 rather than built: an atomic one whole, before it commits; a
+// bulk one from the operation that does not fit.
+func TestBatchResponseBounded(t *testing.T) {
+	be := newBatchEnv(t, "-1")
+	big := strings.Repeat("x", 1_500_000)
+	be.seed(t, `{"id":"big","pk":"p","s":"`+big+`"}`)
+	reads := `{"operationType":"Read","id":"big"},{"operationType":"Read","id":"big"},{"operationType":"Read","id":"big"}`
+
+	_, err := be.run(t, `["p"]`, true, `[{"operationType":"Create","resourceBody":{"id":"a","pk":"p","v":1}},`+reads+`]`)
+	var ee *Error
+	if !errors.As(err, &ee) || ee.Code != RequestEntityTooLarge || ee.SubStatus != SubResponseTooLarge {
+		t.Fatalf("atomic batch of three 1.5 MB reads: %v, want 413/3402", err)
+	}
+	if got := be.state(t, "a"); got != "a=-" {
+		t.Fatalf("the refused atomic batch committed its create: %s", got)
+	}
+
+	res, err := be.run(t, `["p"]`, false, `[{"operationType":"Create","resourceBody":{"id":"a","pk":"p","v":1}},`+reads+`,{"operationType":"Create","resourceBody":{"id":"b","pk":"p","v":2}}]`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := outcomes(res), "created read read RequestEntityTooLarge RequestEntityTooLarge"; got != want {
+		t.Fatalf("bulk batch: %s, want %s", got, want)
+	}
+	if got := be.state(t, "a", "b"); got != "a=1 b=-" {
+		t.Fatalf("bulk batch left %s", got)
+	}
+}

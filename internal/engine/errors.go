@@ -37,6 +37,7 @@ const (
 	SubOwnerResourceNotFound   = 1003
 	SubAADMetadataNotPermitted = 5300
 	SubRequestRateTooLarge     = 3200
+	SubResponseTooLarge        = 3402
 )
 
 // Error is the engine's one error type: a code, an optional substatus, a
