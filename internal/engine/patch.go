@@ -138,7 +138,9 @@ func applyPatch(doc document.Value, ops []PatchOp) (document.Value, *Error) {
 				doc, derr = update(doc, op.From, i, func(document.Value, bool) (document.Value, *Error) { return document.Undef, nil }, "remove")
 			}
 			if derr == nil {
-				doc, derr = update(doc, op.Path, i, func(document.Value, bool) (document.Value, *Error) { return moved, nil }, "set")
+				// Then added (RFC 6902's move): at an array index it is
+				// inserted, not written over the element there.
+				doc, derr = update(doc, op.Path, i, func(document.Value, bool) (document.Value, *Error) { return moved, nil }, "add")
 			}
 		case "incr":
 			doc, derr = update(doc, op.Path, i, func(old document.Value, exists bool) (document.Value, *Error) {

@@ -32,6 +32,8 @@ func TestApplyPatch(t *testing.T) {
 		{"incr non-number fails", `[{"op":"incr","path":"/s","value":1}]`, ""},
 		{"move", `[{"op":"move","from":"/s","path":"/t"}]`, `{"id":"1","a":{"b":1},"arr":[1,2,3],"n":5,"f":1.5,"t":"x"}`},
 		{"move missing from fails", `[{"op":"move","from":"/zz","path":"/t"}]`, ""},
+		{"move within an array inserts", `[{"op":"move","from":"/arr/2","path":"/arr/0"}]`, `{"id":"1","a":{"b":1},"arr":[3,1,2],"n":5,"f":1.5,"s":"x"}`},
+		{"move into an array inserts", `[{"op":"move","from":"/n","path":"/arr/1"}]`, `{"id":"1","a":{"b":1},"arr":[1,5,2,3],"f":1.5,"s":"x"}`},
 		{"index with a leading zero fails", `[{"op":"set","path":"/arr/01","value":9}]`, ""},
 		{"signed index fails", `[{"op":"set","path":"/arr/+1","value":9}]`, ""},
 		{"move from an index with a leading zero fails", `[{"op":"move","from":"/arr/01","path":"/t"}]`, ""},
