@@ -54,13 +54,24 @@ func (l *Limiter) Admit(key string, rate float64) (ok bool, retryAfter time.Dura
 		return true, 0
 	}
 	now := l.clock.Now()
-	back := now.Add(time.Duration((-b.tokens/rate)*float64(time.Second)) + time.Millisecond)
+	positive := now.Add(time.Duration((-b.tokens/rate)*float64(time.Second)) + time.Millisecond)
+	back := positive
 	if after := b.next.Add(time.Duration(b.charge / rate * float64(time.Second))); b.next.After(now) && after.After(back) {
+		// Behind those told to come back before it, but not behind
+		// more than a queue's worth of them: refused requests whose
+		// clients gave up never come back to be admitted.
 		back = after
+		if limit := positive.Add(maxQueue); back.After(limit) {
+			back = limit
+		}
 	}
 	b.next = back
 	return false, back.Sub(now)
 }
+
+// maxQueue bounds how far behind the instant the budget turns positive a
+// refused request is told to come back.
+const maxQueue = 5 * time.Second
 
 // Spend takes ru from the budget key.
 func (l *Limiter) Spend(key string, rate, ru float64) {

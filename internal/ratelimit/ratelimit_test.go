@@ -100,3 +100,18 @@ func TestRefusedClientsComeBackInTurn(t *testing.T) {
 		}
 	}
 }
+
+// Refusals whose clients never come back do not push later ones out past
+// the queue's bound.
+func TestRefusalQueueBounded(t *testing.T) {
+	clk := clock.NewManual(time.Unix(1000, 0))
+	l := New(clk)
+	l.Spend("c", 400, 410) // 10 RU short: positive again in 25 ms
+	var wait time.Duration
+	for range 10_000 {
+		_, wait = l.Admit("c", 400)
+	}
+	if wait > 25*time.Millisecond+maxQueue+time.Millisecond {
+		t.Fatalf("the 10,000th refusal waits %v, past the bound of %v", wait, maxQueue)
+	}
+}
