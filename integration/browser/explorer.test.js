@@ -90,6 +90,13 @@ describe("Data Explorer", () => {
     await page.click("#new-coll");
     await dialog({ db, id: "bad/id", pk: "/pk", ttl: "" });
     await page.waitForFunction(() => document.querySelector("#status").className === "error");
+    // A time to live that is no number is the service's to refuse, not
+    // dropped.
+    await page.evaluate(() => say(""));
+    await page.click("#new-coll");
+    await dialog({ db, id: "badttl", pk: "/pk", ttl: "abc" });
+    await page.waitForFunction(() => document.querySelector("#status").className === "error");
+    assert.equal(await page.evaluate(async (db) => (await api("GET", ["dbs", db, "colls", "badttl"])).status, db), 404);
   });
 
   it("creates items and shows when each expires", async () => {

@@ -222,7 +222,10 @@ async function newContainer() {
   ]);
   if (!v) return;
   const body = { id: v.id, partitionKey: { paths: [v.pk || "/pk"], kind: "Hash", version: 2 } };
-  if (v.ttl !== "") body.defaultTtl = Number(v.ttl);
+  if (v.ttl !== "") {
+    // Sent as typed when it is no number, for the service's message.
+    body.defaultTtl = /^\s*-?\d+\s*$/.test(v.ttl) ? Number(v.ttl) : v.ttl;
+  }
   const headers = v.throughput ? { "x-ms-offer-throughput": v.throughput } : {};
   must(await api("POST", ["dbs", v.db, "colls"], { body, headers }), 201);
   await loadTree();
