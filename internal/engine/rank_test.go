@@ -37,6 +37,9 @@ func TestOrderByRankInTheEngine(t *testing.T) {
 		key, query, want string
 	}{
 		{"", "SELECT VALUE c.id FROM c WHERE c.n < 10 ORDER BY RANK FullTextScore(c.text, 'fox')", "d2 d1 d4 d3 d5"},
+		// The terms in an array, as the service's first documentation
+		// wrote them.
+		{"", "SELECT VALUE c.id FROM c WHERE c.n < 10 ORDER BY RANK FullTextScore(c.text, ['fox'])", "d2 d1 d4 d3 d5"},
 		// The filter is served by the index in other queries; here every
 		// document of the scope is read for the statistics.
 		{"", "SELECT VALUE c.id FROM c WHERE c.n > 1 AND c.n < 10 ORDER BY RANK FullTextScore(c.text, 'fox')", "d2 d4 d3 d5"},

@@ -159,11 +159,31 @@ func (c *compiler) fullTextScore(call *ast.Call, names []string, alias string) (
 	}
 	comp := rankComp{path: path}
 	for _, a := range call.Args[1:] {
-		v, ok := c.constant(a)
-		if !ok || v.Kind() != document.String {
+		// The terms come as strings, or (as the service's first
+		// documentation wrote them) in an array of strings.
+		var vals []document.Value
+		if lit, ok := a.(*ast.ArrayLit); ok {
+			for _, x := range lit.Elems {
+				v, ok := c.constant(x)
+				if !ok {
+					v = document.Undef
+				}
+				vals = append(vals, v)
+			}
+		} else if v, ok := c.constant(a); ok && v.Kind() == document.Array {
+			vals = v.Array()
+		} else if ok {
+			vals = []document.Value{v}
+		}
+		if len(vals) == 0 {
 			return rankComp{}, errAt(a, "SC2243", "The terms of FullTextScore must be string literals or parameters.")
 		}
-		comp.terms = append(comp.terms, words(v.Str()))
+		for _, v := range vals {
+			if v.Kind() != document.String {
+				return rankComp{}, errAt(a, "SC2243", "The terms of FullTextScore must be string literals or parameters.")
+			}
+			comp.terms = append(comp.terms, words(v.Str()))
+		}
 	}
 	return comp, nil
 }
