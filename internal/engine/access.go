@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/partition"
@@ -62,6 +63,36 @@ func (s *itemScope) narrow(min, max string) {
 		if hi := appendEPK(nil, max, false); s.hi == nil || bytes.Compare(hi, s.hi) < 0 {
 			s.hi = hi
 		}
+	}
+}
+
+// narrowToEPKs scopes s to the effective partition keys in [min, max)
+// (x-ms-start-epk, x-ms-end-epk: "" for no bound), which an SDK sends with
+// a range's id for a feed range inside that range, or for a hierarchical
+// key's prefix. The span is read as a prefix's is, partition by partition;
+// one that covers the scope already leaves it as it is, and a logical
+// partition's scope is narrower than any span that holds it.
+func (s *itemScope) narrowToEPKs(min, max string) {
+	if s.kind == plan.ScopePartition || min == "" && max == "" {
+		return
+	}
+	min, max = strings.ToUpper(min), strings.ToUpper(max)
+	lo := appendEPK(nil, min, false)
+	covers := bytes.Compare(lo, s.lo) <= 0
+	if max != "" {
+		hi := s.hi
+		if hi == nil {
+			hi = appendEPK(nil, partition.MaxEPK, false)
+		}
+		covers = covers && bytes.Compare(appendEPK(nil, max, false), hi) >= 0
+	}
+	if covers {
+		return
+	}
+	s.kind = plan.ScopePrefix
+	s.narrow(min, max)
+	if s.hi != nil && bytes.Compare(s.lo, s.hi) > 0 {
+		s.hi = s.lo // a span outside the range: nothing
 	}
 }
 

@@ -23,6 +23,9 @@ type FeedParams struct {
 	MaxItemCount int    // <= 0: the default; -1 lets the server choose
 	Continuation string // from the previous page, "" for the first
 	RangeID      string // x-ms-documentdb-partitionkeyrangeid; "" for all
+	// MinEPK and MaxEPK (x-ms-start-epk, x-ms-end-epk) narrow the scope
+	// to effective partition keys in [MinEPK, MaxEPK) (itemScope.narrowToEPKs).
+	MinEPK, MaxEPK string
 }
 
 // FeedPage is one page of a feed or query.
@@ -127,7 +130,12 @@ func (e *Engine) ReadFeed(ctx context.Context, p FeedParams) (*FeedPage, error) 
 		if derr != nil {
 			return derr
 		}
-		fp := fingerprint(nil, "feed", string(c.Rid), string(partition.AppendKeyBytes(nil, p.PartitionKey)), strconv.FormatBool(p.HasKey), p.RangeID)
+		s.narrowToEPKs(p.MinEPK, p.MaxEPK)
+		fpParts := []string{"feed", string(c.Rid), string(partition.AppendKeyBytes(nil, p.PartitionKey)), strconv.FormatBool(p.HasKey), p.RangeID}
+		if p.MinEPK != "" || p.MaxEPK != "" {
+			fpParts = append(fpParts, string(s.lo), string(s.hi))
+		}
+		fp := fingerprint(nil, fpParts...)
 		var cur cursor
 		if p.Continuation != "" {
 			if cur, derr = parseCursor(p.Continuation, fp); derr != nil {

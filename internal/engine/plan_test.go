@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -1014,6 +1015,81 @@ func TestQueryServedWholeAcrossRanges(t *testing.T) {
 		}
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("%s: got %v, want %v", tc.query, got, tc.want)
+		}
+	}
+}
+
+// A query or read feed scoped to an EPK span (x-ms-start-epk and
+// x-ms-end-epk with a range's id, as an SDK sends a hierarchical key's
+// prefix or a feed range) returns the items of that span alone, on one
+// range and on four; a span that covers the range returns all of it.
+func TestQueryAndFeedScopedToEPKSpan(t *testing.T) {
+	for _, parts := range []int{1, 4} {
+		clk := clock.NewManual(batchT0)
+		e, err := New(Config{Store: teststore.Open(t), Clock: clk, Partitions: parts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		createDBAndContainer(t, e, `{"id":"c","partitionKey":{"paths":["/t","/u"],"kind":"MultiHash","version":2}}`)
+		be := &batchEnv{e: e, clock: clk}
+		for n := range 60 {
+			be.seed(t, fmt.Sprintf(`{"id":"i%d","t":"t%d","u":"u%d","n":%d}`, n, n%3, n%7, n))
+		}
+		c := be.containerOf(t, "c")
+		min, max, err := partition.EPKRange(c.hashDefinition(), partition.Key{partition.String("t1")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for n := 1; n < 60; n += 3 {
+			want = append(want, fmt.Sprintf(`"i%d"`, n))
+		}
+		rangeID := ""
+		for _, rg := range e.rangesOf(c) {
+			if rg.Min <= min && (rg.Max == partition.MaxEPK || min < rg.Max) {
+				rangeID = rg.ID
+			}
+		}
+		sorted := func(rows []string) []string { slices.Sort(rows); return rows }
+		q := QueryParams{ItemRef: batchRef(""), RangeID: rangeID, MinEPK: min, MaxEPK: max, MaxItemCount: 4}
+		for _, text := range []string{"SELECT VALUE c.id FROM c", "SELECT VALUE c.id FROM c WHERE c.n >= 0", "SELECT VALUE c.id FROM c ORDER BY c.n"} {
+			q.Query = text
+			if got := sorted(drainRows(t, e, q, nil)); !slices.Equal(got, sorted(slices.Clone(want))) {
+				t.Errorf("%d ranges, %s over the span of t1: %v, want %v", parts, text, got, want)
+			}
+		}
+		q.Query = "SELECT VALUE COUNT(1) FROM c"
+		if got := drainRows(t, e, q, nil); !slices.Equal(got, []string{"20"}) {
+			t.Errorf("%d ranges, COUNT over the span of t1: %v, want 20", parts, got)
+		}
+		var feed []string
+		fp := FeedParams{ItemRef: batchRef(""), RangeID: rangeID, MinEPK: min, MaxEPK: max, MaxItemCount: 7}
+		for {
+			page, err := e.ReadFeed(context.Background(), fp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, it := range page.Items {
+				var d struct{ ID string }
+				if err := json.Unmarshal(it, &d); err != nil {
+					t.Fatal(err)
+				}
+				feed = append(feed, `"`+d.ID+`"`)
+			}
+			if page.Continuation == "" {
+				break
+			}
+			fp.Continuation = page.Continuation
+		}
+		if got := sorted(feed); !slices.Equal(got, sorted(slices.Clone(want))) {
+			t.Errorf("%d ranges, read feed over the span of t1: %v, want %v", parts, got, want)
+		}
+		// A span covering the range is the range.
+		whole := QueryParams{ItemRef: batchRef(""), RangeID: rangeID, Query: "SELECT VALUE c.id FROM c", MaxItemCount: 100}
+		all := drainRows(t, e, whole, nil)
+		whole.MinEPK, whole.MaxEPK = "", "FF"
+		if got := drainRows(t, e, whole, nil); !slices.Equal(got, all) {
+			t.Errorf("%d ranges: a span covering the range gave %d rows, the range %d", parts, len(got), len(all))
 		}
 	}
 }

@@ -40,6 +40,9 @@ type QueryParams struct {
 	// Features is x-ms-cosmos-supported-query-features, which shapes the
 	// plan a refusal to serve the query across partitions carries.
 	Features string
+	// MinEPK and MaxEPK (x-ms-start-epk, x-ms-end-epk) narrow the scope
+	// to effective partition keys in [MinEPK, MaxEPK) (itemScope.narrowToEPKs).
+	MinEPK, MaxEPK string
 	// Whole (x-ms-mayfly-query-whole) serves a query across partitions
 	// whole, as over a single range, where the gateway would refuse it
 	// for the client to run range by range and merge: Mayfly's Data
@@ -238,6 +241,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	if derr != nil {
 		return derr
 	}
+	scope.narrowToEPKs(p.MinEPK, p.MaxEPK)
 	// The aggregates the counters or the index answer see the query
 	// without the terms that pinned its scope: every item of the scope
 	// meets them.

@@ -85,15 +85,8 @@ func changeFeedParams(r *http.Request, db, coll string) (engine.ChangeFeedParams
 		return p, err
 	}
 	p.RangeID = strings.TrimSpace(r.Header.Get("x-ms-documentdb-partitionkeyrangeid"))
-	p.MinEPK = strings.TrimSpace(r.Header.Get("x-ms-start-epk"))
-	p.MaxEPK = strings.TrimSpace(r.Header.Get("x-ms-end-epk"))
-	for _, epk := range []string{p.MinEPK, p.MaxEPK} {
-		if strings.Trim(epk, "0123456789abcdefABCDEF") != "" {
-			return p, badRequest("The effective partition key '%s' is not hexadecimal.", epk)
-		}
-	}
-	if p.MaxEPK != "" && strings.ToUpper(p.MinEPK) >= strings.ToUpper(p.MaxEPK) {
-		return p, badRequest("The effective partition key range ['%s', '%s') is empty.", p.MinEPK, p.MaxEPK)
+	if p.MinEPK, p.MaxEPK, err = epkSpan(r); err != nil {
+		return p, err
 	}
 	inm := strings.TrimSpace(r.Header.Get("If-None-Match"))
 	ims := strings.TrimSpace(r.Header.Get("If-Modified-Since"))
@@ -131,4 +124,21 @@ func parseFeedETag(s string) (engine.FeedPosition, bool) {
 		s = s[1 : len(s)-1]
 	}
 	return engine.ParseFeedPosition(s)
+}
+
+// epkSpan reads x-ms-start-epk and x-ms-end-epk, the effective partition
+// keys [min, max) an SDK scopes a feed range's request to ("" for no
+// bound).
+func epkSpan(r *http.Request) (min, max string, err error) {
+	min = strings.TrimSpace(r.Header.Get("x-ms-start-epk"))
+	max = strings.TrimSpace(r.Header.Get("x-ms-end-epk"))
+	for _, epk := range []string{min, max} {
+		if strings.Trim(epk, "0123456789abcdefABCDEF") != "" {
+			return "", "", badRequest("The effective partition key '%s' is not hexadecimal.", epk)
+		}
+	}
+	if max != "" && strings.ToUpper(min) >= strings.ToUpper(max) {
+		return "", "", badRequest("The effective partition key range ['%s', '%s') is empty.", min, max)
+	}
+	return min, max, nil
 }

@@ -522,8 +522,14 @@ func (h *Handler) readFeed(rq *request, db, coll string) {
 	if !ok {
 		return
 	}
+	minEPK, maxEPK, err := epkSpan(rq.r)
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
 	page, err := h.eng.ReadFeed(rq.r.Context(), engine.FeedParams{ItemRef: ref, MaxItemCount: n,
-		Continuation: rq.r.Header.Get("x-ms-continuation"), RangeID: rq.r.Header.Get("x-ms-documentdb-partitionkeyrangeid")})
+		Continuation: rq.r.Header.Get("x-ms-continuation"), RangeID: rq.r.Header.Get("x-ms-documentdb-partitionkeyrangeid"),
+		MinEPK: minEPK, MaxEPK: maxEPK})
 	if err != nil {
 		h.fail(rq, err)
 		return

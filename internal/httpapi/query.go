@@ -56,6 +56,11 @@ func (h *Handler) queryItems(rq *request, db, coll string) {
 	if !ok {
 		return
 	}
+	minEPK, maxEPK, err := epkSpan(rq.r)
+	if err != nil {
+		h.fail(rq, err)
+		return
+	}
 	cross := true
 	if v := rq.r.Header.Get("x-ms-documentdb-query-enablecrosspartition"); v == "" || !strings.EqualFold(strings.TrimSpace(v), "true") {
 		cross = false
@@ -68,6 +73,8 @@ func (h *Handler) queryItems(rq *request, db, coll string) {
 		AllowScan:      headerBool(rq.r, "x-ms-documentdb-force-query-scan") || headerBool(rq.r, "x-ms-documentdb-query-enable-scan"),
 		Features:       rq.r.Header.Get("x-ms-cosmos-supported-query-features"),
 		Whole:          headerBool(rq.r, "x-ms-mayfly-query-whole"),
+		MinEPK:         minEPK,
+		MaxEPK:         maxEPK,
 	})
 	if err != nil {
 		h.fail(rq, err)
