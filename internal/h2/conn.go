@@ -51,6 +51,7 @@ type conn struct {
 	mu            sync.Mutex // guards the streams and the send windows below
 	streams       map[uint32]*stream
 	maxStreamID   uint32 // the highest stream the client has opened
+	ignoredID     uint32 // the highest stream opened past the GOAWAY's last, and ignored
 	sendWindow    int64  // what the connection may still send
 	initialWindow int64  // the client's SETTINGS_INITIAL_WINDOW_SIZE
 	windowWaiters int
@@ -176,10 +177,11 @@ func (c *conn) process(f http2.Frame) (http2.ErrCode, error) {
 			c.writeQuiet(func() error { return c.wfr.WritePing(true, data) })
 		}
 	case *http2.RSTStreamFrame:
-		if f.StreamID == 0 || f.StreamID > c.maxStreamID {
+		c.mu.Lock()
+		if f.StreamID == 0 || c.idleLocked(f.StreamID) {
+			c.mu.Unlock()
 			return http2.ErrCodeProtocol, errors.New("RST_STREAM on an idle stream")
 		}
-		c.mu.Lock()
 		st := c.streams[f.StreamID]
 		c.mu.Unlock()
 		if st != nil {
@@ -198,6 +200,12 @@ func (c *conn) process(f http2.Frame) (http2.ErrCode, error) {
 	}
 	// PRIORITY and frames of unknown types are ignored.
 	return 0, nil
+}
+
+// idleLocked reports whether the client has not opened stream id: neither
+// one this side served nor one it ignored past a GOAWAY.
+func (c *conn) idleLocked(id uint32) bool {
+	return id > c.maxStreamID && id > c.ignoredID
 }
 
 // noteStream records that the client used stream id, so that GOAWAY names
@@ -234,6 +242,10 @@ func (c *conn) processHeaders(f *http2.MetaHeadersFrame) (http2.ErrCode, error) 
 	}
 	if c.goingAway || c.closed {
 		// Past the GOAWAY's last stream: the client retries elsewhere.
+		// Its later frames are ignored too, not taken for an idle
+		// stream's, which would end the connection and the streams
+		// still being answered on it (RFC 9113, 6.8).
+		c.ignoredID = max(c.ignoredID, id)
 		c.mu.Unlock()
 		return 0, nil
 	}
@@ -276,7 +288,7 @@ func (c *conn) processData(f *http2.DataFrame) (http2.ErrCode, error) {
 	n := f.Header().Length
 	c.returnConnCredit(n)
 	c.mu.Lock()
-	if id == 0 || id > c.maxStreamID {
+	if id == 0 || c.idleLocked(id) {
 		c.mu.Unlock()
 		return http2.ErrCodeProtocol, errors.New("DATA on an idle stream")
 	}
@@ -323,7 +335,7 @@ func (c *conn) processWindowUpdate(f *http2.WindowUpdateFrame) (http2.ErrCode, e
 		c.mu.Unlock()
 		return 0, nil
 	}
-	if f.StreamID > c.maxStreamID {
+	if c.idleLocked(f.StreamID) {
 		c.mu.Unlock()
 		return http2.ErrCodeProtocol, errors.New("WINDOW_UPDATE on an idle stream")
 	}

@@ -1772,14 +1772,26 @@ func TestShutdownGraceful(t *testing.T) {
 		t.Fatalf("Shutdown returned (%v) with a request in flight", r.err)
 	default:
 	}
-	// A stream opened after GOAWAY is not served.
+	// A stream opened after GOAWAY is not served, and its later frames
+	// are ignored: taken for an idle stream's, they ended the connection
+	// with the stream in flight.
 	c.get(3, "/")
+	c.request(5, http.MethodPost, "/", false)
+	c.data(5, false, []byte("a body on its way"))
+	c.check(c.fr.WriteWindowUpdate(5, 100))
+	c.check(c.fr.WriteRSTStream(5, http2.ErrCodeCancel))
 	close(release)
 	c.expectOK("finished", 1)
 	for _, fh := range append(c.others, c.expectClosed()...) {
-		if fh.StreamID == 3 {
-			t.Errorf("the server answered stream 3, opened after its GOAWAY: %v", fh)
+		if fh.StreamID == 3 || fh.StreamID == 5 {
+			t.Errorf("the server answered stream %d, opened after its GOAWAY: %v", fh.StreamID, fh)
 		}
+		if fh.Type == http2.FrameGoAway {
+			t.Errorf("a second GOAWAY: %v", fh)
+		}
+	}
+	for _, g := range c.goAways {
+		t.Errorf("a second GOAWAY: %v", g.ErrCode)
 	}
 	r := recv(t, shut, "Shutdown")
 	if r.err != nil {
