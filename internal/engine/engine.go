@@ -136,6 +136,11 @@ type Engine struct {
 	floorWant   atomic.Int64 // the latest stamp asked to be recorded
 	floorBusy   atomic.Bool
 	floorWrites sync.WaitGroup // records under way, for tests
+	// floorMu guards floorDone, the latest stamp whose record committed,
+	// and floorSignal, closed and replaced at each commit (awaitFloor).
+	floorMu     sync.Mutex
+	floorDone   int64
+	floorSignal chan struct{}
 	readOnly    bool
 	// shared is set when the store owns the clock (storage.Clocked): it is
 	// shared by several gateways.
@@ -162,10 +167,35 @@ func (e *Engine) stamp(ctx context.Context, after bool) (time.Time, error) {
 		return time.Time{}, err
 	}
 	t = e.raise(t, after)
-	if !e.shared && !e.readOnly && t.UnixNano() > e.floor.Load()+int64(floorLease) {
+	if floor := e.floor.Load(); !e.shared && !e.readOnly && t.UnixNano() > floor+int64(floorLease) {
 		e.recordFloor(t)
+		if t.UnixNano() > floor+2*int64(floorLease) {
+			e.awaitFloor(ctx, t.UnixNano())
+		}
 	}
 	return t, nil
+}
+
+// awaitFloor waits, at most floorWait, until a record of a stamp at or
+// after n has committed.
+func (e *Engine) awaitFloor(ctx context.Context, n int64) {
+	limit := time.NewTimer(floorWait)
+	defer limit.Stop()
+	for {
+		e.floorMu.Lock()
+		done, signal := e.floorDone, e.floorSignal
+		e.floorMu.Unlock()
+		if done >= n {
+			return
+		}
+		select {
+		case <-signal:
+		case <-limit.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // An engine's stamps never go back while it runs (raise); across a
@@ -177,13 +207,21 @@ func (e *Engine) stamp(ctx context.Context, after bool) (time.Time, error) {
 // orders judgements by that clock.
 //
 // A stamp more than floorLease past the last record is recorded in the
-// background, so a busy engine writes the floor about once a lease, no
-// request waits for it (a write transaction can hold the store's writes
-// for seconds), and the floor trails the latest stamp by about a lease.
-// So an item that had been expired for longer than that stays expired
-// through a restart whatever the clock then reads; and a restart with the
-// clock as it was stamps by the clock, not ahead of it.
-const floorLease = time.Second
+// background, so a busy engine writes the floor about once a lease, and
+// the floor trails the latest stamp by about a lease. A stamp more than two
+// leases past it (the first after a quiet spell, when no stamp was being
+// recorded) waits up to floorWait for its record, so that it is not
+// answered before anything recorded it: a crash then, and a restart with
+// the clock set back, would judge by an instant before the one the answer
+// was judged by. No request waits longer (a write transaction can hold
+// the store's writes for a while). So an item that had been expired for
+// longer than a lease stays expired through a restart whatever the clock
+// then reads; and a restart with the clock as it was stamps by the clock,
+// not ahead of it.
+const (
+	floorLease = time.Second
+	floorWait  = 100 * time.Millisecond
+)
 
 var floorKey = counterKey("clock-floor")
 
@@ -220,6 +258,11 @@ func (e *Engine) recordFloor(t time.Time) {
 				}
 				return
 			}
+			e.floorMu.Lock()
+			e.floorDone = max(e.floorDone, n)
+			close(e.floorSignal)
+			e.floorSignal = make(chan struct{})
+			e.floorMu.Unlock()
 			if e.floorWant.Load() > n {
 				continue
 			}
@@ -249,6 +292,9 @@ func (e *Engine) loadFloor(ctx context.Context) error {
 		n := int64(binary.BigEndian.Uint64(v))
 		e.floor.Store(n)
 		e.lastStamp.Store(n)
+		e.floorMu.Lock()
+		e.floorDone = n
+		e.floorMu.Unlock()
 		return nil
 	})
 }
@@ -532,7 +578,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("engine: no store")
 	}
-	e := &Engine{store: cfg.Store, clock: cfg.Clock, maxItem: cfg.MaxItemSize, charges: cfg.Charges, cache: map[string]cachedContainer{}, locks: map[containerName]*settingLock{}, dbCache: map[string]cachedDatabase{}, dbRids: map[string][]byte{}, absentWanted: map[string]absentWish{}, ridNames: map[string]string{}, locHints: newLocHints(defaultLocHints), seen: newSeenSets(seenSetsMax)}
+	e := &Engine{store: cfg.Store, clock: cfg.Clock, maxItem: cfg.MaxItemSize, charges: cfg.Charges, cache: map[string]cachedContainer{}, locks: map[containerName]*settingLock{}, dbCache: map[string]cachedDatabase{}, dbRids: map[string][]byte{}, absentWanted: map[string]absentWish{}, ridNames: map[string]string{}, locHints: newLocHints(defaultLocHints), seen: newSeenSets(seenSetsMax), floorSignal: make(chan struct{})}
 	if e.clock == nil {
 		e.clock = clock.Real{}
 	}
