@@ -84,7 +84,7 @@ func changeFeedParams(r *http.Request, db, coll string) (engine.ChangeFeedParams
 	if p.MaxItemCount, err = maxItemCount(r); err != nil {
 		return p, err
 	}
-	p.RangeID = strings.TrimSpace(r.Header.Get("x-ms-documentdb-partitionkeyrangeid"))
+	p.RangeID = rangeIDHeader(r)
 	if p.MinEPK, p.MaxEPK, err = epkSpan(r); err != nil {
 		return p, err
 	}
@@ -124,6 +124,17 @@ func parseFeedETag(s string) (engine.FeedPosition, bool) {
 		s = s[1 : len(s)-1]
 	}
 	return engine.ParseFeedPosition(s)
+}
+
+// rangeIDHeader reads x-ms-documentdb-partitionkeyrangeid: a range's id,
+// or, as the service's gateway also takes it, the container's rid and the
+// range's id, separated by a comma.
+func rangeIDHeader(r *http.Request) string {
+	v := strings.TrimSpace(r.Header.Get("x-ms-documentdb-partitionkeyrangeid"))
+	if i := strings.LastIndexByte(v, ','); i >= 0 {
+		v = strings.TrimSpace(v[i+1:])
+	}
+	return v
 }
 
 // epkSpan reads x-ms-start-epk and x-ms-end-epk, the effective partition

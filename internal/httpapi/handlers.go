@@ -528,7 +528,7 @@ func (h *Handler) readFeed(rq *request, db, coll string) {
 		return
 	}
 	page, err := h.eng.ReadFeed(rq.r.Context(), engine.FeedParams{ItemRef: ref, MaxItemCount: n,
-		Continuation: rq.r.Header.Get("x-ms-continuation"), RangeID: rq.r.Header.Get("x-ms-documentdb-partitionkeyrangeid"),
+		Continuation: rq.r.Header.Get("x-ms-continuation"), RangeID: rangeIDHeader(rq.r),
 		MinEPK: minEPK, MaxEPK: maxEPK})
 	if err != nil {
 		h.fail(rq, err)

@@ -68,7 +68,7 @@ func (h *Handler) queryItems(rq *request, db, coll string) {
 	page, err := h.eng.QueryItems(rq.r.Context(), engine.QueryParams{
 		ItemRef: ref, Query: text, Params: params, MaxItemCount: n,
 		Continuation:   rq.r.Header.Get("x-ms-continuation"),
-		RangeID:        rq.r.Header.Get("x-ms-documentdb-partitionkeyrangeid"),
+		RangeID:        rangeIDHeader(rq.r),
 		CrossPartition: cross,
 		AllowScan:      headerBool(rq.r, "x-ms-documentdb-force-query-scan") || headerBool(rq.r, "x-ms-documentdb-query-enable-scan"),
 		Features:       rq.r.Header.Get("x-ms-cosmos-supported-query-features"),
