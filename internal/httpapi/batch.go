@@ -31,6 +31,10 @@ func (h *Handler) batch(rq *request, db, coll string) {
 	if !ok {
 		return
 	}
+	if len(body) > 0 && body[0] == hybridRowV1 {
+		h.fail(rq, badRequest("This batch is in the binary HybridRow format, which the .NET SDK sends; Mayfly takes batches in JSON, as the Go, JavaScript, Java and Python SDKs send them."))
+		return
+	}
 	ops, err := engine.ParseBatch(body)
 	if err != nil {
 		h.fail(rq, err)
@@ -64,6 +68,9 @@ func (h *Handler) batch(rq *request, db, coll string) {
 	h.itemHeaders(rq, &engine.ItemResult{LSN: res.LSN, CollRid: res.CollRid})
 	h.reply(rq, status, res.Charge, batchBody(res, preferMinimal(rq.r)))
 }
+
+// hybridRowV1 is the first byte of a batch body in the HybridRow format.
+const hybridRowV1 = 0x81
 
 // isBulk reports whether r is a bulk request: a batch of operations that
 // run and fail one by one.

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -39,5 +40,19 @@ func TestRangeIDWithTheContainersRid(t *testing.T) {
 		if rec := serve(h, "POST", "/dbs/db/colls/r/docs", `{"query":"SELECT VALUE c.id FROM c"}`, headers); rec.Code != http.StatusOK {
 			t.Errorf("query of range %q: %d %s", rangeID, rec.Code, rec.Body)
 		}
+	}
+}
+
+// A batch in the binary HybridRow format is refused with a message that
+// says so, not taken for bad JSON.
+func TestHybridRowBatchRefused(t *testing.T) {
+	h := newTestHandler(t)
+	if rec := serve(h, "POST", "/dbs/db/colls", `{"id":"b","partitionKey":{"paths":["/pk"]}}`, nil); rec.Code != http.StatusCreated {
+		t.Fatalf("create the container: %d %s", rec.Code, rec.Body)
+	}
+	headers := map[string]string{"x-ms-cosmos-is-batch-request": "True", "x-ms-cosmos-batch-atomic": "True", "x-ms-documentdb-partitionkey": `["p"]`}
+	rec := serve(h, "POST", "/dbs/db/colls/b/docs", "\x81\x00\x01\x02", headers)
+	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "HybridRow") {
+		t.Fatalf("a HybridRow batch: %d %s, want a 400 naming the format", rec.Code, rec.Body)
 	}
 }
