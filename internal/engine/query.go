@@ -43,6 +43,9 @@ type QueryParams struct {
 	// MinEPK and MaxEPK (x-ms-start-epk, x-ms-end-epk) narrow the scope
 	// to effective partition keys in [MinEPK, MaxEPK) (itemScope.narrowToEPKs).
 	MinEPK, MaxEPK string
+	// Resume is the query body's resumeFilter (the .NET SDK's): the rows
+	// after it in the ORDER BY's order, nil for all.
+	Resume *ResumeFilter
 	// Whole (x-ms-mayfly-query-whole) serves a query across partitions
 	// whole, as over a single range, where the gateway would refuse it
 	// for the client to run range by range and merge: Mayfly's Data
@@ -169,6 +172,15 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		return err
 	}
 	page.LSN = state.lsn
+	if p.Resume != nil {
+		q, derr := withResumeFilter(prog.Query(), p.Resume)
+		if derr != nil {
+			return derr
+		}
+		if prog, err = prog.Derive(q); err != nil {
+			return queryError(err)
+		}
+	}
 	if derr := checkIndexNeeds(c, prog.Query(), p.Params, p.AllowScan); derr != nil {
 		return derr
 	}

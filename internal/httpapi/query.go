@@ -12,33 +12,69 @@ import (
 	"github.com/mayfly-db/mayfly/internal/query/plan"
 )
 
-// querySpec reads a query body: {"query": "...", "parameters": [{"name","value"}]}.
-func (h *Handler) querySpec(rq *request) (string, map[string]document.Value, error) {
+// querySpec reads a query body: {"query": "...", "parameters":
+// [{"name","value"}], "resumeFilter"?}.
+func (h *Handler) querySpec(rq *request) (string, map[string]document.Value, *engine.ResumeFilter, error) {
 	body, err := h.readJSON(rq)
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	q := body.Get("query")
 	if q.Kind() != document.String {
-		return "", nil, badRequest("The query body must have a 'query' string.")
+		return "", nil, nil, badRequest("The query body must have a 'query' string.")
 	}
 	params := map[string]document.Value{}
 	ps := body.Get("parameters")
 	if ps.IsDefined() && !ps.IsNull() && ps.Kind() != document.Array {
-		return "", nil, badRequest("The query 'parameters' must be an array.")
+		return "", nil, nil, badRequest("The query 'parameters' must be an array.")
 	}
 	for _, p := range ps.Array() {
 		name := p.Get("name")
 		if name.Kind() != document.String || !strings.HasPrefix(name.Str(), "@") {
-			return "", nil, badRequest("Every query parameter needs a 'name' starting with '@'.")
+			return "", nil, nil, badRequest("Every query parameter needs a 'name' starting with '@'.")
 		}
 		params[name.Str()] = p.Get("value")
 	}
-	return q.Str(), params, nil
+	resume, err := resumeFilter(body.Get("resumeFilter"))
+	if err != nil {
+		return "", nil, nil, err
+	}
+	return q.Str(), params, resume, nil
+}
+
+// resumeFilter reads the .NET SDK's resumeFilter: {"value": [...],
+// "rid"?, "exclude"?}, an array's or object's value given as a hash,
+// {"type": "array" or "object", "low", "high"}. The rid is not needed:
+// rows tied at the values are kept, and the SDK skips those it returned.
+func resumeFilter(v document.Value) (*engine.ResumeFilter, error) {
+	if !v.IsDefined() || v.IsNull() {
+		return nil, nil
+	}
+	vals := v.Get("value")
+	if v.Kind() != document.Object || vals.Kind() != document.Array || len(vals.Array()) == 0 {
+		return nil, badRequest("The query's 'resumeFilter' must be an object with a 'value' array.")
+	}
+	f := &engine.ResumeFilter{Exclude: v.Get("exclude").Bool()}
+	for _, x := range vals.Array() {
+		hashed := false
+		if x.Kind() == document.Object {
+			switch x.Get("type").Str() {
+			case "array":
+				x, hashed = document.Arr(nil), true
+			case "object":
+				hashed = true
+			default:
+				return nil, badRequest("A 'resumeFilter' value that is an object must be a hash of an array or an object.")
+			}
+		}
+		f.Values = append(f.Values, x)
+		f.Hashed = append(f.Hashed, hashed)
+	}
+	return f, nil
 }
 
 func (h *Handler) queryItems(rq *request, db, coll string) {
-	text, params, err := h.querySpec(rq)
+	text, params, resume, err := h.querySpec(rq)
 	if err != nil {
 		h.fail(rq, err)
 		return
@@ -75,6 +111,7 @@ func (h *Handler) queryItems(rq *request, db, coll string) {
 		Whole:          headerBool(rq.r, "x-ms-mayfly-query-whole"),
 		MinEPK:         minEPK,
 		MaxEPK:         maxEPK,
+		Resume:         resume,
 	})
 	if err != nil {
 		h.fail(rq, err)
@@ -157,7 +194,7 @@ func (h *Handler) queryResources(rq *request, kind engine.ResourceKind, db strin
 
 // queryResourcesOf runs the request's query over the resources p names.
 func (h *Handler) queryResourcesOf(rq *request, p engine.ResourceQueryParams) {
-	text, params, err := h.querySpec(rq)
+	text, params, _, err := h.querySpec(rq)
 	if err != nil {
 		h.fail(rq, err)
 		return

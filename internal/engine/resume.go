@@ -1,0 +1,112 @@
+package engine
+
+import (
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/query/ast"
+)
+
+// ResumeFilter is the .NET SDK's resumeFilter, a field of a query's body:
+// where a cross-partition ORDER BY resumed from the application's
+// continuation token goes on in each range, which the SDK asks without a
+// continuation of the range's own ("the backend picks the resume point").
+type ResumeFilter struct {
+	// Values are the ORDER BY values of the last row returned, one per
+	// ORDER BY item. The SDK sends an array's or an object's as a hash,
+	// known here by its kind only (Hashed).
+	Values []document.Value
+	Hashed []bool
+	// Exclude leaves out the rows at Values too: the row returned last
+	// was the last of them.
+	Exclude bool
+}
+
+// kindTests are the functions that tell an expression's kind, in the
+// ORDER BY order of kinds (document.Kind); undefined is NOT IS_DEFINED.
+var kindTests = [...]string{document.Undefined: "IS_DEFINED", document.Null: "IS_NULL", document.Bool: "IS_BOOL",
+	document.Number: "IS_NUMBER", document.String: "IS_STRING", document.Array: "IS_ARRAY", document.Object: "IS_OBJECT"}
+
+// withResumeFilter returns q with f's condition ANDed to its WHERE
+// clause: the rows after f's values in q's ORDER BY order (ties left in
+// when f does not exclude them), by kind first, as ORDER BY orders them.
+// A hashed value's kind is all that is known of it, so every row of that
+// kind is kept. An ORDER BY RANK, or values that do not match the ORDER
+// BY, are a 400.
+func withResumeFilter(q *ast.Query, f *ResumeFilter) (*ast.Query, *Error) {
+	if len(q.OrderBy) == 0 || len(f.Values) != len(q.OrderBy) {
+		return nil, errorf(BadRequest, "The resumeFilter has %d value(s) for a query with %d ORDER BY item(s).", len(f.Values), len(q.OrderBy))
+	}
+	kindIs := func(k ast.Expr, kind document.Kind) ast.Expr {
+		test := &ast.Call{Name: kindTests[kind], Args: []ast.Expr{k}}
+		if kind == document.Undefined {
+			return &ast.Unary{Op: ast.OpNot, X: test}
+		}
+		return test
+	}
+	or := func(a, b ast.Expr) ast.Expr {
+		if a == nil {
+			return b
+		}
+		return &ast.Binary{Op: ast.OpOr, L: a, R: b}
+	}
+	and := func(a, b ast.Expr) ast.Expr { return &ast.Binary{Op: ast.OpAnd, L: a, R: b} }
+	falseLit := &ast.Literal{Value: document.BoolValue(false)}
+	// after is the condition of the rows past value i; equal, of those at
+	// it (nil when that cannot be told).
+	after := func(i int) ast.Expr {
+		o, v, hashed := q.OrderBy[i], f.Values[i], f.Hashed[i]
+		if o.Rank {
+			return nil
+		}
+		var cond ast.Expr
+		for kind := document.Undefined; kind <= document.Object; kind++ {
+			past := kind > v.Kind()
+			if o.Desc {
+				past = kind < v.Kind()
+			}
+			if past || hashed && kind == v.Kind() {
+				cond = or(cond, kindIs(o.Expr, kind))
+			}
+		}
+		if kind := v.Kind(); !hashed && (kind == document.Bool || kind == document.Number || kind == document.String) {
+			op := ast.OpGt
+			if o.Desc {
+				op = ast.OpLt
+			}
+			cond = or(cond, and(kindIs(o.Expr, v.Kind()), &ast.Binary{Op: op, L: o.Expr, R: &ast.Literal{Value: v}}))
+		}
+		if cond == nil {
+			return falseLit
+		}
+		return cond
+	}
+	equal := func(i int) ast.Expr {
+		o, v := q.OrderBy[i], f.Values[i]
+		switch {
+		case f.Hashed[i]:
+			return falseLit // its kind is all after it
+		case v.Kind() == document.Undefined || v.Kind() == document.Null:
+			return kindIs(o.Expr, v.Kind())
+		}
+		return and(kindIs(o.Expr, v.Kind()), &ast.Binary{Op: ast.OpEq, L: o.Expr, R: &ast.Literal{Value: v}})
+	}
+	for _, o := range q.OrderBy {
+		if o.Rank {
+			return nil, errorf(BadRequest, "A resumeFilter cannot resume an ORDER BY RANK.")
+		}
+	}
+	last := len(q.OrderBy) - 1
+	cond := after(last)
+	if !f.Exclude {
+		cond = or(cond, equal(last))
+	}
+	for i := last - 1; i >= 0; i-- {
+		cond = or(after(i), and(equal(i), cond))
+	}
+	out := *q
+	if out.Where == nil {
+		out.Where = cond
+	} else {
+		out.Where = and(out.Where, cond)
+	}
+	return &out, nil
+}
