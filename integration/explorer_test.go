@@ -25,6 +25,11 @@ func TestExplorerIsServed(t *testing.T) {
 		return resp.StatusCode, resp.Header, string(b)
 	}
 	e := start(t)
+	// Typed without its slash, the address leads to the page.
+	code, _, body := get(e, "_explorer")
+	if code != http.StatusOK || !strings.Contains(body, "app.js") {
+		t.Errorf("GET /_explorer: %d, not the page", code)
+	}
 	for _, path := range []string{"_explorer/index.html", "_explorer/app.js", "_explorer/style.css"} {
 		code, hdr, body := get(e, path)
 		if code != http.StatusOK || body == "" {

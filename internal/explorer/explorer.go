@@ -25,6 +25,9 @@ func Routes(emulatorKey string) map[string]http.Handler {
 		out["/_explorer/"+name] = serveFile(files, name)
 	}
 	out["/_explorer/"] = out["/_explorer/index.html"]
+	// The address as a user types it, without the slash the page's
+	// relative links need.
+	out["/_explorer"] = http.RedirectHandler("/_explorer/", http.StatusFound)
 	out["/_explorer/config.json"] = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
