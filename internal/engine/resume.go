@@ -35,6 +35,11 @@ func withResumeFilter(q *ast.Query, f *ResumeFilter) (*ast.Query, *Error) {
 	if len(q.OrderBy) == 0 || len(f.Values) != len(q.OrderBy) {
 		return nil, errorf(BadRequest, "The resumeFilter has %d value(s) for a query with %d ORDER BY item(s).", len(f.Values), len(q.OrderBy))
 	}
+	for _, o := range q.OrderBy {
+		if o.Rank {
+			return nil, errorf(BadRequest, "A resumeFilter cannot resume an ORDER BY RANK.")
+		}
+	}
 	kindIs := func(k ast.Expr, kind document.Kind) ast.Expr {
 		test := &ast.Call{Name: kindTests[kind], Args: []ast.Expr{k}}
 		if kind == document.Undefined {
@@ -54,9 +59,6 @@ func withResumeFilter(q *ast.Query, f *ResumeFilter) (*ast.Query, *Error) {
 	// it (nil when that cannot be told).
 	after := func(i int) ast.Expr {
 		o, v, hashed := q.OrderBy[i], f.Values[i], f.Hashed[i]
-		if o.Rank {
-			return nil
-		}
 		var cond ast.Expr
 		for kind := document.Undefined; kind <= document.Object; kind++ {
 			past := kind > v.Kind()
@@ -88,11 +90,6 @@ func withResumeFilter(q *ast.Query, f *ResumeFilter) (*ast.Query, *Error) {
 			return kindIs(o.Expr, v.Kind())
 		}
 		return and(kindIs(o.Expr, v.Kind()), &ast.Binary{Op: ast.OpEq, L: o.Expr, R: &ast.Literal{Value: v}})
-	}
-	for _, o := range q.OrderBy {
-		if o.Rank {
-			return nil, errorf(BadRequest, "A resumeFilter cannot resume an ORDER BY RANK.")
-		}
 	}
 	last := len(q.OrderBy) - 1
 	cond := after(last)

@@ -36,18 +36,6 @@ func TestResumeFilter(t *testing.T) {
 		}
 		be.seed(t, item)
 	}
-	parse := func(t *testing.T, rows []string) []document.Value {
-		t.Helper()
-		var out []document.Value
-		for _, r := range rows {
-			v, err := document.Parse([]byte(r))
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, v)
-		}
-		return out
-	}
 	ids := func(rows []document.Value) []string {
 		var out []string
 		for _, r := range rows {
@@ -74,7 +62,7 @@ func TestResumeFilter(t *testing.T) {
 			for _, rangeID := range []string{"0", "1", "2", "3"} {
 				q := QueryParams{ItemRef: batchRef(""), RangeID: rangeID, CrossPartition: true, MaxItemCount: 7,
 					Query: "SELECT c.id, c.n, c.m FROM c WHERE (true) ORDER BY " + tc.order}
-				all := parse(t, drainRows(t, e, q, nil))
+				all := parseItems(t, drainRows(t, e, q, nil))
 				var want []document.Value
 				for _, r := range all {
 					d := 0
@@ -91,7 +79,7 @@ func TestResumeFilter(t *testing.T) {
 					}
 				}
 				q.Resume = &ResumeFilter{Values: tc.vals, Hashed: make([]bool, len(tc.vals)), Exclude: exclude}
-				got := parse(t, drainRows(t, e, q, nil))
+				got := parseItems(t, drainRows(t, e, q, nil))
 				if !slices.Equal(ids(got), ids(want)) {
 					t.Errorf("ORDER BY %s after %v (exclude %v), range %s: %v, want %v", tc.order, tc.vals, exclude, rangeID, ids(got), ids(want))
 				}
@@ -101,7 +89,7 @@ func TestResumeFilter(t *testing.T) {
 	// A hashed array keeps every row of its kind and after.
 	q := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, Query: "SELECT c.id, c.n FROM c ORDER BY c.n",
 		Resume: &ResumeFilter{Values: []document.Value{document.Arr(nil)}, Hashed: []bool{true}, Exclude: true}}
-	rows := parse(t, drainRows(t, e, q, nil))
+	rows := parseItems(t, drainRows(t, e, q, nil))
 	for _, r := range rows {
 		if k := r.Get("n").Kind(); k != document.Array && k != document.Object {
 			t.Errorf("after a hashed array: %s, whose n is a %v", r.Get("id").Str(), k)

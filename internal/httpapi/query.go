@@ -44,8 +44,9 @@ func (h *Handler) querySpec(rq *request) (string, map[string]document.Value, *en
 
 // resumeFilter reads the .NET SDK's resumeFilter: {"value": [...],
 // "rid"?, "exclude"?}, an array's or object's value given as a hash,
-// {"type": "array" or "object", "low", "high"}. The rid is not needed:
-// rows tied at the values are kept, and the SDK skips those it returned.
+// {"type": "array" or "object", "low", "high"}. The rid is not read, so
+// rows tied at the values before that row come again (docs/protocol.md
+// §6.3).
 func resumeFilter(v document.Value) (*engine.ResumeFilter, error) {
 	if !v.IsDefined() || v.IsNull() {
 		return nil, nil
