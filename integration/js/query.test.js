@@ -118,6 +118,37 @@ describe("JavaScript SDK queries against Mayfly", () => {
     }
   });
 
+  it("reads computed properties, filtered, projected and ordered across partitions", async () => {
+    const { container: computed } = await database.containers.create({
+      id: "computed",
+      partitionKey: { paths: ["/pk"] },
+      computedProperties: [{ name: "cp_lower", query: "SELECT VALUE LOWER(c.name) FROM c" }],
+      indexingPolicy: { includedPaths: [{ path: "/*" }, { path: "/cp_lower/?" }] },
+    });
+    const { resource: def } = await computed.read();
+    assert.deepEqual(def.computedProperties, [{ name: "cp_lower", query: "SELECT VALUE LOWER(c.name) FROM c" }]);
+    const names = ["Delta", "alpha", "CHARLIE", "bravo", "Echo"];
+    for (let i = 0; i < 20; i++) await computed.items.create({ id: `n${i}`, pk: `p${i % 4}`, name: names[i % 5] });
+    const { resources: found } = await computed.items
+      .query("SELECT c.id, c.cp_lower FROM c WHERE c.cp_lower = 'charlie'")
+      .fetchAll();
+    assert.deepEqual(found.map((r) => r.cp_lower), Array(4).fill("charlie"));
+    const { resources: ordered } = await computed.items
+      .query("SELECT VALUE c.cp_lower FROM c ORDER BY c.cp_lower", { maxItemCount: 3 })
+      .fetchAll();
+    assert.deepEqual(ordered, names.map((n) => n.toLowerCase()).sort().flatMap((n) => Array(4).fill(n)));
+    const { resources: stored } = await computed.items.query("SELECT * FROM c WHERE c.id = 'n0'").fetchAll();
+    assert.equal(stored[0].cp_lower, undefined);
+    await assert.rejects(
+      database.containers.create({
+        id: "badcomputed",
+        partitionKey: { paths: ["/pk"] },
+        computedProperties: [{ name: "cp", query: "SELECT VALUE c.a FROM c WHERE c.b = 1" }],
+      }),
+      (err) => err.code === 400,
+    );
+  });
+
   it("runs aggregates across partitions", async () => {
     const { resources: count } = await container.items.query("SELECT VALUE COUNT(1) FROM c").fetchAll();
     assert.deepEqual(count, [30]);

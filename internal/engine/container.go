@@ -47,6 +47,7 @@ type containerRecord struct {
 	mode       string       // indexing mode
 	index      indexPolicy
 	vectors    vector.Policy
+	computed   []computedProperty
 }
 
 // indexState is where the container's range index stands: entries of
@@ -165,6 +166,9 @@ func normalizeContainer(body document.Value) (document.Value, ttl.Setting, *Erro
 	}
 	if _, err := vector.ParsePolicy(body.Get("vectorEmbeddingPolicy")); err != nil {
 		return document.Undef, ttl.Setting{}, &Error{Code: BadRequest, Message: err.Error()}
+	}
+	if _, derr := parseComputedProperties(body.Get("computedProperties")); derr != nil {
+		return document.Undef, ttl.Setting{}, derr
 	}
 	if ft := body.Get("fullTextPolicy"); ft.IsDefined() && !ft.IsNull() {
 		if ft.Kind() != document.Object {
@@ -498,6 +502,9 @@ func (c *containerRecord) derive() (*containerRecord, *Error) {
 	// Checked when the container was written; one stored before the check
 	// existed orders by cosine wherever its policy cannot be read.
 	c.vectors, _ = vector.ParsePolicy(c.Props.Get("vectorEmbeddingPolicy"))
+	// Checked when written; a container stored before they were computed
+	// computes none it cannot read.
+	c.computed, _ = parseComputedProperties(c.Props.Get("computedProperties"))
 	return c, nil
 }
 

@@ -181,6 +181,14 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 			return queryError(err)
 		}
 	}
+	if derr := checkComputedOrder(c, prog.Query()); derr != nil {
+		return derr
+	}
+	if q := withComputed(prog.Query(), c.computed); q != prog.Query() {
+		if prog, err = prog.DeriveRewritten(q); err != nil {
+			return queryError(err)
+		}
+	}
 	if derr := checkIndexNeeds(c, prog.Query(), p.Params, p.AllowScan); derr != nil {
 		return derr
 	}

@@ -113,7 +113,7 @@ func (c *compiler) query(q *ast.Query, outer []string, top bool) (*compiled, err
 		if _, ok := vector.IsCall(o.Expr); ok && o.Explicit {
 			return nil, errAt(o.Expr, "SC2245", "Specifying a sorting order (ASC or DESC) with VectorDistance function is not supported.")
 		}
-		if _, ok := vector.IsCall(o.Expr); !ok && !orderPath(q, o.Expr) {
+		if _, ok := vector.IsCall(o.Expr); !ok && !c.prog.opts.orderByExpressions && !orderPath(q, o.Expr) {
 			return nil, errAt(o.Expr, "SC2206", "Unsupported ORDER BY clause. ORDER BY item expression could not be mapped to a document path.")
 		}
 	}

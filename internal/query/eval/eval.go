@@ -68,6 +68,10 @@ type Options struct {
 	// program runs, so the caller may fill it in after Compile; nil means
 	// no embeddings (cosine everywhere).
 	Vectors *vector.Policy
+
+	// orderByExpressions lets ORDER BY items be expressions
+	// (DeriveRewritten).
+	orderByExpressions bool
 }
 
 // DefaultMaxWork is the step budget used when Options.MaxWork is zero. At
@@ -185,6 +189,16 @@ func (p *Program) Budget() *Budget { return p.opts.Budget }
 // Derive compiles q, a rewrite of p's query, with p's parameters and
 // options: its clock, budget, user-defined functions and embeddings.
 func (p *Program) Derive(q *ast.Query) (*Program, error) { return Compile(q, p.params, p.opts) }
+
+// DeriveRewritten is Derive for a rewrite that may put expressions where
+// the text had ORDER BY paths: the engine's computed properties. The
+// text was checked when p was compiled; the rewrite sorts by what the
+// paths stood for.
+func (p *Program) DeriveRewritten(q *ast.Query) (*Program, error) {
+	opts := p.opts
+	opts.orderByExpressions = true
+	return Compile(q, p.params, opts)
+}
 
 // Query returns the query the program was compiled from.
 func (p *Program) Query() *ast.Query { return p.q }
