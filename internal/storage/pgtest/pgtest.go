@@ -274,7 +274,7 @@ func startCluster() (string, func(), func(time.Duration) error, error) {
 		time.Sleep(down)
 		return run(filepath.Join(bin, "pg_ctl"), "-D", data, "-o", opts, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "start")
 	}
-	return fmt.Sprintf("postgres://mayfly@127.0.0.1:%d/postgres?sslmode=disable", port), stop, restart, nil
+	return fmt.Sprintf("postgres://mayfly@/postgres?host=%s&port=%d&sslmode=disable", dir, port), stop, restart, nil
 }
 
 // reapClusters stops and removes the clusters earlier test binaries
