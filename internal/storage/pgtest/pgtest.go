@@ -2,7 +2,8 @@
 // server named by MAYFLY_TEST_POSTGRES when it is set, otherwise on a
 // throwaway cluster it starts once per test binary from the machine's
 // PostgreSQL binaries (initdb into a temporary directory, a Unix socket
-// and 127.0.0.1 on a free port) and removes when the tests end.
+// and 127.0.0.1 on a free port) and removes when the tests end. Tests
+// reach such a cluster through its socket, whose round trips cost less.
 //
 // A package that uses it runs its tests through Main:
 //
