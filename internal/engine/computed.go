@@ -92,6 +92,21 @@ func parseComputedProperties(v document.Value) ([]computedProperty, *Error) {
 		p.name = n
 		out = append(out, p)
 	}
+	// As on the service, a definition may not rely on another (or on
+	// itself): it reads the item as stored.
+	for _, p := range out {
+		w := &computedRewriter{alias: p.alias, defs: out}
+		var read *computedProperty
+		ast.Walk(p.expr, func(x ast.Expr) bool {
+			if d, ok := w.def(x); ok {
+				read = d
+			}
+			return read == nil
+		})
+		if read != nil {
+			return nil, errorf(BadRequest, "The query of computed property %q reads computed property %q: a computed property may not rely on another.", p.name, read.name)
+		}
+	}
 	return out, nil
 }
 
@@ -352,23 +367,70 @@ func renameAlias(e ast.Expr, from, to string) ast.Expr {
 	return w.expr(e)
 }
 
-// checkComputedOrder refuses an ORDER BY on a computed property that the
-// policy does not name: the service indexes one only when a path names it
-// (a wildcard does not), and sorts only by what it indexes.
-func checkComputedOrder(c *containerRecord, q *ast.Query) *Error {
-	if len(c.computed) == 0 || q.From == nil || q.From.Iterate {
+// checkComputedReads refuses what Mayfly does not serve of a query that
+// reads computed properties: a FROM clause that reads one through a path
+// (FROM c.cp x, FROM x IN c.cp), which the engine takes to read stored
+// paths; and, as the service refuses it, an ORDER BY of one key on a
+// computed property that no included path names (the service indexes a
+// computed property only when a path names it, a wildcard does not, and
+// sorts by one key only through the index). Several keys need a
+// composite index, which checkIndexNeeds asks for.
+func checkComputedReads(c *containerRecord, q *ast.Query) *Error {
+	if len(c.computed) == 0 || q.From == nil {
 		return nil
 	}
-	if _, ok := q.From.Expr.(*ast.Ident); !ok {
+	root, ok := q.From.Expr.(*ast.Ident)
+	if !ok || q.From.Iterate {
+		if d, found := fromReads(q.From.Expr, c.computed); found {
+			return errorf(BadRequest, "A FROM clause that reads the computed property %q is not served: read it through a JOIN (FROM c JOIN x IN c.%s) or in the other clauses.", d.name, d.name)
+		}
 		return nil
 	}
-	w := &computedRewriter{alias: q.From.Alias, defs: c.computed}
-	for _, o := range q.OrderBy {
-		if d, ok := w.def(o.Expr); ok && !c.index.names(d.name) {
+	w := &computedRewriter{alias: root.Name, defs: c.computed}
+	if len(q.OrderBy) == 1 {
+		if d, ok := w.def(q.OrderBy[0].Expr); ok && !c.index.names(d.name) {
 			return errorf(BadRequest, "Order-by item requires a range index to be defined on the corresponding index path: computed property %q is indexed only when an included path names it, as /%s/?.", d.name, d.name)
 		}
 	}
 	return nil
+}
+
+// fromReads returns the definition a FROM path (c.cp.x, c["cp"][0])
+// reads at its first step from the container, when it reads one.
+func fromReads(e ast.Expr, defs []computedProperty) (*computedProperty, bool) {
+	var steps []ast.Expr
+	for {
+		switch x := e.(type) {
+		case *ast.Member:
+			steps, e = append(steps, x), x.X
+			continue
+		case *ast.Index:
+			steps, e = append(steps, x), x.X
+			continue
+		case *ast.Ident:
+			if len(steps) == 0 {
+				return nil, false
+			}
+			w := &computedRewriter{alias: x.Name, defs: defs}
+			return w.def(steps[len(steps)-1])
+		}
+		return nil, false
+	}
+}
+
+// withComputedProgram derives from prog the program that reads the
+// computed properties defs define (withComputed); prog itself when its
+// query reads none.
+func withComputedProgram(prog *eval.Program, defs []computedProperty) (*eval.Program, error) {
+	q := withComputed(prog.Query(), defs)
+	if q == prog.Query() {
+		return prog, nil
+	}
+	derived, err := prog.DeriveRewritten(q)
+	if err != nil {
+		return nil, queryError(err)
+	}
+	return derived, nil
 }
 
 // names reports whether an included path of the policy starts with the

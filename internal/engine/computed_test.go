@@ -200,3 +200,99 @@ func TestComputedPropertyDefinitionRefusals(t *testing.T) {
 		}
 	}
 }
+
+// ORDER BY on two computed properties is served from a composite index
+// that names them, and refused without one, as for stored properties; a
+// computed property whose definition reads an excluded stored path is
+// sorted and range-filtered by its own included path; a FROM path over a
+// computed property is refused, not read from the stored item; a patch
+// condition reads computed properties as a query does.
+func TestComputedPropertiesAndTheIndexPolicy(t *testing.T) {
+	clk := clock.NewManual(batchT0)
+	e, err := New(Config{Store: teststore.Open(t), Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	createDBAndContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]},"computedProperties":[
+		{"name":"cp_n","query":"SELECT VALUE c.n FROM c"},
+		{"name":"cp_lower","query":"SELECT VALUE LOWER(c.name) FROM c"}],
+		"indexingPolicy":{"includedPaths":[{"path":"/*"},{"path":"/cp_n/?"}],"excludedPaths":[{"path":"/n/?"}],
+		"compositeIndexes":[[{"path":"/cp_lower"},{"path":"/cp_n","order":"descending"}]]}}`)
+	be := &batchEnv{e: e, clock: clk}
+	for i := range 12 {
+		be.seed(t, fmt.Sprintf(`{"id":"i%02d","pk":"p","n":%d,"name":%q}`, i, i%5, []string{"B", "a", "C"}[i%3]))
+	}
+	ctx := context.Background()
+	query := func(q string) ([]document.Value, error) {
+		var rows []document.Value
+		p := QueryParams{ItemRef: batchRef(`["p"]`), Query: q, MaxItemCount: 5}
+		for {
+			page, err := e.QueryItems(ctx, p)
+			if err != nil {
+				return nil, err
+			}
+			for _, it := range page.Items {
+				rows = append(rows, parseItems(t, []string{string(it)})...)
+			}
+			if page.Continuation == "" {
+				return rows, nil
+			}
+			p.Continuation = page.Continuation
+		}
+	}
+	rows, err := query(`SELECT c.cp_lower AS l, c.cp_n AS n FROM c ORDER BY c.cp_lower, c.cp_n DESC`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rows {
+		got = append(got, fmt.Sprintf("%s%d", r.Get("l").Str(), r.Get("n").Int()))
+	}
+	if want := "[a4 a2 a1 a0 b4 b3 b1 b0 c3 c2 c1 c0]"; fmt.Sprint(got) != want {
+		t.Errorf("ORDER BY two computed properties: %v, want %s", got, want)
+	}
+	for _, q := range []string{
+		`SELECT c.id FROM c ORDER BY c.cp_n, c.cp_lower`, // no composite in that order
+		`SELECT VALUE x FROM c.cp_lower x`,
+		`SELECT VALUE x FROM x IN c.cp_lower`,
+	} {
+		_, err := query(q)
+		var ee *Error
+		if !errors.As(err, &ee) || ee.Code != BadRequest {
+			t.Errorf("%s: %v, want a 400", q, err)
+		}
+	}
+	if rows, err := query(`SELECT VALUE c.cp_n FROM c WHERE c.cp_n > 2 ORDER BY c.cp_n`); err != nil || fmt.Sprint(rows) != "[3 3 4 4]" {
+		t.Errorf("a range and ORDER BY on a computed property of an excluded path: %v %v", rows, err)
+	}
+
+	for cond, want := range map[string]bool{"FROM c WHERE c.cp_lower = 'a'": true, "FROM c WHERE c.cp_lower = 'A'": false} {
+		_, err := e.PatchItem(ctx, PatchItemParams{ItemRef: batchRef(`["p"]`), ID: "i01", Condition: cond,
+			Ops: []PatchOp{{Op: "set", Path: []string{"seen"}, Value: document.BoolValue(true)}}})
+		if held := err == nil; held != want || err != nil && ErrorCode(err) != PreconditionFailed {
+			t.Errorf("patch condition %s: %v, want it to hold: %v", cond, err, want)
+		}
+	}
+}
+
+// A definition may not read another computed property, nor itself.
+func TestComputedPropertyMayNotReadAnother(t *testing.T) {
+	for _, defs := range []string{
+		`[{"name":"a","query":"SELECT VALUE c.x * 2 FROM c"},{"name":"b","query":"SELECT VALUE c.a + 1 FROM c"}]`,
+		`[{"name":"a","query":"SELECT VALUE r[\"a\"] FROM r"}]`,
+	} {
+		e, err := New(Config{Store: teststore.Open(t), Clock: clock.NewManual(batchT0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		if _, err := e.CreateDatabase(ctx, batchJSON(t, `{"id":"db"}`), nil); err != nil {
+			t.Fatal(err)
+		}
+		_, err = e.CreateContainer(ctx, "db", batchJSON(t, `{"id":"c","partitionKey":{"paths":["/pk"]},"computedProperties":`+defs+`}`), nil)
+		var ee *Error
+		if !errors.As(err, &ee) || ee.Code != BadRequest || !strings.Contains(ee.Message, "may not rely on another") {
+			t.Errorf("%s: %v", defs, err)
+		}
+	}
+}

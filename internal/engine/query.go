@@ -181,16 +181,16 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 			return queryError(err)
 		}
 	}
-	if derr := checkComputedOrder(c, prog.Query()); derr != nil {
-		return derr
-	}
-	if q := withComputed(prog.Query(), c.computed); q != prog.Query() {
-		if prog, err = prog.DeriveRewritten(q); err != nil {
-			return queryError(err)
-		}
-	}
+	// The index checks judge the query as written: a computed property's
+	// path is its own, whatever stored paths its definition reads.
 	if derr := checkIndexNeeds(c, prog.Query(), p.Params, p.AllowScan); derr != nil {
 		return derr
+	}
+	if derr := checkComputedReads(c, prog.Query()); derr != nil {
+		return derr
+	}
+	if prog, err = withComputedProgram(prog, c.computed); err != nil {
+		return err
 	}
 	key, hasKey := p.PartitionKey, p.HasKey
 	single := hasKey || p.RangeID != "" || len(c.pk.paths) == 0
@@ -1325,13 +1325,17 @@ func pageResourcesByID(prog *eval.Program, vals []document.Value, limit int, fp 
 
 // ConditionEvaluator returns a patch-condition evaluator over the query
 // engine: the condition "FROM c WHERE …" holds when the item passes it.
-func conditionHolds(cond string, doc document.Value, now time.Time, b *eval.Budget) (bool, error) {
+// A condition reads the container's computed properties as a query does.
+func conditionHolds(cond string, doc document.Value, now time.Time, b *eval.Budget, computed []computedProperty) (bool, error) {
 	text := strings.TrimSpace(cond)
 	if !strings.HasPrefix(strings.ToUpper(text), "SELECT") {
 		text = "SELECT * " + text
 	}
 	prog, err := compileQuery(text, nil, now, b)
 	if err != nil {
+		return false, err
+	}
+	if prog, err = withComputedProgram(prog, computed); err != nil {
 		return false, err
 	}
 	if !prog.Streaming() {
