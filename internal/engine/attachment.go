@@ -41,6 +41,8 @@ type AttachmentRef struct {
 }
 
 // withItem runs fn on the live item ref addresses, in a read or a write.
+// now is the operation's stamp, taken with judging as for every item
+// operation, so that an item expired once stays expired (ttl.md A3, B1).
 func (e *Engine) withItem(r storage.Reader, ref AttachmentRef, now time.Time, fn func(c *containerRecord, pk []byte, item *liveItem) error) error {
 	c, err := e.loadContainer(r, ref.DB, ref.Coll)
 	if err != nil {
@@ -122,10 +124,11 @@ func (e *Engine) ReplaceAttachment(ctx context.Context, ref AttachmentRef, id st
 }
 
 func (e *Engine) putAttachment(ctx context.Context, ref AttachmentRef, id string, raw []byte, mayExist, mayCreate bool, ifMatch string) (*Resource, bool, error) {
-	now, err := e.Now(ctx)
+	now, done, err := e.judging(ctx, ref.DB, ref.Coll)
 	if err != nil {
 		return nil, false, err
 	}
+	defer done()
 	var res *Resource
 	created := false
 	err = e.store.Update(ctx, func(tx storage.Txn) error {
@@ -170,10 +173,11 @@ func (e *Engine) putAttachment(ctx context.Context, ref AttachmentRef, id string
 
 // ReadAttachment reads attachment id.
 func (e *Engine) ReadAttachment(ctx context.Context, ref AttachmentRef, id string) (*Resource, error) {
-	now, err := e.Now(ctx)
+	now, done, err := e.judging(ctx, ref.DB, ref.Coll)
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	var res *Resource
 	err = e.store.View(ctx, func(r storage.Reader) error {
 		return e.withItem(r, ref, now, func(c *containerRecord, pk []byte, item *liveItem) error {
@@ -194,10 +198,11 @@ func (e *Engine) ReadAttachment(ctx context.Context, ref AttachmentRef, id strin
 
 // DeleteAttachment deletes attachment id.
 func (e *Engine) DeleteAttachment(ctx context.Context, ref AttachmentRef, id, ifMatch string) error {
-	now, err := e.Now(ctx)
+	now, done, err := e.judging(ctx, ref.DB, ref.Coll)
 	if err != nil {
 		return err
 	}
+	defer done()
 	return e.store.Update(ctx, func(tx storage.Txn) error {
 		return e.withItem(tx, ref, now, func(c *containerRecord, pk []byte, item *liveItem) error {
 			key := append(attachmentPrefix(c.Rid, pk, ref.ItemID), id...)
@@ -219,10 +224,11 @@ func (e *Engine) DeleteAttachment(ctx context.Context, ref AttachmentRef, id, if
 
 // ListAttachments returns the attachments of the item and the item's rid.
 func (e *Engine) ListAttachments(ctx context.Context, ref AttachmentRef) ([]document.Value, string, error) {
-	now, err := e.Now(ctx)
+	now, done, err := e.judging(ctx, ref.DB, ref.Coll)
 	if err != nil {
 		return nil, "", err
 	}
+	defer done()
 	var out []document.Value
 	var docRid string
 	err = e.store.View(ctx, func(r storage.Reader) error {

@@ -10,7 +10,9 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/mayfly-db/mayfly/internal/clock"
 	"github.com/mayfly-db/mayfly/internal/storage"
 	"github.com/mayfly-db/mayfly/internal/ttl"
 )
@@ -169,9 +171,11 @@ func (e *Engine) PurgeDue(ctx context.Context, p ttl.PurgeParams) (ttl.PurgeResu
 			return ttl.PurgeResult{}, err
 		}
 	}
-	// The purge judges expiry at p.Now: a setting change after it must
-	// be dated after that instant, as after a request's (ttl.md B1).
-	e.raise(p.Now, false)
+	// The purge judges expiry at p.Now, raised to the instants requests
+	// were handed: a setting change after it must be dated after it, as
+	// after a request's, and an item a request saw expired is purged
+	// even when the clock has been set back since (ttl.md B1).
+	p.Now = e.raise(p.Now, false)
 	// A purge lost in a crash is harmless: its items are still expired,
 	// so still invisible, and are purged again; its change-feed records
 	// go with it and are written again then. So it does not wait for
@@ -425,6 +429,20 @@ func (e *Engine) SweepHistory(ctx context.Context, p ttl.SweepParams) error {
 	return err
 }
 
+// StampClock returns c with its Now raised to the latest instant the
+// engine has handed out (raise). The purger and the erasure judge expiry
+// by it as requests judge it: after a restart with the clock set back,
+// the items requests already treat as expired are purged, counted and
+// erased then, not once the clock has caught up (ttl.md B1, B3, B4).
+func (e *Engine) StampClock(c clock.Clock) clock.Clock { return stampClock{Clock: c, e: e} }
+
+type stampClock struct {
+	clock.Clock
+	e *Engine
+}
+
+func (s stampClock) Now() time.Time { return s.e.raise(s.Clock.Now(), false) }
+
 // TTLBacklog counts the items of container db/coll that have expired and
 // are still on disk, up to max; capped reports that there may be more.
 // They are invisible already; the purger deletes them.
@@ -441,6 +459,7 @@ func (e *Engine) TTLBacklog(ctx context.Context, db, coll string, max int) (n in
 // from where the last purge stopped (see expiredEntries) without copying
 // keys, since the purger asks for it every second while a backlog lasts.
 func (e *Engine) CountDue(ctx context.Context, p ttl.CountDueParams) (int, error) {
+	p.Now = e.raise(p.Now, false) // as PurgeDue judges
 	db, coll, err := splitLink(p.Container)
 	if err != nil {
 		return 0, err

@@ -127,6 +127,10 @@ func TestB1_RestartWithTheClockSetBack(t *testing.T) {
 	clk := clock.NewManual(batchT0)
 	e := open(clk)
 	ref := oneItem(t, e, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":2}`)
+	att := AttachmentRef{ItemRef: ref, ItemID: "x"}
+	if _, _, err := e.CreateAttachment(ctx, att, batchJSON(t, `{"id":"a1","contentType":"text/plain","media":"m"}`), false); err != nil {
+		t.Fatal(err)
+	}
 	clk.Advance(3 * time.Second)
 	if _, err := e.ReadItem(ctx, ReadItemParams{ItemRef: ref, ID: "x"}); ErrorCode(err) != NotFound {
 		t.Fatalf("read x 3 s after its write: %v, want NotFound", err)
@@ -137,6 +141,27 @@ func TestB1_RestartWithTheClockSetBack(t *testing.T) {
 	e = open(back)
 	if res, err := e.ReadItem(ctx, ReadItemParams{ItemRef: ref, ID: "x"}); ErrorCode(err) != NotFound {
 		t.Fatalf("read x after a restart with the clock 5 min back: %v %s, want NotFound (ttl.md B1)", err, resBody(res))
+	}
+	// Its attachments went with it.
+	if _, err := e.ReadAttachment(ctx, att, "a1"); ErrorCode(err) != NotFound {
+		t.Errorf("read x's attachment after the restart: %v, want NotFound", err)
+	}
+	if _, _, err := e.ListAttachments(ctx, att); ErrorCode(err) != NotFound {
+		t.Errorf("list x's attachments after the restart: %v, want NotFound", err)
+	}
+	if _, _, err := e.CreateAttachment(ctx, att, batchJSON(t, `{"id":"a2","contentType":"text/plain","media":"m"}`), false); ErrorCode(err) != NotFound {
+		t.Errorf("attach to x after the restart: %v, want NotFound", err)
+	}
+	// The purger, on the clock set back, counts and purges it: it judges
+	// as the requests do.
+	if n, err := e.CountDue(ctx, ttl.CountDueParams{Container: "dbs/db/colls/c", Now: back.Now(), Max: 10}); err != nil || n != 1 {
+		t.Errorf("expired items awaiting the purge after the restart: %d %v, want 1", n, err)
+	}
+	if got := e.StampClock(back).Now(); got.Before(batchT0.Add(3 * time.Second)) {
+		t.Errorf("the purger's clock after the restart reads %v, before the answer's %v", got, batchT0.Add(3*time.Second))
+	}
+	if res, err := e.PurgeDue(ctx, ttl.PurgeParams{Container: "dbs/db/colls/c", Now: back.Now(), Limit: 10}); err != nil || len(res.Items) != 1 {
+		t.Errorf("purge after the restart: %d items %v, want x", len(res.Items), err)
 	}
 	// Writes wait at the floor too: an item written now is not dated
 	// before the answer above.

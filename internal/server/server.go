@@ -333,9 +333,9 @@ func New(cfg Config) (*Server, error) {
 		s.closeStore()
 		return nil, err
 	}
-	s.purger = ttl.New(ttl.Config{Target: s.engine, Clock: cfg.Clock, Budget: budget,
+	s.purger = ttl.New(ttl.Config{Target: s.engine, Clock: s.engine.StampClock(cfg.Clock), Budget: budget,
 		Metrics: purgeMetrics, Logger: cfg.Logger})
-	s.erasure = ttl.NewErasure(ttl.ErasureConfig{Target: s.engine, Clock: cfg.Clock, Budget: budget, Metrics: purgeMetrics, Logger: cfg.Logger})
+	s.erasure = ttl.NewErasure(ttl.ErasureConfig{Target: s.engine, Clock: s.engine.StampClock(cfg.Clock), Budget: budget, Metrics: purgeMetrics, Logger: cfg.Logger})
 	s.erasable = storage.CanErase(s.store)
 	purgeMetrics.Erasable(s.erasable)
 	authn, err := newAuthenticator(cfg)
