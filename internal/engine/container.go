@@ -801,6 +801,19 @@ const settingLead = 200 * time.Millisecond
 // moment, so the change is committed before its instant.
 const settingMargin = 50 * time.Millisecond
 
+// settingStamp is a setting change's "now", taken in its transaction tx:
+// over a store with a clock of its own, the store's clock as tx began,
+// read through tx's connection (a separate reading would wait for a
+// second connection while tx holds one, and enough changes at once
+// would hold every connection of the pool, each waiting for another);
+// otherwise a stamp strictly after every one handed out.
+func (e *Engine) settingStamp(ctx context.Context, tx storage.Txn) (time.Time, error) {
+	if _, ok := e.store.(storage.Clocked); ok {
+		return e.nowIn(ctx, tx, time.Time{})
+	}
+	return e.stamp(ctx, true)
+}
+
 // ReplaceContainer replaces a container's properties. The partition key and
 // unique keys cannot change; a defaultTtl change takes effect at once for
 // every item (ttl.md B2) at O(1) cost.
@@ -828,7 +841,7 @@ func (e *Engine) ReplaceContainer(ctx context.Context, db, coll string, body doc
 	err := e.store.Update(ctx, func(tx storage.Txn) error {
 		reindex = false
 		var err error
-		if now, err = e.stamp(ctx, true); err != nil {
+		if now, err = e.settingStamp(ctx, tx); err != nil {
 			return err
 		}
 		if e.leases != nil {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/mayfly-db/mayfly/internal/clock"
 	"github.com/mayfly-db/mayfly/internal/storage"
+	"github.com/mayfly-db/mayfly/internal/storage/pgstore"
+	"github.com/mayfly-db/mayfly/internal/storage/pgtest"
 	"github.com/mayfly-db/mayfly/internal/storage/teststore"
 )
 
@@ -210,4 +212,29 @@ func TestSettingLocksAreDropped(t *testing.T) {
 func isCode(err error, c Code) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Code == c
+}
+
+// Over PostgreSQL, a setting change takes its instant through its own
+// transaction's connection: a gateway whose pool has one connection
+// replaces a container, where a separate reading of the clock would wait
+// for a second connection until the request gave up.
+func TestSettingChangeOnOneConnection(t *testing.T) {
+	ps, err := pgstore.Open(context.Background(), pgstore.Options{URL: pgtest.URL(t), PoolSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ps.Close() })
+	e, err := New(Config{Store: ps, Clock: clock.NewManual(batchT0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	createDBAndContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, ttl := range []string{`,"defaultTtl":60`, `,"defaultTtl":-1`, ``} {
+		body := batchJSON(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}`+ttl+`}`)
+		if _, err := e.ReplaceContainer(ctx, "db", "c", body, ""); err != nil {
+			t.Fatalf("replace with%s: %v", ttl, err)
+		}
+	}
 }
