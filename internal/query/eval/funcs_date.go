@@ -2,6 +2,7 @@ package eval
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -125,6 +126,11 @@ func parseDateTime(v document.Value) (time.Time, bool) {
 func ticksOf(t time.Time) int64 {
 	return t.Unix()*ticksPerSecond + int64(t.Nanosecond()/100)
 }
+
+// binMax is a bin longer than the span of every date DateTimeBin takes
+// (years 1601 to 9999, about 2.6e17 ticks either way of 1970), small
+// enough that an origin less one bin stays an int64.
+const binMax = int64(1) << 62
 
 func fromTicks(ticks int64) time.Time {
 	sec, rem := ticks/ticksPerSecond, ticks%ticksPerSecond
@@ -295,7 +301,13 @@ func init() {
 		case partMonth:
 			return document.Int(int64((e.Year()-s.Year())*12 + int(e.Month()) - int(s.Month())))
 		case partNanosecond:
-			return document.Int((ticksOf(e) - ticksOf(s)) * 100)
+			// Past about 292 years the nanoseconds pass the int64 range:
+			// they are then a float, not a wrapped integer.
+			d := ticksOf(e) - ticksOf(s)
+			if d > math.MaxInt64/100 || d < math.MinInt64/100 {
+				return document.Float(float64(d) * 100)
+			}
+			return document.Int(d * 100)
 		}
 		unit := partTicks[part]
 		return document.Int(floorDiv(ticksOf(e), unit) - floorDiv(ticksOf(s), unit))
@@ -338,7 +350,15 @@ func init() {
 			}
 			size = (size + 99) / 100
 		default:
-			size *= partTicks[part]
+			// A bin longer than binMax ticks holds every date from the
+			// origin on, as binMax does: the product is kept from
+			// overflowing, which made the bin wrap to another size or to
+			// zero.
+			if unit := partTicks[part]; size > binMax/unit {
+				size = binMax
+			} else {
+				size *= unit
+			}
 		}
 		o := ticksOf(origin)
 		return dateValue(fromTicks(o + floorDiv(ticksOf(t)-o, size)*size))
