@@ -7,7 +7,8 @@
 # and the server take turns, one waiting for the other's answer, and
 # together keep about one processor busy. Run one after another they took
 # 470-500 s on two idle cores; in UNIT_PG_SHARDS shards (default 2) side
-# by side, 335 and 374 s; in short mode (below), 275 and 340 s. Three
+# by side, 335 and 374 s; in short mode (below), 275 and 340 s, and with
+# the tests' items loaded a hundred to a transaction, 213 and 264 s. Three
 # shards were no faster: the two processors are busy. One test binary, each shard running every n-th of its tests
 # against a cluster of its own (internal/storage/pgtest), in short mode:
 # the randomized tests that drain hundreds of queries run a fraction of
