@@ -418,6 +418,7 @@ func (e *Engine) separateBatch(ctx context.Context, p BatchParams, now time.Time
 		return nil, nil, err
 	}
 	stopped, full := false, false
+	throttled, throttledFor := false, time.Duration(0)
 	size := 0
 	for i := range p.Ops {
 		op := &p.Ops[i]
@@ -432,9 +433,18 @@ func (e *Engine) separateBatch(ctx context.Context, p BatchParams, now time.Time
 			continue
 		}
 		if p.Budget != nil {
-			if ok, wait := p.Budget.Admit(); !ok {
-				// Not a failure that stops the rest: the client retries it.
-				res.Ops[i] = BatchOpResult{Type: op.Type, Err: RequestRateTooLarge(), RetryAfter: wait}
+			if !throttled {
+				var ok bool
+				ok, throttledFor = p.Budget.Admit()
+				throttled = !ok
+			}
+			if throttled {
+				// Not a failure that stops the rest: the client retries
+				// it. Every operation refused in one request is told the
+				// same wait, the first's: the JavaScript SDK sleeps
+				// through each refused operation's wait in turn, and
+				// waits that grew by a charge each summed to minutes.
+				res.Ops[i] = BatchOpResult{Type: op.Type, Err: RequestRateTooLarge(), RetryAfter: throttledFor}
 				continue
 			}
 		}

@@ -656,3 +656,45 @@ func TestBatchResponseBounded(t *testing.T) {
 		t.Fatalf("bulk batch left %s", got)
 	}
 }
+
+// countingBudget admits its first n operations and refuses the rest,
+// each refusal told to wait 100 ms longer than the one before, as the
+// limiter spaces refused requests.
+type countingBudget struct{ n, asked int }
+
+func (b *countingBudget) Admit() (bool, time.Duration) {
+	b.asked++
+	if b.asked <= b.n {
+		return true, 0
+	}
+	return false, time.Duration(b.asked-b.n) * 100 * time.Millisecond
+}
+
+func (b *countingBudget) Spend(float64) {}
+
+// The operations of one bulk request refused for throughput are all told
+// the first refusal's wait: the JavaScript SDK sleeps through each in
+// turn, and growing waits summed to minutes for a few hundred operations.
+func TestBulkThrottledOperationsWaitAlike(t *testing.T) {
+	be := newBatchEnv(t, "null")
+	ops := make([]BatchOp, 8)
+	for i := range ops {
+		v, err := document.Parse([]byte(fmt.Sprintf(`{"id":"b%d","pk":"p"}`, i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops[i] = BatchOp{Type: BatchCreate, Body: v}
+	}
+	res, err := be.e.Batch(context.Background(), BatchParams{ItemRef: batchRef(`["p"]`), Ops: ops, Budget: &countingBudget{n: 3}, ContinueOnError: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, op := range res.Ops {
+		switch {
+		case i < 3 && op.Failed():
+			t.Errorf("operation %d: %v, want it run", i, op.Err)
+		case i >= 3 && (ErrorCode(op.Err) != TooManyRequests || op.RetryAfter != 100*time.Millisecond):
+			t.Errorf("operation %d: %v, retry after %v; want 429 after 100ms", i, op.Err, op.RetryAfter)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -167,6 +168,9 @@ func normalizeContainer(body document.Value) (document.Value, ttl.Setting, *Erro
 	if _, err := vector.ParsePolicy(body.Get("vectorEmbeddingPolicy")); err != nil {
 		return document.Undef, ttl.Setting{}, &Error{Code: BadRequest, Message: err.Error()}
 	}
+	if derr := checkChangeFeedPolicy(body.Get("changeFeedPolicy")); derr != nil {
+		return document.Undef, ttl.Setting{}, derr
+	}
 	if _, derr := parseComputedProperties(body.Get("computedProperties")); derr != nil {
 		return document.Undef, ttl.Setting{}, derr
 	}
@@ -201,6 +205,27 @@ func normalizeContainer(body document.Value) (document.Value, ttl.Setting, *Erro
 		props = props.With("geospatialConfig", mustParse(`{"type":"Geography"}`))
 	}
 	return props, setting, nil
+}
+
+// checkChangeFeedPolicy refuses a changeFeedPolicy whose retention is not
+// a whole number of minutes, from 0: read as none, a retention sent in
+// another form (a string, an object) would turn the feed of all versions
+// and deletes off without a word.
+func checkChangeFeedPolicy(v document.Value) *Error {
+	if !v.IsDefined() || v.IsNull() {
+		return nil
+	}
+	if v.Kind() != document.Object {
+		return errorf(BadRequest, "The changeFeedPolicy must be an object.")
+	}
+	r := v.Get("retentionDuration")
+	if !r.IsDefined() || r.IsNull() {
+		return nil
+	}
+	if f := r.Float(); r.Kind() != document.Number || f < 0 || f != math.Trunc(f) || f > math.MaxInt32 {
+		return errorf(BadRequest, "The changeFeedPolicy's retentionDuration must be a whole number of minutes from 0 to %d; it is %s.", math.MaxInt32, r)
+	}
+	return nil
 }
 
 func mustParse(s string) document.Value {

@@ -92,6 +92,15 @@ func TestContainerDefinitionRefusals(t *testing.T) {
 		ok    bool
 	}{
 		{`"partitionKey":{"paths":["/pk/*"]}`, false},
+		{`"partitionKey":{"paths":["/pk"]},"changeFeedPolicy":{"retentionDuration":{"retentionInMinutes":10}}`, false},
+		{`"partitionKey":{"paths":["/pk"]},"changeFeedPolicy":{"retentionDuration":"10"}`, false},
+		{`"partitionKey":{"paths":["/pk"]},"changeFeedPolicy":{"retentionDuration":-5}`, false},
+		{`"partitionKey":{"paths":["/pk"]},"changeFeedPolicy":{"retentionDuration":1.5}`, false},
+		{`"partitionKey":{"paths":["/pk"]},"changeFeedPolicy":{"retentionDuration":true}`, false},
+		{`"partitionKey":{"paths":["/pk"]},"changeFeedPolicy":"10"`, false},
+		{`"partitionKey":{"paths":["/pk"]},"changeFeedPolicy":{"retentionDuration":10}`, true},
+		{`"partitionKey":{"paths":["/pk"]},"changeFeedPolicy":{"retentionDuration":0}`, true},
+		{`"partitionKey":{"paths":["/pk"]},"changeFeedPolicy":{}`, true},
 		{`"partitionKey":{"paths":["/pk/[]"]}`, false},
 		{`"partitionKey":{"paths":["/a","/a"],"kind":"MultiHash"}`, false},
 		{`"partitionKey":{"paths":["/a","/a/b"],"kind":"MultiHash"}`, false},
