@@ -177,11 +177,11 @@ describe("Data Explorer", () => {
 
   it("writes the items of a hierarchical partition key", async () => {
     await page.evaluate(async (db) => {
-      must(await api("POST", ["dbs", db, "colls"], {
+      const hk = must(await api("POST", ["dbs", db, "colls"], {
         body: { id: "hk", partitionKey: { paths: ["/tenant", "/user"], kind: "MultiHash", version: 2 } },
-      }), 201);
+      }), 201).body;
       await loadTree();
-      await openContainer(db, "hk");
+      await openContainer(db, hk);
     }, db);
     await page.waitForFunction(() => document.querySelector("#coll-pk")?.textContent === "/tenant, /user");
     await page.click("#new-item");
@@ -197,6 +197,65 @@ describe("Data Explorer", () => {
     await page.waitForSelector("#delete-item:not([hidden])");
     await page.click("#delete-item");
     await page.waitForFunction(() => document.querySelector("#status").textContent.startsWith("Deleted h1"));
+  });
+
+  it("reaches databases and items whose names a path cannot, and keeps large integers", async () => {
+    // A database whose name holds "%41", which a path by name reaches as
+    // "A", must not hide the others; items with "/" or "%" in their ids
+    // are saved and deleted; an integer past 2^53 survives an edit.
+    const odd = `${db}%41`;
+    await page.evaluate(async (db, odd) => {
+      must(await api("POST", ["dbs"], { body: { id: odd } }), 201);
+      const c = must(await api("POST", ["dbs", db, "colls"], { body: { id: "odd", partitionKey: { paths: ["/pk"] } } }), 201).body;
+      for (const id of ["a/b", "50%25off"]) {
+        must(await api("POST", ["dbs", db, "colls", "odd", "docs"], { body: { id, pk: "p" }, headers: { "x-ms-documentdb-partitionkey": '["p"]' } }), 201);
+      }
+      must(await api("POST", ["dbs", db, "colls", "odd", "docs"], {
+        body: '{"id":"big","pk":"p","n":9007199254740993}',
+        headers: { "x-ms-documentdb-partitionkey": '["p"]' },
+      }), 201);
+      await loadTree();
+      await openContainer(db, c);
+    }, db, odd);
+    const dbs = await page.$$eval("#tree .db", (els) => els.map((e) => e.textContent));
+    assert.ok(dbs.includes(db) && dbs.includes(odd), `the tree lists ${JSON.stringify(dbs)}`);
+    assert.equal(await page.$eval("#keybar", (el) => el.hidden), true, "the page asked for the key again");
+    for (const id of ["a/b", "50%25off"]) {
+      await page.waitForSelector(`#items tr[data-id="${id}"]`);
+      await page.click(`#items tr[data-id="${id}"]`);
+      await fill("#item-json", JSON.stringify({ id, pk: "p", edited: true }));
+      await page.click("#save-item");
+      await page.waitForFunction((id) => document.querySelector("#status").textContent.startsWith(`Saved ${id}`), {}, id);
+      await page.waitForSelector("#delete-item:not([hidden])");
+      await page.click("#delete-item");
+      await page.waitForFunction((id) => document.querySelector("#status").textContent.startsWith(`Deleted ${id}`), {}, id);
+    }
+    await page.waitForSelector('#items tr[data-id="big"]');
+    await page.click('#items tr[data-id="big"]');
+    const text = await page.$eval("#item-json", (el) => el.value);
+    assert.match(text, /9007199254740993/);
+    await fill("#item-json", text.replace('"pk": "p"', '"pk": "p", "edited": true'));
+    await page.click("#save-item");
+    await page.waitForFunction(() => document.querySelector("#status").textContent.startsWith("Saved big"));
+    const stored = await page.evaluate(async (db) => {
+      const r = must(await api("GET", ["dbs", db, "colls", "odd", "docs", "big"], { headers: { "x-ms-documentdb-partitionkey": '["p"]' } }), 200);
+      return JSON.stringify(r.body.n) + (r.body.edited ? " edited" : "");
+    }, db);
+    assert.equal(stored, "9007199254740993 edited");
+    await page.evaluate(async (odd) => {
+      const d = (must(await api("GET", ["dbs"]), 200).body.Databases || []).find((x) => x.id === odd);
+      must(await api("DELETE", ["dbs", d._rid], { byRid: true }), 204);
+    }, odd);
+  });
+
+  it("submits a dialog with Enter", async () => {
+    const id = `${db}-enter`;
+    await page.click("#new-db");
+    await page.waitForSelector("#dialog[open]");
+    await page.type('#dialog [name="id"]', id);
+    await page.keyboard.press("Enter");
+    await page.waitForFunction((id) => document.querySelector("#status").textContent === `Database ${id} created.`, {}, id);
+    await page.evaluate((id) => api("DELETE", ["dbs", id]), id);
   });
 
   it("runs ORDER BY and aggregates over several partition key ranges", async () => {

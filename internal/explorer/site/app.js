@@ -5,7 +5,10 @@
 const $ = (id) => document.getElementById(id);
 let accountKey = sessionStorage.getItem("mayfly-key") || "";
 let hmacKey = null;
-const state = { db: null, coll: null, props: null, timer: null, feedTimer: null, backlogTimer: null };
+// db and coll are names, for people; dbRid and collRid address them, as
+// names cannot all be (a name holding "%41" or "/" reaches another
+// resource, or none, through a path). gen counts the containers opened.
+const state = { db: null, coll: null, dbRid: null, collRid: null, gen: 0, props: null, timer: null, feedTimer: null, backlogTimer: null };
 
 // ---- signing and requests ----
 
@@ -14,17 +17,30 @@ async function importKey(b64) {
   return crypto.subtle.importKey("raw", raw, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
 }
 
-function resourceOf(segs) {
+// resourceOf is what a request for the path segs is signed over: by
+// names, the link of names; by rids, the lower-cased rid of the resource
+// (of the parent, for a feed), as the DocumentDB-era SDKs sign.
+function resourceOf(segs, byRid) {
   const n = segs.length;
   if (n === 0) return { type: "", link: "" };
-  if (n % 2 === 0) return { type: segs[n - 2], link: segs.join("/") };
-  return { type: segs[n - 1], link: segs.slice(0, n - 1).join("/") };
+  if (n % 2 === 0) return { type: segs[n - 2], link: byRid ? segs[n - 1].toLowerCase() : segs.join("/") };
+  const parent = segs.slice(0, n - 1);
+  return { type: segs[n - 1], link: byRid ? (parent.at(-1) || "").toLowerCase() : parent.join("/") };
+}
+
+// exact keeps the digits of integers a double cannot hold (past 2^53) as
+// they were sent, so that an item read, edited and saved keeps them.
+function exact(key, value, context) {
+  if (typeof value === "number" && !Number.isSafeInteger(value) && context && /^-?\d+$/.test(context.source) && JSON.rawJSON) {
+    return JSON.rawJSON(context.source);
+  }
+  return value;
 }
 
 // api sends a signed request for the resource path segs (names, not
-// escaped) and returns {status, headers, body}.
+// escaped; rids with opts.byRid) and returns {status, headers, body}.
 async function api(method, segs, opts = {}) {
-  const { type, link } = resourceOf(segs);
+  const { type, link } = resourceOf(segs, opts.byRid);
   const date = new Date().toUTCString();
   const payload = `${method.toLowerCase()}\n${type.toLowerCase()}\n${link}\n${date.toLowerCase()}\n\n`;
   const sig = await crypto.subtle.sign("HMAC", hmacKey, new TextEncoder().encode(payload));
@@ -45,11 +61,23 @@ async function api(method, segs, opts = {}) {
   const text = await res.text();
   let json = null;
   try {
-    json = text ? JSON.parse(text) : null;
+    json = text ? JSON.parse(text, exact) : null;
   } catch {
     json = text;
   }
   return { status: res.status, headers: res.headers, body: json };
+}
+
+// collApi is api for the open container's path and rest after it.
+function collApi(method, rest, opts = {}) {
+  return api(method, ["dbs", state.dbRid, "colls", state.collRid, ...rest], { ...opts, byRid: true });
+}
+
+// ridsOf reads the database's and the container's rids from a container's
+// _self (dbs/{dbRid}/colls/{collRid}/).
+function ridsOf(c) {
+  const segs = c._self.split("/");
+  return { dbRid: segs[1], collRid: segs[3] };
 }
 
 // must throws the service's message for a status other than ok.
@@ -86,17 +114,27 @@ async function loadTree() {
   tree.textContent = "";
   const dbs = must(await api("GET", ["dbs"]), 200).body.Databases || [];
   for (const db of dbs) {
+    // By rid, and each database on its own: one the page cannot list
+    // does not hide the others.
     const li = document.createElement("li");
     li.innerHTML = `<span class="db"></span> <button class="del" title="Delete database">delete</button>`;
     li.querySelector(".db").textContent = db.id;
     li.querySelector(".del").onclick = () =>
       guard(async () => {
         if (!confirm(`Delete database ${db.id} and everything in it?`)) return;
-        must(await api("DELETE", ["dbs", db.id]), 204);
+        must(await api("DELETE", ["dbs", db._rid], { byRid: true }), 204);
         if (state.db === db.id) clearPane();
         await loadTree();
       });
-    const colls = must(await api("GET", ["dbs", db.id, "colls"]), 200).body.DocumentCollections || [];
+    let colls = [];
+    try {
+      colls = must(await api("GET", ["dbs", db._rid, "colls"], { byRid: true }), 200).body.DocumentCollections || [];
+    } catch (e) {
+      const err = document.createElement("span");
+      err.className = "error";
+      err.textContent = ` ${e.message}`;
+      li.append(err);
+    }
     const ul = document.createElement("ul");
     ul.style.listStyle = "none";
     ul.style.padding = "0";
@@ -107,7 +145,7 @@ async function loadTree() {
       a.textContent = c.id;
       a.dataset.db = db.id;
       a.dataset.coll = c.id;
-      a.onclick = () => guard(() => openContainer(db.id, c.id));
+      a.onclick = () => guard(() => openContainer(db.id, c));
       const del = document.createElement("button");
       del.className = "del";
       del.textContent = "delete";
@@ -115,7 +153,7 @@ async function loadTree() {
       del.onclick = () =>
         guard(async () => {
           if (!confirm(`Delete container ${c.id}?`)) return;
-          must(await api("DELETE", ["dbs", db.id, "colls", c.id]), 204);
+          must(await api("DELETE", ["dbs", db._rid, "colls", c._rid], { byRid: true }), 204);
           if (state.coll === c.id && state.db === db.id) clearPane();
           await loadTree();
         });
@@ -154,7 +192,7 @@ async function showBacklog(db, coll) {
   const el = $("coll-backlog");
   const ttl = state.props.defaultTtl;
   if (!el || ttl === undefined || ttl === null) return;
-  const res = await api("GET", ["dbs", db, "colls", coll, "_mayfly", "ttl"]);
+  const res = await api("GET", ["dbs", db, "colls", coll, "_mayfly", "ttl"]).catch(() => ({ status: 0 }));
   if (res.status === 200 && state.db === db && state.coll === coll) {
     const n = res.body.expiredAwaitingPurge;
     const m = res.body.awaitingErasure;
@@ -193,6 +231,9 @@ function ask(title, fields) {
       for (const f of fields) out[f.name] = box.querySelector(`[name="${f.name}"]`).value.trim();
       resolve(out);
     };
+    // Cancel is no submit button, so that Enter in a field submits the
+    // form with OK, the first one left.
+    $("dialog-cancel").onclick = () => d.close("cancel");
     d.returnValue = "";
     d.showModal();
   });
@@ -227,9 +268,9 @@ async function newContainer() {
     body.defaultTtl = /^\s*-?\d+\s*$/.test(v.ttl) ? Number(v.ttl) : v.ttl;
   }
   const headers = v.throughput ? { "x-ms-offer-throughput": v.throughput } : {};
-  must(await api("POST", ["dbs", v.db, "colls"], { body, headers }), 201);
+  const created = must(await api("POST", ["dbs", v.db, "colls"], { body, headers }), 201).body;
   await loadTree();
-  await openContainer(v.db, v.id);
+  await openContainer(v.db, created);
   say(`Container ${v.id} created.`);
 }
 
@@ -275,7 +316,8 @@ function pkHeader(key) {
 function expiryOf(item) {
   const def = state.props.defaultTtl;
   if (def === undefined || def === null) return null;
-  const ttl = item.ttl !== undefined ? item.ttl : def;
+  // A ttl of null is no ttl: the item takes the container's (ttl.md).
+  const ttl = item.ttl !== undefined && item.ttl !== null ? item.ttl : def;
   if (ttl === -1 || ttl === undefined || ttl === null) return null;
   return (item._ts + ttl) * 1000;
 }
@@ -287,11 +329,16 @@ function countdown(ms) {
   return (h ? `${h}h ` : "") + (h || m ? `${m}m ` : "") + `${s}s`;
 }
 
-async function openContainer(db, coll) {
+// openContainer shows container c of database db (a name). A container
+// opened while this one was read wins: this one's answer is dropped.
+async function openContainer(db, c) {
   stopTimers();
-  state.db = db;
-  state.coll = coll;
-  state.props = must(await api("GET", ["dbs", db, "colls", coll]), 200).body;
+  const coll = c.id;
+  const gen = ++state.gen;
+  const { dbRid, collRid } = ridsOf(c);
+  const props = must(await api("GET", ["dbs", dbRid, "colls", collRid], { byRid: true }), 200).body;
+  if (gen !== state.gen) return;
+  Object.assign(state, { db, coll, dbRid, collRid, props });
   document.querySelectorAll("#tree .coll").forEach((el) =>
     el.classList.toggle("selected", el.dataset.db === db && el.dataset.coll === coll),
   );
@@ -348,7 +395,7 @@ async function showItems() {
     if (continuation) headers["x-ms-continuation"] = continuation;
     const f = $("pk-filter").value.trim();
     if (f !== "") Object.assign(headers, pkHeader(pkOfText(f)));
-    const res = must(await api("GET", ["dbs", state.db, "colls", state.coll, "docs"], { headers }), 200);
+    const res = must(await collApi("GET", ["docs"], { headers }), 200);
     for (const item of res.body.Documents || []) addRow(item);
     continuation = res.headers.get("x-ms-continuation") || "";
     $("more-items").hidden = !continuation;
@@ -423,7 +470,7 @@ function editItem(item) {
     guard(async () => {
       let doc;
       try {
-        doc = JSON.parse($("item-json").value);
+        doc = JSON.parse($("item-json").value, exact);
       } catch (e) {
         throw new Error(`The JSON is invalid: ${e.message}`);
       }
@@ -431,9 +478,9 @@ function editItem(item) {
       let res;
       if (item) {
         headers["if-match"] = item._etag;
-        res = must(await api("PUT", ["dbs", state.db, "colls", state.coll, "docs", item.id], { body: doc, headers }), 200);
+        res = must(await collApi("PUT", ["docs", item._rid], { body: doc, headers }), 200);
       } else {
-        res = must(await api("POST", ["dbs", state.db, "colls", state.coll, "docs"], { body: doc, headers }), 201);
+        res = must(await collApi("POST", ["docs"], { body: doc, headers }), 201);
       }
       await showItems();
       editItem(res.body);
@@ -442,7 +489,7 @@ function editItem(item) {
   $("delete-item").onclick = () =>
     guard(async () => {
       if (!confirm(`Delete item ${item.id}?`)) return;
-      must(await api("DELETE", ["dbs", state.db, "colls", state.coll, "docs", item.id], { headers: { ...pkHeader(pkValueOf(item)), "if-match": item._etag } }), 204);
+      must(await collApi("DELETE", ["docs", item._rid], { headers: { ...pkHeader(pkValueOf(item)), "if-match": item._etag } }), 204);
       await showItems();
       say(`Deleted ${item.id}.`);
     });
@@ -490,7 +537,7 @@ async function showQuery() {
       headers["x-ms-mayfly-query-whole"] = "True";
     }
     const res = must(
-      await api("POST", ["dbs", state.db, "colls", state.coll, "docs"], {
+      await collApi("POST", ["docs"], {
         body: { query: $("query-text").value, parameters: [] },
         headers,
       }),
@@ -518,7 +565,7 @@ async function showFeed() {
   const poll = async () => {
     try {
       const headers = { "a-im": "Incremental feed", "if-none-match": etag, "x-ms-max-item-count": "100" };
-      const res = await api("GET", ["dbs", state.db, "colls", state.coll, "docs"], { headers });
+      const res = await collApi("GET", ["docs"], { headers });
       if (res.status === 200) {
         for (const d of res.body.Documents || []) {
           const tr = document.createElement("tr");
