@@ -163,6 +163,12 @@ describe("Data Explorer", () => {
     assert.deepEqual(JSON.parse(await page.$eval("#query-results", (el) => el.textContent)), [3, 7]);
     assert.match(await page.$eval("#query-stats", (el) => el.textContent), /2 results in 1 page\(s\) · [0-9.]+ RU/);
     await shot("query");
+    // A query's error is shown as its message, not as the JSON it came in.
+    await fill("#query-text", "SELECT VALUE c.n FROM c WHERE");
+    await page.click("#run-query");
+    await page.waitForFunction(() => document.querySelector("#status").className === "error");
+    const err = await status();
+    assert.ok(!err.includes("{") && /syntax/i.test(err), err);
   });
 
   it("follows the change feed", async () => {

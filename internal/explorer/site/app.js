@@ -83,7 +83,17 @@ function ridsOf(c) {
 // must throws the service's message for a status other than ok.
 function must(res, ...ok) {
   if (!ok.includes(res.status)) {
-    const msg = res.body && res.body.message ? res.body.message.split("\n")[0] : `status ${res.status}`;
+    let msg = res.body && res.body.message ? res.body.message.split("\n")[0] : `status ${res.status}`;
+    // A query's error comes as the service sends it, a JSON list of
+    // errors after "Message: ": the first one's text is the message.
+    const listed = /^Message: (\{.*\})/.exec(msg);
+    if (listed) {
+      try {
+        msg = JSON.parse(listed[1]).errors[0].message || msg;
+      } catch {
+        // not such a list: the message as it is
+      }
+    }
     const err = new Error(msg);
     err.status = res.status;
     throw err;
@@ -371,6 +381,7 @@ async function openContainer(db, c) {
 }
 
 async function showItems() {
+  clearInterval(state.timer);
   const sub = $("sub");
   sub.innerHTML = `
     <div class="bar">
@@ -386,14 +397,16 @@ async function showItems() {
       <div id="item-editor"></div>
     </div>`;
   let continuation = "";
+  let f = "";
   const load = async (reset) => {
     if (reset) {
       $("items").textContent = "";
       continuation = "";
+      // "Load more" goes on with the filter the list was made with.
+      f = $("pk-filter").value.trim();
     }
     const headers = { "x-ms-max-item-count": "50" };
     if (continuation) headers["x-ms-continuation"] = continuation;
-    const f = $("pk-filter").value.trim();
     if (f !== "") Object.assign(headers, pkHeader(pkOfText(f)));
     const res = must(await collApi("GET", ["docs"], { headers }), 200);
     for (const item of res.body.Documents || []) addRow(item);
@@ -510,8 +523,13 @@ async function showQuery() {
   let rows = [];
   let charge = 0;
   let pages = 0;
+  let text = "";
+  let pk = "";
   const run = async (reset) => {
     if (reset) {
+      // "Load more" goes on with the query and key the results came from.
+      text = $("query-text").value;
+      pk = $("query-pk").value.trim();
       continuation = "";
       rows = [];
       charge = 0;
@@ -525,7 +543,6 @@ async function showQuery() {
       "x-ms-cosmos-populateindexmetrics": "True",
     };
     if (continuation) headers["x-ms-continuation"] = continuation;
-    const pk = $("query-pk").value.trim();
     if (pk !== "") {
       Object.assign(headers, pkHeader(pkOfText(pk)));
     } else {
@@ -538,7 +555,7 @@ async function showQuery() {
     }
     const res = must(
       await collApi("POST", ["docs"], {
-        body: { query: $("query-text").value, parameters: [] },
+        body: { query: text, parameters: [] },
         headers,
       }),
       200,
