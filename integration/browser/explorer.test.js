@@ -203,6 +203,18 @@ describe("Data Explorer", () => {
     await page.waitForSelector("#delete-item:not([hidden])");
     await page.click("#delete-item");
     await page.waitForFunction(() => document.querySelector("#status").textContent.startsWith("Deleted h1"));
+    // A key without its second level is shown as the filter takes it.
+    await page.evaluate(async (db) => {
+      must(await api("POST", ["dbs", db, "colls", "hk", "docs"], { body: { id: "h2", tenant: "t1" }, headers: { "x-ms-documentdb-partitionkey": '["t1",{}]' } }), 201);
+    }, db);
+    await fill("#pk-filter", "");
+    await page.click("#apply-filter");
+    await page.waitForSelector('#items tr[data-id="h2"]');
+    const partial = await page.$eval('#items tr[data-id="h2"]', (tr) => tr.children[1].textContent);
+    assert.equal(partial, '["t1",{}]');
+    await fill("#pk-filter", partial);
+    await page.click("#apply-filter");
+    await page.waitForFunction(() => [...document.querySelectorAll("#items tr")].map((r) => r.dataset.id).join() === "h2");
   });
 
   it("reaches databases and items whose names a path cannot, and keeps large integers", async () => {
@@ -216,6 +228,8 @@ describe("Data Explorer", () => {
       for (const id of ["a/b", "50%25off"]) {
         must(await api("POST", ["dbs", db, "colls", "odd", "docs"], { body: { id, pk: "p" }, headers: { "x-ms-documentdb-partitionkey": '["p"]' } }), 201);
       }
+      // An object where the key is: the key is undefined, sent as {}.
+      must(await api("POST", ["dbs", db, "colls", "odd", "docs"], { body: { id: "objkey", pk: { x: 1 } }, headers: { "x-ms-documentdb-partitionkey": "[{}]" } }), 201);
       must(await api("POST", ["dbs", db, "colls", "odd", "docs"], {
         body: '{"id":"big","pk":"p","n":9007199254740993}',
         headers: { "x-ms-documentdb-partitionkey": '["p"]' },
@@ -236,6 +250,14 @@ describe("Data Explorer", () => {
       await page.click("#delete-item");
       await page.waitForFunction((id) => document.querySelector("#status").textContent.startsWith(`Deleted ${id}`), {}, id);
     }
+    await page.waitForSelector('#items tr[data-id="objkey"]');
+    assert.equal(await page.$eval('#items tr[data-id="objkey"]', (tr) => tr.children[1].textContent), "{}");
+    await page.click('#items tr[data-id="objkey"]');
+    await page.click("#save-item");
+    await page.waitForFunction(() => document.querySelector("#status").textContent.startsWith("Saved objkey"));
+    await page.waitForSelector("#delete-item:not([hidden])");
+    await page.click("#delete-item");
+    await page.waitForFunction(() => document.querySelector("#status").textContent.startsWith("Deleted objkey"));
     await page.waitForSelector('#items tr[data-id="big"]');
     await page.click('#items tr[data-id="big"]');
     const text = await page.$eval("#item-json", (el) => el.value);

@@ -291,8 +291,10 @@ function pkPaths() {
   return state.props.partitionKey.paths;
 }
 
+// pathSegments splits a path such as /a/"b/c" into its property names;
+// a quoted name may hold "/".
 function pathSegments(path) {
-  return path.split("/").slice(1).map((seg) => seg.replace(/^"|"$/g, ""));
+  return [...path.matchAll(/\/("((?:[^"\\]|\\.)*)"|[^/]*)/g)].map((m) => (m[2] !== undefined ? m[2].replace(/\\(.)/g, "$1") : m[1]));
 }
 
 // pkValueOf is the item's partition key: a value per path.
@@ -300,14 +302,18 @@ function pkValueOf(item) {
   return pkPaths().map((path) => {
     let v = item;
     for (const seg of pathSegments(path)) v = v == null ? undefined : v[seg];
-    return v;
+    // An object or an array is no key value: the key is undefined there.
+    return v !== null && typeof v === "object" && !(JSON.rawJSON && JSON.isRawJSON(v)) ? undefined : v;
   });
 }
 
 // pkText shows a key as the user types it into a filter: the value of a
 // single path, the array of a hierarchical key.
+// An undefined value is written {}, as in the partition key header, which
+// the filter takes back.
 function pkText(key) {
-  return JSON.stringify(pkPaths().length === 1 ? key[0] : key);
+  const shown = key.map((v) => (v === undefined ? {} : v));
+  return JSON.stringify(pkPaths().length === 1 ? shown[0] : shown);
 }
 
 // pkOfText reads a filter: a value for a single path; for a hierarchical
@@ -491,9 +497,9 @@ function editItem(item) {
       let res;
       if (item) {
         headers["if-match"] = item._etag;
-        res = must(await collApi("PUT", ["docs", item._rid], { body: doc, headers }), 200);
+        res = must(await collApi("PUT", ["docs", item._rid], { body: JSON.stringify(doc), headers }), 200);
       } else {
-        res = must(await collApi("POST", ["docs"], { body: doc, headers }), 201);
+        res = must(await collApi("POST", ["docs"], { body: JSON.stringify(doc), headers }), 201);
       }
       await showItems();
       editItem(res.body);
@@ -595,7 +601,11 @@ async function showFeed() {
         }
       }
       if (res.headers.get("etag")) etag = res.headers.get("etag");
+      // A container deleted meanwhile, or a key the server no longer
+      // takes, is said, as any other request's failure is.
+      must(res, 200, 304);
     } catch (e) {
+      if (e.status === 401) askForKey();
       say(e.message, "error");
     }
     state.feedTimer = setTimeout(poll, 2000);
