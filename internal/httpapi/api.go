@@ -224,6 +224,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) serve(rq *request) {
 	r := rq.r
 	if r.URL.Path == "/_explorer/emulator.pem" && r.Method == http.MethodGet {
+		if len(h.certPEM) == 0 {
+			// --no-tls: there is no certificate to give.
+			h.fail(rq, &engine.Error{Code: engine.NotFound, Message: "The server serves plain HTTP (--no-tls): it has no certificate."})
+			return
+		}
 		setHeader(rq.w.Header(), "Content-Type", "application/x-pem-file")
 		rq.status = http.StatusOK
 		rq.w.WriteHeader(http.StatusOK)

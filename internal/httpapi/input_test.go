@@ -259,3 +259,14 @@ func TestPartitionKeyValueSize(t *testing.T) {
 		}
 	}
 }
+
+// A server without TLS has no certificate to give: the explorer's link to
+// it answers 404, not an empty file.
+func TestCertificateWithoutTLS(t *testing.T) {
+	h := newTestHandler(t)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "https://localhost/_explorer/emulator.pem", nil))
+	if rec.Code != 404 || !strings.Contains(rec.Body.String(), `"code":"NotFound"`) {
+		t.Fatalf("GET /_explorer/emulator.pem without a certificate: %d %s", rec.Code, rec.Body)
+	}
+}
