@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/mayfly-db/mayfly/internal/document"
@@ -72,18 +73,14 @@ func parseComputedProperties(v document.Value) ([]computedProperty, *Error) {
 		switch {
 		case n == "":
 			return nil, errorf(BadRequest, "Computed property %d has an empty name.", i)
-		case strings.ContainsAny(n, "/"):
+		case strings.Contains(n, "/"):
 			return nil, errorf(BadRequest, "The computed property name %q must name a top-level property: it may not hold '/'.", n)
 		}
-		for _, r := range computedReserved {
-			if n == r {
-				return nil, errorf(BadRequest, "The computed property name %q is a system property's.", n)
-			}
+		if slices.Contains(computedReserved, n) {
+			return nil, errorf(BadRequest, "The computed property name %q is a system property's.", n)
 		}
-		for _, p := range out {
-			if p.name == n {
-				return nil, errorf(BadRequest, "The computed property name %q is defined twice.", n)
-			}
+		if slices.ContainsFunc(out, func(p computedProperty) bool { return p.name == n }) {
+			return nil, errorf(BadRequest, "The computed property name %q is defined twice.", n)
 		}
 		p, msg := compileComputed(text.Str())
 		if msg != "" {
@@ -119,10 +116,8 @@ func compileComputed(text string) (computedProperty, string) {
 	if err != nil {
 		return computedProperty{}, err.Error()
 	}
-	if q.From == nil || q.From.Iterate || len(q.Joins) > 0 {
-		return computedProperty{}, "its FROM clause must name the item alone, as in FROM c, without JOIN."
-	}
-	if _, ok := q.From.Expr.(*ast.Ident); !ok {
+	alias, ok := itemAlias(q)
+	if !ok || len(q.Joins) > 0 {
 		return computedProperty{}, "its FROM clause must name the item alone, as in FROM c, without JOIN."
 	}
 	s := q.Select
@@ -164,7 +159,19 @@ func compileComputed(text string) (computedProperty, string) {
 	if _, err := eval.Compile(q, nil, eval.Options{}); err != nil {
 		return computedProperty{}, err.Error()
 	}
-	return computedProperty{alias: q.From.Alias, expr: s.Value}, ""
+	return computedProperty{alias: alias, expr: s.Value}, ""
+}
+
+// itemAlias returns the alias q reads each item through, when its FROM
+// clause names the item itself (FROM c, FROM root r).
+func itemAlias(q *ast.Query) (string, bool) {
+	if q.From == nil || q.From.Iterate {
+		return "", false
+	}
+	if _, ok := q.From.Expr.(*ast.Ident); !ok {
+		return "", false
+	}
+	return q.From.Alias, true
 }
 
 // withComputed returns q with each read of a computed property through
@@ -172,13 +179,11 @@ func compileComputed(text string) (computedProperty, string) {
 // alias; q itself when it reads none. A subquery reads the properties
 // too, until it binds the alias to something else.
 func withComputed(q *ast.Query, defs []computedProperty) *ast.Query {
-	if len(defs) == 0 || q.From == nil || q.From.Iterate {
+	alias, ok := itemAlias(q)
+	if len(defs) == 0 || !ok {
 		return q
 	}
-	if _, ok := q.From.Expr.(*ast.Ident); !ok {
-		return q
-	}
-	w := &computedRewriter{alias: q.From.Alias, defs: defs}
+	w := &computedRewriter{alias: alias, defs: defs}
 	w.sub = func(e ast.Expr) (ast.Expr, bool) {
 		if d, ok := w.def(e); ok {
 			return renameAlias(d.expr, d.alias, w.alias), true
@@ -379,14 +384,14 @@ func checkComputedReads(c *containerRecord, q *ast.Query) *Error {
 	if len(c.computed) == 0 || q.From == nil {
 		return nil
 	}
-	root, ok := q.From.Expr.(*ast.Ident)
-	if !ok || q.From.Iterate {
+	alias, ok := itemAlias(q)
+	if !ok {
 		if d, found := fromReads(q.From.Expr, c.computed); found {
 			return errorf(BadRequest, "A FROM clause that reads the computed property %q is not served: read it through a JOIN (FROM c JOIN x IN c.%s) or in the other clauses.", d.name, d.name)
 		}
 		return nil
 	}
-	w := &computedRewriter{alias: root.Name, defs: c.computed}
+	w := &computedRewriter{alias: alias, defs: c.computed}
 	if len(q.OrderBy) == 1 {
 		if d, ok := w.def(q.OrderBy[0].Expr); ok && !c.index.names(d.name) {
 			return errorf(BadRequest, "Order-by item requires a range index to be defined on the corresponding index path: computed property %q is indexed only when an included path names it, as /%s/?.", d.name, d.name)
@@ -398,23 +403,22 @@ func checkComputedReads(c *containerRecord, q *ast.Query) *Error {
 // fromReads returns the definition a FROM path (c.cp.x, c["cp"][0])
 // reads at its first step from the container, when it reads one.
 func fromReads(e ast.Expr, defs []computedProperty) (*computedProperty, bool) {
-	var steps []ast.Expr
+	var first ast.Expr // the step read from the root, once reached
 	for {
 		switch x := e.(type) {
 		case *ast.Member:
-			steps, e = append(steps, x), x.X
-			continue
+			first, e = x, x.X
 		case *ast.Index:
-			steps, e = append(steps, x), x.X
-			continue
+			first, e = x, x.X
 		case *ast.Ident:
-			if len(steps) == 0 {
+			if first == nil {
 				return nil, false
 			}
 			w := &computedRewriter{alias: x.Name, defs: defs}
-			return w.def(steps[len(steps)-1])
+			return w.def(first)
+		default:
+			return nil, false
 		}
-		return nil, false
 	}
 }
 
