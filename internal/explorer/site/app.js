@@ -262,7 +262,8 @@ async function newDatabase() {
 }
 
 async function newContainer() {
-  const dbs = (must(await api("GET", ["dbs"]), 200).body.Databases || []).map((d) => d.id);
+  const all = must(await api("GET", ["dbs"]), 200).body.Databases || [];
+  const dbs = all.map((d) => d.id);
   if (dbs.length === 0) throw new Error("Create a database first.");
   const v = await ask("New container", [
     { name: "db", label: "Database", options: dbs, value: state.db || dbs[0] },
@@ -278,7 +279,9 @@ async function newContainer() {
     body.defaultTtl = /^\s*-?\d+\s*$/.test(v.ttl) ? Number(v.ttl) : v.ttl;
   }
   const headers = v.throughput ? { "x-ms-offer-throughput": v.throughput } : {};
-  const created = must(await api("POST", ["dbs", v.db, "colls"], { body, headers }), 201).body;
+  // By rid, as the tree addresses databases.
+  const dbRid = all.find((d) => d.id === v.db)._rid;
+  const created = must(await api("POST", ["dbs", dbRid, "colls"], { body, headers, byRid: true }), 201).body;
   await loadTree();
   await openContainer(v.db, created);
   say(`Container ${v.id} created.`);
