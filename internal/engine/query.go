@@ -173,7 +173,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	}
 	page.LSN = state.lsn
 	if p.Resume != nil {
-		q, derr := withResumeFilter(prog.Query(), p.Resume)
+		q, derr := withResumeFilter(prog.Query(), p.Resume, c.Rid, e.ridTies(c, prog.Query(), p))
 		if derr != nil {
 			return derr
 		}

@@ -1,8 +1,12 @@
 package engine
 
 import (
+	"bytes"
+	"slices"
+
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/query/ast"
+	"github.com/mayfly-db/mayfly/internal/query/plan"
 )
 
 // ResumeFilter is the .NET SDK's resumeFilter, a field of a query's body:
@@ -18,6 +22,12 @@ type ResumeFilter struct {
 	// Exclude leaves out the rows at Values too: the row returned last
 	// was the last of them.
 	Exclude bool
+	// Rid, when not empty, is the _rid of the document of the row returned
+	// last. Of the rows at Values, those of documents before it in the
+	// order ties keep (_rid order, backwards when a key is descending)
+	// were returned already and are left out; its own rows stay unless
+	// Exclude, for the SDK skips those it returned.
+	Rid string
 }
 
 // kindTests are the functions that tell an expression's kind, in the
@@ -29,9 +39,13 @@ var kindTests = [...]string{document.Undefined: "IS_DEFINED", document.Null: "IS
 // clause: the rows after f's values in q's ORDER BY order (ties left in
 // when f does not exclude them), by kind first, as ORDER BY orders them.
 // A hashed value's kind is all that is known of it, so every row of that
-// kind is kept. An ORDER BY RANK, or values that do not match the ORDER
-// BY, are a 400.
-func withResumeFilter(q *ast.Query, f *ResumeFilter) (*ast.Query, *Error) {
+// kind is kept. When the rows tied at equal values keep _rid order
+// (ridTies), a rid narrows the rows at the values to those from its
+// document on (ResumeFilter.Rid), by DocumentId, which is the sequence of
+// the _rid order; collRid is the container's. An ORDER BY RANK, values
+// that do not match the ORDER BY, or a rid not of a document of the
+// container are a 400.
+func withResumeFilter(q *ast.Query, f *ResumeFilter, collRid []byte, ridTies bool) (*ast.Query, *Error) {
 	if len(q.OrderBy) == 0 || len(f.Values) != len(q.OrderBy) {
 		return nil, errorf(BadRequest, "The resumeFilter has %d value(s) for a query with %d ORDER BY item(s).", len(f.Values), len(q.OrderBy))
 	}
@@ -93,7 +107,14 @@ func withResumeFilter(q *ast.Query, f *ResumeFilter) (*ast.Query, *Error) {
 	}
 	last := len(q.OrderBy) - 1
 	cond := after(last)
-	if !f.Exclude {
+	tie, derr := tieFrom(q, f, collRid, ridTies)
+	if derr != nil {
+		return nil, derr
+	}
+	switch {
+	case tie != nil:
+		cond = or(cond, and(equal(last), tie))
+	case !f.Exclude:
 		cond = or(cond, equal(last))
 	}
 	for i := last - 1; i >= 0; i-- {
@@ -106,4 +127,59 @@ func withResumeFilter(q *ast.Query, f *ResumeFilter) (*ast.Query, *Error) {
 		out.Where = and(out.Where, cond)
 	}
 	return &out, nil
+}
+
+// tieFrom is the condition on the document of a row tied at f's values
+// that keeps it: from f's rid on in the order ties keep, after it when f
+// excludes; nil when f has no rid, when ties do not keep _rid order, or
+// when the rows' documents are not the FROM alias's, whose DocumentId the
+// condition reads.
+func tieFrom(q *ast.Query, f *ResumeFilter, collRid []byte, ridTies bool) (ast.Expr, *Error) {
+	if f.Rid == "" {
+		return nil, nil
+	}
+	rid, ok := parseRid(f.Rid)
+	if !ok || len(rid) != itemRidLen || !bytes.Equal(rid[:collRidLen], collRid) {
+		return nil, errorf(BadRequest, "The resumeFilter's rid %q is not the rid of a document of this container.", f.Rid)
+	}
+	alias, ok := itemAlias(q)
+	if !ok || !ridTies {
+		return nil, nil
+	}
+	desc := slices.ContainsFunc(q.OrderBy, func(o ast.OrderItem) bool { return o.Desc })
+	var op ast.BinaryOp
+	switch {
+	case !desc && !f.Exclude:
+		op = ast.OpGe
+	case !desc:
+		op = ast.OpGt
+	case !f.Exclude:
+		op = ast.OpLe
+	default:
+		op = ast.OpLt
+	}
+	seq := document.Int(int64(itemSeq(collRid, rid)))
+	id := &ast.Call{Name: "DocumentId", Args: []ast.Expr{&ast.Ident{Name: alias}}}
+	return &ast.Binary{Op: op, L: id, R: &ast.Literal{Value: seq}}, nil
+}
+
+// ridTies reports whether the rows of p that tie at equal ORDER BY values
+// keep _rid order, as over a range, the whole container or one logical
+// partition, whose locations follow the sequence; within a hierarchical
+// key's prefix, or a feed range narrower than its range, they keep
+// location order, partition by partition (itemScope.scanPos), where a
+// rid has no place of its own to tell.
+func (e *Engine) ridTies(c *containerRecord, q *ast.Query, p QueryParams) bool {
+	key, hasKey := p.PartitionKey, p.HasKey
+	if !hasKey && len(c.pk.paths) > 0 {
+		if pinned, _, ok := pinnedKey(c, q, p.Params); ok {
+			key, hasKey = pinned, true
+		}
+	}
+	s, derr := e.scopeFor(c, key, hasKey, p.RangeID)
+	if derr != nil {
+		return false // the query is refused later, for the same reason
+	}
+	s.narrowToEPKs(p.MinEPK, p.MaxEPK)
+	return s.kind != plan.ScopePrefix
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mayfly-db/mayfly/internal/clock"
@@ -14,7 +15,9 @@ import (
 // resumeFilter returns the rows after its values in the ORDER BY's order,
 // by kind first (the rows at them too when it does not exclude them),
 // the same rows as that range's whole result from that point, over
-// values of every kind, ascending and descending, and on two keys.
+// values of every kind, ascending and descending, and on two keys. With
+// the rid of a row tied at the values, the rows tied before it are left
+// out too (and it, when excluded).
 func TestResumeFilter(t *testing.T) {
 	clk := clock.NewManual(batchT0)
 	e, err := New(Config{Store: teststore.Open(t), Clock: clk, Partitions: 4})
@@ -43,6 +46,7 @@ func TestResumeFilter(t *testing.T) {
 		}
 		return out
 	}
+	withRids := 0
 	for _, tc := range []struct {
 		order string
 		keys  []string // the ORDER BY paths
@@ -61,10 +65,10 @@ func TestResumeFilter(t *testing.T) {
 		for _, exclude := range []bool{true, false} {
 			for _, rangeID := range []string{"0", "1", "2", "3"} {
 				q := QueryParams{ItemRef: batchRef(""), RangeID: rangeID, CrossPartition: true, MaxItemCount: 7,
-					Query: "SELECT c.id, c.n, c.m FROM c WHERE (true) ORDER BY " + tc.order}
+					Query: "SELECT c.id, c._rid, c.n, c.m FROM c WHERE (true) ORDER BY " + tc.order}
 				all := parseItems(t, drainRows(t, e, q, nil))
-				var want []document.Value
-				for _, r := range all {
+				// past compares a row with the values: below, at or past them.
+				past := func(r document.Value) int {
 					d := 0
 					for k, key := range tc.keys {
 						if d = document.Compare(r.Get(key), tc.vals[k]); tc.desc[k] {
@@ -74,8 +78,15 @@ func TestResumeFilter(t *testing.T) {
 							break
 						}
 					}
-					if d > 0 || d == 0 && !exclude {
+					return d
+				}
+				var want, tied []document.Value
+				for _, r := range all {
+					if d := past(r); d > 0 || d == 0 && !exclude {
 						want = append(want, r)
+					}
+					if past(r) == 0 {
+						tied = append(tied, r)
 					}
 				}
 				q.Resume = &ResumeFilter{Values: tc.vals, Hashed: make([]bool, len(tc.vals)), Exclude: exclude}
@@ -83,8 +94,36 @@ func TestResumeFilter(t *testing.T) {
 				if !slices.Equal(ids(got), ids(want)) {
 					t.Errorf("ORDER BY %s after %v (exclude %v), range %s: %v, want %v", tc.order, tc.vals, exclude, rangeID, ids(got), ids(want))
 				}
+				if len(tied) < 3 {
+					continue
+				}
+				// Resumed at the rid of the middle row of the tie.
+				mid := tied[len(tied)/2]
+				want = want[:0]
+				at := false
+				for _, r := range all {
+					at = at || r.Get("id").Str() == mid.Get("id").Str()
+					if d := past(r); d > 0 || d == 0 && at && (!exclude || r.Get("id").Str() != mid.Get("id").Str()) {
+						want = append(want, r)
+					}
+				}
+				q.Resume.Rid = mid.Get("_rid").Str()
+				got = parseItems(t, drainRows(t, e, q, nil))
+				if !slices.Equal(ids(got), ids(want)) {
+					t.Errorf("ORDER BY %s after %v at %s (exclude %v), range %s: %v, want %v", tc.order, tc.vals, mid.Get("id").Str(), exclude, rangeID, ids(got), ids(want))
+				}
+				withRids++
 			}
 		}
+	}
+	if withRids < 10 {
+		t.Errorf("%d resumes at a rid, want at least 10: the data has too few ties", withRids)
+	}
+	// A rid of another container is refused.
+	q0 := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, Query: "SELECT c.id FROM c ORDER BY c.n",
+		Resume: &ResumeFilter{Values: []document.Value{document.Int(1)}, Hashed: []bool{false}, Rid: "AAAAAAAAAAAAAAAAAAAAAA=="}}
+	if _, err := e.QueryItems(t.Context(), q0); err == nil || !strings.Contains(err.Error(), "rid") {
+		t.Errorf("a rid of no document of the container: %v, want a 400 naming the rid", err)
 	}
 	// A hashed array keeps every row of its kind and after.
 	q := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, Query: "SELECT c.id, c.n FROM c ORDER BY c.n",
@@ -97,5 +136,28 @@ func TestResumeFilter(t *testing.T) {
 	}
 	if len(rows) == 0 {
 		t.Errorf("after a hashed array: no rows, want the arrays and objects")
+	}
+}
+
+// Within a hierarchical key's prefix the rows tied at equal values keep
+// location order, partition by partition, not _rid order: a rid there
+// narrows nothing, and every tied row comes, as without it.
+func TestResumeFilterRidInAPrefix(t *testing.T) {
+	clk := clock.NewManual(batchT0)
+	e, err := New(Config{Store: teststore.Open(t), Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	createDBAndContainer(t, e, `{"id":"c","partitionKey":{"paths":["/a","/b"],"kind":"MultiHash","version":2}}`)
+	be := &batchEnv{e: e, clock: clk}
+	for i := range 30 {
+		be.seed(t, fmt.Sprintf(`{"id":"i%d","a":"x","b":"b%d","n":%d}`, i, i%7, i%2))
+	}
+	q := QueryParams{ItemRef: batchRef(`["x"]`), Query: "SELECT c.id, c._rid FROM c ORDER BY c.n"}
+	all := parseItems(t, drainRows(t, e, q, nil))
+	q.Resume = &ResumeFilter{Values: []document.Value{document.Int(0)}, Hashed: []bool{false}, Rid: all[7].Get("_rid").Str()}
+	got := parseItems(t, drainRows(t, e, q, nil))
+	if len(got) != len(all) {
+		t.Errorf("resumed at %s in a prefix: %d rows, want all %d", all[7].Get("id").Str(), len(got), len(all))
 	}
 }

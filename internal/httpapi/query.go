@@ -44,9 +44,7 @@ func (h *Handler) querySpec(rq *request) (string, map[string]document.Value, *en
 
 // resumeFilter reads the .NET SDK's resumeFilter: {"value": [...],
 // "rid"?, "exclude"?}, an array's or object's value given as a hash,
-// {"type": "array" or "object", "low", "high"}. The rid is not read, so
-// rows tied at the values before that row come again (docs/protocol.md
-// §6.3).
+// {"type": "array" or "object", "low", "high"} (docs/protocol.md §6.3).
 func resumeFilter(v document.Value) (*engine.ResumeFilter, error) {
 	if !v.IsDefined() || v.IsNull() {
 		return nil, nil
@@ -56,6 +54,13 @@ func resumeFilter(v document.Value) (*engine.ResumeFilter, error) {
 		return nil, badRequest("The query's 'resumeFilter' must be an object with a 'value' array.")
 	}
 	f := &engine.ResumeFilter{Exclude: v.Get("exclude").Bool()}
+	switch rid := v.Get("rid"); rid.Kind() {
+	case document.Undefined, document.Null:
+	case document.String:
+		f.Rid = rid.Str()
+	default:
+		return nil, badRequest("The query's 'resumeFilter' has a 'rid' that is not a string.")
+	}
 	for _, x := range vals.Array() {
 		hashed := false
 		if x.Kind() == document.Object {

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"testing"
@@ -9,16 +10,27 @@ import (
 
 // The query body's resumeFilter (the .NET SDK's, when it resumes a
 // cross-partition ORDER BY) is read: a range answers the rows after its
-// values. One that does not fit is a 400.
+// values, from its rid's document on among the rows at them. One that
+// does not fit is a 400.
 func TestResumeFilterInTheBody(t *testing.T) {
 	h := newTestHandler(t)
 	if rec := serve(h, "POST", "/dbs/db/colls", `{"id":"o","partitionKey":{"paths":["/pk"]}}`, nil); rec.Code != http.StatusCreated {
 		t.Fatalf("create the container: %d %s", rec.Code, rec.Body)
 	}
-	for _, n := range []string{"1", "2", "3", "4"} {
-		if rec := serve(h, "POST", "/dbs/db/colls/o/docs", `{"id":"i`+n+`","pk":"p","n":`+n+`}`, map[string]string{"x-ms-documentdb-partitionkey": `["p"]`}); rec.Code != http.StatusCreated {
-			t.Fatalf("create i%s: %d %s", n, rec.Code, rec.Body)
+	rids := map[string]string{}
+	for i, n := range []string{"1", "2", "3", "4", "2"} {
+		id := fmt.Sprint("i", i+1)
+		rec := serve(h, "POST", "/dbs/db/colls/o/docs", `{"id":"`+id+`","pk":"p","n":`+n+`}`, map[string]string{"x-ms-documentdb-partitionkey": `["p"]`})
+		if rec.Code != http.StatusCreated {
+			t.Fatalf("create %s: %d %s", id, rec.Code, rec.Body)
 		}
+		var doc struct {
+			Rid string `json:"_rid"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil {
+			t.Fatal(err)
+		}
+		rids[id] = doc.Rid
 	}
 	query := func(body string) (int, []int) {
 		headers := map[string]string{"content-type": "application/query+json", "x-ms-documentdb-isquery": "true", "x-ms-documentdb-partitionkeyrangeid": "0"}
@@ -36,8 +48,12 @@ func TestResumeFilterInTheBody(t *testing.T) {
 		filter string
 		want   []int
 	}{
-		{`{"value":[2],"rid":"x","exclude":true}`, []int{3, 4}},
-		{`{"value":[2],"exclude":false}`, []int{2, 3, 4}},
+		{`{"value":[2],"exclude":true}`, []int{3, 4}},
+		{`{"value":[2],"exclude":false}`, []int{2, 2, 3, 4}},
+		{`{"value":[2],"rid":"` + rids["i2"] + `","exclude":false}`, []int{2, 2, 3, 4}},
+		{`{"value":[2],"rid":"` + rids["i5"] + `","exclude":false}`, []int{2, 3, 4}},
+		{`{"value":[2],"rid":"` + rids["i2"] + `","exclude":true}`, []int{2, 3, 4}},
+		{`{"value":[2],"rid":null,"exclude":true}`, []int{3, 4}},
 		{`{"value":["a"],"exclude":true}`, nil},
 		{`{"value":[{"type":"array","low":1,"high":2}],"exclude":true}`, nil},
 	} {
@@ -46,7 +62,8 @@ func TestResumeFilterInTheBody(t *testing.T) {
 			t.Errorf("resumeFilter %s: %d %v, want %v", tc.filter, code, got, tc.want)
 		}
 	}
-	for _, bad := range []string{`{"value":[]}`, `{"value":[1,2]}`, `[1]`, `{"value":[{"type":"map"}]}`} {
+	for _, bad := range []string{`{"value":[]}`, `{"value":[1,2]}`, `[1]`, `{"value":[{"type":"map"}]}`,
+		`{"value":[2],"rid":"x"}`, `{"value":[2],"rid":5}`} {
 		if code, _ := query(`{` + q + `,"resumeFilter":` + bad + `}`); code != http.StatusBadRequest {
 			t.Errorf("resumeFilter %s: %d, want 400", bad, code)
 		}
