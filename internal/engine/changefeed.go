@@ -846,19 +846,31 @@ type feedScan struct {
 	size     int
 	last     uint64 // LSN of the last item
 	examined int
+	// filled: a change was left for the next page, which it would have
+	// taken past maxPageBytes (add).
+	filled bool
 }
 
 // admit reports whether a change at lsn may still join the page: a full
 // page still takes the rest of its last LSN, so no LSN is ever split.
 func (s *feedScan) admit(lsn uint64) bool {
-	full := len(s.items) >= s.limit || s.size >= maxPageBytes
+	full := s.filled || len(s.items) >= s.limit || s.size >= maxPageBytes
 	return !full || lsn == s.last
 }
 
-func (s *feedScan) add(lsn uint64, item []byte) {
+// add puts the change at lsn on the page, unless it is the first of its
+// LSN and would take the page past maxPageBytes, as the service bounds a
+// response (a change larger than that comes alone); it then reports false
+// and the page is full.
+func (s *feedScan) add(lsn uint64, item []byte) bool {
+	if len(s.items) > 0 && lsn != s.last && s.size+len(item) > maxPageBytes {
+		s.filled = true
+		return false
+	}
 	s.items = append(s.items, item)
 	s.size += len(item)
 	s.last = lsn
+	return true
 }
 
 func (s *feedScan) scoped(epk, pk []byte) bool {
@@ -1011,7 +1023,9 @@ func (s *feedScan) read(changes []feedChange) (full bool, err error) {
 		if s.c.expired(&rec, s.now) {
 			continue // ttl.md A3: expired items appear nowhere
 		}
-		s.add(ch.lsn, withLSN(nil, rec.json, ch.lsn))
+		if !s.add(ch.lsn, withLSN(nil, rec.json, ch.lsn)) {
+			return true, nil
+		}
 	}
 	return false, nil
 }
@@ -1102,7 +1116,7 @@ func (s *feedScan) versions(seq int, resumed bool) (bool, error) {
 	}
 	cutoff := s.c.versionCutoff(s.now)
 	next := resumed
-	return s.walk(famFeedVersion, floor, versionTimes, func(lsn uint64, _, v []byte) (bool, error) {
+	full, err := s.walk(famFeedVersion, floor, versionTimes, func(lsn uint64, _, v []byte) (bool, error) {
 		rec, err := decodeVersionRecord(v)
 		if err != nil {
 			return false, err
@@ -1119,9 +1133,9 @@ func (s *feedScan) versions(seq int, resumed bool) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		s.add(lsn, out)
-		return true, nil
+		return s.add(lsn, out), nil
 	})
+	return full || s.filled, err
 }
 
 // withLSN appends item (a JSON object) to dst with "_lsn" added.

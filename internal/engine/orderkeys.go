@@ -355,11 +355,10 @@ func (w *orderStream) coveredGroup(value []byte, at walkResume) (more, covered b
 			}
 			pos := appendSortKey(append(bytes.Clone(prefix), modeKeys), m.sortKey)
 			for j := first; j < len(m.rows); j++ {
-				if w.full() {
+				if !w.put(m.rows[j]) {
 					w.stop(pos, j)
 					return false
 				}
-				w.add(m.rows[j])
 			}
 			last, lastSkip = pos, len(m.rows)
 		}
@@ -448,11 +447,10 @@ func (w *orderStream) sorted(members []sortMember, at *sortKey, skip int, prefix
 			first = skip
 		}
 		for j := first; j < len(m.rows); j++ {
-			if w.full() {
+			if !w.put(m.rows[j]) {
 				stop(m, j)
 				return false, nil
 			}
-			w.add(m.rows[j])
 		}
 	}
 	return true, nil

@@ -394,19 +394,25 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 	return nil
 }
 
-// full reports whether the page can take no more rows.
-func (w *orderStream) full() bool {
-	return len(w.page.Items) == w.limit || (w.size > maxPageBytes && len(w.page.Items) > 0) || w.win.done()
-}
-
-// add returns row on the page, unless the window skips it.
-func (w *orderStream) add(row document.Value) {
+// put returns row on the page, unless the window skips it, and reports
+// false, taking nothing, when the page is full: it holds its rows, its
+// window is done, or the row would take it past maxPageBytes, as the
+// service bounds a response (a row larger than that comes alone).
+func (w *orderStream) put(row document.Value) bool {
+	if len(w.page.Items) == w.limit || w.win.done() {
+		return false
+	}
 	if !w.win.take() {
-		return
+		return true
 	}
 	b := row.JSON()
+	if len(w.page.Items) > 0 && w.size+len(b) > maxPageBytes {
+		w.win.untake()
+		return false
+	}
 	w.page.Items = append(w.page.Items, b)
 	w.size += len(b)
+	return true
 }
 
 // stop ends the page with a continuation at pos, skip, unless the window
@@ -475,12 +481,11 @@ func (w *orderStream) undefined(from []byte, skip int) (bool, error) {
 			return err == nil, queryError(err)
 		}
 		for i := first; i < len(rows); i++ {
-			if w.full() {
+			if !w.put(rows[i]) {
 				w.stop(append([]byte{phaseUndefined}, pos...), i)
 				filled = true
 				return false, nil
 			}
-			w.add(rows[i])
 			if w.distinct != nil {
 				// Every document without the property makes this row
 				// (grouped distincts go through undefinedDistinct).
@@ -773,10 +778,9 @@ func (w *orderStream) distinctRows(groups []distinctGroup) (bool, error) {
 				return false, queryError(err)
 			}
 			for j := g.at.skip; j < len(rows); j++ {
-				if w.full() {
+				if !w.put(rows[j]) {
 					return stop(g, j)
 				}
-				w.add(rows[j])
 			}
 			continue
 		}
@@ -796,10 +800,9 @@ func (w *orderStream) distinctRows(groups []distinctGroup) (bool, error) {
 		if !found {
 			continue
 		}
-		if w.full() {
+		if !w.put(row) {
 			return stop(g, 0)
 		}
-		w.add(row)
 	}
 	return true, nil
 }
@@ -1004,10 +1007,9 @@ func (d *rowSet) emit(w *orderStream, rows []document.Value, first int, stop fun
 			continue
 		}
 		if i >= first {
-			if w.full() {
+			if !w.put(row) {
 				return stop(i)
 			}
-			w.add(row)
 		}
 		if err := d.budget.Hold(len(k) + 48); err != nil {
 			return false, queryError(err)
@@ -1108,11 +1110,10 @@ func (w *orderStream) group(value []byte, locs [][]byte, at walkResume) (bool, e
 	for _, m := range ms {
 		for _, row := range m.rows {
 			if n >= first {
-				if w.full() {
+				if !w.put(row) {
 					w.stop(append(append([]byte{phaseWalk}, value...), modeGroup), n)
 					return false, nil
 				}
-				w.add(row)
 			}
 			n++
 		}
@@ -1141,12 +1142,11 @@ func (w *orderStream) exactMember(value, loc []byte, at walkResume) (bool, error
 		return true, nil
 	}
 	for j := first; j < len(rows); j++ {
-		if w.full() {
+		if !w.put(rows[j]) {
 			p := append(append([]byte{phaseWalk}, value...), modeItem)
 			w.stop(append(p, w.scanPos(loc)...), j)
 			return false, nil
 		}
-		w.add(rows[j])
 	}
 	return true, nil
 }

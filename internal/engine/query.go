@@ -934,7 +934,18 @@ func streamQuery(src itemSource, c *containerRecord, prog *eval.Program, s *item
 				}
 				key = k
 			}
-			if len(page.Items) == limit || (size > maxPageBytes && len(page.Items) > 0) {
+			// The row's bytes, when the page is to return it: a row that
+			// would take the page past maxPageBytes starts the next one,
+			// as the service bounds a response (one larger comes alone).
+			var b []byte
+			n, asStored := 0, whole && len(rows) == 1 // the row is the document as stored
+			if (win == nil || win.made >= win.from) && returned == 0 {
+				if n = len(rec.json); !asStored {
+					b = rows[i].JSON()
+					n = len(b)
+				}
+			}
+			if len(page.Items) == limit || (size+n > maxPageBytes && len(page.Items) > 0) {
 				resume(pos, i)
 				return false, nil
 			}
@@ -950,11 +961,8 @@ func streamQuery(src itemSource, c *containerRecord, prog *eval.Program, s *item
 				returned--
 				continue
 			}
-			var b []byte
-			if whole && len(rows) == 1 {
-				b = page.keep(rec.json) // the row is the document as stored
-			} else {
-				b = rows[i].JSON()
+			if asStored {
+				b = page.keep(rec.json)
 			}
 			page.Items = append(page.Items, b)
 			size += len(b)
@@ -1035,6 +1043,14 @@ func (w *rowWindow) take() bool {
 	}
 	w.made++
 	return w.made > w.from
+}
+
+// untake gives back the row take counted last, which the page did not
+// return after all.
+func (w *rowWindow) untake() {
+	if w != nil {
+		w.made--
+	}
 }
 
 // done reports whether the window's rows are all made.
