@@ -48,6 +48,7 @@ type containerRecord struct {
 	mode       string       // indexing mode
 	index      indexPolicy
 	vectors    vector.Policy
+	planar     bool // geospatialConfig Geometry: spatial functions work in the plane
 	computed   []computedProperty
 }
 
@@ -159,6 +160,9 @@ func normalizeContainer(body document.Value) (document.Value, ttl.Setting, *Erro
 		return document.Undef, ttl.Setting{}, derr
 	}
 	props = props.With("indexingPolicy", ip)
+	if derr := checkGeospatial(body.Get("geospatialConfig"), ip.Get("spatialIndexes")); derr != nil {
+		return document.Undef, ttl.Setting{}, derr
+	}
 	if err := ttl.CheckIndexingMode(setting, ip.Get("indexingMode").Str()); err != nil {
 		return document.Undef, ttl.Setting{}, &Error{Code: BadRequest, Message: err.Error()}
 	}
@@ -467,6 +471,48 @@ func checkSpatialIndexes(v document.Value) *Error {
 	return nil
 }
 
+// checkGeospatial refuses a geospatialConfig other than the service's two
+// kinds of space, and a spatial index whose boundingBox is not four
+// numbers around some area; in a container of geometry every spatial
+// index needs one, for the plane has no extent of its own to index.
+func checkGeospatial(config, spatial document.Value) *Error {
+	if config.IsDefined() && !config.IsNull() {
+		t := config.Get("type")
+		if config.Kind() != document.Object || t.Kind() != document.String || !strings.EqualFold(t.Str(), "Geography") && !strings.EqualFold(t.Str(), "Geometry") {
+			return errorf(BadRequest, "The geospatialConfig must be an object whose 'type' is Geography or Geometry.")
+		}
+	}
+	list, _ := policyList(spatial, "spatialIndexes")
+	for _, si := range list {
+		path := si.Get("path").Str()
+		box := si.Get("boundingBox")
+		if !box.IsDefined() || box.IsNull() {
+			if planarConfig(config) {
+				return errorf(BadRequest, "The spatial index of path '%s' needs a boundingBox in a container whose geospatialConfig is Geometry.", path)
+			}
+			continue
+		}
+		var v [4]float64
+		for i, name := range []string{"xmin", "ymin", "xmax", "ymax"} {
+			x := box.Get(name)
+			if x.Kind() != document.Number {
+				return errorf(BadRequest, "The boundingBox of the spatial index of path '%s' must have the numbers xmin, ymin, xmax and ymax.", path)
+			}
+			v[i] = x.Float()
+		}
+		if v[0] >= v[2] || v[1] >= v[3] {
+			return errorf(BadRequest, "The boundingBox of the spatial index of path '%s' must have xmin below xmax and ymin below ymax.", path)
+		}
+	}
+	return nil
+}
+
+// planarConfig reports whether a geospatialConfig makes a container's
+// space the plane (geometry) rather than the Earth (geography).
+func planarConfig(config document.Value) bool {
+	return strings.EqualFold(config.Get("type").Str(), "Geometry")
+}
+
 // The service's limits on a unique key policy: keys per container, and
 // paths per key.
 const (
@@ -527,6 +573,7 @@ func (c *containerRecord) derive() (*containerRecord, *Error) {
 	// Checked when the container was written; one stored before the check
 	// existed orders by cosine wherever its policy cannot be read.
 	c.vectors, _ = vector.ParsePolicy(c.Props.Get("vectorEmbeddingPolicy"))
+	c.planar = planarConfig(c.Props.Get("geospatialConfig"))
 	// Checked when written; a container stored before they were computed
 	// computes none it cannot read.
 	c.computed, _ = parseComputedProperties(c.Props.Get("computedProperties"))

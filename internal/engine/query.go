@@ -71,6 +71,7 @@ func compileQueryWith(text string, params map[string]document.Value, now time.Ti
 	if u != nil {
 		opts.UDF = u.call
 		opts.Vectors = &u.vectors
+		opts.Planar = &u.planar
 	}
 	prog, err := eval.Compile(q, params, opts)
 	if err != nil {

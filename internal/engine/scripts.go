@@ -581,9 +581,12 @@ type udfs struct {
 	c       *containerRecord
 	fns     *script.Functions
 	vectors vector.Policy
+	planar  bool
 }
 
-func (u *udfs) bind(r storage.Reader, c *containerRecord) { u.r, u.c, u.vectors = r, c, c.vectors }
+func (u *udfs) bind(r storage.Reader, c *containerRecord) {
+	u.r, u.c, u.vectors, u.planar = r, c, c.vectors, c.planar
+}
 
 // call is the query evaluator's UDF hook. A function that throws, or one
 // that does not exist, fails the query with a 400.

@@ -68,6 +68,11 @@ type Options struct {
 	// program runs, so the caller may fill it in after Compile; nil means
 	// no embeddings (cosine everywhere).
 	Vectors *vector.Policy
+	// Planar points at whether the container's geospatialConfig is
+	// "Geometry": its spatial functions then work in the plane of the
+	// coordinates, in their units, rather than on the Earth. It is read
+	// when the program runs, as Vectors is; nil means geography.
+	Planar *bool
 
 	// orderByExpressions lets ORDER BY items be expressions
 	// (DeriveRewritten).

@@ -45,35 +45,54 @@ func ringArea(r []lonLat) float64 {
 	return math.Abs(sum) * authalicRad * authalicRad
 }
 
-// polygonArea is the outer ring's area less its holes'.
-func polygonArea(rings [][]lonLat) float64 {
+// planeRingArea is the area a ring encloses in the plane.
+func planeRingArea(r []lonLat) float64 {
+	sum := 0.0
+	for i := 0; i+1 < len(r); i++ {
+		sum += r[i].lon*r[i+1].lat - r[i+1].lon*r[i].lat
+	}
+	return math.Abs(sum) / 2
+}
+
+// polygonArea is the outer ring's area less its holes'. On the ellipsoid,
+// a clockwise outer ring bounds the rest of the Earth.
+func polygonArea(rings [][]lonLat, planar bool) float64 {
 	area := 0.0
 	for i, r := range rings {
-		if i == 0 {
-			area += ringArea(r)
-		} else {
-			area -= ringArea(r)
+		a := ringArea
+		if planar {
+			a = planeRingArea
+		}
+		switch {
+		case i > 0:
+			area -= a(r)
+		case !planar && newRingRegion(r).clockwise:
+			area += 4*math.Pi*authalicRad*authalicRad - a(r)
+		default:
+			area += a(r)
 		}
 	}
 	return max(area, 0)
 }
 
 func init() {
-	pure(1, 1, func(a []document.Value) document.Value {
-		g, why := parseGeometry(a[0])
+	// Not pure: the area depends on the container's kind of space, bound
+	// when the program runs.
+	register(1, 1, func(c *ctx, a []document.Value) (document.Value, error) {
+		g, why := parseGeometry(a[0], c.prog.planar())
 		if why != "" {
-			return undef
+			return undef, nil
 		}
 		switch g.kind {
 		case "Polygon":
-			return number(polygonArea(g.rings))
+			return number(polygonArea(g.rings, g.planar)), nil
 		case "MultiPolygon":
 			total := 0.0
 			for _, p := range g.polys {
-				total += polygonArea(p)
+				total += polygonArea(p, g.planar)
 			}
-			return number(total)
+			return number(total), nil
 		}
-		return document.Int(0) // points and lines have no area
+		return document.Int(0), nil // points and lines have no area
 	}, "ST_AREA")
 }

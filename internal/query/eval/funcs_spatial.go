@@ -2,32 +2,37 @@ package eval
 
 import (
 	"math"
+	"slices"
 
 	"github.com/mayfly-db/mayfly/internal/document"
 )
 
-// Spatial functions take GeoJSON Point, LineString and Polygon (and
-// MultiPolygon as the container of ST_WITHIN). Distances between points are
-// geodesic distances in metres on the WGS 84 ellipsoid, as the service
-// measures them (funcs_geodesic.go); a point's distance to an edge uses a
-// sphere of the Earth's mean radius; areas are measured on the ellipsoid
-// (funcs_area.go). Containment and crossing tests treat edges as straight
-// lines in longitude/latitude, which is close to the service's geodesic
-// edges for shapes of city size.
+// Spatial functions take GeoJSON Point, LineString, Polygon and
+// MultiPolygon. In a container of geography (the default) distances
+// between points are geodesic distances in metres on the WGS 84
+// ellipsoid, as the service measures them (funcs_geodesic.go); a point's
+// distance to an edge uses a sphere of the Earth's mean radius; areas are
+// measured on the ellipsoid (funcs_area.go); containment and crossing
+// take edges as great-circle arcs and a polygon as the region left of its
+// outer ring (funcs_sphere.go). In a container of geometry
+// (geospatialConfig "Geometry", Options.Planar) coordinates are x and y
+// in a plane, of any magnitude, and distances and areas are Euclidean,
+// in their units.
 
 const earthRadius = 6371008.8 // metres
 
 type lonLat struct{ lon, lat float64 }
 
 type geometry struct {
-	kind  string       // Point, LineString, Polygon, MultiPolygon
-	point lonLat       // Point
-	line  []lonLat     // LineString
-	rings [][]lonLat   // Polygon: outer ring then holes
-	polys [][][]lonLat // MultiPolygon
+	planar bool         // geometry in the plane rather than geography
+	kind   string       // Point, LineString, Polygon, MultiPolygon
+	point  lonLat       // Point
+	line   []lonLat     // LineString
+	rings  [][]lonLat   // Polygon: outer ring then holes
+	polys  [][][]lonLat // MultiPolygon
 }
 
-func position(v document.Value) (lonLat, string) {
+func position(v document.Value, planar bool) (lonLat, string) {
 	a := v.Array()
 	if v.Kind() != document.Array || len(a) < 2 || len(a) > 3 {
 		return lonLat{}, "A position must be an array of two or three numbers."
@@ -39,6 +44,7 @@ func position(v document.Value) (lonLat, string) {
 	}
 	p := lonLat{a[0].Float(), a[1].Float()}
 	switch {
+	case planar:
 	case p.lat < -90 || p.lat > 90:
 		return lonLat{}, "Latitude values must be between -90 and 90 degrees."
 	case p.lon < -180 || p.lon > 180:
@@ -47,13 +53,13 @@ func position(v document.Value) (lonLat, string) {
 	return p, ""
 }
 
-func positions(v document.Value) ([]lonLat, string) {
+func positions(v document.Value, planar bool) ([]lonLat, string) {
 	if v.Kind() != document.Array {
 		return nil, "Coordinates must be an array of positions."
 	}
 	out := make([]lonLat, 0, v.Len())
 	for _, e := range v.Array() {
-		p, why := position(e)
+		p, why := position(e, planar)
 		if why != "" {
 			return nil, why
 		}
@@ -62,8 +68,8 @@ func positions(v document.Value) ([]lonLat, string) {
 	return out, ""
 }
 
-func ring(v document.Value) ([]lonLat, string) {
-	r, why := positions(v)
+func ring(v document.Value, planar bool) ([]lonLat, string) {
+	r, why := positions(v, planar)
 	if why != "" {
 		return nil, why
 	}
@@ -76,13 +82,13 @@ func ring(v document.Value) ([]lonLat, string) {
 	return r, ""
 }
 
-func polygon(v document.Value) ([][]lonLat, string) {
+func polygon(v document.Value, planar bool) ([][]lonLat, string) {
 	if v.Kind() != document.Array || v.Len() == 0 {
 		return nil, "Polygon coordinates must be a non-empty array of rings."
 	}
 	var rings [][]lonLat
 	for _, e := range v.Array() {
-		r, why := ring(e)
+		r, why := ring(e, planar)
 		if why != "" {
 			return nil, why
 		}
@@ -91,31 +97,32 @@ func polygon(v document.Value) ([][]lonLat, string) {
 	return rings, ""
 }
 
-// parseGeometry reads a GeoJSON geometry; the string is why it is invalid.
-func parseGeometry(v document.Value) (geometry, string) {
+// parseGeometry reads a GeoJSON geometry, in the plane when planar; the
+// string is why it is invalid.
+func parseGeometry(v document.Value, planar bool) (geometry, string) {
 	if v.Kind() != document.Object {
 		return geometry{}, "A geometry must be a GeoJSON object."
 	}
 	t := v.Get("type")
 	c := v.Get("coordinates")
-	g := geometry{kind: t.Str()}
+	g := geometry{kind: t.Str(), planar: planar}
 	var why string
 	switch g.kind {
 	case "Point":
-		g.point, why = position(c)
+		g.point, why = position(c, planar)
 	case "LineString":
-		g.line, why = positions(c)
+		g.line, why = positions(c, planar)
 		if why == "" && len(g.line) < 2 {
 			why = "A LineString must have at least two positions."
 		}
 	case "Polygon":
-		g.rings, why = polygon(c)
+		g.rings, why = polygon(c, planar)
 	case "MultiPolygon":
 		if c.Kind() != document.Array || c.Len() == 0 {
 			return g, "MultiPolygon coordinates must be a non-empty array of polygons."
 		}
 		for _, pv := range c.Array() {
-			rings, w := polygon(pv)
+			rings, w := polygon(pv, planar)
 			if w != "" {
 				return g, w
 			}
@@ -245,12 +252,16 @@ func (g geometry) edges() [][2]lonLat {
 // contains reports whether point p lies in area g (a Polygon or
 // MultiPolygon).
 func (g geometry) contains(p lonLat) bool {
+	in := inPolygonOnSphere
+	if g.planar {
+		in = inPolygon
+	}
 	switch g.kind {
 	case "Polygon":
-		return inPolygon(p, g.rings)
+		return in(p, g.rings)
 	case "MultiPolygon":
 		for _, rings := range g.polys {
-			if inPolygon(p, rings) {
+			if in(p, rings) {
 				return true
 			}
 		}
@@ -258,9 +269,35 @@ func (g geometry) contains(p lonLat) bool {
 	return false
 }
 
+// onEdge reports whether p lies on edge e.
+func (g geometry) onEdge(e [2]lonLat, p lonLat) bool {
+	if g.planar {
+		return orient(e[0], e[1], p) == 0 && onSegment(e[0], e[1], p)
+	}
+	return onArc(unit(e[0]), unit(e[1]), unit(p))
+}
+
+// edgesMeet reports whether edges e and f share a point; with proper, only
+// whether they cross at a point inside both.
+func (g geometry) edgesMeet(e, f [2]lonLat, proper bool) bool {
+	if g.planar {
+		if proper {
+			o1, o2 := orient(f[0], f[1], e[0]), orient(f[0], f[1], e[1])
+			o3, o4 := orient(e[0], e[1], f[0]), orient(e[0], e[1], f[1])
+			return ((o1 > 0 && o2 < 0) || (o1 < 0 && o2 > 0)) && ((o3 > 0 && o4 < 0) || (o3 < 0 && o4 > 0))
+		}
+		return segmentsCross(e[0], e[1], f[0], f[1])
+	}
+	a, b, c, d := unit(e[0]), unit(e[1]), unit(f[0]), unit(f[1])
+	if proper {
+		return arcsCross(a, b, c, d)
+	}
+	return arcsMeet(a, b, c, d)
+}
+
 func intersects(a, b geometry) bool {
 	if a.kind == "Point" && b.kind == "Point" {
-		return a.point == b.point
+		return a.point == b.point || !a.planar && a.point.lat == b.point.lat && math.Abs(a.point.lat) == 90
 	}
 	for _, v := range a.vertices() {
 		if b.contains(v) {
@@ -278,7 +315,7 @@ func intersects(a, b geometry) bool {
 			pt, other = b, a
 		}
 		for _, e := range other.edges() {
-			if orient(e[0], e[1], pt.point) == 0 && onSegment(e[0], e[1], pt.point) {
+			if a.onEdge(e, pt.point) {
 				return true
 			}
 		}
@@ -286,7 +323,7 @@ func intersects(a, b geometry) bool {
 	}
 	for _, e := range a.edges() {
 		for _, f := range b.edges() {
-			if segmentsCross(e[0], e[1], f[0], f[1]) {
+			if a.edgesMeet(e, f, false) {
 				return true
 			}
 		}
@@ -298,29 +335,86 @@ func distance(a, b geometry) float64 {
 	if intersects(a, b) {
 		return 0
 	}
+	points, segment := geodesic, segmentDistance
+	if a.planar {
+		points, segment = planeDistance, planeSegmentDistance
+	}
 	best := math.Inf(1)
 	for _, v := range a.vertices() {
 		if b.kind == "Point" {
-			best = math.Min(best, geodesic(v, b.point))
+			best = math.Min(best, points(v, b.point))
 		}
 		for _, e := range b.edges() {
-			best = math.Min(best, segmentDistance(v, e[0], e[1]))
+			best = math.Min(best, segment(v, e[0], e[1]))
 		}
 	}
 	for _, v := range b.vertices() {
 		for _, e := range a.edges() {
-			best = math.Min(best, segmentDistance(v, e[0], e[1]))
+			best = math.Min(best, segment(v, e[0], e[1]))
 		}
 	}
 	return best
 }
 
+func planeDistance(a, b lonLat) float64 { return math.Hypot(b.lon-a.lon, b.lat-a.lat) }
+
+// planeSegmentDistance is the distance from p to the segment a-b in the
+// plane.
+func planeSegmentDistance(p, a, b lonLat) float64 {
+	dx, dy := b.lon-a.lon, b.lat-a.lat
+	l2 := dx*dx + dy*dy
+	if l2 == 0 {
+		return planeDistance(p, a)
+	}
+	t := max(0, min(1, ((p.lon-a.lon)*dx+(p.lat-a.lat)*dy)/l2))
+	return planeDistance(p, lonLat{a.lon + t*dx, a.lat + t*dy})
+}
+
+// within reports whether g1 lies within g2. An area holds what has no
+// vertex outside it and no edge leaving it and coming back (through a
+// hole or a concave part); a line holds the points on it and the lines
+// whose every vertex and edge is on it; a point holds itself alone.
+func within(g1, g2 geometry) bool {
+	switch g2.kind {
+	case "Point":
+		return g1.kind == "Point" && intersects(g1, g2)
+	case "LineString":
+		if g1.kind != "Point" && g1.kind != "LineString" {
+			return false
+		}
+		for _, v := range g1.vertices() {
+			if !slices.ContainsFunc(g2.edges(), func(e [2]lonLat) bool { return g2.onEdge(e, v) }) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, v := range g1.vertices() {
+		if !g2.contains(v) {
+			return false
+		}
+	}
+	if g1.kind != "Point" {
+		for _, e := range g1.edges() {
+			for _, f := range g2.edges() {
+				if g2.edgesMeet(e, f, true) {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// planar reports whether the program runs over a container of geometry.
+func (p *Program) planar() bool { return p.opts.Planar != nil && *p.opts.Planar }
+
 // spatial2 registers a function of two geometries, charging the work of
 // comparing every edge of one with every edge of the other.
 func spatial2(name string, fn func(g1, g2 geometry) document.Value) {
 	register(2, 2, func(c *ctx, a []document.Value) (document.Value, error) {
-		g1, w1 := parseGeometry(a[0])
-		g2, w2 := parseGeometry(a[1])
+		g1, w1 := parseGeometry(a[0], c.prog.planar())
+		g2, w2 := parseGeometry(a[1], c.prog.planar())
 		if w1 != "" || w2 != "" {
 			return undef, nil
 		}
@@ -335,41 +429,20 @@ func spatial2(name string, fn func(g1, g2 geometry) document.Value) {
 
 func init() {
 	spatial2("ST_DISTANCE", func(g1, g2 geometry) document.Value { return number(distance(g1, g2)) })
-	spatial2("ST_WITHIN", func(g1, g2 geometry) document.Value {
-		if g2.kind != "Polygon" && g2.kind != "MultiPolygon" {
-			return undef
-		}
-		for _, v := range g1.vertices() {
-			if !g2.contains(v) {
-				return vFals
-			}
-		}
-		// An edge leaving and re-entering the area through a hole or a
-		// concave part is not within it.
-		if g1.kind != "Point" {
-			for _, e := range g1.edges() {
-				for _, f := range g2.edges() {
-					if o1, o2 := orient(f[0], f[1], e[0]), orient(f[0], f[1], e[1]); (o1 > 0 && o2 < 0) || (o1 < 0 && o2 > 0) {
-						if o3, o4 := orient(e[0], e[1], f[0]), orient(e[0], e[1], f[1]); (o3 > 0 && o4 < 0) || (o3 < 0 && o4 > 0) {
-							return vFals
-						}
-					}
-				}
-			}
-		}
-		return vTrue
-	})
+	spatial2("ST_WITHIN", func(g1, g2 geometry) document.Value { return boolVal(within(g1, g2)) })
 	spatial2("ST_INTERSECTS", func(g1, g2 geometry) document.Value { return boolVal(intersects(g1, g2)) })
-	pure(1, 1, func(a []document.Value) document.Value {
-		_, why := parseGeometry(a[0])
-		return boolVal(why == "")
+	// Not pure: whether a position is valid depends on the container's
+	// kind of space, bound when the program runs.
+	register(1, 1, func(c *ctx, a []document.Value) (document.Value, error) {
+		_, why := parseGeometry(a[0], c.prog.planar())
+		return boolVal(why == ""), nil
 	}, "ST_ISVALID")
-	pure(1, 1, func(a []document.Value) document.Value {
-		_, why := parseGeometry(a[0])
+	register(1, 1, func(c *ctx, a []document.Value) (document.Value, error) {
+		_, why := parseGeometry(a[0], c.prog.planar())
 		fields := []document.Field{{Name: "valid", Value: boolVal(why == "")}}
 		if why != "" {
 			fields = append(fields, document.Field{Name: "reason", Value: document.Str(why)})
 		}
-		return document.Obj(fields)
+		return document.Obj(fields), nil
 	}, "ST_ISVALIDDETAILED")
 }

@@ -178,7 +178,10 @@ func runGolden(t *testing.T, path string) int {
 func runQuery(t *testing.T, b *block, docs []document.Value) []string {
 	params := map[string]document.Value{}
 	var vectors *vector.Policy
+	planar := false
 	switch rest := strings.TrimSpace(strings.TrimPrefix(b.directive, "query")); {
+	case rest == "planar":
+		planar = true
 	case strings.HasPrefix(rest, "params="):
 		v, err := document.Parse([]byte(strings.TrimPrefix(rest, "params=")))
 		if err != nil || v.Kind() != document.Object {
@@ -201,7 +204,7 @@ func runQuery(t *testing.T, b *block, docs []document.Value) []string {
 		t.Fatalf("line %d: unknown query option %q", b.line, rest)
 	}
 	text := strings.Join(b.input, "\n")
-	rows, err := evalQueryIn(text, params, docs, vectors)
+	rows, err := evalQueryIn(text, params, docs, vectors, planar)
 	if err != nil {
 		return []string{"error: " + err.Error()}
 	}
@@ -217,12 +220,12 @@ func runQuery(t *testing.T, b *block, docs []document.Value) []string {
 
 // evalQueryIn runs a query over docs under a container's vector embedding
 // policy (nil for none).
-func evalQueryIn(text string, params map[string]document.Value, docs []document.Value, vectors *vector.Policy) ([]document.Value, error) {
+func evalQueryIn(text string, params map[string]document.Value, docs []document.Value, vectors *vector.Policy, planar bool) ([]document.Value, error) {
 	q, err := parser.Parse(text)
 	if err != nil {
 		return nil, err
 	}
-	opts := eval.Options{Now: goldenNow, UDF: testUDF, Vectors: vectors}
+	opts := eval.Options{Now: goldenNow, UDF: testUDF, Vectors: vectors, Planar: &planar}
 	p, err := eval.Compile(q, params, opts)
 	if err != nil {
 		return nil, err
