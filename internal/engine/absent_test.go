@@ -46,6 +46,14 @@ func TestAbsentEntries(t *testing.T) {
 		"SELECT TOP 280 c.n FROM c ORDER BY c.n DESC",
 		"SELECT c.n FROM c WHERE c.pk != 'p2' ORDER BY c.n OFFSET 3 LIMIT 40",
 		"SELECT VALUE c.id FROM c ORDER BY c.n, c.id DESC",
+		// A document without c.n makes no row of these: the walks count
+		// only the documents that make one.
+		"SELECT TOP 5 VALUE c.n FROM c ORDER BY c.n",
+		"SELECT VALUE c.n FROM c ORDER BY c.n OFFSET 2 LIMIT 4",
+		"SELECT TOP 300 VALUE c.n FROM c ORDER BY c.n DESC",
+		"SELECT TOP 5 VALUE c.n FROM c ORDER BY c.n, c.id DESC",
+		"SELECT TOP 5 VALUE (c.n > 5 ? c.n : c.none) FROM c WHERE c.n >= 0 ORDER BY c.n",
+		"SELECT TOP 5 VALUE (c.n > 5 ? c.n : c.none) FROM c WHERE c.n >= 0 ORDER BY c.n, c.id DESC",
 	}
 	// drain runs text over sc in pages of size, and returns its rows and
 	// its first page.

@@ -203,7 +203,7 @@ func compositeItems(r storage.Reader, c *containerRecord, prog *eval.Program, pa
 	if !ok {
 		return nil, errBadContinuation
 	}
-	filter, err := whereOnly(prog)
+	filter, err := rowFilter(prog)
 	if err != nil {
 		return nil, queryError(err)
 	}

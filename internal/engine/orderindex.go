@@ -70,7 +70,7 @@ func orderedShape(c *containerRecord, q *ast.Query, params map[string]document.V
 // only a scan finds.
 func orderedItems(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, o *plan.Ordered, s *itemScope, now time.Time, st *readStats) ([]foundItem, bool, error) {
 	q := prog.Query()
-	filter, err := whereOnly(prog)
+	filter, err := rowFilter(prog)
 	if err != nil {
 		return nil, false, queryError(err)
 	}
@@ -163,8 +163,8 @@ func orderedItems(r storage.Reader, c *containerRecord, prog *eval.Program, para
 }
 
 // passes reports whether the item at loc, read by an index walk, is live
-// at now, in the scope and passes filter (the WHERE clause alone,
-// whereOnly). A document the filter fails on does not pass.
+// at now, in the scope and passes filter (whether it makes a row,
+// rowFilter). A document the filter fails on does not pass.
 func passes(c *containerRecord, s *itemScope, filter *eval.Program, now time.Time, loc []byte, rec *itemRecord) (bool, error) {
 	if c.expired(rec, now) || !s.keeps(rec) {
 		return false, nil
@@ -289,10 +289,21 @@ func filtersOn(q *ast.Query, params map[string]document.Value, path []string) bo
 	return false
 }
 
-// whereOnly compiles "SELECT * FROM … WHERE …" of prog's query: the
-// filter alone, judged like the query it comes from.
-func whereOnly(prog *eval.Program) (*eval.Program, error) {
+// rowFilter compiles "SELECT * FROM … WHERE …" of prog's query, judged
+// like the query it comes from: whether a document makes a row of it.
+// For SELECT VALUE e that is also e being defined: a document whose value
+// is undefined makes none, and a walk that counted it toward the rows it
+// wants would stop short of them.
+func rowFilter(prog *eval.Program) (*eval.Program, error) {
 	f := *prog.Query()
+	if v := f.Select.Value; v != nil {
+		defined := &ast.Call{Name: "IS_DEFINED", Args: []ast.Expr{v}}
+		if f.Where == nil {
+			f.Where = defined
+		} else {
+			f.Where = &ast.Binary{Op: ast.OpAnd, L: f.Where, R: defined}
+		}
+	}
 	f.Select = ast.Select{Star: true}
 	f.OrderBy, f.GroupBy, f.Offset, f.Limit = nil, nil, nil, nil
 	return prog.Derive(&f)
