@@ -273,6 +273,10 @@ func (h *Handler) serve(rq *request) {
 		h.fail(rq, err)
 		return
 	}
+	if err := checkIndexingDirective(r); err != nil {
+		h.fail(rq, err)
+		return
+	}
 	if p.ridLink != "" && !signedAsNames {
 		names, byRid, err := h.eng.ResolveRidLink(r.Context(), p.segs)
 		if err != nil {
@@ -341,6 +345,18 @@ func (h *Handler) checkConsistency(r *http.Request) error {
 		return badRequest("ConsistencyLevel %s specified in the request is invalid when service is configured with consistency level %s. Ensure the request consistency level is not stronger than the service consistency level.", v, h.consist)
 	}
 	return nil
+}
+
+// checkIndexingDirective refuses an x-ms-indexing-directive that names no
+// directive. Every item is indexed whatever it names (README, "Not served
+// yet").
+func checkIndexingDirective(r *http.Request) error {
+	v := strings.TrimSpace(r.Header.Get("x-ms-indexing-directive"))
+	switch strings.ToLower(v) {
+	case "", "include", "exclude", "default":
+		return nil
+	}
+	return badRequest("Invalid value '%s' for header x-ms-indexing-directive: use Include, Exclude or Default.", v)
 }
 
 // checkVersion refuses an x-ms-version that is not an API version: the

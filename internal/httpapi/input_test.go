@@ -210,6 +210,17 @@ func TestAPIVersionIsChecked(t *testing.T) {
 	}
 }
 
+// An x-ms-indexing-directive must name a directive.
+func TestIndexingDirectiveIsChecked(t *testing.T) {
+	h := newTestHandler(t)
+	for v, want := range map[string]int{"Bogus": 400, "Include": 200, "exclude": 200, "Default": 200, "": 200} {
+		rec := serve(h, "GET", "/dbs/db/colls/c", "", map[string]string{"x-ms-indexing-directive": v})
+		if rec.Code != want || (want == 400 && !strings.Contains(rec.Body.String(), "x-ms-indexing-directive")) {
+			t.Errorf("x-ms-indexing-directive %q: %d %s, want %d", v, rec.Code, rec.Body, want)
+		}
+	}
+}
+
 // A create, upsert or replace on a container with a partition key must
 // carry the key header, as the service requires; without one it is a 400
 // and nothing is written, whatever the body's key.
