@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -52,7 +53,12 @@ func newTestHandlerStore(t testing.TB) (*Handler, storage.Store) {
 
 // serve sends one correctly signed request.
 func serve(h *Handler, method, path, body string, headers map[string]string) *httptest.ResponseRecorder {
-	req := httptest.NewRequest(method, "https://localhost"+path, strings.NewReader(body))
+	return serveBody(h, method, path, strings.NewReader(body), headers)
+}
+
+// serveBody is serve with the body read from body.
+func serveBody(h *Handler, method, path string, body io.Reader, headers map[string]string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, "https://localhost"+path, body)
 	date := auth.FormatDate(time.Now())
 	req.Header.Set("x-ms-date", date)
 	if p, err := parseResourcePath(req.URL.EscapedPath()); err == nil {
@@ -73,7 +79,7 @@ func serve(h *Handler, method, path, body string, headers map[string]string) *ht
 // key and the signature. FuzzRequests sets one of them from its extra
 // argument, written "name: value".
 var fuzzHeaders = map[string]bool{
-	"a-im": true, "if-match": true, "if-modified-since": true, "if-none-match": true,
+	"a-im": true, "if-match": true, "x-ms-indexing-directive": true, "if-modified-since": true, "if-none-match": true,
 	"prefer": true, "x-ms-continuation": true, "x-ms-cosmos-batch-atomic": true,
 	"x-ms-cosmos-batch-continue-on-error": true, "x-ms-cosmos-changefeed-wire-format-version": true,
 	"x-ms-cosmos-is-batch-request": true, "x-ms-cosmos-is-query-plan-request": true,

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -218,6 +219,27 @@ func TestIndexingDirectiveIsChecked(t *testing.T) {
 		if rec.Code != want || (want == 400 && !strings.Contains(rec.Body.String(), "x-ms-indexing-directive")) {
 			t.Errorf("x-ms-indexing-directive %q: %d %s, want %d", v, rec.Code, rec.Body, want)
 		}
+	}
+}
+
+// stalledBody gives some bytes, then fails as a connection whose read
+// deadline passed.
+type stalledBody struct{ sent bool }
+
+func (b *stalledBody) Read(p []byte) (int, error) {
+	if b.sent {
+		return 0, os.ErrDeadlineExceeded
+	}
+	b.sent = true
+	return copy(p, `{"id":"x","pk":`), nil
+}
+
+// A body that stops coming is a 408, which the SDKs retry, not a 400.
+func TestStalledBodyIsATimeout(t *testing.T) {
+	h := newTestHandler(t)
+	rec := serveBody(h, "POST", "/dbs/db/colls/c/docs", &stalledBody{}, map[string]string{"x-ms-documentdb-partitionkey": `["p"]`})
+	if rec.Code != http.StatusRequestTimeout || !strings.Contains(rec.Body.String(), `"code":"RequestTimeout"`) {
+		t.Errorf("a stalled body: %d %s, want 408", rec.Code, rec.Body)
 	}
 }
 

@@ -1,8 +1,11 @@
 package httpapi
 
 import (
+	"errors"
 	"io"
+	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 
@@ -241,9 +244,15 @@ func (h *Handler) conflicts(rq *request, db, coll string, rest []string) {
 	}
 }
 
-// readBody reads the request body within the size limit.
+// readBody reads the request body within the size limit. A body that
+// stops coming is a 408, which the SDKs retry, as the service answers a
+// request it waited for too long.
 func (h *Handler) readBody(rq *request) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(rq.r.Body, h.maxBody+1))
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, &engine.Error{Code: engine.RequestTimeout, Message: "The request body did not arrive in time."}
+	}
 	if err != nil {
 		return nil, badRequest("The request body could not be read: %v", err)
 	}
