@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/mayfly-db/mayfly/internal/query/plan"
 )
 
 // A page stops before a row or change that would take it past 4 MB, as
@@ -85,5 +87,37 @@ func TestPagesStayUnderTheResponseBound(t *testing.T) {
 			p.Start, p.After = StartAfter, page.Position
 		}
 		check(fmt.Sprintf("change feed, mode %v", p.Mode), pages)
+	}
+}
+
+// The ordered stream (an ORDER BY walked in its index's order, a page at
+// a time) stops before a row that would take its page past 4 MB too.
+func TestOrderedStreamPagesStayUnderTheResponseBound(t *testing.T) {
+	ce := newCFEnv(t)
+	ce.coll("big", `"partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}`)
+	big := strings.Repeat("x", 1_500_000)
+	for i := range 2000 {
+		s := ""
+		if i >= 1997 {
+			s = big
+		}
+		ce.write("big", ModeCreate, fmt.Sprintf(`{"id":"i%d","pk":"p%d","n":%d,"s":"%s"}`, i, i%7, i, s))
+	}
+	for _, q := range []string{"SELECT * FROM c ORDER BY c.n DESC", "SELECT c.s FROM c ORDER BY c.n DESC"} {
+		p := QueryParams{ItemRef: cfRef("big", ""), Query: q, RangeID: "0", CrossPartition: true, MaxItemCount: 10}
+		page, err := ce.e.QueryItems(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		size := 0
+		for _, it := range page.Items {
+			size += len(it)
+		}
+		if page.Plan.Chosen.Access != plan.OrderedStream {
+			t.Errorf("%s: %s, want the ordered stream", q, page.Plan.Explain())
+		}
+		if len(page.Items) != 2 || size > maxPageBytes || page.Continuation == "" {
+			t.Errorf("%s: a first page of %d items and %d bytes, want the 2 that fit in %d and a continuation", q, len(page.Items), size, maxPageBytes)
+		}
 	}
 }
