@@ -82,7 +82,7 @@ func (e *Engine) prejudge(ctx context.Context, db, coll string, targets []condTa
 			if err != nil {
 				continue
 			}
-			holds, err := conditionHolds(t.cond, doc, now, b, c.computed)
+			holds, err := conditionHolds(t.cond, doc, now, b, c)
 			if err != nil && ErrorCode(err) == Internal {
 				// The request's context ended: the transaction will
 				// not run either.
@@ -97,9 +97,9 @@ func (e *Engine) prejudge(ctx context.Context, db, coll string, targets []condTa
 
 // judgeCondition is the verdict on cond for the item whose stored bytes
 // are item: the one judged ahead when there is one, else judged now.
-func judgeCondition(pre verdicts, cond string, item []byte, doc document.Value, now time.Time, b *eval.Budget, computed []computedProperty) (bool, error) {
+func judgeCondition(pre verdicts, cond string, item []byte, doc document.Value, now time.Time, b *eval.Budget, c *containerRecord) (bool, error) {
 	if v, ok := pre[verdictKey(cond, item)]; ok {
 		return v.holds, v.err
 	}
-	return conditionHolds(cond, doc, now, b, computed)
+	return conditionHolds(cond, doc, now, b, c)
 }

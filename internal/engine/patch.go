@@ -352,7 +352,7 @@ func (e *Engine) patchItemTx(tx storage.Txn, c *containerRecord, p PatchItemPara
 		return nil, err
 	}
 	if p.Condition != "" {
-		ok, err := judgeCondition(p.pre, p.Condition, live.rec.json, doc, now, p.budget, c.computed)
+		ok, err := judgeCondition(p.pre, p.Condition, live.rec.json, doc, now, p.budget, c)
 		if err != nil {
 			return nil, err
 		}

@@ -1342,17 +1342,18 @@ func pageResourcesByID(prog *eval.Program, vals []document.Value, limit int, fp 
 
 // ConditionEvaluator returns a patch-condition evaluator over the query
 // engine: the condition "FROM c WHERE …" holds when the item passes it.
-// A condition reads the container's computed properties as a query does.
-func conditionHolds(cond string, doc document.Value, now time.Time, b *eval.Budget, computed []computedProperty) (bool, error) {
+// A condition reads container c's computed properties, and judges in its
+// kind of space, as a query does.
+func conditionHolds(cond string, doc document.Value, now time.Time, b *eval.Budget, c *containerRecord) (bool, error) {
 	text := strings.TrimSpace(cond)
 	if !strings.HasPrefix(strings.ToUpper(text), "SELECT") {
 		text = "SELECT * " + text
 	}
-	prog, err := compileQuery(text, nil, now, b)
+	prog, err := compileQueryWith(text, nil, now, b, &udfs{planar: c.planar})
 	if err != nil {
 		return false, err
 	}
-	if prog, err = withComputedProgram(prog, computed); err != nil {
+	if prog, err = withComputedProgram(prog, c.computed); err != nil {
 		return false, err
 	}
 	if !prog.Streaming() {

@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	"github.com/mayfly-db/mayfly/internal/clock"
+	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/storage/teststore"
 )
 
@@ -33,6 +36,14 @@ func TestGeospatialConfigDecidesTheSpace(t *testing.T) {
 		rows := drainRows(t, e, q, nil)
 		if len(rows) != 1 || rows[0] != tc.want {
 			t.Errorf("%s: %v, want %s", tc.config, rows, tc.want)
+		}
+		// A patch condition judges in the container's space too.
+		planar := strings.Contains(tc.config, "Geometry")
+		_, err = e.PatchItem(context.Background(), PatchItemParams{ItemRef: batchRef(`["p"]`), ID: "door",
+			Condition: `FROM c WHERE ST_DISTANCE(c.loc, {"type":"Point","coordinates":[500,303]}) = 3`,
+			Ops:       []PatchOp{{Op: "set", Path: []string{"seen"}, Value: document.BoolValue(true)}}})
+		if held := err == nil; held != planar || err != nil && ErrorCode(err) != PreconditionFailed {
+			t.Errorf("%s: a patch condition on a distance of 3: %v, want it to hold: %v", tc.config, err, planar)
 		}
 	}
 }

@@ -34,15 +34,29 @@ func authalicLat(lat float64) float64 {
 	return math.Asin(max(-1, min(1, authalicQ(rad(lat))/authalicQP)))
 }
 
-// ringArea is the area enclosed by a closed ring, in square metres.
-func ringArea(r []lonLat) float64 {
+// ringExcess is the signed spherical excess of a ring of authalic
+// latitudes that holds no pole, in steradians.
+func ringExcess(r []lonLat) float64 {
 	sum := 0.0
 	for i := 0; i+1 < len(r); i++ {
-		t1, t2 := math.Tan(authalicLat(r[i].lat)/2), math.Tan(authalicLat(r[i+1].lat)/2)
+		t1, t2 := math.Tan(rad(r[i].lat)/2), math.Tan(rad(r[i+1].lat)/2)
 		dl := rad(r[i+1].lon - r[i].lon)
 		sum += 2 * math.Atan2(math.Tan(dl/2)*(t1+t2), 1+t1*t2)
 	}
-	return math.Abs(sum) * authalicRad * authalicRad
+	return sum
+}
+
+// earthArea is the area of the ellipsoid, in square metres.
+var earthArea = 4 * math.Pi * authalicRad * authalicRad
+
+// ringArea is the area of a ring's smaller side in square metres; for a
+// wide ring (ringRegion), of its left side.
+func ringArea(r []lonLat) float64 {
+	g := newRingRegion(r)
+	if g.wide {
+		return leftArea(r) * authalicRad * authalicRad
+	}
+	return smallArea(r) * authalicRad * authalicRad
 }
 
 // planeRingArea is the area a ring encloses in the plane.
@@ -64,10 +78,12 @@ func polygonArea(rings [][]lonLat, planar bool) float64 {
 			a = planeRingArea
 		}
 		switch {
+		case i > 0 && !planar && newRingRegion(r).wide:
+			area -= earthArea - a(r) // a wide hole is its ring's right side
 		case i > 0:
 			area -= a(r)
 		case !planar && newRingRegion(r).clockwise:
-			area += 4*math.Pi*authalicRad*authalicRad - a(r)
+			area += earthArea - a(r)
 		default:
 			area += a(r)
 		}

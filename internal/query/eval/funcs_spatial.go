@@ -297,7 +297,7 @@ func (g geometry) edgesMeet(e, f [2]lonLat, proper bool) bool {
 
 func intersects(a, b geometry) bool {
 	if a.kind == "Point" && b.kind == "Point" {
-		return a.point == b.point || !a.planar && a.point.lat == b.point.lat && math.Abs(a.point.lat) == 90
+		return a.samePlace(a.point, b.point)
 	}
 	for _, v := range a.vertices() {
 		if b.contains(v) {
@@ -379,31 +379,108 @@ func within(g1, g2 geometry) bool {
 	case "Point":
 		return g1.kind == "Point" && intersects(g1, g2)
 	case "LineString":
-		if g1.kind != "Point" && g1.kind != "LineString" {
-			return false
+		switch g1.kind {
+		case "Point":
+			return g2.onBoundary(g1.point)
+		case "LineString":
+			return lineOnLine(g1, g2)
 		}
-		for _, v := range g1.vertices() {
-			if !slices.ContainsFunc(g2.edges(), func(e [2]lonLat) bool { return g2.onEdge(e, v) }) {
-				return false
-			}
-		}
-		return true
+		return false
 	}
 	for _, v := range g1.vertices() {
 		if !g2.contains(v) {
 			return false
 		}
 	}
-	if g1.kind != "Point" {
-		for _, e := range g1.edges() {
-			for _, f := range g2.edges() {
-				if g2.edgesMeet(e, f, true) {
-					return false
-				}
+	if g1.kind == "Point" {
+		return true
+	}
+	for _, e := range g1.edges() {
+		for _, f := range g2.edges() {
+			if g2.edgesMeet(e, f, true) {
+				return false
+			}
+		}
+	}
+	// An area that holds a point of the other's boundary inside it (round
+	// a hole, or round what a clockwise ring leaves out) holds points on
+	// both sides of that boundary.
+	if g1.kind == "Polygon" || g1.kind == "MultiPolygon" {
+		for _, e := range g2.edges() {
+			if g1.contains(e[0]) && !g1.onBoundary(e[0]) {
+				return false
 			}
 		}
 	}
 	return true
+}
+
+// samePlace reports whether a and b are one place: in the plane, equal;
+// on the Earth, within arcEps (longitudes 180 and -180 are one meridian,
+// and every longitude at a pole is the pole).
+func (g geometry) samePlace(a, b lonLat) bool {
+	if g.planar {
+		return a == b
+	}
+	return angle(unit(a), unit(b)) <= arcEps
+}
+
+// onBoundary reports whether p lies on an edge of g, or is g when g is a
+// point.
+func (g geometry) onBoundary(p lonLat) bool {
+	if g.kind == "Point" {
+		return g.samePlace(g.point, p)
+	}
+	return slices.ContainsFunc(g.edges(), func(e [2]lonLat) bool { return g.onEdge(e, p) })
+}
+
+// lineOnLine reports whether every edge of line a lies on line b: each
+// edge, cut where b's vertices lie on it, has every piece's middle on b.
+func lineOnLine(a, b geometry) bool {
+	for _, e := range a.edges() {
+		cuts := []lonLat{e[0], e[1]}
+		for _, v := range b.line {
+			if a.onEdge(e, v) {
+				cuts = append(cuts, v)
+			}
+		}
+		from := func(p lonLat) float64 {
+			if a.planar {
+				return planeDistance(e[0], p)
+			}
+			return angle(unit(e[0]), unit(p))
+		}
+		slices.SortFunc(cuts, func(p, q lonLat) int { return cmpFloat(from(p), from(q)) })
+		for i := 1; i < len(cuts); i++ {
+			if !b.onBoundary(a.middle(cuts[i-1], cuts[i])) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// middle is the point halfway along the edge from p to q.
+func (g geometry) middle(p, q lonLat) lonLat {
+	if g.planar {
+		return lonLat{(p.lon + q.lon) / 2, (p.lat + q.lat) / 2}
+	}
+	m := unit(p).add(unit(q))
+	if m.length() < 1e-12 {
+		return p
+	}
+	m = m.normalized()
+	return lonLat{math.Atan2(m[1], m[0]) * 180 / math.Pi, math.Asin(max(-1, min(1, m[2]))) * 180 / math.Pi}
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 // planar reports whether the program runs over a container of geometry.

@@ -90,22 +90,23 @@ func sign(x float64) int {
 // ringRegion is a ring seen from the centre of its vertices: the gnomonic
 // projection onto the plane touching the sphere there maps great-circle
 // arcs to straight segments, so the side of the ring that lies in that
-// hemisphere is a plane polygon there.
+// hemisphere is a plane polygon there. A wide ring, one not within the
+// hemisphere about its centre (a band around the Earth, say), is judged
+// on the sphere by its left side alone (encloses, wideArea).
 type ringRegion struct {
 	verts     []vec3
 	centre    vec3
 	east, up  vec3
 	flat      [][2]float64
-	clockwise bool // seen from outside the sphere
-	// wide: the ring does not lie within the hemisphere about its centre
-	// (a band around the Earth, say), and is tested in longitude and
-	// latitude instead.
-	wide bool
-	ring []lonLat
+	clockwise bool // seen from outside the sphere; false for a wide ring
+	wide      bool
+	// inside is a point just left of the first edge, in the ring's left
+	// side, from which a wide ring's crossings are counted.
+	inside vec3
 }
 
 func newRingRegion(r []lonLat) ringRegion {
-	g := ringRegion{ring: r}
+	g := ringRegion{}
 	var sum vec3
 	for _, p := range r[:len(r)-1] {
 		v := unit(p)
@@ -114,14 +115,12 @@ func newRingRegion(r []lonLat) ringRegion {
 	}
 	g.verts = append(g.verts, g.verts[0])
 	if sum.length() < 1e-9 {
-		g.wide = true
-		return g
+		return g.widen()
 	}
 	g.centre = sum.normalized()
 	for _, v := range g.verts {
 		if v.dot(g.centre) < 1e-9 {
-			g.wide = true
-			return g
+			return g.widen()
 		}
 	}
 	g.east = vec3{0, 0, 1}.cross(g.centre)
@@ -142,23 +141,62 @@ func newRingRegion(r []lonLat) ringRegion {
 	return g
 }
 
+// widen makes g a wide ring, with its point inside.
+func (g ringRegion) widen() ringRegion {
+	g.wide = true
+	for i := 1; i < len(g.verts); i++ {
+		a, b := g.verts[i-1], g.verts[i]
+		if n := a.cross(b); n.length() > 1e-9 {
+			mid := a.add(b).normalized()
+			g.inside = mid.add(n.normalized().scale(1e-7)).normalized()
+			break
+		}
+	}
+	return g
+}
+
+// crossings counts the edges of g that the shorter arc from a to b
+// crosses; the arc goes by a point a quarter turn from a when b is nearly
+// a's antipode, where the shorter arc is not one.
+func (g ringRegion) crossings(a, b vec3) int {
+	if a.dot(b) < -0.9 {
+		n := a.cross(b)
+		if n.length() < 1e-9 {
+			n = a.cross(vec3{0, 0, 1})
+			if n.length() < 1e-9 {
+				n = a.cross(vec3{1, 0, 0})
+			}
+		}
+		q := n.cross(a).normalized()
+		return g.crossings(a, q) + g.crossings(q, b)
+	}
+	n := 0
+	for i := 1; i < len(g.verts); i++ {
+		if arcsCross(a, b, g.verts[i-1], g.verts[i]) {
+			n++
+		}
+	}
+	return n
+}
+
 func (g ringRegion) project(v vec3) [2]float64 {
 	q := v.scale(1 / v.dot(g.centre))
 	return [2]float64{q.dot(g.east), q.dot(g.up)}
 }
 
 // encloses reports whether p lies on the side of the ring that is within
-// the hemisphere about its centre (the smaller side), and whether it lies
-// on the ring itself, which counts as either side.
+// the hemisphere about its centre (the smaller side; for a wide ring, its
+// left side), and whether it lies on the ring itself, which counts as
+// either side.
 func (g ringRegion) encloses(p lonLat) (in, edge bool) {
-	if g.wide {
-		return inRing(p, g.ring), false
-	}
 	v := unit(p)
 	for i := 1; i < len(g.verts); i++ {
 		if onArc(g.verts[i-1], g.verts[i], v) {
 			return true, true
 		}
+	}
+	if g.wide {
+		return g.crossings(g.inside, v)%2 == 0, false
 	}
 	if v.dot(g.centre) <= 0 {
 		return false, false
@@ -176,7 +214,9 @@ func (g ringRegion) encloses(p lonLat) (in, edge bool) {
 // inPolygonOnSphere reports whether p lies in the polygon of rings: to the
 // left of its outer ring (the ring's own side when counter-clockwise, the
 // rest of the sphere when clockwise, its edge either way) and in none of
-// its holes (whose edges belong to the polygon).
+// its holes (whose edges belong to the polygon). A hole is its ring's
+// smaller side; a wide hole, the right side of its ring, as GeoJSON winds
+// holes clockwise.
 func inPolygonOnSphere(p lonLat, rings [][]lonLat) bool {
 	outer := newRingRegion(rings[0])
 	in, edge := outer.encloses(p)
@@ -186,10 +226,68 @@ func inPolygonOnSphere(p lonLat, rings [][]lonLat) bool {
 	if !in {
 		return false
 	}
-	for _, hole := range rings[1:] {
-		if in, edge := newRingRegion(hole).encloses(p); in && !edge {
+	for _, r := range rings[1:] {
+		hole := newRingRegion(r)
+		in, edge := hole.encloses(p)
+		if hole.wide {
+			in = !in
+		}
+		if in && !edge {
 			return false
 		}
 	}
 	return true
+}
+
+// authalicUnit is p's point on the authalic sphere, whose areas are the
+// ellipsoid's.
+func authalicUnit(p lonLat) vec3 { return unit(lonLat{p.lon, authalicLat(p.lat) * 180 / math.Pi}) }
+
+// smallArea is the area of the ring's smaller side on the unit authalic
+// sphere: the ring is turned so that its centre lies at longitude and
+// latitude 0, where it holds no pole, and measured there (ringExcess).
+func smallArea(r []lonLat) float64 {
+	var sum vec3
+	vs := make([]vec3, len(r))
+	for i, p := range r {
+		vs[i] = authalicUnit(p)
+		if i+1 < len(r) {
+			sum = sum.add(vs[i])
+		}
+	}
+	c := sum.normalized()
+	east := vec3{0, 0, 1}.cross(c)
+	if east.length() < 1e-9 {
+		east = vec3{0, 1, 0}
+	}
+	east = east.normalized()
+	up := c.cross(east)
+	turned := make([]lonLat, len(vs))
+	for i, v := range vs {
+		turned[i] = lonLat{math.Atan2(v.dot(east), v.dot(c)) * 180 / math.Pi, math.Asin(max(-1, min(1, v.dot(up)))) * 180 / math.Pi}
+	}
+	return math.Abs(ringExcess(turned))
+}
+
+// leftArea is the area of the ring's left side on the unit authalic
+// sphere, by the Gauss-Bonnet theorem: 2π less the turns the ring makes
+// at its vertices, left turns positive. Any ring has one, wide or not;
+// smallArea is the more exact for small rings, where 2π and the turns
+// nearly cancel.
+func leftArea(r []lonLat) float64 {
+	n := len(r) - 1
+	vs := make([]vec3, n)
+	for i := range n {
+		vs[i] = authalicUnit(r[i])
+	}
+	turns := 0.0
+	for i := range n {
+		a, b, c := vs[(i+n-1)%n], vs[i], vs[(i+1)%n]
+		in, out := a.cross(b).cross(b), b.cross(c).cross(b)
+		if in.length() == 0 || out.length() == 0 {
+			continue // a repeated vertex turns nowhere
+		}
+		turns += math.Atan2(in.cross(out).dot(b), in.dot(out))
+	}
+	return math.Mod(2*math.Pi-turns+4*math.Pi, 4*math.Pi)
 }
