@@ -131,6 +131,15 @@ func parseGeometry(v document.Value, planar bool) (geometry, string) {
 	default:
 		return g, "Unsupported or missing GeoJSON type."
 	}
+	if why == "" && !planar {
+		// Every great circle through two antipodes joins them: such an
+		// edge has no one shortest arc.
+		for _, e := range g.edges() {
+			if angle(unit(e[0]), unit(e[1])) > math.Pi-1e-9 {
+				return g, "An edge may not join two antipodal points."
+			}
+		}
+	}
 	return g, why
 }
 
