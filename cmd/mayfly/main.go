@@ -108,14 +108,23 @@ func run(args []string) error {
 	switch {
 	case *partitions < 1 || *partitions > 64:
 		return fmt.Errorf("--partitions %d: a container has from 1 to 64 partition key ranges", *partitions)
-	case *reserve < -1:
-		return fmt.Errorf("--disk-reserve-mib %d: give a number of MiB, 0 for the default, or -1 for no check", *reserve)
+	case *reserve < -1 || *reserve > maxMiB:
+		return fmt.Errorf("--disk-reserve-mib %d: give a number of MiB up to %d, 0 for the default, or -1 for no check", *reserve, maxMiB)
+	case *cacheMiB < 0 || *cacheMiB > maxMiB:
+		return fmt.Errorf("--cache-mib %d: give a number of MiB up to %d, or 0 for the default", *cacheMiB, maxMiB)
+	case *memtableMiB < 0 || *memtableMiB > maxMemtableMiB:
+		return fmt.Errorf("--memtable-mib %d: give a number of MiB up to %d, or 0 for the default", *memtableMiB, maxMemtableMiB)
 	case !(*purgeRU > 0) || math.IsInf(*purgeRU, 0):
 		return fmt.Errorf("--purge-ru-per-second %v: give a positive number", *purgeRU)
 	case *reqTimeout <= 0:
 		return fmt.Errorf("--request-timeout %v: give a positive duration", *reqTimeout)
 	case *noTLS && (*cert != "" || *certKey != ""):
 		return errors.New("give --cert and --cert-key, or --no-tls, not both")
+	case *key == "" && explicit(fs, "key"):
+		// An empty key would leave the well-known one in force.
+		return errors.New("--key is empty: give the account key (base64), or leave the flag out for the well-known emulator key")
+	case *roKey == "" && explicit(fs, "read-only-key"):
+		return errors.New("--read-only-key is empty: give the key (base64), or leave the flag out")
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -224,6 +233,14 @@ func run(args []string) error {
 	logger.Info("mayfly stopped")
 	return nil
 }
+
+// maxMiB bounds the sizes given in MiB (2^30 MiB: a pebibyte), far below
+// where a size in bytes would wrap; maxMemtableMiB, a memtable's, below
+// the 4 GiB the store allows one.
+const (
+	maxMiB         = 1 << 30
+	maxMemtableMiB = 4095
+)
 
 // explicit reports whether the flag name was given on the command line or
 // in its environment variable, rather than left at its default.

@@ -27,6 +27,7 @@ func TestExposureWarning(t *testing.T) {
 		{[]string{"--addr", "0.0.0.0:0"}, true},
 		{[]string{"--addr", "0.0.0.0:0", "--key", own}, false},
 		{[]string{"--addr", "localhost:0"}, false},
+		{[]string{"--addr", "localhost:0", "--compute-addr", "0.0.0.0:0"}, true},
 	} {
 		args := append([]string{"--in-memory", "--no-tls", "--metrics-addr", "127.0.0.1:0"}, tt.args...)
 		cmd := exec.Command(bin, args...)
@@ -107,6 +108,12 @@ func TestBadSettingsAreRefused(t *testing.T) {
 		{nil, []string{"--in-memory", "--partitions", "0"}, "--partitions"},
 		{nil, []string{"--in-memory", "--partitions", "65"}, "--partitions"},
 		{nil, []string{"--in-memory", "--disk-reserve-mib", "-2"}, "--disk-reserve-mib"},
+		{nil, []string{"--in-memory", "--disk-reserve-mib", "8796093022208"}, "--disk-reserve-mib"},
+		{nil, []string{"--in-memory", "--cache-mib", "8796093022208"}, "--cache-mib"},
+		{nil, []string{"--in-memory", "--memtable-mib", "4096"}, "--memtable-mib"},
+		{nil, []string{"--in-memory", "--key", ""}, "--key"},
+		{map[string]string{"MAYFLY_KEY": ""}, []string{"--in-memory"}, "--key"},
+		{nil, []string{"--in-memory", "--read-only-key", ""}, "--read-only-key"},
 		{nil, []string{"--in-memory", "--purge-ru-per-second", "NaN"}, "--purge-ru-per-second"},
 		{nil, []string{"--in-memory", "--purge-ru-per-second", "-1"}, "--purge-ru-per-second"},
 		{nil, []string{"--in-memory", "--request-timeout", "0s"}, "--request-timeout"},

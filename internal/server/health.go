@@ -70,7 +70,8 @@ var resourceKinds = map[string]bool{"dbs": true, "colls": true, "docs": true, "o
 	"users": true, "permissions": true, "sprocs": true, "triggers": true, "udfs": true, "attachments": true, "conflicts": true}
 
 // operationOf names a request for the metrics: its method and the kind of
-// resource it addresses ("GET docs", "POST docs query", "GET account").
+// resource it addresses ("GET docs", "POST docs query", "GET account"),
+// from fixed sets, so that no request adds a series of its own.
 func operationOf(r *http.Request) string {
 	kind := "account"
 	if path := strings.Trim(r.URL.Path, "/"); path != "" {
@@ -87,7 +88,14 @@ func operationOf(r *http.Request) string {
 	if kind != "account" && !resourceKinds[kind] {
 		kind = "other"
 	}
-	op := r.Method + " " + kind
+	method := r.Method
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
+	default:
+		// Any other name a client makes up would be a series of its own.
+		method = "OTHER"
+	}
+	op := method + " " + kind
 	if r.Method == http.MethodPost && (r.Header.Get("x-ms-documentdb-isquery") == "True" || r.Header.Get("x-ms-documentdb-isquery") == "true" ||
 		strings.HasPrefix(r.Header.Get("Content-Type"), "application/query+json")) {
 		op += " query"

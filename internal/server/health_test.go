@@ -25,6 +25,7 @@ func TestOperationOf(t *testing.T) {
 		{"POST", "/dbs/db/colls/c/docs", map[string]string{"Content-Type": "application/query+json"}, "POST docs query"},
 		{"GET", "/dbs/db/colls/c/whatever/x", nil, "GET other"},
 		{"POST", "/_mayfly/backup", nil, "POST other"},
+		{"FROB123", "/dbs", nil, "OTHER dbs"},
 	} {
 		r := httptest.NewRequest(tc.method, tc.path, nil)
 		for k, v := range tc.header {

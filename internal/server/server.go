@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -422,7 +423,8 @@ func (s *Server) Start() error {
 		}
 	}
 	s.lns = lns
-	if out := exposed(lns); len(out) > 0 && hasEmulatorKey(s.cfg.Keys) {
+	// The compute gateway serves the same API as the main listeners.
+	if out := exposed(append(slices.Clone(lns), s.computeLns...)); len(out) > 0 && hasEmulatorKey(s.cfg.Keys) {
 		s.warn("the API is reachable from other machines and accepts the well-known emulator key, "+
 			"so anyone who can connect can read and change all data; give --key or --key-file, "+
 			"or listen on localhost", "addr", out[0])
