@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 )
 
@@ -69,12 +70,17 @@ func validHostHeader(h string) bool {
 }
 
 // checkPublicURLs checks --public-url values: absolute http(s) URLs with a
-// host and no path beyond "/".
+// host name, a port from 1 to 65535 if any, and no path beyond "/".
 func checkPublicURLs(urls []string) error {
 	for _, u := range urls {
 		pu, err := url.Parse(u)
-		if err != nil || (pu.Scheme != "https" && pu.Scheme != "http") || pu.Host == "" ||
-			(pu.Path != "" && pu.Path != "/") || pu.RawQuery != "" || pu.User != nil {
+		ok := err == nil && (pu.Scheme == "https" || pu.Scheme == "http") && pu.Hostname() != "" &&
+			(pu.Path == "" || pu.Path == "/") && pu.RawQuery == "" && pu.User == nil && pu.Fragment == ""
+		if ok && pu.Port() != "" {
+			port, err := strconv.Atoi(pu.Port())
+			ok = err == nil && port >= 1 && port <= 65535
+		}
+		if !ok {
 			return fmt.Errorf("--public-url %q is not an http(s) URL of the form https://host:port/", u)
 		}
 	}

@@ -590,12 +590,32 @@ func (s *Server) closeStore() error {
 }
 
 // within reports whether path is dir or lies under it, both made
-// absolute.
+// absolute and their links followed (resolved).
 func within(path, dir string) bool {
-	p, err1 := filepath.Abs(path)
-	d, err2 := filepath.Abs(dir)
+	p, err1 := resolved(path)
+	d, err2 := resolved(dir)
 	if err1 != nil || err2 != nil {
 		return false
 	}
 	return p == d || strings.HasPrefix(p, d+string(filepath.Separator))
+}
+
+// resolved is path made absolute with the symbolic links of the part of
+// it that exists followed, so that a path through a link names where it
+// leads.
+func resolved(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	rest := ""
+	for dir := abs; ; dir = filepath.Dir(dir) {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(real, rest), nil
+		}
+		if filepath.Dir(dir) == dir {
+			return abs, nil
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+	}
 }

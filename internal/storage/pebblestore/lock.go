@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -50,8 +51,12 @@ func lockDir(dir string) (*pebble.Lock, error) {
 // isLockConflict reports whether err from pebble.LockDirectory means the
 // lock is held, as opposed to, say, an unwritable directory. fcntl's
 // F_SETLK answers EAGAIN or EACCES when another process holds the lock;
-// Pebble itself refuses a second lock from the same process.
+// Pebble itself refuses a second lock from the same process. EACCES from
+// opening the lock file is a permission the user lacks, not a holder.
 func isLockConflict(err error) bool {
+	if pe := (*fs.PathError)(nil); errors.As(err, &pe) && pe.Op == "open" {
+		return false
+	}
 	return errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES) ||
 		strings.Contains(err.Error(), "lock held by current process")
 }
