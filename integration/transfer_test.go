@@ -40,6 +40,13 @@ func TestExportAndImport(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Ids a path cannot address: a second import still finds them there.
+	odd := []string{"a/b", "h#ash", "q?x", "50%25off", "tail ", `back\\slash`}
+	for _, id := range odd {
+		if _, err := c1.CreateItem(ctx, azcosmos.NewPartitionKeyString("odd"), []byte(`{"id":"`+id+`","pk":"odd"}`), nil); err != nil {
+			t.Fatalf("create %q: %v", id, err)
+		}
+	}
 	if _, err := c2.CreateItem(ctx, azcosmos.NewPartitionKeyString("x"), []byte(`{"id":"short","a":{"b":"x"},"ttl":2}`), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -53,11 +60,11 @@ func TestExportAndImport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got != n+2 {
-		t.Fatalf("exported %d items, want %d", got, n+2)
+	if got != n+int64(len(odd))+2 {
+		t.Fatalf("exported %d items, want %d", got, n+int64(len(odd))+2)
 	}
-	if lines := strings.Count(dump.String(), "\n"); lines != n+4 {
-		t.Fatalf("%d lines, want %d (two container lines)", lines, n+4)
+	if lines := strings.Count(dump.String(), "\n"); lines != n+len(odd)+4 {
+		t.Fatalf("%d lines, want %d (two container lines)", lines, n+len(odd)+4)
 	}
 
 	// "short" has 2 s to live at export; once they are past, --as-of
@@ -68,15 +75,15 @@ func TestExportAndImport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Imported != n+1 || st.Expired != 1 || st.Present != 0 {
-		t.Fatalf("first import: %+v, want %d imported, 1 expired", st, n+1)
+	if st.Imported != n+int64(len(odd))+1 || st.Expired != 1 || st.Present != 0 {
+		t.Fatalf("first import: %+v, want %d imported, 1 expired", st, n+int64(len(odd))+1)
 	}
 	st, err = to.Import(ctx, bytes.NewReader(dump.Bytes()), transfer.ImportOptions{Database: "db", AsOf: transfer.AsOfExport})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Imported != 0 || st.Present != n+1 {
-		t.Fatalf("second import: %+v, want all %d already there", st, n+1)
+	if st.Imported != 0 || st.Present != n+int64(len(odd))+1 {
+		t.Fatalf("second import: %+v, want all %d already there", st, n+int64(len(odd))+1)
 	}
 	d1, err := dst.client.NewContainer("db", "plain")
 	if err != nil {

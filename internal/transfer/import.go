@@ -154,14 +154,23 @@ func (c *Client) importLine(ctx context.Context, line []byte, cur *target, o Imp
 	// the item is then not imported, which is an error.
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 	resp.Body.Close()
+	// Asked by a query rather than read by its path, which an id may not
+	// fit (one holding '/', '#', '?' or '%', or ending in a space).
 	id, _ := v["id"].(string)
-	got, err := c.do(ctx, http.MethodGet, "dbs/"+o.Database+"/colls/"+cur.id+"/docs/"+id,
-		map[string]string{"x-ms-documentdb-partitionkey": string(pk)}, nil, http.StatusOK, http.StatusNotFound)
+	got, err := c.do(ctx, http.MethodPost, "dbs/"+o.Database+"/colls/"+cur.id+"/docs",
+		map[string]string{"x-ms-documentdb-partitionkey": string(pk), "x-ms-documentdb-isquery": "True", "Content-Type": "application/query+json"},
+		map[string]any{"query": "SELECT VALUE COUNT(1) FROM c WHERE c.id = @id", "parameters": []map[string]any{{"name": "@id", "value": id}}},
+		http.StatusOK)
 	if err != nil {
-		return cur, fmt.Errorf("read item %v in %s after a conflict: %w", v["id"], cur.id, err)
+		return cur, fmt.Errorf("look for item %v in %s after a conflict: %w", v["id"], cur.id, err)
 	}
+	var page struct{ Documents []int }
+	err = json.NewDecoder(io.LimitReader(got.Body, 1<<16)).Decode(&page)
 	got.Body.Close()
-	if got.StatusCode == http.StatusNotFound {
+	if err != nil {
+		return cur, fmt.Errorf("look for item %v in %s after a conflict: %w", v["id"], cur.id, err)
+	}
+	if len(page.Documents) != 1 || page.Documents[0] == 0 {
 		return cur, fmt.Errorf("create item %v in %s: %w", v["id"], cur.id, errorOf(http.StatusConflict, msg))
 	}
 	st.Present++
