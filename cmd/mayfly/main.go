@@ -352,6 +352,12 @@ func clientFlags(fs *flag.FlagSet) func() (*transfer.Client, error) {
 	insecure := fs.Bool("insecure", false, "do not verify the server's certificate (its own self-signed one, on this machine)")
 	return func() (*transfer.Client, error) {
 		k := *key
+		switch {
+		case *keyFile != "" && explicit(fs, "key"):
+			return nil, errors.New("give --key or --key-file, not both")
+		case k == "":
+			return nil, errors.New("--key is empty: give the account key (base64), or leave the flag out for the well-known emulator key")
+		}
 		if *keyFile != "" {
 			b, err := os.ReadFile(*keyFile)
 			if err != nil {

@@ -123,6 +123,8 @@ func TestBadSettingsAreRefused(t *testing.T) {
 		{map[string]string{"MAYFLY_REQUEST_TIMEOUT": "30"}, []string{"--in-memory"}, "MAYFLY_REQUEST_TIMEOUT"},
 		{nil, []string{"import", "--database", "db", "--rate", "-5"}, "--rate"},
 		{map[string]string{"MAYFLY_RATE": "NaN"}, []string{"import", "--database", "db"}, "--rate"},
+		{nil, []string{"export", "--database", "db", "--key", "a2V5", "--key-file", "k"}, "not both"},
+		{nil, []string{"import", "--database", "db", "--key", ""}, "--key"},
 		// check reads MAYFLY_DATA_DIR: here a directory that is not there.
 		{map[string]string{"MAYFLY_DATA_DIR": filepath.Join(dir, "elsewhere")}, []string{"check"}, "elsewhere"},
 	} {
