@@ -85,6 +85,15 @@ func TestExportAndImport(t *testing.T) {
 	if st.Imported != 0 || st.Present != n+int64(len(odd))+1 {
 		t.Fatalf("second import: %+v, want all %d already there", st, n+int64(len(odd))+1)
 	}
+	// An empty dump makes no database.
+	if _, err := to.Import(ctx, strings.NewReader(""), transfer.ImportOptions{Database: "nothing"}); err != nil {
+		t.Fatal(err)
+	}
+	if nothing, err := dst.client.NewDatabase("nothing"); err != nil {
+		t.Fatal(err)
+	} else if _, err := nothing.Read(ctx, nil); err == nil {
+		t.Errorf("an empty dump made database nothing")
+	}
 	d1, err := dst.client.NewContainer("db", "plain")
 	if err != nil {
 		t.Fatal(err)

@@ -48,14 +48,12 @@ type ImportStats struct {
 }
 
 // Import reads a dump (Export's JSON lines) from r and creates its
-// containers (when missing) and items in o.Database, one line at a time.
+// database and containers (when missing) and items in o.Database, one
+// line at a time.
 // An item already present is left as it is, so an interrupted import can
 // simply be run again.
 func (c *Client) Import(ctx context.Context, r io.Reader, o ImportOptions) (ImportStats, error) {
 	var st ImportStats
-	if _, err := c.do(ctx, http.MethodPost, "dbs", nil, map[string]string{"id": o.Database}, http.StatusCreated, http.StatusConflict); err != nil {
-		return st, fmt.Errorf("create database %s: %w", o.Database, err)
-	}
 	br := bufio.NewReaderSize(r, 1<<20)
 	var cur *target
 	start := c.clock.Now()
@@ -199,6 +197,11 @@ func (c *Client) openTarget(ctx context.Context, props map[string]any, o ImportO
 		if f, err := n.Float64(); err == nil {
 			t.defaultTTL = &f
 		}
+	}
+	// The database is made with its first container, so that a dump
+	// that holds none (empty, or not a dump) leaves nothing behind.
+	if _, err := c.do(ctx, http.MethodPost, "dbs", nil, map[string]string{"id": o.Database}, http.StatusCreated, http.StatusConflict); err != nil {
+		return nil, fmt.Errorf("create database %s: %w", o.Database, err)
 	}
 	if _, err := c.do(ctx, http.MethodPost, "dbs/"+o.Database+"/colls", nil, props, http.StatusCreated, http.StatusConflict); err != nil {
 		return nil, fmt.Errorf("create container %s: %w", id, err)
