@@ -11,16 +11,6 @@ import (
 	"github.com/mayfly-db/mayfly/internal/storage"
 )
 
-// QueryPlan is the plan the SDKs ask for before running a cross-partition
-// query (docs/protocol.md §6.5): what the client must do itself (merge ORDER BY,
-// combine aggregates, apply TOP, DISTINCT, OFFSET/LIMIT), the rewritten
-// query to send to each range, and the ranges to ask. features is the
-// x-ms-cosmos-supported-query-features header sent with the query
-// (gatewayplan.OfQuery).
-func QueryPlan(q *ast.Query, params map[string]document.Value, features string) ([]byte, error) {
-	return gatewayplan.JSON(gatewayplan.DescribeFor(q, params, gatewayplan.OfQuery(features), vector.Policy{})), nil
-}
-
 // PlanFor parses a query over the items of container db/coll and returns
 // its plan, for query-plan requests from a client that announced features
 // (the value of x-ms-cosmos-supported-query-features). A query that needs

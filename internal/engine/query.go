@@ -219,7 +219,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	}
 	single = single || p.Whole
 	if !single && !prog.Streaming() {
-		return e.crossPartitionRefusal(prog, p.Params, p.Features)
+		return crossPartitionRefusal(c, prog, p.Params, p.Features)
 	}
 	if !single && !p.CrossPartition {
 		return errorf(BadRequest, "Cross partition query is required but disabled. Please set x-ms-documentdb-query-enablecrosspartition to true, specify x-ms-documentdb-partitionkey, or revise your query to avoid this exception.")
@@ -1191,13 +1191,16 @@ func pageRows(rows []document.Value, offset, limit int, page *FeedPage) (int, *E
 }
 
 // crossPartitionRefusal is the gateway's answer to a cross-partition query
-// it cannot serve directly: 400/1004 with the query plan, so the SDK runs
-// the query range by range and merges (docs/protocol.md §6.3).
-func (e *Engine) crossPartitionRefusal(prog *eval.Program, params map[string]document.Value, features string) error {
-	plan, err := QueryPlan(prog.Query(), params, features)
-	if err != nil {
-		return err
-	}
+// over container c it cannot serve directly: 400/1004 with the query plan
+// (docs/protocol.md §6.5), so the SDK runs the query range by range and
+// merges (§6.3). The plan is the one a query-plan request gets (PlanFor):
+// what the client must do itself (merge ORDER BY, in the direction the
+// container's embedding policy gives VectorDistance; combine aggregates;
+// apply TOP, DISTINCT, OFFSET/LIMIT) and the rewritten query to send to
+// each range. features is the x-ms-cosmos-supported-query-features header
+// sent with the query (gatewayplan.OfQuery).
+func crossPartitionRefusal(c *containerRecord, prog *eval.Program, params map[string]document.Value, features string) error {
+	plan := gatewayplan.JSON(gatewayplan.DescribeFor(prog.Query(), params, gatewayplan.OfQuery(features), c.vectors))
 	return &Error{Code: BadRequest, SubStatus: SubCrossPartitionNotServed, Additional: plan,
 		Message: "The provided cross partition query can not be directly served by the gateway. This is a first chance (internal) exception that all newer clients will know how to handle gracefully. This exception is traced, but unless you see it bubble up as an exception (which only happens on older SDK clients), then you can safely ignore this message."}
 }

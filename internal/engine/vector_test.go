@@ -67,6 +67,13 @@ func TestVectorDistanceFollowsThePolicy(t *testing.T) {
 		if !strings.Contains(string(plan), tc.dir) || !strings.Contains(string(plan), `"hasNonStreamingOrderBy":true`) {
 			t.Errorf("plan of %s: %s, want %s and a non-streaming ORDER BY", tc.query, plan, tc.dir)
 		}
+		// The plan a refusal to serve the query across partitions
+		// carries, which DocumentDB-era SDKs read, says the same.
+		_, err = be.e.QueryItems(ctx, QueryParams{ItemRef: batchRef(""), Query: tc.query, CrossPartition: true})
+		var ee *Error
+		if !errors.As(err, &ee) || ee.SubStatus != SubCrossPartitionNotServed || !strings.Contains(string(ee.Additional), tc.dir) {
+			t.Errorf("refusal of %s: %v, want a plan with %s", tc.query, err, tc.dir)
+		}
 	}
 	if _, err := be.e.PlanFor(ctx, "db", "gone", "SELECT TOP 1 * FROM c ORDER BY VectorDistance(c.e, [1])", nil, ""); !isCode(err, NotFound) {
 		t.Errorf("plan of a vector query over a missing container: %v, want 404", err)
