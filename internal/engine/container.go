@@ -730,7 +730,10 @@ func (e *Engine) ReadContainer(ctx context.Context, db, coll string) (*Resource,
 		if err != nil {
 			return err
 		}
-		if usage, err = e.usage(r, c, now, nil); err != nil || c.Index.Ready {
+		if usage, err = e.usage(r, c, now, nil); err != nil {
+			return err
+		}
+		if usage.Scripts, err = countScripts(r, c); err != nil || c.Index.Ready {
 			return err
 		}
 		cursor := c.Index.Cursor
@@ -760,6 +763,9 @@ type ContainerUsage struct {
 	// IndexProgress is the percentage of the items the index of the
 	// current policy covers: 100 unless a policy change is being applied.
 	IndexProgress int
+	// Scripts counts the container's scripts of each kind (ReadContainer
+	// alone fills it in).
+	Scripts map[ScriptKind]int
 }
 
 // progress estimates how much of the container a rebuild has covered,

@@ -87,6 +87,22 @@ func (k ScriptKind) ridType() byte {
 	return 8
 }
 
+// countScripts counts container c's scripts of each kind, in one walk of
+// their records: a container holds few.
+func countScripts(r storage.Reader, c *containerRecord) (map[ScriptKind]int, error) {
+	prefix := collPrefix(famScript, c.Rid)
+	counts := map[ScriptKind]int{}
+	err := scanRange(r, prefix, prefixEnd(prefix), func(k, _ []byte) (bool, error) {
+		for _, kind := range []ScriptKind{StoredProcedures, Triggers, Functions} {
+			if len(k) > len(prefix) && k[len(prefix)] == kind.tag() {
+				counts[kind]++
+			}
+		}
+		return true, nil
+	})
+	return counts, err
+}
+
 func scriptPrefix(collRid []byte, kind ScriptKind) []byte {
 	return append(collPrefix(famScript, collRid), kind.tag())
 }

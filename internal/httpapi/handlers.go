@@ -225,7 +225,9 @@ func (h *Handler) readContainer(rq *request, db, coll string) {
 	}
 	hd := rq.w.Header()
 	setHeader(hd, "x-ms-resource-quota", "functions=25;storedProcedures=100;triggers=25;documentSize=10240;documentsSize=10485760;documentsCount=-1;collectionSize=10485760;")
-	setHeader(hd, "x-ms-resource-usage", "functions=0;storedProcedures=0;triggers=0;documentSize="+strconv.FormatInt(usage.DocumentsSize/1024, 10)+
+	setHeader(hd, "x-ms-resource-usage", "functions="+strconv.Itoa(usage.Scripts[engine.Functions])+
+		";storedProcedures="+strconv.Itoa(usage.Scripts[engine.StoredProcedures])+";triggers="+strconv.Itoa(usage.Scripts[engine.Triggers])+
+		";documentSize="+strconv.FormatInt(usage.DocumentsSize/1024, 10)+
 		";documentsSize="+strconv.FormatInt(usage.DocumentsSize/1024, 10)+";documentsCount="+strconv.FormatInt(usage.DocumentsCount, 10)+
 		";collectionSize="+strconv.FormatInt(usage.DocumentsSize/1024, 10)+";")
 	setHeader(hd, "x-ms-documentdb-collection-index-transformation-progress", strconv.Itoa(usage.IndexProgress))
