@@ -53,7 +53,7 @@ func (h *Handler) routeAttachments(rq *request, db, coll, item string, s []strin
 			h.fail(rq, err)
 			return
 		}
-		h.replyPage(rq, engine.MetadataCharge, itemRid, "Attachments", valuesJSON(vals))
+		h.listReply(rq, itemRid, "Attachments", valuesJSON(vals))
 	case len(s) == 1 && m == http.MethodGet:
 		res, err := h.eng.ReadAttachment(ctx, aref, s[0])
 		if err != nil {
