@@ -34,6 +34,9 @@ func (c *compiler) query(q *ast.Query, outer []string, top bool) (*compiled, err
 	names := append([]string(nil), outer...)
 	if q.From != nil {
 		if top {
+			if _, sub := q.From.Expr.(*ast.Subquery); sub && !q.From.Iterate {
+				return nil, ast.NewError("SC2001", "A subquery in the FROM clause is not served by Mayfly: read the item's arrays through a JOIN, or aggregate the inner query's rows in the client.")
+			}
 			if id, ok := rootIdent(q.From.Expr); ok {
 				cq.container = id.Name
 			}
