@@ -537,10 +537,21 @@ func importDump(args []string) error {
 	st, err := c.Import(context.Background(), in, transfer.ImportOptions{Database: *db, Container: *coll, Rate: *rate, AsOf: mode,
 		Progress: func(s transfer.ImportStats) { report(s.Imported, s.Present, s.Expired) }})
 	fmt.Fprintf(os.Stderr, "\nimported %d items, %d already there, %d expired\n", st.Imported, st.Present, st.Expired)
-	if err != nil {
+	switch {
+	case err != nil && refused(err):
+		return fmt.Errorf("mayfly import: %w", err)
+	case err != nil:
 		return fmt.Errorf("mayfly import: %w (run it again to go on: items already there are skipped)", err)
 	}
 	return nil
+}
+
+// refused reports whether err is the server's refusal of a request, which
+// the same request meets again (a 4xx other than 408 and 429), so that
+// running the command again cannot get past it.
+func refused(err error) bool {
+	var e *transfer.Error
+	return errors.As(err, &e) && e.Status >= 400 && e.Status < 500 && e.Status != 408 && e.Status != 429
 }
 
 // restore makes a new data directory from a backup.

@@ -3,12 +3,16 @@ package main
 import (
 	"bufio"
 	"encoding/base64"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/mayfly-db/mayfly/internal/transfer"
 )
 
 // TestExposureWarning runs the mayfly binary and reads its stderr up to the
@@ -157,5 +161,26 @@ func TestFailedExportLeavesNoFile(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) > 0 {
 		t.Errorf("a failed export left %v", entries)
+	}
+}
+
+// An import stopped by a refusal the server would give again (a wrong
+// key, a unique key's 409) is not told to run again; one stopped by a
+// timeout, a throttle, a server error or the network is.
+func TestImportRefusalsAreNotRetried(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("line 3: %w", &transfer.Error{Status: 401}), true},
+		{fmt.Errorf("line 3: %w", &transfer.Error{Status: 409}), true},
+		{&transfer.Error{Status: 408}, false},
+		{&transfer.Error{Status: 429}, false},
+		{&transfer.Error{Status: 503}, false},
+		{errors.New("reach the server: connection refused"), false},
+	} {
+		if got := refused(tc.err); got != tc.want {
+			t.Errorf("refused(%v) = %v, want %v", tc.err, got, tc.want)
+		}
 	}
 }
