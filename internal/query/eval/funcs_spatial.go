@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"cmp"
 	"math"
 	"slices"
 
@@ -459,7 +460,7 @@ func lineOnLine(a, b geometry) bool {
 			}
 			return angle(unit(e[0]), unit(p))
 		}
-		slices.SortFunc(cuts, func(p, q lonLat) int { return cmpFloat(from(p), from(q)) })
+		slices.SortFunc(cuts, func(p, q lonLat) int { return cmp.Compare(from(p), from(q)) })
 		for i := 1; i < len(cuts); i++ {
 			if !b.onBoundary(a.middle(cuts[i-1], cuts[i])) {
 				return false
@@ -480,16 +481,6 @@ func (g geometry) middle(p, q lonLat) lonLat {
 	}
 	m = m.normalized()
 	return lonLat{math.Atan2(m[1], m[0]) * 180 / math.Pi, math.Asin(max(-1, min(1, m[2]))) * 180 / math.Pi}
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // planar reports whether the program runs over a container of geometry.
