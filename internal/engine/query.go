@@ -1343,7 +1343,7 @@ func pageResourcesByID(prog *eval.Program, vals []document.Value, limit int, fp 
 	return nil
 }
 
-// ConditionEvaluator returns a patch-condition evaluator over the query
+// conditionHolds judges a patch condition with the query
 // engine: the condition "FROM c WHERE …" holds when the item passes it.
 // A condition reads container c's computed properties, and judges in its
 // kind of space, as a query does.

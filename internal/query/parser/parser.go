@@ -74,9 +74,7 @@ func Parse(text string) (*ast.Query, error) {
 	p.advance()
 	p.advance()
 	q := p.query()
-	if p.err == nil && p.tok.kind != tEOF {
-		p.fail()
-	}
+	p.finish()
 	if p.err != nil {
 		return nil, p.err
 	}
@@ -92,9 +90,7 @@ func ParseExpr(text string) (ast.Expr, error) {
 	p.advance()
 	p.advance()
 	e := p.expr()
-	if p.err == nil && p.tok.kind != tEOF {
-		p.fail()
-	}
+	p.finish()
 	if p.err != nil {
 		return nil, p.err
 	}
@@ -118,6 +114,24 @@ type parser struct {
 	// Every function that returns an expression or a query sets it, so a
 	// node's height is known as it is built, without walking the tree.
 	h int
+}
+
+// finish fails a parse that stopped before the end of the text: at a token
+// the grammar had no place for, or at a character the lexer could not read.
+// The lexer answers such a character with end-of-file, so without this a
+// complete query followed by one ("c.n = 1 $ AND …") would parse as its
+// prefix and drop the rest.
+func (p *parser) finish() {
+	if p.err != nil {
+		return
+	}
+	if p.tok.kind != tEOF {
+		p.fail()
+		return
+	}
+	if p.lex.err != nil {
+		p.err = p.lex.err
+	}
 }
 
 func (p *parser) advance() {
