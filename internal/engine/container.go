@@ -38,10 +38,15 @@ type containerRecord struct {
 	// RangesV1: the ranges cut the hash space of version 1 keys
 	// (partition.SplitV1), where a container with such a key created
 	// before they did cuts version 2's, and keeps its items in range 0.
-	RangesV1 bool           `json:"rangesV1,omitempty"`
-	Props    document.Value `json:"props"`
-	TTL      ttl.History    `json:"ttl"`
-	Index    indexState     `json:"index"`
+	RangesV1 bool `json:"rangesV1,omitempty"`
+	// UniqueByValue: the unique-key entries encode values as DISTINCT
+	// compares them (eval.CanonicalKey), so 1e18 and 1000000000000000000
+	// collide. A container created before encodes their JSON text, and
+	// keeps doing so: its stored entries are in that form.
+	UniqueByValue bool           `json:"uniqueByValue,omitempty"`
+	Props         document.Value `json:"props"`
+	TTL           ttl.History    `json:"ttl"`
+	Index         indexState     `json:"index"`
 
 	pk         pkDefinition
 	uniqueKeys [][][]string // per unique key, its paths
@@ -698,7 +703,7 @@ func (e *Engine) CreateContainer(ctx context.Context, db string, body document.V
 			// in a database without shared throughput, its own 400 RU/s.
 			tp = &Throughput{Manual: defaultThroughput}
 		}
-		c.Ranges, c.SeqPerRange, c.RangesV1 = e.rangeCount(tp), true, c.pk.hashV1()
+		c.Ranges, c.SeqPerRange, c.RangesV1, c.UniqueByValue = e.rangeCount(tp), true, c.pk.hashV1(), true
 		if tp != nil {
 			o, err := e.createOffer(tx, now, tp, c.self(), c.ridString())
 			if err != nil {
@@ -985,7 +990,7 @@ func (e *Engine) ReplaceContainer(ctx context.Context, db, coll string, body doc
 		if from := old.TTL.Current().From; !now.After(from) {
 			now = from.Add(time.Nanosecond)
 		}
-		c = &containerRecord{ID: old.ID, DBID: old.DBID, DBRid: old.DBRid, Rid: old.Rid, Ts: now.Unix(), OfferRid: old.OfferRid, Ranges: old.Ranges, SeqPerRange: old.SeqPerRange, RangesV1: old.RangesV1, Props: props}
+		c = &containerRecord{ID: old.ID, DBID: old.DBID, DBRid: old.DBRid, Rid: old.Rid, Ts: now.Unix(), OfferRid: old.OfferRid, Ranges: old.Ranges, SeqPerRange: old.SeqPerRange, RangesV1: old.RangesV1, UniqueByValue: old.UniqueByValue, Props: props}
 		c.Etag = etagFor(c.Rid, n)
 		c.TTL = old.TTL.Change(setting, now)
 		c.Index = old.Index

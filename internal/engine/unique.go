@@ -7,12 +7,14 @@ import (
 	"time"
 
 	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/query/eval"
 	"github.com/mayfly-db/mayfly/internal/storage"
 )
 
 // uniqueKeys returns the unique-key index entries of an item: one per
 // unique key of the container's policy, scoped to the item's logical
-// partition as the service scopes them. A missing value counts as null.
+// partition as the service scopes them. A missing value counts as null;
+// values compare as DISTINCT compares them (containerRecord.UniqueByValue).
 func uniqueKeys(c *containerRecord, body document.Value, pk []byte) [][]byte {
 	if len(c.uniqueKeys) == 0 {
 		return nil
@@ -28,7 +30,12 @@ func uniqueKeys(c *containerRecord, body document.Value, pk []byte) [][]byte {
 			if !v.IsDefined() {
 				v = document.NullValue()
 			}
-			enc := v.AppendJSON(nil)
+			var enc []byte
+			if c.UniqueByValue {
+				enc = eval.CanonicalKey(nil, v)
+			} else {
+				enc = v.AppendJSON(nil)
+			}
 			k = binary.AppendUvarint(k, uint64(len(enc)))
 			k = append(k, enc...)
 		}

@@ -549,16 +549,17 @@ func likeStep(r rune, p []rune, esc rune) (bool, int, bool) {
 	return r == c, 1, false
 }
 
-// canonicalKey appends an encoding of v under which values equal for
+// CanonicalKey appends an encoding of v under which values equal for
 // DISTINCT and GROUP BY encode the same: undefined apart from null, numbers
-// by value, object properties in name order.
+// by value, object properties in name order. Unique keys compare values by
+// it too.
 func CanonicalKey(dst []byte, v document.Value) []byte {
 	switch v.Kind() {
 	case document.Undefined:
 		return append(dst, 'u')
 	case document.Number:
 		f := v.Float()
-		if v.IsInt() || (f == math.Trunc(f) && math.Abs(f) < 1<<63) {
+		if v.IsInt() || (f == math.Trunc(f) && f >= -(1<<63) && f < 1<<63) {
 			dst = append(dst, 'i')
 			return append(dst, document.Int(v.Int()).JSON()...)
 		}
