@@ -72,6 +72,43 @@ func TestThroughputEnforced(t *testing.T) {
 	}
 }
 
+// TestThroughputEnforcedScripts: a stored procedure's run spends its
+// container's budget as the writes it makes would, and is throttled once
+// the budget is spent.
+func TestThroughputEnforcedScripts(t *testing.T) {
+	clk := clock.NewManual(time.Now())
+	e := start(t, withManualClock(clk), withEnforcedThroughput)
+	e.database("db")
+	if r := e.do("POST", "/dbs/db/colls", []byte(`{"id":"a","partitionKey":{"paths":["/pk"]}}`), map[string]string{"x-ms-offer-throughput": "400"}); r.status != 201 {
+		t.Fatalf("create container: %d %s", r.status, r.body)
+	}
+	sproc, _ := json.Marshal(map[string]string{"id": "fill", "body": `function (n) { var c = getContext().getCollection();
+		for (var i = 0; i < 10; i++) { c.upsertDocument(c.getSelfLink(), {id: "d" + n + "-" + i, pk: "p"}); } }`})
+	if r := e.do("POST", "/dbs/db/colls/a/sprocs", sproc, nil); r.status != 201 {
+		t.Fatalf("create sproc: %d %s", r.status, r.body)
+	}
+	pk := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`}
+	spent := 0.0
+	for i := 0; i < 100; i++ {
+		r := e.do("POST", "/dbs/db/colls/a/sprocs/fill", fmt.Appendf(nil, `[%d]`, i), pk)
+		if r.status == 429 {
+			if spent < 400 {
+				t.Errorf("a run was throttled after %.0f RU of a 400 RU/s container", spent)
+			}
+			if r := e.do("POST", "/dbs/db/colls/a/docs", []byte(`{"id":"x","pk":"p"}`), pk); r.status != 429 {
+				t.Errorf("a create after the runs spent the budget: %d, want 429", r.status)
+			}
+			return
+		}
+		if r.status != 200 {
+			t.Fatalf("run %d: %d %s", i, r.status, r.body)
+		}
+		charge, _ := strconv.ParseFloat(r.header.Get("x-ms-request-charge"), 64)
+		spent += charge
+	}
+	t.Fatalf("100 runs spent %.0f RU of a 400 RU/s container within one second without a 429", spent)
+}
+
 // TestThroughputEnforcedBulk: a bulk request is throttled operation by
 // operation, as the service throttles it: those within the container's
 // throughput run, the rest are 429 (substatus 3200, with a retry delay)

@@ -304,7 +304,7 @@ func (h *Handler) serve(rq *request) {
 		}
 		rq.grant = g
 	}
-	if h.limiter != nil && len(p.segs) >= 5 && p.segs[0] == "dbs" && p.segs[2] == "colls" && p.segs[4] == "docs" {
+	if h.limiter != nil && spendsThroughput(r, p.segs) {
 		prov, err := h.eng.ProvisionedFor(r.Context(), p.segs[1], p.segs[3])
 		switch {
 		case err != nil || prov.RUPerSecond <= 0:
@@ -323,6 +323,16 @@ func (h *Handler) serve(rq *request) {
 		// A container that cannot be found is the route's to report.
 	}
 	h.route(rq)
+}
+
+// spendsThroughput tells the requests a container's provisioned RU/s pays
+// for: those on its items, and a stored procedure's run, whose reads and
+// writes of items are charged to the request that ran it.
+func spendsThroughput(r *http.Request, segs []string) bool {
+	if len(segs) < 5 || segs[0] != "dbs" || segs[2] != "colls" {
+		return false
+	}
+	return segs[4] == "docs" || segs[4] == "sprocs" && len(segs) == 6 && r.Method == http.MethodPost
 }
 
 // consistencyStrength orders the consistency levels, strongest last.
