@@ -662,7 +662,7 @@ func (e *Engine) CreateContainer(ctx context.Context, db string, body document.V
 	if derr == nil {
 		derr = checkVectorIndexes(props)
 	}
-	if pk := body.Get("partitionKey"); derr == nil && tp != nil && tp.AutoscaleMax > 0 && (!pk.IsDefined() || pk.IsNull()) {
+	if pk := body.Get("partitionKey"); derr == nil && tp != nil && tp.Autoscale && (!pk.IsDefined() || pk.IsNull()) {
 		// The service's create-a-collection reference: "When autoscale is
 		// used, a partitionKey definition is required."
 		derr = errorf(BadRequest, "A container with autoscale throughput needs a partitionKey definition.")

@@ -21,10 +21,11 @@ type Resource struct {
 }
 
 // Throughput is provisioned throughput asked for when creating a database
-// or container, or set on an offer. Exactly one of Manual and AutoscaleMax
-// is non-zero.
+// or container, or set on an offer: Manual RU/s, or, when Autoscale,
+// AutoscaleMax.
 type Throughput struct {
 	Manual       int
+	Autoscale    bool
 	AutoscaleMax int
 	// AutoscaleIncrementPercent is autoUpgradePolicy's incrementPercent.
 	AutoscaleIncrementPercent int

@@ -75,14 +75,36 @@ const defaultThroughput = 400
 // with the service's messages.
 func validateThroughput(tp *Throughput) *Error {
 	switch {
-	case tp.AutoscaleMax > 0:
+	case tp.Autoscale:
 		if tp.AutoscaleMax < 1000 || tp.AutoscaleMax > 1000000 || tp.AutoscaleMax%1000 != 0 {
-			return errorf(BadRequest, "The offer should have valid throughput values between 1000 and 1000000 inclusive in increments of 1000.")
+			return badAutoscaleMax()
 		}
 	case tp.Manual < 400 || tp.Manual > 1000000 || tp.Manual%100 != 0:
 		return errorf(BadRequest, "The offer should have valid throughput values between 400 and 1000000 inclusive in increments of 100.")
 	}
 	return nil
+}
+
+func badAutoscaleMax() *Error {
+	return errorf(BadRequest, "The offer should have valid throughput values between 1000 and 1000000 inclusive in increments of 1000.")
+}
+
+// ParseAutoscale reads autoscale settings, {"maxThroughput": n,
+// "autoUpgradePolicy": {"throughputPolicy": {"incrementPercent": p}}}, as
+// the x-ms-cosmos-offer-autopilot-settings header and an offer's
+// offerAutopilotSettings carry them. The ranges are validateThroughput's.
+func ParseAutoscale(s document.Value) (Throughput, error) {
+	if s.Kind() != document.Object || !s.Get("maxThroughput").IsInt() {
+		return Throughput{}, badAutoscaleMax()
+	}
+	tp := Throughput{Autoscale: true, AutoscaleMax: int(s.Get("maxThroughput").Int())}
+	if inc := s.Get("autoUpgradePolicy").Get("throughputPolicy").Get("incrementPercent"); inc.IsDefined() {
+		if !inc.IsInt() || inc.Int() < 0 || inc.Int() > 100 {
+			return Throughput{}, errorf(BadRequest, "The autoscale setting's incrementPercent must be an integer from 0 to 100.")
+		}
+		tp.AutoscaleIncrementPercent = int(inc.Int())
+	}
+	return tp, nil
 }
 
 func (e *Engine) createOffer(tx storage.Txn, now time.Time, tp *Throughput, self, resourceRid string) (*offerRecord, error) {
@@ -189,11 +211,10 @@ func (e *Engine) ReplaceOffer(ctx context.Context, rid string, body document.Val
 	var tp Throughput
 	if migrate == KeepKind {
 		if toAuto {
-			if !auto.Get("maxThroughput").IsInt() {
-				return nil, errorf(BadRequest, "The offer should have valid throughput values between 1000 and 1000000 inclusive in increments of 1000.")
+			var err error
+			if tp, err = ParseAutoscale(auto); err != nil {
+				return nil, err
 			}
-			tp.AutoscaleMax = int(auto.Get("maxThroughput").Int())
-			tp.AutoscaleIncrementPercent = int(auto.Get("autoUpgradePolicy").Get("throughputPolicy").Get("incrementPercent").Int())
 		} else if t := content.Get("offerThroughput"); t.Kind() == document.Number {
 			if !t.IsInt() {
 				return nil, errorf(BadRequest, "The offer should have valid throughput values between 400 and 1000000 inclusive in increments of 100.")
@@ -236,7 +257,7 @@ func (e *Engine) ReplaceOffer(ctx context.Context, rid string, body document.Val
 		case migrate == ToManual && !toAuto, migrate == KeepKind && isAuto && !toAuto:
 			return errorf(BadRequest, errToManual)
 		case migrate == ToAutoscale:
-			tp = Throughput{AutoscaleMax: max(1000, (o.Manual+500)/1000*1000)}
+			tp = Throughput{Autoscale: true, AutoscaleMax: max(1000, (o.Manual+500)/1000*1000)}
 		case migrate == ToManual:
 			tp = Throughput{Manual: o.AutoscaleMax}
 		}

@@ -23,10 +23,12 @@ func TestThroughputValues(t *testing.T) {
 		{Throughput{Manual: 300}, false},
 		{Throughput{Manual: 450}, false},
 		{Throughput{Manual: 1000100}, false},
-		{Throughput{AutoscaleMax: 1000}, true},
-		{Throughput{AutoscaleMax: 4000}, true},
-		{Throughput{AutoscaleMax: 4500}, false},
-		{Throughput{AutoscaleMax: 2000000}, false},
+		{Throughput{Autoscale: true, AutoscaleMax: 1000}, true},
+		{Throughput{Autoscale: true, AutoscaleMax: 4000}, true},
+		{Throughput{Autoscale: true, AutoscaleMax: 4500}, false},
+		{Throughput{Autoscale: true, AutoscaleMax: 2000000}, false},
+		{Throughput{Autoscale: true, AutoscaleMax: 0}, false},
+		{Throughput{Autoscale: true, AutoscaleMax: -1000}, false},
 	} {
 		tp := tc.tp
 		_, err := be.e.CreateContainer(ctx, "db", batchJSON(t, fmt.Sprintf(`{"id":"t%d","partitionKey":{"paths":["/pk"]}}`, i)), &tp)
@@ -35,6 +37,8 @@ func TestThroughputValues(t *testing.T) {
 			t.Errorf("%+v: %v", tc.tp, err)
 		case !tc.ok && ErrorCode(err) != BadRequest:
 			t.Errorf("%+v: %v, want a 400", tc.tp, err)
+		case !tc.ok && tc.tp.Autoscale && !strings.Contains(err.Error(), "between 1000 and 1000000"):
+			t.Errorf("%+v: %v, want the autoscale range in the message", tc.tp, err)
 		}
 	}
 	for _, tc := range []struct {
@@ -100,11 +104,11 @@ func TestOfferMigration(t *testing.T) {
 		{Throughput{Manual: 12300}, manual(400), ToAutoscale, `{"offerAutopilotSettings":{"maxThroughput":12000}}`},
 		{Throughput{Manual: 12500}, `{"content":{}}`, ToAutoscale, `{"offerAutopilotSettings":{"maxThroughput":13000}}`},
 		{Throughput{Manual: 400}, manual(600), KeepKind, `{"offerThroughput":600,"offerIsRUPerMinuteThroughputEnabled":false}`},
-		{Throughput{AutoscaleMax: 4000}, manual(400), KeepKind, "x-ms-cosmos-migrate-offer-to-manual-throughput must be supplied"},
-		{Throughput{AutoscaleMax: 4000}, manual(400), ToManual, "x-ms-cosmos-migrate-offer-to-manual-throughput must be supplied"},
-		{Throughput{AutoscaleMax: 4000}, auto(4000), ToAutoscale, "The offer"},
-		{Throughput{AutoscaleMax: 4000}, auto(1000), ToManual, `{"offerThroughput":4000,"offerIsRUPerMinuteThroughputEnabled":false}`},
-		{Throughput{AutoscaleMax: 4000}, auto(5000), KeepKind, `{"offerAutopilotSettings":{"maxThroughput":5000}}`},
+		{Throughput{Autoscale: true, AutoscaleMax: 4000}, manual(400), KeepKind, "x-ms-cosmos-migrate-offer-to-manual-throughput must be supplied"},
+		{Throughput{Autoscale: true, AutoscaleMax: 4000}, manual(400), ToManual, "x-ms-cosmos-migrate-offer-to-manual-throughput must be supplied"},
+		{Throughput{Autoscale: true, AutoscaleMax: 4000}, auto(4000), ToAutoscale, "The offer"},
+		{Throughput{Autoscale: true, AutoscaleMax: 4000}, auto(1000), ToManual, `{"offerThroughput":4000,"offerIsRUPerMinuteThroughputEnabled":false}`},
+		{Throughput{Autoscale: true, AutoscaleMax: 4000}, auto(5000), KeepKind, `{"offerAutopilotSettings":{"maxThroughput":5000}}`},
 	} {
 		tp := tc.from
 		coll := fmt.Sprintf("m%d", i)
@@ -133,6 +137,34 @@ func TestOfferMigration(t *testing.T) {
 			if n := max(tc.from.Manual, tc.from.AutoscaleMax); !strings.Contains(string(after.Body.Get("content").JSON()), fmt.Sprint(n)) {
 				t.Errorf("%d: the refused replace changed the offer: %s", i, after.Body.Get("content").JSON())
 			}
+		}
+	}
+}
+
+// TestParseAutoscale: autoscale settings as the create header and an
+// offer's content carry them; an incrementPercent that is not a
+// percentage is refused rather than dropped.
+func TestParseAutoscale(t *testing.T) {
+	for _, tc := range []struct {
+		settings string
+		want     Throughput
+		err      string
+	}{
+		{`{"maxThroughput":4000}`, Throughput{Autoscale: true, AutoscaleMax: 4000}, ""},
+		{`{"maxThroughput":4000,"autoUpgradePolicy":{"throughputPolicy":{"incrementPercent":10}}}`,
+			Throughput{Autoscale: true, AutoscaleMax: 4000, AutoscaleIncrementPercent: 10}, ""},
+		{`{"maxThroughput":0}`, Throughput{Autoscale: true}, ""}, // the range is validateThroughput's
+		{`{"maxThroughput":"4000"}`, Throughput{}, "between 1000 and 1000000"},
+		{`{"maxThroughput":4000,"autoUpgradePolicy":{"throughputPolicy":{"incrementPercent":-5}}}`, Throughput{}, "incrementPercent"},
+		{`{"maxThroughput":4000,"autoUpgradePolicy":{"throughputPolicy":{"incrementPercent":"x"}}}`, Throughput{}, "incrementPercent"},
+		{`{"maxThroughput":4000,"autoUpgradePolicy":{"throughputPolicy":{"incrementPercent":2.5}}}`, Throughput{}, "incrementPercent"},
+	} {
+		got, err := ParseAutoscale(batchJSON(t, tc.settings))
+		switch {
+		case tc.err == "" && (err != nil || got != tc.want):
+			t.Errorf("%s: %+v, %v; want %+v", tc.settings, got, err, tc.want)
+		case tc.err != "" && (ErrorCode(err) != BadRequest || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: %v; want a 400 saying %q", tc.settings, err, tc.err)
 		}
 	}
 }

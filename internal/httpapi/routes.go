@@ -359,10 +359,11 @@ func throughput(r *http.Request) (*engine.Throughput, error) {
 		if err != nil || s.Kind() != document.Object || !s.Get("maxThroughput").IsInt() {
 			return nil, badRequest("Invalid value for header x-ms-cosmos-offer-autopilot-settings.")
 		}
-		return &engine.Throughput{
-			AutoscaleMax:              int(s.Get("maxThroughput").Int()),
-			AutoscaleIncrementPercent: int(s.Get("autoUpgradePolicy").Get("throughputPolicy").Get("incrementPercent").Int()),
-		}, nil
+		tp, err := engine.ParseAutoscale(s)
+		if err != nil {
+			return nil, err
+		}
+		return &tp, nil
 	}
 	return nil, nil
 }
