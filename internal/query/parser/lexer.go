@@ -55,7 +55,7 @@ func (l *lexer) next() token {
 			l.pos++
 		}
 		return token{kind: tWord, text: l.src[start:l.pos], pos: start, end: l.pos}
-	case c >= '0' && c <= '9':
+	case c >= '0' && c <= '9', c == '.' && l.pos+1 < len(l.src) && l.src[l.pos+1] >= '0' && l.src[l.pos+1] <= '9':
 		return l.number()
 	case c == '\'' || c == '"':
 		return l.str(c)
@@ -151,7 +151,10 @@ func (l *lexer) number() token {
 	for l.pos < len(src) && src[l.pos] >= '0' && src[l.pos] <= '9' {
 		l.pos++
 	}
-	if l.pos+1 < len(src) && src[l.pos] == '.' && src[l.pos+1] >= '0' && src[l.pos+1] <= '9' {
+	// The service's literal is DIGIT* ('.' DIGIT*)? (E [-+]? DIGIT+)?
+	// with a digit on either side of the point: 5., .5 and 1.e5 are
+	// numbers, never a member access on a number.
+	if l.pos < len(src) && src[l.pos] == '.' {
 		isInt = false
 		l.pos++
 		for l.pos < len(src) && src[l.pos] >= '0' && src[l.pos] <= '9' {
