@@ -3,6 +3,7 @@ package eval
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -47,9 +48,14 @@ func (c *compiler) query(q *ast.Query, outer []string, top bool) (*compiled, err
 			return nil, err
 		}
 		names = append(names, q.From.Alias)
-		for _, j := range q.Joins {
+		for i, j := range q.Joins {
 			if err := c.expr(j.Expr, names, nil); err != nil {
 				return nil, err
+			}
+			// An inner query may reuse an outer alias, but one FROM
+			// clause names each input set once.
+			if j.Alias == q.From.Alias || slices.ContainsFunc(q.Joins[:i], func(o *ast.FromSource) bool { return o.Alias == j.Alias }) {
+				return nil, ast.NewError("SC2021", fmt.Sprintf("The input set name or alias '%s' is specified more than once in the FROM clause.", j.Alias))
 			}
 			names = append(names, j.Alias)
 		}
