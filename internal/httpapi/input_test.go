@@ -303,3 +303,22 @@ func TestCertificateWithoutTLS(t *testing.T) {
 		t.Fatalf("GET /_explorer/emulator.pem without a certificate: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// A parameter named twice is refused, as the service refuses it, rather
+// than one of its values winning.
+func TestDuplicateParameterIsRefused(t *testing.T) {
+	h := newTestHandler(t)
+	q := map[string]string{"Content-Type": "application/query+json", "x-ms-documentdb-isquery": "true",
+		"x-ms-documentdb-query-enablecrosspartition": "true"}
+	rec := serve(h, "POST", "/dbs/db/colls/c/docs",
+		`{"query":"SELECT * FROM c WHERE c.n = @n","parameters":[{"name":"@n","value":1},{"name":"@n","value":2}]}`, q)
+	wantCosmosError(t, rec, rec.Body.Bytes(), http.StatusBadRequest, "a parameter named twice")
+	if !strings.Contains(rec.Body.String(), "duplicate parameter name '@n'") {
+		t.Errorf("the message does not name the parameter: %s", rec.Body)
+	}
+	rec = serve(h, "POST", "/dbs/db/colls/c/docs",
+		`{"query":"SELECT * FROM c WHERE c.n = @n AND c.m = @m","parameters":[{"name":"@n","value":1},{"name":"@m","value":2}]}`, q)
+	if rec.Code != http.StatusOK {
+		t.Errorf("two parameters: %d %s", rec.Code, rec.Body)
+	}
+}

@@ -33,6 +33,9 @@ func (h *Handler) querySpec(rq *request) (string, map[string]document.Value, *en
 		if name.Kind() != document.String || !strings.HasPrefix(name.Str(), "@") {
 			return "", nil, nil, badRequest("Every query parameter needs a 'name' starting with '@'.")
 		}
+		if _, dup := params[name.Str()]; dup {
+			return "", nil, nil, badRequest("Invalid query. Specified duplicate parameter name '%s'.", name.Str())
+		}
 		params[name.Str()] = p.Get("value")
 	}
 	resume, err := resumeFilter(body.Get("resumeFilter"))
