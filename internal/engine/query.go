@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -102,7 +103,11 @@ func queryError(err error) error {
 	}
 	var qe *ast.Error
 	if errors.As(err, &qe) {
-		return &Error{Code: BadRequest, Message: `Message: {"errors":[{"severity":"Error","code":"` + qe.Code + `","message":` + string(document.AppendString(nil, qe.Error())) + `}]}`}
+		loc := ""
+		if qe.Pos >= 0 && qe.End >= qe.Pos {
+			loc = fmt.Sprintf(`"location":{"start":%d,"end":%d},`, qe.Pos, qe.End)
+		}
+		return &Error{Code: BadRequest, Message: `Message: {"errors":[{"severity":"Error",` + loc + `"code":"` + qe.Code + `","message":` + string(document.AppendString(nil, qe.Error())) + `}]}`}
 	}
 	return err
 }

@@ -322,3 +322,24 @@ func TestDuplicateParameterIsRefused(t *testing.T) {
 		t.Errorf("two parameters: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// A query's syntax error carries the service's code and the location of
+// the offending text, which editors underline.
+func TestQueryErrorLocation(t *testing.T) {
+	h := newTestHandler(t)
+	q := map[string]string{"Content-Type": "application/query+json", "x-ms-documentdb-isquery": "true",
+		"x-ms-documentdb-query-enablecrosspartition": "true"}
+	for _, tc := range []struct{ query, want string }{
+		{"SELECT * FROM c WHERE", `"location":{"start":21,"end":21},"code":"SC1002","message":"Syntax error, unexpected end-of-file."`},
+		{"SELECT * FROM c WHERE c.a = #", `"location":{"start":28,"end":29},"code":"SC1001","message":"Syntax error, incorrect syntax near '#'."`},
+		{"SELECT * FORM c", `"location":{"start":9,"end":13},"code":"SC1001"`},
+	} {
+		body, _ := json.Marshal(map[string]string{"query": tc.query})
+		rec := serve(h, "POST", "/dbs/db/colls/c/docs", string(body), q)
+		wantCosmosError(t, rec, rec.Body.Bytes(), http.StatusBadRequest, tc.query)
+		var e struct{ Message string }
+		if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || !strings.Contains(e.Message, tc.want) {
+			t.Errorf("%s: %s, want it to hold %s", tc.query, e.Message, tc.want)
+		}
+	}
+}

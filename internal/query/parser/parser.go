@@ -158,7 +158,7 @@ func (p *parser) fail() {
 			p.err = p.lex.err
 			return
 		}
-		p.err = &ast.Error{Code: "SC1001", Pos: ast.Pos(p.tok.pos), End: ast.Pos(p.tok.pos),
+		p.err = &ast.Error{Code: "SC1002", Pos: ast.Pos(p.tok.pos), End: ast.Pos(p.tok.pos),
 			Message: "Syntax error, unexpected end-of-file."}
 		return
 	}
