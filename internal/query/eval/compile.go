@@ -66,6 +66,9 @@ func (c *compiler) query(q *ast.Query, outer []string, top bool) (*compiled, err
 		}
 	}
 	for _, g := range q.GroupBy {
+		if err := checkGroupKey(g); err != nil {
+			return nil, err
+		}
 		if err := c.expr(g, names, nil); err != nil {
 			return nil, err
 		}
@@ -362,4 +365,29 @@ func nodeCount(e ast.Expr) int {
 	n := 0
 	ast.Walk(e, func(ast.Expr) bool { n++; return true })
 	return n
+}
+
+// checkGroupKey refuses a GROUP BY expression the service refuses: "any
+// scalar expression is allowed except for scalar subqueries and scalar
+// aggregates; each must contain at least one property reference". (The
+// aggregates are refused where they are compiled. The service's codes for
+// these two refusals are not documented.)
+func checkGroupKey(g ast.Expr) error {
+	sub, ref := false, false
+	ast.Walk(g, func(e ast.Expr) bool {
+		switch e.(type) {
+		case *ast.Subquery, *ast.Exists, *ast.ArrayQuery:
+			sub = true
+		case *ast.Ident:
+			ref = true
+		}
+		return true
+	})
+	switch {
+	case sub:
+		return ast.NewError("SC2104", "A GROUP BY expression cannot contain a subquery.")
+	case !ref:
+		return ast.NewError("SC2105", "A GROUP BY expression must contain at least one property reference.")
+	}
+	return nil
 }
