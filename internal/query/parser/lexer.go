@@ -96,7 +96,9 @@ func (l *lexer) skipSpace() {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
 			l.pos++
 		case c == '-' && l.pos+1 < len(l.src) && l.src[l.pos+1] == '-':
-			for l.pos < len(l.src) && l.src[l.pos] != '\n' {
+			// A comment ends at a line break of any convention, a bare
+			// carriage return included.
+			for l.pos < len(l.src) && l.src[l.pos] != '\n' && l.src[l.pos] != '\r' {
 				l.pos++
 			}
 		default:
