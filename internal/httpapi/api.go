@@ -273,6 +273,10 @@ func (h *Handler) serve(rq *request) {
 		h.fail(rq, err)
 		return
 	}
+	if err := checkSessionToken(r); err != nil {
+		h.fail(rq, err)
+		return
+	}
 	if err := checkIndexingDirective(r); err != nil {
 		h.fail(rq, err)
 		return
@@ -382,6 +386,48 @@ func checkVersion(r *http.Request) error {
 		return badRequest("Invalid API version. Ensure a valid x-ms-version header value is passed.")
 	}
 	return nil
+}
+
+// checkSessionToken refuses an x-ms-session-token that is not a session
+// token, as the service does. A token is a comma-separated list of
+// entries, each "rangeId:" (optional) and then an LSN ("12") or a vector
+// ("version#globalLSN#region=LSN…"). One node is always caught up, so a
+// well-formed token is honoured whatever it says.
+func checkSessionToken(r *http.Request) error {
+	v := r.Header.Get("x-ms-session-token")
+	if v == "" {
+		return nil
+	}
+	for _, entry := range strings.Split(v, ",") {
+		entry = strings.TrimSpace(entry)
+		if i := strings.IndexByte(entry, ':'); i >= 0 {
+			if i == 0 {
+				return invalidSessionToken(v)
+			}
+			entry = entry[i+1:]
+		}
+		parts := strings.Split(entry, "#")
+		if !isLSN(parts[0]) || len(parts) > 1 && !isLSN(parts[1]) {
+			return invalidSessionToken(v)
+		}
+		for _, region := range parts[min(len(parts), 2):] {
+			id, lsn, ok := strings.Cut(region, "=")
+			if !ok || !isLSN(id) || !isLSN(lsn) {
+				return invalidSessionToken(v)
+			}
+		}
+	}
+	return nil
+}
+
+// isLSN reports whether s is a decimal integer (-1 stands for none).
+func isLSN(s string) bool {
+	_, err := strconv.ParseInt(s, 10, 64)
+	return err == nil
+}
+
+func invalidSessionToken(v string) error {
+	return badRequest("The session token provided '%s' is invalid.", v)
 }
 
 // statusOf maps engine codes to HTTP statuses: the only place this happens.

@@ -343,3 +343,42 @@ func TestQueryErrorLocation(t *testing.T) {
 		}
 	}
 }
+
+// A session token that is not one is refused, as the service refuses it;
+// every form the SDKs send back is accepted.
+func TestSessionTokenIsChecked(t *testing.T) {
+	h := newTestHandler(t)
+	pk := map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}
+	if rec := serve(h, "POST", "/dbs/db/colls/c/docs", `{"id":"s1","pk":"a"}`, pk); rec.Code != http.StatusCreated {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	for _, tc := range []struct {
+		token string
+		ok    bool
+	}{
+		{"0:-1#12", true},
+		{"0:12", true},
+		{"12", true},
+		{"0:1#12#1=20#2=-1", true},
+		{"0:-1#3,1:-1#7, 2:-1#9", true},
+		{"invalidtoken", false},
+		{"0:-1#abc", false},
+		{":::", false},
+		{"0:", false},
+		{":12", false},
+		{"0:1#12#region", false},
+		{"0:-1#3,", false},
+	} {
+		hdr := map[string]string{"x-ms-documentdb-partitionkey": `["a"]`, "x-ms-session-token": tc.token}
+		rec := serve(h, "GET", "/dbs/db/colls/c/docs/s1", "", hdr)
+		switch {
+		case tc.ok && rec.Code != http.StatusOK:
+			t.Errorf("token %q: %d %s", tc.token, rec.Code, rec.Body)
+		case !tc.ok:
+			wantCosmosError(t, rec, rec.Body.Bytes(), http.StatusBadRequest, "token "+tc.token)
+			if !strings.Contains(rec.Body.String(), "session token provided") {
+				t.Errorf("token %q: %s", tc.token, rec.Body)
+			}
+		}
+	}
+}
