@@ -26,7 +26,7 @@ type Functions struct {
 // within limit (default 5 s) in all.
 func NewFunctions(load func(name string) (string, error), limit time.Duration) *Functions {
 	if limit <= 0 {
-		limit = 5 * time.Second
+		limit = maxScriptTime
 	}
 	return &Functions{load: load, limit: limit, fns: map[string]goja.Callable{}}
 }

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dlclark/regexp2/v2"
 	"math"
 	"net/url"
 	"strings"
@@ -114,9 +115,20 @@ func RunTrigger(ctx context.Context, src string, call *TriggerCall, coll Collect
 	return run(ctx, src, nil, coll, lim, call)
 }
 
+// A regular expression with backreferences or lookaround runs in regexp2,
+// whose matching backtracks and checks no time limit of the script's; goja
+// sets it no timeout. A match that times out reads as no match, so the
+// timeout is a script's time limit (maxScriptTime): a match cut short
+// leaves the script past its own limit, stopped as it goes on.
+func init() { regexp2.DefaultMatchTimeout = maxScriptTime }
+
+// maxScriptTime is the time a stored procedure, trigger or function call
+// runs for at most: the service's 5 seconds.
+const maxScriptTime = 5 * time.Second
+
 func run(ctx context.Context, src string, params []byte, coll Collection, lim Limits, trig *TriggerCall) (*Result, error) {
 	if lim.Time <= 0 {
-		lim.Time = 5 * time.Second
+		lim.Time = maxScriptTime
 	}
 	if lim.Operations <= 0 {
 		lim.Operations = 1000

@@ -219,6 +219,45 @@ func TestInfiniteLoop(t *testing.T) {
 	}
 }
 
+// Built-ins that run long without returning to the interpreter are
+// stopped too: a backtracking regular expression (regexp2, given the
+// scripts' time as its match timeout) and a sort without a comparator
+// (given one in JavaScript). Without those, each ran for minutes.
+func TestLongBuiltinsAreStopped(t *testing.T) {
+	for _, src := range []string{
+		`function () { getContext().getResponse().setBody(/^(a+)+(?=b)\1$/.test("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!")); }`,
+		`function () { var a = new Array(3000000).fill(1); a.sort(); getContext().getResponse().setBody(a.length); }`,
+	} {
+		_, _, err := runProc(t, src, ``, Limits{Time: 500 * time.Millisecond})
+		if !errors.Is(err, ErrTimeout) {
+			t.Errorf("%s: err = %v, want ErrTimeout", src, err)
+		}
+	}
+}
+
+// Sorting without a comparator keeps the language's order: by string,
+// undefined last, holes after that; a comparator is still used, and one
+// that is not a function is still a TypeError.
+func TestDefaultSortOrder(t *testing.T) {
+	src := `function () {
+		var a = [10, 9, 1, undefined, "b", "a", , null, true];
+		a.sort();
+		var out = a.map(function (x) { return x === undefined ? "u" : String(x); });
+		out.push(a.length, 5 in a, 8 in a);
+		out.push([3, 1, 2].sort(function (x, y) { return y - x; }).join(""));
+		try { [1].sort(1); out.push("no error"); } catch (e) { out.push(e instanceof TypeError); }
+		getContext().getResponse().setBody(out);
+	}`
+	res, _, err := runProc(t, src, ``, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `["1","10","9","a","b","null","true","u",null,9,true,false,"321",true]` // the hole maps to a hole
+	if string(res.Body) != want {
+		t.Errorf("body %s, want %s", res.Body, want)
+	}
+}
+
 // A body that does not compile, or is not a function, fails when it runs:
 // a compile error is marked as one, for the service's "while compiling".
 func TestBodyThatDoesNotCompile(t *testing.T) {
