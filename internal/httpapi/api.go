@@ -512,8 +512,12 @@ func (h *Handler) fail(rq *request, err error) {
 	// too long for Go's server to skip) into a reset, and the client,
 	// still sending, never reads the reply: a 429 it would wait out and
 	// retry becomes a failed write it cannot judge. What is left of the
-	// body is read first, up to the most a request may carry.
-	if rq.r.ProtoMajor == 1 && rq.r.Body != nil {
+	// body is read first, up to the most a request may carry: not when
+	// the declared length is past what a read of the body (readBody) and
+	// this one can take, since the reset then comes anyway, and a client
+	// that declared more than it sends would hold the reply until the
+	// read timeout.
+	if rq.r.ProtoMajor == 1 && rq.r.Body != nil && rq.r.ContentLength <= 2*(h.maxBody+1) {
 		_, _ = io.Copy(io.Discard, io.LimitReader(rq.r.Body, h.maxBody+1))
 	}
 	hd := rq.w.Header()

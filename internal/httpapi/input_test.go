@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/mayfly-db/mayfly/internal/auth"
 )
 
 // wantCosmosError checks that rec is an error with status and a
@@ -379,6 +382,52 @@ func TestSessionTokenIsChecked(t *testing.T) {
 			if !strings.Contains(rec.Body.String(), "session token provided") {
 				t.Errorf("token %q: %s", tc.token, rec.Body)
 			}
+		}
+	}
+}
+
+// countingBody serves n bytes of a JSON string and then stalls, counting
+// what was read.
+type countingBody struct{ n, read int }
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	if b.read >= b.n {
+		return 0, os.ErrDeadlineExceeded
+	}
+	k := min(len(p), b.n-b.read)
+	for i := range p[:k] {
+		p[i] = 'x'
+	}
+	b.read += k
+	return k, nil
+}
+
+// A body over the limit is refused with a 413. What is left of it is read
+// first, so the client sees the reply, when it can be: not when the
+// declared length is past what can be read, where reading would wait out
+// the read timeout for bytes a client that declared too much never sends.
+func TestOversizedBodyIsRefusedWithoutWaiting(t *testing.T) {
+	h := newTestHandler(t)
+	for _, tc := range []struct {
+		declared int64
+		drained  bool
+	}{
+		{3 << 20, true},
+		{1 << 30, false},
+	} {
+		body := &countingBody{n: 3 << 20}
+		req := httptest.NewRequest("POST", "https://localhost/dbs/db/colls/c/docs", body)
+		req.ContentLength = tc.declared
+		date := auth.FormatDate(time.Now())
+		key, _ := auth.DecodeKey(auth.EmulatorKey)
+		req.Header.Set("x-ms-date", date)
+		req.Header.Set("Authorization", auth.MasterHeader("POST", "docs", "dbs/db/colls/c", date, key))
+		req.Header.Set("x-ms-documentdb-partitionkey", `["p"]`)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		wantCosmosError(t, rec, rec.Body.Bytes(), http.StatusRequestEntityTooLarge, "an oversized body")
+		if got := body.read == body.n; got != tc.drained {
+			t.Errorf("declared %d: read %d of %d bytes sent; want it read whole %v", tc.declared, body.read, body.n, tc.drained)
 		}
 	}
 }
