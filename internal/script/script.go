@@ -298,6 +298,9 @@ func (x *execution) install() error {
 
 	response := vm.NewObject()
 	set(response, "setBody", func(c goja.FunctionCall) goja.Value {
+		if b, err := x.toJSON(c.Argument(0)); err == nil && len(b) > maxBodyBytes {
+			panic(x.scriptError(bodyTooLarge()))
+		}
 		x.body = c.Argument(0)
 		return goja.Undefined()
 	})
@@ -306,9 +309,16 @@ func (x *execution) install() error {
 	appendBody := func(v goja.Value) goja.Value {
 		add := v.String()
 		if x.body == nil || goja.IsUndefined(x.body) || goja.IsNull(x.body) {
+			if len(add) > maxBodyBytes {
+				panic(x.scriptError(bodyTooLarge()))
+			}
 			x.body = vm.ToValue(add)
 		} else {
-			x.body = vm.ToValue(x.body.String() + add)
+			old := x.body.String()
+			if len(old)+len(add) > maxBodyBytes {
+				panic(x.scriptError(bodyTooLarge()))
+			}
+			x.body = vm.ToValue(old + add)
 		}
 		return goja.Undefined()
 	}
@@ -396,6 +406,15 @@ func (x *execution) install() error {
 	if err := vm.Set("console", console); err != nil {
 		return err
 	}
+	// ErrorCodes names the statuses an operation's error carries in its
+	// number, as the server-side API documents them.
+	codes := vm.NewObject()
+	for _, c := range errorCodes {
+		_ = codes.Set(c.name, c.status)
+	}
+	if err := vm.Set("ErrorCodes", codes); err != nil {
+		return err
+	}
 	// __ is made the first time a script names it: making it costs a
 	// tenth of an empty script's run, and few scripts use it.
 	var short goja.Value
@@ -447,9 +466,10 @@ func compiled(name, src string) (*goja.Program, error) {
 
 // shorthand makes __, the collection with the documented query
 // functions over the script's partition: filter, map, pluck, sortBy,
-// sortByDescending, flatten and value, alone (each with [options] and
-// [callback]) or chained (__.chain()…value()). Each reads the partition's
-// documents in pages, as queryDocuments would.
+// sortByDescending, flatten, unwind and value, alone (each with [options]
+// and [callback]) or chained (__.chain()…value()). Each reads the
+// partition's documents in pages, as queryDocuments would; past the
+// operation budget it is not accepted, and does nothing.
 const shorthand = `(function (coll, readAll) {
   var sh = Object.create(coll);
   sh.request = getContext().getRequest();
@@ -463,9 +483,26 @@ const shorthand = `(function (coll, readAll) {
     filter: function (docs, f) { return docs.filter(function (d) { return f.call(d, d); }); },
     map: function (docs, f) { return docs.map(function (d) { return f.call(d, d); }); },
     pluck: function (docs, name) { return docs.map(function (d) { return d[name]; }); },
-    flatten: function (docs, deep) {
+    // flatten([isShallow]): every level of nested arrays, or with
+    // isShallow the first only.
+    flatten: function (docs, shallow) {
       var out = [];
-      (function flat(a, depth) { a.forEach(function (x) { Array.isArray(x) && (deep || depth === 0) ? flat(x, depth + 1) : out.push(x); }); })(docs, 0);
+      (function flat(a, depth) { a.forEach(function (x) { Array.isArray(x) && (!shallow || depth === 0) ? flat(x, depth + 1) : out.push(x); }); })(docs, 0);
+      return out;
+    },
+    // unwind(collectionSelector, [resultSelector]): each document joined
+    // with the items of its inner collection; a result that is an array
+    // adds its items, as concat adds them.
+    unwind: function (docs, inner, result) {
+      if (!inner) { throw bad('When using "unwind", "collectionSelector" must be used.'); }
+      if (typeof inner !== "function") { throw bad('When using "unwind", "collectionSelector" must be a function.'); }
+      var out = [];
+      docs.forEach(function (d) {
+        var items = inner(d);
+        var add = function (v) { if (Array.isArray(v)) { out.push.apply(out, v); } else { out.push(v); } };
+        if (!result) { add(items); return; }
+        Array.prototype.forEach.call(items, function (y) { add(result(d, y)); });
+      });
       return out;
     },
     sortBy: function (docs, f) { return docs.slice().sort(function (a, b) { var x = f(a), y = f(b); return x < y ? -1 : x > y ? 1 : 0; }); },
@@ -478,21 +515,33 @@ const shorthand = `(function (coll, readAll) {
     if (callback) { callback(undefined, result, {}); } else { sh.response.appendBody(JSON.stringify(result)); }
     return { isAccepted: true };
   }
+  function bad(message) { var e = new Error(message); e.number = 400; return e; }
+  var notAccepted = { isAccepted: false };
   Object.keys(steps).forEach(function (name) {
-    sh[name] = function (arg, options, callback) { return finish(steps[name](all(), arg), options, callback); };
+    // unwind takes two selectors; the others one argument.
+    var two = name === "unwind";
+    sh[name] = function (a, b, options, callback) {
+      if (!two) { callback = options; options = b; b = undefined; }
+      var docs = all();
+      return docs === null ? notAccepted : finish(steps[name](docs, a, b), options, callback);
+    };
   });
-  sh.value = function (options, callback) { return finish(all(), options, callback); };
+  sh.value = function (options, callback) {
+    var docs = all();
+    return docs === null ? notAccepted : finish(docs, options, callback);
+  };
   sh.chain = function () {
     var ops = [];
     var chain = {
       value: function (options, callback) {
         var docs = all();
-        ops.forEach(function (op) { docs = steps[op.name](docs, op.arg); });
+        if (docs === null) { return notAccepted; }
+        ops.forEach(function (op) { docs = steps[op.name](docs, op.a, op.b); });
         return finish(docs, options, callback);
       }
     };
     Object.keys(steps).forEach(function (name) {
-      chain[name] = function (arg) { ops.push({ name: name, arg: arg }); return chain; };
+      chain[name] = function (a, b) { ops.push({ name: name, a: a, b: b }); return chain; };
     });
     return chain;
   };
@@ -508,8 +557,31 @@ func (x *execution) finishBody() error {
 	if err != nil {
 		return &ScriptError{Message: "the response body cannot be serialized: " + err.Error()}
 	}
+	if len(b) > maxBodyBytes {
+		// A body set within the bound and grown after: the script's
+		// failure, as if setBody had thrown.
+		return &ScriptError{Message: bodyTooLarge().Message}
+	}
 	x.res.Body = b
 	return nil
+}
+
+var errorCodes = []struct {
+	name   string
+	status int
+}{
+	{"BadRequest", 400}, {"Forbidden", 403}, {"NotFound", 404}, {"Conflict", 409},
+	{"PreconditionFailed", 412}, {"RequestEntityTooLarge", 413}, {"RetryWith", 449},
+	{"InternalServerError", 500},
+}
+
+// maxBodyBytes bounds a script's response body, as the service bounds a
+// response: setBody and appendBody throw past it, an error the script
+// may catch (and answer with less, and a continuation of its own).
+const maxBodyBytes = 4 << 20
+
+func bodyTooLarge() *Error {
+	return &Error{Status: 413, Message: `Resulting message would be too large because of "Body". Return from the script with what fits, and a continuation to call it again with.`}
 }
 
 // accept counts a document operation against the budget; false means the
@@ -785,7 +857,9 @@ func (x *execution) readAll(goja.FunctionCall) goja.Value {
 	cont := ""
 	for {
 		if !x.accept() {
-			panic(x.vm.NewGoError(&Error{Status: 429, Message: "The script ran out of operations while reading the partition."}))
+			// Not accepted: __'s function answers {isAccepted: false},
+			// as every operation past the budget does.
+			return goja.Null()
 		}
 		docs, next, err := x.coll.Query("SELECT * FROM root r", nil, 1000, cont)
 		if err != nil {

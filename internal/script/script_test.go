@@ -148,6 +148,44 @@ func TestProcedures(t *testing.T) {
 			c.createDocument(c.getSelfLink(), {id: "b", n: 2});
 			__.pluck("n");
 		}`, ``, `"[1,2]"`, false},
+		{"ErrorCodes", `function () {
+			var c = getContext().getCollection();
+			c.createDocument(c.getSelfLink(), {id: "a"});
+			c.createDocument(c.getSelfLink(), {id: "a"}, function (err) {
+				getContext().getResponse().setBody([err.number == ErrorCodes.Conflict, ErrorCodes.NotFound, ErrorCodes.RetryWith]);
+			});
+		}`, ``, `[true,404,449]`, false},
+		{"flatten deep, and shallow with isShallow", `function () {
+			var c = getContext().getCollection(), out = {};
+			c.createDocument(c.getSelfLink(), {id: "a", arr: [1, [2, [3]]]});
+			__.chain().pluck("arr").flatten().value(function (err, v) { out.deep = v; });
+			__.chain().pluck("arr").flatten(true).value(function (err, v) { out.shallow = v; });
+			getContext().getResponse().setBody(out);
+		}`, ``, `{"deep":[1,2,3],"shallow":[1,[2,[3]]]}`, false},
+		{"unwind", `function () {
+			var c = getContext().getCollection(), out = {};
+			c.createDocument(c.getSelfLink(), {id: "a", kids: [{n: "k1", pets: ["p1", "p2"]}, {n: "k2", pets: []}]});
+			c.createDocument(c.getSelfLink(), {id: "b", kids: [{n: "k3", pets: ["p3"]}]});
+			__.unwind(function (d) { return d.kids; }, function (d, k) { return d.id + "/" + k.n; }, function (err, v) { out.pairs = v; });
+			__.chain().unwind(function (d) { return d.kids; }).pluck("n").value(function (err, v) { out.kids = v; });
+			__.chain().unwind(function (d) { return d.kids; }, function (d, k) { return {id: d.id, k: k}; })
+				.unwind(function (dk) { return dk.k.pets; }, function (dk, p) { return dk.k.n + ":" + p; })
+				.value(function (err, v) { out.pets = v; });
+			try { __.unwind(); } catch (e) { out.missing = e.number; }
+			getContext().getResponse().setBody(out);
+		}`, ``, `{"pairs":["a/k1","a/k2","b/k3"],"kids":["k1","k2","k3"],"pets":["k1:p1","k1:p2","k3:p3"],"missing":400}`, false},
+		{"a body past the bound is a 413 the script may catch", `function () {
+			var r = getContext().getResponse(), out = [];
+			try { r.setBody("x".repeat(5 << 20)); } catch (e) { out.push(e.number); }
+			r.setBody("y".repeat(3 << 20));
+			try { r.appendBody("z".repeat(2 << 20)); } catch (e) { out.push(e.number); }
+			r.setBody(out);
+		}`, ``, `[413,413]`, false},
+		{"a body grown past the bound after it was set", `function () {
+			var body = {s: ""};
+			getContext().getResponse().setBody(body);
+			body.s = "x".repeat(5 << 20);
+		}`, ``, `Resulting message would be too large`, true},
 		{"__ from a callback", `function () {
 			var c = getContext().getCollection();
 			c.createDocument(c.getSelfLink(), {id: "a", n: 1}, function () {
@@ -550,5 +588,26 @@ func TestLogBound(t *testing.T) {
 	var se *ScriptError
 	if !errors.As(err, &se) || !strings.Contains(se.Message, "x-ms-documentdb-script-log-results") {
 		t.Fatalf("an uncaught 413: %v, want a script error naming the header", err)
+	}
+}
+
+// Past the operation budget, __'s functions are not accepted, as every
+// operation past it is: they return isAccepted false and call nothing, and
+// the script goes on, keeping what it wrote.
+func TestShorthandPastTheBudget(t *testing.T) {
+	src := `function () {
+		var c = getContext().getCollection(), out = [];
+		c.createDocument(c.getSelfLink(), {id: "a"});
+		while (c.readDocument(c.getAltLink() + "/docs/a")) {}
+		out.push(__.filter(function () { return true; }, function () { out.push("called"); }).isAccepted);
+		out.push(__.chain().pluck("id").value().isAccepted);
+		getContext().getResponse().setBody(out);
+	}`
+	res, m, err := runProc(t, src, ``, Limits{Operations: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(res.Body) != `[false,false]` || len(m.docs) != 1 {
+		t.Errorf("body %s and %d documents, want [false,false] and the one created", res.Body, len(m.docs))
 	}
 }
