@@ -2,8 +2,11 @@ package engine
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/mayfly-db/mayfly/internal/document"
@@ -127,6 +130,48 @@ func TestCompositeOrder(t *testing.T) {
 	for _, path := range [][]string{{"a"}, {"\x00"}, {"\x03"}, {"a", "b"}} {
 		if bytes.HasPrefix(appendIndexPath(nil, path), compositeMarker) {
 			t.Errorf("path %q encodes like the composite marker", path)
+		}
+	}
+}
+
+// The service always indexes id, whatever the policy: ORDER BY and range
+// filters on it are served under a policy that includes only other paths,
+// where the same on a path the policy leaves out are refused.
+func TestIdIsAlwaysIndexed(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"indexingPolicy":{"includedPaths":[{"path":"/name/?"}],"excludedPaths":[{"path":"/*"}]}}`)
+	for i := range 3 {
+		be.seed(t, fmt.Sprintf(`{"id":"d%d","pk":"p%d","n":%d,"name":"x"}`, i, i, i))
+	}
+	ctx := context.Background()
+	query := func(q string) (string, error) {
+		page, err := be.e.QueryItems(ctx, QueryParams{ItemRef: ItemRef{DB: "db", Coll: "c"}, Query: q, Whole: true, CrossPartition: true})
+		if err != nil {
+			return "", err
+		}
+		var ids []string
+		for _, it := range page.Items {
+			ids = append(ids, string(it))
+		}
+		return strings.Join(ids, ","), nil
+	}
+	for q, want := range map[string]string{
+		"SELECT VALUE c.id FROM c ORDER BY c.id DESC":    `"d2","d1","d0"`,
+		"SELECT VALUE COUNT(1) FROM c WHERE c.id > 'd0'": `2`,
+		"SELECT VALUE c.id FROM c ORDER BY c.name, c.id": "",
+	} {
+		got, err := query(q)
+		switch {
+		case want == "" && ErrorCode(err) != BadRequest:
+			t.Errorf("%s: %v, want a 400 (no composite index)", q, err)
+		case want != "" && err != nil:
+			t.Errorf("%s: %v", q, err)
+		case want != "" && got != want:
+			t.Errorf("%s: %s, want %s", q, got, want)
+		}
+	}
+	for _, q := range []string{"SELECT VALUE c.id FROM c ORDER BY c.n", "SELECT VALUE c.id FROM c WHERE c.n > 0"} {
+		if _, err := query(q); ErrorCode(err) != BadRequest {
+			t.Errorf("%s on a path the policy leaves out: %v, want a 400", q, err)
 		}
 	}
 }

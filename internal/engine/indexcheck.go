@@ -21,7 +21,7 @@ func checkIndexNeeds(c *containerRecord, q *ast.Query, params map[string]documen
 		if byPaths {
 			break // the composite index serves it
 		}
-		if path, ok := plan.DocPath(q, o.Expr); ok && !c.index.indexes(path) && !systemPath(path) {
+		if path, ok := plan.DocPath(q, o.Expr); ok && !c.index.indexes(path) && !alwaysIndexed(path) {
 			return errorf(BadRequest, "Order-by item requires a range index to be defined on the corresponding index path.")
 		}
 	}
@@ -31,12 +31,20 @@ func checkIndexNeeds(c *containerRecord, q *ast.Query, params map[string]documen
 	for _, p := range plan.Predicates(q, params) {
 		switch p.Op {
 		case plan.Lt, plan.Le, plan.Gt, plan.Ge:
-			if !c.index.indexes(p.Path) && !systemPath(p.Path) {
+			if !c.index.indexes(p.Path) && !alwaysIndexed(p.Path) {
 				return errorf(BadRequest, "An invalid query has been specified with filters against path(s) excluded from indexing. Consider adding allow scan header in the request.")
 			}
 		}
 	}
 	return nil
+}
+
+// alwaysIndexed reports whether the service indexes path whatever the
+// policy: the system properties, and id ("the id and _ts are always
+// indexed"). Mayfly answers queries on them by other means where its
+// index lacks them (a scan), and refuses none for want of an index.
+func alwaysIndexed(path []string) bool {
+	return systemPath(path) || len(path) == 1 && path[0] == "id"
 }
 
 // servesOrder reports whether a composite index of the policy follows the
