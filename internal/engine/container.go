@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/query/vector"
@@ -363,6 +365,11 @@ func normalizeIndexingPolicy(ip document.Value) (document.Value, *Error) {
 				entries[i] = entries[i].Without("indexes")
 			}
 		}
+		for _, p := range entries {
+			if derr := checkIndexPath(p.Get("path").Str()); derr != nil {
+				return document.Undef, derr
+			}
+		}
 		paths = document.Arr(entries)
 		if name == "excludedPaths" && !none {
 			has := false
@@ -377,6 +384,9 @@ func normalizeIndexingPolicy(ip document.Value) (document.Value, *Error) {
 		}
 		ip = ip.With(name, paths)
 	}
+	if derr := checkPathSets(ip, none); derr != nil {
+		return document.Undef, derr
+	}
 	if derr := checkComposites(ip.Get("compositeIndexes")); derr != nil {
 		return document.Undef, derr
 	}
@@ -387,6 +397,79 @@ func normalizeIndexingPolicy(ip document.Value) (document.Value, *Error) {
 		return document.Undef, derr
 	}
 	return ip, nil
+}
+
+// checkIndexPath refuses an included or excluded path the service
+// refuses: segments of letters, digits and underscores, "[]" for an
+// array's elements, or a quoted label (any other character needs the
+// quotes), ending in "/?" (the value at the path) or "/*" (its subtree).
+// The position is where reading the path failed, as the service says.
+func checkIndexPath(p string) *Error {
+	fail := func(pos int) *Error {
+		return errorf(BadRequest, "The indexing path '%s' could not be accepted, failed near position '%d'. Please ensure that the path is a valid path. Common errors include invalid characters or absence of quotes around labels.", p, pos)
+	}
+	i := 0
+	for {
+		if i >= len(p) || p[i] != '/' {
+			return fail(i)
+		}
+		i++
+		switch {
+		case i >= len(p):
+			return fail(i)
+		case p[i] == '?' || p[i] == '*':
+			if i+1 != len(p) {
+				return fail(i + 1)
+			}
+			return nil
+		case p[i] == '"':
+			j := i + 1
+			for j < len(p) && (p[j] != '"' || p[j-1] == '\\') {
+				j++
+			}
+			if j >= len(p) || j == i+1 {
+				return fail(j)
+			}
+			i = j + 1
+		case strings.HasPrefix(p[i:], "[]"):
+			i += 2
+		default:
+			start := i
+			for i < len(p) && p[i] != '/' {
+				r, size := utf8.DecodeRuneInString(p[i:])
+				if r != '_' && !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+					return fail(i)
+				}
+				i += size
+			}
+			if i == start {
+				return fail(i)
+			}
+		}
+	}
+}
+
+// checkPathSets refuses included and excluded paths the service refuses
+// together: neither holding the root ("/*"), which every policy that
+// indexes must place, or one path in both.
+func checkPathSets(ip document.Value, none bool) *Error {
+	included := map[string]bool{}
+	root := false
+	for _, p := range ip.Get("includedPaths").Array() {
+		included[p.Get("path").Str()] = true
+		root = root || p.Get("path").Str() == "/*"
+	}
+	for _, p := range ip.Get("excludedPaths").Array() {
+		path := p.Get("path").Str()
+		if included[path] {
+			return errorf(BadRequest, "The indexing path '%s' is both included and excluded: name each path in one of the two.", path)
+		}
+		root = root || path == "/*"
+	}
+	if !root && !none {
+		return errorf(BadRequest, `The special mandatory indexing path "/" is not provided in any of the path type sets.`)
+	}
+	return nil
 }
 
 // policyList returns the entries of a policy's optional list property

@@ -148,25 +148,31 @@ type indexPattern struct {
 	subtree bool // ends in "/*"
 }
 
+// parseIndexPattern reads an included or excluded path: its segments, a
+// quoted label ("/\"a/b\"/?") being one, then "?" or "*". The paths of
+// policies stored before they were checked (checkIndexPath) are read as
+// they were then: a path without a wildcard covers its subtree, and one
+// with a wildcard inside ends there.
 func parseIndexPattern(p string) (indexPattern, bool) {
-	if !strings.HasPrefix(p, "/") {
+	if p == "/*" {
+		return indexPattern{subtree: true}, true
+	}
+	segs, err := document.ParsePath(p)
+	if err != nil {
 		return indexPattern{}, false
 	}
 	var out indexPattern
-	for _, seg := range strings.Split(p[1:], "/") {
-		seg = strings.Trim(seg, `"`)
+	for _, seg := range segs {
 		switch seg {
 		case "*":
 			out.subtree = true
 			return out, true
 		case "?":
 			return out, true
-		case "":
-			return indexPattern{}, false
 		}
 		out.segs = append(out.segs, seg)
 	}
-	out.subtree = true // a path without a wildcard covers its subtree
+	out.subtree = true
 	return out, true
 }
 

@@ -175,3 +175,43 @@ func TestIdIsAlwaysIndexed(t *testing.T) {
 		}
 	}
 }
+
+// Included and excluded paths are checked as the service checks them, and
+// a quoted label is one segment whatever it holds.
+func TestIndexPathsAreChecked(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	ctx := context.Background()
+	for i, tc := range []struct {
+		policy string
+		err    string // "" when accepted
+	}{
+		{`{"includedPaths":[{"path":"/*"}],"excludedPaths":[{"path":"/a/?"},{"path":"/tags/[]/?"},{"path":"/\"a-b c/d\"/*"},{"path":"/ünï_1/?"}]}`, ""},
+		{`{"includedPaths":[{"path":"/name/?"}],"excludedPaths":[{"path":"/*"}]}`, ""},
+		{`{"includedPaths":[{"path":"/"}]}`, ""},
+		{`{"indexingMode":"none","automatic":false}`, ""},
+		{`{"includedPaths":[{"path":"/a/?"}]}`, `mandatory indexing path "/"`},
+		{`{"excludedPaths":[{"path":"/lineItems/*/x/?"}]}`, "failed near position '12'"},
+		{`{"excludedPaths":[{"path":"/expiration"}]}`, "failed near position '11'"},
+		{`{"excludedPaths":[{"path":"/a-b/?"}]}`, "failed near position '2'"},
+		{`{"excludedPaths":[{"path":"/a b/?"}]}`, "failed near position '2'"},
+		{`{"excludedPaths":[{"path":"/a/"}]}`, "failed near position '3'"},
+		{`{"excludedPaths":[{"path":"//a/?"}]}`, "failed near position '1'"},
+		{`{"excludedPaths":[{"path":"/a/?/b"}]}`, "failed near position '4'"},
+		{`{"excludedPaths":[{"path":"/\"a/?"}]}`, "could not be accepted"},
+		{`{"includedPaths":[{"path":"/*"},{"path":"/a/?"}],"excludedPaths":[{"path":"/a/?"}]}`, "both included and excluded"},
+		{`{"includedPaths":[{"path":"/*"}],"excludedPaths":[{"path":"/*"}]}`, "both included and excluded"},
+	} {
+		body := fmt.Sprintf(`{"id":"p%d","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"indexingPolicy":%s}`, i, tc.policy)
+		_, err := be.e.CreateContainer(ctx, "db", batchJSON(t, body), nil)
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: %v", tc.policy, err)
+		case tc.err != "" && (ErrorCode(err) != BadRequest || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: %v, want a 400 saying %q", tc.policy, err, tc.err)
+		}
+	}
+	pol := newIndexPolicy(mustParse(`{"indexingMode":"consistent","includedPaths":[{"path":"/*"}],"excludedPaths":[{"path":"/\"a/b\"/?"}]}`))
+	if pol.indexes([]string{"a/b"}) || !pol.indexes([]string{"a", "b"}) {
+		t.Errorf(`excluding /"a/b"/?: a/b indexed %v, a.b indexed %v; want false, true`, pol.indexes([]string{"a/b"}), pol.indexes([]string{"a", "b"}))
+	}
+}
