@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/mayfly-db/mayfly/internal/partition"
+	"github.com/mayfly-db/mayfly/internal/query/eval"
 	"github.com/mayfly-db/mayfly/internal/query/plan"
 	"github.com/mayfly-db/mayfly/internal/storage"
 )
@@ -14,8 +15,9 @@ import (
 // DefaultPageSize is the page size when the client does not choose one.
 const DefaultPageSize = 100
 
-// maxPageBytes bounds a page, as the service bounds responses to 4 MB.
-const maxPageBytes = 4 << 20
+// maxPageBytes bounds a page, as the service bounds responses to 4 MB. A
+// query's row is bounded by the same (eval.MaxRowBytes).
+const maxPageBytes = eval.MaxRowBytes
 
 // FeedParams asks for one page of a container's items.
 type FeedParams struct {

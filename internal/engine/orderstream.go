@@ -397,7 +397,8 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 // put returns row on the page, unless the window skips it, and reports
 // false, taking nothing, when the page is full: it holds its rows, its
 // window is done, or the row would take it past maxPageBytes, as the
-// service bounds a response (a row larger than that comes alone).
+// service bounds a response (a row is at most eval.MaxRowBytes, which is
+// that bound, so a page of one row is within it).
 func (w *orderStream) put(row document.Value) bool {
 	if len(w.page.Items) == w.limit || w.win.done() {
 		return false

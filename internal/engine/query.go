@@ -942,7 +942,8 @@ func streamQuery(src itemSource, c *containerRecord, prog *eval.Program, s *item
 			}
 			// The row's bytes, when the page is to return it: a row that
 			// would take the page past maxPageBytes starts the next one,
-			// as the service bounds a response (one larger comes alone).
+			// as the service bounds a response (a row is at most
+			// eval.MaxRowBytes, which is that bound).
 			var b []byte
 			n, asStored := 0, whole && len(rows) == 1 // the row is the document as stored
 			if (win == nil || win.made >= win.from) && returned == 0 {

@@ -72,3 +72,29 @@ func TestBudgetStopsWhenTheContextEnds(t *testing.T) {
 		t.Errorf("read %d documents; the third cancelled the context", read)
 	}
 }
+
+// The rows one document produces are bounded through a subquery as
+// through the query's own JOINs (an aggregate over them is not), and a row the query builds past what a
+// response may carry is refused; a document's own rows stay within both.
+func TestRowBoundsReachSubqueries(t *testing.T) {
+	doc := arrayDoc(t, 100)
+	for _, tc := range []struct {
+		query string
+		want  error
+	}{
+		{"SELECT VALUE COUNT(1) FROM c JOIN (SELECT VALUE 1 FROM a IN c.a JOIN b IN c.a JOIN d IN c.a) x", eval.ErrFanOut},
+		{"SELECT VALUE ARRAY_LENGTH(ARRAY(SELECT VALUE 1 FROM a IN c.a JOIN b IN c.a JOIN d IN c.a)) FROM c", eval.ErrFanOut},
+		{"SELECT VALUE ARRAY_LENGTH(ARRAY(SELECT VALUE 1 FROM a IN c.a JOIN b IN c.a)) FROM c", nil},
+		{"SELECT VALUE (SELECT VALUE COUNT(1) FROM a IN c.a JOIN b IN c.a JOIN d IN c.a) FROM c", nil},
+		{"SELECT VALUE ARRAY(SELECT VALUE REPLICATE('x', 10000) FROM a IN c.a JOIN b IN c.a WHERE b < 5) FROM c", eval.ErrRowTooLarge},
+		{"SELECT ARRAY(SELECT VALUE REPLICATE('x', 10000) FROM a IN c.a JOIN b IN c.a WHERE b < 5) AS big FROM c", eval.ErrRowTooLarge},
+		{"SELECT VALUE ARRAY(SELECT VALUE REPLICATE('x', 10000) FROM a IN c.a WHERE a < 40) FROM c", nil},
+		{"SELECT * FROM c", nil},
+	} {
+		p := compile(t, tc.query, eval.Options{Budget: eval.NewBudget(eval.BudgetParams{})})
+		_, err := p.RunDocs([]document.Value{doc})
+		if !errors.Is(err, tc.want) && (tc.want != nil || err != nil) {
+			t.Errorf("%s: err %v, want %v", tc.query, err, tc.want)
+		}
+	}
+}

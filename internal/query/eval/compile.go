@@ -86,7 +86,9 @@ func (c *compiler) query(q *ast.Query, outer []string, top bool) (*compiled, err
 		if err := c.expr(sel.Value, names, cq); err != nil {
 			return nil, err
 		}
+		cq.builds = !isPath(sel.Value)
 	default:
+		cq.builds = len(sel.Items) != 1 || !isPath(sel.Items[0].Expr)
 		n := 0
 		seen := map[string]bool{}
 		for _, it := range sel.Items {
@@ -390,4 +392,24 @@ func checkGroupKey(g ast.Expr) error {
 		return ast.NewError("SC2105", "A GROUP BY expression must contain at least one property reference.")
 	}
 	return nil
+}
+
+// isPath reports whether e reads a part of an input (c, c.a, c["a"][0]),
+// which is never larger than a document.
+func isPath(e ast.Expr) bool {
+	for {
+		switch x := e.(type) {
+		case *ast.Ident:
+			return true
+		case *ast.Member:
+			e = x.X
+		case *ast.Index:
+			if _, ok := x.Index.(*ast.Literal); !ok {
+				return false
+			}
+			e = x.X
+		default:
+			return false
+		}
+	}
 }

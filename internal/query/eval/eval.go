@@ -125,6 +125,9 @@ type compiled struct {
 	limit     int // -1 when absent
 	container string
 	rank      *rankSpec // ORDER BY RANK; nil otherwise
+	// builds: the SELECT list calls a function or runs a subquery, so a
+	// row may be larger than any document (checkRow).
+	builds bool
 }
 
 // maxRewriteLevels is how many levels the packages that rewrite parsed
@@ -643,6 +646,7 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 		for i, o := range q.OrderBy {
 			_, vectorKey[i] = vector.IsCall(o.Expr)
 		}
+		produced := 0
 		err := produce(func(s scope) error {
 			v, err := c.project(cq, s)
 			if err != nil {
@@ -650,6 +654,11 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 			}
 			if !v.IsDefined() {
 				return nil
+			}
+			// A subquery runs for one document (or one row of it): its
+			// rows are that document's, bounded as its JOINs' are.
+			if produced++; cq != c.prog.top && produced > MaxRowsPerDocument {
+				return ErrFanOut
 			}
 			if early {
 				k := string(CanonicalKey(nil, v))
@@ -856,6 +865,32 @@ func descendingTies(q *ast.Query) bool {
 
 // project computes the output value of one row.
 func (c *ctx) project(cq *compiled, s scope) (document.Value, error) {
+	v, err := c.projectRow(cq, s)
+	if err == nil && cq.builds && cq == c.prog.top {
+		err = checkRow(v)
+	}
+	return v, err
+}
+
+// MaxRowBytes bounds a row of a query's results as written: the 4 MB the
+// service bounds a response to. Only rows the query builds can pass it;
+// a document is at most 2 MB.
+const MaxRowBytes = 4 << 20
+
+// ErrRowTooLarge refuses a row past MaxRowBytes, which no page could
+// carry.
+var ErrRowTooLarge = ast.NewError("SC3007", fmt.Sprintf("A row of the query's results is larger than the %d bytes a response may carry.", MaxRowBytes))
+
+// checkRow refuses a row past MaxRowBytes. Its estimated size is a bound
+// from above, so only a row estimated past it is written out to measure.
+func checkRow(v document.Value) error {
+	if sizeOf(v) > MaxRowBytes && len(v.JSON()) > MaxRowBytes {
+		return ErrRowTooLarge
+	}
+	return nil
+}
+
+func (c *ctx) projectRow(cq *compiled, s scope) (document.Value, error) {
 	sel := &cq.q.Select
 	switch {
 	case sel.Star:
