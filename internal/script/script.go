@@ -297,13 +297,14 @@ func (x *execution) install() error {
 	})
 
 	response := vm.NewObject()
-	set(response, "setBody", func(c goja.FunctionCall) goja.Value {
+	setResponseBody := func(c goja.FunctionCall) goja.Value {
 		if b, err := x.toJSON(c.Argument(0)); err == nil && len(b) > maxBodyBytes {
 			panic(x.scriptError(bodyTooLarge()))
 		}
 		x.body = c.Argument(0)
 		return goja.Undefined()
-	})
+	}
+	set(response, "setBody", setResponseBody)
 	// appendValue("Body", v), or appendBody(v), adds v, as a string, to
 	// the end of the body.
 	appendBody := func(v goja.Value) goja.Value {
@@ -329,12 +330,13 @@ func (x *execution) install() error {
 		return appendBody(c.Argument(1))
 	})
 	set(response, "appendBody", func(c goja.FunctionCall) goja.Value { return appendBody(c.Argument(0)) })
-	set(response, "getBody", func(goja.FunctionCall) goja.Value {
+	getResponseBody := func(goja.FunctionCall) goja.Value {
 		if x.body == nil {
 			return goja.Undefined()
 		}
 		return x.body
-	})
+	}
+	set(response, "getBody", getResponseBody)
 	request := vm.NewObject()
 	if x.trig != nil {
 		x.request = x.fromJSON(x.trig.Request)
@@ -357,8 +359,10 @@ func (x *execution) install() error {
 	}
 	set(request, "getBody", getRequestBody)
 	set(request, "setBody", setRequestBody)
-	set(request, "getValue", getRequestBody)
-	set(request, "setValue", setRequestBody)
+	set(request, "getValue", byKey(vm, getRequestBody))
+	set(request, "setValue", byKey(vm, setRequestBody))
+	set(response, "getValue", byKey(vm, getResponseBody))
+	set(response, "setValue", byKey(vm, setResponseBody))
 	set(request, "getOperationType", func(goja.FunctionCall) goja.Value {
 		if x.trig == nil {
 			return goja.Undefined()
@@ -547,6 +551,23 @@ const shorthand = `(function (coll, readAll) {
   };
   return sh;
 })`
+
+// byKey makes getValue(key) and setValue(key, value) of a request or a
+// response from its getBody or setBody: "Body" is the one value either
+// names. getValue of another key is undefined; setValue of one is a
+// TypeError, as appendValue's is.
+func byKey(vm *goja.Runtime, body func(goja.FunctionCall) goja.Value) func(goja.FunctionCall) goja.Value {
+	return func(c goja.FunctionCall) goja.Value {
+		isSet := len(c.Arguments) > 1
+		if !strings.EqualFold(c.Argument(0).String(), "body") {
+			if isSet {
+				panic(vm.NewTypeError("setValue can only set 'Body'"))
+			}
+			return goja.Undefined()
+		}
+		return body(goja.FunctionCall{This: c.This, Arguments: c.Arguments[min(1, len(c.Arguments)):]})
+	}
+}
 
 // finish records the response body as JSON once the script returns.
 func (x *execution) finishBody() error {

@@ -186,6 +186,13 @@ func TestProcedures(t *testing.T) {
 			getContext().getResponse().setBody(body);
 			body.s = "x".repeat(5 << 20);
 		}`, ``, `Resulting message would be too large`, true},
+		{"the response's getValue and setValue", `function () {
+			var r = getContext().getResponse(), out = [];
+			r.setValue("Body", {a: 1});
+			out.push(r.getValue("Body").a, r.getValue("Other") === undefined);
+			try { r.setValue("Other", 1); } catch (e) { out.push(e instanceof TypeError); }
+			r.setBody(out);
+		}`, ``, `[1,true,true]`, false},
 		{"__ from a callback", `function () {
 			var c = getContext().getCollection();
 			c.createDocument(c.getSelfLink(), {id: "a", n: 1}, function () {
@@ -363,6 +370,15 @@ func TestTriggers(t *testing.T) {
 	}
 	if string(m.docs["summary"]) != `{"id":"summary","last":"a"}` {
 		t.Fatalf("summary %s", m.docs["summary"])
+	}
+	// getValue and setValue name the body by its key "Body".
+	res, err = RunTrigger(ctx, `function () {
+		var r = getContext().getRequest(), d = r.getValue("Body");
+		d.other = r.getValue("Other") === undefined;
+		r.setValue("Body", d);
+	}`, &TriggerCall{Operation: "Create", Request: []byte(`{"id":"a"}`)}, m, Limits{})
+	if err != nil || string(res.Body) != `{"id":"a","other":true}` {
+		t.Fatalf("getValue and setValue of the request: %s, %v", res.Body, err)
 	}
 	// A post-trigger may not change the request.
 	_, err = RunTrigger(ctx, `function () { getContext().getRequest().setBody({}) }`,
