@@ -45,7 +45,13 @@ func (o *offerRecord) body() document.Value {
 				{Name: "throughputPolicy", Value: document.Obj([]document.Field{{Name: "incrementPercent", Value: document.Int(int64(o.Increment))}})},
 			})})
 		}
-		content = document.Obj([]document.Field{{Name: "offerAutopilotSettings", Value: document.Obj(auto)}})
+		// The service reports an autoscale offer's current RU/s too,
+		// which is a tenth of the maximum when idle; the Python and Java
+		// SDKs read it after every throughput call.
+		content = document.Obj([]document.Field{
+			{Name: "offerThroughput", Value: document.Int(int64(o.AutoscaleMax / 10))},
+			{Name: "offerAutopilotSettings", Value: document.Obj(auto)},
+		})
 	} else {
 		content = document.Obj([]document.Field{
 			{Name: "offerThroughput", Value: document.Int(int64(o.Manual))},

@@ -100,15 +100,15 @@ func TestOfferMigration(t *testing.T) {
 		{Throughput{Manual: 400}, auto(4000), KeepKind, "x-ms-cosmos-migrate-offer-to-autopilot must be supplied"},
 		{Throughput{Manual: 400}, auto(4000), ToAutoscale, "x-ms-cosmos-migrate-offer-to-autopilot must be supplied"},
 		{Throughput{Manual: 400}, manual(400), ToManual, "The offer"},
-		{Throughput{Manual: 400}, manual(400), ToAutoscale, `{"offerAutopilotSettings":{"maxThroughput":1000}}`},
-		{Throughput{Manual: 12300}, manual(400), ToAutoscale, `{"offerAutopilotSettings":{"maxThroughput":12000}}`},
-		{Throughput{Manual: 12500}, `{"content":{}}`, ToAutoscale, `{"offerAutopilotSettings":{"maxThroughput":13000}}`},
+		{Throughput{Manual: 400}, manual(400), ToAutoscale, `{"offerThroughput":100,"offerAutopilotSettings":{"maxThroughput":1000}}`},
+		{Throughput{Manual: 12300}, manual(400), ToAutoscale, `{"offerThroughput":1200,"offerAutopilotSettings":{"maxThroughput":12000}}`},
+		{Throughput{Manual: 12500}, `{"content":{}}`, ToAutoscale, `{"offerThroughput":1300,"offerAutopilotSettings":{"maxThroughput":13000}}`},
 		{Throughput{Manual: 400}, manual(600), KeepKind, `{"offerThroughput":600,"offerIsRUPerMinuteThroughputEnabled":false}`},
 		{Throughput{Autoscale: true, AutoscaleMax: 4000}, manual(400), KeepKind, "x-ms-cosmos-migrate-offer-to-manual-throughput must be supplied"},
 		{Throughput{Autoscale: true, AutoscaleMax: 4000}, manual(400), ToManual, "x-ms-cosmos-migrate-offer-to-manual-throughput must be supplied"},
 		{Throughput{Autoscale: true, AutoscaleMax: 4000}, auto(4000), ToAutoscale, "The offer"},
 		{Throughput{Autoscale: true, AutoscaleMax: 4000}, auto(1000), ToManual, `{"offerThroughput":4000,"offerIsRUPerMinuteThroughputEnabled":false}`},
-		{Throughput{Autoscale: true, AutoscaleMax: 4000}, auto(5000), KeepKind, `{"offerAutopilotSettings":{"maxThroughput":5000}}`},
+		{Throughput{Autoscale: true, AutoscaleMax: 4000}, auto(5000), KeepKind, `{"offerThroughput":500,"offerAutopilotSettings":{"maxThroughput":5000}}`},
 	} {
 		tp := tc.from
 		coll := fmt.Sprintf("m%d", i)
