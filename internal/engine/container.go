@@ -1059,7 +1059,9 @@ func (e *Engine) ReplaceContainer(ctx context.Context, db, coll string, body doc
 		}
 		oldUK, newUK := old.Props.Get("uniqueKeyPolicy"), props.Get("uniqueKeyPolicy")
 		if (oldUK.IsDefined() || newUK.IsDefined()) && !document.Equal(uniqueKeysValue(oldUK), uniqueKeysValue(newUK)) {
-			return errorf(BadRequest, "The unique key policy of a container cannot be changed.")
+			// The service's answer, also to a replace that leaves the
+			// policy out (the Python SDK's replace_container does).
+			return errorf(Forbidden, "The unique index cannot be modified. To change the unique index, remove the collection and re-create a new one.")
 		}
 		n, err := nextCounter(tx, "rid")
 		if err != nil {

@@ -148,3 +148,23 @@ func TestContainerDefinitionRefusals(t *testing.T) {
 		}
 	}
 }
+
+// A replace may not change a container's unique keys, nor leave them out:
+// the service answers either with its 403, and the keys stay.
+func TestReplaceKeepsUniqueKeys(t *testing.T) {
+	ctx := context.Background()
+	const def = `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"uniqueKeyPolicy":{"uniqueKeys":[{"paths":["/u"]}]}`
+	be := newBatchEnvWith(t, def+`}`)
+	for _, body := range []string{
+		`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"uniqueKeyPolicy":{"uniqueKeys":[{"paths":["/v"]}]}}`,
+		`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":60}`,
+	} {
+		_, err := be.e.ReplaceContainer(ctx, "db", "c", batchJSON(t, body), "")
+		if !isCode(err, Forbidden) || !strings.Contains(err.Error(), "unique index cannot be modified") {
+			t.Errorf("replace with %s: %v, want the service's 403", body, err)
+		}
+	}
+	if _, err := be.e.ReplaceContainer(ctx, "db", "c", batchJSON(t, def+`,"defaultTtl":60}`), ""); err != nil {
+		t.Errorf("a replace that keeps the unique keys: %v", err)
+	}
+}
