@@ -336,7 +336,12 @@ func normalizeIndexingPolicy(ip document.Value) (document.Value, *Error) {
 	none := ip.Get("indexingMode").Str() == "none"
 	for _, name := range []string{"includedPaths", "excludedPaths"} {
 		paths := ip.Get(name)
-		if !paths.IsDefined() || paths.IsNull() {
+		// An empty list of included paths is what the .NET SDK sends for a
+		// policy that names none (only composite indexes, say): the whole
+		// document, unless the excluded paths take the root.
+		emptyIncluded := name == "includedPaths" && paths.Kind() == document.Array && paths.Len() == 0 &&
+			!slices.ContainsFunc(ip.Get("excludedPaths").Array(), func(p document.Value) bool { return p.Get("path").Str() == "/*" })
+		if !paths.IsDefined() || paths.IsNull() || emptyIncluded {
 			switch {
 			case none:
 				paths = document.Arr(nil)
@@ -365,11 +370,6 @@ func normalizeIndexingPolicy(ip document.Value) (document.Value, *Error) {
 				entries[i] = entries[i].Without("indexes")
 			}
 		}
-		for _, p := range entries {
-			if derr := checkIndexPath(p.Get("path").Str()); derr != nil {
-				return document.Undef, derr
-			}
-		}
 		paths = document.Arr(entries)
 		if name == "excludedPaths" && !none {
 			has := false
@@ -383,9 +383,6 @@ func normalizeIndexingPolicy(ip document.Value) (document.Value, *Error) {
 			}
 		}
 		ip = ip.With(name, paths)
-	}
-	if derr := checkPathSets(ip, none); derr != nil {
-		return document.Undef, derr
 	}
 	if derr := checkComposites(ip.Get("compositeIndexes")); derr != nil {
 		return document.Undef, derr
@@ -447,6 +444,27 @@ func checkIndexPath(p string) *Error {
 			}
 		}
 	}
+}
+
+// checkPolicyPaths checks the included and excluded paths of policy ip
+// (checkIndexPath, checkPathSets). A replace that keeps the paths the
+// container has (old, its stored policy) is not refused for them: a
+// container created before these checks keeps working as written.
+func checkPolicyPaths(ip, old document.Value) *Error {
+	lists := func(p document.Value) string {
+		return p.Get("includedPaths").String() + p.Get("excludedPaths").String()
+	}
+	if old.IsDefined() && lists(ip) == lists(old) {
+		return nil
+	}
+	for _, name := range []string{"includedPaths", "excludedPaths"} {
+		for _, p := range ip.Get(name).Array() {
+			if derr := checkIndexPath(p.Get("path").Str()); derr != nil {
+				return derr
+			}
+		}
+	}
+	return checkPathSets(ip, strings.EqualFold(ip.Get("indexingMode").Str(), "none"))
 }
 
 // checkPathSets refuses included and excluded paths the service refuses
@@ -742,6 +760,9 @@ func checkVectorIndexes(props document.Value) *Error {
 // CreateContainer creates a container in database db.
 func (e *Engine) CreateContainer(ctx context.Context, db string, body document.Value, tp *Throughput) (*Resource, error) {
 	props, setting, derr := normalizeContainer(body)
+	if derr == nil {
+		derr = checkPolicyPaths(props.Get("indexingPolicy"), document.Undef)
+	}
 	if derr == nil {
 		derr = checkVectorIndexes(props)
 	}
@@ -1056,6 +1077,9 @@ func (e *Engine) ReplaceContainer(ctx context.Context, db, coll string, body doc
 		if err := vector.CheckReplace(old.Props.Get("vectorEmbeddingPolicy"), props.Get("vectorEmbeddingPolicy"),
 			old.Props.Get("indexingPolicy").Get("vectorIndexes"), props.Get("indexingPolicy").Get("vectorIndexes")); err != nil {
 			return &Error{Code: BadRequest, Message: err.Error()}
+		}
+		if derr := checkPolicyPaths(props.Get("indexingPolicy"), old.Props.Get("indexingPolicy")); derr != nil {
+			return derr
 		}
 		oldUK, newUK := old.Props.Get("uniqueKeyPolicy"), props.Get("uniqueKeyPolicy")
 		if (oldUK.IsDefined() || newUK.IsDefined()) && !document.Equal(uniqueKeysValue(oldUK), uniqueKeysValue(newUK)) {

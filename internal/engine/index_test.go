@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/storage"
 )
 
 func TestIndexPolicy(t *testing.T) {
@@ -189,6 +190,8 @@ func TestIndexPathsAreChecked(t *testing.T) {
 		{`{"includedPaths":[{"path":"/name/?"}],"excludedPaths":[{"path":"/*"}]}`, ""},
 		{`{"includedPaths":[{"path":"/"}]}`, ""},
 		{`{"indexingMode":"none","automatic":false}`, ""},
+		{`{"includedPaths":[],"excludedPaths":[],"compositeIndexes":[[{"path":"/a"},{"path":"/b"}]]}`, ""},
+		{`{"includedPaths":[],"excludedPaths":[{"path":"/*"}]}`, ""},
 		{`{"includedPaths":[{"path":"/a/?"}]}`, `mandatory indexing path "/"`},
 		{`{"excludedPaths":[{"path":"/lineItems/*/x/?"}]}`, "failed near position '12'"},
 		{`{"excludedPaths":[{"path":"/expiration"}]}`, "failed near position '11'"},
@@ -209,6 +212,43 @@ func TestIndexPathsAreChecked(t *testing.T) {
 		case tc.err != "" && (ErrorCode(err) != BadRequest || !strings.Contains(err.Error(), tc.err)):
 			t.Errorf("%s: %v, want a 400 saying %q", tc.policy, err, tc.err)
 		}
+	}
+	// An empty list of included paths, as the .NET SDK sends one, is the
+	// whole document.
+	res, _, err := be.e.ReadContainer(ctx, "db", "p4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Body.Get("indexingPolicy").Get("includedPaths").String(); got != `[{"path":"/*"}]` {
+		t.Errorf("includedPaths [] reads back as %s, want the root", got)
+	}
+	// A container whose stored policy predates the checks may be replaced
+	// with that policy, though not given another path that fails them.
+	stored := `{"indexingMode":"consistent","automatic":true,"includedPaths":[{"path":"/my-prop/?"}],"excludedPaths":[{"path":"/\"_etag\"/?"}]}`
+	err = be.e.store.Update(ctx, func(tx storage.Txn) error {
+		c, err := be.e.loadContainer(tx, "db", "c")
+		if err != nil {
+			return err
+		}
+		c.Props = c.Props.With("indexingPolicy", mustParse(stored))
+		return setJSON(tx, containerKey(c.DBRid, "c"), c)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e2, err := New(Config{Store: be.e.store, Clock: be.e.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	replace := func(policy string) error {
+		_, err := e2.ReplaceContainer(ctx, "db", "c", batchJSON(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":60,"indexingPolicy":`+policy+`}`), "")
+		return err
+	}
+	if err := replace(stored); err != nil {
+		t.Errorf("a replace keeping the stored policy: %v", err)
+	}
+	if err := replace(`{"includedPaths":[{"path":"/other-prop/?"}],"excludedPaths":[{"path":"/*"}]}`); ErrorCode(err) != BadRequest {
+		t.Errorf("a replace with another path that fails the checks: %v, want a 400", err)
 	}
 	pol := newIndexPolicy(mustParse(`{"indexingMode":"consistent","includedPaths":[{"path":"/*"}],"excludedPaths":[{"path":"/\"a/b\"/?"}]}`))
 	if pol.indexes([]string{"a/b"}) || !pol.indexes([]string{"a", "b"}) {

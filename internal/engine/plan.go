@@ -6,6 +6,7 @@ import (
 
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/query/ast"
+	"github.com/mayfly-db/mayfly/internal/query/eval"
 	"github.com/mayfly-db/mayfly/internal/query/gatewayplan"
 	"github.com/mayfly-db/mayfly/internal/query/vector"
 	"github.com/mayfly-db/mayfly/internal/storage"
@@ -21,6 +22,11 @@ func (e *Engine) PlanFor(ctx context.Context, db, coll, text string, params map[
 	q, err := parseOnly(text)
 	if err != nil {
 		return nil, err
+	}
+	// The query is refused here as its run would refuse it (GROUP BY
+	// with ORDER BY, an unknown alias…), as the service's plan does.
+	if _, err := eval.Compile(q, params, eval.Options{UDF: planUDF}); err != nil {
+		return nil, queryError(err)
 	}
 	f := gatewayplan.ParseFeatures(features)
 	if missing := gatewayplan.Missing(q, f); missing != "" {
@@ -41,3 +47,8 @@ func (e *Engine) PlanFor(ctx context.Context, db, coll, text string, params map[
 	}
 	return gatewayplan.JSON(gatewayplan.DescribeFor(q, params, f, vectors)), nil
 }
+
+// planUDF stands in for the container's functions while a plan compiles a
+// query: the plan never calls them, and whether one exists is the run's
+// to say.
+func planUDF(string, []document.Value) (document.Value, error) { return document.Undef, nil }

@@ -189,14 +189,20 @@ var guardProgram = goja.MustCompile("guard", `(function (tooDeep, deep) {
   // time limit reaches, so a few million items ran far past a script's
   // time: it is given the default comparator in JavaScript instead, which
   // the limit stops. (undefined values and holes never reach a comparator.)
-  var sort = Array.prototype.sort;
+  var nativeSort = Array.prototype.sort;
+  var text = function (v) {
+    if (typeof v === "symbol") {
+      throw new TypeError("Cannot convert a Symbol value to a string");
+    }
+    return String(v);
+  };
   var byString = function (x, y) {
-    x = String(x);
-    y = String(y);
+    x = text(x);
+    y = text(y);
     return x < y ? -1 : x > y ? 1 : 0;
   };
-  Array.prototype.sort = function sort_(compare) {
-    return sort.call(this, compare === undefined ? byString : compare);
+  Array.prototype.sort = function sort(compare) {
+    return nativeSort.call(this, compare === undefined ? byString : compare);
   };
   var evaluate = eval;
   globalThis.eval = function (x) {

@@ -14,6 +14,7 @@ import (
 	"github.com/dlclark/regexp2/v2"
 	"math"
 	"net/url"
+	"reflect"
 	"strings"
 	"time"
 
@@ -297,8 +298,12 @@ func (x *execution) install() error {
 	})
 
 	response := vm.NewObject()
+	// A string past the bound is refused as it is set. Any other body is
+	// measured once, when the script returns (finishBody): a script may
+	// set its body after every document it writes, and writing the body
+	// out each time would make that quadratic.
 	setResponseBody := func(c goja.FunctionCall) goja.Value {
-		if b, err := x.toJSON(c.Argument(0)); err == nil && len(b) > maxBodyBytes {
+		if v := c.Argument(0); v.ExportType() == reflectString && len(v.String()) > maxBodyBytes {
 			panic(x.scriptError(bodyTooLarge()))
 		}
 		x.body = c.Argument(0)
@@ -600,6 +605,8 @@ var errorCodes = []struct {
 // response: setBody and appendBody throw past it, an error the script
 // may catch (and answer with less, and a continuation of its own).
 const maxBodyBytes = 4 << 20
+
+var reflectString = reflect.TypeOf("")
 
 func bodyTooLarge() *Error {
 	return &Error{Status: 413, Message: `Resulting message would be too large because of "Body". Return from the script with what fits, and a continuation to call it again with.`}

@@ -181,6 +181,11 @@ func TestProcedures(t *testing.T) {
 			try { r.appendBody("z".repeat(2 << 20)); } catch (e) { out.push(e.number); }
 			r.setBody(out);
 		}`, ``, `[413,413]`, false},
+		{"a body set after every document", `function () {
+			var c = getContext().getCollection(), done = [];
+			for (var i = 0; i < 3000; i++) { done.push({id: "d" + i, n: i}); getContext().getResponse().setBody(done); }
+			getContext().getResponse().setBody(done.length);
+		}`, ``, `3000`, false},
 		{"a body grown past the bound after it was set", `function () {
 			var body = {s: ""};
 			getContext().getResponse().setBody(body);
@@ -291,13 +296,15 @@ func TestDefaultSortOrder(t *testing.T) {
 		out.push(a.length, 5 in a, 8 in a);
 		out.push([3, 1, 2].sort(function (x, y) { return y - x; }).join(""));
 		try { [1].sort(1); out.push("no error"); } catch (e) { out.push(e instanceof TypeError); }
+		try { [Symbol("a"), Symbol("b")].sort(); out.push("no error"); } catch (e) { out.push(e instanceof TypeError); }
+		out.push(Array.prototype.sort.name);
 		getContext().getResponse().setBody(out);
 	}`
 	res, _, err := runProc(t, src, ``, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	const want = `["1","10","9","a","b","null","true","u",null,9,true,false,"321",true]` // the hole maps to a hole
+	const want = `["1","10","9","a","b","null","true","u",null,9,true,false,"321",true,true,"sort"]` // the hole maps to a hole
 	if string(res.Body) != want {
 		t.Errorf("body %s, want %s", res.Body, want)
 	}
