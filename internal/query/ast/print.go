@@ -124,7 +124,15 @@ func writeExpr(b *strings.Builder, e Expr) {
 	case *Ident:
 		b.WriteString(e.Name)
 	case *Member:
-		writeExpr(b, e.X)
+		if lit, ok := e.X.(*Literal); ok && lit.Value.Kind() == document.Number {
+			// "0 .a" printed as "0.a" would read as the number "0."
+			// followed by a name.
+			b.WriteByte('(')
+			writeExpr(b, e.X)
+			b.WriteByte(')')
+		} else {
+			writeExpr(b, e.X)
+		}
 		if !e.Quoted && IsIdentifier(e.Name) {
 			b.WriteByte('.')
 			b.WriteString(e.Name)
