@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/mayfly-db/mayfly/internal/document"
-	"github.com/mayfly-db/mayfly/internal/storage"
 )
 
 func TestIndexPolicy(t *testing.T) {
@@ -225,17 +224,9 @@ func TestIndexPathsAreChecked(t *testing.T) {
 	// A container whose stored policy predates the checks may be replaced
 	// with that policy, though not given another path that fails them.
 	stored := `{"indexingMode":"consistent","automatic":true,"includedPaths":[{"path":"/my-prop/?"}],"excludedPaths":[{"path":"/\"_etag\"/?"}]}`
-	err = be.e.store.Update(ctx, func(tx storage.Txn) error {
-		c, err := be.e.loadContainer(tx, "db", "c")
-		if err != nil {
-			return err
-		}
+	rewriteContainer(t, be.e, be.e.store, "c", func(c *containerRecord) {
 		c.Props = c.Props.With("indexingPolicy", mustParse(stored))
-		return setJSON(tx, containerKey(c.DBRid, "c"), c)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	e2, err := New(Config{Store: be.e.store, Clock: be.e.clock})
 	if err != nil {
 		t.Fatal(err)

@@ -43,21 +43,7 @@ func TestUniqueKeysCompareValues(t *testing.T) {
 				"uniqueKeyPolicy":{"uniqueKeys":[{"paths":["/u"]}]}}`)
 			if !byValue {
 				// A container made before unique keys compared values.
-				err := store.Update(ctx, func(tx storage.Txn) error {
-					c, err := e.loadContainer(tx, "db", "c")
-					if err != nil {
-						return err
-					}
-					c.UniqueByValue = false
-					d, err := e.loadDatabase(tx, "db")
-					if err != nil {
-						return err
-					}
-					return setJSON(tx, containerKey(d.Rid, "c"), c)
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
+				rewriteContainer(t, e, store, "c", func(c *containerRecord) { c.UniqueByValue = false })
 				if e, err = New(Config{Store: store, Clock: clock.NewManual(batchT0)}); err != nil {
 					t.Fatal(err)
 				}
