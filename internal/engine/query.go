@@ -370,7 +370,11 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		// the page counted with it). A paced scan reads no more than
 		// its pace lets it.
 		var need, made func() int
+		partial, groups := partialGroups(prog, resumed, cur), 0
 		switch stop := prog.Stop(cur.skip + limit + 1); {
+		case partial:
+			// A document makes one group at most, without a JOIN.
+			need = func() int { return limit - groups }
 		case qp.stream != nil && win != nil:
 			need = func() int { return win.need(limit - len(page.Items)) }
 		case qp.stream != nil || prog.Streaming():
@@ -417,6 +421,9 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		}
 		if win != nil {
 			return sortedPage(qp.src, c, rows, scope, now, cur, next, limit, *win, page, passed)
+		}
+		if partial {
+			return partialGroupsPage(qp.src, c, prog, scope, now, cur, next, limit, &groups, page)
 		}
 		return runQuery(qp.src, c, prog, scope, now, cur, next, limit, page, passed)
 	}

@@ -117,3 +117,46 @@ func TestServedWhole(t *testing.T) {
 		}
 	}
 }
+
+// Every GROUP BY the plan rewrites for the SDKs' merge has the shape
+// PartialGroups recognizes, whose pages the engine may fill with the
+// groups of part of a range; the query as written, and queries that only
+// look alike, have not.
+func TestPartialGroupsIsTheRewrite(t *testing.T) {
+	for _, text := range []string{
+		"SELECT c.a, COUNT(1) AS n FROM c GROUP BY c.a",
+		"SELECT VALUE COUNT(1) FROM c WHERE c.b > 1 GROUP BY c.a",
+		"SELECT c.a, c.b, AVG(c.n) AS m, MIN(c.n) FROM c JOIN t IN c.tags GROUP BY c.a, c.b",
+		"SELECT UPPER(c.s) AS u, MAKESET(c.n) AS s FROM c GROUP BY UPPER(c.s)",
+	} {
+		q, err := parser.Parse(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if PartialGroups(q) {
+			t.Errorf("%s: taken for a rewrite", text)
+		}
+		rewritten := DescribeFor(q, nil, ParseFeatures(jsFeatures), vector.Policy{}).RewrittenQuery
+		r, err := parser.Parse(rewritten)
+		if err != nil {
+			t.Fatalf("%s: %v", rewritten, err)
+		}
+		if !PartialGroups(r) {
+			t.Errorf("%s: rewritten as %s, not taken for the rewrite", text, rewritten)
+		}
+	}
+	for _, text := range []string{
+		`SELECT [{"item": c.a}] AS groupByItems, {"n": COUNT(1)} AS payload FROM c`,
+		`SELECT [{"item": c.a}] AS keys, {"n": COUNT(1)} AS payload FROM c GROUP BY c.a`,
+		`SELECT DISTINCT [{"item": c.a}] AS groupByItems, {"n": COUNT(1)} AS payload FROM c GROUP BY c.a`,
+		`SELECT TOP 1 [{"item": c.a}] AS groupByItems, {"n": COUNT(1)} AS payload FROM c GROUP BY c.a`,
+	} {
+		q, err := parser.Parse(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if PartialGroups(q) {
+			t.Errorf("%s: taken for a rewrite", text)
+		}
+	}
+}

@@ -416,6 +416,22 @@ func rewriteGroupBy(q *ast.Query, info *Info, f Features) string {
 	})
 }
 
+// PartialGroups reports whether q has the shape rewriteGroupBy gives a
+// GROUP BY for each range: rows {"groupByItems": [...], "payload": ...}
+// of partial aggregates, which the client merges by their groupByItems
+// across ranges and pages once the last page is in. The rows of any part
+// of a range's documents are then an answer to merge, as the service's
+// pages of such a query are.
+func PartialGroups(q *ast.Query) bool {
+	s := q.Select
+	if len(q.GroupBy) == 0 || s.Distinct || s.Top != nil || s.Star || s.Value != nil || len(s.Items) != 2 ||
+		len(q.OrderBy) > 0 || q.Offset != nil || q.Limit != nil {
+		return false
+	}
+	_, keys := s.Items[0].Expr.(*ast.ArrayLit)
+	return keys && s.Items[0].Alias == "groupByItems" && s.Items[1].Alias == "payload"
+}
+
 // orderedDistinct reports whether the client may drop DISTINCT's repeats by
 // comparing each row with the one before: only when the ORDER BY items are
 // the projected expressions, no more and no fewer, so that equal rows sort

@@ -1,0 +1,129 @@
+package engine
+
+import (
+	"bytes"
+	"time"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/query/ast"
+	"github.com/mayfly-db/mayfly/internal/query/eval"
+	"github.com/mayfly-db/mayfly/internal/query/gatewayplan"
+)
+
+// partialGroups reports whether a page of prog, resuming at cur, groups
+// only the documents from its position on (partialGroupsPage): prog is a
+// GROUP BY an SDK rewrote from a gateway plan (gatewayplan.PartialGroups),
+// and cur is no token of a page of whole groups, which pages by an offset
+// into them (runQuery) and has made 0.
+func partialGroups(prog *eval.Program, resumed bool, cur cursor) bool {
+	return gatewayplan.PartialGroups(prog.Query()) && (!resumed || cur.made > 0)
+}
+
+// partialGroupsPage pages a GROUP BY whose rows are partial aggregates the
+// client merges (partialGroups). A page groups the documents of src from
+// its position until it has limit groups and the next document would
+// start another, and ends before that document; so it reads the documents
+// of its own part of the scope only, and draining the query reads each
+// document once, where a page of whole groups reads the whole scope.
+//
+// The SDKs' GROUP BY stage takes a round of empty pages for the end of the
+// query (the JavaScript SDK's then reports more results forever), so no
+// page but a range's only one may be empty: a page ends before a document
+// that makes a row, never where no row may follow. To know that before it
+// groups a document, the page reads its group keys first, through the
+// query with the keys as its rows (groupKeys); a document that makes no
+// row is passed over. A page whose time or work runs out fails, as a page
+// of whole groups does: ending there could leave only an empty page.
+//
+// The token's made is the limit the page stopped at, and its skip counts
+// the rows of the page's part already returned when they took more than a
+// response holds: the next page groups the same part again, from the same
+// position to the same limit, and returns the rest.
+func partialGroupsPage(src itemSource, c *containerRecord, prog *eval.Program, s *itemScope, now time.Time, cur, next cursor, limit int, made *int, page *FeedPage) error {
+	if cur.skip > 0 {
+		limit = cur.made
+	}
+	keys, err := groupKeys(prog)
+	if err != nil {
+		return queryError(err)
+	}
+	parse := docParser(prog.Query(), false)
+	seen := map[string]bool{}
+	var stop, key []byte
+	each := func(yield func(document.Value, eval.DocMeta) error) error {
+		return src(cur.pos, func(pos, loc []byte, rec *itemRecord) (bool, error) {
+			if err := prog.Budget().Spend(1); err != nil {
+				return false, err
+			}
+			if c.expired(rec, now) || !s.keeps(rec) {
+				return true, nil
+			}
+			doc, err := parse(rec.json)
+			if err != nil {
+				return false, err
+			}
+			meta := docMeta(loc)
+			meta.Order = s.scanPos(loc)
+			rows, err := keys.Rows(doc, meta)
+			if err != nil {
+				return false, err
+			}
+			var fresh []string
+			for _, row := range rows {
+				key = eval.CanonicalKey(key[:0], row)
+				if !seen[string(key)] {
+					fresh = append(fresh, string(key))
+				}
+			}
+			if len(fresh) == 0 {
+				// No row, or rows of groups the page has.
+				if len(rows) == 0 {
+					return true, nil
+				}
+				return true, yield(doc, meta)
+			}
+			if len(seen) >= limit {
+				stop = bytes.Clone(pos)
+				return false, nil
+			}
+			for _, k := range fresh {
+				seen[k] = true
+			}
+			*made = len(seen)
+			return true, yield(doc, meta)
+		})
+	}
+	rows, err := prog.RunEach(each, 0, nil)
+	if err != nil {
+		return queryError(err)
+	}
+	end, derr := pageRows(rows, cur.skip, len(rows), page)
+	if derr != nil {
+		return derr
+	}
+	next.made = limit
+	switch {
+	case end < len(rows):
+		next.pos, next.skip = cur.pos, end
+	case stop != nil:
+		next.pos = stop
+	default:
+		return nil
+	}
+	page.Continuation = next.String()
+	return nil
+}
+
+// groupKeys is the streamer of prog's GROUP BY keys: the query with
+// SELECT VALUE [keys…] and no GROUP BY, whose rows for a document are
+// those its grouping sees, each as the array of its keys.
+func groupKeys(prog *eval.Program) (*eval.Streamer, error) {
+	q := *prog.Query()
+	q.Select = ast.Select{Value: &ast.ArrayLit{Elems: q.GroupBy}}
+	q.GroupBy = nil
+	keys, err := prog.Derive(&q)
+	if err != nil {
+		return nil, err
+	}
+	return keys.Streamer()
+}
