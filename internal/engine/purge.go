@@ -434,7 +434,19 @@ func (e *Engine) SweepHistory(ctx context.Context, p ttl.SweepParams) error {
 // by it as requests judge it: after a restart with the clock set back,
 // the items requests already treat as expired are purged, counted and
 // erased then, not once the clock has caught up (ttl.md B1, B3, B4).
-func (e *Engine) StampClock(c clock.Clock) clock.Clock { return stampClock{Clock: c, e: e} }
+//
+// Over a store with a clock of its own, c is returned as it is: the
+// purge and the erasure judge by the store's clock then (PurgeDue), and
+// c, the gateway's own clock, only paces them. Raising the engine's
+// stamps to it would carry a gateway's clock that runs ahead into every
+// judgement the stamps raise, the purge's among them, which would
+// delete items early for every gateway of the store.
+func (e *Engine) StampClock(c clock.Clock) clock.Clock {
+	if _, ok := e.store.(storage.Clocked); ok {
+		return c
+	}
+	return stampClock{Clock: c, e: e}
+}
 
 type stampClock struct {
 	clock.Clock
@@ -459,11 +471,17 @@ func (e *Engine) TTLBacklog(ctx context.Context, db, coll string, max int) (n in
 // from where the last purge stopped (see expiredEntries) without copying
 // keys, since the purger asks for it every second while a backlog lasts.
 func (e *Engine) CountDue(ctx context.Context, p ttl.CountDueParams) (int, error) {
-	p.Now = e.raise(p.Now, false) // as PurgeDue judges
 	db, coll, err := splitLink(p.Container)
 	if err != nil {
 		return 0, err
 	}
+	// As PurgeDue judges.
+	if _, ok := e.store.(storage.Clocked); ok {
+		if p.Now, err = e.Now(ctx); err != nil {
+			return 0, err
+		}
+	}
+	p.Now = e.raise(p.Now, false)
 	n := 0
 	err = e.store.View(ctx, func(r storage.Reader) error {
 		c, err := e.loadContainer(r, db, coll)

@@ -13,6 +13,7 @@ import (
 	"github.com/mayfly-db/mayfly/internal/clock"
 	"github.com/mayfly-db/mayfly/internal/storage"
 	"github.com/mayfly-db/mayfly/internal/storage/teststore"
+	"github.com/mayfly-db/mayfly/internal/ttl"
 )
 
 // clockedStore is a store that owns the clock, as a database server shared
@@ -195,5 +196,34 @@ func TestChangeLogTimesAreTheStores(t *testing.T) {
 	}
 	if want := "delete d0 at +2, delete d1 at +2, delete d2 at +2"; strings.Join(got, ", ") != want {
 		t.Errorf("the deletes since +1 s: %s, want %s", strings.Join(got, ", "), want)
+	}
+}
+
+// A gateway whose own clock runs 20 s ahead, over a store that owns the
+// clock, purges by the store's clock: the clock that paces its purger
+// (StampClock) raises no judgement, so an item due in 10 s by the store's
+// clock is neither purged nor counted as due, and another gateway still
+// reads it.
+func TestAFastGatewayPurgesByTheStoresClock(t *testing.T) {
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	_, local, gateways := skewedGateways(t, t0, 0, 20*time.Second)
+	ctx := context.Background()
+	a, fast := gateways[0], gateways[1]
+	createDBAndContainer(t, a, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash"},"defaultTtl":10}`)
+	ref := batchRef(`["p"]`)
+	if _, err := a.WriteItem(ctx, WriteItemParams{ItemRef: ref, Mode: ModeCreate, Body: []byte(`{"id":"x","pk":"p"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	paced := fast.StampClock(clock.Skewed{Clock: local, Offset: 20 * time.Second})
+	due, err := fast.CountDue(ctx, ttl.CountDueParams{Container: "dbs/db/colls/c", Now: paced.Now(), Max: 10})
+	if err != nil || due != 0 {
+		t.Fatalf("counted due: %d, %v; want 0", due, err)
+	}
+	res, err := fast.PurgeDue(ctx, ttl.PurgeParams{Container: "dbs/db/colls/c", Now: paced.Now(), Limit: 10})
+	if err != nil || len(res.Items) != 0 {
+		t.Fatalf("purged %d, %v; want 0", len(res.Items), err)
+	}
+	if _, err := a.ReadItem(ctx, ReadItemParams{ItemRef: ref, ID: "x"}); err != nil {
+		t.Fatalf("read after the fast gateway's purge: %v", err)
 	}
 }
