@@ -1121,7 +1121,38 @@ func (e *Engine) ReplaceContainer(ctx context.Context, db, coll string, body doc
 	if reindex {
 		e.kickIndexer()
 	}
+	if e.leases != nil {
+		// Dated settingLead ahead, the change is not in force until
+		// then: a write sent on its answer, earlier, would be judged by
+		// the old setting (an item with "ttl": 1 written just after TTL
+		// was turned off would expire, for good). So the answer waits
+		// for the change's instant on the store's clock.
+		e.awaitStoreClock(ctx, now)
+	}
 	return c.resource(), nil
+}
+
+// awaitStoreClock returns once the store's clock has reached at, or after
+// twice settingLead of the process's own time, the most a change dated
+// ahead can need from its commit unless the store's clock stands still
+// (a test's); at once when the clock cannot be read or the request is
+// gone, since what waits is only the answer to a committed change.
+func (e *Engine) awaitStoreClock(ctx context.Context, at time.Time) {
+	limit := time.Now().Add(2 * settingLead)
+	for {
+		t, err := e.Now(ctx)
+		wait := at.Sub(t)
+		if err != nil || wait <= 0 || !time.Now().Before(limit) {
+			return
+		}
+		timer := time.NewTimer(min(wait, time.Until(limit)))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.C:
+		}
+	}
 }
 
 // samePartitionKey reports whether two containers' properties define the

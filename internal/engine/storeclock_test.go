@@ -24,11 +24,15 @@ type clockedStore struct {
 	now      time.Time
 	err      error
 	deadline time.Time // the last commit deadline of a transaction
+	real     bool      // the clock is the process's, not now
 }
 
 func (s *clockedStore) Now(context.Context) (time.Time, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.real {
+		return time.Now(), nil
+	}
 	return s.now, s.err
 }
 
@@ -225,5 +229,37 @@ func TestAFastGatewayPurgesByTheStoresClock(t *testing.T) {
 	}
 	if _, err := a.ReadItem(ctx, ReadItemParams{ItemRef: ref, ID: "x"}); err != nil {
 		t.Fatalf("read after the fast gateway's purge: %v", err)
+	}
+}
+
+// Over a store shared by gateways a TTL setting change is dated ahead of
+// the store's clock, and its answer waits for that instant: a write sent
+// on the answer is judged by the new setting. Before, an item with
+// "ttl": 1 written on the answer to turning TTL off, in the last 200 ms of
+// a second, was judged under the old setting, expired, and was purged.
+func TestASettingChangeIsInForceWhenAnswered(t *testing.T) {
+	st := &clockedStore{Store: teststore.Open(t), real: true}
+	e, err := New(Config{Store: storage.WithChecks(st), Clock: clock.Real{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	createDBAndContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash"},"defaultTtl":-1}`)
+	for i := range 3 {
+		if _, err := e.ReplaceContainer(ctx, "db", "c", batchJSON(t, fmt.Sprintf(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash"},"defaultTtl":%d}`, i+1)), ""); err != nil {
+			t.Fatal(err)
+		}
+		answered := time.Now()
+		var from time.Time
+		if err := st.View(ctx, func(r storage.Reader) error {
+			c, err := e.loadContainer(r, "db", "c")
+			from = c.TTL.Current().From
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if answered.Before(from) {
+			t.Fatalf("change %d answered %v before its instant", i, from.Sub(answered))
+		}
 	}
 }
