@@ -10,13 +10,16 @@ import (
 	"github.com/mayfly-db/mayfly/internal/query/gatewayplan"
 )
 
-// partialGroups reports whether a page of prog, resuming at cur, groups
-// only the documents from its position on (partialGroupsPage): prog is a
-// GROUP BY an SDK rewrote from a gateway plan (gatewayplan.PartialGroups),
-// and cur is no token of a page of whole groups, which pages by an offset
-// into them (runQuery) and has made 0.
-func partialGroups(prog *eval.Program, resumed bool, cur cursor) bool {
-	return gatewayplan.PartialGroups(prog.Query()) && (!resumed || cur.made > 0)
+// partialGroups reports whether a page of prog asked with p, resuming at
+// cur, groups only the documents from its position on
+// (partialGroupsPage): prog is a GROUP BY an SDK rewrote from a gateway
+// plan (gatewayplan.PartialGroups), sent as the SDKs send it, to a
+// partition key range, and cur is no token of a page
+// of whole groups, which pages by an offset into them (runQuery) and has
+// made 0. A query of that shape sent otherwise, by a client that need not
+// merge, gets whole groups; whole groups merge too.
+func partialGroups(prog *eval.Program, p QueryParams, resumed bool, cur cursor) bool {
+	return p.RangeID != "" && gatewayplan.PartialGroups(prog.Query()) && (!resumed || cur.made > 0)
 }
 
 // partialGroupsPage pages a GROUP BY whose rows are partial aggregates the
@@ -35,10 +38,12 @@ func partialGroups(prog *eval.Program, resumed bool, cur cursor) bool {
 // row is passed over. A page whose time or work runs out fails, as a page
 // of whole groups does: ending there could leave only an empty page.
 //
-// The token's made is the limit the page stopped at, and its skip counts
-// the rows of the page's part already returned when they took more than a
-// response holds: the next page groups the same part again, from the same
-// position to the same limit, and returns the rest.
+// A part whose rows take more than a response holds is grouped again with
+// half the groups, down to one; only the rows of one group's documents,
+// or one document's, may still come over several responses. The token's
+// made is then the limit the page stopped at, and its skip counts the rows
+// of the part already returned: the next page groups the same part again,
+// from the same position to the same limit, and returns the rest.
 func partialGroupsPage(src itemSource, c *containerRecord, prog *eval.Program, s *itemScope, now time.Time, cur, next cursor, limit int, made *int, page *FeedPage) error {
 	if cur.skip > 0 {
 		limit = cur.made
@@ -48,54 +53,73 @@ func partialGroupsPage(src itemSource, c *containerRecord, prog *eval.Program, s
 		return queryError(err)
 	}
 	parse := docParser(prog.Query(), false)
-	seen := map[string]bool{}
-	var stop, key []byte
-	each := func(yield func(document.Value, eval.DocMeta) error) error {
-		return src(cur.pos, func(pos, loc []byte, rec *itemRecord) (bool, error) {
-			if err := prog.Budget().Spend(1); err != nil {
-				return false, err
-			}
-			if c.expired(rec, now) || !s.keeps(rec) {
-				return true, nil
-			}
-			doc, err := parse(rec.json)
-			if err != nil {
-				return false, err
-			}
-			meta := docMeta(loc)
-			meta.Order = s.scanPos(loc)
-			rows, err := keys.Rows(doc, meta)
-			if err != nil {
-				return false, err
-			}
-			var fresh []string
-			for _, row := range rows {
-				key = eval.CanonicalKey(key[:0], row)
-				if !seen[string(key)] {
-					fresh = append(fresh, string(key))
+	// part groups the documents from the position up to limit groups, and
+	// returns their rows and the position of the document it stopped
+	// before (nil at the end of the scope).
+	part := func(limit int) ([]document.Value, []byte, error) {
+		seen := map[string]bool{}
+		var stop, key []byte
+		*made = 0
+		each := func(yield func(document.Value, eval.DocMeta) error) error {
+			return src(cur.pos, func(pos, loc []byte, rec *itemRecord) (bool, error) {
+				if err := prog.Budget().Spend(1); err != nil {
+					return false, err
 				}
-			}
-			if len(fresh) == 0 {
-				// No row, or rows of groups the page has.
-				if len(rows) == 0 {
+				if c.expired(rec, now) || !s.keeps(rec) {
 					return true, nil
 				}
+				doc, err := parse(rec.json)
+				if err != nil {
+					return false, err
+				}
+				meta := docMeta(loc)
+				meta.Order = s.scanPos(loc)
+				rows, err := keys.Rows(doc, meta)
+				if err != nil {
+					return false, err
+				}
+				var fresh []string
+				for _, row := range rows {
+					key = eval.CanonicalKey(key[:0], row)
+					if !seen[string(key)] {
+						fresh = append(fresh, string(key))
+					}
+				}
+				if len(fresh) == 0 {
+					// No row, or rows of groups the page has.
+					if len(rows) == 0 {
+						return true, nil
+					}
+					return true, yield(doc, meta)
+				}
+				if len(seen) >= limit {
+					stop = bytes.Clone(pos)
+					return false, nil
+				}
+				for _, k := range fresh {
+					seen[k] = true
+				}
+				*made = len(seen)
 				return true, yield(doc, meta)
-			}
-			if len(seen) >= limit {
-				stop = bytes.Clone(pos)
-				return false, nil
-			}
-			for _, k := range fresh {
-				seen[k] = true
-			}
-			*made = len(seen)
-			return true, yield(doc, meta)
-		})
+			})
+		}
+		rows, err := prog.RunEach(each, 0, nil)
+		return rows, stop, err
 	}
-	rows, err := prog.RunEach(each, 0, nil)
-	if err != nil {
-		return queryError(err)
+	var rows []document.Value
+	var stop []byte
+	for {
+		if rows, stop, err = part(limit); err != nil {
+			return queryError(err)
+		}
+		// Rows that take more than a response holds are grouped again
+		// in a smaller part, down to one group, rather than returned
+		// over several responses: a write between those would shift
+		// the rows the next skips.
+		if cur.skip > 0 || limit == 1 || rowBytes(rows) <= maxPageBytes {
+			break
+		}
+		limit /= 2
 	}
 	end, derr := pageRows(rows, cur.skip, len(rows), page)
 	if derr != nil {
@@ -126,4 +150,13 @@ func groupKeys(prog *eval.Program) (*eval.Streamer, error) {
 		return nil, err
 	}
 	return keys.Streamer()
+}
+
+// rowBytes is the size of rows as a response carries them.
+func rowBytes(rows []document.Value) int {
+	n := 0
+	for _, r := range rows {
+		n += len(r.JSON())
+	}
+	return n
 }

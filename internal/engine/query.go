@@ -370,7 +370,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		// the page counted with it). A paced scan reads no more than
 		// its pace lets it.
 		var need, made func() int
-		partial, groups := partialGroups(prog, resumed, cur), 0
+		partial, groups := partialGroups(prog, p, resumed, cur), 0
 		switch stop := prog.Stop(cur.skip + limit + 1); {
 		case partial:
 			// A document makes one group at most, without a JOIN.

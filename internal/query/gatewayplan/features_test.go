@@ -150,6 +150,9 @@ func TestPartialGroupsIsTheRewrite(t *testing.T) {
 		`SELECT [{"item": c.a}] AS keys, {"n": COUNT(1)} AS payload FROM c GROUP BY c.a`,
 		`SELECT DISTINCT [{"item": c.a}] AS groupByItems, {"n": COUNT(1)} AS payload FROM c GROUP BY c.a`,
 		`SELECT TOP 1 [{"item": c.a}] AS groupByItems, {"n": COUNT(1)} AS payload FROM c GROUP BY c.a`,
+		`SELECT [c.a] AS groupByItems, COUNT(1) AS payload FROM c GROUP BY c.a`,
+		`SELECT [{"item": c.b}] AS groupByItems, {"n": COUNT(1)} AS payload FROM c GROUP BY c.a`,
+		`SELECT [{"item": c.a}] AS groupByItems, {"n": COUNT(1)} AS payload FROM c GROUP BY c.a, c.b`,
 	} {
 		q, err := parser.Parse(text)
 		if err != nil {

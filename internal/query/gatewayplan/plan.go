@@ -428,8 +428,18 @@ func PartialGroups(q *ast.Query) bool {
 		len(q.OrderBy) > 0 || q.Offset != nil || q.Limit != nil {
 		return false
 	}
-	_, keys := s.Items[0].Expr.(*ast.ArrayLit)
-	return keys && s.Items[0].Alias == "groupByItems" && s.Items[1].Alias == "payload"
+	keys, ok := s.Items[0].Expr.(*ast.ArrayLit)
+	if !ok || s.Items[0].Alias != "groupByItems" || s.Items[1].Alias != "payload" || len(keys.Elems) != len(q.GroupBy) {
+		return false
+	}
+	// Each key as item() writes it: {"item": the GROUP BY expression}.
+	for i, e := range keys.Elems {
+		o, ok := e.(*ast.ObjectLit)
+		if !ok || len(o.Fields) != 1 || o.Fields[0].Name != "item" || ast.ExprString(o.Fields[0].Value) != ast.ExprString(q.GroupBy[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // orderedDistinct reports whether the client may drop DISTINCT's repeats by
