@@ -229,6 +229,8 @@ func scanRangeDir(r storage.Reader, lo, hi []byte, reverse bool, fn func(k, v []
 type readStats struct {
 	records int
 	entries int
+	// bytes is the size of the records read, as stored.
+	bytes int
 	// budget is the request's evaluation budget. Every record a query
 	// visits is charged to it where the query can still end its page
 	// there, and every index entry it collects here, so that a scan which
@@ -281,6 +283,7 @@ func scanItemsDir(r storage.Reader, c *containerRecord, s *itemScope, from []byt
 	var rec itemRecord
 	return scanRangeDir(r, lo, hi, reverse, func(k, v []byte) (bool, error) {
 		st.records++
+		st.bytes += len(v)
 		var err error
 		if rec, err = decodeItemRecord(v); err != nil {
 			return false, err
@@ -330,6 +333,7 @@ func readItemAt(r storage.Reader, c *containerRecord, loc []byte, st *readStats)
 	if err != nil {
 		return itemRecord{}, false, err
 	}
+	st.bytes += len(raw)
 	rec, err := decodeItemRecord(raw)
 	return rec, err == nil, err
 }
@@ -363,6 +367,7 @@ func (a *readAhead) fetch(r storage.Reader, c *containerRecord, locs [][]byte, s
 	return storage.GetMany(r, keys, func(i int, raw []byte) error {
 		// A value read is the caller's only until its next call.
 		a.recs[string(sorted[i])] = bytes.Clone(raw)
+		st.bytes += len(raw)
 		return nil
 	})
 }

@@ -37,10 +37,12 @@ type FeedPage struct {
 	Charge       float64
 	CollRid      string
 	LSN          uint64
-	// Examined is how many records the page read, IndexEntries how many
-	// index entries: all the work, returned or not.
-	Examined     int
-	IndexEntries int
+	// Examined is how many records the page read, ExaminedBytes their
+	// size as stored, IndexEntries how many index entries: all the work,
+	// returned or not.
+	Examined      int
+	ExaminedBytes int
+	IndexEntries  int
 	// Plan is what the planner weighed for a query's first page; nil
 	// otherwise.
 	Plan *plan.Plan

@@ -162,7 +162,7 @@ func (e *Engine) QueryItems(ctx context.Context, p QueryParams) (*FeedPage, erro
 	for _, it := range page.Items {
 		n += len(it)
 	}
-	page.Examined, page.IndexEntries = st.records, st.entries
+	page.Examined, page.ExaminedBytes, page.IndexEntries = st.records, st.bytes, st.entries
 	page.Charge = queryCharge(st.records, st.entries, n)
 	e.charge(coll, page.Charge)
 	return page, nil
@@ -1296,6 +1296,9 @@ func (e *Engine) QueryResources(ctx context.Context, p ResourceQueryParams) (*Fe
 		}
 	}
 	page.Examined = len(vals)
+	for _, v := range vals {
+		page.ExaminedBytes += len(v.JSON())
+	}
 	page.Charge = queryCharge(len(vals), 0, 0)
 	if prog.Streaming() {
 		return page, pageResourcesByID(prog, vals, pageSize(p.MaxItemCount), fp, cur, page)

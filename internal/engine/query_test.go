@@ -100,3 +100,21 @@ func TestResourceQueryPagesThroughJoins(t *testing.T) {
 		t.Errorf("paged %s\nwant  %s", strings.Join(got, " "), strings.Join(want, " "))
 	}
 }
+
+// A page reports the size of the records it read, returned or not, as
+// the query metrics' retrievedDocumentSize does.
+func TestPageCountsTheBytesItRead(t *testing.T) {
+	be := newBatchEnv(t, "null")
+	var items []string
+	for i := range 20 {
+		items = append(items, `{"id":"`+strconv.Itoa(i)+`","pk":"a","pad":"`+strings.Repeat("x", 1000)+`"}`)
+	}
+	be.seed(t, items...)
+	page, err := be.e.QueryItems(context.Background(), QueryParams{ItemRef: batchRef(`["a"]`), Query: "SELECT VALUE c.id FROM c WHERE c.pad > 'y'", MaxItemCount: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page.Examined != 20 || page.ExaminedBytes < 20*1000 || page.ExaminedBytes > 20*1400 {
+		t.Errorf("%d records of %d bytes read, want 20 of about 1,100 bytes each", page.Examined, page.ExaminedBytes)
+	}
+}

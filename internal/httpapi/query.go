@@ -145,7 +145,7 @@ func (h *Handler) queryMetrics(rq *request, page *engine.FeedPage) {
 			ratio = min(1, float64(len(page.Items))/float64(page.Examined))
 		}
 		setHeader(hd, "x-ms-documentdb-query-metrics", "totalExecutionTimeInMs=0.10;queryCompileTimeInMs=0.01;queryLogicalPlanBuildTimeInMs=0.01;queryPhysicalPlanBuildTimeInMs=0.01;queryOptimizationTimeInMs=0.00;VMExecutionTimeInMs=0.05;indexLookupTimeInMs=0.00;documentLoadTimeInMs=0.02;systemFunctionExecuteTimeInMs=0.00;userFunctionExecuteTimeInMs=0.00;retrievedDocumentCount="+
-			strconv.Itoa(page.Examined)+";retrievedDocumentSize="+strconv.Itoa(size)+";outputDocumentCount="+strconv.Itoa(len(page.Items))+
+			strconv.Itoa(page.Examined)+";retrievedDocumentSize="+strconv.Itoa(page.ExaminedBytes)+";outputDocumentCount="+strconv.Itoa(len(page.Items))+
 			";outputDocumentSize="+strconv.Itoa(size)+";writeOutputTimeInMs=0.00;indexUtilizationRatio="+strconv.FormatFloat(ratio, 'f', 2, 64))
 		if page.Plan != nil {
 			setHeader(hd, "x-ms-mayfly-query-plan", headerSafe(page.Plan.Summary()))
