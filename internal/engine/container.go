@@ -1132,20 +1132,21 @@ func (e *Engine) ReplaceContainer(ctx context.Context, db, coll string, body doc
 	return c.resource(), nil
 }
 
-// awaitStoreClock returns once the store's clock has reached at, or after
-// twice settingLead of the process's own time, the most a change dated
-// ahead can need from its commit unless the store's clock stands still
-// (a test's); at once when the clock cannot be read or the request is
-// gone, since what waits is only the answer to a committed change.
+// awaitStoreClock returns once the store's clock has reached at, or once
+// it has paused twice settingLead in all, the most a change dated ahead
+// can need from its commit unless the store's clock stands still (a
+// test's); at once when the clock cannot be read or the request is gone,
+// since what waits is only the answer to a committed change. The pauses
+// are the process's own time, between readings of the store's clock.
 func (e *Engine) awaitStoreClock(ctx context.Context, at time.Time) {
-	limit := time.Now().Add(2 * settingLead)
-	for {
+	for left := 2 * settingLead; left > 0; {
 		t, err := e.Now(ctx)
-		wait := at.Sub(t)
-		if err != nil || wait <= 0 || !time.Now().Before(limit) {
+		wait := min(at.Sub(t), left)
+		if err != nil || wait <= 0 {
 			return
 		}
-		timer := time.NewTimer(min(wait, time.Until(limit)))
+		left -= wait
+		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
