@@ -66,16 +66,33 @@ func (f Features) objectMinMax() bool { return f.Has("NonValueAggregate") }
 // return range by range as partial results. The plan of such a query asks
 // the client for nothing; a client then sends it once, and a client that
 // splits it by range anyway is refused unless the container has one range.
+//
+// So is a select list with an item that holds aggregates but is not one
+// aggregate (SELECT c.h, {"n": COUNT(1)} AS p … GROUP BY c.h, SELECT
+// COUNT(1) + 0 AS x): the client merges a named aggregate only where the
+// plan types it, and would keep one range's partial of any other item.
+// The SDKs' own per-range rewrite (groupByItems and payload, whose
+// payload holds the partials) is answered by its range.
 func ServedWhole(q *ast.Query) bool {
 	if len(q.OrderBy) > 0 && q.OrderBy[0].Rank {
 		return true
 	}
-	v := q.Select.Value
-	if v == nil || !hasAggregate(v) {
+	if v := q.Select.Value; v != nil {
+		if !hasAggregate(v) {
+			return false
+		}
+		_, one := aggregateOf(v)
+		return !one && !isPartialRow(v)
+	}
+	if items := q.Select.Items; len(items) == 2 && items[0].Alias == "groupByItems" && items[1].Alias == "payload" {
 		return false
 	}
-	_, one := aggregateOf(v)
-	return !one && !isPartialRow(v)
+	for _, it := range q.Select.Items {
+		if _, one := aggregateOf(it.Expr); !one && hasAggregate(it.Expr) {
+			return true
+		}
+	}
+	return false
 }
 
 // isPartialRow reports whether v is [{"item": ...}], the value each range

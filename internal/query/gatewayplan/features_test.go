@@ -107,6 +107,11 @@ func TestServedWhole(t *testing.T) {
 		"SELECT VALUE [COUNT(1)] FROM c":                                 true,
 		"SELECT VALUE {k: c.k, n: COUNT(1)} FROM c GROUP BY c.k":         true,
 		"SELECT VALUE c.id FROM c ORDER BY RANK FullTextScore(c.t, 'x')": true,
+		`SELECT c.k, {"n": COUNT(1)} AS p FROM c GROUP BY c.k`:           true,
+		"SELECT c.k, [COUNT(1)] AS p FROM c GROUP BY c.k":                true,
+		"SELECT COUNT(1) + 0 AS x FROM c":                                true,
+		"SELECT c.k, COUNT(1) AS n FROM c GROUP BY c.k":                  false,
+		`SELECT [{"item": c.k}] AS groupByItems, {"k": c.k, "n": {"item": COUNT(1)}} AS payload FROM c GROUP BY c.k`: false,
 	} {
 		parsed, err := parser.Parse(q)
 		if err != nil {
