@@ -58,17 +58,27 @@ type cursor struct {
 	// distinct is the id of the set of the rows a DISTINCT's pages
 	// returned up to pos (seenSets); 0 for any other page.
 	distinct uint64
+	// partial marks a page of a GROUP BY's partial groups
+	// (partialGroupsPage), whose made and skip are its own. It is the
+	// token's version: 7, where every other token is of version 6, so
+	// that a gateway of the version before, which would read them as an
+	// offset into whole groups and count groups again, refuses it,
+	// while it still takes every other token.
+	partial bool
 }
 
 const (
 	cursorPrefix  = "mf2."
-	cursorVersion = 7
+	cursorVersion = 7 // the latest read; 6 is written unless partial
 )
 
 var errBadContinuation = errorf(BadRequest, "Invalid Continuation Token")
 
 func (k cursor) String() string {
-	b := []byte{cursorVersion}
+	b := []byte{6}
+	if k.partial {
+		b[0] = 7
+	}
 	b = binary.BigEndian.AppendUint64(b, k.fingerprint)
 	b = binary.BigEndian.AppendUint32(b, k.text)
 	b = append(b, byte(k.access), byte(len(k.terms)))
@@ -113,10 +123,9 @@ func parseCursor(s string, fp uint64) (cursor, *Error) {
 	if err != nil || len(b) < 15 || version < 3 || version > cursorVersion {
 		return k, errBadContinuation
 	}
-	// Versions 3 to 5 kept no check. Version 7 is 6 where made and skip
-	// may be those of a GROUP BY's partial groups (partialGroupsPage): a
-	// gateway that knows only 6 would read them as an offset into whole
-	// groups and count groups again, so it refuses them.
+	// Versions 3 to 5 kept no check. Version 7 is 6 of a page of partial
+	// groups (partial).
+	k.partial = version == 7
 	if version >= 6 {
 		n := len(b) - 4
 		if n < 15 || binary.BigEndian.Uint32(b[n:]) != crc32.ChecksumIEEE(b[:n]) {

@@ -14,12 +14,12 @@ import (
 // cur, groups only the documents from its position on
 // (partialGroupsPage): prog is a GROUP BY an SDK rewrote from a gateway
 // plan (gatewayplan.PartialGroups), sent as the SDKs send it, to a
-// partition key range, and cur is no token of a page
-// of whole groups, which pages by an offset into them (runQuery) and has
-// made 0. A query of that shape sent otherwise, by a client that need not
+// partition key range, and cur is a token of such a page (cursor.partial),
+// not one of a page of whole groups, which pages by an offset into them
+// (runQuery). A query of that shape sent otherwise, by a client that need not
 // merge, gets whole groups; whole groups merge too.
 func partialGroups(prog *eval.Program, p QueryParams, resumed bool, cur cursor) bool {
-	return p.RangeID != "" && gatewayplan.PartialGroups(prog.Query()) && (!resumed || cur.made > 0)
+	return p.RangeID != "" && gatewayplan.PartialGroups(prog.Query()) && (!resumed || cur.partial)
 }
 
 // partialGroupsPage pages a GROUP BY whose rows are partial aggregates the
@@ -125,7 +125,7 @@ func partialGroupsPage(src itemSource, c *containerRecord, prog *eval.Program, s
 	if derr != nil {
 		return derr
 	}
-	next.made = limit
+	next.made, next.partial = limit, true
 	switch {
 	case end < len(rows):
 		next.pos, next.skip = cur.pos, end

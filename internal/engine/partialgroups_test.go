@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -195,6 +196,37 @@ func TestPartialGroupsOverAResponse(t *testing.T) {
 	for k, n := range seen {
 		if n != 1 {
 			t.Errorf("group %q counted %d times", k, n)
+		}
+	}
+}
+
+// Only a page of partial groups writes a token of version 7, which a
+// gateway of the version before refuses; every other token stays of
+// version 6, which it takes.
+func TestOnlyPartialGroupsTokensAreVersion7(t *testing.T) {
+	be := newBatchEnv(t, "null")
+	var docs []string
+	for i := range 30 {
+		docs = append(docs, fmt.Sprintf(`{"id":"d%02d","pk":"p%d","g":%d}`, i, i%3, i%10))
+	}
+	be.seed(t, docs...)
+	for query, want := range map[string]byte{
+		`SELECT [{"item": c.g}] AS groupByItems, {"n": {"item": COUNT(1)}} AS payload FROM c GROUP BY c.g`: 7,
+		"SELECT c.g, COUNT(1) AS n FROM c GROUP BY c.g":                                                    6,
+		"SELECT * FROM c":                     6,
+		"SELECT * FROM c ORDER BY c.g":        6,
+		"SELECT TOP 20 * FROM c ORDER BY c.g": 6,
+	} {
+		page, err := be.e.QueryItems(context.Background(), QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, MaxItemCount: 2, Query: query})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(page.Continuation, cursorPrefix))
+		if err != nil || len(b) == 0 {
+			t.Fatalf("%s: token %q: %v", query, page.Continuation, err)
+		}
+		if b[0] != want {
+			t.Errorf("%s: a token of version %d, want %d", query, b[0], want)
 		}
 	}
 }
