@@ -52,7 +52,6 @@ func partialGroupsPage(src itemSource, c *containerRecord, prog *eval.Program, s
 	if err != nil {
 		return queryError(err)
 	}
-	parse := docParser(prog.Query(), false)
 	// part groups the documents from the position up to limit groups, and
 	// returns their rows and the position of the document it stopped
 	// before (nil at the end of the scope).
@@ -61,19 +60,7 @@ func partialGroupsPage(src itemSource, c *containerRecord, prog *eval.Program, s
 		var stop, key []byte
 		*made = 0
 		each := func(yield func(document.Value, eval.DocMeta) error) error {
-			return src(cur.pos, func(pos, loc []byte, rec *itemRecord) (bool, error) {
-				if err := prog.Budget().Spend(1); err != nil {
-					return false, err
-				}
-				if c.expired(rec, now) || !s.keeps(rec) {
-					return true, nil
-				}
-				doc, err := parse(rec.json)
-				if err != nil {
-					return false, err
-				}
-				meta := docMeta(loc)
-				meta.Order = s.scanPos(loc)
+			return liveDocuments(src, c, prog, s, now, cur.pos, func(pos []byte, doc document.Value, meta eval.DocMeta) (bool, error) {
 				rows, err := keys.Rows(doc, meta)
 				if err != nil {
 					return false, err
@@ -106,29 +93,32 @@ func partialGroupsPage(src itemSource, c *containerRecord, prog *eval.Program, s
 		rows, err := prog.RunEach(each, 0, nil)
 		return rows, stop, err
 	}
-	var rows []document.Value
 	var stop []byte
-	for {
-		if rows, stop, err = part(limit); err != nil {
+	for kept := len(page.Items); ; limit /= 2 {
+		rows, at, err := part(limit)
+		if err != nil {
 			return queryError(err)
 		}
+		end, derr := pageRows(rows, cur.skip, len(rows), page)
+		if derr != nil {
+			return derr
+		}
+		stop = at
 		// Rows that take more than a response holds are grouped again
 		// in a smaller part, down to one group, rather than returned
 		// over several responses: a write between those would shift
 		// the rows the next skips.
-		if cur.skip > 0 || limit == 1 || rowBytes(rows) <= maxPageBytes {
+		if end == len(rows) || cur.skip > 0 || limit == 1 {
+			if end < len(rows) {
+				next.pos, next.skip = cur.pos, end
+			}
 			break
 		}
-		limit /= 2
-	}
-	end, derr := pageRows(rows, cur.skip, len(rows), page)
-	if derr != nil {
-		return derr
+		page.Items = page.Items[:kept]
 	}
 	next.made, next.partial = limit, true
 	switch {
-	case end < len(rows):
-		next.pos, next.skip = cur.pos, end
+	case next.skip > 0:
 	case stop != nil:
 		next.pos = stop
 	default:
@@ -150,13 +140,4 @@ func groupKeys(prog *eval.Program) (*eval.Streamer, error) {
 		return nil, err
 	}
 	return keys.Streamer()
-}
-
-// rowBytes is the size of rows as a response carries them.
-func rowBytes(rows []document.Value) int {
-	n := 0
-	for _, r := range rows {
-		n += len(r.JSON())
-	}
-	return n
 }

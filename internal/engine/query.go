@@ -1108,27 +1108,37 @@ func runQuery(src itemSource, c *containerRecord, prog *eval.Program, s *itemSco
 // documents feeds the evaluator the documents of src in scope s, live at
 // now, counting every record read against the budget.
 func documents(src itemSource, c *containerRecord, prog *eval.Program, s *itemScope, now time.Time) eval.Each {
-	parse := docParser(prog.Query(), false)
 	return func(yield func(document.Value, eval.DocMeta) error) error {
-		return src(nil, func(_, loc []byte, rec *itemRecord) (bool, error) {
-			if err := prog.Budget().Spend(1); err != nil {
-				return false, err
-			}
-			if c.expired(rec, now) || !s.keeps(rec) {
-				return true, nil
-			}
-			doc, err := parse(rec.json)
-			if err != nil {
-				return false, err
-			}
-			meta := docMeta(loc)
-			meta.Order = s.scanPos(loc)
+		return liveDocuments(src, c, prog, s, now, nil, func(_ []byte, doc document.Value, meta eval.DocMeta) (bool, error) {
 			if err := yield(doc, meta); err != nil {
 				return false, err
 			}
 			return true, nil
 		})
 	}
+}
+
+// liveDocuments calls fn with the documents of src from position from
+// (nil: the start) in scope s, live at now, each with its position and
+// its place for the evaluator, until fn returns false; every record read
+// counts against the budget.
+func liveDocuments(src itemSource, c *containerRecord, prog *eval.Program, s *itemScope, now time.Time, from []byte, fn func(pos []byte, doc document.Value, meta eval.DocMeta) (bool, error)) error {
+	parse := docParser(prog.Query(), false)
+	return src(from, func(pos, loc []byte, rec *itemRecord) (bool, error) {
+		if err := prog.Budget().Spend(1); err != nil {
+			return false, err
+		}
+		if c.expired(rec, now) || !s.keeps(rec) {
+			return true, nil
+		}
+		doc, err := parse(rec.json)
+		if err != nil {
+			return false, err
+		}
+		meta := docMeta(loc)
+		meta.Order = s.scanPos(loc)
+		return fn(pos, doc, meta)
+	})
 }
 
 // sortedPage pages an ORDER BY the evaluator sorts (its rows, without
