@@ -164,18 +164,9 @@ func (e *Engine) PurgeDue(ctx context.Context, p ttl.PurgeParams) (ttl.PurgeResu
 	var taken []dueEntry
 	var g grant
 	defer e.sharing(db, coll)()
-	if _, ok := e.store.(storage.Clocked); ok {
-		// Several gateways share the store: the purge judges by the
-		// store's clock, as their reads do, not by the purger's.
-		if p.Now, err = e.Now(ctx); err != nil {
-			return ttl.PurgeResult{}, err
-		}
+	if p.Now, err = e.purgeNow(ctx, p.Now); err != nil {
+		return ttl.PurgeResult{}, err
 	}
-	// The purge judges expiry at p.Now, raised to the instants requests
-	// were handed: a setting change after it must be dated after it, as
-	// after a request's, and an item a request saw expired is purged
-	// even when the clock has been set back since (ttl.md B1).
-	p.Now = e.raise(p.Now, false)
 	// A purge lost in a crash is harmless: its items are still expired,
 	// so still invisible, and are purged again; its change-feed records
 	// go with it and are written again then. So it does not wait for
@@ -429,6 +420,22 @@ func (e *Engine) SweepHistory(ctx context.Context, p ttl.SweepParams) error {
 	return err
 }
 
+// purgeNow is the instant a purge, or its count, judges expiry at, given
+// the purger's now. Over a store several gateways share, the store's
+// clock, as their reads judge, not the purger's. Raised to the instants
+// requests were handed: a setting change after it must be dated after
+// it, as after a request's, and an item a request saw expired is purged
+// even when the clock has been set back since (ttl.md B1).
+func (e *Engine) purgeNow(ctx context.Context, now time.Time) (time.Time, error) {
+	if _, ok := e.store.(storage.Clocked); ok {
+		var err error
+		if now, err = e.Now(ctx); err != nil {
+			return time.Time{}, err
+		}
+	}
+	return e.raise(now, false), nil
+}
+
 // StampClock returns c with its Now raised to the latest instant the
 // engine has handed out (raise). The purger and the erasure judge expiry
 // by it as requests judge it: after a restart with the clock set back,
@@ -475,13 +482,9 @@ func (e *Engine) CountDue(ctx context.Context, p ttl.CountDueParams) (int, error
 	if err != nil {
 		return 0, err
 	}
-	// As PurgeDue judges.
-	if _, ok := e.store.(storage.Clocked); ok {
-		if p.Now, err = e.Now(ctx); err != nil {
-			return 0, err
-		}
+	if p.Now, err = e.purgeNow(ctx, p.Now); err != nil {
+		return 0, err
 	}
-	p.Now = e.raise(p.Now, false)
 	n := 0
 	err = e.store.View(ctx, func(r storage.Reader) error {
 		c, err := e.loadContainer(r, db, coll)
