@@ -295,8 +295,22 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 			return err
 		}
 	}
-	fp := fingerprint(p.Params, "query", string(c.Rid), fingerprintText(asked, fpText), string(partition.AppendKeyBytes(nil, key)),
-		strconv.FormatBool(hasKey), p.RangeID, string(scope.lo), string(scope.hi))
+	fpOf := func(text string) uint64 {
+		return fingerprint(p.Params, "query", string(c.Rid), text, string(partition.AppendKeyBytes(nil, key)),
+			strconv.FormatBool(hasKey), p.RangeID, string(scope.lo), string(scope.hi))
+	}
+	fp := fpOf(fingerprintText(asked, fpText))
+	if q, ok := keyOrderShape(prog, p); ok {
+		// A GROUP BY of whole groups, read in the order of its key
+		// (keyedgroups.go).
+		ordered, err := prog.Derive(q)
+		if err != nil {
+			return queryError(err)
+		}
+		if done, err := e.keyOrderGroups(r, c, prog, ordered, p, scope, now, st, state.items, fpOf("groups in key order "+p.Query), page); done || err != nil {
+			return err
+		}
+	}
 	var cur cursor
 	resumed := p.Continuation != ""
 	if resumed {
