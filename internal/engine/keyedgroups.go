@@ -16,36 +16,42 @@ import (
 // rewrite it for their merge: partialGroups) must read every document of a
 // group before it makes the group's row. Read in the order of the scope,
 // a group's documents are anywhere in it, so every page would read the
-// whole scope. Read in the order of the group key, they come together:
+// whole scope. Read in the order of the group keys, they come together:
 // keyOrderGroups reads the documents through the ordered stream of the
-// query with ORDER BY the key (streamOrdered), groups them as they come,
-// and ends a page before the first document of the group past its page
-// size, so its token is the stream's position there and page k reads its
-// own groups' documents only. The groups then come in the order of their
-// keys, documents without the key first, an order the service leaves
-// open.
+// query with ORDER BY the keys (streamOrdered), groups them as the stream
+// hands them over, and refuses the first document of the group past its
+// page size, so that the stream ends there and its token is the position
+// of that document: page k reads its own groups' documents (with several
+// keys, the documents of the first key's values its groups hold, which the
+// stream sorts by the others). The groups then come in the order of their
+// keys, documents without the first key first, an order the service
+// leaves open.
 
 // keyOrderShape returns the query whose rows are the documents prog groups
-// in the order of its key, when prog is a GROUP BY the ordered stream can
-// feed: one key, on a path of the item (streamShape checks it is indexed),
-// no JOIN, window, DISTINCT or rank, not the SDKs' partial groups. Each
-// row is [document, DocumentId(document)], so that the grouping sees the
-// document's identity as the evaluation over the scope does.
+// in the order of its keys, when prog is a GROUP BY the ordered stream can
+// feed: keys that are paths of the item, the first indexed (streamShape
+// checks it), no JOIN, window, DISTINCT or rank, not the SDKs' partial
+// groups. Each row is [document, DocumentId(document)], so that the
+// grouping sees the document's identity as the evaluation over the scope
+// does.
 func keyOrderShape(prog *eval.Program, p QueryParams) (*ast.Query, bool) {
 	q := prog.Query()
 	alias, ok := itemAlias(q)
-	if !ok || len(q.GroupBy) != 1 || len(q.Joins) > 0 || len(q.OrderBy) > 0 || q.Select.Distinct || q.Select.Top != nil ||
+	if !ok || len(q.GroupBy) == 0 || len(q.Joins) > 0 || len(q.OrderBy) > 0 || q.Select.Distinct || q.Select.Top != nil ||
 		q.Offset != nil || q.Limit != nil || prog.Ranked() || p.RangeID != "" && gatewayplan.PartialGroups(q) {
 		return nil, false
 	}
-	if path, ok := plan.DocPath(q, q.GroupBy[0]); !ok || len(path) == 0 {
-		return nil, false
+	o := *q
+	o.OrderBy = nil
+	for _, k := range q.GroupBy {
+		if path, ok := plan.DocPath(q, k); !ok || len(path) == 0 {
+			return nil, false
+		}
+		o.OrderBy = append(o.OrderBy, ast.OrderItem{Expr: k})
 	}
 	item := &ast.Ident{Name: alias}
-	o := *q
 	o.Select = ast.Select{Value: &ast.ArrayLit{Elems: []ast.Expr{item, &ast.Call{Name: "DocumentId", Args: []ast.Expr{item}}}}}
 	o.GroupBy = nil
-	o.OrderBy = []ast.OrderItem{{Expr: q.GroupBy[0]}}
 	return &o, true
 }
 
@@ -92,53 +98,49 @@ func (e *Engine) keyOrderGroups(r storage.Reader, c *containerRecord, prog, orde
 	part := func(limit int) ([]document.Value, string, error) {
 		var stop string
 		each := func(yield func(document.Value, eval.DocMeta) error) error {
-			at, groups := cur, 0
+			groups, full := 0, false
 			var key, last []byte
-			// The stream is read in runs of documents, the first of one
-			// per group of the page and one more, each after twice the
-			// one before: a page reads at most about three times the
-			// documents of its groups, and seeks a few times.
-			for n := limit + 1; ; n = min(2*n, maxRun) {
-				chunk := &FeedPage{}
-				if err := streamOrdered(r, c, ordered, p.Params, qp.stream, s, now, st, at, next, n, nil, chunk); err != nil {
-					return err
+			var failed error
+			take := func(row document.Value) bool {
+				doc := row.Index(0)
+				meta := eval.DocMeta{DocumentID: row.Index(1).Int()}
+				keyRows, err := keys.Rows(doc, meta)
+				if err != nil {
+					failed = err
+					return false
 				}
-				if len(chunk.Items) == 0 && chunk.Continuation != "" {
-					// The budget ran out before a document.
-					return errPageTime
+				if len(keyRows) == 0 {
+					return true
 				}
-				for i, b := range chunk.Items {
-					row, err := document.Parse(b)
-					if err != nil {
-						return err
+				key = eval.CanonicalKey(key[:0], keyRows[0])
+				if groups == 0 || !bytes.Equal(key, last) {
+					if groups == limit {
+						full = true
+						return false
 					}
-					doc := row.Index(0)
-					meta := eval.DocMeta{DocumentID: row.Index(1).Int()}
-					keyRows, err := keys.Rows(doc, meta)
-					if err != nil || len(keyRows) == 0 {
-						return err
-					}
-					key = eval.CanonicalKey(key[:0], keyRows[0])
-					if groups == 0 || !bytes.Equal(key, last) {
-						if groups == limit {
-							stop, err = streamPosition(r, c, ordered, p.Params, qp.stream, s, now, st, at, next, i)
-							return err
-						}
-						groups++
-						last = append(last[:0], key...)
-					}
-					if err := yield(doc, meta); err != nil {
-						return err
-					}
+					groups++
+					last = append(last[:0], key...)
 				}
-				if chunk.Continuation == "" {
-					return nil
+				if err := yield(doc, meta); err != nil {
+					failed = err
+					return false
 				}
-				var derr *Error
-				if at, derr = parseCursor(chunk.Continuation, fp); derr != nil {
-					return derr
-				}
+				return true
 			}
+			end := &FeedPage{}
+			if err := streamOrdered(r, c, ordered, p.Params, qp.stream, s, now, st, cur, next, limit, nil, take, end); err != nil {
+				return err
+			}
+			if failed != nil {
+				return failed
+			}
+			if end.Continuation != "" && !full {
+				// The stream stopped inside a group: the page's time or
+				// work ran out.
+				return errPageTime
+			}
+			stop = end.Continuation
+			return nil
 		}
 		rows, err := prog.RunEach(each, 0, nil)
 		return rows, stop, err
@@ -160,25 +162,4 @@ func (e *Engine) keyOrderGroups(r storage.Reader, c *containerRecord, prog, orde
 		}
 		page.Items = page.Items[:kept]
 	}
-}
-
-// maxRun bounds a run of documents keyOrderGroups reads from the stream
-// at once: what the page may read past its last group, and read again.
-const maxRun = 1024
-
-// streamPosition returns the token of the ordered stream's position n
-// documents after at: where the page read them, the stream reads them
-// again, to the same place.
-func streamPosition(r storage.Reader, c *containerRecord, ordered *eval.Program, params map[string]document.Value, o *plan.Ordered, s *itemScope, now time.Time, st *readStats, at, next cursor, n int) (string, error) {
-	if n == 0 {
-		return at.String(), nil
-	}
-	again := &FeedPage{}
-	if err := streamOrdered(r, c, ordered, params, o, s, now, st, at, next, n, nil, again); err != nil {
-		return "", err
-	}
-	if len(again.Items) != n || again.Continuation == "" {
-		return "", errPageTime
-	}
-	return again.Continuation, nil
 }

@@ -292,6 +292,9 @@ type orderStream struct {
 	visited bool
 	// ahead holds the records read before their turn (fetch).
 	ahead readAhead
+	// take, when set, takes the rows in place of the page, until it
+	// returns false (keyOrderGroups).
+	take func(document.Value) bool
 }
 
 // fetch reads ahead, in key order, the records of the first n of locs
@@ -318,8 +321,11 @@ func (w *orderStream) room() int {
 }
 
 // streamOrdered runs one page of the ordered stream o from cur; prog is
-// the query without its window, when it has one (win).
-func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, o *plan.Ordered, s *itemScope, now time.Time, st *readStats, cur, next cursor, limit int, win *rowWindow, page *FeedPage) error {
+// the query without its window, when it has one (win). take, when not
+// nil, takes the rows in place of the page, which then gets only the
+// continuation: at the row take refused, or where the page's time or
+// work ran out.
+func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, o *plan.Ordered, s *itemScope, now time.Time, st *readStats, cur, next cursor, limit int, win *rowWindow, take func(document.Value) bool, page *FeedPage) error {
 	q := prog.Query()
 	rows, err := withoutOrder(prog)
 	if err != nil {
@@ -336,7 +342,7 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 		lo, hi = prefix, prefixEnd(prefix)
 	}
 	w := &orderStream{r: r, c: c, s: s, now: now, st: st, rows: rows, o: o, desc: q.OrderBy[0].Desc,
-		prefix: prefix, lo: lo, hi: hi, next: next, limit: limit, page: page, win: win}
+		prefix: prefix, lo: lo, hi: hi, next: next, limit: limit, page: page, win: win, take: take}
 	if w.win.done() {
 		return nil
 	}
@@ -400,6 +406,9 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 // service bounds a response (a row is at most eval.MaxRowBytes, which is
 // that bound, so a page of one row is within it).
 func (w *orderStream) put(row document.Value) bool {
+	if w.take != nil {
+		return w.take(row)
+	}
 	if len(w.page.Items) == w.limit || w.win.done() {
 		return false
 	}

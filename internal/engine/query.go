@@ -420,10 +420,10 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		}
 		defer func() { st.want = nil }()
 		if qp.stream != nil && win != nil {
-			return streamOrdered(r, c, rows, p.Params, qp.stream, scope, now, st, cur, next, limit, win, page)
+			return streamOrdered(r, c, rows, p.Params, qp.stream, scope, now, st, cur, next, limit, win, nil, page)
 		}
 		if qp.stream != nil {
-			return streamOrdered(r, c, prog, p.Params, qp.stream, scope, now, st, cur, next, limit, nil, page)
+			return streamOrdered(r, c, prog, p.Params, qp.stream, scope, now, st, cur, next, limit, nil, nil, page)
 		}
 		if prog.Streaming() {
 			seen.reset()
