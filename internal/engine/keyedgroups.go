@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"encoding/binary"
 	"time"
 
 	"github.com/mayfly-db/mayfly/internal/document"
@@ -75,6 +76,12 @@ func (e *Engine) keyOrderGroups(r storage.Reader, c *containerRecord, prog, orde
 			return true, errBadContinuation
 		}
 		cur = k
+	}
+	if !resumed {
+		path, _ := plan.DocPath(ordered.Query(), ordered.Query().OrderBy[0].Expr)
+		if inexact, err := inexactValues(r, c, path, s, st); err != nil || inexact {
+			return false, err
+		}
 	}
 	qp, err := e.planQuery(r, c, total, ordered, p.Params, s, now, st, limit, resumed, cur, noScanFirst, nil)
 	if err != nil {
@@ -162,4 +169,36 @@ func (e *Engine) keyOrderGroups(r storage.Reader, c *containerRecord, prog, orde
 		}
 		page.Items = page.Items[:kept]
 	}
+}
+
+// inexactValues reports whether the entries of path that the ordered
+// stream walks in scope s may hold a value the index does not tell apart
+// from others (exactValue): an array, an object, a number of magnitude
+// 2^53 or more. The stream reads all of those as one group and sorts it,
+// so it would read that group again on every page that ends inside it,
+// and resume there by a count of its documents, which a write between the
+// pages shifts, to a group returned twice or not at all. A GROUP BY of
+// such values goes on as it was, by the evaluation of its scope. The
+// entries may be the whole container's (a partition's own are not built
+// yet) or an expired item's: a value there that the scope no longer holds
+// costs the pages only the faster way.
+func inexactValues(r storage.Reader, c *containerRecord, path []string, s *itemScope, st *readStats) (bool, error) {
+	prefix := orderPrefix(c, path, s)
+	at := func(tag byte) []byte { return append(bytes.Clone(prefix), tag) }
+	number := func(f float64) []byte { return binary.BigEndian.AppendUint64(at(tagNumber), orderedFloat(f)) }
+	for _, span := range []keySpan{
+		{at(tagNumber), prefixEnd(number(-(1 << 53)))},
+		{number(1 << 53), at(tagString)},
+		{at(tagArray), prefixEnd(prefix)},
+	} {
+		found := false
+		if err := scanRange(r, span.lo, span.hi, func(_, _ []byte) (bool, error) {
+			st.entries++
+			found = true
+			return false, nil
+		}); err != nil || found {
+			return found, err
+		}
+	}
+	return false, nil
 }

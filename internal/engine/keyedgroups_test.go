@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
@@ -11,8 +12,8 @@ import (
 // the documents of its own groups (and a run past the last), not the whole
 // scope, so draining it reads the scope a few times at most however many
 // pages it takes; and its pages hold the groups the whole evaluation
-// makes, each once. Keys of every kind: absent, null, numbers, strings,
-// objects (which the index does not order among themselves).
+// makes, each once. Keys of every kind the index tells apart: absent,
+// null, booleans, numbers, strings.
 func TestWholeGroupsReadTheirOwnDocuments(t *testing.T) {
 	be := newBatchEnv(t, "null")
 	var docs []string
@@ -24,7 +25,7 @@ func TestWholeGroupsReadTheirOwnDocuments(t *testing.T) {
 		case i%19 == 0:
 			g = `,"g":null`
 		case i%23 == 0:
-			g = fmt.Sprintf(`,"g":{"x":%d}`, i%2)
+			g = fmt.Sprintf(`,"g":%t`, i%2 == 0)
 		case i%5 == 0:
 			g = fmt.Sprintf(`,"g":"s%d"`, i%11)
 		default:
@@ -33,22 +34,7 @@ func TestWholeGroupsReadTheirOwnDocuments(t *testing.T) {
 		docs = append(docs, fmt.Sprintf(`{"id":"d%03d","pk":"p%d","k":%d%s}`, i, i%3, i%7, g))
 	}
 	be.seed(t, docs...)
-	drain := func(p QueryParams) (rows []string, examined, pages int) {
-		for {
-			page, err := be.e.QueryItems(context.Background(), p)
-			if err != nil {
-				t.Fatalf("%s: %v", p.Query, err)
-			}
-			pages++
-			examined += page.Examined
-			for _, it := range page.Items {
-				rows = append(rows, string(it))
-			}
-			if p.Continuation = page.Continuation; p.Continuation == "" {
-				return rows, examined, pages
-			}
-		}
-	}
+	drain := func(p QueryParams) ([]string, int, int) { return drainGroups(t, be, p, nil) }
 	keyed := QueryParams{ItemRef: batchRef("[\"p1\"]")}
 	ranged := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true}
 	for _, tc := range []struct {
@@ -94,6 +80,125 @@ func TestWholeGroupsReadTheirOwnDocuments(t *testing.T) {
 			if pages < 10 || examined > bound {
 				t.Errorf("%s in pages of %d: %d records read in %d pages, where one evaluation reads %d", tc.query, size, examined, pages, once)
 			}
+		}
+	}
+}
+
+// drainGroups drains p's pages and returns their rows, the records they
+// read and how many there were; between pages it calls between, if given,
+// with the rows so far.
+func drainGroups(t *testing.T, be *batchEnv, p QueryParams, between func(rows []string)) (rows []string, examined, pages int) {
+	t.Helper()
+	for {
+		page, err := be.e.QueryItems(context.Background(), p)
+		if err != nil {
+			t.Fatalf("%s: %v", p.Query, err)
+		}
+		pages++
+		examined += page.Examined
+		for _, it := range page.Items {
+			rows = append(rows, string(it))
+		}
+		if p.Continuation = page.Continuation; p.Continuation == "" {
+			return rows, examined, pages
+		}
+		if between != nil {
+			between(rows)
+		}
+	}
+}
+
+// Writes between the pages of a GROUP BY of whole groups, to groups the
+// pages returned already, move no later group: each comes once, and with
+// every document written before its page. Of keys the index tells apart,
+// read in their order (a document added to or taken from a group before
+// the position changes nothing after it), and of objects and numbers of
+// 2^53 and more, which the index does not tell apart: their pages evaluate
+// the scope, with its groups in the order of their first documents, where
+// a count of the documents before the position would have shifted.
+func TestWholeGroupsUnderWrites(t *testing.T) {
+	ctx := context.Background()
+	type keys struct {
+		name string
+		key  func(i int) string
+	}
+	var cases []struct {
+		keys
+		remove bool
+	}
+	for _, k := range []keys{
+		{"numbers", func(i int) string { return fmt.Sprint(i) }},
+		{"objects", func(i int) string { return fmt.Sprintf(`{"x":%d}`, i) }},
+		{"large numbers", func(i int) string { return fmt.Sprint(1<<53 + 2*i) }},
+	} {
+		cases = append(cases, struct {
+			keys
+			remove bool
+		}{k, false}, struct {
+			keys
+			remove bool
+		}{k, true})
+	}
+	for _, tc := range cases {
+		be := newBatchEnv(t, "null")
+		var docs []string
+		for i := range 120 {
+			docs = append(docs, fmt.Sprintf(`{"id":"d%d","pk":"p","g":%s}`, i, tc.key(i%20)))
+		}
+		be.seed(t, docs...)
+		p := QueryParams{ItemRef: batchRef(`["p"]`), MaxItemCount: 3, Query: `SELECT c.g, COUNT(1) AS n FROM c GROUP BY c.g`}
+		added := 0
+		rows, _, _ := drainGroups(t, be, p, func(rows []string) {
+			// One more document in the first group returned, or one
+			// fewer in the last.
+			var first, last struct{ G json.RawMessage }
+			if err := json.Unmarshal([]byte(rows[0]), &first); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal([]byte(rows[len(rows)-1]), &last); err != nil {
+				t.Fatal(err)
+			}
+			if !tc.remove {
+				body := fmt.Sprintf(`{"id":"n%d","pk":"p","g":%s}`, added, first.G)
+				if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: batchRef(`["p"]`), Mode: ModeCreate, Body: []byte(body)}); err != nil {
+					t.Fatal(err)
+				}
+				added++
+				return
+			}
+			var ids []string
+			whole := QueryParams{ItemRef: batchRef(`["p"]`), Query: fmt.Sprintf(`SELECT VALUE c.id FROM c WHERE c.g = %s`, last.G)}
+			page, err := be.e.QueryItems(ctx, whole)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, it := range page.Items {
+				var id string
+				_ = json.Unmarshal(it, &id)
+				ids = append(ids, id)
+			}
+			// The group's last document, in the order of the scope: its
+			// first stays where the evaluation's order of groups has it.
+			if _, err := be.e.DeleteItem(ctx, DeleteItemParams{ItemRef: batchRef(`["p"]`), ID: ids[len(ids)-1]}); err != nil {
+				t.Fatal(err)
+			}
+		})
+		seen := map[string]int{}
+		for _, row := range rows {
+			var r struct {
+				G json.RawMessage
+				N int
+			}
+			if err := json.Unmarshal([]byte(row), &r); err != nil {
+				t.Fatal(err)
+			}
+			seen[string(r.G)]++
+			if r.N != 6 {
+				t.Errorf("%s, removing %t: group %s of %d documents, want 6", tc.name, tc.remove, r.G, r.N)
+			}
+		}
+		if len(seen) != 20 || len(rows) != 20 {
+			t.Errorf("%s, removing %t: %d rows of %d groups, want each of 20 once: %v", tc.name, tc.remove, len(rows), len(seen), seen)
 		}
 	}
 }
