@@ -99,7 +99,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 				return nil, errBadContinuation
 			}
 		}
-		if cur.access != plan.Scan && cur.access != plan.PointRead && (!ready || cur.indexVer != c.Index.Version) {
+		if cur.access != plan.Scan && cur.access != plan.PointRead && (!ready || cur.indexVer != c.Index.Version && !entriesKept(c, q, params, terms, cur)) {
 			return nil, errorf(BadRequest, "Invalid Continuation Token: the container's indexing policy changed since the query began; run the query again.")
 		}
 		qa := &queryAccess{access: cur.access, terms: cur.terms, composite: cur.composite}
@@ -672,6 +672,37 @@ func pinsKey(c *containerRecord, u *plan.CompositeUse, terms []plan.Term) bool {
 	for _, p := range c.pk.paths {
 		if !slices.ContainsFunc(u.Eq, func(t int) bool { return slices.Equal(terms[t].Path, p) }) {
 			return false
+		}
+	}
+	return true
+}
+
+// entriesKept reports whether a token taken under an earlier indexing
+// policy may go on under the container's index, built for the current
+// one: its access path reads the entries of paths the current policy
+// indexes as well, and a path's entries are the same under every policy
+// that indexes it, so its position (a value, a location or a sequence,
+// never an index key) is the same place in them. The index is rebuilt
+// under each policy's version, so a policy change that left the query's
+// paths alone (a composite, an excluded path elsewhere) need not end its
+// pages. A composite's walk is not taken on: its position is in the
+// entries of a composite the policy names by its place in the list.
+// buildSource checks the ORDER BY path of the ordered ways again, and
+// finds the stream's terms anew.
+func entriesKept(c *containerRecord, q *ast.Query, params map[string]document.Value, terms []plan.Term, cur cursor) bool {
+	if cur.access.Composite() {
+		return false
+	}
+	for _, t := range cur.terms {
+		if cur.access != plan.OrderedStream && (t >= len(terms) || !c.index.indexes(terms[t].Path)) {
+			return false
+		}
+	}
+	if cur.access == plan.Union {
+		for _, t := range plan.UnionTerms(q, params) {
+			if !c.index.indexes(t.Path) {
+				return false
+			}
 		}
 	}
 	return true

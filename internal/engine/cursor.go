@@ -36,8 +36,9 @@ import (
 // filter on the ORDER BY values in place of "true" (orderByFilter). text
 // is a hash of the exact text, which tells the engine that happened. The access path and its terms are kept so
 // the next page reads the same path even if the counts the planner weighs
-// have changed; the index version, so a token taken before an indexing
-// policy change is refused (its positions named entries of the old index).
+// have changed; the index version, so that a token taken before an
+// indexing policy change goes on only where the entries it reads are the
+// same under the new policy (entriesKept).
 // skip counts rows of the item at the position already returned (a JOIN
 // can make several rows of one item), or rows of a materialized result.
 // The position of an ORDER BY the evaluator sorts is the place of the
