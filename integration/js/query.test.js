@@ -306,6 +306,30 @@ describe("JavaScript SDK queries against Mayfly", () => {
     );
   });
 
+  it("pages an ORDER BY on strings of 20 KB, in and across partitions", async () => {
+    // Each page's token names a place among such values: it must stay
+    // within the 16 KB of response headers Node.js accepts.
+    const { container: long } = await database.containers.create({ id: "long", partitionKey: { paths: ["/pk"] } });
+    const n = 60;
+    for (let i = 0; i < n; i++) {
+      await long.items.create({ id: `l${i}`, pk: `p${i % 3}`, s: String(i).padStart(3, "0") + "x".repeat(20000) });
+    }
+    for (const [opts, count] of [[{ maxItemCount: 7 }, n], [{ maxItemCount: 7, partitionKey: "p1" }, n / 3]]) {
+      for (const dir of ["", " DESC"]) {
+        const it = long.items.query(`SELECT c.id FROM c ORDER BY c.s${dir}`, opts);
+        const ids = [];
+        while (it.hasMoreResults()) {
+          const { resources } = await it.fetchNext();
+          ids.push(...(resources || []).map((r) => Number(r.id.slice(1))));
+        }
+        const want = [...Array(n).keys()].filter((i) => !opts.partitionKey || `p${i % 3}` === opts.partitionKey);
+        if (dir) want.reverse();
+        assert.equal(ids.length, count);
+        assert.deepEqual(ids, want);
+      }
+    }
+  });
+
   it("runs a parameterised filter", async () => {
     const { resources } = await container.items
       .query({

@@ -232,6 +232,14 @@ func appendMark(b []byte, m eval.Mark) []byte {
 			continue
 		}
 		j := k.JSON()
+		if len(j) > maxPosValue {
+			// A reference (markRef): the next page finds the key again
+			// on the mark's document.
+			b = append(b, 2)
+			b = append(b, j[:maxPosValue]...)
+			b = binary.BigEndian.AppendUint64(b, valueHash(j))
+			continue
+		}
 		b = append(b, 1)
 		b = binary.AppendUvarint(b, uint64(len(j)))
 		b = append(b, j...)
@@ -241,17 +249,27 @@ func appendMark(b []byte, m eval.Mark) []byte {
 	return binary.AppendUvarint(b, uint64(m.Row))
 }
 
-// decodeMark decodes appendMark's encoding of a mark of nkeys keys.
-func decodeMark(b []byte, nkeys int) (eval.Mark, bool) {
-	var m eval.Mark
+// markRef is a key of a mark held as a reference, as appendMark holds a
+// key whose JSON is longer than maxPosValue, so that a token stays short:
+// the JSON's first maxPosValue bytes and a hash of the whole. The page that
+// resumes reads the key again from the mark's document (resolveMarkRefs).
+type markRef struct {
+	key  int
+	head []byte
+	sum  uint64
+}
+
+// decodeMark decodes appendMark's encoding of a mark of nkeys keys; the
+// keys held as references are Undef in the mark, and listed in refs.
+func decodeMark(b []byte, nkeys int) (m eval.Mark, refs []markRef, ok bool) {
 	n, w := binary.Uvarint(b)
 	if w <= 0 || n != uint64(nkeys) {
-		return m, false
+		return m, nil, false
 	}
 	b = b[w:]
-	for range nkeys {
+	for i := range nkeys {
 		if len(b) == 0 {
-			return m, false
+			return m, nil, false
 		}
 		defined := b[0]
 		b = b[1:]
@@ -259,27 +277,36 @@ func decodeMark(b []byte, nkeys int) (eval.Mark, bool) {
 			m.Keys = append(m.Keys, document.Undef)
 			continue
 		}
+		if defined == 2 {
+			if len(b) < maxPosValue+8 {
+				return m, nil, false
+			}
+			refs = append(refs, markRef{key: i, head: slices.Clone(b[:maxPosValue]), sum: binary.BigEndian.Uint64(b[maxPosValue:])})
+			m.Keys = append(m.Keys, document.Undef)
+			b = b[maxPosValue+8:]
+			continue
+		}
 		size, w := binary.Uvarint(b)
 		if defined != 1 || w <= 0 || size > uint64(len(b)-w) {
-			return m, false
+			return m, nil, false
 		}
 		k, err := document.Parse(b[w : w+int(size)])
 		if err != nil {
-			return m, false
+			return m, nil, false
 		}
 		m.Keys = append(m.Keys, k)
 		b = b[w+int(size):]
 	}
 	size, w := binary.Uvarint(b)
 	if w <= 0 || size > uint64(len(b)-w) {
-		return m, false
+		return m, nil, false
 	}
 	m.Doc = slices.Clone(b[w : w+int(size)])
 	b = b[w+int(size):]
 	row, w := binary.Uvarint(b)
 	if w <= 0 || w != len(b) || row > 1<<31 {
-		return m, false
+		return m, nil, false
 	}
 	m.Row = int(row)
-	return m, true
+	return m, refs, true
 }

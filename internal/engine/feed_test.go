@@ -97,7 +97,7 @@ func TestMarkRoundTrip(t *testing.T) {
 		{Keys: []document.Value{document.Undef, document.Str("a\x00b"), document.Float(0.1)}, Doc: itemLoc("0A", 7), Row: 12},
 		{Keys: []document.Value{document.Obj([]document.Field{{Name: "x", Value: document.Arr([]document.Value{document.NullValue()})}})}, Row: 1 << 20},
 	} {
-		got, ok := decodeMark(appendMark(nil, m), len(m.Keys))
+		got, _, ok := decodeMark(appendMark(nil, m), len(m.Keys))
 		if !ok || got.Row != m.Row || !bytes.Equal(got.Doc, m.Doc) || len(got.Keys) != len(m.Keys) {
 			t.Fatalf("round trip of %+v: %+v %v", m, got, ok)
 		}
@@ -106,7 +106,7 @@ func TestMarkRoundTrip(t *testing.T) {
 				t.Errorf("key %d of %+v came back as %s", i, m, got.Keys[i].JSON())
 			}
 		}
-		if _, ok := decodeMark(appendMark(nil, m), len(m.Keys)+1); ok {
+		if _, _, ok := decodeMark(appendMark(nil, m), len(m.Keys)+1); ok {
 			t.Errorf("a mark of %d keys read as one of %d", len(m.Keys), len(m.Keys)+1)
 		}
 	}
@@ -121,11 +121,11 @@ func FuzzMark(f *testing.F) {
 		if nkeys < 0 || nkeys > 8 {
 			return
 		}
-		m, ok := decodeMark(b, nkeys)
+		m, _, ok := decodeMark(b, nkeys)
 		if !ok {
 			return
 		}
-		if again, ok := decodeMark(appendMark(nil, m), nkeys); !ok || again.Row != m.Row || !bytes.Equal(again.Doc, m.Doc) {
+		if again, _, ok := decodeMark(appendMark(nil, m), nkeys); !ok || again.Row != m.Row || !bytes.Equal(again.Doc, m.Doc) {
 			t.Fatalf("re-encoding the mark of %x gives %+v %v", b, again, ok)
 		}
 	})

@@ -362,7 +362,10 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 	if w.desc {
 		phases = []byte{phaseWalk, phaseUndefined}
 	}
-	pos := cur.pos
+	pos, err := w.resolveWalkPos(cur.pos)
+	if err != nil {
+		return err
+	}
 	if pos != nil {
 		i := slices.Index(phases, pos[0])
 		if i < 0 {
@@ -434,7 +437,7 @@ func (w *orderStream) stop(pos []byte, skip int) {
 	if w.win != nil {
 		w.next.made = w.win.made
 	}
-	w.next.pos, w.next.skip = pos, skip
+	w.next.pos, w.next.skip = compactWalkPos(pos), skip
 	w.page.Continuation = w.next.String()
 }
 

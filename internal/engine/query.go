@@ -434,7 +434,8 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 			return streamQuery(qp.src, c, rows, scope, now, cur, next, limit, !single, win, seen, page)
 		}
 		if win != nil {
-			return sortedPage(qp.src, c, rows, scope, now, cur, next, limit, *win, page, passed)
+			resolve := func(m *eval.Mark, refs []markRef) error { return resolveMarkRefs(r, c, rows, scope, now, st, m, refs) }
+			return sortedPage(qp.src, c, rows, scope, now, cur, next, limit, *win, resolve, page, passed)
 		}
 		if partial {
 			return partialGroupsPage(qp.src, c, prog, scope, now, cur, next, limit, &groups, page)
@@ -1161,12 +1162,19 @@ func liveDocuments(src itemSource, c *containerRecord, prog *eval.Program, s *it
 // the first does, and asks for the rows after the place of the last row
 // the page before went past (eval.Mark, which the token keeps), so it
 // holds only the rows it may return, however deep it is.
-func sortedPage(src itemSource, c *containerRecord, prog *eval.Program, s *itemScope, now time.Time, cur, next cursor, limit int, win rowWindow, page *FeedPage, passed *int) error {
+//
+// resolve puts back the mark's keys its token holds as references.
+func sortedPage(src itemSource, c *containerRecord, prog *eval.Program, s *itemScope, now time.Time, cur, next cursor, limit int, win rowWindow, resolve func(*eval.Mark, []markRef) error, page *FeedPage, passed *int) error {
 	var after *eval.Mark
 	if cur.pos != nil {
-		m, ok := decodeMark(cur.pos, len(prog.Query().OrderBy))
+		m, refs, ok := decodeMark(cur.pos, len(prog.Query().OrderBy))
 		if !ok {
 			return errBadContinuation
+		}
+		if len(refs) > 0 {
+			if err := resolve(&m, refs); err != nil {
+				return err
+			}
 		}
 		after = &m
 	}

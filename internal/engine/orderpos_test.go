@@ -1,0 +1,136 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// An ORDER BY of strings of kilobytes pages with tokens of a few
+// kilobytes, whatever the strings' length, in both directions, through
+// the ordered stream and sorted in memory, and goes on where its last page
+// ended.
+//
+// The stream's token names the item it ended before. When that item's
+// value is gone between pages, the next page goes on past where it was if
+// no other value shares its first bytes; if others do, the place is in
+// doubt, and the token is refused with 400. An in-memory sort's token
+// names the last item it returned: when that item changed, the token is
+// refused.
+func TestLongSortValuesMakeShortTokens(t *testing.T) {
+	ctx := context.Background()
+	shared := func(i int) string {
+		return strings.Repeat(string(rune('a'+i%3)), maxPosValue+500) + fmt.Sprintf("%04d", i) + strings.Repeat("z", 3000)
+	}
+	own := func(i int) string { return fmt.Sprintf("%04d", i) + strings.Repeat("z", maxPosValue+3000) }
+	const (
+		none = iota
+		next // the item the page ended before
+		last // the last item the page returned
+	)
+	for _, tc := range []struct {
+		name   string
+		items  int // enough for the stream, or few enough for a sort
+		stream bool
+		value  func(int) string
+		change int
+		// refused: the page after the first change fails with 400.
+		refused bool
+	}{
+		{"stream, shared first bytes", 600, true, shared, none, false},
+		{"stream, own first bytes", 600, true, own, none, false},
+		{"stream, own first bytes, changing", 600, true, own, next, false},
+		{"stream, shared first bytes, changing", 600, true, shared, next, true},
+		{"sort, shared first bytes", 300, false, shared, none, false},
+		{"sort, changing", 300, false, own, last, true},
+	} {
+		for _, desc := range []bool{false, true} {
+			be := newBatchEnv(t, "null")
+			var docs []string
+			for i := range tc.items {
+				docs = append(docs, fmt.Sprintf(`{"id":"d%03d","pk":"p","s":%q}`, i, tc.value(i)))
+			}
+			be.seed(t, docs...)
+			q := `SELECT c.id FROM c ORDER BY c.s`
+			if desc {
+				q += ` DESC`
+			}
+			var want []string
+			for i := range tc.items {
+				want = append(want, fmt.Sprintf("d%03d", i))
+			}
+			slices.SortFunc(want, func(a, b string) int {
+				var i, j int
+				fmt.Sscanf(a, "d%d", &i)
+				fmt.Sscanf(b, "d%d", &j)
+				return strings.Compare(tc.value(i), tc.value(j))
+			})
+			if desc {
+				slices.Reverse(want)
+			}
+			size := 10
+			if !tc.stream {
+				size = 100
+			}
+			p := QueryParams{ItemRef: batchRef(`["p"]`), Query: q, MaxItemCount: size}
+			var ids, changed []string
+			for {
+				page, err := be.e.QueryItems(ctx, p)
+				if tc.refused && len(changed) > 0 {
+					if ErrorCode(err) != BadRequest {
+						t.Errorf("%s, desc %v: %v, want 400", tc.name, desc, err)
+					}
+					break
+				}
+				if err != nil {
+					t.Fatalf("%s, desc %v: %v", tc.name, desc, err)
+				}
+				if page.Plan != nil && (page.Plan.Chosen.Access.String() == "ordered-stream") != tc.stream {
+					t.Fatalf("%s: served by %s", tc.name, page.Plan.Chosen.Access)
+				}
+				for _, it := range page.Items {
+					var row struct{ ID string }
+					if err := json.Unmarshal(it, &row); err != nil {
+						t.Fatal(err)
+					}
+					ids = append(ids, row.ID)
+				}
+				if len(page.Continuation) > maxPosValue*2 {
+					t.Fatalf("%s, desc %v: a token of %d bytes", tc.name, desc, len(page.Continuation))
+				}
+				if p.Continuation = page.Continuation; p.Continuation == "" {
+					break
+				}
+				at := len(ids) + len(changed)
+				if tc.change == last {
+					at = len(ids) - 1
+				}
+				if tc.change != none && at < tc.items-100 {
+					// The item's value goes: "" sorts first.
+					body := fmt.Sprintf(`{"id":%q,"pk":"p","s":""}`, want[at])
+					if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: batchRef(`["p"]`), Mode: ModeUpsert, Body: []byte(body)}); err != nil {
+						t.Fatal(err)
+					}
+					changed = append(changed, want[at])
+				}
+			}
+			if tc.refused {
+				continue
+			}
+			// The changed items' rows come only where "" sorts: last,
+			// descending.
+			want = slices.DeleteFunc(want, func(id string) bool { return slices.Contains(changed, id) })
+			if desc {
+				want = append(want, changed...)
+				slices.Sort(ids[len(ids)-len(changed):])
+				slices.Sort(want[len(want)-len(changed):])
+			}
+			if !slices.Equal(ids, want) {
+				t.Errorf("%s, desc %v: %d rows, not the %d in order (%d changed)", tc.name, desc, len(ids), len(want), len(changed))
+			}
+		}
+	}
+}
