@@ -135,7 +135,8 @@ func (e *Engine) keyOrderGroups(r storage.Reader, c *containerRecord, prog, orde
 				return true
 			}
 			end := &FeedPage{}
-			if err := streamOrdered(r, c, ordered, p.Params, qp.stream, s, now, st, cur, next, limit, nil, take, end); err != nil {
+			feed := &streamFeed{take: take, parse: docParser(prog.Query(), false)}
+			if err := streamOrdered(r, c, ordered, p.Params, qp.stream, s, now, st, cur, next, limit, nil, feed, end); err != nil {
 				return err
 			}
 			if failed != nil {

@@ -292,9 +292,18 @@ type orderStream struct {
 	visited bool
 	// ahead holds the records read before their turn (fetch).
 	ahead readAhead
-	// take, when set, takes the rows in place of the page, until it
-	// returns false (keyOrderGroups).
+	// feed, when set, takes the rows in place of the page (keyOrderGroups).
+	feed *streamFeed
+}
+
+// streamFeed takes the rows of the ordered stream in place of a page, for
+// a GROUP BY that groups the documents as they come (keyOrderGroups).
+type streamFeed struct {
+	// take takes a row, and returns false to end the stream before it,
+	// at the first document of a group.
 	take func(document.Value) bool
+	// parse reads a document: only what the grouping reads of it.
+	parse func([]byte) (document.Value, error)
 }
 
 // fetch reads ahead, in key order, the records of the first n of locs
@@ -321,11 +330,11 @@ func (w *orderStream) room() int {
 }
 
 // streamOrdered runs one page of the ordered stream o from cur; prog is
-// the query without its window, when it has one (win). take, when not
+// the query without its window, when it has one (win). feed, when not
 // nil, takes the rows in place of the page, which then gets only the
-// continuation: at the row take refused, or where the page's time or
-// work ran out.
-func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, o *plan.Ordered, s *itemScope, now time.Time, st *readStats, cur, next cursor, limit int, win *rowWindow, take func(document.Value) bool, page *FeedPage) error {
+// continuation: at the start of the group whose first row feed refused,
+// or where the page's time or work ran out.
+func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, o *plan.Ordered, s *itemScope, now time.Time, st *readStats, cur, next cursor, limit int, win *rowWindow, feed *streamFeed, page *FeedPage) error {
 	q := prog.Query()
 	rows, err := withoutOrder(prog)
 	if err != nil {
@@ -342,7 +351,7 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 		lo, hi = prefix, prefixEnd(prefix)
 	}
 	w := &orderStream{r: r, c: c, s: s, now: now, st: st, rows: rows, o: o, desc: q.OrderBy[0].Desc,
-		prefix: prefix, lo: lo, hi: hi, next: next, limit: limit, page: page, win: win, take: take}
+		prefix: prefix, lo: lo, hi: hi, next: next, limit: limit, page: page, win: win, feed: feed}
 	if w.win.done() {
 		return nil
 	}
@@ -409,8 +418,8 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 // service bounds a response (a row is at most eval.MaxRowBytes, which is
 // that bound, so a page of one row is within it).
 func (w *orderStream) put(row document.Value) bool {
-	if w.take != nil {
-		return w.take(row)
+	if w.feed != nil {
+		return w.feed.take(row)
 	}
 	if len(w.page.Items) == w.limit || w.win.done() {
 		return false
@@ -437,6 +446,9 @@ func (w *orderStream) stop(pos []byte, skip int) {
 	if w.win != nil {
 		w.next.made = w.win.made
 	}
+	if w.feed != nil {
+		pos, skip = w.groupStart(pos), 0
+	}
 	w.next.pos, w.next.skip = compactWalkPos(pos), skip
 	w.page.Continuation = w.next.String()
 }
@@ -452,7 +464,11 @@ func (w *orderStream) docRows(loc []byte, rec *itemRecord, keep func(document.Va
 	if w.c.expired(rec, w.now) || !w.s.keeps(rec) {
 		return document.Undef, nil, false, nil
 	}
-	doc, err := document.Parse(rec.json)
+	parse := document.Parse
+	if w.feed != nil {
+		parse = w.feed.parse
+	}
+	doc, err := parse(rec.json)
 	if err != nil || !keep(doc) {
 		return document.Undef, nil, false, err
 	}
@@ -1073,7 +1089,7 @@ func (w *orderStream) resumeIndex(locs [][]byte, at walkResume) int {
 // group streams the rows of the items at locs, whose entries hold the
 // encoded value, in the evaluator's order, resuming at at.
 func (w *orderStream) group(value []byte, locs [][]byte, at walkResume) (bool, error) {
-	if at.mode == modeKeys {
+	if at.mode == modeKeys && exactValue(value) {
 		return false, errBadContinuation
 	}
 	w.sortTies(locs)
@@ -1116,15 +1132,39 @@ func (w *orderStream) group(value []byte, locs [][]byte, at walkResume) (bool, e
 		return d
 	})
 	first := 0
-	if at.mode == modeGroup {
+	// from, for a GROUP BY fed the rows (streamFeed), is the key of the
+	// group its last page ended before: a count of the rows before it
+	// would shift with a write between the pages.
+	var from *sortKey
+	switch at.mode {
+	case modeGroup:
 		first = at.skip
+	case modeKeys:
+		k, ok := parseSortKey(at.item, 1)
+		if !ok {
+			return false, errBadContinuation
+		}
+		from = &k
 	}
 	n := 0
 	for _, m := range ms {
+		if from != nil {
+			d := document.Compare(m.key, from.keys[0])
+			if w.desc {
+				d = -d
+			}
+			if d < 0 {
+				continue
+			}
+		}
 		for _, row := range m.rows {
 			if n >= first {
 				if !w.put(row) {
-					w.stop(append(append([]byte{phaseWalk}, value...), modeGroup), n)
+					pos := append(append([]byte{phaseWalk}, value...), modeGroup)
+					if w.feed != nil {
+						pos = appendSortKey(append(pos[:len(pos)-1], modeKeys), sortKey{keys: []document.Value{m.key}, pos: []byte{0}})
+					}
+					w.stop(pos, n)
 					return false, nil
 				}
 			}
@@ -1297,4 +1337,39 @@ func indexNumber(value []byte) (float64, bool) {
 		u = ^u
 	}
 	return math.Float64frombits(u), true
+}
+
+// groupStart returns pos, the position of the first document of a GROUP
+// BY's group (streamFeed), made the position of the group's start: the
+// same keys with the least scan position. The next page then reads every
+// document of the group, also one written between the pages before that
+// document in the scan's order, which the document's own position would
+// pass over.
+func (w *orderStream) groupStart(pos []byte) []byte {
+	least := []byte{0}
+	at := -1
+	switch {
+	case len(pos) > 2 && pos[0] == phaseUndefined && pos[1] == modeKeys:
+		at = 2
+	case len(pos) > 1 && pos[0] == phaseWalk:
+		n := indexValueLen(pos[1:])
+		if n <= 0 || len(pos) < 2+n {
+			return pos
+		}
+		switch pos[1+n] {
+		case modeItem:
+			return append(bytes.Clone(pos[:2+n]), least...)
+		case modeKeys:
+			at = 2 + n
+		}
+	}
+	if at < 0 {
+		return pos
+	}
+	k, ok := parseSortKey(pos[at:], max(len(w.keys), 1))
+	if !ok {
+		return pos
+	}
+	k.pos = least
+	return appendSortKey(bytes.Clone(pos[:at]), k)
 }
