@@ -72,6 +72,11 @@ func (w *orderStream) resolveWalkPos(pos []byte) ([]byte, error) {
 		return nil, errBadContinuation
 	}
 	head := pos[2 : 2+maxPosValue]
+	if head[len(head)-1] == 0 {
+		// Cut inside an escaped 0x00 (0x00 0xFF): the values with these
+		// first bytes are those with the whole escape.
+		head = append(bytes.Clone(head), 0xFF)
+	}
 	want := binary.BigEndian.Uint64(pos[2+maxPosValue:])
 	rest := pos[2+maxPosValue+8:]
 	found, others := []byte(nil), false
@@ -107,7 +112,6 @@ func (w *orderStream) resolveWalkPos(pos []byte) ([]byte, error) {
 	}
 	// Where the value was: a group no entry holds, just past (ascending)
 	// or at the start of (descending) the values with its first bytes.
-	head = bytes.TrimSuffix(head, []byte{0}) // not half an escaped 0x00
 	var at []byte
 	if w.desc {
 		at = append(bytes.Clone(head), 0, 1)
