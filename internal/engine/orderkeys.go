@@ -225,6 +225,14 @@ func (w *orderStream) groupFrom(at walkResume) (*sortKey, error) {
 	if !ok {
 		return nil, errBadContinuation
 	}
+	if from != nil && !from.keys[0].IsDefined() {
+		// Left out for the walk's value (withoutFirstKey).
+		str, ok := indexString(at.value)
+		if !ok {
+			return nil, errBadContinuation
+		}
+		from.keys[0] = document.Str(str)
+	}
 	return from, nil
 }
 

@@ -184,3 +184,39 @@ func resolveMarkRefs(r storage.Reader, c *containerRecord, prog *eval.Program, s
 	}
 	return nil
 }
+
+// withoutFirstKey returns pos, a position of the walk inside a group of a
+// long string's documents sorted by the other ORDER BY keys, with the
+// first key left out of its sort key (Undef, which no walked value is):
+// it is the walk's value, which the position holds already, as a
+// reference (compactWalkPos). groupFrom puts it back.
+func (w *orderStream) withoutFirstKey(pos []byte) []byte {
+	if len(w.keys) < 2 || len(pos) < 2 || pos[0] != phaseWalk || pos[1] != tagString {
+		return pos
+	}
+	n := indexValueLen(pos[1:])
+	if n <= maxPosValue || len(pos) < 3+n || pos[1+n] != modeKeys {
+		return pos
+	}
+	k, ok := parseSortKey(pos[2+n:], len(w.keys))
+	if !ok || k.keys[0].Kind() != document.String {
+		return pos
+	}
+	k.keys[0] = document.Undef
+	return appendSortKey(bytes.Clone(pos[:2+n]), k)
+}
+
+// indexString decodes the index's encoding of a string.
+func indexString(value []byte) (string, bool) {
+	if len(value) < 3 || value[0] != tagString || indexValueLen(value) != len(value) {
+		return "", false
+	}
+	b := make([]byte, 0, len(value)-3)
+	for i := 1; i < len(value)-2; i++ {
+		b = append(b, value[i])
+		if value[i] == 0 {
+			i++ // the 0xFF of an escaped 0x00
+		}
+	}
+	return string(b), true
+}

@@ -449,7 +449,7 @@ func (w *orderStream) stop(pos []byte, skip int) {
 	if w.feed != nil {
 		pos, skip = w.groupStart(pos), 0
 	}
-	w.next.pos, w.next.skip = compactWalkPos(pos), skip
+	w.next.pos, w.next.skip = compactWalkPos(w.withoutFirstKey(pos)), skip
 	w.page.Continuation = w.next.String()
 }
 
