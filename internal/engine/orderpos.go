@@ -47,7 +47,10 @@ func compactWalkPos(pos []byte) []byte {
 		return pos
 	}
 	n := indexValueLen(pos[1:])
-	if n <= maxPosValue {
+	if n <= maxPosValue+1 {
+		// One byte more keeps whole the 0x00 0x01 that ends every
+		// string, so that a reference's first bytes ending in 0x00 end
+		// inside an escaped 0x00 (resolveWalkPos).
 		return pos
 	}
 	value := pos[1 : 1+n]

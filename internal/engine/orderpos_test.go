@@ -152,10 +152,13 @@ func TestLongSortValueCutInsideAnEscape(t *testing.T) {
 			return string(b)
 		}
 		be.seed(t, item("w", "0"), item("x", head+"\x00"+strings.Repeat("x", 2000)), item("y", head+"b"),
-			item("z", head+strings.Repeat("c", 3000)), item("v", head[:100]))
-		q, want := `SELECT c.id FROM c ORDER BY c.s`, "w v y z"
+			item("z", head+strings.Repeat("c", 3000)), item("v", head[:100]),
+			// Encoded, its first bytes end in the 0x00 of the 0x00 0x01
+			// that ends it.
+			item("u", head[:len(head)-1]+"c"))
+		q, want := `SELECT c.id FROM c ORDER BY c.s`, "w v y z u"
 		if desc {
-			q, want = q+` DESC`, "z y v w"
+			q, want = q+` DESC`, "u z y v w"
 		}
 		p := QueryParams{ItemRef: batchRef(`["p"]`), Query: q, MaxItemCount: 1}
 		var ids []string
