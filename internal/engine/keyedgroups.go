@@ -61,7 +61,12 @@ func keyOrderShape(prog *eval.Program, p QueryParams) (*ast.Query, bool) {
 // whether it did: a first page only when the planner chooses the stream
 // for the ordered query, a later one only when its token is of such a page
 // (fp, the fingerprint of this way of paging, differs from the other's).
-func (e *Engine) keyOrderGroups(r storage.Reader, c *containerRecord, prog, ordered *eval.Program, p QueryParams, s *itemScope, now time.Time, st *readStats, total int64, fp uint64, page *FeedPage) (bool, error) {
+// A first page the planner chose another way for gets that way back
+// (planned), which is the one it would choose for prog: the two queries
+// have the same terms, and prog no other ways to weigh. The page need not
+// plan again; but for the walks that read only the documents an ORDER
+// BY's first rows need, which prog has no use for.
+func (e *Engine) keyOrderGroups(r storage.Reader, c *containerRecord, prog, ordered *eval.Program, p QueryParams, s *itemScope, now time.Time, st *readStats, total int64, fp uint64, page *FeedPage) (done bool, planned *queryAccess, err error) {
 	limit := pageSize(p.MaxItemCount)
 	var cur cursor
 	resumed := p.Continuation != ""
@@ -70,34 +75,38 @@ func (e *Engine) keyOrderGroups(r storage.Reader, c *containerRecord, prog, orde
 		if derr != nil {
 			// A token of the other way of paging, or none at all:
 			// that way reads it, or says what is wrong with it.
-			return false, nil
+			return false, nil, nil
 		}
 		if k.access != plan.OrderedStream {
-			return true, errBadContinuation
+			return true, nil, errBadContinuation
 		}
 		cur = k
 	}
-	if !resumed {
-		path, _ := plan.DocPath(ordered.Query(), ordered.Query().OrderBy[0].Expr)
-		if inexact, err := inexactValues(r, c, path, s, st); err != nil || inexact {
-			return false, err
-		}
-	}
-	qp, err := e.planQuery(r, c, total, ordered, p.Params, s, now, st, limit, resumed, cur, noScanFirst, nil)
+	qp, err := e.planQuery(r, c, total, ordered, p.Params, s, now, st, limit, resumed, cur, scanFirstPaced, nil)
 	if err != nil {
-		return resumed, err
+		return resumed, nil, err
 	}
 	if qp.stream == nil {
 		if resumed {
-			return true, errBadContinuation
+			return true, nil, errBadContinuation
 		}
-		return false, nil
+		if qp.access == plan.OrderedWalk || qp.access == plan.CompositeWalk {
+			// Ways that read only the documents the ordered query's
+			// first rows need.
+			return false, nil, nil
+		}
+		return false, qp, nil
+	}
+	if !resumed {
+		if inexact, err := inexactValues(r, c, qp.stream.Path, s, st); err != nil || inexact {
+			return false, nil, err
+		}
 	}
 	page.Plan = qp.plan
 	next := cursor{fingerprint: fp, text: textHash(p.Query), access: plan.OrderedStream, terms: qp.terms, indexVer: c.Index.Version}
 	keys, err := groupKeys(prog)
 	if err != nil {
-		return true, queryError(err)
+		return true, nil, queryError(err)
 	}
 	// part groups the documents from cur up to limit groups and returns
 	// their rows and the token of the position before the next group's
@@ -156,17 +165,17 @@ func (e *Engine) keyOrderGroups(r storage.Reader, c *containerRecord, prog, orde
 	for kept := len(page.Items); ; limit /= 2 {
 		rows, stop, err := part(limit)
 		if err != nil {
-			return true, queryError(err)
+			return true, nil, queryError(err)
 		}
 		end, derr := pageRows(rows, 0, len(rows), page)
 		if derr != nil {
-			return true, derr
+			return true, nil, derr
 		}
 		// Rows that take more than a response holds are grouped again
 		// with half the groups, down to one, whose row fits.
 		if end == len(rows) || limit == 1 {
 			page.Continuation = stop
-			return true, nil
+			return true, nil, nil
 		}
 		page.Items = page.Items[:kept]
 	}

@@ -300,6 +300,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 			strconv.FormatBool(hasKey), p.RangeID, string(scope.lo), string(scope.hi))
 	}
 	fp := fpOf(fingerprintText(asked, fpText))
+	var planned *queryAccess
 	if q, ok := keyOrderShape(prog, p); ok {
 		// A GROUP BY of whole groups, read in the order of its key
 		// (keyedgroups.go).
@@ -307,9 +308,11 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		if err != nil {
 			return queryError(err)
 		}
-		if done, err := e.keyOrderGroups(r, c, prog, ordered, p, scope, now, st, state.items, fpOf("groups in key order "+p.Query), page); done || err != nil {
+		done, qa, err := e.keyOrderGroups(r, c, prog, ordered, p, scope, now, st, state.items, fpOf("groups in key order "+p.Query), page)
+		if done || err != nil {
 			return err
 		}
+		planned = qa
 	}
 	var cur cursor
 	resumed := p.Continuation != ""
@@ -358,9 +361,11 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		rows = nil
 	}
 	streamed := rows != nil && rows.Streaming()
-	qp, err := e.planQuery(r, c, state.items, prog, p.Params, scope, now, st, limit, resumed, cur, scanFirstPaced, nil)
-	if err != nil {
-		return err
+	qp := planned
+	if qp == nil {
+		if qp, err = e.planQuery(r, c, state.items, prog, p.Params, scope, now, st, limit, resumed, cur, scanFirstPaced, nil); err != nil {
+			return err
+		}
 	}
 	// run reads the page by qp; passed counts the rows of a page that
 	// makes them at its end (runQuery) as its records are read, and left,
