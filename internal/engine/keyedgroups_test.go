@@ -188,13 +188,7 @@ func TestWholeGroupsUnderWrites(t *testing.T) {
 		})
 		seen := map[string]int{}
 		for _, row := range rows {
-			var r struct {
-				G json.RawMessage
-				N int
-			}
-			if err := json.Unmarshal([]byte(row), &r); err != nil {
-				t.Fatal(err)
-			}
+			r := groupRow(t, row)
 			seen[string(r.G)]++
 			if r.N != 6 {
 				t.Errorf("%s, removing %t: group %s of %d documents, want 6", tc.name, tc.remove, r.G, r.N)
@@ -265,13 +259,7 @@ func TestWholeGroupsResumeAtTheirStart(t *testing.T) {
 		})
 		seen := map[string]bool{}
 		for _, row := range rows {
-			var r struct {
-				G json.RawMessage
-				N int
-			}
-			if err := json.Unmarshal([]byte(row), &r); err != nil {
-				t.Fatal(err)
-			}
+			r := groupRow(t, row)
 			if seen[string(r.G)] {
 				t.Errorf("GROUP BY %s: group %s came twice", keys, r.G)
 			}
@@ -284,4 +272,16 @@ func TestWholeGroupsResumeAtTheirStart(t *testing.T) {
 			t.Errorf("GROUP BY %s: %d groups, want 30", keys, len(seen))
 		}
 	}
+}
+
+// groupRow reads a row of {"g": key, "n": count}.
+func groupRow(t *testing.T, row string) (r struct {
+	G json.RawMessage
+	N int
+}) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(row), &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

@@ -88,16 +88,7 @@ func TestLongSortValuesMakeShortTokens(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s, desc %v: %v", tc.name, desc, err)
 				}
-				if page.Plan != nil && (page.Plan.Chosen.Access.String() == "ordered-stream") != tc.stream {
-					t.Fatalf("%s: served by %s", tc.name, page.Plan.Chosen.Access)
-				}
-				for _, it := range page.Items {
-					var row struct{ ID string }
-					if err := json.Unmarshal(it, &row); err != nil {
-						t.Fatal(err)
-					}
-					ids = append(ids, row.ID)
-				}
+				ids = append(ids, pageIDs(t, page, tc.stream)...)
 				if len(page.Continuation) > maxPosValue*2 {
 					t.Fatalf("%s, desc %v: a token of %d bytes", tc.name, desc, len(page.Continuation))
 				}
@@ -167,16 +158,7 @@ func TestLongSortValueCutInsideAnEscape(t *testing.T) {
 			if err != nil {
 				t.Fatalf("desc %v: %v", desc, err)
 			}
-			if page.Plan != nil && page.Plan.Chosen.Access.String() != "ordered-stream" {
-				t.Fatalf("served by %s", page.Plan.Chosen.Access)
-			}
-			for _, it := range page.Items {
-				var row struct{ ID string }
-				if err := json.Unmarshal(it, &row); err != nil {
-					t.Fatal(err)
-				}
-				ids = append(ids, row.ID)
-			}
+			ids = append(ids, pageIDs(t, page, true)...)
 			if p.Continuation = page.Continuation; p.Continuation == "" {
 				break
 			}
@@ -232,16 +214,7 @@ func TestLongFirstOfSeveralKeys(t *testing.T) {
 			if err != nil {
 				t.Fatalf("desc %v: %v", desc, err)
 			}
-			if page.Plan != nil && page.Plan.Chosen.Access.String() != "ordered-stream" {
-				t.Fatalf("served by %s", page.Plan.Chosen.Access)
-			}
-			for _, it := range page.Items {
-				var row struct{ ID string }
-				if err := json.Unmarshal(it, &row); err != nil {
-					t.Fatal(err)
-				}
-				ids = append(ids, row.ID)
-			}
+			ids = append(ids, pageIDs(t, page, true)...)
 			if len(page.Continuation) > maxPosValue*2 {
 				t.Fatalf("desc %v: a token of %d bytes", desc, len(page.Continuation))
 			}
@@ -253,4 +226,23 @@ func TestLongFirstOfSeveralKeys(t *testing.T) {
 			t.Errorf("desc %v: %d rows, not the 600 in order", desc, len(ids))
 		}
 	}
+}
+
+// pageIDs returns the ids of a page's rows, failing the test when its
+// first page was not served by the ordered stream and stream is set, or
+// was and it is not.
+func pageIDs(t *testing.T, page *FeedPage, stream bool) []string {
+	t.Helper()
+	if page.Plan != nil && (page.Plan.Chosen.Access.String() == "ordered-stream") != stream {
+		t.Fatalf("served by %s", page.Plan.Chosen.Access)
+	}
+	var ids []string
+	for _, it := range page.Items {
+		var row struct{ ID string }
+		if err := json.Unmarshal(it, &row); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, row.ID)
+	}
+	return ids
 }
