@@ -42,8 +42,10 @@ import (
 // skip counts rows of the item at the position already returned (a JOIN
 // can make several rows of one item), or rows of a materialized result.
 // The position of an ORDER BY the evaluator sorts is the place of the
-// last row in its order (appendMark). distinct names the rows a DISTINCT
-// returned before the position (seenSets); 0 for any other query.
+// last row in its order (appendMark). kept names what the engine keeps
+// for the page after the position: the rows a DISTINCT returned before it
+// (seenSets), or the rows of a result made whole that follow it
+// (heldRows); 0 for none.
 type cursor struct {
 	fingerprint uint64
 	text        uint32
@@ -56,9 +58,10 @@ type cursor struct {
 	// made counts the rows a windowed page's stream made before pos and
 	// skip (rowWindow); 0 for any other page.
 	made int
-	// distinct is the id of the set of the rows a DISTINCT's pages
-	// returned up to pos (seenSets); 0 for any other page.
-	distinct uint64
+	// kept is the id of what the engine keeps for this page: the set of
+	// the rows a DISTINCT's pages returned up to pos (seenSets), or the
+	// rows of a whole result from skip on (heldRows); 0 for none.
+	kept uint64
 	// partial marks a page of a GROUP BY's partial groups
 	// (partialGroupsPage), whose made and skip are its own. It is the
 	// token's version: 7, where every other token is of version 6, so
@@ -92,7 +95,7 @@ func (k cursor) String() string {
 	b = binary.BigEndian.AppendUint32(b, k.indexVer)
 	b = binary.AppendUvarint(b, uint64(k.skip))
 	b = binary.AppendUvarint(b, uint64(k.made))
-	b = binary.AppendUvarint(b, k.distinct)
+	b = binary.AppendUvarint(b, k.kept)
 	b = append(b, k.pos...)
 	b = binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
 	return cursorPrefix + base64.RawURLEncoding.EncodeToString(b)
@@ -177,7 +180,7 @@ func parseCursor(s string, fp uint64) (cursor, *Error) {
 		if w <= 0 {
 			return k, errBadContinuation
 		}
-		k.distinct = id
+		k.kept = id
 		b = b[w:]
 	}
 	if rest := b; len(rest) > 0 {

@@ -2,9 +2,6 @@ package engine
 
 import (
 	"bytes"
-	"container/list"
-	"math/rand/v2"
-	"sync"
 
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/query/eval"
@@ -33,13 +30,7 @@ const seenSetsMax = 32 << 20
 
 // seenSets keeps the keys of the rows the pages of DISTINCT queries
 // returned, by the id their next page's token carries.
-type seenSets struct {
-	mu    sync.Mutex
-	max   int
-	bytes int
-	sets  map[uint64]*list.Element // of *seenSet
-	order list.List                // least recently kept first
-}
+type seenSets struct{ *keeper[*seenSet] }
 
 // seenSet is what a DISTINCT query's pages returned up to a position: a
 // page whose token names the set has the same fingerprint, position and
@@ -53,59 +44,22 @@ type seenSet struct {
 	bytes int
 }
 
-func newSeenSets(max int) *seenSets {
-	return &seenSets{max: max, sets: map[uint64]*list.Element{}}
+func newSeenSets(max int) seenSets {
+	return seenSets{newKeeper[*seenSet](max)}
 }
 
 // take removes and returns the set the token k names, if it is kept and
-// is the token's. A set is taken once: a page given the same token twice
-// rebuilds it the second time.
-func (s *seenSets) take(k cursor) *seenSet {
-	if k.distinct == 0 {
-		return nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	el, ok := s.sets[k.distinct]
-	if !ok {
-		return nil
-	}
-	set := el.Value.(*seenSet)
-	s.order.Remove(el)
-	delete(s.sets, k.distinct)
-	s.bytes -= set.bytes
-	if set.fp != k.fingerprint || set.skip != k.skip || !bytes.Equal(set.pos, k.pos) {
+// is the token's.
+func (s seenSets) take(k cursor) *seenSet {
+	set, ok := s.keeper.take(k.kept)
+	if !ok || set.fp != k.fingerprint || set.skip != k.skip || !bytes.Equal(set.pos, k.pos) {
 		return nil
 	}
 	return set
 }
 
-// keep keeps set for the page its id will be given with, dropping the
-// least recently kept sets for room; a set larger than all the room is
-// not kept.
-func (s *seenSets) keep(set *seenSet) {
-	if set.bytes > s.max {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for s.bytes+set.bytes > s.max {
-		el := s.order.Front()
-		old := el.Value.(*seenSet)
-		s.order.Remove(el)
-		delete(s.sets, old.id)
-		s.bytes -= old.bytes
-	}
-	s.sets[set.id] = s.order.PushBack(set)
-	s.bytes += set.bytes
-}
-
-// newSeenID is the id of a page's set: random, so a token names its own
-// query's set alone (take checks the fingerprint and position too); never
-// 0, which names none.
-func newSeenID() uint64 {
-	return max(rand.Uint64(), 1)
-}
+// keep keeps set for the page its id will be given with.
+func (s seenSets) keep(set *seenSet) { s.keeper.keep(set.id, set, set.bytes) }
 
 // distinctRows drops the rows of one page of a DISTINCT that earlier
 // pages, or this one, returned. The page's own keys are held apart from
@@ -125,7 +79,7 @@ type distinctRows struct {
 // newDistinctRows returns the filter of a page given the token cur. The
 // set it is given counts against the page's memory, as the DISTINCT set
 // of a page that read from the start would.
-func newDistinctRows(sets *seenSets, cur cursor, budget *eval.Budget) (*distinctRows, error) {
+func newDistinctRows(sets seenSets, cur cursor, budget *eval.Budget) (*distinctRows, error) {
 	d := &distinctRows{added: map[string]struct{}{}, budget: budget}
 	if cur.pos == nil && cur.skip == 0 {
 		return d, nil
@@ -191,7 +145,7 @@ func (d *distinctRows) seen(k cursor) *seenSet {
 			set.keys[key] = struct{}{}
 		}
 	}
-	set.id, set.fp, set.pos, set.skip = k.distinct, k.fingerprint, k.pos, k.skip
+	set.id, set.fp, set.pos, set.skip = k.kept, k.fingerprint, k.pos, k.skip
 	set.bytes += d.bytes
 	return set
 }

@@ -135,7 +135,7 @@ func TestDistinctPagesResume(t *testing.T) {
 		// its skip counted the rows returned (after OFFSET).
 		if len(pages) > 2 {
 			k := mustCursor(t, tokens[0])
-			k.pos, k.distinct, k.made, k.skip = nil, 0, 0, len(pages[0].Items)+len(pages[1].Items)
+			k.pos, k.kept, k.made, k.skip = nil, 0, 0, len(pages[0].Items)+len(pages[1].Items)
 			b, _ := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(k.String(), cursorPrefix))
 			b = slices.Delete(b, len(b)-5, len(b)) // the distinct id and the check
 			b[0] = 4
@@ -188,18 +188,18 @@ func TestSeenSetsRoom(t *testing.T) {
 		k    cursor
 		want bool
 	}{
-		{cursor{distinct: 1, fingerprint: 9, pos: []byte{1}}, false},
-		{cursor{distinct: 3, fingerprint: 8, pos: []byte{3}}, false}, // another query's: and dropped
-		{cursor{distinct: 3, fingerprint: 9, pos: []byte{3}}, false}, // taken by the last
-		{cursor{distinct: 4, fingerprint: 9, pos: []byte{4}, skip: 1}, false},
-		{cursor{distinct: 0, fingerprint: 9}, false},
+		{cursor{kept: 1, fingerprint: 9, pos: []byte{1}}, false},
+		{cursor{kept: 3, fingerprint: 8, pos: []byte{3}}, false}, // another query's: and dropped
+		{cursor{kept: 3, fingerprint: 9, pos: []byte{3}}, false}, // taken by the last
+		{cursor{kept: 4, fingerprint: 9, pos: []byte{4}, skip: 1}, false},
+		{cursor{kept: 0, fingerprint: 9}, false},
 	} {
 		if got := s.take(tc.k) != nil; got != tc.want {
 			t.Errorf("take(%+v) = %v", tc.k, got)
 		}
 	}
 	s.keep(set(6, 10))
-	if s.take(cursor{distinct: 6, fingerprint: 9, pos: []byte{6}}) == nil || s.bytes != 0 {
+	if s.take(cursor{kept: 6, fingerprint: 9, pos: []byte{6}}) == nil || s.bytes != 0 {
 		t.Errorf("set 6 not taken, or %d bytes left", s.bytes)
 	}
 }

@@ -96,7 +96,9 @@ type Engine struct {
 	// locHints says where items were last found, by id (lochints.go).
 	locHints *locHints
 	// seen keeps the rows DISTINCT queries' pages returned (distinct.go).
-	seen    *seenSets
+	seen seenSets
+	// held keeps the rows of whole results past their pages (heldrows.go).
+	held    *keeper[*heldRows]
 	indexer *Indexer
 	// absentWanted are the absence entries queries asked for (absent.go).
 	absentWanted map[string]absentWish
@@ -578,7 +580,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("engine: no store")
 	}
-	e := &Engine{store: cfg.Store, clock: cfg.Clock, maxItem: cfg.MaxItemSize, charges: cfg.Charges, cache: map[string]cachedContainer{}, locks: map[containerName]*settingLock{}, dbCache: map[string]cachedDatabase{}, dbRids: map[string][]byte{}, absentWanted: map[string]absentWish{}, ridNames: map[string]string{}, locHints: newLocHints(defaultLocHints), seen: newSeenSets(seenSetsMax), floorSignal: make(chan struct{})}
+	e := &Engine{store: cfg.Store, clock: cfg.Clock, maxItem: cfg.MaxItemSize, charges: cfg.Charges, cache: map[string]cachedContainer{}, locks: map[containerName]*settingLock{}, dbCache: map[string]cachedDatabase{}, dbRids: map[string][]byte{}, absentWanted: map[string]absentWish{}, ridNames: map[string]string{}, locHints: newLocHints(defaultLocHints), seen: newSeenSets(seenSetsMax), held: newKeeper[*heldRows](heldRowsMax), floorSignal: make(chan struct{})}
 	if e.clock == nil {
 		e.clock = clock.Real{}
 	}

@@ -20,11 +20,11 @@ func TestCursorRoundTrip(t *testing.T) {
 		{fingerprint: 9, access: plan.CompositeSpan, terms: []int{0, 2}, composite: 3, indexVer: 2, pos: []byte{1, 2, 3, 4, 5, 6, 7, 8}},
 		{fingerprint: 9, access: plan.CompositeWalk, terms: []int{1}, composite: 65535, skip: 12},
 		{fingerprint: 3, access: plan.Scan, skip: 1, made: 300, pos: []byte{0, 1}},
-		{fingerprint: 4, access: plan.Scan, skip: 2, distinct: ^uint64(0) - 5, pos: []byte{0, 1}},
+		{fingerprint: 4, access: plan.Scan, skip: 2, kept: ^uint64(0) - 5, pos: []byte{0, 1}},
 	} {
 		got, err := parseCursor(c.String(), c.fingerprint)
 		if err != nil || got.fingerprint != c.fingerprint || got.access != c.access || !slices.Equal(got.terms, c.terms) || got.composite != c.composite ||
-			got.indexVer != c.indexVer || got.skip != c.skip || got.made != c.made || got.distinct != c.distinct || !bytes.Equal(got.pos, c.pos) {
+			got.indexVer != c.indexVer || got.skip != c.skip || got.made != c.made || got.kept != c.kept || !bytes.Equal(got.pos, c.pos) {
 			t.Errorf("round trip of %+v: %+v %v", c, got, err)
 		}
 		if _, err := parseCursor(c.String(), c.fingerprint+1); err == nil || err.Code != BadRequest {
@@ -52,7 +52,7 @@ func TestCursorRoundTrip(t *testing.T) {
 	}
 	v4 := slices.Delete(slices.Clone(v5), len(v5)-2, len(v5)-1)
 	v4[0] = 4
-	if got, err := parseCursor(cursorPrefix+base64.RawURLEncoding.EncodeToString(v4), 2); err != nil || got.skip != 5 || got.made != 7 || got.distinct != 0 || string(got.pos) != "p" {
+	if got, err := parseCursor(cursorPrefix+base64.RawURLEncoding.EncodeToString(v4), 2); err != nil || got.skip != 5 || got.made != 7 || got.kept != 0 || string(got.pos) != "p" {
 		t.Errorf("version 4 token: %+v %v", got, err)
 	}
 	v3 := slices.Delete(slices.Clone(v4), len(v4)-2, len(v4)-1)

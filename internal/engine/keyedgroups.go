@@ -167,10 +167,7 @@ func (e *Engine) keyOrderGroups(r storage.Reader, c *containerRecord, prog, orde
 		if err != nil {
 			return true, nil, queryError(err)
 		}
-		end, derr := pageRows(rows, 0, len(rows), page)
-		if derr != nil {
-			return true, nil, derr
-		}
+		end := pageRows(rows, 0, len(rows), page)
 		// Rows that take more than a response holds are grouped again
 		// with half the groups, down to one, whose row fits.
 		if end == len(rows) || limit == 1 {

@@ -99,10 +99,7 @@ func partialGroupsPage(src itemSource, c *containerRecord, prog *eval.Program, s
 		if err != nil {
 			return queryError(err)
 		}
-		end, derr := pageRows(rows, cur.skip, len(rows), page)
-		if derr != nil {
-			return derr
-		}
+		end := pageRows(rows, cur.skip, len(rows), page)
 		stop = at
 		// Rows that take more than a response holds are grouped again
 		// in a smaller part, down to one group, rather than returned

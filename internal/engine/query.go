@@ -52,6 +52,9 @@ type QueryParams struct {
 	// for the client to run range by range and merge: Mayfly's Data
 	// Explorer has no SDK to merge with.
 	Whole bool
+	// inScript marks a stored procedure's query, which reads its
+	// transaction's writes: its pages keep no rows (heldRows).
+	inScript bool
 }
 
 // compileQuery parses and compiles a query, turning its errors into 400s
@@ -335,7 +338,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		if seen, err = newDistinctRows(e.seen, cur, prog.Budget()); err != nil {
 			return queryError(err)
 		}
-		seenID = newSeenID()
+		seenID = newKeptID()
 		defer func() {
 			if rerr != nil || page.Continuation == "" {
 				return
@@ -349,6 +352,21 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		}()
 	}
 	limit := pageSize(p.MaxItemCount)
+	// A whole result's rows after the page before, if it kept them and
+	// they are still the query's (heldrows.go).
+	var held *heldRows
+	if !distinct && p.Resume == nil && !p.inScript && holdsRows(prog.Query()) {
+		if h, ok := e.held.take(cur.kept); ok && resumed && h.servesAt(cur, c, state, now) {
+			e.heldPage(h, limit, page)
+			return nil
+		}
+		held = &heldRows{etag: c.Etag, writes: state.writes}
+		defer func() {
+			if rerr == nil && held.rows != nil && page.Continuation == held.next.String() {
+				e.held.keep(held.next.kept, held, heldBytes(held.rows))
+			}
+		}()
+	}
 	// A page of a TOP, or of an OFFSET and LIMIT, streams the rows of
 	// the query without them, within their window, from where the last
 	// page ended. A token from before windows (an offset with no
@@ -372,7 +390,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	// when not nil, how many more records a paced scan may read.
 	run := func(qp *queryAccess, page *FeedPage, passed *int, left func() int) error {
 		page.Plan = qp.plan
-		next := cursor{fingerprint: fp, text: textHash(p.Query), access: qp.access, terms: qp.terms, composite: qp.composite, indexVer: c.Index.Version, distinct: seenID}
+		next := cursor{fingerprint: fp, text: textHash(p.Query), access: qp.access, terms: qp.terms, composite: qp.composite, indexVer: c.Index.Version, kept: seenID}
 		var win *rowWindow
 		if rows != nil {
 			w := window
@@ -445,7 +463,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		if partial {
 			return partialGroupsPage(qp.src, c, prog, scope, now, cur, next, limit, &groups, page)
 		}
-		return runQuery(qp.src, c, prog, scope, now, cur, next, limit, page, passed)
+		return runQuery(qp.src, c, prog, scope, now, cur, next, limit, page, passed, held)
 	}
 	for qp.pace != nil {
 		// A scan tried first (plan.ScanFirstBounds), on a page of its
@@ -1109,17 +1127,24 @@ func (w *rowWindow) need(rows int) int {
 // this page (and one more, to know whether a continuation is needed).
 //
 // passed, when not nil, counts the rows made while the records are read.
-func runQuery(src itemSource, c *containerRecord, prog *eval.Program, s *itemScope, now time.Time, cur, next cursor, limit int, page *FeedPage, passed *int) error {
+// held, when not nil, is where the page leaves the rows after its own
+// when it makes them all (heldRows).
+func runQuery(src itemSource, c *containerRecord, prog *eval.Program, s *itemScope, now time.Time, cur, next cursor, limit int, page *FeedPage, passed *int, held *heldRows) error {
+	if held != nil {
+		held.rows, held.until = nil, time.Time{}
+		src = held.watchExpiry(src, c, s, now)
+	}
 	rows, err := prog.RunEach(documents(src, c, prog, s, now), cur.skip+limit+1, passed)
 	if err != nil {
 		return queryError(err)
 	}
-	end, derr := pageRows(rows, cur.skip, limit, page)
-	if derr != nil {
-		return derr
-	}
+	end := pageRows(rows, cur.skip, limit, page)
 	if end < len(rows) {
 		next.skip = end
+		if held != nil && prog.WholeRows() {
+			next.kept = newKeptID()
+			held.hold(rows[end:], next)
+		}
 		page.Continuation = next.String()
 	}
 	return nil
@@ -1218,26 +1243,27 @@ func sortedPage(src itemSource, c *containerRecord, prog *eval.Program, s *itemS
 }
 
 // pageRows adds rows[offset:] to the page, as many as fit, and returns
-// the offset of the first row left out.
-func pageRows(rows []document.Value, offset, limit int, page *FeedPage) (int, *Error) {
-	if offset > len(rows) {
-		return 0, errBadContinuation
-	}
-	end := offset + limit
-	if end > len(rows) {
-		end = len(rows)
-	}
+// the offset of the first row left out. An offset past the rows is the
+// end: rows before it went away since the page before.
+func pageRows(rows []document.Value, offset, limit int, page *FeedPage) int {
+	rest := rows[min(offset, len(rows)):]
+	return len(rows) - len(rest) + fillPage(len(rest), func(i int) []byte { return rest[i].JSON() }, limit, page)
+}
+
+// fillPage adds the first of n rows (row(i) is the JSON of row i) to the
+// page, as many as fit it, and returns how many it added: at most limit,
+// and no more bytes than maxPageBytes unless the first row alone is.
+func fillPage(n int, row func(i int) []byte, limit int, page *FeedPage) int {
 	size := 0
-	for i := offset; i < end; i++ {
-		b := rows[i].JSON()
-		if size+len(b) > maxPageBytes && i > offset {
-			end = i
-			break
+	for i := range min(n, limit) {
+		b := row(i)
+		if size+len(b) > maxPageBytes && i > 0 {
+			return i
 		}
 		page.Items = append(page.Items, b)
 		size += len(b)
 	}
-	return end, nil
+	return min(n, limit)
 }
 
 // crossPartitionRefusal is the gateway's answer to a cross-partition query
@@ -1351,10 +1377,7 @@ func (e *Engine) QueryResources(ctx context.Context, p ResourceQueryParams) (*Fe
 	if err != nil {
 		return nil, queryError(err)
 	}
-	end, derr := pageRows(rows, cur.skip, pageSize(p.MaxItemCount), page)
-	if derr != nil {
-		return nil, derr
-	}
+	end := pageRows(rows, cur.skip, pageSize(p.MaxItemCount), page)
 	if end < len(rows) {
 		page.Continuation = cursor{fingerprint: fp, skip: end}.String()
 	}

@@ -544,7 +544,7 @@ func (s *scriptCollection) Query(text string, params map[string]any, pageSize in
 		return nil, "", scriptError(err)
 	}
 	page := &FeedPage{}
-	p := QueryParams{ItemRef: s.ref, Query: text, Params: vals, MaxItemCount: pageSize, Continuation: continuation}
+	p := QueryParams{ItemRef: s.ref, Query: text, Params: vals, MaxItemCount: pageSize, Continuation: continuation, inScript: true}
 	if err := s.e.queryIn(s.tx, s.c, p, prog, s.now, &st, page); err != nil {
 		return nil, "", scriptError(err)
 	}

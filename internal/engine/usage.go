@@ -46,6 +46,10 @@ type containerState struct {
 	lsn          uint64
 	items, bytes int64
 	hw           int64 // Unix seconds; 0 until a change is logged with it
+	// writes, in the totals readTotals sums, is the sum of every
+	// sequence's lsn: every write of an item takes an LSN, so it grows
+	// with every write to the container (heldRows).
+	writes uint64
 }
 
 func (st containerState) encode() []byte {
@@ -101,6 +105,7 @@ func readTotals(r storage.Reader, c *containerRecord, seq int) (containerState, 
 		}
 		sum.items += st.items
 		sum.bytes += st.bytes
+		sum.writes += st.lsn
 	}
 	return sum, nil
 }

@@ -79,6 +79,10 @@ func BenchmarkDeepPage(b *testing.B) {
 		// pages of such a DISTINCT keep their rows in the engine.
 		{"distinct-expr", "SELECT DISTINCT VALUE c.t % " + strconv.Itoa(n/4) + " FROM c", 0},
 		{"distinct-expr-top", "SELECT DISTINCT TOP " + strconv.Itoa(n/4) + " VALUE c.t % " + strconv.Itoa(n/4) + " FROM c", 0},
+		// Groups by an expression, of four documents each: the first
+		// page makes every group, and keeps those after it for the
+		// next (heldRows).
+		{"group-expr", "SELECT c.t % " + strconv.Itoa(n/4) + " AS g, COUNT(1) AS n FROM c GROUP BY c.t % " + strconv.Itoa(n/4), 0},
 	} {
 		p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: q.text, RangeID: "0", CrossPartition: true, MaxItemCount: 100}
 		s.orderReady(b, p)
@@ -90,14 +94,18 @@ func BenchmarkDeepPage(b *testing.B) {
 
 // benchPage reads page k of p (of rows rows) over and over, and reports
 // the records and index entries a read reads and the page's plan. The
-// rows a DISTINCT's pages before k returned, which a page takes from the
-// engine, are put back before each read, as the page before would have.
+// rows a DISTINCT's pages before k returned, and the rows a whole result's
+// page before kept, which a page takes from the engine, are put back
+// before each read, as the page before would have.
 func benchPage(b *testing.B, s *benchStore, p QueryParams, k, rows int) {
 	ctx := context.Background()
 	p.Continuation = pageToken(b, s, p, k)
 	var seen *seenSet
+	var held *heldRows
 	if k > 1 {
-		seen = s.seen.take(mustCursor(b, p.Continuation))
+		cur := mustCursor(b, p.Continuation)
+		seen = s.seen.take(cur)
+		held, _ = s.held.take(cur.kept)
 	}
 	records, entries := 0, 0
 	for b.Loop() {
@@ -108,6 +116,9 @@ func benchPage(b *testing.B, s *benchStore, p QueryParams, k, rows int) {
 			maps.Copy(keys, seen.keys)
 			s.seen.keep(&seenSet{id: seen.id, fp: seen.fp, pos: seen.pos, skip: seen.skip, keys: keys, bytes: seen.bytes})
 			b.StartTimer()
+		}
+		if held != nil {
+			s.held.keep(held.next.kept, held, heldBytes(held.rows))
 		}
 		page, err := s.QueryItems(ctx, p)
 		if err != nil {

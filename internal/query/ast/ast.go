@@ -345,6 +345,46 @@ func Walk(e Expr, fn func(Expr) bool) {
 	}
 }
 
+// WalkQuery calls Walk(e, fn) for every expression of q's clauses and,
+// wherever fn is called with a subquery, for that subquery's too.
+func WalkQuery(q *Query, fn func(Expr) bool) {
+	visit := func(e Expr) bool {
+		if !fn(e) {
+			return false
+		}
+		switch x := e.(type) {
+		case *Exists:
+			WalkQuery(x.Query, fn)
+		case *ArrayQuery:
+			WalkQuery(x.Query, fn)
+		case *Subquery:
+			WalkQuery(x.Query, fn)
+		}
+		return true
+	}
+	walk := func(e Expr) { Walk(e, visit) }
+	walk(q.Select.Top)
+	walk(q.Select.Value)
+	for _, it := range q.Select.Items {
+		walk(it.Expr)
+	}
+	if q.From != nil {
+		walk(q.From.Expr)
+	}
+	for _, j := range q.Joins {
+		walk(j.Expr)
+	}
+	walk(q.Where)
+	for _, g := range q.GroupBy {
+		walk(g)
+	}
+	for _, o := range q.OrderBy {
+		walk(o.Expr)
+	}
+	walk(q.Offset)
+	walk(q.Limit)
+}
+
 // MaxDepth is the most levels a query may have, counting each query and
 // each expression as one (parentheses add none). The parser refuses deeper
 // text; 200 levels reach well past the deepest property an item may have

@@ -333,6 +333,11 @@ func (p *Program) runEach(ctx *ctx, each Each, n int, passed *int) ([]document.V
 	}, n)
 }
 
+// WholeRows reports whether RunEach makes every row of the result
+// whatever n asks for: a row's place is known only once every document is
+// read (a GROUP BY's, or under ORDER BY a DISTINCT row's).
+func (p *Program) WholeRows() bool { return p.eachRows(1) == 0 }
+
 // eachRows is the rows RunEach(each, n, …) asks its run for: n and the
 // OFFSET before them; 0 (every row) when a row's place is known only at
 // the end, a group's or, under ORDER BY, a DISTINCT row's.

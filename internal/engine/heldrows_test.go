@@ -1,0 +1,183 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The pages of a GROUP BY its keys' order cannot feed (here a key that is
+// an expression) come from the rows the first page made, without reading
+// a document, while nothing they depend on changes: a write to the
+// container, an item expiring, a new container setting, or rows gone from
+// the engine make the next page evaluate the query again. Whichever way a
+// page is served, the drained rows are those of one evaluation of the data
+// as it then is.
+func TestHeldRowsServeLaterPages(t *testing.T) {
+	ctx := context.Background()
+	const docs, groups = 300, 60
+	be := newBatchEnv(t, "-1")
+	var seed []string
+	for i := range docs {
+		ttl := ""
+		if i%groups == 7 {
+			ttl = `,"ttl":100` // the whole of group s7
+		}
+		seed = append(seed, fmt.Sprintf(`{"id":"d%03d","pk":"p","s":"S%d"%s}`, i, i%groups, ttl))
+	}
+	be.seed(t, seed...)
+	ref := batchRef(`["p"]`)
+	const query = `SELECT LOWER(c.s) AS g, COUNT(1) AS n FROM c GROUP BY LOWER(c.s)`
+
+	// drain pages the query in pages of 5, calling between (if given)
+	// after the page numbered by its argument, and returns the rows and
+	// each page's records read.
+	drain := func(q string, between func(page int)) (rows []string, examined []int) {
+		t.Helper()
+		p := QueryParams{ItemRef: ref, Query: q, MaxItemCount: 5}
+		for {
+			page, err := be.e.QueryItems(ctx, p)
+			if err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+			for _, it := range page.Items {
+				rows = append(rows, string(it))
+			}
+			examined = append(examined, page.Examined)
+			if p.Continuation = page.Continuation; p.Continuation == "" {
+				return rows, examined
+			}
+			if len(examined) > 100 {
+				t.Fatalf("%s: no end after %d pages", q, len(examined))
+			}
+			if between != nil {
+				between(len(examined))
+			}
+		}
+	}
+	whole := func() []string {
+		t.Helper()
+		page, err := be.e.QueryItems(ctx, QueryParams{ItemRef: ref, Query: query, MaxItemCount: 1000})
+		if err != nil || page.Continuation != "" {
+			t.Fatalf("%s whole: %v, continuation %q", query, err, page.Continuation)
+		}
+		var rows []string
+		for _, it := range page.Items {
+			rows = append(rows, string(it))
+		}
+		return rows
+	}
+	// reads lists the pages that read records.
+	reads := func(examined []int) []int {
+		var out []int
+		for i, n := range examined {
+			if n > 0 {
+				out = append(out, i+1)
+			}
+		}
+		return out
+	}
+
+	want := whole()
+	rows, examined := drain(query, nil)
+	if !slices.Equal(rows, want) {
+		t.Fatalf("drained rows differ from the whole evaluation's:\n%v\n%v", rows, want)
+	}
+	if len(examined) != groups/5 || !slices.Equal(reads(examined), []int{1}) || examined[0] != docs {
+		t.Errorf("records read by page: %v; want %d on the first of %d pages and none after", examined, docs, groups/5)
+	}
+
+	// A write after page 3: page 4 evaluates again, and sees it.
+	rows, examined = drain(query, func(page int) {
+		if page == 3 {
+			body := `{"id":"new","pk":"p","s":"s59"}`
+			if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: ref, Mode: ModeCreate, Body: []byte(body)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if got := reads(examined); !slices.Equal(got, []int{1, 4}) {
+		t.Errorf("with a write after page 3, pages that read records: %v, want [1 4]", got)
+	}
+	if last := rows[len(rows)-1]; last != `{"g":"s59","n":6}` {
+		t.Errorf("with a write after page 3, the last group is %s, want s59 of 6 documents", last)
+	}
+
+	// Group s7 expires after page 1 (its items' ttl is 100 s): page 2
+	// evaluates again, and the group is gone.
+	rows, examined = drain(query, func(page int) {
+		if page == 1 {
+			be.clock.Advance(101 * time.Second)
+		}
+	})
+	if got := reads(examined); !slices.Equal(got, []int{1, 2}) {
+		t.Errorf("with items expiring after page 1, pages that read records: %v, want [1 2]", got)
+	}
+	if slices.ContainsFunc(rows, func(r string) bool { return strings.Contains(r, `"s7"`) }) {
+		t.Errorf("the expired group s7 came after its expiry")
+	}
+	if want = whole(); !slices.Equal(rows, want) {
+		t.Errorf("after the expiry, %d drained rows differ from the whole evaluation's %d", len(rows), len(want))
+	}
+
+	// Rows the engine no longer holds (another gateway served page 2):
+	// page 3 evaluates again.
+	_, examined = drain(query, func(page int) {
+		if page == 2 {
+			be.e.held = newKeeper[*heldRows](heldRowsMax)
+		}
+	})
+	if got := reads(examined); !slices.Equal(got, []int{1, 3}) {
+		t.Errorf("with the rows dropped after page 2, pages that read records: %v, want [1 3]", got)
+	}
+
+	// A defaultTtl of 50 s after page 1 expires every item, all written
+	// more than 50 s ago: page 2 evaluates again, and finds none.
+	rows, examined = drain(query, func(page int) {
+		if page == 1 {
+			body := batchJSON(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":50}`)
+			if _, err := be.e.ReplaceContainer(ctx, "db", "c", body, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if len(rows) != 5 || len(examined) != 2 {
+		t.Errorf("with every item expired by a new defaultTtl after page 1: %d rows in %d pages, want 5 in 2", len(rows), len(examined))
+	}
+
+	// A query that reads the clock evaluates on every page.
+	_, examined = drain(`SELECT LOWER(c.s) AS g, COUNT(1) AS n FROM c WHERE c._ts < GetCurrentTimestamp() GROUP BY LOWER(c.s)`, nil)
+	if len(reads(examined)) != len(examined) {
+		t.Errorf("a query that reads the clock: records read by page %v, want every page to read", examined)
+	}
+}
+
+// A query keeps rows for its next page only when they change with its
+// items alone: no clock read, no user-defined function, in any clause or
+// subquery.
+func TestHoldsRows(t *testing.T) {
+	for _, tc := range []struct {
+		query string
+		holds bool
+	}{
+		{`SELECT c.g, COUNT(1) AS n FROM c GROUP BY c.g`, true},
+		{`SELECT LOWER(c.g) AS g, COUNT(1) AS n FROM c WHERE c.n > 1 GROUP BY LOWER(c.g)`, true},
+		{`SELECT c.g, COUNT(1) AS n FROM c WHERE c.t < GetCurrentDateTime() GROUP BY c.g`, false},
+		{`SELECT c.g, MAX(GetCurrentTicksStatic()) AS n FROM c GROUP BY c.g`, false},
+		{`SELECT udf.f(c.g) AS g, COUNT(1) AS n FROM c GROUP BY udf.f(c.g)`, false},
+		{`SELECT c.g, COUNT(1) AS n FROM c WHERE EXISTS(SELECT VALUE t FROM t IN c.tags WHERE t < getcurrenttimestamp()) GROUP BY c.g`, false},
+		{`SELECT c.g, COUNT(1) AS n FROM c JOIN (SELECT VALUE udf.f(t) FROM t IN c.tags) x GROUP BY c.g`, false},
+		{`SELECT DISTINCT VALUE c.a FROM c ORDER BY udf.f(c.b)`, false},
+	} {
+		q, err := parseOnly(tc.query)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.query, err)
+		}
+		if got := holdsRows(q); got != tc.holds {
+			t.Errorf("holdsRows(%s) = %v, want %v", tc.query, got, tc.holds)
+		}
+	}
+}

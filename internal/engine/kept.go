@@ -1,0 +1,76 @@
+package engine
+
+import (
+	"container/list"
+	"math/rand/v2"
+	"sync"
+)
+
+// keeper holds what a page of a query leaves for the page after it, by
+// an id the page's token carries, within a bound on the bytes of all it
+// holds; the least recently kept goes first. What it holds is a cache: a
+// page that finds nothing under its token's id (a restart, another
+// gateway, dropped for room) does the work again.
+type keeper[T any] struct {
+	mu    sync.Mutex
+	max   int
+	bytes int
+	sets  map[uint64]*list.Element // of *keptValue[T]
+	order list.List                // least recently kept first
+}
+
+type keptValue[T any] struct {
+	id    uint64
+	bytes int
+	v     T
+}
+
+func newKeeper[T any](max int) *keeper[T] {
+	return &keeper[T]{max: max, sets: map[uint64]*list.Element{}}
+}
+
+// take removes and returns what is kept under id. It is taken once: a
+// page given the same token twice does the work the second time.
+func (k *keeper[T]) take(id uint64) (T, bool) {
+	var zero T
+	if id == 0 {
+		return zero, false
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	el, ok := k.sets[id]
+	if !ok {
+		return zero, false
+	}
+	kv := el.Value.(*keptValue[T])
+	k.order.Remove(el)
+	delete(k.sets, id)
+	k.bytes -= kv.bytes
+	return kv.v, true
+}
+
+// keep keeps v, of the given size, under id, dropping the least recently
+// kept for room; a value larger than all the room is not kept.
+func (k *keeper[T]) keep(id uint64, v T, bytes int) {
+	if bytes > k.max {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for k.bytes+bytes > k.max {
+		el := k.order.Front()
+		old := el.Value.(*keptValue[T])
+		k.order.Remove(el)
+		delete(k.sets, old.id)
+		k.bytes -= old.bytes
+	}
+	k.sets[id] = k.order.PushBack(&keptValue[T]{id: id, bytes: bytes, v: v})
+	k.bytes += bytes
+}
+
+// newKeptID is the id of what a page keeps: random, so that a token
+// names its own query's alone (the taker checks the fingerprint and the
+// position too); never 0, which names none.
+func newKeptID() uint64 {
+	return max(rand.Uint64(), 1)
+}
