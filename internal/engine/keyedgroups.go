@@ -3,9 +3,12 @@ package engine
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
+	"slices"
 	"time"
 
 	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/partition"
 	"github.com/mayfly-db/mayfly/internal/query/ast"
 	"github.com/mayfly-db/mayfly/internal/query/eval"
 	"github.com/mayfly-db/mayfly/internal/query/gatewayplan"
@@ -30,30 +33,66 @@ import (
 
 // keyOrderShape returns the query whose rows are the documents prog groups
 // in the order of its keys, when prog is a GROUP BY the ordered stream can
-// feed: keys that are paths of the item, the first indexed (streamShape
-// checks it), no JOIN, window, DISTINCT or rank, not the SDKs' partial
-// groups. Each row is [document, DocumentId(document)], so that the
-// grouping sees the document's identity as the evaluation over the scope
-// does.
-func keyOrderShape(prog *eval.Program, p QueryParams) (*ast.Query, bool) {
+// feed: keys that are paths of the item, the first it orders by indexed
+// (streamShape checks it), no JOIN, window, DISTINCT or rank, not the
+// SDKs' partial groups. Each row is [document, DocumentId(document)], so
+// that the grouping sees the document's identity as the evaluation over
+// the scope does.
+//
+// A key on one of the paths fixed, whose value every document of the
+// scope shares (the partition key's, in a logical partition), orders
+// nothing: the query orders by the other keys alone, and skipped says
+// so. Ordered by it first, every page would read the whole scope, its
+// documents all of one value of the first key.
+func keyOrderShape(prog *eval.Program, p QueryParams, fixed [][]string) (o *ast.Query, skipped, ok bool) {
 	q := prog.Query()
 	alias, ok := itemAlias(q)
 	if !ok || len(q.GroupBy) == 0 || len(q.Joins) > 0 || len(q.OrderBy) > 0 || q.Select.Distinct || q.Select.Top != nil ||
 		q.Offset != nil || q.Limit != nil || prog.Ranked() || p.RangeID != "" && gatewayplan.PartialGroups(q) {
-		return nil, false
+		return nil, false, false
 	}
-	o := *q
-	o.OrderBy = nil
+	ordered := *q
+	ordered.OrderBy = nil
 	for _, k := range q.GroupBy {
-		if path, ok := plan.DocPath(q, k); !ok || len(path) == 0 {
-			return nil, false
+		path, ok := plan.DocPath(q, k)
+		if !ok || len(path) == 0 {
+			return nil, false, false
 		}
-		o.OrderBy = append(o.OrderBy, ast.OrderItem{Expr: k})
+		if slices.ContainsFunc(fixed, func(f []string) bool { return slices.Equal(f, path) }) {
+			skipped = true
+			continue
+		}
+		ordered.OrderBy = append(ordered.OrderBy, ast.OrderItem{Expr: k})
+	}
+	if len(ordered.OrderBy) == 0 {
+		return nil, false, false // one group
 	}
 	item := &ast.Ident{Name: alias}
-	o.Select = ast.Select{Value: &ast.ArrayLit{Elems: []ast.Expr{item, &ast.Call{Name: "DocumentId", Args: []ast.Expr{item}}}}}
-	o.GroupBy = nil
-	return &o, true
+	ordered.Select = ast.Select{Value: &ast.ArrayLit{Elems: []ast.Expr{item, &ast.Call{Name: "DocumentId", Args: []ast.Expr{item}}}}}
+	ordered.GroupBy = nil
+	return &ordered, skipped, true
+}
+
+// fixedKeyPaths returns the partition key paths whose value every item of
+// a query's scope shares: all of them in a logical partition (key, when
+// hasKey), the prefix's in a hierarchical prefix. A number of magnitude
+// 2^53 or more is left out: items whose values differ beyond a float64's
+// precision share its partition, and group apart.
+func fixedKeyPaths(c *containerRecord, key partition.Key, hasKey bool) [][]string {
+	if !hasKey {
+		return nil
+	}
+	var out [][]string
+	for i, path := range c.pk.paths {
+		if len(key) > 0 && i >= len(key) {
+			break
+		}
+		if len(key) > 0 && key[i].Kind == partition.KindNumber && !(math.Abs(key[i].Num) < 1<<53) {
+			continue
+		}
+		out = append(out, path)
+	}
+	return out
 }
 
 // keyOrderGroups serves a page of prog, a GROUP BY of keyOrderShape whose

@@ -55,6 +55,11 @@ func TestWholeGroupsReadTheirOwnDocuments(t *testing.T) {
 		// first by the others.
 		{keyed, `SELECT c.g, c.k, COUNT(1) AS n FROM c GROUP BY c.g, c.k`, true},
 		{ranged, `SELECT VALUE [c.k, c.g, MIN(c.id)] FROM c GROUP BY c.k, c.g`, true},
+		// The partition key, one value in a logical partition, orders
+		// nothing: the pages read their own groups' documents.
+		{keyed, `SELECT c.pk, c.g, COUNT(1) AS n FROM c GROUP BY c.pk, c.g`, false},
+		{keyed, `SELECT c.g, c.pk, SUM(c.k) AS s FROM c GROUP BY c.g, c.pk`, false},
+		{QueryParams{ItemRef: batchRef(""), CrossPartition: true}, `SELECT c.pk, c.g, COUNT(1) AS n FROM c WHERE c.pk = "p2" GROUP BY c.pk, c.g`, false},
 	} {
 		whole := tc.p
 		whole.Query, whole.MaxItemCount = tc.query, 1000
@@ -284,4 +289,25 @@ func groupRow(t *testing.T, row string) (r struct {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// A partition key of 2^53 or more is not taken as one value of its path
+// in its logical partition: 2^53 and 2^53 + 1 are one float64, so share a
+// partition, and make two groups. Each group still comes once.
+func TestWholeGroupsOfLargeKeysInOnePartition(t *testing.T) {
+	be := newBatchEnv(t, "null")
+	var docs []string
+	for i := range 60 {
+		docs = append(docs, fmt.Sprintf(`{"id":"d%d","pk":%d,"g":%d}`, i, 1<<53+i%2, i%5))
+	}
+	be.seed(t, docs...)
+	p := QueryParams{ItemRef: batchRef(fmt.Sprintf("[%d]", 1<<53)), Query: `SELECT c.pk, c.g, COUNT(1) AS n FROM c GROUP BY c.pk, c.g`, MaxItemCount: 1}
+	rows, _, _ := drainGroups(t, be, p, nil)
+	seen := map[string]int{}
+	for _, r := range rows {
+		seen[r]++
+	}
+	if len(rows) != 10 || len(seen) != 10 {
+		t.Errorf("%d rows of %d groups, want each of 10 once: %v", len(rows), len(seen), rows)
+	}
 }

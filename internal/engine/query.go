@@ -304,14 +304,19 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	}
 	fp := fpOf(fingerprintText(asked, fpText))
 	var planned *queryAccess
-	if q, ok := keyOrderShape(prog, p); ok {
+	if q, skipped, ok := keyOrderShape(prog, p, fixedKeyPaths(c, key, hasKey)); ok {
 		// A GROUP BY of whole groups, read in the order of its key
-		// (keyedgroups.go).
+		// (keyedgroups.go). Ordered by its varying keys alone, its
+		// positions are not those of all its keys.
 		ordered, err := prog.Derive(q)
 		if err != nil {
 			return queryError(err)
 		}
-		done, qa, err := e.keyOrderGroups(r, c, prog, ordered, p, scope, now, st, state.items, fpOf("groups in key order "+p.Query), page)
+		way := "groups in key order "
+		if skipped {
+			way = "groups in the order of their varying keys "
+		}
+		done, qa, err := e.keyOrderGroups(r, c, prog, ordered, p, scope, now, st, state.items, fpOf(way+p.Query), page)
 		if done || err != nil {
 			return err
 		}
