@@ -90,6 +90,12 @@ func TestHeldRowsServeLaterPages(t *testing.T) {
 		t.Errorf("records read by page: %v; want %d on the first of %d pages and none after", examined, docs, groups/5)
 	}
 
+	// A DISTINCT whose ORDER BY is not its value makes its rows whole too.
+	distinct := `SELECT DISTINCT VALUE c.s FROM c ORDER BY c.id DESC`
+	if rows, examined = drain(distinct, nil); len(rows) != groups || !slices.Equal(reads(examined), []int{1}) {
+		t.Errorf("%s: %d rows, records read by page %v; want %d rows, read by the first page only", distinct, len(rows), examined, groups)
+	}
+
 	// A write after page 3: page 4 evaluates again, and sees it.
 	rows, examined = drain(query, func(page int) {
 		if page == 3 {
