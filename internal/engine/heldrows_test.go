@@ -129,6 +129,26 @@ func TestHeldRowsServeLaterPages(t *testing.T) {
 		t.Errorf("after the expiry, %d drained rows differ from the whole evaluation's %d", len(rows), len(want))
 	}
 
+	// A write through another engine over the same store (another
+	// gateway) after page 2: page 3 evaluates again, and sees it.
+	other, err := New(Config{Store: be.store, Clock: be.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, examined = drain(query, func(page int) {
+		if page == 2 {
+			if _, err := other.DeleteItem(ctx, DeleteItemParams{ItemRef: ref, ID: "new"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if got := reads(examined); !slices.Equal(got, []int{1, 3}) {
+		t.Errorf("with a write through another engine after page 2, pages that read records: %v, want [1 3]", got)
+	}
+	if want = whole(); !slices.Equal(rows, want) {
+		t.Errorf("after a write through another engine, %d drained rows differ from the whole evaluation's %d", len(rows), len(want))
+	}
+
 	// Rows the engine no longer holds (another gateway served page 2):
 	// page 3 evaluates again.
 	_, examined = drain(query, func(page int) {
