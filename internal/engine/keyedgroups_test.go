@@ -311,3 +311,36 @@ func TestWholeGroupsOfLargeKeysInOnePartition(t *testing.T) {
 		t.Errorf("%d rows of %d groups, want each of 10 once: %v", len(rows), len(seen), rows)
 	}
 }
+
+// Under a hierarchical partition key, the paths of the prefix a query is
+// given are left out of its keys' order, and the others kept: each group
+// comes once, and the drain reads the scope a few times at most.
+func TestWholeGroupsUnderAHierarchicalPrefix(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/a","/b"],"kind":"MultiHash","version":2}}`)
+	var docs []string
+	for i := range 600 {
+		docs = append(docs, fmt.Sprintf(`{"id":"d%d","a":"x%d","b":"y%d","g":%d}`, i, i%2, i%3, i%40))
+	}
+	be.seed(t, docs...)
+	for _, tc := range []struct {
+		key, query string
+		groups     int
+	}{
+		{`["x1"]`, `SELECT c.a, c.b, c.g, COUNT(1) AS n FROM c GROUP BY c.a, c.g, c.b`, 60},
+		{`["x1"]`, `SELECT c.a, c.g, COUNT(1) AS n FROM c GROUP BY c.a, c.g`, 20},
+		{`["x0","y2"]`, `SELECT c.b, c.a, c.g, COUNT(1) AS n FROM c GROUP BY c.b, c.a, c.g`, 20},
+	} {
+		p := QueryParams{ItemRef: batchRef(tc.key), Query: tc.query, MaxItemCount: 1000}
+		want, once, _ := drainGroups(t, be, p, nil)
+		p.MaxItemCount = 2
+		got, examined, pages := drainGroups(t, be, p, nil)
+		slices.Sort(want)
+		slices.Sort(got)
+		if len(want) != tc.groups || !slices.Equal(got, want) {
+			t.Errorf("%s under %s: %d rows in pages of 2, %d in one page, want %d each, the same", tc.query, tc.key, len(got), len(want), tc.groups)
+		}
+		if examined > 4*once {
+			t.Errorf("%s under %s: %d records read in %d pages, where one evaluation reads %d", tc.query, tc.key, examined, pages, once)
+		}
+	}
+}
