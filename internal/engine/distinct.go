@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"time"
 
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/query/eval"
@@ -58,8 +59,8 @@ func (s seenSets) take(k cursor) *seenSet {
 	return set
 }
 
-// keep keeps set for the page its id will be given with.
-func (s seenSets) keep(set *seenSet) { s.keeper.keep(set.id, set, set.bytes) }
+// keep keeps set, at now, for the page its id will be given with.
+func (s seenSets) keep(set *seenSet, now time.Time) { s.keeper.keep(set.id, set, set.bytes, now) }
 
 // distinctRows drops the rows of one page of a DISTINCT that earlier
 // pages, or this one, returned. The page's own keys are held apart from

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A DISTINCT without ORDER BY that no index gives in order pages by
@@ -169,18 +170,19 @@ func mustCursor(t testing.TB, token string) cursor {
 }
 
 // The sets kept for DISTINCT pages stay within their room, the least
-// recently kept dropped first; a set is the token's only with the token's
-// query and position.
+// recently kept dropped first, and no longer than keptIdleMax; a set is
+// the token's only with the token's query and position.
 func TestSeenSetsRoom(t *testing.T) {
 	s := newSeenSets(300)
+	t0 := time.Unix(1_700_000_000, 0)
 	set := func(id uint64, bytes int) *seenSet {
 		return &seenSet{id: id, fp: 9, pos: []byte{byte(id)}, bytes: bytes}
 	}
-	s.keep(set(1, 100))
-	s.keep(set(2, 100))
-	s.keep(set(3, 100))
-	s.keep(set(4, 150)) // drops 1 and 2
-	s.keep(set(5, 400)) // too large to keep
+	s.keep(set(1, 100), t0)
+	s.keep(set(2, 100), t0)
+	s.keep(set(3, 100), t0)
+	s.keep(set(4, 150), t0) // drops 1 and 2
+	s.keep(set(5, 400), t0) // too large to keep
 	if s.bytes != 250 || len(s.sets) != 2 {
 		t.Fatalf("%d bytes in %d sets, want 250 in 2", s.bytes, len(s.sets))
 	}
@@ -198,8 +200,25 @@ func TestSeenSetsRoom(t *testing.T) {
 			t.Errorf("take(%+v) = %v", tc.k, got)
 		}
 	}
-	s.keep(set(6, 10))
+	s.keep(set(6, 10), t0)
 	if s.take(cursor{kept: 6, fingerprint: 9, pos: []byte{6}}) == nil || s.bytes != 0 {
 		t.Errorf("set 6 not taken, or %d bytes left", s.bytes)
+	}
+
+	// Ageing: forget drops what was kept before its time, and only that.
+	s.keep(set(7, 10), t0)
+	s.keep(set(8, 10), t0.Add(time.Minute))
+	s.keep(set(9, 10), t0.Add(2*time.Minute))
+	s.forget(t0.Add(time.Minute))
+	if s.bytes != 20 || len(s.sets) != 2 {
+		t.Fatalf("after forget: %d bytes in %d sets, want 20 in 2", s.bytes, len(s.sets))
+	}
+	if s.take(cursor{kept: 7, fingerprint: 9, pos: []byte{7}}) != nil ||
+		s.take(cursor{kept: 8, fingerprint: 9, pos: []byte{8}}) == nil {
+		t.Error("forget dropped the wrong set")
+	}
+	s.forget(t0.Add(time.Hour))
+	if s.bytes != 0 || len(s.sets) != 0 || s.order.Len() != 0 {
+		t.Errorf("after forgetting all: %d bytes in %d sets, %d in order", s.bytes, len(s.sets), s.order.Len())
 	}
 }

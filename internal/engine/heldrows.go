@@ -71,7 +71,7 @@ func (e *Engine) heldPage(h *heldRows, limit int, page *FeedPage) {
 		next.kept = newKeptID()
 		rest := *h
 		rest.next, rest.rows = next, h.rows[end:]
-		e.held.keep(next.kept, &rest, heldBytes(rest.rows))
+		e.held.keep(next.kept, &rest, heldBytes(rest.rows), e.clock.Now())
 	} else if h.complete {
 		return
 	}

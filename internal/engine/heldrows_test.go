@@ -160,6 +160,34 @@ func TestHeldRowsServeLaterPages(t *testing.T) {
 		t.Errorf("with the rows dropped after page 2, pages that read records: %v, want [1 3]", got)
 	}
 
+	// Rows not asked for within keptIdleMax go with the engine's next
+	// housekeeping pass: kept after page 2 and waited for half as long,
+	// they serve page 3; kept after page 3 and waited for longer, they
+	// are gone, and page 4 evaluates again.
+	indexer := be.e.NewIndexer(nil)
+	rows, examined = drain(query, func(page int) {
+		switch page {
+		case 2:
+			be.clock.Advance(keptIdleMax / 2)
+		case 3:
+			be.clock.Advance(keptIdleMax + time.Second)
+		default:
+			return
+		}
+		if _, err := indexer.Pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if got := reads(examined); !slices.Equal(got, []int{1, 4}) {
+		t.Errorf("with rows left waiting past keptIdleMax after page 3, pages that read records: %v, want [1 4]", got)
+	}
+	if want = whole(); !slices.Equal(rows, want) {
+		t.Errorf("with rows forgotten, %d drained rows differ from the whole evaluation's %d", len(rows), len(want))
+	}
+	if be.e.held.bytes != 0 {
+		t.Errorf("%d bytes held after the drain", be.e.held.bytes)
+	}
+
 	// A defaultTtl of 50 s after page 1 expires every item, all written
 	// more than 50 s ago: page 2 evaluates again, and finds none.
 	rows, examined = drain(query, func(page int) {

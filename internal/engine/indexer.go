@@ -100,8 +100,10 @@ func (x *Indexer) Close() error {
 }
 
 // Pass does one batch of work for every container whose index is not
-// ready, and reports whether work remains.
+// ready, and reports whether work remains. It first drops what queries
+// kept for pages not asked for (forgetIdleKept).
 func (x *Indexer) Pass(ctx context.Context) (bool, error) {
+	x.e.forgetIdleKept()
 	// Data whose metadata is gone, left by a crash or another gateway
 	// (cleanup.go).
 	if err := x.e.cleanupPass(ctx); err != nil {

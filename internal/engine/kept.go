@@ -4,13 +4,14 @@ import (
 	"container/list"
 	"math/rand/v2"
 	"sync"
+	"time"
 )
 
 // keeper holds what a page of a query leaves for the page after it, by
 // an id the page's token carries, within a bound on the bytes of all it
 // holds; the least recently kept goes first. What it holds is a cache: a
 // page that finds nothing under its token's id (a restart, another
-// gateway, dropped for room) does the work again.
+// gateway, dropped for room, or for age) does the work again.
 type keeper[T any] struct {
 	mu    sync.Mutex
 	max   int
@@ -22,12 +23,20 @@ type keeper[T any] struct {
 type keptValue[T any] struct {
 	id    uint64
 	bytes int
+	at    time.Time // when it was kept
 	v     T
 }
 
 func newKeeper[T any](max int) *keeper[T] {
 	return &keeper[T]{max: max, sets: map[uint64]*list.Element{}}
 }
+
+// keptIdleMax is how long what a page kept waits for the page after it.
+// Most queries whose next page is not asked for soon never see it asked
+// for (a client that read what it needed, a user who left the page), and
+// what they kept would otherwise stay until others needed the room: up to
+// the bounds of all keepers, held by a server that has gone idle.
+const keptIdleMax = 5 * time.Minute
 
 // take removes and returns what is kept under id. It is taken once: a
 // page given the same token twice does the work the second time.
@@ -49,23 +58,40 @@ func (k *keeper[T]) take(id uint64) (T, bool) {
 	return kv.v, true
 }
 
-// keep keeps v, of the given size, under id, dropping the least recently
-// kept for room; a value larger than all the room is not kept.
-func (k *keeper[T]) keep(id uint64, v T, bytes int) {
+// keep keeps v, of the given size, under id, kept at now, dropping the
+// least recently kept for room; a value larger than all the room is not
+// kept.
+func (k *keeper[T]) keep(id uint64, v T, bytes int, now time.Time) {
 	if bytes > k.max {
 		return
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for k.bytes+bytes > k.max {
-		el := k.order.Front()
-		old := el.Value.(*keptValue[T])
-		k.order.Remove(el)
-		delete(k.sets, old.id)
-		k.bytes -= old.bytes
+		k.dropFront()
 	}
-	k.sets[id] = k.order.PushBack(&keptValue[T]{id: id, bytes: bytes, v: v})
+	k.sets[id] = k.order.PushBack(&keptValue[T]{id: id, bytes: bytes, at: now, v: v})
 	k.bytes += bytes
+}
+
+// forget drops what was kept before before. The order of keeping is that
+// of the times given to keep, but for a clock set back, which leaves what
+// was kept after the step for a later call.
+func (k *keeper[T]) forget(before time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for el := k.order.Front(); el != nil && el.Value.(*keptValue[T]).at.Before(before); el = k.order.Front() {
+		k.dropFront()
+	}
+}
+
+// dropFront drops the least recently kept; k.mu is held.
+func (k *keeper[T]) dropFront() {
+	el := k.order.Front()
+	old := el.Value.(*keptValue[T])
+	k.order.Remove(el)
+	delete(k.sets, old.id)
+	k.bytes -= old.bytes
 }
 
 // newKeptID is the id of what a page keeps: random, so that a token
@@ -73,4 +99,12 @@ func (k *keeper[T]) keep(id uint64, v T, bytes int) {
 // position too); never 0, which names none.
 func newKeptID() uint64 {
 	return max(rand.Uint64(), 1)
+}
+
+// forgetIdleKept drops what pages kept for pages after them that were
+// not asked for within keptIdleMax.
+func (e *Engine) forgetIdleKept() {
+	before := e.clock.Now().Add(-keptIdleMax)
+	e.seen.forget(before)
+	e.held.forget(before)
 }

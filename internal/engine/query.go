@@ -353,7 +353,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 				rerr = derr
 				return
 			}
-			e.seen.keep(seen.seen(next))
+			e.seen.keep(seen.seen(next), e.clock.Now())
 		}()
 	}
 	limit := pageSize(p.MaxItemCount)
@@ -368,7 +368,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		held = &heldRows{etag: c.Etag, writes: state.writes}
 		defer func() {
 			if rerr == nil && held.rows != nil && page.Continuation == held.next.String() {
-				e.held.keep(held.next.kept, held, heldBytes(held.rows))
+				e.held.keep(held.next.kept, held, heldBytes(held.rows), e.clock.Now())
 			}
 		}()
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/mayfly-db/mayfly/internal/clock"
 	"github.com/mayfly-db/mayfly/internal/partition"
@@ -114,11 +115,11 @@ func benchPage(b *testing.B, s *benchStore, p QueryParams, k, rows int) {
 			// With room to grow, as a drain's set has on average.
 			keys := make(map[string]struct{}, 2*len(seen.keys))
 			maps.Copy(keys, seen.keys)
-			s.seen.keep(&seenSet{id: seen.id, fp: seen.fp, pos: seen.pos, skip: seen.skip, keys: keys, bytes: seen.bytes})
+			s.seen.keep(&seenSet{id: seen.id, fp: seen.fp, pos: seen.pos, skip: seen.skip, keys: keys, bytes: seen.bytes}, time.Time{})
 			b.StartTimer()
 		}
 		if held != nil {
-			s.held.keep(held.next.kept, held, heldBytes(held.rows))
+			s.held.keep(held.next.kept, held, heldBytes(held.rows), time.Time{})
 		}
 		page, err := s.QueryItems(ctx, p)
 		if err != nil {
