@@ -494,3 +494,42 @@ func firstGroup(r storage.Reader, c *containerRecord, q *ast.Query, params map[s
 	}
 	return n, it.Err()
 }
+
+var errOrderByJoined = errorf(BadRequest, `Message: {"Errors":["Order-by over correlated collections is not supported."]}`)
+
+// orderByJoined reports whether q, as a client wrote it, orders by a value
+// of one of its JOINs (ORDER BY t, t.name after JOIN t IN c.tags), which
+// the service refuses: its ORDER BY keys are paths of the document. The
+// engine's own rewrites may order by them (a DISTINCT of a JOIN's
+// elements walks their index in order), so the parser and evaluator take
+// them and the engine refuses them here, before it plans.
+func orderByJoined(q *ast.Query) bool {
+	for _, o := range q.OrderBy {
+		root, ok := rootOf(o.Expr)
+		if !ok || o.Rank {
+			continue
+		}
+		for _, j := range q.Joins {
+			if j.Alias == root {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// rootOf returns the identifier a path expression starts from.
+func rootOf(e ast.Expr) (string, bool) {
+	for {
+		switch x := e.(type) {
+		case *ast.Ident:
+			return x.Name, true
+		case *ast.Member:
+			e = x.X
+		case *ast.Index:
+			e = x.X
+		default:
+			return "", false
+		}
+	}
+}

@@ -190,6 +190,9 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 			return queryError(err)
 		}
 	}
+	if orderByJoined(prog.Query()) {
+		return errOrderByJoined
+	}
 	// The index checks judge the query as written: a computed property's
 	// path is its own, whatever stored paths its definition reads.
 	if derr := checkIndexNeeds(c, prog.Query(), p.Params, p.AllowScan); derr != nil {

@@ -58,7 +58,6 @@ func BenchmarkDeepPage(b *testing.B) {
 		{"join-element", "SELECT c.id FROM c JOIN t IN c.tags WHERE t = 'a3'", 0},
 		{"order-stream", "SELECT * FROM c ORDER BY c.n DESC", 0},
 		{"order-join", "SELECT c.id, t FROM c JOIN t IN c.tags ORDER BY c.n", 0},
-		{"order-in-memory", "SELECT c.id, t FROM c JOIN t IN c.tags ORDER BY t", 0},
 		{"top", "SELECT TOP 100000 * FROM c", 0},
 		{"offset", "SELECT * FROM c OFFSET 10 LIMIT 100000", 0},
 		{"distinct", "SELECT DISTINCT VALUE c.id FROM c", 0},
