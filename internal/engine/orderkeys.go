@@ -505,31 +505,15 @@ var errOrderByJoined = errorf(BadRequest, `Message: {"Errors":["Order-by over co
 // them and the engine refuses them here, before it plans.
 func orderByJoined(q *ast.Query) bool {
 	for _, o := range q.OrderBy {
-		root, ok := rootOf(o.Expr)
+		root, ok := ast.PathRoot(o.Expr)
 		if !ok || o.Rank {
 			continue
 		}
 		for _, j := range q.Joins {
-			if j.Alias == root {
+			if j.Alias == root.Name {
 				return true
 			}
 		}
 	}
 	return false
-}
-
-// rootOf returns the identifier a path expression starts from.
-func rootOf(e ast.Expr) (string, bool) {
-	for {
-		switch x := e.(type) {
-		case *ast.Ident:
-			return x.Name, true
-		case *ast.Member:
-			e = x.X
-		case *ast.Index:
-			e = x.X
-		default:
-			return "", false
-		}
-	}
 }

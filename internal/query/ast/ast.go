@@ -494,3 +494,20 @@ func exprDeeper(e Expr, d, limit int) bool {
 	}
 	return false
 }
+
+// PathRoot returns the identifier a path expression (members and indexes
+// of an identifier: c.a[0].b) starts from.
+func PathRoot(e Expr) (*Ident, bool) {
+	for {
+		switch x := e.(type) {
+		case *Ident:
+			return x, true
+		case *Member:
+			e = x.X
+		case *Index:
+			e = x.X
+		default:
+			return nil, false
+		}
+	}
+}

@@ -38,7 +38,7 @@ func (c *compiler) query(q *ast.Query, outer []string, top bool) (*compiled, err
 			if _, sub := q.From.Expr.(*ast.Subquery); sub && !q.From.Iterate {
 				return nil, ast.NewError("SC2001", "A subquery in the FROM clause is not served by Mayfly: read the item's arrays through a JOIN, or aggregate the inner query's rows in the client.")
 			}
-			if id, ok := rootIdent(q.From.Expr); ok {
+			if id, ok := ast.PathRoot(q.From.Expr); ok {
 				cq.container = id.Name
 			}
 			if err := c.expr(q.From.Expr, []string{cq.container}, nil); err != nil {
@@ -205,22 +205,6 @@ func orderPath(q *ast.Query, e ast.Expr) bool {
 	}
 }
 
-// rootIdent returns the identifier a FROM collection expression starts from.
-func rootIdent(e ast.Expr) (*ast.Ident, bool) {
-	for {
-		switch x := e.(type) {
-		case *ast.Ident:
-			return x, true
-		case *ast.Member:
-			e = x.X
-		case *ast.Index:
-			e = x.X
-		default:
-			return nil, false
-		}
-	}
-}
-
 // checkGrouped refuses select-list expressions that read the row outside
 // an aggregate or a GROUP BY expression.
 func checkGrouped(e ast.Expr, groups map[string]bool, cq *compiled) error {
@@ -233,7 +217,7 @@ func checkGrouped(e ast.Expr, groups map[string]bool, cq *compiled) error {
 			return nil
 		}
 	case *ast.Ident, *ast.Member, *ast.Index:
-		if _, ok := rootIdent(e); ok {
+		if _, ok := ast.PathRoot(e); ok {
 			return errAt(e, "SC2102", "Property reference '%s' is invalid in the select list because it is not contained in either an aggregate function or the GROUP BY clause.", ast.ExprString(e))
 		}
 	case *ast.Exists, *ast.ArrayQuery, *ast.Subquery:

@@ -151,7 +151,7 @@ func (c *compiler) fullTextScore(call *ast.Call, names []string, alias string) (
 		return rankComp{}, errAt(call, "SC2050", "The FULLTEXTSCORE function requires at least 2 argument(s).")
 	}
 	path := call.Args[0]
-	if id, ok := rootIdent(path); !ok || id.Name != alias || path == ast.Expr(id) {
+	if id, ok := ast.PathRoot(path); !ok || id.Name != alias || path == ast.Expr(id) {
 		return rankComp{}, errAt(path, "SC2243", "The first argument of FullTextScore must be a property path of the container's items.")
 	}
 	if err := c.expr(path, names, nil); err != nil {
