@@ -29,7 +29,8 @@ import (
 //
 //   - Documents without the property sort first (last descending) and are
 //     in no index entry. Unless the WHERE clause has a term on the path
-//     (which only a defined value passes), a scan of the scope in its
+//     (which only a defined value passes), or the path is id or _ts
+//     (everyItemHas), a scan of the scope in its
 //     order finds them, before the walk ascending and after it
 //     descending. That phase reads every record of the scope once over
 //     the whole drain, like a filter query.
@@ -92,8 +93,9 @@ func streamShape(c *containerRecord, q *ast.Query, params map[string]document.Va
 		return nil, false
 	}
 	// A DISTINCT VALUE makes no row of a document without the property,
-	// nor does a JOIN of a document without the array.
-	o := &plan.Ordered{Path: path, Want: int64(want), Term: -1, Undefined: !(q.Select.Distinct && bareValue(q)) && !elems && !filtersOn(q, params, path)}
+	// nor does a JOIN of a document without the array; and every item has
+	// an id and a _ts.
+	o := &plan.Ordered{Path: path, Want: int64(want), Term: -1, Undefined: !(q.Select.Distinct && bareValue(q)) && !elems && !filtersOn(q, params, path) && !everyItemHas(path)}
 	o.Absent = o.Undefined && c.absentReady(path)
 	for i, t := range terms {
 		// A term on the elements' path may be on another alias's
@@ -104,6 +106,12 @@ func streamShape(c *containerRecord, q *ast.Query, params map[string]document.Va
 		}
 	}
 	return o, true
+}
+
+// everyItemHas reports whether every item has a value at path: its id,
+// and its _ts, which a write sets.
+func everyItemHas(path []string) bool {
+	return len(path) == 1 && (path[0] == "id" || path[0] == "_ts")
 }
 
 // distinctByKey reports whether q is SELECT DISTINCT [VALUE] e [AS a] …

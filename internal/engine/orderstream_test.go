@@ -894,3 +894,39 @@ func TestOrderByAJoinsValuesIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// Every item has an id and a _ts, so an ORDER BY on either looks for no
+// document without it: its first page reads about its own rows, where it
+// read the whole scope while no absence entries of the path were built.
+func TestOrderByIDLooksForNoDocumentWithoutIt(t *testing.T) {
+	be := newBatchEnv(t, "-1")
+	var items []string
+	for i := range 2000 {
+		items = append(items, fmt.Sprintf(`{"id":"d%04d","pk":"p%d"}`, i, i%2))
+	}
+	be.seed(t, items...)
+	for _, query := range []string{`SELECT * FROM c ORDER BY c.id`, `SELECT c.id FROM c ORDER BY c["id"] DESC`} {
+		for _, p := range []QueryParams{
+			{ItemRef: batchRef(`["p1"]`), Query: query, MaxItemCount: 10},
+			{ItemRef: batchRef(""), Query: query, RangeID: "0", CrossPartition: true, MaxItemCount: 10},
+		} {
+			rows, pages := 0, 0
+			for {
+				page, err := be.e.QueryItems(context.Background(), p)
+				if err != nil {
+					t.Fatalf("%s: %v", query, err)
+				}
+				if pages++; page.Examined > 2*len(page.Items)+2 {
+					t.Errorf("%s (key %v): page %d read %d records for %d rows", query, p.HasKey, pages, page.Examined, len(page.Items))
+				}
+				rows += len(page.Items)
+				if p.Continuation = page.Continuation; p.Continuation == "" || pages == 20 {
+					break
+				}
+			}
+			if rows != 200 {
+				t.Errorf("%s (key %v): %d rows in 20 pages, want 200", query, p.HasKey, rows)
+			}
+		}
+	}
+}
