@@ -522,15 +522,16 @@ func readAbsent(r storage.Reader, c *containerRecord, st *readStats, pos, loc []
 
 // undefinedPath returns the first ORDER BY path of q when an ordered path
 // (the TOP walk or the stream) may serve q, the index holds the path and
-// the WHERE clause has no term on it: documents without the property may
-// then be in the answer, which only a scan or absence entries find.
+// the WHERE clause has no term on it, and items may lack it (not id or
+// _ts): documents without the property may then be in the answer, which
+// only a scan or absence entries find.
 func undefinedPath(c *containerRecord, q *ast.Query, params map[string]document.Value) ([]string, bool) {
 	if !c.Index.Ready || c.index.none || len(q.OrderBy) == 0 || len(q.GroupBy) > 0 || (q.Select.Distinct && (bareValue(q) || !distinctKeyed(q))) ||
 		len(q.Joins) > 0 || gatewayplan.HasAggregates(q) {
 		return nil, false
 	}
 	path, ok := plan.DocPath(q, q.OrderBy[0].Expr)
-	if !ok || !c.index.indexes(path) || crossesArray(path) || filtersOn(q, params, path) {
+	if !ok || !c.index.indexes(path) || crossesArray(path) || filtersOn(q, params, path) || everyItemHas(path) {
 		return nil, false
 	}
 	return path, true

@@ -626,13 +626,20 @@ func (e *Engine) orderedShapes(r storage.Reader, c *containerRecord, q *ast.Quer
 		}
 		o.Scoped, in.WalkEntries = true, in.Scope.Items
 	}
-	if o, ok := orderedShape(c, q, params, terms); ok {
+	// The walk for a TOP or OFFSET and LIMIT reads the whole window's
+	// documents and sorts them, on every page: it serves a window one
+	// page holds, and the stream, whose pages go on from their position,
+	// a longer one. A window one page holds is not the stream's (but for
+	// a DISTINCT's), so that its page is planned as it was before the
+	// stream kept windows.
+	end, windowed := windowEnd(q, params)
+	if o, ok := orderedShape(c, q, params, terms); ok && o.Want <= int64(limit) {
 		in.Ordered = o
 		scoped(o)
 		return nil
 	}
 	o, ok := streamShape(c, q, params, terms, limit)
-	if !ok {
+	if !ok || windowed && end <= limit && !q.Select.Distinct {
 		return nil
 	}
 	in.Stream = o

@@ -43,12 +43,8 @@ func walkableOrder(q *ast.Query, params map[string]document.Value) ([]plan.Order
 	if keys == nil {
 		return nil, -1
 	}
-	info := gatewayplan.Describe(q, params)
-	switch {
-	case info.Top != nil:
-		return keys, int64(*info.Top)
-	case info.Offset != nil && info.Limit != nil:
-		return keys, int64(*info.Offset + *info.Limit)
+	if end, ok := windowEnd(q, params); ok {
+		return keys, int64(end)
 	}
 	return nil, -1
 }

@@ -13,6 +13,19 @@ import (
 	"github.com/mayfly-db/mayfly/internal/storage"
 )
 
+// windowEnd returns the number of rows before the end of q's window: its
+// TOP, or its OFFSET and LIMIT together; ok is false without one.
+func windowEnd(q *ast.Query, params map[string]document.Value) (end int, ok bool) {
+	info := gatewayplan.Describe(q, params)
+	switch {
+	case info.Top != nil:
+		return *info.Top, true
+	case info.Offset != nil && info.Limit != nil:
+		return *info.Offset + *info.Limit, true
+	}
+	return 0, false
+}
+
 // orderedShape recognizes a query of the shape
 //
 //	SELECT … FROM c [WHERE …] ORDER BY c.path [ASC|DESC] with TOP n or OFFSET/LIMIT
@@ -34,20 +47,13 @@ func orderedShape(c *containerRecord, q *ast.Query, params map[string]document.V
 	if !ok || !c.index.indexes(path) || crossesArray(path) {
 		return nil, false
 	}
-	info := gatewayplan.Describe(q, params)
-	want := -1
-	switch {
-	case info.Top != nil:
-		want = *info.Top
-	case info.Offset != nil && info.Limit != nil:
-		want = *info.Offset + *info.Limit
-	}
-	if want < 0 {
+	want, ok := windowEnd(q, params)
+	if !ok {
 		return nil, false
 	}
 	// A term on the ORDER BY path makes the property defined in every row,
 	// so every candidate is in the index.
-	undefined := !filtersOn(q, params, path)
+	undefined := !filtersOn(q, params, path) && !everyItemHas(path)
 	absent := undefined && c.absentReady(path)
 	if !q.OrderBy[0].Desc && undefined && !absent {
 		return nil, false

@@ -20,8 +20,9 @@ import (
 //	SELECT … FROM c [WHERE …] ORDER BY c.path [ASC|DESC] [, c.path2 …]
 //
 // (the first key on an indexed path that crosses no array, the others
-// document paths (orderkeys.go); no TOP, OFFSET/LIMIT,
-// DISTINCT, GROUP BY, aggregate or JOIN) page by page: a page walks the
+// document paths (orderkeys.go); no GROUP BY or aggregate; a TOP or
+// OFFSET/LIMIT a window the stream keeps; DISTINCT and JOIN as below) page
+// by page: a page walks the
 // path's index in the query's order from where the last page stopped and
 // evaluates the query without its ORDER BY on each document, so page k
 // costs what page 1 costs and holds one page of rows. The rows come out
@@ -70,20 +71,16 @@ const (
 // streamShape recognizes a query the ordered stream serves; want is the
 // rows of one page.
 func streamShape(c *containerRecord, q *ast.Query, params map[string]document.Value, terms []plan.Term, want int) (*plan.Ordered, bool) {
-	// A DISTINCT's window (TOP, OFFSET and LIMIT) is the stream's to
-	// keep (rowWindow), over the query without it that windowed gives:
-	// a keyed DISTINCT's repeats tie, so that query is resumable. The
-	// TOP walk serves the windows of other queries.
-	windowed := q.Select.Top != nil || q.Offset != nil || q.Limit != nil
+	// A window (TOP, OFFSET and LIMIT) is the stream's to keep
+	// (rowWindow), over the query without it that windowed gives, so
+	// that a page of a window goes on from where the last one ended.
 	elemPath, elems := distinctElems(q)
 	if !c.Index.Ready || c.index.none || len(q.OrderBy) == 0 || (orderKeys(q) == nil && !elems) || len(q.GroupBy) > 0 || (q.Select.Distinct && !distinctKeyed(q) && !elems) ||
-		(windowed && !q.Select.Distinct) || gatewayplan.HasAggregates(q) {
+		gatewayplan.HasAggregates(q) {
 		return nil, false
 	}
-	if info := gatewayplan.Describe(q, params); info.Top != nil {
-		want = min(want, *info.Top)
-	} else if info.Offset != nil && info.Limit != nil {
-		want = min(want, *info.Offset+*info.Limit)
+	if end, ok := windowEnd(q, params); ok {
+		want = min(want, end)
 	}
 	path, ok := plan.DocPath(q, q.OrderBy[0].Expr)
 	if elems {

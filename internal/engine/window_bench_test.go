@@ -58,6 +58,9 @@ func BenchmarkDeepPage(b *testing.B) {
 		{"join-element", "SELECT c.id FROM c JOIN t IN c.tags WHERE t = 'a3'", 0},
 		{"order-stream", "SELECT * FROM c ORDER BY c.n DESC", 0},
 		{"order-join", "SELECT c.id, t FROM c JOIN t IN c.tags ORDER BY c.n", 0},
+		// A window of 50 pages: the latest half of the items.
+		{"top-ordered", "SELECT TOP " + strconv.Itoa(min(n/2, 5000)) + " * FROM c ORDER BY c.t DESC", 0},
+		{"offset-ordered", "SELECT * FROM c ORDER BY c.t DESC OFFSET 100 LIMIT " + strconv.Itoa(min(n/2, 5000)), 0},
 		{"top", "SELECT TOP 100000 * FROM c", 0},
 		{"offset", "SELECT * FROM c OFFSET 10 LIMIT 100000", 0},
 		{"distinct", "SELECT DISTINCT VALUE c.id FROM c", 0},
