@@ -273,3 +273,59 @@ func walkSpan(r storage.Reader, sp keySpan, reverse bool, done func(k []byte) bo
 	}
 	return it.Err()
 }
+
+// compositeLed returns q with its ORDER BY led by a path its filter fixes,
+// when a composite index of the policy names that path and then q's ORDER
+// BY keys (in their directions, or all reversed): SELECT … WHERE c.status =
+// 'open' ORDER BY c.created DESC under the composite (/status, /created
+// DESC) becomes … ORDER BY c.status, c.created DESC. Every row has the
+// same value at the fixed path, so the rows come in the same order, ties
+// too (the key added is ascending, which leaves the ties' direction as
+// it was); and the ordered stream walks that composite from its position
+// (coveredGroup), where a page of q read every document the filter
+// passes, or the documents in the order of its first key until it had
+// its rows. With several fixed paths before the keys, the stream would
+// walk the first's group of the composite from its start on the first
+// page, through the values of the others its filter passes over: such a
+// query pages as written.
+func compositeLed(c *containerRecord, q *ast.Query, params map[string]document.Value) (*ast.Query, *compositeIndex, bool) {
+	keys := orderKeys(q)
+	alias, ok := itemAlias(q)
+	if !ok || len(keys) == 0 || len(q.GroupBy) > 0 || len(q.Joins) > 0 || q.Select.Distinct || gatewayplan.HasAggregates(q) || c.index.none {
+		return nil, nil, false
+	}
+	fixed := func(path []string) bool {
+		return slices.ContainsFunc(plan.Predicates(q, params), func(p plan.Predicate) bool { return p.Op == plan.Eq && slices.Equal(p.Path, path) })
+	}
+	for i := range c.index.composites {
+		ci := &c.index.composites[i]
+		if !ci.kept || len(ci.paths) != len(keys)+1 || !c.index.indexes(ci.paths[0]) {
+			continue
+		}
+		same, opposite := true, true
+		for j, k := range keys {
+			if !slices.Equal(ci.paths[j+1], k.Path) {
+				same, opposite = false, false
+				break
+			}
+			same = same && ci.desc[j+1] == k.Desc
+			opposite = opposite && ci.desc[j+1] != k.Desc
+		}
+		if !same && !opposite || !fixed(ci.paths[0]) || slices.ContainsFunc(keys, func(k plan.OrderKey) bool { return slices.Equal(k.Path, ci.paths[0]) }) {
+			continue
+		}
+		f := *q
+		f.OrderBy = append([]ast.OrderItem{{Expr: pathExpr(alias, ci.paths[0])}}, q.OrderBy...)
+		return &f, ci, true
+	}
+	return nil, nil, false
+}
+
+// pathExpr is the expression that reads path from the item alias.
+func pathExpr(alias string, path []string) ast.Expr {
+	var e ast.Expr = &ast.Ident{Name: alias}
+	for _, name := range path {
+		e = &ast.Member{X: e, Name: name}
+	}
+	return e
+}

@@ -305,7 +305,31 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		return fingerprint(p.Params, "query", string(c.Rid), text, string(partition.AppendKeyBytes(nil, key)),
 			strconv.FormatBool(hasKey), p.RangeID, string(scope.lo), string(scope.hi))
 	}
-	fp := fpOf(fingerprintText(asked, fpText))
+	// An ORDER BY whose filter fixes the paths a composite index names
+	// before its keys pages through that composite (compositeLed), once
+	// the composite's entries for the scope are complete; until then it
+	// pages as written, and asks for them. Its tokens are told apart by
+	// their fingerprints, so a drain goes on the way it began.
+	way := ""
+	if led, comp, ok := compositeLed(c, prog.Query(), p.Params); ok && scope.kind != plan.ScopePrefix {
+		const ledWay = "ordered through a composite "
+		use := false
+		if p.Continuation != "" {
+			_, derr := parseCursor(p.Continuation, fpOf(ledWay+fingerprintText(asked, fpText)))
+			use = derr == nil
+		} else if _, _, ready := groupComposite(c, scope, orderKeys(led)); ready {
+			use = true
+		} else {
+			e.wantAbsent(c, comp.paths[0], entryKinds{parts: scope.kind == plan.ScopePartition, comps: []string{comp.sig()}})
+		}
+		if use {
+			if prog, err = prog.Derive(led); err != nil {
+				return queryError(err)
+			}
+			way = ledWay
+		}
+	}
+	fp := fpOf(way + fingerprintText(asked, fpText))
 	var planned *queryAccess
 	if q, skipped, ok := keyOrderShape(prog, p, fixedKeyPaths(c, key, hasKey)); ok {
 		// A GROUP BY of whole groups, read in the order of its key
