@@ -630,8 +630,9 @@ func (e *Engine) orderedShapes(r storage.Reader, c *containerRecord, q *ast.Quer
 	// documents and sorts them, on every page: it serves a window one
 	// page holds, and the stream, whose pages go on from their position,
 	// a longer one. A window one page holds is not the stream's (but for
-	// a DISTINCT's), so that its page is planned as it was before the
-	// stream kept windows.
+	// a DISTINCT's, and one of several keys a ready composite orders),
+	// so that its page is planned as it was before the stream kept
+	// windows.
 	end, windowed := windowEnd(q, params)
 	if o, ok := orderedShape(c, q, params, terms); ok && o.Want <= int64(limit) {
 		in.Ordered = o
@@ -639,7 +640,20 @@ func (e *Engine) orderedShapes(r storage.Reader, c *containerRecord, q *ast.Quer
 		return nil
 	}
 	o, ok := streamShape(c, q, params, terms, limit)
-	if !ok || windowed && end <= limit && !q.Select.Distinct {
+	if !ok {
+		return nil
+	}
+	if len(q.OrderBy) > 1 {
+		if _, _, covered := groupComposite(c, s, orderKeys(q)); !covered {
+			if comp, _, ok := keysComposite(c, orderKeys(q)); ok && comp.kept && s.kind != plan.ScopePrefix {
+				// The composite's gap entries, and within a logical
+				// partition its entries of each partition apart
+				// (absent.go).
+				e.wantAbsent(c, o.Path, entryKinds{parts: s.kind == plan.ScopePartition, comps: []string{comp.sig()}})
+			}
+		}
+	}
+	if windowed && end <= limit && !q.Select.Distinct && !composed(c, q, s) {
 		return nil
 	}
 	in.Stream = o
@@ -656,14 +670,8 @@ func (e *Engine) orderedShapes(r storage.Reader, c *containerRecord, q *ast.Quer
 		e.wantAbsent(c, o.Path, entryKinds{ties: true})
 	}
 	if len(q.OrderBy) > 1 {
-		keys := orderKeys(q)
-		if _, _, covered := groupComposite(c, s, keys); covered {
+		if composed(c, q, s) {
 			return nil // o.Group 0: the composite orders the groups
-		}
-		if comp, _, ok := keysComposite(c, keys); ok && comp.kept && s.kind != plan.ScopePrefix {
-			// The composite's gap entries, and within a logical
-			// partition its entries of each partition apart (absent.go).
-			e.wantAbsent(c, o.Path, entryKinds{parts: s.kind == plan.ScopePartition, comps: []string{comp.sig()}})
 		}
 		var err error
 		if o.Group, err = firstGroup(r, c, q, params, o, s, probe, st); err != nil {
@@ -723,6 +731,17 @@ func pointID(terms []plan.Term) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// composed reports whether q orders by several keys whose groups a
+// composite index, complete for scope s, orders (groupComposite): the
+// stream then reads about the rows it returns.
+func composed(c *containerRecord, q *ast.Query, s *itemScope) bool {
+	if len(q.OrderBy) < 2 {
+		return false
+	}
+	_, _, ok := groupComposite(c, s, orderKeys(q))
+	return ok
 }
 
 // buildSource makes the item source of the access path qa names (for

@@ -288,14 +288,22 @@ func walkSpan(r storage.Reader, sp keySpan, reverse bool, done func(k []byte) bo
 // walk the first's group of the composite from its start on the first
 // page, through the values of the others its filter passes over: such a
 // query pages as written.
-func compositeLed(c *containerRecord, q *ast.Query, params map[string]document.Value) (*ast.Query, *compositeIndex, bool) {
+func compositeLed(c *containerRecord, q *ast.Query, params map[string]document.Value) (led *ast.Query, comp *compositeIndex, value []byte, ok bool) {
 	keys := orderKeys(q)
 	alias, ok := itemAlias(q)
 	if !ok || len(keys) == 0 || len(q.GroupBy) > 0 || len(q.Joins) > 0 || q.Select.Distinct || gatewayplan.HasAggregates(q) || c.index.none {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
-	fixed := func(path []string) bool {
-		return slices.ContainsFunc(plan.Predicates(q, params), func(p plan.Predicate) bool { return p.Op == plan.Eq && slices.Equal(p.Path, path) })
+	// fixed returns the encoded value the filter fixes path to, when the
+	// index tells it apart from every other.
+	fixed := func(path []string) ([]byte, bool) {
+		for _, p := range plan.Predicates(q, params) {
+			if p.Op == plan.Eq && slices.Equal(p.Path, path) {
+				v, ok := appendIndexValue(nil, p.Value)
+				return v, ok && exactValue(v)
+			}
+		}
+		return nil, false
 	}
 	for i := range c.index.composites {
 		ci := &c.index.composites[i]
@@ -311,14 +319,18 @@ func compositeLed(c *containerRecord, q *ast.Query, params map[string]document.V
 			same = same && ci.desc[j+1] == k.Desc
 			opposite = opposite && ci.desc[j+1] != k.Desc
 		}
-		if !same && !opposite || !fixed(ci.paths[0]) || slices.ContainsFunc(keys, func(k plan.OrderKey) bool { return slices.Equal(k.Path, ci.paths[0]) }) {
+		if !same && !opposite || slices.ContainsFunc(keys, func(k plan.OrderKey) bool { return slices.Equal(k.Path, ci.paths[0]) }) {
+			continue
+		}
+		v, ok := fixed(ci.paths[0])
+		if !ok {
 			continue
 		}
 		f := *q
 		f.OrderBy = append([]ast.OrderItem{{Expr: pathExpr(alias, ci.paths[0])}}, q.OrderBy...)
-		return &f, ci, true
+		return &f, ci, v, true
 	}
-	return nil, nil, false
+	return nil, nil, nil, false
 }
 
 // pathExpr is the expression that reads path from the item alias.

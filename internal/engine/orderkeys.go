@@ -418,11 +418,17 @@ func (w *orderStream) coveredGroup(value []byte, at walkResume) (more, covered b
 // the scope has a gap entry in the stream's composite: one without an
 // entry there with exact values.
 func (w *orderStream) gapped(value []byte) (bool, error) {
-	k := append(gapBase(indexPrefix(w.c), w.groupComp), value...)
+	return gappedIn(w.r, w.c, w.groupComp, value, w.s, w.st)
+}
+
+// gappedIn reports whether a document in scope s whose first path in
+// comp has the encoded value has a gap entry there.
+func gappedIn(r storage.Reader, c *containerRecord, comp *compositeIndex, value []byte, s *itemScope, st *readStats) (bool, error) {
+	k := append(gapBase(indexPrefix(c), comp), value...)
 	found := false
-	err := scanRange(w.r, k, prefixEnd(k), func(key, _ []byte) (bool, error) {
-		w.st.entries++
-		found = w.s.holds(key[len(k):])
+	err := scanRange(r, k, prefixEnd(k), func(key, _ []byte) (bool, error) {
+		st.entries++
+		found = s.holds(key[len(k):])
 		return !found, nil
 	})
 	return found, err

@@ -1044,6 +1044,10 @@ func TestAnEqualityAndOrderByPageThroughTheirComposite(t *testing.T) {
 		{`SELECT c.id, c.created FROM c WHERE c.status = "open" ORDER BY c.created`, true},
 		{`SELECT c.id FROM c WHERE c.b = "x2" ORDER BY c.created DESC`, true},
 		{`SELECT TOP 70 c.id FROM c WHERE c.status = "open" AND c.created > 100 ORDER BY c.created DESC`, true},
+		// Windows one page holds: the composite's for "open", the TOP
+		// walk's for "closed", some of whose documents lack created.
+		{`SELECT TOP 10 c.id FROM c WHERE c.status = "open" ORDER BY c.created DESC`, true},
+		{`SELECT TOP 10 c.id FROM c WHERE c.status = "closed" ORDER BY c.created DESC`, true},
 		// As an SDK's gateway plan has it sent to each range.
 		{`SELECT c._rid, [{"item": c.created}] AS orderByItems, {"id": c.id} AS payload FROM c WHERE (c.status = "open") AND (true) ORDER BY c.created DESC`, true},
 		// A filter the walk checks on each document: a page reads the
@@ -1074,7 +1078,7 @@ func TestAnEqualityAndOrderByPageThroughTheirComposite(t *testing.T) {
 				t.Errorf("%s (key %v): page %d read %d records for %d rows", query, p.HasKey, n+1, page.Examined, len(page.Items))
 			}
 		})
-		if len(want) < 19 || !slices.Equal(got, want) {
+		if len(want) < 10 || !slices.Equal(got, want) {
 			t.Errorf("%s (key %v, bounded %v): %d rows differ from the evaluator's %d\n%v\n%v", query, p.HasKey, bounded, len(got), len(want), got, want)
 		}
 	}

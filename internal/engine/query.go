@@ -311,14 +311,21 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	// pages as written, and asks for them. Its tokens are told apart by
 	// their fingerprints, so a drain goes on the way it began.
 	way := ""
-	if led, comp, ok := compositeLed(c, prog.Query(), p.Params); ok && scope.kind != plan.ScopePrefix {
+	if led, comp, value, ok := compositeLed(c, prog.Query(), p.Params); ok && scope.kind != plan.ScopePrefix {
 		const ledWay = "ordered through a composite "
 		use := false
 		if p.Continuation != "" {
 			_, derr := parseCursor(p.Continuation, fpOf(ledWay+fingerprintText(asked, fpText)))
 			use = derr == nil
 		} else if _, _, ready := groupComposite(c, scope, orderKeys(led)); ready {
-			use = true
+			// A document the filter may pass that lacks a later path
+			// (a gap entry) makes the stream read the value's
+			// documents whole: such a query pages as written.
+			gapped, err := gappedIn(r, c, comp, value, scope, st)
+			if err != nil {
+				return err
+			}
+			use = !gapped
 		} else {
 			e.wantAbsent(c, comp.paths[0], entryKinds{parts: scope.kind == plan.ScopePartition, comps: []string{comp.sig()}})
 		}
