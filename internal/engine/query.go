@@ -305,7 +305,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		return fingerprint(p.Params, "query", string(c.Rid), text, string(partition.AppendKeyBytes(nil, key)),
 			strconv.FormatBool(hasKey), p.RangeID, string(scope.lo), string(scope.hi))
 	}
-	// An ORDER BY whose filter fixes the paths a composite index names
+	// An ORDER BY whose filter fixes the path a composite index names
 	// before its keys pages through that composite (compositeLed), once
 	// the composite's entries for the scope are complete; until then it
 	// pages as written, and asks for them. Its tokens are told apart by
