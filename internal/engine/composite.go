@@ -333,6 +333,34 @@ func compositeLed(c *containerRecord, q *ast.Query, params map[string]document.V
 	return nil, nil, nil, false
 }
 
+// ledWay marks the fingerprints of the pages of a query led through a
+// composite (compositeLed), so that a drain goes on the way it began.
+const ledWay = "ordered through a composite "
+
+// ledByComposite returns q led through a composite (compositeLed) when
+// its page is to be read that way: a later page when its token is of that
+// way (ledFp, the fingerprint of that way, reads it); a first page once
+// the composite's entries for scope s are complete, unless a document the
+// equality passes lacks a later path (a gap entry), which would make the
+// stream read the value's documents whole. Until the entries are complete
+// it asks for them, and q pages as written.
+func (e *Engine) ledByComposite(r storage.Reader, c *containerRecord, q *ast.Query, p QueryParams, s *itemScope, st *readStats, ledFp uint64) (*ast.Query, bool, error) {
+	led, comp, value, ok := compositeLed(c, q, p.Params)
+	if !ok || s.kind == plan.ScopePrefix {
+		return nil, false, nil
+	}
+	if p.Continuation != "" {
+		_, derr := parseCursor(p.Continuation, ledFp)
+		return led, derr == nil, nil
+	}
+	if _, _, ready := groupComposite(c, s, orderKeys(led)); !ready {
+		e.wantAbsent(c, comp.paths[0], entryKinds{parts: s.kind == plan.ScopePartition, comps: []string{comp.sig()}})
+		return nil, false, nil
+	}
+	gapped, err := gappedIn(r, c, comp, value, s, st)
+	return led, !gapped, err
+}
+
 // pathExpr is the expression that reads path from the item alias.
 func pathExpr(alias string, path []string) ast.Expr {
 	var e ast.Expr = &ast.Ident{Name: alias}

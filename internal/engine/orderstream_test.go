@@ -1096,12 +1096,7 @@ func TestAnEqualityAndOrderByPageThroughTheirComposite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	indexer := be.e.NewIndexer(nil)
-	for more := true; more; {
-		if more, err = indexer.Pass(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	drainIndexer(t, be.e.NewIndexer(nil))
 	rows := []string{}
 	for _, it := range page.Items {
 		rows = append(rows, string(it))

@@ -306,35 +306,15 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 			strconv.FormatBool(hasKey), p.RangeID, string(scope.lo), string(scope.hi))
 	}
 	// An ORDER BY whose filter fixes the path a composite index names
-	// before its keys pages through that composite (compositeLed), once
-	// the composite's entries for the scope are complete; until then it
-	// pages as written, and asks for them. Its tokens are told apart by
-	// their fingerprints, so a drain goes on the way it began.
+	// before its keys may page through that composite (ledByComposite).
 	way := ""
-	if led, comp, value, ok := compositeLed(c, prog.Query(), p.Params); ok && scope.kind != plan.ScopePrefix {
-		const ledWay = "ordered through a composite "
-		use := false
-		if p.Continuation != "" {
-			_, derr := parseCursor(p.Continuation, fpOf(ledWay+fingerprintText(asked, fpText)))
-			use = derr == nil
-		} else if _, _, ready := groupComposite(c, scope, orderKeys(led)); ready {
-			// A document the filter may pass that lacks a later path
-			// (a gap entry) makes the stream read the value's
-			// documents whole: such a query pages as written.
-			gapped, err := gappedIn(r, c, comp, value, scope, st)
-			if err != nil {
-				return err
-			}
-			use = !gapped
-		} else {
-			e.wantAbsent(c, comp.paths[0], entryKinds{parts: scope.kind == plan.ScopePartition, comps: []string{comp.sig()}})
+	if led, ok, err := e.ledByComposite(r, c, prog.Query(), p, scope, st, fpOf(ledWay+fingerprintText(asked, fpText))); err != nil {
+		return err
+	} else if ok {
+		if prog, err = prog.Derive(led); err != nil {
+			return queryError(err)
 		}
-		if use {
-			if prog, err = prog.Derive(led); err != nil {
-				return queryError(err)
-			}
-			way = ledWay
-		}
+		way = ledWay
 	}
 	fp := fpOf(way + fingerprintText(asked, fpText))
 	var planned *queryAccess
@@ -342,13 +322,19 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		// A GROUP BY of whole groups, read in the order of its key
 		// (keyedgroups.go). Ordered by its varying keys alone, its
 		// positions are not those of all its keys.
-		ordered, err := prog.Derive(q)
-		if err != nil {
-			return queryError(err)
-		}
 		way := "groups in key order "
 		if skipped {
 			way = "groups in the order of their varying keys "
+		}
+		// Its order may be led through a composite too.
+		if led, ok, err := e.ledByComposite(r, c, q, p, scope, st, fpOf(ledWay+way+p.Query)); err != nil {
+			return err
+		} else if ok {
+			q, way = led, ledWay+way
+		}
+		ordered, err := prog.Derive(q)
+		if err != nil {
+			return queryError(err)
 		}
 		done, qa, err := e.keyOrderGroups(r, c, prog, ordered, p, scope, now, st, state.items, fpOf(way+p.Query), page)
 		if done || err != nil {
