@@ -630,8 +630,9 @@ func (e *Engine) orderedShapes(r storage.Reader, c *containerRecord, q *ast.Quer
 	// documents and sorts them, on every page: it serves a window one
 	// page holds, and the stream, whose pages go on from their position,
 	// a longer one. A window one page holds is not the stream's (but for
-	// a DISTINCT's, and one of several keys a ready composite orders),
-	// so that its page is planned as it was before the stream kept
+	// a DISTINCT's, and one of several keys a ready composite orders
+	// that the composite walk cannot serve, its terms not bounding every
+	// path), so that its page is planned as it was before the stream kept
 	// windows.
 	end, windowed := windowEnd(q, params)
 	if o, ok := orderedShape(c, q, params, terms); ok && o.Want <= int64(limit) {
@@ -653,7 +654,8 @@ func (e *Engine) orderedShapes(r storage.Reader, c *containerRecord, q *ast.Quer
 			}
 		}
 	}
-	if windowed && end <= limit && !q.Select.Distinct && !composed(c, q, s) {
+	walks := slices.ContainsFunc(compositeUses(c, q, params, terms), func(u plan.CompositeUse) bool { return u.Ordered })
+	if windowed && end <= limit && !q.Select.Distinct && (walks || !composed(c, q, s)) {
 		return nil
 	}
 	in.Stream = o
