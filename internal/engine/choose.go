@@ -666,7 +666,7 @@ func (e *Engine) orderedShapes(r storage.Reader, c *containerRecord, q *ast.Quer
 	} else {
 		scoped(o)
 	}
-	if len(q.OrderBy) == 1 && !q.Select.Distinct && (s.kind == plan.ScopeAll || s.kind == plan.ScopeRange) && !c.tiesReady(o.Path) {
+	if len(q.OrderBy) == 1 && (!q.Select.Distinct || groupedDistinct(q)) && (s.kind == plan.ScopeAll || s.kind == plan.ScopeRange) && !c.tiesReady(o.Path) {
 		// Equal values in _rid order: the path's tie entries
 		// (absent.go).
 		e.wantAbsent(c, o.Path, entryKinds{ties: true})

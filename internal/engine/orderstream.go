@@ -123,6 +123,14 @@ func distinctByKey(q *ast.Query) bool {
 	return ok && ast.Equal(e, q.OrderBy[0].Expr)
 }
 
+// groupedDistinct reports whether the rows of a DISTINCT the stream serves
+// may hold more than its key, so that a group of one value may make
+// several (groupDistinct).
+func groupedDistinct(q *ast.Query) bool {
+	_, elems := distinctElems(q)
+	return q.Select.Distinct && !distinctByKey(q) && !elems
+}
+
 // distinctKeyed reports whether q is SELECT DISTINCT … ORDER BY e on one
 // key, without JOIN, whose VALUE is e or one of whose select items is e:
 // every row of a group of equal values of e then holds that value, so the
@@ -299,6 +307,18 @@ type orderStream struct {
 	ahead readAhead
 	// feed, when set, takes the rows in place of the page (keyOrderGroups).
 	feed *streamFeed
+	// sets keeps, for a grouped DISTINCT's page that ends inside a group
+	// or the documents without the key, the rows they made up to its end
+	// (seenSets); from is what the page before kept for this one. A page
+	// given them goes on from its position rather than reading the
+	// documents before it again to know which rows they made.
+	sets seenSets
+	from *seenSet
+	// gset holds the rows the group of gvalue made so far, across the
+	// batches the walk reads it in; gseeded says it began with from.
+	gset    *rowSet
+	gvalue  []byte
+	gseeded bool
 }
 
 // streamFeed takes the rows of the ordered stream in place of a page, for
@@ -339,7 +359,7 @@ func (w *orderStream) room() int {
 // nil, takes the rows in place of the page, which then gets only the
 // continuation: at the start of the group whose first row feed refused,
 // or where the page's time or work ran out.
-func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, o *plan.Ordered, s *itemScope, now time.Time, st *readStats, cur, next cursor, limit int, win *rowWindow, feed *streamFeed, page *FeedPage) error {
+func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, o *plan.Ordered, s *itemScope, now time.Time, st *readStats, cur, next cursor, limit int, win *rowWindow, feed *streamFeed, sets seenSets, page *FeedPage) error {
 	q := prog.Query()
 	rows, err := withoutOrder(prog)
 	if err != nil {
@@ -362,7 +382,11 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 	}
 	if q.Select.Distinct {
 		_, w.elems = distinctElems(q)
-		w.distinct, w.grouped = prog, !distinctByKey(q) && !w.elems
+		w.distinct, w.grouped = prog, groupedDistinct(q)
+		if w.grouped && sets.keeper != nil {
+			w.sets, w.from = sets, sets.take(cur)
+			defer func() { w.gset.release() }()
+		}
 	}
 	if len(q.OrderBy) > 1 {
 		w.keys = orderKeys(q)
@@ -371,7 +395,7 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 	}
 	// Within a partition or a prefix, equal values come in location
 	// order, the order of the path's own entries.
-	w.ties = w.keys == nil && w.distinct == nil && (s.kind == plan.ScopeAll || s.kind == plan.ScopeRange) && c.tiesReady(o.Path)
+	w.ties = w.keys == nil && (w.distinct == nil || w.grouped) && (s.kind == plan.ScopeAll || s.kind == plan.ScopeRange) && c.tiesReady(o.Path)
 	phases := []byte{phaseUndefined, phaseWalk}
 	if w.desc {
 		phases = []byte{phaseWalk, phaseUndefined}
@@ -660,6 +684,9 @@ func (w *orderStream) walkIter(wr walkResume) (storage.Iterator, error) {
 	lo, hi := w.lo, w.hi
 	if wr.value != nil {
 		k := append(bytes.Clone(w.prefix), wr.value...)
+		if w.fromItem(wr) {
+			k = append(k, wr.item...)
+		}
 		if w.desc {
 			if e := prefixEnd(k); bytes.Compare(e, hi) < 0 {
 				hi = e
@@ -672,6 +699,21 @@ func (w *orderStream) walkIter(wr walkResume) (storage.Iterator, error) {
 		}
 	}
 	return w.r.NewIter(storage.IterParams{Lower: lo, Upper: hi, Reverse: w.desc})
+}
+
+// fromItem reports whether a grouped DISTINCT's walk resumes at the
+// position's item rather than at its group's first entry: when the page
+// before kept the rows the group made before it (from), and the group's
+// entries come in the evaluator's order of ties, which within a logical
+// partition or a prefix is that of their locations (scanPos).
+func (w *orderStream) fromItem(wr walkResume) bool {
+	return w.grouped && w.from != nil && wr.mode == modeItem && wr.item != nil && exactValue(wr.value) && w.entriesInTieOrder()
+}
+
+// entriesInTieOrder reports whether the entries of a value come in the
+// evaluator's order of ties, so that a group may be read a batch at a time.
+func (w *orderStream) entriesInTieOrder() bool {
+	return w.s.kind == plan.ScopePartition || w.s.kind == plan.ScopePrefix
 }
 
 // pastGroup is the key the walk seeks to after the entries of value
@@ -750,9 +792,28 @@ func (w *orderStream) distinctWalk(wr walkResume) (bool, error) {
 		g := &groups[len(groups)-1]
 		if w.s.holds(loc) {
 			g.locs = append(g.locs, bytes.Clone(loc))
+			if w.grouped && w.entriesInTieOrder() && exactValue(value) && len(g.locs) >= min(max(w.room(), 1), aheadMax) {
+				// A batch of a group whose entries come in order: the
+				// page reads no further into the group than its rows
+				// take it.
+				if more, err := w.groupDistinct(g); err != nil || !more {
+					return more, err
+				}
+				g.locs = g.locs[:0]
+			}
 		}
 		if read++; read >= distinctSkim && w.oneRow(value) {
 			g.rest = bytes.Clone(k)
+			ok = it.SeekGE(w.pastGroup(value))
+			continue
+		}
+		if read > tieGroupMin && w.grouped && w.ties && exactValue(value) {
+			// A large group: its documents in _rid order through its
+			// tie entries, then on past the value's entries.
+			if more, err := w.tieDistinct(g); err != nil || !more {
+				return more, err
+			}
+			groups = groups[:len(groups)-1]
 			ok = it.SeekGE(w.pastGroup(value))
 			continue
 		}
@@ -929,19 +990,27 @@ func (w *orderStream) inexactDistinct(value []byte, locs [][]byte) ([]document.V
 }
 
 // groupDistinct streams the distinct rows of the group of an exact value
-// of a DISTINCT whose rows hold more than the key (orderStream.grouped):
-// the rows of its documents in the evaluator's order of ties, each that no
-// document of the group made before it, as the evaluator keeps the first
-// of equal rows. A page that resumes inside the group reads the group's
-// documents before its position again, to know which rows they made: a
-// page costs the rows it returns and, at most, the group it starts in. It
+// of a DISTINCT whose rows hold more than the key (orderStream.grouped),
+// or of the batch of its documents at g.locs: the rows of its documents in
+// the evaluator's order of ties, each that no document of the group made
+// before it, as the evaluator keeps the first of equal rows. A page that
+// resumes inside the group goes on from its position with the rows the
+// page before kept (from), or, when they are not kept, reads the group's
+// documents before its position again, to know which rows they made. It
 // reports false when the page filled.
 func (w *orderStream) groupDistinct(g *distinctGroup) (bool, error) {
 	w.sortTies(g.locs)
 	start := w.resumeIndex(g.locs, g.at)
-	d := newRowSet(w.rows.Budget())
-	defer d.release()
-	for j, loc := range g.locs {
+	d, err := w.groupSet(g.value, g.at)
+	if err != nil {
+		return false, err
+	}
+	j0 := 0
+	if w.gseeded {
+		j0 = start
+	}
+	for j := j0; j < len(g.locs); j++ {
+		loc := g.locs[j]
 		ahead := w.room()
 		if j < start {
 			ahead = start - j
@@ -955,7 +1024,7 @@ func (w *orderStream) groupDistinct(g *distinctGroup) (bool, error) {
 			first = g.at.skip
 		}
 		stop := func(skip int) (bool, error) {
-			w.stop(append(append(append([]byte{phaseWalk}, g.value...), modeItem), pos...), skip)
+			w.stopKeeping(append(append(append([]byte{phaseWalk}, g.value...), modeItem), pos...), skip, d)
 			return false, nil
 		}
 		_, rows, ok, err := w.groupRows(g.value, loc)
@@ -983,20 +1052,31 @@ func (w *orderStream) groupDistinct(g *distinctGroup) (bool, error) {
 
 // undefinedDistinct streams the distinct rows of the documents without the
 // key, for a DISTINCT whose rows hold more than the key, as groupDistinct
-// does for a group: reading those before the position from again. It
-// reports false when the page filled.
+// does for a group: from the position from with the rows the page before
+// kept, or else reading those before it again. It reports false when the
+// page filled.
 func (w *orderStream) undefinedDistinct(from []byte, skip int) (bool, error) {
 	d := newRowSet(w.rows.Budget())
 	defer d.release()
+	var start []byte
+	if from != nil {
+		seeded, err := d.seed(&w.from)
+		if err != nil {
+			return false, err
+		}
+		if seeded {
+			start = from
+		}
+	}
 	filled := false
-	err := w.undefinedSource(w.desc)(nil, func(pos, loc []byte, rec *itemRecord) (bool, error) {
+	err := w.undefinedSource(w.desc)(start, func(pos, loc []byte, rec *itemRecord) (bool, error) {
 		before := from != nil && w.tieOrder(pos, from) < 0
 		first := 0
 		if from != nil && bytes.Equal(pos, from) {
 			first = skip
 		}
 		stop := func(skip int) (bool, error) {
-			w.stop(append([]byte{phaseUndefined}, pos...), skip)
+			w.stopKeeping(append([]byte{phaseUndefined}, pos...), skip, d)
 			filled = true
 			return false, nil
 		}
@@ -1025,11 +1105,60 @@ func (w *orderStream) undefinedDistinct(from []byte, skip int) (bool, error) {
 // counted against the query's budget.
 type rowSet struct {
 	budget *eval.Budget
-	seen   map[string]bool
+	seen   map[string]struct{}
 	held   int
 }
 
-func newRowSet(b *eval.Budget) *rowSet { return &rowSet{budget: b, seen: map[string]bool{}} }
+func newRowSet(b *eval.Budget) *rowSet { return &rowSet{budget: b, seen: map[string]struct{}{}} }
+
+// seed makes the empty set d the rows *from holds, when it holds any,
+// taking them (*from becomes nil), and reports whether it did.
+func (d *rowSet) seed(from **seenSet) (bool, error) {
+	set := *from
+	if set == nil {
+		return false, nil
+	}
+	*from = nil
+	if err := d.budget.Hold(set.bytes); err != nil {
+		return false, queryError(err)
+	}
+	d.seen, d.held = set.keys, set.bytes
+	return true, nil
+}
+
+// groupSet returns the set of the rows the group of value made before the
+// documents the walk gives it now: that of the batch before, of the same
+// group; in the group the page resumes in (at), the rows the page before
+// kept, when it kept them (w.gseeded then holds); else a new one.
+func (w *orderStream) groupSet(value []byte, at walkResume) (*rowSet, error) {
+	if w.gset != nil && bytes.Equal(w.gvalue, value) {
+		return w.gset, nil
+	}
+	w.gset.release()
+	w.gset, w.gvalue, w.gseeded = newRowSet(w.rows.Budget()), value, false
+	if at.item == nil {
+		return w.gset, nil
+	}
+	seeded, err := w.gset.seed(&w.from)
+	w.gseeded = seeded
+	return w.gset, err
+}
+
+// stopKeeping ends the page at pos and skip, inside a group or the
+// documents without the key, as stop does, and keeps the rows made there
+// before the position (d) for the page that resumes at it.
+func (w *orderStream) stopKeeping(pos []byte, skip int, d *rowSet) {
+	if w.sets.keeper == nil {
+		w.stop(pos, skip)
+		return
+	}
+	w.next.kept = newKeptID()
+	w.stop(pos, skip)
+	if w.page.Continuation == "" {
+		return
+	}
+	w.sets.keep(&seenSet{id: w.next.kept, fp: w.next.fingerprint, pos: w.next.pos, skip: w.next.skip, keys: d.seen, bytes: d.held}, w.now)
+}
 
 // emit adds rows[first:] to the page, each that the set does not hold yet,
 // and all of rows to the set; at a full page it returns stop of the row's
@@ -1037,7 +1166,7 @@ func newRowSet(b *eval.Budget) *rowSet { return &rowSet{budget: b, seen: map[str
 func (d *rowSet) emit(w *orderStream, rows []document.Value, first int, stop func(int) (bool, error)) (bool, error) {
 	for i, row := range rows {
 		k := string(eval.CanonicalKey(nil, row))
-		if d.seen[k] {
+		if _, ok := d.seen[k]; ok {
 			continue
 		}
 		if i >= first {
@@ -1045,16 +1174,20 @@ func (d *rowSet) emit(w *orderStream, rows []document.Value, first int, stop fun
 				return stop(i)
 			}
 		}
-		if err := d.budget.Hold(len(k) + 48); err != nil {
+		if err := d.budget.Hold(len(k) + seenKeyOverhead); err != nil {
 			return false, queryError(err)
 		}
-		d.held += len(k) + 48
-		d.seen[k] = true
+		d.held += len(k) + seenKeyOverhead
+		d.seen[k] = struct{}{}
 	}
 	return true, nil
 }
 
-func (d *rowSet) release() { d.budget.Release(d.held) }
+func (d *rowSet) release() {
+	if d != nil {
+		d.budget.Release(d.held)
+	}
+}
 
 // tieGroupMin is how many entries of a group the walk reads before it
 // reads the group through its tie entries instead (when it may): a small
@@ -1218,12 +1351,7 @@ func (w *orderStream) tieGroup(value []byte, at walkResume) (bool, error) {
 	if at.mode != modeItem {
 		return false, errBadContinuation
 	}
-	prefix := append(absentPrefix(indexPrefix(w.c), tieMarker, w.o.Path), value...)
-	lo, hi := resumeBounds(prefix, prefixEnd(prefix), prefix, at.item, w.desc)
-	// The documents are read a page's worth at a time (fetch), their
-	// entries collected first.
-	var batch [][]byte
-	emit := func() (bool, error) {
+	return w.tieBatches(value, at.item, func(batch [][]byte) (bool, error) {
 		if err := w.fetch(batch, len(batch)); err != nil {
 			return false, err
 		}
@@ -1232,8 +1360,40 @@ func (w *orderStream) tieGroup(value []byte, at walkResume) (bool, error) {
 				return more, err
 			}
 		}
-		batch = batch[:0]
 		return true, nil
+	})
+}
+
+// tieDistinct streams the distinct rows of the group g of an exact value,
+// for a DISTINCT whose rows hold more than the key, through the path's tie
+// entries (as tieGroup does for an ORDER BY), a batch at a time
+// (groupDistinct): from the position when the page before kept the rows
+// the group made before it (groupSet), else from the group's start.
+func (w *orderStream) tieDistinct(g *distinctGroup) (bool, error) {
+	var from []byte
+	if g.at.item != nil && w.from != nil {
+		from = g.at.item
+	}
+	return w.tieBatches(g.value, from, func(batch [][]byte) (bool, error) {
+		g.locs = batch
+		return w.groupDistinct(g)
+	})
+}
+
+// tieBatches gives each the locations of the scope's items of value
+// through the path's tie entries, in _rid order (backwards when
+// descending) from the scan position from (nil: the start), as many at a
+// time as the page has room for; each reports false to stop.
+func (w *orderStream) tieBatches(value, from []byte, each func([][]byte) (bool, error)) (bool, error) {
+	prefix := append(absentPrefix(indexPrefix(w.c), tieMarker, w.o.Path), value...)
+	lo, hi := resumeBounds(prefix, prefixEnd(prefix), prefix, from, w.desc)
+	// The documents are read a page's worth at a time (fetch), their
+	// entries collected first.
+	var batch [][]byte
+	emit := func() (bool, error) {
+		more, err := each(batch)
+		batch = batch[:0]
+		return more, err
 	}
 	more := true
 	err := scanRangeDir(w.r, lo, hi, w.desc, func(k, _ []byte) (bool, error) {

@@ -73,8 +73,11 @@ func BenchmarkDeepPage(b *testing.B) {
 		{"distinct-items", "SELECT DISTINCT c.pk, c.n FROM c", 0},
 		{"distinct-items-ordered", "SELECT DISTINCT c.pk, c.n FROM c ORDER BY c.pk", 0},
 		// Groups of 200 (one document of each partition), so that page
-		// 20 resumes in the middle of one and reads its first half again.
+		// 20 resumes in the middle of one.
 		{"distinct-items-mid", "SELECT DISTINCT c.n, c.pk FROM c", 0},
+		// Seven groups (c.k) of about 2,860 documents each: page 20
+		// resumes deep inside the first.
+		{"distinct-items-few", "SELECT DISTINCT c.k, c.t FROM c", 0},
 		{"distinct-top", "SELECT DISTINCT TOP 5000 VALUE c.id FROM c ORDER BY c.id", 0},
 		// Six tags: one page, so page 20 is page 1 again.
 		{"distinct-tags", "SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags", 6},
