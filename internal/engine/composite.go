@@ -284,10 +284,13 @@ func walkSpan(r storage.Reader, sp keySpan, reverse bool, done func(k []byte) bo
 // it was); and the ordered stream walks that composite from its position
 // (coveredGroup), where a page of q read every document the filter
 // passes, or the documents in the order of its first key until it had
-// its rows. With several fixed paths before the keys, the stream would
-// walk the first's group of the composite from its start on the first
-// page, through the values of the others its filter passes over: such a
-// query pages as written.
+// its rows. So do several fixed paths before the keys, under the
+// composite (/tenant, /status, /created DESC): … WHERE c.tenant = 't1' AND
+// c.status = 'open' ORDER BY c.created DESC becomes … ORDER BY c.tenant,
+// c.status, c.created DESC, the paths after the first in the composite's
+// directions (or all reversed, with the keys), and the walk of the first
+// path's group reads only the entries of the others' values
+// (fixedAfter). value is the first fixed path's.
 func compositeLed(c *containerRecord, q *ast.Query, params map[string]document.Value) (led *ast.Query, comp *compositeIndex, value []byte, ok bool) {
 	keys := orderKeys(q)
 	alias, ok := itemAlias(q)
@@ -307,30 +310,42 @@ func compositeLed(c *containerRecord, q *ast.Query, params map[string]document.V
 	}
 	for i := range c.index.composites {
 		ci := &c.index.composites[i]
-		if !ci.kept || len(ci.paths) != len(keys)+1 || !c.index.indexes(ci.paths[0]) {
+		lead := len(ci.paths) - len(keys) // the fixed paths before the keys
+		if !ci.kept || lead < 1 || !c.index.indexes(ci.paths[0]) {
 			continue
 		}
 		same, opposite := true, true
 		for j, k := range keys {
-			if !slices.Equal(ci.paths[j+1], k.Path) {
+			if !slices.Equal(ci.paths[lead+j], k.Path) {
 				same, opposite = false, false
 				break
 			}
-			same = same && ci.desc[j+1] == k.Desc
-			opposite = opposite && ci.desc[j+1] != k.Desc
+			same = same && ci.desc[lead+j] == k.Desc
+			opposite = opposite && ci.desc[lead+j] != k.Desc
 		}
-		if !same && !opposite || slices.ContainsFunc(keys, func(k plan.OrderKey) bool { return slices.Equal(k.Path, ci.paths[0]) }) {
+		if !same && !opposite || slices.ContainsFunc(keys, func(k plan.OrderKey) bool { return slices.ContainsFunc(ci.paths[:lead], func(p []string) bool { return slices.Equal(k.Path, p) }) }) {
 			continue
 		}
 		v, ok := fixed(ci.paths[0])
+		for _, p := range ci.paths[1:lead] {
+			_, fx := fixed(p)
+			ok = ok && fx
+		}
 		if !ok {
 			continue
 		}
+		if comp != nil && len(comp.paths) >= len(ci.paths) {
+			continue // the composite of the most fixed paths reads least
+		}
 		f := *q
-		f.OrderBy = append([]ast.OrderItem{{Expr: pathExpr(alias, ci.paths[0])}}, q.OrderBy...)
-		return &f, ci, v, true
+		f.OrderBy = []ast.OrderItem{{Expr: pathExpr(alias, ci.paths[0])}}
+		for j := 1; j < lead; j++ {
+			f.OrderBy = append(f.OrderBy, ast.OrderItem{Expr: pathExpr(alias, ci.paths[j]), Desc: ci.desc[j] != opposite})
+		}
+		f.OrderBy = append(f.OrderBy, q.OrderBy...)
+		led, comp, value = &f, ci, v
 	}
-	return nil, nil, nil, false
+	return led, comp, value, comp != nil
 }
 
 // ledWay marks the fingerprints of the pages of a query led through a

@@ -325,6 +325,12 @@ func (w *orderStream) coveredGroup(value []byte, at walkResume) (more, covered b
 		return k[len(base):end], k[end:], true
 	}
 	lo, hi := base, prefixEnd(base)
+	if fixed := w.fixedAfter(comp); fixed != nil {
+		// The paths after the first that the filter fixes: only their
+		// values' entries hold rows.
+		k := append(bytes.Clone(base), fixed...)
+		lo, hi = k, prefixEnd(k)
+	}
 	if from != nil {
 		k := bytes.Clone(base)
 		for i := 1; i < len(comp.paths); i++ {
@@ -334,8 +340,10 @@ func (w *orderStream) coveredGroup(value []byte, at walkResume) (more, covered b
 			}
 		}
 		if reverse {
-			hi = prefixEnd(k)
-		} else {
+			if e := prefixEnd(k); bytes.Compare(e, hi) < 0 {
+				hi = e
+			}
+		} else if bytes.Compare(k, lo) > 0 {
 			lo = k
 		}
 	}
@@ -412,6 +420,27 @@ func (w *orderStream) coveredGroup(value []byte, at walkResume) (more, covered b
 		more = emit()
 	}
 	return more, true, nil
+}
+
+// fixedAfter returns the composite entries' values, as they are encoded
+// there, of the paths after comp's first that the filter fixes with an
+// equality, one after another from the second (nil: none): every row has
+// those values, so the walk of a group reads only the entries that begin
+// with them.
+func (w *orderStream) fixedAfter(comp *compositeIndex) []byte {
+	var out []byte
+	for i := 1; i < len(comp.paths); i++ {
+		j := slices.IndexFunc(w.preds, func(p plan.Predicate) bool { return p.Op == plan.Eq && slices.Equal(p.Path, comp.paths[i]) })
+		if j < 0 {
+			break
+		}
+		next, ok := appendCompositeValue(out, w.preds[j].Value, comp.desc[i])
+		if !ok {
+			break
+		}
+		out = next
+	}
+	return out
 }
 
 // gapped reports whether a document of the group of the encoded value in

@@ -295,6 +295,7 @@ type orderStream struct {
 	groupReverse bool
 	prefix       []byte // the path's entries
 	lo, hi       []byte // the walk's bounds, narrowed by the WHERE clause's terms
+	preds        []plan.Predicate
 	next         cursor
 	limit        int
 	page         *FeedPage
@@ -369,14 +370,15 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 		return errBadContinuation
 	}
 	prefix := orderPrefix(c, o.Path, s)
-	lo, hi := pathBounds(prefix, plan.Predicates(q, params), o.Path)
+	preds := plan.Predicates(q, params)
+	lo, hi := pathBounds(prefix, preds, o.Path)
 	if _, elems := distinctElems(q); elems {
 		// The terms on the elements' path need not bound the rows'
 		// values (streamShape): the walk reads them all.
 		lo, hi = prefix, prefixEnd(prefix)
 	}
 	w := &orderStream{r: r, c: c, s: s, now: now, st: st, rows: rows, o: o, desc: q.OrderBy[0].Desc,
-		prefix: prefix, lo: lo, hi: hi, next: next, limit: limit, page: page, win: win, feed: feed}
+		prefix: prefix, lo: lo, hi: hi, next: next, limit: limit, page: page, win: win, feed: feed, preds: preds}
 	if w.win.done() {
 		return nil
 	}

@@ -121,6 +121,38 @@ func BenchmarkPartitionOrderBy(b *testing.B) {
 	}
 }
 
+// BenchmarkEqualitiesOrderBy drains, across the range, SELECT * FROM c
+// WHERE c.t = 3 AND c.st = 4 ORDER BY c.created DESC (a hundredth of the
+// items: t and st have ten values each) under the composite index (/t,
+// /st, /created DESC), as written (fixed) and with the equalities' paths
+// leading its ORDER BY (keys), once the composite's entries are built:
+// page-1 is the first page of 100, page-k one at a random position of the
+// drain.
+//
+//	go test -run '^$' -bench BenchmarkEqualitiesOrderBy -benchtime 100x ./internal/engine/
+func BenchmarkEqualitiesOrderBy(b *testing.B) {
+	const n = 100_000
+	s := openBenchEngine(b, clock.Real{}, nil, `null,"indexingPolicy":{"includedPaths":[{"path":"/*"}],`+
+		`"compositeIndexes":[[{"path":"/t"},{"path":"/st"},{"path":"/created","order":"descending"}]]}`)
+	s.pk = func(i int) string { return "q" + strconv.Itoa(i/100) }
+	s.load(b, 0, n, func(i int) []byte {
+		return []byte(`{"id":"x` + strconv.Itoa(i) + `","pk":"q` + strconv.Itoa(i/100) + `","t":` + strconv.Itoa(i%10) +
+			`,"st":` + strconv.Itoa(i/10%10) + `,"created":` + strconv.Itoa(i*7919%n) + `,"payload":"` + benchPayload + `"}`)
+	})
+	queries := map[string]QueryParams{}
+	for name, query := range map[string]string{
+		"fixed/": "SELECT * FROM c WHERE c.t = 3 AND c.st = 4 ORDER BY c.created DESC",
+		"keys/":  "SELECT * FROM c WHERE c.t = 3 AND c.st = 4 ORDER BY c.t, c.st, c.created DESC",
+	} {
+		queries[name] = QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: query, RangeID: "0", CrossPartition: true, MaxItemCount: 100}
+		s.orderReady(b, queries[name])
+	}
+	s.settle(b)
+	for _, name := range []string{"fixed/", "keys/"} {
+		benchPages(b, s, queries[name], name, nil)
+	}
+}
+
 // benchPages drains p once, handing each page to check (when not nil),
 // then runs sub-benchmarks name+"page-1", the first page, and
 // name+"page-k", a page at a random position of the drain, reporting the

@@ -1001,7 +1001,7 @@ func TestLongWindowsOfAnOrderByPageFromTheirPosition(t *testing.T) {
 // documents without the key included, in either direction, and a drain
 // begun before the entries were complete goes on as it began.
 func TestAnEqualityAndOrderByPageThroughTheirComposite(t *testing.T) {
-	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"indexingPolicy":{"indexingMode":"consistent","includedPaths":[{"path":"/*"}],"compositeIndexes":[[{"path":"/status","order":"ascending"},{"path":"/created","order":"descending"}],[{"path":"/b","order":"descending"},{"path":"/created"}]]}}`)
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"indexingPolicy":{"indexingMode":"consistent","includedPaths":[{"path":"/*"}],"compositeIndexes":[[{"path":"/status","order":"ascending"},{"path":"/created","order":"descending"}],[{"path":"/b","order":"descending"},{"path":"/created"}],[{"path":"/a"},{"path":"/b","order":"descending"},{"path":"/created","order":"descending"}]]}}`)
 	var items []string
 	for i := range 4000 {
 		status, a, b, created := "closed", i%4, i%3, fmt.Sprintf(`,"created":%d`, i/3) // ties of three
@@ -1032,9 +1032,14 @@ func TestAnEqualityAndOrderByPageThroughTheirComposite(t *testing.T) {
 		{`SELECT TOP 10 c.id FROM c WHERE c.status = "closed" ORDER BY c.created DESC`, true},
 		// As an SDK's gateway plan has it sent to each range.
 		{`SELECT c._rid, [{"item": c.created}] AS orderByItems, {"id": c.id} AS payload FROM c WHERE (c.status = "open") AND (true) ORDER BY c.created DESC`, true},
+		// Two fixed paths before the key, through the composite of all
+		// three, in its directions and reversed.
+		{`SELECT c.id FROM c WHERE c.a = 1 AND c.b = "x2" ORDER BY c.created DESC`, true},
+		{`SELECT c.id, c.created FROM c WHERE c.b = "x2" AND c.a = 1 ORDER BY c.created`, true},
+		{`SELECT TOP 30 c.id FROM c WHERE c.a = 1 AND c.b = "x2" ORDER BY c.created DESC`, true},
 		// A filter the walk checks on each document: a page reads the
 		// documents of its rows and those it passes over.
-		{`SELECT c.id FROM c WHERE c.a = 1 AND c.b = "x2" ORDER BY c.created DESC`, false},
+		{`SELECT c.id FROM c WHERE c.a = 1 AND c.status = "closed" ORDER BY c.created DESC`, false},
 		// A group with a gap entry, read whole.
 		{`SELECT c.id, c.created FROM c WHERE c.status = "closed" AND c.a = 9 ORDER BY c.created`, false},
 	}
