@@ -323,7 +323,9 @@ func compositeLed(c *containerRecord, q *ast.Query, params map[string]document.V
 			same = same && ci.desc[lead+j] == k.Desc
 			opposite = opposite && ci.desc[lead+j] != k.Desc
 		}
-		if !same && !opposite || slices.ContainsFunc(keys, func(k plan.OrderKey) bool { return slices.ContainsFunc(ci.paths[:lead], func(p []string) bool { return slices.Equal(k.Path, p) }) }) {
+		if !same && !opposite || slices.ContainsFunc(keys, func(k plan.OrderKey) bool {
+			return slices.ContainsFunc(ci.paths[:lead], func(p []string) bool { return slices.Equal(k.Path, p) })
+		}) {
 			continue
 		}
 		v, ok := fixed(ci.paths[0])
