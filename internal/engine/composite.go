@@ -290,7 +290,7 @@ func walkSpan(r storage.Reader, sp keySpan, reverse bool, done func(k []byte) bo
 // c.status, c.created DESC, the paths after the first in the composite's
 // directions (or all reversed, with the keys), and the walk of the first
 // path's group reads only the entries of the others' values
-// (fixedAfter). value is the first fixed path's.
+// (groupSpan). value is the first fixed path's.
 func compositeLed(c *containerRecord, q *ast.Query, params map[string]document.Value) (led *ast.Query, comp *compositeIndex, value []byte, ok bool) {
 	keys := orderKeys(q)
 	alias, ok := itemAlias(q)

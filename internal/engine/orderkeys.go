@@ -324,13 +324,7 @@ func (w *orderStream) coveredGroup(value []byte, at walkResume) (more, covered b
 		}
 		return k[len(base):end], k[end:], true
 	}
-	lo, hi := base, prefixEnd(base)
-	if fixed := w.fixedAfter(comp); fixed != nil {
-		// The paths after the first that the filter fixes: only their
-		// values' entries hold rows.
-		k := append(bytes.Clone(base), fixed...)
-		lo, hi = k, prefixEnd(k)
-	}
+	lo, hi := w.groupSpan(comp, ch, base)
 	if from != nil {
 		k := bytes.Clone(base)
 		for i := 1; i < len(comp.paths); i++ {
@@ -388,6 +382,9 @@ func (w *orderStream) coveredGroup(value []byte, at walkResume) (more, covered b
 		if !ok || !w.s.holds(loc) {
 			return true, nil
 		}
+		if _, pass := ch.loc(k); !pass {
+			return true, nil // its item cannot pass the filter
+		}
 		loc = bytes.Clone(loc)
 		if runVals != nil && !bytes.Equal(vals, runVals) {
 			if more = emit(); !more {
@@ -422,25 +419,48 @@ func (w *orderStream) coveredGroup(value []byte, at walkResume) (more, covered b
 	return more, true, nil
 }
 
-// fixedAfter returns the composite entries' values, as they are encoded
-// there, of the paths after comp's first that the filter fixes with an
-// equality, one after another from the second (nil: none): every row has
-// those values, so the walk of a group reads only the entries that begin
-// with them.
-func (w *orderStream) fixedAfter(comp *compositeIndex) []byte {
-	var out []byte
+// groupSpan returns the bounds of the walk of a group's entries in comp,
+// which begin with base, and sets ch to skip the entries whose items
+// cannot pass the filter's terms on the paths after the first. The paths
+// from the second that the filter fixes with an equality, one after
+// another, narrow the walk to the entries of their values (every row has
+// those values), and the terms on the path after them to the hull of
+// their spans: WHERE c.a = 1 AND c.b = 2 AND c.t < 100 ORDER BY c.a, c.b,
+// c.t DESC walks only the entries of b = 2 with t below 100.
+func (w *orderStream) groupSpan(comp *compositeIndex, ch *entryCheck, base []byte) (lo, hi []byte) {
+	terms := plan.Terms(w.preds)
+	ch.spans = make([][]keySpan, len(comp.paths))
 	for i := 1; i < len(comp.paths); i++ {
+		if t := slices.IndexFunc(terms, func(t plan.Term) bool { return slices.Equal(t.Path, comp.paths[i]) }); t >= 0 {
+			ch.spans[i] = valueSpans(nil, terms[t], comp.desc[i], nil)
+		}
+	}
+	span := bytes.Clone(base)
+	i := 1
+	for ; i < len(comp.paths); i++ {
 		j := slices.IndexFunc(w.preds, func(p plan.Predicate) bool { return p.Op == plan.Eq && slices.Equal(p.Path, comp.paths[i]) })
 		if j < 0 {
 			break
 		}
-		next, ok := appendCompositeValue(out, w.preds[j].Value, comp.desc[i])
+		next, ok := appendCompositeValue(span, w.preds[j].Value, comp.desc[i])
 		if !ok {
 			break
 		}
-		out = next
+		span = next
 	}
-	return out
+	lo, hi = span, prefixEnd(span)
+	if i < len(comp.paths) && len(ch.spans[i]) > 0 {
+		sps := ch.spans[i]
+		if k := append(bytes.Clone(span), sps[0].lo...); bytes.Compare(k, lo) > 0 {
+			lo = k
+		}
+		if last := sps[len(sps)-1]; last.hi != nil {
+			if k := append(bytes.Clone(span), last.hi...); bytes.Compare(k, hi) < 0 {
+				hi = k
+			}
+		}
+	}
+	return lo, hi
 }
 
 // gapped reports whether a document of the group of the encoded value in

@@ -1037,6 +1037,10 @@ func TestAnEqualityAndOrderByPageThroughTheirComposite(t *testing.T) {
 		{`SELECT c.id FROM c WHERE c.a = 1 AND c.b = "x2" ORDER BY c.created DESC`, true},
 		{`SELECT c.id, c.created FROM c WHERE c.b = "x2" AND c.a = 1 ORDER BY c.created`, true},
 		{`SELECT TOP 30 c.id FROM c WHERE c.a = 1 AND c.b = "x2" ORDER BY c.created DESC`, true},
+		// A range on the key: the walk starts at its bound.
+		{`SELECT c.id FROM c WHERE c.a = 1 AND c.b = "x2" AND c.created < 1000 ORDER BY c.created DESC`, true},
+		{`SELECT c.id, c.created FROM c WHERE c.status = "open" AND c.created <= 900 ORDER BY c.created DESC`, true},
+		{`SELECT c.id, c.created FROM c WHERE c.status = "open" AND c.created >= 300 ORDER BY c.created`, true},
 		// A filter the walk checks on each document: a page reads the
 		// documents of its rows and those it passes over.
 		{`SELECT c.id FROM c WHERE c.a = 1 AND c.status = "closed" ORDER BY c.created DESC`, false},
