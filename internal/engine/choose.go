@@ -209,10 +209,25 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 			}
 		}
 	}
-	if err := tc.count(r, size, probe, partners, st); err != nil {
+	// A stream whose walk meets every other term itself reads about its
+	// page's rows: past what that costs, no count changes the choice.
+	bound := probe
+	if o := in.Stream; o != nil && len(o.Within) > 0 && !slices.ContainsFunc(weighed, func(i int) bool { return !slices.Contains(o.Within, i) }) {
+		bound = plan.WithinBound(in, o, probe)
+	}
+	if err := tc.count(r, size, bound, partners, st); err != nil {
 		return nil, err
 	}
 	tc.fill(&in)
+	saturate := func(n int64) int64 {
+		if n >= bound && bound < probe {
+			return probe // as many as can win nothing
+		}
+		return n
+	}
+	for _, i := range weighed {
+		in.Entries[i] = saturate(in.Entries[i])
+	}
 	if orderTerm >= 0 && in.Entries[orderTerm] == 0 {
 		bound := plan.OrderedBound(in, cmp.Or(in.Ordered, in.Stream), probe)
 		n, err := countSpans(r, termSpans(c, terms[orderTerm]), bound, st)
@@ -233,9 +248,10 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 			u.Entries = in.Composites[i-1].Entries // the same span, walked in order
 			continue
 		}
-		if u.Entries, err = countSpans(r, compositeSpans(c, u, terms), probe, st); err != nil {
+		if u.Entries, err = countSpans(r, compositeSpans(c, u, terms), bound, st); err != nil {
 			return nil, err
 		}
+		u.Entries = saturate(u.Entries)
 	}
 	var union *collection
 	if !small && ready && !prog.Ranked() {
@@ -672,8 +688,10 @@ func (e *Engine) orderedShapes(r storage.Reader, c *containerRecord, q *ast.Quer
 		e.wantAbsent(c, o.Path, entryKinds{ties: true})
 	}
 	if len(q.OrderBy) > 1 {
-		if composed(c, q, s) {
-			return nil // o.Group 0: the composite orders the groups
+		if comp, _, ok := groupComposite(c, s, orderKeys(q)); ok {
+			// o.Group 0: the composite orders the groups.
+			o.Within = walkedTerms(comp, terms, o.Term)
+			return nil
 		}
 		var err error
 		if o.Group, err = firstGroup(r, c, q, params, o, s, probe, st); err != nil {
@@ -681,6 +699,31 @@ func (e *Engine) orderedShapes(r storage.Reader, c *containerRecord, q *ast.Quer
 		}
 	}
 	return nil
+}
+
+// walkedTerms returns the terms that the walk of comp, which orders the
+// groups of the first ORDER BY key (whose term is first), meets by its
+// entries' place alone (groupSpan): the equalities on its paths after the
+// first, one after another, and a term of one span on the path after
+// them. It returns none unless an equality fixes the first key, so that
+// the walk reads one group.
+func walkedTerms(comp *compositeIndex, terms []plan.Term, first int) []int {
+	oneValue := func(t plan.Term) bool { return len(t.Spans) == 1 && t.Spans[0].Kind == plan.SpanValue }
+	if first < 0 || !oneValue(terms[first]) {
+		return nil
+	}
+	var out []int
+	for _, path := range comp.paths[1:] {
+		t := slices.IndexFunc(terms, func(t plan.Term) bool { return slices.Equal(t.Path, path) })
+		if t < 0 || len(terms[t].Spans) != 1 {
+			break
+		}
+		out = append(out, t)
+		if !oneValue(terms[t]) {
+			break
+		}
+	}
+	return out
 }
 
 // pinsKey reports whether the equalities of a composite use pin every

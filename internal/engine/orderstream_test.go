@@ -1101,6 +1101,19 @@ func TestAnEqualityAndOrderByPageThroughTheirComposite(t *testing.T) {
 		drain(q.text, keyed, "p1", q.bounded)
 		drain(q.text, ranged, "", q.bounded)
 	}
+	// The first page of two equalities through their composite counts
+	// the terms' entries no further than the stream's page reads
+	// (plan.WithinBound): each equality holds 1,000 entries or more.
+	for _, p := range []QueryParams{keyed, ranged} {
+		p.Query, p.MaxItemCount = `SELECT c.id FROM c WHERE c.a = 1 AND c.b = "x2" ORDER BY c.created DESC`, 10
+		page, err := be.e.QueryItems(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if page.Plan == nil || page.Plan.Chosen.Access != plan.OrderedStream || page.IndexEntries > 100 {
+			t.Errorf("%s (key %v): page 1 read %d entries, by %v", p.Query, p.HasKey, page.IndexEntries, page.Plan)
+		}
+	}
 }
 
 // A DISTINCT of several items whose first item has few values pages

@@ -290,6 +290,11 @@ type Ordered struct {
 	// when a composite index on the keys orders the groups by the other
 	// keys: a page then reads its own rows' entries and records.
 	Group int64
+	// Within holds the terms the walk's entries meet by their place
+	// alone (a composite's paths after the first that the filter fixes,
+	// and one span on the path after them): they select nothing among
+	// the entries the walk reads.
+	Within []int
 }
 
 // Input is what the planner weighs.
@@ -501,6 +506,7 @@ func walkSpan(in Input, o *Ordered) (total, sel float64) {
 		case e < 0:
 		case i == o.Term:
 			total = float64(e)
+		case slices.Contains(o.Within, i):
 		default:
 			sel = math.Min(sel, in.selectivity(i))
 		}
@@ -547,6 +553,17 @@ func OrderedBound(in Input, o *Ordered, probe int64) int64 {
 		return probe
 	}
 	return int64(math.Ceil(want)) + 1
+}
+
+// WithinBound is how many entries of the other terms are worth counting
+// when the ordered stream o's walk meets each of them itself (Within), so
+// that it reads the entries of its page's rows alone: any other path
+// reads the records of the same rows at least, and past that many entries
+// of a term, more entries. Without it, the first page of an equality on
+// two paths and an ORDER BY through their composite counted both
+// equalities' entries, a share of the container.
+func WithinBound(in Input, o *Ordered, probe int64) int64 {
+	return min(probe, int64(math.Ceil(float64(o.Want)/o.share(in.Scope)))+1)
 }
 
 // PartnerBound is how many entries of a term's spans are worth counting

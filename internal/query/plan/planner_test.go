@@ -202,10 +202,24 @@ func TestOrderedBound(t *testing.T) {
 		{"an unindexed other term does not", Input{Scope: all, Entries: []int64{0, -1}}, page, 2280, 11},
 		{"a partition's share of the entries", Input{Scope: partition, Entries: []int64{0}}, page, 2280, 61},
 		{"never past the probe", Input{Scope: all, Entries: []int64{0, 6}}, page, 2280, 2280},
+		// A term the walk meets by its entries' place (a composite's
+		// fixed path) narrows nothing the walk reads.
+		{"a term the walk meets", Input{Scope: all, Entries: []int64{0, 600}}, &Ordered{Path: []string{"n"}, Want: 10, Term: 0, Within: []int{1}}, 2280, 11},
 	}
 	for _, tt := range tests {
 		if got := OrderedBound(tt.in, tt.o, tt.probe); got != tt.want {
 			t.Errorf("%s: OrderedBound = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+	// The other terms, when the walk meets them all, are worth counting
+	// up to the walk's page: a page's share of the container's entries.
+	for _, tt := range []struct {
+		s     Scope
+		probe int64
+		want  int64
+	}{{all, 2280, 11}, {partition, 2280, 61}, {all, 5, 5}} {
+		if got := WithinBound(Input{Scope: tt.s}, page, tt.probe); got != tt.want {
+			t.Errorf("WithinBound(%v, probe %d) = %d, want %d", tt.s, tt.probe, got, tt.want)
 		}
 	}
 }
