@@ -911,9 +911,19 @@ func (s *diffScenario) atom(q *diffQuery) string {
 		return fmt.Sprintf("%s BETWEEN %s AND %s", numPath, s.literal(q, document.Int(int64(lo))), s.literal(q, document.Int(int64(lo+r.IntN(12)))))
 	case 11:
 		return "c.s BETWEEN " + s.literal(q, s.str()) + " AND " + s.literal(q, s.str())
-	case 12, 13:
+	case 12:
 		runes := []rune(diffStrings[r.IntN(len(diffStrings))])
 		return "STARTSWITH(c.s, " + s.literal(q, document.Str(string(runes[:r.IntN(len(runes)+1)]))) + ")"
+	case 13:
+		// A LIKE whose pattern begins with a literal prefix (an index
+		// span of the prefix, exact only for a prefix and %).
+		runes := []rune(diffStrings[r.IntN(len(diffStrings))])
+		suffix := []string{"%", "%", "", "_%", "%a", "[a-m]%", "!%%"}[r.IntN(7)]
+		pattern := string(runes[:r.IntN(len(runes)+1)]) + suffix
+		if suffix == "!%%" || r.IntN(8) == 0 {
+			return "c.s LIKE " + s.literal(q, document.Str(pattern)) + " ESCAPE '!'"
+		}
+		return "c.s LIKE " + s.literal(q, document.Str(pattern))
 	case 14:
 		p := []string{"c.n", "c.s", "c.o.x", "c.o", "c.tags", "c.nul", "c.sk"}[r.IntN(7)]
 		if r.IntN(2) == 0 {

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -116,5 +118,51 @@ func TestPageCountsTheBytesItRead(t *testing.T) {
 	}
 	if page.Examined != 20 || page.ExaminedBytes < 20*1000 || page.ExaminedBytes > 20*1400 {
 		t.Errorf("%d records of %d bytes read, want 20 of about 1,100 bytes each", page.Examined, page.ExaminedBytes)
+	}
+}
+
+// A LIKE whose pattern begins with literal characters reads the index span
+// of that prefix, as STARTSWITH does, and the pattern filters what it
+// reads; a count reads the span's entries alone only for a prefix and %.
+func TestLikePrefixReadsItsSpan(t *testing.T) {
+	be := newBatchEnv(t, "-1")
+	var items []string
+	for i := range 3000 {
+		items = append(items, fmt.Sprintf(`{"id":"d%d","pk":"p%d","s":"%s%d"}`, i, i%3, []string{"ab", "abc", "a_c", "a%c", "b"}[i%5], i))
+	}
+	items = append(items, `{"id":"n1","pk":"p1","s":5}`, `{"id":"n2","pk":"p1","s":["ab1"]}`)
+	be.seed(t, items...)
+	docs := parseItems(t, items)
+	for _, tc := range []struct {
+		query   string
+		records int // the most a page may read
+	}{
+		// 222 strings begin with abc1, 1,200 with ab, 111 with a%c1.
+		{`SELECT c.id FROM c WHERE c.s LIKE 'abc1%'`, 51},
+		{`SELECT c.id FROM c WHERE c.s LIKE 'abc1%6'`, 230},
+		{`SELECT c.id FROM c WHERE c.s LIKE 'ab_1%'`, 1300},
+		{`SELECT c.id FROM c WHERE c.s LIKE 'a!%c1_' ESCAPE '!'`, 230},
+		{`SELECT c.id FROM c WHERE c.s LIKE 'a[_]c1%'`, 3100},
+		{`SELECT VALUE COUNT(1) FROM c WHERE c.s LIKE 'abc1%'`, 0},
+		{`SELECT VALUE COUNT(1) FROM c WHERE c.s LIKE 'abc1%6'`, 230},
+		{`SELECT VALUE COUNT(1) FROM c WHERE c.s LIKE 'abc1%' ESCAPE '!'`, 230},
+		{`SELECT VALUE COUNT(1) FROM c WHERE c.s LIKE 'abc1_'`, 230},
+	} {
+		want := oracleRows(t, tc.query, docs, "")
+		if strings.Contains(tc.query, "ORDER BY") || !strings.Contains(tc.query, "COUNT") {
+			slices.Sort(want)
+		}
+		p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, MaxItemCount: 50, Query: tc.query}
+		got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
+			if page.Examined > tc.records {
+				t.Errorf("%s: page %d read %d records", tc.query, n+1, page.Examined)
+			}
+		})
+		if !strings.Contains(tc.query, "COUNT") {
+			slices.Sort(got)
+		}
+		if len(want) == 0 || !slices.Equal(got, want) {
+			t.Errorf("%s: %d rows %.200v, want %d %.200v", tc.query, len(got), got, len(want), want)
+		}
 	}
 }

@@ -9,6 +9,7 @@ package plan
 import (
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/query/ast"
@@ -291,6 +292,10 @@ func Predicates(q *ast.Query, params map[string]document.Value) []Predicate {
 			}
 		case *ast.Exists:
 			out = append(out, existsPredicates(q, x.Query, params)...)
+		case *ast.Like:
+			if p, _, ok := likePrefix(q, x, params); ok {
+				out = append(out, p)
+			}
 		case *ast.Between:
 			if x.Not {
 				continue
@@ -363,12 +368,20 @@ func Predicates(q *ast.Query, params map[string]document.Value) []Predicate {
 // Exact reports whether every term of the top-level AND chain of q's
 // WHERE clause is one Predicates reads whole, so that a document passes
 // the clause exactly when it passes the predicates: a term of another
-// shape (c.n % 7 = 3, a UDF) gives none, and an EXISTS gives those of its
-// subquery's filter it understands, which may not be all of them.
+// shape (c.n % 7 = 3, a UDF) gives none, an EXISTS gives those of its
+// subquery's filter it understands, which may not be all of them, and a
+// LIKE its pattern's prefix (likePrefix).
 func Exact(q *ast.Query, params map[string]document.Value) bool {
 	for _, t := range conjuncts(q.Where) {
-		if _, ok := t.(*ast.Exists); ok {
+		switch x := t.(type) {
+		case *ast.Exists:
 			return false
+		case *ast.Like:
+			// Its predicate holds for more strings than a pattern
+			// with more than a prefix and % matches.
+			if _, exact, _ := likePrefix(q, x, params); !exact {
+				return false
+			}
 		}
 		one := *q
 		one.Where = t
@@ -584,4 +597,54 @@ func Param(params map[string]document.Value, name string) document.Value {
 		return v
 	}
 	return params[strings.TrimPrefix(name, "@")]
+}
+
+// likePrefix returns STARTSWITH(path, prefix) for path LIKE pattern, where
+// prefix is the pattern's literal characters before its first wildcard
+// (%, _ or a [set], as eval matches them; an ESCAPE character makes the
+// next one literal): every string the pattern matches begins with them.
+// exact says the pattern is that prefix and then % alone, without ESCAPE,
+// so that the strings it matches are those the predicate holds for. A
+// pattern that begins with a wildcard, NOT LIKE, or a pattern or escape
+// that is not a constant string gives none.
+func likePrefix(q *ast.Query, x *ast.Like, params map[string]document.Value) (pred Predicate, exact, ok bool) {
+	p, ok := DocPath(q, x.X)
+	if !ok || x.Not {
+		return Predicate{}, false, false
+	}
+	pat, ok := constant(x.Pattern, params)
+	if !ok || pat.Kind() != document.String {
+		return Predicate{}, false, false
+	}
+	esc := rune(-1)
+	if x.Escape != nil {
+		e, ok := constant(x.Escape, params)
+		if !ok || e.Kind() != document.String || utf8.RuneCountInString(e.Str()) != 1 {
+			return Predicate{}, false, false
+		}
+		esc, _ = utf8.DecodeRuneInString(e.Str())
+	}
+	rs := []rune(pat.Str())
+	var prefix []rune
+	i := 0
+scan:
+	for ; i < len(rs); i++ {
+		switch c := rs[i]; {
+		case c == esc && i+1 < len(rs):
+			i++
+			prefix = append(prefix, rs[i])
+		case c == '%' || c == '_':
+			break scan
+		case c == '[' && slices.Contains(rs[min(i+2, len(rs)):], ']'):
+			break scan
+		default:
+			prefix = append(prefix, c)
+		}
+	}
+	if len(prefix) == 0 {
+		return Predicate{}, false, false
+	}
+	rest := rs[i:]
+	exact = x.Escape == nil && len(rest) > 0 && !slices.ContainsFunc(rest, func(r rune) bool { return r != '%' })
+	return Predicate{Path: p, Op: Prefix, Value: document.Str(string(prefix))}, exact, true
 }

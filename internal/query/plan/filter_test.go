@@ -82,3 +82,46 @@ func TestUnionTerms(t *testing.T) {
 		}
 	}
 }
+
+// TestLikePrefix: a LIKE gives the STARTSWITH of its pattern's literal
+// characters before the first wildcard, exact only for that prefix and %
+// without ESCAPE.
+func TestLikePrefix(t *testing.T) {
+	tests := []struct {
+		where, prefix string // "": no predicate
+		exact         bool
+	}{
+		{"c.s LIKE 'ab%'", "ab", true},
+		{"c.s LIKE 'ab%%'", "ab", true},
+		{"c.s LIKE 'ab'", "ab", false},
+		{"c.s LIKE 'ab%c'", "ab", false},
+		{"c.s LIKE 'a_b%'", "a", false},
+		{"c.s LIKE 'a[bc]%'", "a", false},
+		{"c.s LIKE 'a[%'", "a[", true},
+		{"c.s LIKE 'a!%b%' ESCAPE '!'", "a%b", false},
+		{"c.s LIKE 'a!!%' ESCAPE '!'", "a!", false},
+		{"c.s LIKE 'ab%' ESCAPE '!'", "ab", false},
+		{"c.s LIKE 'ab!' ESCAPE '!'", "ab!", false},
+		{"c.s LIKE '%ab'", "", false},
+		{"c.s NOT LIKE 'ab%'", "", false},
+		{"c.s LIKE 'ab%' ESCAPE '!!'", "", false},
+		{"c.s LIKE c.t", "", false},
+		{"c.s LIKE 5", "", false},
+	}
+	for _, tt := range tests {
+		q, err := parser.Parse("SELECT * FROM c WHERE " + tt.where)
+		if err != nil {
+			t.Fatal(err)
+		}
+		preds := Predicates(q, nil)
+		switch {
+		case tt.prefix == "" && len(preds) != 0:
+			t.Errorf("%s: %v, want none", tt.where, preds)
+		case tt.prefix != "" && (len(preds) != 1 || preds[0].Op != Prefix || preds[0].Value.Str() != tt.prefix || !slices.Equal(preds[0].Path, []string{"s"})):
+			t.Errorf("%s: %v, want STARTSWITH(c.s, %q)", tt.where, preds, tt.prefix)
+		}
+		if got := Exact(q, nil); got != tt.exact {
+			t.Errorf("%s: Exact = %v, want %v", tt.where, got, tt.exact)
+		}
+	}
+}
