@@ -42,6 +42,8 @@ func BenchmarkDeepPage(b *testing.B) {
 		{"intersect", "SELECT * FROM c WHERE c.k = 3 AND c.n >= 20", 0},
 		{"range-span", "SELECT * FROM c WHERE c.n BETWEEN 20 AND 39", 0},
 		{"range-string", "SELECT * FROM c WHERE c.pk >= 'q100' AND c.pk < 'q120'", 0},
+		// Eleven partitions' items of 200 (q12, q120 to q129).
+		{"like-prefix", "SELECT * FROM c WHERE c.pk LIKE 'q12%'", 0},
 		// The last tenth of the items written, one value each: a range
 		// of times (c.ts > @since) across partitions.
 		{"range-recent", "SELECT * FROM c WHERE c.t >= " + strconv.Itoa(n-n/10), 0},
