@@ -655,6 +655,12 @@ func (w *orderStream) walk(pos []byte, skip int) (bool, error) {
 				}
 			}
 			locs = append(locs, bytes.Clone(loc))
+			if w.inBatches() && exactValue(value) && len(locs) >= min(max(w.room(), 1), aheadMax) {
+				if more, err := w.group(value, locs, resume()); err != nil || !more {
+					return more, err
+				}
+				locs = locs[:0]
+			}
 		}
 		if read++; read > tieGroupMin && w.ties && exactValue(value) {
 			// A large group: its documents in _rid order through its tie
@@ -703,13 +709,29 @@ func (w *orderStream) walkIter(wr walkResume) (storage.Iterator, error) {
 	return w.r.NewIter(storage.IterParams{Lower: lo, Upper: hi, Reverse: w.desc})
 }
 
-// fromItem reports whether a grouped DISTINCT's walk resumes at the
-// position's item rather than at its group's first entry: when the page
-// before kept the rows the group made before it (from), and the group's
-// entries come in the evaluator's order of ties, which within a logical
-// partition or a prefix is that of their locations (scanPos).
+// fromItem reports whether the walk resumes at the position's item rather
+// than at its group's first entry: when the group's entries come in the
+// evaluator's order of ties, which within a logical partition or a prefix
+// is that of their locations (scanPos), and the page needs nothing of the
+// documents before the item: an ORDER BY of one key, or a grouped
+// DISTINCT whose page before kept the rows the group made before it
+// (from).
 func (w *orderStream) fromItem(wr walkResume) bool {
-	return w.grouped && w.from != nil && wr.mode == modeItem && wr.item != nil && exactValue(wr.value) && w.entriesInTieOrder()
+	if wr.mode != modeItem || wr.item == nil || !exactValue(wr.value) || !w.entriesInTieOrder() {
+		return false
+	}
+	if w.grouped {
+		return w.from != nil
+	}
+	return w.inBatches()
+}
+
+// inBatches reports whether the walk of an ORDER BY of one key may stream
+// a group of an exact value a batch at a time, its entries coming in the
+// evaluator's order of ties (entriesInTieOrder), so that a page reads no
+// further into a large group than its rows take it.
+func (w *orderStream) inBatches() bool {
+	return w.keys == nil && w.distinct == nil && w.feed == nil && w.entriesInTieOrder()
 }
 
 // entriesInTieOrder reports whether the entries of a value come in the

@@ -1199,3 +1199,51 @@ func TestDistinctOfSeveralItemsPagesFromInsideAGroup(t *testing.T) {
 		}
 	}
 }
+
+// An ORDER BY of one key in a logical partition pages through a large
+// group of equal values from its position: the partition's entries of a
+// value come in the order of their locations, the evaluator's order of
+// ties there, so a page starts at its item and reads a page's worth of the
+// group's entries, where each read the group's entries from its start.
+func TestOrderByTiesInAPartitionPageFromTheirPosition(t *testing.T) {
+	be := newBatchEnv(t, "-1")
+	var items []string
+	for i := range 3000 {
+		items = append(items, fmt.Sprintf(`{"id":"d%04d","pk":"p","n":%d}`, i, i%3))
+	}
+	for i := range 300 {
+		items = append(items, fmt.Sprintf(`{"id":"q%04d","pk":"q","n":%d}`, i, i%3))
+	}
+	be.seed(t, items...)
+	docs := parseItems(t, items)
+	const limit = 50
+	for _, query := range []string{
+		"SELECT c.id, c.n FROM c ORDER BY c.n DESC",
+		"SELECT c.id FROM c WHERE c.n >= 0 ORDER BY c.n",
+		"SELECT c.id FROM c WHERE c.n = 1 ORDER BY c.n DESC",
+	} {
+		want := oracleRows(t, query, docs, "p")
+		for _, built := range []bool{false, true} {
+			if built {
+				drainIndexer(t, be.e.NewIndexer(nil))
+			}
+			p := QueryParams{ItemRef: batchRef(`["p"]`), Query: query, MaxItemCount: limit}
+			got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
+				// Before the partition's entries of n are built, the
+				// walk passes over the other partition's entries too.
+				if n > 0 && built && page.IndexEntries > limit+2 {
+					t.Errorf("%s: page %d read %d entries for %d rows", query, n+1, page.IndexEntries, len(page.Items))
+				}
+				// Until the absence entries are built, the last page
+				// descending scans the partition for documents
+				// without n.
+				if n > 0 && page.Examined > limit+2 && (built || page.Continuation != "") {
+					t.Errorf("%s: page %d read %d records for %d rows", query, n+1, page.Examined, len(page.Items))
+				}
+			})
+			if len(want) < 1000 || !slices.Equal(got, want) {
+				t.Errorf("%s (entries built: %v): %d rows differ from the evaluator's %d", query, built, len(got), len(want))
+			}
+		}
+	}
+}
