@@ -83,7 +83,10 @@ func BenchmarkOrderByDrain(b *testing.B) {
 // first page of 100, page-k one at a random position of the drain. keys/
 // does the same for SELECT * FROM c ORDER BY c.s, c.n, whose first key
 // has three values (groups of a third of the partition), before and after
-// the partition composite entries of the index on (s, n) are built.
+// the partition composite entries of the index on (s, n) are built; ts/
+// for SELECT * FROM c ORDER BY c._ts DESC, the items written within a few
+// seconds (large groups of equal _ts), before and after the partition
+// entries of _ts are built.
 //
 //	go test -run '^$' -bench BenchmarkPartitionOrderBy -benchtime 100x ./internal/engine/
 func BenchmarkPartitionOrderBy(b *testing.B) {
@@ -107,6 +110,7 @@ func BenchmarkPartitionOrderBy(b *testing.B) {
 			for _, c := range []struct{ name, query string }{
 				{"", "SELECT * FROM c ORDER BY c.n"},
 				{"keys/", "SELECT * FROM c ORDER BY c.s, c.n"},
+				{"ts/", "SELECT * FROM c ORDER BY c._ts DESC"},
 			} {
 				p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl, HasKey: true, PartitionKey: partition.Key{partition.String("big")}},
 					Query: c.query, MaxItemCount: 100}
