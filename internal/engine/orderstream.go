@@ -293,9 +293,9 @@ type orderStream struct {
 	// composite does not cover the group.
 	groupComp    *compositeIndex
 	groupReverse bool
-	prefix       []byte // the path's entries
-	lo, hi       []byte // the walk's bounds, narrowed by the WHERE clause's terms
-	preds        []plan.Predicate
+	prefix       []byte           // the path's entries
+	lo, hi       []byte           // the walk's bounds, narrowed by the WHERE clause's terms
+	preds        []plan.Predicate // the WHERE clause's, which narrow a composite's walk too (groupSpan)
 	next         cursor
 	limit        int
 	page         *FeedPage
