@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mayfly-db/mayfly/internal/document"
 )
 
 // The TOP … ORDER BY walk of the index filters candidates with the WHERE
@@ -161,6 +163,57 @@ func TestLikePrefixReadsItsSpan(t *testing.T) {
 		if !strings.Contains(tc.query, "COUNT") {
 			slices.Sort(got)
 		}
+		if len(want) == 0 || !slices.Equal(got, want) {
+			t.Errorf("%s: %d rows %.200v, want %d %.200v", tc.query, len(got), got, len(want), want)
+		}
+	}
+}
+
+// ARRAY_CONTAINS with partial matching reads the elements' entries of the
+// object's scalar properties, where it scanned; the evaluator checks that
+// one element holds them all, and a count reads the records.
+func TestPartialArrayContainsReadsTheElementsEntries(t *testing.T) {
+	be := newBatchEnv(t, "-1")
+	var items []string
+	for i := range 3000 {
+		items = append(items, fmt.Sprintf(`{"id":"d%d","pk":"p%d","tags":[{"name":"t%d","n":%d},{"name":"t%d","n":%d}]}`, i, i%3, i%20, i%7, (i+1)%20, i%5))
+	}
+	items = append(items, `{"id":"x1","pk":"p1","tags":{"name":"t3"}}`, `{"id":"x2","pk":"p1","tags":[["t3"], {"[]": 4}]}`)
+	be.seed(t, items...)
+	docs := parseItems(t, items)
+	for _, tc := range []struct {
+		query   string
+		records int // the most a page may read
+	}{
+		// 300 documents have an element named t3; a page of another
+		// property's filter reads up to all of them.
+		{`SELECT c.id FROM c WHERE ARRAY_CONTAINS(c.tags, {"name": "t3"}, true)`, 51},
+		{`SELECT c.id FROM c WHERE ARRAY_CONTAINS(c.tags, {"name": "t3", "n": 2}, true)`, 310},
+		{`SELECT c.id FROM c WHERE ARRAY_CONTAINS(c.tags, @v, true)`, 310},
+		{`SELECT VALUE COUNT(1) FROM c WHERE ARRAY_CONTAINS(c.tags, {"name": "t3"}, true)`, 310},
+		{`SELECT c.id FROM c WHERE ARRAY_CONTAINS(c.tags, {"[]": 4}, true)`, 3100},
+	} {
+		params := map[string]document.Value{"v": document.Obj([]document.Field{{Name: "n", Value: document.Int(3)}, {Name: "name", Value: document.Str("t3")}})}
+		prog, err := compileQuery(tc.query, params, time.Now(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := prog.RunDocs(docs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for _, v := range rows {
+			want = append(want, string(v.JSON()))
+		}
+		slices.Sort(want)
+		p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, MaxItemCount: 50, Query: tc.query, Params: params}
+		got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
+			if page.Examined > tc.records {
+				t.Errorf("%s: page %d read %d records", tc.query, n+1, page.Examined)
+			}
+		})
+		slices.Sort(got)
 		if len(want) == 0 || !slices.Equal(got, want) {
 			t.Errorf("%s: %d rows %.200v, want %d %.200v", tc.query, len(got), got, len(want), want)
 		}

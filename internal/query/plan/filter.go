@@ -336,6 +336,8 @@ func Predicates(q *ast.Query, params map[string]document.Value) []Predicate {
 						out = append(out, Predicate{Path: p, Op: Prefix, Value: v})
 					}
 				}
+			case strings.EqualFold(x.Name, "ARRAY_CONTAINS") && len(x.Args) == 3 && isTrue(x.Args[2]):
+				out = append(out, partialContains(q, x, params)...)
 			case strings.EqualFold(x.Name, "ARRAY_CONTAINS") && (len(x.Args) == 2 || len(x.Args) == 3 && isFalse(x.Args[2])):
 				// ARRAY_CONTAINS(constant array, path) holds where the path
 				// equals one of the array's elements: path IN (elements).
@@ -369,8 +371,9 @@ func Predicates(q *ast.Query, params map[string]document.Value) []Predicate {
 // WHERE clause is one Predicates reads whole, so that a document passes
 // the clause exactly when it passes the predicates: a term of another
 // shape (c.n % 7 = 3, a UDF) gives none, an EXISTS gives those of its
-// subquery's filter it understands, which may not be all of them, and a
-// LIKE its pattern's prefix (likePrefix).
+// subquery's filter it understands, which may not be all of them, a LIKE
+// its pattern's prefix (likePrefix), and an ARRAY_CONTAINS of an object
+// with partial matching its properties one by one (partialContains).
 func Exact(q *ast.Query, params map[string]document.Value) bool {
 	for _, t := range conjuncts(q.Where) {
 		switch x := t.(type) {
@@ -380,6 +383,10 @@ func Exact(q *ast.Query, params map[string]document.Value) bool {
 			// Its predicate holds for more strings than a pattern
 			// with more than a prefix and % matches.
 			if _, exact, _ := likePrefix(q, x, params); !exact {
+				return false
+			}
+		case *ast.Call:
+			if partialObject(x, params) {
 				return false
 			}
 		}
@@ -574,6 +581,63 @@ func scalars(e ast.Expr, params map[string]document.Value) ([]document.Value, bo
 		}
 	}
 	return vals, len(vals) > 0
+}
+
+// partialContains returns the predicates of ARRAY_CONTAINS(path, v, true),
+// partial matching: for a scalar v, an element equal to it (path/[] = v,
+// as without partial matching); for an object, an element holding each of
+// its properties, so each property of a scalar value is an equality on
+// the elements' entries of that property (path/[]/name = value), which
+// every matching document has. The object's other properties (objects,
+// arrays) give none, and neither does a constant array searched for a path.
+func partialContains(q *ast.Query, x *ast.Call, params map[string]document.Value) []Predicate {
+	p, ok := DocPath(q, x.Args[0])
+	if !ok {
+		return nil
+	}
+	var out []Predicate
+	property := func(name string, v document.Value) {
+		// A property named as the elements' segment is left to the
+		// evaluator.
+		if scalar(v) && name != "[]" {
+			out = append(out, Predicate{Path: append(slices.Clip(p), "[]", name), Op: Eq, Value: v})
+		}
+	}
+	if obj, ok := x.Args[1].(*ast.ObjectLit); ok {
+		for _, f := range obj.Fields {
+			if v, ok := constant(f.Value, params); ok {
+				property(f.Name, v)
+			}
+		}
+		return out
+	}
+	v, ok := constant(x.Args[1], params)
+	switch {
+	case !ok:
+	case scalar(v):
+		out = append(out, Predicate{Path: append(p, "[]"), Op: Eq, Value: v})
+	case v.Kind() == document.Object:
+		for _, f := range v.Fields() {
+			property(f.Name, f.Value)
+		}
+	}
+	return out
+}
+
+// partialObject reports whether x is ARRAY_CONTAINS(path, object, true),
+// whose predicates (partialContains) do not hold for exactly the
+// documents it does: one element must hold every property.
+func partialObject(x *ast.Call, params map[string]document.Value) bool {
+	if !strings.EqualFold(x.Name, "ARRAY_CONTAINS") || len(x.Args) != 3 || !isTrue(x.Args[2]) {
+		return false
+	}
+	v, ok := constant(x.Args[1], params)
+	return !ok || !scalar(v)
+}
+
+func isTrue(e ast.Expr) bool {
+	lit, ok := e.(*ast.Literal)
+	return ok && lit.Value.Kind() == document.Bool && lit.Value.Bool()
 }
 
 // isFalse reports whether e is the literal false.

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mayfly-db/mayfly/internal/query/ast"
@@ -122,6 +123,43 @@ func TestLikePrefix(t *testing.T) {
 		}
 		if got := Exact(q, nil); got != tt.exact {
 			t.Errorf("%s: Exact = %v, want %v", tt.where, got, tt.exact)
+		}
+	}
+}
+
+// TestPartialContains: ARRAY_CONTAINS with partial matching gives an
+// equality on the elements' entries for a scalar, exact, and one for each
+// scalar property of an object, not exact.
+func TestPartialContains(t *testing.T) {
+	tests := []struct {
+		where string
+		preds []string // path=value
+		exact bool
+	}{
+		{`ARRAY_CONTAINS(c.tags, "a", true)`, []string{`tags/[]="a"`}, true},
+		{`ARRAY_CONTAINS(c.tags, {"name": "a"}, true)`, []string{`tags/[]/name="a"`}, false},
+		{`ARRAY_CONTAINS(c.tags, {"name": "a", "n": 2, "o": {"x": 1}}, true)`, []string{`tags/[]/name="a"`, `tags/[]/n=2`}, false},
+		{`ARRAY_CONTAINS(c.tags, {"o": {"x": 1}}, true)`, nil, false},
+		{`ARRAY_CONTAINS(c.tags, {"name": "a"}, false)`, nil, false},
+		{`ARRAY_CONTAINS(["a", "b"], c.s, true)`, nil, false},
+	}
+	for _, tt := range tests {
+		q, err := parser.Parse("SELECT * FROM c WHERE " + tt.where)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, p := range Predicates(q, nil) {
+			if p.Op != Eq {
+				t.Errorf("%s: %v", tt.where, p)
+			}
+			got = append(got, strings.Join(p.Path, "/")+"="+string(p.Value.JSON()))
+		}
+		if !slices.Equal(got, tt.preds) {
+			t.Errorf("%s: %v, want %v", tt.where, got, tt.preds)
+		}
+		if e := Exact(q, nil); e != tt.exact {
+			t.Errorf("%s: Exact = %v, want %v", tt.where, e, tt.exact)
 		}
 	}
 }

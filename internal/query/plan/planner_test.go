@@ -65,7 +65,7 @@ func TestTerms(t *testing.T) {
 		{"ARRAY_CONTAINS(c.tags, 'a')", []string{"/tags/[] = \"a\""}},
 		{"ARRAY_CONTAINS(c.o.tags, 2, false)", []string{"/o/tags/[] = 2"}},
 		{"ARRAY_CONTAINS(c.tags, {'a': 1})", nil},
-		{"ARRAY_CONTAINS(c.tags, 'a', true)", nil},
+		{"ARRAY_CONTAINS(c.tags, 'a', true)", []string{`/tags/[] = "a"`}},
 	}
 	for _, tt := range tests {
 		q, err := parser.Parse("SELECT * FROM c WHERE " + tt.where)
