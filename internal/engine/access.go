@@ -444,6 +444,17 @@ func singleValues(t plan.Term) bool {
 	return len(t.Spans) > 0
 }
 
+// kindTags are the first and last type tags of the index's entries for
+// the values of each kind.
+var kindTags = [...][2]byte{
+	document.Null:   {tagNull, tagNull},
+	document.Bool:   {tagFalse, tagTrue},
+	document.Number: {tagNumber, tagNumber},
+	document.String: {tagString, tagString},
+	document.Array:  {tagArray, tagArray},
+	document.Object: {tagObject, tagObject},
+}
+
 // valueSpans turns the value spans of a term into spans of keys that hold
 // an encoded value after base, in key order; desc says the values are
 // encoded inverted (a descending path of a composite index), which
@@ -487,6 +498,15 @@ func valueSpans(base []byte, t plan.Term, desc bool, within *itemScope) []keySpa
 				}
 			}
 			out = append(out, keySpan{k, prefixEnd(k)})
+		case plan.SpanKinds:
+			// Every entry of the kinds' types: a scalar's value or an
+			// array's or object's bare marker (index.go indexEntries).
+			first, last := kindTags[sp.Kinds.First][0]^mask, kindTags[sp.Kinds.Last][1]^mask
+			if desc {
+				first, last = last, first
+			}
+			lo := append(bytes.Clone(base), first)
+			out = append(out, keySpan{lo, prefixEnd(append(bytes.Clone(base), last))})
 		case plan.SpanRange:
 			v := sp.Lo
 			if !sp.HasLo {
@@ -882,9 +902,16 @@ func mayMerge(c *containerRecord, t plan.Term, s *itemScope) bool {
 	case s.kind == plan.ScopePrefix:
 		return len(t.Spans) > 0
 	case s.kind == plan.ScopeAll || s.kind == plan.ScopeRange:
-		return len(t.Spans) > 0 && c.tiesReady(t.Path)
+		return len(t.Spans) > 0 && !holdsStructures(t) && c.tiesReady(t.Path)
 	}
 	return false
+}
+
+// holdsStructures reports whether a span of t holds arrays or objects
+// (IS_DEFINED, IS_ARRAY): the path's tie entries leave them out
+// (absent.go tieEntry), so they cannot stand for its entries.
+func holdsStructures(t plan.Term) bool {
+	return slices.ContainsFunc(t.Spans, func(sp plan.Span) bool { return !sp.Scalars() })
 }
 
 // spanSource reads the items the entries of m's spans name (mergeSpans).
@@ -1233,7 +1260,7 @@ const maxRangeValues = 64
 // hold more than maxRangeValues values, or a number the tie entries leave
 // out (of magnitude 2^53 or more; exactValue).
 func rangeTieSpans(r storage.Reader, c *containerRecord, t plan.Term, st *readStats) ([]keySpan, int, bool, error) {
-	if singleValues(t) || len(t.Spans) == 0 || !c.tiesReady(t.Path) {
+	if singleValues(t) || len(t.Spans) == 0 || holdsStructures(t) || !c.tiesReady(t.Path) {
 		return nil, 0, false, nil
 	}
 	if inexact, err := holdsInexactNumbers(r, c, t, st); err != nil || inexact {

@@ -375,8 +375,8 @@ func compositeExtreme(c *containerRecord, q *ast.Query, params map[string]docume
 	if !plan.Exact(q, params) {
 		return nil, false, false
 	}
-	// One predicate: plan.Terms gives no term for IS_DEFINED, which the
-	// composite's entries do not answer for another path.
+	// One predicate (oneTerm refuses a type check such as IS_DEFINED,
+	// which the composite's entries do not answer for another path).
 	preds := plan.Predicates(q, params)
 	if !oneTerm(preds) {
 		return nil, false, false

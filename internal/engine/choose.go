@@ -278,7 +278,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		}
 		if entries >= max(tieWishEntries, 8*int64(limit)) {
 			for _, i := range p.Chosen.Terms {
-				if t := terms[i]; !c.tiesReady(t.Path) {
+				if t := terms[i]; !c.tiesReady(t.Path) && !holdsStructures(t) {
 					e.wantAbsent(c, t.Path, entryKinds{ties: true})
 				}
 			}

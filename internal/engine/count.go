@@ -174,7 +174,7 @@ func (e *Engine) scopeCount(r storage.Reader, c *containerRecord, rangeID string
 func oneTerm(preds []plan.Predicate) bool {
 	switch len(preds) {
 	case 1:
-		return preds[0].Op != plan.IsDefine
+		return preds[0].Op != plan.OfKinds
 	case 2:
 		lo, hi := preds[0], preds[1]
 		if lo.Op == plan.Lt || lo.Op == plan.Le {

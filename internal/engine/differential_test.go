@@ -925,11 +925,14 @@ func (s *diffScenario) atom(q *diffQuery) string {
 		}
 		return "c.s LIKE " + s.literal(q, document.Str(pattern))
 	case 14:
+		// A type check reads its path's entries of its kinds, arrays'
+		// and objects' bare markers among them.
 		p := []string{"c.n", "c.s", "c.o.x", "c.o", "c.tags", "c.nul", "c.sk"}[r.IntN(7)]
 		if r.IntN(2) == 0 {
 			return "NOT IS_DEFINED(" + p + ")"
 		}
-		return "IS_DEFINED(" + p + ")"
+		checks := []string{"IS_DEFINED", "IS_DEFINED", "IS_NUMBER", "IS_STRING", "IS_BOOL", "IS_PRIMITIVE", "IS_ARRAY", "IS_OBJECT"}
+		return checks[r.IntN(len(checks))] + "(" + p + ")"
 	case 15:
 		return "ARRAY_CONTAINS(c.tags, " + s.literal(q, document.Str(diffTags[r.IntN(len(diffTags))])) + ")"
 	case 16, 17:

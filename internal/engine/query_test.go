@@ -219,3 +219,85 @@ func TestPartialArrayContainsReadsTheElementsEntries(t *testing.T) {
 		}
 	}
 }
+
+// A type check (IS_DEFINED, IS_NUMBER, …) reads its path's index entries
+// of its kinds, arrays' and objects' bare markers among them, where it
+// scanned: a property few documents have costs a page its rows.
+func TestTypeChecksReadTheirPathsEntries(t *testing.T) {
+	be := newBatchEnv(t, "-1")
+	gone := []string{`"2026-01-01"`, `17`, `{"by":"x"}`, `[1, 2]`, `null`, `true`, `[]`, `{}`}
+	var items []string
+	for i := range 3000 {
+		if i%20 == 0 {
+			items = append(items, fmt.Sprintf(`{"id":"d%d","pk":"p%d","n":%d,"gone":%s}`, i, i%3, i%7, gone[i/20%len(gone)]))
+			continue
+		}
+		items = append(items, fmt.Sprintf(`{"id":"d%d","pk":"p%d","n":%d,"o":{"gone":1}}`, i, i%3, i%7))
+	}
+	be.seed(t, items...)
+	docs := parseItems(t, items)
+	cases := []struct {
+		query, pk string
+		records   int // the most a page may read
+	}{
+		// 150 documents have /gone, 50 in each partition.
+		{`SELECT c.id FROM c WHERE IS_DEFINED(c.gone)`, "", 51},
+		{`SELECT c.id FROM c WHERE IS_DEFINED(c.gone)`, `["p1"]`, 51},
+		{`SELECT c.id FROM c WHERE IS_NUMBER(c.gone)`, "", 51},
+		{`SELECT c.id FROM c WHERE IS_STRING(c.gone) AND c.n > 2`, "", 51},
+		{`SELECT c.id FROM c WHERE IS_OBJECT(c.gone)`, "", 51},
+		{`SELECT c.id FROM c WHERE is_array(c.gone)`, `["p2"]`, 51},
+		{`SELECT c.id FROM c WHERE IS_PRIMITIVE(c.gone)`, "", 51},
+		{`SELECT c.id FROM c WHERE IS_BOOL(c.gone) OR IS_NULL(c.gone)`, "", 51},
+		{`SELECT VALUE COUNT(1) FROM c WHERE IS_DEFINED(c.gone) AND c.n = 3`, "", 51},
+		{`SELECT c.id FROM c WHERE IS_DEFINED(c.gone) ORDER BY c.n`, "", 160},
+	}
+	drain := func(built string) {
+		for _, tc := range cases {
+			prog, err := compileQuery(tc.query, nil, time.Now(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var scoped []document.Value
+			for _, d := range docs {
+				if tc.pk == "" || `["`+d.Get("pk").Str()+`"]` == tc.pk {
+					scoped = append(scoped, d)
+				}
+			}
+			rows, err := prog.RunDocs(scoped)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			for _, v := range rows {
+				want = append(want, string(v.JSON()))
+			}
+			p := QueryParams{ItemRef: batchRef(tc.pk), MaxItemCount: 50, Query: tc.query}
+			if tc.pk == "" {
+				p.RangeID, p.CrossPartition = "0", true
+			}
+			got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
+				if page.Examined > tc.records {
+					t.Errorf("%s in %q%s: page %d read %d records", tc.query, tc.pk, built, n+1, page.Examined)
+				}
+			})
+			if !strings.Contains(tc.query, "ORDER BY") {
+				slices.Sort(got)
+				slices.Sort(want)
+			}
+			if len(want) == 0 || !slices.Equal(got, want) {
+				t.Errorf("%s in %q%s: %d rows %.200v, want %d %.200v", tc.query, tc.pk, built, len(got), got, len(want), want)
+			}
+		}
+	}
+	drain("")
+	// The path's tie entries leave arrays and objects out, so a type
+	// check that holds them cannot merge them (holdsStructures); its
+	// partition entries hold their markers.
+	be.e.wantAbsent(be.container(t), []string{"gone"}, entryKinds{ties: true, parts: true})
+	drainIndexer(t, be.e.NewIndexer(nil))
+	if c := be.container(t); !c.tiesReady([]string{"gone"}) || !c.partsReady([]string{"gone"}) {
+		t.Fatal("the tie and partition entries of /gone are not built")
+	}
+	drain(" (tie and partition entries built)")
+}

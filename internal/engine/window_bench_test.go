@@ -18,7 +18,7 @@ import (
 // page k costs what page 1 costs. The container holds MAYFLY_BENCH_ITEMS
 // items (2·10⁴ by default) written interleaved over 200 partitions, each
 // with n (0..99 by write order), k (0..6), t (its place in the write
-// order) and two tags.
+// order) and two tags; every tenth also has gone, a string or an object.
 //
 //	go test -run '^$' -bench BenchmarkDeepPage -benchtime 100x ./internal/engine/
 func BenchmarkDeepPage(b *testing.B) {
@@ -29,7 +29,14 @@ func BenchmarkDeepPage(b *testing.B) {
 	parts := max(n/100, 1)
 	s := openBenchEngine(b, clock.Real{}, nil, "null")
 	s.loadInterleaved(b, n, parts, func(i int) string {
-		return `,"n":` + strconv.Itoa(i/parts) + `,"k":` + strconv.Itoa(i%7) + `,"t":` + strconv.Itoa(i) + `,"tags":["a` + strconv.Itoa(i%5) + `","b"],"m":` + strconv.Itoa(i%17) + `,"h":` + strconv.Itoa(i%19)
+		gone := ""
+		switch i % 20 {
+		case 0:
+			gone = `,"gone":"` + strconv.Itoa(i) + `"`
+		case 10:
+			gone = `,"gone":{"at":` + strconv.Itoa(i) + `}`
+		}
+		return `,"n":` + strconv.Itoa(i/parts) + `,"k":` + strconv.Itoa(i%7) + `,"t":` + strconv.Itoa(i) + `,"tags":["a` + strconv.Itoa(i%5) + `","b"],"m":` + strconv.Itoa(i%17) + `,"h":` + strconv.Itoa(i%19) + gone
 	})
 	s.settle(b)
 	warmAll(b, s)
@@ -48,6 +55,8 @@ func BenchmarkDeepPage(b *testing.B) {
 		// of times (c.ts > @since) across partitions.
 		{"range-recent", "SELECT * FROM c WHERE c.t >= " + strconv.Itoa(n-n/10), 0},
 		{"array-contains", "SELECT * FROM c WHERE ARRAY_CONTAINS(c.tags, 'a3')", 0},
+		// A tenth of the items, spread through the order.
+		{"is-defined", "SELECT * FROM c WHERE IS_DEFINED(c.gone)", 0},
 		// ORs of terms on two paths: a seventh of the items or the
 		// items written first (a quarter of the items); the items of
 		// ten values of c.n, each written together, or the first

@@ -302,6 +302,10 @@ func runPlan(t *testing.T, b *block) []string {
 		vals, ok := plan.PartitionKeyFilter(q, params, paths)
 		out = append(out, fmt.Sprintf("pinned: %v %v", ok, document.Arr(vals)))
 		for _, p := range plan.Predicates(q, params) {
+			if p.Op == plan.OfKinds {
+				out = append(out, fmt.Sprintf("predicate: %s %s", strings.Join(p.Path, "/"), p.Kinds.Name()))
+				continue
+			}
 			out = append(out, fmt.Sprintf("predicate: %s %s %v %v", strings.Join(p.Path, "/"), p.Op, p.Value, document.Arr(p.Values)))
 		}
 	}

@@ -78,9 +78,10 @@ func (u CompositeUse) Terms() []int {
 //
 // A composite index holds only the items whose every path has a scalar
 // value. So a composite is used only when every one of its paths has a
-// term: each term (an equality, IN, STARTSWITH or a range with a scalar)
-// holds only for scalars, so every item the query can return is in the
-// index, and the span is exact, not a guess. Then:
+// term that holds only for scalars (an equality, IN, STARTSWITH, a range
+// with a scalar, or a type check of scalars such as IS_NUMBER), so every
+// item the query can return is in the index, and the span is exact, not a
+// guess. Then:
 //
 //   - the longest run of leading paths with one equality each, and the
 //     term on the next path, give one span per value span of that term;
@@ -97,7 +98,7 @@ func CompositeUses(comps []CompositeIndex, terms []Term, order []OrderKey, want 
 		complete := true
 		for i, p := range comp.Paths {
 			at[i] = slices.IndexFunc(terms, func(t Term) bool { return slices.Equal(t.Path, p) })
-			complete = complete && at[i] >= 0
+			complete = complete && at[i] >= 0 && !slices.ContainsFunc(terms[at[i]].Spans, func(s Span) bool { return !s.Scalars() })
 		}
 		if !complete {
 			continue

@@ -7,6 +7,7 @@
 package plan
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -228,10 +229,42 @@ const (
 	Le
 	Gt
 	Ge
-	In       // Values holds the candidates
-	Prefix   // STARTSWITH(path, Value), case-sensitive
-	IsDefine // IS_DEFINED(path)
+	In      // Values holds the candidates
+	Prefix  // STARTSWITH(path, Value), case-sensitive
+	OfKinds // a type check (IS_DEFINED, IS_NUMBER, …): the value's kind lies in Kinds
 )
+
+// KindRange is the kinds of value from First to Last in the query
+// language's order of kinds (document.Kind), which is the order of the
+// index's types: IS_DEFINED holds for null to object, IS_PRIMITIVE for
+// null to string, IS_NUMBER for numbers alone.
+type KindRange struct{ First, Last document.Kind }
+
+// typeChecks are the type checks a KindRange says whole. IS_NULL is an
+// equality with null.
+var typeChecks = map[string]KindRange{
+	"IS_DEFINED":   {document.Null, document.Object},
+	"IS_PRIMITIVE": {document.Null, document.String},
+	"IS_BOOL":      {document.Bool, document.Bool},
+	"IS_NUMBER":    {document.Number, document.Number},
+	"IS_STRING":    {document.String, document.String},
+	"IS_ARRAY":     {document.Array, document.Array},
+	"IS_OBJECT":    {document.Object, document.Object},
+}
+
+// Name is the type check that holds for the kinds of k.
+func (k KindRange) Name() string {
+	for name, r := range typeChecks {
+		if r == k {
+			return name
+		}
+	}
+	return fmt.Sprintf("IS_KIND(%s..%s)", k.First, k.Last)
+}
+
+// Scalars reports whether every kind of k is a scalar's (null, a boolean,
+// a number or a string), which a composite index holds.
+func (k KindRange) Scalars() bool { return k.Last <= document.String }
 
 // Predicate is one "path op constant" term of a WHERE clause that an index
 // can answer. Every document the query returns satisfies every predicate,
@@ -242,6 +275,7 @@ type Predicate struct {
 	Op     Op
 	Value  document.Value
 	Values []document.Value // for In
+	Kinds  KindRange        // for OfKinds
 }
 
 var flip = map[ast.BinaryOp]Op{ast.OpEq: Eq, ast.OpLt: Gt, ast.OpLe: Ge, ast.OpGt: Lt, ast.OpGe: Le}
@@ -353,9 +387,9 @@ func Predicates(q *ast.Query, params map[string]document.Value) []Predicate {
 						out = append(out, Predicate{Path: append(p, "[]"), Op: Eq, Value: v})
 					}
 				}
-			case strings.EqualFold(x.Name, "IS_DEFINED") && len(x.Args) == 1:
+			case typeChecks[strings.ToUpper(x.Name)] != KindRange{} && len(x.Args) == 1:
 				if p, ok := DocPath(q, x.Args[0]); ok {
-					out = append(out, Predicate{Path: p, Op: IsDefine})
+					out = append(out, Predicate{Path: p, Op: OfKinds, Kinds: typeChecks[strings.ToUpper(x.Name)]})
 				}
 			case strings.EqualFold(x.Name, "IS_NULL") && len(x.Args) == 1:
 				if p, ok := DocPath(q, x.Args[0]); ok {
@@ -646,7 +680,7 @@ func isFalse(e ast.Expr) bool {
 	return ok && lit.Value.Kind() == document.Bool && !lit.Value.Bool()
 }
 
-var opNames = [...]string{Eq: "=", Lt: "<", Le: "<=", Gt: ">", Ge: ">=", In: "IN", Prefix: "STARTSWITH", IsDefine: "IS_DEFINED"}
+var opNames = [...]string{Eq: "=", Lt: "<", Le: "<=", Gt: ">", Ge: ">=", In: "IN", Prefix: "STARTSWITH", OfKinds: "IS"}
 
 func (o Op) String() string {
 	if int(o) < len(opNames) {

@@ -88,6 +88,7 @@ const (
 	SpanValue  SpanKind = iota // exactly Lo
 	SpanRange                  // values of Lo's (or Hi's) type between the bounds present
 	SpanPrefix                 // strings starting with Lo
+	SpanKinds                  // every value of the kinds Kinds
 )
 
 // Span is a set of values of one path, contiguous in the index. ExclLo
@@ -99,7 +100,12 @@ type Span struct {
 	Lo, Hi         document.Value
 	HasLo, HasHi   bool
 	ExclLo, ExclHi bool
+	Kinds          KindRange // for SpanKinds
 }
+
+// Scalars reports whether the span holds scalars alone, which a composite
+// index holds: every span but one of kinds that include arrays or objects.
+func (s Span) Scalars() bool { return s.Kind != SpanKinds || s.Kinds.Scalars() }
 
 // Term is what the WHERE clause lets the index read for one path: the
 // union of Spans.
@@ -111,9 +117,10 @@ type Term struct {
 
 // Terms groups the predicates by path into index terms. For each path the
 // narrowest form wins: an equality, then IN, then STARTSWITH, then the
-// range the comparisons bound (both sides combined). Predicates an index
-// cannot answer (IS_DEFINED, comparisons with arrays or objects) give no
-// term.
+// range the comparisons bound (both sides combined), then a type check
+// (every entry of the path of its kinds: the index has an entry for every
+// value, a bare marker for an array or an object). Predicates an index
+// cannot answer (comparisons with arrays or objects) give no term.
 func Terms(preds []Predicate) []Term {
 	type group struct {
 		path   []string
@@ -185,6 +192,8 @@ func Terms(preds []Predicate) []Term {
 				rank = 3
 			}
 			offer(g, rank, Term{Spans: []Span{s}, Label: strings.Join(parts, " AND ")})
+		case OfKinds:
+			offer(g, 5, Term{Spans: []Span{{Kind: SpanKinds, Kinds: p.Kinds}}, Label: p.Kinds.Name() + "(" + pathLabel(p.Path) + ")"})
 		}
 	}
 	var out []Term
