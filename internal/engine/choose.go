@@ -95,7 +95,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	ready := c.Index.Ready && !c.index.none
 	if resumed {
 		for _, t := range cur.terms {
-			if t >= len(terms) && cur.access != plan.OrderedStream {
+			if t >= len(terms) && !cur.access.Streams() {
 				return nil, errBadContinuation
 			}
 		}
@@ -675,6 +675,7 @@ func (e *Engine) orderedShapes(r storage.Reader, c *containerRecord, q *ast.Quer
 		return nil
 	}
 	in.Stream = o
+	o.Filter = streamFilter(c, q, s, terms, o)
 	if crossesArray(o.Path) {
 		// A JOIN's elements (distinctElems) have no entries of their
 		// own per partition: the walk reads the container's.
@@ -754,7 +755,7 @@ func entriesKept(c *containerRecord, q *ast.Query, params map[string]document.Va
 		return false
 	}
 	for _, t := range cur.terms {
-		if cur.access != plan.OrderedStream && (t >= len(terms) || !c.index.indexes(terms[t].Path)) {
+		if !cur.access.Streams() && (t >= len(terms) || !c.index.indexes(terms[t].Path)) {
 			return false
 		}
 	}
@@ -794,14 +795,18 @@ func composed(c *containerRecord, q *ast.Query, s *itemScope) bool {
 func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, s *itemScope, terms []plan.Term, now time.Time, st *readStats, limit int, qa *queryAccess) error {
 	q := prog.Query()
 	switch qa.access {
-	case plan.OrderedStream:
+	case plan.OrderedStream, plan.FilteredStream:
 		o, ok := streamShape(c, q, params, terms, limit)
 		if !ok {
 			return errBadContinuation
 		}
 		// The terms are the query's: a resumed ORDER BY of an SDK may
-		// come with a filter the first page did not have.
+		// come with a filter the first page did not have, on the ORDER
+		// BY path, which no filter term is on.
 		qa.stream, qa.terms = o, orderedTerms(o)
+		if qa.access == plan.FilteredStream {
+			o.Filter = streamFilter(c, q, s, terms, o)
+		}
 	case plan.PointRead:
 		id, ok := pointID(terms)
 		if !ok || s.pk == nil {

@@ -1463,7 +1463,7 @@ func (s *diffScenario) check(q *diffQuery) {
 		switch {
 		case q.streaming() || (len(q.orderBy) == 0 && q.top < 0 && q.offset < 0):
 			problem = diffSameMultiset(want, got)
-		case first != nil && first.Chosen.Access == plan.OrderedStream:
+		case first != nil && first.Chosen.Access.Streams():
 			// The stream promises the evaluator's order, ties included:
 			// equal keys in the order the scope is scanned.
 			problem = diffSameSequence(s.inScanOrder(oracleProg, q, sc, first, want), got)

@@ -105,6 +105,63 @@ func streamShape(c *containerRecord, q *ast.Query, params map[string]document.Va
 	return o, true
 }
 
+// maxFilterLocs bounds the locations a page of a filtered stream
+// collects (plan.FilteredStream): past it the page walks unfiltered,
+// reading the record of every walked entry, as the plain stream does.
+const maxFilterLocs = 1 << 16
+
+// streamFilter returns the term the stream o may filter its walk's
+// entries by (plan.Ordered.Filter): the first term of single values
+// (equality, IN) on another path the index keeps, for an ORDER BY of one
+// key without DISTINCT. A term on the partition key within a logical
+// partition or a prefix holds for every item of the scope, and a system
+// property's entries are not kept. It depends on the query and the scope
+// alone, so every page of a filtered stream finds the same term.
+func streamFilter(c *containerRecord, q *ast.Query, s *itemScope, terms []plan.Term, o *plan.Ordered) []int {
+	if len(q.OrderBy) != 1 || q.Select.Distinct {
+		return nil
+	}
+	for i, t := range terms {
+		if slices.Equal(t.Path, o.Path) || !singleValues(t) || systemPath(t.Path) || !c.index.indexes(t.Path) ||
+			s.kind != plan.ScopeAll && s.kind != plan.ScopeRange && c.isKeyPath(t.Path) {
+			continue
+		}
+		return []int{i}
+	}
+	return nil
+}
+
+// filterLocs collects the locations of the scope's items that t's entries
+// name, for a filtered stream's page to read only the records of the
+// walked entries among them; nil when there are more than maxFilterLocs.
+func filterLocs(r storage.Reader, c *containerRecord, t plan.Term, s *itemScope, st *readStats) (map[string]struct{}, error) {
+	spans, base := scopedSpans(c, t, s)
+	locs := map[string]struct{}{}
+	for _, sp := range spans {
+		err := scanRange(r, sp.lo, sp.hi, func(k, _ []byte) (bool, error) {
+			st.entries++
+			if loc, ok := entryLoc(k, base); ok && s.holds(loc) {
+				locs[string(loc)] = struct{}{}
+			}
+			return len(locs) <= maxFilterLocs, nil
+		})
+		if err != nil || len(locs) > maxFilterLocs {
+			return nil, err
+		}
+	}
+	return locs, nil
+}
+
+// admits reports whether the walk may read the item at loc: the page
+// filters by no term, or the filter's entries name it (filterLocs).
+func (w *orderStream) admits(loc []byte) bool {
+	if w.filter == nil {
+		return true
+	}
+	_, ok := w.filter[string(loc)]
+	return ok
+}
+
 // everyItemHas reports whether every item has a value at path: its id,
 // and its _ts, which a write sets.
 func everyItemHas(path []string) bool {
@@ -320,6 +377,10 @@ type orderStream struct {
 	gset    *rowSet
 	gvalue  []byte
 	gseeded bool
+	// filter, when not nil, holds the locations of the items the
+	// filter term's entries name (plan.FilteredStream): the walk reads
+	// the record of no other entry's item, as no other passes.
+	filter map[string]struct{}
 }
 
 // streamFeed takes the rows of the ordered stream in place of a page, for
@@ -394,6 +455,13 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 		w.keys = orderKeys(q)
 		w.tiesDesc = slices.ContainsFunc(w.keys, func(k plan.OrderKey) bool { return k.Desc })
 		w.groupComp, w.groupReverse, _ = groupComposite(c, s, w.keys)
+	}
+	if len(o.Filter) > 0 && w.keys == nil && w.distinct == nil {
+		if terms := plan.Terms(preds); o.Filter[0] < len(terms) {
+			if w.filter, err = filterLocs(r, c, terms[o.Filter[0]], s, st); err != nil {
+				return err
+			}
+		}
 	}
 	// Within a partition or a prefix, equal values come in location
 	// order, the order of the path's own entries.
@@ -641,7 +709,7 @@ func (w *orderStream) walk(pos []byte, skip int) (bool, error) {
 		if value == nil {
 			value, read = bytes.Clone(v), 0
 		}
-		if w.s.holds(loc) {
+		if w.s.holds(loc) && w.admits(loc) {
 			if len(locs) == 0 && w.groupComp != nil {
 				// A group the composite orders whole: walked through it
 				// from the position, then on past the value's entries.
@@ -1423,7 +1491,7 @@ func (w *orderStream) tieBatches(value, from []byte, each func([][]byte) (bool, 
 	err := scanRangeDir(w.r, lo, hi, w.desc, func(k, _ []byte) (bool, error) {
 		w.st.entries++
 		rest := k[len(prefix):]
-		if len(rest) < 8 || !w.s.holds(rest[8:]) {
+		if len(rest) < 8 || !w.s.holds(rest[8:]) || !w.admits(rest[8:]) {
 			return true, nil
 		}
 		if batch = append(batch, bytes.Clone(rest[8:])); len(batch) < min(max(w.room(), 1), aheadMax) {

@@ -84,7 +84,7 @@ func TestOrderedStreamOrder(t *testing.T) {
 					// Over several keys a page reads a group whole, and
 					// within a partition of 30 items a scan may cost less.
 					several := strings.Contains(text[strings.Index(text, "ORDER BY"):], ",")
-					if pages == 0 && page.Plan.Chosen.Access != plan.OrderedStream && (sc.key == "" || !several) {
+					if pages == 0 && !page.Plan.Chosen.Access.Streams() && (sc.key == "" || !several) {
 						t.Fatalf("%s (scope %v, page size %d): chose %s", text, sc, size, page.Plan.Explain())
 					}
 					if len(page.Items) > size {
@@ -1245,5 +1245,80 @@ func TestOrderByTiesInAPartitionPageFromTheirPosition(t *testing.T) {
 				t.Errorf("%s (entries built: %v): %d rows differ from the evaluator's %d", query, built, len(got), len(want))
 			}
 		}
+	}
+}
+
+// An equality (or IN) on another path beside an ORDER BY of one key, with
+// no composite index of the two: each page collects the term's entries in
+// the scope and reads the record of a walked entry only when they name its
+// item (plan.FilteredStream), where it read the record of every walked
+// entry (the plain stream) or of every matching item (the index span).
+func TestFilteredStreamReadsItsRowsRecords(t *testing.T) {
+	be := newBatchEnv(t, "-1")
+	var items []string
+	for i := range 4000 {
+		items = append(items, fmt.Sprintf(`{"id":"d%d","pk":"p%d","n":%d,"s":"s%d","k":%d}`, i, i%4, (i*7919)%4000, i/4%12, i%5))
+	}
+	be.seed(t, items...)
+	docs := parseItems(t, items)
+	cases := []struct {
+		query, pk string
+		extra     float64 // records a page may read per row, past the page's rows and two
+	}{
+		// 334 items of 4,000 (a twelfth), 83 or 84 in each partition.
+		{`SELECT c.id, c.n FROM c WHERE c.s = 's3' ORDER BY c.n`, "", 0},
+		{`SELECT c.id, c.n FROM c WHERE c.s = 's3' ORDER BY c.n DESC`, "", 0},
+		// A fifth of the term's items fail the other filter.
+		{`SELECT c.id, c.n FROM c WHERE c.s IN ('s3', 's7') AND c.k != 2 ORDER BY c.n`, "", 0.5},
+		{`SELECT c.id, c.n FROM c WHERE c.s = 's3' ORDER BY c.n DESC`, `["p1"]`, 0},
+		{`SELECT c.id, c.n FROM c WHERE c.pk = 'p2' AND c.s = 's3' ORDER BY c.n`, "", 0},
+	}
+	var params []QueryParams
+	for _, tc := range cases {
+		p := QueryParams{ItemRef: batchRef(tc.pk), MaxItemCount: 10, Query: tc.query}
+		if tc.pk == "" {
+			p.RangeID, p.CrossPartition = "0", true
+		}
+		params = append(params, p)
+	}
+	// The entries of the documents without /n, and within a partition
+	// the partition's entries of /n, built (absent.go).
+	be.orderReady(t, params...)
+	filtered := 0
+	for i, tc := range cases {
+		prog, err := compileQuery(tc.query, nil, time.Now(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var scoped []document.Value
+		for _, d := range docs {
+			if tc.pk == "" || `["`+d.Get("pk").Str()+`"]` == tc.pk {
+				scoped = append(scoped, d)
+			}
+		}
+		rows, err := prog.RunDocs(scoped)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for _, v := range rows {
+			want = append(want, string(v.JSON()))
+		}
+		got := drainRows(t, be.e, params[i], func(n int, page *FeedPage) {
+			if page.Plan != nil && page.Plan.Chosen.Access == plan.FilteredStream {
+				filtered++
+			}
+			// A page's rows' records, the next row's, and one read
+			// ahead of it.
+			if float64(page.Examined) > float64(len(page.Items))*(1+tc.extra)+2 {
+				t.Errorf("%s in %q: page %d read %d records for %d rows", tc.query, tc.pk, n+1, page.Examined, len(page.Items))
+			}
+		})
+		if len(want) == 0 || !slices.Equal(got, want) {
+			t.Errorf("%s in %q: %d rows %.200v, want %d %.200v", tc.query, tc.pk, len(got), got, len(want), want)
+		}
+	}
+	if filtered < len(cases) {
+		t.Errorf("%d first pages chose the filtered stream, want %d", filtered, len(cases))
 	}
 }

@@ -348,7 +348,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		if cur, derr = parseCursor(p.Continuation, fp); derr != nil {
 			return derr
 		}
-		if cur.text != textUnknown && cur.text != textHash(p.Query) && cur.access != plan.OrderedStream {
+		if cur.text != textUnknown && cur.text != textHash(p.Query) && !cur.access.Streams() {
 			// The resume filter of an SDK's ORDER BY changed: an
 			// offset into the old filter's rows means nothing in the
 			// new one's. The new filter leaves out the values before

@@ -249,25 +249,26 @@ type Access uint8
 
 // The access paths.
 const (
-	Scan          Access = iota // every item of the scope, in key order
-	PointRead                   // one item by partition key and id
-	IndexSpan                   // one term's index spans
-	Intersect                   // the items two terms' spans share
-	OrderedWalk                 // the ORDER BY path's index, in order, until enough rows
-	CompositeSpan               // the items of a span of a composite index
-	CompositeWalk               // a span of a composite index, in the ORDER BY's order, until enough rows
-	OrderedStream               // the ORDER BY path's index, in order, one page at a time
-	Counters                    // the usage counters: a container's, range's or partition's COUNT without a filter
-	IDEntries                   // a logical partition's id entries: its COUNT without a filter
-	IndexCount                  // one term's index entries in the scope: a COUNT filtered by that term alone
-	IndexExtreme                // a path's first or last index entry in the scope: its MIN or MAX
-	IndexSum                    // a path's index entries in the scope: its SUM or AVG
-	Union                       // the items any of an OR's terms' spans hold (Input.Union)
+	Scan           Access = iota // every item of the scope, in key order
+	PointRead                    // one item by partition key and id
+	IndexSpan                    // one term's index spans
+	Intersect                    // the items two terms' spans share
+	OrderedWalk                  // the ORDER BY path's index, in order, until enough rows
+	CompositeSpan                // the items of a span of a composite index
+	CompositeWalk                // a span of a composite index, in the ORDER BY's order, until enough rows
+	OrderedStream                // the ORDER BY path's index, in order, one page at a time
+	Counters                     // the usage counters: a container's, range's or partition's COUNT without a filter
+	IDEntries                    // a logical partition's id entries: its COUNT without a filter
+	IndexCount                   // one term's index entries in the scope: a COUNT filtered by that term alone
+	IndexExtreme                 // a path's first or last index entry in the scope: its MIN or MAX
+	IndexSum                     // a path's index entries in the scope: its SUM or AVG
+	Union                        // the items any of an OR's terms' spans hold (Input.Union)
+	FilteredStream               // OrderedStream reading only the records a term's entries name (Ordered.Filter)
 )
 
 var accessNames = [...]string{Scan: "scan", PointRead: "point", IndexSpan: "index", Intersect: "intersect", OrderedWalk: "ordered",
 	CompositeSpan: "composite", CompositeWalk: "composite-ordered", OrderedStream: "ordered-stream", Counters: "counters",
-	IDEntries: "id-entries", IndexCount: "index-count", IndexExtreme: "index-extreme", IndexSum: "index-sum", Union: "union"}
+	IDEntries: "id-entries", IndexCount: "index-count", IndexExtreme: "index-extreme", IndexSum: "index-sum", Union: "union", FilteredStream: "filtered-stream"}
 
 func (a Access) String() string { return accessNames[a] }
 
@@ -304,6 +305,13 @@ type Ordered struct {
 	// and one span on the path after them): they select nothing among
 	// the entries the walk reads.
 	Within []int
+	// Filter holds the index into Input.Terms of a term of single
+	// values on another path, if the stream may use one. A page of the
+	// stream may collect that term's entries in the scope first and
+	// read the record of a walked entry only when they name its item
+	// (FilteredStream): every document that passes the filter is among
+	// them.
+	Filter []int
 }
 
 // Input is what the planner weighs.
@@ -416,6 +424,19 @@ func Choose(in Input) Plan {
 			path.Scanned = float64(in.Scope.Items) / pages
 		}
 		add(path)
+		for _, f := range o.Filter {
+			if f >= len(in.Entries) || in.Entries[f] < 0 || in.Stopped != nil && in.Stopped[f] {
+				continue
+			}
+			// The same walk, which reads a record only for an entry
+			// whose item the filter's entries name: the share of the
+			// walk's entries in the scope that the filter holds.
+			filtered := path
+			filtered.Access, filtered.Terms = FilteredStream, append(orderedTerms(o), f)
+			filtered.Entries += float64(in.Entries[f])
+			filtered.Records = records * math.Min(1, in.selectivity(f))
+			add(filtered)
+		}
 	}
 	best := -1
 	for i, e := range in.Entries {
@@ -852,3 +873,7 @@ func (p Plan) UsedComposite() (CompositeIndex, bool) {
 
 // Composite reports whether the access path reads a composite index.
 func (a Access) Composite() bool { return a == CompositeSpan || a == CompositeWalk }
+
+// Streams reports whether a is the ordered stream, filtered or not, which
+// pages itself and finds its terms in the query on every page.
+func (a Access) Streams() bool { return a == OrderedStream || a == FilteredStream }

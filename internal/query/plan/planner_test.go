@@ -118,6 +118,14 @@ func TestChoose(t *testing.T) {
 		{"TOP 10 in a small partition scans it", Input{Scope: partition, Ordered: &Ordered{Path: []string{"n"}, Want: 10, Term: -1}, WalkEntries: 1_000_000}, Scan},
 		{"a page streams the order", Input{Scope: all, Stream: &Ordered{Path: []string{"n"}, Want: 100, Term: -1}, WalkEntries: 1_000_000}, OrderedStream},
 		{"a page over several keys streams small groups", Input{Scope: all, Stream: &Ordered{Path: []string{"n"}, Want: 100, Term: -1, Group: 1_000}, WalkEntries: 1_000_000}, OrderedStream},
+		// An equality on another path: a two-hundredth of the items, then
+		// most of them, then a few.
+		{"a page streams the order filtered by a term's items", Input{Scope: all, Terms: []Term{other}, Entries: []int64{5_000},
+			Stream: &Ordered{Path: []string{"n"}, Want: 100, Term: -1, Filter: []int{0}}, WalkEntries: 1_000_000}, FilteredStream},
+		{"a wide filter is not worth its entries", Input{Scope: all, Terms: []Term{other}, Entries: []int64{900_000},
+			Stream: &Ordered{Path: []string{"n"}, Want: 100, Term: -1, Filter: []int{0}}, WalkEntries: 1_000_000}, OrderedStream},
+		{"a few items are read whole", Input{Scope: all, Terms: []Term{other}, Entries: []int64{40},
+			Stream: &Ordered{Path: []string{"n"}, Want: 100, Term: -1, Filter: []int{0}}, WalkEntries: 1_000_000}, IndexSpan},
 		{"a page over several keys scans rather than read half the container", Input{Scope: all, Stream: &Ordered{Path: []string{"n"}, Want: 100, Term: -1, Group: 500_000}, WalkEntries: 1_000_000}, Scan},
 	}
 	if p := PointPlan(ScopePartition, []Term{term}); p.Chosen.Access != PointRead || len(p.Considered) != 1 || p.Explain() == "" {
