@@ -265,6 +265,10 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 			return nil, err
 		}
 	}
+	if o := in.Stream; o != nil && len(o.Filter) > 0 && in.Entries[o.Filter[0]] > maxFilterLocs {
+		// More locations than a page collects (filterLocs).
+		o.Filter = nil
+	}
 	p := plan.Choose(in)
 	if (p.Chosen.Access == plan.IndexSpan || p.Chosen.Access == plan.Intersect) && (s.kind == plan.ScopeAll || s.kind == plan.ScopeRange) {
 		// Values of many items in a range or the whole container: each
