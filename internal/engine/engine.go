@@ -98,7 +98,10 @@ type Engine struct {
 	// seen keeps the rows DISTINCT queries' pages returned (distinct.go).
 	seen seenSets
 	// held keeps the rows of whole results past their pages (heldrows.go).
-	held    *keeper[*heldRows]
+	held *keeper[*heldRows]
+	// filters keeps filtered streams' locations for their next pages
+	// (orderstream.go, keptFilters).
+	filters *keeper[*keptFilter]
 	indexer *Indexer
 	// absentWanted are the absence entries queries asked for (absent.go).
 	absentWanted map[string]absentWish
@@ -580,7 +583,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("engine: no store")
 	}
-	e := &Engine{store: cfg.Store, clock: cfg.Clock, maxItem: cfg.MaxItemSize, charges: cfg.Charges, cache: map[string]cachedContainer{}, locks: map[containerName]*settingLock{}, dbCache: map[string]cachedDatabase{}, dbRids: map[string][]byte{}, absentWanted: map[string]absentWish{}, ridNames: map[string]string{}, locHints: newLocHints(defaultLocHints), seen: newSeenSets(seenSetsMax), held: newKeeper[*heldRows](heldRowsMax), floorSignal: make(chan struct{})}
+	e := &Engine{store: cfg.Store, clock: cfg.Clock, maxItem: cfg.MaxItemSize, charges: cfg.Charges, cache: map[string]cachedContainer{}, locks: map[containerName]*settingLock{}, dbCache: map[string]cachedDatabase{}, dbRids: map[string][]byte{}, absentWanted: map[string]absentWish{}, ridNames: map[string]string{}, locHints: newLocHints(defaultLocHints), seen: newSeenSets(seenSetsMax), held: newKeeper[*heldRows](heldRowsMax), filters: newKeeper[*keptFilter](keptFiltersMax), floorSignal: make(chan struct{})}
 	if e.clock == nil {
 		e.clock = clock.Real{}
 	}

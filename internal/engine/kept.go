@@ -107,4 +107,5 @@ func (e *Engine) forgetIdleKept() {
 	before := e.clock.Now().Add(-keptIdleMax)
 	e.seen.forget(before)
 	e.held.forget(before)
+	e.filters.forget(before)
 }

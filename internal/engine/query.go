@@ -467,11 +467,17 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 			st.want = func() int { return min(rows(), left()) }
 		}
 		defer func() { st.want = nil }()
+		// A filtered stream's locations, for its next page; none for
+		// a script's query (heldRows).
+		filters := keptFilters{etag: c.Etag, writes: state.writes}
+		if !p.inScript {
+			filters.k = e.filters
+		}
 		if qp.stream != nil && win != nil {
-			return streamOrdered(r, c, rows, p.Params, qp.stream, scope, now, st, cur, next, limit, win, nil, e.seen, page)
+			return streamOrdered(r, c, rows, p.Params, qp.stream, scope, now, st, cur, next, limit, win, nil, e.seen, filters, page)
 		}
 		if qp.stream != nil {
-			return streamOrdered(r, c, prog, p.Params, qp.stream, scope, now, st, cur, next, limit, nil, nil, e.seen, page)
+			return streamOrdered(r, c, prog, p.Params, qp.stream, scope, now, st, cur, next, limit, nil, nil, e.seen, filters, page)
 		}
 		if prog.Streaming() {
 			seen.reset()
