@@ -35,6 +35,10 @@ type queryAccess struct {
 	// before it reads them (locSource), holds them once it has; nil
 	// otherwise (scanAfterCollect).
 	collected *collection
+	// kept, when not nil, holds the candidates the page before kept for
+	// this one (keptCollections), which it reads in place of collecting
+	// them.
+	kept [][]byte
 }
 
 // collection is what a page that collects its candidates collected: the
@@ -48,6 +52,10 @@ type collection struct {
 // keeps what they were and what they cost (queryAccess.collected).
 func (qa *queryAccess) collecting(st *readStats, locs func() ([][]byte, error)) func() ([][]byte, error) {
 	return func() ([][]byte, error) {
+		if qa.kept != nil {
+			qa.collected = &collection{locs: qa.kept}
+			return qa.kept, nil
+		}
 		before := st.entries
 		all, err := locs()
 		qa.collected = &collection{locs: all, entries: st.entries - before}

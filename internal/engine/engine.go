@@ -102,7 +102,10 @@ type Engine struct {
 	// filters keeps filtered streams' locations for their next pages
 	// (orderstream.go, keptFilters).
 	filters *keeper[*keptFilter]
-	indexer *Indexer
+	// collections keeps collecting pages' candidates for their next
+	// pages (kept.go, keptCollection).
+	collections *keeper[*keptCollection]
+	indexer     *Indexer
 	// absentWanted are the absence entries queries asked for (absent.go).
 	absentWanted map[string]absentWish
 	// purgedTo is, per expiry index (by key prefix), the highest entry key
@@ -583,7 +586,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("engine: no store")
 	}
-	e := &Engine{store: cfg.Store, clock: cfg.Clock, maxItem: cfg.MaxItemSize, charges: cfg.Charges, cache: map[string]cachedContainer{}, locks: map[containerName]*settingLock{}, dbCache: map[string]cachedDatabase{}, dbRids: map[string][]byte{}, absentWanted: map[string]absentWish{}, ridNames: map[string]string{}, locHints: newLocHints(defaultLocHints), seen: newSeenSets(seenSetsMax), held: newKeeper[*heldRows](heldRowsMax), filters: newKeeper[*keptFilter](keptFiltersMax), floorSignal: make(chan struct{})}
+	e := &Engine{store: cfg.Store, clock: cfg.Clock, maxItem: cfg.MaxItemSize, charges: cfg.Charges, cache: map[string]cachedContainer{}, locks: map[containerName]*settingLock{}, dbCache: map[string]cachedDatabase{}, dbRids: map[string][]byte{}, absentWanted: map[string]absentWish{}, ridNames: map[string]string{}, locHints: newLocHints(defaultLocHints), seen: newSeenSets(seenSetsMax), held: newKeeper[*heldRows](heldRowsMax), filters: newKeeper[*keptFilter](keptFiltersMax), collections: newKeeper[*keptCollection](keptCollectionsMax), floorSignal: make(chan struct{})}
 	if e.clock == nil {
 		e.clock = clock.Real{}
 	}

@@ -1,10 +1,14 @@
 package engine
 
 import (
+	"bytes"
 	"container/list"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/mayfly-db/mayfly/internal/query/plan"
 )
 
 // keeper holds what a page of a query leaves for the page after it, by
@@ -108,4 +112,55 @@ func (e *Engine) forgetIdleKept() {
 	e.seen.forget(before)
 	e.held.forget(before)
 	e.filters.forget(before)
+	e.collections.forget(before)
+}
+
+// keptCollection is what a page that collected its candidates (an index
+// span of many values, an intersection, a union, a composite span; see
+// queryAccess.collecting) kept for the page after it: the candidates from
+// that page's position on, in their order. The next page reads them in
+// place of collecting them again while no item of the container was
+// written since and the container is as it was (heldRows.servesAt): a
+// write may add a candidate, while an item deleted or expired since is
+// one the page reads and drops, as it drops any candidate the filter
+// refuses.
+type keptCollection struct {
+	fp        uint64
+	access    plan.Access
+	terms     []int
+	composite int
+	etag      string
+	writes    uint64
+	locs      [][]byte
+}
+
+// keptCollectionsMax bounds the bytes of the candidates kept for all
+// queries.
+const keptCollectionsMax = 16 << 20
+
+// takeCollection returns the candidates the page before cur kept for the
+// page that reads by qa, if they are still the query's.
+func (e *Engine) takeCollection(cur cursor, qa *queryAccess, etag string, writes uint64) [][]byte {
+	k, ok := e.collections.take(cur.kept)
+	if !ok || k.fp != cur.fingerprint || k.access != qa.access || !slices.Equal(k.terms, qa.terms) || k.composite != qa.composite ||
+		k.etag != etag || k.writes != writes {
+		return nil
+	}
+	return k.locs
+}
+
+// keepCollection keeps the candidates of qa from the position of the
+// page's token next on, for the page after it, in scope s.
+func (e *Engine) keepCollection(next cursor, qa *queryAccess, s *itemScope, etag string, writes uint64) {
+	locs := qa.collected.locs
+	if next.pos != nil {
+		i, _ := slices.BinarySearchFunc(locs, next.pos, func(loc, from []byte) int { return bytes.Compare(s.indexPos(loc), from) })
+		locs = locs[i:]
+	}
+	bytes := 0
+	for _, loc := range locs {
+		bytes += len(loc) + heldRowOverhead
+	}
+	k := &keptCollection{fp: next.fingerprint, access: qa.access, terms: slices.Clone(qa.terms), composite: qa.composite, etag: etag, writes: writes, locs: locs}
+	e.collections.keep(next.kept, k, bytes, e.clock.Now())
 }

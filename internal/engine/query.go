@@ -410,12 +410,25 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 			return err
 		}
 	}
+	// A page that collects its candidates keeps them for the next
+	// (keptCollection), when its token names nothing else kept and its
+	// rows stream in the candidates' order.
+	var collectedID uint64
+	if !distinct && p.Resume == nil && !p.inScript && (prog.Streaming() || streamed) {
+		if resumed {
+			qp.kept = e.takeCollection(cur, qp, c.Etag, state.writes)
+		}
+		collectedID = newKeptID()
+	}
 	// run reads the page by qp; passed counts the rows of a page that
 	// makes them at its end (runQuery) as its records are read, and left,
 	// when not nil, how many more records a paced scan may read.
 	run := func(qp *queryAccess, page *FeedPage, passed *int, left func() int) error {
 		page.Plan = qp.plan
 		next := cursor{fingerprint: fp, text: textHash(p.Query), access: qp.access, terms: qp.terms, composite: qp.composite, indexVer: c.Index.Version, kept: seenID}
+		if collectedID != 0 && qp.stream == nil {
+			next.kept = collectedID
+		}
 		var win *rowWindow
 		if rows != nil {
 			w := window
@@ -537,7 +550,16 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		return e.mergeAfterScan(r, c, prog, p.Params, scope, st, page, fp)
 	}
 	if qp.collected != nil && qp.stream == nil && (prog.Streaming() || streamed) {
-		return scanAfterCollect(r, c, scope, st, qp.collected, limit, page, fp)
+		if err := scanAfterCollect(r, c, scope, st, qp.collected, limit, page, fp); err != nil || collectedID == 0 || page.Continuation == "" {
+			return err
+		}
+		next, derr := parseCursor(page.Continuation, fp)
+		if derr != nil {
+			return derr
+		}
+		if next.access == qp.access && next.kept == collectedID {
+			e.keepCollection(next, qp, scope, c.Etag, state.writes)
+		}
 	}
 	return nil
 }

@@ -301,3 +301,59 @@ func TestTypeChecksReadTheirPathsEntries(t *testing.T) {
 	}
 	drain(" (tie and partition entries built)")
 }
+
+// A page that collects its candidates and sorts them (an index span of
+// many values over a range or the whole container) keeps them for the
+// next page, which reads them in place of collecting them again while the
+// container is not written (keptCollection).
+func TestCollectedCandidatesServeLaterPages(t *testing.T) {
+	be := newBatchEnv(t, "-1")
+	var items []string
+	for i := range 3000 {
+		gone := ""
+		if i%10 == 0 {
+			gone = fmt.Sprintf(`,"gone":{"at":%d}`, i)
+		}
+		items = append(items, fmt.Sprintf(`{"id":"d%d","pk":"p%d","n":%d%s}`, i, i%3, (i*7919)%3000, gone))
+	}
+	be.seed(t, items...)
+	for _, query := range []string{
+		`SELECT c.id FROM c WHERE IS_DEFINED(c.gone)`,
+		`SELECT c.id FROM c WHERE c.n >= 2700`,
+	} {
+		p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, MaxItemCount: 20, Query: query}
+		// Drained with the candidates kept, and with them dropped
+		// before every page.
+		var entries [2][]int
+		var rows [2][]string
+		for drop := range 2 {
+			rows[drop] = drainRows(t, be.e, p, func(n int, page *FeedPage) {
+				entries[drop] = append(entries[drop], page.IndexEntries)
+				if drop == 1 {
+					be.e.collections.forget(time.Now().Add(time.Hour))
+				}
+			})
+		}
+		if len(rows[0]) != 300 || !slices.Equal(rows[0], rows[1]) {
+			t.Fatalf("%s: %d rows kept, %d dropped", query, len(rows[0]), len(rows[1]))
+		}
+		// (The last page reads where the scope's entries end.)
+		for n := 1; n < len(entries[0]); n++ {
+			if entries[0][n] > 1 || entries[1][n] < 300 {
+				t.Errorf("%s: page %d read %d entries with the candidates kept, %d without", query, n+1, entries[0][n], entries[1][n])
+			}
+		}
+		// A write between two pages may add a candidate: the next page
+		// collects them again.
+		first, err := be.e.QueryItems(context.Background(), p)
+		if err != nil || first.Continuation == "" {
+			t.Fatalf("%s: %v", query, err)
+		}
+		be.seed(t, `{"id":"late","pk":"p0","n":2999.5,"gone":1}`)
+		p.Continuation = first.Continuation
+		if got := drainRows(t, be.e, p, nil); !slices.Contains(got, `{"id":"late"}`) {
+			t.Errorf("%s: the item written between the pages is missing", query)
+		}
+		be.run(t, `["p0"]`, false, `[{"operationType":"Delete","id":"late"}]`)
+	}
+}
