@@ -36,7 +36,7 @@ type queryAccess struct {
 	// otherwise (scanAfterCollect).
 	collected *collection
 	// kept, when not nil, holds the candidates the page before kept for
-	// this one (keptCollections), which it reads in place of collecting
+	// this one (keptCandidates), which it reads in place of collecting
 	// them.
 	kept [][]byte
 }

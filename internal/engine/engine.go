@@ -99,13 +99,10 @@ type Engine struct {
 	seen seenSets
 	// held keeps the rows of whole results past their pages (heldrows.go).
 	held *keeper[*heldRows]
-	// filters keeps filtered streams' locations for their next pages
-	// (orderstream.go, keptFilters).
-	filters *keeper[*keptFilter]
-	// collections keeps collecting pages' candidates for their next
-	// pages (kept.go, keptCollection).
-	collections *keeper[*keptCollection]
-	indexer     *Indexer
+	// kept keeps what pages keep of their candidates for their next
+	// pages (kept.go, keptCandidates).
+	kept    *keeper[*keptCandidates]
+	indexer *Indexer
 	// absentWanted are the absence entries queries asked for (absent.go).
 	absentWanted map[string]absentWish
 	// purgedTo is, per expiry index (by key prefix), the highest entry key
@@ -586,7 +583,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("engine: no store")
 	}
-	e := &Engine{store: cfg.Store, clock: cfg.Clock, maxItem: cfg.MaxItemSize, charges: cfg.Charges, cache: map[string]cachedContainer{}, locks: map[containerName]*settingLock{}, dbCache: map[string]cachedDatabase{}, dbRids: map[string][]byte{}, absentWanted: map[string]absentWish{}, ridNames: map[string]string{}, locHints: newLocHints(defaultLocHints), seen: newSeenSets(seenSetsMax), held: newKeeper[*heldRows](heldRowsMax), filters: newKeeper[*keptFilter](keptFiltersMax), collections: newKeeper[*keptCollection](keptCollectionsMax), floorSignal: make(chan struct{})}
+	e := &Engine{store: cfg.Store, clock: cfg.Clock, maxItem: cfg.MaxItemSize, charges: cfg.Charges, cache: map[string]cachedContainer{}, locks: map[containerName]*settingLock{}, dbCache: map[string]cachedDatabase{}, dbRids: map[string][]byte{}, absentWanted: map[string]absentWish{}, ridNames: map[string]string{}, locHints: newLocHints(defaultLocHints), seen: newSeenSets(seenSetsMax), held: newKeeper[*heldRows](heldRowsMax), kept: newKeeper[*keptCandidates](keptCandidatesMax), floorSignal: make(chan struct{})}
 	if e.clock == nil {
 		e.clock = clock.Real{}
 	}

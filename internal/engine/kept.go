@@ -111,20 +111,29 @@ func (e *Engine) forgetIdleKept() {
 	before := e.clock.Now().Add(-keptIdleMax)
 	e.seen.forget(before)
 	e.held.forget(before)
-	e.filters.forget(before)
-	e.collections.forget(before)
+	e.kept.forget(before)
 }
 
-// keptCollection is what a page that collected its candidates (an index
-// span of many values, an intersection, a union, a composite span; see
-// queryAccess.collecting) kept for the page after it: the candidates from
-// that page's position on, in their order. The next page reads them in
-// place of collecting them again while no item of the container was
-// written since and the container is as it was (heldRows.servesAt): a
-// write may add a candidate, while an item deleted or expired since is
-// one the page reads and drops, as it drops any candidate the filter
-// refuses.
-type keptCollection struct {
+// keptCandidates is what a page kept of its access path's candidates for
+// the page after it, under the id its token carries, in one keeper for
+// all queries (keptCandidatesMax, keptIdleMax):
+//
+//   - a page that collected its candidates and sorted them (an index span
+//     of many values, an intersection, a union, a composite span; see
+//     queryAccess.collecting): locs, the candidates from its position on;
+//   - a filtered stream's page (plan.FilteredStream): set, the locations
+//     its term's entries name (filterLocs);
+//   - an ordered stream's page over several keys that ended inside a
+//     group it sorted (sortedGroup): group, the group's encoded first
+//     value, and locs and keys, its members from the page's end on, in
+//     their order, with their encoded sort keys.
+//
+// The next page reads them in place of reading the entries (and for a
+// group, the records) again while no item of the container was written
+// since and the container is as it was (heldRows.servesAt): a write may
+// add a candidate, while an item deleted or expired since is one the page
+// reads and drops, as it drops any candidate the filter refuses.
+type keptCandidates struct {
 	fp        uint64
 	access    plan.Access
 	terms     []int
@@ -132,18 +141,64 @@ type keptCollection struct {
 	etag      string
 	writes    uint64
 	locs      [][]byte
+	set       map[string]struct{}
+	group     []byte
+	keys      [][]byte
 }
 
-// keptCollectionsMax bounds the bytes of the candidates kept for all
+// keptCandidatesMax bounds the bytes of the candidates kept for all
 // queries.
-const keptCollectionsMax = 16 << 20
+const keptCandidatesMax = 16 << 20
+
+// candidateKeeper takes and keeps what pages keep of their candidates
+// for a container as it is: etag and writes are its state when the page
+// began. k is nil where nothing is kept (a script's query, which reads its
+// transaction's writes, which a rollback may take back).
+type candidateKeeper struct {
+	k      *keeper[*keptCandidates]
+	etag   string
+	writes uint64
+	now    time.Time
+}
+
+// take returns what the page before cur kept for a page that reads by
+// access, if it is still the query's.
+func (ck candidateKeeper) take(cur cursor, access plan.Access) *keptCandidates {
+	if ck.k == nil {
+		return nil
+	}
+	k, ok := ck.k.take(cur.kept)
+	if !ok || k.fp != cur.fingerprint || k.access != access || k.etag != ck.etag || k.writes != ck.writes {
+		return nil
+	}
+	return k
+}
+
+// keep keeps k for the page of token next.
+func (ck candidateKeeper) keep(next cursor, k *keptCandidates) {
+	if ck.k == nil {
+		return
+	}
+	k.fp, k.access, k.etag, k.writes = next.fingerprint, next.access, ck.etag, ck.writes
+	n := len(k.group)
+	for _, loc := range k.locs {
+		n += len(loc) + heldRowOverhead
+	}
+	for loc := range k.set {
+		n += len(loc) + heldRowOverhead
+	}
+	for _, key := range k.keys {
+		n += len(key)
+	}
+	ck.k.keep(next.kept, k, n, ck.now)
+}
 
 // takeCollection returns the candidates the page before cur kept for the
-// page that reads by qa, if they are still the query's.
-func (e *Engine) takeCollection(cur cursor, qa *queryAccess, etag string, writes uint64) [][]byte {
-	k, ok := e.collections.take(cur.kept)
-	if !ok || k.fp != cur.fingerprint || k.access != qa.access || !slices.Equal(k.terms, qa.terms) || k.composite != qa.composite ||
-		k.etag != etag || k.writes != writes {
+// page that reads by qa (keptCandidates.locs), if they are still the
+// query's.
+func (ck candidateKeeper) takeCollection(cur cursor, qa *queryAccess) [][]byte {
+	k := ck.take(cur, qa.access)
+	if k == nil || !slices.Equal(k.terms, qa.terms) || k.composite != qa.composite {
 		return nil
 	}
 	return k.locs
@@ -151,16 +206,11 @@ func (e *Engine) takeCollection(cur cursor, qa *queryAccess, etag string, writes
 
 // keepCollection keeps the candidates of qa from the position of the
 // page's token next on, for the page after it, in scope s.
-func (e *Engine) keepCollection(next cursor, qa *queryAccess, s *itemScope, etag string, writes uint64) {
+func (ck candidateKeeper) keepCollection(next cursor, qa *queryAccess, s *itemScope) {
 	locs := qa.collected.locs
 	if next.pos != nil {
 		i, _ := slices.BinarySearchFunc(locs, next.pos, func(loc, from []byte) int { return bytes.Compare(s.indexPos(loc), from) })
 		locs = locs[i:]
 	}
-	bytes := 0
-	for _, loc := range locs {
-		bytes += len(loc) + heldRowOverhead
-	}
-	k := &keptCollection{fp: next.fingerprint, access: qa.access, terms: slices.Clone(qa.terms), composite: qa.composite, etag: etag, writes: writes, locs: locs}
-	e.collections.keep(next.kept, k, bytes, e.clock.Now())
+	ck.keep(next, &keptCandidates{terms: slices.Clone(qa.terms), composite: qa.composite, locs: locs})
 }

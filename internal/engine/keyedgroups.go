@@ -184,7 +184,7 @@ func (e *Engine) keyOrderGroups(r storage.Reader, c *containerRecord, prog, orde
 			}
 			end := &FeedPage{}
 			feed := &streamFeed{take: take, parse: docParser(prog.Query(), false)}
-			if err := streamOrdered(r, c, ordered, p.Params, qp.stream, s, now, st, cur, next, limit, nil, feed, seenSets{}, keptFilters{}, end); err != nil {
+			if err := streamOrdered(r, c, ordered, p.Params, qp.stream, s, now, st, cur, next, limit, nil, feed, seenSets{}, candidateKeeper{}, end); err != nil {
 				return err
 			}
 			if failed != nil {

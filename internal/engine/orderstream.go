@@ -152,53 +152,6 @@ func filterLocs(r storage.Reader, c *containerRecord, t plan.Term, s *itemScope,
 	return locs, nil
 }
 
-// keptFilters keeps a filtered stream's locations (filterLocs) for its
-// next page, under an id its token carries, as seenSets keeps a
-// DISTINCT's rows. The next page takes them while no item of the
-// container was written since and the container is as it was
-// (heldRows.servesAt): a write could give the term an item they lack,
-// while a delete or an expiry leaves a location more, whose record the
-// walk reads and the evaluator drops. k is nil where nothing is kept (a
-// script's query, which reads its transaction's writes).
-type keptFilters struct {
-	k      *keeper[*keptFilter]
-	etag   string
-	writes uint64
-}
-
-// keptFilter is one page's filterLocs, for the query fp.
-type keptFilter struct {
-	fp     uint64
-	etag   string
-	writes uint64
-	locs   map[string]struct{}
-}
-
-// keptFiltersMax bounds the bytes of the locations kept for all queries.
-const keptFiltersMax = 16 << 20
-
-// take returns the locations the page before cur kept for it, if they
-// are still the term's.
-func (kf keptFilters) take(cur cursor) map[string]struct{} {
-	if kf.k == nil {
-		return nil
-	}
-	f, ok := kf.k.take(cur.kept)
-	if !ok || f.fp != cur.fingerprint || f.etag != kf.etag || f.writes != kf.writes {
-		return nil
-	}
-	return f.locs
-}
-
-// keep keeps locs for the page of token next.
-func (kf keptFilters) keep(next cursor, locs map[string]struct{}, now time.Time) {
-	bytes := 0
-	for loc := range locs {
-		bytes += len(loc) + heldRowOverhead
-	}
-	kf.k.keep(next.kept, &keptFilter{fp: next.fingerprint, etag: kf.etag, writes: kf.writes, locs: locs}, bytes, now)
-}
-
 // admits reports whether the walk may read the item at loc: the page
 // filters by no term, or the filter's entries name it (filterLocs).
 func (w *orderStream) admits(loc []byte) bool {
@@ -468,7 +421,7 @@ func (w *orderStream) room() int {
 // nil, takes the rows in place of the page, which then gets only the
 // continuation: at the start of the group whose first row feed refused,
 // or where the page's time or work ran out.
-func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, o *plan.Ordered, s *itemScope, now time.Time, st *readStats, cur, next cursor, limit int, win *rowWindow, feed *streamFeed, sets seenSets, filters keptFilters, page *FeedPage) error {
+func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, o *plan.Ordered, s *itemScope, now time.Time, st *readStats, cur, next cursor, limit int, win *rowWindow, feed *streamFeed, sets seenSets, kept candidateKeeper, page *FeedPage) error {
 	q := prog.Query()
 	rows, err := withoutOrder(prog)
 	if err != nil {
@@ -504,18 +457,21 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 		w.groupComp, w.groupReverse, _ = groupComposite(c, s, w.keys)
 	}
 	if len(o.Filter) > 0 && w.keys == nil && w.distinct == nil {
-		if w.filter = filters.take(cur); w.filter == nil {
+		if k := kept.take(cur, next.access); k != nil {
+			w.filter = k.set
+		}
+		if w.filter == nil {
 			if terms := plan.Terms(preds); o.Filter[0] < len(terms) {
 				if w.filter, err = filterLocs(r, c, terms[o.Filter[0]], s, st); err != nil {
 					return err
 				}
 			}
 		}
-		if w.filter != nil && filters.k != nil {
+		if w.filter != nil && kept.k != nil {
 			w.next.kept = newKeptID()
 			defer func() {
 				if page.Continuation != "" {
-					filters.keep(w.next, w.filter, now)
+					kept.keep(w.next, &keptCandidates{set: w.filter})
 				}
 			}()
 		}

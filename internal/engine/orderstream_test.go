@@ -1320,7 +1320,7 @@ func TestFilteredStreamReadsItsRowsRecords(t *testing.T) {
 				}
 				entries[drop] = append(entries[drop], page.IndexEntries)
 				if drop == 1 {
-					be.e.filters.forget(time.Now().Add(time.Hour))
+					be.e.kept.forget(time.Now().Add(time.Hour))
 				}
 			})
 			if len(want) == 0 || !slices.Equal(got, want) {

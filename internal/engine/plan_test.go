@@ -708,7 +708,7 @@ func TestRangeScanReadsItsOwnSequences(t *testing.T) {
 // _rid entries between them. When the rows spread over the container
 // (c.u), or lie together at first and spread later (c.v), the pages go on
 // reading the candidates the first page collected, which each page keeps
-// for the next (keptCollection), and none reads thousands of records for
+// for the next (keptCandidates), and none reads thousands of records for
 // its rows.
 func TestCollectingPagesScanRowsThatLieTogether(t *testing.T) {
 	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)

@@ -411,12 +411,18 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		}
 	}
 	// A page that collects its candidates keeps them for the next
-	// (keptCollection), when its token names nothing else kept and its
+	// (keptCandidates), when its token names nothing else kept and its
 	// rows stream in the candidates' order.
+	// What pages keep of their candidates for the next; nothing for a
+	// script's query (heldRows).
+	kept := candidateKeeper{etag: c.Etag, writes: state.writes, now: e.clock.Now()}
+	if !p.inScript {
+		kept.k = e.kept
+	}
 	var collectedID uint64
 	if !distinct && p.Resume == nil && !p.inScript && (prog.Streaming() || streamed) {
 		if resumed {
-			qp.kept = e.takeCollection(cur, qp, c.Etag, state.writes)
+			qp.kept = kept.takeCollection(cur, qp)
 		}
 		collectedID = newKeptID()
 	}
@@ -480,17 +486,11 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 			st.want = func() int { return min(rows(), left()) }
 		}
 		defer func() { st.want = nil }()
-		// A filtered stream's locations, for its next page; none for
-		// a script's query (heldRows).
-		filters := keptFilters{etag: c.Etag, writes: state.writes}
-		if !p.inScript {
-			filters.k = e.filters
-		}
 		if qp.stream != nil && win != nil {
-			return streamOrdered(r, c, rows, p.Params, qp.stream, scope, now, st, cur, next, limit, win, nil, e.seen, filters, page)
+			return streamOrdered(r, c, rows, p.Params, qp.stream, scope, now, st, cur, next, limit, win, nil, e.seen, kept, page)
 		}
 		if qp.stream != nil {
-			return streamOrdered(r, c, prog, p.Params, qp.stream, scope, now, st, cur, next, limit, nil, nil, e.seen, filters, page)
+			return streamOrdered(r, c, prog, p.Params, qp.stream, scope, now, st, cur, next, limit, nil, nil, e.seen, kept, page)
 		}
 		if prog.Streaming() {
 			seen.reset()
@@ -558,7 +558,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 			return derr
 		}
 		if next.access == qp.access && next.kept == collectedID {
-			e.keepCollection(next, qp, scope, c.Etag, state.writes)
+			kept.keepCollection(next, qp, scope)
 		}
 	}
 	return nil

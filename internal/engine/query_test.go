@@ -305,7 +305,7 @@ func TestTypeChecksReadTheirPathsEntries(t *testing.T) {
 // A page that collects its candidates and sorts them (an index span of
 // many values over a range or the whole container) keeps them for the
 // next page, which reads them in place of collecting them again while the
-// container is not written (keptCollection).
+// container is not written (keptCandidates).
 func TestCollectedCandidatesServeLaterPages(t *testing.T) {
 	be := newBatchEnv(t, "-1")
 	var items []string
@@ -330,7 +330,7 @@ func TestCollectedCandidatesServeLaterPages(t *testing.T) {
 			rows[drop] = drainRows(t, be.e, p, func(n int, page *FeedPage) {
 				entries[drop] = append(entries[drop], page.IndexEntries)
 				if drop == 1 {
-					be.e.collections.forget(time.Now().Add(time.Hour))
+					be.e.kept.forget(time.Now().Add(time.Hour))
 				}
 			})
 		}

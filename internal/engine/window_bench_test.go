@@ -117,23 +117,21 @@ func BenchmarkDeepPage(b *testing.B) {
 // benchPage reads page k of p (of rows rows) over and over, and reports
 // the records and index entries a read reads and the page's plan. The
 // rows a DISTINCT's pages before k returned, the rows a whole result's
-// page before kept, and the locations a filtered stream's or the
-// candidates a collecting page before kept, which a page takes from the
-// engine, are put back before each read, as the page before would have.
+// page before kept, and the candidates the page before kept
+// (keptCandidates), which a page takes from the engine, are put back
+// before each read, as the page before would have.
 func benchPage(b *testing.B, s *benchStore, p QueryParams, k, rows int) {
 	ctx := context.Background()
 	p.Continuation = pageToken(b, s, p, k)
 	var seen *seenSet
 	var held *heldRows
-	var filter *keptFilter
-	var collected *keptCollection
+	var kept *keptCandidates
 	var id uint64
 	if k > 1 {
 		cur := mustCursor(b, p.Continuation)
 		seen = s.seen.take(cur)
 		held, _ = s.held.take(cur.kept)
-		filter, _ = s.filters.take(cur.kept)
-		collected, _ = s.collections.take(cur.kept)
+		kept, _ = s.kept.take(cur.kept)
 		id = cur.kept
 	}
 	records, entries := 0, 0
@@ -149,11 +147,8 @@ func benchPage(b *testing.B, s *benchStore, p QueryParams, k, rows int) {
 		if held != nil {
 			s.held.keep(held.next.kept, held, heldBytes(held.rows), time.Time{})
 		}
-		if filter != nil {
-			s.filters.keep(id, filter, 0, time.Time{})
-		}
-		if collected != nil {
-			s.collections.keep(id, collected, 0, time.Time{})
+		if kept != nil {
+			s.kept.keep(id, kept, 0, time.Time{})
 		}
 		page, err := s.QueryItems(ctx, p)
 		if err != nil {
