@@ -105,7 +105,7 @@ func fixedKeyPaths(c *containerRecord, key partition.Key, hasKey bool) [][]strin
 // have the same terms, and prog no other ways to weigh. The page need not
 // plan again; but for the walks that read only the documents an ORDER
 // BY's first rows need, which prog has no use for.
-func (e *Engine) keyOrderGroups(r storage.Reader, c *containerRecord, prog, ordered *eval.Program, p QueryParams, s *itemScope, now time.Time, st *readStats, total int64, fp uint64, page *FeedPage) (done bool, planned *queryAccess, err error) {
+func (e *Engine) keyOrderGroups(r storage.Reader, c *containerRecord, prog, ordered *eval.Program, p QueryParams, s *itemScope, now time.Time, st *readStats, total int64, kept candidateKeeper, fp uint64, page *FeedPage) (done bool, planned *queryAccess, err error) {
 	limit := pageSize(p.MaxItemCount)
 	var cur cursor
 	resumed := p.Continuation != ""
@@ -184,7 +184,7 @@ func (e *Engine) keyOrderGroups(r storage.Reader, c *containerRecord, prog, orde
 			}
 			end := &FeedPage{}
 			feed := &streamFeed{take: take, parse: docParser(prog.Query(), false)}
-			if err := streamOrdered(r, c, ordered, p.Params, qp.stream, s, now, st, cur, next, limit, nil, feed, seenSets{}, candidateKeeper{}, end); err != nil {
+			if err := streamOrdered(r, c, ordered, p.Params, qp.stream, s, now, st, cur, next, limit, nil, feed, seenSets{}, kept, end); err != nil {
 				return err
 			}
 			if failed != nil {

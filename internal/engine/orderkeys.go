@@ -102,15 +102,17 @@ func (w *orderStream) compareSort(a, b sortKey) int {
 	return d
 }
 
-// sortMember is a document of a group: where it sorts, and its rows.
+// sortMember is a document of a group: where it sorts, where it is
+// stored, and its rows.
 type sortMember struct {
 	sortKey
+	loc  []byte
 	rows []document.Value
 }
 
 // member returns the group member doc at loc makes.
 func (w *orderStream) member(doc document.Value, loc []byte, rows []document.Value) sortMember {
-	m := sortMember{rows: rows}
+	m := sortMember{loc: bytes.Clone(loc), rows: rows}
 	m.pos = bytes.Clone(w.scanPos(loc))
 	for _, o := range w.keys {
 		m.keys = append(m.keys, doc.At(o.Path))
@@ -140,6 +142,11 @@ func (w *orderStream) undefinedSorted(pos []byte, skip int) (bool, error) {
 		var ok bool
 		if at, ok = w.keysFrom(pos[1:]); !ok {
 			return false, errBadContinuation
+		}
+	}
+	if at != nil {
+		if more, ok, err := w.keptGroup([]byte{phaseUndefined}, at, skip); ok || err != nil {
+			return more, err
 		}
 	}
 	g := w.newGather()
@@ -504,7 +511,7 @@ func (w *orderStream) sorted(members []sortMember, at *sortKey, skip int, prefix
 		p := append(bytes.Clone(prefix), modeKeys)
 		w.stop(appendSortKey(p, m.sortKey), skip)
 	}
-	for _, m := range members[i:] {
+	for k, m := range members[i:] {
 		first := 0
 		if at != nil && w.compareSort(m.sortKey, *at) == 0 {
 			first = skip
@@ -512,11 +519,102 @@ func (w *orderStream) sorted(members []sortMember, at *sortKey, skip int, prefix
 		for j := first; j < len(m.rows); j++ {
 			if !w.put(m.rows[j]) {
 				stop(m, j)
+				w.keepGroup(prefix, members[i+k:])
 				return false, nil
 			}
 		}
 	}
 	return true, nil
+}
+
+// keepGroup keeps the members of a sorted group from the one a page
+// ended at, for the next page (keptCandidates): their locations and sort
+// keys, in their order.
+func (w *orderStream) keepGroup(prefix []byte, rest []sortMember) {
+	if w.kept.k == nil || w.next.kept == 0 || w.page.Continuation == "" {
+		return
+	}
+	k := &keptCandidates{group: bytes.Clone(prefix), locs: make([][]byte, len(rest)), keys: make([][]byte, len(rest))}
+	for i, m := range rest {
+		k.locs[i], k.keys[i] = m.loc, appendSortKey(nil, m.sortKey)
+	}
+	w.kept.keep(w.next, k)
+}
+
+// keptGroup streams, from at, the rows of the sorted group of prefix
+// (the walk's phase and value, or the documents without the first key)
+// that the page before kept (keepGroup), reading only the records of the
+// members it reaches. ok is false when nothing of the group is kept: the
+// page reads the group's documents again to sort them.
+func (w *orderStream) keptGroup(prefix []byte, at *sortKey, skip int) (more, ok bool, err error) {
+	g := w.group0
+	if g == nil || !bytes.Equal(g.group, prefix) {
+		return false, false, nil
+	}
+	w.group0 = nil
+	members := make([]sortMember, len(g.locs))
+	for i := range g.locs {
+		k, ok := parseSortKey(g.keys[i], len(w.keys))
+		if !ok {
+			return false, false, nil
+		}
+		members[i] = sortMember{sortKey: k, loc: g.locs[i]}
+	}
+	i, _ := slices.BinarySearchFunc(members, *at, func(m sortMember, k sortKey) int { return w.compareSort(m.sortKey, k) })
+	var value []byte
+	if prefix[0] == phaseWalk {
+		value = prefix[1:]
+	}
+	stop := func(m sortMember, skip int) {
+		p := append(bytes.Clone(prefix), modeKeys)
+		w.stop(appendSortKey(p, m.sortKey), skip)
+	}
+	for k := i; k < len(members); k++ {
+		m := members[k]
+		if err := w.fetch(g.locs[k:], w.room()); err != nil {
+			return false, true, err
+		}
+		_, rows, found, err := w.memberRows(value, m.loc)
+		if w.cutShort(err) {
+			stop(m, 0)
+			w.keepGroup(prefix, members[k:])
+			return false, true, nil
+		}
+		if err != nil {
+			return false, true, queryError(err)
+		}
+		w.visited = true
+		if !found {
+			continue
+		}
+		first := 0
+		if w.compareSort(m.sortKey, *at) == 0 {
+			first = skip
+		}
+		for j := first; j < len(rows); j++ {
+			if !w.put(rows[j]) {
+				stop(m, j)
+				w.keepGroup(prefix, members[k:])
+				return false, true, nil
+			}
+		}
+	}
+	return true, true, nil
+}
+
+// memberRows reads the document at loc, a member of the group of the
+// encoded value (nil: of the documents without the first key), and
+// returns it and its rows; found is false when it is gone or no longer
+// the group's.
+func (w *orderStream) memberRows(value, loc []byte) (document.Value, []document.Value, bool, error) {
+	if value != nil {
+		return w.groupRows(value, loc)
+	}
+	rec, ok, err := w.ahead.read(w.r, w.c, loc, w.st)
+	if err != nil || !ok {
+		return document.Undef, nil, false, err
+	}
+	return w.docRows(loc, &rec, w.undefinedKey)
 }
 
 // firstGroup counts, up to limit, the entries of the first group the

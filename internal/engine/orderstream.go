@@ -381,6 +381,10 @@ type orderStream struct {
 	// filter term's entries name (plan.FilteredStream): the walk reads
 	// the record of no other entry's item, as no other passes.
 	filter map[string]struct{}
+	// kept takes and keeps what pages keep of their candidates; group0
+	// is the sorted group the page before kept for this one (keptGroup).
+	kept   candidateKeeper
+	group0 *keptCandidates
 }
 
 // streamFeed takes the rows of the ordered stream in place of a page, for
@@ -455,6 +459,15 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 		w.keys = orderKeys(q)
 		w.tiesDesc = slices.ContainsFunc(w.keys, func(k plan.OrderKey) bool { return k.Desc })
 		w.groupComp, w.groupReverse, _ = groupComposite(c, s, w.keys)
+	}
+	w.kept = kept
+	if w.keys != nil && w.distinct == nil && kept.k != nil {
+		// A page that ends inside a group it sorted keeps the group's
+		// members from there for the next (keepGroup).
+		if k := kept.take(cur, next.access); k != nil && k.group != nil {
+			w.group0 = k
+		}
+		w.next.kept = newKeptID()
 	}
 	if len(o.Filter) > 0 && w.keys == nil && w.distinct == nil {
 		if k := kept.take(cur, next.access); k != nil {
@@ -644,6 +657,9 @@ type walkResume struct {
 	mode  byte
 	item  []byte // modeItem: the scan position of the item
 	skip  int
+	// past says the walk goes on after value's entries: the page read
+	// the rest of its group from what the page before kept (keptGroup).
+	past bool
 }
 
 func parseWalkPos(pos []byte, skip int) (walkResume, bool) {
@@ -675,6 +691,21 @@ func (w *orderStream) walk(pos []byte, skip int) (bool, error) {
 	}
 	if w.distinct != nil {
 		return w.distinctWalk(wr)
+	}
+	if w.keys != nil && wr.value != nil && wr.mode == modeKeys && w.group0 != nil {
+		from, err := w.groupFrom(wr)
+		if err != nil {
+			return false, err
+		}
+		if from != nil {
+			more, kept, err := w.keptGroup(append([]byte{phaseWalk}, wr.value...), from, wr.skip)
+			if err != nil || kept && !more {
+				return more, err
+			}
+			if kept {
+				wr = walkResume{value: wr.value, past: true}
+			}
+		}
 	}
 	it, err := w.walkIter(wr)
 	if err != nil || it == nil {
@@ -773,10 +804,17 @@ func (w *orderStream) walkIter(wr walkResume) (storage.Iterator, error) {
 	lo, hi := w.lo, w.hi
 	if wr.value != nil {
 		k := append(bytes.Clone(w.prefix), wr.value...)
-		if w.fromItem(wr) {
+		switch {
+		case wr.past && !w.desc:
+			k = prefixEnd(k)
+		case w.fromItem(wr):
 			k = append(k, wr.item...)
 		}
-		if w.desc {
+		if w.desc && wr.past {
+			if bytes.Compare(k, hi) < 0 {
+				hi = k
+			}
+		} else if w.desc {
 			if e := prefixEnd(k); bytes.Compare(e, hi) < 0 {
 				hi = e
 			}

@@ -180,6 +180,12 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	if err != nil {
 		return err
 	}
+	// What pages keep of their candidates for the next; nothing for a
+	// script's query (heldRows).
+	kept := candidateKeeper{etag: c.Etag, writes: state.writes, now: e.clock.Now()}
+	if !p.inScript {
+		kept.k = e.kept
+	}
 	page.LSN = state.lsn
 	if p.Resume != nil {
 		q, derr := withResumeFilter(prog.Query(), p.Resume, c.Rid, e.ridTies(c, prog.Query(), p))
@@ -336,7 +342,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		if err != nil {
 			return queryError(err)
 		}
-		done, qa, err := e.keyOrderGroups(r, c, prog, ordered, p, scope, now, st, state.items, fpOf(way+p.Query), page)
+		done, qa, err := e.keyOrderGroups(r, c, prog, ordered, p, scope, now, st, state.items, kept, fpOf(way+p.Query), page)
 		if done || err != nil {
 			return err
 		}
@@ -413,12 +419,6 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	// A page that collects its candidates keeps them for the next
 	// (keptCandidates), when its token names nothing else kept and its
 	// rows stream in the candidates' order.
-	// What pages keep of their candidates for the next; nothing for a
-	// script's query (heldRows).
-	kept := candidateKeeper{etag: c.Etag, writes: state.writes, now: e.clock.Now()}
-	if !p.inScript {
-		kept.k = e.kept
-	}
 	var collectedID uint64
 	if !distinct && p.Resume == nil && !p.inScript && (prog.Streaming() || streamed) {
 		if resumed {

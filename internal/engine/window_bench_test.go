@@ -104,6 +104,10 @@ func BenchmarkDeepPage(b *testing.B) {
 		// Groups by an expression, of four documents each: the first
 		// page makes every group, and keeps those after it for the
 		// next (heldRows).
+		// Groups of two keys, of one document each, the first key of
+		// seven values and no composite index of the two: page 20 is
+		// inside the first value's 2,858 documents.
+		{"group-keys", "SELECT c.k, c.t, COUNT(1) AS n FROM c GROUP BY c.k, c.t", 0},
 		{"group-expr", "SELECT c.t % " + strconv.Itoa(n/4) + " AS g, COUNT(1) AS n FROM c GROUP BY c.t % " + strconv.Itoa(n/4), 0},
 	} {
 		p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: q.text, RangeID: "0", CrossPartition: true, MaxItemCount: 100}
