@@ -273,6 +273,11 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 			return nil, err
 		}
 	}
+	if !small && ready && !prog.Ranked() {
+		if err := e.weighAbsent(r, c, q, s, probe, st, &in); err != nil {
+			return nil, err
+		}
+	}
 	if o := in.Stream; o != nil && len(o.Filter) > 0 && in.Entries[o.Filter[0]] > maxFilterLocs {
 		// More locations than a page collects (filterLocs).
 		o.Filter = nil
@@ -819,6 +824,14 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Pr
 		if qa.access == plan.FilteredStream {
 			o.Filter = streamFilter(c, q, s, terms, o)
 		}
+	case plan.AbsentScan:
+		// Positions of the scan's order: until the path's absence
+		// entries are ready again (a policy change), the scan reads
+		// on from the same place.
+		qa.src = scanSource(r, c, s, st)
+		if path, ok := notDefinedPath(c, q); ok && c.absentReady(path) {
+			qa.src = absentSource(r, c, s, path, false, st)
+		}
 	case plan.PointRead:
 		id, ok := pointID(terms)
 		if !ok || s.pk == nil {
@@ -1075,4 +1088,48 @@ func intersectLocs(a, b [][]byte, order func(a, b []byte) int) [][]byte {
 // isKeyPath reports whether path is one of the partition key's paths.
 func (c *containerRecord) isKeyPath(path []string) bool {
 	return slices.ContainsFunc(c.pk.paths, func(p []string) bool { return slices.Equal(p, path) })
+}
+
+// notDefinedPath returns the first path q's WHERE clause says its rows'
+// documents lack (plan.AbsentPaths) that may keep absence entries: an
+// indexed path of the document, through no array, not a system property.
+func notDefinedPath(c *containerRecord, q *ast.Query) ([]string, bool) {
+	for _, p := range plan.AbsentPaths(q) {
+		if !crossesArray(p) && !systemPath(p) && c.index.indexes(p) {
+			return p, true
+		}
+	}
+	return nil, false
+}
+
+// weighAbsent gives the planner the scope's documents without the path
+// of a NOT IS_DEFINED (plan.AbsentScan), counted up to bound through the
+// path's absence entries, once they are ready; until then the first such
+// query asks the builder for them, as an ORDER BY does. Within a logical
+// partition or a prefix the entries in location order are the scope's
+// own; over a range or the whole container, those in _rid order, the
+// container's.
+func (e *Engine) weighAbsent(r storage.Reader, c *containerRecord, q *ast.Query, s *itemScope, bound int64, st *readStats, in *plan.Input) error {
+	path, ok := notDefinedPath(c, q)
+	if !ok {
+		return nil
+	}
+	if !c.absentReady(path) {
+		e.wantAbsent(c, path, entryKinds{})
+		return nil
+	}
+	var span keySpan
+	scoped := s.kind == plan.ScopePartition || s.kind == plan.ScopePrefix
+	if scoped {
+		span.lo, span.hi = scopeBounds(absentPrefix(indexPrefix(c), absentLocMarker, path), s)
+	} else {
+		prefix := absentPrefix(indexPrefix(c), absentSeqMarker, path)
+		span = keySpan{prefix, prefixEnd(prefix)}
+	}
+	n, err := countSpans(r, []keySpan{span}, bound, st)
+	if err != nil {
+		return err
+	}
+	in.Absent, in.AbsentEntries, in.AbsentScoped = path, n, scoped
+	return nil
 }

@@ -146,7 +146,7 @@ func parseCursor(s string, fp uint64) (cursor, *Error) {
 	n := int(b[14])
 	b = b[15:]
 	// A union's terms are the query's OR, found again on every page.
-	if k.access > plan.OrderedStream && k.access != plan.Union && k.access != plan.FilteredStream || k.access == plan.Union && n > 0 || len(b) < n+4 {
+	if !k.access.Paged() || k.access == plan.Union && n > 0 || len(b) < n+4 {
 		return k, errBadContinuation
 	}
 	for _, t := range b[:n] {

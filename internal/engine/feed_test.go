@@ -74,6 +74,7 @@ func FuzzCursor(f *testing.F) {
 	f.Add(cursor{fingerprint: 5, access: plan.CompositeSpan, terms: []int{0}, composite: 1, pos: []byte("pos")}.String())
 	f.Add(cursor{fingerprint: 5, access: plan.Union, skip: 1, pos: []byte("pos")}.String())
 	f.Add(cursor{fingerprint: 5, access: plan.FilteredStream, skip: 1, pos: []byte("pos")}.String())
+	f.Add(cursor{fingerprint: 5, access: plan.AbsentScan, skip: 1, pos: []byte("12345678")}.String())
 	f.Fuzz(func(t *testing.T, s string) {
 		c, err := parseCursor(s, 5)
 		if err != nil {
@@ -82,7 +83,7 @@ func FuzzCursor(f *testing.F) {
 			}
 			return
 		}
-		if c.skip < 0 || c.access > plan.OrderedStream && c.access != plan.Union && c.access != plan.FilteredStream || (!c.access.Composite() && c.composite != 0) ||
+		if c.skip < 0 || !c.access.Paged() || (!c.access.Composite() && c.composite != 0) ||
 			c.access == plan.Union && len(c.terms) > 0 {
 			t.Fatalf("parsed an impossible cursor %+v from %q", c, s)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/query/plan"
 )
 
 // The TOP … ORDER BY walk of the index filters candidates with the WHERE
@@ -355,5 +356,80 @@ func TestCollectedCandidatesServeLaterPages(t *testing.T) {
 			t.Errorf("%s: the item written between the pages is missing", query)
 		}
 		be.run(t, `["p0"]`, false, `[{"operationType":"Delete","id":"late"}]`)
+	}
+}
+
+// NOT IS_DEFINED(c.path) reads the documents without the path through
+// its absence entries (plan.AbsentScan), once the first such query has
+// had them built, in the scan's order: a queue of documents not yet
+// marked done costs a page its rows, where it scanned the scope.
+func TestNotDefinedReadsItsAbsenceEntries(t *testing.T) {
+	be := newBatchEnv(t, "-1")
+	var items []string
+	for i := range 3000 {
+		done := `,"done":true`
+		if i%20 == 0 {
+			done = ""
+		}
+		items = append(items, fmt.Sprintf(`{"id":"d%d","pk":"p%d","n":%d%s}`, i, i%3, i%7, done))
+	}
+	be.seed(t, items...)
+	docs := parseItems(t, items)
+	cases := []struct {
+		query, pk string
+		records   int // the most a page may read
+	}{
+		// 150 documents lack /done, 50 in each partition.
+		{`SELECT c.id FROM c WHERE NOT IS_DEFINED(c.done)`, "", 51},
+		{`SELECT c.id FROM c WHERE NOT IS_DEFINED(c.done)`, `["p1"]`, 51},
+		{`SELECT c.id FROM c WHERE NOT IS_DEFINED(c.done) AND c.n > 2`, "", 51 * 7 / 4},
+		{`SELECT VALUE COUNT(1) FROM c WHERE NOT IS_DEFINED(c.done) AND c.n = 3`, "", 151},
+	}
+	// The first query asks for the path's absence entries, which the
+	// builder then makes.
+	first := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, Query: cases[0].query}
+	if _, err := be.e.QueryItems(context.Background(), first); err != nil {
+		t.Fatal(err)
+	}
+	drainIndexer(t, be.e.NewIndexer(nil))
+	if !be.container(t).absentReady([]string{"done"}) {
+		t.Fatal("the absence entries of /done are not built")
+	}
+	for _, tc := range cases {
+		prog, err := compileQuery(tc.query, nil, time.Now(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var scoped []document.Value
+		for _, d := range docs {
+			if tc.pk == "" || `["`+d.Get("pk").Str()+`"]` == tc.pk {
+				scoped = append(scoped, d)
+			}
+		}
+		rows, err := prog.RunDocs(scoped)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for _, v := range rows {
+			want = append(want, string(v.JSON()))
+		}
+		p := QueryParams{ItemRef: batchRef(tc.pk), MaxItemCount: 50, Query: tc.query}
+		if tc.pk == "" {
+			p.RangeID, p.CrossPartition = "0", true
+		}
+		got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
+			if n == 0 && page.Plan != nil && page.Plan.Chosen.Access != plan.AbsentScan {
+				t.Errorf("%s in %q: chose %s", tc.query, tc.pk, page.Plan.Explain())
+			}
+			if page.Examined > tc.records {
+				t.Errorf("%s in %q: page %d read %d records", tc.query, tc.pk, n+1, page.Examined)
+			}
+		})
+		slices.Sort(got)
+		slices.Sort(want)
+		if len(want) == 0 || !slices.Equal(got, want) {
+			t.Errorf("%s in %q: %d rows %.200v, want %d %.200v", tc.query, tc.pk, len(got), got, len(want), want)
+		}
 	}
 }

@@ -18,7 +18,8 @@ import (
 // page k costs what page 1 costs. The container holds MAYFLY_BENCH_ITEMS
 // items (2·10⁴ by default) written interleaved over 200 partitions, each
 // with n (0..99 by write order), k (0..6), t (its place in the write
-// order) and two tags; every tenth also has gone, a string or an object.
+// order) and two tags; every tenth also has gone, a string or an object,
+// and all but every tenth seen.
 //
 //	go test -run '^$' -bench BenchmarkDeepPage -benchtime 100x ./internal/engine/
 func BenchmarkDeepPage(b *testing.B) {
@@ -35,6 +36,9 @@ func BenchmarkDeepPage(b *testing.B) {
 			gone = `,"gone":"` + strconv.Itoa(i) + `"`
 		case 10:
 			gone = `,"gone":{"at":` + strconv.Itoa(i) + `}`
+		}
+		if i%10 != 5 {
+			gone += `,"seen":1`
 		}
 		return `,"n":` + strconv.Itoa(i/parts) + `,"k":` + strconv.Itoa(i%7) + `,"t":` + strconv.Itoa(i) + `,"tags":["a` + strconv.Itoa(i%5) + `","b"],"m":` + strconv.Itoa(i%17) + `,"h":` + strconv.Itoa(i%19) + gone
 	})
@@ -57,6 +61,9 @@ func BenchmarkDeepPage(b *testing.B) {
 		{"array-contains", "SELECT * FROM c WHERE ARRAY_CONTAINS(c.tags, 'a3')", 0},
 		// A tenth of the items, spread through the order.
 		{"is-defined", "SELECT * FROM c WHERE IS_DEFINED(c.gone)", 0},
+		// The tenth of the items without seen (a queue of items not yet
+		// marked), spread through the order.
+		{"not-defined", "SELECT * FROM c WHERE NOT IS_DEFINED(c.seen)", 0},
 		// ORs of terms on two paths: a seventh of the items or the
 		// items written first (a quarter of the items); the items of
 		// ten values of c.n, each written together, or the first

@@ -401,6 +401,26 @@ func Predicates(q *ast.Query, params map[string]document.Value) []Predicate {
 	return out
 }
 
+// AbsentPaths returns the paths the top-level AND chain of q's WHERE
+// clause says a document lacks: NOT IS_DEFINED(path) of a document path.
+func AbsentPaths(q *ast.Query) [][]string {
+	var out [][]string
+	for _, t := range conjuncts(q.Where) {
+		u, ok := t.(*ast.Unary)
+		if !ok || u.Op != ast.OpNot {
+			continue
+		}
+		x, ok := u.X.(*ast.Call)
+		if !ok || x.UDF || !strings.EqualFold(x.Name, "IS_DEFINED") || len(x.Args) != 1 {
+			continue
+		}
+		if p, ok := DocPath(q, x.Args[0]); ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // Exact reports whether every term of the top-level AND chain of q's
 // WHERE clause is one Predicates reads whole, so that a document passes
 // the clause exactly when it passes the predicates: a term of another

@@ -263,12 +263,13 @@ const (
 	IndexExtreme                 // a path's first or last index entry in the scope: its MIN or MAX
 	IndexSum                     // a path's index entries in the scope: its SUM or AVG
 	Union                        // the items any of an OR's terms' spans hold (Input.Union)
-	FilteredStream               // OrderedStream reading only the records a term's entries name (Ordered.Filter)
+	FilteredStream              // OrderedStream reading only the records a term's entries name (Ordered.Filter)
+	AbsentScan                  // the scope's items without a path (NOT IS_DEFINED), through its absence entries, in scan order
 )
 
 var accessNames = [...]string{Scan: "scan", PointRead: "point", IndexSpan: "index", Intersect: "intersect", OrderedWalk: "ordered",
 	CompositeSpan: "composite", CompositeWalk: "composite-ordered", OrderedStream: "ordered-stream", Counters: "counters",
-	IDEntries: "id-entries", IndexCount: "index-count", IndexExtreme: "index-extreme", IndexSum: "index-sum", Union: "union", FilteredStream: "filtered-stream"}
+	IDEntries: "id-entries", IndexCount: "index-count", IndexExtreme: "index-extreme", IndexSum: "index-sum", Union: "union", FilteredStream: "filtered-stream", AbsentScan: "absent"}
 
 func (a Access) String() string { return accessNames[a] }
 
@@ -345,6 +346,14 @@ type Input struct {
 	Union        []Term
 	UnionEntries []int64
 	UnionScoped  []bool
+	// Absent, when not nil, is a path the WHERE clause says every row's
+	// document lacks (NOT IS_DEFINED, AbsentPaths) whose absence entries
+	// the engine keeps complete; AbsentEntries counts them as Entries
+	// counts a term's, and AbsentScoped says the count is the scope's
+	// own.
+	Absent        []string
+	AbsentEntries int64
+	AbsentScoped  bool
 }
 
 // Path is one candidate access path with its estimates.
@@ -376,6 +385,7 @@ type Plan struct {
 	Considered []Path
 	terms      []Term
 	union      []Term
+	absent     []string
 }
 
 // Choose enumerates the access paths in, estimates each, and picks the
@@ -385,7 +395,7 @@ type Plan struct {
 func Choose(in Input) Plan {
 	frac := in.Scope.fraction()
 	n := float64(max(in.Scope.ContainerItems, 1))
-	p := Plan{Scope: in.Scope, terms: in.Terms, union: in.Union}
+	p := Plan{Scope: in.Scope, terms: in.Terms, union: in.Union, absent: in.Absent}
 	add := func(path Path) {
 		path.Cost = path.Entries*costEntry + path.Records*costRecordPoint + path.Scanned*costRecordScan
 		if path.Access == Scan {
@@ -517,6 +527,16 @@ func Choose(in Input) Plan {
 			terms = append(terms, i)
 		}
 		add(Path{Access: Union, Terms: terms, Entries: entries, Records: math.Min(records, float64(in.Scope.Items))})
+	}
+	if in.Absent != nil && in.AbsentEntries >= 0 {
+		// The items without the path, in scan order: an entry each, and
+		// the record of each in the scope.
+		share := frac
+		if in.AbsentScoped {
+			share = 1
+		}
+		e := float64(in.AbsentEntries)
+		add(Path{Access: AbsentScan, Entries: e, Records: math.Min(e*share, float64(in.Scope.Items))})
 	}
 	p.Chosen = p.Considered[0]
 	for _, c := range p.Considered[1:] {
@@ -824,6 +844,9 @@ func (p Plan) describe(c Path) string {
 		}
 		b.WriteString(" [" + labels[t].Label + "]")
 	}
+	if c.Access == AbsentScan {
+		b.WriteString(" [NOT IS_DEFINED(" + pathLabel(p.absent) + ")]")
+	}
 	if c.Absent {
 		b.WriteString(" absent")
 	}
@@ -873,6 +896,13 @@ func (p Plan) UsedComposite() (CompositeIndex, bool) {
 
 // Composite reports whether the access path reads a composite index.
 func (a Access) Composite() bool { return a == CompositeSpan || a == CompositeWalk }
+
+// Paged reports whether a token may name a: an access path a page reads
+// and the next goes on in, not one that answers a count or an aggregate
+// whole.
+func (a Access) Paged() bool {
+	return a <= OrderedStream || a == Union || a == FilteredStream || a == AbsentScan
+}
 
 // Streams reports whether a is the ordered stream, filtered or not, which
 // pages itself and finds its terms in the query on every page.

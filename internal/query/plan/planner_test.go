@@ -126,6 +126,11 @@ func TestChoose(t *testing.T) {
 			Stream: &Ordered{Path: []string{"n"}, Want: 100, Term: -1, Filter: []int{0}}, WalkEntries: 1_000_000}, OrderedStream},
 		{"a few items are read whole", Input{Scope: all, Terms: []Term{other}, Entries: []int64{40},
 			Stream: &Ordered{Path: []string{"n"}, Want: 100, Term: -1, Filter: []int{0}}, WalkEntries: 1_000_000}, IndexSpan},
+		// NOT IS_DEFINED: the items without a path, through its
+		// absence entries, when few lack it.
+		{"a few items without a path are read through their entries", Input{Scope: all, Absent: []string{"done"}, AbsentEntries: 5_000}, AbsentScan},
+		{"most items without a path are scanned", Input{Scope: all, Absent: []string{"done"}, AbsentEntries: 900_000}, Scan},
+		{"a partition's own entries of items without a path", Input{Scope: partition, Absent: []string{"done"}, AbsentEntries: 10, AbsentScoped: true}, AbsentScan},
 		{"a page over several keys scans rather than read half the container", Input{Scope: all, Stream: &Ordered{Path: []string{"n"}, Want: 100, Term: -1, Group: 500_000}, WalkEntries: 1_000_000}, Scan},
 	}
 	if p := PointPlan(ScopePartition, []Term{term}); p.Chosen.Access != PointRead || len(p.Considered) != 1 || p.Explain() == "" {
