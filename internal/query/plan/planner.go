@@ -263,8 +263,8 @@ const (
 	IndexExtreme                 // a path's first or last index entry in the scope: its MIN or MAX
 	IndexSum                     // a path's index entries in the scope: its SUM or AVG
 	Union                        // the items any of an OR's terms' spans hold (Input.Union)
-	FilteredStream              // OrderedStream reading only the records a term's entries name (Ordered.Filter)
-	AbsentScan                  // the scope's items without a path (NOT IS_DEFINED), through its absence entries, in scan order
+	FilteredStream               // OrderedStream reading only the records a term's entries name (Ordered.Filter)
+	AbsentScan                   // the scope's items without a path (NOT IS_DEFINED), through its absence entries, in scan order
 )
 
 var accessNames = [...]string{Scan: "scan", PointRead: "point", IndexSpan: "index", Intersect: "intersect", OrderedWalk: "ordered",
