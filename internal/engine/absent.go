@@ -499,7 +499,12 @@ func absentSource(r storage.Reader, c *containerRecord, s *itemScope, path []str
 		lo, hi := resumeBounds(prefix, prefixEnd(prefix), prefix, from, reverse)
 		return scanRangeDir(r, lo, hi, reverse, func(k, _ []byte) (bool, error) {
 			rest := k[len(prefix):]
-			if len(rest) < 8 || !s.holds(rest[8:]) {
+			// A position one past an item's (its sequence and 0x00, as a
+			// page across partitions ends when the next item's is not
+			// known yet) sorts before the item's entry, whose location
+			// follows its sequence: the entry is passed over.
+			past := from != nil && !reverse && len(rest) >= 8 && bytes.Compare(rest[:8], from) < 0
+			if len(rest) < 8 || past || !s.holds(rest[8:]) {
 				st.entries++
 				return true, nil
 			}
