@@ -184,6 +184,12 @@ func (e *Engine) keyOrderGroups(r storage.Reader, c *containerRecord, prog, orde
 			}
 			end := &FeedPage{}
 			feed := &streamFeed{take: take, parse: docParser(prog.Query(), false)}
+			// The rows go to the feed, not the page, so the walk's
+			// read-ahead is set by the groups still wanted: a document
+			// starts one group at most, and one more document tells
+			// whether the last group goes on.
+			defer func(want func() int) { st.want = want }(st.want)
+			st.want = func() int { return limit - groups + 1 }
 			if err := streamOrdered(r, c, ordered, p.Params, qp.stream, s, now, st, cur, next, limit, nil, feed, seenSets{}, kept, end); err != nil {
 				return err
 			}

@@ -431,3 +431,34 @@ func TestWholeGroupsOfAnEqualityThroughAComposite(t *testing.T) {
 		t.Errorf("records read by the drain: %d in %d pages before the composite's entries, %d after", beforeRead, pages, afterRead)
 	}
 }
+
+// A page of a GROUP BY fed by the ordered stream reads ahead as many
+// documents as it still wants groups, and one more to tell whether the
+// last goes on, rather than a page's worth at every turn: through kept
+// sorted groups of one document each, a page reads its own groups'
+// documents and one more.
+func TestWholeGroupsReadAheadForTheirGroups(t *testing.T) {
+	const docs, values, size = 3000, 3, 100
+	be := newBatchEnv(t, "null")
+	var items []string
+	for i := range docs {
+		items = append(items, fmt.Sprintf(`{"id":"d%04d","pk":"p%d","g":%d,"k":%d}`, i, i%7, i%values, i))
+	}
+	be.seed(t, items...)
+	p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, Query: `SELECT c.g, c.k, COUNT(1) AS n FROM c GROUP BY c.g, c.k`, MaxItemCount: size}
+	// A first page asks for the entries the stream reads, which the
+	// builder then makes.
+	if _, err := be.e.QueryItems(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	drainIndexer(t, be.e.NewIndexer(nil))
+	rows, examined, pages := drainGroups(t, be, p, nil)
+	if len(rows) != docs {
+		t.Fatalf("%d rows, want %d", len(rows), docs)
+	}
+	// Each value's documents once, to sort them, and each page its
+	// groups' and one more.
+	if bound := docs + pages*(size+2); examined > bound {
+		t.Errorf("%d records read in %d pages, want at most %d", examined, pages, bound)
+	}
+}
