@@ -39,6 +39,10 @@ type queryAccess struct {
 	// this one (keptCandidates), which it reads in place of collecting
 	// them.
 	kept [][]byte
+	// filter, for a filtered stream's first page, is where the
+	// collection of its filter's locations goes on from the count that
+	// weighed the term; nil: from the start.
+	filter *filterStart
 }
 
 // collection is what a page that collects its candidates collected: the
@@ -168,6 +172,9 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	tc := counted
 	if tc == nil {
 		tc = newTermCounts(c, terms, weighed, s)
+		if o := in.Stream; o != nil && len(o.Filter) > 0 {
+			tc.collectLocs(c, terms[o.Filter[0]], o.Filter[0], s)
+		}
 	}
 	if s.kind == plan.ScopePartition && size.Items >= tieWishEntries {
 		// A range of values in a large logical partition: the path's
@@ -311,6 +318,9 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		}
 	}
 	qa := &queryAccess{plan: &p, access: p.Chosen.Access, terms: p.Chosen.Terms}
+	if o := in.Stream; qa.access == plan.FilteredStream && o != nil && len(o.Filter) > 0 {
+		qa.filter = tc.filterStart(o.Filter[0])
+	}
 	if qa.access == plan.Union {
 		// Its terms are the OR's, found again from the query on every
 		// page; this one's were collected while they were weighed.
@@ -568,6 +578,51 @@ type spanCounter struct {
 	// first is the smallest sequence among the locations of the entries
 	// counted (every entry ends with one); 0 before any is.
 	first uint64
+	// locs, when not nil, gathers the locations the counted entries name
+	// (collectLocs).
+	locs *locCollector
+}
+
+// locCollector gathers, while a term is counted, the locations of the
+// scope's items its entries name, as filterLocs does: a filtered stream's
+// first page goes on from them (filterStart) rather than reading the
+// entries the count read again.
+type locCollector struct {
+	s    *itemScope
+	base int
+	set  map[string]struct{}
+}
+
+// filterStart is where a filtered stream's first page goes on collecting
+// its filter's locations (filterLocs): the set the count gathered, and
+// the spans, from from in the first, it had not counted yet.
+type filterStart struct {
+	set   map[string]struct{}
+	spans []keySpan
+	from  []byte
+}
+
+// collectLocs makes the count of term i gather the locations its entries
+// name, if the term is counted and not yet begun.
+func (tc *termCounts) collectLocs(c *containerRecord, t plan.Term, i int, s *itemScope) {
+	k := slices.Index(tc.idx, i)
+	if k < 0 || tc.counters[k].n > 0 {
+		return
+	}
+	_, base := scopedSpans(c, t, s)
+	tc.counters[k].locs = &locCollector{s: s, base: base, set: map[string]struct{}{}}
+}
+
+// filterStart returns where the collection of term i's locations goes on
+// from its count; nil when the count gathered none, or more than a page
+// collects.
+func (tc *termCounts) filterStart(i int) *filterStart {
+	k := slices.Index(tc.idx, i)
+	if k < 0 || tc.counters[k].locs == nil {
+		return nil
+	}
+	sc := &tc.counters[k]
+	return &filterStart{set: sc.locs.set, spans: sc.spans, from: sc.from}
 }
 
 // count counts on until n reaches upTo or the spans end (spans is then
@@ -583,6 +638,14 @@ func (sc *spanCounter) count(r storage.Reader, upTo int64, st *readStats) error 
 		err := scanRange(r, lo, sp.hi, func(k, _ []byte) (bool, error) {
 			st.entries++
 			sc.n++
+			if lc := sc.locs; lc != nil {
+				if loc, ok := entryLoc(k, lc.base); ok && lc.s.holds(loc) {
+					lc.set[string(loc)] = struct{}{}
+					if len(lc.set) > maxFilterLocs {
+						sc.locs = nil
+					}
+				}
+			}
 			if len(k) >= 8 {
 				if seq := binary.BigEndian.Uint64(k[len(k)-8:]); sc.first == 0 || seq < sc.first {
 					sc.first = seq

@@ -190,7 +190,7 @@ func (e *Engine) keyOrderGroups(r storage.Reader, c *containerRecord, prog, orde
 			// whether the last group goes on.
 			defer func(want func() int) { st.want = want }(st.want)
 			st.want = func() int { return limit - groups + 1 }
-			if err := streamOrdered(r, c, ordered, p.Params, qp.stream, s, now, st, cur, next, limit, nil, feed, seenSets{}, kept, end); err != nil {
+			if err := streamOrdered(r, c, ordered, p.Params, qp, s, now, st, cur, next, limit, nil, feed, seenSets{}, kept, end); err != nil {
 				return err
 			}
 			if failed != nil {

@@ -134,11 +134,20 @@ func streamFilter(c *containerRecord, q *ast.Query, s *itemScope, terms []plan.T
 // filterLocs collects the locations of the scope's items that t's entries
 // name, for a filtered stream's page to read only the records of the
 // walked entries among them; nil when there are more than maxFilterLocs.
-func filterLocs(r storage.Reader, c *containerRecord, t plan.Term, s *itemScope, st *readStats) (map[string]struct{}, error) {
+// It goes on from what the count that weighed t gathered, when given.
+func filterLocs(r storage.Reader, c *containerRecord, t plan.Term, s *itemScope, from *filterStart, st *readStats) (map[string]struct{}, error) {
 	spans, base := scopedSpans(c, t, s)
 	locs := map[string]struct{}{}
-	for _, sp := range spans {
-		err := scanRange(r, sp.lo, sp.hi, func(k, _ []byte) (bool, error) {
+	var at []byte
+	if from != nil {
+		spans, locs, at = from.spans, from.set, from.from
+	}
+	for i, sp := range spans {
+		lo := sp.lo
+		if i == 0 && at != nil {
+			lo = at
+		}
+		err := scanRange(r, lo, sp.hi, func(k, _ []byte) (bool, error) {
 			st.entries++
 			if loc, ok := entryLoc(k, base); ok && s.holds(loc) {
 				locs[string(loc)] = struct{}{}
@@ -425,8 +434,8 @@ func (w *orderStream) room() int {
 // nil, takes the rows in place of the page, which then gets only the
 // continuation: at the start of the group whose first row feed refused,
 // or where the page's time or work ran out.
-func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, o *plan.Ordered, s *itemScope, now time.Time, st *readStats, cur, next cursor, limit int, win *rowWindow, feed *streamFeed, sets seenSets, kept candidateKeeper, page *FeedPage) error {
-	q := prog.Query()
+func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, qa *queryAccess, s *itemScope, now time.Time, st *readStats, cur, next cursor, limit int, win *rowWindow, feed *streamFeed, sets seenSets, kept candidateKeeper, page *FeedPage) error {
+	q, o := prog.Query(), qa.stream
 	rows, err := withoutOrder(prog)
 	if err != nil {
 		return queryError(err)
@@ -475,7 +484,7 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 		}
 		if w.filter == nil {
 			if terms := plan.Terms(preds); o.Filter[0] < len(terms) {
-				if w.filter, err = filterLocs(r, c, terms[o.Filter[0]], s, st); err != nil {
+				if w.filter, err = filterLocs(r, c, terms[o.Filter[0]], s, qa.filter, st); err != nil {
 					return err
 				}
 			}

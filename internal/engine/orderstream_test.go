@@ -5,13 +5,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/partition"
+	"github.com/mayfly-db/mayfly/internal/query/parser"
 	"github.com/mayfly-db/mayfly/internal/query/plan"
+	"github.com/mayfly-db/mayfly/internal/storage"
 )
 
 // TestOrderedStreamOrder drains ORDER BY queries the ordered stream serves
@@ -1252,7 +1256,8 @@ func TestOrderByTiesInAPartitionPageFromTheirPosition(t *testing.T) {
 // no composite index of the two: each page collects the term's entries in
 // the scope and reads the record of a walked entry only when they name its
 // item (plan.FilteredStream), where it read the record of every walked
-// entry (the plain stream) or of every matching item (the index span).
+// entry (the plain stream) or of every matching item (the index span). The
+// first page collects them as the planner counts them.
 func TestFilteredStreamReadsItsRowsRecords(t *testing.T) {
 	be := newBatchEnv(t, "-1")
 	var items []string
@@ -1327,6 +1332,12 @@ func TestFilteredStreamReadsItsRowsRecords(t *testing.T) {
 				t.Errorf("%s in %q: %d rows %.200v, want %d %.200v", tc.query, tc.pk, len(got), got, len(want), want)
 			}
 		}
+		// The first page goes on collecting from the count that weighed
+		// the term, so it reads about what a page that collects them
+		// reads, not the term's entries twice.
+		if len(entries[1]) > 1 && entries[0][0] > entries[1][1]*11/10+5 {
+			t.Errorf("%s in %q: page 1 read %d entries, a later page collecting the term's %d", tc.query, tc.pk, entries[0][0], entries[1][1])
+		}
 		for n := 1; n < len(entries[0]); n++ {
 			if entries[0][n] >= entries[1][n] {
 				t.Errorf("%s in %q: page %d read %d entries with the locations kept, %d without", tc.query, tc.pk, n+1, entries[0][n], entries[1][n])
@@ -1347,5 +1358,64 @@ func TestFilteredStreamReadsItsRowsRecords(t *testing.T) {
 	p.Continuation = page.Continuation
 	if rows := drainRows(t, be.e, p, nil); len(rows) == 0 || rows[len(rows)-1] != `{"id":"late","n":5000}` {
 		t.Errorf("the item written between the pages is not the last row: %.100v", rows[max(len(rows)-2, 0):])
+	}
+}
+
+// A filtered stream's first page goes on collecting its filter's
+// locations from where the planner's count of the term stopped
+// (filterStart): whatever the count's bound, within a span or between
+// spans, in a partition or across the container, the locations are those
+// a collection from the start finds.
+func TestFilterLocsGoOnFromTheCount(t *testing.T) {
+	be := newBatchEnv(t, "-1")
+	var items []string
+	for i := range 600 {
+		items = append(items, fmt.Sprintf(`{"id":"d%d","pk":"p%d","s":"s%d"}`, i, i%4, i%5))
+	}
+	be.seed(t, items...)
+	c := be.container(t)
+	inP1, derr := be.e.scopeFor(c, partition.Key{partition.String("p1")}, true, "")
+	if derr != nil {
+		t.Fatal(derr)
+	}
+	for _, query := range []string{
+		`SELECT * FROM c WHERE c.s = 's3'`,
+		`SELECT * FROM c WHERE c.s IN ('s0', 's2', 's4')`,
+	} {
+		q, err := parser.Parse(query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		term := plan.Terms(plan.Predicates(q, nil))[0]
+		for _, s := range []*itemScope{wholeContainer(), inP1} {
+			err := be.e.store.View(context.Background(), func(r storage.Reader) error {
+				want, err := filterLocs(r, c, term, s, nil, &readStats{})
+				if err != nil {
+					return err
+				}
+				for _, bound := range []int64{1, 7, 64, 119, 120, 121, 250, 1000} {
+					tc := newTermCounts(c, []plan.Term{term}, []int{0}, s)
+					tc.collectLocs(c, term, 0, s)
+					var counted, rest readStats
+					if err := tc.counters[0].count(r, bound, &counted); err != nil {
+						return err
+					}
+					got, err := filterLocs(r, c, term, s, tc.filterStart(0), &rest)
+					if err != nil {
+						return err
+					}
+					if !maps.Equal(got, want) {
+						t.Errorf("%s, scope %v, counted to %d: %d locations, want %d", query, s.kind, bound, len(got), len(want))
+					}
+					if all := counted.entries + rest.entries; all != len(want) {
+						t.Errorf("%s, scope %v, counted to %d: %d entries read for %d locations", query, s.kind, bound, all, len(want))
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }

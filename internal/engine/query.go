@@ -487,10 +487,10 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		}
 		defer func() { st.want = nil }()
 		if qp.stream != nil && win != nil {
-			return streamOrdered(r, c, rows, p.Params, qp.stream, scope, now, st, cur, next, limit, win, nil, e.seen, kept, page)
+			return streamOrdered(r, c, rows, p.Params, qp, scope, now, st, cur, next, limit, win, nil, e.seen, kept, page)
 		}
 		if qp.stream != nil {
-			return streamOrdered(r, c, prog, p.Params, qp.stream, scope, now, st, cur, next, limit, nil, nil, e.seen, kept, page)
+			return streamOrdered(r, c, prog, p.Params, qp, scope, now, st, cur, next, limit, nil, nil, e.seen, kept, page)
 		}
 		if prog.Streaming() {
 			seen.reset()
