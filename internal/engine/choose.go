@@ -593,6 +593,15 @@ type locCollector struct {
 	set  map[string]struct{}
 }
 
+// add adds the location the entry k names, if its item is in the scope,
+// and reports whether the set holds at most maxFilterLocs.
+func (lc *locCollector) add(k []byte) bool {
+	if loc, ok := entryLoc(k, lc.base); ok && lc.s.holds(loc) {
+		lc.set[string(loc)] = struct{}{}
+	}
+	return len(lc.set) <= maxFilterLocs
+}
+
 // filterStart is where a filtered stream's first page goes on collecting
 // its filter's locations (filterLocs): the set the count gathered, and
 // the spans, from from in the first, it had not counted yet.
@@ -638,13 +647,8 @@ func (sc *spanCounter) count(r storage.Reader, upTo int64, st *readStats) error 
 		err := scanRange(r, lo, sp.hi, func(k, _ []byte) (bool, error) {
 			st.entries++
 			sc.n++
-			if lc := sc.locs; lc != nil {
-				if loc, ok := entryLoc(k, lc.base); ok && lc.s.holds(loc) {
-					lc.set[string(loc)] = struct{}{}
-					if len(lc.set) > maxFilterLocs {
-						sc.locs = nil
-					}
-				}
+			if sc.locs != nil && !sc.locs.add(k) {
+				sc.locs = nil
 			}
 			if len(k) >= 8 {
 				if seq := binary.BigEndian.Uint64(k[len(k)-8:]); sc.first == 0 || seq < sc.first {

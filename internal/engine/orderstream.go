@@ -137,10 +137,10 @@ func streamFilter(c *containerRecord, q *ast.Query, s *itemScope, terms []plan.T
 // It goes on from what the count that weighed t gathered, when given.
 func filterLocs(r storage.Reader, c *containerRecord, t plan.Term, s *itemScope, from *filterStart, st *readStats) (map[string]struct{}, error) {
 	spans, base := scopedSpans(c, t, s)
-	locs := map[string]struct{}{}
+	lc := &locCollector{s: s, base: base, set: map[string]struct{}{}}
 	var at []byte
 	if from != nil {
-		spans, locs, at = from.spans, from.set, from.from
+		spans, lc.set, at = from.spans, from.set, from.from
 	}
 	for i, sp := range spans {
 		lo := sp.lo
@@ -149,16 +149,13 @@ func filterLocs(r storage.Reader, c *containerRecord, t plan.Term, s *itemScope,
 		}
 		err := scanRange(r, lo, sp.hi, func(k, _ []byte) (bool, error) {
 			st.entries++
-			if loc, ok := entryLoc(k, base); ok && s.holds(loc) {
-				locs[string(loc)] = struct{}{}
-			}
-			return len(locs) <= maxFilterLocs, nil
+			return lc.add(k), nil
 		})
-		if err != nil || len(locs) > maxFilterLocs {
+		if err != nil || len(lc.set) > maxFilterLocs {
 			return nil, err
 		}
 	}
-	return locs, nil
+	return lc.set, nil
 }
 
 // admits reports whether the walk may read the item at loc: the page
