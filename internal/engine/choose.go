@@ -229,6 +229,10 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	bound := probe
 	if o := in.Stream; o != nil && len(o.Within) > 0 && !slices.ContainsFunc(weighed, func(i int) bool { return !slices.Contains(o.Within, i) }) {
 		bound = plan.WithinBound(in, o, probe)
+	} else if o, i, ok := loneFilter(in, weighed); ok {
+		// One term besides the walk's own: past where the walk costs
+		// less than its entries, no count of it changes the choice.
+		bound = plan.WalkBound(in, o, i, tc.scoped[slices.Index(tc.idx, i)], probe)
 	}
 	if err := tc.count(r, size, bound, partners, st); err != nil {
 		return nil, err
@@ -563,6 +567,27 @@ func (tc *termCounts) fill(in *plan.Input) {
 		in.Stopped[i] = len(tc.counters[k].spans) > 0
 		in.Scoped[i] = tc.scoped[k]
 	}
+}
+
+// loneFilter returns the walk that may serve the page (the stream, or the
+// TOP walk) and the one weighed term it does not meet itself, when there
+// is exactly one and no composite index is weighed beside them (whose
+// walk weighs the term by its count too).
+func loneFilter(in plan.Input, weighed []int) (*plan.Ordered, int, bool) {
+	o := cmp.Or(in.Stream, in.Ordered)
+	if o == nil || in.WalkEntries < 0 || len(in.Composites) > 0 {
+		return nil, 0, false
+	}
+	var others []int
+	for _, i := range weighed {
+		if !slices.Contains(o.Within, i) {
+			others = append(others, i)
+		}
+	}
+	if len(others) != 1 {
+		return nil, 0, false
+	}
+	return o, others[0], true
 }
 
 // countStep is how many entries of each term the first round of

@@ -295,6 +295,97 @@ func TestPartnerBound(t *testing.T) {
 	}
 }
 
+// TestWalkBound checks that counting a walk's one filter term only up to
+// WalkBound changes no choice: over random scopes, pages and counts, the
+// plan chosen with the count exact (up to the probe) and the plan chosen
+// with the count stopped at the bound (read as the probe, and marked
+// stopped, as the engine does) take the same path, whether the walk is a
+// stream that may use the term as its filter or a TOP walk, and whether
+// the count is the scope's own.
+func TestWalkBound(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(3, 4))
+	terms := []Term{
+		{Path: []string{"t"}},
+		{Path: []string{"k"}, Spans: []Span{{Kind: SpanValue, Lo: document.Int(1)}}},
+	}
+	bounded := 0
+	for c := range 20_000 {
+		n := int64(100 + rnd.IntN(1_000_000))
+		scope := Scope{Kind: ScopeAll, Items: n, ContainerItems: n}
+		if rnd.IntN(2) == 0 {
+			scope = Scope{Kind: ScopePartition, Items: 1 + rnd.Int64N(n), ContainerItems: n}
+		}
+		probe := int64(float64(scope.Items)/(0.15+2.5*scope.fraction())) + 16
+		o := &Ordered{Path: []string{"t"}, Want: int64(1 + rnd.IntN(1000)), Term: -1}
+		if rnd.IntN(2) == 0 {
+			o.Term = 0
+		}
+		if rnd.IntN(3) == 0 {
+			o.Undefined, o.Absent = true, rnd.IntN(2) == 0
+		}
+		in := Input{Scope: scope, Terms: terms, Entries: []int64{0, 0}, WalkEntries: n}
+		stream := rnd.IntN(3) > 0
+		if stream {
+			in.Stream = o
+			o.Filter = []int{1}
+			if rnd.IntN(4) == 0 {
+				o.Group = rnd.Int64N(1000)
+			}
+		} else {
+			in.Ordered = o
+		}
+		scoped := scope.Kind != ScopeAll && rnd.IntN(2) == 0
+		size := n
+		if scoped {
+			size = scope.Items
+		}
+		if scoped || o.Scoped {
+			in.WalkEntries = scope.Items
+		}
+		exact := min(probe, int64(math.Pow(float64(size), rnd.Float64())))
+		// The count of the order's own term, made after the filter's.
+		walked := in.WalkEntries
+		if o.Term >= 0 {
+			walked = 1 + rnd.Int64N(in.WalkEntries)
+		}
+		bound := WalkBound(in, o, 1, scoped, probe)
+		if bound > probe {
+			t.Fatalf("case %d: bound %d past the probe %d", c, bound, probe)
+		}
+		weigh := func(e int64, stopped bool) Path {
+			in := in
+			in.Entries = []int64{-1, e}
+			if o.Term >= 0 {
+				in.Entries[0] = walked
+			}
+			in.Scoped = []bool{false, scoped}
+			in.Stopped = []bool{false, stopped}
+			return Choose(in).Chosen
+		}
+		want := weigh(exact, false)
+		got := want
+		if exact >= bound && bound < probe {
+			bounded++
+			got = weigh(probe, true)
+		}
+		if got.Access != want.Access || !slices.Equal(got.Terms, want.Terms) {
+			t.Fatalf("case %d: scope %+v, walk %+v (stream %v), count %d, bound %d: chose %v %v, want %v %v", c, scope, *o, stream, exact, bound, got.Access, got.Terms, want.Access, want.Terms)
+		}
+	}
+	if bounded < 1000 {
+		t.Errorf("the bound stopped %d counts of 20,000; the test weighs too few", bounded)
+	}
+	// The shape of BenchmarkDeepPage/eq-order-wide at 2·10⁵ items: a
+	// stream of 101 rows, its filter counted to 18,916 rather than to
+	// the probe of 75,488.
+	scope := Scope{Kind: ScopeAll, Items: 200_000, ContainerItems: 200_000}
+	o := &Ordered{Path: []string{"t"}, Want: 101, Term: -1, Filter: []int{1}}
+	in := Input{Scope: scope, Terms: terms, Entries: []int64{-1, 0}, WalkEntries: 200_000, Stream: o}
+	if got := WalkBound(in, o, 1, false, 75_488); got < 15_000 || got > 20_000 {
+		t.Errorf("WalkBound for a page of 101 over 2·10⁵ items = %d, want about √(16.7·101·2·10⁵)", got)
+	}
+}
+
 // A partner whose count stopped at the probe holds more entries than
 // the count says, all of which an intersection reads: it is not weighed
 // at the count. Over 2·10⁴ items, c.k = 3 holds 2,857 entries and
