@@ -43,6 +43,9 @@ type queryAccess struct {
 	// collection of its filter's locations goes on from the count that
 	// weighed the term; nil: from the start.
 	filter *filterStart
+	// walk, for a stream tried first, paces it by its filter term's
+	// count (walkPace); nil otherwise.
+	walk *walkPace
 }
 
 // collection is what a page that collects its candidates collected: the
@@ -227,12 +230,24 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	// A stream whose walk meets every other term itself reads about its
 	// page's rows: past what that costs, no count changes the choice.
 	bound := probe
+	var walk *walkPace
 	if o := in.Stream; o != nil && len(o.Within) > 0 && !slices.ContainsFunc(weighed, func(i int) bool { return !slices.Contains(o.Within, i) }) {
 		bound = plan.WithinBound(in, o, probe)
 	} else if o, i, ok := loneFilter(in, weighed); ok {
 		// One term besides the walk's own: past where the walk costs
 		// less than its entries, no count of it changes the choice.
-		bound = plan.WalkBound(in, o, i, tc.scoped[slices.Index(tc.idx, i)], probe)
+		k := slices.Index(tc.idx, i)
+		bound = plan.WalkBound(in, o, i, tc.scoped[k], probe)
+		if try == scanFirstPaced && o == in.Stream && tc.counters[k].n == 0 && bound > countStep {
+			// The stream is tried first, the term counted a step at
+			// a time as it reads (walkPace).
+			items := size.ContainerItems
+			if tc.scoped[k] {
+				items = size.Items
+			}
+			walk = &walkPace{tc: tc, k: k, r: r, size: size, st: st, bound: countStep, settle: bound, items: items}
+			bound = countStep
+		}
 	}
 	if err := tc.count(r, size, bound, partners, st); err != nil {
 		return nil, err
@@ -245,7 +260,9 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		return n
 	}
 	for _, i := range weighed {
-		in.Entries[i] = saturate(in.Entries[i])
+		if in.Stopped[i] {
+			in.Entries[i] = saturate(in.Entries[i])
+		}
 	}
 	if orderTerm >= 0 && in.Entries[orderTerm] == 0 {
 		bound := plan.OrderedBound(in, cmp.Or(in.Ordered, in.Stream), probe)
@@ -321,7 +338,16 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 			}
 		}
 	}
-	qa := &queryAccess{plan: &p, access: p.Chosen.Access, terms: p.Chosen.Terms}
+	if walk != nil && in.Stopped[tc.idx[walk.k]] {
+		if p.Chosen.Access != plan.OrderedStream {
+			// Weighed at its first step, the term makes another path
+			// the cheaper: it is counted on and weighed again.
+			return e.planQuery(r, c, total, prog, params, s, now, st, limit, resumed, cur, noScanFirst, tc)
+		}
+	} else {
+		walk = nil // counted to its end: weighed as it is
+	}
+	qa := &queryAccess{plan: &p, access: p.Chosen.Access, terms: p.Chosen.Terms, walk: walk}
 	if o := in.Stream; qa.access == plan.FilteredStream && o != nil && len(o.Filter) > 0 {
 		qa.filter = tc.filterStart(o.Filter[0])
 	}
@@ -369,17 +395,92 @@ func rowsLieLate(r storage.Reader, c *containerRecord, s *itemScope, tc *termCou
 	return late-first >= uint64(budget), nil
 }
 
-// scanTry is how a first page may try a scan first (plan.ScanFirstBounds).
+// scanTry is how a first page may try a scan first (plan.ScanFirstBounds),
+// or an ordered stream beside one filter term (walkPace).
 type scanTry uint8
 
 const (
 	noScanFirst scanTry = iota
 	// scanFirstPaced: tried once every term holds enough entries for the
-	// scan to fill the page, paced by the counts as it reads (scanPace).
+	// scan to fill the page, paced by the counts as it reads (scanPace);
+	// a stream is tried at once, paced by its term's count (walkPace).
 	scanFirstPaced
 	// scanFirstCounted: tried once every term is counted to wide.
 	scanFirstCounted
 )
+
+// walkPace paces an ordered stream tried first by the count of its one
+// filter term (loneFilter): the stream may read documents worth what the
+// entries counted so far cost (plan.WalkPaceDocs), and each time it has,
+// the term is counted a round further (four times as far). It reads on
+// unpaced once the term is counted to settle (plan.WalkBound), and while
+// the documents it read pass at a rate that puts the term past settle
+// (plan.WalkSettled). Once the term's spans end short of settle, it stops
+// (errWalkOver), and the page is planned again from the count, which is
+// then exact. So a page whose filter holds most of the scope costs its
+// walk and a round or two of counting, where counting the term to settle
+// first cost √(rows·n) entries whatever the walk read; one whose filter
+// is narrow reads at most the documents its rounds of counting allowed.
+type walkPace struct {
+	tc     *termCounts
+	k      int // the term's counter
+	r      storage.Reader
+	size   plan.Scope
+	st     *readStats
+	bound  int64 // how far the term has been counted
+	settle int64
+	items  int64 // the items the term's count is among
+	// read and hits are the documents the stream read and those of them
+	// that made rows.
+	read, hits int64
+}
+
+// errWalkOver ends a stream tried first whose filter term proved narrow
+// enough to weigh.
+var errWalkOver = errors.New("the filter term of the stream tried first is counted to its end")
+
+// admit is asked before the stream reads a document through; it counts
+// the term on as far as the stream's pace needs. Once the stream has read
+// a sample of documents that does not settle it, the term is counted to
+// settle at once rather than a round at a time: the documents say it is
+// narrower than that, and counting it costs less than reading them.
+func (wp *walkPace) admit() error {
+	for !wp.free() && wp.read >= wp.allowed() {
+		wp.bound = min(wp.bound*4, wp.settle)
+		if wp.read >= plan.WalkSample {
+			wp.bound = wp.settle
+		}
+		if err := wp.tc.count(wp.r, wp.size, wp.bound, false, wp.st); err != nil {
+			return err
+		}
+		if len(wp.tc.counters[wp.k].spans) == 0 {
+			return errWalkOver
+		}
+	}
+	wp.read++
+	return nil
+}
+
+// free reports whether the stream reads on unpaced: the term is counted
+// to settle, or the documents read so far settle the choice.
+func (wp *walkPace) free() bool {
+	return wp.bound >= wp.settle || plan.WalkSettled(wp.hits, wp.read, wp.items, wp.settle)
+}
+
+// allowed is how many documents the stream may have read with the term
+// counted as it is, unless free: what the count paid for, up to the
+// sample.
+func (wp *walkPace) allowed() int64 {
+	return min(plan.WalkPaceDocs(wp.tc.counters[wp.k].n), plan.WalkSample)
+}
+
+// left is how many more documents the stream may read ahead (readStats.want).
+func (wp *walkPace) left() int {
+	if wp.free() {
+		return aheadMax
+	}
+	return int(max(wp.allowed()-wp.read, 1))
+}
 
 // scanPace paces a scan tried first (plan.ScanFirstBounds) by the terms'
 // counts: the scan may read records worth a share of what the entries

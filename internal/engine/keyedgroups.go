@@ -121,7 +121,9 @@ func (e *Engine) keyOrderGroups(r storage.Reader, c *containerRecord, prog, orde
 		}
 		cur = k
 	}
-	qp, err := e.planQuery(r, c, total, ordered, p.Params, s, now, st, limit, resumed, cur, scanFirstPaced, nil)
+	// Its rows go to the groups, not to a page a stream tried first
+	// could set aside.
+	qp, err := e.planQuery(r, c, total, ordered, p.Params, s, now, st, limit, resumed, cur, noScanFirst, nil)
 	if err != nil {
 		return resumed, nil, err
 	}

@@ -391,6 +391,9 @@ type orderStream struct {
 	// is the sorted group the page before kept for this one (keptGroup).
 	kept   candidateKeeper
 	group0 *keptCandidates
+	// pace, for a stream tried first, may stop it before a document
+	// (walkPace).
+	pace *walkPace
 }
 
 // streamFeed takes the rows of the ordered stream in place of a page, for
@@ -449,7 +452,7 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 		lo, hi = prefix, prefixEnd(prefix)
 	}
 	w := &orderStream{r: r, c: c, s: s, now: now, st: st, rows: rows, o: o, desc: q.OrderBy[0].Desc,
-		prefix: prefix, lo: lo, hi: hi, next: next, limit: limit, page: page, win: win, feed: feed, preds: preds}
+		prefix: prefix, lo: lo, hi: hi, next: next, limit: limit, page: page, win: win, feed: feed, preds: preds, pace: qa.walk}
 	if w.win.done() {
 		return nil
 	}
@@ -592,6 +595,11 @@ func (w *orderStream) docRows(loc []byte, rec *itemRecord, keep func(document.Va
 	if err := w.rows.Budget().Spend(1); err != nil {
 		return document.Undef, nil, false, err
 	}
+	if w.pace != nil {
+		if err := w.pace.admit(); err != nil {
+			return document.Undef, nil, false, err
+		}
+	}
 	if w.c.expired(rec, w.now) || !w.s.keeps(rec) {
 		return document.Undef, nil, false, nil
 	}
@@ -606,6 +614,9 @@ func (w *orderStream) docRows(loc []byte, rec *itemRecord, keep func(document.Va
 	rows, err := w.rows.Rows(doc, docMeta(loc))
 	if err != nil {
 		return document.Undef, nil, false, err
+	}
+	if w.pace != nil && len(rows) > 0 {
+		w.pace.hits++
 	}
 	return doc, rows, true, nil
 }

@@ -542,6 +542,22 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 			return err
 		}
 	}
+	for qp.walk != nil {
+		// A stream tried first (walkPace), on a page of its own: kept
+		// unless its filter term proved narrow enough to weigh, else set
+		// aside, its reads still counted, and the page planned again
+		// from the term's count.
+		tried := &FeedPage{CollRid: page.CollRid, LSN: page.LSN}
+		passed := 0
+		err := run(qp, tried, &passed, qp.walk.left)
+		if !errors.Is(err, errWalkOver) {
+			*page = *tried
+			return err
+		}
+		if qp, err = e.planQuery(r, c, state.items, prog, p.Params, scope, now, st, limit, resumed, cur, noScanFirst, qp.walk.tc); err != nil {
+			return err
+		}
+	}
 	passed := 0
 	if err := run(qp, page, &passed, nil); err != nil {
 		return err

@@ -607,6 +607,26 @@ func WalkBound(in Input, o *Ordered, i int, scoped bool, probe int64) int64 {
 	return min(probe, lo+1)
 }
 
+// WalkPaceDocs is how many documents a stream tried first (before its
+// filter term is counted to WalkBound) may read once entries of the term
+// have been counted: as many as cost what counting them did.
+func WalkPaceDocs(entries int64) int64 {
+	return int64(float64(entries) * costEntry / (costEntry + costRecordPoint))
+}
+
+// WalkSample is how many documents a stream tried first reads before the
+// rate at which they pass says anything (WalkSettled).
+const WalkSample = 8
+
+// WalkSettled reports whether a stream tried first that made rows of hits
+// of the read documents it read, over a scope whose filter term is counted
+// among items, passes them at a rate that puts the term's entries at
+// settle (WalkBound) or more: the walk is then the cheaper path by the
+// planner's own estimate, and reads on without counting the term further.
+func WalkSettled(hits, read, items, settle int64) bool {
+	return read >= WalkSample && float64(hits)*float64(items) >= float64(settle)*float64(read)
+}
+
 // walkSpan returns how many entries a walk of o's path may read (those of
 // its term, if it has one) and the selectivity of the other terms.
 func walkSpan(in Input, o *Ordered) (total, sel float64) {
