@@ -233,14 +233,19 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	var walk *walkPace
 	if o := in.Stream; o != nil && len(o.Within) > 0 && !slices.ContainsFunc(weighed, func(i int) bool { return !slices.Contains(o.Within, i) }) {
 		bound = plan.WithinBound(in, o, probe)
-	} else if o, i, ok := loneFilter(in, weighed); ok {
-		// One term besides the walk's own: past where the walk costs
+	} else if i, ok := loneFilter(in, weighed); ok {
+		// One term besides the walks' own: past where each walk costs
 		// less than its entries, no count of it changes the choice.
 		k := slices.Index(tc.idx, i)
-		bound = plan.WalkBound(in, o, i, tc.scoped[k], probe)
-		if try == scanFirstPaced && o == in.Stream && tc.counters[k].n == 0 && bound > countStep {
-			// The stream is tried first, the term counted a step at
-			// a time as it reads (walkPace).
+		bound = 0
+		for _, o := range []*plan.Ordered{in.Stream, in.Ordered} {
+			if o != nil {
+				bound = max(bound, plan.WalkBound(in, o, i, tc.scoped[k], probe))
+			}
+		}
+		if try == scanFirstPaced && tc.counters[k].n == 0 && bound > countStep {
+			// The walk is tried first, the term counted a step at a
+			// time as it reads (walkPace).
 			items := size.ContainerItems
 			if tc.scoped[k] {
 				items = size.Items
@@ -339,7 +344,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		}
 	}
 	if walk != nil && in.Stopped[tc.idx[walk.k]] {
-		if p.Chosen.Access != plan.OrderedStream {
+		if p.Chosen.Access != plan.OrderedStream && p.Chosen.Access != plan.OrderedWalk {
 			// Weighed at its first step, the term makes another path
 			// the cheaper: it is counted on and weighed again.
 			return e.planQuery(r, c, total, prog, params, s, now, st, limit, resumed, cur, noScanFirst, tc)
@@ -348,6 +353,9 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		walk = nil // counted to its end: weighed as it is
 	}
 	qa := &queryAccess{plan: &p, access: p.Chosen.Access, terms: p.Chosen.Terms, walk: walk}
+	if walk != nil {
+		walk.in, walk.plan = in, qa.plan
+	}
 	if o := in.Stream; qa.access == plan.FilteredStream && o != nil && len(o.Filter) > 0 {
 		qa.filter = tc.filterStart(o.Filter[0])
 	}
@@ -362,7 +370,16 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	if slog.Default().Enabled(context.Background(), slog.LevelDebug) {
 		slog.Debug("query plan chosen", "container", c.link(), "query", q.String(), "plan", p.Explain())
 	}
-	return qa, e.buildSource(r, c, prog, params, s, terms, now, st, limit, qa)
+	err = e.buildSource(r, c, prog, params, s, terms, now, st, limit, qa)
+	if errors.Is(err, errWalkOver) {
+		// The TOP walk, tried first as it was built, found its term
+		// narrow (walkPace).
+		return e.planQuery(r, c, total, prog, params, s, now, st, limit, resumed, cur, noScanFirst, tc)
+	}
+	if qa.access != plan.OrderedStream {
+		qa.walk = nil // the TOP walk read its documents as it was built
+	}
+	return qa, err
 }
 
 // tieWishEntries is how many entries an index span over a range or the
@@ -415,9 +432,10 @@ const (
 // the term is counted a round further (four times as far). It reads on
 // unpaced once the term is counted to settle (plan.WalkBound), and while
 // the documents it read pass at a rate that puts the term past settle
-// (plan.WalkSettled). Once the term's spans end short of settle, it stops
-// (errWalkOver), and the page is planned again from the count, which is
-// then exact. So a page whose filter holds most of the scope costs its
+// (plan.WalkSettled). Once the term's spans end short of settle, the
+// planner weighs the exact count: if it chooses the same walk, the walk
+// goes on unpaced; else it stops (errWalkOver), and the page is planned
+// again from the count. So a page whose filter holds most of the scope costs its
 // walk and a round or two of counting, where counting the term to settle
 // first cost √(rows·n) entries whatever the walk read; one whose filter
 // is narrow reads at most the documents its rounds of counting allowed.
@@ -433,6 +451,10 @@ type walkPace struct {
 	// read and hits are the documents the stream read and those of them
 	// that made rows.
 	read, hits int64
+	// in is what the planner weighed, and plan its choice, which a
+	// count that ends is weighed again with.
+	in   plan.Input
+	plan *plan.Plan
 }
 
 // errWalkOver ends a stream tried first whose filter term proved narrow
@@ -454,7 +476,14 @@ func (wp *walkPace) admit() error {
 			return err
 		}
 		if len(wp.tc.counters[wp.k].spans) == 0 {
-			return errWalkOver
+			// Counted to its end: weighed again with the exact count.
+			// The same path goes on from where it is, unpaced.
+			wp.tc.fill(&wp.in)
+			p := plan.Choose(wp.in)
+			if p.Chosen.Access != wp.plan.Chosen.Access {
+				return errWalkOver
+			}
+			*wp.plan, wp.settle = p, wp.bound
 		}
 	}
 	wp.read++
@@ -670,25 +699,24 @@ func (tc *termCounts) fill(in *plan.Input) {
 	}
 }
 
-// loneFilter returns the walk that may serve the page (the stream, or the
-// TOP walk) and the one weighed term it does not meet itself, when there
-// is exactly one and no composite index is weighed beside them (whose
-// walk weighs the term by its count too).
-func loneFilter(in plan.Input, weighed []int) (*plan.Ordered, int, bool) {
-	o := cmp.Or(in.Stream, in.Ordered)
-	if o == nil || in.WalkEntries < 0 || len(in.Composites) > 0 {
-		return nil, 0, false
+// loneFilter returns the one weighed term the walks that may serve the
+// page (the stream, the TOP walk) do not meet themselves, when there is
+// exactly one and no composite index is weighed beside them (whose walk
+// weighs the term by its count too).
+func loneFilter(in plan.Input, weighed []int) (int, bool) {
+	if in.Stream == nil && in.Ordered == nil || in.WalkEntries < 0 || len(in.Composites) > 0 {
+		return 0, false
 	}
 	var others []int
 	for _, i := range weighed {
-		if !slices.Contains(o.Within, i) {
+		if !(in.Stream != nil && slices.Contains(in.Stream.Within, i)) && !(in.Ordered != nil && slices.Contains(in.Ordered.Within, i)) {
 			others = append(others, i)
 		}
 	}
 	if len(others) != 1 {
-		return nil, 0, false
+		return 0, false
 	}
-	return o, others[0], true
+	return others[0], true
 }
 
 // countStep is how many entries of each term the first round of
@@ -1131,7 +1159,7 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Pr
 		if !ok {
 			return errBadContinuation
 		}
-		found, ok, err := orderedItems(r, c, prog, params, o, s, now, st)
+		found, ok, err := orderedItems(r, c, prog, params, o, s, now, st, qa.walk)
 		if err != nil {
 			return err
 		}

@@ -74,7 +74,7 @@ func orderedShape(c *containerRecord, q *ast.Query, params map[string]document.V
 // descending. Without them it reports false when too few documents have
 // the property: the rest of the answer is documents without it, which
 // only a scan finds.
-func orderedItems(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, o *plan.Ordered, s *itemScope, now time.Time, st *readStats) ([]foundItem, bool, error) {
+func orderedItems(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, o *plan.Ordered, s *itemScope, now time.Time, st *readStats, pace *walkPace) ([]foundItem, bool, error) {
 	q := prog.Query()
 	filter, err := rowFilter(prog)
 	if err != nil {
@@ -111,8 +111,16 @@ func orderedItems(r storage.Reader, c *containerRecord, prog *eval.Program, para
 	// many as the walk still wants scalars.
 	var run entryRun
 	judge := func(k, loc []byte, rec *itemRecord) error {
+		if pace != nil {
+			if err := pace.admit(); err != nil {
+				return err
+			}
+		}
 		if ok, err := passes(c, s, filter, now, loc, rec); !ok || err != nil {
 			return err
+		}
+		if pace != nil {
+			pace.hits++
 		}
 		rec.detach()
 		found = append(found, foundItem{loc: loc, rec: *rec})
@@ -140,7 +148,11 @@ func orderedItems(r storage.Reader, c *containerRecord, prog *eval.Program, para
 		if !ok || !s.holds(loc) {
 			continue
 		}
-		if run.add(k, loc) < max(o.Want-scalars, 1) {
+		size := max(o.Want-scalars, 1)
+		if pace != nil {
+			size = min(size, int64(pace.left()))
+		}
+		if run.add(k, loc) < size {
 			continue
 		}
 		if err := run.read(r, c, st, judge); err != nil {

@@ -1260,12 +1260,12 @@ func TestOrderByTiesInAPartitionPageFromTheirPosition(t *testing.T) {
 // first page collects them as the planner counts them.
 // The first page of an ORDER BY beside one equality or IN that holds
 // most of the container (10,286 of 12,000 items) counts the term's entries
-// no further than its count can change the choice. A stream is tried
-// first, the term counted a step at a time as it reads, until the
-// documents it read settle the choice (walkPace): about 270 entries. A
-// TOP walk counts the term to where the walk costs less than its entries
-// (plan.WalkBound): about 1,500. Both counted it to the probe, 4,544.
-// A narrow term (a twelfth of the items) proves so after the stream's
+// no further than its count can change the choice. The stream, and a TOP
+// walk, are tried first, the term counted a step at a time as they read,
+// until the documents read settle the choice (walkPace): about 270
+// entries. Counted to where the walk costs less than the term's entries
+// (plan.WalkBound), it read about 1,500; counted to the probe, 4,544. A
+// narrow term (a twelfth of the items) proves so after the stream's
 // sample, and the page is planned again. Every page's rows are still the
 // evaluator's.
 func TestWideFilterCountStopsAtTheWalk(t *testing.T) {
@@ -1283,8 +1283,9 @@ func TestWideFilterCountStopsAtTheWalk(t *testing.T) {
 	}{
 		{`SELECT c.id, c.t FROM c WHERE c.k IN (0, 1, 2, 3, 4, 5) ORDER BY c.t`, 400, plan.OrderedStream},
 		{`SELECT c.id, c.t FROM c WHERE c.k IN (0, 1, 2, 3, 4, 5) ORDER BY c.t DESC`, 400, plan.OrderedStream},
-		{`SELECT TOP 10 c.id, c.t FROM c WHERE c.k IN (0, 1, 2, 3, 4, 5) ORDER BY c.t`, 2_000, plan.OrderedWalk},
+		{`SELECT TOP 10 c.id, c.t FROM c WHERE c.k IN (0, 1, 2, 3, 4, 5) ORDER BY c.t`, 400, plan.OrderedWalk},
 		{`SELECT c.id, c.t FROM c WHERE c.s = 5 ORDER BY c.t`, 1_200, plan.FilteredStream},
+		{`SELECT TOP 10 c.id, c.t FROM c WHERE c.s = 5 ORDER BY c.t`, 1_200, plan.OrderedWalk},
 	} {
 		p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, MaxItemCount: 10, Query: tc.query}
 		be.orderReady(t, p)
