@@ -311,10 +311,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 			return nil, err
 		}
 	}
-	if o := in.Stream; o != nil && len(o.Filter) > 0 && in.Entries[o.Filter[0]] > maxFilterLocs {
-		// More locations than a page collects (filterLocs).
-		o.Filter = nil
-	}
+	dropWideFilter(&in)
 	p := plan.Choose(in)
 	if (p.Chosen.Access == plan.IndexSpan || p.Chosen.Access == plan.Intersect) && (s.kind == plan.ScopeAll || s.kind == plan.ScopeRange) {
 		// Values of many items in a range or the whole container: each
@@ -479,6 +476,7 @@ func (wp *walkPace) admit() error {
 			// Counted to its end: weighed again with the exact count.
 			// The same path goes on from where it is, unpaced.
 			wp.tc.fill(&wp.in)
+			dropWideFilter(&wp.in)
 			p := plan.Choose(wp.in)
 			if p.Chosen.Access != wp.plan.Chosen.Access {
 				return errWalkOver
@@ -696,6 +694,16 @@ func (tc *termCounts) fill(in *plan.Input) {
 		in.Entries[i] = tc.counters[k].n
 		in.Stopped[i] = len(tc.counters[k].spans) > 0
 		in.Scoped[i] = tc.scoped[k]
+	}
+}
+
+// dropWideFilter leaves the filtered stream out of in when its filter's
+// count holds more locations than a page collects (filterLocs). A count
+// stopped short is not weighed for the filter anyway, and a walk tried
+// first weighs it again once it ends (walkPace).
+func dropWideFilter(in *plan.Input) {
+	if o := in.Stream; o != nil && len(o.Filter) > 0 && in.Entries[o.Filter[0]] > maxFilterLocs && !in.Stopped[o.Filter[0]] {
+		o.Filter = nil
 	}
 }
 

@@ -83,6 +83,8 @@ func BenchmarkDeepPage(b *testing.B) {
 		// Six sevenths of the items: the walk of c.t reads about its
 		// rows, and the filter's entries would cost more.
 		{"eq-order-wide", "SELECT * FROM c WHERE c.k IN (0, 1, 2, 3, 4, 5) ORDER BY c.t", 0},
+		// The latest ten of them: one page, so page 20 is page 1 again.
+		{"top-eq-wide", "SELECT TOP 10 * FROM c WHERE c.k IN (0, 1, 2, 3, 4, 5) ORDER BY c.t DESC", 10},
 		{"order-join", "SELECT c.id, t FROM c JOIN t IN c.tags ORDER BY c.n", 0},
 		// A window of 50 pages: the latest half of the items.
 		{"top-ordered", "SELECT TOP " + strconv.Itoa(min(n/2, 5000)) + " * FROM c ORDER BY c.t DESC", 0},
