@@ -748,27 +748,44 @@ type spanCounter struct {
 // locCollector gathers, while a term is counted, the locations of the
 // scope's items its entries name, as filterLocs does: a filtered stream's
 // first page goes on from them (filterStart) rather than reading the
-// entries the count read again.
+// entries the count read again. They are kept one after another, and put
+// in a set only for the page that takes them (set): the planner may
+// choose another path, and an insert into a map for each counted entry
+// cost such a page several times what counting did.
 type locCollector struct {
 	s    *itemScope
 	base int
-	set  map[string]struct{}
+	buf  []byte
+	ends []int // where each location ends in buf
 }
 
 // add adds the location the entry k names, if its item is in the scope,
-// and reports whether the set holds at most maxFilterLocs.
+// and reports whether the collector holds at most maxFilterLocs (an item
+// two entries name counts twice).
 func (lc *locCollector) add(k []byte) bool {
 	if loc, ok := entryLoc(k, lc.base); ok && lc.s.holds(loc) {
-		lc.set[string(loc)] = struct{}{}
+		lc.buf = append(lc.buf, loc...)
+		lc.ends = append(lc.ends, len(lc.buf))
 	}
-	return len(lc.set) <= maxFilterLocs
+	return len(lc.ends) <= maxFilterLocs
+}
+
+// set returns the locations gathered, as a set.
+func (lc *locCollector) set() map[string]struct{} {
+	set := make(map[string]struct{}, len(lc.ends))
+	start := 0
+	for _, end := range lc.ends {
+		set[string(lc.buf[start:end])] = struct{}{}
+		start = end
+	}
+	return set
 }
 
 // filterStart is where a filtered stream's first page goes on collecting
-// its filter's locations (filterLocs): the set the count gathered, and
-// the spans, from from in the first, it had not counted yet.
+// its filter's locations (filterLocs): what the count gathered, and the
+// spans, from from in the first, it had not counted yet.
 type filterStart struct {
-	set   map[string]struct{}
+	locs  *locCollector
 	spans []keySpan
 	from  []byte
 }
@@ -781,7 +798,7 @@ func (tc *termCounts) collectLocs(c *containerRecord, t plan.Term, i int, s *ite
 		return
 	}
 	_, base := scopedSpans(c, t, s)
-	tc.counters[k].locs = &locCollector{s: s, base: base, set: map[string]struct{}{}}
+	tc.counters[k].locs = &locCollector{s: s, base: base}
 }
 
 // filterStart returns where the collection of term i's locations goes on
@@ -793,7 +810,7 @@ func (tc *termCounts) filterStart(i int) *filterStart {
 		return nil
 	}
 	sc := &tc.counters[k]
-	return &filterStart{set: sc.locs.set, spans: sc.spans, from: sc.from}
+	return &filterStart{locs: sc.locs, spans: sc.spans, from: sc.from}
 }
 
 // count counts on until n reaches upTo or the spans end (spans is then

@@ -137,10 +137,10 @@ func streamFilter(c *containerRecord, q *ast.Query, s *itemScope, terms []plan.T
 // It goes on from what the count that weighed t gathered, when given.
 func filterLocs(r storage.Reader, c *containerRecord, t plan.Term, s *itemScope, from *filterStart, st *readStats) (map[string]struct{}, error) {
 	spans, base := scopedSpans(c, t, s)
-	lc := &locCollector{s: s, base: base, set: map[string]struct{}{}}
+	lc := &locCollector{s: s, base: base}
 	var at []byte
 	if from != nil {
-		spans, lc.set, at = from.spans, from.set, from.from
+		spans, lc, at = from.spans, from.locs, from.from
 	}
 	for i, sp := range spans {
 		lo := sp.lo
@@ -151,11 +151,11 @@ func filterLocs(r storage.Reader, c *containerRecord, t plan.Term, s *itemScope,
 			st.entries++
 			return lc.add(k), nil
 		})
-		if err != nil || len(lc.set) > maxFilterLocs {
+		if err != nil || len(lc.ends) > maxFilterLocs {
 			return nil, err
 		}
 	}
-	return lc.set, nil
+	return lc.set(), nil
 }
 
 // admits reports whether the walk may read the item at loc: the page
