@@ -233,24 +233,36 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	var walk *walkPace
 	if o := in.Stream; o != nil && len(o.Within) > 0 && !slices.ContainsFunc(weighed, func(i int) bool { return !slices.Contains(o.Within, i) }) {
 		bound = plan.WithinBound(in, o, probe)
-	} else if i, ok := loneFilter(in, weighed); ok {
-		// One term besides the walks' own: past where each walk costs
-		// less than its entries, no count of it changes the choice.
-		k := slices.Index(tc.idx, i)
-		bound = 0
-		for _, o := range []*plan.Ordered{in.Stream, in.Ordered} {
-			if o != nil {
-				bound = max(bound, plan.WalkBound(in, o, i, tc.scoped[k], probe))
+	} else if others := walkTerms(in, weighed); len(others) > 0 {
+		// Past where each walk costs less than a term's entries, no
+		// count of that term changes the choice between the walks and
+		// the paths that read it whole (plan.WalkBound).
+		settles := make([]int64, len(others))
+		for j, i := range others {
+			for _, o := range []*plan.Ordered{in.Stream, in.Ordered} {
+				if o != nil {
+					settles[j] = max(settles[j], plan.WalkBound(in, o, i, tc.scoped[slices.Index(tc.idx, i)], probe))
+				}
 			}
 		}
-		if try == scanFirstPaced && tc.counters[k].n == 0 && bound > countStep {
-			// The walk is tried first, the term counted a step at a
+		if len(others) == 1 {
+			// One term: no other choice turns on its count. With
+			// several, an intersection of them may: they are counted
+			// as any other terms.
+			bound = settles[0]
+		}
+		if fresh := !slices.ContainsFunc(tc.counters, func(sc spanCounter) bool { return sc.n > 0 }); try == scanFirstPaced && fresh && slices.Max(settles) > countStep {
+			// The walk is tried first, the terms counted a step at a
 			// time as it reads (walkPace).
-			items := size.ContainerItems
-			if tc.scoped[k] {
-				items = size.Items
+			walk = &walkPace{tc: tc, r: r, size: size, st: st, bound: countStep, settle: slices.Max(settles)}
+			for j, i := range others {
+				k := slices.Index(tc.idx, i)
+				items := size.ContainerItems
+				if tc.scoped[k] {
+					items = size.Items
+				}
+				walk.terms = append(walk.terms, walkTerm{k: k, settle: settles[j], items: items})
 			}
-			walk = &walkPace{tc: tc, k: k, r: r, size: size, st: st, bound: countStep, settle: bound, items: items}
 			bound = countStep
 		}
 	}
@@ -340,7 +352,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 			}
 		}
 	}
-	if walk != nil && in.Stopped[tc.idx[walk.k]] {
+	if walk != nil && slices.ContainsFunc(walk.terms, func(t walkTerm) bool { return in.Stopped[tc.idx[t.k]] }) {
 		if p.Chosen.Access != plan.OrderedStream && p.Chosen.Access != plan.OrderedWalk {
 			// Weighed at its first step, the term makes another path
 			// the cheaper: it is counted on and weighed again.
@@ -423,28 +435,29 @@ const (
 	scanFirstCounted
 )
 
-// walkPace paces an ordered stream tried first by the count of its one
-// filter term (loneFilter): the stream may read documents worth what the
-// entries counted so far cost (plan.WalkPaceDocs), and each time it has,
-// the term is counted a round further (four times as far). It reads on
-// unpaced once the term is counted to settle (plan.WalkBound), and while
-// the documents it read pass at a rate that puts the term past settle
-// (plan.WalkSettled). Once the term's spans end short of settle, the
-// planner weighs the exact count: if it chooses the same walk, the walk
-// goes on unpaced; else it stops (errWalkOver), and the page is planned
-// again from the count. So a page whose filter holds most of the scope costs its
-// walk and a round or two of counting, where counting the term to settle
-// first cost √(rows·n) entries whatever the walk read; one whose filter
-// is narrow reads at most the documents its rounds of counting allowed.
+// walkPace paces an ordered walk tried first (the stream, or the TOP walk)
+// by the counts of the terms it does not meet itself (walkTerms): the walk
+// may read documents worth what the entries counted so far cost
+// (plan.WalkPaceDocs), up to a sample, and each time it has, the terms are
+// counted a round further (four times as far). It reads on unpaced once
+// the terms are counted to settle (the most of their plan.WalkBound), and
+// while the documents it read pass at a rate that puts each term at its
+// own bound or past it (plan.WalkSettled). Once a term's spans end short
+// of that, a lone term is weighed with its exact count: if the planner
+// chooses the same walk, the walk goes on unpaced; else, and always with
+// several terms (whose intersection may win), it stops (errWalkOver), and
+// the page is planned again from the counts. So a page whose filter holds
+// most of the scope costs its walk and a round or two of counting, where
+// counting the terms to settle first cost √(rows·n) entries each whatever
+// the walk read; one whose filter is narrow reads at most the sample.
 type walkPace struct {
 	tc     *termCounts
-	k      int // the term's counter
+	terms  []walkTerm
 	r      storage.Reader
 	size   plan.Scope
 	st     *readStats
-	bound  int64 // how far the term has been counted
-	settle int64
-	items  int64 // the items the term's count is among
+	bound  int64 // how far the terms have been counted
+	settle int64 // the most of the terms' own
 	// read and hits are the documents the stream read and those of them
 	// that made rows.
 	read, hits int64
@@ -454,15 +467,23 @@ type walkPace struct {
 	plan *plan.Plan
 }
 
-// errWalkOver ends a stream tried first whose filter term proved narrow
-// enough to weigh.
-var errWalkOver = errors.New("the filter term of the stream tried first is counted to its end")
+// walkTerm is a term a walk tried first is paced by.
+type walkTerm struct {
+	k      int   // its counter
+	settle int64 // plan.WalkBound
+	items  int64 // the items its count is among
+}
 
-// admit is asked before the stream reads a document through; it counts
-// the term on as far as the stream's pace needs. Once the stream has read
-// a sample of documents that does not settle it, the term is counted to
-// settle at once rather than a round at a time: the documents say it is
-// narrower than that, and counting it costs less than reading them.
+// errWalkOver ends a walk tried first whose filter proved narrow enough
+// to weigh.
+var errWalkOver = errors.New("a filter term of the walk tried first is counted to its end")
+
+// admit is asked before the walk reads a document through; it counts the
+// terms on as far as the walk's pace needs. Once the walk has read a
+// sample of documents that does not settle it, the terms are counted to
+// settle at once rather than a round at a time: the documents say the
+// filter is narrower than that, and counting costs less than reading
+// them.
 func (wp *walkPace) admit() error {
 	for !wp.free() && wp.read >= wp.allowed() {
 		wp.bound = min(wp.bound*4, wp.settle)
@@ -472,36 +493,51 @@ func (wp *walkPace) admit() error {
 		if err := wp.tc.count(wp.r, wp.size, wp.bound, false, wp.st); err != nil {
 			return err
 		}
-		if len(wp.tc.counters[wp.k].spans) == 0 {
-			// Counted to its end: weighed again with the exact count.
-			// The same path goes on from where it is, unpaced.
-			wp.tc.fill(&wp.in)
-			dropWideFilter(&wp.in)
-			p := plan.Choose(wp.in)
-			if p.Chosen.Access != wp.plan.Chosen.Access {
-				return errWalkOver
-			}
-			*wp.plan, wp.settle = p, wp.bound
+		if !slices.ContainsFunc(wp.terms, func(t walkTerm) bool { return len(wp.tc.counters[t.k].spans) == 0 }) {
+			continue
 		}
+		if len(wp.terms) > 1 {
+			// Their intersection may be the cheaper: weighed with
+			// every term counted on.
+			return errWalkOver
+		}
+		// Counted to its end: weighed again with the exact count. The
+		// same path goes on from where it is, unpaced.
+		wp.tc.fill(&wp.in)
+		dropWideFilter(&wp.in)
+		p := plan.Choose(wp.in)
+		if p.Chosen.Access != wp.plan.Chosen.Access {
+			return errWalkOver
+		}
+		*wp.plan, wp.settle = p, wp.bound
 	}
 	wp.read++
 	return nil
 }
 
-// free reports whether the stream reads on unpaced: the term is counted
-// to settle, or the documents read so far settle the choice.
+// free reports whether the walk reads on unpaced: the terms are counted
+// to settle, or the documents read so far pass at a rate that puts each
+// term at its own or past it.
 func (wp *walkPace) free() bool {
-	return wp.bound >= wp.settle || plan.WalkSettled(wp.hits, wp.read, wp.items, wp.settle)
+	if wp.bound >= wp.settle {
+		return true
+	}
+	for _, t := range wp.terms {
+		if !plan.WalkSettled(wp.hits, wp.read, t.items, t.settle) {
+			return false
+		}
+	}
+	return true
 }
 
-// allowed is how many documents the stream may have read with the term
-// counted as it is, unless free: what the count paid for, up to the
+// allowed is how many documents the walk may have read with the terms
+// counted as they are, unless free: what the counts paid for, up to the
 // sample.
 func (wp *walkPace) allowed() int64 {
-	return min(plan.WalkPaceDocs(wp.tc.counters[wp.k].n), plan.WalkSample)
+	return min(plan.WalkPaceDocs(wp.tc.total()), plan.WalkSample)
 }
 
-// left is how many more documents the stream may read ahead (readStats.want).
+// left is how many more documents the walk may read ahead (readStats.want).
 func (wp *walkPace) left() int {
 	if wp.free() {
 		return aheadMax
@@ -707,13 +743,13 @@ func dropWideFilter(in *plan.Input) {
 	}
 }
 
-// loneFilter returns the one weighed term the walks that may serve the
-// page (the stream, the TOP walk) do not meet themselves, when there is
-// exactly one and no composite index is weighed beside them (whose walk
-// weighs the term by its count too).
-func loneFilter(in plan.Input, weighed []int) (int, bool) {
+// walkTerms returns the weighed terms the walks that may serve the page
+// (the stream, the TOP walk) do not meet themselves, when no composite
+// index is weighed beside them (whose walk weighs the terms by their
+// counts too).
+func walkTerms(in plan.Input, weighed []int) []int {
 	if in.Stream == nil && in.Ordered == nil || in.WalkEntries < 0 || len(in.Composites) > 0 {
-		return 0, false
+		return nil
 	}
 	var others []int
 	for _, i := range weighed {
@@ -721,10 +757,7 @@ func loneFilter(in plan.Input, weighed []int) (int, bool) {
 			others = append(others, i)
 		}
 	}
-	if len(others) != 1 {
-		return 0, false
-	}
-	return others[0], true
+	return others
 }
 
 // countStep is how many entries of each term the first round of

@@ -1286,6 +1286,11 @@ func TestWideFilterCountStopsAtTheWalk(t *testing.T) {
 		{`SELECT TOP 10 c.id, c.t FROM c WHERE c.k IN (0, 1, 2, 3, 4, 5) ORDER BY c.t`, 400, plan.OrderedWalk},
 		{`SELECT c.id, c.t FROM c WHERE c.s = 5 ORDER BY c.t`, 1_200, plan.FilteredStream},
 		{`SELECT TOP 10 c.id, c.t FROM c WHERE c.s = 5 ORDER BY c.t`, 1_200, plan.OrderedWalk},
+		// Two terms, each counted to the probe before: 9,101 entries.
+		{`SELECT c.id, c.t FROM c WHERE c.k IN (0, 1, 2, 3, 4, 5) AND c.s IN (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10) ORDER BY c.t`, 700, plan.OrderedStream},
+		// Two narrower terms (1,714 and 1,000 entries): the sample, and
+		// then the terms counted and weighed as before (3,657 entries).
+		{`SELECT c.id, c.t FROM c WHERE c.k = 1 AND c.s = 5 ORDER BY c.t DESC`, 3_700, plan.OrderedStream},
 	} {
 		p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, MaxItemCount: 10, Query: tc.query}
 		be.orderReady(t, p)
