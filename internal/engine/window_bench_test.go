@@ -83,6 +83,8 @@ func BenchmarkDeepPage(b *testing.B) {
 		// Six sevenths of the items: the walk of c.t reads about its
 		// rows, and the filter's entries would cost more.
 		{"eq-order-wide", "SELECT * FROM c WHERE c.k IN (0, 1, 2, 3, 4, 5) ORDER BY c.t", 0},
+		// And beside a second such filter (sixteen seventeenths).
+		{"eq2-order-wide", "SELECT * FROM c WHERE c.k IN (0, 1, 2, 3, 4, 5) AND c.m < 16 ORDER BY c.t", 0},
 		// The latest ten of them: one page, so page 20 is page 1 again.
 		{"top-eq-wide", "SELECT TOP 10 * FROM c WHERE c.k IN (0, 1, 2, 3, 4, 5) ORDER BY c.t DESC", 10},
 		{"order-join", "SELECT c.id, t FROM c JOIN t IN c.tags ORDER BY c.n", 0},
