@@ -484,8 +484,16 @@ var errWalkOver = errors.New("a filter term of the walk tried first is counted t
 // settle at once rather than a round at a time: the documents say the
 // filter is narrower than that, and counting costs less than reading
 // them.
-func (wp *walkPace) admit() error {
+//
+// keep is called before the first count: it copies what the walk holds
+// of the reader's last answer (the document it is about to read), which
+// the count's reads end (storage.Reader).
+func (wp *walkPace) admit(keep func()) error {
 	for !wp.free() && wp.read >= wp.allowed() {
+		if keep != nil {
+			keep()
+			keep = nil
+		}
 		wp.bound = min(wp.bound*4, wp.settle)
 		if wp.read >= plan.WalkSample {
 			wp.bound = wp.settle

@@ -112,7 +112,7 @@ func orderedItems(r storage.Reader, c *containerRecord, prog *eval.Program, para
 	var run entryRun
 	judge := func(k, loc []byte, rec *itemRecord) error {
 		if pace != nil {
-			if err := pace.admit(); err != nil {
+			if err := pace.admit(rec.detach); err != nil {
 				return err
 			}
 		}

@@ -596,7 +596,7 @@ func (w *orderStream) docRows(loc []byte, rec *itemRecord, keep func(document.Va
 		return document.Undef, nil, false, err
 	}
 	if w.pace != nil {
-		if err := w.pace.admit(); err != nil {
+		if err := w.pace.admit(rec.detach); err != nil {
 			return document.Undef, nil, false, err
 		}
 	}
