@@ -255,12 +255,8 @@ func TestPartnerBound(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(1, 2))
 	paths := [][]string{{"a"}, {"b"}, {"c"}}
 	for i := range 20_000 {
-		n := int64(100 + rnd.IntN(1_000_000))
-		scope := Scope{Kind: ScopeAll, Items: n, ContainerItems: n}
-		if rnd.IntN(2) == 0 {
-			scope = Scope{Kind: ScopePartition, Items: 1 + rnd.Int64N(n), ContainerItems: n}
-		}
-		probe := int64(float64(scope.Items)/(0.15+2.5*scope.fraction())) + 16
+		scope, probe := randomScope(rnd)
+		n := scope.ContainerItems
 		k := 2 + rnd.IntN(2)
 		terms := make([]Term, k)
 		exact := make([]int64, k)
@@ -310,12 +306,8 @@ func TestWalkBound(t *testing.T) {
 	}
 	bounded := 0
 	for c := range 20_000 {
-		n := int64(100 + rnd.IntN(1_000_000))
-		scope := Scope{Kind: ScopeAll, Items: n, ContainerItems: n}
-		if rnd.IntN(2) == 0 {
-			scope = Scope{Kind: ScopePartition, Items: 1 + rnd.Int64N(n), ContainerItems: n}
-		}
-		probe := int64(float64(scope.Items)/(0.15+2.5*scope.fraction())) + 16
+		scope, probe := randomScope(rnd)
+		n := scope.ContainerItems
 		o := &Ordered{Path: []string{"t"}, Want: int64(1 + rnd.IntN(1000)), Term: -1}
 		if rnd.IntN(2) == 0 {
 			o.Term = 0
@@ -384,6 +376,18 @@ func TestWalkBound(t *testing.T) {
 	if got := WalkBound(in, o, 1, false, 75_488); got < 15_000 || got > 20_000 {
 		t.Errorf("WalkBound for a page of 101 over 2·10⁵ items = %d, want about √(16.7·101·2·10⁵)", got)
 	}
+}
+
+// randomScope draws a container of 100 to about 10⁶ items, and half the
+// time a logical partition of it, with the probe the engine counts to
+// there.
+func randomScope(rnd *rand.Rand) (Scope, int64) {
+	n := int64(100 + rnd.IntN(1_000_000))
+	scope := Scope{Kind: ScopeAll, Items: n, ContainerItems: n}
+	if rnd.IntN(2) == 0 {
+		scope = Scope{Kind: ScopePartition, Items: 1 + rnd.Int64N(n), ContainerItems: n}
+	}
+	return scope, int64(float64(scope.Items)/(0.15+2.5*scope.fraction())) + 16
 }
 
 // A partner whose count stopped at the probe holds more entries than
