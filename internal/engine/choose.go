@@ -43,8 +43,9 @@ type queryAccess struct {
 	// collection of its filter's locations goes on from the count that
 	// weighed the term; nil: from the start.
 	filter *filterStart
-	// walk, for a stream tried first, paces it by its filter term's
-	// count (walkPace); nil otherwise.
+	// walk, for a stream tried first, paces it by its filter terms'
+	// counts (walkPace); nil otherwise (a TOP walk tried first is paced
+	// as its source is built).
 	walk *walkPace
 }
 
@@ -237,11 +238,12 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		// Past where each walk costs less than a term's entries, no
 		// count of that term changes the choice between the walks and
 		// the paths that read it whole (plan.WalkBound).
-		settles := make([]int64, len(others))
+		settles, ks := make([]int64, len(others)), make([]int, len(others))
 		for j, i := range others {
+			ks[j] = slices.Index(tc.idx, i)
 			for _, o := range []*plan.Ordered{in.Stream, in.Ordered} {
 				if o != nil {
-					settles[j] = max(settles[j], plan.WalkBound(in, o, i, tc.scoped[slices.Index(tc.idx, i)], probe))
+					settles[j] = max(settles[j], plan.WalkBound(in, o, i, tc.scoped[ks[j]], probe))
 				}
 			}
 		}
@@ -255,8 +257,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 			// The walk is tried first, the terms counted a step at a
 			// time as it reads (walkPace).
 			walk = &walkPace{tc: tc, r: r, size: size, st: st, bound: countStep, settle: slices.Max(settles)}
-			for j, i := range others {
-				k := slices.Index(tc.idx, i)
+			for j, k := range ks {
 				items := size.ContainerItems
 				if tc.scoped[k] {
 					items = size.Items
@@ -422,14 +423,15 @@ func rowsLieLate(r storage.Reader, c *containerRecord, s *itemScope, tc *termCou
 }
 
 // scanTry is how a first page may try a scan first (plan.ScanFirstBounds),
-// or an ordered stream beside one filter term (walkPace).
+// or an ordered walk beside filter terms (walkPace).
 type scanTry uint8
 
 const (
 	noScanFirst scanTry = iota
 	// scanFirstPaced: tried once every term holds enough entries for the
 	// scan to fill the page, paced by the counts as it reads (scanPace);
-	// a stream is tried at once, paced by its term's count (walkPace).
+	// an ordered walk is tried at once, paced by its terms' counts
+	// (walkPace).
 	scanFirstPaced
 	// scanFirstCounted: tried once every term is counted to wide.
 	scanFirstCounted
@@ -458,8 +460,8 @@ type walkPace struct {
 	st     *readStats
 	bound  int64 // how far the terms have been counted
 	settle int64 // the most of the terms' own
-	// read and hits are the documents the stream read and those of them
-	// that made rows.
+	// read and hits are the documents the walk read and those of them
+	// that passed.
 	read, hits int64
 	// in is what the planner weighed, and plan its choice, which a
 	// count that ends is weighed again with.

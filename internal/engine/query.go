@@ -544,9 +544,9 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	}
 	for qp.walk != nil {
 		// A stream tried first (walkPace), on a page of its own: kept
-		// unless its filter term proved narrow enough to weigh, else set
-		// aside, its reads still counted, and the page planned again
-		// from the term's count.
+		// unless its filter proved narrow enough for another path, else
+		// set aside, its reads still counted, and the page planned again
+		// from the terms' counts.
 		tried := &FeedPage{CollRid: page.CollRid, LSN: page.LSN}
 		passed := 0
 		err := run(qp, tried, &passed, qp.walk.left)

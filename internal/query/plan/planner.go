@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/mayfly-db/mayfly/internal/document"
@@ -561,9 +562,8 @@ func (p Path) cost() float64 {
 }
 
 // WalkBound is how many entries of term i are worth counting for a page
-// the walk o may serve (in.Stream, or the TOP walk in.Ordered), when i is
-// the only term the planner weighs besides those the walk meets itself:
-// at that many, the walk's estimate costs no more than reading i's
+// the walk o may serve (in.Stream, or the TOP walk in.Ordered), weighing
+// i as the only term besides those the walk meets itself: at that many, the walk's estimate costs no more than reading i's
 // entries alone does, and every other path the count weighs reads them
 // all (i's index span, the filtered stream, an intersection). The walk
 // is weighed as reading its whole path, whatever a term on the path
@@ -593,34 +593,25 @@ func WalkBound(in Input, o *Ordered, i int, scoped bool, probe int64) int64 {
 		at.Entries[i] = e
 		return walk(at, o).cost() <= float64(e)*costEntry
 	}
-	if !settled(probe) {
-		return probe
-	}
-	lo, hi := int64(1), probe
-	for lo < hi {
-		if mid := lo + (hi-lo)/2; settled(mid) {
-			hi = mid
-		} else {
-			lo = mid + 1
-		}
-	}
-	return min(probe, lo+1)
+	// The fewest entries that settle it, probe when none up to it does.
+	e := int64(sort.Search(int(probe), func(k int) bool { return settled(int64(k) + 1) })) + 1
+	return min(probe, e+1)
 }
 
-// WalkPaceDocs is how many documents a stream tried first (before its
-// filter term is counted to WalkBound) may read once entries of the term
+// WalkPaceDocs is how many documents a walk tried first (before its
+// filter terms are counted to WalkBound) may read once entries of them
 // have been counted: as many as cost what counting them did.
 func WalkPaceDocs(entries int64) int64 {
 	return int64(float64(entries) * costEntry / (costEntry + costRecordPoint))
 }
 
-// WalkSample is how many documents a stream tried first reads before the
+// WalkSample is how many documents a walk tried first reads before the
 // rate at which they pass says anything (WalkSettled).
 const WalkSample = 8
 
-// WalkSettled reports whether a stream tried first that made rows of hits
-// of the read documents it read, over a scope whose filter term is counted
-// among items, passes them at a rate that puts the term's entries at
+// WalkSettled reports whether a walk tried first that found hits of the
+// read documents it read passing, over a scope whose filter term is
+// counted among items, passes them at a rate that puts the term's entries at
 // settle (WalkBound) or more: the walk is then the cheaper path by the
 // planner's own estimate, and reads on without counting the term further.
 func WalkSettled(hits, read, items, settle int64) bool {
