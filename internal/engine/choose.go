@@ -38,7 +38,7 @@ type queryAccess struct {
 	// kept, when not nil, holds the candidates the page before kept for
 	// this one (keptCandidates), which it reads in place of collecting
 	// them.
-	kept [][]byte
+	kept *keptCandidates
 	// filter, for a filtered stream's first page, is where the
 	// collection of its filter's locations goes on from the count that
 	// weighed the term; nil: from the start.
@@ -50,10 +50,13 @@ type queryAccess struct {
 }
 
 // collection is what a page that collects its candidates collected: the
-// locations in its order and the index entries read to find them.
+// locations in its order and the index entries read to find them (none
+// for candidates kept by the page before), and how many entries
+// collecting them reads (keptCandidates.cost).
 type collection struct {
 	locs    [][]byte
 	entries int
+	cost    int
 }
 
 // collecting wraps the locs of a collecting source so that the page
@@ -61,12 +64,12 @@ type collection struct {
 func (qa *queryAccess) collecting(st *readStats, locs func() ([][]byte, error)) func() ([][]byte, error) {
 	return func() ([][]byte, error) {
 		if qa.kept != nil {
-			qa.collected = &collection{locs: qa.kept}
-			return qa.kept, nil
+			qa.collected = &collection{locs: qa.kept.locs, cost: qa.kept.cost}
+			return qa.kept.locs, nil
 		}
 		before := st.entries
 		all, err := locs()
-		qa.collected = &collection{locs: all, entries: st.entries - before}
+		qa.collected = &collection{locs: all, entries: st.entries - before, cost: st.entries - before}
 		return all, err
 	}
 }

@@ -3,12 +3,14 @@ package engine
 import (
 	"bytes"
 	"container/list"
+	"encoding/binary"
 	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/mayfly-db/mayfly/internal/query/plan"
+	"github.com/mayfly-db/mayfly/internal/storage"
 )
 
 // keeper holds what a page of a query leaves for the page after it, by
@@ -129,10 +131,13 @@ func (e *Engine) forgetIdleKept() {
 //     their order, with their encoded sort keys.
 //
 // The next page reads them in place of reading the entries (and for a
-// group, the records) again while no item of the container was written
-// since and the container is as it was (heldRows.servesAt): a write may
-// add a candidate, while an item deleted or expired since is one the page
-// reads and drops, as it drops any candidate the filter refuses.
+// group, the records) again while the container is as it was
+// (heldRows.servesAt). A write may add a candidate, while an item deleted
+// or expired since is one the page reads and drops, as it drops any
+// candidate the filter refuses; so after writes, the locations and the
+// set take in the locations of the items written since (catchUp), read
+// from the latest-version log, which holds each live item under the LSN
+// of its last write, and a sorted group is read again.
 type keptCandidates struct {
 	fp        uint64
 	access    plan.Access
@@ -140,10 +145,18 @@ type keptCandidates struct {
 	composite int
 	etag      string
 	writes    uint64
-	locs      [][]byte
-	set       map[string]struct{}
-	group     []byte
-	keys      [][]byte
+	// lsns is each sequence's last LSN when the candidates were kept:
+	// the items written since are those of the latest-version entries
+	// past them.
+	lsns []uint64
+	// cost is how many index entries reading the candidates again reads
+	// at least: catching up with more writes than that costs more than
+	// it saves.
+	cost  int
+	locs  [][]byte
+	set   map[string]struct{}
+	group []byte
+	keys  [][]byte
 }
 
 // keptCandidatesMax bounds the bytes of the candidates kept for all
@@ -151,35 +164,123 @@ type keptCandidates struct {
 const keptCandidatesMax = 16 << 20
 
 // candidateKeeper takes and keeps what pages keep of their candidates
-// for a container as it is: etag and writes are its state when the page
-// began. k is nil where nothing is kept (a script's query, which reads its
-// transaction's writes, which a rollback may take back).
+// for a container as it is in r: etag and writes are its state when the
+// page began. k is nil where nothing is kept (a script's query, which
+// reads its transaction's writes, which a rollback may take back).
 type candidateKeeper struct {
 	k      *keeper[*keptCandidates]
+	r      storage.Reader
+	c      *containerRecord
 	etag   string
 	writes uint64
 	now    time.Time
 }
 
 // take returns what the page before cur kept for a page that reads by
-// access, if it is still the query's.
-func (ck candidateKeeper) take(cur cursor, access plan.Access) *keptCandidates {
+// access in scope s, if it is still the query's, brought up to the
+// container's writes since (catchUp); the entries that reads are counted
+// in st.
+func (ck candidateKeeper) take(cur cursor, access plan.Access, s *itemScope, st *readStats) (*keptCandidates, error) {
 	if ck.k == nil {
-		return nil
+		return nil, nil
 	}
 	k, ok := ck.k.take(cur.kept)
-	if !ok || k.fp != cur.fingerprint || k.access != access || k.etag != ck.etag || k.writes != ck.writes {
-		return nil
+	if !ok || k.fp != cur.fingerprint || k.access != access || k.etag != ck.etag {
+		return nil, nil
 	}
-	return k
+	if k.writes == ck.writes {
+		return k, nil
+	}
+	if ok, err := ck.catchUp(k, cur, s, st); !ok || err != nil {
+		return nil, err
+	}
+	return k, nil
 }
 
-// keep keeps k for the page of token next.
+// catchUp adds to k's locations, or to its set, those of the items in
+// scope s written since k was kept, from the latest-version log: one
+// entry each, counted in st. An item written since may have come to
+// pass the filter; one that no longer does is a candidate more that the
+// page reads and drops. It reports false, and leaves k to be dropped,
+// for a sorted group (whose order a written member changes), when more
+// was written than reading the candidates again would cost, or when the
+// set would outgrow what a page collects.
+func (ck candidateKeeper) catchUp(k *keptCandidates, cur cursor, s *itemScope, st *readStats) (bool, error) {
+	if k.group != nil || ck.writes < k.writes || ck.writes-k.writes > uint64(max(k.cost, countStep)) || len(k.lsns) != ck.c.sequences() {
+		return false, nil
+	}
+	var added [][]byte
+	for i, from := range k.lsns {
+		state, err := readState(ck.r, ck.c.Rid, i)
+		if err != nil || state.lsn <= from {
+			if err != nil {
+				return false, err
+			}
+			continue
+		}
+		err = scanRange(ck.r, latestKey(ck.c.Rid, from+1, 0), latestKey(ck.c.Rid, state.lsn+1, 0), func(key, v []byte) (bool, error) {
+			st.entries++
+			_, _, epk, pk, err := decodeLatestEntry(v)
+			if err != nil {
+				return false, err
+			}
+			loc := itemLoc(string(epk), binary.BigEndian.Uint64(key[len(key)-8:]))
+			// A collection's locations are those from the page's
+			// position on; a stream's position is in its own order.
+			if s.holds(loc) && s.match(pk) && (k.set != nil || cur.pos == nil || bytes.Compare(s.indexPos(loc), cur.pos) >= 0) {
+				added = append(added, loc)
+			}
+			return true, nil
+		})
+		if err != nil {
+			return false, err
+		}
+	}
+	if k.set != nil {
+		for _, loc := range added {
+			k.set[string(loc)] = struct{}{}
+		}
+		return len(k.set) <= maxFilterLocs, nil
+	}
+	slices.SortFunc(added, s.byIndexPos)
+	k.locs = mergeLocs(k.locs, added, s.byIndexPos)
+	return true, nil
+}
+
+// mergeLocs merges two lists of locations in the order by, each in it,
+// into one that holds each location once.
+func mergeLocs(a, b [][]byte, by func(x, y []byte) int) [][]byte {
+	if len(b) == 0 {
+		return a
+	}
+	out := make([][]byte, 0, len(a)+len(b))
+	for len(a) > 0 || len(b) > 0 {
+		var loc []byte
+		switch {
+		case len(b) == 0 || len(a) > 0 && by(a[0], b[0]) <= 0:
+			loc, a = a[0], a[1:]
+		default:
+			loc, b = b[0], b[1:]
+		}
+		if n := len(out); n == 0 || !bytes.Equal(out[n-1], loc) {
+			out = append(out, loc)
+		}
+	}
+	return out
+}
+
+// keep keeps k for the page of token next; cost is what reading its
+// candidates again reads at least (keptCandidates.cost).
 func (ck candidateKeeper) keep(next cursor, k *keptCandidates) {
 	if ck.k == nil {
 		return
 	}
-	k.fp, k.access, k.etag, k.writes = next.fingerprint, next.access, ck.etag, ck.writes
+	lsns, err := seqLSNs(ck.r, ck.c)
+	if err != nil {
+		return // kept for nothing: the next page reads them again
+	}
+	k.fp, k.access, k.etag, k.writes, k.lsns = next.fingerprint, next.access, ck.etag, ck.writes, lsns
+	k.cost = max(k.cost, len(k.set))
 	n := len(k.group)
 	for _, loc := range k.locs {
 		n += len(loc) + heldRowOverhead
@@ -193,15 +294,28 @@ func (ck candidateKeeper) keep(next cursor, k *keptCandidates) {
 	ck.k.keep(next.kept, k, n, ck.now)
 }
 
-// takeCollection returns the candidates the page before cur kept for the
-// page that reads by qa (keptCandidates.locs), if they are still the
-// query's.
-func (ck candidateKeeper) takeCollection(cur cursor, qa *queryAccess) [][]byte {
-	k := ck.take(cur, qa.access)
-	if k == nil || !slices.Equal(k.terms, qa.terms) || k.composite != qa.composite {
-		return nil
+// seqLSNs returns the last LSN of each of c's sequences in r.
+func seqLSNs(r storage.Reader, c *containerRecord) ([]uint64, error) {
+	lsns := make([]uint64, c.sequences())
+	for i := range lsns {
+		st, err := readState(r, c.Rid, i)
+		if err != nil {
+			return nil, err
+		}
+		lsns[i] = st.lsn
 	}
-	return k.locs
+	return lsns, nil
+}
+
+// takeCollection returns what the page before cur kept of its candidates
+// for the page that reads by qa in scope s (keptCandidates.locs), if they
+// are still the query's.
+func (ck candidateKeeper) takeCollection(cur cursor, qa *queryAccess, s *itemScope, st *readStats) (*keptCandidates, error) {
+	k, err := ck.take(cur, qa.access, s, st)
+	if k == nil || err != nil || !slices.Equal(k.terms, qa.terms) || k.composite != qa.composite {
+		return nil, err
+	}
+	return k, nil
 }
 
 // keepCollection keeps the candidates of qa from the position of the
@@ -212,5 +326,5 @@ func (ck candidateKeeper) keepCollection(next cursor, qa *queryAccess, s *itemSc
 		i, _ := slices.BinarySearchFunc(locs, next.pos, func(loc, from []byte) int { return bytes.Compare(s.indexPos(loc), from) })
 		locs = locs[i:]
 	}
-	ck.keep(next, &keptCandidates{terms: slices.Clone(qa.terms), composite: qa.composite, locs: locs})
+	ck.keep(next, &keptCandidates{terms: slices.Clone(qa.terms), composite: qa.composite, locs: locs, cost: qa.collected.cost})
 }

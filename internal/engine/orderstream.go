@@ -473,13 +473,21 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 	if w.keys != nil && w.distinct == nil && kept.k != nil {
 		// A page that ends inside a group it sorted keeps the group's
 		// members from there for the next (keepGroup).
-		if k := kept.take(cur, next.access); k != nil && k.group != nil {
+		k, err := kept.take(cur, next.access, s, st)
+		if err != nil {
+			return err
+		}
+		if k != nil && k.group != nil {
 			w.group0 = k
 		}
 		w.next.kept = newKeptID()
 	}
 	if len(o.Filter) > 0 && w.keys == nil && w.distinct == nil {
-		if k := kept.take(cur, next.access); k != nil {
+		k, err := kept.take(cur, next.access, s, st)
+		if err != nil {
+			return err
+		}
+		if k != nil {
 			w.filter = k.set
 		}
 		if w.filter == nil {

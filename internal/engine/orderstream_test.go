@@ -1404,7 +1404,8 @@ func TestFilteredStreamReadsItsRowsRecords(t *testing.T) {
 		t.Errorf("%d first pages chose the filtered stream, want %d", filtered, len(cases))
 	}
 	// A write between two pages may give the term an item the kept
-	// locations lack: the next page collects them again.
+	// locations lack: the next page takes it in
+	// (TestKeptCandidatesTakeInWrites).
 	p := params[0]
 	page, err := be.e.QueryItems(context.Background(), p)
 	if err != nil || page.Continuation == "" {

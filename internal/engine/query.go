@@ -182,7 +182,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	}
 	// What pages keep of their candidates for the next; nothing for a
 	// script's query (heldRows).
-	kept := candidateKeeper{etag: c.Etag, writes: state.writes, now: e.clock.Now()}
+	kept := candidateKeeper{r: r, c: c, etag: c.Etag, writes: state.writes, now: e.clock.Now()}
 	if !p.inScript {
 		kept.k = e.kept
 	}
@@ -422,7 +422,9 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	var collectedID uint64
 	if !distinct && p.Resume == nil && !p.inScript && (prog.Streaming() || streamed) {
 		if resumed {
-			qp.kept = kept.takeCollection(cur, qp)
+			if qp.kept, err = kept.takeCollection(cur, qp, scope, st); err != nil {
+				return err
+			}
 		}
 		collectedID = newKeptID()
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -346,7 +347,7 @@ func TestCollectedCandidatesServeLaterPages(t *testing.T) {
 			}
 		}
 		// A write between two pages may add a candidate: the next page
-		// collects them again.
+		// takes it in (TestKeptCandidatesTakeInWrites).
 		first, err := be.e.QueryItems(context.Background(), p)
 		if err != nil || first.Continuation == "" {
 			t.Fatalf("%s: %v", query, err)
@@ -357,6 +358,134 @@ func TestCollectedCandidatesServeLaterPages(t *testing.T) {
 			t.Errorf("%s: the item written between the pages is missing", query)
 		}
 		be.run(t, `["p0"]`, false, `[{"operationType":"Delete","id":"late"}]`)
+	}
+}
+
+// What a page kept of its candidates serves the next page after writes
+// too: the next page takes in the items written since from the
+// latest-version log (catchUp) instead of reading the term's entries
+// again. Two stores get the same documents and, after every page, the
+// same random writes: items created, changed (to pass the filter, or to
+// fail it) and deleted, and now and then a burst of more writes than the
+// candidates cost (the next page then reads them again). The drain with
+// the candidates kept gives the rows of the one that drops them before
+// every page, and its later pages read the written items' entries alone.
+func TestKeptCandidatesTakeInWrites(t *testing.T) {
+	var items []string
+	for i := range 3000 {
+		gone := ""
+		if i%10 == 0 {
+			gone = fmt.Sprintf(`,"gone":{"at":%d}`, i)
+		}
+		items = append(items, fmt.Sprintf(`{"id":"d%d","pk":"p%d","n":%d,"s":"s%d"%s}`, i, i%3, (i*7919)%3000, i/4%12, gone))
+	}
+	cases := []struct {
+		query, pk string
+		stream    bool // a filtered stream, whose pages walk the order's entries too
+	}{
+		{`SELECT c.id FROM c WHERE IS_DEFINED(c.gone)`, "", false},
+		{`SELECT c.id FROM c WHERE c.n >= 2700`, "", false},
+		{`SELECT c.id FROM c WHERE IS_DEFINED(c.gone) AND c.n >= 1500`, "", false},
+		{`SELECT c.id, c.n FROM c WHERE c.s = 's3' ORDER BY c.n`, "", true},
+		{`SELECT c.id, c.n FROM c WHERE c.s = 's3' ORDER BY c.n DESC`, `["p1"]`, true},
+	}
+	for seed := range uint64(2) {
+		for _, tc := range cases {
+			rng := rand.New(rand.NewPCG(seed, 11))
+			var envs [2]*batchEnv
+			var params [2]QueryParams
+			for drop := range envs {
+				envs[drop] = newBatchEnv(t, "-1")
+				envs[drop].seed(t, items...)
+				p := QueryParams{ItemRef: batchRef(tc.pk), MaxItemCount: 20, Query: tc.query}
+				if tc.pk == "" {
+					p.RangeID, p.CrossPartition = "0", true
+				}
+				envs[drop].orderReady(t, p)
+				params[drop] = p
+			}
+			var rows [2][]string
+			var entries [2][]int
+			var burst, scans []bool
+			done := [2]bool{}
+			for n := 0; !done[0] || !done[1]; n++ {
+				if n > 1000 {
+					t.Fatalf("%s: the drain does not end", tc.query)
+				}
+				// The writes after page n, the same in both stores: a
+				// batch in one partition, or a burst of creates.
+				pk := fmt.Sprintf("p%d", rng.IntN(3))
+				var ops []string
+				for range rng.IntN(6) {
+					j := 3*rng.IntN(1000) + int(pk[1]-'0')
+					switch rng.IntN(4) {
+					case 0:
+						ops = append(ops, fmt.Sprintf(`{"operationType":"Delete","id":"d%d"}`, j))
+					case 1:
+						ops = append(ops, fmt.Sprintf(`{"operationType":"Upsert","resourceBody":{"id":"w%d","pk":%q,"n":%d,"s":"s3","gone":1}}`, rng.IntN(1000), pk, rng.IntN(3000)))
+					default:
+						gone := ""
+						if rng.IntN(2) == 0 {
+							gone = `,"gone":2`
+						}
+						ops = append(ops, fmt.Sprintf(`{"operationType":"Upsert","resourceBody":{"id":"d%d","pk":%q,"n":%d,"s":"s%d"%s}}`, j, pk, rng.IntN(3000), 3*rng.IntN(2), gone))
+					}
+				}
+				var creates []string
+				if rng.IntN(8) == 0 {
+					for range 400 {
+						creates = append(creates, fmt.Sprintf(`{"id":"b%d","pk":"p0","n":%d}`, rng.Uint64(), rng.IntN(3000)))
+					}
+				}
+				burst = append(burst, creates != nil)
+				for drop, be := range envs {
+					if done[drop] {
+						continue
+					}
+					if drop == 0 {
+						// A page that scans from its position reads the
+						// _rid order's entries, not the candidates'
+						// (scanAfterCollect).
+						scans = append(scans, params[0].Continuation != "" && mustCursor(t, params[0].Continuation).access == plan.Scan)
+					}
+					if drop == 1 {
+						be.e.kept.forget(time.Now().Add(time.Hour))
+					}
+					page, err := be.e.QueryItems(context.Background(), params[drop])
+					if err != nil {
+						t.Fatalf("%s: page %d: %v", tc.query, n+1, err)
+					}
+					for _, it := range page.Items {
+						rows[drop] = append(rows[drop], string(it))
+					}
+					entries[drop] = append(entries[drop], page.IndexEntries)
+					params[drop].Continuation = page.Continuation
+					done[drop] = page.Continuation == ""
+					if len(ops) > 0 {
+						if _, err := be.run(t, fmt.Sprintf(`[%q]`, pk), false, "["+strings.Join(ops, ",")+"]"); err != nil {
+							t.Fatal(err)
+						}
+					}
+					be.seed(t, creates...)
+				}
+			}
+			if len(rows[0]) < 50 || !slices.Equal(rows[0], rows[1]) {
+				t.Errorf("seed %d: %s in %q: %d rows kept, %d dropped: %.300v, want %.300v", seed, tc.query, tc.pk, len(rows[0]), len(rows[1]), rows[0], rows[1])
+				continue
+			}
+			for n := 1; n < len(entries[0]) && n < len(entries[1]); n++ {
+				bound := 8 // the written items' entries, and the last page's end
+				if tc.stream {
+					bound = entries[1][n] - 50 // the walk's entries, and fewer than the term's
+				}
+				if burst[n-1] || scans[n] {
+					continue
+				}
+				if entries[0][n] > bound {
+					t.Errorf("seed %d: %s in %q: page %d read %d entries with the candidates kept, %d without", seed, tc.query, tc.pk, n+1, entries[0][n], entries[1][n])
+				}
+			}
+		}
 	}
 }
 

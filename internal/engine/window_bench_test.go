@@ -29,7 +29,7 @@ func BenchmarkDeepPage(b *testing.B) {
 	}
 	parts := max(n/100, 1)
 	s := openBenchEngine(b, clock.Real{}, nil, "null")
-	s.loadInterleaved(b, n, parts, func(i int) string {
+	extra := func(i int) string {
 		gone := ""
 		switch i % 20 {
 		case 0:
@@ -41,7 +41,8 @@ func BenchmarkDeepPage(b *testing.B) {
 			gone += `,"seen":1`
 		}
 		return `,"n":` + strconv.Itoa(i/parts) + `,"k":` + strconv.Itoa(i%7) + `,"t":` + strconv.Itoa(i) + `,"tags":["a` + strconv.Itoa(i%5) + `","b"],"m":` + strconv.Itoa(i%17) + `,"h":` + strconv.Itoa(i%19) + gone
-	})
+	}
+	s.loadInterleaved(b, n, parts, extra)
 	s.settle(b)
 	warmAll(b, s)
 	for _, q := range []struct {
@@ -129,7 +130,55 @@ func BenchmarkDeepPage(b *testing.B) {
 		for _, k := range []int{1, 20} {
 			b.Run(q.name+"/page="+strconv.Itoa(k), func(b *testing.B) { benchPage(b, s, p, k, cmp.Or(q.rows, 100)) })
 		}
+		if afterWrite[q.name] {
+			b.Run(q.name+"/page=20-written", func(b *testing.B) { benchPageAfterWrite(b, s, p, 20, n, extra) })
+		}
 	}
+}
+
+// afterWrite names the shapes of BenchmarkDeepPage whose pages keep their
+// candidates for the next (keptCandidates), also run with an item written
+// between page 19 and page 20.
+var afterWrite = map[string]bool{"is-defined": true, "eq-order": true, "eq-order-ties": true}
+
+// benchPageAfterWrite reads page k of p, of 100 rows, over and over, each
+// time after reading page k-1 and then creating an item, as a container
+// written while its query is paged through: the items are the load's
+// (loadInterleaved, with extra), numbered on from n. Only page k is
+// timed; its records and index entries are reported.
+func benchPageAfterWrite(b *testing.B, s *benchStore, p QueryParams, k, n int, extra func(i int) string) {
+	ctx := context.Background()
+	before := p
+	before.Continuation = pageToken(b, s, p, k-1)
+	parts := max(n/100, 1)
+	records, entries, i := 0, 0, n
+	for b.Loop() {
+		b.StopTimer()
+		page, err := s.QueryItems(ctx, before)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.Continuation = page.Continuation
+		page.Release()
+		body := `{"id":"x` + strconv.Itoa(i) + `","pk":"q` + strconv.Itoa(i%parts) + `"` + extra(i) + `,"payload":"` + benchPayload + `"}`
+		ref := ItemRef{DB: benchDB, Coll: benchColl, HasKey: true, PartitionKey: partition.Key{partition.String("q" + strconv.Itoa(i%parts))}}
+		if _, err := s.WriteItem(ctx, WriteItemParams{ItemRef: ref, Mode: ModeUpsert, Body: []byte(body)}); err != nil {
+			b.Fatal(err)
+		}
+		i++
+		b.StartTimer()
+		if page, err = s.QueryItems(ctx, p); err != nil {
+			b.Fatal(err)
+		}
+		if len(page.Items) != 100 {
+			b.Fatalf("%d rows", len(page.Items))
+		}
+		records += page.Examined
+		entries += page.IndexEntries
+		page.Release()
+	}
+	b.ReportMetric(float64(records)/float64(b.N), "records/op")
+	b.ReportMetric(float64(entries)/float64(b.N), "entries/op")
 }
 
 // benchPage reads page k of p (of rows rows) over and over, and reports
