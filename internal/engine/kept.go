@@ -134,10 +134,11 @@ func (e *Engine) forgetIdleKept() {
 // group, the records) again while the container is as it was
 // (heldRows.servesAt). A write may add a candidate, while an item deleted
 // or expired since is one the page reads and drops, as it drops any
-// candidate the filter refuses; so after writes, the locations and the
-// set take in the locations of the items written since (catchUp), read
-// from the latest-version log, which holds each live item under the LSN
-// of its last write, and a sorted group is read again.
+// candidate the filter refuses; so after writes, each takes in the
+// locations of the items written since (catchUp), read from the
+// latest-version log, which holds each live item under the LSN of its
+// last write (a sorted group reads those items to place them anew,
+// keptGroup).
 type keptCandidates struct {
 	fp        uint64
 	access    plan.Access
@@ -157,6 +158,10 @@ type keptCandidates struct {
 	set   map[string]struct{}
 	group []byte
 	keys  [][]byte
+	// written, for a sorted group, holds the locations of the items in
+	// the scope written since it was kept (catchUp), which the page
+	// reads to place them anew (keptGroup).
+	written [][]byte
 }
 
 // keptCandidatesMax bounds the bytes of the candidates kept for all
@@ -201,12 +206,13 @@ func (ck candidateKeeper) take(cur cursor, access plan.Access, s *itemScope, st 
 // scope s written since k was kept, from the latest-version log: one
 // entry each, counted in st. An item written since may have come to
 // pass the filter; one that no longer does is a candidate more that the
-// page reads and drops. It reports false, and leaves k to be dropped,
-// for a sorted group (whose order a written member changes), when more
-// was written than reading the candidates again would cost, or when the
-// set would outgrow what a page collects.
+// page reads and drops. A sorted group gets them as written, as a
+// written member may have left the group or moved in its order. It
+// reports false, and leaves k to be dropped, when more was written than
+// reading the candidates again would cost, or when the set would outgrow
+// what a page collects.
 func (ck candidateKeeper) catchUp(k *keptCandidates, cur cursor, s *itemScope, st *readStats) (bool, error) {
-	if k.group != nil || ck.writes < k.writes || ck.writes-k.writes > uint64(max(k.cost, countStep)) || len(k.lsns) != ck.c.sequences() {
+	if ck.writes < k.writes || ck.writes-k.writes > uint64(max(k.cost, countStep)) || len(k.lsns) != ck.c.sequences() {
 		return false, nil
 	}
 	var added [][]byte
@@ -227,7 +233,7 @@ func (ck candidateKeeper) catchUp(k *keptCandidates, cur cursor, s *itemScope, s
 			loc := itemLoc(string(epk), binary.BigEndian.Uint64(key[len(key)-8:]))
 			// A collection's locations are those from the page's
 			// position on; a stream's position is in its own order.
-			if s.holds(loc) && s.match(pk) && (k.set != nil || cur.pos == nil || bytes.Compare(s.indexPos(loc), cur.pos) >= 0) {
+			if s.holds(loc) && s.match(pk) && (k.set != nil || k.group != nil || cur.pos == nil || bytes.Compare(s.indexPos(loc), cur.pos) >= 0) {
 				added = append(added, loc)
 			}
 			return true, nil
@@ -235,6 +241,10 @@ func (ck candidateKeeper) catchUp(k *keptCandidates, cur cursor, s *itemScope, s
 		if err != nil {
 			return false, err
 		}
+	}
+	if k.group != nil {
+		k.written = added
+		return true, nil
 	}
 	if k.set != nil {
 		for _, loc := range added {
@@ -280,7 +290,7 @@ func (ck candidateKeeper) keep(next cursor, k *keptCandidates) {
 		return // kept for nothing: the next page reads them again
 	}
 	k.fp, k.access, k.etag, k.writes, k.lsns = next.fingerprint, next.access, ck.etag, ck.writes, lsns
-	k.cost = max(k.cost, len(k.set))
+	k.cost = max(k.cost, len(k.set), len(k.locs))
 	n := len(k.group)
 	for _, loc := range k.locs {
 		n += len(loc) + heldRowOverhead

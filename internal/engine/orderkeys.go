@@ -552,29 +552,61 @@ func (w *orderStream) keptGroup(prefix []byte, at *sortKey, skip int) (more, ok 
 		return false, false, nil
 	}
 	w.group0 = nil
-	members := make([]sortMember, len(g.locs))
+	var value []byte
+	if prefix[0] == phaseWalk {
+		value = prefix[1:]
+	}
+	written := make(map[string]bool, len(g.written))
+	for _, loc := range g.written {
+		written[string(loc)] = true
+	}
+	members := make([]sortMember, 0, len(g.locs)+len(g.written))
 	for i := range g.locs {
 		k, ok := parseSortKey(g.keys[i], len(w.keys))
 		if !ok {
 			return false, false, nil
 		}
-		members[i] = sortMember{sortKey: k, loc: g.locs[i]}
+		if !written[string(g.locs[i])] {
+			members = append(members, sortMember{sortKey: k, loc: g.locs[i]})
+		}
+	}
+	if len(g.written) > 0 {
+		// The items written since the group was kept (catchUp): a member
+		// may have left the group or moved in its order, and another
+		// item joined it. Each is read and placed as a page that sorts
+		// the group would, its rows kept for the walk below.
+		for _, loc := range g.written {
+			doc, rows, found, err := w.memberRows(value, loc)
+			if err != nil {
+				return false, false, nil // read the group whole, as without what was kept
+			}
+			if !found || len(rows) == 0 {
+				continue
+			}
+			if m := w.member(doc, loc, rows); w.compareSort(m.sortKey, *at) >= 0 {
+				members = append(members, m)
+			}
+		}
+		slices.SortFunc(members, func(a, b sortMember) int { return w.compareSort(a.sortKey, b.sortKey) })
+		g.locs = make([][]byte, len(members))
+		for i, m := range members {
+			g.locs[i] = m.loc
+		}
 	}
 	i, _ := slices.BinarySearchFunc(members, *at, func(m sortMember, k sortKey) int { return w.compareSort(m.sortKey, k) })
-	var value []byte
-	if prefix[0] == phaseWalk {
-		value = prefix[1:]
-	}
 	stop := func(m sortMember, skip int) {
 		p := append(bytes.Clone(prefix), modeKeys)
 		w.stop(appendSortKey(p, m.sortKey), skip)
 	}
 	for k := i; k < len(members); k++ {
 		m := members[k]
-		if err := w.fetch(g.locs[k:], w.room()); err != nil {
-			return false, true, err
+		rows, found, err := m.rows, true, error(nil)
+		if rows == nil {
+			if err := w.fetch(g.locs[k:], w.room()); err != nil {
+				return false, true, err
+			}
+			_, rows, found, err = w.memberRows(value, m.loc)
 		}
-		_, rows, found, err := w.memberRows(value, m.loc)
 		if w.cutShort(err) {
 			stop(m, 0)
 			w.keepGroup(prefix, members[k:])

@@ -379,6 +379,16 @@ func TestKeptCandidatesTakeInWrites(t *testing.T) {
 		}
 		items = append(items, fmt.Sprintf(`{"id":"d%d","pk":"p%d","n":%d,"s":"s%d"%s}`, i, i%3, (i*7919)%3000, i/4%12, gone))
 	}
+	mix := writeMix{
+		doc: func(rng *rand.Rand, id, pk string) string {
+			gone := ""
+			if rng.IntN(2) == 0 {
+				gone = `,"gone":2`
+			}
+			return fmt.Sprintf(`{"id":%q,"pk":%q,"n":%d,"s":"s%d"%s}`, id, pk, rng.IntN(3000), 3*rng.IntN(2), gone)
+		},
+		burst: func(rng *rand.Rand, id string) string { return fmt.Sprintf(`{"id":%q,"pk":"p0","n":%d}`, id, rng.IntN(3000)) },
+	}
 	cases := []struct {
 		query, pk string
 		stream    bool // a filtered stream, whose pages walk the order's entries too
@@ -391,102 +401,126 @@ func TestKeptCandidatesTakeInWrites(t *testing.T) {
 	}
 	for seed := range uint64(2) {
 		for _, tc := range cases {
-			rng := rand.New(rand.NewPCG(seed, 11))
-			var envs [2]*batchEnv
-			var params [2]QueryParams
-			for drop := range envs {
-				envs[drop] = newBatchEnv(t, "-1")
-				envs[drop].seed(t, items...)
-				p := QueryParams{ItemRef: batchRef(tc.pk), MaxItemCount: 20, Query: tc.query}
-				if tc.pk == "" {
-					p.RangeID, p.CrossPartition = "0", true
-				}
-				envs[drop].orderReady(t, p)
-				params[drop] = p
+			p := QueryParams{ItemRef: batchRef(tc.pk), MaxItemCount: 20, Query: tc.query}
+			if tc.pk == "" {
+				p.RangeID, p.CrossPartition = "0", true
 			}
-			var rows [2][]string
-			var entries [2][]int
-			var burst, scans []bool
-			done := [2]bool{}
-			for n := 0; !done[0] || !done[1]; n++ {
-				if n > 1000 {
-					t.Fatalf("%s: the drain does not end", tc.query)
-				}
-				// The writes after page n, the same in both stores: a
-				// batch in one partition, or a burst of creates.
-				pk := fmt.Sprintf("p%d", rng.IntN(3))
-				var ops []string
-				for range rng.IntN(6) {
-					j := 3*rng.IntN(1000) + int(pk[1]-'0')
-					switch rng.IntN(4) {
-					case 0:
-						ops = append(ops, fmt.Sprintf(`{"operationType":"Delete","id":"d%d"}`, j))
-					case 1:
-						ops = append(ops, fmt.Sprintf(`{"operationType":"Upsert","resourceBody":{"id":"w%d","pk":%q,"n":%d,"s":"s3","gone":1}}`, rng.IntN(1000), pk, rng.IntN(3000)))
-					default:
-						gone := ""
-						if rng.IntN(2) == 0 {
-							gone = `,"gone":2`
-						}
-						ops = append(ops, fmt.Sprintf(`{"operationType":"Upsert","resourceBody":{"id":"d%d","pk":%q,"n":%d,"s":"s%d"%s}}`, j, pk, rng.IntN(3000), 3*rng.IntN(2), gone))
-					}
-				}
-				var creates []string
-				if rng.IntN(8) == 0 {
-					for range 400 {
-						creates = append(creates, fmt.Sprintf(`{"id":"b%d","pk":"p0","n":%d}`, rng.Uint64(), rng.IntN(3000)))
-					}
-				}
-				burst = append(burst, creates != nil)
-				for drop, be := range envs {
-					if done[drop] {
-						continue
-					}
-					if drop == 0 {
-						// A page that scans from its position reads the
-						// _rid order's entries, not the candidates'
-						// (scanAfterCollect).
-						scans = append(scans, params[0].Continuation != "" && mustCursor(t, params[0].Continuation).access == plan.Scan)
-					}
-					if drop == 1 {
-						be.e.kept.forget(time.Now().Add(time.Hour))
-					}
-					page, err := be.e.QueryItems(context.Background(), params[drop])
-					if err != nil {
-						t.Fatalf("%s: page %d: %v", tc.query, n+1, err)
-					}
-					for _, it := range page.Items {
-						rows[drop] = append(rows[drop], string(it))
-					}
-					entries[drop] = append(entries[drop], page.IndexEntries)
-					params[drop].Continuation = page.Continuation
-					done[drop] = page.Continuation == ""
-					if len(ops) > 0 {
-						if _, err := be.run(t, fmt.Sprintf(`[%q]`, pk), false, "["+strings.Join(ops, ",")+"]"); err != nil {
-							t.Fatal(err)
-						}
-					}
-					be.seed(t, creates...)
-				}
-			}
-			if len(rows[0]) < 50 || !slices.Equal(rows[0], rows[1]) {
-				t.Errorf("seed %d: %s in %q: %d rows kept, %d dropped: %.300v, want %.300v", seed, tc.query, tc.pk, len(rows[0]), len(rows[1]), rows[0], rows[1])
+			d := drainBesideWrites(t, "", items, p, seed, mix)
+			if len(d.rows[0]) < 50 || !slices.Equal(d.rows[0], d.rows[1]) {
+				t.Errorf("seed %d: %s in %q: %d rows kept, %d dropped: %.300v, want %.300v", seed, tc.query, tc.pk, len(d.rows[0]), len(d.rows[1]), d.rows[0], d.rows[1])
 				continue
 			}
-			for n := 1; n < len(entries[0]) && n < len(entries[1]); n++ {
+			for n := 1; n < len(d.entries[0]) && n < len(d.entries[1]); n++ {
 				bound := 8 // the written items' entries, and the last page's end
 				if tc.stream {
-					bound = entries[1][n] - 50 // the walk's entries, and fewer than the term's
+					bound = d.entries[1][n] - 50 // the walk's entries, and fewer than the term's
 				}
-				if burst[n-1] || scans[n] {
+				if d.burst[n-1] || d.scans[n] {
 					continue
 				}
-				if entries[0][n] > bound {
-					t.Errorf("seed %d: %s in %q: page %d read %d entries with the candidates kept, %d without", seed, tc.query, tc.pk, n+1, entries[0][n], entries[1][n])
+				if d.entries[0][n] > bound {
+					t.Errorf("seed %d: %s in %q: page %d read %d entries with the candidates kept, %d without", seed, tc.query, tc.pk, n+1, d.entries[0][n], d.entries[1][n])
 				}
 			}
 		}
 	}
+}
+
+// writeMix makes the documents drainBesideWrites writes: doc a document
+// of id in partition pk, burst one of a burst's, in partition p0.
+type writeMix struct {
+	doc   func(rng *rand.Rand, id, pk string) string
+	burst func(rng *rand.Rand, id string) string
+}
+
+// keptDrain is a query drained in two stores by drainBesideWrites: in the
+// first, pages keep what they keep for the next; in the second, what they
+// kept is dropped before every page. For each: the rows, and each page's
+// index entries and records. For each page: whether a burst of writes
+// came before it, and whether the first store's page was a scan from its
+// position (scanAfterCollect).
+type keptDrain struct {
+	rows             [2][]string
+	entries, records [2][]int
+	burst, scans     []bool
+}
+
+// drainBesideWrites drains p in two stores of container body (the test
+// container's own when empty), each seeded with items, with the same
+// random writes after every page (from seed): a batch in one partition
+// of up to five deletes and upserts of mix's documents of ids d0 to d2999
+// (as items are numbered, item i in partition p(i%3)) and w0 to w999, and
+// one time in eight a burst of 400 creates in p0.
+func drainBesideWrites(t *testing.T, body string, items []string, p QueryParams, seed uint64, mix writeMix) keptDrain {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 11))
+	var envs [2]*batchEnv
+	var params [2]QueryParams
+	for i := range envs {
+		if body == "" {
+			envs[i] = newBatchEnv(t, "-1")
+		} else {
+			envs[i] = newBatchEnvWith(t, body)
+		}
+		envs[i].seed(t, items...)
+		envs[i].orderReady(t, p)
+		params[i] = p
+	}
+	var d keptDrain
+	done := [2]bool{}
+	for n := 0; !done[0] || !done[1]; n++ {
+		if n > 1000 {
+			t.Fatalf("%s: the drain does not end", p.Query)
+		}
+		pk := fmt.Sprintf("p%d", rng.IntN(3))
+		var ops []string
+		for range rng.IntN(6) {
+			j := 3*rng.IntN(1000) + int(pk[1]-'0')
+			switch rng.IntN(4) {
+			case 0:
+				ops = append(ops, fmt.Sprintf(`{"operationType":"Delete","id":"d%d"}`, j))
+			case 1:
+				ops = append(ops, `{"operationType":"Upsert","resourceBody":`+mix.doc(rng, fmt.Sprintf("w%d", rng.IntN(1000)), pk)+`}`)
+			default:
+				ops = append(ops, `{"operationType":"Upsert","resourceBody":`+mix.doc(rng, fmt.Sprintf("d%d", j), pk)+`}`)
+			}
+		}
+		var creates []string
+		if rng.IntN(8) == 0 {
+			for range 400 {
+				creates = append(creates, mix.burst(rng, fmt.Sprintf("b%d", rng.Uint64())))
+			}
+		}
+		d.burst = append(d.burst, creates != nil)
+		for i, be := range envs {
+			if done[i] {
+				continue
+			}
+			if i == 0 {
+				d.scans = append(d.scans, params[0].Continuation != "" && mustCursor(t, params[0].Continuation).access == plan.Scan)
+			} else {
+				be.e.kept.forget(time.Now().Add(time.Hour))
+			}
+			page, err := be.e.QueryItems(context.Background(), params[i])
+			if err != nil {
+				t.Fatalf("%s: page %d: %v", p.Query, n+1, err)
+			}
+			for _, it := range page.Items {
+				d.rows[i] = append(d.rows[i], string(it))
+			}
+			d.entries[i] = append(d.entries[i], page.IndexEntries)
+			d.records[i] = append(d.records[i], page.Examined)
+			params[i].Continuation = page.Continuation
+			done[i] = page.Continuation == ""
+			if len(ops) > 0 {
+				if _, err := be.run(t, fmt.Sprintf(`[%q]`, pk), false, "["+strings.Join(ops, ",")+"]"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			be.seed(t, creates...)
+		}
+	}
+	return d
 }
 
 // NOT IS_DEFINED(c.path) reads the documents without the path through

@@ -139,7 +139,7 @@ func BenchmarkDeepPage(b *testing.B) {
 // afterWrite names the shapes of BenchmarkDeepPage whose pages keep their
 // candidates for the next (keptCandidates), also run with an item written
 // between page 19 and page 20.
-var afterWrite = map[string]bool{"is-defined": true, "eq-order": true, "eq-order-ties": true}
+var afterWrite = map[string]bool{"is-defined": true, "eq-order": true, "eq-order-ties": true, "group-keys": true}
 
 // benchPageAfterWrite reads page k of p, of 100 rows, over and over, each
 // time after reading page k-1 and then creating an item, as a container
