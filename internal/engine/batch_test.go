@@ -59,9 +59,17 @@ func newBatchEnvWith(t *testing.T, body string) *batchEnv {
 // newBatchEnvOn is newBatchEnvWith on store s.
 func newBatchEnvOn(t *testing.T, s storage.Store, body string) *batchEnv {
 	t.Helper()
-	st := &updateCounter{Store: s}
+	return newBatchEnvIn(t, Config{Store: s}, body)
+}
+
+// newBatchEnvIn is newBatchEnvWith in an engine of cfg, on its store,
+// with a manual clock.
+func newBatchEnvIn(t *testing.T, cfg Config, body string) *batchEnv {
+	t.Helper()
+	st := &updateCounter{Store: cfg.Store}
 	clk := clock.NewManual(batchT0)
-	e, err := New(Config{Store: st, Clock: clk})
+	cfg.Store, cfg.Clock = st, clk
+	e, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -285,9 +285,12 @@ func (ck candidateKeeper) keep(next cursor, k *keptCandidates) {
 	if ck.k == nil {
 		return
 	}
-	lsns, err := seqLSNs(ck.r, ck.c)
-	if err != nil {
-		return // kept for nothing: the next page reads them again
+	lsns := []uint64{ck.writes} // the one sequence's last LSN
+	if ck.c.sequences() > 1 {
+		var err error
+		if lsns, err = seqLSNs(ck.r, ck.c); err != nil {
+			return // kept for nothing: the next page reads them again
+		}
 	}
 	k.fp, k.access, k.etag, k.writes, k.lsns = next.fingerprint, next.access, ck.etag, ck.writes, lsns
 	k.cost = max(k.cost, len(k.set), len(k.locs))

@@ -506,7 +506,7 @@ func TestKeptGroupsTakeInWrites(t *testing.T) {
 			if tc.pk == "" {
 				p.RangeID, p.CrossPartition = "0", true
 			}
-			d := drainBesideWrites(t, tc.body, items, p, seed, mix)
+			d := drainBesideWrites(t, tc.body, items, p, seed, mix, 0)
 			if len(d.rows[0]) < 300 || !slices.Equal(d.rows[0], d.rows[1]) {
 				t.Errorf("seed %d: %s in %q: %d rows kept, %d dropped: %.300v, want %.300v", seed, tc.query, tc.pk, len(d.rows[0]), len(d.rows[1]), d.rows[0], d.rows[1])
 				continue

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -13,6 +14,7 @@ import (
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/partition"
 	"github.com/mayfly-db/mayfly/internal/query/plan"
+	"github.com/mayfly-db/mayfly/internal/storage/teststore"
 )
 
 // The TOP … ORDER BY walk of the index filters candidates with the WHERE
@@ -399,29 +401,53 @@ func TestKeptCandidatesTakeInWrites(t *testing.T) {
 		{`SELECT c.id, c.n FROM c WHERE c.s = 's3' ORDER BY c.n`, "", true},
 		{`SELECT c.id, c.n FROM c WHERE c.s = 's3' ORDER BY c.n DESC`, `["p1"]`, true},
 	}
+	// check compares the drains of p and returns its rows.
+	check := func(p QueryParams, stream bool, parts int, seed uint64) int {
+		d := drainBesideWrites(t, "", items, p, seed, mix, parts)
+		if !slices.Equal(d.rows[0], d.rows[1]) {
+			t.Errorf("seed %d: %s in %q, range %q of %d: %d rows kept, %d dropped: %.300v, want %.300v", seed, p.Query, p.PartitionKey, p.RangeID, parts, len(d.rows[0]), len(d.rows[1]), d.rows[0], d.rows[1])
+			return 0
+		}
+		for n := 1; n < len(d.entries[0]) && n < len(d.entries[1]); n++ {
+			bound := 8 // the written items' entries, and the last page's end
+			if stream {
+				// The walk's entries, and fewer than the term's where
+				// they are many.
+				bound = d.entries[1][n]
+				if bound >= 200 {
+					bound -= 50
+				}
+			}
+			if d.burst[n-1] || d.scans[n] {
+				continue
+			}
+			if d.entries[0][n] > bound {
+				t.Errorf("seed %d: %s in %q, range %q of %d: page %d read %d entries with the candidates kept, %d without", seed, p.Query, p.PartitionKey, p.RangeID, parts, n+1, d.entries[0][n], d.entries[1][n])
+			}
+		}
+		return len(d.rows[0])
+	}
 	for seed := range uint64(2) {
 		for _, tc := range cases {
 			p := QueryParams{ItemRef: batchRef(tc.pk), MaxItemCount: 20, Query: tc.query}
 			if tc.pk == "" {
 				p.RangeID, p.CrossPartition = "0", true
 			}
-			d := drainBesideWrites(t, "", items, p, seed, mix)
-			if len(d.rows[0]) < 50 || !slices.Equal(d.rows[0], d.rows[1]) {
-				t.Errorf("seed %d: %s in %q: %d rows kept, %d dropped: %.300v, want %.300v", seed, tc.query, tc.pk, len(d.rows[0]), len(d.rows[1]), d.rows[0], d.rows[1])
-				continue
+			if rows := check(p, tc.stream, 0, seed); rows < 50 {
+				t.Errorf("seed %d: %s in %q: %d rows", seed, tc.query, tc.pk, rows)
 			}
-			for n := 1; n < len(d.entries[0]) && n < len(d.entries[1]); n++ {
-				bound := 8 // the written items' entries, and the last page's end
-				if tc.stream {
-					bound = d.entries[1][n] - 50 // the walk's entries, and fewer than the term's
-				}
-				if d.burst[n-1] || d.scans[n] {
-					continue
-				}
-				if d.entries[0][n] > bound {
-					t.Errorf("seed %d: %s in %q: page %d read %d entries with the candidates kept, %d without", seed, tc.query, tc.pk, n+1, d.entries[0][n], d.entries[1][n])
-				}
-			}
+		}
+	}
+	// A range of four, each with a sequence of its own: the writes in
+	// every sequence since, of the range's items alone.
+	for _, tc := range []int{0, 3} {
+		rows := 0
+		for r := range 4 {
+			p := QueryParams{ItemRef: batchRef(""), RangeID: strconv.Itoa(r), CrossPartition: true, MaxItemCount: 20, Query: cases[tc].query}
+			rows += check(p, cases[tc].stream, 4, 0)
+		}
+		if rows < 50 {
+			t.Errorf("%s over four ranges: %d rows", cases[tc].query, rows)
 		}
 	}
 }
@@ -446,22 +472,19 @@ type keptDrain struct {
 }
 
 // drainBesideWrites drains p in two stores of container body (the test
-// container's own when empty), each seeded with items, with the same
+// container's own when empty) in an engine of parts ranges (0: one),
+// each seeded with items, with the same
 // random writes after every page (from seed): a batch in one partition
 // of up to five deletes and upserts of mix's documents of ids d0 to d2999
 // (as items are numbered, item i in partition p(i%3)) and w0 to w999, and
 // one time in eight a burst of 400 creates in p0.
-func drainBesideWrites(t *testing.T, body string, items []string, p QueryParams, seed uint64, mix writeMix) keptDrain {
+func drainBesideWrites(t *testing.T, body string, items []string, p QueryParams, seed uint64, mix writeMix, parts int) keptDrain {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 11))
 	var envs [2]*batchEnv
 	var params [2]QueryParams
 	for i := range envs {
-		if body == "" {
-			envs[i] = newBatchEnv(t, "-1")
-		} else {
-			envs[i] = newBatchEnvWith(t, body)
-		}
+		envs[i] = newBatchEnvIn(t, Config{Store: teststore.Open(t), Partitions: parts}, cmp.Or(body, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":-1}`))
 		envs[i].seed(t, items...)
 		envs[i].orderReady(t, p)
 		params[i] = p
