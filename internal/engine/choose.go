@@ -259,7 +259,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		if fresh := !slices.ContainsFunc(tc.counters, func(sc spanCounter) bool { return sc.n > 0 }); try == scanFirstPaced && fresh && slices.Max(settles) > countStep {
 			// The walk is tried first, the terms counted a step at a
 			// time as it reads (walkPace).
-			walk = &walkPace{tc: tc, r: r, size: size, st: st, bound: countStep, settle: slices.Max(settles)}
+			walk = &walkPace{tc: tc, r: r, size: size, st: st, bound: countStep, settle: slices.Max(settles), probe: probe}
 			for j, k := range ks {
 				items := size.ContainerItems
 				if tc.scoped[k] {
@@ -463,6 +463,7 @@ type walkPace struct {
 	st     *readStats
 	bound  int64 // how far the terms have been counted
 	settle int64 // the most of the terms' own
+	probe  int64 // the bound on every count (probeLimit)
 	// read and hits are the documents the walk read and those of them
 	// that passed.
 	read, hits int64
@@ -506,7 +507,15 @@ func (wp *walkPace) admit(keep func()) error {
 		if err := wp.tc.count(wp.r, wp.size, wp.bound, false, wp.st); err != nil {
 			return err
 		}
-		if !slices.ContainsFunc(wp.terms, func(t walkTerm) bool { return len(wp.tc.counters[t.k].spans) == 0 }) {
+		ended := func() bool {
+			return slices.ContainsFunc(wp.terms, func(t walkTerm) bool { return len(wp.tc.counters[t.k].spans) == 0 })
+		}
+		if !ended() && wp.bound >= wp.settle {
+			if err := wp.gather(); err != nil {
+				return err
+			}
+		}
+		if !ended() {
 			continue
 		}
 		if len(wp.terms) > 1 {
@@ -526,6 +535,34 @@ func (wp *walkPace) admit(keep func()) error {
 	}
 	wp.read++
 	return nil
+}
+
+// gather counts the stream's lone filter term on past settle, as far as a
+// count that ends there makes the filtered stream the cheaper
+// (plan.GatherBound): the entries read so far, whose locations the count
+// gathered, are paid whichever path the page takes, and the filtered
+// stream reads a record only for the walked entries they name. Without
+// it, a filter of a tenth of 2·10⁵ items counted 19,656 of its 23,529
+// entries to WalkBound, and then the plain stream read 851 records a
+// page for 100 rows.
+func (wp *walkPace) gather() error {
+	o := wp.in.Stream
+	if o == nil || len(o.Filter) == 0 || len(wp.terms) != 1 || wp.plan.Chosen.Access != plan.OrderedStream {
+		return nil
+	}
+	k := wp.terms[0].k
+	i := wp.tc.idx[k]
+	read := wp.tc.gathered(i)
+	if i != o.Filter[0] || read == 0 {
+		return nil
+	}
+	wp.tc.fill(&wp.in)
+	upTo := plan.GatherBound(wp.in, o, i, wp.tc.scoped[k], read, wp.probe)
+	if upTo <= wp.bound {
+		return nil
+	}
+	wp.bound = upTo
+	return wp.tc.count(wp.r, wp.size, upTo, false, wp.st)
 }
 
 // free reports whether the walk reads on unpaced: the terms are counted
@@ -744,6 +781,22 @@ func (tc *termCounts) fill(in *plan.Input) {
 		in.Stopped[i] = len(tc.counters[k].spans) > 0
 		in.Scoped[i] = tc.scoped[k]
 	}
+	in.FilterRead = 0
+	if o := in.Stream; o != nil && len(o.Filter) > 0 {
+		in.FilterRead = tc.gathered(o.Filter[0])
+	}
+}
+
+// gathered is how many entries of term i the count read while gathering
+// the locations they name, which a filtered stream's first page goes on
+// from (filterStart); 0 when it gathered none, or more than a page
+// collects.
+func (tc *termCounts) gathered(i int) int64 {
+	k := slices.Index(tc.idx, i)
+	if k < 0 || tc.counters[k].locs == nil || len(tc.counters[k].locs.ends) > maxFilterLocs {
+		return 0
+	}
+	return tc.counters[k].n
 }
 
 // dropWideFilter leaves the filtered stream out of in when its filter's

@@ -1272,7 +1272,12 @@ func TestWideFilterCountStopsAtTheWalk(t *testing.T) {
 	be := newBatchEnv(t, "-1")
 	var items []string
 	for i := range 12_000 {
-		items = append(items, fmt.Sprintf(`{"id":"d%d","pk":"p%d","t":%d,"k":%d,"s":%d}`, i, i%40, (i*7919)%12_000, i%7, i%12))
+		t := (i * 7919) % 12_000
+		g := 0
+		if t%7 == 0 && t >= 16 {
+			g = 1 // a seventh of the items, none among the first walked
+		}
+		items = append(items, fmt.Sprintf(`{"id":"d%d","pk":"p%d","t":%d,"k":%d,"s":%d,"g":%d}`, i, i%40, t, i%7, i%12, g))
 	}
 	be.seed(t, items...)
 	docs := parseItems(t, items)
@@ -1289,8 +1294,16 @@ func TestWideFilterCountStopsAtTheWalk(t *testing.T) {
 		// Two terms, each counted to the probe before: 9,101 entries.
 		{`SELECT c.id, c.t FROM c WHERE c.k IN (0, 1, 2, 3, 4, 5) AND c.s IN (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10) ORDER BY c.t`, 700, plan.OrderedStream},
 		// Two narrower terms (1,714 and 1,000 entries): the sample, and
-		// then the terms counted and weighed as before (3,657 entries).
-		{`SELECT c.id, c.t FROM c WHERE c.k = 1 AND c.s = 5 ORDER BY c.t DESC`, 3_700, plan.OrderedStream},
+		// then the terms counted and weighed as before (3,667 entries).
+		// The first term's entries, read whole with their locations,
+		// are paid either way: the filtered stream reads a record for a
+		// seventh of the walked entries.
+		{`SELECT c.id, c.t FROM c WHERE c.k = 1 AND c.s = 5 ORDER BY c.t DESC`, 3_700, plan.FilteredStream},
+		// A seventh of the items, none among the sample: the term is
+		// counted to WalkBound without ending, and on as far as an end
+		// makes the filtered stream the cheaper (plan.GatherBound),
+		// where it ends (1,713 entries).
+		{`SELECT c.id, c.t FROM c WHERE c.g = 1 ORDER BY c.t`, 1_900, plan.FilteredStream},
 	} {
 		p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, MaxItemCount: 10, Query: tc.query}
 		be.orderReady(t, p)

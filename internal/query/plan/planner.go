@@ -327,6 +327,11 @@ type Input struct {
 	// then set (nil: every count is whole).
 	Entries []int64
 	Stopped []bool
+	// FilterRead is how many entries of the stream's first filter term
+	// (Stream.Filter[0]) the engine has read already, keeping the
+	// locations they name, which the filtered stream goes on collecting
+	// from: a cost paid whichever path is chosen.
+	FilterRead int64
 	// Scoped[i] says Entries[i] counts only the entries of the scope's
 	// items (nil: none does): the engine narrows a span of one value to
 	// the scope, its entries following the value with the item's place.
@@ -412,14 +417,7 @@ func Choose(in Input) Plan {
 			if f >= len(in.Entries) || in.Entries[f] < 0 || in.Stopped != nil && in.Stopped[f] {
 				continue
 			}
-			// The same walk, which reads a record only for an entry
-			// whose item the filter's entries name: the share of the
-			// walk's entries in the scope that the filter holds.
-			filtered := path
-			filtered.Access, filtered.Terms = FilteredStream, append(orderedTerms(o), f)
-			filtered.Entries += float64(in.Entries[f])
-			filtered.Records = path.Records * math.Min(1, in.selectivity(f))
-			add(filtered)
+			add(filteredPath(in, o, path, f))
 		}
 	}
 	best := -1
@@ -551,6 +549,54 @@ func streamPath(in Input, o *Ordered) Path {
 		path.Scanned = float64(in.Scope.Items) / pages
 	}
 	return path
+}
+
+// filteredPath is the stream o's page path filtered by term f: the same
+// walk, which reads a record only for an entry whose item the filter's
+// entries name (the share of the walk's entries in the scope that the
+// filter holds), and the filter's entries not yet read.
+func filteredPath(in Input, o *Ordered, path Path, f int) Path {
+	filtered := path
+	filtered.Access, filtered.Terms = FilteredStream, append(orderedTerms(o), f)
+	left := in.Entries[f]
+	if f == o.Filter[0] {
+		left = max(left-in.FilterRead, 0)
+	}
+	filtered.Entries += float64(left)
+	filtered.Records = path.Records * math.Min(1, in.selectivity(f))
+	return filtered
+}
+
+// GatherBound is how far a walk tried first goes on counting the
+// stream's first filter term i, gathering the locations its entries name,
+// once the count has read read of them and passed WalkBound without
+// ending: the fewest entries past which, were the count to end there,
+// the filtered stream reading the rest costs no less than the plain
+// stream. The entries read are paid whichever path is chosen, so a term
+// that ends below it makes the filtered stream the cheaper; read when
+// none does. It is at most probe.
+func GatherBound(in Input, o *Ordered, i int, scoped bool, read, probe int64) int64 {
+	if len(o.Filter) == 0 || o.Filter[0] != i || read >= probe {
+		return read
+	}
+	at := in
+	at.Entries = slices.Clone(in.Entries)
+	at.Scoped = make([]bool, len(in.Entries))
+	at.Scoped[i] = scoped
+	at.Stopped = nil
+	at.FilterRead = read
+	if o.Term >= 0 && o.Term < len(at.Entries) {
+		at.Entries[o.Term] = -1 // the whole path, as WalkBound weighs it
+	}
+	pays := func(e int64) bool {
+		at.Entries[i] = e
+		plain := streamPath(at, o)
+		return filteredPath(at, o, plain, i).cost() < plain.cost()
+	}
+	// The filtered stream's share of the term's entries grows with them,
+	// the plain stream's cost falls: the first count that does not pay.
+	k := sort.Search(int(probe-read), func(k int) bool { return !pays(read + 1 + int64(k)) })
+	return min(read+1+int64(k), probe)
 }
 
 // cost is what a path is weighed at.

@@ -612,3 +612,55 @@ func BenchmarkDedupe(b *testing.B) {
 		dedupe(slices.Clone(spans))
 	}
 }
+
+// GatherBound goes on counting a stream's filter past WalkBound only as
+// far as a count that ends there makes the filtered stream, reading the
+// rest of the term's entries, cheaper than the plain stream for the page:
+// the shape of BenchmarkDeepPage/eq-order at 2·10⁵ items (c.m IN (5, 6),
+// 23,529 entries, counted to 19,656 by WalkBound) ends within it, and a
+// filter of six sevenths of the items is counted a little further, not
+// to its end.
+func TestGatherBound(t *testing.T) {
+	terms := []Term{
+		{Path: []string{"t"}},
+		{Path: []string{"m"}, Spans: []Span{{Kind: SpanValue, Lo: document.Int(5)}, {Kind: SpanValue, Lo: document.Int(6)}}},
+	}
+	scope := Scope{Kind: ScopeAll, Items: 200_000, ContainerItems: 200_000}
+	const probe = 75_488
+	for _, tc := range []struct {
+		read      int64
+		min, max  int64 // the bound's
+		stream    Access
+		exact     int64 // a count that ends there
+		ends      bool  // within the bound
+		afterward Access
+	}{
+		{read: 19_656, min: 25_000, max: probe, exact: 23_529, ends: true, afterward: FilteredStream},
+		// Counted to a quarter, the term looks a fifth of the items:
+		// the plain stream reads about 420 records for 101 rows, and
+		// the count goes on for what their difference costs.
+		{read: 171_428 / 4, min: 171_428/4 + 3_000, max: 171_428/4 + 7_000, exact: 171_428, ends: false},
+	} {
+		o := &Ordered{Path: []string{"t"}, Want: 101, Term: -1, Filter: []int{1}}
+		in := Input{Scope: scope, Terms: terms, Entries: []int64{-1, tc.read}, Stopped: []bool{false, true}, WalkEntries: 200_000, Stream: o, FilterRead: tc.read}
+		bound := GatherBound(in, o, 1, false, tc.read, probe)
+		if bound < tc.min || bound > tc.max {
+			t.Errorf("read %d: bound %d, want %d to %d", tc.read, bound, tc.min, tc.max)
+		}
+		if ends := tc.exact < bound; ends != tc.ends {
+			t.Errorf("read %d: a term of %d ends within %d: %v, want %v", tc.read, tc.exact, bound, ends, tc.ends)
+		}
+		if !tc.ends {
+			continue
+		}
+		in.Entries, in.Stopped, in.FilterRead = []int64{-1, tc.exact}, nil, tc.exact
+		if got := Choose(in).Chosen.Access; got != tc.afterward {
+			t.Errorf("read %d, ended at %d: chose %v, want %v", tc.read, tc.exact, got, tc.afterward)
+		}
+		// Weighed without what the count read, the plain stream wins.
+		in.FilterRead = 0
+		if got := Choose(in).Chosen.Access; got != OrderedStream {
+			t.Errorf("read %d, ended at %d, the read not counted as paid: chose %v, want %v", tc.read, tc.exact, got, OrderedStream)
+		}
+	}
+}
