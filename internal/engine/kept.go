@@ -155,7 +155,7 @@ type keptCandidates struct {
 	// it saves.
 	cost  int
 	locs  [][]byte
-	set   map[string]struct{}
+	set   locSet
 	group []byte
 	keys  [][]byte
 	// written, for a sorted group, holds the locations of the items in
@@ -248,7 +248,7 @@ func (ck candidateKeeper) catchUp(k *keptCandidates, cur cursor, s *itemScope, s
 	}
 	if k.set != nil {
 		for _, loc := range added {
-			k.set[string(loc)] = struct{}{}
+			k.set.add(loc)
 		}
 		return len(k.set) <= maxFilterLocs, nil
 	}
@@ -298,9 +298,7 @@ func (ck candidateKeeper) keep(next cursor, k *keptCandidates) {
 	for _, loc := range k.locs {
 		n += len(loc) + heldRowOverhead
 	}
-	for loc := range k.set {
-		n += len(loc) + heldRowOverhead
-	}
+	n += len(k.set) * (8 + heldRowOverhead)
 	for _, key := range k.keys {
 		n += len(key)
 	}

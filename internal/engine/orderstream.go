@@ -135,7 +135,7 @@ func streamFilter(c *containerRecord, q *ast.Query, s *itemScope, terms []plan.T
 // name, for a filtered stream's page to read only the records of the
 // walked entries among them; nil when there are more than maxFilterLocs.
 // It goes on from what the count that weighed t gathered, when given.
-func filterLocs(r storage.Reader, c *containerRecord, t plan.Term, s *itemScope, from *filterStart, st *readStats) (map[string]struct{}, error) {
+func filterLocs(r storage.Reader, c *containerRecord, t plan.Term, s *itemScope, from *filterStart, st *readStats) (locSet, error) {
 	spans, base := scopedSpans(c, t, s)
 	lc := &locCollector{s: s, base: base}
 	var at []byte
@@ -164,8 +164,7 @@ func (w *orderStream) admits(loc []byte) bool {
 	if w.filter == nil {
 		return true
 	}
-	_, ok := w.filter[string(loc)]
-	return ok
+	return w.filter.has(loc)
 }
 
 // everyItemHas reports whether every item has a value at path: its id,
@@ -386,7 +385,7 @@ type orderStream struct {
 	// filter, when not nil, holds the locations of the items the
 	// filter term's entries name (plan.FilteredStream): the walk reads
 	// the record of no other entry's item, as no other passes.
-	filter map[string]struct{}
+	filter locSet
 	// kept takes and keeps what pages keep of their candidates; group0
 	// is the sorted group the page before kept for this one (keptGroup).
 	kept   candidateKeeper
