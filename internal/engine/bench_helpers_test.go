@@ -214,13 +214,17 @@ func (s *benchStore) loadInterleaved(b testing.TB, n, parts int, extra func(i in
 	b.Helper()
 	s.pk = func(i int) string { return "q" + strconv.Itoa(i%parts) }
 	s.block = 1
-	s.load(b, 0, n, func(i int) []byte {
-		more := ""
-		if extra != nil {
-			more = extra(i)
-		}
-		return []byte(`{"id":"x` + strconv.Itoa(i) + `","pk":"q` + strconv.Itoa(i%parts) + `"` + more + `,"payload":"` + benchPayload + `"}`)
-	})
+	s.load(b, 0, n, func(i int) []byte { return interleavedItem(i, parts, extra) })
+}
+
+// interleavedItem is the JSON of item i of loadInterleaved over parts
+// partitions, with extra's properties.
+func interleavedItem(i, parts int, extra func(i int) string) []byte {
+	more := ""
+	if extra != nil {
+		more = extra(i)
+	}
+	return []byte(`{"id":"x` + strconv.Itoa(i) + `","pk":"q` + strconv.Itoa(i%parts) + `"` + more + `,"payload":"` + benchPayload + `"}`)
 }
 
 func (s *benchStore) load(b testing.TB, from, to int, body func(i int) []byte) {

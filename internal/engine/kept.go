@@ -215,16 +215,16 @@ func (ck candidateKeeper) catchUp(k *keptCandidates, cur cursor, s *itemScope, s
 	if ck.writes < k.writes || ck.writes-k.writes > uint64(max(k.cost, countStep)) || len(k.lsns) != ck.c.sequences() {
 		return false, nil
 	}
+	lsns, err := ck.lsns()
+	if err != nil {
+		return false, err
+	}
 	var added [][]byte
 	for i, from := range k.lsns {
-		state, err := readState(ck.r, ck.c.Rid, i)
-		if err != nil || state.lsn <= from {
-			if err != nil {
-				return false, err
-			}
+		if lsns[i] <= from {
 			continue
 		}
-		err = scanRange(ck.r, latestKey(ck.c.Rid, from+1, 0), latestKey(ck.c.Rid, state.lsn+1, 0), func(key, v []byte) (bool, error) {
+		err = scanRange(ck.r, latestKey(ck.c.Rid, from+1, 0), latestKey(ck.c.Rid, lsns[i]+1, 0), func(key, v []byte) (bool, error) {
 			st.entries++
 			_, _, epk, pk, err := decodeLatestEntry(v)
 			if err != nil {
@@ -285,12 +285,9 @@ func (ck candidateKeeper) keep(next cursor, k *keptCandidates) {
 	if ck.k == nil {
 		return
 	}
-	lsns := []uint64{ck.writes} // the one sequence's last LSN
-	if ck.c.sequences() > 1 {
-		var err error
-		if lsns, err = seqLSNs(ck.r, ck.c); err != nil {
-			return // kept for nothing: the next page reads them again
-		}
+	lsns, err := ck.lsns()
+	if err != nil {
+		return // kept for nothing: the next page reads them again
 	}
 	k.fp, k.access, k.etag, k.writes, k.lsns = next.fingerprint, next.access, ck.etag, ck.writes, lsns
 	k.cost = max(k.cost, len(k.set), len(k.locs))
@@ -305,11 +302,16 @@ func (ck candidateKeeper) keep(next cursor, k *keptCandidates) {
 	ck.k.keep(next.kept, k, n, ck.now)
 }
 
-// seqLSNs returns the last LSN of each of c's sequences in r.
-func seqLSNs(r storage.Reader, c *containerRecord) ([]uint64, error) {
-	lsns := make([]uint64, c.sequences())
+// lsns returns the last LSN of each of the container's sequences: of one,
+// its write count, read when the page began.
+func (ck candidateKeeper) lsns() ([]uint64, error) {
+	n := ck.c.sequences()
+	if n == 1 {
+		return []uint64{ck.writes}, nil
+	}
+	lsns := make([]uint64, n)
 	for i := range lsns {
-		st, err := readState(r, c.Rid, i)
+		st, err := readState(ck.r, ck.c.Rid, i)
 		if err != nil {
 			return nil, err
 		}

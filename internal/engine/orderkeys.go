@@ -588,12 +588,16 @@ func (w *orderStream) keptGroup(prefix []byte, at *sortKey, skip int) (more, ok 
 			}
 		}
 		slices.SortFunc(members, func(a, b sortMember) int { return w.compareSort(a.sortKey, b.sortKey) })
-		g.locs = make([][]byte, len(members))
-		for i, m := range members {
-			g.locs[i] = m.loc
-		}
 	}
 	i, _ := slices.BinarySearchFunc(members, *at, func(m sortMember, k sortKey) int { return w.compareSort(m.sortKey, k) })
+	// The members still to read, in their order, which the walk reads
+	// ahead of itself: a written one placed above holds its rows.
+	unread := make([][]byte, 0, len(members)-i)
+	for _, m := range members[i:] {
+		if m.rows == nil {
+			unread = append(unread, m.loc)
+		}
+	}
 	stop := func(m sortMember, skip int) {
 		p := append(bytes.Clone(prefix), modeKeys)
 		w.stop(appendSortKey(p, m.sortKey), skip)
@@ -602,9 +606,10 @@ func (w *orderStream) keptGroup(prefix []byte, at *sortKey, skip int) (more, ok 
 		m := members[k]
 		rows, found, err := m.rows, true, error(nil)
 		if rows == nil {
-			if err := w.fetch(g.locs[k:], w.room()); err != nil {
+			if err := w.fetch(unread, w.room()); err != nil {
 				return false, true, err
 			}
+			unread = unread[1:]
 			_, rows, found, err = w.memberRows(value, m.loc)
 		}
 		if w.cutShort(err) {

@@ -151,8 +151,8 @@ func benchPageAfterWrite(b *testing.B, s *benchStore, p QueryParams, k, n int, e
 	before := p
 	before.Continuation = pageToken(b, s, p, k-1)
 	parts := max(n/100, 1)
-	records, entries, i := 0, 0, n
-	for b.Loop() {
+	var reads pageReads
+	for i := n; b.Loop(); i++ {
 		b.StopTimer()
 		page, err := s.QueryItems(ctx, before)
 		if err != nil {
@@ -160,25 +160,38 @@ func benchPageAfterWrite(b *testing.B, s *benchStore, p QueryParams, k, n int, e
 		}
 		p.Continuation = page.Continuation
 		page.Release()
-		body := `{"id":"x` + strconv.Itoa(i) + `","pk":"q` + strconv.Itoa(i%parts) + `"` + extra(i) + `,"payload":"` + benchPayload + `"}`
 		ref := ItemRef{DB: benchDB, Coll: benchColl, HasKey: true, PartitionKey: partition.Key{partition.String("q" + strconv.Itoa(i%parts))}}
-		if _, err := s.WriteItem(ctx, WriteItemParams{ItemRef: ref, Mode: ModeUpsert, Body: []byte(body)}); err != nil {
+		if _, err := s.WriteItem(ctx, WriteItemParams{ItemRef: ref, Mode: ModeUpsert, Body: interleavedItem(i, parts, extra)}); err != nil {
 			b.Fatal(err)
 		}
-		i++
 		b.StartTimer()
-		if page, err = s.QueryItems(ctx, p); err != nil {
-			b.Fatal(err)
-		}
-		if len(page.Items) != 100 {
-			b.Fatalf("%d rows", len(page.Items))
-		}
-		records += page.Examined
-		entries += page.IndexEntries
-		page.Release()
+		reads.read(b, s, p, 100)
 	}
-	b.ReportMetric(float64(records)/float64(b.N), "records/op")
-	b.ReportMetric(float64(entries)/float64(b.N), "entries/op")
+	reads.report(b)
+}
+
+// pageReads counts the records and index entries of the pages a
+// benchmark reads.
+type pageReads struct{ records, entries int }
+
+// read reads the page of p, which must hold rows rows.
+func (pr *pageReads) read(b *testing.B, s *benchStore, p QueryParams, rows int) {
+	page, err := s.QueryItems(context.Background(), p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(page.Items) != rows {
+		b.Fatalf("%d rows", len(page.Items))
+	}
+	pr.records += page.Examined
+	pr.entries += page.IndexEntries
+	page.Release()
+}
+
+// report reports the records and index entries of a read.
+func (pr *pageReads) report(b *testing.B) {
+	b.ReportMetric(float64(pr.records)/float64(b.N), "records/op")
+	b.ReportMetric(float64(pr.entries)/float64(b.N), "entries/op")
 }
 
 // benchPage reads page k of p (of rows rows) over and over, and reports
@@ -201,7 +214,7 @@ func benchPage(b *testing.B, s *benchStore, p QueryParams, k, rows int) {
 		kept, _ = s.kept.take(cur.kept)
 		id = cur.kept
 	}
-	records, entries := 0, 0
+	var reads pageReads
 	for b.Loop() {
 		if seen != nil {
 			b.StopTimer()
@@ -217,19 +230,9 @@ func benchPage(b *testing.B, s *benchStore, p QueryParams, k, rows int) {
 		if kept != nil {
 			s.kept.keep(id, kept, 0, time.Time{})
 		}
-		page, err := s.QueryItems(ctx, p)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if len(page.Items) != rows {
-			b.Fatalf("%d rows", len(page.Items))
-		}
-		records += page.Examined
-		entries += page.IndexEntries
-		page.Release()
+		reads.read(b, s, p, rows)
 	}
-	b.ReportMetric(float64(records)/float64(b.N), "records/op")
-	b.ReportMetric(float64(entries)/float64(b.N), "entries/op")
+	reads.report(b)
 	if page, err := s.QueryItems(ctx, p); err == nil && page.Plan != nil {
 		b.Logf("page %d: %s", k, page.Plan.Explain())
 	}
