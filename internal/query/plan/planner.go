@@ -579,15 +579,8 @@ func GatherBound(in Input, o *Ordered, i int, scoped bool, read, probe int64) in
 	if len(o.Filter) == 0 || o.Filter[0] != i || read >= probe {
 		return read
 	}
-	at := in
-	at.Entries = slices.Clone(in.Entries)
-	at.Scoped = make([]bool, len(in.Entries))
-	at.Scoped[i] = scoped
-	at.Stopped = nil
+	at := weighedAlone(in, o, i, scoped)
 	at.FilterRead = read
-	if o.Term >= 0 && o.Term < len(at.Entries) {
-		at.Entries[o.Term] = -1 // the whole path, as WalkBound weighs it
-	}
 	pays := func(e int64) bool {
 		at.Entries[i] = e
 		plain := streamPath(at, o)
@@ -617,19 +610,12 @@ func (p Path) cost() float64 {
 // ORDER BY c.t, six sevenths of 2·10⁵ items, counted c.k to the probe:
 // 75,605 entries for a page whose walk read 119.
 func WalkBound(in Input, o *Ordered, i int, scoped bool, probe int64) int64 {
-	at := in
-	at.Entries = slices.Clone(in.Entries)
-	at.Scoped = make([]bool, len(in.Entries))
-	at.Scoped[i] = scoped
-	at.Stopped = nil
-	if o.Term >= 0 && o.Term < len(at.Entries) {
-		if o.Undefined && !o.Absent {
-			// A shorter walk makes more pages of the scan for the
-			// documents without the path: its count decides.
-			return probe
-		}
-		at.Entries[o.Term] = -1 // not counted yet: the whole path, the most the walk reads
+	if o.Term >= 0 && o.Term < len(in.Entries) && o.Undefined && !o.Absent {
+		// A shorter walk makes more pages of the scan for the
+		// documents without the path: its count decides.
+		return probe
 	}
+	at := weighedAlone(in, o, i, scoped)
 	walk := orderedPath
 	if o == in.Stream {
 		walk = streamPath
@@ -642,6 +628,22 @@ func WalkBound(in Input, o *Ordered, i int, scoped bool, probe int64) int64 {
 	// The fewest entries that settle it, probe when none up to it does.
 	e := int64(sort.Search(int(probe), func(k int) bool { return settled(int64(k) + 1) })) + 1
 	return min(probe, e+1)
+}
+
+// weighedAlone is in as the bounds on the count of term i weigh it: the
+// only term counted (its count scoped or not, none stopped) besides those
+// the walk o meets itself, and o's own term not counted yet, so the walk
+// is weighed as reading its whole path, the most it reads.
+func weighedAlone(in Input, o *Ordered, i int, scoped bool) Input {
+	at := in
+	at.Entries = slices.Clone(in.Entries)
+	at.Scoped = make([]bool, len(in.Entries))
+	at.Scoped[i] = scoped
+	at.Stopped = nil
+	if o.Term >= 0 && o.Term < len(at.Entries) {
+		at.Entries[o.Term] = -1
+	}
+	return at
 }
 
 // WalkPaceDocs is how many documents a walk tried first (before its
