@@ -128,7 +128,8 @@ func (e *Engine) forgetIdleKept() {
 //   - an ordered stream's page over several keys that ended inside a
 //     group it sorted (sortedGroup): group, the group's encoded first
 //     value, and locs and keys, its members from the page's end on, in
-//     their order, with their encoded sort keys.
+//     their order, with their encoded sort keys (with gone and extra
+//     after writes, keptgroup.go).
 //
 // The next page reads them in place of reading the entries (and for a
 // group, the records) again while the container is as it was
@@ -158,6 +159,11 @@ type keptCandidates struct {
 	set   locSet
 	group []byte
 	keys  [][]byte
+	// gone and extra, for a sorted group, are the members written since
+	// it was first kept, passed over where they were, and the written
+	// items placed anew, in their order (keptgroup.go).
+	gone  map[string]struct{}
+	extra []keptMember
 	// written, for a sorted group, holds the locations of the items in
 	// the scope written since it was kept (catchUp), which the page
 	// reads to place them anew (keptGroup).
@@ -298,6 +304,12 @@ func (ck candidateKeeper) keep(next cursor, k *keptCandidates) {
 	n += len(k.set) * (8 + heldRowOverhead)
 	for _, key := range k.keys {
 		n += len(key)
+	}
+	for loc := range k.gone {
+		n += len(loc) + heldRowOverhead
+	}
+	for _, m := range k.extra {
+		n += len(m.loc) + len(m.key) + heldRowOverhead
 	}
 	ck.k.keep(next.kept, k, n, ck.now)
 }

@@ -207,7 +207,7 @@ func benchPage(b *testing.B, s *benchStore, p QueryParams, k, rows int) {
 	var held *heldRows
 	var kept *keptCandidates
 	var id uint64
-	if k > 1 {
+	if k > 1 && p.Continuation != "" {
 		cur := mustCursor(b, p.Continuation)
 		seen = s.seen.take(cur)
 		held, _ = s.held.take(cur.kept)
