@@ -590,6 +590,117 @@ func TestThinScanPagesStepThroughTerms(t *testing.T) {
 	}
 }
 
+// TestThinScanPagesCollectOnce drains queries whose one term the index
+// serves only by collecting its entries (a range of many values, the
+// items that have a path), each on a tenth of the items, spread through
+// _rid order, across partitions and over each of four ranges with a
+// sequence each. The first page tries a scan (plan.ScanFirstBounds),
+// which fills a page of 10 rows in about 100 records; every page after it
+// scanned on, so the drain read every record. Once the scan has cost what
+// collecting the term's entries does (plan.CollectPays), the next page
+// collects them and keeps them for the pages after it (collectAfterScan),
+// which read their rows' records alone.
+func TestThinScanPagesCollectOnce(t *testing.T) {
+	const n = 10_000
+	items := make([]string, 0, n)
+	for i := range n {
+		gone := ""
+		if i%10 == 4 {
+			gone = fmt.Sprintf(`,"gone":%d`, i)
+		}
+		items = append(items, fmt.Sprintf(`{"id":"i%d","pk":"p%d","v":%d,"a":%d,"b":%d,"n":%d%s}`, i, i%40, i*7919%n, i%17, i%19, i, gone))
+	}
+	for _, parts := range []int{1, 4} {
+		be := newBatchEnvIn(t, Config{Store: teststore.Open(t), Partitions: parts}, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+		be.seed(t, items...)
+		for _, tc := range []struct {
+			query string
+			keep  func(i int) bool
+			// scans is how many of four ranges begin with a scan: the
+			// others' own entries of the terms are few.
+			scans int
+		}{
+			{"SELECT VALUE c.n FROM c WHERE IS_DEFINED(c.gone)", func(i int) bool { return i%10 == 4 }, 3},
+			{"SELECT VALUE c.n FROM c WHERE c.v >= 3000 AND c.v < 4000", func(i int) bool { v := i * 7919 % n; return v >= 3000 && v < 4000 }, 4},
+			// A union of two terms whose tie entries are not built.
+			{"SELECT VALUE c.n FROM c WHERE c.a = 3 OR c.b = 7", func(i int) bool { return i%17 == 3 || i%19 == 7 }, 0},
+		} {
+			var want []int
+			for i := range n {
+				if tc.keep(i) {
+					want = append(want, i)
+				}
+			}
+			var got []int
+			records, scanned := 0, 0
+			for r := range parts {
+				p := QueryParams{ItemRef: batchRef(""), RangeID: strconv.Itoa(r), CrossPartition: true, Query: tc.query, MaxItemCount: 10}
+				collected, scan := -1, false
+				rows := drainRows(t, be.e, p, func(pages int, page *FeedPage) {
+					records += page.Examined
+					if pages == 0 {
+						// A range whose items hold few of the term's
+						// entries may collect them from page 1.
+						scan = page.Plan != nil && page.Plan.Chosen.Access == plan.Scan
+					}
+					if collected >= 0 && pages > collected && (page.Examined > 11 || page.IndexEntries > 2) {
+						t.Errorf("%s, range %d of %d: page %d read %d records and %d index entries for %d rows", tc.query, r, parts, pages+1, page.Examined, page.IndexEntries, len(page.Items))
+					}
+					if scan && collected < 0 && page.Continuation != "" && mustCursor(t, page.Continuation).access != plan.Scan {
+						collected = pages + 1
+					}
+				})
+				if scan {
+					scanned++
+					// The term's entries are estimated from the range's
+					// share of them: where it holds more than the
+					// others, the collection comes later.
+					if collected < 0 || collected > 3*parts {
+						t.Errorf("%s, range %d of %d: collected on page %d", tc.query, r, parts, collected+1)
+					}
+				}
+				// In _rid order: each sequence's items as they were created.
+				var last = -1
+				for _, row := range rows {
+					v, _ := strconv.Atoi(row)
+					if v <= last {
+						t.Fatalf("%s, range %d of %d: %d after %d", tc.query, r, parts, v, last)
+					}
+					got, last = append(got, v), v
+				}
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				t.Fatalf("%s over %d ranges: %d rows, want %d", tc.query, parts, len(got), len(want))
+			}
+			if want := tc.scans; parts == 1 && scanned != 1 || parts > 1 && scanned != want {
+				t.Errorf("%s over %d ranges: %d began with a scan", tc.query, parts, scanned)
+			}
+			t.Logf("%s over %d ranges: the drain read %d records", tc.query, parts, records)
+			// A drain that scans throughout reads every record once.
+			if records > n/4 {
+				t.Errorf("%s over %d ranges: the drain read %d records for %d rows", tc.query, parts, records, len(want))
+			}
+		}
+		if parts > 1 {
+			continue
+		}
+		// Once the union's terms have their tie entries, the page after
+		// the scan merges them from its position, without counting them.
+		drainIndexer(t, be.e.NewIndexer(nil))
+		q := "SELECT VALUE c.n FROM c WHERE c.a = 3 OR c.b = 7"
+		p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, Query: q, MaxItemCount: 10}
+		drainRows(t, be.e, p, func(pages int, page *FeedPage) {
+			switch {
+			case pages == 0 && (page.Plan == nil || page.Plan.Chosen.Access != plan.Scan || mustCursor(t, page.Continuation).access != plan.Union):
+				t.Fatalf("%s: page 1 by %v, its token %v", q, page.Plan, mustCursor(t, page.Continuation).access)
+			case pages > 0 && (page.Examined > 11 || page.IndexEntries > 40):
+				t.Errorf("%s: page %d read %d records and %d index entries for %d rows", q, pages+1, page.Examined, page.IndexEntries, len(page.Items))
+			}
+		})
+	}
+}
+
 // TestPartitionThinScanPagesStepThroughTerms drains queries in one large
 // logical partition whose first page scans and finds few rows: the pages
 // after it step through the term's entries from the scan's position (a

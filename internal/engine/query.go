@@ -532,7 +532,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 			tried.Plan = &final
 			*page = *tried
 			if err == nil && qp.stream == nil && (prog.Streaming() || streamed) {
-				err = e.mergeAfterScan(r, c, prog, p.Params, scope, st, page, fp)
+				err = e.mergeAfterScan(r, c, prog, p.Params, scope, st, page, fp, state.items, collectedID != 0 && kept.k != nil)
 			}
 			return err
 		}
@@ -565,10 +565,10 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		return err
 	}
 	if qp.access == plan.Scan && qp.stream == nil && (prog.Streaming() || streamed) {
-		return e.mergeAfterScan(r, c, prog, p.Params, scope, st, page, fp)
+		return e.mergeAfterScan(r, c, prog, p.Params, scope, st, page, fp, state.items, collectedID != 0 && kept.k != nil)
 	}
 	if qp.collected != nil && qp.stream == nil && (prog.Streaming() || streamed) {
-		if err := scanAfterCollect(r, c, scope, st, qp.collected, limit, page, fp); err != nil || collectedID == 0 || page.Continuation == "" {
+		if err := scanAfterCollect(r, c, scope, st, qp.collected, limit, page, fp, collectedID != 0 && kept.k != nil); err != nil || collectedID == 0 || page.Continuation == "" {
 			return err
 		}
 		next, derr := parseCursor(page.Continuation, fp)
@@ -595,11 +595,16 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 // are sequences, so a window is a difference of two; a scan then reads a
 // record for each sequence at most (fewer where items are gone).
 //
+// A page that keeps its candidates for the next (keptCandidates) weighs
+// the pages ahead at their records alone, as they read no entry again
+// while the engine keeps them.
+//
 // Every page ahead, not only the next: a scan does not switch back when
 // the rows thin out past the first pages (mergeAfterScan hands on only to
-// terms whose entries merge). Writes made after the switch may still
-// spread the rows ahead; the scan reads through them.
-func scanAfterCollect(r storage.Reader, c *containerRecord, s *itemScope, st *readStats, col *collection, limit int, page *FeedPage, fp uint64) error {
+// terms whose entries merge, or collects them once the scan has cost as
+// much, collectAfterScan). Writes made after the switch may still spread
+// the rows ahead; the scan reads through them.
+func scanAfterCollect(r storage.Reader, c *containerRecord, s *itemScope, st *readStats, col *collection, limit int, page *FeedPage, fp uint64, keeps bool) error {
 	if page.Continuation == "" || (s.kind != plan.ScopeAll && s.kind != plan.ScopeRange) {
 		return nil
 	}
@@ -614,8 +619,14 @@ func scanAfterCollect(r storage.Reader, c *containerRecord, s *itemScope, st *re
 	seq := func(loc []byte) uint64 { return binary.BigEndian.Uint64(seqPos(loc)) }
 	from := binary.BigEndian.Uint64(next.pos)
 	i, _ := slices.BinarySearchFunc(locs, from, func(loc []byte, from uint64) int { return cmp.Compare(seq(loc), from) })
+	// Candidates the page keeps for the next are not collected again:
+	// such a page reads its rows' records alone.
+	entries := int64(col.entries)
+	if keeps {
+		entries = 0
+	}
 	beats := func(end uint64) bool {
-		return end < from || plan.ScanBeatsCollect(int64(col.entries), int64(limit), int64(end-from+1))
+		return end < from || plan.ScanBeatsCollect(entries, int64(limit), int64(end-from+1))
 	}
 	for ; i+limit < len(locs); i += limit {
 		end := seq(locs[i+limit-1])
@@ -678,15 +689,24 @@ const (
 // unionAfterScan has the next page of a scan over a range or the whole
 // container read the union of an OR's terms (plan.UnionTerms) from where
 // the scan stopped, when the scan found few of its records passing (the
-// caller's check), the WHERE clause is that OR alone, and the terms hold
-// fewer entries than cost what the records the page read did: a union
-// page reads them all at most (unless their tie entries merge), and its
-// own records. A first page whose scan
-// filled it early (the OR's items lay first in _rid order) then stops
-// scanning where they thin out. Positions there are sequences in both.
-// Terms of many entries ask for their tie entries, for the union's pages
-// to merge (unionSource).
-func (e *Engine) unionAfterScan(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, s *itemScope, st *readStats, page *FeedPage, fp uint64) (bool, error) {
+// caller's check) and the WHERE clause is that OR alone. Terms whose
+// entries merge from the position (their tie entries built, unionSource)
+// cost a union page about its rows' entries and records, fewer than the
+// scan's records. Others are collected, which pays once the drain has
+// scanned as many records as the terms' entries cost and would scan as
+// many again (collectPays), as the collection is kept for the pages
+// after it; where nothing is kept, once a page's scan costs more than
+// collecting them on every page. A first page whose scan filled it
+// early (the OR's items lay first in _rid order) then stops scanning
+// where they thin out. Positions there are sequences in both. Terms of
+// many entries ask for their tie entries, for the union's pages to
+// merge.
+//
+// The union's entries were counted on every page, up to what its scan
+// had cost: over 2·10⁵ items, `c.m = 5 OR c.h = 7` (a ninth of them,
+// spread through _rid order) read 925 records and 7,091 entries a page,
+// and never switched.
+func (e *Engine) unionAfterScan(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, s *itemScope, st *readStats, page *FeedPage, fp uint64, total int64, keeps bool) (bool, error) {
 	if (s.kind != plan.ScopeAll && s.kind != plan.ScopeRange) || plan.Operands(q) == nil {
 		return false, nil
 	}
@@ -701,26 +721,39 @@ func (e *Engine) unionAfterScan(r storage.Reader, c *containerRecord, q *ast.Que
 	if next.access != plan.Scan || len(next.pos) != 8 {
 		return false, nil
 	}
-	bound := plan.EntriesWorth(int64(st.records))
-	var sum int64
+	merges := true
 	for _, t := range union {
 		if !c.index.indexes(t.Path) {
 			return false, nil
 		}
-		spans, _ := scopedSpans(c, t, s)
-		n, err := countSpans(r, spans, bound-sum, st)
-		if err != nil {
-			return false, err
-		}
-		if sum += n; sum >= bound {
-			return false, nil
+		if merges = merges && mayMerge(c, t, s); merges {
+			_, ok, err := mergeSpans(r, c, t, s, st)
+			if err != nil {
+				return false, err
+			}
+			merges = ok
 		}
 	}
-	if sum >= tieWishEntries {
-		for _, t := range union {
-			if !c.tiesReady(t.Path) {
-				e.wantAbsent(c, t.Path, entryKinds{ties: true})
+	if !merges {
+		if passingEntries(total, page, st) >= tieWishEntries {
+			for _, t := range union {
+				if !c.tiesReady(t.Path) {
+					e.wantAbsent(c, t.Path, entryKinds{ties: true})
+				}
 			}
+		}
+		// Collected: once, and kept for the pages after it, when the
+		// scan has cost as much (collectPays); else on every page, when
+		// that costs less than this page's scan.
+		scanned, left := int64(st.records), int64(st.records)
+		if keeps {
+			var err error
+			if scanned, left, err = e.scanSoFar(r, c, s, st, next.pos, total); err != nil {
+				return false, err
+			}
+		}
+		if pays, err := collectPays(r, c, union, s, st, page, total, scanned, left); err != nil || !pays {
+			return false, err
 		}
 	}
 	next.access, next.terms, next.composite = plan.Union, nil, 0
@@ -751,14 +784,14 @@ func (e *Engine) unionAfterScan(r storage.Reader, c *containerRecord, q *ast.Que
 // bytes of a location there, in the same order. A term on the partition
 // key holds for every item of a partition, which it leaves out. The terms
 // are equalities before ranges, in the query's order.
-func (e *Engine) mergeAfterScan(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, s *itemScope, st *readStats, page *FeedPage, fp uint64) error {
+func (e *Engine) mergeAfterScan(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, s *itemScope, st *readStats, page *FeedPage, fp uint64, total int64, keeps bool) error {
 	if page.Continuation == "" || !c.Index.Ready || c.index.none || prog.Ranked() || st.records == 0 ||
 		float64(len(page.Items)) >= mergeSwitchShareOne*float64(st.records) {
 		// Most scan pages find many rows: no share switches those, and
 		// their terms need not be derived again.
 		return nil
 	}
-	if done, err := e.unionAfterScan(r, c, prog.Query(), params, s, st, page, fp); done || err != nil {
+	if done, err := e.unionAfterScan(r, c, prog.Query(), params, s, st, page, fp, total, keeps); done || err != nil {
 		return err
 	}
 	terms := plan.Terms(plan.Predicates(prog.Query(), params))
@@ -790,7 +823,7 @@ func (e *Engine) mergeAfterScan(r storage.Reader, c *containerRecord, prog *eval
 		float64(len(page.Items)) >= share*float64(st.records) {
 		return nil
 	}
-	ready := true
+	ready, many := true, false
 	for _, i := range pick {
 		// A hierarchical prefix's terms read their own entries, in its
 		// scan order, and so do a partition's equalities; its ranges
@@ -811,7 +844,6 @@ func (e *Engine) mergeAfterScan(r storage.Reader, c *containerRecord, prog *eval
 		case c.tiesReady(t.Path):
 			continue
 		}
-		ready = false
 		if !singleValues(t) {
 			// Tie entries would not serve a range of many values: its
 			// own entries say how many it holds.
@@ -821,19 +853,33 @@ func (e *Engine) mergeAfterScan(r storage.Reader, c *containerRecord, prog *eval
 				return err
 			}
 			if !few {
+				many = true
 				continue
 			}
 		}
+		ready = false
 		e.wantAbsent(c, t.Path, want)
 	}
 	if !ready {
 		return nil
 	}
 	for _, i := range pick {
-		// A range of too many values would be collected on every page.
-		if _, ok, err := mergeSpans(r, c, terms[i], s, st); err != nil || !ok {
+		if many {
+			break
+		}
+		_, ok, err := mergeSpans(r, c, terms[i], s, st)
+		if err != nil {
 			return err
 		}
+		many = !ok
+	}
+	if many {
+		// A range of too many values would be collected: once, kept
+		// for the pages after it, when the scan has cost enough.
+		if len(pick) > 1 || !keeps {
+			return nil
+		}
+		return e.collectAfterScan(r, c, s, st, page, fp, total, terms[pick[0]], pick[0])
 	}
 	next, derr := parseCursor(page.Continuation, fp)
 	if derr != nil {
@@ -845,6 +891,98 @@ func (e *Engine) mergeAfterScan(r storage.Reader, c *containerRecord, prog *eval
 	next.access, next.terms = access, pick
 	page.Continuation = next.String()
 	return nil
+}
+
+// collectAfterScan has the pages after a scan over a range or the whole
+// container collect the candidates of the query's one term (an index span
+// of many values, whose entries must be sorted by sequence) and keep them
+// from then on (keptCandidates), once the scan has read as many records as
+// collecting costs, and has as many still to read (plan.CollectPays). A
+// first page whose term holds many items tries a scan (plan.ScanFirstBounds),
+// which fills it in few records; every page after it scanned on, so
+// draining the query read every record of the scope, where the term's
+// entries, collected once, name only the rows'. The entries are
+// estimated from the scan's share of passing records, and what the drain
+// has scanned from the page's position in the scope's sequences (with a
+// sequence per range, the scope's first and last hold them all, so a
+// position in an early one reads as little scanned). The pages after the
+// collection step through the kept candidates, or scan on where their rows
+// lie close together in scan order (scanAfterCollect).
+func (e *Engine) collectAfterScan(r storage.Reader, c *containerRecord, s *itemScope, st *readStats, page *FeedPage, fp uint64, total int64, t plan.Term, i int) error {
+	if s.kind != plan.ScopeAll && s.kind != plan.ScopeRange {
+		return nil
+	}
+	next, derr := parseCursor(page.Continuation, fp)
+	if derr != nil {
+		return derr
+	}
+	if len(next.pos) != 8 {
+		return nil
+	}
+	scanned, left, err := e.scanSoFar(r, c, s, st, next.pos, total)
+	if err != nil {
+		return err
+	}
+	if pays, err := collectPays(r, c, []plan.Term{t}, s, st, page, total, scanned, left); err != nil || !pays {
+		return err
+	}
+	next.access, next.terms = plan.IndexSpan, []int{i}
+	page.Continuation = next.String()
+	return nil
+}
+
+// scanSoFar estimates how many records a drain that scans scope s (a
+// range or the whole container) in _rid order has read up to position
+// pos (a sequence), and how many it has left: the scope's items, shared
+// as pos divides the span from its first sequence to its last.
+func (e *Engine) scanSoFar(r storage.Reader, c *containerRecord, s *itemScope, st *readStats, pos []byte, total int64) (scanned, left int64, err error) {
+	first, ok, err := firstSeq(r, c, s, st)
+	if err != nil || !ok {
+		return 0, 0, err
+	}
+	last, ok, err := lastSeq(r, c, s, st)
+	if err != nil || !ok || last < first {
+		return 0, 0, err
+	}
+	size, err := e.scopeSize(r, c, s, total)
+	if err != nil {
+		return 0, 0, err
+	}
+	at := min(max(binary.BigEndian.Uint64(pos), first), last+1)
+	scanned = int64(float64(size.Items) * float64(at-first) / float64(last-first+1))
+	return scanned, size.Items - scanned, nil
+}
+
+// collectPays reports whether the pages of a scan should collect the
+// entries of terms instead (plan.CollectPays), with scanned and left the
+// records the drain has scanned and has still to scan. The entries are
+// first estimated (passingEntries); only when that says it pays are they
+// counted, as far as would still pay, so a page that goes on scanning
+// reads no entry for it.
+func collectPays(r storage.Reader, c *containerRecord, terms []plan.Term, s *itemScope, st *readStats, page *FeedPage, items, scanned, left int64) (bool, error) {
+	if !plan.CollectPays(scanned, left, passingEntries(items, page, st)) {
+		return false, nil
+	}
+	bound := plan.EntriesWorth(min(scanned, left)) + 1
+	var sum int64
+	for _, t := range terms {
+		spans, _ := scopedSpans(c, t, s)
+		n, err := countSpans(r, spans, bound-sum, st)
+		if err != nil {
+			return false, err
+		}
+		if sum += n; sum >= bound {
+			return false, nil
+		}
+	}
+	return plan.CollectPays(scanned, left, sum), nil
+}
+
+// passingEntries estimates the index entries of a scan page's terms in a
+// container of items items from the share of the page's scanned records
+// that passed, as if the container held the scope's share of them.
+func passingEntries(items int64, page *FeedPage, st *readStats) int64 {
+	return int64(float64(items) * float64(len(page.Items)) / float64(max(st.records, 1)))
 }
 
 // fingerprintText is the text a query's continuation tokens are bound to:

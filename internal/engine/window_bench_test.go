@@ -133,7 +133,38 @@ func BenchmarkDeepPage(b *testing.B) {
 		if afterWrite[q.name] {
 			b.Run(q.name+"/page=20-written", func(b *testing.B) { benchPageAfterWrite(b, s, p, 20, n, extra) })
 		}
+		if drainFirst[q.name] {
+			b.Run(q.name+"/pages=1-50", func(b *testing.B) { benchDrain(b, s, p, 50) })
+		}
 	}
+}
+
+// drainFirst names the shapes of BenchmarkDeepPage whose first page tries
+// a scan (plan.ScanFirstBounds), also run as the first 50 pages of a
+// drain: the pages after a scan go on scanning or collect the term's
+// entries once (collectAfterScan), which page 1 and page 20 alone do not
+// show.
+var drainFirst = map[string]bool{"is-defined": true, "range-string": true, "array-contains": true, "index-span": true}
+
+// benchDrain reads the first pages pages of p, of 100 rows each, over and
+// over, and reports the time, records and index entries per page.
+func benchDrain(b *testing.B, s *benchStore, p QueryParams, pages int) {
+	var reads pageReads
+	for b.Loop() {
+		p := p
+		for range pages {
+			page, err := s.QueryItems(context.Background(), p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			reads.add(page)
+			p.Continuation = page.Continuation
+			page.Release()
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*pages)/1e6, "ms/page")
+	b.ReportMetric(float64(reads.records)/float64(b.N*pages), "records/page")
+	b.ReportMetric(float64(reads.entries)/float64(b.N*pages), "entries/page")
 }
 
 // afterWrite names the shapes of BenchmarkDeepPage whose pages keep their
@@ -183,9 +214,14 @@ func (pr *pageReads) read(b *testing.B, s *benchStore, p QueryParams, rows int) 
 	if len(page.Items) != rows {
 		b.Fatalf("%d rows", len(page.Items))
 	}
+	pr.add(page)
+	page.Release()
+}
+
+// add counts the records and index entries page read.
+func (pr *pageReads) add(page *FeedPage) {
 	pr.records += page.Examined
 	pr.entries += page.IndexEntries
-	page.Release()
 }
 
 // report reports the records and index entries of a read.

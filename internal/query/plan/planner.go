@@ -1026,3 +1026,16 @@ func (a Access) Paged() bool {
 // Streams reports whether a is the ordered stream, filtered or not, which
 // pages itself and finds its terms in the query on every page.
 func (a Access) Streams() bool { return a == OrderedStream || a == FilteredStream }
+
+// CollectPays reports whether the pages of a scan whose rows one term's
+// index entries name should collect those entries instead, once, keeping
+// them for the pages after (the engine's kept candidates): the drain has
+// scanned scanned records, has left records still to scan, and the term
+// holds entries. A client may stop at any page, so the scan goes on until
+// it has cost what collecting does, and the collection is made only if the
+// rest of the scan would cost that much again: what a drain pays is then
+// at most about twice what the cheaper of the two would have cost it.
+func CollectPays(scanned, left, entries int64) bool {
+	collect := float64(entries) * costEntry
+	return float64(scanned)*costRecordScan >= collect && float64(left)*costRecordScan >= collect
+}
