@@ -428,6 +428,12 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		}
 		collectedID = newKeptID()
 	}
+	// keeping keeps what a page collects for the next; its k is nil
+	// where nothing is kept.
+	var keeping candidateKeeper
+	if collectedID != 0 {
+		keeping = kept
+	}
 	// run reads the page by qp; passed counts the rows of a page that
 	// makes them at its end (runQuery) as its records are read, and left,
 	// when not nil, how many more records a paced scan may read.
@@ -532,7 +538,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 			tried.Plan = &final
 			*page = *tried
 			if err == nil && qp.stream == nil && (prog.Streaming() || streamed) {
-				err = e.mergeAfterScan(r, c, prog, p.Params, scope, st, page, fp, state.items, collectedID != 0 && kept.k != nil)
+				err = e.mergeAfterScan(r, c, prog, p.Params, scope, st, page, fp, state.items, keeping)
 			}
 			return err
 		}
@@ -565,10 +571,10 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		return err
 	}
 	if qp.access == plan.Scan && qp.stream == nil && (prog.Streaming() || streamed) {
-		return e.mergeAfterScan(r, c, prog, p.Params, scope, st, page, fp, state.items, collectedID != 0 && kept.k != nil)
+		return e.mergeAfterScan(r, c, prog, p.Params, scope, st, page, fp, state.items, keeping)
 	}
 	if qp.collected != nil && qp.stream == nil && (prog.Streaming() || streamed) {
-		if err := scanAfterCollect(r, c, scope, st, qp.collected, limit, page, fp, collectedID != 0 && kept.k != nil); err != nil || collectedID == 0 || page.Continuation == "" {
+		if err := scanAfterCollect(r, c, scope, st, qp.collected, limit, page, fp, keeping.k != nil); err != nil || collectedID == 0 || page.Continuation == "" {
 			return err
 		}
 		next, derr := parseCursor(page.Continuation, fp)
@@ -706,7 +712,7 @@ const (
 // had cost: over 2·10⁵ items, `c.m = 5 OR c.h = 7` (a ninth of them,
 // spread through _rid order) read 925 records and 7,091 entries a page,
 // and never switched.
-func (e *Engine) unionAfterScan(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, s *itemScope, st *readStats, page *FeedPage, fp uint64, total int64, keeps bool) (bool, error) {
+func (e *Engine) unionAfterScan(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, s *itemScope, st *readStats, page *FeedPage, fp uint64, total int64, kept candidateKeeper) (bool, error) {
 	if (s.kind != plan.ScopeAll && s.kind != plan.ScopeRange) || plan.Operands(q) == nil {
 		return false, nil
 	}
@@ -746,15 +752,19 @@ func (e *Engine) unionAfterScan(r storage.Reader, c *containerRecord, q *ast.Que
 		// scan has cost as much (collectPays); else on every page, when
 		// that costs less than this page's scan.
 		scanned, left := int64(st.records), int64(st.records)
-		if keeps {
+		if kept.k != nil {
 			var err error
 			if scanned, left, err = e.scanSoFar(r, c, s, st, next.pos, total); err != nil {
 				return false, err
 			}
 		}
-		if pays, err := collectPays(r, c, union, s, st, page, total, scanned, left); err != nil || !pays {
+		col, err := collectPays(r, c, union, s, st, page, total, scanned, left)
+		if col == nil || err != nil {
 			return false, err
 		}
+		next.access, next.terms, next.composite = plan.Union, nil, 0
+		keepAfterScan(kept, next, nil, col, s, page)
+		return true, nil
 	}
 	next.access, next.terms, next.composite = plan.Union, nil, 0
 	page.Continuation = next.String()
@@ -784,14 +794,14 @@ func (e *Engine) unionAfterScan(r storage.Reader, c *containerRecord, q *ast.Que
 // bytes of a location there, in the same order. A term on the partition
 // key holds for every item of a partition, which it leaves out. The terms
 // are equalities before ranges, in the query's order.
-func (e *Engine) mergeAfterScan(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, s *itemScope, st *readStats, page *FeedPage, fp uint64, total int64, keeps bool) error {
+func (e *Engine) mergeAfterScan(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, s *itemScope, st *readStats, page *FeedPage, fp uint64, total int64, kept candidateKeeper) error {
 	if page.Continuation == "" || !c.Index.Ready || c.index.none || prog.Ranked() || st.records == 0 ||
 		float64(len(page.Items)) >= mergeSwitchShareOne*float64(st.records) {
 		// Most scan pages find many rows: no share switches those, and
 		// their terms need not be derived again.
 		return nil
 	}
-	if done, err := e.unionAfterScan(r, c, prog.Query(), params, s, st, page, fp, total, keeps); done || err != nil {
+	if done, err := e.unionAfterScan(r, c, prog.Query(), params, s, st, page, fp, total, kept); done || err != nil {
 		return err
 	}
 	terms := plan.Terms(plan.Predicates(prog.Query(), params))
@@ -876,10 +886,10 @@ func (e *Engine) mergeAfterScan(r storage.Reader, c *containerRecord, prog *eval
 	if many {
 		// A range of too many values would be collected: once, kept
 		// for the pages after it, when the scan has cost enough.
-		if len(pick) > 1 || !keeps {
+		if len(pick) > 1 || kept.k == nil {
 			return nil
 		}
-		return e.collectAfterScan(r, c, s, st, page, fp, total, terms[pick[0]], pick[0])
+		return e.collectAfterScan(r, c, s, st, page, fp, total, terms[pick[0]], pick[0], kept)
 	}
 	next, derr := parseCursor(page.Continuation, fp)
 	if derr != nil {
@@ -908,7 +918,7 @@ func (e *Engine) mergeAfterScan(r storage.Reader, c *containerRecord, prog *eval
 // position in an early one reads as little scanned). The pages after the
 // collection step through the kept candidates, or scan on where their rows
 // lie close together in scan order (scanAfterCollect).
-func (e *Engine) collectAfterScan(r storage.Reader, c *containerRecord, s *itemScope, st *readStats, page *FeedPage, fp uint64, total int64, t plan.Term, i int) error {
+func (e *Engine) collectAfterScan(r storage.Reader, c *containerRecord, s *itemScope, st *readStats, page *FeedPage, fp uint64, total int64, t plan.Term, i int, kept candidateKeeper) error {
 	if s.kind != plan.ScopeAll && s.kind != plan.ScopeRange {
 		return nil
 	}
@@ -923,12 +933,25 @@ func (e *Engine) collectAfterScan(r storage.Reader, c *containerRecord, s *itemS
 	if err != nil {
 		return err
 	}
-	if pays, err := collectPays(r, c, []plan.Term{t}, s, st, page, total, scanned, left); err != nil || !pays {
+	col, err := collectPays(r, c, []plan.Term{t}, s, st, page, total, scanned, left)
+	if col == nil || err != nil {
 		return err
 	}
 	next.access, next.terms = plan.IndexSpan, []int{i}
-	page.Continuation = next.String()
+	keepAfterScan(kept, next, next.terms, col, s, page)
 	return nil
+}
+
+// keepAfterScan hands the next page of a scan the collecting access path
+// next names, with the candidates col that deciding it collected, kept
+// for that page (keptCandidates) when kept keeps them: the page reads
+// them in place of collecting them again.
+func keepAfterScan(kept candidateKeeper, next cursor, terms []int, col *collection, s *itemScope, page *FeedPage) {
+	if kept.k != nil {
+		next.kept = newKeptID()
+		kept.keepCollection(next, &queryAccess{terms: terms, collected: col}, s)
+	}
+	page.Continuation = next.String()
 }
 
 // scanSoFar estimates how many records a drain that scans scope s (a
@@ -953,29 +976,29 @@ func (e *Engine) scanSoFar(r storage.Reader, c *containerRecord, s *itemScope, s
 	return scanned, size.Items - scanned, nil
 }
 
-// collectPays reports whether the pages of a scan should collect the
-// entries of terms instead (plan.CollectPays), with scanned and left the
-// records the drain has scanned and has still to scan. The entries are
-// first estimated (passingEntries); only when that says it pays are they
-// counted, as far as would still pay, so a page that goes on scanning
-// reads no entry for it.
-func collectPays(r storage.Reader, c *containerRecord, terms []plan.Term, s *itemScope, st *readStats, page *FeedPage, items, scanned, left int64) (bool, error) {
+// collectPays returns the candidates of terms in scope s, when the pages
+// of a scan should collect them instead (plan.CollectPays), with scanned
+// and left the records the drain has scanned and has still to scan; nil
+// when they should scan on. The entries are first estimated
+// (passingEntries); only when that says it pays are they read, as far as
+// would still pay, so a page that goes on scanning reads no entry for it,
+// and one that hands on a collection has collected it.
+func collectPays(r storage.Reader, c *containerRecord, terms []plan.Term, s *itemScope, st *readStats, page *FeedPage, items, scanned, left int64) (*collection, error) {
 	if !plan.CollectPays(scanned, left, passingEntries(items, page, st)) {
-		return false, nil
+		return nil, nil
 	}
-	bound := plan.EntriesWorth(min(scanned, left)) + 1
-	var sum int64
-	for _, t := range terms {
-		spans, _ := scopedSpans(c, t, s)
-		n, err := countSpans(r, spans, bound-sum, st)
-		if err != nil {
-			return false, err
-		}
-		if sum += n; sum >= bound {
-			return false, nil
-		}
+	locs, entries, ok, err := unionLocs(r, c, terms, s, st, plan.EntriesWorth(min(scanned, left))+1)
+	if !ok || err != nil {
+		return nil, err
 	}
-	return plan.CollectPays(scanned, left, sum), nil
+	sum := 0
+	for _, n := range entries {
+		sum += int(n)
+	}
+	if !plan.CollectPays(scanned, left, int64(sum)) {
+		return nil, nil
+	}
+	return &collection{locs: locs, entries: sum, cost: sum}, nil
 }
 
 // passingEntries estimates the index entries of a scan page's terms in a
