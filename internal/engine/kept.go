@@ -168,6 +168,9 @@ type keptCandidates struct {
 	// the scope written since it was kept (catchUp), which the page
 	// reads to place them anew (keptGroup).
 	written [][]byte
+	// spent, kept alone by a plain stream's page, is how many records
+	// its drain read past its rows (filterAfterWalk).
+	spent int64
 }
 
 // keptCandidatesMax bounds the bytes of the candidates kept for all
@@ -184,6 +187,7 @@ type candidateKeeper struct {
 	c      *containerRecord
 	etag   string
 	writes uint64
+	items  int64 // the items of the page's sequence (all of them with one)
 	now    time.Time
 }
 
@@ -199,7 +203,7 @@ func (ck candidateKeeper) take(cur cursor, access plan.Access, s *itemScope, st 
 	if !ok || k.fp != cur.fingerprint || k.access != access || k.etag != ck.etag {
 		return nil, nil
 	}
-	if k.writes == ck.writes {
+	if k.writes == ck.writes || k.tally() {
 		return k, nil
 	}
 	if ok, err := ck.catchUp(k, cur, s, st); !ok || err != nil {
@@ -262,6 +266,10 @@ func (ck candidateKeeper) catchUp(k *keptCandidates, cur cursor, s *itemScope, s
 	k.locs = mergeLocs(k.locs, added, s.byIndexPos)
 	return true, nil
 }
+
+// tally reports whether k holds no candidates, only what its drain spent
+// (which writes since leave as it is).
+func (k *keptCandidates) tally() bool { return k.spent > 0 }
 
 // mergeLocs merges two lists of locations in the order by, each in it,
 // into one that holds each location once.

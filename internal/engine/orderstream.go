@@ -136,6 +136,13 @@ func streamFilter(c *containerRecord, q *ast.Query, s *itemScope, terms []plan.T
 // walked entries among them; nil when there are more than maxFilterLocs.
 // It goes on from what the count that weighed t gathered, when given.
 func filterLocs(r storage.Reader, c *containerRecord, t plan.Term, s *itemScope, from *filterStart, st *readStats) (locSet, error) {
+	set, _, err := filterLocsUpTo(r, c, t, s, from, st, math.MaxInt64)
+	return set, err
+}
+
+// filterLocsUpTo is filterLocs reading at most limit entries: nil past
+// them. read is how many it read.
+func filterLocsUpTo(r storage.Reader, c *containerRecord, t plan.Term, s *itemScope, from *filterStart, st *readStats, limit int64) (set locSet, read int64, err error) {
 	spans, base := scopedSpans(c, t, s)
 	lc := &locCollector{s: s, base: base}
 	var at []byte
@@ -148,14 +155,50 @@ func filterLocs(r storage.Reader, c *containerRecord, t plan.Term, s *itemScope,
 			lo = at
 		}
 		err := scanRange(r, lo, sp.hi, func(k, _ []byte) (bool, error) {
+			if read >= limit {
+				return false, nil
+			}
+			read++
 			st.entries++
 			return lc.add(k), nil
 		})
-		if err != nil || len(lc.ends) > maxFilterLocs {
-			return nil, err
+		if err != nil || len(lc.ends) > maxFilterLocs || read >= limit {
+			return nil, read, err
 		}
 	}
-	return lc.set(), nil
+	return lc.set(), read, nil
+}
+
+// filterAfterWalk has the next page of a plain stream whose filter holds
+// a term the filtered stream could take (t, streamFilter) walk filtered by
+// the locations t's entries name, once the records the drain read past
+// its rows, each by its location, have cost what collecting them does
+// (plan.FilterPays), as collectAfterScan has a thin scan collect: a page
+// of such a stream, when the term holds a good part of the scope, costs
+// less than collecting them, so the first page walks plain, and every
+// page after it read as many records for nothing. spent is what the
+// pages before this one read so; the page keeps its sum for the next
+// (keptCandidates.spent), or, once the term's entries are estimated
+// (from the share of the page's records that passed, in the page's
+// sequence's items) and then read, as far as would still pay, within
+// what a page collects, the locations they name (filterLocs), under the
+// token it hands on.
+func (w *orderStream) filterAfterWalk(kept candidateKeeper, t plan.Term, spent int64) {
+	if w.page.Continuation == "" {
+		return
+	}
+	spent += int64(max(w.st.records-len(w.page.Items), 0))
+	next := w.next
+	next.kept = newKeptID()
+	k := &keptCandidates{spent: spent}
+	if plan.FilterPays(spent, int64(float64(kept.items)*float64(len(w.page.Items))/float64(max(w.st.records, 1)))) {
+		set, read, err := filterLocsUpTo(w.r, w.c, t, w.s, nil, w.st, min(plan.FilterWorth(spent), maxFilterLocs)+1)
+		if err == nil && set != nil && plan.FilterPays(spent, read) {
+			next.access, k = plan.FilteredStream, &keptCandidates{set: set}
+		}
+	}
+	kept.keep(next, k)
+	w.page.Continuation = next.String()
 }
 
 // admits reports whether the walk may read the item at loc: the page
@@ -503,6 +546,20 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 					kept.keep(w.next, &keptCandidates{set: w.filter})
 				}
 			}()
+		}
+	}
+	if qa.access == plan.OrderedStream && w.keys == nil && w.distinct == nil && feed == nil && kept.k != nil {
+		terms := plan.Terms(preds)
+		if f := streamFilter(c, q, s, terms, o); len(f) > 0 {
+			k, err := kept.take(cur, next.access, s, st)
+			if err != nil {
+				return err
+			}
+			var spent int64
+			if k != nil {
+				spent = k.spent
+			}
+			defer w.filterAfterWalk(kept, terms[f[0]], spent)
 		}
 	}
 	// Within a partition or a prefix, equal values come in location

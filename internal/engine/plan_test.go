@@ -1208,3 +1208,66 @@ func TestQueryAndFeedScopedToEPKSpan(t *testing.T) {
 		}
 	}
 }
+
+// TestPlainStreamPagesFilterOnce drains ORDER BY pages beside an equality
+// on another path that holds a third of the items, without a composite
+// of the two: the first page walks the ORDER BY path's index plain, which
+// reads three records for each row, where collecting the equality's
+// entries first would cost more than the page. Every page after it walked
+// plain too. Once the records read for nothing have cost what collecting
+// the entries does (plan.FilterPays), a page collects them and hands on
+// the filtered stream (filterAfterWalk), whose pages read their rows'
+// records alone.
+func TestPlainStreamPagesFilterOnce(t *testing.T) {
+	const n = 10_000
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	items := make([]string, 0, n)
+	var want []int
+	for i := range n {
+		items = append(items, fmt.Sprintf(`{"id":"i%d","pk":"p%d","k":%d,"n":%d}`, i, i%40, i%3, i*7919%n))
+		if i%3 == 1 {
+			want = append(want, i*7919%n)
+		}
+	}
+	slices.Sort(want)
+	be.seed(t, items...)
+	// The ORDER BY path's absence entries, which a first page asks for,
+	// name the documents without it (none) for the pages that reach them.
+	drainRows(t, be.e, QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, Query: "SELECT VALUE c.n FROM c ORDER BY c.n", MaxItemCount: 10}, nil)
+	drainIndexer(t, be.e.NewIndexer(nil))
+	for _, desc := range []bool{false, true} {
+		q := "SELECT VALUE c.n FROM c WHERE c.k = 1 ORDER BY c.n"
+		w := slices.Clone(want)
+		if desc {
+			q += " DESC"
+			slices.Reverse(w)
+		}
+		p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, Query: q, MaxItemCount: 10}
+		records, filtered := 0, -1
+		rows := drainRows(t, be.e, p, func(pages int, page *FeedPage) {
+			records += page.Examined
+			if pages == 0 && (page.Plan == nil || page.Plan.Chosen.Access != plan.OrderedStream) {
+				t.Fatalf("%s: page 1 by %v, want the plain stream", q, page.Plan)
+			}
+			if filtered >= 0 && pages >= filtered && page.Examined > 11 {
+				t.Errorf("%s: page %d read %d records for %d rows", q, pages+1, page.Examined, len(page.Items))
+			}
+			if filtered < 0 && page.Continuation != "" && mustCursor(t, page.Continuation).access == plan.FilteredStream {
+				filtered = pages + 1
+			}
+		})
+		var got []int
+		for _, r := range rows {
+			v, _ := strconv.Atoi(r)
+			got = append(got, v)
+		}
+		if !slices.Equal(got, w) {
+			t.Fatalf("%s: %d rows, want %d in order", q, len(got), len(w))
+		}
+		t.Logf("%s: filtered from page %d; the drain read %d records", q, filtered+1, records)
+		// A plain drain reads every record once.
+		if filtered < 0 || filtered > 20 || records > len(w)*13/10 {
+			t.Errorf("%s: filtered from page %d; the drain read %d records for %d rows", q, filtered+1, records, len(w))
+		}
+	}
+}

@@ -182,7 +182,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	}
 	// What pages keep of their candidates for the next; nothing for a
 	// script's query (heldRows).
-	kept := candidateKeeper{r: r, c: c, etag: c.Etag, writes: state.writes, now: e.clock.Now()}
+	kept := candidateKeeper{r: r, c: c, etag: c.Etag, writes: state.writes, items: state.items, now: e.clock.Now()}
 	if !p.inScript {
 		kept.k = e.kept
 	}

@@ -139,12 +139,13 @@ func BenchmarkDeepPage(b *testing.B) {
 	}
 }
 
-// drainFirst names the shapes of BenchmarkDeepPage whose first page tries
-// a scan (plan.ScanFirstBounds), also run as the first 50 pages of a
-// drain: the pages after a scan go on scanning or collect the term's
-// entries once (collectAfterScan), which page 1 and page 20 alone do not
-// show.
-var drainFirst = map[string]bool{"is-defined": true, "range-string": true, "array-contains": true, "index-span": true, "or-spread": true}
+// drainFirst names the shapes of BenchmarkDeepPage also run as the first
+// 50 pages of a drain: those whose first page tries a scan
+// (plan.ScanFirstBounds) or walks the ORDER BY path plain beside a filter,
+// whose later pages go on so or collect the terms' entries once
+// (collectAfterScan, filterAfterWalk), which page 1 and page 20 alone do
+// not show.
+var drainFirst = map[string]bool{"is-defined": true, "range-string": true, "array-contains": true, "index-span": true, "or-spread": true, "eq-order": true, "eq-order-ties": true, "eq-order-wide": true}
 
 // benchDrain reads the first pages pages of p, of 100 rows each, over and
 // over, and reports the time, records and index entries per page.

@@ -1039,3 +1039,18 @@ func CollectPays(scanned, left, entries int64) bool {
 	collect := float64(entries) * costEntry
 	return float64(scanned)*costRecordScan >= collect && float64(left)*costRecordScan >= collect
 }
+
+// FilterPays reports whether an ordered stream that has read extra
+// records past its rows, each by its location, should collect the
+// entries of its filter term, entries of them, and walk on filtered by
+// the locations they name (FilteredStream): as CollectPays, once the
+// records it read for nothing have cost what collecting costs.
+func FilterPays(extra, entries int64) bool {
+	return float64(extra)*costRecordPoint >= float64(entries)*costEntry
+}
+
+// FilterWorth is how many index entries cost what reading extra records
+// by their locations does.
+func FilterWorth(extra int64) int64 {
+	return int64(float64(extra) * costRecordPoint / costEntry)
+}
