@@ -179,10 +179,9 @@ func filterLocsUpTo(r storage.Reader, c *containerRecord, t plan.Term, s *itemSc
 // page after it read as many records for nothing. spent is what the
 // pages before this one read so; the page keeps its sum for the next
 // (keptCandidates.spent), or, once the term's entries are estimated
-// (from the share of the page's records that passed, in the page's
-// sequence's items) and then read, as far as would still pay, within
-// what a page collects, the locations they name (filterLocs), under the
-// token it hands on.
+// (passingEntries) and then read, as far as would still pay, within what
+// a page collects, the locations they name (filterLocs), under the token
+// it hands on.
 func (w *orderStream) filterAfterWalk(kept candidateKeeper, t plan.Term, spent int64) {
 	if w.page.Continuation == "" {
 		return
@@ -191,7 +190,7 @@ func (w *orderStream) filterAfterWalk(kept candidateKeeper, t plan.Term, spent i
 	next := w.next
 	next.kept = newKeptID()
 	k := &keptCandidates{spent: spent}
-	if plan.FilterPays(spent, int64(float64(kept.items)*float64(len(w.page.Items))/float64(max(w.st.records, 1)))) {
+	if plan.FilterPays(spent, passingEntries(kept.items, w.page, w.st)) {
 		set, read, err := filterLocsUpTo(w.r, w.c, t, w.s, nil, w.st, min(plan.FilterWorth(spent), maxFilterLocs)+1)
 		if err == nil && set != nil && plan.FilterPays(spent, read) {
 			next.access, k = plan.FilteredStream, &keptCandidates{set: set}

@@ -430,7 +430,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	}
 	// keeping keeps what a page collects for the next; its k is nil
 	// where nothing is kept.
-	var keeping candidateKeeper
+	keeping := candidateKeeper{items: state.items}
 	if collectedID != 0 {
 		keeping = kept
 	}
@@ -538,7 +538,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 			tried.Plan = &final
 			*page = *tried
 			if err == nil && qp.stream == nil && (prog.Streaming() || streamed) {
-				err = e.mergeAfterScan(r, c, prog, p.Params, scope, st, page, fp, state.items, keeping)
+				err = e.mergeAfterScan(r, c, prog, p.Params, scope, st, page, fp, keeping)
 			}
 			return err
 		}
@@ -571,7 +571,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		return err
 	}
 	if qp.access == plan.Scan && qp.stream == nil && (prog.Streaming() || streamed) {
-		return e.mergeAfterScan(r, c, prog, p.Params, scope, st, page, fp, state.items, keeping)
+		return e.mergeAfterScan(r, c, prog, p.Params, scope, st, page, fp, keeping)
 	}
 	if qp.collected != nil && qp.stream == nil && (prog.Streaming() || streamed) {
 		if err := scanAfterCollect(r, c, scope, st, qp.collected, limit, page, fp, keeping.k != nil); err != nil || collectedID == 0 || page.Continuation == "" {
@@ -712,7 +712,7 @@ const (
 // had cost: over 2·10⁵ items, `c.m = 5 OR c.h = 7` (a ninth of them,
 // spread through _rid order) read 925 records and 7,091 entries a page,
 // and never switched.
-func (e *Engine) unionAfterScan(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, s *itemScope, st *readStats, page *FeedPage, fp uint64, total int64, kept candidateKeeper) (bool, error) {
+func (e *Engine) unionAfterScan(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, s *itemScope, st *readStats, page *FeedPage, fp uint64, kept candidateKeeper) (bool, error) {
 	if (s.kind != plan.ScopeAll && s.kind != plan.ScopeRange) || plan.Operands(q) == nil {
 		return false, nil
 	}
@@ -741,7 +741,7 @@ func (e *Engine) unionAfterScan(r storage.Reader, c *containerRecord, q *ast.Que
 		}
 	}
 	if !merges {
-		if passingEntries(total, page, st) >= tieWishEntries {
+		if passingEntries(kept.items, page, st) >= tieWishEntries {
 			for _, t := range union {
 				if !c.tiesReady(t.Path) {
 					e.wantAbsent(c, t.Path, entryKinds{ties: true})
@@ -754,11 +754,11 @@ func (e *Engine) unionAfterScan(r storage.Reader, c *containerRecord, q *ast.Que
 		scanned, left := int64(st.records), int64(st.records)
 		if kept.k != nil {
 			var err error
-			if scanned, left, err = e.scanSoFar(r, c, s, st, next.pos, total); err != nil {
+			if scanned, left, err = e.scanSoFar(r, c, s, st, next.pos, kept.items); err != nil {
 				return false, err
 			}
 		}
-		col, err := collectPays(r, c, union, s, st, page, total, scanned, left)
+		col, err := collectPays(r, c, union, s, st, page, kept.items, scanned, left)
 		if col == nil || err != nil {
 			return false, err
 		}
@@ -794,14 +794,14 @@ func (e *Engine) unionAfterScan(r storage.Reader, c *containerRecord, q *ast.Que
 // bytes of a location there, in the same order. A term on the partition
 // key holds for every item of a partition, which it leaves out. The terms
 // are equalities before ranges, in the query's order.
-func (e *Engine) mergeAfterScan(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, s *itemScope, st *readStats, page *FeedPage, fp uint64, total int64, kept candidateKeeper) error {
+func (e *Engine) mergeAfterScan(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, s *itemScope, st *readStats, page *FeedPage, fp uint64, kept candidateKeeper) error {
 	if page.Continuation == "" || !c.Index.Ready || c.index.none || prog.Ranked() || st.records == 0 ||
 		float64(len(page.Items)) >= mergeSwitchShareOne*float64(st.records) {
 		// Most scan pages find many rows: no share switches those, and
 		// their terms need not be derived again.
 		return nil
 	}
-	if done, err := e.unionAfterScan(r, c, prog.Query(), params, s, st, page, fp, total, kept); done || err != nil {
+	if done, err := e.unionAfterScan(r, c, prog.Query(), params, s, st, page, fp, kept); done || err != nil {
 		return err
 	}
 	terms := plan.Terms(plan.Predicates(prog.Query(), params))
@@ -889,7 +889,7 @@ func (e *Engine) mergeAfterScan(r storage.Reader, c *containerRecord, prog *eval
 		if len(pick) > 1 || kept.k == nil {
 			return nil
 		}
-		return e.collectAfterScan(r, c, s, st, page, fp, total, terms[pick[0]], pick[0], kept)
+		return e.collectAfterScan(r, c, s, st, page, fp, terms[pick[0]], pick[0], kept)
 	}
 	next, derr := parseCursor(page.Continuation, fp)
 	if derr != nil {
@@ -918,7 +918,7 @@ func (e *Engine) mergeAfterScan(r storage.Reader, c *containerRecord, prog *eval
 // position in an early one reads as little scanned). The pages after the
 // collection step through the kept candidates, or scan on where their rows
 // lie close together in scan order (scanAfterCollect).
-func (e *Engine) collectAfterScan(r storage.Reader, c *containerRecord, s *itemScope, st *readStats, page *FeedPage, fp uint64, total int64, t plan.Term, i int, kept candidateKeeper) error {
+func (e *Engine) collectAfterScan(r storage.Reader, c *containerRecord, s *itemScope, st *readStats, page *FeedPage, fp uint64, t plan.Term, i int, kept candidateKeeper) error {
 	if s.kind != plan.ScopeAll && s.kind != plan.ScopeRange {
 		return nil
 	}
@@ -929,11 +929,11 @@ func (e *Engine) collectAfterScan(r storage.Reader, c *containerRecord, s *itemS
 	if len(next.pos) != 8 {
 		return nil
 	}
-	scanned, left, err := e.scanSoFar(r, c, s, st, next.pos, total)
+	scanned, left, err := e.scanSoFar(r, c, s, st, next.pos, kept.items)
 	if err != nil {
 		return err
 	}
-	col, err := collectPays(r, c, []plan.Term{t}, s, st, page, total, scanned, left)
+	col, err := collectPays(r, c, []plan.Term{t}, s, st, page, kept.items, scanned, left)
 	if col == nil || err != nil {
 		return err
 	}
@@ -1001,9 +1001,10 @@ func collectPays(r storage.Reader, c *containerRecord, terms []plan.Term, s *ite
 	return &collection{locs: locs, entries: sum, cost: sum}, nil
 }
 
-// passingEntries estimates the index entries of a scan page's terms in a
-// container of items items from the share of the page's scanned records
-// that passed, as if the container held the scope's share of them.
+// passingEntries estimates the index entries of the terms of a page's
+// filter in a container of items items from the share of the records the
+// page read that passed, as if the container held the scope's share of
+// them.
 func passingEntries(items int64, page *FeedPage, st *readStats) int64 {
 	return int64(float64(items) * float64(len(page.Items)) / float64(max(st.records, 1)))
 }
