@@ -305,10 +305,7 @@ func (ck candidateKeeper) keep(next cursor, k *keptCandidates) {
 	}
 	k.fp, k.access, k.etag, k.writes, k.lsns = next.fingerprint, next.access, ck.etag, ck.writes, lsns
 	k.cost = max(k.cost, len(k.set), len(k.locs))
-	n := len(k.group)
-	for _, loc := range k.locs {
-		n += len(loc) + heldRowOverhead
-	}
+	n := len(k.group) + locsBytes(k.locs)
 	n += len(k.set) * (8 + heldRowOverhead)
 	for _, key := range k.keys {
 		n += len(key)
@@ -320,6 +317,21 @@ func (ck candidateKeeper) keep(next cursor, k *keptCandidates) {
 		n += len(m.loc) + len(m.key) + heldRowOverhead
 	}
 	ck.k.keep(next.kept, k, n, ck.now)
+}
+
+// locsBytes is what keeping locs holds.
+func locsBytes(locs [][]byte) int {
+	n := 0
+	for _, loc := range locs {
+		n += len(loc) + heldRowOverhead
+	}
+	return n
+}
+
+// keepsLocs reports whether ck keeps candidates locs for the next page:
+// it keeps, and they fit in its bound.
+func (ck candidateKeeper) keepsLocs(locs [][]byte) bool {
+	return ck.k != nil && locsBytes(locs) <= keptCandidatesMax
 }
 
 // lsns returns the last LSN of each of the container's sequences: of one,

@@ -107,7 +107,9 @@ func streamShape(c *containerRecord, q *ast.Query, params map[string]document.Va
 
 // maxFilterLocs bounds the locations a page of a filtered stream
 // collects (plan.FilteredStream): past it the page walks unfiltered,
-// reading the record of every walked entry, as the plain stream does.
+// reading the record of every walked entry, as the plain stream does. It
+// bounds too what a page collects to hand on to the pages after it
+// (collectPays, filterAfterWalk).
 const maxFilterLocs = 1 << 16
 
 // streamFilter returns the term the stream o may filter its walk's
@@ -190,7 +192,7 @@ func (w *orderStream) filterAfterWalk(kept candidateKeeper, t plan.Term, spent i
 	next := w.next
 	next.kept = newKeptID()
 	k := &keptCandidates{spent: spent}
-	if plan.FilterPays(spent, passingEntries(kept.items, w.page, w.st)) {
+	if estimate := passingEntries(kept.items, w.page, w.st); estimate <= maxFilterLocs && plan.FilterPays(spent, estimate) {
 		set, read, err := filterLocsUpTo(w.r, w.c, t, w.s, nil, w.st, min(plan.FilterWorth(spent), maxFilterLocs)+1)
 		if err == nil && set != nil && plan.FilterPays(spent, read) {
 			next.access, k = plan.FilteredStream, &keptCandidates{set: set}

@@ -574,7 +574,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		return e.mergeAfterScan(r, c, prog, p.Params, scope, st, page, fp, keeping)
 	}
 	if qp.collected != nil && qp.stream == nil && (prog.Streaming() || streamed) {
-		if err := scanAfterCollect(r, c, scope, st, qp.collected, limit, page, fp, keeping.k != nil); err != nil || collectedID == 0 || page.Continuation == "" {
+		if err := scanAfterCollect(r, c, scope, st, qp.collected, limit, page, fp, keeping.keepsLocs(qp.collected.locs)); err != nil || collectedID == 0 || page.Continuation == "" {
 			return err
 		}
 		next, derr := parseCursor(page.Continuation, fp)
@@ -982,12 +982,14 @@ func (e *Engine) scanSoFar(r storage.Reader, c *containerRecord, s *itemScope, s
 // when they should scan on. The entries are first estimated
 // (passingEntries); only when that says it pays are they read, as far as
 // would still pay, so a page that goes on scanning reads no entry for it,
-// and one that hands on a collection has collected it.
+// and one that hands on a collection has collected it. Past what a page
+// collects for the pages after it (maxFilterLocs) the scan goes on: a
+// collection the keeper could not hold would be read again on every page.
 func collectPays(r storage.Reader, c *containerRecord, terms []plan.Term, s *itemScope, st *readStats, page *FeedPage, items, scanned, left int64) (*collection, error) {
-	if !plan.CollectPays(scanned, left, passingEntries(items, page, st)) {
+	if estimate := passingEntries(items, page, st); estimate > maxFilterLocs || !plan.CollectPays(scanned, left, estimate) {
 		return nil, nil
 	}
-	locs, entries, ok, err := unionLocs(r, c, terms, s, st, plan.EntriesWorth(min(scanned, left))+1)
+	locs, entries, ok, err := unionLocs(r, c, terms, s, st, min(plan.EntriesWorth(min(scanned, left)), maxFilterLocs)+1)
 	if !ok || err != nil {
 		return nil, err
 	}
