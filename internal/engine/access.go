@@ -860,6 +860,12 @@ func locSource(r storage.Reader, c *containerRecord, s *itemScope, locs func() (
 // the 8 bytes of that sequence). ok is false otherwise: the entries must
 // be collected and sorted.
 func mergeSpans(r storage.Reader, c *containerRecord, t plan.Term, s *itemScope, st *readStats) (posMerge, bool, error) {
+	return mergeSpansUpTo(r, c, t, s, maxRangeValues, st)
+}
+
+// mergeSpansUpTo is mergeSpans for at most values values of t's ranges:
+// ok is false past them.
+func mergeSpansUpTo(r storage.Reader, c *containerRecord, t plan.Term, s *itemScope, values int, st *readStats) (posMerge, bool, error) {
 	m := posMerge{s: s, st: st}
 	switch {
 	case (s.kind == plan.ScopePartition || s.kind == plan.ScopePrefix) && singleValues(t):
@@ -869,21 +875,21 @@ func mergeSpans(r storage.Reader, c *containerRecord, t plan.Term, s *itemScope,
 		// The prefix's entries of each value of the ranges, in
 		// location order as a value's are.
 		prefix := appendIndexPath(indexPrefix(c), t.Path)
-		runs, ok, err := valueRuns(r, valueSpans(prefix, t, false, nil), len(prefix), s, st)
+		runs, ok, err := valueRuns(r, valueSpans(prefix, t, false, nil), len(prefix), s, values, st)
 		m.spans, m.base = runs, len(prefix)
 		return m, ok, err
 	case partRange(c, t, s):
 		// The partition's values of the range, merged as an IN list's
 		// when they are few.
 		spans, base := scopedSpans(c, t, s)
-		runs, ok, err := valueRuns(r, spans, base, s, st)
+		runs, ok, err := valueRuns(r, spans, base, s, values, st)
 		m.spans, m.base = runs, base
 		return m, ok, err
 	case s.kind == plan.ScopeAll || s.kind == plan.ScopeRange:
 		spans, base, ok := tieSpans(c, t)
 		if !ok {
 			var err error
-			if spans, base, ok, err = rangeTieSpans(r, c, t, st); err != nil {
+			if spans, base, ok, err = rangeTieSpans(r, c, t, values, st); err != nil {
 				return m, false, err
 			}
 		}
@@ -1257,9 +1263,9 @@ const maxRangeValues = 64
 // the values the ranges hold (valueRuns), rather than collect every entry
 // of the ranges and sort them (locSource), which costs every page all the
 // rows of the query. ok is false, and the page collects, when the ranges
-// hold more than maxRangeValues values, or a number the tie entries leave
+// hold more than values values (maxRangeValues for a page), or a number the tie entries leave
 // out (of magnitude 2^53 or more; exactValue).
-func rangeTieSpans(r storage.Reader, c *containerRecord, t plan.Term, st *readStats) ([]keySpan, int, bool, error) {
+func rangeTieSpans(r storage.Reader, c *containerRecord, t plan.Term, values int, st *readStats) ([]keySpan, int, bool, error) {
 	if singleValues(t) || len(t.Spans) == 0 || holdsStructures(t) || !c.tiesReady(t.Path) {
 		return nil, 0, false, nil
 	}
@@ -1267,7 +1273,7 @@ func rangeTieSpans(r storage.Reader, c *containerRecord, t plan.Term, st *readSt
 		return nil, 0, false, err
 	}
 	prefix := absentPrefix(indexPrefix(c), tieMarker, t.Path)
-	spans, ok, err := valueRuns(r, valueSpans(prefix, t, false, nil), len(prefix), nil, st)
+	spans, ok, err := valueRuns(r, valueSpans(prefix, t, false, nil), len(prefix), nil, values, st)
 	return spans, len(prefix), ok, err
 }
 
@@ -1275,8 +1281,8 @@ func rangeTieSpans(r storage.Reader, c *containerRecord, t plan.Term, st *readSt
 // base in their keys, into a span for each value they hold, found by
 // seeking from each value to the next; within, when not nil, narrows each
 // to the entries whose location (which follows the value) lies in that
-// scope. ok is false when the spans hold more than maxRangeValues values.
-func valueRuns(r storage.Reader, spans []keySpan, base int, within *itemScope, st *readStats) ([]keySpan, bool, error) {
+// scope. ok is false when the spans hold more than values values.
+func valueRuns(r storage.Reader, spans []keySpan, base int, within *itemScope, values int, st *readStats) ([]keySpan, bool, error) {
 	var out []keySpan
 	seen := make(map[string]bool)
 	for _, sp := range spans {
@@ -1293,7 +1299,7 @@ func valueRuns(r storage.Reader, spans []keySpan, base int, within *itemScope, s
 				}
 			}
 			out = append(out, run)
-			return len(out) <= maxRangeValues
+			return len(out) <= values
 		})
 		if err != nil || !more {
 			return nil, false, err

@@ -199,6 +199,15 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	// An OR of terms (plan.UnionTerms) and no other term to count: the
 	// union's terms are read whole to weigh it, up to wide entries.
 	orOnly := len(weighed) == 0 && !small && ready && !prog.Ranked() && plan.UnionTerms(q, params) != nil
+	firstRows := rows
+	if len(q.Joins) > 0 && prog.Streaming() && !prog.Ranked() {
+		// A JOIN's rows stream too, a document's after the document
+		// before it: the span reads the documents the scan would.
+		firstRows = int64(max(limit, 0))
+	}
+	if first, ok, err := e.spanFirst(r, c, q, params, s, weighed, firstRows, orderTerm, &in, st); err != nil || ok {
+		return first, err
+	}
 	if wide, budget, ok := plan.ScanFirstBounds(size, rows, probe); ok && try != noScanFirst && (len(weighed) > 0 || orOnly) && orderTerm < 0 && len(in.Composites) == 0 {
 		// Every term may hold most of the scope: counted to wide, each
 		// that reaches it makes a scan the likely cheaper way to the
@@ -424,6 +433,48 @@ func rowsLieLate(r storage.Reader, c *containerRecord, s *itemScope, tc *termCou
 		return false, err
 	}
 	return late-first >= uint64(budget), nil
+}
+
+// spanFirst reads a page of rows in scan order through entries that come
+// in that order, uncounted (plan.SpanFirst), when nothing else answers
+// the filter through the index (an OR of terms, a composite index): the
+// index span of the only term the planner weighs, when its values'
+// entries merge in the scope's scan order (mergeSpans), of at most a
+// value for every two rows (4 to maxRangeValues); or, with no term
+// weighed, the documents without the path of a NOT IS_DEFINED through
+// its absence entries, once they are ready. ok is false otherwise: the
+// page is planned from the counts.
+func (e *Engine) spanFirst(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, s *itemScope, weighed []int, rows int64, orderTerm int, in *plan.Input, st *readStats) (qa *queryAccess, ok bool, err error) {
+	if rows <= 0 || orderTerm >= 0 || len(in.Composites) > 0 || len(weighed) > 1 || plan.UnionTerms(q, params) != nil {
+		return nil, false, nil
+	}
+	absent, hasAbsent := notDefinedPath(c, q)
+	switch {
+	case len(weighed) == 1 && len(plan.AbsentPaths(q)) == 0 && mayMerge(c, in.Terms[weighed[0]], s):
+		// Each value costs a page two seeks: past a value for every two
+		// rows, they cost more than the page's records.
+		values := min(maxRangeValues, max(int(rows)/2, 4))
+		t := in.Terms[weighed[0]]
+		if singleValues(t) && len(t.Spans) > values {
+			return nil, false, nil
+		}
+		m, ok, err := mergeSpansUpTo(r, c, t, s, values, st)
+		if err != nil || !ok {
+			return nil, false, err
+		}
+		p := plan.SpanFirst(*in, plan.IndexSpan, weighed[:1], rows)
+		qa = &queryAccess{plan: &p, access: plan.IndexSpan, terms: weighed[:1], src: spanSource(r, c, m, st)}
+	case len(weighed) == 0 && hasAbsent && c.absentReady(absent):
+		in.Absent = absent
+		p := plan.SpanFirst(*in, plan.AbsentScan, nil, rows)
+		qa = &queryAccess{plan: &p, access: plan.AbsentScan, src: absentSource(r, c, s, absent, false, st)}
+	default:
+		return nil, false, nil
+	}
+	if slog.Default().Enabled(context.Background(), slog.LevelDebug) {
+		slog.Debug("query plan chosen", "container", c.link(), "query", q.String(), "plan", qa.plan.Explain())
+	}
+	return qa, true, nil
 }
 
 // scanTry is how a first page may try a scan first (plan.ScanFirstBounds),

@@ -706,7 +706,9 @@ func TestThinScanPagesCollectOnce(t *testing.T) {
 // after it step through the term's entries from the scan's position (a
 // location there, a sequence to the index paths). A range asks for its
 // partition entries first. A term on the partition key, which holds for
-// every item of the partition, is left to the scope.
+// every item of the partition, is left to the scope. An equality's own
+// entries come in the partition's scan order, so its first page reads
+// them uncounted instead (plan.SpanFirst) and never scans.
 func TestPartitionThinScanPagesStepThroughTerms(t *testing.T) {
 	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
 	items := make([]string, 0, 10_200)
@@ -721,24 +723,33 @@ func TestPartitionThinScanPagesStepThroughTerms(t *testing.T) {
 	for _, tc := range []struct {
 		query, key string
 		keep       func(n int) bool
-		entries    int // a stepping page's bound; 0: it scans on
+		// A stepping page's bounds; entries 0: it scans on.
+		records, entries int
+		spanFirst        bool
 	}{
-		{"SELECT VALUE c.n FROM c WHERE c.f = 2", `["big"]`, fifth, 12},
-		{"SELECT VALUE c.n FROM c WHERE c.pk = 'big' AND c.f = 2", "", fifth, 12},
-		// The filter, not the range, passes few rows.
-		{"SELECT VALUE c.n FROM c WHERE c.g >= 2 AND c.g <= 3 AND c.n % 5 = 2", `["big"]`, func(n int) bool { return n%10 == 2 }, 0},
-		{"SELECT VALUE c.n FROM c WHERE c.g >= 7 AND c.g <= 8", `["big"]`, func(n int) bool { return n%10 == 7 || n%10 == 8 }, 15},
+		{"SELECT VALUE c.n FROM c WHERE c.f = 2", `["big"]`, fifth, 11, 12, true},
+		{"SELECT VALUE c.n FROM c WHERE c.pk = 'big' AND c.f = 2", "", fifth, 11, 12, true},
+		{"SELECT VALUE c.n FROM c WHERE c.g >= 7 AND c.g <= 8", `["big"]`, func(n int) bool { return n%10 == 7 || n%10 == 8 }, 11, 15, false},
+		// The filter, not the range, passes few rows: before the
+		// range's partition entries, its pages scan on.
+		{"SELECT VALUE c.n FROM c WHERE c.n >= 0 AND c.n < 3000 AND c.g % 5 = 2", `["big"]`, func(n int) bool { return n < 3000 && n%5 == 2 }, 0, 0, false},
+		// With them, the range's values merge from page 1, and the
+		// filter passes half the records read.
+		{"SELECT VALUE c.n FROM c WHERE c.g >= 2 AND c.g <= 3 AND c.n % 5 = 2", `["big"]`, func(n int) bool { return n%10 == 2 }, 21, 25, true},
 	} {
 		p := QueryParams{ItemRef: batchRef(tc.key), Query: tc.query, MaxItemCount: 10}
 		got := drainRows(t, be.e, p, func(pages int, page *FeedPage) {
 			if pages == 0 {
-				if page.Plan == nil || page.Plan.Chosen.Access != plan.Scan {
+				if first := page.Plan != nil && page.Plan.Chosen.Access == plan.IndexSpan && page.Plan.Chosen.First; tc.spanFirst != first {
+					t.Fatalf("%s: page 1 by %v, span first %v", tc.query, page.Plan, tc.spanFirst)
+				}
+				if page.Plan == nil || !tc.spanFirst && page.Plan.Chosen.Access != plan.Scan {
 					t.Fatalf("%s: page 1 by %v, want a scan", tc.query, page.Plan)
 				}
 				drainIndexer(t, be.e.NewIndexer(nil))
 			}
 			switch {
-			case pages >= 2 && tc.entries > 0 && (page.Examined > 11 || page.IndexEntries > tc.entries):
+			case (pages >= 2 || tc.spanFirst) && tc.entries > 0 && (page.Examined > tc.records || page.IndexEntries > tc.entries):
 				t.Errorf("%s: page %d read %d records and %d index entries for %d rows", tc.query, pages+1, page.Examined, page.IndexEntries, len(page.Items))
 			case tc.entries == 0 && page.Examined < 40:
 				t.Errorf("%s: page %d read %d records, want a scan's", tc.query, pages+1, page.Examined)

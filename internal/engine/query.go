@@ -858,7 +858,7 @@ func (e *Engine) mergeAfterScan(r storage.Reader, c *containerRecord, prog *eval
 			// Tie entries would not serve a range of many values: its
 			// own entries say how many it holds.
 			prefix := appendIndexPath(indexPrefix(c), t.Path)
-			_, few, err := valueRuns(r, valueSpans(prefix, t, false, nil), len(prefix), nil, st)
+			_, few, err := valueRuns(r, valueSpans(prefix, t, false, nil), len(prefix), nil, maxRangeValues, st)
 			if err != nil {
 				return err
 			}

@@ -381,7 +381,10 @@ type Path struct {
 	// Budget, for a scan tried first (ScanFirst), is how many records it
 	// may read before it gives up and the page is planned again.
 	Budget float64
-	Cost   float64
+	// First is set for a path chosen before its entries were counted
+	// (SpanFirst): its entries and records are the page's.
+	First bool
+	Cost  float64
 }
 
 // Plan is the planner's choice and what it weighed.
@@ -848,6 +851,33 @@ func ScanFirst(in Input, budget int64) Plan {
 	return p
 }
 
+// SpanFirst is the plan of a page of rows in scan order read through
+// index entries that come in that order, chosen before they are counted:
+// the index span of the one term weighed (terms), when its values'
+// entries merge by sequence, or the scope's documents without a path
+// (AbsentScan, in.Absent) through their absence entries. Such a path
+// reads, in the scan's order, the records of the scope that pass its
+// term, each after its one entry: only records the scan of the page
+// would read too. Against the cheapest scan (a term that holds every
+// item) the page costs at most an entry and a point read where the scan
+// reads a record, (costEntry+costRecordPoint)/costRecordScan times as
+// much. Counting the term to learn whether the scan is the cheaper costs
+// up to the probe's entries whatever the page reads, more than that bound
+// as soon as the term holds a few pages' rows: the choice is not worth
+// its count. Nothing is counted, and the path is weighed for the page's
+// rows alone.
+func SpanFirst(in Input, access Access, terms []int, rows int64) Plan {
+	p := Plan{Scope: in.Scope, terms: in.Terms, union: in.Union, absent: in.Absent}
+	scan := Path{Access: Scan, Records: float64(in.Scope.Items)}
+	span := Path{Access: access, Terms: terms, Entries: float64(rows), Records: float64(rows), First: true}
+	for _, path := range []Path{scan, span} {
+		path.Cost = path.cost()
+		p.Considered = append(p.Considered, path)
+	}
+	p.Chosen = p.Considered[1]
+	return p
+}
+
 // share is the part of the entries o walks that lie in the scope.
 func (o *Ordered) share(s Scope) float64 {
 	if o.Scoped {
@@ -981,6 +1011,9 @@ func (p Plan) describe(c Path) string {
 	}
 	if c.Budget > 0 {
 		fmt.Fprintf(&b, " first budget=%.0f", c.Budget)
+	}
+	if c.First {
+		b.WriteString(" first")
 	}
 	fmt.Fprintf(&b, " cost=%.0f", c.Cost)
 	return b.String()
