@@ -44,6 +44,10 @@ type queryAccess struct {
 	// collection of its filter's locations goes on from the count that
 	// weighed the term; nil: from the start.
 	filter *filterStart
+	// gathered, for an index span's first page, holds the locations its
+	// term's count gathered while it read every entry of the term, which
+	// the page collects from rather than read them again; nil otherwise.
+	gathered *gatheredLocs
 	// walk, for a stream tried first, paces it by its filter terms'
 	// counts (walkPace); nil otherwise (a TOP walk tried first is paced
 	// as its source is built).
@@ -70,7 +74,11 @@ func (qa *queryAccess) collecting(st *readStats, locs func() ([][]byte, error)) 
 		}
 		before := st.entries
 		all, err := locs()
-		qa.collected = &collection{locs: all, entries: st.entries - before, cost: st.entries - before}
+		read := st.entries - before
+		if qa.gathered != nil {
+			read = int(qa.gathered.entries)
+		}
+		qa.collected = &collection{locs: all, entries: read, cost: read}
 		return all, err
 	}
 }
@@ -177,11 +185,21 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	// A composite walk weighs the terms it does not hold by their counts,
 	// so a count stopped early would misjudge it.
 	partners := !slices.ContainsFunc(in.Composites, func(u plan.CompositeUse) bool { return u.Ordered })
+	// A lone term whose entries may not come in the scan's order (a range
+	// may hold too many values to merge): its span, if chosen, collects
+	// them, which its count gathers as it reads them (gatherFrom,
+	// gatheredLocs). A scan tried first stops the gathering past its
+	// first round (scanPace.more): where the scan fills the page, the
+	// locations are for nothing, and a page planned after it gathers from
+	// where the count has reached.
+	lone := len(weighed) == 1 && in.Stream == nil && in.Ordered == nil && len(in.Composites) == 0 && !(singleValues(terms[weighed[0]]) && mayMerge(c, terms[weighed[0]], s))
 	tc := counted
 	if tc == nil {
 		tc = newTermCounts(c, terms, weighed, s)
 		if o := in.Stream; o != nil && len(o.Filter) > 0 {
 			tc.collectLocs(c, terms[o.Filter[0]], o.Filter[0], s)
+		} else if lone {
+			tc.gatherFrom(c, terms[weighed[0]], weighed[0], s)
 		}
 	}
 	if s.kind == plan.ScopePartition && size.Items >= tieWishEntries {
@@ -280,6 +298,9 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 			bound = countStep
 		}
 	}
+	if lone {
+		tc.gatherFrom(c, terms[weighed[0]], weighed[0], s)
+	}
 	if err := tc.count(r, size, bound, partners, st); err != nil {
 		return nil, err
 	}
@@ -376,6 +397,9 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		walk = nil // counted to its end: weighed as it is
 	}
 	qa := &queryAccess{plan: &p, access: p.Chosen.Access, terms: p.Chosen.Terms, walk: walk}
+	if qa.access == plan.IndexSpan {
+		qa.gathered = tc.gatheredLocs(qa.terms[0])
+	}
 	if walk != nil {
 		walk.in, walk.plan = in, qa.plan
 	}
@@ -694,6 +718,7 @@ func (sp *scanPace) more(read, hits int64) (bool, error) {
 		return false, nil
 	}
 	sp.bound = min(sp.bound*4, sp.wide)
+	sp.tc.stopGathering()
 	if err := sp.tc.count(sp.r, sp.size, sp.bound, sp.partners, sp.st); err != nil {
 		return false, err
 	}
@@ -892,8 +917,13 @@ type spanCounter struct {
 	// counted (every entry ends with one); 0 before any is.
 	first uint64
 	// locs, when not nil, gathers the locations the counted entries name
-	// (collectLocs).
-	locs *locCollector
+	// (collectLocs), those counted before it began to gather aside
+	// (gatherFrom): before holds their spans.
+	locs   *locCollector
+	before []keySpan
+	// spanGather says locs gathers for the term's own span, not for a
+	// filtered stream.
+	spanGather bool
 }
 
 // locCollector gathers, while a term is counted, the locations of the
@@ -969,6 +999,75 @@ func (tc *termCounts) collectLocs(c *containerRecord, t plan.Term, i int, s *ite
 	}
 	_, base := scopedSpans(c, t, s)
 	tc.counters[k].locs = &locCollector{s: s, base: base}
+}
+
+// gatheredLocs are the locations a term's count gathered (gatherFrom),
+// from all its entries but those of before, which it had counted before
+// it began to gather; entries is how many the term holds.
+type gatheredLocs struct {
+	locs    *locCollector
+	before  []keySpan
+	entries int64
+}
+
+// gatherFrom makes the count of term i gather the locations its entries
+// name from where it has counted to, keeping the spans counted before,
+// if the term is counted, not yet to its end, and gathers nothing yet.
+func (tc *termCounts) gatherFrom(c *containerRecord, t plan.Term, i int, s *itemScope) {
+	k := slices.Index(tc.idx, i)
+	if k < 0 {
+		return
+	}
+	sc := &tc.counters[k]
+	if sc.locs != nil || len(sc.spans) == 0 {
+		return
+	}
+	all, base := scopedSpans(c, t, s)
+	done := len(all) - len(sc.spans)
+	sc.before = slices.Clone(all[:done])
+	if sc.from != nil {
+		sc.before = append(sc.before, keySpan{all[done].lo, sc.from})
+	}
+	sc.locs, sc.spanGather = &locCollector{s: s, base: base}, true
+}
+
+// stopGathering drops what the counts gathered for a lone term's span
+// (gatherFrom) and gathers no more.
+func (tc *termCounts) stopGathering() {
+	for k := range tc.counters {
+		if sc := &tc.counters[k]; sc.spanGather {
+			sc.locs, sc.before, sc.spanGather = nil, nil, false
+		}
+	}
+}
+
+// gatheredLocs returns the locations term i's count gathered, when it
+// gathered them up to the end of the term's spans; nil otherwise.
+func (tc *termCounts) gatheredLocs(i int) *gatheredLocs {
+	k := slices.Index(tc.idx, i)
+	if k < 0 || tc.counters[k].locs == nil || len(tc.counters[k].spans) > 0 {
+		return nil
+	}
+	sc := &tc.counters[k]
+	return &gatheredLocs{locs: sc.locs, before: sc.before, entries: sc.n}
+}
+
+// sorted returns the locations of the term's entries in the scope's
+// index order without repeats, as spanLocs collects them: those gathered,
+// and those of the entries counted before, read again.
+func (g *gatheredLocs) sorted(r storage.Reader, st *readStats) ([][]byte, error) {
+	lc := g.locs
+	locs, err := collectLocs(r, g.before, lc.s, st, func(k []byte) ([]byte, bool) { return entryLoc(k, lc.base) })
+	if err != nil {
+		return nil, err
+	}
+	start := 0
+	for _, end := range lc.ends {
+		locs = append(locs, lc.buf[start:end:end])
+		start = end
+	}
+	slices.SortFunc(locs, lc.s.byIndexPos)
+	return slices.CompactFunc(locs, bytes.Equal), nil
 }
 
 // filterStart returns where the collection of term i's locations goes on
@@ -1285,7 +1384,11 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Pr
 			qa.src = spanSource(r, c, m, st)
 			return nil
 		}
-		qa.src = locSource(r, c, s, qa.collecting(st, func() ([][]byte, error) { return spanLocs(r, c, t, s, st) }), st)
+		collect := func() ([][]byte, error) { return spanLocs(r, c, t, s, st) }
+		if g := qa.gathered; g != nil {
+			collect = func() ([][]byte, error) { return g.sorted(r, st) }
+		}
+		qa.src = locSource(r, c, s, qa.collecting(st, collect), st)
 	case plan.Intersect:
 		if len(qa.terms) != 2 {
 			return errBadContinuation
