@@ -223,7 +223,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		// before it: the span reads the documents the scan would.
 		firstRows = int64(max(limit, 0))
 	}
-	if first, ok, err := e.spanFirst(r, c, q, params, s, weighed, firstRows, orderTerm, &in, st); err != nil || ok {
+	if first, ok, err := e.spanFirst(r, c, q, params, s, weighed, firstRows, orderTerm, !small && ready, &in, st); err != nil || ok {
 		return first, err
 	}
 	if wide, budget, ok := plan.ScanFirstBounds(size, rows, probe); ok && try != noScanFirst && (len(weighed) > 0 || orOnly) && orderTerm < 0 && len(in.Composites) == 0 {
@@ -466,10 +466,11 @@ func rowsLieLate(r storage.Reader, c *containerRecord, s *itemScope, tc *termCou
 // entries merge in the scope's scan order (mergeSpans), of at most a
 // value for every two rows (4 to maxRangeValues); or, with no term
 // weighed, the documents without the path of a NOT IS_DEFINED through
-// its absence entries, once they are ready. ok is false otherwise: the
-// page is planned from the counts.
-func (e *Engine) spanFirst(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, s *itemScope, weighed []int, rows int64, orderTerm int, in *plan.Input, st *readStats) (qa *queryAccess, ok bool, err error) {
-	if rows <= 0 || orderTerm >= 0 || len(in.Composites) > 0 || len(weighed) > 1 || plan.UnionTerms(q, params) != nil {
+// its absence entries, once they are ready. indexed says the index can
+// answer the page, which a small logical partition is read without. ok
+// is false otherwise: the page is planned from the counts.
+func (e *Engine) spanFirst(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, s *itemScope, weighed []int, rows int64, orderTerm int, indexed bool, in *plan.Input, st *readStats) (qa *queryAccess, ok bool, err error) {
+	if !indexed || rows <= 0 || orderTerm >= 0 || len(in.Composites) > 0 || len(weighed) > 1 || plan.UnionTerms(q, params) != nil {
 		return nil, false, nil
 	}
 	absent, hasAbsent := notDefinedPath(c, q)
