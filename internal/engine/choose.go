@@ -370,8 +370,14 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		for _, i := range p.Chosen.Terms {
 			entries += in.Entries[i]
 		}
+		ask := p.Chosen.Terms
+		if len(weighed) == 2 && rows > 0 && orderTerm < 0 {
+			// Both terms' tie entries let the next first page step
+			// through the two spans together, uncounted (spanFirst).
+			ask = weighed
+		}
 		if entries >= max(tieWishEntries, 8*int64(limit)) {
-			for _, i := range p.Chosen.Terms {
+			for _, i := range ask {
 				if t := terms[i]; !c.tiesReady(t.Path) && !holdsStructures(t) {
 					e.wantAbsent(c, t.Path, entryKinds{ties: true})
 				}
@@ -462,33 +468,45 @@ func rowsLieLate(r storage.Reader, c *containerRecord, s *itemScope, tc *termCou
 // spanFirst reads a page of rows in scan order through entries that come
 // in that order, uncounted (plan.SpanFirst), when nothing else answers
 // the filter through the index (an OR of terms, a composite index): the
-// index span of the only term the planner weighs, when its values'
-// entries merge in the scope's scan order (mergeSpans), of at most a
-// value for every two rows (4 to maxRangeValues); or, with no term
+// index span of the only term the planner weighs, or the intersection of
+// the two it weighs (intersectSource), when their values' entries merge
+// in the scope's scan order (mergeSpans), of at most a value for every
+// two rows between them (4 to maxRangeValues); or, with no term
 // weighed, the documents without the path of a NOT IS_DEFINED through
 // its absence entries, once they are ready. indexed says the index can
 // answer the page, which a small logical partition is read without. ok
 // is false otherwise: the page is planned from the counts.
 func (e *Engine) spanFirst(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, s *itemScope, weighed []int, rows int64, orderTerm int, indexed bool, in *plan.Input, st *readStats) (qa *queryAccess, ok bool, err error) {
-	if !indexed || rows <= 0 || orderTerm >= 0 || len(in.Composites) > 0 || len(weighed) > 1 || plan.UnionTerms(q, params) != nil {
+	if !indexed || rows <= 0 || orderTerm >= 0 || len(in.Composites) > 0 || len(weighed) > 2 || plan.UnionTerms(q, params) != nil {
 		return nil, false, nil
 	}
 	absent, hasAbsent := notDefinedPath(c, q)
+	merges := len(weighed) > 0 && len(plan.AbsentPaths(q)) == 0 && !slices.ContainsFunc(weighed, func(i int) bool { return !mayMerge(c, in.Terms[i], s) })
 	switch {
-	case len(weighed) == 1 && len(plan.AbsentPaths(q)) == 0 && mayMerge(c, in.Terms[weighed[0]], s):
+	case merges:
 		// Each value costs a page two seeks: past a value for every two
 		// rows, they cost more than the page's records.
 		values := min(maxRangeValues, max(int(rows)/2, 4))
-		t := in.Terms[weighed[0]]
-		if singleValues(t) && len(t.Spans) > values {
-			return nil, false, nil
+		ms := make([]posMerge, 0, len(weighed))
+		for _, i := range weighed {
+			t := in.Terms[i]
+			if singleValues(t) && len(t.Spans) > values {
+				return nil, false, nil
+			}
+			m, ok, err := mergeSpansUpTo(r, c, t, s, values, st)
+			if err != nil || !ok {
+				return nil, false, err
+			}
+			values -= len(m.spans)
+			ms = append(ms, m)
 		}
-		m, ok, err := mergeSpansUpTo(r, c, t, s, values, st)
-		if err != nil || !ok {
-			return nil, false, err
+		if len(ms) == 1 {
+			p := plan.SpanFirst(*in, plan.IndexSpan, weighed, rows)
+			qa = &queryAccess{plan: &p, access: plan.IndexSpan, terms: weighed, src: spanSource(r, c, ms[0], st)}
+			break
 		}
-		p := plan.SpanFirst(*in, plan.IndexSpan, weighed[:1], rows)
-		qa = &queryAccess{plan: &p, access: plan.IndexSpan, terms: weighed[:1], src: spanSource(r, c, m, st)}
+		p := plan.SpanFirst(*in, plan.Intersect, weighed, rows)
+		qa = &queryAccess{plan: &p, access: plan.Intersect, terms: weighed, src: intersectSource(r, c, ms[0], ms[1], st)}
 	case len(weighed) == 0 && hasAbsent && c.absentReady(absent):
 		in.Absent = absent
 		p := plan.SpanFirst(*in, plan.AbsentScan, nil, rows)

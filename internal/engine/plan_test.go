@@ -937,31 +937,32 @@ func TestPrefixSpanPagesSeek(t *testing.T) {
 	for _, tc := range []struct {
 		where, scanned string
 		entries        int // a page's bound
-		scanFirst      bool
+		rows           int // a page's, when not 50
+		first          int // page 1's bound on entries, when not entries
 	}{
-		{"c.k = 3", "c.k + 0 = 3", 52, false},
-		{"c.k IN (2, 3)", "c.k + 0 IN (2, 3)", 53, false},
-		{"c.k >= 2 AND c.k <= 4", "c.k + 0 >= 2 AND c.k + 0 <= 4", 51 + 2*3, false},
-		{"c.k = 3 AND c.g = 3", "c.k + 0 = 3 AND c.g + 0 = 3", 240, false},
-		// Terms on 14% and 33% of the prefix and 4.8% together: page 1
-		// scans, and has page 2 step through both from its position.
-		{"c.x = 3 AND c.y BETWEEN 2 AND 4", "c.x + 0 = 3 AND c.y + 0 BETWEEN 2 AND 4", 280, true},
+		{"c.k = 3", "c.k + 0 = 3", 52, 0, 0},
+		{"c.k IN (2, 3)", "c.k + 0 IN (2, 3)", 53, 0, 0},
+		{"c.k >= 2 AND c.k <= 4", "c.k + 0 >= 2 AND c.k + 0 <= 4", 51 + 2*3, 0, 0},
+		// Page 1 steps through both from the start, uncounted: counted,
+		// it read 2,009 entries.
+		{"c.k = 3 AND c.g = 3", "c.k + 0 = 3 AND c.g + 0 = 3", 240, 0, 400},
+		// Terms on 14% and 33% of the prefix and 4.8% together, in pages
+		// of ten: page 1 steps through both as every page after it.
+		{"c.x = 3 AND c.y BETWEEN 2 AND 4", "c.x + 0 = 3 AND c.y + 0 BETWEEN 2 AND 4", 280, 10, 0},
 	} {
-		p := QueryParams{ItemRef: ref, Query: "SELECT VALUE c.n FROM c WHERE " + tc.where, MaxItemCount: 50}
-		if tc.scanFirst {
-			p.MaxItemCount = 10
-		}
+		p := QueryParams{ItemRef: ref, Query: "SELECT VALUE c.n FROM c WHERE " + tc.where, MaxItemCount: cmp.Or(tc.rows, 50)}
 		got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
-			if n == 0 && tc.scanFirst && (page.Plan == nil || page.Plan.Chosen.Access != plan.Scan) {
-				t.Fatalf("%s: page 1 by %v, want a scan", p.Query, page.Plan)
-			}
-			if n == 0 && !tc.scanFirst && (page.Plan == nil || page.Plan.Scope.Kind != plan.ScopePrefix || (page.Plan.Chosen.Access != plan.IndexSpan && page.Plan.Chosen.Access != plan.Intersect)) {
+			if n == 0 && (page.Plan == nil || page.Plan.Scope.Kind != plan.ScopePrefix || (page.Plan.Chosen.Access != plan.IndexSpan && page.Plan.Chosen.Access != plan.Intersect)) {
 				t.Fatalf("%s: page 1 by %v, want an index path in the prefix", p.Query, page.Plan)
 			}
-			if n > 0 && page.Examined > 51 {
+			if page.Examined > 51 {
 				t.Errorf("%s: page %d read %d records for %d rows", p.Query, n+1, page.Examined, len(page.Items))
 			}
-			if n > 0 && page.IndexEntries > tc.entries {
+			bound := tc.entries
+			if n == 0 {
+				bound = cmp.Or(tc.first, bound)
+			}
+			if page.IndexEntries > bound {
 				t.Errorf("%s: page %d read %d index entries for %d rows", p.Query, n+1, page.IndexEntries, len(page.Items))
 			}
 		})
@@ -1279,6 +1280,70 @@ func TestPlainStreamPagesFilterOnce(t *testing.T) {
 		// A plain drain reads every record once.
 		if filtered < 0 || filtered > 20 || records > len(w)*13/10 {
 			t.Errorf("%s: filtered from page %d; the drain read %d records for %d rows", q, filtered+1, records, len(w))
+		}
+	}
+}
+
+// TestIntersectionFirstPages pages filters of two terms whose entries come
+// in the scan order (the paths' tie entries over the container; a
+// partition's own entries of an equality), which no composite index
+// holds: page 1 steps through the two spans together from the start,
+// uncounted (spanFirst), as every page after it does, so it reads about a
+// page's records and the entries between its rows, where counting both
+// terms first read every entry of each. A query's first page, counted
+// before the terms' tie entries are built, asks for those of both, even
+// where it reads one term's span. The rows are the scan's, in its order: a
+// filter the index cannot serve (c.k + 0) makes the planner scan.
+func TestIntersectionFirstPages(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	items := make([]string, 0, 12_000)
+	for n := range 12_000 {
+		pk := "big"
+		if n%2 == 1 {
+			pk = fmt.Sprintf("p%d", n%50)
+		}
+		// h grows with the write order: its high values' items come last.
+		items = append(items, fmt.Sprintf(`{"id":"i%d","pk":"%s","k":%d,"m":%d,"h":%d,"n":%d}`, n, pk, n%7, n%17, n/120, n))
+	}
+	be.seed(t, items...)
+	for _, tc := range []struct {
+		where, scanned, key string
+		rows, entries       int // a page's size and its bound on entries
+	}{
+		// Most items hold the range: counted, page 1 read the span of
+		// the equality and asked for the tie entries of both.
+		{"c.k = 3 AND c.m >= 2", "c.k + 0 = 3 AND c.m + 0 >= 2", "", 50, 460},
+		{"c.k = 3 AND c.m = 5", "c.k + 0 = 3 AND c.m + 0 = 5", "", 10, 280},
+		// The items of high h lie last: page 1 seeks past those before.
+		{"c.k = 3 AND c.h >= 97", "c.k + 0 = 3 AND c.h + 0 >= 97", "", 10, 90},
+		{"c.k IN (1, 2) AND c.m BETWEEN 3 AND 5", "c.k + 0 IN (1, 2) AND c.m + 0 BETWEEN 3 AND 5", "", 10, 120},
+		{"c.k = 3 AND c.m = 5", "c.k + 0 = 3 AND c.m + 0 = 5", `["big"]`, 10, 280},
+	} {
+		p := QueryParams{ItemRef: batchRef(tc.key), Query: "SELECT VALUE c.n FROM c WHERE " + tc.where, MaxItemCount: tc.rows}
+		if tc.key == "" {
+			p.RangeID, p.CrossPartition = "0", true
+		}
+		if _, err := be.e.QueryItems(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+		drainIndexer(t, be.e.NewIndexer(nil))
+		got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
+			if n == 0 && (page.Plan == nil || page.Plan.Chosen.Access != plan.Intersect || !page.Plan.Chosen.First) {
+				t.Fatalf("%s (key %s): page 1 by %v, want an intersection first", p.Query, tc.key, page.Plan)
+			}
+			if page.Examined > tc.rows+1 || page.IndexEntries > tc.entries {
+				t.Errorf("%s (key %s): page %d read %d records and %d index entries for %d rows", p.Query, tc.key, n+1, page.Examined, page.IndexEntries, len(page.Items))
+			}
+		})
+		scan := p
+		scan.Query, scan.MaxItemCount = "SELECT VALUE c.n FROM c WHERE "+tc.scanned, 1000
+		want := drainRows(t, be.e, scan, func(n int, page *FeedPage) {
+			if n == 0 && (page.Plan == nil || page.Plan.Chosen.Access != plan.Scan) {
+				t.Fatalf("%s: page 1 by %v, want a scan", scan.Query, page.Plan)
+			}
+		})
+		if len(want) == 0 || !slices.Equal(got, want) {
+			t.Fatalf("%s (key %s): %d rows, want %d in the scan's order", p.Query, tc.key, len(got), len(want))
 		}
 	}
 }

@@ -52,6 +52,15 @@ func BenchmarkDeepPage(b *testing.B) {
 		{"scan", "SELECT * FROM c", 0},
 		{"index-span", "SELECT * FROM c WHERE c.k = 3", 0},
 		{"intersect", "SELECT * FROM c WHERE c.k = 3 AND c.n >= 20", 0},
+		// Two equalities (a seventh and a seventeenth of the items), and
+		// an equality with a range of 15 values of 17, spread through
+		// the order; two equalities that share a 323rd.
+		{"intersect-eq", "SELECT * FROM c WHERE c.k = 3 AND c.m = 5", 0},
+		{"intersect-spread", "SELECT * FROM c WHERE c.k = 3 AND c.m >= 2", 0},
+		{"intersect-narrow", "SELECT * FROM c WHERE c.m = 5 AND c.h = 7", 0},
+		// Terms of 6 and 16 values that hold most of the items: a scan
+		// fills ten rows within a dozen records.
+		{"top-intersect-wide", "SELECT TOP 10 * FROM c WHERE c.k IN (0, 1, 2, 3, 4, 5) AND c.m < 16", 10},
 		{"range-span", "SELECT * FROM c WHERE c.n BETWEEN 20 AND 39", 0},
 		{"range-string", "SELECT * FROM c WHERE c.pk >= 'q100' AND c.pk < 'q120'", 0},
 		// Eleven partitions' items of 200 (q12, q120 to q129).
