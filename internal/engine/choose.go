@@ -420,9 +420,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	if p.Chosen.Composite != nil {
 		qa.composite = p.Chosen.Composite.Index.Ordinal
 	}
-	if slog.Default().Enabled(context.Background(), slog.LevelDebug) {
-		slog.Debug("query plan chosen", "container", c.link(), "query", q.String(), "plan", p.Explain())
-	}
+	logPlan(c, q, &p)
 	err = e.buildSource(r, c, prog, params, s, terms, now, st, limit, qa)
 	if errors.Is(err, errWalkOver) {
 		// The TOP walk, tried first as it was built, found its term
@@ -514,10 +512,15 @@ func (e *Engine) spanFirst(r storage.Reader, c *containerRecord, q *ast.Query, p
 	default:
 		return nil, false, nil
 	}
-	if slog.Default().Enabled(context.Background(), slog.LevelDebug) {
-		slog.Debug("query plan chosen", "container", c.link(), "query", q.String(), "plan", qa.plan.Explain())
-	}
+	logPlan(c, q, qa.plan)
 	return qa, true, nil
+}
+
+// logPlan writes the plan chosen for a first page of q to the debug log.
+func logPlan(c *containerRecord, q *ast.Query, p *plan.Plan) {
+	if slog.Default().Enabled(context.Background(), slog.LevelDebug) {
+		slog.Debug("query plan chosen", "container", c.link(), "query", q.String(), "plan", p.Explain())
+	}
 }
 
 // scanTry is how a first page may try a scan first (plan.ScanFirstBounds),
