@@ -331,8 +331,10 @@ func BenchmarkLargePartitionRange(b *testing.B) {
 //     (plan.ScanFirstBounds), so an intersection the planner chooses holds
 //     fewer than about 700 rows whatever the container's size.
 //   - after-scan: c.x = 3 AND c.y BETWEEN 2 AND 4, 14% and 33%, both
-//     4.8%: page 1 scans, and the pages after it step through both terms
-//     once their tie entries are built (mergeAfterScan); pages 1 and 20.
+//     4.8%: a page scans, and the pages after it step through both terms
+//     once their tie entries are built (mergeAfterScan); once they are,
+//     page 1 steps through both too, uncounted (spanFirst); pages 1 and
+//     20.
 //
 // Run with:
 //
