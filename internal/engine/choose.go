@@ -371,7 +371,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 			entries += in.Entries[i]
 		}
 		ask := p.Chosen.Terms
-		if len(weighed) == 2 && rows > 0 && orderTerm < 0 {
+		if len(weighed) == 2 && firstRows > 0 && orderTerm < 0 && len(in.Composites) == 0 && plan.UnionTerms(q, params) == nil {
 			// Both terms' tie entries let the next first page step
 			// through the two spans together, uncounted (spanFirst).
 			ask = weighed
