@@ -371,7 +371,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 			entries += in.Entries[i]
 		}
 		ask := p.Chosen.Terms
-		if len(weighed) == 2 && firstRows > 0 && orderTerm < 0 && len(in.Composites) == 0 && plan.UnionTerms(q, params) == nil {
+		if len(weighed) == 2 && spanFirstShape(q, params, firstRows, orderTerm, &in) {
 			// Both terms' tie entries let the next first page step
 			// through the two spans together, uncounted (spanFirst).
 			ask = weighed
@@ -475,7 +475,7 @@ func rowsLieLate(r storage.Reader, c *containerRecord, s *itemScope, tc *termCou
 // answer the page, which a small logical partition is read without. ok
 // is false otherwise: the page is planned from the counts.
 func (e *Engine) spanFirst(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, s *itemScope, weighed []int, rows int64, orderTerm int, indexed bool, in *plan.Input, st *readStats) (qa *queryAccess, ok bool, err error) {
-	if !indexed || rows <= 0 || orderTerm >= 0 || len(in.Composites) > 0 || len(weighed) > 2 || plan.UnionTerms(q, params) != nil {
+	if !indexed || len(weighed) > 2 || !spanFirstShape(q, params, rows, orderTerm, in) {
 		return nil, false, nil
 	}
 	absent, hasAbsent := notDefinedPath(c, q)
@@ -514,6 +514,13 @@ func (e *Engine) spanFirst(r storage.Reader, c *containerRecord, q *ast.Query, p
 	}
 	logPlan(c, q, qa.plan)
 	return qa, true, nil
+}
+
+// spanFirstShape says a first page of rows may be read by spanFirst: rows
+// in scan order, with no OR of terms or composite index to answer the
+// filter otherwise.
+func spanFirstShape(q *ast.Query, params map[string]document.Value, rows int64, orderTerm int, in *plan.Input) bool {
+	return rows > 0 && orderTerm < 0 && len(in.Composites) == 0 && plan.UnionTerms(q, params) == nil
 }
 
 // logPlan writes the plan chosen for a first page of q to the debug log.
