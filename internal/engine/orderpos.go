@@ -80,33 +80,11 @@ func (w *orderStream) resolveWalkPos(pos []byte) ([]byte, error) {
 		// first bytes are those with the whole escape.
 		head = append(bytes.Clone(head), 0xFF)
 	}
-	want := binary.BigEndian.Uint64(pos[2+maxPosValue:])
-	rest := pos[2+maxPosValue+8:]
-	found, others := []byte(nil), false
-	base := len(w.prefix)
-	from := append(bytes.Clone(w.prefix), head...)
-	end := prefixEnd(from)
-	for from != nil && bytes.Compare(from, end) < 0 {
-		var value []byte
-		if err := scanRange(w.r, from, end, func(k, _ []byte) (bool, error) {
-			w.st.entries++
-			if n := indexValueLen(k[base:]); n > 0 {
-				value = bytes.Clone(k[base : base+n])
-			}
-			return false, nil
-		}); err != nil {
-			return nil, err
-		}
-		if value == nil {
-			break
-		}
-		if valueHash(value) == want {
-			found = value
-			break
-		}
-		others = true
-		from = prefixEnd(append(bytes.Clone(w.prefix), value...))
+	found, others, err := w.findValue(head, binary.BigEndian.Uint64(pos[2+maxPosValue:]))
+	if err != nil {
+		return nil, err
 	}
+	rest := pos[2+maxPosValue+8:]
 	switch {
 	case found != nil:
 		return append(append([]byte{phaseWalk}, found...), rest...), nil
@@ -122,6 +100,40 @@ func (w *orderStream) resolveWalkPos(pos []byte) ([]byte, error) {
 		at = append(prefixEnd(head), 0, 1)
 	}
 	return append(append([]byte{phaseWalk}, at...), modeGroup), nil
+}
+
+// findValue returns the value among the walk's entries that starts with
+// head and has hash want; others says some other value starts with head.
+// One iterator steps from value to value: a store may read the entries
+// of values that share their first bytes together (pgstore's long keys),
+// and a seek within what it has read costs nothing there.
+func (w *orderStream) findValue(head []byte, want uint64) (found []byte, others bool, err error) {
+	base := len(w.prefix)
+	from := append(bytes.Clone(w.prefix), head...)
+	it, err := w.r.NewIter(storage.IterParams{Lower: from, Upper: prefixEnd(from)})
+	if err != nil {
+		return nil, false, err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; {
+		w.st.entries++
+		k := it.Key()
+		n := indexValueLen(k[base:])
+		if n <= 0 {
+			break
+		}
+		value := k[base : base+n]
+		if valueHash(value) == want {
+			return bytes.Clone(value), others, it.Err()
+		}
+		others = true
+		past := prefixEnd(append(bytes.Clone(w.prefix), value...))
+		if past == nil {
+			break
+		}
+		ok = it.SeekGE(past)
+	}
+	return nil, others, it.Err()
 }
 
 // resolveMarkRefs puts back the keys of m, the mark of an ORDER BY sorted
