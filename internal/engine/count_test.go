@@ -41,9 +41,14 @@ func TestCountFromCounters(t *testing.T) {
 		return string(page.Items[0]), page
 	}
 	checks, partChecks := 0, 0
+	// Every 15th step; a third as often where reads cost more (changeSteps).
+	every := 15
+	if testing.Short() || RaceEnabled {
+		every = 45
+	}
 	for step := range 600 {
 		be.churn(t, "s", rnd, 80, 17, nil)
-		if step%15 != 14 {
+		if step%every != every-1 {
 			continue
 		}
 		var sum int
@@ -416,7 +421,7 @@ func TestCountByIndex(t *testing.T) {
 			}
 		}
 	}
-	for step := range 400 {
+	for step := range changeSteps() {
 		change()
 		if !checkStep(step) {
 			continue
@@ -542,7 +547,7 @@ func TestExtremeByIndex(t *testing.T) {
 	}
 	scopes := append(rangeIDs(ranges), "pk:p0", "pk:p4", "pk:p8", "pk:none")
 	byIndex, values, partitions, pathCounts, filtered := 0, 0, 0, 0, 0
-	for step := range 400 {
+	for step := range changeSteps() {
 		change()
 		if !checkStep(step) {
 			continue
@@ -665,7 +670,7 @@ func TestExtremeByComposite(t *testing.T) {
 		return page
 	}
 	byIndex, values, sums := 0, 0, 0
-	for step := range 400 {
+	for step := range changeSteps() {
 		be.churn(t, "k", rnd, 60, 9, props)
 		if !checkStep(step) {
 			continue
@@ -774,7 +779,7 @@ func TestCountByComposite(t *testing.T) {
 	evaluated := []string{"c.g = 1 AND c.o.x = 3", "c.g > 1 AND c.w = 2", "c.g = 1 AND c.w > 1 AND c.w > 2", "c.g = 1 AND c.v = 9007199254740993",
 		"c.g = 1 AND c.w > 1 AND c.x = 2", "c.g = 1 AND c.w > 0 AND c.w < 'c'", "c.g IN (1, 2) AND c.w = 1", "c.g = 1 AND NOT (c.w = 1)"}
 	byIndex, nonzero := 0, 0
-	for step := range 400 {
+	for step := range changeSteps() {
 		be.churn(t, "k", rnd, 60, 9, props)
 		if !checkStep(step) {
 			continue
@@ -927,7 +932,7 @@ func TestGroupCountByIndex(t *testing.T) {
 	}
 	scopes := append(rangeIDs(ranges), "pk:p0", "pk:p4", "pk:none")
 	byIndex := 0
-	for step := range 400 {
+	for step := range changeSteps() {
 		be.churn(t, "s", rnd, 60, 9, props)
 		if !checkStep(step) {
 			continue
@@ -989,11 +994,21 @@ func (be *batchEnv) scopedQuery(t *testing.T, coll, scope, text string, size int
 	return page
 }
 
-// checkStep reports whether a test that changes its items step by step, 400
-// steps, checks its queries after step: every 40th step, or every 80th in
-// short mode (the engine's tests over PostgreSQL, where every read is a
-// round trip) and under the race detector. Both check at steps 159, 239
-// and 399, where the tests build entries of their own.
+// changeSteps is how many steps a test that changes its items step by
+// step takes: 400, or 240 in short mode (the engine's tests over
+// PostgreSQL, where every read is a round trip) and under the race
+// detector.
+func changeSteps() int {
+	if testing.Short() || RaceEnabled {
+		return 240
+	}
+	return 400
+}
+
+// checkStep reports whether such a test checks its queries after step:
+// every 40th step, or every 80th in short mode and under the race
+// detector. Both check at steps 79, 159 and 239: before and after the
+// tests build entries of their own.
 func checkStep(step int) bool {
 	if testing.Short() || RaceEnabled {
 		return step%80 == 79
