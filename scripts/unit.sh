@@ -8,7 +8,9 @@
 # together keep about one processor busy. Run one after another they took
 # 470-500 s on two idle cores; in UNIT_PG_SHARDS shards (default 2) side
 # by side, 335 and 374 s; in short mode (below), 275 and 340 s, and with
-# the tests' items loaded a hundred to a transaction, 213 and 264 s. Three
+# the tests' items loaded a hundred to a transaction, 213 and 264 s; in CI
+# runs of 1,100-1,300 s in all, 256-363 s, and 247-256 s once the long
+# sort values' test no longer paid a scan per value (130 s of it). Three
 # shards were no faster: the two processors are busy. One test binary, each shard running every n-th of its tests
 # against a cluster of its own (internal/storage/pgtest), in short mode:
 # the randomized tests that drain hundreds of queries run a fraction of
