@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mayfly-db/mayfly/internal/storage/teststore"
 )
 
 // An ORDER BY of strings of kilobytes pages with tokens of a few
@@ -245,4 +247,49 @@ func pageIDs(t *testing.T, page *FeedPage, stream bool) []string {
 		ids = append(ids, row.ID)
 	}
 	return ids
+}
+
+// Over PostgreSQL (MAYFLY_TEST_STORE=postgres), which reads the keys that
+// share their first bytes past its index's bound as one group, a page
+// that finds its token's long value among 200 such values steps through
+// them with one iterator: every page after the first takes as many round
+// trips as the second, wherever its token lies in the group. With a scan
+// for each value before the token's, pages 2 to 10 took 67, 107, ... 387.
+func TestLongSortValueTokenInFewRoundTrips(t *testing.T) {
+	if teststore.Backend() != "postgres" {
+		t.Skip("the store reads in process; MAYFLY_TEST_STORE=postgres runs this test")
+	}
+	ctx := context.Background()
+	s := teststore.Open(t)
+	be := newBatchEnvOn(t, s, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	head := strings.Repeat("a", maxPosValue+500)
+	var docs []string
+	for i := range 200 {
+		docs = append(docs, fmt.Sprintf(`{"id":"d%03d","pk":"p","s":"%s%04d"}`, i, head, i))
+	}
+	be.seed(t, docs...)
+	p := QueryParams{ItemRef: batchRef(`["p"]`), Query: `SELECT c.id FROM c ORDER BY c.s`, MaxItemCount: 20}
+	var ids []string
+	var second int64
+	for n := 1; ; n++ {
+		before := teststore.RoundTrips(s)
+		page, err := be.e.QueryItems(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		trips := teststore.RoundTrips(s) - before
+		ids = append(ids, pageIDs(t, page, true)...)
+		switch {
+		case n == 2:
+			second = trips
+		case n > 2 && trips > second+2:
+			t.Errorf("page %d: %d round trips, page 2 %d", n, trips, second)
+		}
+		if p.Continuation = page.Continuation; p.Continuation == "" {
+			break
+		}
+	}
+	if len(ids) != 200 || !slices.IsSorted(ids) {
+		t.Errorf("%d rows, in order %v", len(ids), slices.IsSorted(ids))
+	}
 }
