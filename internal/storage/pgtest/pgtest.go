@@ -44,9 +44,10 @@ var (
 	restart func(down time.Duration) error
 
 	// spare holds databases that tests are done with, emptied, for the
-	// next test to take: making a database and dropping it cost about
-	// half a second of the server's time, emptying one a few
-	// milliseconds, and the engine's tests over PostgreSQL make hundreds.
+	// next test to take: the engine's tests over PostgreSQL open hundreds
+	// of stores, and with a database made for each (by file copy, below)
+	// and dropped at the test's end, two of them took 19.8 and 23.0 s
+	// against 12.9 and 16.8 s with databases emptied and taken again.
 	spareMu sync.Mutex
 	spare   []string
 )
