@@ -382,23 +382,15 @@ func (w *orderStream) coveredGroup(value []byte, at walkResume) (more, covered b
 		run = run[:0]
 		return true
 	}
-	more = true
-	err = scanRangeDir(w.r, lo, hi, reverse, func(k, _ []byte) (bool, error) {
-		w.st.entries++
-		vals, loc, ok := rest(k)
-		if !ok || !w.s.holds(loc) {
-			return true, nil
-		}
-		if _, pass := ch.loc(k); !pass {
-			return true, nil // its item cannot pass the filter
-		}
-		loc = bytes.Clone(loc)
+	// visit takes one entry whose item is in the scope and may pass the
+	// filter, and reports whether to go on.
+	visit := func(vals, loc []byte) (bool, error) {
 		if runVals != nil && !bytes.Equal(vals, runVals) {
 			if more = emit(); !more {
 				return false, nil
 			}
 		}
-		runVals = bytes.Clone(vals)
+		runVals = vals
 		doc, rows, ok, err := w.groupRows(value, loc)
 		if w.cutShort(err) {
 			if last == nil {
@@ -416,7 +408,53 @@ func (w *orderStream) coveredGroup(value []byte, at walkResume) (more, covered b
 			run = append(run, w.member(doc, loc, rows))
 		}
 		return true, w.sortBound(len(run))
+	}
+	// The entries are taken a batch at a time, as many as the page has
+	// room for rows after the run's, and their records read together
+	// (fetch): one round trip a batch over the network, not one a
+	// document.
+	var batch [][2][]byte
+	visitBatch := func() (bool, error) {
+		locs := make([][]byte, len(batch))
+		for i, e := range batch {
+			locs[i] = e[1]
+		}
+		if err := w.fetch(locs, len(locs)); err != nil {
+			return false, err
+		}
+		for _, e := range batch {
+			if goOn, err := visit(e[0], e[1]); err != nil || !goOn {
+				return false, err
+			}
+		}
+		batch = batch[:0]
+		return true, nil
+	}
+	more = true
+	err = scanRangeDir(w.r, lo, hi, reverse, func(k, _ []byte) (bool, error) {
+		w.st.entries++
+		vals, loc, ok := rest(k)
+		if !ok || !w.s.holds(loc) {
+			return true, nil
+		}
+		if _, pass := ch.loc(k); !pass {
+			return true, nil // its item cannot pass the filter
+		}
+		// The run's members each make a row before the batch's do.
+		n := min(w.room()-len(run), aheadMax)
+		if n <= 1 {
+			// One record at a time, read after the run ahead of it is
+			// streamed, so that none is read past a full page.
+			return visit(bytes.Clone(vals), bytes.Clone(loc))
+		}
+		if batch = append(batch, [2][]byte{bytes.Clone(vals), bytes.Clone(loc)}); len(batch) < n {
+			return true, nil
+		}
+		return visitBatch()
 	})
+	if err == nil && more && len(batch) > 0 {
+		_, err = visitBatch()
+	}
 	if err != nil {
 		return false, true, err
 	}

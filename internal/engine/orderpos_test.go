@@ -293,3 +293,71 @@ func TestLongSortValueTokenInFewRoundTrips(t *testing.T) {
 		t.Errorf("%d rows, in order %v", len(ids), slices.IsSorted(ids))
 	}
 }
+
+// A page of an ORDER BY over values each held by one item reads its
+// records together, whether its groups stream as they are, sorted by a
+// further key through a composite index, or grouped by a GROUP BY; and so
+// does a page within a group the composite orders: over PostgreSQL its
+// round trips do not grow with the rows it returns (before, one to three a
+// row).
+func TestDistinctSortValuesPageInFewRoundTrips(t *testing.T) {
+	if teststore.Backend() != "postgres" {
+		t.Skip("the store reads in process; MAYFLY_TEST_STORE=postgres runs this test")
+	}
+	ctx := context.Background()
+	s := teststore.Open(t)
+	be := newBatchEnvOn(t, s, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},
+		"indexingPolicy":{"indexingMode":"consistent","includedPaths":[{"path":"/*"}],
+		"compositeIndexes":[[{"path":"/k","order":"ascending"},{"path":"/m","order":"ascending"}],
+			[{"path":"/m","order":"ascending"},{"path":"/k","order":"ascending"}]]}}`)
+	var docs []string
+	for i := range 300 {
+		docs = append(docs, fmt.Sprintf(`{"id":"d%03d","pk":"p%d","k":%d,"m":%d}`, i, i%7, (i*37)%300, i%3))
+	}
+	be.seed(t, docs...)
+	for _, c := range []struct {
+		query string
+		rows  int
+	}{
+		{`SELECT c.k FROM c ORDER BY c.k`, 300},
+		{`SELECT c.k FROM c ORDER BY c.k DESC`, 300},
+		{`SELECT c.k FROM c ORDER BY c.k, c.m`, 300},
+		{`SELECT c.k FROM c ORDER BY c.k DESC, c.m DESC`, 300},
+		{`SELECT c.k, COUNT(1) AS n FROM c GROUP BY c.k`, 300},
+		{`SELECT c.m, c.k FROM c ORDER BY c.m, c.k`, 300},
+		{`SELECT c.m, c.k FROM c WHERE c.m = 1 ORDER BY c.k`, 100},
+	} {
+		p := QueryParams{ItemRef: batchRef(""), Query: c.query, MaxItemCount: 50, CrossPartition: true, Whole: true}
+		be.orderReady(t, p)
+		var keys []float64
+		for n := 1; ; n++ {
+			before := teststore.RoundTrips(s)
+			page, err := be.e.QueryItems(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if page.Plan != nil && page.Plan.Chosen.Access.String() != "ordered-stream" {
+				t.Fatalf("%s: served by %s", c.query, page.Plan.Chosen.Access)
+			}
+			if trips := teststore.RoundTrips(s) - before; trips > 15 {
+				t.Errorf("%s: page %d of %d rows: %d round trips", c.query, n, len(page.Items), trips)
+			}
+			for _, it := range page.Items {
+				var row struct{ K, M float64 }
+				if err := json.Unmarshal(it, &row); err != nil {
+					t.Fatal(err)
+				}
+				keys = append(keys, row.M*1000+row.K)
+			}
+			if p.Continuation = page.Continuation; p.Continuation == "" {
+				break
+			}
+		}
+		if strings.Contains(c.query, "DESC") {
+			slices.Reverse(keys)
+		}
+		if len(keys) != c.rows || !slices.IsSorted(keys) {
+			t.Errorf("%s: %d rows, in order %v", c.query, len(keys), slices.IsSorted(keys))
+		}
+	}
+}

@@ -802,11 +802,59 @@ func (w *orderStream) walk(pos []byte, skip int) (bool, error) {
 		}
 		return walkResume{}
 	}
-	flush := func() (bool, error) {
+	// stream streams a group: sorted by the further keys, or as it is.
+	stream := func(value []byte, locs [][]byte, at walkResume) (bool, error) {
 		if w.keys != nil {
-			return w.sortedGroup(value, locs, resume())
+			return w.sortedGroup(value, locs, at)
 		}
-		return w.group(value, locs, resume())
+		return w.group(value, locs, at)
+	}
+	// queued holds the groups of exact values the walk has passed and not
+	// yet streamed, up to as many items as the page has room for, so that
+	// their records are read together (drain): a store across the network
+	// then reads a page of values each held by one item in one round trip,
+	// not one a row.
+	type queuedGroup struct {
+		value []byte
+		locs  [][]byte
+		at    walkResume
+	}
+	var queued []queuedGroup
+	var queuedLocs [][]byte
+	drain := func() (bool, error) {
+		if len(queued) == 0 {
+			return true, nil
+		}
+		if err := w.fetch(queuedLocs, w.room()); err != nil {
+			return false, err
+		}
+		for _, g := range queued {
+			if more, err := stream(g.value, g.locs, g.at); err != nil || !more {
+				return more, err
+			}
+		}
+		queued, queuedLocs = queued[:0], queuedLocs[:0]
+		return true, nil
+	}
+	flush := func() (bool, error) {
+		if w.queues(value) {
+			g := queuedGroup{value: value, locs: slices.Clone(locs), at: resume()}
+			first := 0
+			if w.keys == nil {
+				// The records are read in the order group reads them.
+				w.sortTies(g.locs)
+				first = w.resumeIndex(g.locs, g.at)
+			}
+			queued = append(queued, g)
+			if queuedLocs = append(queuedLocs, g.locs[first:]...); len(queuedLocs) < min(max(w.room(), 1), aheadMax) {
+				return true, nil
+			}
+			return drain()
+		}
+		if more, err := drain(); err != nil || !more {
+			return more, err
+		}
+		return stream(value, locs, resume())
 	}
 	base := len(w.prefix)
 	var seek []byte // where the next step seeks to, past a value read through its ties
@@ -836,20 +884,28 @@ func (w *orderStream) walk(pos []byte, skip int) (bool, error) {
 			value, read = bytes.Clone(v), 0
 		}
 		if w.s.holds(loc) && w.admits(loc) {
-			if len(locs) == 0 && w.groupComp != nil {
-				// A group the composite orders whole: walked through it
-				// from the position, then on past the value's entries.
+			if len(locs) == 1 && w.groupComp != nil {
+				// A group of several items the composite orders whole:
+				// walked through it from the position, then on past the
+				// value's entries. A group of one needs no order, and is
+				// read with the groups around it (drain).
+				if more, err := drain(); err != nil || !more {
+					return more, err
+				}
 				more, covered, err := w.coveredGroup(value, resume())
 				if err != nil || covered && !more {
 					return false, err
 				}
 				if covered {
-					seek, value = w.pastGroup(value), nil
+					seek, value, locs = w.pastGroup(value), nil, locs[:0]
 					continue
 				}
 			}
 			locs = append(locs, bytes.Clone(loc))
-			if w.inBatches() && exactValue(value) && len(locs) >= min(max(w.room(), 1), aheadMax) {
+			if w.inBatches() && exactValue(value) && len(queuedLocs)+len(locs) >= min(max(w.room(), 1), aheadMax) {
+				if more, err := drain(); err != nil || !more {
+					return more, err
+				}
 				if more, err := w.group(value, locs, resume()); err != nil || !more {
 					return more, err
 				}
@@ -865,6 +921,9 @@ func (w *orderStream) walk(pos []byte, skip int) (bool, error) {
 			if wr.value != nil && bytes.Equal(value, wr.value) {
 				at = wr
 			}
+			if more, err := drain(); err != nil || !more {
+				return more, err
+			}
 			if more, err := w.tieGroup(value, at); err != nil || !more {
 				return more, err
 			}
@@ -875,9 +934,18 @@ func (w *orderStream) walk(pos []byte, skip int) (bool, error) {
 		return false, err
 	}
 	if value != nil {
-		return flush()
+		if more, err := flush(); err != nil || !more {
+			return more, err
+		}
 	}
-	return true, nil
+	return drain()
+}
+
+// queues reports whether the walk may hold back the group of an exact
+// value to read its records with the next groups' (walk), on a walk not
+// paced as a stream tried first, whose page may stop before a document.
+func (w *orderStream) queues(value []byte) bool {
+	return exactValue(value) && w.pace == nil
 }
 
 // walkIter opens the walk's iterator at the group it resumes in (nil when
