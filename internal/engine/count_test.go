@@ -14,6 +14,7 @@ import (
 	"github.com/mayfly-db/mayfly/internal/partition"
 	"github.com/mayfly-db/mayfly/internal/query/plan"
 	"github.com/mayfly-db/mayfly/internal/storage"
+	"github.com/mayfly-db/mayfly/internal/storage/teststore"
 	"github.com/mayfly-db/mayfly/internal/ttl"
 )
 
@@ -880,6 +881,36 @@ func checkAggregate(t *testing.T, where string, query func(text string) *FeedPag
 		valued = strings.Contains(want, `"m":`)
 	}
 	return page, want, byIndex, valued
+}
+
+// Over PostgreSQL (MAYFLY_TEST_STORE=postgres), a GROUP BY counted from
+// the index reads its groups' records, one a group for its value, a run
+// at a time: 150 groups in a few round trips (before, one a group).
+func TestGroupCountReadsItsGroupsInFewRoundTrips(t *testing.T) {
+	if teststore.Backend() != "postgres" {
+		t.Skip("the store reads in process; MAYFLY_TEST_STORE=postgres runs this test")
+	}
+	s := teststore.Open(t)
+	be := newBatchEnvOn(t, s, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	var docs []string
+	for i := range 300 {
+		docs = append(docs, fmt.Sprintf(`{"id":"d%03d","pk":"p%d","s":"s%03d"}`, i, i%7, i%150))
+	}
+	be.seed(t, docs...)
+	be.e.wantAbsent(be.container(t), []string{"s"}, entryKinds{parts: true})
+	drainIndexer(t, be.e.NewIndexer(nil))
+	p := QueryParams{ItemRef: batchRef(""), Query: `SELECT c.s, COUNT(1) AS n FROM c GROUP BY c.s`, MaxItemCount: 200, CrossPartition: true, Whole: true}
+	before := teststore.RoundTrips(s)
+	page, err := be.e.QueryItems(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page.Plan == nil || page.Plan.Chosen.Access != plan.IndexCount {
+		t.Fatalf("served by %v", page.Plan)
+	}
+	if trips := teststore.RoundTrips(s) - before; len(page.Items) != 150 || trips > 15 {
+		t.Errorf("%d groups in %d round trips", len(page.Items), trips)
+	}
 }
 
 // A GROUP BY of one path whose only aggregates are COUNTs of a constant

@@ -121,8 +121,20 @@ func (e *Engine) groupCountByIndex(r storage.Reader, c *containerRecord, q *ast.
 	if without > 0 {
 		docs = append(docs, standInDoc(nil, document.Undef, countField, without))
 	}
-	for _, g := range groups {
-		rec, ok, err := readItemAt(r, c, g.loc, st)
+	// The groups' records, read a run at a time (one round trip a run
+	// over the network).
+	var ahead readAhead
+	for i, g := range groups {
+		if i%aheadMax == 0 {
+			locs := make([][]byte, 0, aheadMax)
+			for _, h := range groups[i:min(i+aheadMax, len(groups))] {
+				locs = append(locs, h.loc)
+			}
+			if err := ahead.fetch(r, c, locs, st); err != nil {
+				return false, err
+			}
+		}
+		rec, ok, err := ahead.read(r, c, g.loc, st)
 		if err != nil || !ok {
 			return false, err
 		}
