@@ -296,8 +296,9 @@ func TestLongSortValueTokenInFewRoundTrips(t *testing.T) {
 
 // A page of an ORDER BY over values each held by one item reads its
 // records together, whether its groups stream as they are, sorted by a
-// further key through a composite index, or grouped by a GROUP BY; and so
-// does a page within a group the composite orders: over PostgreSQL its
+// further key through a composite index, grouped by a GROUP BY, or make
+// a DISTINCT's rows; and so does a page within a group the composite
+// orders: over PostgreSQL its
 // round trips do not grow with the rows it returns (before, one to three a
 // row).
 func TestDistinctSortValuesPageInFewRoundTrips(t *testing.T) {
@@ -312,7 +313,7 @@ func TestDistinctSortValuesPageInFewRoundTrips(t *testing.T) {
 			[{"path":"/m","order":"ascending"},{"path":"/k","order":"ascending"}]]}}`)
 	var docs []string
 	for i := range 300 {
-		docs = append(docs, fmt.Sprintf(`{"id":"d%03d","pk":"p%d","k":%d,"m":%d}`, i, i%7, (i*37)%300, i%3))
+		docs = append(docs, fmt.Sprintf(`{"id":"d%03d","pk":"p%d","k":%d,"m":%d,"g":%d}`, i, i%7, (i*37)%300, i%3, i%150))
 	}
 	be.seed(t, docs...)
 	for _, c := range []struct {
@@ -326,6 +327,7 @@ func TestDistinctSortValuesPageInFewRoundTrips(t *testing.T) {
 		{`SELECT c.k, COUNT(1) AS n FROM c GROUP BY c.k`, 300},
 		{`SELECT c.m, c.k FROM c ORDER BY c.m, c.k`, 300},
 		{`SELECT c.m, c.k FROM c WHERE c.m = 1 ORDER BY c.k`, 100},
+		{`SELECT DISTINCT c.g, c.k FROM c ORDER BY c.g`, 300},
 	} {
 		p := QueryParams{ItemRef: batchRef(""), Query: c.query, MaxItemCount: 50, CrossPartition: true, Whole: true}
 		be.orderReady(t, p)
@@ -343,11 +345,15 @@ func TestDistinctSortValuesPageInFewRoundTrips(t *testing.T) {
 				t.Errorf("%s: page %d of %d rows: %d round trips", c.query, n, len(page.Items), trips)
 			}
 			for _, it := range page.Items {
-				var row struct{ K, M float64 }
+				var row struct{ K, M, G float64 }
 				if err := json.Unmarshal(it, &row); err != nil {
 					t.Fatal(err)
 				}
-				keys = append(keys, row.M*1000+row.K)
+				key := row.M*1000 + row.K
+				if strings.Contains(c.query, "c.g") {
+					key = row.G
+				}
+				keys = append(keys, key)
 			}
 			if p.Continuation = page.Continuation; p.Continuation == "" {
 				break

@@ -1068,11 +1068,16 @@ func (w *orderStream) distinctWalk(wr walkResume) (bool, error) {
 				continue
 			}
 			// As many groups as the page has rows still to make, and
-			// the one that tells whether more follow; a group at a time
-			// when a group may make many rows.
+			// the one that tells whether more follow; when a group may
+			// make many rows, as many groups as the page has room for
+			// their documents (each makes one row at most), so that
+			// their records are read together.
 			gather := min(max(w.room(), 0)+1, aheadMax)
 			if w.grouped {
-				gather = 1
+				gather = len(groups)
+				if w.holdsGroups(groups) {
+					gather++
+				}
 			}
 			if len(groups) >= gather {
 				if more, err := w.distinctRows(groups); err != nil || !more {
@@ -1089,6 +1094,11 @@ func (w *orderStream) distinctWalk(wr walkResume) (bool, error) {
 				// A batch of a group whose entries come in order: the
 				// page reads no further into the group than its rows
 				// take it.
+				if more, err := w.distinctRows(groups[:len(groups)-1]); err != nil || !more {
+					return more, err
+				}
+				groups = append(groups[:0], *g)
+				g = &groups[0]
 				if more, err := w.groupDistinct(g); err != nil || !more {
 					return more, err
 				}
@@ -1103,10 +1113,13 @@ func (w *orderStream) distinctWalk(wr walkResume) (bool, error) {
 		if read > tieGroupMin && w.grouped && w.ties && exactValue(value) {
 			// A large group: its documents in _rid order through its
 			// tie entries, then on past the value's entries.
+			if more, err := w.distinctRows(groups[:len(groups)-1]); err != nil || !more {
+				return more, err
+			}
 			if more, err := w.tieDistinct(g); err != nil || !more {
 				return more, err
 			}
-			groups = groups[:len(groups)-1]
+			groups = groups[:0]
 			ok = it.SeekGE(w.pastGroup(value))
 			continue
 		}
@@ -1138,21 +1151,46 @@ type distinctGroup struct {
 	rest []byte
 }
 
+// holdsGroups reports whether a grouped DISTINCT's walk may hold groups,
+// those gathered and one more, to read their records together: when they
+// are groups of exact values from their start, as many documents as the
+// page has room for rows at most.
+func (w *orderStream) holdsGroups(groups []distinctGroup) bool {
+	n := 0
+	for _, g := range groups {
+		if !exactValue(g.value) || g.at.value != nil {
+			return false
+		}
+		n += len(g.locs)
+	}
+	return n < min(max(w.room(), 1), aheadMax)
+}
+
 // distinctRows returns the rows of groups, in order, reading the first
-// document of each group of an exact value in one batch. It reports false
-// when the page filled.
+// document of each group of an exact value in one batch (for a grouped
+// DISTINCT, the groups' documents, as many as the page has room for rows).
+// It reports false when the page filled.
 func (w *orderStream) distinctRows(groups []distinctGroup) (bool, error) {
 	stop := func(g *distinctGroup, skip int) (bool, error) {
 		w.stop(append(append([]byte{phaseWalk}, g.value...), modeGroup), skip)
 		return false, nil
 	}
 	var firsts [][]byte
-	for _, g := range groups {
-		if w.oneRow(g.value) && len(g.locs) > 0 {
+	for i, g := range groups {
+		switch {
+		case w.oneRow(g.value) && len(g.locs) > 0:
 			firsts = append(firsts, g.locs[0])
+		case w.grouped && exactValue(g.value) && g.at.value == nil:
+			// Read whole, in the order groupDistinct reads them.
+			w.sortTies(groups[i].locs)
+			firsts = append(firsts, g.locs...)
 		}
 	}
-	if err := w.fetch(firsts, len(firsts)); err != nil {
+	n := len(firsts)
+	if w.grouped {
+		n = w.room()
+	}
+	if err := w.fetch(firsts, n); err != nil {
 		return false, err
 	}
 	for i := range groups {
