@@ -226,7 +226,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	if first, ok, err := e.spanFirst(r, c, q, params, s, weighed, firstRows, orderTerm, !small && ready, &in, st); err != nil || ok {
 		return first, err
 	}
-	if wide, budget, ok := plan.ScanFirstBounds(size, rows, probe); ok && try != noScanFirst && (len(weighed) > 0 || orOnly) && orderTerm < 0 && len(in.Composites) == 0 {
+	if wide, budget, ok := plan.ScanFirstBounds(size, rows, probe); ok && try != noScanFirst && (len(weighed) > 0 || orOnly) && orderTerm < 0 {
 		// Every term may hold most of the scope: counted to wide, each
 		// that reaches it makes a scan the likely cheaper way to the
 		// page. Paced, the scan is tried once every term holds enough

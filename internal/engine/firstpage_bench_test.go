@@ -16,7 +16,8 @@ import (
 // records and index entries are reported beside its time, all the work
 // the page did. Each is measured again once the builder has made the
 // entries the pages asked for (the paths' tie entries), with which some
-// pages read their span uncounted (plan.SpanFirst).
+// pages read their span uncounted (plan.SpanFirst), and two-wide once more
+// with a composite index of its two paths.
 //
 //	go test -run '^$' -bench BenchmarkFirstPage ./internal/engine/
 func BenchmarkFirstPage(b *testing.B) {
@@ -53,6 +54,15 @@ func BenchmarkFirstPage(b *testing.B) {
 	for _, q := range queries {
 		b.Run(q.name+"/built", func(b *testing.B) { benchFirstPage(b, s, params(q.query)) })
 	}
+	// And once a composite index of its two paths serves two-wide.
+	body := `{"id":"` + benchColl + `","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":null,
+		"indexingPolicy":{"indexingMode":"consistent","includedPaths":[{"path":"/*"}],
+		"compositeIndexes":[[{"path":"/all","order":"ascending"},{"path":"/n","order":"ascending"}]]}}`
+	if _, err := s.ReplaceContainer(context.Background(), benchDB, benchColl, benchParse(b, body), ""); err != nil {
+		b.Fatal(err)
+	}
+	drainIndexer(b, s.NewIndexer(nil))
+	b.Run("two-wide/composite", func(b *testing.B) { benchFirstPage(b, s, params("SELECT * FROM c WHERE c.all = 1 AND c.n >= 10")) })
 }
 
 // benchFirstPage reads the first page of p over and over, and reports its
