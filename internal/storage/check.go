@@ -225,6 +225,40 @@ func (r *checkedReader) Prefetch(reads ...Read) {
 	Prefetch(r.inner, reads...)
 }
 
+// ScanSpans forwards to the store's reader and checks that the spans are
+// in order and disjoint, and that it passes on what an iterator over each
+// span reads, in order.
+func (r *checkedReader) ScanSpans(spans []Span, fn func(k, v []byte) (bool, error)) error {
+	r.enter("ScanSpans")
+	for i := 1; i < len(spans); i++ {
+		if spans[i-1].Upper == nil || bytes.Compare(spans[i-1].Upper, spans[i].Lower) > 0 {
+			violation("ScanSpans: span %d [%q, %q) is not after span %d", i, spans[i].Lower, spans[i].Upper, i-1)
+		}
+	}
+	var want [][2][]byte
+	stopped := false
+	if err := ScanEachSpan(r.inner, spans, func(k, v []byte) (bool, error) {
+		want = append(want, [2][]byte{bytes.Clone(k), bytes.Clone(v)})
+		return true, nil
+	}); err != nil {
+		return err
+	}
+	n := 0
+	err := ScanSpans(r.inner, spans, func(k, v []byte) (bool, error) {
+		if n >= len(want) || !bytes.Equal(k, want[n][0]) || !bytes.Equal(v, want[n][1]) {
+			violation("ScanSpans passed %q=%q as pair %d, where the spans' iterators read %d pairs", k, v, n, len(want))
+		}
+		n++
+		more, err := fn(k, v)
+		stopped = !more
+		return more, err
+	})
+	if err == nil && !stopped && n != len(want) {
+		violation("ScanSpans passed %d pairs, where the spans' iterators read %d", n, len(want))
+	}
+	return err
+}
+
 // GetMany forwards to the store's reader and checks that each value is
 // the one Get reads.
 func (r *checkedReader) GetMany(keys [][]byte, fn func(i int, value []byte) error) error {

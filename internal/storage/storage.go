@@ -273,6 +273,53 @@ func GetMany(r Reader, keys [][]byte, fn func(i int, value []byte) error) error 
 	return nil
 }
 
+// Span is a span [Lower, Upper) of keys; a nil Upper has no bound.
+type Span struct{ Lower, Upper []byte }
+
+// SpanScanner is implemented by readers that read the keys of several
+// spans in one round trip (a store over the network). ScanSpans passes
+// the pairs of spans, which are in key order and disjoint, to fn in key
+// order until fn returns false; a pair is fn's only until fn returns.
+type SpanScanner interface {
+	ScanSpans(spans []Span, fn func(k, v []byte) (bool, error)) error
+}
+
+// ScanSpans reads spans through r's ScanSpans when it has one, and one
+// span at a time otherwise (SpanScanner).
+func ScanSpans(r Reader, spans []Span, fn func(k, v []byte) (bool, error)) error {
+	if s, ok := r.(SpanScanner); ok {
+		return s.ScanSpans(spans, fn)
+	}
+	return ScanEachSpan(r, spans, fn)
+}
+
+// ScanEachSpan reads spans one iterator at a time: what ScanSpans does
+// over a reader that reads no faster together.
+func ScanEachSpan(r Reader, spans []Span, fn func(k, v []byte) (bool, error)) error {
+	for _, sp := range spans {
+		more, err := scanSpan(r, sp, fn)
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
+func scanSpan(r Reader, sp Span, fn func(k, v []byte) (bool, error)) (bool, error) {
+	it, err := r.NewIter(IterParams{Lower: sp.Lower, Upper: sp.Upper})
+	if err != nil {
+		return false, err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		more, err := fn(it.Key(), it.Value())
+		if err != nil || !more {
+			return false, err
+		}
+	}
+	return true, it.Err()
+}
+
 // TxClock is implemented by the readers of a Clocked store that read the
 // store's clock as the transaction begins, in the same round trip, at an
 // instant no later than the transaction's snapshot. TxNow returns that

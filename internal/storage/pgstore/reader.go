@@ -383,6 +383,62 @@ func (r *reader) GetMany(keys [][]byte, fn func(i int, value []byte) error) erro
 	return nil
 }
 
+// ScanSpans reads the keys of spans a page at a time, each page one
+// statement over every span it may reach (storage.SpanScanner), where an
+// iterator a span costs a round trip a span: a query on 50 ids read them
+// in 50. A transaction with writes of its own, a bound past a long key's
+// head, and a page that meets a long key read the spans (from there) one
+// iterator at a time, which merge the writes and sort the long keys'
+// groups.
+func (r *reader) ScanSpans(spans []storage.Span, fn func(k, v []byte) (bool, error)) error {
+	if r.own != nil && len(r.own.writes) > 0 || slices.ContainsFunc(spans, func(sp storage.Span) bool { return long(sp.Lower) || long(sp.Upper) }) {
+		return storage.ScanEachSpan(r, spans, fn)
+	}
+	all := slices.Clone(spans)
+	size := 64
+	for i := 0; i < len(all); { // all[i] is the first span not read to its end
+		end := min(len(all), i+maxSpansAStatement)
+		// A scan of the primary key's index a span, merged in key
+		// order: an OR of the spans would be one scan of the index from
+		// its start, or every span's rows sorted.
+		var parts []string
+		var args []any
+		for _, sp := range all[i:end] {
+			args = append(args, sp.Lower)
+			c := fmt.Sprintf("k >= $%d", len(args))
+			if sp.Upper != nil {
+				args = append(args, sp.Upper)
+				c += fmt.Sprintf(" AND k < $%d", len(args))
+			}
+			parts = append(parts, fmt.Sprintf("(SELECT k, kx, v FROM mayfly_kv WHERE %s ORDER BY k LIMIT %d)", c, size))
+		}
+		page, err := r.queryKV("SELECT k, kx, v FROM ("+strings.Join(parts, " UNION ALL ")+fmt.Sprintf(") s ORDER BY k LIMIT %d", size), args...)
+		if err != nil {
+			return err
+		}
+		if slices.ContainsFunc(page, func(p storedKV) bool { return long(p.stored) }) {
+			return storage.ScanEachSpan(r, all[i:], fn)
+		}
+		for _, p := range page {
+			if more, err := fn(p.k, p.v); err != nil || !more {
+				return err
+			}
+			for all[i].Upper != nil && bytes.Compare(p.k, all[i].Upper) >= 0 {
+				i++
+			}
+			all[i].Lower = append(bytes.Clone(p.k), 0)
+		}
+		if len(page) < size {
+			i = end // every span the statement named is read to its end
+		}
+		size = min(size*4, 1024)
+	}
+	return nil
+}
+
+// maxSpansAStatement bounds the spans one statement of ScanSpans names.
+const maxSpansAStatement = 32
+
 // getManySQL reads the keys of $1 (stored keys), each row with its key.
 const getManySQL = `SELECT coalesce(kx, k), v FROM mayfly_kv WHERE k = ANY($1::bytea[])`
 
@@ -745,7 +801,12 @@ type storedKV struct{ stored, k, v []byte }
 
 // query runs a scan and returns its rows.
 func (it *iter) query(sql string, args ...any) ([]storedKV, error) {
-	rows, done, err := it.r.scan(sql, args...)
+	return it.r.queryKV(sql, args...)
+}
+
+// queryKV runs a scan and returns its rows.
+func (r *reader) queryKV(sql string, args ...any) ([]storedKV, error) {
+	rows, done, err := r.scan(sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: scan: %w", err)
 	}

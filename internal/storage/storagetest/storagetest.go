@@ -55,6 +55,7 @@ func Run(t *testing.T, open func(t *testing.T) storage.Store) {
 		{"Copies", testCopies},
 		{"PrefetchChangesNoResult", testPrefetch},
 		{"GetMany", testGetMany},
+		{"ScanSpans", testScanSpans},
 		{"TxClock", testTxClock},
 		{"DeleteRange", testDeleteRange},
 		{"Savepoints", testSavepoints},
@@ -1768,6 +1769,78 @@ func testSavepoints(t *testing.T, s storage.Store) {
 	got := viewScan(t, s, storage.IterParams{})
 	if want := []string{"a=1", "b=1", "c=1", "f=4"}; !slices.Equal(got, want) {
 		t.Errorf("committed %v, want %v", got, want)
+	}
+}
+
+// ScanSpans reads the pairs of its spans in key order, over a snapshot
+// and inside a transaction with its own writes; spans without keys, a
+// span without an upper bound, long keys, spans that fill several pages,
+// more spans than one statement names, and a stop midway all read what
+// an iterator a span reads.
+func testScanSpans(t *testing.T, s storage.Store) {
+	long := strings.Repeat("k", 2500)
+	var ops []op
+	for i := range 300 {
+		ops = append(ops, set(fmt.Sprintf("a%03d", i), fmt.Sprint(i)))
+	}
+	ops = append(ops, set("b1", "x"), set(long+"1", "L1"), set(long+"2", "L2"), set("z", "end"))
+	write(t, s, ops...)
+	sp := func(lo, hi string) storage.Span {
+		if hi == "" {
+			return storage.Span{Lower: b(lo)}
+		}
+		return storage.Span{Lower: b(lo), Upper: b(hi)}
+	}
+	var many []storage.Span
+	for i := 0; i < 300; i += 7 {
+		many = append(many, sp(fmt.Sprintf("a%03d", i), fmt.Sprintf("a%03d\xff", i)))
+	}
+	cases := [][]storage.Span{
+		{sp("a000", "a100"), sp("a150", "a299")},
+		{sp("a", "b"), sp("b", "b2"), sp("c", "d"), sp("y", "")},
+		{sp("a290", "a295"), sp("b", "c"), sp(long, long+"3")},
+		many,
+		{},
+	}
+	read := func(r storage.Reader, spans []storage.Span, stop int) ([]string, error) {
+		var out []string
+		err := storage.ScanSpans(r, spans, func(k, v []byte) (bool, error) {
+			out = append(out, string(k[:min(len(k), 8)])+"="+string(v))
+			return len(out) != stop, nil
+		})
+		return out, err
+	}
+	check := func(r storage.Reader, where string) {
+		for n, spans := range cases {
+			for _, stop := range []int{-1, 1, 70} {
+				want, err := read(struct{ storage.Reader }{r}, spans, stop) // one iterator a span
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := read(r, spans, stop)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("%s, case %d, stop at %d: %q, want %q", where, n, stop, got, want)
+				}
+			}
+		}
+	}
+	if err := s.View(context.Background(), func(r storage.Reader) error {
+		check(r, "in a View")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(context.Background(), func(tx storage.Txn) error {
+		if err := apply(tx, []op{set("a005", "new"), del("a150"), set("b1x", "y")}); err != nil {
+			return err
+		}
+		check(tx, "in an Update after its writes")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
 
