@@ -641,26 +641,43 @@ func collectLocs(r storage.Reader, spans []keySpan, s *itemScope, st *readStats,
 // collectLocsUpTo is collectLocs reading at most limit entries: read is
 // how many it read, and once that is limit the locations may not be all.
 func collectLocsUpTo(r storage.Reader, spans []keySpan, s *itemScope, st *readStats, locOf func(k []byte) ([]byte, bool), limit int64) (locs [][]byte, read int64, err error) {
-	for _, sp := range spans {
-		err := scanRange(r, sp.lo, sp.hi, func(k, _ []byte) (bool, error) {
-			if read >= limit {
-				return false, nil
-			}
-			read++
-			if err := st.entry(); err != nil {
-				return false, err
-			}
-			if loc, ok := locOf(k); ok && s.holds(loc) {
-				locs = append(locs, bytes.Clone(loc))
-			}
-			return true, nil
-		})
-		if err != nil {
-			return nil, read, err
+	err = scanSpans(r, spans, func(k, _ []byte) (bool, error) {
+		if read >= limit {
+			return false, nil
 		}
+		read++
+		if err := st.entry(); err != nil {
+			return false, err
+		}
+		if loc, ok := locOf(k); ok && s.holds(loc) {
+			locs = append(locs, bytes.Clone(loc))
+		}
+		return true, nil
+	})
+	if err != nil {
+		return nil, read, err
 	}
 	slices.SortFunc(locs, s.byIndexPos)
 	return slices.CompactFunc(locs, bytes.Equal), read, nil
+}
+
+// scanSpans reads the pairs of spans in key order: through the store's
+// ScanSpans, in one round trip for many spans over the network, when they
+// are in key order and disjoint, as termSpans makes them; one span at a
+// time otherwise.
+func scanSpans(r storage.Reader, spans []keySpan, fn func(k, v []byte) (bool, error)) error {
+	ss := make([]storage.Span, len(spans))
+	ordered := true
+	for i, sp := range spans {
+		ss[i] = storage.Span{Lower: sp.lo, Upper: sp.hi}
+		if i > 0 && (spans[i-1].hi == nil || bytes.Compare(spans[i-1].hi, sp.lo) > 0) {
+			ordered = false
+		}
+	}
+	if !ordered {
+		return storage.ScanEachSpan(r, ss, fn)
+	}
+	return storage.ScanSpans(r, ss, fn)
 }
 
 // countSpans counts the entries of spans, stopping at limit.

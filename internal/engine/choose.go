@@ -1114,37 +1114,47 @@ func (tc *termCounts) filterStart(i int) *filterStart {
 // count counts on until n reaches upTo or the spans end (spans is then
 // empty).
 func (sc *spanCounter) count(r storage.Reader, upTo int64, st *readStats) error {
-	for len(sc.spans) > 0 && sc.n < upTo {
-		sp := sc.spans[0]
-		lo := sp.lo
-		if sc.from != nil {
-			lo = sc.from
-		}
-		stopped := false
-		err := scanRange(r, lo, sp.hi, func(k, _ []byte) (bool, error) {
-			st.entries++
-			sc.n++
-			if sc.locs != nil && !sc.locs.add(k) {
-				sc.locs = nil
-			}
-			if len(k) >= 8 {
-				if seq := binary.BigEndian.Uint64(k[len(k)-8:]); sc.first == 0 || seq < sc.first {
-					sc.first = seq
-				}
-			}
-			if sc.n < upTo {
-				return true, nil
-			}
-			// The next step starts at the first key after k.
-			sc.from = append(append([]byte(nil), k...), 0)
-			stopped = true
-			return false, nil
-		})
-		if err != nil || stopped {
-			return err
-		}
-		sc.spans, sc.from = sc.spans[1:], nil
+	if len(sc.spans) == 0 || sc.n >= upTo {
+		return nil
 	}
+	spans := sc.spans
+	if sc.from != nil {
+		spans = append([]keySpan{{lo: sc.from, hi: spans[0].hi}}, spans[1:]...)
+	}
+	stopped := false
+	err := scanSpans(r, spans, func(k, _ []byte) (bool, error) {
+		st.entries++
+		sc.n++
+		if sc.locs != nil && !sc.locs.add(k) {
+			sc.locs = nil
+		}
+		if len(k) >= 8 {
+			if seq := binary.BigEndian.Uint64(k[len(k)-8:]); sc.first == 0 || seq < sc.first {
+				sc.first = seq
+			}
+		}
+		if sc.n < upTo {
+			return true, nil
+		}
+		// The next step starts at the first key after k.
+		sc.from = append(append([]byte(nil), k...), 0)
+		stopped = true
+		return false, nil
+	})
+	if err != nil {
+		return err
+	}
+	if !stopped {
+		sc.spans, sc.from = nil, nil
+		return nil
+	}
+	// The spans counted to their end are done.
+	i := slices.IndexFunc(sc.spans, func(sp keySpan) bool { return sp.hi == nil || bytes.Compare(sc.from, sp.hi) < 0 })
+	if i < 0 {
+		sc.spans, sc.from = nil, nil
+		return nil
+	}
+	sc.spans = sc.spans[i:]
 	return nil
 }
 
@@ -1560,17 +1570,68 @@ func weighUnion(r storage.Reader, c *containerRecord, q *ast.Query, params map[s
 // and ok is false (the locations are not all) once that is limit.
 func unionLocs(r storage.Reader, c *containerRecord, terms []plan.Term, s *itemScope, st *readStats, limit int64) (locs [][]byte, entries []int64, ok bool, err error) {
 	entries = make([]int64, len(terms))
-	var sum int64
+	// Every term's spans, in key order: read together when disjoint (a
+	// query on many ids, one equality each, in a few round trips over
+	// the network rather than one a term).
+	type termSpan struct {
+		keySpan
+		term, base int
+	}
+	var all []termSpan
 	for i, t := range terms {
 		spans, base := scopedSpans(c, t, s)
-		found, n, err := collectLocsUpTo(r, spans, s, st, func(k []byte) ([]byte, bool) { return entryLoc(k, base) }, limit-sum)
+		for _, sp := range spans {
+			all = append(all, termSpan{keySpan: sp, term: i, base: base})
+		}
+	}
+	slices.SortStableFunc(all, func(a, b termSpan) int { return bytes.Compare(a.lo, b.lo) })
+	disjoint := true
+	for i := 1; i < len(all) && disjoint; i++ {
+		disjoint = all[i-1].hi != nil && bytes.Compare(all[i-1].hi, all[i].lo) <= 0
+	}
+	if !disjoint {
+		var sum int64
+		for i, t := range terms {
+			spans, base := scopedSpans(c, t, s)
+			found, n, err := collectLocsUpTo(r, spans, s, st, func(k []byte) ([]byte, bool) { return entryLoc(k, base) }, limit-sum)
+			if err != nil {
+				return nil, nil, false, err
+			}
+			if sum += n; sum >= limit {
+				return nil, nil, false, nil
+			}
+			entries[i], locs = n, append(locs, found...)
+		}
+	} else {
+		spans := make([]keySpan, len(all))
+		for i, ts := range all {
+			spans[i] = ts.keySpan
+		}
+		var sum int64
+		j := 0 // the span of the key read
+		err := scanSpans(r, spans, func(k, _ []byte) (bool, error) {
+			if sum >= limit {
+				return false, nil
+			}
+			sum++
+			if err := st.entry(); err != nil {
+				return false, err
+			}
+			for all[j].hi != nil && bytes.Compare(k, all[j].hi) >= 0 {
+				j++
+			}
+			entries[all[j].term]++
+			if loc, ok := entryLoc(k, all[j].base); ok && s.holds(loc) {
+				locs = append(locs, bytes.Clone(loc))
+			}
+			return true, nil
+		})
 		if err != nil {
 			return nil, nil, false, err
 		}
-		if sum += n; sum >= limit {
+		if sum >= limit {
 			return nil, nil, false, nil
 		}
-		entries[i], locs = n, append(locs, found...)
 	}
 	slices.SortFunc(locs, s.byIndexPos)
 	return slices.CompactFunc(locs, bytes.Equal), entries, true, nil
