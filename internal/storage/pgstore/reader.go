@@ -383,19 +383,19 @@ func (r *reader) GetMany(keys [][]byte, fn func(i int, value []byte) error) erro
 	return nil
 }
 
-// ScanSpans reads the keys of spans a page at a time, each page one
-// statement over every span it may reach (storage.SpanScanner), where an
-// iterator a span costs a round trip a span: a query on 50 ids read them
-// in 50. A transaction with writes of its own, a bound past a long key's
-// head, and a page that meets a long key read the spans (from there) one
+// ScanSpans reads the keys of spans that hold few keys each in a
+// statement for up to 32 of them (storage.SpanScanner), where an iterator
+// a span costs a round trip a span: a query on 50 ids read them in 50.
+// A transaction with writes of its own, a bound past a long key's head,
+// and a page that meets a long key read the spans (from there) one
 // iterator at a time, which merge the writes and sort the long keys'
-// groups.
+// groups; so do spans that fill a page of 64 keys.
 func (r *reader) ScanSpans(spans []storage.Span, fn func(k, v []byte) (bool, error)) error {
 	if r.own != nil && len(r.own.writes) > 0 || slices.ContainsFunc(spans, func(sp storage.Span) bool { return long(sp.Lower) || long(sp.Upper) }) {
 		return storage.ScanEachSpan(r, spans, fn)
 	}
 	all := slices.Clone(spans)
-	size := 64
+	const size = 64
 	for i := 0; i < len(all); { // all[i] is the first span not read to its end
 		end := min(len(all), i+maxSpansAStatement)
 		// A scan of the primary key's index a span, merged in key
@@ -430,8 +430,12 @@ func (r *reader) ScanSpans(spans []storage.Span, fn func(k, v []byte) (bool, err
 		}
 		if len(page) < size {
 			i = end // every span the statement named is read to its end
+			continue
 		}
-		size = min(size*4, 1024)
+		// Spans that fill a page are not few keys each: a statement
+		// over them would read a page from every span to return one,
+		// where an iterator a span reads its own.
+		return storage.ScanEachSpan(r, all[i:], fn)
 	}
 	return nil
 }
