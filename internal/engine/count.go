@@ -530,21 +530,19 @@ func exactSpans(t plan.Term) bool {
 // expired (locOf gives an entry's location), and returns that count and
 // how many entries it read.
 func countLive(r storage.Reader, spans []keySpan, locOf func(k []byte) ([]byte, bool), scope *itemScope, expired map[string]bool, st *readStats) (n, read int64, err error) {
-	for _, sp := range spans {
-		err := scanRange(r, sp.lo, sp.hi, func(k, _ []byte) (bool, error) {
-			read++
-			loc, ok := locOf(k)
-			if !ok {
-				return false, fmt.Errorf("index entry %x: malformed", k)
-			}
-			if scope.holds(loc) && !expired[string(loc)] {
-				n++
-			}
-			return true, st.entry()
-		})
-		if err != nil {
-			return 0, 0, err
+	err = scanSpans(r, spans, func(k, _ []byte) (bool, error) {
+		read++
+		loc, ok := locOf(k)
+		if !ok {
+			return false, fmt.Errorf("index entry %x: malformed", k)
 		}
+		if scope.holds(loc) && !expired[string(loc)] {
+			n++
+		}
+		return true, st.entry()
+	})
+	if err != nil {
+		return 0, 0, err
 	}
 	return n, read, nil
 }

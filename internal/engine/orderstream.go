@@ -151,22 +151,19 @@ func filterLocsUpTo(r storage.Reader, c *containerRecord, t plan.Term, s *itemSc
 	if from != nil {
 		spans, lc, at = from.spans, from.locs, from.from
 	}
-	for i, sp := range spans {
-		lo := sp.lo
-		if i == 0 && at != nil {
-			lo = at
+	if at != nil && len(spans) > 0 {
+		spans = append([]keySpan{{lo: at, hi: spans[0].hi}}, spans[1:]...)
+	}
+	err = scanSpans(r, spans, func(k, _ []byte) (bool, error) {
+		if read >= limit {
+			return false, nil
 		}
-		err := scanRange(r, lo, sp.hi, func(k, _ []byte) (bool, error) {
-			if read >= limit {
-				return false, nil
-			}
-			read++
-			st.entries++
-			return lc.add(k), nil
-		})
-		if err != nil || len(lc.ends) > maxFilterLocs || read >= limit {
-			return nil, read, err
-		}
+		read++
+		st.entries++
+		return lc.add(k), nil
+	})
+	if err != nil || len(lc.ends) > maxFilterLocs || read >= limit {
+		return nil, read, err
 	}
 	return lc.set(), read, nil
 }
