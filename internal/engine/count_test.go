@@ -887,11 +887,7 @@ func checkAggregate(t *testing.T, where string, query func(text string) *FeedPag
 // the index reads its groups' records, one a group for its value, a run
 // at a time: 150 groups in a few round trips (before, one a group).
 func TestGroupCountReadsItsGroupsInFewRoundTrips(t *testing.T) {
-	if teststore.Backend() != "postgres" {
-		t.Skip("the store reads in process; MAYFLY_TEST_STORE=postgres runs this test")
-	}
-	s := teststore.Open(t)
-	be := newBatchEnvOn(t, s, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	s, be := postgresEnv(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
 	var docs []string
 	for i := range 300 {
 		docs = append(docs, fmt.Sprintf(`{"id":"d%03d","pk":"p%d","s":"s%03d"}`, i, i%7, i%150))

@@ -256,12 +256,8 @@ func pageIDs(t *testing.T, page *FeedPage, stream bool) []string {
 // trips as the second, wherever its token lies in the group. With a scan
 // for each value before the token's, pages 2 to 10 took 67, 107, ... 387.
 func TestLongSortValueTokenInFewRoundTrips(t *testing.T) {
-	if teststore.Backend() != "postgres" {
-		t.Skip("the store reads in process; MAYFLY_TEST_STORE=postgres runs this test")
-	}
 	ctx := context.Background()
-	s := teststore.Open(t)
-	be := newBatchEnvOn(t, s, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	s, be := postgresEnv(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
 	head := strings.Repeat("a", maxPosValue+500)
 	var docs []string
 	for i := range 200 {
@@ -302,12 +298,8 @@ func TestLongSortValueTokenInFewRoundTrips(t *testing.T) {
 // round trips do not grow with the rows it returns (before, one to three a
 // row).
 func TestDistinctSortValuesPageInFewRoundTrips(t *testing.T) {
-	if teststore.Backend() != "postgres" {
-		t.Skip("the store reads in process; MAYFLY_TEST_STORE=postgres runs this test")
-	}
 	ctx := context.Background()
-	s := teststore.Open(t)
-	be := newBatchEnvOn(t, s, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},
+	s, be := postgresEnv(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},
 		"indexingPolicy":{"indexingMode":"consistent","includedPaths":[{"path":"/*"}],
 		"compositeIndexes":[[{"path":"/k","order":"ascending"},{"path":"/m","order":"ascending"}],
 			[{"path":"/m","order":"ascending"},{"path":"/k","order":"ascending"}]]}}`)

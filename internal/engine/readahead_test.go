@@ -315,11 +315,7 @@ func TestChangeFeedRecordsComeInOneRoundTrip(t *testing.T) {
 // 0..2, and the store, whose round trips the test counts.
 func roundTripEnv(t *testing.T, parts int) (storage.Store, *batchEnv) {
 	t.Helper()
-	if teststore.Backend() != "postgres" {
-		t.Skip("the store reads in process; MAYFLY_TEST_STORE=postgres runs this test")
-	}
-	s := teststore.Open(t)
-	be := newBatchEnvOn(t, s, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	s, be := postgresEnv(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
 	var docs []string
 	for i := 0; i < 400; i++ {
 		docs = append(docs, fmt.Sprintf(`{"id":"d%03d","pk":"p%d","k":%d}`, i, i%parts, i%3))
@@ -328,18 +324,26 @@ func roundTripEnv(t *testing.T, parts int) (storage.Store, *batchEnv) {
 	return s, be
 }
 
+// postgresEnv is the container of the given body over PostgreSQL, and the
+// store, whose round trips the test counts; the test is skipped on any
+// other store.
+func postgresEnv(t *testing.T, body string) (storage.Store, *batchEnv) {
+	t.Helper()
+	if teststore.Backend() != "postgres" {
+		t.Skip("the store reads in process; MAYFLY_TEST_STORE=postgres runs this test")
+	}
+	s := teststore.Open(t)
+	return s, newBatchEnvOn(t, s, body)
+}
+
 // Over PostgreSQL (MAYFLY_TEST_STORE=postgres), a query on many ids, as
 // the SDKs' read-many sends it (an IN list, or an OR of an id and a
 // partition key each), reads the ids' index entries in a few round trips
 // rather than one an id (before, 53 for 50 ids in either shape), and so
 // do a count of them and a page of them in another order.
 func TestManyIDsInFewRoundTrips(t *testing.T) {
-	if teststore.Backend() != "postgres" {
-		t.Skip("the store reads in process; MAYFLY_TEST_STORE=postgres runs this test")
-	}
 	ctx := context.Background()
-	s := teststore.Open(t)
-	be := newBatchEnvOn(t, s, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	s, be := postgresEnv(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
 	var docs []string
 	for i := range 2000 {
 		docs = append(docs, fmt.Sprintf(`{"id":"d%04d","pk":"p%d","n":%d}`, i, i%20, i%7))
