@@ -1578,10 +1578,12 @@ func unionLocs(r storage.Reader, c *containerRecord, terms []plan.Term, s *itemS
 		term, base int
 	}
 	var all []termSpan
+	bySpan := make([][]keySpan, len(terms))
+	bases := make([]int, len(terms))
 	for i, t := range terms {
-		spans, base := scopedSpans(c, t, s)
-		for _, sp := range spans {
-			all = append(all, termSpan{keySpan: sp, term: i, base: base})
+		bySpan[i], bases[i] = scopedSpans(c, t, s)
+		for _, sp := range bySpan[i] {
+			all = append(all, termSpan{keySpan: sp, term: i, base: bases[i]})
 		}
 	}
 	slices.SortStableFunc(all, func(a, b termSpan) int { return bytes.Compare(a.lo, b.lo) })
@@ -1591,9 +1593,9 @@ func unionLocs(r storage.Reader, c *containerRecord, terms []plan.Term, s *itemS
 	}
 	if !disjoint {
 		var sum int64
-		for i, t := range terms {
-			spans, base := scopedSpans(c, t, s)
-			found, n, err := collectLocsUpTo(r, spans, s, st, func(k []byte) ([]byte, bool) { return entryLoc(k, base) }, limit-sum)
+		for i := range terms {
+			base := bases[i]
+			found, n, err := collectLocsUpTo(r, bySpan[i], s, st, func(k []byte) ([]byte, bool) { return entryLoc(k, base) }, limit-sum)
 			if err != nil {
 				return nil, nil, false, err
 			}
