@@ -79,9 +79,11 @@ import (
 //
 // An ORDER BY on several keys within one logical partition walks a group
 // of equal first values through them in the order of the other keys
-// (orderkeys.go, coveredGroup); the composite's own entries span the whole
-// container, and its span of a group would cost the group's entries in
-// every other partition. With them, gap entries, for every document whose
+// (orderkeys.go, coveredGroup), and a filter the composite answers there
+// counts and reads its span through them (compositeStart); the
+// composite's own entries span the whole container, and its span of a
+// group would cost the group's entries in every other partition. With
+// them, gap entries, for every document whose
 // value at the path is one the index keeps exactly but which has no
 // composite entry with exact values (a later path is undefined, an array,
 // an object, or a number the index cannot tell apart):

@@ -486,3 +486,56 @@ func TestPartCompositePageWork(t *testing.T) {
 	docs = append(docs, doc{i: 9999, a: 1})
 	check("with a document without b", 60, 90, 0)
 }
+
+// TestPartCompositeSpanPageWork checks that a filter a composite index
+// answers within one logical partition (an equality on its first path and
+// a range on the next) asks for the composite's entries of each partition
+// apart, and once they are built counts and reads the partition's entries
+// alone: before, its first page counted the span across every partition,
+// and a count read the partition's records.
+func TestPartCompositeSpanPageWork(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},
+		"indexingPolicy":{"includedPaths":[{"path":"/*"}],"compositeIndexes":[[{"path":"/m"},{"path":"/k"}]]}}`)
+	var bodies []string
+	for i := range 4000 {
+		bodies = append(bodies, fmt.Sprintf(`{"id":"d%04d","pk":"p%d","k":%d,"m":%d}`, i, i%20, i*37%1000, i/20%2))
+	}
+	be.seed(t, bodies...)
+	// Of p3's 200 items, 100 pass; the span across partitions holds
+	// some 2,000 entries.
+	filter := QueryParams{ItemRef: batchRef(`["p3"]`), Query: "SELECT VALUE c.id FROM c WHERE c.m = 1 AND c.k > 10", MaxItemCount: 10}
+	count := QueryParams{ItemRef: batchRef(`["p3"]`), Query: "SELECT VALUE COUNT(1) FROM c WHERE c.m = 1 AND c.k > 10"}
+	// run drains the filter and returns its rows and the first page's
+	// index entries, and the count's value, records and index entries.
+	run := func() (rows []string, first int, n string, records, entries int) {
+		t.Helper()
+		rows = drainRows(t, be.e, filter, func(i int, page *FeedPage) {
+			if i == 0 {
+				first = page.IndexEntries
+			}
+		})
+		page, err := be.e.QueryItems(context.Background(), count)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rows, first, string(page.Items[0]), page.Examined, page.IndexEntries
+	}
+	rows, first, n, records, _ := run()
+	if len(rows) != 100 || n != "100" || first < 500 || records < 200 {
+		t.Fatalf("before the build: %d rows, %s counted, the first page read %d entries, the count %d records: the test no longer shows the entries' use", len(rows), n, first, records)
+	}
+	drainIndexer(t, be.e.NewIndexer(nil))
+	if c := be.container(t); !partComposite(c, &c.index.composites[0], &itemScope{kind: plan.ScopePartition}) {
+		t.Fatalf("the filter did not ask for the partition composite entries: absence list %+v", c.Index.Absent)
+	}
+	after, first, n, records, entries := run()
+	if !slices.Equal(after, rows) || n != "100" {
+		t.Errorf("after the build: %s counted, rows\n got %v\nwant %v", n, after, rows)
+	}
+	if first > 150 || records > 0 || entries > 150 {
+		t.Errorf("after the build: the first page read %d index entries, the count %d records and %d entries", first, records, entries)
+	}
+	if _, err := be.e.CheckIndexes(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -331,13 +331,25 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	}
 	for i := range in.Composites {
 		u := &in.Composites[i]
-		u.Scoped = s.kind == plan.ScopePartition && len(c.pk.paths) > 0 && pinsKey(c, u, terms)
+		comp, ok := c.policyComposite(u.Index.Ordinal)
+		if !ok {
+			u.Entries = -1
+			continue
+		}
+		u.Scoped = s.kind == plan.ScopePartition && (len(c.pk.paths) > 0 && pinsKey(c, u, terms) || partComposite(c, comp, s))
 		if i > 0 && u.Index.Ordinal == in.Composites[i-1].Index.Ordinal {
 			u.Entries = in.Composites[i-1].Entries // the same span, walked in order
 			continue
 		}
-		if u.Entries, err = countSpans(r, compositeSpans(c, u, terms), bound, st); err != nil {
+		if u.Entries, err = countSpans(r, compositeSpans(c, u, terms, s), bound, st); err != nil {
 			return nil, err
+		}
+		if !u.Scoped && s.kind == plan.ScopePartition && u.Entries > max(size.Items, 8*int64(limit)) && !crossesArray(comp.paths[0]) {
+			// The span holds other partitions' entries, more than the
+			// partition has items, read to count it and read again to
+			// use it: the partition's own composite entries hold its
+			// alone (absent.go).
+			e.wantAbsent(c, comp.paths[0], entryKinds{parts: true, comps: []string{comp.sig()}})
 		}
 		u.Entries = saturate(u.Entries)
 	}

@@ -63,11 +63,16 @@ func orderKeys(q *ast.Query) []plan.OrderKey {
 	return keys
 }
 
-// compositeSpans turns a composite use into spans of index keys, in key
-// order: the equalities' values after the composite's prefix, then each
-// value span of the next path's term.
-func compositeSpans(c *containerRecord, u *plan.CompositeUse, terms []plan.Term) []keySpan {
-	base := compositePrefix(indexPrefix(c), u.Index.Ordinal)
+// compositeSpans turns a composite use into spans of index keys in scope
+// s, in key order: the equalities' values after the prefix of the
+// composite's entries the scope reads (compositeStart), then each value
+// span of the next path's term.
+func compositeSpans(c *containerRecord, u *plan.CompositeUse, terms []plan.Term, s *itemScope) []keySpan {
+	comp, ok := c.policyComposite(u.Index.Ordinal)
+	if !ok {
+		return nil
+	}
+	base := compositeStart(c, comp, s)
 	for i, t := range u.Eq {
 		var ok bool
 		if base, ok = appendCompositeValue(base, terms[t].Spans[0].Lo, u.Index.Desc[i]); !ok {
@@ -90,8 +95,8 @@ type entryCheck struct {
 	spans [][]keySpan // per path of the composite; nil: not checked
 }
 
-func newEntryCheck(c *containerRecord, comp *compositeIndex, u *plan.CompositeUse, terms []plan.Term) *entryCheck {
-	ch := &entryCheck{comp: comp, base: compositeBase(c, u), spans: make([][]keySpan, len(comp.paths))}
+func newEntryCheck(c *containerRecord, comp *compositeIndex, u *plan.CompositeUse, terms []plan.Term, s *itemScope) *entryCheck {
+	ch := &entryCheck{comp: comp, base: len(compositeStart(c, comp, s)), spans: make([][]keySpan, len(comp.paths))}
 	for i := len(u.Terms()); i < len(comp.paths); i++ {
 		if t := slices.IndexFunc(terms, func(t plan.Term) bool { return slices.Equal(t.Path, comp.paths[i]) }); t >= 0 {
 			ch.spans[i] = valueSpans(nil, terms[t], comp.desc[i], nil)
@@ -161,10 +166,24 @@ func (ch *entryCheck) values(k []byte, fn func(i, off, n int, mask byte) bool) (
 	return off, true
 }
 
-// compositeBase is the offset of the first value in an entry of u's
-// composite.
-func compositeBase(c *containerRecord, u *plan.CompositeUse) int {
-	return len(compositePrefix(indexPrefix(c), u.Index.Ordinal))
+// compositeStart is where the entries of comp that a read over scope s
+// takes begin: within a logical partition, the partition's own composite
+// entries once they are complete (partComposite); the composite's entries
+// otherwise, which hold every partition's. Both hold the scope's items
+// under the same values, in the same order.
+func compositeStart(c *containerRecord, comp *compositeIndex, s *itemScope) []byte {
+	if partComposite(c, comp, s) {
+		return partCompPrefix(c, comp, s.epk)
+	}
+	return compositePrefix(indexPrefix(c), comp.ordinal)
+}
+
+// partComposite reports whether s is a logical partition whose composite
+// entries of comp are complete (absent.go): comp's gap entries and its
+// first path's partition entries, which the partition composite entries
+// come with.
+func partComposite(c *containerRecord, comp *compositeIndex, s *itemScope) bool {
+	return s.kind == plan.ScopePartition && c.compReady(comp) && c.partsReady(comp.paths[0])
 }
 
 // policyComposite is the container's composite index with the ordinal.
@@ -185,8 +204,8 @@ func compositeLocs(r storage.Reader, c *containerRecord, u *plan.CompositeUse, t
 	if !ok {
 		return nil, nil
 	}
-	check := newEntryCheck(c, comp, u, terms)
-	return collectLocs(r, compositeSpans(c, u, terms), s, st, check.loc)
+	check := newEntryCheck(c, comp, u, terms, s)
+	return collectLocs(r, compositeSpans(c, u, terms, s), s, st, check.loc)
 }
 
 // compositeItems walks the use's span in key order (backwards when
@@ -203,11 +222,11 @@ func compositeItems(r storage.Reader, c *containerRecord, prog *eval.Program, pa
 	if err != nil {
 		return nil, queryError(err)
 	}
-	spans := compositeSpans(c, u, terms)
+	spans := compositeSpans(c, u, terms, s)
 	if u.Reverse {
 		slices.Reverse(spans)
 	}
-	check := newEntryCheck(c, comp, u, terms)
+	check := newEntryCheck(c, comp, u, terms, s)
 	var found []foundItem
 	// boundary is the want-th item's entry up to its first value that the
 	// index keeps for several values the evaluator tells apart

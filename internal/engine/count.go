@@ -467,9 +467,10 @@ func countByUnion(r storage.Reader, c *containerRecord, ops []*ast.Query, params
 
 // countByComposite answers a count (countShape) whose WHERE clause is
 // terms on several properties, each one term the index answers exactly
-// (oneTerm), over the whole container or a range, when a composite index
-// of the policy has exactly those paths and its span for the terms is
-// exact (plan.CompositeUses: equalities on its leading paths, and any
+// (oneTerm), over the whole container, a range, or a logical partition
+// whose own composite entries are complete (partComposite) and whose EPK
+// no other key shares (countableScope), when a composite index of the
+// policy has exactly those paths and its span for the terms is exact (plan.CompositeUses: equalities on its leading paths, and any
 // term on the last): an item passes the terms if and only if it has an
 // entry in the span, since every term holds only for scalars and the
 // composite keeps an entry for each item with scalars at all its paths.
@@ -479,7 +480,7 @@ func countByUnion(r storage.Reader, c *containerRecord, ops []*ast.Query, params
 // told from the entry's key by a check that lets some pass, so neither
 // counts.
 func countByComposite(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, preds []plan.Predicate, scope *itemScope, now time.Time, boxed bool, st *readStats, page *FeedPage) (bool, error) {
-	if scope.kind != plan.ScopeAll && scope.kind != plan.ScopeRange {
+	if scope.kind != plan.ScopeAll && scope.kind != plan.ScopeRange && scope.kind != plan.ScopePartition {
 		return false, nil
 	}
 	terms, ok := propertyTerms(preds)
@@ -490,15 +491,18 @@ func countByComposite(r storage.Reader, c *containerRecord, q *ast.Query, params
 		// Every path of a composite it uses has a term (plan.CompositeUses):
 		// the span bounds them all when it reads every term.
 		comp, ok := c.policyComposite(u.Index.Ordinal)
-		if !ok || len(u.Terms()) != len(terms) {
+		if !ok || len(u.Terms()) != len(terms) || scope.kind == plan.ScopePartition && !partComposite(c, comp, scope) {
 			continue
+		}
+		if ok, err := countableScope(r, c, scope, st); err != nil || !ok {
+			return false, err
 		}
 		expired, err := expiredIn(r, c, scope, now, st)
 		if err != nil {
 			return false, err
 		}
-		base := compositeBase(c, &u)
-		n, read, err := countLive(r, compositeSpans(c, &u, terms), func(k []byte) ([]byte, bool) { return compositeLoc(k, base, comp) }, scope, expired, st)
+		base := len(compositeStart(c, comp, scope))
+		n, read, err := countLive(r, compositeSpans(c, &u, terms, scope), func(k []byte) ([]byte, bool) { return compositeLoc(k, base, comp) }, scope, expired, st)
 		if err != nil {
 			return false, err
 		}

@@ -256,7 +256,7 @@ func groupComposite(c *containerRecord, s *itemScope, keys []plan.OrderKey) (com
 		return nil, false, false
 	}
 	comp, reverse, ok = keysComposite(c, keys)
-	if !ok || !c.compReady(comp) || s.kind == plan.ScopePartition && !c.partsReady(comp.paths[0]) {
+	if !ok || !c.compReady(comp) || s.kind == plan.ScopePartition && !partComposite(c, comp, s) {
 		return nil, false, false
 	}
 	return comp, reverse, true
@@ -312,10 +312,7 @@ func (w *orderStream) coveredGroup(value []byte, at walkResume) (more, covered b
 	}
 	skip := at.skip
 	prefix := append([]byte{phaseWalk}, value...)
-	base := compositePrefix(indexPrefix(w.c), comp.ordinal)
-	if w.s.kind == plan.ScopePartition {
-		base = partCompPrefix(w.c, comp, w.s.epk)
-	}
+	base := compositeStart(w.c, comp, w.s)
 	ch := &entryCheck{comp: comp, base: len(base)}
 	start := len(base)
 	base = append(base, value...)
