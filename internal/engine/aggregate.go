@@ -56,9 +56,11 @@ import (
 // query asks for as a filter on it does, are built. In a logical partition
 // it reads the path's partition entries (absent.go), the partition's own,
 // once they are built (a partition of many items asks for them), and only
-// when no other key shares the partition's EPK (partitionAlone);
-// otherwise, and for a hierarchical prefix, the evaluation scans the
-// scope's own records, where the path's entries are the whole container's.
+// when no other key shares the partition's EPK (partitionAlone), and with
+// an equality on another path, its composite entries of each partition
+// apart (partComposite) on the same terms; otherwise, and for a
+// hierarchical prefix, the evaluation scans the scope's own records,
+// where the path's entries are the whole container's.
 func (e *Engine) aggregateByIndex(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, rangeID string, scope *itemScope, now time.Time, st *readStats, page *FeedPage) (bool, error) {
 	if !c.Index.Ready || c.index.none {
 		return false, nil
@@ -93,15 +95,34 @@ func (e *Engine) aggregateByIndex(r storage.Reader, c *containerRecord, q *ast.Q
 	case onPath != nil && (scope.kind == plan.ScopeAll || scope.kind == plan.ScopeRange):
 		base = own
 	case q.Where != nil && onPath == nil:
-		if scope.kind != plan.ScopeAll && scope.kind != plan.ScopeRange || systemPath(path) {
+		if scope.kind != plan.ScopeAll && scope.kind != plan.ScopeRange && scope.kind != plan.ScopePartition || systemPath(path) {
 			return false, nil
 		}
-		var desc bool
-		if base, desc, ok = compositeExtreme(c, q, params, path); !ok {
+		comp, value, ok := compositeExtreme(c, q, params, path)
+		if !ok {
+			return false, nil
+		}
+		if scope.kind == plan.ScopePartition {
+			// Within a logical partition, through the composite's
+			// entries of each partition apart (absent.go), which a
+			// partition of many items asks for as its evaluation reads
+			// its records.
+			if !partComposite(c, comp, scope) {
+				if n, _, err := countPartition(r, c, scope, now, st); err != nil || n < tieWishEntries {
+					return false, err
+				}
+				e.wantAbsent(c, comp.paths[0], entryKinds{parts: true, comps: []string{comp.sig()}})
+				return false, nil
+			}
+			if alone, err := partitionAlone(r, c, scope, st); err != nil || !alone {
+				return false, err
+			}
+		}
+		if base, ok = appendCompositeValue(compositeStart(c, comp, scope), value, comp.desc[0]); !ok {
 			return false, nil
 		}
 		lo, hi, marks = base, prefixEnd(base), own
-		if desc {
+		if comp.desc[1] {
 			mask = 0xff
 		}
 	case scope.kind == plan.ScopeAll || scope.kind == plan.ScopeRange:
@@ -362,41 +383,39 @@ func pathTerm(q *ast.Query, params map[string]document.Value, path []string) *pl
 	return &terms[0]
 }
 
-// compositeExtreme returns where the entries of a composite index on the
-// path of q's WHERE clause and then on path begin for the value the clause
-// asks for, and whether path descends in it, when q's WHERE clause is one
-// equality with an exact scalar on a property (c.type = 'order') and the
-// policy has such a composite of two paths. Under that prefix, each item
-// with that value and a scalar at path has one entry, by its value at path;
-// an item with an array or an object or nothing there has none (a
-// composite of more paths would leave out the items without a later path
-// too).
-func compositeExtreme(c *containerRecord, q *ast.Query, params map[string]document.Value, path []string) ([]byte, bool, bool) {
+// compositeExtreme returns a composite index on the path of q's WHERE
+// clause and then on path, and the value the clause asks for, when q's
+// WHERE clause is one equality with an exact scalar on a property
+// (c.type = 'order') and the policy has such a composite of two paths.
+// Under the value, each item with that value and a scalar at path has one
+// entry, by its value at path; an item with an array or an object or
+// nothing there has none (a composite of more paths would leave out the
+// items without a later path too).
+func compositeExtreme(c *containerRecord, q *ast.Query, params map[string]document.Value, path []string) (*compositeIndex, document.Value, bool) {
 	if !plan.Exact(q, params) {
-		return nil, false, false
+		return nil, document.Value{}, false
 	}
 	// One predicate (oneTerm refuses a type check such as IS_DEFINED,
 	// which the composite's entries do not answer for another path).
 	preds := plan.Predicates(q, params)
 	if !oneTerm(preds) {
-		return nil, false, false
+		return nil, document.Value{}, false
 	}
 	terms := plan.Terms(preds)
 	if len(terms) != 1 || len(terms[0].Spans) != 1 {
-		return nil, false, false
+		return nil, document.Value{}, false
 	}
 	t, sp := terms[0], terms[0].Spans[0]
 	if sp.Kind != plan.SpanValue || !exactScalar(sp.Lo) || crossesArray(t.Path) || systemPath(t.Path) {
-		return nil, false, false
+		return nil, document.Value{}, false
 	}
 	for i := range c.index.composites {
 		ci := &c.index.composites[i]
 		if ci.kept && len(ci.paths) == 2 && slices.Equal(ci.paths[0], t.Path) && slices.Equal(ci.paths[1], path) {
-			base, ok := appendCompositeValue(compositePrefix(indexPrefix(c), ci.ordinal), sp.Lo, ci.desc[0])
-			return base, ci.desc[1], ok
+			return ci, sp.Lo, true
 		}
 	}
-	return nil, false, false
+	return nil, document.Value{}, false
 }
 
 // sumByIndex answers a SUM or AVG of path (or the rewrite with its count)

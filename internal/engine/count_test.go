@@ -505,6 +505,7 @@ func TestCountByIndexSharedEPK(t *testing.T) {
 	expectBoth := func(pk, want string, byIndex bool) {
 		t.Helper()
 		ask(pk, "SELECT VALUE COUNT(1) FROM c WHERE c.v = 1 AND c.w > 0", plan.IndexCount, want, byIndex)
+		ask(pk, "SELECT VALUE MAX(c.w) FROM c WHERE c.v = 1", plan.IndexExtreme, map[bool]string{true: "2", false: ""}[want != "0"], byIndex)
 	}
 	write(one, "a", 1)
 	write(one, "b", 1)
@@ -663,21 +664,22 @@ func TestExtremeByIndex(t *testing.T) {
 }
 
 // MIN and MAX of a path filtered by one equality on another, over each
-// range, come from a composite index of the two paths (ascending or
-// descending), in the three shapes, and equal their evaluation through the
-// changes TestExtremeByIndex makes. A composite of three paths, which
+// range and in two logical partitions, come from a composite index of the
+// two paths (ascending or descending), in the three shapes, and equal
+// their evaluation through the changes TestExtremeByIndex makes. A composite of three paths, which
 // leaves out the items without its last path, does not answer.
 func TestExtremeByComposite(t *testing.T) {
 	be := newBatchEnv(t, "null")
 	ctx := context.Background()
-	ranges := be.compositeContainer(t)
+	scopes := be.compositeScopes(t)
 	rnd := rand.New(rand.NewPCG(19, 23))
 	props := compositeProps(rnd)
-	query := func(rangeID, text string) *FeedPage {
+	query := func(scope QueryParams, text string) *FeedPage {
 		t.Helper()
-		page, err := be.e.QueryItems(ctx, QueryParams{ItemRef: ItemRef{DB: "db", Coll: "k"}, Query: text, RangeID: rangeID, CrossPartition: true})
+		scope.Query = text
+		page, err := be.e.QueryItems(ctx, scope)
 		if err != nil {
-			t.Fatalf("%s, range %q: %v", text, rangeID, err)
+			t.Fatalf("%s, range %q, key %v: %v", text, scope.RangeID, scope.PartitionKey, err)
 		}
 		return page
 	}
@@ -687,15 +689,16 @@ func TestExtremeByComposite(t *testing.T) {
 		if !checkStep(step) {
 			continue
 		}
-		for _, rangeID := range rangeIDs(ranges) {
+		for _, scope := range scopes {
+			where := fmt.Sprintf("step %d, range %q, key %v", step, scope.RangeID, scope.PartitionKey)
 			for _, agg := range []string{"MIN", "MAX", "SUM", "AVG"} {
 				for _, path := range []string{"c.w", "c.v", "c.b", "c.o.x"} {
 					for _, g := range []string{"1", "'a'", "1.0"} {
 						for _, shape := range []string{"SELECT VALUE %s(%s) FROM c WHERE c.g = %s", `SELECT VALUE [{"item": %s(%s)}] FROM c WHERE c.g = %s`,
 							`SELECT VALUE [{"item": {"m": %[1]s(%[2]s), "count": COUNT(%[2]s)}}] FROM c WHERE c.g = %[3]s`} {
 							text := fmt.Sprintf(shape, agg, path, g)
-							page, want, counted, valued := checkAggregate(t, fmt.Sprintf("step %d, range %q", step, rangeID),
-								func(text string) *FeedPage { return query(rangeID, text) }, text, text+" AND true")
+							page, want, counted, valued := checkAggregate(t, where,
+								func(text string) *FeedPage { return query(scope, text) }, text, text+" AND true")
 							if counted && page.Plan.Chosen.Access == plan.IndexSum && path == "c.b" &&
 								want != "0" && want != `[{"item":0}]` && !strings.Contains(want, `"count":0`) {
 								sums++ // through the descending path of a composite
@@ -704,7 +707,7 @@ func TestExtremeByComposite(t *testing.T) {
 								t.Fatalf("%s: answered by %v through a composite of three paths", text, page.Plan)
 							}
 							if (agg == "MIN" || agg == "MAX") && (path == "c.w" || path == "c.b") && valued && !counted {
-								t.Fatalf("step %d, range %q, %s: answered by %v", step, rangeID, text, page.Plan)
+								t.Fatalf("%s, %s: answered by %v", where, text, page.Plan)
 							}
 							if counted {
 								byIndex++
@@ -717,9 +720,9 @@ func TestExtremeByComposite(t *testing.T) {
 						// evaluation's: the composite holds items
 						// without it.
 						text := fmt.Sprintf("SELECT VALUE %s(c.w) FROM c WHERE c.g = %s AND IS_DEFINED(c.v)", agg, g)
-						if page, _, counted, _ := checkAggregate(t, fmt.Sprintf("step %d, range %q", step, rangeID),
-							func(text string) *FeedPage { return query(rangeID, text) }, text, text+" AND true"); counted {
-							t.Fatalf("step %d, range %q, %s: answered by %v", step, rangeID, text, page.Plan)
+						if page, _, counted, _ := checkAggregate(t, where,
+							func(text string) *FeedPage { return query(scope, text) }, text, text+" AND true"); counted {
+							t.Fatalf("%s, %s: answered by %v", where, text, page.Plan)
 						}
 					}
 				}
@@ -753,6 +756,34 @@ func (be *batchEnv) compositeContainer(t *testing.T) []KeyRange {
 	return ranges
 }
 
+// compositeScopes creates compositeContainer and returns the scopes a
+// query over it may take: each range, and two logical partitions, which
+// read their own composite entries (absent.go), built here from the
+// start as a query on a large partition asks for them.
+func (be *batchEnv) compositeScopes(t *testing.T) []QueryParams {
+	t.Helper()
+	var scopes []QueryParams
+	for _, rangeID := range rangeIDs(be.compositeContainer(t)) {
+		scopes = append(scopes, QueryParams{ItemRef: ItemRef{DB: "db", Coll: "k"}, RangeID: rangeID, CrossPartition: true})
+	}
+	for _, pk := range []string{"p1", "p4"} {
+		scopes = append(scopes, QueryParams{ItemRef: ItemRef{DB: "db", Coll: "k", HasKey: true, PartitionKey: partition.Key{partition.String(pk)}}})
+	}
+	c := be.containerOf(t, "k")
+	var sigs []string
+	for _, ci := range c.index.composites {
+		if slices.Equal(ci.paths[0], []string{"g"}) {
+			sigs = append(sigs, ci.sig())
+		}
+	}
+	be.e.wantAbsent(c, []string{"g"}, entryKinds{parts: true, comps: sigs})
+	drainIndexer(t, be.e.NewIndexer(nil))
+	if c := be.containerOf(t, "k"); !partComposite(c, &c.index.composites[0], &itemScope{kind: plan.ScopePartition}) {
+		t.Fatal("the partition composite entries are not built")
+	}
+	return scopes
+}
+
 // compositeProps makes the properties of compositeContainer's items: g
 // and the others of every type or absent, arrays among them, numbers past
 // 2^53 in v.
@@ -782,29 +813,7 @@ func compositeProps(rnd *rand.Rand) func() string {
 func TestCountByComposite(t *testing.T) {
 	be := newBatchEnv(t, "null")
 	ctx := context.Background()
-	ranges := be.compositeContainer(t)
-	// Every scope a count may take: the ranges, and two logical
-	// partitions, which read their own composite entries (absent.go),
-	// built here from the start as a query on a large partition asks.
-	var scopes []QueryParams
-	for _, rangeID := range rangeIDs(ranges) {
-		scopes = append(scopes, QueryParams{ItemRef: ItemRef{DB: "db", Coll: "k"}, RangeID: rangeID, CrossPartition: true})
-	}
-	for _, pk := range []string{"p1", "p4"} {
-		scopes = append(scopes, QueryParams{ItemRef: ItemRef{DB: "db", Coll: "k", HasKey: true, PartitionKey: partition.Key{partition.String(pk)}}})
-	}
-	c := be.containerOf(t, "k")
-	var sigs []string
-	for _, ci := range c.index.composites {
-		if slices.Equal(ci.paths[0], []string{"g"}) {
-			sigs = append(sigs, ci.sig())
-		}
-	}
-	be.e.wantAbsent(c, []string{"g"}, entryKinds{parts: true, comps: sigs})
-	drainIndexer(t, be.e.NewIndexer(nil))
-	if c := be.containerOf(t, "k"); !partComposite(c, &c.index.composites[0], &itemScope{kind: plan.ScopePartition}) {
-		t.Fatal("the partition composite entries are not built")
-	}
+	scopes := be.compositeScopes(t)
 	rnd := rand.New(rand.NewPCG(29, 31))
 	props := compositeProps(rnd)
 	counted := []string{"c.g = 1 AND c.w = 2.5", "c.g = 'a' AND c.w > 0", "c.w >= 'b' AND c.g = null", "c.g = 1 AND c.w BETWEEN 0 AND 2.5",

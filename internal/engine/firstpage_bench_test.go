@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mayfly-db/mayfly/internal/clock"
+	"github.com/mayfly-db/mayfly/internal/partition"
 )
 
 // BenchmarkFirstPage measures the first page of 100 of queries without
@@ -17,7 +18,8 @@ import (
 // the page did. Each is measured again once the builder has made the
 // entries the pages asked for (the paths' tie entries), with which some
 // pages read their span uncounted (plan.SpanFirst), and two-wide once more
-// with a composite index of its two paths.
+// with a composite index of its two paths, which then serves a filter
+// within one logical partition too.
 //
 //	go test -run '^$' -bench BenchmarkFirstPage ./internal/engine/
 func BenchmarkFirstPage(b *testing.B) {
@@ -63,6 +65,14 @@ func BenchmarkFirstPage(b *testing.B) {
 	}
 	drainIndexer(b, s.NewIndexer(nil))
 	b.Run("two-wide/composite", func(b *testing.B) { benchFirstPage(b, s, params("SELECT * FROM c WHERE c.all = 1 AND c.n >= 10")) })
+	// And the composite's span within one logical partition (of 200
+	// items here, 20 rows), before and after the composite's entries of
+	// each partition apart, which the page asks for, are built.
+	part := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl, HasKey: true, PartitionKey: partition.Key{partition.String(benchPK(0))}},
+		Query: "SELECT * FROM c WHERE c.all = 1 AND c.n >= 90", MaxItemCount: 100}
+	b.Run("partition-composite", func(b *testing.B) { benchFirstPage(b, s, part) })
+	s.orderReady(b, part)
+	b.Run("partition-composite/built", func(b *testing.B) { benchFirstPage(b, s, part) })
 }
 
 // benchFirstPage reads the first page of p over and over, and reports its
