@@ -423,6 +423,9 @@ type orderStream struct {
 	gset    *rowSet
 	gvalue  []byte
 	gseeded bool
+	// groupDocs counts the documents groupDistinct read on this page
+	// (groupBatch).
+	groupDocs int
 	// filter, when not nil, holds the locations of the items the
 	// filter term's entries name (plan.FilteredStream): the walk reads
 	// the record of no other entry's item, as no other passes.
@@ -1087,7 +1090,7 @@ func (w *orderStream) distinctWalk(wr walkResume) (bool, error) {
 		g := &groups[len(groups)-1]
 		if w.s.holds(loc) {
 			g.locs = append(g.locs, bytes.Clone(loc))
-			if w.grouped && w.entriesInTieOrder() && exactValue(value) && len(g.locs) >= min(max(w.room(), 1), aheadMax) {
+			if w.grouped && w.entriesInTieOrder() && exactValue(value) && len(g.locs) >= w.groupBatch() {
 				// A batch of a group whose entries come in order: the
 				// page reads no further into the group than its rows
 				// take it.
@@ -1146,6 +1149,20 @@ type distinctGroup struct {
 	// past: its further entries may hold the document that makes its
 	// row.
 	rest []byte
+}
+
+// groupBatch is how many documents of one group of equal values the walk
+// reads at once: as many as the page has room for rows, and for a grouped
+// DISTINCT that many times the documents the page read for each of its
+// rows so far (groupDocs), as its documents make few rows each and the
+// room counts rows. Near the end of a page the room is a few rows, and a
+// batch of a few documents is a round trip over PostgreSQL.
+func (w *orderStream) groupBatch() int {
+	n := max(w.room(), 1)
+	if w.grouped && w.groupDocs > 0 {
+		n *= max(w.groupDocs/max(len(w.page.Items), 1), 1)
+	}
+	return min(n, aheadMax)
 }
 
 // holdsGroups reports whether a grouped DISTINCT's walk may hold groups,
@@ -1339,7 +1356,7 @@ func (w *orderStream) groupDistinct(g *distinctGroup) (bool, error) {
 	}
 	for j := j0; j < len(g.locs); j++ {
 		loc := g.locs[j]
-		ahead := w.room()
+		ahead := w.groupBatch()
 		if j < start {
 			ahead = start - j
 		}
@@ -1364,6 +1381,7 @@ func (w *orderStream) groupDistinct(g *distinctGroup) (bool, error) {
 		}
 		if j >= start {
 			w.visited = true
+			w.groupDocs++
 		}
 		if !ok {
 			continue
@@ -1730,7 +1748,7 @@ func (w *orderStream) tieBatches(value, from []byte, each func([][]byte) (bool, 
 		if len(rest) < 8 || !w.s.holds(rest[8:]) || !w.admits(rest[8:]) {
 			return true, nil
 		}
-		if batch = append(batch, bytes.Clone(rest[8:])); len(batch) < min(max(w.room(), 1), aheadMax) {
+		if batch = append(batch, bytes.Clone(rest[8:])); len(batch) < w.groupBatch() {
 			return true, nil
 		}
 		var err error
