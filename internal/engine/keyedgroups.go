@@ -142,6 +142,9 @@ func (e *Engine) keyOrderGroups(r storage.Reader, c *containerRecord, prog, orde
 		if inexact, err := inexactValues(r, c, qp.stream.Path, s, st); err != nil || inexact {
 			return false, nil, err
 		}
+		if costly, err := groupsCostMore(r, c, ordered.Query(), p.Params, qp, s, limit, st); err != nil || costly {
+			return false, nil, err
+		}
 	}
 	page.Plan = qp.plan
 	next := cursor{fingerprint: fp, text: textHash(p.Query), access: plan.OrderedStream, terms: qp.terms, indexVer: c.Index.Version}
@@ -223,6 +226,45 @@ func (e *Engine) keyOrderGroups(r storage.Reader, c *containerRecord, prog, orde
 		}
 		page.Items = page.Items[:kept]
 	}
+}
+
+// groupsCostMore reports whether the stream the planner chose for the
+// ordered query of a GROUP BY's first page (qp) costs more than the
+// cheapest way that reads the candidates once (plan.Access.Unordered),
+// which the page then takes: the planner weighed the stream for a page
+// of limit documents, and the page reads every document of limit groups
+// that hold one passing the filter. It counts the entries of the first
+// limit groups and one more, up to where the stream would cost the other
+// way (plan.GroupWalkBound): a key of few values holds the whole scope in
+// them. Past them, a group holds a document that passes the filter as
+// likely as its documents each do, at the share of the scope the other
+// way reads, so the walk reads that many entries over the likelihood.
+// Where the stream's entries are not the scope's own (a partition whose
+// entries of the path are not built, a prefix) the count would be the
+// container's, and where the groups have several keys its first key's
+// values hold more than the groups: the stream stays.
+func groupsCostMore(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, qp *queryAccess, s *itemScope, limit int, st *readStats) (bool, error) {
+	o, p := qp.stream, qp.plan
+	if p == nil || len(q.OrderBy) != 1 || !(s.kind == plan.ScopeAll || s.kind == plan.ScopeRange || o.Scoped) {
+		return false, nil
+	}
+	other, records := math.Inf(1), float64(p.Scope.Items)
+	for _, path := range p.Considered {
+		if path.Access.Unordered() {
+			other, records = math.Min(other, path.Cost), math.Min(records, path.Records)
+		}
+	}
+	if math.IsInf(other, 1) {
+		return false, nil
+	}
+	bound := plan.GroupWalkBound(p.Chosen, other)
+	n, seen, err := leadEntries(r, c, q, params, o, s, limit+1, bound, st)
+	if err != nil || n >= bound || seen <= limit {
+		return n >= bound, err
+	}
+	share := records / float64(max(p.Scope.Items, 1))
+	passes := 1 - math.Pow(1-share, float64(n)/float64(seen))
+	return float64(n) >= passes*float64(bound), nil
 }
 
 // inexactValues reports whether the entries of path that the ordered

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -527,6 +528,66 @@ func TestKeptGroupsTakeInWrites(t *testing.T) {
 			if kept*3 > dropped {
 				t.Errorf("seed %d: %s in %q: %d records read with the groups kept, %d without", seed, tc.query, tc.pk, kept, dropped)
 			}
+		}
+	}
+}
+
+// A GROUP BY whose filter a term's entries answer reads the documents
+// that pass it once and groups them, where its groups, read in the order
+// of their key, would read more: a key of few values holds every document
+// in a page's groups, and a filter that most groups' documents fail has
+// the walk read far past a page's groups to fill it. A key of many values
+// without such a filter still pages in its order. Before, the first read
+// every record of the container, the others every entry of the key.
+func TestWholeGroupsUnderAFilterReadItsDocumentsOnce(t *testing.T) {
+	be := newBatchEnv(t, "null")
+	var docs []string
+	for i := range 20000 {
+		docs = append(docs, fmt.Sprintf(`{"id":"d%05d","pk":"p%d","s":%d,"m":%d,"k":%d}`, i, i%10, i%50, i/10%3, i*37%2000))
+	}
+	be.seed(t, docs...)
+	ranged := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, MaxItemCount: 100}
+	for _, tc := range []struct {
+		query            string
+		rows             int
+		records, entries int // at most, on the first page
+		byKey            bool
+	}{
+		// 6,670 documents pass, in 50 groups.
+		{`SELECT c.s, COUNT(1) AS n FROM c WHERE c.m = 1 GROUP BY c.s`, 50, 7000, 0, false},
+		// 400 documents pass, in 3 groups of m, and 40 groups of k
+		// among its 2,000 values.
+		{`SELECT c.m, COUNT(1) AS n FROM c WHERE c.s = 7 GROUP BY c.m`, 3, 410, 10000, false},
+		{`SELECT c.k, COUNT(1) AS n FROM c WHERE c.s = 7 GROUP BY c.k`, 40, 410, 10000, false},
+		// 2,000 groups of 10 documents: pages of 100 groups in key order.
+		{`SELECT c.k, COUNT(1) AS n FROM c GROUP BY c.k`, 2000, 1010, 0, true},
+	} {
+		p := ranged
+		p.Query = tc.query
+		// The entries its first page asks for built: those of the
+		// documents without the key.
+		be.orderReady(t, p)
+		page, err := be.e.QueryItems(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stream := page.Plan != nil && page.Plan.Chosen.Access.Streams(); stream != tc.byKey {
+			t.Errorf("%s: page 1 by %v", tc.query, page.Plan)
+		}
+		if page.Examined > tc.records || tc.entries > 0 && page.IndexEntries > tc.entries {
+			t.Errorf("%s: page 1 read %d records and %d index entries", tc.query, page.Examined, page.IndexEntries)
+		}
+		rows, _, _ := drainGroups(t, be, p, nil)
+		whole := p
+		whole.Query, whole.MaxItemCount = strings.Replace(tc.query, " GROUP BY", " AND true GROUP BY", 1), 5000
+		if !strings.Contains(tc.query, "WHERE") {
+			whole.Query = strings.Replace(tc.query, "GROUP BY", "WHERE true GROUP BY", 1)
+		}
+		want, _, _ := drainGroups(t, be, whole, nil)
+		slices.Sort(rows)
+		slices.Sort(want)
+		if len(rows) != tc.rows || !slices.Equal(rows, want) {
+			t.Errorf("%s: %d rows, want %d, the evaluation's", tc.query, len(rows), tc.rows)
 		}
 	}
 }

@@ -581,15 +581,24 @@ func (w *orderStream) memberRows(value, loc []byte) (document.Value, []document.
 // stream o over several keys walks: the planner's measure of what a page
 // reads besides its rows.
 func firstGroup(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, o *plan.Ordered, s *itemScope, limit int64, st *readStats) (int64, error) {
+	n, _, err := leadEntries(r, c, q, params, o, s, 1, limit, st)
+	return n, err
+}
+
+// leadEntries counts, up to limit, the entries of the first groups (at
+// most values) of equal values the stream o walks, in the order of q's
+// first ORDER BY key, within the bounds the WHERE clause sets on its
+// path: every entry it steps through, in the scope or not, as the planner
+// weighs the walk (plan.Ordered). seen is how many groups they begin.
+func leadEntries(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, o *plan.Ordered, s *itemScope, values int, limit int64, st *readStats) (n int64, seen int, err error) {
 	prefix := orderPrefix(c, o.Path, s)
 	lo, hi := pathBounds(prefix, plan.Predicates(q, params), o.Path)
 	it, err := r.NewIter(storage.IterParams{Lower: lo, Upper: hi, Reverse: q.OrderBy[0].Desc})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer it.Close()
 	var value []byte
-	n := int64(0)
 	for ok := it.First(); ok && n < limit; ok = it.Next() {
 		st.entries++
 		k := it.Key()
@@ -597,15 +606,15 @@ func firstGroup(r storage.Reader, c *containerRecord, q *ast.Query, params map[s
 		if !ok {
 			continue
 		}
-		v := k[len(prefix) : len(k)-len(loc)]
-		if value == nil {
-			value = bytes.Clone(v)
-		} else if !bytes.Equal(v, value) {
-			break
+		if v := k[len(prefix) : len(k)-len(loc)]; seen == 0 || !bytes.Equal(v, value) {
+			if seen == values {
+				break
+			}
+			value, seen = append(value[:0], v...), seen+1
 		}
 		n++
 	}
-	return n, it.Err()
+	return n, seen, it.Err()
 }
 
 var errOrderByJoined = errorf(BadRequest, `Message: {"Errors":["Order-by over correlated collections is not supported."]}`)

@@ -1060,6 +1060,35 @@ func (a Access) Paged() bool {
 // pages itself and finds its terms in the query on every page.
 func (a Access) Streams() bool { return a == OrderedStream || a == FilteredStream }
 
+// Unordered reports whether a reads the scope's candidates in an order of
+// their own, all of them on a page: a way a query whose rows need every
+// candidate (a GROUP BY's) reads them in once.
+func (a Access) Unordered() bool {
+	switch a {
+	case Scan, IndexSpan, Intersect, CompositeSpan, Union, AbsentScan:
+		return true
+	}
+	return false
+}
+
+// GroupWalkBound returns how many entries of its path the stream page p
+// (OrderedStream or FilteredStream) may walk before it costs other. A
+// GROUP BY the stream feeds reads every document of its page's groups,
+// which p, weighed for a page of rows, does not count: when the groups
+// hold that many entries, a way that reads the candidates once and groups
+// them costs less. p's records are taken to grow with its entries.
+func GroupWalkBound(p Path, other float64) int64 {
+	perEntry := costEntry + costRecordPoint
+	if p.Entries > 0 {
+		perEntry = costEntry + p.Records/p.Entries*costRecordPoint
+	}
+	left := other - p.Scanned*costRecordScan
+	if left <= 0 {
+		return 0
+	}
+	return int64(math.Ceil(left / perEntry))
+}
+
 // CollectPays reports whether the pages of a scan whose rows one term's
 // index entries name should collect those entries instead, once, keeping
 // them for the pages after (the engine's kept candidates): the drain has

@@ -664,3 +664,23 @@ func TestGatherBound(t *testing.T) {
 		}
 	}
 }
+
+// GroupWalkBound is the walk's length at which the stream page costs what
+// the other way does, its records growing with its entries.
+func TestGroupWalkBound(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		p     Path
+		other float64
+		want  int64
+	}{
+		{"a record an entry", Path{Entries: 100, Records: 100}, 2650, 1000},
+		{"a record every tenth entry", Path{Entries: 100, Records: 10}, 400, 1000},
+		{"no entries yet", Path{}, 265, 100},
+		{"its scan costs the other already", Path{Entries: 10, Records: 10, Scanned: 500}, 400, 0},
+	} {
+		if got := GroupWalkBound(tc.p, tc.other); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
