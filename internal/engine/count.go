@@ -470,8 +470,9 @@ func countByUnion(r storage.Reader, c *containerRecord, ops []*ast.Query, params
 // (oneTerm), over the whole container, a range, or a logical partition
 // whose own composite entries are complete (partComposite) and whose EPK
 // no other key shares (countableScope), when a composite index of the
-// policy has exactly those paths and its span for the terms is exact (plan.CompositeUses: equalities on its leading paths, and any
-// term on the last): an item passes the terms if and only if it has an
+// policy has exactly those paths and its span for the terms is exact
+// (plan.CompositeUses: equalities on its leading paths, and any term on
+// the last): an item passes the terms if and only if it has an
 // entry in the span, since every term holds only for scalars and the
 // composite keeps an entry for each item with scalars at all its paths.
 // It counts the span's entries of live items in the scope, as
