@@ -24,7 +24,9 @@ type itemScope struct {
 	lo, hi []byte
 	match  func(pk []byte) bool
 	// epk and pk are the EPK and key bytes of the logical partition, for
-	// its count and for point reads; pk is nil for wider scopes.
+	// its count and for point reads; pk is a hierarchical prefix's
+	// components' key bytes, a prefix of its partitions' (prefixCount),
+	// and nil for wider scopes.
 	epk string
 	pk  []byte
 	// seqLo and seqHi bound the sequences of the scope's items when the
@@ -136,7 +138,7 @@ func (e *Engine) scopeFor(c *containerRecord, key partition.Key, hasKey bool, ra
 		if err != nil {
 			return nil, errorf(BadRequest, "%v", err)
 		}
-		s.kind = plan.ScopePrefix
+		s.kind, s.pk = plan.ScopePrefix, partition.AppendKeyBytes(nil, key)
 		s.narrow(min, max)
 		return s, nil
 	}

@@ -1400,7 +1400,7 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Pr
 		}
 	case plan.PointRead:
 		id, ok := pointID(terms)
-		if !ok || s.pk == nil {
+		if !ok || s.kind != plan.ScopePartition || s.pk == nil {
 			return errBadContinuation
 		}
 		qa.src = locSource(r, c, s, func() ([][]byte, error) {

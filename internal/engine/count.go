@@ -121,10 +121,11 @@ func (e *Engine) countFromCounters(r storage.Reader, c *containerRecord, rangeID
 }
 
 // scopeCount returns the number of live items in the whole container, in
-// range rangeID, or in a logical partition (scope), from the counters less
-// the purge backlog (in a partition, countPartition's); it reports false
-// for a hierarchical prefix, and for a range of a container that keeps no
-// sequence per range, whose counters are the container's.
+// range rangeID, in a logical partition or under a hierarchical prefix
+// (scope), from the counters less the purge backlog (in a partition,
+// countPartition's; under a prefix, prefixCount's); it reports false for
+// a range of a container that keeps no sequence per range, whose counters
+// are the container's, and for a prefix whose counts it cannot tell.
 func (e *Engine) scopeCount(r storage.Reader, c *containerRecord, rangeID string, scope *itemScope, now time.Time, st *readStats) (int64, bool, error) {
 	switch scope.kind {
 	case plan.ScopeAll:
@@ -162,8 +163,46 @@ func (e *Engine) scopeCount(r storage.Reader, c *containerRecord, rangeID string
 	case plan.ScopePartition:
 		n, _, err := countPartition(r, c, scope, now, st)
 		return n, err == nil, err
+	case plan.ScopePrefix:
+		return prefixCount(r, c, scope, now, st)
 	}
 	return 0, false, nil
+}
+
+// prefixCount returns the number of live items under a hierarchical prefix
+// from the counts of its logical partitions, whose EPKs begin with the
+// prefix's so that their counts lie in one span, less the purge backlog:
+// as many reads as the prefix has partitions, where counting its items
+// read each one. It reports false when a count may hold items of a key
+// not under the prefix (several keys share its EPK, or one of another
+// prefix does, which a hash collision allows), and the items are counted
+// another way.
+func prefixCount(r storage.Reader, c *containerRecord, scope *itemScope, now time.Time, st *readStats) (int64, bool, error) {
+	prefix := collPrefix(famUsage, c.Rid)
+	lo, hi := append(bytes.Clone(prefix), scope.lo...), prefixEnd(prefix)
+	if scope.hi != nil {
+		hi = append(bytes.Clone(prefix), scope.hi...)
+	}
+	var n int64
+	under := true
+	err := scanRange(r, lo, hi, func(_, v []byte) (bool, error) {
+		owner, one := partitionOwner(v)
+		if under = one && bytes.HasPrefix(owner, scope.pk); !under {
+			return false, nil
+		}
+		n += decodeCount(v)
+		return true, st.entry()
+	})
+	if err != nil || !under {
+		return 0, false, err
+	}
+	err = eachExpired(r, c, now, func(_ int64, loc []byte) {
+		st.entries++
+		if scope.holds(loc) {
+			n--
+		}
+	})
+	return max(n, 0), err == nil, err
 }
 
 // oneTerm reports whether preds make one term of an index whose values are
