@@ -498,7 +498,8 @@ func absentSource(r storage.Reader, c *containerRecord, s *itemScope, path []str
 	}
 	prefix := absentPrefix(indexPrefix(c), absentSeqMarker, path)
 	return func(from []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
-		lo, hi := resumeBounds(prefix, prefixEnd(prefix), prefix, from, reverse)
+		lo, hi := s.seqBounds(prefix)
+		lo, hi = resumeBounds(lo, hi, prefix, from, reverse)
 		return scanRangeDir(r, lo, hi, reverse, func(k, _ []byte) (bool, error) {
 			rest := k[len(prefix):]
 			// A position one past an item's (its sequence and 0x00, as a

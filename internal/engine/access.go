@@ -40,7 +40,15 @@ type itemScope struct {
 // ridSpan is the span of c's _rid-order entries (famByRid) that may hold
 // the scope's items.
 func (s *itemScope) ridSpan(c *containerRecord) (lo, hi []byte) {
-	prefix := collPrefix(famByRid, c.Rid)
+	return s.seqBounds(collPrefix(famByRid, c.Rid))
+}
+
+// seqBounds returns the span of the keys under prefix that go on with the
+// sequence of an item of the scope: those of its sequences when it bounds
+// them (a range's, seqLo and seqHi), all of them otherwise. The _rid-order
+// entries, and a value's tie entries and the absence entries in _rid
+// order (absent.go), are such keys.
+func (s *itemScope) seqBounds(prefix []byte) (lo, hi []byte) {
 	if s.seqHi == 0 {
 		return prefix, prefixEnd(prefix)
 	}
@@ -911,6 +919,10 @@ func mergeSpansUpTo(r storage.Reader, c *containerRecord, t plan.Term, s *itemSc
 			if spans, base, ok, err = rangeTieSpans(r, c, t, values, st); err != nil {
 				return m, false, err
 			}
+		}
+		for i := range spans {
+			// A value's tie entries of the range's items alone.
+			spans[i].lo, spans[i].hi = s.seqBounds(spans[i].lo)
 		}
 		m.spans, m.base, m.skip = spans, base, 8
 		return m, ok, nil

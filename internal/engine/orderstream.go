@@ -865,7 +865,8 @@ func (w *orderStream) walk(pos []byte, skip int) (bool, error) {
 		}
 		return it.Next()
 	}
-	read := 0 // the entries of the group read so far
+	read := 0    // the entries of the group read so far
+	outside := 0 // the entries outside the scope read in a row
 	for ok := it.First(); ok; ok = step() {
 		w.st.entries++
 		k := it.Key()
@@ -881,7 +882,14 @@ func (w *orderStream) walk(pos []byte, skip int) (bool, error) {
 			value, locs = nil, locs[:0]
 		}
 		if value == nil {
-			value, read = bytes.Clone(v), 0
+			value, read, outside = bytes.Clone(v), 0, 0
+		}
+		if !w.s.holds(loc) {
+			if outside++; outside >= skimOutside {
+				seek, outside = w.pastOutside(value, loc), 0
+			}
+		} else {
+			outside = 0
 		}
 		if w.s.holds(loc) && w.admits(loc) {
 			if len(locs) == 1 && w.groupComp != nil {
@@ -1011,6 +1019,31 @@ func (w *orderStream) entriesInTieOrder() bool {
 
 // pastGroup is the key the walk seeks to after the entries of value
 // (backwards: the bare value, which sorts before them and is no entry).
+// pastOutside returns where the walk seeks to from the entry of value at
+// loc, outside the scope: a value's entries are in the order of their
+// locations, and the scope's locations are one span of them, so the
+// entries from there on (in the walk's direction) outside the scope lie
+// either before the span, whose start it seeks to, or past it, when it
+// seeks past the value. Only entries outside the scope are passed over.
+func (w *orderStream) pastOutside(value, loc []byte) []byte {
+	before := bytes.Compare(loc, w.s.lo) < 0
+	switch {
+	case before && !w.desc:
+		return append(append(bytes.Clone(w.prefix), value...), w.s.lo...)
+	case !before && w.desc && w.s.hi != nil:
+		// Backwards, the last key at or before it.
+		return append(append(bytes.Clone(w.prefix), value...), w.s.hi...)
+	}
+	return w.pastGroup(value)
+}
+
+// skimOutside is how many entries outside the scope in a row the walk
+// steps through before it seeks past them (pastOutside): a step costs a
+// small part of a seek, and a scope that is a small part of the
+// container (a hierarchical prefix, one range of many) would have each
+// value's entries read whole.
+const skimOutside = 16
+
 func (w *orderStream) pastGroup(value []byte) []byte {
 	k := append(bytes.Clone(w.prefix), value...)
 	if !w.desc {
@@ -1732,7 +1765,8 @@ func (w *orderStream) tieDistinct(g *distinctGroup) (bool, error) {
 // time as the page has room for; each reports false to stop.
 func (w *orderStream) tieBatches(value, from []byte, each func([][]byte) (bool, error)) (bool, error) {
 	prefix := append(absentPrefix(indexPrefix(w.c), tieMarker, w.o.Path), value...)
-	lo, hi := resumeBounds(prefix, prefixEnd(prefix), prefix, from, w.desc)
+	lo, hi := w.s.seqBounds(prefix)
+	lo, hi = resumeBounds(lo, hi, prefix, from, w.desc)
 	// The documents are read a page's worth at a time (fetch), their
 	// entries collected first.
 	var batch [][]byte
