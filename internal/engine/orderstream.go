@@ -1037,6 +1037,17 @@ func (w *orderStream) pastOutside(value, loc []byte) []byte {
 	return w.pastGroup(value)
 }
 
+// valueInScope returns the span of the walk's entries of value whose
+// locations the scope holds.
+func (w *orderStream) valueInScope(value []byte) (lo, hi []byte) {
+	k := append(bytes.Clone(w.prefix), value...)
+	lo, hi = append(bytes.Clone(k), w.s.lo...), prefixEnd(k)
+	if w.s.hi != nil {
+		hi = append(k, w.s.hi...)
+	}
+	return lo, hi
+}
+
 // skimOutside is how many entries outside the scope in a row the walk
 // steps through before it seeks past them (pastOutside): a step costs a
 // small part of a seek, and a scope that is a small part of the
@@ -1318,6 +1329,18 @@ func (w *orderStream) exactDistinct(g *distinctGroup) (document.Value, bool, err
 	lo, hi := append(bytes.Clone(g.rest), 0), prefixEnd(append(bytes.Clone(w.prefix), g.value...))
 	if w.desc {
 		lo, hi = append(bytes.Clone(w.prefix), g.value...), g.rest
+	}
+	// The value's entries of the scope lie together, in the order of
+	// their locations: the rest is read there alone.
+	inLo, inHi := w.valueInScope(g.value)
+	if bytes.Compare(inLo, lo) > 0 {
+		lo = inLo
+	}
+	if bytes.Compare(inHi, hi) < 0 {
+		hi = inHi
+	}
+	if bytes.Compare(lo, hi) >= 0 {
+		return document.Undef, false, nil
 	}
 	it, err := w.r.NewIter(storage.IterParams{Lower: lo, Upper: hi, Reverse: w.desc})
 	if err != nil {

@@ -1500,7 +1500,8 @@ func TestFilterLocsGoOnFromTheCount(t *testing.T) {
 // a range, a value's tie entries (absent.go) of the range's sequences
 // alone. Before, a page where a value began stepped through its entries
 // outside the scope (5,437 for 100 rows within a prefix, 1,661 for 50 in
-// a range).
+// a range), and a DISTINCT of the key read a value's entries up to the
+// scope's first.
 func TestOrderByWithinANarrowScopeSeeksPastOtherEntries(t *testing.T) {
 	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/t","/u"],"kind":"MultiHash","version":2}}`)
 	var docs []string
@@ -1551,6 +1552,21 @@ func TestOrderByWithinANarrowScopeSeeksPastOtherEntries(t *testing.T) {
 			if len(ms) < 100 || !slices.IsSorted(ms) {
 				t.Errorf("%s (range %q): %d rows, sorted %v", q, p.RangeID, len(ms), slices.IsSorted(ms))
 			}
+		}
+		// A DISTINCT of the key reads a few entries of each value, and
+		// looks for the one that makes its row among the scope's.
+		p := base
+		p.Query = "SELECT DISTINCT VALUE c.m FROM c ORDER BY c.m"
+		page, err := be.e.QueryItems(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, it := range page.Items {
+			got = append(got, string(it))
+		}
+		if !slices.Equal(got, []string{"0", "1", "2"}) || page.IndexEntries > 3*(distinctSkim+2) {
+			t.Errorf("%s (range %q): %s, %d index entries", p.Query, p.RangeID, got, page.IndexEntries)
 		}
 	}
 }
