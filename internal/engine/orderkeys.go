@@ -589,30 +589,42 @@ func firstGroup(r storage.Reader, c *containerRecord, q *ast.Query, params map[s
 // most values) of equal values the stream o walks, in the order of q's
 // first ORDER BY key, within the bounds the WHERE clause sets on its
 // path: every entry it steps through, in the scope or not, as the planner
-// weighs the walk (plan.Ordered). seen is how many groups they begin.
+// weighs the walk (plan.Ordered), seeking past a value's entries outside
+// the scope as the walk does (skimOutside). seen is how many groups they
+// begin.
 func leadEntries(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, o *plan.Ordered, s *itemScope, values int, limit int64, st *readStats) (n int64, seen int, err error) {
 	prefix := orderPrefix(c, o.Path, s)
 	lo, hi := pathBounds(prefix, plan.Predicates(q, params), o.Path)
-	it, err := r.NewIter(storage.IterParams{Lower: lo, Upper: hi, Reverse: q.OrderBy[0].Desc})
+	desc := q.OrderBy[0].Desc
+	it, err := r.NewIter(storage.IterParams{Lower: lo, Upper: hi, Reverse: desc})
 	if err != nil {
 		return 0, 0, err
 	}
 	defer it.Close()
 	var value []byte
-	for ok := it.First(); ok && n < limit; ok = it.Next() {
+	outside := 0
+	for ok := it.First(); ok && n < limit; {
 		st.entries++
 		k := it.Key()
-		loc, ok := entryLoc(k, len(prefix))
-		if !ok {
+		loc, good := entryLoc(k, len(prefix))
+		if !good {
+			ok = it.Next()
 			continue
 		}
 		if v := k[len(prefix) : len(k)-len(loc)]; seen == 0 || !bytes.Equal(v, value) {
 			if seen == values {
 				break
 			}
-			value, seen = append(value[:0], v...), seen+1
+			value, seen, outside = append(value[:0], v...), seen+1, 0
 		}
 		n++
+		if s.holds(loc) {
+			outside = 0
+		} else if outside++; outside >= skimOutside {
+			ok, outside = it.SeekGE(seekOutside(prefix, value, loc, s, desc)), 0
+			continue
+		}
+		ok = it.Next()
 	}
 	return n, seen, it.Err()
 }

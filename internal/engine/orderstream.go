@@ -1020,21 +1020,31 @@ func (w *orderStream) entriesInTieOrder() bool {
 // pastGroup is the key the walk seeks to after the entries of value
 // (backwards: the bare value, which sorts before them and is no entry).
 // pastOutside returns where the walk seeks to from the entry of value at
-// loc, outside the scope: a value's entries are in the order of their
-// locations, and the scope's locations are one span of them, so the
-// entries from there on (in the walk's direction) outside the scope lie
-// either before the span, whose start it seeks to, or past it, when it
-// seeks past the value. Only entries outside the scope are passed over.
+// loc, outside the scope (seekOutside).
 func (w *orderStream) pastOutside(value, loc []byte) []byte {
-	before := bytes.Compare(loc, w.s.lo) < 0
+	return seekOutside(w.prefix, value, loc, w.s, w.desc)
+}
+
+// seekOutside returns where a walk of the entries under prefix (backwards
+// when desc) seeks to from the entry of value at loc, outside scope s: a
+// value's entries are in the order of their locations, and the scope's
+// locations are one span of them, so the entries from there on (in the
+// walk's direction) outside the scope lie either before the span, whose
+// start it seeks to, or past it, when it seeks past the value. Only
+// entries outside the scope are passed over.
+func seekOutside(prefix, value, loc []byte, s *itemScope, desc bool) []byte {
+	k := append(bytes.Clone(prefix), value...)
+	before := bytes.Compare(loc, s.lo) < 0
 	switch {
-	case before && !w.desc:
-		return append(append(bytes.Clone(w.prefix), value...), w.s.lo...)
-	case !before && w.desc && w.s.hi != nil:
+	case before && !desc:
+		return append(k, s.lo...)
+	case !before && desc && s.hi != nil:
 		// Backwards, the last key at or before it.
-		return append(append(bytes.Clone(w.prefix), value...), w.s.hi...)
+		return append(k, s.hi...)
+	case desc:
+		return k // backwards, the last key before the value's
 	}
-	return w.pastGroup(value)
+	return prefixEnd(k)
 }
 
 // valueInScope returns the span of the walk's entries of value whose
