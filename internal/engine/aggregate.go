@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -58,9 +59,11 @@ import (
 // once they are built (a partition of many items asks for them), and only
 // when no other key shares the partition's EPK (partitionAlone), and with
 // an equality on another path, its composite entries of each partition
-// apart (partComposite) on the same terms; otherwise, and for a
-// hierarchical prefix, the evaluation scans the scope's own records,
-// where the path's entries are the whole container's.
+// apart (partComposite) on the same terms. Under a hierarchical prefix,
+// a MIN or MAX (alone or filtered on the path) reads the path's own
+// entries, the whole container's, from an end to the prefix's first, up
+// to a budget of about what evaluating the prefix costs (errPastBudget).
+// Otherwise the evaluation scans the scope's own records.
 func (e *Engine) aggregateByIndex(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, rangeID string, scope *itemScope, now time.Time, st *readStats, page *FeedPage) (bool, error) {
 	if !c.Index.Ready || c.index.none {
 		return false, nil
@@ -68,6 +71,20 @@ func (e *Engine) aggregateByIndex(r storage.Reader, c *containerRecord, q *ast.Q
 	if call, boxed := aggregateShape(q, "COUNT"); call != nil {
 		return e.countPathByIndex(r, c, q, call, boxed, rangeID, scope, now, st, page)
 	}
+	done, err := e.extremeByIndex(r, c, q, params, rangeID, scope, now, st, page)
+	if errors.Is(err, errPastBudget) {
+		return false, nil // the evaluation costs less
+	}
+	return done, err
+}
+
+// errPastBudget stops an aggregate read from the index whose entries have
+// cost what evaluating its scope would (extremeByIndex, under a
+// hierarchical prefix).
+var errPastBudget = errors.New("engine: the index read past its budget")
+
+// extremeByIndex is aggregateByIndex for MIN, MAX, SUM and AVG.
+func (e *Engine) extremeByIndex(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, rangeID string, scope *itemScope, now time.Time, st *readStats, page *FeedPage) (bool, error) {
 	call, obj, boxed := indexAggregateShape(q)
 	if call == nil {
 		return false, nil
@@ -87,6 +104,7 @@ func (e *Engine) aggregateByIndex(r storage.Reader, c *containerRecord, q *ast.Q
 	own := appendIndexPath(indexPrefix(c), path)
 	var base, lo, hi, marks []byte
 	var mask byte
+	var budget int64 // entries past which the index is not read; 0: none
 	// A filter of one term on the path itself (MAX(c.ts) WHERE c.ts <
 	// @t) bounds the entries read: the items that pass it are those with
 	// an entry in its span, and no array or object passes it.
@@ -94,6 +112,21 @@ func (e *Engine) aggregateByIndex(r storage.Reader, c *containerRecord, q *ast.Q
 	switch {
 	case onPath != nil && (scope.kind == plan.ScopeAll || scope.kind == plan.ScopeRange):
 		base = own
+	case scope.kind == plan.ScopePrefix && (onPath != nil || q.Where == nil) && !strings.EqualFold(call.Name, "SUM") && !strings.EqualFold(call.Name, "AVG"):
+		// Under a hierarchical prefix, MIN and MAX from the path's own
+		// entries: the whole container's, among which the prefix's
+		// items' lie, read from an end to the first of them. They are
+		// read up to about what evaluating the prefix's items costs
+		// (an entry costs a small part of a record); past that, the
+		// evaluation answers. A SUM or AVG would read them all.
+		n, ok, err := prefixCount(r, c, scope, now, st)
+		if err != nil || !ok {
+			return false, err
+		}
+		base, budget = own, 4*n+64
+		if onPath == nil {
+			marks = own
+		}
 	case q.Where != nil && onPath == nil:
 		if scope.kind != plan.ScopeAll && scope.kind != plan.ScopeRange && scope.kind != plan.ScopePartition || systemPath(path) {
 			return false, nil
@@ -171,6 +204,9 @@ func (e *Engine) aggregateByIndex(r storage.Reader, c *containerRecord, q *ast.Q
 			read++
 			if err := st.entry(); err != nil {
 				return false, err
+			}
+			if budget > 0 && read > budget {
+				return false, errPastBudget
 			}
 			l, ok := maskedEntryLoc(k, len(base), mask)
 			if !ok {

@@ -352,6 +352,93 @@ func TestPrefixCountFromCounters(t *testing.T) {
 	}
 }
 
+// MIN and MAX of a path under a hierarchical prefix come from the path's
+// own entries, the container's, read from an end to the first of a live
+// item under the prefix, and equal their evaluation through upserts of
+// values of every type, deletes, expiries and purges; a prefix whose
+// items lie far from that end (t3's values are the container's smallest)
+// is read up to a budget, then evaluated. Before, every such query read
+// every item under the prefix.
+func TestExtremeUnderAPrefix(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/t","/u"],"kind":"MultiHash","version":2},"defaultTtl":-1}`)
+	ctx := context.Background()
+	rnd := rand.New(rand.NewPCG(47, 53))
+	var seed []string
+	for i := range 3000 {
+		seed = append(seed, fmt.Sprintf(`{"id":"s%d","t":"t%d","u":"u%d","v":%d}`, i, i%3, i%11, 1000+i))
+	}
+	for i := range 20 {
+		seed = append(seed, fmt.Sprintf(`{"id":"s%d","t":"t3","u":"u%d","v":%d}`, 3000+i, i%11, i))
+	}
+	be.seed(t, seed...)
+	byIndex, values, budgeted := 0, 0, 0
+	for step := range 300 {
+		i := rnd.IntN(120)
+		tk, u := "t"+strconv.Itoa(i%3), "u"+strconv.Itoa(i%11)
+		ref := ItemRef{DB: "db", Coll: "c", HasKey: true, PartitionKey: partition.Key{partition.String(tk), partition.String(u)}}
+		switch op := rnd.IntN(10); {
+		case op < 6:
+			v := []string{"0", "7", "-2.5", `"a"`, `"zz"`, "true", "null", "5000", "9007199254740993", "[1]"}[rnd.IntN(10)]
+			if rnd.IntN(4) == 0 {
+				v = strconv.Itoa(-rnd.IntN(100))
+			}
+			ttlProp := []string{"", `,"ttl":5`, `,"ttl":-1`}[rnd.IntN(3)]
+			body := fmt.Sprintf(`{"id":"x%d","t":%q,"u":%q,"v":%s%s}`, i, tk, u, v, ttlProp)
+			if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: ref, Mode: ModeUpsert, Body: []byte(body)}); err != nil {
+				t.Fatal(err)
+			}
+		case op < 8:
+			_, err := be.e.DeleteItem(ctx, DeleteItemParams{ItemRef: ref, ID: "x" + strconv.Itoa(i)})
+			var ee *Error
+			if err != nil && !(errors.As(err, &ee) && ee.Code == NotFound) {
+				t.Fatal(err)
+			}
+		case op < 9:
+			be.clock.Advance(time.Duration(rnd.IntN(4)) * time.Second)
+		default:
+			if _, err := be.e.PurgeDue(ctx, ttl.PurgeParams{Container: "dbs/db/colls/c", Now: be.clock.Now(), Limit: 1 + rnd.IntN(5)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if step%15 != 14 {
+			continue
+		}
+		for _, prefix := range []string{"t0", "t1", "t3"} {
+			query := func(text string) *FeedPage {
+				t.Helper()
+				page, err := be.e.QueryItems(ctx, QueryParams{ItemRef: ItemRef{DB: "db", Coll: "c", HasKey: true, PartitionKey: partition.Key{partition.String(prefix)}}, Query: text})
+				if err != nil {
+					t.Fatalf("%s under %s: %v", text, prefix, err)
+				}
+				return page
+			}
+			for _, agg := range []string{"MIN", "MAX"} {
+				for _, shape := range []string{"SELECT VALUE %s(c.v) FROM c", `SELECT VALUE [{"item": %s(c.v)}] FROM c`, "SELECT VALUE %s(c.v) FROM c WHERE c.v > 10"} {
+					text := fmt.Sprintf(shape, agg)
+					evaluated := text + " WHERE true"
+					if strings.Contains(text, "WHERE") {
+						evaluated = text + " AND true"
+					}
+					_, _, counted, valued := checkAggregate(t, fmt.Sprintf("step %d, prefix %s", step, prefix), query, text, evaluated)
+					if counted {
+						byIndex++
+					}
+					if valued {
+						values++
+					}
+					if prefix == "t3" && agg == "MAX" && !strings.Contains(text, "c.v >") && !counted {
+						budgeted++
+					}
+				}
+			}
+		}
+	}
+	if byIndex == 0 || values == 0 || budgeted == 0 {
+		t.Fatalf("%d answers by the index, %d with a value, %d past the budget: the test shows nothing", byIndex, values, budgeted)
+	}
+	t.Logf("%d answers by the index, %d with a value, %d past the budget", byIndex, values, budgeted)
+}
+
 // churn makes one random change to container coll of be: an upsert of one
 // of items items over parts partition keys, with or without a ttl of its
 // own (60%); its delete (20%); the clock moved on by up to 8 s (10%); or a
