@@ -69,7 +69,8 @@ import (
 // skipped the others' by their location: a page cost the container's size
 // over the partition's. Under the partition they are the partition's own,
 // in the same order, and the stream walks them in place of the path's
-// (orderstream.go).
+// (orderstream.go); under a hierarchical prefix of a few partitions, it
+// walks the merge of theirs (prefixparts.go).
 //
 // And, for composite indexes whose first path is the listed path, when it
 // keeps partition entries, the composite's entries of each logical

@@ -29,6 +29,11 @@ type itemScope struct {
 	// and nil for wider scopes.
 	epk string
 	pk  []byte
+	// parts holds, for a hierarchical prefix, the EPK encodings of its
+	// logical partitions once read (prefixParts); manyParts says they
+	// are more than a walk merges.
+	parts     [][]byte
+	manyParts bool
 	// seqLo and seqHi bound the sequences of the scope's items when the
 	// container keeps a sequence per range and the scope is narrower than
 	// the container: the items of a range have its sequence's LSNs (a

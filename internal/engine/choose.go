@@ -1214,16 +1214,24 @@ func (e *Engine) orderedShapes(r storage.Reader, c *containerRecord, q *ast.Quer
 	}
 	// scoped: within a logical partition, the walk reads the partition's
 	// own entries of the path once they are built (absent.go).
-	scoped := func(o *plan.Ordered) {
+	// Under a hierarchical prefix of a few partitions, the stream
+	// merges their partition entries (prefixparts.go).
+	scoped := func(o *plan.Ordered, merges bool) error {
 		in.WalkEntries = in.Scope.ContainerItems
-		if s.kind != plan.ScopePartition {
-			return
+		switch {
+		case s.kind == plan.ScopePrefix && merges && !crossesArray(o.Path):
+			if _, few, err := prefixParts(r, c, s, st); err != nil || !few {
+				return err
+			}
+		case s.kind != plan.ScopePartition:
+			return nil
 		}
 		if !c.partsReady(o.Path) {
 			e.wantAbsent(c, o.Path, entryKinds{parts: true})
-			return
+			return nil
 		}
 		o.Scoped, in.WalkEntries = true, in.Scope.Items
+		return nil
 	}
 	// The walk for a TOP or OFFSET and LIMIT reads the whole window's
 	// documents and sorts them, on every page: it serves a window one
@@ -1236,8 +1244,7 @@ func (e *Engine) orderedShapes(r storage.Reader, c *containerRecord, q *ast.Quer
 	end, windowed := windowEnd(q, params)
 	if o, ok := orderedShape(c, q, params, terms); ok && o.Want <= int64(limit) {
 		in.Ordered = o
-		scoped(o)
-		return nil
+		return scoped(o, false)
 	}
 	o, ok := streamShape(c, q, params, terms, limit)
 	if !ok {
@@ -1263,8 +1270,8 @@ func (e *Engine) orderedShapes(r storage.Reader, c *containerRecord, q *ast.Quer
 		// A JOIN's elements (distinctElems) have no entries of their
 		// own per partition: the walk reads the container's.
 		in.WalkEntries = in.Scope.ContainerItems
-	} else {
-		scoped(o)
+	} else if err := scoped(o, true); err != nil {
+		return err
 	}
 	if len(q.OrderBy) == 1 && (!q.Select.Distinct || groupedDistinct(q)) && (s.kind == plan.ScopeAll || s.kind == plan.ScopeRange) && !c.tiesReady(o.Path) {
 		// Equal values in _rid order: the path's tie entries

@@ -437,6 +437,9 @@ type orderStream struct {
 	// pace, for a stream tried first, may stop it before a document
 	// (walkPace).
 	pace *walkPace
+	// merged is set when the walk reads the path's entries under a
+	// hierarchical prefix merged from its partitions' (prefixparts.go).
+	merged bool
 }
 
 // streamFeed takes the rows of the ordered stream in place of a page, for
@@ -498,6 +501,9 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 		prefix: prefix, lo: lo, hi: hi, next: next, limit: limit, page: page, win: win, feed: feed, preds: preds, pace: qa.walk}
 	if w.win.done() {
 		return nil
+	}
+	if w.merged, err = mergesParts(r, c, o.Path, s, st); err != nil {
+		return err
 	}
 	if q.Select.Distinct {
 		_, w.elems = distinctElems(q)
@@ -982,6 +988,9 @@ func (w *orderStream) walkIter(wr walkResume) (storage.Iterator, error) {
 		if bytes.Compare(lo, hi) >= 0 {
 			return nil, nil
 		}
+	}
+	if w.merged {
+		return newPartsIter(w.r, w.c, w.o.Path, w.s, w.prefix, lo, hi, w.desc)
 	}
 	return w.r.NewIter(storage.IterParams{Lower: lo, Upper: hi, Reverse: w.desc})
 }

@@ -1587,3 +1587,54 @@ func TestOrderByWithinANarrowScopeSeeksPastOtherEntries(t *testing.T) {
 		}
 	}
 }
+
+// An ORDER BY under a hierarchical prefix of a few partitions merges its
+// partitions' partition entries of the path (prefixparts.go), once they
+// are built (the query asks for them): a page reads its rows' entries and
+// a seek a partition, where it stepped through every other partition's
+// entries between its rows (about ten times its rows here, a prefix
+// holding a tenth of the container). A prefix of more partitions than a
+// page merges walks the container's entries as before. Both return the
+// evaluator's order.
+func TestOrderByUnderAPrefixMergesItsPartitions(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/t","/u"],"kind":"MultiHash","version":2}}`)
+	var docs []string
+	for i := range 6000 {
+		docs = append(docs, fmt.Sprintf(`{"id":"d%04d","t":"t%d","u":"u%d","k":%d}`, i, i%10, i%60, i*37%1500))
+	}
+	for i := range 2 * maxMergedParts {
+		docs = append(docs, fmt.Sprintf(`{"id":"w%04d","t":"wide","u":"u%d","k":%d}`, i, i, i*7%50))
+	}
+	be.seed(t, docs...)
+	for _, tc := range []struct {
+		prefix string
+		rows   int
+		merged bool
+	}{{"t1", 600, true}, {"wide", 2 * maxMergedParts, false}} {
+		for _, q := range []string{"SELECT c.id, c.k FROM c ORDER BY c.k", "SELECT c.id, c.k FROM c ORDER BY c.k DESC"} {
+			p := QueryParams{ItemRef: batchRef(`["` + tc.prefix + `"]`), Query: q, MaxItemCount: 50}
+			be.orderReady(t, p)
+			var ks []int
+			rows := drainRows(t, be.e, p, func(n int, page *FeedPage) {
+				// Its rows' entries, the partitions' first past them, and
+				// the partitions' counts.
+				if tc.merged && page.IndexEntries > len(page.Items)+3*6 {
+					t.Errorf("%s under %s: page %d read %d index entries for %d rows", q, tc.prefix, n+1, page.IndexEntries, len(page.Items))
+				}
+			})
+			for _, r := range rows {
+				var row struct{ K int }
+				if err := json.Unmarshal([]byte(r), &row); err != nil {
+					t.Fatal(err)
+				}
+				ks = append(ks, row.K)
+			}
+			if strings.Contains(q, "DESC") {
+				slices.Reverse(ks)
+			}
+			if len(ks) != tc.rows || !slices.IsSorted(ks) {
+				t.Errorf("%s under %s: %d rows, sorted %v", q, tc.prefix, len(ks), slices.IsSorted(ks))
+			}
+		}
+	}
+}

@@ -533,6 +533,11 @@ func orderedPath(in Input, o *Ordered) Path {
 	return Path{Access: OrderedWalk, Terms: orderedTerms(o), Entries: entries, Records: entries * share, Absent: o.Absent, Scoped: o.Scoped}
 }
 
+// KeptGroupMax is the most members of a sorted group of equal first keys
+// the planner takes a page to keep for the next (the engine keeps them
+// within a bound on the bytes of all it keeps).
+const KeptGroupMax = 1 << 16
+
 // streamPath is a page of the ordered stream o. Every page walks on from
 // where the last one stopped, so a page costs what the TOP walk of one
 // page's rows costs, and the other paths (which evaluate the whole scope
@@ -543,9 +548,16 @@ func streamPath(in Input, o *Ordered) Path {
 	total, sel := walkSpan(in, o)
 	share := o.share(in.Scope)
 	entries := math.Min(total, float64(o.Want)/(share*sel))
-	// A page reads the first group's entries and records too.
-	records := (entries + float64(o.Group)) * share
-	entries += float64(o.Group)
+	// A page reads the group it ends in whole too, which the pages after
+	// it take kept (the engine's keptGroup): a group larger than a page
+	// is read once for the pages it fills, as much a page as its rows. A
+	// group too large to keep is read again by each of them.
+	group := float64(o.Group)
+	if o.Group <= KeptGroupMax {
+		group = math.Min(group, entries)
+	}
+	records := (entries + group) * share
+	entries += group
 	path := Path{Access: OrderedStream, Terms: orderedTerms(o), Entries: entries, Records: records, Absent: o.Absent, Scoped: o.Scoped}
 	if o.Undefined && !o.Absent {
 		pages := math.Max(1, total*share*sel/float64(max(o.Want, 1)))
