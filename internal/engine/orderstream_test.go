@@ -17,6 +17,7 @@ import (
 	"github.com/mayfly-db/mayfly/internal/query/parser"
 	"github.com/mayfly-db/mayfly/internal/query/plan"
 	"github.com/mayfly-db/mayfly/internal/storage"
+	"github.com/mayfly-db/mayfly/internal/storage/teststore"
 )
 
 // TestOrderedStreamOrder drains ORDER BY queries the ordered stream serves
@@ -1594,8 +1595,9 @@ func TestOrderByWithinANarrowScopeSeeksPastOtherEntries(t *testing.T) {
 // a seek a partition, where it stepped through every other partition's
 // entries between its rows (about ten times its rows here, a prefix
 // holding a tenth of the container). A prefix of more partitions than a
-// page merges walks the container's entries as before. Both return the
-// evaluator's order.
+// page merges walks the container's entries as before, and so does every
+// prefix over PostgreSQL, where each partition's seek is a round trip.
+// All return the evaluator's order.
 func TestOrderByUnderAPrefixMergesItsPartitions(t *testing.T) {
 	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/t","/u"],"kind":"MultiHash","version":2}}`)
 	var docs []string
@@ -1618,7 +1620,7 @@ func TestOrderByUnderAPrefixMergesItsPartitions(t *testing.T) {
 			rows := drainRows(t, be.e, p, func(n int, page *FeedPage) {
 				// Its rows' entries, the partitions' first past them, and
 				// the partitions' counts.
-				if tc.merged && page.IndexEntries > len(page.Items)+3*6 {
+				if tc.merged && teststore.Backend() != "postgres" && page.IndexEntries > len(page.Items)+3*6 {
 					t.Errorf("%s under %s: page %d read %d index entries for %d rows", q, tc.prefix, n+1, page.IndexEntries, len(page.Items))
 				}
 			})

@@ -18,6 +18,9 @@ import (
 // The merge pays a seek for each partition on every page, so it serves a
 // prefix of a few partitions (maxMergedParts); the partitions are those
 // with a count (usage.go), which every partition holding an item has.
+// Over a store across the network each of those seeks is a round trip,
+// where stepping through the other entries costs one for many of them:
+// there the walk steps, as before.
 
 // maxMergedParts bounds the logical partitions whose entries a walk under
 // a hierarchical prefix merges.
@@ -25,9 +28,12 @@ const maxMergedParts = 64
 
 // prefixParts returns the EPK encodings (appendEPK) of the logical
 // partitions under the hierarchical prefix s, from their counts, and
-// false when there are more than maxMergedParts. It reads them once for
-// the scope.
+// false when there are more than maxMergedParts or r reads over the
+// network. It reads them once for the scope.
 func prefixParts(r storage.Reader, c *containerRecord, s *itemScope, st *readStats) ([][]byte, bool, error) {
+	if storage.IsNetworked(r) {
+		return nil, false, nil
+	}
 	if s.parts != nil || s.manyParts {
 		return s.parts, !s.manyParts, nil
 	}

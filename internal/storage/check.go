@@ -259,6 +259,9 @@ func (r *checkedReader) ScanSpans(spans []Span, fn func(k, v []byte) (bool, erro
 	return err
 }
 
+// Networked forwards to the store's reader.
+func (r *checkedReader) Networked() bool { return IsNetworked(r.inner) }
+
 // GetMany forwards to the store's reader and checks that each value is
 // the one Get reads.
 func (r *checkedReader) GetMany(keys [][]byte, fn func(i int, value []byte) error) error {

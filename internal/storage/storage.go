@@ -273,6 +273,19 @@ func GetMany(r Reader, keys [][]byte, fn func(i int, value []byte) error) error 
 	return nil
 }
 
+// Networked is implemented by readers over the network, whose every read
+// not batched with others (GetMany, ScanSpans, Prefetch) is a round trip;
+// a reader that wraps another forwards it.
+type Networked interface {
+	Networked() bool
+}
+
+// IsNetworked reports whether r reads over the network (Networked).
+func IsNetworked(r Reader) bool {
+	n, ok := r.(Networked)
+	return ok && n.Networked()
+}
+
 // Span is a span [Lower, Upper) of keys; a nil Upper has no bound.
 type Span struct{ Lower, Upper []byte }
 

@@ -329,6 +329,9 @@ func (r *reader) Get(key []byte) ([]byte, error) {
 // values it holds already answer first. It keeps none of the values it
 // reads, so a page that reads a whole container a run at a time holds one
 // run, where Get keeps every value it read until the transaction ends.
+// Networked reports that every read not batched is a round trip.
+func (r *reader) Networked() bool { return true }
+
 func (r *reader) GetMany(keys [][]byte, fn func(i int, value []byte) error) error {
 	vals := make([][]byte, len(keys))
 	known := make([]bool, len(keys))
