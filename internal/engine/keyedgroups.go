@@ -240,8 +240,8 @@ func (e *Engine) keyOrderGroups(r storage.Reader, c *containerRecord, prog, orde
 // likely as its documents each do, at the share of the scope the other
 // way reads, so the walk reads that many entries over the likelihood.
 // Where the stream's entries are not the scope's own (a partition whose
-// entries of the path are not built, a prefix) the count would be the
-// container's, and where the groups have several keys its first key's
+// entries of the path are not built, a prefix whose partitions' it does
+// not merge) the count would be the container's, and where the groups have several keys its first key's
 // values hold more than the groups: the stream stays.
 func groupsCostMore(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, qp *queryAccess, s *itemScope, limit int, st *readStats) (bool, error) {
 	o, p := qp.stream, qp.plan
