@@ -590,7 +590,7 @@ func firstGroup(r storage.Reader, c *containerRecord, q *ast.Query, params map[s
 // first ORDER BY key, within the bounds the WHERE clause sets on its
 // path: every entry it steps through, in the scope or not, as the planner
 // weighs the walk (plan.Ordered), seeking past a value's entries outside
-// the scope as the walk does (skimFor). seen is how many groups they
+// the scope as the walk does (skimOutside). seen is how many groups they
 // begin.
 func leadEntries(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, o *plan.Ordered, s *itemScope, values int, limit int64, st *readStats) (n int64, seen int, err error) {
 	prefix := orderPrefix(c, o.Path, s)
@@ -602,7 +602,7 @@ func leadEntries(r storage.Reader, c *containerRecord, q *ast.Query, params map[
 	}
 	defer it.Close()
 	var value []byte
-	outside, skim := 0, skimFor(r)
+	outside := 0
 	for ok := it.First(); ok && n < limit; {
 		st.entries++
 		k := it.Key()
@@ -620,7 +620,7 @@ func leadEntries(r storage.Reader, c *containerRecord, q *ast.Query, params map[
 		n++
 		if s.holds(loc) {
 			outside = 0
-		} else if outside++; outside >= skim {
+		} else if outside++; outside >= skimOutside {
 			ok, outside = it.SeekGE(seekOutside(prefix, value, loc, s, desc)), 0
 			continue
 		}

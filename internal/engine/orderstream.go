@@ -440,9 +440,6 @@ type orderStream struct {
 	// merged is set when the walk reads the path's entries under a
 	// hierarchical prefix merged from its partitions' (prefixparts.go).
 	merged bool
-	// skim is how many entries outside the scope in a row the walk steps
-	// through before it seeks past them (skimFor).
-	skim int
 }
 
 // streamFeed takes the rows of the ordered stream in place of a page, for
@@ -505,7 +502,6 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 	if w.win.done() {
 		return nil
 	}
-	w.skim = skimFor(r)
 	if w.merged, err = mergesParts(r, c, o.Path, s, st); err != nil {
 		return err
 	}
@@ -895,7 +891,7 @@ func (w *orderStream) walk(pos []byte, skip int) (bool, error) {
 			value, read, outside = bytes.Clone(v), 0, 0
 		}
 		if !w.s.holds(loc) {
-			if outside++; outside >= w.skim {
+			if outside++; outside >= skimOutside {
 				seek, outside = w.pastOutside(value, loc), 0
 			}
 		} else {
@@ -1075,20 +1071,8 @@ func (w *orderStream) valueInScope(value []byte) (lo, hi []byte) {
 // steps through before it seeks past them (pastOutside): a step costs a
 // small part of a seek, and a scope that is a small part of the
 // container (a hierarchical prefix, one range of many) would have each
-// value's entries read whole. Over a store across the network a seek is
-// a round trip, and steps come a page of up to a thousand keys a round
-// trip: there it seeks past runs longer than that (skimOutsideNetworked).
+// value's entries read whole.
 const skimOutside = 16
-
-const skimOutsideNetworked = 1024
-
-// skimFor is skimOutside for reads through r.
-func skimFor(r storage.Reader) int {
-	if storage.IsNetworked(r) {
-		return skimOutsideNetworked
-	}
-	return skimOutside
-}
 
 func (w *orderStream) pastGroup(value []byte) []byte {
 	k := append(bytes.Clone(w.prefix), value...)

@@ -1537,11 +1537,7 @@ func TestOrderByWithinANarrowScopeSeeksPastOtherEntries(t *testing.T) {
 				// Its rows' entries, those past which it seeks, and
 				// where a value begins, the value's entries before it
 				// reads them through its tie entries (tieGroupMin).
-				skim := skimOutside
-				if teststore.Backend() == "postgres" {
-					skim = skimOutsideNetworked
-				}
-				if page.IndexEntries > 2*len(page.Items)+2*skim+tieGroupMin+4 {
+				if page.IndexEntries > 2*len(page.Items)+2*skimOutside+tieGroupMin+4 {
 					t.Errorf("%s (range %q): page %d read %d index entries for %d rows", q, p.RangeID, n+1, page.IndexEntries, len(page.Items))
 				}
 			})
