@@ -349,8 +349,13 @@ func (e *Engine) countDefined(r storage.Reader, c *containerRecord, path []strin
 	if len(path) == 0 || crossesArray(path) || systemPath(path) || !c.index.indexes(path) {
 		return false, nil
 	}
-	if ok, err := countableScope(r, c, scope, st); err != nil || !ok {
-		return false, err
+	// Under a hierarchical prefix the absence entries in location order
+	// are the prefix's own span, and its count comes from its
+	// partitions' (prefixCount), which says when it cannot tell.
+	if scope.kind != plan.ScopePrefix {
+		if ok, err := countableScope(r, c, scope, st); err != nil || !ok {
+			return false, err
+		}
 	}
 	expired, err := expiredIn(r, c, scope, now, st)
 	if err != nil {

@@ -284,7 +284,9 @@ func TestPartitionCountSharedEPK(t *testing.T) {
 }
 
 // COUNT(1) under a hierarchical prefix is the sum of its logical
-// partitions' counters, less the items expired and not purged, through
+// partitions' counters, less the items expired and not purged (a count of
+// a path, or of the items without it, that less the prefix's absence
+// entries of the path), through
 // upserts, deletes, expiries and purges: it reads a counter a partition
 // and no record, where it read every item of the prefix, and equals the
 // evaluation's count. A prefix of two of three keys sums the partitions of
@@ -308,6 +310,9 @@ func TestPrefixCountFromCounters(t *testing.T) {
 		switch op := rnd.IntN(10); {
 		case op < 6:
 			ttlProp := []string{"", `,"ttl":5`, `,"ttl":-1`}[rnd.IntN(3)]
+			if rnd.IntN(2) == 0 {
+				ttlProp += `,"x":[1]`
+			}
 			body := fmt.Sprintf(`{"id":"x%d","t":%q,"u":%q,"v":%q%s}`, i, t0, u, v, ttlProp)
 			if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: ref, Mode: ModeUpsert, Body: []byte(body)}); err != nil {
 				t.Fatal(err)
@@ -328,22 +333,39 @@ func TestPrefixCountFromCounters(t *testing.T) {
 		if step%20 != 19 {
 			continue
 		}
+		if step == 19 {
+			// The absence entries of /x, which a count of it asks for.
+			be.e.wantAbsent(be.containerOf(t, "c"), []string{"x"}, entryKinds{})
+			drainIndexer(t, be.e.NewIndexer(nil))
+		}
 		for _, prefix := range []partition.Key{key("t1"), key("t2"), key("t3", "u2")} {
-			p := QueryParams{ItemRef: ItemRef{DB: "db", Coll: "c", HasKey: true, PartitionKey: prefix}, Query: "SELECT VALUE COUNT(1) FROM c"}
-			page, err := be.e.QueryItems(ctx, p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p.Query += " WHERE true"
-			want, err := be.e.QueryItems(ctx, p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := string(page.Items[0]); got != string(want.Items[0]) || page.Plan == nil || page.Plan.Chosen.Access != plan.Counters || page.Examined != 0 {
-				t.Fatalf("step %d, prefix %v: %s by %v (%d records), the evaluation %s", step, prefix, got, page.Plan, page.Examined, want.Items[0])
-			}
-			if string(want.Items[0]) != "0" {
-				counted++
+			// COUNT(1) from the counters; a count of a path, or of the
+			// items with or without it, from them less the absence
+			// entries.
+			for _, tc := range []struct {
+				query, evaluated string
+				access           plan.Access
+			}{
+				{"SELECT VALUE COUNT(1) FROM c", "SELECT VALUE COUNT(1) FROM c WHERE true", plan.Counters},
+				{"SELECT VALUE COUNT(c.x) FROM c", "SELECT VALUE COUNT(c.x) FROM c WHERE true", plan.IndexCount},
+				{"SELECT VALUE COUNT(1) FROM c WHERE NOT IS_DEFINED(c.x)", "SELECT VALUE COUNT(1) FROM c WHERE NOT IS_DEFINED(c.x) AND true", plan.IndexCount},
+			} {
+				p := QueryParams{ItemRef: ItemRef{DB: "db", Coll: "c", HasKey: true, PartitionKey: prefix}, Query: tc.query}
+				page, err := be.e.QueryItems(ctx, p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p.Query = tc.evaluated
+				want, err := be.e.QueryItems(ctx, p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := string(page.Items[0]); got != string(want.Items[0]) || page.Plan == nil || page.Plan.Chosen.Access != tc.access || page.Examined != 0 {
+					t.Fatalf("step %d, prefix %v, %s: %s by %v (%d records), the evaluation %s", step, prefix, tc.query, got, page.Plan, page.Examined, want.Items[0])
+				}
+				if string(want.Items[0]) != "0" {
+					counted++
+				}
 			}
 		}
 	}
