@@ -307,29 +307,13 @@ func TestPrefixCountFromCounters(t *testing.T) {
 		i := rnd.IntN(120)
 		t0, u, v := "t"+strconv.Itoa(i%4), "u"+strconv.Itoa(i%7), "v"+strconv.Itoa(i%3)
 		ref := ItemRef{DB: "db", Coll: "c", HasKey: true, PartitionKey: key(t0, u, v)}
-		switch op := rnd.IntN(10); {
-		case op < 6:
+		be.changeOne(t, rnd, ref, "x"+strconv.Itoa(i), func() string {
 			ttlProp := []string{"", `,"ttl":5`, `,"ttl":-1`}[rnd.IntN(3)]
 			if rnd.IntN(2) == 0 {
 				ttlProp += `,"x":[1]`
 			}
-			body := fmt.Sprintf(`{"id":"x%d","t":%q,"u":%q,"v":%q%s}`, i, t0, u, v, ttlProp)
-			if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: ref, Mode: ModeUpsert, Body: []byte(body)}); err != nil {
-				t.Fatal(err)
-			}
-		case op < 8:
-			_, err := be.e.DeleteItem(ctx, DeleteItemParams{ItemRef: ref, ID: "x" + strconv.Itoa(i)})
-			var ee *Error
-			if err != nil && !(errors.As(err, &ee) && ee.Code == NotFound) {
-				t.Fatal(err)
-			}
-		case op < 9:
-			be.clock.Advance(time.Duration(rnd.IntN(4)) * time.Second)
-		default:
-			if _, err := be.e.PurgeDue(ctx, ttl.PurgeParams{Container: "dbs/db/colls/c", Now: be.clock.Now(), Limit: 1 + rnd.IntN(5)}); err != nil {
-				t.Fatal(err)
-			}
-		}
+			return fmt.Sprintf(`{"id":"x%d","t":%q,"u":%q,"v":%q%s}`, i, t0, u, v, ttlProp)
+		})
 		if step%20 != 19 {
 			continue
 		}
@@ -398,30 +382,14 @@ func TestExtremeUnderAPrefix(t *testing.T) {
 		i := rnd.IntN(120)
 		tk, u := "t"+strconv.Itoa(i%3), "u"+strconv.Itoa(i%11)
 		ref := ItemRef{DB: "db", Coll: "c", HasKey: true, PartitionKey: partition.Key{partition.String(tk), partition.String(u)}}
-		switch op := rnd.IntN(10); {
-		case op < 6:
+		be.changeOne(t, rnd, ref, "x"+strconv.Itoa(i), func() string {
 			v := []string{"0", "7", "-2.5", `"a"`, `"zz"`, "true", "null", "5000", "9007199254740993", "[1]"}[rnd.IntN(10)]
 			if rnd.IntN(4) == 0 {
 				v = strconv.Itoa(-rnd.IntN(100))
 			}
 			ttlProp := []string{"", `,"ttl":5`, `,"ttl":-1`}[rnd.IntN(3)]
-			body := fmt.Sprintf(`{"id":"x%d","t":%q,"u":%q,"v":%s%s}`, i, tk, u, v, ttlProp)
-			if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: ref, Mode: ModeUpsert, Body: []byte(body)}); err != nil {
-				t.Fatal(err)
-			}
-		case op < 8:
-			_, err := be.e.DeleteItem(ctx, DeleteItemParams{ItemRef: ref, ID: "x" + strconv.Itoa(i)})
-			var ee *Error
-			if err != nil && !(errors.As(err, &ee) && ee.Code == NotFound) {
-				t.Fatal(err)
-			}
-		case op < 9:
-			be.clock.Advance(time.Duration(rnd.IntN(4)) * time.Second)
-		default:
-			if _, err := be.e.PurgeDue(ctx, ttl.PurgeParams{Container: "dbs/db/colls/c", Now: be.clock.Now(), Limit: 1 + rnd.IntN(5)}); err != nil {
-				t.Fatal(err)
-			}
-		}
+			return fmt.Sprintf(`{"id":"x%d","t":%q,"u":%q,"v":%s%s}`, i, tk, u, v, ttlProp)
+		})
 		if step%15 != 14 {
 			continue
 		}
@@ -459,6 +427,32 @@ func TestExtremeUnderAPrefix(t *testing.T) {
 		t.Fatalf("%d answers by the index, %d with a value, %d past the budget: the test shows nothing", byIndex, values, budgeted)
 	}
 	t.Logf("%d answers by the index, %d with a value, %d past the budget", byIndex, values, budgeted)
+}
+
+// changeOne makes one random change to the item id at ref, in container c
+// of be: an upsert of body() (60%), its delete (20%), the clock moved on by
+// up to 3 s (10%), or a purge batch (10%).
+func (be *batchEnv) changeOne(t *testing.T, rnd *rand.Rand, ref ItemRef, id string, body func() string) {
+	t.Helper()
+	ctx := context.Background()
+	switch op := rnd.IntN(10); {
+	case op < 6:
+		if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: ref, Mode: ModeUpsert, Body: []byte(body())}); err != nil {
+			t.Fatal(err)
+		}
+	case op < 8:
+		_, err := be.e.DeleteItem(ctx, DeleteItemParams{ItemRef: ref, ID: id})
+		var ee *Error
+		if err != nil && !(errors.As(err, &ee) && ee.Code == NotFound) {
+			t.Fatal(err)
+		}
+	case op < 9:
+		be.clock.Advance(time.Duration(rnd.IntN(4)) * time.Second)
+	default:
+		if _, err := be.e.PurgeDue(ctx, ttl.PurgeParams{Container: "dbs/db/colls/c", Now: be.clock.Now(), Limit: 1 + rnd.IntN(5)}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // churn makes one random change to container coll of be: an upsert of one
