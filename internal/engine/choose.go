@@ -52,6 +52,9 @@ type queryAccess struct {
 	// counts (walkPace); nil otherwise (a TOP walk tried first is paced
 	// as its source is built).
 	walk *walkPace
+	// counts are the counts of the filter's terms that weighed the plan;
+	// nil on a resumed page or a point read.
+	counts *termCounts
 }
 
 // collection is what a page that collects its candidates collected: the
@@ -111,7 +114,9 @@ const smallScope = 256
 // either is planned again.
 //
 // counted, when not nil, holds the counts of the terms a scan tried first
-// made before it stopped (queryAccess.pace), which counting goes on from.
+// made before it stopped (queryAccess.pace), or a plan of a query of the
+// same filter and no ORDER BY term (queryAccess.counts), which counting
+// goes on from.
 func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, prog *eval.Program, params map[string]document.Value, s *itemScope, now time.Time, st *readStats, limit int, resumed bool, cur cursor, try scanTry, counted *termCounts) (*queryAccess, error) {
 	q := prog.Query()
 	terms := plan.Terms(plan.Predicates(q, params))
@@ -194,6 +199,11 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	// where the count has reached.
 	lone := len(weighed) == 1 && in.Stream == nil && in.Ordered == nil && len(in.Composites) == 0 && !(singleValues(terms[weighed[0]]) && mayMerge(c, terms[weighed[0]], s))
 	tc := counted
+	if tc != nil && !slices.Equal(tc.idx, weighed) {
+		// Counts of other terms (a plan whose ORDER BY path is a
+		// filter's too counts that term last): counted afresh.
+		tc = nil
+	}
 	if tc == nil {
 		tc = newTermCounts(c, terms, weighed, s)
 		if o := in.Stream; o != nil && len(o.Filter) > 0 {
@@ -414,7 +424,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	} else {
 		walk = nil // counted to its end: weighed as it is
 	}
-	qa := &queryAccess{plan: &p, access: p.Chosen.Access, terms: p.Chosen.Terms, walk: walk}
+	qa := &queryAccess{plan: &p, access: p.Chosen.Access, terms: p.Chosen.Terms, walk: walk, counts: tc}
 	if qa.access == plan.IndexSpan {
 		qa.gathered = tc.gatheredLocs(qa.terms[0])
 	}

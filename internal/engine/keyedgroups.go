@@ -104,8 +104,10 @@ func fixedKeyPaths(c *containerRecord, key partition.Key, hasKey bool) [][]strin
 // (planned), which is the one it would choose for prog: the two queries
 // have the same terms, and prog no other ways to weigh. The page need not
 // plan again; but for the walks that read only the documents an ORDER
-// BY's first rows need, which prog has no use for.
-func (e *Engine) keyOrderGroups(r storage.Reader, c *containerRecord, prog, ordered *eval.Program, p QueryParams, s *itemScope, now time.Time, st *readStats, total int64, kept candidateKeeper, fp uint64, page *FeedPage) (done bool, planned *queryAccess, err error) {
+// BY's first rows need, which prog has no use for, and for a stream the
+// page turns down: those plan prog from the counts of its terms made for
+// the ordered query (counts), rather than count them again.
+func (e *Engine) keyOrderGroups(r storage.Reader, c *containerRecord, prog, ordered *eval.Program, p QueryParams, s *itemScope, now time.Time, st *readStats, total int64, kept candidateKeeper, fp uint64, page *FeedPage) (done bool, planned *queryAccess, counts *termCounts, err error) {
 	limit := pageSize(p.MaxItemCount)
 	var cur cursor
 	resumed := p.Continuation != ""
@@ -114,10 +116,10 @@ func (e *Engine) keyOrderGroups(r storage.Reader, c *containerRecord, prog, orde
 		if derr != nil {
 			// A token of the other way of paging, or none at all:
 			// that way reads it, or says what is wrong with it.
-			return false, nil, nil
+			return false, nil, nil, nil
 		}
 		if k.access != plan.OrderedStream {
-			return true, nil, errBadContinuation
+			return true, nil, nil, errBadContinuation
 		}
 		cur = k
 	}
@@ -125,32 +127,32 @@ func (e *Engine) keyOrderGroups(r storage.Reader, c *containerRecord, prog, orde
 	// could set aside.
 	qp, err := e.planQuery(r, c, total, ordered, p.Params, s, now, st, limit, resumed, cur, noScanFirst, nil)
 	if err != nil {
-		return resumed, nil, err
+		return resumed, nil, nil, err
 	}
 	if qp.stream == nil {
 		if resumed {
-			return true, nil, errBadContinuation
+			return true, nil, nil, errBadContinuation
 		}
 		if qp.access == plan.OrderedWalk || qp.access == plan.CompositeWalk {
 			// Ways that read only the documents the ordered query's
 			// first rows need.
-			return false, nil, nil
+			return false, nil, qp.counts, nil
 		}
-		return false, qp, nil
+		return false, qp, nil, nil
 	}
 	if !resumed {
 		if inexact, err := inexactValues(r, c, qp.stream.Path, s, st); err != nil || inexact {
-			return false, nil, err
+			return false, nil, qp.counts, err
 		}
 		if costly, err := groupsCostMore(r, c, ordered.Query(), p.Params, qp, s, limit, st); err != nil || costly {
-			return false, nil, err
+			return false, nil, qp.counts, err
 		}
 	}
 	page.Plan = qp.plan
 	next := cursor{fingerprint: fp, text: textHash(p.Query), access: plan.OrderedStream, terms: qp.terms, indexVer: c.Index.Version}
 	keys, err := groupKeys(prog)
 	if err != nil {
-		return true, nil, queryError(err)
+		return true, nil, nil, queryError(err)
 	}
 	// part groups the documents from cur up to limit groups and returns
 	// their rows and the token of the position before the next group's
@@ -215,14 +217,14 @@ func (e *Engine) keyOrderGroups(r storage.Reader, c *containerRecord, prog, orde
 	for kept := len(page.Items); ; limit /= 2 {
 		rows, stop, err := part(limit)
 		if err != nil {
-			return true, nil, queryError(err)
+			return true, nil, nil, queryError(err)
 		}
 		end := pageRows(rows, 0, len(rows), page)
 		// Rows that take more than a response holds are grouped again
 		// with half the groups, down to one, whose row fits.
 		if end == len(rows) || limit == 1 {
 			page.Continuation = stop
-			return true, nil, nil
+			return true, nil, nil, nil
 		}
 		page.Items = page.Items[:kept]
 	}

@@ -324,6 +324,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	}
 	fp := fpOf(way + fingerprintText(asked, fpText))
 	var planned *queryAccess
+	var counted *termCounts
 	if q, skipped, ok := keyOrderShape(prog, p, fixedKeyPaths(c, key, hasKey)); ok {
 		// A GROUP BY of whole groups, read in the order of its key
 		// (keyedgroups.go). Ordered by its varying keys alone, its
@@ -342,11 +343,11 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		if err != nil {
 			return queryError(err)
 		}
-		done, qa, err := e.keyOrderGroups(r, c, prog, ordered, p, scope, now, st, state.items, kept, fpOf(way+p.Query), page)
+		done, qa, counts, err := e.keyOrderGroups(r, c, prog, ordered, p, scope, now, st, state.items, kept, fpOf(way+p.Query), page)
 		if done || err != nil {
 			return err
 		}
-		planned = qa
+		planned, counted = qa, counts
 	}
 	var cur cursor
 	resumed := p.Continuation != ""
@@ -412,7 +413,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	streamed := rows != nil && rows.Streaming()
 	qp := planned
 	if qp == nil {
-		if qp, err = e.planQuery(r, c, state.items, prog, p.Params, scope, now, st, limit, resumed, cur, scanFirstPaced, nil); err != nil {
+		if qp, err = e.planQuery(r, c, state.items, prog, p.Params, scope, now, st, limit, resumed, cur, scanFirstPaced, counted); err != nil {
 			return err
 		}
 	}
