@@ -198,25 +198,41 @@ func (e *Engine) extremeByIndex(r storage.Reader, c *containerRecord, q *ast.Que
 	var read int64
 	// each hands fn the value and location of each entry under base of
 	// the scope's live items in [lo, hi), from the end when reverse, until
-	// fn returns false.
+	// fn returns false. A value's entries are in the order of their
+	// locations, so it seeks past a run of them outside the scope as an
+	// ordered walk does (seekOutside): under a prefix, the largest value
+	// of a few is most of the container's entries.
 	each := func(base []byte, mask byte, lo, hi []byte, reverse bool, fn func(value, loc []byte) bool) error {
-		return scanRangeDir(r, lo, hi, reverse, func(k, _ []byte) (bool, error) {
+		it, err := r.NewIter(storage.IterParams{Lower: lo, Upper: hi, Reverse: reverse})
+		if err != nil {
+			return err
+		}
+		defer it.Close()
+		outside := 0
+		for ok := it.First(); ok; {
 			read++
 			if err := st.entry(); err != nil {
-				return false, err
+				return err
 			}
 			if budget > 0 && read > budget {
-				return false, errPastBudget
+				return errPastBudget
 			}
-			l, ok := maskedEntryLoc(k, len(base), mask)
-			if !ok {
-				return false, fmt.Errorf("index entry %x: malformed", k)
+			k := it.Key()
+			l, good := maskedEntryLoc(k, len(base), mask)
+			if !good {
+				return fmt.Errorf("index entry %x: malformed", k)
 			}
-			if !scope.holds(l) || expired[string(l)] {
-				return true, nil
+			if !scope.holds(l) {
+				if outside++; outside >= skimOutside {
+					ok, outside = it.SeekGE(seekOutside(k[:len(k)-len(l)], nil, l, scope, reverse)), 0
+					continue
+				}
+			} else if outside = 0; !expired[string(l)] && !fn(k[len(base):len(k)-len(l)], l) {
+				break
 			}
-			return fn(k[len(base):len(k)-len(l)], l), nil
-		})
+			ok = it.Next()
+		}
+		return it.Err()
 	}
 	marked := false
 	if marks != nil {

@@ -429,6 +429,51 @@ func TestExtremeUnderAPrefix(t *testing.T) {
 	t.Logf("%d answers by the index, %d with a value, %d past the budget", byIndex, values, budgeted)
 }
 
+// MIN and MAX of a path of a few values under a hierarchical prefix read
+// the entries of its smallest or largest value from an end, the whole
+// container's: they seek past the other partitions' rather than step
+// through them, in both directions, through writes and deletes.
+func TestExtremeOfFewValuesUnderAPrefixSeeks(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/t","/u"],"kind":"MultiHash","version":2}}`)
+	ctx := context.Background()
+	rnd := rand.New(rand.NewPCG(5, 7))
+	var seed []string
+	for i := range 6000 {
+		seed = append(seed, fmt.Sprintf(`{"id":"s%d","t":"t%d","u":"u%d","m":%d}`, i, i%10, i%30, i/10%3))
+	}
+	be.seed(t, seed...)
+	for step := range 60 {
+		i := rnd.IntN(40)
+		tk, u := "t"+strconv.Itoa(i%10), "u"+strconv.Itoa(i%30)
+		ref := ItemRef{DB: "db", Coll: "c", HasKey: true, PartitionKey: partition.Key{partition.String(tk), partition.String(u)}}
+		be.changeOne(t, rnd, ref, "x"+strconv.Itoa(i), func() string {
+			return fmt.Sprintf(`{"id":"x%d","t":%q,"u":%q,"m":%d}`, i, tk, u, rnd.IntN(5)-1)
+		})
+		if step%10 != 9 {
+			continue
+		}
+		for _, prefix := range []string{"t1", "t8"} {
+			query := func(text string) *FeedPage {
+				t.Helper()
+				page, err := be.e.QueryItems(ctx, QueryParams{ItemRef: ItemRef{DB: "db", Coll: "c", HasKey: true, PartitionKey: partition.Key{partition.String(prefix)}}, Query: text})
+				if err != nil {
+					t.Fatalf("%s under %s: %v", text, prefix, err)
+				}
+				return page
+			}
+			for _, text := range []string{"SELECT VALUE MAX(c.m) FROM c", "SELECT VALUE MIN(c.m) FROM c"} {
+				page, _, byIndex, _ := checkAggregate(t, fmt.Sprintf("step %d, prefix %s", step, prefix), query, text, text+" WHERE true")
+				// A value's entries hold the prefix's after at most
+				// skimOutside of others' and a seek: 2,000 and more
+				// entries of the value are the container's.
+				if !byIndex || page.IndexEntries > 3*skimOutside+8 {
+					t.Fatalf("step %d, prefix %s, %s: by the index %v, %d entries", step, prefix, text, byIndex, page.IndexEntries)
+				}
+			}
+		}
+	}
+}
+
 // changeOne makes one random change to the item id at ref, in container c
 // of be: an upsert of body() (60%), its delete (20%), the clock moved on by
 // up to 3 s (10%), or a purge batch (10%).
