@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,7 +25,7 @@ import (
 // through the tie entries of both, or their entries in the partition),
 // the items with a value of k (COUNT(c.k), from the counters less the
 // items without k), and the items of each value of k (GROUP BY c.k, from
-// its entries).
+// its entries), alone and among those with c.h = 2 (a seventh).
 // It takes the MAX of the property across partitions, alone and in the
 // rewrite that carries its count (from the counters, since k has absence
 // entries, and from the entries of m, which has none), in a partition
@@ -80,6 +81,7 @@ func BenchmarkIndexAggregates(b *testing.B) {
 	maxWhere := "SELECT VALUE MAX(c.k) FROM c WHERE c.g = 1"
 	sumCount := `SELECT VALUE [{"item": {"sum": SUM(c.k), "count": COUNT(c.k)}}] FROM c`
 	sumWhere := "SELECT VALUE SUM(c.k) FROM c WHERE c.g = 1"
+	groupWhere := "SELECT c.k AS k, COUNT(1) AS n FROM c WHERE c.h = 2 GROUP BY c.k"
 	for _, bench := range []struct{ scope, name, index, evaluated string }{
 		{"cross", "k=3", count + "c.k = 3", count + "c.k = 3 AND true"},
 		{"cross", "k>=8", count + "c.k >= 8", count + "c.k >= 8 AND true"},
@@ -92,6 +94,8 @@ func BenchmarkIndexAggregates(b *testing.B) {
 		{"partition", "count-path", "SELECT VALUE COUNT(c.k) FROM c", "SELECT VALUE COUNT(c.k) FROM c WHERE true"},
 		{"cross", "group-count", "SELECT c.k AS k, COUNT(1) AS n FROM c GROUP BY c.k", "SELECT c.k AS k, COUNT(1) AS n FROM c WHERE true GROUP BY c.k"},
 		{"partition", "group-count", "SELECT c.k AS k, COUNT(1) AS n FROM c GROUP BY c.k", "SELECT c.k AS k, COUNT(1) AS n FROM c WHERE true GROUP BY c.k"},
+		{"cross", "group-count-where", groupWhere, strings.Replace(groupWhere, " GROUP", " AND true GROUP", 1)},
+		{"partition", "group-count-where", groupWhere, strings.Replace(groupWhere, " GROUP", " AND true GROUP", 1)},
 		{"cross", "max", "SELECT VALUE MAX(c.k) FROM c", "SELECT VALUE MAX(c.k) FROM c WHERE true"},
 		{"cross", "max-count", maxCount("k"), maxCount("k") + " WHERE true"},
 		{"cross", "max-count-entries", maxCount("m"), maxCount("m") + " WHERE true"},

@@ -413,20 +413,8 @@ func countByIndex(r storage.Reader, c *containerRecord, q *ast.Query, params map
 		}
 		return countByIntersection(r, c, preds, scope, now, boxed, st, page)
 	}
-	terms := plan.Terms(preds)
-	if len(terms) != 1 {
-		return false, nil
-	}
-	t := terms[0]
-	if crossesArray(t.Path) || systemPath(t.Path) || !c.index.indexes(t.Path) {
-		return false, nil
-	}
-	if !exactSpans(t) {
-		return false, nil
-	}
-	// A range in a logical partition reads the property's partition
-	// entries, or else the container's entries of the range.
-	if !singleValues(t) && scope.kind == plan.ScopePartition && !partRange(c, t, scope) {
+	t, ok := loneExactTerm(c, preds, scope)
+	if !ok {
 		return false, nil
 	}
 	if ok, err := countableScope(r, c, scope, st); err != nil || !ok {
@@ -447,6 +435,27 @@ func countByIndex(r storage.Reader, c *containerRecord, q *ast.Query, params map
 	page.Plan = &p
 	page.Items = append(page.Items, partialRow(document.Int(n), boxed))
 	return true, nil
+}
+
+// loneExactTerm returns the term of preds, a WHERE clause of one term whose
+// predicates are exact (oneTerm, plan.Exact), when its entries in scope
+// name exactly the items that pass it: a property the index holds, not
+// within an array nor a system property, of exact values and bounds, and
+// in a logical partition a range only through the property's partition
+// entries (else the container's entries of the range would be read).
+func loneExactTerm(c *containerRecord, preds []plan.Predicate, scope *itemScope) (plan.Term, bool) {
+	terms := plan.Terms(preds)
+	if len(terms) != 1 {
+		return plan.Term{}, false
+	}
+	t := terms[0]
+	if crossesArray(t.Path) || systemPath(t.Path) || !c.index.indexes(t.Path) || !exactSpans(t) {
+		return plan.Term{}, false
+	}
+	if !singleValues(t) && scope.kind == plan.ScopePartition && !partRange(c, t, scope) {
+		return plan.Term{}, false
+	}
+	return t, true
 }
 
 // countByUnion answers a count (countShape) whose WHERE clause is an OR

@@ -16,32 +16,56 @@ import (
 )
 
 // groupCountByIndex answers a GROUP BY of one indexed path whose only
-// aggregates are COUNTs of a constant, with no WHERE clause (`SELECT c.status,
-// COUNT(1) AS n FROM c GROUP BY c.status`, or the SDKs' per-range rewrite
-// of it), over the whole container, a range, or a logical partition that
-// no other key shares its EPK with once the path's partition entries are
-// built, from the path's index entries: each exact scalar value's live
-// entries in the scope are its group's count, and the items without the
-// path (the counters' count less those with it, once its absence entries
-// are built, which the query asks for) the group of no value. It reads the
-// entries and one record per group, for the value as written, where the
+// aggregates are COUNTs of a constant (`SELECT c.status, COUNT(1) AS n
+// FROM c GROUP BY c.status`, or the SDKs' per-range rewrite of it), over
+// the whole container, a range, or a logical partition that no other key
+// shares its EPK with once the path's partition entries are built, from
+// the path's index entries: each exact scalar value's live entries in the
+// scope are its group's count, and the items without the path (the
+// counters' count less those with it, once its absence entries are built,
+// which the query asks for) the group of no value. It reads the entries
+// and one record per group, for the value as written, where the
 // evaluation read every record. The select list is then evaluated over one
 // stand-in document per group, holding the group's value at the path and
 // its count, with each COUNT read as the SUM of that count: its rows are
 // the evaluation's, the groups in the order of their values rather than of
 // their first items, an order the service leaves open.
 //
+// A WHERE clause of one exact term (loneExactTerm: `WHERE c.region =
+// 'eu'`) is met by the locations its entries name: only the entries of
+// the path at those count, and the items there without the path are the
+// group of no value. It answers so only where the path's entries it steps
+// through cost less than reading the records of the items that pass
+// (groupEntriesPerRecord each), and the items that pass are at most
+// maxFilterLocs.
+//
 // It answers only when every group fits the page (limit), so that no page
 // of the query is served by another way in another order; and it leaves
-// the query to the evaluation when an item of the scope holds an array or
-// an object at the path (their groups are of whole values, which the index
-// does not keep), when a value is one the index does not tell apart from
-// others (a number of magnitude 2^53 or more), and when the select list
-// reads anything of the document but the path.
+// the query to the evaluation when an item of the scope (that passes the
+// filter) holds an array or an object at the path (their groups are of
+// whole values, which the index does not keep), when a value is one the
+// index does not tell apart from others (a number of magnitude 2^53 or
+// more), and when the select list reads anything of the document but the
+// path.
 func (e *Engine) groupCountByIndex(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, rangeID string, scope *itemScope, now time.Time, limit int, st *readStats, page *FeedPage) (bool, error) {
-	if !c.Index.Ready || c.index.none || q.From == nil || q.From.Iterate || len(q.Joins) > 0 || q.Where != nil || len(q.GroupBy) != 1 ||
+	if !c.Index.Ready || c.index.none || q.From == nil || q.From.Iterate || len(q.Joins) > 0 || len(q.GroupBy) != 1 ||
 		len(q.OrderBy) > 0 || q.Select.Distinct || q.Select.Top != nil || q.Offset != nil || q.Limit != nil {
 		return false, nil
+	}
+	var filter *plan.Term
+	if q.Where != nil {
+		if !plan.Exact(q, params) {
+			return false, nil
+		}
+		preds := plan.Predicates(q, params)
+		if !oneTerm(preds) {
+			return false, nil
+		}
+		t, ok := loneExactTerm(c, preds, scope)
+		if !ok {
+			return false, nil
+		}
+		filter = &t
 	}
 	path, ok := plan.DocPath(q, q.GroupBy[0])
 	if !ok || len(path) == 0 || crossesArray(path) || systemPath(path) || !c.index.indexes(path) {
@@ -75,6 +99,21 @@ func (e *Engine) groupCountByIndex(r storage.Reader, c *containerRecord, q *ast.
 	if err != nil || !ok {
 		return false, err
 	}
+	var passing map[string]bool // the locations that pass the filter; nil: no filter
+	if filter != nil {
+		// Over a range, the path's entries stepped through are the
+		// container's.
+		stepped := defined
+		if scope.kind == plan.ScopeRange {
+			stepped *= int64(len(e.rangesOf(c)))
+		}
+		var n int64
+		passing, n, err = filterPasses(r, c, *filter, scope, expired, max(stepped/groupEntriesPerRecord, 1), st)
+		read += n
+		if err != nil || passing == nil {
+			return false, err
+		}
+	}
 	// The groups: each value's count and the location of one of its
 	// items; arrays and objects (their marker entries) end it.
 	type group struct {
@@ -82,40 +121,53 @@ func (e *Engine) groupCountByIndex(r storage.Reader, c *containerRecord, q *ast.
 		n          int64
 	}
 	var groups []group
-	var counted int64
+	var counted, matched int64
 	whole := true
-	err = scanRange(r, append(bytes.Clone(base), tagNull), prefixEnd(base), func(k, _ []byte) (bool, error) {
-		read++
-		if err := st.entry(); err != nil {
-			return false, err
-		}
-		l, ok := entryLoc(k, len(base))
-		if !ok {
-			return false, fmt.Errorf("index entry %x: malformed", k)
-		}
-		if !scope.holds(l) || expired[string(l)] {
-			return true, nil
-		}
-		v := k[len(base) : len(k)-len(l)]
-		if v[0] == tagArray || v[0] == tagObject || !exactValue(v) {
-			whole = false
-			return false, nil
-		}
-		if n := len(groups); n == 0 || !bytes.Equal(groups[n-1].value, v) {
-			if n == limit {
+	if passing != nil && len(passing) == 0 {
+		// Nothing passes the filter: no group.
+		counted = defined
+	} else {
+		err = scanRange(r, append(bytes.Clone(base), tagNull), prefixEnd(base), func(k, _ []byte) (bool, error) {
+			read++
+			if err := st.entry(); err != nil {
+				return false, err
+			}
+			l, ok := entryLoc(k, len(base))
+			if !ok {
+				return false, fmt.Errorf("index entry %x: malformed", k)
+			}
+			if !scope.holds(l) || expired[string(l)] {
+				return true, nil
+			}
+			if counted++; passing != nil && !passing[string(l)] {
+				return true, nil
+			}
+			matched++
+			v := k[len(base) : len(k)-len(l)]
+			if v[0] == tagArray || v[0] == tagObject || !exactValue(v) {
 				whole = false
 				return false, nil
 			}
-			groups = append(groups, group{value: bytes.Clone(v), loc: bytes.Clone(l)})
-		}
-		groups[len(groups)-1].n++
-		counted++
-		return true, nil
-	})
+			if n := len(groups); n == 0 || !bytes.Equal(groups[n-1].value, v) {
+				if n == limit {
+					whole = false
+					return false, nil
+				}
+				groups = append(groups, group{value: bytes.Clone(v), loc: bytes.Clone(l)})
+			}
+			groups[len(groups)-1].n++
+			return true, nil
+		})
+	}
 	if err != nil || !whole || counted != defined {
 		// A count that is not the counters' (an item with the value
 		// twice cannot be: a path holds one value) leaves it too.
 		return false, err
+	}
+	if passing != nil {
+		if without = int64(len(passing)) - matched; without < 0 {
+			return false, nil
+		}
 	}
 	var docs []document.Value
 	if without > 0 {
@@ -158,10 +210,51 @@ func (e *Engine) groupCountByIndex(r storage.Reader, c *containerRecord, q *ast.
 	for _, row := range rows {
 		page.Items = append(page.Items, row.JSON())
 	}
-	p := plan.IndexCountPlan(scope.kind, []plan.Term{{Path: path, Label: "GROUP BY /" + strings.Join(path, "/")}}, nil, read)
+	terms := []plan.Term{{Path: path, Label: "GROUP BY /" + strings.Join(path, "/")}}
+	if filter != nil {
+		terms = append([]plan.Term{*filter}, terms...)
+	}
+	p := plan.IndexCountPlan(scope.kind, terms, nil, read)
 	p.Chosen.Records = float64(len(groups)) // a record a group, for its value
 	page.Plan = &p
 	return true, nil
+}
+
+// groupEntriesPerRecord is how many index entries a group count by the
+// index steps through, at most, for each record of an item that passes its
+// filter: an entry is a short key, a record a whole document to find and
+// parse (plan's costRecordPoint over costEntry, about 17).
+const groupEntriesPerRecord = 16
+
+// filterPasses returns the locations of the scope's live items (expired
+// holds those expired and not purged yet) whose entries t's spans hold,
+// and how many entries it read; nil when they are more than maxFilterLocs,
+// or some but fewer than least (their records would cost less than the
+// entries a group count steps through).
+func filterPasses(r storage.Reader, c *containerRecord, t plan.Term, scope *itemScope, expired map[string]bool, least int64, st *readStats) (map[string]bool, int64, error) {
+	spans, base := scopedSpans(c, t, scope)
+	passing := map[string]bool{}
+	var read int64
+	many := false
+	err := scanSpans(r, spans, func(k, _ []byte) (bool, error) {
+		read++
+		if err := st.entry(); err != nil {
+			return false, err
+		}
+		l, ok := entryLoc(k, base)
+		if !ok {
+			return false, fmt.Errorf("index entry %x: malformed", k)
+		}
+		if scope.holds(l) && !expired[string(l)] {
+			passing[string(l)] = true
+		}
+		many = len(passing) > maxFilterLocs
+		return !many, nil
+	})
+	if err != nil || many || len(passing) > 0 && int64(len(passing)) < least {
+		return nil, read, err
+	}
+	return passing, read, nil
 }
 
 // groupStandIn returns the program of q (with its parameters) over
@@ -174,6 +267,8 @@ func groupStandIn(q *ast.Query, params map[string]document.Value, now time.Time,
 		return nil, false
 	}
 	rewritten := *q
+	// The stand-ins are of groups whose items met the filter already.
+	rewritten.Where = nil
 	rewritten.Select.Items = slices.Clone(q.Select.Items)
 	sum := &ast.Call{Name: "SUM", Args: []ast.Expr{&ast.Member{X: &ast.Ident{Name: q.From.Alias}, Name: countField, Quoted: true}}}
 	ok := true
