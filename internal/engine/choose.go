@@ -1224,12 +1224,12 @@ func (e *Engine) orderedShapes(r storage.Reader, c *containerRecord, q *ast.Quer
 	}
 	// scoped: within a logical partition, the walk reads the partition's
 	// own entries of the path once they are built (absent.go).
-	// Under a hierarchical prefix of a few partitions, the stream
-	// merges their partition entries (prefixparts.go).
-	scoped := func(o *plan.Ordered, merges bool) error {
+	// Under a hierarchical prefix of a few partitions, the stream and the
+	// TOP walk merge their partition entries (prefixparts.go).
+	scoped := func(o *plan.Ordered) error {
 		in.WalkEntries = in.Scope.ContainerItems
 		switch {
-		case s.kind == plan.ScopePrefix && merges && !crossesArray(o.Path):
+		case s.kind == plan.ScopePrefix && !crossesArray(o.Path):
 			if _, few, err := prefixParts(r, c, s, st); err != nil || !few {
 				return err
 			}
@@ -1254,7 +1254,7 @@ func (e *Engine) orderedShapes(r storage.Reader, c *containerRecord, q *ast.Quer
 	end, windowed := windowEnd(q, params)
 	if o, ok := orderedShape(c, q, params, terms); ok && o.Want <= int64(limit) {
 		in.Ordered = o
-		return scoped(o, false)
+		return scoped(o)
 	}
 	o, ok := streamShape(c, q, params, terms, limit)
 	if !ok {
@@ -1280,7 +1280,7 @@ func (e *Engine) orderedShapes(r storage.Reader, c *containerRecord, q *ast.Quer
 		// A JOIN's elements (distinctElems) have no entries of their
 		// own per partition: the walk reads the container's.
 		in.WalkEntries = in.Scope.ContainerItems
-	} else if err := scoped(o, true); err != nil {
+	} else if err := scoped(o); err != nil {
 		return err
 	}
 	if len(q.OrderBy) == 1 && (!q.Select.Distinct || groupedDistinct(q)) && (s.kind == plan.ScopeAll || s.kind == plan.ScopeRange) && !c.tiesReady(o.Path) {

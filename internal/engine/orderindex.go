@@ -84,7 +84,19 @@ func orderedItems(r storage.Reader, c *containerRecord, prog *eval.Program, para
 	defined := filtersOn(q, params, o.Path)
 	prefix := orderPrefix(c, o.Path, s)
 	lo, hi := pathBounds(prefix, plan.Predicates(q, params), o.Path)
-	it, err := r.NewIter(storage.IterParams{Lower: lo, Upper: hi, Reverse: desc})
+	// Under a hierarchical prefix of a few partitions, their partition
+	// entries merged (prefixparts.go); elsewhere the path's entries, a
+	// run of those outside the scope sought past (seekOutside).
+	merged, err := mergesParts(r, c, o.Path, s, st)
+	if err != nil {
+		return nil, false, err
+	}
+	var it storage.Iterator
+	if merged {
+		it, err = newPartsIter(r, c, o.Path, s, prefix, lo, hi, desc)
+	} else {
+		it, err = r.NewIter(storage.IterParams{Lower: lo, Upper: hi, Reverse: desc})
+	}
 	if err != nil {
 		return nil, false, err
 	}
@@ -134,7 +146,16 @@ func orderedItems(r storage.Reader, c *containerRecord, prog *eval.Program, para
 		}
 		return nil
 	}
-	for ok := it.First(); ok; ok = it.Next() {
+	var seek []byte // where the next step seeks to, past entries outside the scope
+	step := func() bool {
+		if k := seek; k != nil {
+			seek = nil
+			return it.SeekGE(k)
+		}
+		return it.Next()
+	}
+	outside := 0 // the entries outside the scope read in a row
+	for ok := it.First(); ok; ok = step() {
 		k := it.Key()
 		loc, ok := entryLoc(k, len(prefix))
 		var value []byte
@@ -145,9 +166,16 @@ func orderedItems(r storage.Reader, c *containerRecord, prog *eval.Program, para
 			break
 		}
 		st.entries++
-		if !ok || !s.holds(loc) {
+		if !ok {
 			continue
 		}
+		if !s.holds(loc) {
+			if outside++; outside >= skimOutside {
+				seek, outside = seekOutside(prefix, value, loc, s, desc), 0
+			}
+			continue
+		}
+		outside = 0
 		size := max(o.Want-scalars, 1)
 		if pace != nil {
 			size = min(size, int64(pace.left()))

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -1636,6 +1637,66 @@ func TestOrderByUnderAPrefixMergesItsPartitions(t *testing.T) {
 			}
 			if len(ks) != tc.rows || !slices.IsSorted(ks) {
 				t.Errorf("%s under %s: %d rows, sorted %v", q, tc.prefix, len(ks), slices.IsSorted(ks))
+			}
+		}
+	}
+}
+
+// A TOP under a hierarchical prefix reads its rows' entries: merged from
+// the partition entries of a prefix of a few partitions, and under a
+// prefix of more, from the path's own entries, seeking past a run of
+// other partitions' (a value of few is most of the container's entries).
+// Its rows are those of the prefix's documents sorted.
+func TestTopUnderAPrefixReadsItsRowsEntries(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/t","/u"],"kind":"MultiHash","version":2}}`)
+	var docs []string
+	for i := range 6000 {
+		docs = append(docs, fmt.Sprintf(`{"id":"d%04d","t":"t%d","u":"u%d","m":%d}`, i, i%10, i%30, i/7%3))
+	}
+	for i := range 2 * maxMergedParts {
+		docs = append(docs, fmt.Sprintf(`{"id":"w%04d","t":"wide","u":"u%d","m":%d}`, i, i, i%3))
+	}
+	be.seed(t, docs...)
+	merged, seeks := 5+3+3, 5+maxMergedParts+1+2*(skimOutside+1)
+	if teststore.Backend() == "postgres" {
+		merged = seeks // over a store across the network, no merge (prefixparts.go)
+	}
+	for _, tc := range []struct {
+		prefix  string
+		entries int // at most, with the partitions' counts
+	}{{"t1", merged}, {"wide", seeks}} {
+		ref := batchRef(`["` + tc.prefix + `"]`)
+		var want []int
+		for _, r := range drainRows(t, be.e, QueryParams{ItemRef: ref, Query: "SELECT VALUE c.m FROM c"}, nil) {
+			m, _ := strconv.Atoi(r)
+			want = append(want, m)
+		}
+		slices.Sort(want)
+		for _, desc := range []bool{false, true} {
+			q := "SELECT VALUE c.m FROM c ORDER BY c.m"
+			top := slices.Clone(want[:5])
+			if desc {
+				q += " DESC"
+				top = slices.Clone(want[len(want)-5:])
+				slices.Reverse(top)
+			}
+			q = strings.Replace(q, "SELECT", "SELECT TOP 5", 1)
+			p := QueryParams{ItemRef: ref, Query: q}
+			be.orderReady(t, p)
+			page, err := be.e.QueryItems(context.Background(), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []int
+			for _, it := range page.Items {
+				m, _ := strconv.Atoi(string(it))
+				got = append(got, m)
+			}
+			if !slices.Equal(got, top) {
+				t.Errorf("%s under %s: %v, want %v", q, tc.prefix, got, top)
+			}
+			if page.Plan == nil || page.Plan.Chosen.Access != plan.OrderedWalk || page.IndexEntries > tc.entries {
+				t.Errorf("%s under %s: by %v, %d index entries", q, tc.prefix, page.Plan, page.IndexEntries)
 			}
 		}
 	}
