@@ -77,6 +77,8 @@ func (e *Engine) groupCountByIndex(r storage.Reader, c *containerRecord, q *ast.
 		return false, nil
 	}
 	var base []byte
+	merged := false // the entries are read through newPartsIter
+	var err error
 	switch scope.kind {
 	case plan.ScopeAll, plan.ScopeRange:
 		base = appendIndexPath(indexPrefix(c), path)
@@ -88,6 +90,16 @@ func (e *Engine) groupCountByIndex(r storage.Reader, c *containerRecord, q *ast.
 			return false, err
 		}
 		base = partsPrefix(c, path, scope.epk)
+	case plan.ScopePrefix:
+		// Under a prefix of a few partitions, their partition entries
+		// merged (prefixparts.go), as the path's own entries under the
+		// prefix; the own entries are the whole container's. A range
+		// filter's entries would be the container's too.
+		merged, err = mergesParts(r, c, path, scope, st)
+		if err != nil || !merged || filter != nil && !singleValues(*filter) {
+			return false, err
+		}
+		base = appendIndexPath(indexPrefix(c), path)
 	default:
 		return false, nil
 	}
@@ -127,7 +139,7 @@ func (e *Engine) groupCountByIndex(r storage.Reader, c *containerRecord, q *ast.
 		// Nothing passes the filter: no group.
 		counted = defined
 	} else {
-		err = scanRange(r, append(bytes.Clone(base), tagNull), prefixEnd(base), func(k, _ []byte) (bool, error) {
+		err = scanEntries(r, c, path, scope, merged, append(bytes.Clone(base), tagNull), prefixEnd(base), func(k, _ []byte) (bool, error) {
 			read++
 			if err := st.entry(); err != nil {
 				return false, err
@@ -218,6 +230,26 @@ func (e *Engine) groupCountByIndex(r storage.Reader, c *containerRecord, q *ast.
 	p.Chosen.Records = float64(len(groups)) // a record a group, for its value
 	page.Plan = &p
 	return true, nil
+}
+
+// scanEntries calls fn for every key of path's entries in [lo, hi), keys
+// of the path's own entries, in order, until fn returns false: read from
+// the prefix scope's partitions' partition entries, merged, when merged.
+func scanEntries(r storage.Reader, c *containerRecord, path []string, scope *itemScope, merged bool, lo, hi []byte, fn func(k, v []byte) (bool, error)) error {
+	if !merged {
+		return scanRange(r, lo, hi, fn)
+	}
+	it, err := newPartsIter(r, c, path, scope, appendIndexPath(indexPrefix(c), path), lo, hi, false)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		if more, err := fn(it.Key(), it.Value()); err != nil || !more {
+			return err
+		}
+	}
+	return it.Err()
 }
 
 // groupEntriesPerRecord is how many index entries a group count by the
