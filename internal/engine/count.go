@@ -178,22 +178,8 @@ func (e *Engine) scopeCount(r storage.Reader, c *containerRecord, rangeID string
 // prefix does, which a hash collision allows), and the items are counted
 // another way.
 func prefixCount(r storage.Reader, c *containerRecord, scope *itemScope, now time.Time, st *readStats) (int64, bool, error) {
-	prefix := collPrefix(famUsage, c.Rid)
-	lo, hi := append(bytes.Clone(prefix), scope.lo...), prefixEnd(prefix)
-	if scope.hi != nil {
-		hi = append(bytes.Clone(prefix), scope.hi...)
-	}
-	var n int64
-	under := true
-	err := scanRange(r, lo, hi, func(_, v []byte) (bool, error) {
-		owner, one := partitionOwner(v)
-		if under = one && bytes.HasPrefix(owner, scope.pk); !under {
-			return false, nil
-		}
-		n += decodeCount(v)
-		return true, st.entry()
-	})
-	if err != nil || !under {
+	n, ok, err := prefixTotal(r, c, scope, st)
+	if err != nil || !ok {
 		return 0, false, err
 	}
 	err = eachExpired(r, c, now, func(_ int64, loc []byte) {
@@ -203,6 +189,27 @@ func prefixCount(r storage.Reader, c *containerRecord, scope *itemScope, now tim
 		}
 	})
 	return max(n, 0), err == nil, err
+}
+
+// prefixTotal sums the counts of the logical partitions under the
+// hierarchical prefix scope, expired items among them; ok is false when a
+// count may hold items of a key not under the prefix.
+func prefixTotal(r storage.Reader, c *containerRecord, scope *itemScope, st *readStats) (n int64, ok bool, err error) {
+	prefix := collPrefix(famUsage, c.Rid)
+	lo, hi := append(bytes.Clone(prefix), scope.lo...), prefixEnd(prefix)
+	if scope.hi != nil {
+		hi = append(bytes.Clone(prefix), scope.hi...)
+	}
+	under := true
+	err = scanRange(r, lo, hi, func(_, v []byte) (bool, error) {
+		owner, one := partitionOwner(v)
+		if under = one && bytes.HasPrefix(owner, scope.pk); !under {
+			return false, nil
+		}
+		n += decodeCount(v)
+		return true, st.entry()
+	})
+	return n, err == nil && under, err
 }
 
 // oneTerm reports whether preds make one term of an index whose values are
@@ -254,14 +261,21 @@ func propertyTerms(preds []plan.Predicate) ([]plan.Term, bool) {
 }
 
 // countableScope reports whether the index may count in scope: the whole
-// container, a range, or a logical partition whose EPK no other partition
-// key shares (partitionAlone; the entries of two such keys share a span).
+// container, a range, a logical partition whose EPK no other partition
+// key shares (partitionAlone; the entries of two such keys share a span),
+// or a hierarchical prefix whose partitions' keys are all under it
+// (prefixTotal). Under a prefix, the callers count terms of single values
+// alone, whose entries of the prefix lie together (scopedSpans); a range's
+// are among the whole container's.
 func countableScope(r storage.Reader, c *containerRecord, scope *itemScope, st *readStats) (bool, error) {
 	switch scope.kind {
 	case plan.ScopeAll, plan.ScopeRange:
 		return true, nil
 	case plan.ScopePartition:
 		return partitionAlone(r, c, scope, st)
+	case plan.ScopePrefix:
+		_, ok, err := prefixTotal(r, c, scope, st)
+		return ok, err
 	}
 	return false, nil
 }
@@ -284,7 +298,7 @@ func countByIntersection(r storage.Reader, c *containerRecord, preds []plan.Pred
 		return false, nil
 	}
 	for _, t := range terms {
-		if !c.index.indexes(t.Path) || !mayMerge(c, t, scope) {
+		if !c.index.indexes(t.Path) || !mayMerge(c, t, scope) || scope.kind == plan.ScopePrefix && !singleValues(t) {
 			return false, nil
 		}
 	}
@@ -442,7 +456,8 @@ func countByIndex(r storage.Reader, c *containerRecord, q *ast.Query, params map
 // name exactly the items that pass it: a property the index holds, not
 // within an array nor a system property, of exact values and bounds, and
 // in a logical partition a range only through the property's partition
-// entries (else the container's entries of the range would be read).
+// entries, and under a hierarchical prefix none (else the container's
+// entries of the range would be read).
 func loneExactTerm(c *containerRecord, preds []plan.Predicate, scope *itemScope) (plan.Term, bool) {
 	terms := plan.Terms(preds)
 	if len(terms) != 1 {
@@ -452,7 +467,7 @@ func loneExactTerm(c *containerRecord, preds []plan.Predicate, scope *itemScope)
 	if crossesArray(t.Path) || systemPath(t.Path) || !c.index.indexes(t.Path) || !exactSpans(t) {
 		return plan.Term{}, false
 	}
-	if !singleValues(t) && scope.kind == plan.ScopePartition && !partRange(c, t, scope) {
+	if !singleValues(t) && (scope.kind == plan.ScopePartition && !partRange(c, t, scope) || scope.kind == plan.ScopePrefix) {
 		return plan.Term{}, false
 	}
 	return t, true
@@ -475,13 +490,8 @@ func countByUnion(r storage.Reader, c *containerRecord, ops []*ast.Query, params
 		if !plan.Exact(op, params) || !oneTerm(preds) {
 			return false, nil
 		}
-		ts := plan.Terms(preds)
-		if len(ts) != 1 {
-			return false, nil
-		}
-		t := ts[0]
-		if crossesArray(t.Path) || systemPath(t.Path) || !c.index.indexes(t.Path) || !exactSpans(t) ||
-			!singleValues(t) && scope.kind == plan.ScopePartition && !partRange(c, t, scope) {
+		t, ok := loneExactTerm(c, preds, scope)
+		if !ok {
 			return false, nil
 		}
 		terms, labels = append(terms, t), append(labels, t.Label)
@@ -540,7 +550,8 @@ func countByComposite(r storage.Reader, c *containerRecord, q *ast.Query, params
 		// Every path of a composite it uses has a term (plan.CompositeUses):
 		// the span bounds them all when it reads every term.
 		comp, ok := c.policyComposite(u.Index.Ordinal)
-		if !ok || len(u.Terms()) != len(terms) || scope.kind == plan.ScopePartition && !partComposite(c, comp, scope) {
+		// Under a prefix, the composite's entries are the container's.
+		if !ok || len(u.Terms()) != len(terms) || scope.kind == plan.ScopePartition && !partComposite(c, comp, scope) || scope.kind == plan.ScopePrefix {
 			continue
 		}
 		if ok, err := countableScope(r, c, scope, st); err != nil || !ok {
