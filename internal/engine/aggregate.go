@@ -104,6 +104,8 @@ func (e *Engine) extremeByIndex(r storage.Reader, c *containerRecord, q *ast.Que
 	own := appendIndexPath(indexPrefix(c), path)
 	var base, lo, hi, marks []byte
 	var mask byte
+	var err error
+	merged := false  // the entries are read through newPartsIter
 	var budget int64 // entries past which the index is not read; 0: none
 	// A filter of one term on the path itself (MAX(c.ts) WHERE c.ts <
 	// @t) bounds the entries read: the items that pass it are those with
@@ -112,7 +114,27 @@ func (e *Engine) extremeByIndex(r storage.Reader, c *containerRecord, q *ast.Que
 	switch {
 	case onPath != nil && (scope.kind == plan.ScopeAll || scope.kind == plan.ScopeRange):
 		base = own
-	case scope.kind == plan.ScopePrefix && (onPath != nil || q.Where == nil) && !strings.EqualFold(call.Name, "SUM") && !strings.EqualFold(call.Name, "AVG"):
+	case scope.kind == plan.ScopePrefix && (onPath != nil || q.Where == nil) && (strings.EqualFold(call.Name, "SUM") || strings.EqualFold(call.Name, "AVG")):
+		// A SUM or AVG reads every value: under a prefix of a few
+		// partitions whose keys are all under it, from their partition
+		// entries merged (prefixparts.go), which hold the prefix's alone.
+		n, ok, err := prefixTotal(r, c, scope, st)
+		if err != nil || !ok {
+			return false, err
+		}
+		if merged, err = mergesParts(r, c, path, scope, st); err != nil || !merged {
+			if err == nil && n >= tieWishEntries && !c.partsReady(path) && !storage.IsNetworked(r) {
+				// A large prefix asks for them, as a large partition
+				// does below.
+				e.wantAbsent(c, path, entryKinds{parts: true})
+			}
+			return false, err
+		}
+		base = own
+		if onPath == nil {
+			marks = own
+		}
+	case scope.kind == plan.ScopePrefix && (onPath != nil || q.Where == nil):
 		// Under a hierarchical prefix, MIN and MAX from the path's own
 		// entries: the whole container's, among which the prefix's
 		// items' lie, read from an end to the first of them. They are
@@ -203,7 +225,13 @@ func (e *Engine) extremeByIndex(r storage.Reader, c *containerRecord, q *ast.Que
 	// ordered walk does (seekOutside): under a prefix, the largest value
 	// of a few is most of the container's entries.
 	each := func(base []byte, mask byte, lo, hi []byte, reverse bool, fn func(value, loc []byte) bool) error {
-		it, err := r.NewIter(storage.IterParams{Lower: lo, Upper: hi, Reverse: reverse})
+		var it storage.Iterator
+		var err error
+		if merged {
+			it, err = newPartsIter(r, c, path, scope, base, lo, hi, reverse)
+		} else {
+			it, err = r.NewIter(storage.IterParams{Lower: lo, Upper: hi, Reverse: reverse})
+		}
 		if err != nil {
 			return err
 		}

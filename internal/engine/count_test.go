@@ -1425,3 +1425,68 @@ func TestGroupCountUnderAPrefix(t *testing.T) {
 	}
 	t.Logf("%d answers from the index", byIndex)
 }
+
+// SUM and AVG of a path under a hierarchical prefix of a few partitions
+// read the prefix's partition entries of the path, merged, once they are
+// built (the query asks for them under a large prefix), and no record;
+// they equal their evaluation through upserts, deletes, expiries and
+// purges, and a value that is not an integer, or an array, leaves them to
+// it.
+func TestSumUnderAPrefix(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/t","/u"],"kind":"MultiHash","version":2},"defaultTtl":-1}`)
+	ctx := context.Background()
+	rnd := rand.New(rand.NewPCG(71, 73))
+	var seed []string
+	for i := range 4000 {
+		seed = append(seed, fmt.Sprintf(`{"id":"s%d","t":"t%d","u":"u%d","v":%d}`, i, i%3, i%11, i%97-40))
+	}
+	be.seed(t, seed...)
+	byIndex := 0
+	for step := range 200 {
+		i := rnd.IntN(120)
+		tk, u := "t"+strconv.Itoa(i%3), "u"+strconv.Itoa(i%11)
+		ref := ItemRef{DB: "db", Coll: "c", HasKey: true, PartitionKey: partition.Key{partition.String(tk), partition.String(u)}}
+		be.changeOne(t, rnd, ref, "x"+strconv.Itoa(i), func() string {
+			v := strconv.Itoa(rnd.IntN(1000) - 500)
+			if rnd.IntN(20) == 0 {
+				v = []string{"2.5", `"a"`, "[1]", "null"}[rnd.IntN(4)]
+			}
+			ttlProp := []string{"", `,"ttl":5`, `,"ttl":-1`}[rnd.IntN(3)]
+			return fmt.Sprintf(`{"id":"x%d","t":%q,"u":%q,"v":%s%s}`, i, tk, u, v, ttlProp)
+		})
+		if step == 60 {
+			// The prefix's query asked for v's partition entries.
+			drainIndexer(t, be.e.NewIndexer(nil))
+		}
+		if step%15 != 14 {
+			continue
+		}
+		for _, prefix := range []string{"t0", "t2"} {
+			query := func(text string) *FeedPage {
+				t.Helper()
+				page, err := be.e.QueryItems(ctx, QueryParams{ItemRef: ItemRef{DB: "db", Coll: "c", HasKey: true, PartitionKey: partition.Key{partition.String(prefix)}}, Query: text})
+				if err != nil {
+					t.Fatalf("%s under %s: %v", text, prefix, err)
+				}
+				return page
+			}
+			for _, text := range []string{"SELECT VALUE SUM(c.v) FROM c", "SELECT VALUE AVG(c.v) FROM c", `SELECT VALUE [{"item": {"sum": SUM(c.v), "count": COUNT(c.v)}}] FROM c`, "SELECT VALUE SUM(c.v) FROM c WHERE c.v > 10"} {
+				evaluated := text + " WHERE true"
+				if strings.Contains(text, "WHERE") {
+					evaluated = text + " AND true"
+				}
+				page, _, counted, _ := checkAggregate(t, fmt.Sprintf("step %d, prefix %s", step, prefix), query, text, evaluated)
+				if counted && (step < 60 || page.Examined != 0) {
+					t.Fatalf("step %d, prefix %s, %s: by the index before its entries were built, or %d records", step, prefix, text, page.Examined)
+				}
+				if counted {
+					byIndex++
+				}
+			}
+		}
+	}
+	if byIndex == 0 && teststore.Backend() != "postgres" {
+		t.Fatal("no sum was read from the index: the test shows nothing")
+	}
+	t.Logf("%d answers from the index", byIndex)
+}
