@@ -93,19 +93,20 @@ func newPartsIter(r storage.Reader, c *containerRecord, path []string, s *itemSc
 // mergedIter merges iterators over key spaces that each hold keys pre +
 // rest into one over out + rest, in the order of rest (backwards when
 // reverse). The rests of different spaces differ (an entry's rest ends
-// with its item's location).
+// with its item's location). The positioned subs are kept in a heap by
+// their rests, so that a step costs a few comparisons however many
+// partitions the prefix has.
 type mergedIter struct {
 	subs    []mergedSub
 	out     []byte
 	reverse bool
-	cur     int // the sub at the position; -1: none
+	heap    []int // the positioned subs, the one whose rest comes first on top
 	key     []byte
 }
 
 type mergedSub struct {
-	it    storage.Iterator
-	pre   []byte
-	valid bool
+	it  storage.Iterator
+	pre []byte
 }
 
 // within translates a key of the merged space into sub space pre: out +
@@ -121,54 +122,93 @@ func (m *mergedIter) within(pre, k []byte) []byte {
 	return prefixEnd(pre)
 }
 
-// settle positions at the sub whose key's rest comes first.
-func (m *mergedIter) settle() bool {
-	m.cur = -1
-	var best []byte
-	for i := range m.subs {
-		sub := &m.subs[i]
-		if !sub.valid {
-			continue
+// rest is the rest of sub i's key.
+func (m *mergedIter) rest(i int) []byte {
+	sub := &m.subs[i]
+	return sub.it.Key()[len(sub.pre):]
+}
+
+// before reports whether sub i's rest comes before sub j's in the order.
+func (m *mergedIter) before(i, j int) bool {
+	c := bytes.Compare(m.rest(i), m.rest(j))
+	if m.reverse {
+		return c > 0
+	}
+	return c < 0
+}
+
+// down moves the heap's entry at k down to its place.
+func (m *mergedIter) down(k int) {
+	h := m.heap
+	for {
+		first := k
+		if l := 2*k + 1; l < len(h) && m.before(h[l], h[first]) {
+			first = l
 		}
-		rest := sub.it.Key()[len(sub.pre):]
-		if c := bytes.Compare(rest, best); m.cur < 0 || (c < 0) != m.reverse && c != 0 {
-			m.cur, best = i, rest
+		if r := 2*k + 2; r < len(h) && m.before(h[r], h[first]) {
+			first = r
+		}
+		if first == k {
+			return
+		}
+		h[k], h[first] = h[first], h[k]
+		k = first
+	}
+}
+
+// settle builds the heap of the positioned subs (valid says which are)
+// and positions at its top.
+func (m *mergedIter) settle(valid func(i int) bool) bool {
+	m.heap = m.heap[:0]
+	for i := range m.subs {
+		if valid(i) {
+			m.heap = append(m.heap, i)
 		}
 	}
-	if m.cur < 0 {
+	for k := len(m.heap)/2 - 1; k >= 0; k-- {
+		m.down(k)
+	}
+	return m.top()
+}
+
+// top positions at the heap's top, if any.
+func (m *mergedIter) top() bool {
+	if len(m.heap) == 0 {
 		return false
 	}
-	m.key = append(append(m.key[:0], m.out...), best...)
+	m.key = append(append(m.key[:0], m.out...), m.rest(m.heap[0])...)
 	return true
 }
 
 func (m *mergedIter) First() bool {
-	for i := range m.subs {
-		m.subs[i].valid = m.subs[i].it.First()
-	}
-	return m.settle()
+	return m.settle(func(i int) bool { return m.subs[i].it.First() })
 }
 
 func (m *mergedIter) SeekGE(key []byte) bool {
-	for i := range m.subs {
+	return m.settle(func(i int) bool {
 		sub := &m.subs[i]
-		sub.valid = sub.it.SeekGE(m.within(sub.pre, key))
-	}
-	return m.settle()
+		return sub.it.SeekGE(m.within(sub.pre, key))
+	})
 }
 
 func (m *mergedIter) Next() bool {
-	if m.cur < 0 {
+	if len(m.heap) == 0 {
 		return false
 	}
-	sub := &m.subs[m.cur]
-	sub.valid = sub.it.Next()
-	return m.settle()
+	if !m.subs[m.heap[0]].it.Next() {
+		last := len(m.heap) - 1
+		m.heap[0] = m.heap[last]
+		m.heap = m.heap[:last]
+	}
+	if len(m.heap) > 0 {
+		m.down(0)
+	}
+	return m.top()
 }
 
 func (m *mergedIter) Key() []byte { return m.key }
 
-func (m *mergedIter) Value() []byte { return m.subs[m.cur].it.Value() }
+func (m *mergedIter) Value() []byte { return m.subs[m.heap[0]].it.Value() }
 
 func (m *mergedIter) Err() error {
 	for _, sub := range m.subs {
