@@ -140,7 +140,7 @@ func (e *Engine) extremeByIndex(r storage.Reader, c *containerRecord, q *ast.Que
 		// items' lie, read from an end to the first of them. They are
 		// read up to about what evaluating the prefix's items costs
 		// (an entry costs a small part of a record); past that, the
-		// evaluation answers. A SUM or AVG would read them all.
+		// evaluation answers. (A SUM or AVG, above, reads every value.)
 		n, ok, err := prefixCount(r, c, scope, now, st)
 		if err != nil || !ok {
 			return false, err
