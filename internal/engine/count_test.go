@@ -379,7 +379,6 @@ func TestPrefixCountFromCounters(t *testing.T) {
 // every item under the prefix.
 func TestExtremeUnderAPrefix(t *testing.T) {
 	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/t","/u"],"kind":"MultiHash","version":2},"defaultTtl":-1}`)
-	ctx := context.Background()
 	rnd := rand.New(rand.NewPCG(47, 53))
 	var seed []string
 	for i := range 3000 {
@@ -406,14 +405,7 @@ func TestExtremeUnderAPrefix(t *testing.T) {
 			continue
 		}
 		for _, prefix := range []string{"t0", "t1", "t3"} {
-			query := func(text string) *FeedPage {
-				t.Helper()
-				page, err := be.e.QueryItems(ctx, QueryParams{ItemRef: ItemRef{DB: "db", Coll: "c", HasKey: true, PartitionKey: partition.Key{partition.String(prefix)}}, Query: text})
-				if err != nil {
-					t.Fatalf("%s under %s: %v", text, prefix, err)
-				}
-				return page
-			}
+			query := be.underPrefix(t, prefix)
 			for _, agg := range []string{"MIN", "MAX"} {
 				for _, shape := range []string{"SELECT VALUE %s(c.v) FROM c", `SELECT VALUE [{"item": %s(c.v)}] FROM c`, "SELECT VALUE %s(c.v) FROM c WHERE c.v > 10"} {
 					text := fmt.Sprintf(shape, agg)
@@ -447,7 +439,6 @@ func TestExtremeUnderAPrefix(t *testing.T) {
 // through them, in both directions, through writes and deletes.
 func TestExtremeOfFewValuesUnderAPrefixSeeks(t *testing.T) {
 	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/t","/u"],"kind":"MultiHash","version":2}}`)
-	ctx := context.Background()
 	rnd := rand.New(rand.NewPCG(5, 7))
 	var seed []string
 	for i := range 6000 {
@@ -465,14 +456,7 @@ func TestExtremeOfFewValuesUnderAPrefixSeeks(t *testing.T) {
 			continue
 		}
 		for _, prefix := range []string{"t1", "t8"} {
-			query := func(text string) *FeedPage {
-				t.Helper()
-				page, err := be.e.QueryItems(ctx, QueryParams{ItemRef: ItemRef{DB: "db", Coll: "c", HasKey: true, PartitionKey: partition.Key{partition.String(prefix)}}, Query: text})
-				if err != nil {
-					t.Fatalf("%s under %s: %v", text, prefix, err)
-				}
-				return page
-			}
+			query := be.underPrefix(t, prefix)
 			for _, text := range []string{"SELECT VALUE MAX(c.m) FROM c", "SELECT VALUE MIN(c.m) FROM c"} {
 				page, _, byIndex, _ := checkAggregate(t, fmt.Sprintf("step %d, prefix %s", step, prefix), query, text, text+" WHERE true")
 				// A value's entries hold the prefix's after at most
@@ -483,6 +467,19 @@ func TestExtremeOfFewValuesUnderAPrefixSeeks(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// underPrefix returns what runs a query of container c of be under the
+// hierarchical prefix of one value prefix and returns its first page.
+func (be *batchEnv) underPrefix(t *testing.T, prefix string) func(text string) *FeedPage {
+	return func(text string) *FeedPage {
+		t.Helper()
+		page, err := be.e.QueryItems(context.Background(), QueryParams{ItemRef: ItemRef{DB: "db", Coll: "c", HasKey: true, PartitionKey: partition.Key{partition.String(prefix)}}, Query: text})
+		if err != nil {
+			t.Fatalf("%s under %s: %v", text, prefix, err)
+		}
+		return page
 	}
 }
 
@@ -1391,14 +1388,7 @@ func TestGroupCountUnderAPrefix(t *testing.T) {
 			continue
 		}
 		for _, prefix := range []string{"t0", "t2"} {
-			query := func(text string) *FeedPage {
-				t.Helper()
-				page, err := be.e.QueryItems(context.Background(), QueryParams{ItemRef: ItemRef{DB: "db", Coll: "c", HasKey: true, PartitionKey: partition.Key{partition.String(prefix)}}, Query: text})
-				if err != nil {
-					t.Fatalf("%s under %s: %v", text, prefix, err)
-				}
-				return page
-			}
+			query := be.underPrefix(t, prefix)
 			for _, q := range queries {
 				always := " WHERE true GROUP BY"
 				if strings.Contains(q.text, " WHERE ") {
@@ -1434,7 +1424,6 @@ func TestGroupCountUnderAPrefix(t *testing.T) {
 // it.
 func TestSumUnderAPrefix(t *testing.T) {
 	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/t","/u"],"kind":"MultiHash","version":2},"defaultTtl":-1}`)
-	ctx := context.Background()
 	rnd := rand.New(rand.NewPCG(71, 73))
 	var seed []string
 	for i := range 4000 {
@@ -1462,14 +1451,7 @@ func TestSumUnderAPrefix(t *testing.T) {
 			continue
 		}
 		for _, prefix := range []string{"t0", "t2"} {
-			query := func(text string) *FeedPage {
-				t.Helper()
-				page, err := be.e.QueryItems(ctx, QueryParams{ItemRef: ItemRef{DB: "db", Coll: "c", HasKey: true, PartitionKey: partition.Key{partition.String(prefix)}}, Query: text})
-				if err != nil {
-					t.Fatalf("%s under %s: %v", text, prefix, err)
-				}
-				return page
-			}
+			query := be.underPrefix(t, prefix)
 			for _, text := range []string{"SELECT VALUE SUM(c.v) FROM c", "SELECT VALUE AVG(c.v) FROM c", `SELECT VALUE [{"item": {"sum": SUM(c.v), "count": COUNT(c.v)}}] FROM c`, "SELECT VALUE SUM(c.v) FROM c WHERE c.v > 10"} {
 				evaluated := text + " WHERE true"
 				if strings.Contains(text, "WHERE") {
