@@ -487,46 +487,49 @@ func rebuilt(list []absentPath) []absentPath {
 // backwards with reverse), through their absence entries: as scanSourceDir
 // does, with the same positions, so a page may resume on either source.
 func absentSource(r storage.Reader, c *containerRecord, s *itemScope, path []string, reverse bool, st *readStats) itemSource {
-	if s.kind == plan.ScopePartition || s.kind == plan.ScopePrefix {
-		prefix := absentPrefix(indexPrefix(c), absentLocMarker, path)
-		return func(from []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
-			lo, hi := scopeBounds(prefix, s)
-			lo, hi = resumeBounds(lo, hi, prefix, from, reverse)
-			return scanRangeDir(r, lo, hi, reverse, func(k, _ []byte) (bool, error) {
-				return readAbsent(r, c, st, k[len(prefix):], k[len(prefix):], fn)
-			})
-		}
-	}
-	prefix := absentPrefix(indexPrefix(c), absentSeqMarker, path)
 	return func(from []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) error {
-		lo, hi := s.seqBounds(prefix)
-		lo, hi = resumeBounds(lo, hi, prefix, from, reverse)
-		return scanRangeDir(r, lo, hi, reverse, func(k, _ []byte) (bool, error) {
-			rest := k[len(prefix):]
-			// A position one past an item's (its sequence and 0x00, as a
-			// page across partitions ends when the next item's is not
-			// known yet) sorts before the item's entry, whose location
-			// follows its sequence: the entry is passed over.
-			past := from != nil && !reverse && len(rest) >= 8 && bytes.Compare(rest[:8], from) < 0
-			if len(rest) < 8 || past || !s.holds(rest[8:]) {
-				st.entries++
-				return true, nil
+		return eachAbsent(r, c, s, path, reverse, from, st, func(pos, loc []byte) (bool, error) {
+			pos, loc = bytes.Clone(pos), bytes.Clone(loc)
+			rec, ok, err := readItemAt(r, c, loc, st)
+			if err != nil || !ok {
+				return err == nil, err
 			}
-			return readAbsent(r, c, st, rest[:8], rest[8:], fn)
+			return fn(pos, loc, &rec)
 		})
 	}
 }
 
-// readAbsent reads the item at loc, named by an absence entry, and hands
-// it to fn at position pos.
-func readAbsent(r storage.Reader, c *containerRecord, st *readStats, pos, loc []byte, fn func(pos, loc []byte, rec *itemRecord) (bool, error)) (bool, error) {
-	st.entries++
-	pos, loc = bytes.Clone(pos), bytes.Clone(loc)
-	rec, ok, err := readItemAt(r, c, loc, st)
-	if err != nil || !ok {
-		return err == nil, err
+// eachAbsent calls fn with the scan position and the location of each
+// of the scope's items that lack path, named by its absence entries, in
+// scan order (backwards with reverse) from scan position from (nil: the
+// start), and reads no record. The keys fn is given are the iterator's:
+// it clones what it keeps.
+func eachAbsent(r storage.Reader, c *containerRecord, s *itemScope, path []string, reverse bool, from []byte, st *readStats, fn func(pos, loc []byte) (bool, error)) error {
+	if s.kind == plan.ScopePartition || s.kind == plan.ScopePrefix {
+		prefix := absentPrefix(indexPrefix(c), absentLocMarker, path)
+		lo, hi := scopeBounds(prefix, s)
+		lo, hi = resumeBounds(lo, hi, prefix, from, reverse)
+		return scanRangeDir(r, lo, hi, reverse, func(k, _ []byte) (bool, error) {
+			st.entries++
+			return fn(k[len(prefix):], k[len(prefix):])
+		})
 	}
-	return fn(pos, loc, &rec)
+	prefix := absentPrefix(indexPrefix(c), absentSeqMarker, path)
+	lo, hi := s.seqBounds(prefix)
+	lo, hi = resumeBounds(lo, hi, prefix, from, reverse)
+	return scanRangeDir(r, lo, hi, reverse, func(k, _ []byte) (bool, error) {
+		st.entries++
+		rest := k[len(prefix):]
+		// A position one past an item's (its sequence and 0x00, as a
+		// page across partitions ends when the next item's is not
+		// known yet) sorts before the item's entry, whose location
+		// follows its sequence: the entry is passed over.
+		past := from != nil && !reverse && len(rest) >= 8 && bytes.Compare(rest[:8], from) < 0
+		if len(rest) < 8 || past || !s.holds(rest[8:]) {
+			return true, nil
+		}
+		return fn(rest[:8], rest[8:])
+	})
 }
 
 // undefinedPath returns the first ORDER BY path of q when an ordered path

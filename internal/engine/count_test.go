@@ -107,6 +107,15 @@ func TestCountFromCounters(t *testing.T) {
 				if pinned.Plan == nil || pinned.Plan.Chosen.Access != plan.Counters || pinned.Examined != 0 {
 					t.Fatalf("step %d, %s: read %d records by %v", step, text, pinned.Examined, pinned.Plan)
 				}
+				// Both, naming the same key: the same counter too.
+				entries := page.IndexEntries
+				both, page := q(text)
+				if both != got || page.Plan == nil || page.Plan.Chosen.Access != plan.Counters || page.IndexEntries > entries {
+					t.Fatalf("step %d, %s with its key's header, range %q: %s by %v (%d entries); the header's count %s", step, text, rangeID, both, page.Plan, page.IndexEntries, got)
+				}
+				if other, _ := q(fmt.Sprintf("SELECT VALUE COUNT(1) FROM c WHERE c.pk = 'p%d'", part+1)); other != "0" {
+					t.Fatalf("step %d, p%d: another key's count under its header gives %s", step, part, other)
+				}
 				if rangeID != "" && got != "0" {
 					inRanges++
 				}

@@ -440,6 +440,9 @@ type orderStream struct {
 	// merged is set when the walk reads the path's entries under a
 	// hierarchical prefix merged from its partitions' (prefixparts.go).
 	merged bool
+	// skip, when set, lets the walk count the documents of the rows its
+	// window skips rather than read them (windowskip.go).
+	skip *skipState
 }
 
 // streamFeed takes the rows of the ordered stream in place of a page, for
@@ -568,6 +571,9 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 			}
 			defer w.filterAfterWalk(kept, terms[f[0]], spent)
 		}
+	}
+	if err := w.countSkips(params); err != nil {
+		return err
 	}
 	// Within a partition or a prefix, equal values come in location
 	// order, the order of the path's own entries.
@@ -706,6 +712,13 @@ func (w *orderStream) undefined(from []byte, skip int) (bool, error) {
 	if w.grouped {
 		return w.undefinedDistinct(from, skip)
 	}
+	if from == nil && w.skip != nil && w.skip.undefined && w.win.made < w.win.from {
+		at, end, err := w.skipUndefined()
+		if err != nil || end {
+			return err == nil, err
+		}
+		from, skip = at, 0
+	}
 	filled := false
 	err := w.undefinedSource(w.desc)(from, func(pos, loc []byte, rec *itemRecord) (bool, error) {
 		first := 0
@@ -779,6 +792,13 @@ func (w *orderStream) walk(pos []byte, skip int) (bool, error) {
 	}
 	if w.distinct != nil {
 		return w.distinctWalk(wr)
+	}
+	if pos == nil && w.skip != nil && w.win.made < w.win.from {
+		at, end, err := w.skipRows()
+		if err != nil || end {
+			return err == nil, err
+		}
+		wr = at
 	}
 	if w.keys != nil && wr.value != nil && wr.mode == modeKeys && w.group0 != nil {
 		from, err := w.groupFrom(wr)

@@ -213,11 +213,12 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	key, hasKey := p.PartitionKey, p.HasKey
 	single := hasKey || p.RangeID != "" || len(c.pk.paths) == 0
 	var pinnedBy []ast.Expr
-	if !hasKey && len(c.pk.paths) > 0 {
+	if len(c.pk.paths) > 0 {
 		// A WHERE clause that pins the partition key (or a prefix of a
 		// hierarchical one) scopes the query to it, as the gateway
-		// routes it.
-		if pinned, terms, ok := pinnedKey(c, prog.Query(), p.Params); ok {
+		// routes it. Its terms hold for every item of the scope, and so
+		// do they when they pin the key the header names.
+		if pinned, terms, ok := pinnedKey(c, prog.Query(), p.Params); ok && (!hasKey || pinned.Equal(key)) {
 			key, hasKey, single, pinnedBy = pinned, true, true, terms
 		}
 	}
@@ -407,6 +408,12 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	if err != nil {
 		return err
 	}
+	if rows != nil {
+		window.each = rows.Query()
+		if pinnedBy != nil {
+			window.each = plan.WithoutTerms(window.each, pinnedBy)
+		}
+	}
 	if rows != nil && cur.pos == nil && cur.skip > 0 && !distinct {
 		rows = nil
 	}
@@ -507,7 +514,18 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		}
 		if streamed {
 			seen.reset()
-			return streamQuery(qp.src, c, rows, scope, now, cur, next, limit, !single, win, seen, page)
+			from := cur
+			if qp.access == plan.Scan && qp.pace == nil && left == nil && seen == nil && cur.pos == nil {
+				// The rows before the window, counted by their items' keys.
+				pos, end, err := skipScanned(r, c, scope, win, now, st)
+				if err != nil || end {
+					return err
+				}
+				if pos != nil {
+					from.pos, from.skip = pos, 0
+				}
+			}
+			return streamQuery(qp.src, c, rows, scope, now, from, next, limit, !single, win, seen, page)
 		}
 		if win != nil {
 			resolve := func(m *eval.Mark, refs []markRef) error { return resolveMarkRefs(r, c, rows, scope, now, st, m, refs) }
@@ -1284,6 +1302,12 @@ func streamQuery(src itemSource, c *containerRecord, prog *eval.Program, s *item
 // the start again. A nil window returns every row.
 type rowWindow struct {
 	from, to, made int
+	// each is the query of the stream's rows without the terms that
+	// pinned its scope, which every item of the scope meets: an ordered
+	// stream may count the documents of the rows it skips rather than
+	// make them, when each document that passes its WHERE clause makes
+	// one row (skipRows).
+	each *ast.Query
 }
 
 // windowed returns the program of q's rows without its TOP, OFFSET and

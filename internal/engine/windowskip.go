@@ -1,0 +1,301 @@
+package engine
+
+import (
+	"bytes"
+	"slices"
+	"time"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/query/ast"
+	"github.com/mayfly-db/mayfly/internal/query/plan"
+	"github.com/mayfly-db/mayfly/internal/storage"
+)
+
+// Skipping an OFFSET's rows by their entries. A page of
+// `SELECT * FROM c ORDER BY c.k OFFSET 5000 LIMIT 10` made the 5,000 rows
+// before its window to drop them: it read and evaluated 5,010 records.
+// When every document the walk names makes exactly one row, whatever it
+// holds, the rows before the window are as many as those documents, and
+// the walk counts them by their entries instead: the scope's, admitted by
+// the filter, less the items expired and not purged yet (the purge
+// backlog, as the counts from the index take them away). It passes over
+// whole groups of values so, and where a group's entries come in the order
+// of its rows (a logical partition or a prefix, for an exact value) over
+// its first documents too. It then walks on from the document of the
+// window's first row; over a range or the whole container, from the one
+// the group's tie order puts first in the window (groups it can sort whole
+// in memory), and otherwise from the start of its group, whose rows the
+// window then skips one by one as they are made.
+
+// skipState is what a walk that counts its skipped rows needs.
+type skipState struct {
+	// expired holds the locations of the scope's items expired and not
+	// purged yet, which make no row.
+	expired map[string]bool
+	// undefined says the documents without the property, which the
+	// absence entries name, make a row each too (skipUndefined).
+	undefined bool
+}
+
+// maxSkipGroup bounds the locations of one group skipRows collects to put
+// them in tie order; past it the walk starts at the group's first entry.
+const maxSkipGroup = maxFilterLocs
+
+// countSkips sets the walk up to count the documents of the rows its
+// window skips (skipRows) when each document the walk reads makes one row:
+// a window still short of its first row, a plain ORDER BY of one key
+// (no DISTINCT, grouping or further keys, not paced as a stream tried
+// first), rows of one per document (rowEach), and a WHERE clause that the
+// walk's entries answer whole: none besides the terms that pinned the
+// scope, one exact term on the ordered path whose one span bounds the walk
+// (pathBounds), or the exact term the stream filters its entries by. The
+// scope's items must be the entries' (countableScope).
+func (w *orderStream) countSkips(params map[string]document.Value) error {
+	if w.win == nil || w.win.each == nil || w.win.made >= w.win.from || w.pace != nil || w.feed != nil || w.distinct != nil || w.keys != nil {
+		return nil
+	}
+	each := w.win.each
+	if !rowEach(each, w.o.Path) {
+		return nil
+	}
+	if each.Where != nil {
+		if !plan.Exact(each, params) {
+			return nil
+		}
+		t, ok := loneExactTerm(w.c, plan.Predicates(each, params), w.s)
+		onPath := ok && slices.Equal(t.Path, w.o.Path) && len(t.Spans) == 1
+		filtered := ok && w.filter != nil && len(w.o.Filter) > 0 && slices.Equal(t.Path, w.filterPath())
+		if !onPath && !filtered {
+			return nil
+		}
+	}
+	if ok, err := countableScope(w.r, w.c, w.s, w.st); err != nil || !ok {
+		return err
+	}
+	expired, err := expiredIn(w.r, w.c, w.s, w.now, w.st)
+	if err != nil {
+		return err
+	}
+	w.skip = &skipState{expired: expired, undefined: w.o.Absent && rowEach(each, nil)}
+	return nil
+}
+
+// filterPath is the path of the term the stream filters its entries by.
+func (w *orderStream) filterPath() []string {
+	terms := plan.Terms(w.preds)
+	if len(w.o.Filter) == 0 || w.o.Filter[0] >= len(terms) {
+		return nil
+	}
+	return terms[w.o.Filter[0]].Path
+}
+
+// rowEach reports whether every document that passes q's WHERE clause
+// makes one row of q whatever it holds, through no evaluation that could
+// fail: SELECT *, or a list of the FROM alias, its property paths and
+// constants, or a VALUE of one of them, over the container without JOIN.
+// A VALUE of a path makes no row of a document without it, so it counts
+// only when it is the ordered path, which every document the walk names
+// holds.
+func rowEach(q *ast.Query, path []string) bool {
+	if q.From == nil || q.From.Iterate || len(q.Joins) > 0 || q.Select.Distinct || len(q.GroupBy) > 0 {
+		return false
+	}
+	if _, ok := q.From.Expr.(*ast.Ident); !ok {
+		return false
+	}
+	plain := func(e ast.Expr) bool {
+		switch x := e.(type) {
+		case *ast.Ident:
+			return x.Name == q.From.Alias
+		case *ast.Literal:
+			return true
+		}
+		_, ok := plan.DocPath(q, e)
+		return ok
+	}
+	switch v := q.Select.Value; {
+	case q.Select.Star:
+		return true
+	case v != nil:
+		if p, ok := plan.DocPath(q, v); ok {
+			return slices.Equal(p, path)
+		}
+		return plain(v)
+	}
+	return len(q.Select.Items) > 0 && !slices.ContainsFunc(q.Select.Items, func(it ast.SelectItem) bool { return !plain(it.Expr) })
+}
+
+// skipRows passes over the documents of the rows the window skips,
+// counting their entries into the window (countSkips), and returns where
+// the walk goes on: at the document of the window's first row, or at the
+// start of its group. end reports that the window skips every document
+// the walk names.
+func (w *orderStream) skipRows() (at walkResume, end bool, err error) {
+	it, err := w.walkIter(walkResume{})
+	if err != nil || it == nil {
+		return walkResume{}, err == nil, err
+	}
+	defer it.Close()
+	// byItem: a group's entries come in the order of its rows.
+	byItem := w.entriesInTieOrder()
+	base := len(w.prefix)
+	var value []byte
+	var locs [][]byte // over a range or the container, the live items of value
+	n, outside := 0, 0
+	straddles, over := false, false
+	// groupEnd ends value's group: its rows all skipped, or, when the
+	// window's first row is among them, where the walk goes on.
+	groupEnd := func() (walkResume, bool) {
+		if !straddles {
+			w.win.made += n
+			return walkResume{}, false
+		}
+		if over || !exactValue(value) {
+			return walkResume{value: value}, true
+		}
+		w.sortTies(locs)
+		first := locs[w.win.from-w.win.made]
+		w.win.made = w.win.from
+		return walkResume{value: value, mode: modeItem, item: bytes.Clone(w.scanPos(first))}, true
+	}
+	var seek []byte
+	step := func() bool {
+		if k := seek; k != nil {
+			seek = nil
+			return it.SeekGE(k)
+		}
+		return it.Next()
+	}
+	for ok := it.First(); ok; ok = step() {
+		w.st.entries++
+		k := it.Key()
+		loc, ok := entryLoc(k, base)
+		if !ok {
+			continue
+		}
+		v := k[base : len(k)-len(loc)]
+		if value != nil && !bytes.Equal(v, value) {
+			if at, ok := groupEnd(); ok {
+				return at, false, nil
+			}
+			value = nil
+		}
+		if value == nil {
+			value, n, outside, locs, over = bytes.Clone(v), 0, 0, locs[:0], false
+		}
+		if !w.s.holds(loc) {
+			if outside++; outside >= skimOutside {
+				seek, outside = w.pastOutside(value, loc), 0
+			}
+			continue
+		}
+		outside = 0
+		if !w.admits(loc) || w.skip.expired[string(loc)] {
+			continue
+		}
+		n++
+		if !byItem {
+			if len(locs) < maxSkipGroup {
+				locs = append(locs, bytes.Clone(loc))
+			} else {
+				over = true
+			}
+		}
+		if w.win.made+n <= w.win.from {
+			continue
+		}
+		straddles = true
+		if byItem {
+			if !exactValue(value) {
+				return walkResume{value: value}, false, nil
+			}
+			w.win.made += n - 1
+			return walkResume{value: value, mode: modeItem, item: bytes.Clone(w.scanPos(loc))}, false, nil
+		}
+	}
+	if err := it.Err(); err != nil {
+		return walkResume{}, false, err
+	}
+	if value != nil {
+		if at, ok := groupEnd(); ok {
+			return at, false, nil
+		}
+	}
+	return walkResume{}, true, nil
+}
+
+// skipUndefined passes over the documents without the property whose rows
+// the window skips, counting their absence entries into the window, and
+// returns the scan position of the first one left to read; end reports
+// that the window skips them all.
+func (w *orderStream) skipUndefined() (from []byte, end bool, err error) {
+	err = eachAbsent(w.r, w.c, w.s, w.o.Path, w.desc, nil, w.st, func(pos, loc []byte) (bool, error) {
+		if !w.admits(loc) || w.skip.expired[string(loc)] {
+			return true, nil
+		}
+		if w.win.made == w.win.from {
+			from = bytes.Clone(pos)
+			return false, nil
+		}
+		w.win.made++
+		return true, nil
+	})
+	return from, from == nil && err == nil, err
+}
+
+// skipScanned passes over the items of a scan of the scope whose rows the
+// window skips, by their keys alone, when each item of the scope makes one
+// row (rowEach, no WHERE clause besides the terms that pinned the scope,
+// countableScope), and returns the scan position of the first item left to
+// read: the page reads on from there. pos is nil when it skips nothing
+// this way, and end reports that the window skips every item.
+func skipScanned(r storage.Reader, c *containerRecord, s *itemScope, win *rowWindow, now time.Time, st *readStats) (pos []byte, end bool, err error) {
+	if win == nil || win.each == nil || win.each.Where != nil || win.made >= win.from || !rowEach(win.each, nil) {
+		return nil, false, nil
+	}
+	if ok, err := countableScope(r, c, s, st); err != nil || !ok {
+		return nil, false, err
+	}
+	expired, err := expiredIn(r, c, s, now, st)
+	if err != nil {
+		return nil, false, err
+	}
+	err = eachScanned(r, c, s, st, func(p, loc []byte) (bool, error) {
+		if expired[string(loc)] {
+			return true, nil
+		}
+		if win.made == win.from {
+			pos = bytes.Clone(p)
+			return false, nil
+		}
+		win.made++
+		return true, nil
+	})
+	return pos, pos == nil && err == nil, err
+}
+
+// eachScanned calls fn with the scan position and the location of each of
+// the scope's items, in scan order (scanSource), reading their keys alone:
+// in a logical partition or under a prefix the items' own, over a range or
+// the whole container their _rid-order entries. Each key counts as an
+// index entry read. The keys fn is given are the iterator's: it clones
+// what it keeps.
+func eachScanned(r storage.Reader, c *containerRecord, s *itemScope, st *readStats, fn func(pos, loc []byte) (bool, error)) error {
+	if s.kind == plan.ScopePartition || s.kind == plan.ScopePrefix {
+		prefix := collPrefix(famItem, c.Rid)
+		lo, hi := scopeBounds(prefix, s)
+		return scanRangeDir(r, lo, hi, false, func(k, _ []byte) (bool, error) {
+			st.entries++
+			return fn(k[len(prefix):], k[len(prefix):])
+		})
+	}
+	prefix := collPrefix(famByRid, c.Rid)
+	lo, hi := s.ridSpan(c)
+	return scanRangeDir(r, lo, hi, false, func(k, v []byte) (bool, error) {
+		st.entries++
+		if !s.holds(v) {
+			return true, nil
+		}
+		return fn(k[len(prefix):], v)
+	})
+}

@@ -1,0 +1,136 @@
+package engine
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestOffsetSkipsByEntries pages ORDER BY queries with an OFFSET and
+// checks their rows against the drained query without the window, across
+// a logical partition and the whole container, with ties, documents
+// without the property, arrays and objects among its values, a filter, a
+// range on the ordered path, the partition key pinned by the WHERE clause,
+// and items expired but not purged; and queries without ORDER BY, which
+// scan. The window's skipped rows are counted by their entries or their
+// items' keys: a page reads the records of its own rows, and a few.
+func TestOffsetSkipsByEntries(t *testing.T) {
+	be := newBatchEnv(t, "-1")
+	be.seed(t, offsetDocs(func(i int) string { return fmt.Sprintf(`"pk":"p%d"`, i%10) })...)
+	be.clock.Advance(20 * time.Second) // a tenth of the items expire; the purge has not run
+	checkOffsetPages(t, be, []offsetCase{
+		{`["p3"]`, "SELECT * FROM c ORDER BY c.k OFFSET %d LIMIT %d", true},
+		{`["p3"]`, "SELECT * FROM c ORDER BY c.k DESC OFFSET %d LIMIT %d", true},
+		{`["p3"]`, "SELECT c.id, c.k FROM c ORDER BY c.k OFFSET %d LIMIT %d", true},
+		{`["p3"]`, "SELECT VALUE c.k FROM c ORDER BY c.k DESC OFFSET %d LIMIT %d", true},
+		{`["p3"]`, "SELECT * FROM c WHERE c.pk = 'p3' ORDER BY c.k OFFSET %d LIMIT %d", true},
+		{"", "SELECT * FROM c WHERE c.pk = 'p3' ORDER BY c.k DESC OFFSET %d LIMIT %d", true},
+		{`["p3"]`, "SELECT * FROM c WHERE c.k >= 10 ORDER BY c.k DESC OFFSET %d LIMIT %d", true},
+		{`["p3"]`, "SELECT * FROM c ORDER BY c._ts OFFSET %d LIMIT %d", true},
+		{`["p3"]`, "SELECT VALUE c.s FROM c ORDER BY c.k OFFSET %d LIMIT %d", false},
+		{`["p3"]`, "SELECT * FROM c WHERE c.s != 's1' ORDER BY c.k OFFSET %d LIMIT %d", false},
+		{`["p3"]`, "SELECT * FROM c WHERE c.pk = 'p4' ORDER BY c.k OFFSET %d LIMIT %d", false},
+		{"", "SELECT * FROM c ORDER BY c.k OFFSET %d LIMIT %d", true},
+		{"", "SELECT * FROM c ORDER BY c.k DESC OFFSET %d LIMIT %d", true},
+		{"", "SELECT * FROM c WHERE c.s = 's1' ORDER BY c.k OFFSET %d LIMIT %d", true},
+		{"", "SELECT c.id FROM c WHERE c.k < 20 ORDER BY c.k OFFSET %d LIMIT %d", true},
+		{`["p3"]`, "SELECT * FROM c OFFSET %d LIMIT %d", true},
+		{`["p3"]`, "SELECT c.id, c.k FROM c WHERE c.pk = 'p3' OFFSET %d LIMIT %d", true},
+		{`["p3"]`, "SELECT VALUE c.k FROM c OFFSET %d LIMIT %d", false},
+		{"", "SELECT * FROM c OFFSET %d LIMIT %d", true},
+	})
+}
+
+// TestOffsetSkipsByEntriesUnderAPrefix is TestOffsetSkipsByEntries under
+// a hierarchical key's prefix, of few partitions (whose entries the walk
+// merges) and of many.
+func TestOffsetSkipsByEntriesUnderAPrefix(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/t","/u"],"kind":"MultiHash","version":2},"defaultTtl":-1}`)
+	be.seed(t, offsetDocs(func(i int) string {
+		if i%3 == 0 {
+			return fmt.Sprintf(`"t":"wide","u":"u%d"`, i%(3*2*maxMergedParts))
+		}
+		return fmt.Sprintf(`"t":"t%d","u":"u%d"`, i%2, i%12)
+	})...)
+	be.clock.Advance(20 * time.Second)
+	var cases []offsetCase
+	for _, prefix := range []string{`["t1"]`, `["wide"]`} {
+		cases = append(cases,
+			offsetCase{prefix, "SELECT * FROM c ORDER BY c.k OFFSET %d LIMIT %d", true},
+			offsetCase{prefix, "SELECT * FROM c ORDER BY c.k DESC OFFSET %d LIMIT %d", true},
+			offsetCase{prefix, "SELECT * FROM c WHERE c.s = 's2' ORDER BY c.k DESC OFFSET %d LIMIT %d", true},
+			offsetCase{prefix, "SELECT * FROM c OFFSET %d LIMIT %d", true},
+		)
+	}
+	checkOffsetPages(t, be, cases)
+}
+
+// offsetDocs are 3,000 documents whose keys key makes of their number:
+// ORDER BY c.k finds 50 numbers, strings, documents without k, arrays and
+// objects, and a tenth of the documents have a TTL of ten seconds.
+func offsetDocs(key func(i int) string) []string {
+	var docs []string
+	for i := range 3000 {
+		var k string
+		switch {
+		case i%17 == 0:
+			k = ""
+		case i%97 == 0:
+			k = fmt.Sprintf(`,"k":[%d]`, i%3)
+		case i%89 == 0:
+			k = fmt.Sprintf(`,"k":{"a":%d}`, i%3)
+		case i%13 == 0:
+			k = fmt.Sprintf(`,"k":"k%d"`, i%7)
+		default:
+			k = fmt.Sprintf(`,"k":%d`, i%50)
+		}
+		ttl := ""
+		if i%11 == 0 {
+			ttl = `,"ttl":10`
+		}
+		docs = append(docs, fmt.Sprintf(`{"id":"d%04d",%s,"s":"s%d"%s%s}`, i, key(i), i%5, k, ttl))
+	}
+	return docs
+}
+
+// offsetCase is a query with a window, of its offset and limit, in the
+// scope of key ("": the whole container).
+type offsetCase struct {
+	key, q string
+	skips  bool // the window's rows before it are counted, not read
+}
+
+// checkOffsetPages checks the pages of each case, at offsets from 0 to
+// past the end, against the rows of the query without its window; and
+// that a page whose skipped rows are counted reads few records.
+func checkOffsetPages(t *testing.T, be *batchEnv, cases []offsetCase) {
+	t.Helper()
+	window := regexp.MustCompile(` OFFSET \d+ LIMIT \d+$`)
+	for _, tc := range cases {
+
+		for _, off := range []int{0, 1, 7, 40, 137, 250, 271, 290, 299, 600, 1500, 2999, 5000} {
+			for _, limit := range []int{10, 100} {
+				q := fmt.Sprintf(tc.q, off, limit)
+				p := QueryParams{ItemRef: batchRef(tc.key), Query: q, Whole: tc.key == ""}
+				be.orderReady(t, p)
+				all := drainRows(t, be.e, QueryParams{ItemRef: p.ItemRef, Query: window.ReplaceAllString(q, ""), Whole: p.Whole}, nil)
+				want := all[min(off, len(all)):min(off+limit, len(all))]
+				p.MaxItemCount = 7
+				records := -1
+				got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
+					if n == 0 {
+						records = page.Examined
+					}
+				})
+				if strings.Join(got, "\n") != strings.Join(want, "\n") {
+					t.Fatalf("%s (key %s): %d rows\n%v\nwant %d\n%v", q, tc.key, len(got), got, len(want), want)
+				}
+				if tc.skips && off >= 100 && off < len(all) && records > 60 {
+					t.Errorf("%s (key %s): the first page read %d records", q, tc.key, records)
+				}
+			}
+		}
+	}
+}
