@@ -364,3 +364,52 @@ func BenchmarkIntersectionPage(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkOffsetPage reads one page of an OFFSET and LIMIT, the paging
+// applications write by hand: a logical partition of 1,000 items in a
+// container of MAYFLY_BENCH_ITEMS (10⁵ by default; the rest in partitions
+// of 100), ordered by the time written, by a number (t, 0..99, ten items
+// each) or not at all, at offsets 0, 500 and 980, limit 20; and across the
+// container ordered by t at offsets 0 and 5,000. Page 1 at offset 0 is
+// what a page costs; the others should cost about as much.
+//
+//	go test -run '^$' -bench BenchmarkOffsetPage -benchtime 200x ./internal/engine/
+func BenchmarkOffsetPage(b *testing.B) {
+	n := 100_000
+	if v, err := strconv.Atoi(os.Getenv("MAYFLY_BENCH_ITEMS")); err == nil && v > 0 {
+		n = v
+	}
+	pk := func(i int) string {
+		if i%(n/1000) == 0 {
+			return "big"
+		}
+		return "q" + strconv.Itoa(i/100)
+	}
+	s := openBenchEngine(b, clock.Real{}, nil, "null")
+	s.pk = pk
+	s.block = 1
+	s.load(b, 0, n, func(i int) []byte {
+		return []byte(`{"id":"x` + strconv.Itoa(i) + `","pk":"` + pk(i) + `","t":` + strconv.Itoa(i/(n/1000)%100) + `,"payload":"` + benchPayload + `"}`)
+	})
+	s.settle(b)
+	big := ItemRef{DB: benchDB, Coll: benchColl, HasKey: true, PartitionKey: partition.Key{partition.String("big")}}
+	all := ItemRef{DB: benchDB, Coll: benchColl}
+	for _, q := range []struct {
+		name string
+		ref  ItemRef
+		text string
+		offs []int
+	}{
+		{"partition-ts", big, "SELECT * FROM c WHERE c.pk = 'big' ORDER BY c._ts DESC", []int{0, 500, 980}},
+		{"partition-t", big, "SELECT * FROM c ORDER BY c.t", []int{0, 500, 980}},
+		{"partition-scan", big, "SELECT * FROM c", []int{0, 500, 980}},
+		{"cross-t", all, "SELECT * FROM c ORDER BY c.t", []int{0, 5000}},
+	} {
+		for _, off := range q.offs {
+			p := QueryParams{ItemRef: q.ref, Query: q.text + " OFFSET " + strconv.Itoa(off) + " LIMIT 20", Whole: !q.ref.HasKey, MaxItemCount: 100}
+			s.orderReady(b, p)
+			warmAll(b, s)
+			b.Run(q.name+"/offset="+strconv.Itoa(off), func(b *testing.B) { benchPage(b, s, p, 1, 20) })
+		}
+	}
+}
