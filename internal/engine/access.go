@@ -10,6 +10,7 @@ import (
 
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/partition"
+	"github.com/mayfly-db/mayfly/internal/query/ast"
 	"github.com/mayfly-db/mayfly/internal/query/eval"
 	"github.com/mayfly-db/mayfly/internal/query/plan"
 	"github.com/mayfly-db/mayfly/internal/storage"
@@ -40,6 +41,19 @@ type itemScope struct {
 	// range never splits), so a walk in _rid order reads [seqLo, seqHi)
 	// and none of the other ranges' entries. seqHi 0: unbounded.
 	seqLo, seqHi uint64
+	// held are the WHERE clause's terms that pinned the scope (the
+	// partition key or a prefix of a hierarchical one), which every item
+	// of the scope meets.
+	held []ast.Expr
+}
+
+// unheld returns q without the terms of its WHERE clause every item of the
+// scope meets (held).
+func (s *itemScope) unheld(q *ast.Query) *ast.Query {
+	if len(s.held) == 0 {
+		return q
+	}
+	return plan.WithoutTerms(q, s.held)
 }
 
 // ridSpan is the span of c's _rid-order entries (famByRid) that may hold

@@ -1196,7 +1196,7 @@ func scanRows(prog *eval.Program, params map[string]document.Value, limit int) i
 	if len(q.OrderBy) > 0 || len(q.GroupBy) > 0 || q.Select.Distinct || q.Offset != nil || gatewayplan.HasAggregates(q) {
 		return 0
 	}
-	if top := gatewayplan.Describe(q, params).Top; top != nil {
+	if top, _, _ := gatewayplan.Window(q, params); top != nil {
 		return int64(min(*top, limit+1))
 	}
 	return 0

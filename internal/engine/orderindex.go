@@ -16,12 +16,12 @@ import (
 // windowEnd returns the number of rows before the end of q's window: its
 // TOP, or its OFFSET and LIMIT together; ok is false without one.
 func windowEnd(q *ast.Query, params map[string]document.Value) (end int, ok bool) {
-	info := gatewayplan.Describe(q, params)
+	top, offset, limit := gatewayplan.Window(q, params)
 	switch {
-	case info.Top != nil:
-		return *info.Top, true
-	case info.Offset != nil && info.Limit != nil:
-		return *info.Offset + *info.Limit, true
+	case top != nil:
+		return *top, true
+	case offset != nil && limit != nil:
+		return *offset + *limit, true
 	}
 	return 0, false
 }
@@ -80,6 +80,12 @@ func orderedItems(r storage.Reader, c *containerRecord, prog *eval.Program, para
 	if err != nil {
 		return nil, false, queryError(err)
 	}
+	// The walk's documents need no filter when each makes a row whatever
+	// it holds (rowEach): only their being live and in the scope.
+	walkFilter := filter
+	if each := s.unheld(q); each.Where == nil && rowEach(each, o.Path) {
+		walkFilter = nil
+	}
 	desc := q.OrderBy[0].Desc
 	defined := filtersOn(q, params, o.Path)
 	prefix := orderPrefix(c, o.Path, s)
@@ -128,7 +134,7 @@ func orderedItems(r storage.Reader, c *containerRecord, prog *eval.Program, para
 				return err
 			}
 		}
-		if ok, err := passes(c, s, filter, now, loc, rec); !ok || err != nil {
+		if ok, err := passes(c, s, walkFilter, now, loc, rec); !ok || err != nil {
 			return err
 		}
 		if pace != nil {
@@ -210,10 +216,14 @@ func orderedItems(r storage.Reader, c *containerRecord, prog *eval.Program, para
 
 // passes reports whether the item at loc, read by an index walk, is live
 // at now, in the scope and passes filter (whether it makes a row,
-// rowFilter). A document the filter fails on does not pass.
+// rowFilter; nil: every document does). A document the filter fails on
+// does not pass.
 func passes(c *containerRecord, s *itemScope, filter *eval.Program, now time.Time, loc []byte, rec *itemRecord) (bool, error) {
 	if c.expired(rec, now) || !s.keeps(rec) {
 		return false, nil
+	}
+	if filter == nil {
+		return true, nil
 	}
 	doc, err := document.Parse(rec.json)
 	if err != nil {

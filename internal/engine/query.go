@@ -281,13 +281,11 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		return derr
 	}
 	scope.narrowToEPKs(p.MinEPK, p.MaxEPK)
+	scope.held = pinnedBy
 	// The aggregates the counters or the index answer see the query
 	// without the terms that pinned its scope: every item of the scope
 	// meets them.
-	short := prog.Query()
-	if pinnedBy != nil {
-		short = plan.WithoutTerms(short, pinnedBy)
-	}
+	short := scope.unheld(prog.Query())
 	if count, boxed := countShape(short); count && p.Continuation == "" {
 		var done bool
 		var err error
@@ -408,12 +406,6 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	if err != nil {
 		return err
 	}
-	if rows != nil {
-		window.each = rows.Query()
-		if pinnedBy != nil {
-			window.each = plan.WithoutTerms(window.each, pinnedBy)
-		}
-	}
 	if rows != nil && cur.pos == nil && cur.skip > 0 && !distinct {
 		rows = nil
 	}
@@ -517,7 +509,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 			from := cur
 			if qp.access == plan.Scan && qp.pace == nil && left == nil && seen == nil && cur.pos == nil {
 				// The rows before the window, counted by their items' keys.
-				pos, end, err := skipScanned(r, c, scope, win, now, st)
+				pos, end, err := skipScanned(r, c, rows.Query(), scope, win, now, st)
 				if err != nil || end {
 					return err
 				}
@@ -1302,12 +1294,6 @@ func streamQuery(src itemSource, c *containerRecord, prog *eval.Program, s *item
 // the start again. A nil window returns every row.
 type rowWindow struct {
 	from, to, made int
-	// each is the query of the stream's rows without the terms that
-	// pinned its scope, which every item of the scope meets: an ordered
-	// stream may count the documents of the rows it skips rather than
-	// make them, when each document that passes its WHERE clause makes
-	// one row (skipRows).
-	each *ast.Query
 }
 
 // windowed returns the program of q's rows without its TOP, OFFSET and
@@ -1324,13 +1310,13 @@ func windowed(prog *eval.Program, params map[string]document.Value) (*eval.Progr
 	w := rowWindow{to: -1}
 	rows := prog
 	if q.Select.Top != nil || q.Offset != nil {
-		info := gatewayplan.Describe(q, params)
-		if info.Top != nil {
-			w.to = *info.Top
+		top, offset, limit := gatewayplan.Window(q, params)
+		if top != nil {
+			w.to = *top
 		}
-		if info.Offset != nil && info.Limit != nil {
-			w.from = *info.Offset
-			if end := *info.Offset + *info.Limit; w.to < 0 || end < w.to {
+		if offset != nil && limit != nil {
+			w.from = *offset
+			if end := *offset + *limit; w.to < 0 || end < w.to {
 				w.to = end
 			}
 		}

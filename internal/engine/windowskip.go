@@ -51,10 +51,10 @@ const maxSkipGroup = maxFilterLocs
 // (pathBounds), or the exact term the stream filters its entries by. The
 // scope's items must be the entries' (countableScope).
 func (w *orderStream) countSkips(params map[string]document.Value) error {
-	if w.win == nil || w.win.each == nil || w.win.made >= w.win.from || w.pace != nil || w.feed != nil || w.distinct != nil || w.keys != nil {
+	if w.win == nil || w.win.made >= w.win.from || w.pace != nil || w.feed != nil || w.distinct != nil || w.keys != nil {
 		return nil
 	}
-	each := w.win.each
+	each := w.s.unheld(w.rows.Query())
 	if !rowEach(each, w.o.Path) {
 		return nil
 	}
@@ -244,13 +244,16 @@ func (w *orderStream) skipUndefined() (from []byte, end bool, err error) {
 }
 
 // skipScanned passes over the items of a scan of the scope whose rows the
-// window skips, by their keys alone, when each item of the scope makes one
+// window of q skips, by their keys alone, when each item of the scope makes one
 // row (rowEach, no WHERE clause besides the terms that pinned the scope,
 // countableScope), and returns the scan position of the first item left to
 // read: the page reads on from there. pos is nil when it skips nothing
 // this way, and end reports that the window skips every item.
-func skipScanned(r storage.Reader, c *containerRecord, s *itemScope, win *rowWindow, now time.Time, st *readStats) (pos []byte, end bool, err error) {
-	if win == nil || win.each == nil || win.each.Where != nil || win.made >= win.from || !rowEach(win.each, nil) {
+func skipScanned(r storage.Reader, c *containerRecord, q *ast.Query, s *itemScope, win *rowWindow, now time.Time, st *readStats) (pos []byte, end bool, err error) {
+	if win == nil || win.made >= win.from {
+		return nil, false, nil
+	}
+	if each := s.unheld(q); each.Where != nil || !rowEach(each, nil) {
 		return nil, false, nil
 	}
 	if ok, err := countableScope(r, c, s, st); err != nil || !ok {

@@ -154,6 +154,27 @@ func count(e ast.Expr, params map[string]document.Value) *int {
 	return &n
 }
 
+// Window returns what Describe says of q's TOP, OFFSET and LIMIT (nil
+// where absent, not a count, or in a query served whole), without
+// describing the rest: a page asks for them alone.
+func Window(q *ast.Query, params map[string]document.Value) (top, offset, limit *int) {
+	if ServedWhole(q) {
+		return nil, nil, nil
+	}
+	return window(q, params)
+}
+
+// window returns the counts of q's TOP, OFFSET and LIMIT.
+func window(q *ast.Query, params map[string]document.Value) (top, offset, limit *int) {
+	if q.Select.Top != nil {
+		top = count(q.Select.Top, params)
+	}
+	if q.Offset != nil {
+		offset, limit = count(q.Offset, params), count(q.Limit, params)
+	}
+	return top, offset, limit
+}
+
 // Describe returns the queryInfo the gateway would give for q. params
 // resolve TOP, OFFSET and LIMIT written as parameters.
 func Describe(q *ast.Query, params map[string]document.Value) Info {
@@ -190,13 +211,7 @@ func DescribeFor(q *ast.Query, params map[string]document.Value, f Features, vec
 			info.DistinctType = "Ordered"
 		}
 	}
-	if q.Select.Top != nil {
-		info.Top = count(q.Select.Top, params)
-	}
-	if q.Offset != nil {
-		info.Offset = count(q.Offset, params)
-		info.Limit = count(q.Limit, params)
-	}
+	info.Top, info.Offset, info.Limit = window(q, params)
 	for _, o := range q.OrderBy {
 		dir := "Ascending"
 		if o.Desc {
