@@ -1252,7 +1252,9 @@ func (e *Engine) orderedShapes(r storage.Reader, c *containerRecord, q *ast.Quer
 	// path), so that its page is planned as it was before the stream kept
 	// windows.
 	end, windowed := windowEnd(q, params)
-	if o, ok := orderedShape(c, q, params, terms); ok && o.Want <= int64(limit) {
+	// But a window after an offset the stream counts (offsetCounted).
+	counted := offsetCounted(c, q, params, s)
+	if o, ok := orderedShape(c, q, params, terms); ok && o.Want <= int64(limit) && !counted {
 		in.Ordered = o
 		return scoped(o)
 	}
@@ -1271,7 +1273,7 @@ func (e *Engine) orderedShapes(r storage.Reader, c *containerRecord, q *ast.Quer
 		}
 	}
 	walks := slices.ContainsFunc(compositeUses(c, q, params, terms), func(u plan.CompositeUse) bool { return u.Ordered })
-	if windowed && end <= limit && !q.Select.Distinct && (walks || !composed(c, q, s)) {
+	if windowed && end <= limit && !q.Select.Distinct && !counted && (walks || !composed(c, q, s)) {
 		return nil
 	}
 	in.Stream = o

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/query/ast"
+	"github.com/mayfly-db/mayfly/internal/query/gatewayplan"
 	"github.com/mayfly-db/mayfly/internal/query/plan"
 	"github.com/mayfly-db/mayfly/internal/storage"
 )
@@ -55,19 +56,12 @@ func (w *orderStream) countSkips(params map[string]document.Value) error {
 		return nil
 	}
 	each := w.s.unheld(w.rows.Query())
-	if !rowEach(each, w.o.Path) {
-		return nil
+	var filterPath []string
+	if w.filter != nil {
+		filterPath = w.filterPath()
 	}
-	if each.Where != nil {
-		if !plan.Exact(each, params) {
-			return nil
-		}
-		t, ok := loneExactTerm(w.c, plan.Predicates(each, params), w.s)
-		onPath := ok && slices.Equal(t.Path, w.o.Path) && len(t.Spans) == 1
-		filtered := ok && w.filter != nil && len(w.o.Filter) > 0 && slices.Equal(t.Path, w.filterPath())
-		if !onPath && !filtered {
-			return nil
-		}
+	if !rowEach(each, w.o.Path) || !answeredWhole(w.c, each, params, w.s, w.o.Path, filterPath) {
+		return nil
 	}
 	if ok, err := countableScope(w.r, w.c, w.s, w.st); err != nil || !ok {
 		return err
@@ -78,6 +72,39 @@ func (w *orderStream) countSkips(params map[string]document.Value) error {
 	}
 	w.skip = &skipState{expired: expired, undefined: w.o.Absent && rowEach(each, nil)}
 	return nil
+}
+
+// answeredWhole reports whether a walk of path's entries answers q's WHERE
+// clause whole: it has none, or one exact term (loneExactTerm) on path
+// whose one span bounds the walk (pathBounds), or on filterPath, the path
+// of the term whose entries the stream filters its walk by (nil: none).
+func answeredWhole(c *containerRecord, q *ast.Query, params map[string]document.Value, s *itemScope, path, filterPath []string) bool {
+	if q.Where == nil {
+		return true
+	}
+	if !plan.Exact(q, params) {
+		return false
+	}
+	t, ok := loneExactTerm(c, plan.Predicates(q, params), s)
+	return ok && (slices.Equal(t.Path, path) && len(t.Spans) == 1 || filterPath != nil && slices.Equal(t.Path, filterPath))
+}
+
+// offsetCounted reports whether the ordered stream would count the rows
+// q's OFFSET skips rather than read them (countSkips), as far as the query
+// and the scope tell: an ORDER BY of one key, an offset, rows of one per
+// document, and a WHERE clause the walk answers whole without a filter.
+// The TOP walk, which serves a window one page holds, reads every document
+// before the window: such a window is the stream's.
+func offsetCounted(c *containerRecord, q *ast.Query, params map[string]document.Value, s *itemScope) bool {
+	if len(q.OrderBy) != 1 || q.Select.Distinct {
+		return false
+	}
+	if _, offset, _ := gatewayplan.Window(q, params); offset == nil || *offset <= 0 {
+		return false
+	}
+	path, ok := plan.DocPath(q, q.OrderBy[0].Expr)
+	each := s.unheld(q)
+	return ok && rowEach(each, path) && answeredWhole(c, each, params, s, path, nil)
 }
 
 // filterPath is the path of the term the stream filters its entries by.
