@@ -55,6 +55,9 @@ type queryAccess struct {
 	// counts are the counts of the filter's terms that weighed the plan;
 	// nil on a resumed page or a point read.
 	counts *termCounts
+	// keys, when set, lists the candidates of src without their records,
+	// for a window to count the rows it skips by (skipCounted).
+	keys keySource
 }
 
 // collection is what a page that collects its candidates collected: the
@@ -1450,15 +1453,24 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Pr
 		if err != nil {
 			return err
 		}
+		counts := countsByKeys(c, q, params, s, &t)
 		if ok {
 			qa.src = spanSource(r, c, m, st)
+			if counts {
+				qa.keys = mergeKeys(r, m)
+			}
 			return nil
 		}
 		collect := func() ([][]byte, error) { return spanLocs(r, c, t, s, st) }
 		if g := qa.gathered; g != nil {
 			collect = func() ([][]byte, error) { return g.sorted(r, st) }
 		}
-		qa.src = locSource(r, c, s, qa.collecting(st, collect), st)
+		locs := qa.collecting(st, collect)
+		if counts {
+			locs = onceLocs(locs)
+			qa.keys = locKeys(s, locs)
+		}
+		qa.src = locSource(r, c, s, locs, st)
 	case plan.Intersect:
 		if len(qa.terms) != 2 {
 			return errBadContinuation
@@ -1554,6 +1566,9 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Pr
 		qa.src = foundSource(inScanOrder(s, found))
 	default:
 		qa.src = scanSource(r, c, s, st)
+		if countsByKeys(c, q, params, s, nil) {
+			qa.keys = func(fn func(pos, loc []byte) (bool, error)) error { return eachScanned(r, c, s, st, fn) }
+		}
 	}
 	return nil
 }

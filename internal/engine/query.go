@@ -507,9 +507,9 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		if streamed {
 			seen.reset()
 			from := cur
-			if qp.access == plan.Scan && qp.pace == nil && left == nil && seen == nil && cur.pos == nil {
-				// The rows before the window, counted by their items' keys.
-				pos, end, err := skipScanned(r, c, rows.Query(), scope, win, now, st)
+			if qp.keys != nil && qp.pace == nil && left == nil && seen == nil && cur.pos == nil {
+				// The rows before the window, counted by their keys.
+				pos, end, err := skipCounted(r, c, qp.keys, scope, win, now, st)
 				if err != nil || end {
 					return err
 				}

@@ -270,17 +270,40 @@ func (w *orderStream) skipUndefined() (from []byte, end bool, err error) {
 	return from, from == nil && err == nil, err
 }
 
-// skipScanned passes over the items of a scan of the scope whose rows the
-// window of q skips, by their keys alone, when each item of the scope makes one
-// row (rowEach, no WHERE clause besides the terms that pinned the scope,
-// countableScope), and returns the scan position of the first item left to
-// read: the page reads on from there. pos is nil when it skips nothing
-// this way, and end reports that the window skips every item.
-func skipScanned(r storage.Reader, c *containerRecord, q *ast.Query, s *itemScope, win *rowWindow, now time.Time, st *readStats) (pos []byte, end bool, err error) {
-	if win == nil || win.made >= win.from {
-		return nil, false, nil
+// keySource lists an access path's candidates in its order, each with its
+// position and location, without reading their records: a scan's items by
+// their keys (eachScanned), an index span's by its entries.
+type keySource func(fn func(pos, loc []byte) (bool, error)) error
+
+// countsByKeys reports whether a page of q through a scan (term nil) or
+// the span of one term may count the rows its window skips by the
+// candidates' keys (keySource, skipCounted): each candidate of the scope
+// makes one row (rowEach), and the WHERE clause, besides the terms that
+// pinned the scope, is none for a scan, and that exact term alone for a
+// span (loneExactTerm: its entries name exactly the items that pass).
+func countsByKeys(c *containerRecord, q *ast.Query, params map[string]document.Value, s *itemScope, term *plan.Term) bool {
+	each := s.unheld(q)
+	if !rowEach(each, nil) {
+		return false
 	}
-	if each := s.unheld(q); each.Where != nil || !rowEach(each, nil) {
+	if term == nil || each.Where == nil {
+		return term == nil && each.Where == nil
+	}
+	if !plan.Exact(each, params) {
+		return false
+	}
+	t, ok := loneExactTerm(c, plan.Predicates(each, params), s)
+	return ok && slices.Equal(t.Path, term.Path)
+}
+
+// skipCounted passes over the candidates of keys whose rows the window
+// skips, counting them into the window, less the items expired and not
+// purged yet, in a scope whose keys are its items' (countableScope); it
+// returns the position of the first candidate left to read: the page
+// reads on from there. pos is nil when it skips nothing this way, and end
+// reports that the window skips every candidate.
+func skipCounted(r storage.Reader, c *containerRecord, keys keySource, s *itemScope, win *rowWindow, now time.Time, st *readStats) (pos []byte, end bool, err error) {
+	if win == nil || win.made >= win.from {
 		return nil, false, nil
 	}
 	if ok, err := countableScope(r, c, s, st); err != nil || !ok {
@@ -290,7 +313,7 @@ func skipScanned(r storage.Reader, c *containerRecord, q *ast.Query, s *itemScop
 	if err != nil {
 		return nil, false, err
 	}
-	err = eachScanned(r, c, s, st, func(p, loc []byte) (bool, error) {
+	err = keys(func(p, loc []byte) (bool, error) {
 		if expired[string(loc)] {
 			return true, nil
 		}
@@ -302,6 +325,59 @@ func skipScanned(r storage.Reader, c *containerRecord, q *ast.Query, s *itemScop
 		return true, nil
 	})
 	return pos, pos == nil && err == nil, err
+}
+
+// mergeKeys lists the candidates of the merge m in its order
+// (spanSource's), by their entries.
+func mergeKeys(r storage.Reader, m posMerge) keySource {
+	return func(fn func(pos, loc []byte) (bool, error)) error {
+		m := m
+		defer m.close()
+		if err := m.open(r, nil); err != nil {
+			return err
+		}
+		for h := m.first(); h != nil; h = m.first() {
+			if more, err := fn(m.s.indexPos(h.loc), h.loc); err != nil || !more {
+				return err
+			}
+			if err := m.pass(h.loc); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// locKeys lists the collected candidates locs gives in their order
+// (locSource's).
+func locKeys(s *itemScope, locs func() ([][]byte, error)) keySource {
+	return func(fn func(pos, loc []byte) (bool, error)) error {
+		all, err := locs()
+		if err != nil {
+			return err
+		}
+		for _, loc := range all {
+			if more, err := fn(s.indexPos(loc), loc); err != nil || !more {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// onceLocs returns locs, collecting at most once a page: the skip and the
+// page's source read the same candidates.
+func onceLocs(locs func() ([][]byte, error)) func() ([][]byte, error) {
+	var all [][]byte
+	var err error
+	done := false
+	return func() ([][]byte, error) {
+		if !done {
+			all, err = locs()
+			done = true
+		}
+		return all, err
+	}
 }
 
 // eachScanned calls fn with the scan position and the location of each of

@@ -15,7 +15,7 @@ import (
 // without the property, arrays and objects among its values, a filter, a
 // range on the ordered path, the partition key pinned by the WHERE clause,
 // and items expired but not purged; and queries without ORDER BY, which
-// scan. The window's skipped rows are counted by their entries or their
+// scan or read the span of a term. The window's skipped rows are counted by their entries or their
 // items' keys: a page reads the records of its own rows, and a few.
 func TestOffsetSkipsByEntries(t *testing.T) {
 	be := newBatchEnv(t, "-1")
@@ -41,6 +41,10 @@ func TestOffsetSkipsByEntries(t *testing.T) {
 		{`["p3"]`, "SELECT c.id, c.k FROM c WHERE c.pk = 'p3' OFFSET %d LIMIT %d", true},
 		{`["p3"]`, "SELECT VALUE c.k FROM c OFFSET %d LIMIT %d", false},
 		{"", "SELECT * FROM c OFFSET %d LIMIT %d", true},
+		{`["p3"]`, "SELECT * FROM c WHERE c.m IN (1, 2, 3) OFFSET %d LIMIT %d", true},
+		{`["p3"]`, "SELECT c.id FROM c WHERE c.m = 3 AND c.pk = 'p3' OFFSET %d LIMIT %d", true},
+		{"", "SELECT * FROM c WHERE c.s = 's1' OFFSET %d LIMIT %d", true},
+		{"", "SELECT * FROM c WHERE c.s = 's1' AND IS_DEFINED(c.k) OFFSET %d LIMIT %d", false},
 	})
 }
 
@@ -63,6 +67,7 @@ func TestOffsetSkipsByEntriesUnderAPrefix(t *testing.T) {
 			offsetCase{prefix, "SELECT * FROM c ORDER BY c.k DESC OFFSET %d LIMIT %d", true},
 			offsetCase{prefix, "SELECT * FROM c WHERE c.s = 's2' ORDER BY c.k DESC OFFSET %d LIMIT %d", true},
 			offsetCase{prefix, "SELECT * FROM c OFFSET %d LIMIT %d", true},
+			offsetCase{prefix, "SELECT * FROM c WHERE c.s = 's2' OFFSET %d LIMIT %d", true},
 		)
 	}
 	checkOffsetPages(t, be, cases)
@@ -70,7 +75,8 @@ func TestOffsetSkipsByEntriesUnderAPrefix(t *testing.T) {
 
 // offsetDocs are 3,000 documents whose keys key makes of their number:
 // ORDER BY c.k finds 50 numbers, strings, documents without k, arrays and
-// objects, and a tenth of the documents have a TTL of ten seconds.
+// objects, m (0..12) varies within a partition, and a tenth of the
+// documents have a TTL of ten seconds.
 func offsetDocs(key func(i int) string) []string {
 	var docs []string
 	for i := range 3000 {
@@ -91,7 +97,7 @@ func offsetDocs(key func(i int) string) []string {
 		if i%11 == 0 {
 			ttl = `,"ttl":10`
 		}
-		docs = append(docs, fmt.Sprintf(`{"id":"d%04d",%s,"s":"s%d"%s%s}`, i, key(i), i%5, k, ttl))
+		docs = append(docs, fmt.Sprintf(`{"id":"d%04d",%s,"s":"s%d","m":%d%s%s}`, i, key(i), i%5, i%13, k, ttl))
 	}
 	return docs
 }
