@@ -15,8 +15,9 @@ import (
 // without the property, arrays and objects among its values, a filter, a
 // range on the ordered path, the partition key pinned by the WHERE clause,
 // and items expired but not purged; and queries without ORDER BY, which
-// scan or read the span of a term. The window's skipped rows are counted by their entries or their
-// items' keys: a page reads the records of its own rows, and a few.
+// scan or read the span of a term. The window's skipped rows are counted
+// by their entries or their items' keys: a page reads the records of its
+// own rows, and a few.
 func TestOffsetSkipsByEntries(t *testing.T) {
 	be := newBatchEnv(t, "-1")
 	be.seed(t, offsetDocs(func(i int) string { return fmt.Sprintf(`"pk":"p%d"`, i%10) })...)
