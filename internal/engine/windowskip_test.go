@@ -116,14 +116,20 @@ type offsetCase struct {
 func checkOffsetPages(t *testing.T, be *batchEnv, cases []offsetCase) {
 	t.Helper()
 	window := regexp.MustCompile(` OFFSET \d+ LIMIT \d+$`)
+	offsets := []int{0, 1, 7, 40, 90, 137, 250, 271, 290, 299, 600, 1500, 2999, 5000}
+	if testing.Short() || RaceEnabled {
+		offsets = []int{0, 7, 40, 90, 137, 290, 1500, 5000}
+	}
 	for _, tc := range cases {
-
-		for _, off := range []int{0, 1, 7, 40, 90, 137, 250, 271, 290, 299, 600, 1500, 2999, 5000} {
+		ref := batchRef(tc.key)
+		// The entries the ORDER BY asks for, then the rows without the
+		// window: the same at every offset.
+		be.orderReady(t, QueryParams{ItemRef: ref, Query: fmt.Sprintf(tc.q, 1, 10), Whole: tc.key == ""})
+		all := drainRows(t, be.e, QueryParams{ItemRef: ref, Query: window.ReplaceAllString(fmt.Sprintf(tc.q, 0, 1), ""), Whole: tc.key == ""}, nil)
+		for _, off := range offsets {
 			for _, limit := range []int{10, 100} {
 				q := fmt.Sprintf(tc.q, off, limit)
-				p := QueryParams{ItemRef: batchRef(tc.key), Query: q, Whole: tc.key == ""}
-				be.orderReady(t, p)
-				all := drainRows(t, be.e, QueryParams{ItemRef: p.ItemRef, Query: window.ReplaceAllString(q, ""), Whole: p.Whole}, nil)
+				p := QueryParams{ItemRef: ref, Query: q, Whole: tc.key == ""}
 				want := all[min(off, len(all)):min(off+limit, len(all))]
 				p.MaxItemCount = 7
 				records := -1
