@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -71,8 +72,23 @@ func freeAddr(t *testing.T) string {
 }
 
 // startProcess runs mayfly on dir and waits until it serves its
-// certificate.
+// certificate. The ports freeAddr found free may be taken by another
+// process before mayfly binds them (tests of other packages run beside
+// these), so a start that fails only for that is tried again on new ports.
 func startProcess(t *testing.T, bin, dir string, args ...string) *mayflyProcess {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		p, err := tryStartProcess(t, bin, dir, args...)
+		if err == nil {
+			return p
+		}
+		if attempt == 5 || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatal(err)
+		}
+	}
+}
+
+func tryStartProcess(t *testing.T, bin, dir string, args ...string) (*mayflyProcess, error) {
 	t.Helper()
 	addr, metrics := freeAddr(t), freeAddr(t)
 	p := &mayflyProcess{url: "https://" + addr + "/", metricsURL: "http://" + metrics + "/metrics", stderr: &bytes.Buffer{}, exited: make(chan struct{})}
@@ -95,14 +111,14 @@ func startProcess(t *testing.T, bin, dir string, args ...string) *mayflyProcess 
 	for {
 		select {
 		case <-p.exited:
-			t.Fatalf("mayfly exited before it was ready: %v\n%s", p.err, p.stderr)
+			return nil, fmt.Errorf("mayfly exited before it was ready: %v\n%s", p.err, p.stderr)
 		default:
 		}
 		resp, err := hc.Get(p.url + "_explorer/emulator.pem")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
-				return p
+				return p, nil
 			}
 		}
 		if time.Now().After(deadline) {
