@@ -46,9 +46,14 @@ type mayflyProcess struct {
 	err        error // of Wait, once exited is closed
 }
 
-// buildMayfly builds the mayfly command into a temporary directory.
+// buildMayfly builds the mayfly command into a temporary directory. A
+// test that runs it skips in short mode, which the race run uses: the
+// detector instruments the test binary, not the command it starts.
 func buildMayfly(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs the built command in a process of its own; skipped in -short mode")
+	}
 	goCmd, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("the go command is not on PATH, so mayfly cannot be built")
@@ -633,9 +638,6 @@ func (w *crashWriter) loop(ctx context.Context) {
 // stops it, and finally opens the directory offline to verify the indexes
 // against the items.
 func TestCrash_KillDuringWritesAndPurge(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds mayfly and kills it with SIGKILL; skipped in -short mode")
-	}
 	t0 := time.Now()
 	bin := buildMayfly(t)
 	t.Logf("built mayfly in %v", time.Since(t0).Round(time.Millisecond))

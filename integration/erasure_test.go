@@ -23,9 +23,6 @@ import (
 // an expired marker, in any form Pebble could read back, and every live
 // marker is still there and reads back.
 func TestB4_ErasureByTheDeadlineDespiteKills(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the command and waits for real expiry")
-	}
 	const deadline = 10 * time.Second
 	bin := buildMayfly(t)
 	dir := t.TempDir()

@@ -15,6 +15,7 @@ import (
 // stream, across partitions, and both change feeds. Five items of 1.5
 // MB come two to a page.
 func TestPagesStayUnderTheResponseBound(t *testing.T) {
+	skipMegabytesUnderRace(t)
 	ce := newCFEnv(t)
 	ce.coll("big", `"partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}`)
 	big := strings.Repeat("x", 1_500_000)
@@ -93,6 +94,7 @@ func TestPagesStayUnderTheResponseBound(t *testing.T) {
 // The ordered stream (an ORDER BY walked in its index's order, a page at
 // a time) stops before a row that would take its page past 4 MB too.
 func TestOrderedStreamPagesStayUnderTheResponseBound(t *testing.T) {
+	skipMegabytesUnderRace(t)
 	ce := newCFEnv(t)
 	ce.coll("big", `"partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}`)
 	big := strings.Repeat("x", 1_500_000)

@@ -133,6 +133,7 @@ func TestPartialGroupsReadEachDocumentOnce(t *testing.T) {
 // loses none of the second's groups. The rows of one document alone that
 // take more than a response come over several, each group once.
 func TestPartialGroupsOverAResponse(t *testing.T) {
+	skipMegabytesUnderRace(t)
 	be := newBatchEnv(t, "null")
 	var docs []string
 	for d := range 3 {
