@@ -54,10 +54,11 @@ e2e:
 ## race: every Go test except lint under the race detector, in short mode:
 ## the randomized tests draw the fewer cases they draw over PostgreSQL (unit
 ## draws them all), and the tests that run the built command in a process
-## of its own, which the detector does not instrument, are left to unit
+## of its own, which the detector does not instrument, are left to unit;
+## the engine's in shards beside the other packages (scripts/race.sh)
 race:
 	scripts/postgres-binaries.sh
-	$(GO) test -race -short -count=1 -timeout 15m $$($(GO) list ./... | grep -v '/internal/lint$$')
+	scripts/race.sh
 
 ## bench: Mayfly against the floor server with the Go SDK load tool
 bench:

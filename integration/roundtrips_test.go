@@ -62,18 +62,31 @@ func TestRoundTripsPerPointOperation(t *testing.T) {
 		}, 2},
 		{"delete", func(i int) error { _, err := c.DeleteItem(ctx, pk, fmt.Sprint("i", i), nil); return err }, 2},
 	}
+	// The gateway's loops (the index builder, the purger, the erasure)
+	// make a burst of round trips now and then: one of nine fell among 40
+	// upserts under the race detector. The operations make the same round
+	// trips each time, so each kind is measured over three sets of items
+	// and judged by its fewest.
 	const counter = "mayfly_postgres_round_trips_total"
-	for _, o := range ops {
-		before := gw.metrics(t)[counter]
-		for i := range n {
-			if err := o.op(i); err != nil {
-				t.Fatalf("%s %d: %v", o.name, i, err)
+	fewest := make([]float64, len(ops))
+	for set := range 3 {
+		for k, o := range ops {
+			before := gw.metrics(t)[counter]
+			for i := range n {
+				if err := o.op(set*n + i); err != nil {
+					t.Fatalf("%s %d: %v", o.name, set*n+i, err)
+				}
+			}
+			per := (gw.metrics(t)[counter] - before) / n
+			t.Logf("%s: %.2f round trips per operation", o.name, per)
+			if set == 0 || per < fewest[k] {
+				fewest[k] = per
 			}
 		}
-		per := (gw.metrics(t)[counter] - before) / n
-		t.Logf("%s: %.2f round trips per operation", o.name, per)
-		if per > o.budget+allowance {
-			t.Errorf("%s: %.2f round trips per operation, want at most %.0f", o.name, per, o.budget)
+	}
+	for k, o := range ops {
+		if fewest[k] > o.budget+allowance {
+			t.Errorf("%s: %.2f round trips per operation, want at most %.0f", o.name, fewest[k], o.budget)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-# Helpers shared by e2e.sh and bench.sh. Source it; it defines functions
+# Helpers shared by the scripts under scripts/. Source it; it defines functions
 # only. Servers started with start_server are stopped by stop_servers,
 # which the caller installs as its EXIT trap.
 
@@ -124,4 +124,38 @@ pg_stop() {
 	"${pg_as[@]}" "$pg_bin/pg_ctl" -D "$pg_dir/data" -m fast -w stop >/dev/null 2>&1 || true
 	rm -rf "$pg_dir"
 	pg_dir=
+}
+
+# run_shards LABEL SHARDS BINARY DIR ARGS...: run the tests of the Go test
+# binary BINARY (built with go test -c from the package in DIR) in SHARDS
+# processes side by side, shard i running every SHARDS-th test from the
+# i-th, each with ARGS. A line per shard says how it ended; a failing
+# shard's output follows it. Returns non-zero if any shard failed.
+run_shards() {
+	local label=$1 shards=$2 bin=$3 dir=$4
+	shift 4
+	local names pattern pids=() i j status=0 start=$SECONDS result
+	mapfile -t names < <("$bin" -test.list '.*' | grep -E '^(Test|Fuzz|Example)')
+	[ "${#names[@]}" -gt 0 ] || { echo "$label: the test binary lists no tests" >&2; return 1; }
+	for ((i = 0; i < shards; i++)); do
+		pattern=
+		for ((j = i; j < ${#names[@]}; j += shards)); do
+			pattern+="${pattern:+|}${names[j]}"
+		done
+		# A test binary runs in its package's directory, as go test runs it.
+		(cd "$dir" && "$bin" -test.run "^(${pattern})\$" "$@" >"$bin.shard$i.log" 2>&1) &
+		pids+=($!)
+	done
+	for i in "${!pids[@]}"; do
+		if wait "${pids[i]}"; then
+			result=ok
+		else
+			result=FAIL
+			status=1
+			cat "$bin.shard$i.log"
+		fi
+		printf '%s\t%s, shard %d of %d (%d tests)\t%ds\n' \
+			"$result" "$label" $((i + 1)) "$shards" $(((${#names[@]} - i + shards - 1) / shards)) $((SECONDS - start))
+	done
+	return $status
 }

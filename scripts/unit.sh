@@ -19,7 +19,7 @@
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
-shards=${UNIT_PG_SHARDS:-2}
+. scripts/lib.sh
 status=0
 
 go test -tags invariants -count=1 -timeout 10m $(go list ./... | grep -v '/internal/lint$') || status=1
@@ -29,32 +29,8 @@ trap 'rm -rf "$work"' EXIT
 if ! go test -c -tags invariants -o "$work/engine.test" ./internal/engine; then
 	exit 1
 fi
-mapfile -t names < <("$work/engine.test" -test.list '.*' | grep -E '^(Test|Fuzz|Example)')
-[ "${#names[@]}" -gt 0 ] || { echo "unit.sh: the engine's test binary lists no tests" >&2; exit 1; }
-
-start=$SECONDS
-pids=()
-for ((i = 0; i < shards; i++)); do
-	pattern=
-	for ((j = i; j < ${#names[@]}; j += shards)); do
-		pattern+="${pattern:+|}${names[j]}"
-	done
-	# A test binary runs in its package's directory, as go test runs it.
-	(cd internal/engine && MAYFLY_TEST_STORE=postgres "$work/engine.test" -test.run "^(${pattern})\$" \
-		-test.short -test.count=1 -test.timeout 10m >"$work/shard$i.log" 2>&1) &
-	pids+=($!)
-done
-for i in "${!pids[@]}"; do
-	if wait "${pids[i]}"; then
-		result=ok
-	else
-		result=FAIL
-		status=1
-		cat "$work/shard$i.log"
-	fi
-	printf '%s\tinternal/engine over PostgreSQL, shard %d of %d (%d tests)\t%ds\n' \
-		"$result" $((i + 1)) "$shards" $(((${#names[@]} - i + shards - 1) / shards)) $((SECONDS - start))
-done
+MAYFLY_TEST_STORE=postgres run_shards "internal/engine over PostgreSQL" "${UNIT_PG_SHARDS:-2}" "$work/engine.test" internal/engine \
+	-test.short -test.count=1 -test.timeout 10m || status=1
 
 MAYFLY_TEST_STORE=postgres go test -tags invariants -count=1 -timeout 10m ./internal/httpapi || status=1
 exit $status
