@@ -54,6 +54,10 @@ type guards struct {
 	// the original parse (the engine's documents nest at most 128 levels)
 	// and the guarded stringify (a script's values may nest deeper).
 	parse, stringify goja.Callable
+	// bounded is the guarded stringify with a bound on the text's bytes
+	// (value, bound) → the text, or false once its strings alone pass
+	// the bound, found before they are written out.
+	bounded goja.Callable
 	// wrap wraps the constructor of async functions ("async") or of
 	// generators ("generator"). Making either costs a runtime a fifth of
 	// an empty script's run, so each is wrapped only once some text to be
@@ -111,18 +115,21 @@ func guardParsers(vm *goja.Runtime) (*guards, error) {
 		}
 		return vm.ToValue(nesting(text, isJSON) > maxNesting)
 	}
-	wrap, err := install(goja.Undefined(), vm.ToValue(check), vm.ToValue(errTooNested))
+	installed, err := install(goja.Undefined(), vm.ToValue(check), vm.ToValue(errTooNested))
 	if err != nil {
 		return nil, err
 	}
-	g.wrap, _ = goja.AssertFunction(wrap)
+	fns := installed.ToObject(vm)
+	g.wrap, _ = goja.AssertFunction(fns.Get("wrap"))
+	g.bounded, _ = goja.AssertFunction(fns.Get("bounded"))
 	g.stringify, _ = goja.AssertFunction(json.Get("stringify"))
 	return g, nil
 }
 
 // guardProgram is a function of the nesting check, (text, json) → too
-// deep, and of the message to refuse with, that installs the guards and returns the function that wraps the
-// async or the generator constructor.
+// deep, and of the message to refuse with, that installs the guards and
+// returns {wrap, bounded}: the function that wraps the async or the
+// generator constructor, and the bounded stringify.
 var guardProgram = goja.MustCompile("guard", `(function (tooDeep, deep) {
   // RangeError is named when it is thrown, not before: taking it costs
   // the runtime its making, and a script that replaced it still cannot
@@ -144,8 +151,10 @@ var guardProgram = goja.MustCompile("guard", `(function (tooDeep, deep) {
   // is kept as the native one keeps it: its strings and numbers, once
   // each, read in its order, own or inherited.
   var stringify = JSON.stringify;
-  JSON.stringify = function stringify_(value, replacer, space) {
+  var tooLarge = {};
+  var serialize = function (value, replacer, space, bound) {
     var depths = new WeakMap();
+    var total = 0;
     var user = typeof replacer === "function" ? replacer : null;
     var keys = null;
     if (Array.isArray(replacer)) {
@@ -166,6 +175,15 @@ var guardProgram = goja.MustCompile("guard", `(function (tooDeep, deep) {
       if (user !== null) {
         v = user.call(this, key, v);
       }
+      if (bound > 0 && typeof v === "string") {
+        // Each unit of a string takes at least a byte of the text, and
+        // its quotes two more: strings past the bound are found before
+        // they are written out.
+        total += v.length + 2;
+        if (total > bound) {
+          throw tooLarge;
+        }
+      }
       if (v === null || typeof v !== "object") {
         return v;
       }
@@ -183,7 +201,17 @@ var guardProgram = goja.MustCompile("guard", `(function (tooDeep, deep) {
       depths.set(v, d);
       return v;
     };
-    return stringify.call(JSON, value, track, space);
+    try {
+      return stringify.call(JSON, value, track, space);
+    } catch (e) {
+      if (e === tooLarge) {
+        return false;
+      }
+      throw e;
+    }
+  };
+  JSON.stringify = function stringify_(value, replacer, space) {
+    return serialize(value, replacer, space, 0);
   };
   // A native sort without a comparator compares strings in Go, where no
   // time limit reaches, so a few million items ran far past a script's
@@ -227,7 +255,12 @@ var guardProgram = goja.MustCompile("guard", `(function (tooDeep, deep) {
     return W;
   }
   globalThis.Function = wrap(Function);
-  return function (kind) {
-    wrap(Object.getPrototypeOf(kind === "async" ? async function () {} : function* () {}).constructor);
+  return {
+    wrap: function (kind) {
+      wrap(Object.getPrototypeOf(kind === "async" ? async function () {} : function* () {}).constructor);
+    },
+    bounded: function (value, bound) {
+      return serialize(value, undefined, undefined, bound);
+    }
   };
 })`, false)

@@ -579,11 +579,15 @@ func (x *execution) finishBody() error {
 	if x.body == nil || goja.IsUndefined(x.body) {
 		return nil
 	}
-	b, err := x.toJSON(x.body)
+	s, err := x.guards.bounded(goja.Undefined(), x.body, x.vm.ToValue(maxBodyBytes))
+	if err == nil && goja.IsUndefined(s) {
+		err = errors.New("undefined")
+	}
 	if err != nil {
 		return &ScriptError{Message: "the response body cannot be serialized: " + err.Error()}
 	}
-	if len(b) > maxBodyBytes {
+	b := []byte(s.String())
+	if s.ExportType() != reflectString || len(b) > maxBodyBytes {
 		// A body set within the bound and grown after: the script's
 		// failure, as if setBody had thrown.
 		return &ScriptError{Message: bodyTooLarge().Message}

@@ -191,6 +191,10 @@ func TestProcedures(t *testing.T) {
 			getContext().getResponse().setBody(body);
 			body.s = "x".repeat(5 << 20);
 		}`, ``, `Resulting message would be too large`, true},
+		{"a body refused before the rest past the bound is serialized", `function () {
+			var body = {s: "x".repeat(5 << 20), after: {toJSON: function () { throw new Error("serialized past the bound"); }}};
+			getContext().getResponse().setBody(body);
+		}`, ``, `Resulting message would be too large`, true},
 		{"the response's getValue and setValue", `function () {
 			var r = getContext().getResponse(), out = [];
 			r.setValue("Body", {a: 1});
