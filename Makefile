@@ -39,8 +39,8 @@ lint:
 ## unit: every Go test in the module except lint, built with the invariants
 ## tag: every store call, in the engine's tests and in servers the tests
 ## start, is checked against the storage contract (internal/storage/check.go);
-## then the engine's and the HTTP API's tests again over PostgreSQL, the
-## engine's in shards side by side (scripts/unit.sh). Tests that need
+## beside them the engine's tests again over PostgreSQL, in shards side by
+## side, then the HTTP API's (scripts/unit.sh). Tests that need
 ## PostgreSQL start a throwaway cluster of their own (internal/storage/pgtest).
 unit:
 	scripts/postgres-binaries.sh
