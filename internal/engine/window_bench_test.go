@@ -371,7 +371,9 @@ func BenchmarkIntersectionPage(b *testing.B) {
 // of 100), ordered by the time written, by a number (t, 0..99, ten items
 // each) or not at all, at offsets 0, 50, 500 and 980, and filtered to a
 // tenth of t's values at offsets 0 and 50, limit 20; and across the
-// container ordered by t at offsets 0 and 5,000. Page 1 at offset 0 is
+// container ordered by t at offsets 0 and 5,000, and by the time written
+// among the items of one value of t (a hundredth) at offsets 0, 50 and
+// 500. Page 1 at offset 0 is
 // what a page costs; the others should cost about as much.
 //
 //	go test -run '^$' -bench BenchmarkOffsetPage -benchtime 200x ./internal/engine/
@@ -406,6 +408,7 @@ func BenchmarkOffsetPage(b *testing.B) {
 		{"partition-scan", big, "SELECT * FROM c", []int{0, 50, 500, 980}},
 		{"partition-span", big, "SELECT * FROM c WHERE c.t IN (0, 1, 2, 3, 4, 5, 6, 7, 8, 9)", []int{0, 50}},
 		{"cross-t", all, "SELECT * FROM c ORDER BY c.t", []int{0, 5000}},
+		{"cross-filter", all, "SELECT * FROM c WHERE c.t = 7 ORDER BY c._ts DESC", []int{0, 50, 500}},
 	} {
 		for _, off := range q.offs {
 			p := QueryParams{ItemRef: q.ref, Query: q.text + " OFFSET " + strconv.Itoa(off) + " LIMIT 20", Whole: !q.ref.HasKey, MaxItemCount: 100}

@@ -92,9 +92,11 @@ func answeredWhole(c *containerRecord, q *ast.Query, params map[string]document.
 // offsetCounted reports whether the ordered stream would count the rows
 // q's OFFSET skips rather than read them (countSkips), as far as the query
 // and the scope tell: an ORDER BY of one key, an offset, rows of one per
-// document, and a WHERE clause the walk answers whole without a filter.
-// The TOP walk, which serves a window one page holds, reads every document
-// before the window: such a window is the stream's.
+// document, and a WHERE clause the walk answers whole, by itself or
+// filtered by the one exact term the stream would filter by
+// (streamFilter; the filtered stream then counts, if the planner chooses
+// it). The TOP walk, which serves a window one page holds, reads every
+// document before the window: such a window is the stream's.
 func offsetCounted(c *containerRecord, q *ast.Query, params map[string]document.Value, s *itemScope) bool {
 	if len(q.OrderBy) != 1 || q.Select.Distinct {
 		return false
@@ -104,7 +106,16 @@ func offsetCounted(c *containerRecord, q *ast.Query, params map[string]document.
 	}
 	path, ok := plan.DocPath(q, q.OrderBy[0].Expr)
 	each := s.unheld(q)
-	return ok && rowEach(each, path) && answeredWhole(c, each, params, s, path, nil)
+	if !ok || !rowEach(each, path) {
+		return false
+	}
+	var filterPath []string
+	if each.Where != nil && plan.Exact(each, params) {
+		if t, ok := loneExactTerm(c, plan.Predicates(each, params), s); ok && len(streamFilter(c, q, s, []plan.Term{t}, &plan.Ordered{Path: path})) > 0 {
+			filterPath = t.Path
+		}
+	}
+	return answeredWhole(c, each, params, s, path, filterPath)
 }
 
 // filterPath is the path of the term the stream filters its entries by.
