@@ -1257,11 +1257,24 @@ func (e *Engine) orderedShapes(r storage.Reader, c *containerRecord, q *ast.Quer
 	end, windowed := windowEnd(q, params)
 	// But a window after an offset the stream counts (offsetCounted).
 	counted := offsetCounted(c, q, params, s)
-	if o, ok := orderedShape(c, q, params, terms); ok && o.Want <= int64(limit) && !counted {
-		in.Ordered = o
-		return scoped(o)
-	}
 	o, ok := streamShape(c, q, params, terms, limit)
+	if ok && counted {
+		// The rows the offset skips are counted by their entries: the
+		// page reads the records of the rows after them.
+		_, offset, _ := gatewayplan.Window(q, params)
+		o.Skip, o.Want = int64(*offset), int64(max(min(limit, end-*offset), 0))
+	}
+	// And beside a term the stream may filter its entries by, the TOP
+	// walk, which reads the record of each entry it walks, is weighed
+	// against the filtered stream, which reads the records of the
+	// entries the term names.
+	filters := ok && len(streamFilter(c, q, s, terms, o)) > 0
+	if w, ok := orderedShape(c, q, params, terms); ok && w.Want <= int64(limit) && !counted {
+		in.Ordered = w
+		if err := scoped(w); err != nil || !filters {
+			return err
+		}
+	}
 	if !ok {
 		return nil
 	}
@@ -1276,7 +1289,7 @@ func (e *Engine) orderedShapes(r storage.Reader, c *containerRecord, q *ast.Quer
 		}
 	}
 	walks := slices.ContainsFunc(compositeUses(c, q, params, terms), func(u plan.CompositeUse) bool { return u.Ordered })
-	if windowed && end <= limit && !q.Select.Distinct && !counted && (walks || !composed(c, q, s)) {
+	if windowed && end <= limit && !q.Select.Distinct && !counted && !filters && (walks || !composed(c, q, s)) {
 		return nil
 	}
 	in.Stream = o

@@ -279,6 +279,11 @@ func (a Access) String() string { return accessNames[a] }
 type Ordered struct {
 	Path []string
 	Want int64
+	// Skip is, for an OrderedStream, how many rows an OFFSET passes over
+	// before the Want rows when the stream counts them by their entries
+	// (the engine's countSkips): the walk steps through their entries
+	// and reads none of their records.
+	Skip int64
 	// Term is the index into Input.Terms of the term on the ORDER BY
 	// path, or -1; the walk then reads only that term's spans.
 	Term int
@@ -547,16 +552,17 @@ const KeptGroupMax = 1 << 16
 func streamPath(in Input, o *Ordered) Path {
 	total, sel := walkSpan(in, o)
 	share := o.share(in.Scope)
-	entries := math.Min(total, float64(o.Want)/(share*sel))
+	read := math.Min(total, float64(o.Want)/(share*sel))
+	entries := math.Min(total, float64(o.Want+o.Skip)/(share*sel))
 	// A page reads the group it ends in whole too, which the pages after
 	// it take kept (the engine's keptGroup): a group larger than a page
 	// is read once for the pages it fills, as much a page as its rows. A
 	// group too large to keep is read again by each of them.
 	group := float64(o.Group)
 	if o.Group <= KeptGroupMax {
-		group = math.Min(group, entries)
+		group = math.Min(group, read)
 	}
-	records := (entries + group) * share
+	records := (read + group) * share
 	entries += group
 	path := Path{Access: OrderedStream, Terms: orderedTerms(o), Entries: entries, Records: records, Absent: o.Absent, Scoped: o.Scoped}
 	if o.Undefined && !o.Absent {

@@ -126,6 +126,15 @@ func TestChoose(t *testing.T) {
 			Stream: &Ordered{Path: []string{"n"}, Want: 100, Term: -1, Filter: []int{0}}, WalkEntries: 1_000_000}, OrderedStream},
 		{"a few items are read whole", Input{Scope: all, Terms: []Term{other}, Entries: []int64{40},
 			Stream: &Ordered{Path: []string{"n"}, Want: 100, Term: -1, Filter: []int{0}}, WalkEntries: 1_000_000}, IndexSpan},
+		// An OFFSET the stream counts by its entries: the walk steps
+		// through the skipped rows' entries, a two-hundredth of which
+		// name its rows, but reads none of their records.
+		{"a short offset is counted by the filtered walk", Input{Scope: all, Terms: []Term{other}, Entries: []int64{5_000},
+			Stream: &Ordered{Path: []string{"n"}, Want: 20, Skip: 10, Term: -1, Filter: []int{0}}, WalkEntries: 1_000_000}, FilteredStream},
+		{"a long offset costs the filtered walk its entries", Input{Scope: all, Terms: []Term{other}, Entries: []int64{5_000},
+			Stream: &Ordered{Path: []string{"n"}, Want: 20, Skip: 500, Term: -1, Filter: []int{0}}, WalkEntries: 1_000_000}, IndexSpan},
+		{"a long offset's records are not read", Input{Scope: all,
+			Stream: &Ordered{Path: []string{"n"}, Want: 20, Skip: 5_000, Term: -1}, WalkEntries: 1_000_000}, OrderedStream},
 		// NOT IS_DEFINED: the items without a path, through its
 		// absence entries, when few lack it.
 		{"a few items without a path are read through their entries", Input{Scope: all, Absent: []string{"done"}, AbsentEntries: 5_000}, AbsentScan},
