@@ -36,6 +36,36 @@ type skipState struct {
 	// undefined says the documents without the property, which the
 	// absence entries name, make a row each too (skipUndefined).
 	undefined bool
+	// bounds are the index values of the exclusive bounds of the term on
+	// the ordered path: the walk's span holds their entries (pathBounds),
+	// and their documents make no row.
+	bounds [][]byte
+}
+
+// excludes reports whether v, an index value of the ordered path, is an
+// exclusive bound of its term.
+func (k *skipState) excludes(v []byte) bool {
+	return slices.ContainsFunc(k.bounds, func(b []byte) bool { return bytes.Equal(b, v) })
+}
+
+// exclusiveBounds returns the index values of the bounds t's spans leave
+// out (a > or a <).
+func exclusiveBounds(t plan.Term) [][]byte {
+	var out [][]byte
+	for _, sp := range t.Spans {
+		for _, b := range []struct {
+			has, excl bool
+			v         document.Value
+		}{{sp.HasLo, sp.ExclLo, sp.Lo}, {sp.HasHi, sp.ExclHi, sp.Hi}} {
+			if !b.has || !b.excl {
+				continue
+			}
+			if k, ok := appendIndexValue(nil, b.v); ok {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
 }
 
 // maxSkipGroup bounds the locations of one group skipRows collects to put
@@ -71,6 +101,11 @@ func (w *orderStream) countSkips(params map[string]document.Value) error {
 		return err
 	}
 	w.skip = &skipState{expired: expired, undefined: w.o.Absent && rowEach(each, nil)}
+	if each.Where != nil {
+		if t, ok := loneExactTerm(w.c, plan.Predicates(each, params), w.s); ok && slices.Equal(t.Path, w.o.Path) {
+			w.skip.bounds = exclusiveBounds(t)
+		}
+	}
 	return nil
 }
 
@@ -228,7 +263,7 @@ func (w *orderStream) skipRows() (at walkResume, end bool, err error) {
 			continue
 		}
 		outside = 0
-		if !w.admits(loc) || w.skip.expired[string(loc)] {
+		if !w.admits(loc) || w.skip.expired[string(loc)] || w.skip.excludes(v) {
 			continue
 		}
 		n++

@@ -13,7 +13,7 @@ import (
 // checks their rows against the drained query without the window, across
 // a logical partition and the whole container, with ties, documents
 // without the property, arrays and objects among its values, a filter, a
-// range on the ordered path, the partition key pinned by the WHERE clause,
+// range on the ordered path (its bounds in or out), the partition key pinned by the WHERE clause,
 // and items expired but not purged; and queries without ORDER BY, which
 // scan or read the span of a term. The window's skipped rows are counted
 // by their entries or their items' keys: a page reads the records of its
@@ -30,6 +30,8 @@ func TestOffsetSkipsByEntries(t *testing.T) {
 		{`["p3"]`, "SELECT * FROM c WHERE c.pk = 'p3' ORDER BY c.k OFFSET %d LIMIT %d", true},
 		{"", "SELECT * FROM c WHERE c.pk = 'p3' ORDER BY c.k DESC OFFSET %d LIMIT %d", true},
 		{`["p3"]`, "SELECT * FROM c WHERE c.k >= 10 ORDER BY c.k DESC OFFSET %d LIMIT %d", true},
+		{`["p3"]`, "SELECT * FROM c WHERE c.k > 10 ORDER BY c.k OFFSET %d LIMIT %d", true},
+		{"", "SELECT c.id, c.k FROM c WHERE c.k < 20 ORDER BY c.k DESC OFFSET %d LIMIT %d", true},
 		{`["p3"]`, "SELECT * FROM c ORDER BY c._ts OFFSET %d LIMIT %d", true},
 		{`["p3"]`, "SELECT VALUE c.s FROM c ORDER BY c.k OFFSET %d LIMIT %d", false},
 		{`["p3"]`, "SELECT * FROM c WHERE c.s != 's1' ORDER BY c.k OFFSET %d LIMIT %d", false},
