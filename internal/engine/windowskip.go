@@ -86,11 +86,15 @@ func (w *orderStream) countSkips(params map[string]document.Value) error {
 		return nil
 	}
 	each := w.s.unheld(w.rows.Query())
+	if !rowEach(each, w.o.Path) {
+		return nil
+	}
+	t, ok := whereTerm(w.c, each, params, w.s)
 	var filterPath []string
 	if w.filter != nil {
 		filterPath = w.filterPath()
 	}
-	if !rowEach(each, w.o.Path) || !answeredWhole(w.c, each, params, w.s, w.o.Path, filterPath) {
+	if !ok || !answeredWhole(t, w.o.Path, filterPath) {
 		return nil
 	}
 	if ok, err := countableScope(w.r, w.c, w.s, w.st); err != nil || !ok {
@@ -101,27 +105,36 @@ func (w *orderStream) countSkips(params map[string]document.Value) error {
 		return err
 	}
 	w.skip = &skipState{expired: expired, undefined: w.o.Absent && rowEach(each, nil)}
-	if each.Where != nil {
-		if t, ok := loneExactTerm(w.c, plan.Predicates(each, params), w.s); ok && slices.Equal(t.Path, w.o.Path) {
-			w.skip.bounds = exclusiveBounds(t)
-		}
+	if t != nil && slices.Equal(t.Path, w.o.Path) {
+		w.skip.bounds = exclusiveBounds(*t)
 	}
 	return nil
 }
 
-// answeredWhole reports whether a walk of path's entries answers q's WHERE
-// clause whole: it has none, or one exact term (loneExactTerm) on path
-// whose one span bounds the walk (pathBounds), or on filterPath, the path
-// of the term whose entries the stream filters its walk by (nil: none).
-func answeredWhole(c *containerRecord, q *ast.Query, params map[string]document.Value, s *itemScope, path, filterPath []string) bool {
+// whereTerm returns what of q's WHERE clause a walk of entries could
+// answer whole: nil and true when there is none, its one exact term
+// (loneExactTerm) and true, or false when it is anything else.
+func whereTerm(c *containerRecord, q *ast.Query, params map[string]document.Value, s *itemScope) (*plan.Term, bool) {
 	if q.Where == nil {
-		return true
+		return nil, true
 	}
 	if !plan.Exact(q, params) {
-		return false
+		return nil, false
 	}
 	t, ok := loneExactTerm(c, plan.Predicates(q, params), s)
-	return ok && (slices.Equal(t.Path, path) && len(t.Spans) == 1 || filterPath != nil && slices.Equal(t.Path, filterPath))
+	if !ok {
+		return nil, false
+	}
+	return &t, true
+}
+
+// answeredWhole reports whether a walk of path's entries answers a WHERE
+// clause of t (whereTerm) whole: t is nil (no WHERE clause), or on path
+// with one span that bounds the walk (pathBounds), or on filterPath, the
+// path of the term whose entries the stream filters its walk by (nil:
+// none).
+func answeredWhole(t *plan.Term, path, filterPath []string) bool {
+	return t == nil || slices.Equal(t.Path, path) && len(t.Spans) == 1 || filterPath != nil && slices.Equal(t.Path, filterPath)
 }
 
 // offsetCounted reports whether the ordered stream would count the rows
@@ -144,13 +157,15 @@ func offsetCounted(c *containerRecord, q *ast.Query, params map[string]document.
 	if !ok || !rowEach(each, path) {
 		return false
 	}
-	var filterPath []string
-	if each.Where != nil && plan.Exact(each, params) {
-		if t, ok := loneExactTerm(c, plan.Predicates(each, params), s); ok && len(streamFilter(c, q, s, []plan.Term{t}, &plan.Ordered{Path: path})) > 0 {
-			filterPath = t.Path
-		}
+	t, ok := whereTerm(c, each, params, s)
+	if !ok {
+		return false
 	}
-	return answeredWhole(c, each, params, s, path, filterPath)
+	var filterPath []string
+	if t != nil && len(streamFilter(c, q, s, []plan.Term{*t}, &plan.Ordered{Path: path})) > 0 {
+		filterPath = t.Path
+	}
+	return answeredWhole(t, path, filterPath)
 }
 
 // filterPath is the path of the term the stream filters its entries by.
@@ -332,14 +347,11 @@ func countsByKeys(c *containerRecord, q *ast.Query, params map[string]document.V
 	if !rowEach(each, nil) {
 		return false
 	}
-	if term == nil || each.Where == nil {
-		return term == nil && each.Where == nil
-	}
-	if !plan.Exact(each, params) {
+	t, ok := whereTerm(c, each, params, s)
+	if !ok || (t == nil) != (term == nil) {
 		return false
 	}
-	t, ok := loneExactTerm(c, plan.Predicates(each, params), s)
-	return ok && slices.Equal(t.Path, term.Path)
+	return t == nil || slices.Equal(t.Path, term.Path)
 }
 
 // skipCounted passes over the candidates of keys whose rows the window
