@@ -41,17 +41,24 @@ work=$(mktemp -d)
 cache=$(mktemp -d)
 trap 'rm -rf "$work" "$cache"' EXIT
 
+# test_bin is the fuzzing test binary of package directory $1 (built below).
+test_bin() { echo "$work/bin/${1//\//_}.test"; }
+
 # fuzz_one fuzzes target $2 of package directory $1, writing its output
 # to $3.log and its verdict to $3.verdict: ok, raced (golang/go#75804,
 # below), failed, or idle (it never got past replaying its corpus).
 fuzz_one() {
-	local dir=$1 name=$2 out=$3 corpus before
-	# -run '^$' skips the package's other tests; the seed corpus and
-	# testdata/fuzz still run first, as part of fuzzing.
+	local dir=$1 name=$2 out=$3 corpus before bin
+	bin=$(test_bin "$dir")
+	[ -x "$bin" ] || { echo "the package's fuzzing test binary did not build" >"$out.log"; echo failed >"$out.verdict"; return; }
+	# -test.run '^$' skips the package's other tests; the seed corpus and
+	# testdata/fuzz still run first, as part of fuzzing. The binary runs
+	# in its package's directory, as go test runs it: that is where it
+	# finds testdata/fuzz and keeps a failing input.
 	corpus="$dir/testdata/fuzz/$name"
 	before=$(ls "$corpus" 2>/dev/null)
-	if ! go test "./$dir" -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -fuzzminimizetime "$minimize" -parallel "$workers" \
-		-args -test.fuzzcachedir "$cache/$dir" >"$out.log" 2>&1; then
+	if ! (cd "$dir" && "$bin" -test.run '^$' -test.fuzz "^${name}\$" -test.fuzztime "$fuzztime" -test.fuzzminimizetime "$minimize" \
+		-test.parallel "$workers" -test.fuzzcachedir "$cache/$dir") >"$out.log" 2>&1; then
 		# Go 1.26's fuzzing coordinator can fail a target at the end of
 		# -fuzztime with a bare "context deadline exceeded" when a worker
 		# is slow to stop (golang/go#75804, fixed in Go 1.27): no input
@@ -59,7 +66,7 @@ fuzz_one() {
 		# kept and the corpus replaying clean, is not counted as a failure.
 		if [ "$(ls "$corpus" 2>/dev/null)" = "$before" ] && grep -qx '    context deadline exceeded' "$out.log" &&
 			grep -q 'now fuzzing' "$out.log" &&
-			go test "./$dir" -run "^${name}\$" >/dev/null 2>&1; then
+			(cd "$dir" && "$bin" -test.run "^${name}\$") >/dev/null 2>&1; then
 			echo raced >"$out.verdict"
 		else
 			echo failed >"$out.verdict"
@@ -81,6 +88,14 @@ for entry in "${targets[@]}"; do
 		selected+=("$entry")
 	fi
 done
+# One fuzzing test binary per package, built before any target runs:
+# built by go test -fuzz for each target, the engine's alone was linked
+# ten times, and the builds took as long as the fuzzing.
+mkdir -p "$work/bin"
+for dir in $(for entry in "${selected[@]}"; do echo "${entry% *}"; done | sort -u); do
+	go test -c -fuzz . -o "$(test_bin "$dir")" "./$dir" || echo "fuzz.sh: the fuzzing test binary of $dir did not build" >&2
+done
+
 failed=()
 raced=()
 ran=${#selected[@]}
