@@ -1323,6 +1323,23 @@ func (be *batchEnv) scopedQuery(t *testing.T, coll, scope, text string, size int
 	return page
 }
 
+// everyOther reports whether a test runs its i-th variant of several in
+// full: every one, or in short mode (the engine's tests over PostgreSQL)
+// and under the race detector every other one. Those runs exercise the
+// store and the engine's concurrency, for which half of a long test's
+// variants do what all of them do; the plain run checks every one.
+func everyOther(i int) bool {
+	return !(testing.Short() || RaceEnabled) || i%2 == 0
+}
+
+// bit is 1 for true, 0 for false.
+func bit(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // changeSteps is how many steps a test that changes its items step by
 // step takes: 400, or 240 in short mode (the engine's tests over
 // PostgreSQL, where every read is a round trip) and under the race
