@@ -232,6 +232,27 @@ var guardProgram = goja.MustCompile("guard", `(function (tooDeep, deep) {
   Array.prototype.sort = function sort(compare) {
     return nativeSort.call(this, compare === undefined ? byString : compare);
   };
+  // The native fill, too, runs where no time limit reaches, and grows an
+  // array made with a length a step at a time: three million items took
+  // 4.6 s, past any script's limit. The language's steps in JavaScript
+  // took 2.0 s, and the limit stops them.
+  var relative = function (v, len, otherwise) {
+    if (v === undefined) {
+      return otherwise;
+    }
+    var n = Math.trunc(Number(v)) || 0;
+    return n < 0 ? Math.max(len + n, 0) : Math.min(n, len);
+  };
+  var fill = function fill(value) {
+    var o = Object(this);
+    var len = Math.min(Math.max(Math.trunc(Number(o.length)) || 0, 0), Number.MAX_SAFE_INTEGER);
+    var end = relative(arguments[2], len, len);
+    for (var k = relative(arguments[1], len, 0); k < end; k++) {
+      o[k] = value;
+    }
+    return o;
+  };
+  Object.defineProperty(Array.prototype, "fill", { value: fill, writable: true, configurable: true, enumerable: false });
   var evaluate = eval;
   globalThis.eval = function (x) {
     if (typeof x !== "string") {

@@ -289,6 +289,29 @@ func TestLongBuiltinsAreStopped(t *testing.T) {
 	}
 }
 
+// The built-ins a script may run on millions of items without its time
+// limit reaching them (the native ones run where no interrupt is seen)
+// are replaced by JavaScript the limit stops: sort and fill. fill keeps
+// the language's bounds: negative from the end, clamped, NaN as 0.
+func TestUnboundedBuiltinsAreScripts(t *testing.T) {
+	src := `function () {
+		var native = function (f) { return Function.prototype.toString.call(f).indexOf("[native code]") >= 0; };
+		getContext().getResponse().setBody([
+			native(Array.prototype.sort), native(Array.prototype.fill), native(Array.prototype.push),
+			[1, 2, 3, 4, 5].fill(0, 1, -1), [1, 2, 3].fill(9, -2), [1, 2, 3].fill(7, NaN, 2),
+			Array.prototype.fill.call({length: 2}, "x"), new Array(3).fill(0, 5), [1, 2].fill(),
+			Array.prototype.fill.length, Array.prototype.fill.name, Object.keys(Array.prototype)]);
+	}`
+	res, _, err := runProc(t, src, ``, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `[false,false,true,[1,0,0,0,5],[1,9,9],[7,7,3],{"0":"x","1":"x","length":2},[null,null,null],[null,null],1,"fill",[]]`
+	if string(res.Body) != want {
+		t.Errorf("body %s, want %s", res.Body, want)
+	}
+}
+
 // Sorting without a comparator keeps the language's order: by string,
 // undefined last, holes after that; a comparator is still used, and one
 // that is not a function is still a TypeError.
