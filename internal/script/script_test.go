@@ -291,8 +291,9 @@ func TestLongBuiltinsAreStopped(t *testing.T) {
 
 // The built-ins a script may run on millions of items without its time
 // limit reaching them (the native ones run where no interrupt is seen)
-// are replaced by JavaScript the limit stops: sort and fill. fill keeps
-// the language's bounds: negative from the end, clamped, NaN as 0.
+// are replaced by JavaScript the limit stops: sort, fill and Array.from.
+// They keep the language's steps: fill's bounds negative from the end,
+// clamped, NaN as 0; from's iterables, array-likes and mapping function.
 func TestUnboundedBuiltinsAreScripts(t *testing.T) {
 	src := `function () {
 		var native = function (f) { return Function.prototype.toString.call(f).indexOf("[native code]") >= 0; };
@@ -300,13 +301,18 @@ func TestUnboundedBuiltinsAreScripts(t *testing.T) {
 			native(Array.prototype.sort), native(Array.prototype.fill), native(Array.prototype.push),
 			[1, 2, 3, 4, 5].fill(0, 1, -1), [1, 2, 3].fill(9, -2), [1, 2, 3].fill(7, NaN, 2),
 			Array.prototype.fill.call({length: 2}, "x"), new Array(3).fill(0, 5), [1, 2].fill(),
-			Array.prototype.fill.length, Array.prototype.fill.name, Object.keys(Array.prototype)]);
+			Array.prototype.fill.length, Array.prototype.fill.name, Object.keys(Array.prototype),
+			native(Array.from), Array.from("ab"), Array.from([1, 2], function (x, i) { return x * 10 + i; }),
+			Array.from({length: 3, 0: "a", 2: "c"}), Array.from(new Set([1, 1, 2])), Array.from(5), Array.from([1, , 3]),
+			Array.from({length: 2}, function (v, i) { return this.k + i; }, {k: 7}), Array.from.length, Object.keys(Array),
+			(function () { try { Array.from([1], 3); return "no error"; } catch (e) { return e instanceof TypeError; } })()]);
 	}`
 	res, _, err := runProc(t, src, ``, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	const want = `[false,false,true,[1,0,0,0,5],[1,9,9],[7,7,3],{"0":"x","1":"x","length":2},[null,null,null],[null,null],1,"fill",[]]`
+	const want = `[false,false,true,[1,0,0,0,5],[1,9,9],[7,7,3],{"0":"x","1":"x","length":2},[null,null,null],[null,null],1,"fill",[],` +
+		`false,["a","b"],[10,21],["a",null,"c"],[1,2],[],[1,null,3],[7,8],1,[],true]`
 	if string(res.Body) != want {
 		t.Errorf("body %s, want %s", res.Body, want)
 	}
