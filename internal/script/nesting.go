@@ -232,6 +232,10 @@ var guardProgram = goja.MustCompile("guard", `(function (tooDeep, deep) {
   Array.prototype.sort = function sort(compare) {
     return nativeSort.call(this, compare === undefined ? byString : compare);
   };
+  // toLength is the language's ToLength of an array-like's length.
+  var toLength = function (v) {
+    return Math.min(Math.max(Math.trunc(Number(v)) || 0, 0), Number.MAX_SAFE_INTEGER);
+  };
   // The native fill, too, runs where no time limit reaches, and grows an
   // array made with a length a step at a time: three million items took
   // 4.6 s, past any script's limit. The language's steps in JavaScript
@@ -245,7 +249,7 @@ var guardProgram = goja.MustCompile("guard", `(function (tooDeep, deep) {
   };
   var fill = function fill(value) {
     var o = Object(this);
-    var len = Math.min(Math.max(Math.trunc(Number(o.length)) || 0, 0), Number.MAX_SAFE_INTEGER);
+    var len = toLength(o.length);
     var end = relative(arguments[2], len, len);
     for (var k = relative(arguments[1], len, 0); k < end; k++) {
       o[k] = value;
@@ -266,7 +270,7 @@ var guardProgram = goja.MustCompile("guard", `(function (tooDeep, deep) {
       throw new TypeError("Array.from: when provided, the second argument must be a function");
     }
     var out = [], k = 0;
-    if (items[Symbol.iterator] !== undefined && items[Symbol.iterator] !== null) {
+    if (items[Symbol.iterator] != null) {
       for (var v of items) {
         out[k] = map === undefined ? v : map.call(self, v, k);
         k++;
@@ -274,7 +278,7 @@ var guardProgram = goja.MustCompile("guard", `(function (tooDeep, deep) {
       return out;
     }
     var o = Object(items);
-    var len = Math.min(Math.max(Math.trunc(Number(o.length)) || 0, 0), Number.MAX_SAFE_INTEGER);
+    var len = toLength(o.length);
     out.length = len;
     for (; k < len; k++) {
       out[k] = map === undefined ? o[k] : map.call(self, o[k], k);
