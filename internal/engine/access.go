@@ -416,8 +416,32 @@ func (a *readAhead) read(r storage.Reader, c *containerRecord, loc []byte, st *r
 	return rec, err == nil, err
 }
 
-// keySpan is a span [lo, hi) of index keys.
-type keySpan struct{ lo, hi []byte }
+// keySpan is a span [lo, hi) of index keys. When in is set, the keys are
+// a path's own entries under a hierarchical prefix, read from its
+// partitions' partition entries, merged (prefixRange): the same keys, less
+// those of every other partition.
+type keySpan struct {
+	lo, hi []byte
+	in     *partsView
+}
+
+// partsView is the view of path's own entries (under out) that a
+// hierarchical prefix s of a few partitions sees through their partition
+// entries (newPartsIter).
+type partsView struct {
+	c    *containerRecord
+	path []string
+	s    *itemScope
+	out  []byte
+}
+
+// iter opens an iterator over the span, through its view when it has one.
+func (sp keySpan) iter(r storage.Reader, reverse bool) (storage.Iterator, error) {
+	if v := sp.in; v != nil {
+		return newPartsIter(r, v.c, v.path, v.s, v.out, sp.lo, sp.hi, reverse)
+	}
+	return r.NewIter(storage.IterParams{Lower: sp.lo, Upper: sp.hi, Reverse: reverse})
+}
 
 // termSpans turns a planner term into spans of the container's index
 // keys, in key order.
@@ -441,6 +465,14 @@ func scopedSpans(c *containerRecord, t plan.Term, s *itemScope) ([]keySpan, int)
 		return valueSpans(prefix, t, false, nil), len(prefix)
 	}
 	prefix := appendIndexPath(indexPrefix(c), t.Path)
+	if prefixRange(c, t, s) {
+		spans := valueSpans(prefix, t, false, nil)
+		v := &partsView{c: c, path: t.Path, s: s, out: prefix}
+		for i := range spans {
+			spans[i].in = v
+		}
+		return spans, len(prefix)
+	}
 	if !scopedTerm(c, t, s) {
 		return valueSpans(prefix, t, false, nil), len(prefix)
 	}
@@ -451,7 +483,7 @@ func scopedSpans(c *containerRecord, t plan.Term, s *itemScope) ([]keySpan, int)
 // narrower than the container and every span of t is one value, or t is
 // a partRange.
 func scopedTerm(c *containerRecord, t plan.Term, s *itemScope) bool {
-	return s.kind != plan.ScopeAll && singleValues(t) || partRange(c, t, s)
+	return s.kind != plan.ScopeAll && singleValues(t) || partRange(c, t, s) || prefixRange(c, t, s)
 }
 
 // partRange reports whether t, in the logical partition s, is a range of
@@ -459,7 +491,24 @@ func scopedTerm(c *containerRecord, t plan.Term, s *itemScope) bool {
 // (absent.go), which hold the partition's own entries by value, where the
 // path's entries hold every partition's.
 func partRange(c *containerRecord, t plan.Term, s *itemScope) bool {
-	return s.kind == plan.ScopePartition && len(t.Spans) > 0 && !singleValues(t) && !crossesArray(t.Path) && c.partsReady(t.Path)
+	return s.kind == plan.ScopePartition && rangeOnParts(c, t)
+}
+
+// prefixRange reports whether t, under the hierarchical prefix s, is a
+// range of values (or a STARTSWITH prefix) whose spans scopedSpans reads
+// through the view of its partitions' partition entries: the path's own
+// entries hold every partition's, so counting or collecting the range
+// there read the whole container's entries of it, where the prefix's
+// partitions hold theirs apart. The prefix's partitions must have been
+// read and be few (prefixParts, readPrefixParts).
+func prefixRange(c *containerRecord, t plan.Term, s *itemScope) bool {
+	return s.kind == plan.ScopePrefix && s.parts != nil && !s.manyParts && rangeOnParts(c, t)
+}
+
+// rangeOnParts reports whether t is a range of values (or a STARTSWITH
+// prefix) on a path whose partition entries are complete.
+func rangeOnParts(c *containerRecord, t plan.Term) bool {
+	return len(t.Spans) > 0 && !singleValues(t) && !crossesArray(t.Path) && c.partsReady(t.Path)
 }
 
 // singleValues reports whether every span of t is one value (equality,
@@ -515,7 +564,7 @@ func valueSpans(base []byte, t plan.Term, desc bool, within *itemScope) []keySpa
 				}
 			}
 			if bytes.Compare(lo, hi) < 0 {
-				out = append(out, keySpan{lo, hi})
+				out = append(out, keySpan{lo: lo, hi: hi})
 			}
 		case plan.SpanPrefix:
 			k := append(bytes.Clone(base), tagString^mask)
@@ -526,7 +575,7 @@ func valueSpans(base []byte, t plan.Term, desc bool, within *itemScope) []keySpa
 					k = append(k, b^mask)
 				}
 			}
-			out = append(out, keySpan{k, prefixEnd(k)})
+			out = append(out, keySpan{lo: k, hi: prefixEnd(k)})
 		case plan.SpanKinds:
 			// Every entry of the kinds' types: a scalar's value or an
 			// array's or object's bare marker (index.go indexEntries).
@@ -535,7 +584,7 @@ func valueSpans(base []byte, t plan.Term, desc bool, within *itemScope) []keySpa
 				first, last = last, first
 			}
 			lo := append(bytes.Clone(base), first)
-			out = append(out, keySpan{lo, prefixEnd(append(bytes.Clone(base), last))})
+			out = append(out, keySpan{lo: lo, hi: prefixEnd(append(bytes.Clone(base), last))})
 		case plan.SpanRange:
 			v := sp.Lo
 			if !sp.HasLo {
@@ -570,7 +619,7 @@ func valueSpans(base []byte, t plan.Term, desc bool, within *itemScope) []keySpa
 				}
 			}
 			if bytes.Compare(lo, hi) < 0 {
-				out = append(out, keySpan{lo, hi})
+				out = append(out, keySpan{lo: lo, hi: hi})
 			}
 		}
 	}
@@ -695,6 +744,9 @@ func collectLocsUpTo(r storage.Reader, spans []keySpan, s *itemScope, st *readSt
 // are in key order and disjoint, as termSpans makes them; one span at a
 // time otherwise.
 func scanSpans(r storage.Reader, spans []keySpan, fn func(k, v []byte) (bool, error)) error {
+	if slices.ContainsFunc(spans, func(sp keySpan) bool { return sp.in != nil }) {
+		return scanViewSpans(r, spans, fn)
+	}
 	ss := make([]storage.Span, len(spans))
 	ordered := true
 	for i, sp := range spans {
@@ -707,6 +759,33 @@ func scanSpans(r storage.Reader, spans []keySpan, fn func(k, v []byte) (bool, er
 		return storage.ScanEachSpan(r, ss, fn)
 	}
 	return storage.ScanSpans(r, ss, fn)
+}
+
+// scanViewSpans is scanSpans for spans some of which are read through a
+// view (keySpan.in): one span at a time.
+func scanViewSpans(r storage.Reader, spans []keySpan, fn func(k, v []byte) (bool, error)) error {
+	for _, sp := range spans {
+		it, err := sp.iter(r, false)
+		if err != nil {
+			return err
+		}
+		more := true
+		for ok := it.First(); ok && more; ok = it.Next() {
+			if more, err = fn(it.Key(), it.Value()); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			err = it.Err()
+		}
+		if cerr := it.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
 }
 
 // countSpans counts the entries of spans, stopping at limit.
@@ -1167,7 +1246,7 @@ func (m *posMerge) open(r storage.Reader, from []byte) error {
 	m.heads = make([]spanHead, 0, len(m.spans))
 	m.every = m.locOf(nil)
 	for _, sp := range m.spans {
-		it, err := r.NewIter(storage.IterParams{Lower: sp.lo, Upper: sp.hi})
+		it, err := sp.iter(r, false)
 		if err != nil {
 			return err
 		}
@@ -1295,7 +1374,7 @@ func tieSpans(c *containerRecord, t plan.Term) ([]keySpan, int, bool) {
 		if !exactValue(k[len(prefix):]) {
 			return nil, 0, false
 		}
-		out = append(out, keySpan{k, prefixEnd(k)})
+		out = append(out, keySpan{lo: k, hi: prefixEnd(k)})
 	}
 	return out, len(prefix), true
 }
@@ -1341,7 +1420,7 @@ func valueRuns(r storage.Reader, spans []keySpan, base int, within *itemScope, v
 				return true
 			}
 			seen[string(v)] = true
-			run := keySpan{v, prefixEnd(v)}
+			run := keySpan{v, prefixEnd(v), sp.in}
 			if within != nil {
 				run.lo = append(bytes.Clone(v), within.lo...)
 				if within.hi != nil {
@@ -1363,7 +1442,7 @@ func valueRuns(r storage.Reader, spans []keySpan, base int, within *itemScope, v
 // seeking past each value's entries; it reports false when fn does, or
 // when an entry is malformed.
 func eachValue(r storage.Reader, sp keySpan, base int, st *readStats, fn func(v []byte) bool) (bool, error) {
-	it, err := r.NewIter(storage.IterParams{Lower: sp.lo, Upper: sp.hi})
+	it, err := sp.iter(r, false)
 	if err != nil {
 		return false, err
 	}
@@ -1402,8 +1481,8 @@ func holdsInexactNumbers(r storage.Reader, c *containerRecord, t plan.Term, st *
 	}
 	numbers := append(bytes.Clone(base), tagNumber)
 	ends := []keySpan{
-		{numbers, prefixEnd(enc(-1 << 53))},
-		{enc(1 << 53), prefixEnd(numbers)},
+		{lo: numbers, hi: prefixEnd(enc(-1 << 53))},
+		{lo: enc(1 << 53), hi: prefixEnd(numbers)},
 	}
 	for _, sp := range valueSpans(base, t, false, nil) {
 		for _, e := range ends {
@@ -1417,7 +1496,7 @@ func holdsInexactNumbers(r storage.Reader, c *containerRecord, t plan.Term, st *
 			if bytes.Compare(lo, hi) >= 0 {
 				continue
 			}
-			if n, err := countSpans(r, []keySpan{{lo, hi}}, 1, st); err != nil || n > 0 {
+			if n, err := countSpans(r, []keySpan{{lo: lo, hi: hi}}, 1, st); err != nil || n > 0 {
 				return n > 0, err
 			}
 		}

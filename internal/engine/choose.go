@@ -129,6 +129,12 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		terms = nil
 	}
 	ready := c.Index.Ready && !c.index.none
+	if ready && !(resumed && (cur.access == plan.Scan || cur.access == plan.PointRead)) {
+		// A page that may count or read its terms' entries.
+		if err := readPrefixParts(r, c, terms, s, st); err != nil {
+			return nil, err
+		}
+	}
 	if resumed {
 		for _, t := range cur.terms {
 			if t >= len(terms) && !cur.access.Streams() {
@@ -215,11 +221,13 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 			tc.gatherFrom(c, terms[weighed[0]], weighed[0], s)
 		}
 	}
-	if s.kind == plan.ScopePartition && size.Items >= tieWishEntries {
-		// A range of values in a large logical partition: the path's
-		// entries hold every partition's, so a page reads the whole
-		// container's entries of the range, or scans the partition. Its
-		// partition entries hold the partition's alone (partRange).
+	if s.kind == plan.ScopePartition && size.Items >= tieWishEntries || s.kind == plan.ScopePrefix && !s.manyParts && size.ContainerItems >= tieWishEntries {
+		// A range of values in a large logical partition, or under a
+		// hierarchical prefix of a few partitions in a large container:
+		// the path's entries hold every partition's, so a page reads the
+		// whole container's entries of the range, or scans the scope.
+		// Its partition entries hold each partition's apart (partRange,
+		// prefixRange).
 		for _, i := range weighed {
 			if t := terms[i]; len(t.Spans) > 0 && !singleValues(t) && !crossesArray(t.Path) && !c.partsReady(t.Path) {
 				e.wantAbsent(c, t.Path, entryKinds{parts: true})
@@ -1080,7 +1088,7 @@ func (tc *termCounts) gatherFrom(c *containerRecord, t plan.Term, i int, s *item
 	done := len(all) - len(sc.spans)
 	sc.before = slices.Clone(all[:done])
 	if sc.from != nil {
-		sc.before = append(sc.before, keySpan{all[done].lo, sc.from})
+		sc.before = append(sc.before, keySpan{all[done].lo, sc.from, all[done].in})
 	}
 	sc.locs, sc.spanGather = &locCollector{s: s, base: base}, true
 }
@@ -1144,7 +1152,7 @@ func (sc *spanCounter) count(r storage.Reader, upTo int64, st *readStats) error 
 	}
 	spans := sc.spans
 	if sc.from != nil {
-		spans = append([]keySpan{{lo: sc.from, hi: spans[0].hi}}, spans[1:]...)
+		spans = append([]keySpan{{lo: sc.from, hi: spans[0].hi, in: spans[0].in}}, spans[1:]...)
 	}
 	stopped := false
 	err := scanSpans(r, spans, func(k, _ []byte) (bool, error) {
@@ -1794,7 +1802,7 @@ func (e *Engine) weighAbsent(r storage.Reader, c *containerRecord, q *ast.Query,
 		span.lo, span.hi = scopeBounds(absentPrefix(indexPrefix(c), absentLocMarker, path), s)
 	} else {
 		prefix := absentPrefix(indexPrefix(c), absentSeqMarker, path)
-		span = keySpan{prefix, prefixEnd(prefix)}
+		span = keySpan{lo: prefix, hi: prefixEnd(prefix)}
 	}
 	n, err := countSpans(r, []keySpan{span}, bound, st)
 	if err != nil {

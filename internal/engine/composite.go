@@ -80,7 +80,7 @@ func compositeSpans(c *containerRecord, u *plan.CompositeUse, terms []plan.Term,
 		}
 	}
 	if u.Next < 0 {
-		return []keySpan{{base, prefixEnd(base)}}
+		return []keySpan{{lo: base, hi: prefixEnd(base)}}
 	}
 	return valueSpans(base, terms[u.Next], u.Index.Desc[len(u.Eq)], nil)
 }

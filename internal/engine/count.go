@@ -402,11 +402,13 @@ func countPartition(r storage.Reader, c *containerRecord, scope *itemScope, now 
 // the index does not answer exactly (array elements, whose segment a
 // property named "[]" shares; a number of magnitude 2^53 or more, whose
 // double others share, as a value or a bound; a system property), an
-// index being rebuilt, a hierarchical prefix, a range in a logical
-// partition whose partition entries of the property are not built (the
-// container's entries of the range would cost more than the partition's
-// records), or a logical partition whose EPK another partition key shares
-// (its entries are in the same span).
+// index being rebuilt, a range in a logical partition whose partition
+// entries of the property are not built (the container's entries of the
+// range would cost more than the partition's records), a range under a
+// hierarchical prefix not read through its partitions' partition entries
+// (prefixRange), a prefix whose partitions' counters name a key not under
+// it (prefixTotal), or a logical partition whose EPK another partition
+// key shares (its entries are in the same span).
 func countByIndex(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, scope *itemScope, now time.Time, boxed bool, st *readStats, page *FeedPage) (bool, error) {
 	if !c.Index.Ready || c.index.none {
 		return false, nil
@@ -426,6 +428,9 @@ func countByIndex(r storage.Reader, c *containerRecord, q *ast.Query, params map
 			return done, err
 		}
 		return countByIntersection(r, c, preds, scope, now, boxed, st, page)
+	}
+	if err := readPrefixParts(r, c, plan.Terms(preds), scope, st); err != nil {
+		return false, err
 	}
 	t, ok := loneExactTerm(c, preds, scope)
 	if !ok {
@@ -456,8 +461,8 @@ func countByIndex(r storage.Reader, c *containerRecord, q *ast.Query, params map
 // name exactly the items that pass it: a property the index holds, not
 // within an array nor a system property, of exact values and bounds, and
 // in a logical partition a range only through the property's partition
-// entries, and under a hierarchical prefix none (else the container's
-// entries of the range would be read).
+// entries, and under a hierarchical prefix only through its partitions'
+// (prefixRange; else the container's entries of the range would be read).
 func loneExactTerm(c *containerRecord, preds []plan.Predicate, scope *itemScope) (plan.Term, bool) {
 	terms := plan.Terms(preds)
 	if len(terms) != 1 {
@@ -467,7 +472,7 @@ func loneExactTerm(c *containerRecord, preds []plan.Predicate, scope *itemScope)
 	if crossesArray(t.Path) || systemPath(t.Path) || !c.index.indexes(t.Path) || !exactSpans(t) {
 		return plan.Term{}, false
 	}
-	if !singleValues(t) && (scope.kind == plan.ScopePartition && !partRange(c, t, scope) || scope.kind == plan.ScopePrefix) {
+	if !singleValues(t) && (scope.kind == plan.ScopePartition && !partRange(c, t, scope) || scope.kind == plan.ScopePrefix && !prefixRange(c, t, scope)) {
 		return plan.Term{}, false
 	}
 	return t, true

@@ -1,5 +1,33 @@
 package engine
 
+import (
+	"context"
+	"testing"
+
+	"github.com/mayfly-db/mayfly/internal/storage"
+)
+
 // ForgetDistinctSets drops the rows every DISTINCT's pages returned, as a
 // restart or another gateway would: the next page of each rebuilds them.
 func ForgetDistinctSets(e *Engine) { e.seen = newSeenSets(seenSetsMax) }
+
+// WantPartEntries asks the indexer for the partition entries of paths in
+// container coll of db (absent.go), as a range query in a large logical
+// partition or under a hierarchical prefix would: a pass of the indexer
+// builds them.
+func WantPartEntries(t testing.TB, e *Engine, db, coll string, paths ...[]string) {
+	t.Helper()
+	err := e.store.View(context.Background(), func(r storage.Reader) error {
+		c, err := e.loadContainer(r, db, coll)
+		if err != nil {
+			return err
+		}
+		for _, p := range paths {
+			e.wantAbsent(c, p, entryKinds{parts: true})
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

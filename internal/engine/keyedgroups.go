@@ -285,9 +285,9 @@ func inexactValues(r storage.Reader, c *containerRecord, path []string, s *itemS
 	at := func(tag byte) []byte { return append(bytes.Clone(prefix), tag) }
 	number := func(f float64) []byte { return binary.BigEndian.AppendUint64(at(tagNumber), orderedFloat(f)) }
 	for _, span := range []keySpan{
-		{at(tagNumber), prefixEnd(number(-(1 << 53)))},
-		{number(1 << 53), at(tagString)},
-		{at(tagArray), prefixEnd(prefix)},
+		{lo: at(tagNumber), hi: prefixEnd(number(-(1 << 53)))},
+		{lo: number(1 << 53), hi: at(tagString)},
+		{lo: at(tagArray), hi: prefixEnd(prefix)},
 	} {
 		found := false
 		if err := scanRange(r, span.lo, span.hi, func(_, _ []byte) (bool, error) {

@@ -152,7 +152,7 @@ func filterLocsUpTo(r storage.Reader, c *containerRecord, t plan.Term, s *itemSc
 		spans, lc, at = from.spans, from.locs, from.from
 	}
 	if at != nil && len(spans) > 0 {
-		spans = append([]keySpan{{lo: at, hi: spans[0].hi}}, spans[1:]...)
+		spans = append([]keySpan{{lo: at, hi: spans[0].hi, in: spans[0].in}}, spans[1:]...)
 	}
 	err = scanSpans(r, spans, func(k, _ []byte) (bool, error) {
 		if read >= limit {

@@ -1347,3 +1347,62 @@ func TestIntersectionFirstPages(t *testing.T) {
 		}
 	}
 }
+
+// TestRangeUnderAPrefixReadsItsPartitions checks a range of many values
+// under a hierarchical prefix of a few partitions, once the path's
+// partition entries are built (a first page asks for them): counting it,
+// collecting it and counting its items read the prefix's partitions'
+// entries of the range (prefixRange), where they read the container's,
+// ten times as many here (the prefix holds a tenth of the items). The rows
+// are the scan's, in its order, and the counts the evaluation's. A prefix
+// of more partitions than a walk merges reads the container's entries, as
+// does every prefix over PostgreSQL (prefixparts.go).
+func TestRangeUnderAPrefixReadsItsPartitions(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/t","/u"],"kind":"MultiHash","version":2}}`)
+	var docs []string
+	for i := range 20_000 {
+		docs = append(docs, fmt.Sprintf(`{"id":"d%05d","t":"t%d","u":"u%d","k":%d,"s":"s%04d"}`, i, i%10, i%200, i*37%5000, i*53%4000))
+	}
+	for i := range 2 * maxMergedParts {
+		docs = append(docs, fmt.Sprintf(`{"id":"w%04d","t":"wide","u":"u%d","k":%d,"s":"s%04d"}`, i, i, 4000+i*7%1000, i))
+	}
+	be.seed(t, docs...)
+	few := teststore.Backend() != "postgres"
+	for _, tc := range []struct {
+		prefix, where, scanned string
+		merged                 bool
+	}{
+		{"t1", "c.k > 4000", "c.k + 0 > 4000", few},
+		{"t1", "c.k >= 100 AND c.k < 1100", "c.k + 0 >= 100 AND c.k + 0 < 1100", few},
+		{"t1", "STARTSWITH(c.s, 's1')", "STARTSWITH(c.s || '', 's1')", few},
+		{"wide", "c.k > 4000", "c.k + 0 > 4000", false},
+	} {
+		ref := batchRef(`["` + tc.prefix + `"]`)
+		p := QueryParams{ItemRef: ref, Query: "SELECT VALUE c.id FROM c WHERE " + tc.where, MaxItemCount: 50}
+		be.orderReady(t, p)
+		scan := QueryParams{ItemRef: ref, Query: "SELECT VALUE c.id FROM c WHERE " + tc.scanned, MaxItemCount: 1000}
+		want := drainRows(t, be.e, scan, nil)
+		// The prefix's entries of the range, its partitions' counts, and
+		// the values' first entries (a range of few values merges them).
+		bound := len(want) + maxMergedParts + 65
+		got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
+			if n == 0 && tc.merged && page.IndexEntries > bound {
+				t.Errorf("%s under %s: page 1 read %d index entries; the prefix holds %d items in the range", p.Query, tc.prefix, page.IndexEntries, len(want))
+			}
+		})
+		if len(want) == 0 || !slices.Equal(got, want) {
+			t.Errorf("%s under %s: %d rows, want %d in the prefix's scan order", p.Query, tc.prefix, len(got), len(want))
+		}
+		count := QueryParams{ItemRef: ref, Query: "SELECT VALUE COUNT(1) FROM c WHERE " + tc.where}
+		page, err := be.e.QueryItems(context.Background(), count)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Items) != 1 || string(page.Items[0]) != strconv.Itoa(len(want)) {
+			t.Errorf("%s under %s: %s, want %d", count.Query, tc.prefix, page.Items, len(want))
+		}
+		if tc.merged && (page.Examined > 0 || page.IndexEntries > bound) {
+			t.Errorf("%s under %s: %d records, %d index entries", count.Query, tc.prefix, page.Examined, page.IndexEntries)
+		}
+	}
+}

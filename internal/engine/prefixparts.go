@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"slices"
 
 	"github.com/mayfly-db/mayfly/internal/query/plan"
 	"github.com/mayfly-db/mayfly/internal/storage"
@@ -59,6 +60,18 @@ func prefixParts(r storage.Reader, c *containerRecord, s *itemScope, st *readSta
 		s.parts = parts
 	}
 	return s.parts, !s.manyParts, nil
+}
+
+// readPrefixParts reads the partitions of the hierarchical prefix s
+// (prefixParts) when one of terms is a range on a path whose partition
+// entries are complete: counting and collecting the range then read the
+// prefix's partitions' entries of it (prefixRange), not the container's.
+func readPrefixParts(r storage.Reader, c *containerRecord, terms []plan.Term, s *itemScope, st *readStats) error {
+	if s.kind != plan.ScopePrefix || !slices.ContainsFunc(terms, func(t plan.Term) bool { return rangeOnParts(c, t) }) {
+		return nil
+	}
+	_, _, err := prefixParts(r, c, s, st)
+	return err
 }
 
 // mergesParts reports whether a walk of path's entries under scope s
