@@ -1360,7 +1360,7 @@ func TestIntersectionFirstPages(t *testing.T) {
 func TestRangeUnderAPrefixReadsItsPartitions(t *testing.T) {
 	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/t","/u"],"kind":"MultiHash","version":2}}`)
 	var docs []string
-	for i := range 20_000 {
+	for i := range 8_000 {
 		docs = append(docs, fmt.Sprintf(`{"id":"d%05d","t":"t%d","u":"u%d","k":%d,"s":"s%04d"}`, i, i%10, i%200, i*37%5000, i*53%4000))
 	}
 	for i := range 2 * maxMergedParts {
