@@ -61,6 +61,9 @@ func (e *Engine) groupCountByIndex(r storage.Reader, c *containerRecord, q *ast.
 		if !oneTerm(preds) {
 			return false, nil
 		}
+		if err := readPrefixParts(r, c, plan.Terms(preds), scope, st); err != nil {
+			return false, err
+		}
 		t, ok := loneExactTerm(c, preds, scope)
 		if !ok {
 			return false, nil
@@ -94,9 +97,9 @@ func (e *Engine) groupCountByIndex(r storage.Reader, c *containerRecord, q *ast.
 		// Under a prefix of a few partitions, their partition entries
 		// merged (prefixparts.go), as the path's own entries under the
 		// prefix; the own entries are the whole container's. A range
-		// filter's entries would be the container's too.
+		// filter's entries are read so too (prefixRange).
 		merged, err = mergesParts(r, c, path, scope, st)
-		if err != nil || !merged || filter != nil && !singleValues(*filter) {
+		if err != nil || !merged || filter != nil && !singleValues(*filter) && !prefixRange(c, *filter, scope) {
 			return false, err
 		}
 		base = appendIndexPath(indexPrefix(c), path)

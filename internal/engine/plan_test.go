@@ -1353,18 +1353,19 @@ func TestIntersectionFirstPages(t *testing.T) {
 // partition entries are built (a first page asks for them): counting it,
 // collecting it and counting its items read the prefix's partitions'
 // entries of the range (prefixRange), where they read the container's,
-// ten times as many here (the prefix holds a tenth of the items). The rows
-// are the scan's, in its order, and the counts the evaluation's. A prefix
+// ten times as many here (the prefix holds a tenth of the items), and a
+// GROUP BY's counts under the range read a record a group. The rows are
+// the scan's, in its order, and the counts the evaluation's. A prefix
 // of more partitions than a walk merges reads the container's entries, as
 // does every prefix over PostgreSQL (prefixparts.go).
 func TestRangeUnderAPrefixReadsItsPartitions(t *testing.T) {
 	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/t","/u"],"kind":"MultiHash","version":2}}`)
 	var docs []string
 	for i := range 8_000 {
-		docs = append(docs, fmt.Sprintf(`{"id":"d%05d","t":"t%d","u":"u%d","k":%d,"s":"s%04d"}`, i, i%10, i%200, i*37%5000, i*53%4000))
+		docs = append(docs, fmt.Sprintf(`{"id":"d%05d","t":"t%d","u":"u%d","k":%d,"s":"s%04d","g":%d}`, i, i%10, i%200, i*37%5000, i*53%4000, i%7))
 	}
 	for i := range 2 * maxMergedParts {
-		docs = append(docs, fmt.Sprintf(`{"id":"w%04d","t":"wide","u":"u%d","k":%d,"s":"s%04d"}`, i, i, 4000+i*7%1000, i))
+		docs = append(docs, fmt.Sprintf(`{"id":"w%04d","t":"wide","u":"u%d","k":%d,"s":"s%04d","g":%d}`, i, i, 4000+i*7%1000, i, i%7))
 	}
 	be.seed(t, docs...)
 	few := teststore.Backend() != "postgres"
@@ -1403,6 +1404,29 @@ func TestRangeUnderAPrefixReadsItsPartitions(t *testing.T) {
 		}
 		if tc.merged && (page.Examined > 0 || page.IndexEntries > bound) {
 			t.Errorf("%s under %s: %d records, %d index entries", count.Query, tc.prefix, page.Examined, page.IndexEntries)
+		}
+		// A GROUP BY's counts under the range: from the group path's
+		// entries at the locations the range's entries name, a record a
+		// group, where it read every item under the prefix.
+		group := QueryParams{ItemRef: ref, Query: "SELECT c.g, COUNT(1) AS n FROM c WHERE " + tc.where + " GROUP BY c.g"}
+		be.orderReady(t, group)
+		page, err = be.e.QueryItems(context.Background(), group)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scanned := QueryParams{ItemRef: ref, Query: "SELECT c.g, COUNT(1) AS n FROM c WHERE " + tc.scanned + " GROUP BY c.g"}
+		var gotGroups []string
+		for _, it := range page.Items {
+			gotGroups = append(gotGroups, string(it))
+		}
+		wantGroups := drainRows(t, be.e, scanned, nil)
+		slices.Sort(gotGroups)
+		slices.Sort(wantGroups)
+		if len(wantGroups) != 7 || !slices.Equal(gotGroups, wantGroups) {
+			t.Errorf("%s under %s: %v, want %v", group.Query, tc.prefix, gotGroups, wantGroups)
+		}
+		if tc.merged && page.Examined > len(wantGroups) {
+			t.Errorf("%s under %s: %d records for %d groups", group.Query, tc.prefix, page.Examined, len(wantGroups))
 		}
 	}
 }
