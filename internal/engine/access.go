@@ -438,7 +438,11 @@ type partsView struct {
 // iter opens an iterator over the span, through its view when it has one.
 func (sp keySpan) iter(r storage.Reader, reverse bool) (storage.Iterator, error) {
 	if v := sp.in; v != nil {
-		return newPartsIter(r, v.c, v.path, v.s, v.out, sp.lo, sp.hi, reverse)
+		hi := sp.hi
+		if hi == nil {
+			hi = prefixEnd(v.out) // newPartsIter reads nil as before every key
+		}
+		return newPartsIter(r, v.c, v.path, v.s, v.out, sp.lo, hi, reverse)
 	}
 	return r.NewIter(storage.IterParams{Lower: sp.lo, Upper: sp.hi, Reverse: reverse})
 }
