@@ -485,7 +485,7 @@ func scopedSpans(c *containerRecord, t plan.Term, s *itemScope) ([]keySpan, int)
 
 // scopedTerm reports whether scopedSpans narrows t's spans to s: s is
 // narrower than the container and every span of t is one value, or t is
-// a partRange.
+// a partRange or a prefixRange.
 func scopedTerm(c *containerRecord, t plan.Term, s *itemScope) bool {
 	return s.kind != plan.ScopeAll && singleValues(t) || partRange(c, t, s) || prefixRange(c, t, s)
 }
