@@ -485,3 +485,25 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// queryWork runs the page p names, or with drain every page from it on,
+// and returns the records and index entries they read.
+func (s *benchStore) queryWork(b *testing.B, p QueryParams, drain bool) (records, entries int) {
+	for {
+		page, err := s.QueryItems(context.Background(), p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		records, entries = records+page.Examined, entries+page.IndexEntries
+		if !drain || page.Continuation == "" {
+			return records, entries
+		}
+		p.Continuation = page.Continuation
+	}
+}
+
+// reportWork reports records and entries read over b.N operations.
+func reportWork(b *testing.B, records, entries int) {
+	b.ReportMetric(float64(records)/float64(b.N), "records/op")
+	b.ReportMetric(float64(entries)/float64(b.N), "entries/op")
+}

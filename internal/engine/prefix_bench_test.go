@@ -68,21 +68,10 @@ func BenchmarkRangeUnderAPrefix(b *testing.B) {
 	run := func(b *testing.B, q string, drain bool) {
 		records, entries := 0, 0
 		for b.Loop() {
-			p := QueryParams{ItemRef: prefix(), Query: q, MaxItemCount: 100}
-			for {
-				page, err := s.QueryItems(ctx, p)
-				if err != nil {
-					b.Fatal(err)
-				}
-				records, entries = records+page.Examined, entries+page.IndexEntries
-				if !drain || page.Continuation == "" {
-					break
-				}
-				p.Continuation = page.Continuation
-			}
+			r, e := s.queryWork(b, QueryParams{ItemRef: prefix(), Query: q, MaxItemCount: 100}, drain)
+			records, entries = records+r, entries+e
 		}
-		b.ReportMetric(float64(records)/float64(b.N), "records/op")
-		b.ReportMetric(float64(entries)/float64(b.N), "entries/op")
+		reportWork(b, records, entries)
 	}
 	b.Run("page1", func(b *testing.B) { run(b, wide, false) })
 	b.Run("drain", func(b *testing.B) { run(b, wide, true) })

@@ -60,24 +60,7 @@ func BenchmarkScopedCost(b *testing.B) {
 			ref := func() ItemRef {
 				return ItemRef{DB: benchDB, Coll: benchColl, HasKey: true, PartitionKey: partition.Key{partition.String("q" + strconv.Itoa(rand.IntN(parts)))}}
 			}
-			report := func(b *testing.B, records, entries int) {
-				b.ReportMetric(float64(records)/float64(b.N), "records/op")
-				b.ReportMetric(float64(entries)/float64(b.N), "entries/op")
-			}
-			query := func(b *testing.B, p QueryParams, drain bool) (int, int) {
-				records, entries := 0, 0
-				for {
-					page, err := s.QueryItems(ctx, p)
-					if err != nil {
-						b.Fatal(err)
-					}
-					records, entries = records+page.Examined, entries+page.IndexEntries
-					if !drain || page.Continuation == "" {
-						return records, entries
-					}
-					p.Continuation = page.Continuation
-				}
-			}
+			report, query := reportWork, s.queryWork
 			b.Run("range-in-partition", func(b *testing.B) {
 				records, entries := 0, 0
 				for b.Loop() {
