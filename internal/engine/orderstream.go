@@ -113,24 +113,36 @@ func streamShape(c *containerRecord, q *ast.Query, params map[string]document.Va
 const maxFilterLocs = 1 << 16
 
 // streamFilter returns the term the stream o may filter its walk's
-// entries by (plan.Ordered.Filter): the first term of single values
-// (equality, IN) on another path the index keeps, for an ORDER BY of one
-// key without DISTINCT. A term on the partition key within a logical
-// partition or a prefix holds for every item of the scope, and a system
-// property's entries are not kept. It depends on the query and the scope
-// alone, so every page of a filtered stream finds the same term.
+// entries by (plan.Ordered.Filter), for an ORDER BY of one key without
+// DISTINCT: a term on another path the index keeps, one of single values
+// (equality, IN) if there is one, which is likely the narrower, else the
+// first (a range, STARTSWITH, a type check): every document that passes
+// the filter is among the items its entries name, whatever its spans. A
+// term on the partition key within a logical partition or a prefix holds
+// for every item of the scope, and a system property's entries are not
+// kept. It depends on the query and the scope alone, so every page of a
+// filtered stream finds the same term.
 func streamFilter(c *containerRecord, q *ast.Query, s *itemScope, terms []plan.Term, o *plan.Ordered) []int {
 	if len(q.OrderBy) != 1 || q.Select.Distinct {
 		return nil
 	}
+	first := -1
 	for i, t := range terms {
-		if slices.Equal(t.Path, o.Path) || !singleValues(t) || systemPath(t.Path) || !c.index.indexes(t.Path) ||
+		if slices.Equal(t.Path, o.Path) || systemPath(t.Path) || !c.index.indexes(t.Path) ||
 			s.kind != plan.ScopeAll && s.kind != plan.ScopeRange && c.isKeyPath(t.Path) {
 			continue
 		}
-		return []int{i}
+		if singleValues(t) {
+			return []int{i}
+		}
+		if first < 0 {
+			first = i
+		}
 	}
-	return nil
+	if first < 0 {
+		return nil
+	}
+	return []int{first}
 }
 
 // filterLocs collects the locations of the scope's items that t's entries

@@ -1349,7 +1349,7 @@ func TestFilteredStreamReadsItsRowsRecords(t *testing.T) {
 	be := newBatchEnv(t, "-1")
 	var items []string
 	for i := range 4000 {
-		items = append(items, fmt.Sprintf(`{"id":"d%d","pk":"p%d","n":%d,"s":"s%d","k":%d}`, i, i%4, (i*7919)%4000, i/4%12, i%5))
+		items = append(items, fmt.Sprintf(`{"id":"d%d","pk":"p%d","n":%d,"s":"s%d","k":%d,"r":%d}`, i, i%4, (i*7919)%4000, i/4%12, i%5, i/3%25))
 	}
 	be.seed(t, items...)
 	docs := parseItems(t, items)
@@ -1364,6 +1364,13 @@ func TestFilteredStreamReadsItsRowsRecords(t *testing.T) {
 		{`SELECT c.id, c.n FROM c WHERE c.s IN ('s3', 's7') AND c.k != 2 ORDER BY c.n`, "", 0.5},
 		{`SELECT c.id, c.n FROM c WHERE c.s = 's3' ORDER BY c.n DESC`, `["p1"]`, 0},
 		{`SELECT c.id, c.n FROM c WHERE c.pk = 'p2' AND c.s = 's3' ORDER BY c.n`, "", 0},
+		// Ranges and a prefix: 480 items of 4,000, 80 of 1,000, and 332
+		// of 4,000.
+		{`SELECT c.id, c.n FROM c WHERE c.r > 21 ORDER BY c.n`, "", 0},
+		// The range's partition entries are not built: its count reads the
+		// container's entries, and the walk tried first a record more.
+		{`SELECT c.id, c.n FROM c WHERE c.r >= 2 AND c.r < 4 ORDER BY c.n DESC`, `["p1"]`, 0.1},
+		{`SELECT c.id, c.n FROM c WHERE STARTSWITH(c.s, 's10') ORDER BY c.n DESC`, "", 0},
 	}
 	var params []QueryParams
 	for _, tc := range cases {

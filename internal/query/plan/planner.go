@@ -312,8 +312,8 @@ type Ordered struct {
 	// and one span on the path after them): they select nothing among
 	// the entries the walk reads.
 	Within []int
-	// Filter holds the index into Input.Terms of a term of single
-	// values on another path, if the stream may use one. A page of the
+	// Filter holds the index into Input.Terms of a term on another
+	// path, if the stream may use one. A page of the
 	// stream may collect that term's entries in the scope first and
 	// read the record of a walked entry only when they name its item
 	// (FilteredStream): every document that passes the filter is among
