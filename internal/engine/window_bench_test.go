@@ -90,6 +90,10 @@ func BenchmarkDeepPage(b *testing.B) {
 		// a seventh by a key of 200 each.
 		{"eq-order", "SELECT * FROM c WHERE c.m IN (5, 6) ORDER BY c.t DESC", 0},
 		{"eq-order-ties", "SELECT * FROM c WHERE c.k = 3 ORDER BY c.n", 0},
+		// The same two seventeenths as a range, and a tenth by a type
+		// check: the walk filters by a term of several values too.
+		{"range-order", "SELECT * FROM c WHERE c.m >= 15 ORDER BY c.t DESC", 0},
+		{"kind-order", "SELECT * FROM c WHERE IS_DEFINED(c.gone) ORDER BY c.t", 0},
 		// Six sevenths of the items: the walk of c.t reads about its
 		// rows, and the filter's entries would cost more.
 		{"eq-order-wide", "SELECT * FROM c WHERE c.k IN (0, 1, 2, 3, 4, 5) ORDER BY c.t", 0},
