@@ -417,22 +417,22 @@ func (a *readAhead) read(r storage.Reader, c *containerRecord, loc []byte, st *r
 }
 
 // keySpan is a span [lo, hi) of index keys. When in is set, the keys are
-// a path's own entries under a hierarchical prefix, read from its
-// partitions' partition entries, merged (prefixRange): the same keys, less
-// those of every other partition.
+// entries of the whole container under a hierarchical prefix (a path's
+// own, or a composite's), read from its partitions' entries, merged
+// (prefixRange, prefixComposite): the same keys, less those of every
+// other partition.
 type keySpan struct {
 	lo, hi []byte
 	in     *partsView
 }
 
-// partsView is the view of path's own entries (under out) that a
-// hierarchical prefix s of a few partitions sees through their partition
-// entries (newPartsIter).
+// partsView is the view of the container's entries under out that a
+// hierarchical prefix of a few partitions sees through their own entries,
+// each partition's under base and its EPK (mergedIter).
 type partsView struct {
-	c    *containerRecord
-	path []string
-	s    *itemScope
-	out  []byte
+	base  []byte
+	parts [][]byte
+	out   []byte
 }
 
 // iter opens an iterator over the span, through its view when it has one.
@@ -440,9 +440,9 @@ func (sp keySpan) iter(r storage.Reader, reverse bool) (storage.Iterator, error)
 	if v := sp.in; v != nil {
 		hi := sp.hi
 		if hi == nil {
-			hi = prefixEnd(v.out) // newPartsIter reads nil as before every key
+			hi = prefixEnd(v.out) // the merge reads nil as before every key
 		}
-		return newPartsIter(r, v.c, v.path, v.s, v.out, sp.lo, hi, reverse)
+		return newMergedIter(r, v.base, v.parts, v.out, sp.lo, hi, reverse)
 	}
 	return r.NewIter(storage.IterParams{Lower: sp.lo, Upper: sp.hi, Reverse: reverse})
 }
@@ -471,7 +471,7 @@ func scopedSpans(c *containerRecord, t plan.Term, s *itemScope) ([]keySpan, int)
 	prefix := appendIndexPath(indexPrefix(c), t.Path)
 	if prefixRange(c, t, s) {
 		spans := valueSpans(prefix, t, false, nil)
-		v := &partsView{c: c, path: t.Path, s: s, out: prefix}
+		v := &partsView{base: absentPrefix(indexPrefix(c), partMarker, t.Path), parts: s.parts, out: prefix}
 		for i := range spans {
 			spans[i].in = v
 		}

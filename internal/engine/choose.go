@@ -357,7 +357,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 			u.Entries = -1
 			continue
 		}
-		u.Scoped = s.kind == plan.ScopePartition && (len(c.pk.paths) > 0 && pinsKey(c, u, terms) || partComposite(c, comp, s))
+		u.Scoped = s.kind == plan.ScopePartition && (len(c.pk.paths) > 0 && pinsKey(c, u, terms) || partComposite(c, comp, s)) || prefixComposite(c, comp, s)
 		if i > 0 && u.Index.Ordinal == in.Composites[i-1].Index.Ordinal {
 			u.Entries = in.Composites[i-1].Entries // the same span, walked in order
 			continue
@@ -365,11 +365,11 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		if u.Entries, err = countSpans(r, compositeSpans(c, u, terms, s), bound, st); err != nil {
 			return nil, err
 		}
-		if !u.Scoped && s.kind == plan.ScopePartition && u.Entries > max(size.Items, 8*int64(limit)) && !crossesArray(comp.paths[0]) {
+		if !u.Scoped && (s.kind == plan.ScopePartition || s.kind == plan.ScopePrefix && !s.manyParts) && u.Entries > max(size.Items, 8*int64(limit)) && !crossesArray(comp.paths[0]) {
 			// The span holds other partitions' entries, more than the
-			// partition has items, read to count it and read again to
-			// use it: the partition's own composite entries hold its
-			// alone (absent.go).
+			// partition (or the prefix of a few) has items, read to
+			// count it and read again to use it: the partition's own
+			// composite entries hold its alone (absent.go).
 			e.wantAbsent(c, comp.paths[0], entryKinds{parts: true, comps: []string{comp.sig()}})
 		}
 		u.Entries = saturate(u.Entries)

@@ -79,10 +79,19 @@ func compositeSpans(c *containerRecord, u *plan.CompositeUse, terms []plan.Term,
 			return nil
 		}
 	}
+	var spans []keySpan
 	if u.Next < 0 {
-		return []keySpan{{lo: base, hi: prefixEnd(base)}}
+		spans = []keySpan{{lo: base, hi: prefixEnd(base)}}
+	} else {
+		spans = valueSpans(base, terms[u.Next], u.Index.Desc[len(u.Eq)], nil)
 	}
-	return valueSpans(base, terms[u.Next], u.Index.Desc[len(u.Eq)], nil)
+	if prefixComposite(c, comp, s) {
+		v := &partsView{base: partCompBase(indexPrefix(c), comp), parts: s.parts, out: compositePrefix(indexPrefix(c), comp.ordinal)}
+		for i := range spans {
+			spans[i].in = v
+		}
+	}
+	return spans
 }
 
 // entryCheck tells, from an entry's key alone, whether its item can pass
@@ -186,6 +195,17 @@ func partComposite(c *containerRecord, comp *compositeIndex, s *itemScope) bool 
 	return s.kind == plan.ScopePartition && c.compReady(comp) && c.partsReady(comp.paths[0])
 }
 
+// prefixComposite reports whether comp's spans under the hierarchical
+// prefix s are read through the view of its partitions' composite
+// entries (keySpan.in): the composite's entries hold every partition's,
+// so a span under the prefix holds the whole container's entries of its
+// values, where each partition's composite entries hold its own apart.
+// The prefix's partitions must have been read and be few (prefixParts,
+// readPrefixParts), and the partition composite entries complete.
+func prefixComposite(c *containerRecord, comp *compositeIndex, s *itemScope) bool {
+	return s.kind == plan.ScopePrefix && s.parts != nil && !s.manyParts && c.compReady(comp) && c.partsReady(comp.paths[0])
+}
+
 // policyComposite is the container's composite index with the ordinal.
 func (c *containerRecord) policyComposite(ordinal int) (*compositeIndex, bool) {
 	for i := range c.index.composites {
@@ -280,7 +300,7 @@ func compositeItems(r storage.Reader, c *containerRecord, prog *eval.Program, pa
 // walkSpan calls fn with the keys of sp in order (backwards with reverse)
 // until done says the walk is over.
 func walkSpan(r storage.Reader, sp keySpan, reverse bool, done func(k []byte) bool, fn func(k []byte) error) error {
-	it, err := r.NewIter(storage.IterParams{Lower: sp.lo, Upper: sp.hi, Reverse: reverse})
+	it, err := sp.iter(r, reverse)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/mayfly-db/mayfly/internal/storage"
@@ -13,7 +14,8 @@ func ForgetDistinctSets(e *Engine) { e.seen = newSeenSets(seenSetsMax) }
 
 // WantPartEntries asks the indexer for the partition entries of paths in
 // container coll of db (absent.go), as a range query in a large logical
-// partition or under a hierarchical prefix would: a pass of the indexer
+// partition or under a hierarchical prefix would, with the partition
+// composite entries of the composites each leads: a pass of the indexer
 // builds them.
 func WantPartEntries(t testing.TB, e *Engine, db, coll string, paths ...[]string) {
 	t.Helper()
@@ -23,7 +25,15 @@ func WantPartEntries(t testing.TB, e *Engine, db, coll string, paths ...[]string
 			return err
 		}
 		for _, p := range paths {
-			e.wantAbsent(c, p, entryKinds{parts: true})
+			// With the partition composite entries of the composites
+			// that lead with the path.
+			var comps []string
+			for _, comp := range c.index.composites {
+				if slices.Equal(comp.paths[0], p) {
+					comps = append(comps, comp.sig())
+				}
+			}
+			e.wantAbsent(c, p, entryKinds{parts: true, comps: comps})
 		}
 		return nil
 	})

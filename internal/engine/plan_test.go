@@ -1433,3 +1433,45 @@ func TestRangeUnderAPrefixReadsItsPartitions(t *testing.T) {
 		}
 	}
 }
+
+// A composite index's span under a hierarchical prefix of a few logical
+// partitions reads the prefix's partitions' composite entries, merged
+// (prefixComposite), where the composite's entries hold every
+// partition's: counting the span and collecting it read the prefix's
+// entries, not the container's, for a page or a COUNT.
+func TestCompositeUnderAPrefixReadsItsPartitions(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/t","/u"],"kind":"MultiHash","version":2},
+		"indexingPolicy":{"includedPaths":[{"path":"/*"}],"compositeIndexes":[[{"path":"/g"},{"path":"/k"}]]}}`)
+	var docs []string
+	for i := range 8_000 {
+		docs = append(docs, fmt.Sprintf(`{"id":"d%05d","t":"t%d","u":"u%d","k":%d,"g":%d}`, i, i%20, i%200, i*37%5000, i%7))
+	}
+	be.seed(t, docs...)
+	few := teststore.Backend() != "postgres"
+	ref := batchRef(`["t1"]`)
+	for _, where := range []string{"c.g = 3 AND c.k > 2000", "c.g = 3 AND c.k >= 1000 AND c.k < 3000", "c.g IN (2, 5) AND c.k < 100"} {
+		p := QueryParams{ItemRef: ref, Query: "SELECT VALUE c.id FROM c WHERE " + where, MaxItemCount: 100}
+		count := QueryParams{ItemRef: ref, Query: "SELECT VALUE COUNT(1) FROM c WHERE " + where}
+		be.orderReady(t, p)
+		scanned := strings.NewReplacer("c.g", "(c.g + 0)", "c.k", "(c.k + 0)").Replace(where)
+		want := drainRows(t, be.e, QueryParams{ItemRef: ref, Query: "SELECT VALUE c.id FROM c WHERE " + scanned, MaxItemCount: 1000}, nil)
+		wantCount := drainRows(t, be.e, QueryParams{ItemRef: ref, Query: "SELECT VALUE COUNT(1) FROM c WHERE " + scanned}, nil)
+		for _, q := range []struct {
+			p    QueryParams
+			want []string
+		}{{p, want}, {count, wantCount}} {
+			got := drainRows(t, be.e, q.p, func(n int, page *FeedPage) {
+				// The terms' entries under t1 (400 items in 10
+				// partitions), counted and collected, and the
+				// partitions' counts: the container's entries of the
+				// composite's span alone are 1,352 for the first.
+				if n == 0 && few && page.IndexEntries > 400+maxMergedParts {
+					t.Errorf("%s under t1: page 1 read %d index entries: %s", q.p.Query, page.IndexEntries, page.Plan.Explain())
+				}
+			})
+			if len(q.want) == 0 || !slices.Equal(got, q.want) {
+				t.Errorf("%s under t1: %.100v, want %.100v", q.p.Query, got, q.want)
+			}
+		}
+	}
+}

@@ -64,10 +64,17 @@ func prefixParts(r storage.Reader, c *containerRecord, s *itemScope, st *readSta
 
 // readPrefixParts reads the partitions of the hierarchical prefix s
 // (prefixParts) when one of terms is a range on a path whose partition
-// entries are complete: counting and collecting the range then read the
-// prefix's partitions' entries of it (prefixRange), not the container's.
+// entries are complete, or a composite index's partition entries are:
+// counting and collecting the range, or a span of the composite, then
+// read the prefix's partitions' entries of it (prefixRange,
+// prefixComposite), not the container's.
 func readPrefixParts(r storage.Reader, c *containerRecord, terms []plan.Term, s *itemScope, st *readStats) error {
-	if s.kind != plan.ScopePrefix || !slices.ContainsFunc(terms, func(t plan.Term) bool { return rangeOnParts(c, t) }) {
+	if s.kind != plan.ScopePrefix {
+		return nil
+	}
+	if !slices.ContainsFunc(terms, func(t plan.Term) bool { return rangeOnParts(c, t) }) && !slices.ContainsFunc(c.index.composites, func(comp compositeIndex) bool {
+		return c.compReady(&comp) && c.partsReady(comp.paths[0])
+	}) {
 		return nil
 	}
 	_, _, err := prefixParts(r, c, s, st)
@@ -89,9 +96,15 @@ func mergesParts(r storage.Reader, c *containerRecord, path []string, s *itemSco
 // in [lo, hi) (keys of the path's own entries, under prefix), backwards
 // when reverse, merged from its partitions' partition entries.
 func newPartsIter(r storage.Reader, c *containerRecord, path []string, s *itemScope, prefix, lo, hi []byte, reverse bool) (storage.Iterator, error) {
-	m := &mergedIter{out: prefix, reverse: reverse}
-	base := absentPrefix(indexPrefix(c), partMarker, path)
-	for _, epk := range s.parts {
+	return newMergedIter(r, absentPrefix(indexPrefix(c), partMarker, path), s.parts, prefix, lo, hi, reverse)
+}
+
+// newMergedIter returns an iterator over the keys out + rest in [lo, hi),
+// backwards when reverse, merged from the keys base + part + rest of each
+// of parts.
+func newMergedIter(r storage.Reader, base []byte, parts [][]byte, out, lo, hi []byte, reverse bool) (storage.Iterator, error) {
+	m := &mergedIter{out: out, reverse: reverse}
+	for _, epk := range parts {
 		pre := append(bytes.Clone(base), epk...)
 		it, err := r.NewIter(storage.IterParams{Lower: m.within(pre, lo), Upper: m.within(pre, hi), Reverse: reverse})
 		if err != nil {
