@@ -28,6 +28,11 @@ import (
 //   - narrow: SELECT * FROM c WHERE c.k >= 1000 AND c.k < 1250 (a
 //     twentieth of the prefix's items)
 //
+//   - composite: every page of SELECT * FROM c WHERE c.g = 3 AND c.k > 4000
+//     under the composite index (/g, /k) (a seventh of the wide range)
+//
+//   - composite-count: SELECT VALUE COUNT(1) of it
+//
 //     go test -run '^$' -bench BenchmarkRangeUnderAPrefix -benchtime 300x ./internal/engine/
 func BenchmarkRangeUnderAPrefix(b *testing.B) {
 	items := 200_000
@@ -38,7 +43,8 @@ func BenchmarkRangeUnderAPrefix(b *testing.B) {
 	tenants := items / 2000
 	s := openBenchEngine(b, clock.Real{}, nil, "null")
 	ctx := context.Background()
-	body := `{"id":"h","partitionKey":{"paths":["/t","/u"],"kind":"MultiHash","version":2}}`
+	body := `{"id":"h","partitionKey":{"paths":["/t","/u"],"kind":"MultiHash","version":2},
+		"indexingPolicy":{"includedPaths":[{"path":"/*"}],"compositeIndexes":[[{"path":"/g"},{"path":"/k"}]]}}`
 	if _, err := s.CreateContainer(ctx, benchDB, benchParse(b, body), nil); err != nil {
 		b.Fatal(err)
 	}
@@ -47,7 +53,7 @@ func BenchmarkRangeUnderAPrefix(b *testing.B) {
 		t, u := key(p)
 		ops := make([]BatchOp, 0, per)
 		for i := p * per; i < (p+1)*per; i++ {
-			doc := `{"id":"x` + strconv.Itoa(i) + `","t":"` + t + `","u":"` + u + `","k":` + strconv.Itoa(i*37%5000) + `,"payload":"` + benchPayload + `"}`
+			doc := `{"id":"x` + strconv.Itoa(i) + `","t":"` + t + `","u":"` + u + `","k":` + strconv.Itoa(i*37%5000) + `,"g":` + strconv.Itoa(i%7) + `,"payload":"` + benchPayload + `"}`
 			v, err := document.Parse([]byte(doc))
 			if err != nil {
 				b.Fatal(err)
@@ -63,7 +69,9 @@ func BenchmarkRangeUnderAPrefix(b *testing.B) {
 		return ItemRef{DB: benchDB, Coll: "h", HasKey: true, PartitionKey: partition.Key{partition.String("t" + strconv.Itoa(rand.IntN(tenants)))}}
 	}
 	const wide, narrow = "SELECT * FROM c WHERE c.k > 4000", "SELECT * FROM c WHERE c.k >= 1000 AND c.k < 1250"
+	const composite = "SELECT * FROM c WHERE c.g = 3 AND c.k > 4000"
 	s.orderReady(b, QueryParams{ItemRef: prefix(), Query: wide, MaxItemCount: 100})
+	s.orderReady(b, QueryParams{ItemRef: prefix(), Query: composite, MaxItemCount: 100})
 	s.settle(b)
 	run := func(b *testing.B, q string, drain bool) {
 		records, entries := 0, 0
@@ -77,4 +85,6 @@ func BenchmarkRangeUnderAPrefix(b *testing.B) {
 	b.Run("drain", func(b *testing.B) { run(b, wide, true) })
 	b.Run("count", func(b *testing.B) { run(b, "SELECT VALUE COUNT(1) FROM c WHERE c.k > 4000", false) })
 	b.Run("narrow", func(b *testing.B) { run(b, narrow, true) })
+	b.Run("composite", func(b *testing.B) { run(b, composite, true) })
+	b.Run("composite-count", func(b *testing.B) { run(b, "SELECT VALUE COUNT(1) FROM c WHERE c.g = 3 AND c.k > 4000", false) })
 }
