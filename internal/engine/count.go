@@ -422,15 +422,15 @@ func countByIndex(r storage.Reader, c *containerRecord, q *ast.Query, params map
 		return false, nil
 	}
 	preds := plan.Predicates(q, params)
+	if err := readPrefixParts(r, c, plan.Terms(preds), scope, st); err != nil {
+		return false, err
+	}
 	if !oneTerm(preds) {
 		done, err := countByComposite(r, c, q, params, preds, scope, now, boxed, st, page)
 		if done || err != nil {
 			return done, err
 		}
 		return countByIntersection(r, c, preds, scope, now, boxed, st, page)
-	}
-	if err := readPrefixParts(r, c, plan.Terms(preds), scope, st); err != nil {
-		return false, err
 	}
 	t, ok := loneExactTerm(c, preds, scope)
 	if !ok {
@@ -530,9 +530,11 @@ func countByUnion(r storage.Reader, c *containerRecord, ops []*ast.Query, params
 
 // countByComposite answers a count (countShape) whose WHERE clause is
 // terms on several properties, each one term the index answers exactly
-// (oneTerm), over the whole container, a range, or a logical partition
+// (oneTerm), over the whole container, a range, a logical partition
 // whose own composite entries are complete (partComposite) and whose EPK
-// no other key shares (countableScope), when a composite index of the
+// no other key shares (countableScope), or a hierarchical prefix of a few
+// partitions read through their composite entries (prefixComposite)
+// whose partitions' counters name only keys under it, when a composite index of the
 // policy has exactly those paths and its span for the terms is exact
 // (plan.CompositeUses: equalities on its leading paths, and any term on
 // the last): an item passes the terms if and only if it has an
@@ -544,9 +546,6 @@ func countByUnion(r storage.Reader, c *containerRecord, ops []*ast.Query, params
 // told from the entry's key by a check that lets some pass, so neither
 // counts.
 func countByComposite(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, preds []plan.Predicate, scope *itemScope, now time.Time, boxed bool, st *readStats, page *FeedPage) (bool, error) {
-	if scope.kind != plan.ScopeAll && scope.kind != plan.ScopeRange && scope.kind != plan.ScopePartition {
-		return false, nil
-	}
 	terms, ok := propertyTerms(preds)
 	if !ok {
 		return false, nil
@@ -555,8 +554,7 @@ func countByComposite(r storage.Reader, c *containerRecord, q *ast.Query, params
 		// Every path of a composite it uses has a term (plan.CompositeUses):
 		// the span bounds them all when it reads every term.
 		comp, ok := c.policyComposite(u.Index.Ordinal)
-		// Under a prefix, the composite's entries are the container's.
-		if !ok || len(u.Terms()) != len(terms) || scope.kind == plan.ScopePartition && !partComposite(c, comp, scope) || scope.kind == plan.ScopePrefix {
+		if !ok || len(u.Terms()) != len(terms) || scope.kind == plan.ScopePartition && !partComposite(c, comp, scope) || scope.kind == plan.ScopePrefix && !prefixComposite(c, comp, scope) {
 			continue
 		}
 		if ok, err := countableScope(r, c, scope, st); err != nil || !ok {
