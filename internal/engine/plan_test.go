@@ -1466,10 +1466,12 @@ func TestCompositeUnderAPrefixReadsItsPartitions(t *testing.T) {
 		scanned := strings.NewReplacer("c.g", "(c.g + 0)", "c.k", "(c.k + 0)").Replace(where)
 		want := drainRows(t, be.e, QueryParams{ItemRef: ref, Query: "SELECT VALUE c.id FROM c WHERE " + scanned, MaxItemCount: 1000}, nil)
 		wantCount := drainRows(t, be.e, QueryParams{ItemRef: ref, Query: "SELECT VALUE COUNT(1) FROM c WHERE " + scanned}, nil)
+		top := QueryParams{ItemRef: ref, Query: "SELECT TOP 5 VALUE c.id FROM c WHERE " + where + " ORDER BY c.g, c.k", MaxItemCount: 100}
+		wantTop := drainRows(t, be.e, QueryParams{ItemRef: ref, Query: "SELECT TOP 5 VALUE c.id FROM c WHERE " + scanned + " ORDER BY c.g, c.k", MaxItemCount: 100}, nil)
 		for _, q := range []struct {
 			p    QueryParams
 			want []string
-		}{{p, want}, {count, wantCount}} {
+		}{{p, want}, {count, wantCount}, {top, wantTop}} {
 			got := drainRows(t, be.e, q.p, func(n int, page *FeedPage) {
 				// The terms' entries under t1 (400 items in 10
 				// partitions), counted and collected, and the
