@@ -322,6 +322,24 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	if lone {
 		tc.gatherFrom(c, terms[weighed[0]], weighed[0], s)
 	}
+	// A composite whose span bounds every weighed term holds no more
+	// entries than any of them, each an item that passes them all: past
+	// its count, no term's span nor intersection of them costs less, so
+	// it is counted first and bounds the terms' counts (with no ordered
+	// path, whose estimate takes the terms' shares from their counts).
+	covering, covered := -1, int64(0)
+	if in.Stream == nil && in.Ordered == nil && len(weighed) > 1 {
+		covering = slices.IndexFunc(in.Composites, func(u plan.CompositeUse) bool {
+			_, ok := c.policyComposite(u.Index.Ordinal)
+			return ok && !slices.ContainsFunc(weighed, func(i int) bool { return !slices.Contains(u.Terms(), i) })
+		})
+	}
+	if covering >= 0 {
+		if covered, err = countSpans(r, compositeSpans(c, &in.Composites[covering], terms, s), bound, st); err != nil {
+			return nil, err
+		}
+		bound = min(bound, covered+1)
+	}
 	if err := tc.count(r, size, bound, partners, st); err != nil {
 		return nil, err
 	}
@@ -362,7 +380,9 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 			u.Entries = in.Composites[i-1].Entries // the same span, walked in order
 			continue
 		}
-		if u.Entries, err = countSpans(r, compositeSpans(c, u, terms, s), bound, st); err != nil {
+		if i == covering {
+			u.Entries = covered
+		} else if u.Entries, err = countSpans(r, compositeSpans(c, u, terms, s), bound, st); err != nil {
 			return nil, err
 		}
 		if !u.Scoped && (s.kind == plan.ScopePartition || s.kind == plan.ScopePrefix && !s.manyParts) && u.Entries > max(size.Items, 8*int64(limit)) && !crossesArray(comp.paths[0]) {
