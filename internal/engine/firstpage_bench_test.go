@@ -19,7 +19,8 @@ import (
 // entries the pages asked for (the paths' tie entries), with which some
 // pages read their span uncounted (plan.SpanFirst), and two-wide once more
 // with a composite index of its two paths, which then serves a filter
-// within one logical partition too.
+// within one logical partition too, and an equality and a range under a
+// composite of their paths.
 //
 //	go test -run '^$' -bench BenchmarkFirstPage ./internal/engine/
 func BenchmarkFirstPage(b *testing.B) {
@@ -59,12 +60,15 @@ func BenchmarkFirstPage(b *testing.B) {
 	// And once a composite index of its two paths serves two-wide.
 	body := `{"id":"` + benchColl + `","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":null,
 		"indexingPolicy":{"indexingMode":"consistent","includedPaths":[{"path":"/*"}],
-		"compositeIndexes":[[{"path":"/all","order":"ascending"},{"path":"/n","order":"ascending"}]]}}`
+		"compositeIndexes":[[{"path":"/all","order":"ascending"},{"path":"/n","order":"ascending"}],[{"path":"/n"},{"path":"/k"}]]}}`
 	if _, err := s.ReplaceContainer(context.Background(), benchDB, benchColl, benchParse(b, body), ""); err != nil {
 		b.Fatal(err)
 	}
 	drainIndexer(b, s.NewIndexer(nil))
 	b.Run("two-wide/composite", func(b *testing.B) { benchFirstPage(b, s, params("SELECT * FROM c WHERE c.all = 1 AND c.n >= 10")) })
+	// An equality and a range that meet in a two-hundredth of the items,
+	// each holding far more, under their composite (/n, /k).
+	b.Run("eq-range/composite", func(b *testing.B) { benchFirstPage(b, s, params("SELECT * FROM c WHERE c.n = 7 AND c.k >= 500")) })
 	// And the composite's span within one logical partition (of 200
 	// items here, 20 rows), before and after the composite's entries of
 	// each partition apart, which the page asks for, are built.
