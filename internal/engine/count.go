@@ -464,6 +464,11 @@ func countByIndex(r storage.Reader, c *containerRecord, q *ast.Query, params map
 // entries, and under a hierarchical prefix only through its partitions'
 // (prefixRange; else the container's entries of the range would be read).
 func loneExactTerm(c *containerRecord, preds []plan.Predicate, scope *itemScope) (plan.Term, bool) {
+	// plan.Terms keeps one of several predicates on a path that do not
+	// join into one term (two IN lists): that term is not the clause.
+	if !oneTerm(preds) {
+		return plan.Term{}, false
+	}
 	terms := plan.Terms(preds)
 	if len(terms) != 1 {
 		return plan.Term{}, false

@@ -48,6 +48,10 @@ func TestOffsetSkipsByEntries(t *testing.T) {
 		{`["p3"]`, "SELECT c.id FROM c WHERE c.m = 3 AND c.pk = 'p3' OFFSET %d LIMIT %d", true},
 		{"", "SELECT * FROM c WHERE c.s = 's1' OFFSET %d LIMIT %d", true},
 		{"", "SELECT * FROM c WHERE c.s = 's1' AND IS_DEFINED(c.k) OFFSET %d LIMIT %d", false},
+		// Two IN lists on one path make one term of one of them: not
+		// the whole filter.
+		{"", "SELECT * FROM c WHERE c.s IN ('s1', 's2') AND c.s IN ('s2', 's3') OFFSET %d LIMIT %d", false},
+		{`["p3"]`, "SELECT * FROM c WHERE c.m IN (1, 2) AND c.m IN (2, 3) ORDER BY c.k OFFSET %d LIMIT %d", false},
 	})
 }
 
