@@ -435,6 +435,17 @@ type partsView struct {
 	out   []byte
 }
 
+// throughParts has spans, keys of the container's entries under out, read
+// through the view of the hierarchical prefix s's partitions' entries,
+// each partition's under base and its EPK.
+func throughParts(spans []keySpan, base, out []byte, s *itemScope) []keySpan {
+	v := &partsView{base: base, parts: s.parts, out: out}
+	for i := range spans {
+		spans[i].in = v
+	}
+	return spans
+}
+
 // iter opens an iterator over the span, through its view when it has one.
 func (sp keySpan) iter(r storage.Reader, reverse bool) (storage.Iterator, error) {
 	if v := sp.in; v != nil {
@@ -470,12 +481,7 @@ func scopedSpans(c *containerRecord, t plan.Term, s *itemScope) ([]keySpan, int)
 	}
 	prefix := appendIndexPath(indexPrefix(c), t.Path)
 	if prefixRange(c, t, s) {
-		spans := valueSpans(prefix, t, false, nil)
-		v := &partsView{base: absentPrefix(indexPrefix(c), partMarker, t.Path), parts: s.parts, out: prefix}
-		for i := range spans {
-			spans[i].in = v
-		}
-		return spans, len(prefix)
+		return throughParts(valueSpans(prefix, t, false, nil), absentPrefix(indexPrefix(c), partMarker, t.Path), prefix, s), len(prefix)
 	}
 	if !scopedTerm(c, t, s) {
 		return valueSpans(prefix, t, false, nil), len(prefix)

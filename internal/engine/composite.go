@@ -86,10 +86,7 @@ func compositeSpans(c *containerRecord, u *plan.CompositeUse, terms []plan.Term,
 		spans = valueSpans(base, terms[u.Next], u.Index.Desc[len(u.Eq)], nil)
 	}
 	if prefixComposite(c, comp, s) {
-		v := &partsView{base: partCompBase(indexPrefix(c), comp), parts: s.parts, out: compositePrefix(indexPrefix(c), comp.ordinal)}
-		for i := range spans {
-			spans[i].in = v
-		}
+		return throughParts(spans, partCompBase(indexPrefix(c), comp), compositePrefix(indexPrefix(c), comp.ordinal), s)
 	}
 	return spans
 }

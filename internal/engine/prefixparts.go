@@ -64,17 +64,20 @@ func prefixParts(r storage.Reader, c *containerRecord, s *itemScope, st *readSta
 
 // readPrefixParts reads the partitions of the hierarchical prefix s
 // (prefixParts) when one of terms is a range on a path whose partition
-// entries are complete, or a composite index's partition entries are:
-// counting and collecting the range, or a span of the composite, then
-// read the prefix's partitions' entries of it (prefixRange,
-// prefixComposite), not the container's.
+// entries are complete, or is on the first path of a composite index
+// whose partition entries are: counting and collecting the range, or a
+// span of the composite, then read the prefix's partitions' entries of it
+// (prefixRange, prefixComposite), not the container's.
 func readPrefixParts(r storage.Reader, c *containerRecord, terms []plan.Term, s *itemScope, st *readStats) error {
 	if s.kind != plan.ScopePrefix {
 		return nil
 	}
-	if !slices.ContainsFunc(terms, func(t plan.Term) bool { return rangeOnParts(c, t) }) && !slices.ContainsFunc(c.index.composites, func(comp compositeIndex) bool {
-		return c.compReady(&comp) && c.partsReady(comp.paths[0])
-	}) {
+	leadsReady := func(t plan.Term) bool {
+		return slices.ContainsFunc(c.index.composites, func(comp compositeIndex) bool {
+			return slices.Equal(comp.paths[0], t.Path) && c.compReady(&comp) && c.partsReady(comp.paths[0])
+		})
+	}
+	if !slices.ContainsFunc(terms, func(t plan.Term) bool { return rangeOnParts(c, t) || leadsReady(t) }) {
 		return nil
 	}
 	_, _, err := prefixParts(r, c, s, st)
