@@ -196,6 +196,12 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		}
 	}
 	in.Composites = compositeUses(c, q, params, terms)
+	for i := range in.Composites {
+		u := &in.Composites[i]
+		if comp, ok := c.policyComposite(u.Index.Ordinal); ok {
+			u.Scoped = s.kind == plan.ScopePartition && (len(c.pk.paths) > 0 && pinsKey(c, u, terms) || partComposite(c, comp, s)) || prefixComposite(c, comp, s)
+		}
+	}
 	// A composite walk weighs the terms it does not hold by their counts,
 	// so a count stopped early would misjudge it.
 	partners := !slices.ContainsFunc(in.Composites, func(u plan.CompositeUse) bool { return u.Ordered })
@@ -327,6 +333,18 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	// its count, no term's span nor intersection of them costs less, so
 	// it is counted first and bounds the terms' counts (with no ordered
 	// path, whose estimate takes the terms' shares from their counts).
+	// A composite walk reads about its page's rows' entries: past what
+	// it costs, no count makes another path cheaper
+	// (plan.CompositeWalkBound).
+	var walkUse *plan.CompositeUse
+	if in.Stream == nil && in.Ordered == nil {
+		if i := slices.IndexFunc(in.Composites, func(u plan.CompositeUse) bool { return u.Ordered }); i >= 0 {
+			walkUse = &in.Composites[i]
+			tc.fill(&in)
+			bound = min(bound, plan.CompositeWalkBound(in, *walkUse, bound))
+		}
+	}
+	ceiling := probe // the most any count need reach
 	covering, covered := -1, int64(0)
 	if in.Stream == nil && in.Ordered == nil && len(weighed) > 1 {
 		covering = slices.IndexFunc(in.Composites, func(u plan.CompositeUse) bool {
@@ -339,11 +357,24 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 			return nil, err
 		}
 		bound = min(bound, covered+1)
+		ceiling = bound
 	}
-	if err := tc.count(r, size, bound, partners, st); err != nil {
-		return nil, err
+	for {
+		if err := tc.count(r, size, bound, partners, st); err != nil {
+			return nil, err
+		}
+		tc.fill(&in)
+		if walkUse == nil || bound >= ceiling {
+			break
+		}
+		// A term whose count ended below the bound makes the walk
+		// dearer: the others are counted on to where it costs.
+		next := min(plan.CompositeWalkBound(in, *walkUse, probe), ceiling)
+		if next <= bound {
+			break
+		}
+		bound = next
 	}
-	tc.fill(&in)
 	saturate := func(n int64) int64 {
 		if n >= bound && bound < probe {
 			return probe // as many as can win nothing
@@ -375,7 +406,6 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 			u.Entries = -1
 			continue
 		}
-		u.Scoped = s.kind == plan.ScopePartition && (len(c.pk.paths) > 0 && pinsKey(c, u, terms) || partComposite(c, comp, s)) || prefixComposite(c, comp, s)
 		if i > 0 && u.Index.Ordinal == in.Composites[i-1].Index.Ordinal {
 			u.Entries = in.Composites[i-1].Entries // the same span, walked in order
 			continue

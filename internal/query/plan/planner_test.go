@@ -387,6 +387,98 @@ func TestWalkBound(t *testing.T) {
 	}
 }
 
+// TestCompositeWalkBound checks that counting the terms and the
+// composite's span only up to CompositeWalkBound changes no choice: over
+// random scopes, counts and pages, a composite (/a, /b) that a TOP walks
+// in order, with a term on each of its paths and one elsewhere, the plan
+// chosen with every count exact (up to the probe) and the plan chosen
+// with the counts that reach the bound stopped there (read as the probe,
+// as the engine reads them) are the same.
+func TestCompositeWalkBound(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(5, 6))
+	comp := CompositeIndex{Paths: [][]string{{"a"}, {"b"}}, Desc: []bool{false, false}}
+	terms := []Term{
+		{Path: []string{"a"}, Spans: []Span{{Kind: SpanRange, Lo: document.Int(1), HasLo: true}}},
+		{Path: []string{"b"}, Spans: []Span{{Kind: SpanRange, Lo: document.Int(1), HasLo: true}}},
+		{Path: []string{"x"}, Spans: []Span{{Kind: SpanValue, Lo: document.Int(1)}}},
+	}
+	bounded := 0
+	for c := range 20_000 {
+		scope, probe := randomScope(rnd)
+		n := scope.ContainerItems
+		exact := func() int64 { return min(probe, int64(math.Pow(float64(n), rnd.Float64()))) }
+		entries := []int64{exact(), exact(), exact()}
+		if rnd.IntN(2) == 0 {
+			entries[2] = -1 // no term elsewhere
+		}
+		span := min(probe, int64(float64(entries[0])*(0.5+rnd.Float64()/2)))
+		want := int64(1 + rnd.IntN(1000))
+		uses := []CompositeUse{
+			{Index: comp, Next: 0, Entries: span},
+			{Index: comp, Next: 0, Entries: span, Ordered: true, Want: want},
+		}
+		in := Input{Scope: scope, Terms: terms, Entries: entries, Scoped: make([]bool, len(terms)), Composites: uses}
+		// As the engine counts: to the bound with nothing counted, then
+		// on while the counts that ended raise it.
+		counted := Input{Scope: scope, Terms: terms, Entries: make([]int64, len(terms)), Stopped: make([]bool, len(terms)), Composites: uses}
+		for i, e := range entries {
+			counted.Entries[i], counted.Stopped[i] = min(e, 0), e > 0
+		}
+		bound := CompositeWalkBound(counted, uses[1], probe)
+		for {
+			for i, e := range entries {
+				if e >= 0 {
+					counted.Entries[i], counted.Stopped[i] = min(e, bound), e >= bound
+				}
+			}
+			next := CompositeWalkBound(counted, uses[1], probe)
+			if bound >= probe || next <= bound {
+				break
+			}
+			bound = next
+		}
+		if bound > probe {
+			t.Fatalf("case %d: bound %d past the probe %d", c, bound, probe)
+		}
+		weigh := func(stop bool) Plan {
+			in := in
+			in.Entries, in.Stopped = slices.Clone(entries), make([]bool, len(entries))
+			in.Composites = slices.Clone(uses)
+			read := func(e int64) (int64, bool) {
+				if stop && e >= bound && bound < probe {
+					return probe, true
+				}
+				return e, false
+			}
+			for i, e := range in.Entries {
+				if e >= 0 {
+					in.Entries[i], in.Stopped[i] = read(e)
+				}
+			}
+			for i := range in.Composites {
+				in.Composites[i].Entries, _ = read(span)
+			}
+			if stop && slices.Contains(in.Stopped, true) {
+				bounded++
+			}
+			return Choose(in)
+		}
+		// The same path, or one the exact counts weigh as cheap (a
+		// composite's span and its walk tie when the walk is weighed
+		// as reading the whole span).
+		exactPlan, got := weigh(false), weigh(true).Chosen
+		same := func(p Path) bool {
+			return p.Access == got.Access && slices.Equal(p.Terms, got.Terms)
+		}
+		if i := slices.IndexFunc(exactPlan.Considered, same); i < 0 || exactPlan.Considered[i].Cost > exactPlan.Chosen.Cost*(1+1e-9) {
+			t.Fatalf("case %d: scope %+v, counts %v, span %d, want %d rows, bound %d: chose %v %v, want %v %v", c, scope, entries, span, want, bound, got.Access, got.Terms, exactPlan.Chosen.Access, exactPlan.Chosen.Terms)
+		}
+	}
+	if bounded < 1000 {
+		t.Errorf("the bound stopped counts in %d cases of 20,000; the test weighs too few", bounded)
+	}
+}
+
 // randomScope draws a container of 100 to about 10⁶ items, and half the
 // time a logical partition of it, with the probe the engine counts to
 // there.
