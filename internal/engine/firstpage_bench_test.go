@@ -19,8 +19,9 @@ import (
 // entries the pages asked for (the paths' tie entries), with which some
 // pages read their span uncounted (plan.SpanFirst), and two-wide once more
 // with a composite index of its two paths, which then serves a filter
-// within one logical partition too, and an equality and a range under a
-// composite of their paths.
+// within one logical partition too, an equality and a range under a
+// composite of their paths, and a TOP and an ORDER BY the composite
+// serves in order.
 //
 //	go test -run '^$' -bench BenchmarkFirstPage ./internal/engine/
 func BenchmarkFirstPage(b *testing.B) {
@@ -69,6 +70,17 @@ func BenchmarkFirstPage(b *testing.B) {
 	// An equality and a range that meet in a two-hundredth of the items,
 	// each holding far more, under their composite (/n, /k).
 	b.Run("eq-range/composite", func(b *testing.B) { benchFirstPage(b, s, params("SELECT * FROM c WHERE c.n = 7 AND c.k >= 500")) })
+	// A TOP that the composite walks in order, its terms holding most
+	// of the items; and an ORDER BY of the two paths past an excluded
+	// bound held by a hundredth of the items, whose groups of equal
+	// c.n the composite orders (the absence entries the page asks for
+	// built first).
+	b.Run("top-composite", func(b *testing.B) {
+		benchFirstPage(b, s, params("SELECT TOP 10 * FROM c WHERE c.n > 10 AND c.k >= 0 ORDER BY c.n, c.k"))
+	})
+	past := params("SELECT * FROM c WHERE c.n > 10 ORDER BY c.n, c.k")
+	s.orderReady(b, past)
+	b.Run("order-composite", func(b *testing.B) { benchFirstPage(b, s, past) })
 	// And the composite's span within one logical partition (of 200
 	// items here, 20 rows), before and after the composite's entries of
 	// each partition apart, which the page asks for, are built.
