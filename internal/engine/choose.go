@@ -253,7 +253,42 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	if first, ok, err := e.spanFirst(r, c, q, params, s, weighed, firstRows, orderTerm, !small && ready, &in, st); err != nil || ok {
 		return first, err
 	}
-	if wide, budget, ok := plan.ScanFirstBounds(size, rows, probe); ok && try != noScanFirst && (len(weighed) > 0 || orOnly) && orderTerm < 0 {
+	// A composite whose span bounds every weighed term holds no more
+	// entries than any of them, each an item that passes them all: past
+	// its count, no term's span nor intersection of them costs less, so
+	// it is counted first, and each term reads as holding more without
+	// being counted (with no ordered path, whose estimate takes the
+	// terms' shares from their counts). A composite walk reads about its
+	// page's rows' entries: past what it costs, no count makes another
+	// path cheaper (plan.CompositeWalkBound).
+	var walkUse *plan.CompositeUse
+	compBound := probe
+	if in.Stream == nil && in.Ordered == nil {
+		if i := slices.IndexFunc(in.Composites, func(u plan.CompositeUse) bool { return u.Ordered }); i >= 0 {
+			walkUse = &in.Composites[i]
+			at := in
+			at.Entries, at.Stopped, at.Scoped = slices.Clone(in.Entries), nil, nil
+			tc.fill(&at)
+			compBound = plan.CompositeWalkBound(at, *walkUse, probe)
+		}
+	}
+	ceiling := probe // the most any count need reach
+	covering, covered := -1, int64(0)
+	if in.Stream == nil && in.Ordered == nil && len(weighed) > 1 {
+		covering = slices.IndexFunc(in.Composites, func(u plan.CompositeUse) bool {
+			_, ok := c.policyComposite(u.Index.Ordinal)
+			return ok && !slices.ContainsFunc(weighed, func(i int) bool { return !slices.Contains(u.Terms(), i) })
+		})
+	}
+	if covering >= 0 {
+		if covered, err = countSpans(r, compositeSpans(c, &in.Composites[covering], terms, s), compBound, st); err != nil {
+			return nil, err
+		}
+		compBound = min(compBound, covered+1)
+		ceiling = compBound
+		tc.atLeast(covered+1, in.Composites[covering].Scoped)
+	}
+	if wide, budget, ok := plan.ScanFirstBounds(size, rows, probe); ok && try != noScanFirst && (len(weighed) > 0 || orOnly) && orderTerm < 0 && !(covering >= 0 && covered < wide) {
 		// Every term may hold most of the scope: counted to wide, each
 		// that reaches it makes a scan the likely cheaper way to the
 		// page. Paced, the scan is tried once every term holds enough
@@ -328,37 +363,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	if lone {
 		tc.gatherFrom(c, terms[weighed[0]], weighed[0], s)
 	}
-	// A composite whose span bounds every weighed term holds no more
-	// entries than any of them, each an item that passes them all: past
-	// its count, no term's span nor intersection of them costs less, so
-	// it is counted first and bounds the terms' counts (with no ordered
-	// path, whose estimate takes the terms' shares from their counts).
-	// A composite walk reads about its page's rows' entries: past what
-	// it costs, no count makes another path cheaper
-	// (plan.CompositeWalkBound).
-	var walkUse *plan.CompositeUse
-	if in.Stream == nil && in.Ordered == nil {
-		if i := slices.IndexFunc(in.Composites, func(u plan.CompositeUse) bool { return u.Ordered }); i >= 0 {
-			walkUse = &in.Composites[i]
-			tc.fill(&in)
-			bound = min(bound, plan.CompositeWalkBound(in, *walkUse, bound))
-		}
-	}
-	ceiling := probe // the most any count need reach
-	covering, covered := -1, int64(0)
-	if in.Stream == nil && in.Ordered == nil && len(weighed) > 1 {
-		covering = slices.IndexFunc(in.Composites, func(u plan.CompositeUse) bool {
-			_, ok := c.policyComposite(u.Index.Ordinal)
-			return ok && !slices.ContainsFunc(weighed, func(i int) bool { return !slices.Contains(u.Terms(), i) })
-		})
-	}
-	if covering >= 0 {
-		if covered, err = countSpans(r, compositeSpans(c, &in.Composites[covering], terms, s), bound, st); err != nil {
-			return nil, err
-		}
-		bound = min(bound, covered+1)
-		ceiling = bound
-	}
+	bound = min(bound, compBound)
 	for {
 		if err := tc.count(r, size, bound, partners, st); err != nil {
 			return nil, err
@@ -912,8 +917,10 @@ func (tc *termCounts) count(r storage.Reader, size plan.Scope, probe int64, part
 			if partners && tc.narrowest >= 0 {
 				bound = plan.PartnerBound(size, probe, tc.narrowest, tc.narrowScoped)
 			}
-			if err := sc.count(r, min(step, bound), st); err != nil {
-				return err
+			if sc.least < bound {
+				if err := sc.count(r, min(step, bound), st); err != nil {
+					return err
+				}
 			}
 			switch {
 			case len(sc.spans) == 0:
@@ -921,7 +928,7 @@ func (tc *termCounts) count(r storage.Reader, size plan.Scope, probe int64, part
 				if tc.narrowest < 0 || sc.n < tc.narrowest {
 					tc.narrowest, tc.narrowScoped = sc.n, tc.scoped[k]
 				}
-			case sc.n >= bound:
+			case max(sc.n, sc.least) >= bound:
 				done[k] = true
 			default:
 				open = true
@@ -929,6 +936,19 @@ func (tc *termCounts) count(r storage.Reader, size plan.Scope, probe int64, part
 		}
 	}
 	return nil
+}
+
+// atLeast records that each term not counted to its end holds at least n
+// entries, known without reading them: its count reads as that many, and
+// is counted on only past them. A term counted among the scope's items
+// alone (Input.Scoped) takes it only from a count of the scope's own
+// entries (scoped).
+func (tc *termCounts) atLeast(n int64, scoped bool) {
+	for k := range tc.counters {
+		if sc := &tc.counters[k]; len(sc.spans) > 0 && (scoped || !tc.scoped[k]) {
+			sc.least = max(sc.least, n)
+		}
+	}
 }
 
 // lateStart is the smallest sequence an item every term holds may have,
@@ -966,8 +986,11 @@ func (tc *termCounts) fill(in *plan.Input) {
 		in.Scoped = make([]bool, len(in.Entries))
 	}
 	for k, i := range tc.idx {
-		in.Entries[i] = tc.counters[k].n
-		in.Stopped[i] = len(tc.counters[k].spans) > 0
+		sc := &tc.counters[k]
+		in.Entries[i] = sc.n
+		if in.Stopped[i] = len(sc.spans) > 0; in.Stopped[i] {
+			in.Entries[i] = max(sc.n, sc.least)
+		}
 		in.Scoped[i] = tc.scoped[k]
 	}
 	in.FilterRead = 0
@@ -1025,6 +1048,9 @@ type spanCounter struct {
 	spans []keySpan // those not yet counted to their end
 	from  []byte    // where spans[0] goes on; nil: its start
 	n     int64
+	// least is how many entries the spans are known to hold at least,
+	// counted or not (termCounts.atLeast).
+	least int64
 	// first is the smallest sequence among the locations of the entries
 	// counted (every entry ends with one); 0 before any is.
 	first uint64
@@ -1407,7 +1433,7 @@ func walkedTerms(comp *compositeIndex, terms []plan.Term, first int) []int {
 // path of the partition key.
 func pinsKey(c *containerRecord, u *plan.CompositeUse, terms []plan.Term) bool {
 	for _, p := range c.pk.paths {
-		if !slices.ContainsFunc(u.Eq, func(t int) bool { return slices.Equal(terms[t].Path, p) }) {
+		if !slices.ContainsFunc(u.Eq, func(t int) bool { return slices.Equal(terms[t].Path, p) && len(terms[t].Spans) == 1 }) {
 			return false
 		}
 	}

@@ -64,7 +64,8 @@ func orderKeys(q *ast.Query) []plan.OrderKey {
 }
 
 // compositeSpans turns a composite use into spans of index keys in scope
-// s, in key order: the equalities' values after the prefix of the
+// s, in key order: each combination of the fixed paths' values (an
+// equality's, or each of an IN list's) after the prefix of the
 // composite's entries the scope reads (compositeStart), then each value
 // span of the next path's term.
 func compositeSpans(c *containerRecord, u *plan.CompositeUse, terms []plan.Term, s *itemScope) []keySpan {
@@ -72,19 +73,30 @@ func compositeSpans(c *containerRecord, u *plan.CompositeUse, terms []plan.Term,
 	if !ok {
 		return nil
 	}
-	base := compositeStart(c, comp, s)
+	bases := [][]byte{compositeStart(c, comp, s)}
 	for i, t := range u.Eq {
-		var ok bool
-		if base, ok = appendCompositeValue(base, terms[t].Spans[0].Lo, u.Index.Desc[i]); !ok {
-			return nil
+		var next [][]byte
+		for _, base := range bases {
+			for _, sp := range terms[t].Spans {
+				if k, ok := appendCompositeValue(bytes.Clone(base), sp.Lo, u.Index.Desc[i]); ok {
+					next = append(next, k)
+				}
+			}
 		}
+		bases = next
 	}
 	var spans []keySpan
-	if u.Next < 0 {
-		spans = []keySpan{{lo: base, hi: prefixEnd(base)}}
-	} else {
-		spans = valueSpans(base, terms[u.Next], u.Index.Desc[len(u.Eq)], nil)
+	for _, base := range bases {
+		if u.Next < 0 {
+			spans = append(spans, keySpan{lo: base, hi: prefixEnd(base)})
+		} else {
+			spans = append(spans, valueSpans(base, terms[u.Next], u.Index.Desc[len(u.Eq)], nil)...)
+		}
 	}
+	// In key order, each once: values the index keeps alike (numbers of
+	// 2^53 or more) give one span.
+	slices.SortFunc(spans, func(a, b keySpan) int { return bytes.Compare(a.lo, b.lo) })
+	spans = slices.CompactFunc(spans, func(a, b keySpan) bool { return bytes.Equal(a.lo, b.lo) && bytes.Equal(a.hi, b.hi) })
 	if prefixComposite(c, comp, s) {
 		return throughParts(spans, partCompBase(indexPrefix(c), comp), compositePrefix(indexPrefix(c), comp.ordinal), s)
 	}

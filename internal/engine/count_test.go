@@ -1064,7 +1064,7 @@ func compositeProps(rnd *rand.Rand) func() string {
 
 // A count filtered by terms on several properties is counted from a
 // composite index of exactly those paths when its span is exact
-// (equalities on the leading paths, any term on the last), and equals its
+// (equalities or IN lists on the leading paths, any term on the last), and equals its
 // evaluation over each range through upserts, deletes, expiries and
 // purges; other shapes are evaluated.
 func TestCountByComposite(t *testing.T) {
@@ -1075,9 +1075,10 @@ func TestCountByComposite(t *testing.T) {
 	props := compositeProps(rnd)
 	counted := []string{"c.g = 1 AND c.w = 2.5", "c.g = 'a' AND c.w > 0", "c.w >= 'b' AND c.g = null", "c.g = 1 AND c.w BETWEEN 0 AND 2.5",
 		"c.g = 2 AND c.b = 1", "c.g = 1 AND c.b < 0", "c.g = 1 AND STARTSWITH(c.w, 'b')", "c.g = 1.0 AND c.w < 2", "c.g = 1 AND c.w IN (0, 1, 'c')",
-		"c.g = 1 AND c.o.x = 3 AND c.w = 1", "c.v = 'a' AND c.g = 2", "c.g = 1 AND c.v >= 0 AND c.v < 9"}
+		"c.g = 1 AND c.o.x = 3 AND c.w = 1", "c.v = 'a' AND c.g = 2", "c.g = 1 AND c.v >= 0 AND c.v < 9", "c.g IN (1, 2) AND c.w = 1",
+		"c.g IN (1, 'a', 2) AND c.w > 0"}
 	evaluated := []string{"c.g = 1 AND c.o.x = 3", "c.g > 1 AND c.w = 2", "c.g = 1 AND c.w > 1 AND c.w > 2", "c.g = 1 AND c.v = 9007199254740993",
-		"c.g = 1 AND c.w > 1 AND c.x = 2", "c.g = 1 AND c.w > 0 AND c.w < 'c'", "c.g IN (1, 2) AND c.w = 1", "c.g = 1 AND NOT (c.w = 1)"}
+		"c.g = 1 AND c.w > 1 AND c.x = 2", "c.g = 1 AND c.w > 0 AND c.w < 'c'", "c.g = 1 AND NOT (c.w = 1)"}
 	byIndex, nonzero := 0, 0
 	for step := range changeSteps() {
 		be.churn(t, "k", rnd, 60, 9, props)

@@ -1490,3 +1490,44 @@ func TestCompositeUnderAPrefixReadsItsPartitions(t *testing.T) {
 		}
 	}
 }
+
+// An IN list on a composite's leading path fixes it to each of its
+// values, a span each (plan.CompositeUses): the span of c.st IN ('a',
+// 'c') AND c.ts >= 7000 under (/st, /ts) holds the rows' entries, where
+// it held every entry of 'a' and 'c' and told the rows by their keys.
+func TestAnInListFixesACompositesPath(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"indexingPolicy":{"indexingMode":"consistent",
+		"includedPaths":[{"path":"/*"}],"compositeIndexes":[[{"path":"/st","order":"ascending"},{"path":"/ts","order":"ascending"}]]}}`)
+	var items []string
+	for i := range 8000 {
+		items = append(items, fmt.Sprintf(`{"id":"d%d","pk":"p%d","st":"%c","ts":%d}`, i, i%40, 'a'+i%8, (i*7919)%8000))
+	}
+	be.seed(t, items...)
+	docs := parseItems(t, items)
+	for _, tc := range []struct {
+		query   string
+		access  plan.Access
+		entries int // at most, over every page
+	}{
+		// 250 rows: the composite's span counted, then collected.
+		{`SELECT c.id FROM c WHERE c.st IN ('a', 'c') AND c.ts >= 7000`, plan.CompositeSpan, 520},
+		// The span counted as far as the walk costs, and walked.
+		{`SELECT TOP 10 c.id, c.st, c.ts FROM c WHERE c.st IN ('b', 'd', 'f') AND c.ts < 5000 ORDER BY c.st DESC, c.ts DESC`, plan.CompositeWalk, 200},
+		{`SELECT VALUE COUNT(1) FROM c WHERE c.st IN ('a', 'c') AND c.ts >= 7000`, plan.IndexCount, 260},
+	} {
+		p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, MaxItemCount: 50, Query: tc.query}
+		entries := 0
+		got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
+			entries += page.IndexEntries
+			if n == 0 && (page.Plan == nil || page.Plan.Chosen.Access != tc.access) {
+				t.Errorf("%s: the first page's plan is %v, want %v", tc.query, page.Plan, tc.access)
+			}
+		})
+		if want := oracleRows(t, tc.query, docs, ""); len(want) == 0 || !slices.Equal(got, want) {
+			t.Errorf("%s: rows %.200v, want %.200v", tc.query, got, want)
+		}
+		if entries > tc.entries {
+			t.Errorf("%s: read %d index entries, want at most %d", tc.query, entries, tc.entries)
+		}
+	}
+}

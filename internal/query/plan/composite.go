@@ -39,9 +39,15 @@ type OrderKey struct {
 	Desc bool
 }
 
-// CompositeUse is one way to read a composite index: the span of entries
-// whose leading paths equal the values of the terms Eq (one per path, in
-// order) and whose next path lies in the term Next's spans (-1: any). For
+// MaxCompositeSpans is the most spans of fixed leading values a composite
+// use reads: the product of the numbers of values of its Eq terms.
+const MaxCompositeSpans = 256
+
+// CompositeUse is one way to read a composite index: the spans of entries
+// whose leading paths equal values of the terms Eq (one per path, in
+// order: an equality's value, or each value of an IN list, every
+// combination of them a span) and whose next path lies in the term
+// Next's spans (-1: any). For
 // CompositeSpan the span's items are read in _rid order; for
 // CompositeWalk (Ordered) the span is walked in key order, backwards when
 // Reverse, which is the query's ORDER BY order, until Want rows pass the
@@ -104,17 +110,19 @@ func CompositeUses(comps []CompositeIndex, terms []Term, order []OrderKey, want 
 			continue
 		}
 		u := CompositeUse{Index: comp, Next: -1, Entries: -1}
+		values, spans := []int(nil), 1
 		for _, t := range at {
-			if s := terms[t].Spans; len(s) != 1 || s[0].Kind != SpanValue {
+			s := terms[t].Spans
+			if slices.ContainsFunc(s, func(sp Span) bool { return sp.Kind != SpanValue }) || spans*len(s) > MaxCompositeSpans {
 				break
 			}
-			u.Eq = append(u.Eq, t)
+			u.Eq, values, spans = append(u.Eq, t), append(values, len(s)), spans*len(s)
 		}
 		if len(u.Eq) < len(at) {
 			u.Next = at[len(u.Eq)]
 		}
 		out = append(out, u)
-		if rev, ok := walkOrder(comp, len(u.Eq), order); ok && want >= 0 {
+		if rev, ok := walkOrder(comp, values, order); ok && want >= 0 {
 			w := u
 			w.Eq = slices.Clone(u.Eq)
 			w.Ordered, w.Reverse, w.Want = true, rev, want
@@ -125,13 +133,19 @@ func CompositeUses(comps []CompositeIndex, terms []Term, order []OrderKey, want 
 }
 
 // walkOrder reports whether the ORDER BY keys follow the composite's paths
-// from some position j on, with its leading j paths (and any others among
-// its first eq) fixed by equalities, and whether the walk goes backwards.
-func walkOrder(comp CompositeIndex, eq int, order []OrderKey) (reverse, ok bool) {
+// from some position j on, with its leading j paths fixed by equalities
+// of one value each, and whether the walk goes backwards. values holds
+// how many values the terms of the composite's first paths have (an
+// equality one, an IN list its values): the spans of several values of
+// a path are walked in its order, so a key on it must follow it.
+func walkOrder(comp CompositeIndex, values []int, order []OrderKey) (reverse, ok bool) {
 	if len(order) == 0 {
 		return false, false
 	}
-	for j := 0; j <= eq && j+len(order) <= len(comp.Paths); j++ {
+	for j := 0; j <= len(values) && j+len(order) <= len(comp.Paths); j++ {
+		if j > 0 && values[j-1] != 1 {
+			break // a path of several values before the keys
+		}
 		same, opposite, match := true, true, true
 		for i, k := range order {
 			p := j + i
@@ -139,7 +153,7 @@ func walkOrder(comp CompositeIndex, eq int, order []OrderKey) (reverse, ok bool)
 				match = false
 				break
 			}
-			if p < eq {
+			if p < len(values) && values[p] == 1 {
 				continue // a fixed value: its direction does not matter
 			}
 			same = same && k.Desc == comp.Desc[p]

@@ -174,7 +174,18 @@ func TestCompositeUses(t *testing.T) {
 		{"SELECT TOP 5 * FROM c WHERE c.s = 'a' AND IS_PRIMITIVE(c.n) ORDER BY c.n", []string{"1 eq=1 next=/n", "1 eq=1 next=/n ordered"}},
 		{"SELECT * FROM c WHERE c.a = 1 AND c.b > 2 AND c.c = 3", []string{"0 eq=1 next=/b"}},
 		{"SELECT * FROM c WHERE c.c = 3 AND c.b = 2 AND c.a = 1", []string{"0 eq=3 next="}},
-		{"SELECT * FROM c WHERE c.a IN (1, 2) AND c.b = 2 AND c.c = 3", []string{"0 eq=0 next=/a"}},
+		// An IN list fixes its path to each of its values, a span each.
+		{"SELECT * FROM c WHERE c.a IN (1, 2) AND c.b = 2 AND c.c = 3", []string{"0 eq=3 next="}},
+		{"SELECT * FROM c WHERE c.a IN (1, 2) AND c.b IN (3, 4) AND c.c > 3", []string{"0 eq=2 next=/c"}},
+		{"SELECT TOP 5 * FROM c WHERE c.s IN ('a', 'b') AND c.n > 1 ORDER BY c.s, c.n", []string{"1 eq=1 next=/n", "1 eq=1 next=/n ordered"}},
+		{"SELECT TOP 5 * FROM c WHERE c.s IN ('a', 'b') AND c.n > 1 ORDER BY c.s DESC, c.n DESC", []string{"1 eq=1 next=/n", "1 eq=1 next=/n ordered reverse"}},
+		// Its values' spans are walked in the path's order: the ORDER BY
+		// must take it, in its direction.
+		{"SELECT TOP 5 * FROM c WHERE c.s IN ('a', 'b') AND c.n > 1 ORDER BY c.n", []string{"1 eq=1 next=/n"}},
+		{"SELECT TOP 5 * FROM c WHERE c.s IN ('a', 'b') AND c.n > 1 ORDER BY c.s DESC, c.n", []string{"1 eq=1 next=/n"}},
+		{"SELECT TOP 5 * FROM c WHERE c.a = 1 AND c.b IN (1, 2) AND c.c < 3 ORDER BY c.b, c.c DESC", []string{"0 eq=2 next=/c", "0 eq=2 next=/c ordered reverse"}},
+		{"SELECT TOP 5 * FROM c WHERE c.a = 1 AND c.b IN (1, 2) AND c.c < 3 ORDER BY c.c DESC", []string{"0 eq=2 next=/c"}},
+		{"SELECT TOP 5 * FROM c WHERE c.a IN (1, 2) AND c.b = 2 AND c.c < 3 ORDER BY c.a, c.b, c.c", []string{"0 eq=2 next=/c", "0 eq=2 next=/c ordered"}},
 		{"SELECT TOP 5 * FROM c WHERE c.s > 'a' AND c.n > 1 ORDER BY c.s, c.n", []string{"1 eq=0 next=/s", "1 eq=0 next=/s ordered"}},
 		{"SELECT TOP 5 * FROM c WHERE c.s > 'a' AND c.n > 1 ORDER BY c.s DESC, c.n DESC", []string{"1 eq=0 next=/s", "1 eq=0 next=/s ordered reverse"}},
 		{"SELECT TOP 5 * FROM c WHERE c.s > 'a' AND c.n > 1 ORDER BY c.s, c.n DESC", []string{"1 eq=0 next=/s"}},
