@@ -48,6 +48,12 @@ type queryAccess struct {
 	// term's count gathered while it read every entry of the term, which
 	// the page collects from rather than read them again; nil otherwise.
 	gathered *gatheredLocs
+	// spanLocs, for a composite span's first page, holds the locations
+	// of its span that the planner collected as it counted the span
+	// (spanRead entries), which the page reads rather than collect them
+	// again; nil otherwise.
+	spanLocs [][]byte
+	spanRead int64
 	// walk, for a stream tried first, paces it by its filter terms'
 	// counts (walkPace); nil otherwise (a TOP walk tried first is paced
 	// as its source is built).
@@ -83,6 +89,8 @@ func (qa *queryAccess) collecting(st *readStats, locs func() ([][]byte, error)) 
 		read := st.entries - before
 		if qa.gathered != nil {
 			read = int(qa.gathered.entries)
+		} else if qa.spanLocs != nil {
+			read = int(qa.spanRead)
 		}
 		qa.collected = &collection{locs: all, entries: read, cost: read}
 		return all, err
@@ -280,10 +288,31 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 			return ok && !slices.ContainsFunc(weighed, func(i int) bool { return !slices.Contains(u.Terms(), i) })
 		})
 	}
-	if covering >= 0 {
+	// The covering composite's span, when no walk may serve the page,
+	// is collected as it is counted, up to what a page keeps: should it
+	// be chosen, the page reads the locations its count found.
+	var spanLocs [][]byte
+	if covering >= 0 && walkUse == nil && compBound <= maxFilterLocs {
+		u := &in.Composites[covering]
+		comp, _ := c.policyComposite(u.Index.Ordinal)
+		check := newEntryCheck(c, comp, u, terms, s)
+		// Counted as the terms are, outside the page's budget.
+		var counting readStats
+		spanLocs, covered, err = collectLocsUpTo(r, compositeSpans(c, u, terms, s), s, &counting, check.loc, compBound)
+		if st.entries += counting.entries; err != nil {
+			return nil, err
+		}
+		if covered >= compBound {
+			spanLocs = nil // not all of them
+		} else if spanLocs == nil {
+			spanLocs = [][]byte{}
+		}
+	} else if covering >= 0 {
 		if covered, err = countSpans(r, compositeSpans(c, &in.Composites[covering], terms, s), compBound, st); err != nil {
 			return nil, err
 		}
+	}
+	if covering >= 0 {
 		compBound = min(compBound, covered+1)
 		ceiling = compBound
 		tc.atLeast(covered+1, in.Composites[covering].Scoped)
@@ -493,6 +522,9 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	qa := &queryAccess{plan: &p, access: p.Chosen.Access, terms: p.Chosen.Terms, walk: walk, counts: tc}
 	if qa.access == plan.IndexSpan {
 		qa.gathered = tc.gatheredLocs(qa.terms[0])
+	}
+	if u := p.Chosen.Composite; qa.access == plan.CompositeSpan && spanLocs != nil && u.Index.Ordinal == in.Composites[covering].Index.Ordinal {
+		qa.spanLocs, qa.spanRead = spanLocs, covered
 	}
 	if walk != nil {
 		walk.in, walk.plan = in, qa.plan
@@ -1653,7 +1685,12 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Pr
 			return errBadContinuation
 		}
 		if qa.access == plan.CompositeSpan {
-			qa.src = locSource(r, c, s, qa.collecting(st, func() ([][]byte, error) { return compositeLocs(r, c, u, terms, s, st) }), st)
+			qa.src = locSource(r, c, s, qa.collecting(st, func() ([][]byte, error) {
+				if qa.spanLocs != nil {
+					return qa.spanLocs, nil
+				}
+				return compositeLocs(r, c, u, terms, s, st)
+			}), st)
 			return nil
 		}
 		found, err := compositeItems(r, c, prog, params, u, terms, s, now, st)

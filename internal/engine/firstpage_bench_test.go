@@ -19,9 +19,9 @@ import (
 // entries the pages asked for (the paths' tie entries), with which some
 // pages read their span uncounted (plan.SpanFirst), and two-wide once more
 // with a composite index of its two paths, which then serves a filter
-// within one logical partition too, an equality and a range under a
-// composite of their paths, and a TOP and an ORDER BY the composite
-// serves in order.
+// within one logical partition too, an equality (or an IN list) and a
+// range under a composite of their paths, and a TOP and an ORDER BY the
+// composite serves in order.
 //
 //	go test -run '^$' -bench BenchmarkFirstPage ./internal/engine/
 func BenchmarkFirstPage(b *testing.B) {
@@ -70,6 +70,12 @@ func BenchmarkFirstPage(b *testing.B) {
 	// An equality and a range that meet in a two-hundredth of the items,
 	// each holding far more, under their composite (/n, /k).
 	b.Run("eq-range/composite", func(b *testing.B) { benchFirstPage(b, s, params("SELECT * FROM c WHERE c.n = 7 AND c.k >= 500")) })
+	// The same with an IN list of two values, and its TOP in the
+	// composite's order.
+	b.Run("in-range/composite", func(b *testing.B) { benchFirstPage(b, s, params("SELECT * FROM c WHERE c.n IN (3, 7) AND c.k >= 500")) })
+	b.Run("in-range/top", func(b *testing.B) {
+		benchFirstPage(b, s, params("SELECT TOP 10 * FROM c WHERE c.n IN (3, 7) AND c.k >= 500 ORDER BY c.n, c.k"))
+	})
 	// A TOP that the composite walks in order, its terms holding most
 	// of the items; and an ORDER BY of the two paths past an excluded
 	// bound held by a hundredth of the items, whose groups of equal
