@@ -1405,7 +1405,9 @@ func (e *Engine) orderedShapes(r storage.Reader, c *containerRecord, q *ast.Quer
 		}
 	}
 	walks := slices.ContainsFunc(compositeUses(c, q, params, terms), func(u plan.CompositeUse) bool { return u.Ordered })
-	if windowed && end <= limit && !q.Select.Distinct && !counted && !filters && (walks || !composed(c, q, s)) {
+	// A window over several keys that a composite walks is the walk's:
+	// the stream's filter is for the pages of a drain.
+	if windowed && end <= limit && !q.Select.Distinct && !counted && (!filters || len(q.OrderBy) > 1 && walks) && (walks || !composed(c, q, s)) {
 		return nil
 	}
 	in.Stream = o

@@ -129,7 +129,7 @@ func (e *Engine) forgetIdleKept() {
 //     group it sorted (sortedGroup): group, the group's encoded first
 //     value, and locs and keys, its members from the page's end on, in
 //     their order, with their encoded sort keys (with gone and extra
-//     after writes, keptgroup.go).
+//     after writes, keptgroup.go); and set, for a filtered stream.
 //
 // The next page reads them in place of reading the entries (and for a
 // group, the records) again while the container is as it was
@@ -254,13 +254,15 @@ func (ck candidateKeeper) catchUp(k *keptCandidates, cur cursor, s *itemScope, s
 	}
 	if k.group != nil {
 		k.written = added
-		return true, nil
 	}
 	if k.set != nil {
 		for _, loc := range added {
 			k.set.add(loc)
 		}
 		return len(k.set) <= maxFilterLocs, nil
+	}
+	if k.group != nil {
+		return true, nil
 	}
 	slices.SortFunc(added, s.byIndexPos)
 	k.locs = mergeLocs(k.locs, added, s.byIndexPos)

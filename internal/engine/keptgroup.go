@@ -172,6 +172,14 @@ func (w *orderStream) keepQueue(prefix []byte, q *memberQueue, rest []queuedMemb
 	for _, m := range extra {
 		k.extra = append(k.extra, keptMember{loc: m.loc, key: m.key})
 	}
+	w.keepWithFilter(k)
+}
+
+// keepWithFilter keeps k, a group the page ends inside, for the next
+// page, with the locations of a filtered stream's term, which the next
+// page filters by too.
+func (w *orderStream) keepWithFilter(k *keptCandidates) {
+	k.set, w.groupKept = w.filter, true
 	w.kept.keep(w.next, k)
 }
 
@@ -192,7 +200,7 @@ func (w *orderStream) keepGroup(prefix []byte, rest []sortMember) {
 	for i, m := range rest {
 		k.locs[i], k.keys[i] = m.loc, appendSortKey(nil, m.sortKey)
 	}
-	w.kept.keep(w.next, k)
+	w.keepWithFilter(k)
 }
 
 // keptGroup streams, from at, the rows of the sorted group of prefix

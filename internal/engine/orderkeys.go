@@ -431,7 +431,7 @@ func (w *orderStream) coveredGroup(value []byte, at walkResume) (more, covered b
 	err = scanRangeDir(w.r, lo, hi, reverse, func(k, _ []byte) (bool, error) {
 		w.st.entries++
 		vals, loc, ok := rest(k)
-		if !ok || !w.s.holds(loc) {
+		if !ok || !w.s.holds(loc) || !w.admits(loc) {
 			return true, nil
 		}
 		if _, pass := ch.loc(k); !pass {

@@ -113,8 +113,10 @@ func streamShape(c *containerRecord, q *ast.Query, params map[string]document.Va
 const maxFilterLocs = 1 << 16
 
 // streamFilter returns the term the stream o may filter its walk's
-// entries by (plan.Ordered.Filter), for an ORDER BY of one key without
-// DISTINCT: a term on another path the index keeps, one of single values
+// entries by (plan.Ordered.Filter), for an ORDER BY without DISTINCT (of
+// several keys, the first key's walk and the groups it reads, or walks
+// through their composite, are filtered): a term on another path the
+// index keeps, one of single values
 // (equality, IN) if there is one, which is likely the narrower, else the
 // first (a range, STARTSWITH, a type check): every document that passes
 // the filter is among the items its entries name, whatever its spans. A
@@ -123,7 +125,7 @@ const maxFilterLocs = 1 << 16
 // kept. It depends on the query and the scope alone, so every page of a
 // filtered stream finds the same term.
 func streamFilter(c *containerRecord, q *ast.Query, s *itemScope, terms []plan.Term, o *plan.Ordered) []int {
-	if len(q.OrderBy) != 1 || q.Select.Distinct {
+	if q.Select.Distinct {
 		return nil
 	}
 	first := -1
@@ -442,6 +444,9 @@ type orderStream struct {
 	// filter term's entries name (plan.FilteredStream): the walk reads
 	// the record of no other entry's item, as no other passes.
 	filter locSet
+	// groupKept is set once the page has kept a group it ends inside
+	// for the next (keepWithFilter), with the filter's locations.
+	groupKept bool
 	// kept takes and keeps what pages keep of their candidates; group0
 	// is the sorted group the page before kept for this one (keptGroup).
 	kept   candidateKeeper
@@ -534,22 +539,28 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 		w.groupComp, w.groupReverse, _ = groupComposite(c, s, w.keys)
 	}
 	w.kept = kept
+	var took *keptCandidates // what the page before kept, taken once
 	if w.keys != nil && w.distinct == nil && kept.k != nil {
 		// A page that ends inside a group it sorted keeps the group's
-		// members from there for the next (keepGroup).
+		// members from there for the next (keepGroup), and a filtered
+		// stream's locations with them.
 		k, err := kept.take(cur, next.access, s, st)
 		if err != nil {
 			return err
 		}
+		took = k
 		if k != nil && k.group != nil {
 			w.group0 = k
 		}
 		w.next.kept = newKeptID()
 	}
-	if len(o.Filter) > 0 && w.keys == nil && w.distinct == nil {
-		k, err := kept.take(cur, next.access, s, st)
-		if err != nil {
-			return err
+	if len(o.Filter) > 0 && w.distinct == nil {
+		k := took
+		if w.keys == nil {
+			var err error
+			if k, err = kept.take(cur, next.access, s, st); err != nil {
+				return err
+			}
 		}
 		if k != nil {
 			w.filter = k.set
@@ -564,7 +575,7 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 		if w.filter != nil && kept.k != nil {
 			w.next.kept = newKeptID()
 			defer func() {
-				if page.Continuation != "" {
+				if page.Continuation != "" && !w.groupKept {
 					kept.keep(w.next, &keptCandidates{set: w.filter})
 				}
 			}()
