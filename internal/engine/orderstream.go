@@ -410,13 +410,17 @@ type orderStream struct {
 	// composite does not cover the group.
 	groupComp    *compositeIndex
 	groupReverse bool
-	prefix       []byte           // the path's entries
-	lo, hi       []byte           // the walk's bounds, narrowed by the WHERE clause's terms
-	preds        []plan.Predicate // the WHERE clause's, which narrow a composite's walk too (groupSpan)
-	next         cursor
-	limit        int
-	page         *FeedPage
-	size         int
+	prefix       []byte // the path's entries
+	lo, hi       []byte // the walk's bounds, narrowed by the WHERE clause's terms
+	// inValues, when not nil, holds the encoded values of an IN list on
+	// the path (inListValues): the walk passes over the groups of the
+	// other values between its bounds, the hull of the list's.
+	inValues map[string]struct{}
+	preds    []plan.Predicate // the WHERE clause's, which narrow a composite's walk too (groupSpan)
+	next     cursor
+	limit    int
+	page     *FeedPage
+	size     int
 	// visited is set once the page has read a document through: from
 	// then on, a budget that runs out ends the page early at the document
 	// it is reading (cutShort) rather than failing it.
@@ -519,6 +523,9 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 	}
 	w := &orderStream{r: r, c: c, s: s, now: now, st: st, rows: rows, o: o, desc: q.OrderBy[0].Desc,
 		prefix: prefix, lo: lo, hi: hi, next: next, limit: limit, page: page, win: win, feed: feed, preds: preds, pace: qa.walk}
+	if _, elems := distinctElems(q); !elems {
+		w.inValues = inListValues(preds, o.Path)
+	}
 	if w.win.done() {
 		return nil
 	}
@@ -931,6 +938,11 @@ func (w *orderStream) walk(pos []byte, skip int) (bool, error) {
 			value, locs = nil, locs[:0]
 		}
 		if value == nil {
+			if w.outsideList(v) {
+				// A value between an IN list's: past its entries.
+				seek = w.pastGroup(v)
+				continue
+			}
 			value, read, outside = bytes.Clone(v), 0, 0
 		}
 		if !w.s.holds(loc) {
@@ -1116,6 +1128,37 @@ func (w *orderStream) valueInScope(value []byte) (lo, hi []byte) {
 // container (a hierarchical prefix, one range of many) would have each
 // value's entries read whole.
 const skimOutside = 16
+
+// inListValues returns the encoded values of an IN list of preds on
+// path, when each is a value the index keeps alone (exactValue); nil
+// when there is none, or a value another may share.
+func inListValues(preds []plan.Predicate, path []string) map[string]struct{} {
+	for _, p := range preds {
+		if p.Op != plan.In || !slices.Equal(p.Path, path) {
+			continue
+		}
+		set := make(map[string]struct{}, len(p.Values))
+		for _, v := range p.Values {
+			k, ok := appendIndexValue(nil, v)
+			if !ok || !exactValue(k) {
+				return nil
+			}
+			set[string(k)] = struct{}{}
+		}
+		return set
+	}
+	return nil
+}
+
+// outsideList reports whether the encoded value is none of the IN list's
+// (inValues): no document of its group can pass the filter.
+func (w *orderStream) outsideList(value []byte) bool {
+	if w.inValues == nil || !exactValue(value) {
+		return false
+	}
+	_, ok := w.inValues[string(value)]
+	return !ok
+}
 
 func (w *orderStream) pastGroup(value []byte) []byte {
 	k := append(bytes.Clone(w.prefix), value...)

@@ -1734,9 +1734,10 @@ func TestTopUnderAPrefixReadsItsRowsEntries(t *testing.T) {
 }
 
 // An ORDER BY walk under an excluded bound (>, <) on its path starts past
-// the bound's entries: the documents of that value cannot pass, and a
-// walk that read their group read each one's record. Every value of /g is
-// held by 500 documents, in all four partitions.
+// the bound's entries, and one within an IN list's hull passes over the
+// values between the list's: the documents of such a value cannot pass,
+// and a walk that read their group read each one's record. Every value of
+// /g is held by 500 documents, in all four partitions.
 func TestAnExcludedBoundsGroupIsNotRead(t *testing.T) {
 	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"indexingPolicy":{"indexingMode":"consistent",
 		"includedPaths":[{"path":"/*"}],"compositeIndexes":[[{"path":"/g","order":"ascending"},{"path":"/n","order":"ascending"}]]}}`)
@@ -1755,6 +1756,11 @@ func TestAnExcludedBoundsGroupIsNotRead(t *testing.T) {
 		{`SELECT c.id, c.n FROM c WHERE c.g > 6 ORDER BY c.g, c.n`, 10},
 		{`SELECT c.id, c.n FROM c WHERE c.s > 's6' ORDER BY c.s`, 50},
 		{`SELECT c.id, c.n FROM c WHERE c.s < 's1' ORDER BY c.s DESC`, 50},
+		// The walk's bounds are an IN list's hull: the values between
+		// its values are passed over.
+		{`SELECT c.id, c.n FROM c WHERE c.g IN (1, 5) ORDER BY c.g`, 50},
+		{`SELECT c.id, c.n FROM c WHERE c.s IN ('s2', 's6') ORDER BY c.s DESC`, 50},
+		{`SELECT c.id, c.n FROM c WHERE c.g IN (2, 6) AND c.s != 's0' ORDER BY c.g, c.n`, 20},
 	}
 	var params []QueryParams
 	for _, tc := range cases {
