@@ -89,7 +89,11 @@ func orderedItems(r storage.Reader, c *containerRecord, prog *eval.Program, para
 	desc := q.OrderBy[0].Desc
 	defined := filtersOn(q, params, o.Path)
 	prefix := orderPrefix(c, o.Path, s)
-	lo, hi := pathBounds(prefix, plan.Predicates(q, params), o.Path)
+	preds := plan.Predicates(q, params)
+	lo, hi := pathBounds(prefix, preds, o.Path)
+	// Within an IN list's hull, the values between the list's are
+	// passed over.
+	inValues := inListValues(preds, o.Path)
 	// Under a hierarchical prefix of a few partitions, their partition
 	// entries merged (prefixparts.go); elsewhere the path's entries, a
 	// run of those outside the scope sought past (seekOutside).
@@ -173,6 +177,10 @@ func orderedItems(r storage.Reader, c *containerRecord, prog *eval.Program, para
 		}
 		st.entries++
 		if !ok {
+			continue
+		}
+		if outsideList(inValues, value) {
+			seek = pastValue(prefix, value, desc)
 			continue
 		}
 		if !s.holds(loc) {

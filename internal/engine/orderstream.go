@@ -938,7 +938,7 @@ func (w *orderStream) walk(pos []byte, skip int) (bool, error) {
 			value, locs = nil, locs[:0]
 		}
 		if value == nil {
-			if w.outsideList(v) {
+			if outsideList(w.inValues, v) {
 				// A value between an IN list's: past its entries.
 				seek = w.pastGroup(v)
 				continue
@@ -1150,19 +1150,25 @@ func inListValues(preds []plan.Predicate, path []string) map[string]struct{} {
 	return nil
 }
 
-// outsideList reports whether the encoded value is none of the IN list's
-// (inValues): no document of its group can pass the filter.
-func (w *orderStream) outsideList(value []byte) bool {
-	if w.inValues == nil || !exactValue(value) {
+// outsideList reports whether the encoded value is none of an IN list's
+// (inListValues; a nil set holds every value): no document of its group
+// can pass the filter.
+func outsideList(set map[string]struct{}, value []byte) bool {
+	if set == nil || !exactValue(value) {
 		return false
 	}
-	_, ok := w.inValues[string(value)]
+	_, ok := set[string(value)]
 	return !ok
 }
 
-func (w *orderStream) pastGroup(value []byte) []byte {
-	k := append(bytes.Clone(w.prefix), value...)
-	if !w.desc {
+func (w *orderStream) pastGroup(value []byte) []byte { return pastValue(w.prefix, value, w.desc) }
+
+// pastValue is where a walk of the entries under prefix seeks to go on
+// past those of the encoded value: the first key after them, or
+// backwards (desc) the bare value, which sorts before them all.
+func pastValue(prefix, value []byte, desc bool) []byte {
+	k := append(bytes.Clone(prefix), value...)
+	if !desc {
 		k = prefixEnd(k)
 	}
 	return k
