@@ -722,13 +722,15 @@ func spanLocs(r storage.Reader, c *containerRecord, t plan.Term, s *itemScope, s
 // without repeats.
 // An entry outside the scope (or one locOf rejects) costs only its key.
 func collectLocs(r storage.Reader, spans []keySpan, s *itemScope, st *readStats, locOf func(k []byte) ([]byte, bool)) ([][]byte, error) {
-	out, _, err := collectLocsUpTo(r, spans, s, st, locOf, math.MaxInt64)
+	out, _, err := collectLocsUpTo(r, spans, s, st, locOf, math.MaxInt64, math.MaxInt64)
 	return out, err
 }
 
 // collectLocsUpTo is collectLocs reading at most limit entries: read is
 // how many it read, and once that is limit the locations may not be all.
-func collectLocsUpTo(r storage.Reader, spans []keySpan, s *itemScope, st *readStats, locOf func(k []byte) ([]byte, bool), limit int64) (locs [][]byte, read int64, err error) {
+// Past keep entries it keeps no location and only counts on: locs is then
+// nil.
+func collectLocsUpTo(r storage.Reader, spans []keySpan, s *itemScope, st *readStats, locOf func(k []byte) ([]byte, bool), limit, keep int64) (locs [][]byte, read int64, err error) {
 	err = scanSpans(r, spans, func(k, _ []byte) (bool, error) {
 		if read >= limit {
 			return false, nil
@@ -737,12 +739,14 @@ func collectLocsUpTo(r storage.Reader, spans []keySpan, s *itemScope, st *readSt
 		if err := st.entry(); err != nil {
 			return false, err
 		}
-		if loc, ok := locOf(k); ok && s.holds(loc) {
+		if read > keep {
+			locs = nil
+		} else if loc, ok := locOf(k); ok && s.holds(loc) {
 			locs = append(locs, bytes.Clone(loc))
 		}
 		return true, nil
 	})
-	if err != nil {
+	if err != nil || read > keep {
 		return nil, read, err
 	}
 	slices.SortFunc(locs, s.byIndexPos)

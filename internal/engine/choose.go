@@ -289,20 +289,21 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		})
 	}
 	// The covering composite's span, when no walk may serve the page,
-	// is collected as it is counted, up to what a page keeps: should it
-	// be chosen, the page reads the locations its count found.
+	// is collected as it is counted, while it holds no more than a page
+	// keeps: should it be chosen, the page reads the locations its count
+	// found.
 	var spanLocs [][]byte
-	if covering >= 0 && walkUse == nil && compBound <= maxFilterLocs {
+	if covering >= 0 && walkUse == nil {
 		u := &in.Composites[covering]
 		comp, _ := c.policyComposite(u.Index.Ordinal)
 		check := newEntryCheck(c, comp, u, terms, s)
 		// Counted as the terms are, outside the page's budget.
 		var counting readStats
-		spanLocs, covered, err = collectLocsUpTo(r, compositeSpans(c, u, terms, s), s, &counting, check.loc, compBound)
+		spanLocs, covered, err = collectLocsUpTo(r, compositeSpans(c, u, terms, s), s, &counting, check.loc, compBound, maxFilterLocs)
 		if st.entries += counting.entries; err != nil {
 			return nil, err
 		}
-		if covered >= compBound {
+		if covered >= compBound || covered > maxFilterLocs {
 			spanLocs = nil // not all of them
 		} else if spanLocs == nil {
 			spanLocs = [][]byte{}
@@ -1777,7 +1778,7 @@ func unionLocs(r storage.Reader, c *containerRecord, terms []plan.Term, s *itemS
 		var sum int64
 		for i := range terms {
 			base := bases[i]
-			found, n, err := collectLocsUpTo(r, bySpan[i], s, st, func(k []byte) ([]byte, bool) { return entryLoc(k, base) }, limit-sum)
+			found, n, err := collectLocsUpTo(r, bySpan[i], s, st, func(k []byte) ([]byte, bool) { return entryLoc(k, base) }, limit-sum, limit-sum)
 			if err != nil {
 				return nil, nil, false, err
 			}
