@@ -48,8 +48,9 @@ type queryAccess struct {
 	// term's count gathered while it read every entry of the term, which
 	// the page collects from rather than read them again; nil otherwise.
 	gathered *gatheredLocs
-	// spanLocs, for a composite span's first page, holds the locations
-	// of its span that the planner collected as it counted the span
+	// spanLocs, for the first page of a composite span or of a stream
+	// it filters (plan.Ordered.FilterComposite), holds the locations of
+	// its span that the planner collected as it counted the span
 	// (spanRead entries), which the page reads rather than collect them
 	// again; nil otherwise.
 	spanLocs [][]byte
@@ -282,7 +283,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	}
 	ceiling := probe // the most any count need reach
 	covering, covered := -1, int64(0)
-	if in.Stream == nil && in.Ordered == nil && len(weighed) > 1 {
+	if in.Ordered == nil && (in.Stream == nil || len(in.Stream.Filter) > 0) && len(weighed) > 1 {
 		covering = slices.IndexFunc(in.Composites, func(u plan.CompositeUse) bool {
 			_, ok := c.policyComposite(u.Index.Ordinal)
 			return ok && !slices.ContainsFunc(weighed, func(i int) bool { return !slices.Contains(u.Terms(), i) })
@@ -459,6 +460,11 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		}
 		u.Entries = saturate(u.Entries)
 	}
+	if o := in.Stream; o != nil && len(o.Filter) > 0 && covering >= 0 && spanLocs != nil {
+		// The span's locations, read whole, filter the stream as well
+		// as the term's would, and hold no more.
+		o.FilterComposite = &in.Composites[covering]
+	}
 	var union *collection
 	if !small && ready && !prog.Ranked() {
 		bound := probe
@@ -524,7 +530,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	if qa.access == plan.IndexSpan {
 		qa.gathered = tc.gatheredLocs(qa.terms[0])
 	}
-	if u := p.Chosen.Composite; qa.access == plan.CompositeSpan && spanLocs != nil && u.Index.Ordinal == in.Composites[covering].Index.Ordinal {
+	if u := p.Chosen.Composite; u != nil && (qa.access == plan.CompositeSpan || qa.access == plan.FilteredStream) && spanLocs != nil && u.Index.Ordinal == in.Composites[covering].Index.Ordinal {
 		qa.spanLocs, qa.spanRead = spanLocs, covered
 	}
 	if walk != nil {
@@ -1144,6 +1150,15 @@ type locSet map[uint64]struct{}
 
 // locSeed hashes the locations of every locSet.
 var locSeed = maphash.MakeSeed()
+
+// locSetOf is the set of locs.
+func locSetOf(locs [][]byte) locSet {
+	set := make(locSet, len(locs))
+	for _, loc := range locs {
+		set.add(loc)
+	}
+	return set
+}
 
 func (ls locSet) add(loc []byte) { ls[maphash.Bytes(locSeed, loc)] = struct{}{} }
 

@@ -147,6 +147,34 @@ func streamFilter(c *containerRecord, q *ast.Query, s *itemScope, terms []plan.T
 	return []int{first}
 }
 
+// filterComposite returns a composite span whose items are among those
+// of the stream o's filter term (plan.Ordered.Filter), so its locations
+// filter the walk as well and are no more; nil when there is none.
+func filterComposite(c *containerRecord, q *ast.Query, params map[string]document.Value, terms []plan.Term, o *plan.Ordered) *plan.CompositeUse {
+	uses := compositeUses(c, q, params, terms)
+	for i := range uses {
+		if u := &uses[i]; !u.Ordered && slices.Contains(u.Terms(), o.Filter[0]) {
+			if _, ok := c.policyComposite(u.Index.Ordinal); ok {
+				return u
+			}
+		}
+	}
+	return nil
+}
+
+// compositeFilterLocs collects the locations of the scope's items that the
+// composite span u names, as filterLocs does a term's; nil when there are
+// more than maxFilterLocs.
+func compositeFilterLocs(r storage.Reader, c *containerRecord, u *plan.CompositeUse, terms []plan.Term, s *itemScope, st *readStats) (locSet, error) {
+	comp, _ := c.policyComposite(u.Index.Ordinal)
+	check := newEntryCheck(c, comp, u, terms, s)
+	locs, read, err := collectLocsUpTo(r, compositeSpans(c, u, terms, s), s, st, check.loc, maxFilterLocs+1, maxFilterLocs)
+	if err != nil || read > maxFilterLocs {
+		return nil, err
+	}
+	return locSetOf(locs), nil
+}
+
 // filterLocs collects the locations of the scope's items that t's entries
 // name, for a filtered stream's page to read only the records of the
 // walked entries among them; nil when there are more than maxFilterLocs.
@@ -572,8 +600,18 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 		if k != nil {
 			w.filter = k.set
 		}
-		if w.filter == nil {
-			if terms := plan.Terms(preds); o.Filter[0] < len(terms) {
+		if w.filter == nil && qa.spanLocs != nil {
+			w.filter = locSetOf(qa.spanLocs)
+		}
+		if terms := plan.Terms(preds); w.filter == nil && o.Filter[0] < len(terms) {
+			if u := filterComposite(c, q, params, terms, o); u != nil && qa.plan == nil {
+				// A later page that finds no locations kept: a
+				// composite span within the term's holds no more.
+				if w.filter, err = compositeFilterLocs(r, c, u, terms, s, st); err != nil {
+					return err
+				}
+			}
+			if w.filter == nil {
 				if w.filter, err = filterLocs(r, c, terms[o.Filter[0]], s, qa.filter, st); err != nil {
 					return err
 				}

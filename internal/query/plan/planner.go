@@ -319,6 +319,12 @@ type Ordered struct {
 	// (FilteredStream): every document that passes the filter is among
 	// them.
 	Filter []int
+	// FilterComposite, when set, is a composite span whose items are
+	// among Filter[0]'s and pass every other term the engine weighed,
+	// and whose entries the engine has read whole and kept: the stream
+	// may filter its walk by the locations they name instead (a
+	// FilteredStream with the use as its Composite).
+	FilterComposite *CompositeUse
 }
 
 // Input is what the planner weighs.
@@ -426,6 +432,9 @@ func Choose(in Input) Plan {
 				continue
 			}
 			add(filteredPath(in, o, path, f))
+		}
+		if u := o.FilterComposite; u != nil && len(o.Filter) > 0 && u.Entries >= 0 {
+			add(compositeFilteredPath(in, o, path, u))
 		}
 	}
 	best := -1
@@ -629,6 +638,20 @@ func filteredPath(in Input, o *Ordered, path Path, f int) Path {
 	}
 	filtered.Entries += float64(left)
 	filtered.Records = path.Records * math.Min(1, in.selectivity(f))
+	return filtered
+}
+
+// compositeFilteredPath is the stream o's page path filtered by the
+// locations of the composite span u (Ordered.FilterComposite), read
+// already: a record only for an entry whose item the span holds.
+func compositeFilteredPath(in Input, o *Ordered, path Path, u *CompositeUse) Path {
+	filtered := path
+	filtered.Access, filtered.Composite, filtered.Terms = FilteredStream, u, orderedTerms(o)
+	n := float64(max(in.Scope.ContainerItems, 1))
+	if u.Scoped {
+		n = math.Max(n*in.Scope.fraction(), 1)
+	}
+	filtered.Records = path.Records * math.Min(1, math.Max(float64(u.Entries), 1)/n)
 	return filtered
 }
 
@@ -1084,7 +1107,7 @@ func (p Plan) describe(c Path) string {
 // UsedPaths returns the paths whose single-path index the chosen access
 // path reads (UsedComposite names a composite index).
 func (p Plan) UsedPaths() [][]string {
-	if p.Chosen.Composite != nil {
+	if p.Chosen.Access.Composite() {
 		return nil
 	}
 	terms := p.terms

@@ -142,6 +142,22 @@ func TestChoose(t *testing.T) {
 		{"a partition's own entries of items without a path", Input{Scope: partition, Absent: []string{"done"}, AbsentEntries: 10, AbsentScoped: true}, AbsentScan},
 		{"a page over several keys scans rather than read half the container", Input{Scope: all, Stream: &Ordered{Path: []string{"n"}, Want: 100, Term: -1, Group: 500_000}, WalkEntries: 1_000_000}, Scan},
 	}
+	// Terms a composite's span bounds, not counted past it: its
+	// locations filter the stream.
+	both := Input{Scope: all, Terms: []Term{other, term}, Entries: []int64{5_001, 5_001}, Stopped: []bool{true, true},
+		Composites: []CompositeUse{{Index: CompositeIndex{Paths: [][]string{{"s"}, {"n"}}, Desc: []bool{false, false}}, Eq: []int{0}, Next: 1, Entries: 5_000}},
+		Stream: &Ordered{Path: []string{"id"}, Want: 100, Term: -1, Filter: []int{0}}, WalkEntries: 1_000_000}
+	tests = append(tests, struct {
+		name string
+		in   Input
+		want Access
+	}{"a stream whose terms are not counted is not filtered", both, CompositeSpan})
+	both.Stream = &Ordered{Path: []string{"id"}, Want: 100, Term: -1, Filter: []int{0}, FilterComposite: &both.Composites[0]}
+	tests = append(tests, struct {
+		name string
+		in   Input
+		want Access
+	}{"a stream is filtered by a composite's span", both, FilteredStream})
 	if p := PointPlan(ScopePartition, []Term{term}); p.Chosen.Access != PointRead || len(p.Considered) != 1 || p.Explain() == "" {
 		t.Errorf("PointPlan chose %v of %d paths", p.Chosen.Access, len(p.Considered))
 	}
