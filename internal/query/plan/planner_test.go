@@ -103,6 +103,13 @@ func TestChoose(t *testing.T) {
 	other := Term{Path: []string{"s"}, Spans: []Span{{Kind: SpanValue, Lo: document.Str("x")}}, Label: "/s = x"}
 	partition := Scope{Kind: ScopePartition, Items: 100, ContainerItems: 1_000_000}
 	all := Scope{Kind: ScopeAll, Items: 1_000_000, ContainerItems: 1_000_000}
+	// Terms a composite's span bounds, not counted past it: the span's
+	// locations, when the engine has them, filter the stream.
+	both := Input{Scope: all, Terms: []Term{other, term}, Entries: []int64{5_001, 5_001}, Stopped: []bool{true, true},
+		Composites: []CompositeUse{{Index: CompositeIndex{Paths: [][]string{{"s"}, {"n"}}, Desc: []bool{false, false}}, Eq: []int{0}, Next: 1, Entries: 5_000}},
+		Stream:     &Ordered{Path: []string{"id"}, Want: 100, Term: -1, Filter: []int{0}}, WalkEntries: 1_000_000}
+	byComposite := both
+	byComposite.Stream = &Ordered{Path: []string{"id"}, Want: 100, Term: -1, Filter: []int{0}, FilterComposite: &both.Composites[0]}
 	tests := []struct {
 		name string
 		in   Input
@@ -138,26 +145,12 @@ func TestChoose(t *testing.T) {
 		// NOT IS_DEFINED: the items without a path, through its
 		// absence entries, when few lack it.
 		{"a few items without a path are read through their entries", Input{Scope: all, Absent: []string{"done"}, AbsentEntries: 5_000}, AbsentScan},
+		{"a stream whose terms are not counted is not filtered", both, CompositeSpan},
+		{"a stream is filtered by a composite's span", byComposite, FilteredStream},
 		{"most items without a path are scanned", Input{Scope: all, Absent: []string{"done"}, AbsentEntries: 900_000}, Scan},
 		{"a partition's own entries of items without a path", Input{Scope: partition, Absent: []string{"done"}, AbsentEntries: 10, AbsentScoped: true}, AbsentScan},
 		{"a page over several keys scans rather than read half the container", Input{Scope: all, Stream: &Ordered{Path: []string{"n"}, Want: 100, Term: -1, Group: 500_000}, WalkEntries: 1_000_000}, Scan},
 	}
-	// Terms a composite's span bounds, not counted past it: its
-	// locations filter the stream.
-	both := Input{Scope: all, Terms: []Term{other, term}, Entries: []int64{5_001, 5_001}, Stopped: []bool{true, true},
-		Composites: []CompositeUse{{Index: CompositeIndex{Paths: [][]string{{"s"}, {"n"}}, Desc: []bool{false, false}}, Eq: []int{0}, Next: 1, Entries: 5_000}},
-		Stream: &Ordered{Path: []string{"id"}, Want: 100, Term: -1, Filter: []int{0}}, WalkEntries: 1_000_000}
-	tests = append(tests, struct {
-		name string
-		in   Input
-		want Access
-	}{"a stream whose terms are not counted is not filtered", both, CompositeSpan})
-	both.Stream = &Ordered{Path: []string{"id"}, Want: 100, Term: -1, Filter: []int{0}, FilterComposite: &both.Composites[0]}
-	tests = append(tests, struct {
-		name string
-		in   Input
-		want Access
-	}{"a stream is filtered by a composite's span", both, FilteredStream})
 	if p := PointPlan(ScopePartition, []Term{term}); p.Chosen.Access != PointRead || len(p.Considered) != 1 || p.Explain() == "" {
 		t.Errorf("PointPlan chose %v of %d paths", p.Chosen.Access, len(p.Considered))
 	}
