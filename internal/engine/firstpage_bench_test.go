@@ -20,8 +20,9 @@ import (
 // pages read their span uncounted (plan.SpanFirst), and two-wide once more
 // with a composite index of its two paths, which then serves a filter
 // within one logical partition too, an equality (or an IN list) and a
-// range under a composite of their paths, and a TOP and an ORDER BY the
-// composite serves in order.
+// range under a composite of their paths (read whole, in order for a TOP,
+// or filtering the stream of an ORDER BY of another path), and a TOP and
+// an ORDER BY the composite serves in order.
 //
 //	go test -run '^$' -bench BenchmarkFirstPage ./internal/engine/
 func BenchmarkFirstPage(b *testing.B) {
@@ -75,6 +76,11 @@ func BenchmarkFirstPage(b *testing.B) {
 	b.Run("in-range/composite", func(b *testing.B) { benchFirstPage(b, s, params("SELECT * FROM c WHERE c.n IN (3, 7) AND c.k >= 500")) })
 	b.Run("in-range/top", func(b *testing.B) {
 		benchFirstPage(b, s, params("SELECT TOP 10 * FROM c WHERE c.n IN (3, 7) AND c.k >= 500 ORDER BY c.n, c.k"))
+	})
+	// The same filter under an ORDER BY of another path: the stream
+	// filtered by the composite's span.
+	b.Run("in-range/stream", func(b *testing.B) {
+		benchFirstPage(b, s, params("SELECT * FROM c WHERE c.n IN (3, 7) AND c.k >= 500 ORDER BY c.id"))
 	})
 	// A TOP that the composite walks in order, its terms holding most
 	// of the items; and an ORDER BY of the two paths past an excluded
