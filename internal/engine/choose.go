@@ -262,6 +262,26 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	if first, ok, err := e.spanFirst(r, c, q, params, s, weighed, firstRows, orderTerm, !small && ready, &in, st); err != nil || ok {
 		return first, err
 	}
+	// An OR beside the terms: counted first, as far as a page's worth of
+	// entries and no further than a term found narrower in a first step
+	// of their counts, an OR of few items bounds every other path (past
+	// its entries, a term's span reads more), and a scan tried first
+	// would read many records for its few.
+	var union *collection
+	unionTried := int64(-1) // the bound of an OR's count that came short
+	fresh := !slices.ContainsFunc(tc.counters, func(sc spanCounter) bool { return sc.n > 0 })
+	if len(weighed) > 0 && !small && ready && !prog.Ranked() && plan.UnionTerms(q, params) != nil {
+		if err := tc.count(r, size, countStep, partners, st); err != nil {
+			return nil, err
+		}
+		unionTried = min(probe, plan.PaceStart(max(rows, int64(limit))))
+		if tc.narrowest >= 0 {
+			unionTried = min(unionTried, tc.narrowest)
+		}
+		if union, err = weighUnion(r, c, q, params, s, unionTried, st, &in); err != nil {
+			return nil, err
+		}
+	}
 	// A composite whose span bounds every weighed term holds no more
 	// entries than any of them, each an item that passes them all: past
 	// its count, no term's span nor intersection of them costs less, so
@@ -272,13 +292,16 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	// path cheaper (plan.CompositeWalkBound).
 	var walkUse *plan.CompositeUse
 	compBound := probe
+	if union != nil {
+		compBound = int64(union.entries) + 1
+	}
 	if in.Stream == nil && in.Ordered == nil {
 		if i := slices.IndexFunc(in.Composites, func(u plan.CompositeUse) bool { return u.Ordered }); i >= 0 {
 			walkUse = &in.Composites[i]
 			at := in
 			at.Entries, at.Stopped, at.Scoped = slices.Clone(in.Entries), nil, nil
 			tc.fill(&at)
-			compBound = plan.CompositeWalkBound(at, *walkUse, probe)
+			compBound = min(compBound, plan.CompositeWalkBound(at, *walkUse, probe))
 		}
 	}
 	ceiling := probe // the most any count need reach
@@ -319,7 +342,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		ceiling = compBound
 		tc.atLeast(covered+1, in.Composites[covering].Scoped)
 	}
-	if wide, budget, ok := plan.ScanFirstBounds(size, rows, probe); ok && try != noScanFirst && (len(weighed) > 0 || orOnly) && orderTerm < 0 && !(covering >= 0 && covered < wide) {
+	if wide, budget, ok := plan.ScanFirstBounds(size, rows, probe); ok && try != noScanFirst && (len(weighed) > 0 || orOnly) && orderTerm < 0 && !(covering >= 0 && covered < wide) && !(union != nil && int64(union.entries) < wide) {
 		// Every term may hold most of the scope: counted to wide, each
 		// that reaches it makes a scan the likely cheaper way to the
 		// page. Paced, the scan is tried once every term holds enough
@@ -377,7 +400,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 			// as any other terms.
 			bound = settles[0]
 		}
-		if fresh := !slices.ContainsFunc(tc.counters, func(sc spanCounter) bool { return sc.n > 0 }); try == scanFirstPaced && fresh && slices.Max(settles) > countStep {
+		if try == scanFirstPaced && fresh && slices.Max(settles) > countStep {
 			// The walk is tried first, the terms counted a step at a
 			// time as it reads (walkPace).
 			walk = &walkPace{tc: tc, r: r, size: size, st: st, bound: countStep, settle: slices.Max(settles), probe: probe}
@@ -465,16 +488,24 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		// as the term's would, and hold no more.
 		o.FilterComposite = &in.Composites[covering]
 	}
-	var union *collection
-	if !small && ready && !prog.Ranked() {
+	if !small && ready && !prog.Ranked() && union == nil {
 		bound := probe
 		if wide, _, ok := plan.ScanFirstBounds(size, rows, probe); ok {
 			// A page of rows in scan order: past wide entries a scan
 			// fills it for less than the union's entries cost.
 			bound = wide
 		}
-		if union, err = weighUnion(r, c, q, params, s, bound, st, &in); err != nil {
-			return nil, err
+		for i, e := range in.Entries {
+			// Past the entries of a term counted whole, its span
+			// reads less.
+			if e >= 0 && !(in.Stopped != nil && in.Stopped[i]) {
+				bound = min(bound, e)
+			}
+		}
+		if bound > unionTried { // not counted as far before, and short
+			if union, err = weighUnion(r, c, q, params, s, bound, st, &in); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if !small && ready && !prog.Ranked() {
@@ -1727,22 +1758,15 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Pr
 
 // weighUnion gives the planner the terms of an OR the index answers
 // (plan.UnionTerms) with their entries in the scope, read together up to
-// bound (past it a scan costs less: the probe, or for a page of rows in
-// scan order the entries past which a scan fills it for less) and to the
-// fewest entries a term of the WHERE clause's own holds (past them, that
-// term's span reads less). A term on a path the index does not keep, or
-// entries past the bound, leave the OR out. It collects the locations
-// the entries name as it reads them, in scan order and each once, and
-// returns them for the page, should the union be chosen.
+// bound (past it another path costs less: a scan, a term's span). A term
+// on a path the index does not keep, or entries past the bound, leave
+// the OR out. It collects the locations the entries name as it reads
+// them, in scan order and each once, and returns them for the page,
+// should the union be chosen.
 func weighUnion(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, s *itemScope, bound int64, st *readStats, in *plan.Input) (*collection, error) {
 	union := plan.UnionTerms(q, params)
 	if len(union) == 0 {
 		return nil, nil
-	}
-	for i, e := range in.Entries {
-		if e >= 0 && !(in.Stopped != nil && in.Stopped[i]) {
-			bound = min(bound, e)
-		}
 	}
 	for _, t := range union {
 		if !c.index.indexes(t.Path) {

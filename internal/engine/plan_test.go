@@ -1003,6 +1003,48 @@ func TestPrefixSpanPagesSeek(t *testing.T) {
 	}
 }
 
+// TestAnOrBesideAWideTerm: an OR of few items beside a term that holds
+// half the container is counted before the term, and bounds it: the
+// pages read the OR's items, where the first page counted the term to
+// the probe and tried a scan first, the ORDER BY walked a path reading
+// the record of nearly every item (its estimate knew the term alone),
+// and the COUNT counted the term whole.
+func TestAnOrBesideAWideTerm(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	var items []string
+	for i := range 20000 {
+		items = append(items, fmt.Sprintf(`{"id":"d%d","pk":"p%d","t":"t%d","a":%d,"b":%d}`, i, i%100, i%2, (i*7919)%10007%1000, (i*104729)%10009%1000))
+	}
+	be.seed(t, items...)
+	docs := parseItems(t, items)
+	for _, tc := range []struct {
+		query            string
+		entries, records int // at most, over the drain
+	}{
+		// 22 rows of the OR's 44 items; before: 8,584 entries and
+		// 1,021 records, 32,923 and 17,112, and 7,607 and 44.
+		{`SELECT c.id FROM c WHERE c.t = 't1' AND (c.a = 5 OR c.b = 7)`, 200, 100},
+		{`SELECT c.id FROM c WHERE c.t = 't1' AND (c.a = 5 OR c.b = 7) ORDER BY c.id`, 300, 150},
+		{`SELECT VALUE COUNT(1) FROM c WHERE c.t = 't1' AND (c.a = 5 OR c.b = 7)`, 200, 50},
+	} {
+		p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, MaxItemCount: 10, Query: tc.query}
+		entries, records := 0, 0
+		got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
+			entries += page.IndexEntries
+			records += page.Examined
+			if n == 0 && page.Plan != nil && page.Plan.Chosen.Access != plan.Union {
+				t.Errorf("%s: the first page's plan, want the union:\n%s", tc.query, page.Plan.Explain())
+			}
+		})
+		if want := oracleRows(t, tc.query, docs, ""); len(want) == 0 || !slices.Equal(got, want) {
+			t.Errorf("%s: rows %.200v, want %.200v", tc.query, got, want)
+		}
+		if entries > tc.entries || records > tc.records {
+			t.Errorf("%s: read %d index entries and %d records, want at most %d and %d", tc.query, entries, records, tc.entries, tc.records)
+		}
+	}
+}
+
 // TestUnionPages: an OR of terms on two paths reads the items their spans
 // name, across partitions and in one, page by page in the order a scan
 // returns them; the pages read about their own records (page 1 a scan's

@@ -768,7 +768,26 @@ func walkSpan(in Input, o *Ordered) (total, sel float64) {
 			sel = math.Min(sel, in.selectivity(i))
 		}
 	}
+	if len(in.Union) > 0 && len(in.UnionEntries) == len(in.Union) {
+		// Every row is among the OR's items.
+		sel = math.Min(sel, in.unionSelectivity())
+	}
 	return total, sel
+}
+
+// unionSelectivity is the part of the items the OR's terms (Input.Union)
+// hold together, at most: the sum of each one's selectivity.
+func (in Input) unionSelectivity() float64 {
+	n := float64(max(in.Scope.ContainerItems, 1))
+	var sel float64
+	for i, e := range in.UnionEntries {
+		items := n
+		if in.UnionScoped != nil && in.UnionScoped[i] {
+			items = math.Max(n*in.Scope.fraction(), 1)
+		}
+		sel += float64(e) / items
+	}
+	return math.Min(math.Max(sel, 1/n), 1)
 }
 
 // termShare is the part of Terms[i]'s counted entries that name items in

@@ -147,6 +147,11 @@ func TestChoose(t *testing.T) {
 		{"a few items without a path are read through their entries", Input{Scope: all, Absent: []string{"done"}, AbsentEntries: 5_000}, AbsentScan},
 		{"a stream whose terms are not counted is not filtered", both, CompositeSpan},
 		{"a stream is filtered by a composite's span", byComposite, FilteredStream},
+		// An OR of few items beside a term of half the items: the
+		// stream would walk to its rows past most of the path.
+		{"a stream's rows are among an OR's items", Input{Scope: all, Terms: []Term{other}, Entries: []int64{500_000},
+			Union: []Term{term, other}, UnionEntries: []int64{20, 24},
+			Stream: &Ordered{Path: []string{"id"}, Want: 10, Term: -1}, WalkEntries: 1_000_000}, Union},
 		{"most items without a path are scanned", Input{Scope: all, Absent: []string{"done"}, AbsentEntries: 900_000}, Scan},
 		{"a partition's own entries of items without a path", Input{Scope: partition, Absent: []string{"done"}, AbsentEntries: 10, AbsentScoped: true}, AbsentScan},
 		{"a page over several keys scans rather than read half the container", Input{Scope: all, Stream: &Ordered{Path: []string{"n"}, Want: 100, Term: -1, Group: 500_000}, WalkEntries: 1_000_000}, Scan},
