@@ -567,7 +567,8 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	if walk != nil {
 		walk.in, walk.plan = in, qa.plan
 	}
-	if o := in.Stream; qa.access == plan.FilteredStream && o != nil && len(o.Filter) > 0 {
+	if o := in.Stream; qa.access == plan.FilteredStream && o != nil && len(o.Filter) > 0 && p.Chosen.Composite == nil && slices.Contains(p.Chosen.Terms, o.Filter[0]) {
+		// The term whose locations the count gathered.
 		qa.filter = tc.filterStart(o.Filter[0])
 	}
 	if qa.access == plan.Union {
@@ -1081,13 +1082,21 @@ func (tc *termCounts) gathered(i int) int64 {
 	return tc.counters[k].n
 }
 
-// dropWideFilter leaves the filtered stream out of in when its filter's
-// count holds more locations than a page collects (filterLocs). A count
-// stopped short is not weighed for the filter anyway, and a walk tried
-// first weighs it again once it ends (walkPace).
+// dropWideFilter leaves out of the stream's filters (and so the filtered
+// stream out of in, when none is left) those whose count holds more
+// locations than a page collects (filterLocs). A count stopped short is
+// not weighed for the filter anyway, and a walk tried first weighs it
+// again once it ends (walkPace). The entries gathered (Input.FilterRead)
+// are the first filter's, and go with it.
 func dropWideFilter(in *plan.Input) {
-	if o := in.Stream; o != nil && len(o.Filter) > 0 && in.Entries[o.Filter[0]] > maxFilterLocs && !in.Stopped[o.Filter[0]] {
-		o.Filter = nil
+	o := in.Stream
+	if o == nil || len(o.Filter) == 0 {
+		return
+	}
+	first := o.Filter[0]
+	o.Filter = slices.DeleteFunc(slices.Clone(o.Filter), func(f int) bool { return in.Entries[f] > maxFilterLocs && !in.Stopped[f] })
+	if len(o.Filter) == 0 || o.Filter[0] != first {
+		in.FilterRead = 0
 	}
 }
 
@@ -1586,9 +1595,17 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Pr
 		// The terms are the query's: a resumed ORDER BY of an SDK may
 		// come with a filter the first page did not have, on the ORDER
 		// BY path, which no filter term is on.
+		chosen := qa.terms
 		qa.stream, qa.terms = o, orderedTerms(o)
 		if qa.access == plan.FilteredStream {
-			o.Filter = streamFilter(c, q, s, terms, o)
+			// The page filters by one of the terms, the one the first
+			// page's plan chose; its token keeps the term's place among
+			// them, which an SDK's filter on the ORDER BY path does not
+			// change where it shifts the term's index.
+			if filters := streamFilter(c, q, s, terms, o); len(filters) > 0 {
+				k := filterPick(filters, qa.plan, len(qa.terms), chosen)
+				o.Filter, qa.terms = filters[k:k+1], []int{k}
+			}
 		}
 	case plan.AbsentScan:
 		// Positions of the scan's order: until the path's absence

@@ -112,39 +112,55 @@ func streamShape(c *containerRecord, q *ast.Query, params map[string]document.Va
 // (collectPays, filterAfterWalk).
 const maxFilterLocs = 1 << 16
 
-// streamFilter returns the term the stream o may filter its walk's
+// streamFilter returns the terms the stream o may filter its walk's
 // entries by (plan.Ordered.Filter), for an ORDER BY without DISTINCT (of
 // several keys, the first key's walk and the groups it reads, or walks
-// through their composite, are filtered): a term on another path the
-// index keeps, one of single values
-// (equality, IN) if there is one, which is likely the narrower, else the
-// first (a range, STARTSWITH, a type check): every document that passes
-// the filter is among the items its entries name, whatever its spans. A
-// term on the partition key within a logical partition or a prefix holds
-// for every item of the scope, and a system property's entries are not
-// kept. It depends on the query and the scope alone, so every page of a
-// filtered stream finds the same term.
+// through their composite, are filtered): each a term on another path the
+// index keeps, those of single values (equality, IN) first, which are
+// likely the narrower, then the others (a range, STARTSWITH, a type
+// check), each in the query's order. Every document that passes the
+// filter is among the items any one's entries name, whatever its spans;
+// the planner weighs each, and a page filters by one (filterPick). A term
+// on the partition key within a logical partition or a prefix holds for
+// every item of the scope, and a system property's entries are not kept.
+// It depends on the query and the scope alone, so every page of a
+// filtered stream finds the same terms.
 func streamFilter(c *containerRecord, q *ast.Query, s *itemScope, terms []plan.Term, o *plan.Ordered) []int {
 	if q.Select.Distinct {
 		return nil
 	}
-	first := -1
+	var single, other []int
 	for i, t := range terms {
 		if slices.Equal(t.Path, o.Path) || systemPath(t.Path) || !c.index.indexes(t.Path) ||
 			s.kind != plan.ScopeAll && s.kind != plan.ScopeRange && c.isKeyPath(t.Path) {
 			continue
 		}
 		if singleValues(t) {
-			return []int{i}
-		}
-		if first < 0 {
-			first = i
+			single = append(single, i)
+		} else {
+			other = append(other, i)
 		}
 	}
-	if first < 0 {
-		return nil
+	return append(single, other...)
+}
+
+// filterPick is the place among filters (streamFilter) of the term a
+// filtered stream's page filters by: on a first page, the term the plan
+// chose (the last of its terms past the walk's own, none when a composite
+// filters it), and on a later one the place its token kept (the terms of
+// a filtered stream's token). A place out of range, as in a token of
+// another version, is the first: any of them filters rightly.
+func filterPick(filters []int, p *plan.Plan, walkTerms int, kept []int) int {
+	if p != nil {
+		if t := p.Chosen.Terms; p.Chosen.Composite == nil && len(t) > walkTerms {
+			return max(slices.Index(filters, t[len(t)-1]), 0)
+		}
+		return 0
 	}
-	return []int{first}
+	if len(kept) == 1 && kept[0] < len(filters) {
+		return kept[0]
+	}
+	return 0
 }
 
 // filterComposite returns a composite span whose items are among those
