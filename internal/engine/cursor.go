@@ -36,7 +36,9 @@ import (
 // filter on the ORDER BY values in place of "true" (orderByFilter). text
 // is a hash of the exact text, which tells the engine that happened. The access path and its terms are kept so
 // the next page reads the same path even if the counts the planner weighs
-// have changed; the index version, so that a token taken before an
+// have changed (a filtered stream's terms are its filter's place among
+// the terms it may filter by, filterPick: the terms of a stream are found
+// again from the query); the index version, so that a token taken before an
 // indexing policy change goes on only where the entries it reads are the
 // same under the new policy (entriesKept).
 // skip counts rows of the item at the position already returned (a JOIN
