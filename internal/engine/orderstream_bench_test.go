@@ -30,6 +30,9 @@ import (
 //   - ts: SELECT c.id, c._ts FROM c ORDER BY c._ts DESC, the items written
 //     within a few seconds (large groups of equal _ts, read through their
 //     tie entries)
+//   - filtered: SELECT c.id, c.n FROM c WHERE c.h IN (0, …, 8) AND c.m < 5
+//     ORDER BY c.n, its walk filtered by the range (a twentieth of the
+//     items) where the IN list holds nine tenths
 //
 // page-1 is the first page, page-k a page at a random position of the
 // drain (its continuation taken once, by draining). The paths n and m
@@ -57,17 +60,18 @@ func BenchmarkOrderByDrain(b *testing.B) {
 				s.orderReady(b, QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: q, RangeID: "0", CrossPartition: true, MaxItemCount: 1})
 			}
 			s.settle(b)
-			for _, c := range []struct{ name, query string }{
-				{"asc", "SELECT c.id, c.n FROM c WHERE c.n >= 0 ORDER BY c.n"},
-				{"desc", "SELECT c.id, c.n FROM c ORDER BY c.n DESC"},
-				{"ties", "SELECT c.id, c.m FROM c WHERE c.m >= 0 ORDER BY c.m"},
-				{"keys", "SELECT c.id, c.g, c.m FROM c WHERE c.g >= 0 ORDER BY c.g, c.m DESC"},
-				{"keys-few", "SELECT c.id, c.h, c.n FROM c WHERE c.h >= 0 ORDER BY c.h, c.n DESC"},
-				{"ts", "SELECT c.id, c._ts FROM c ORDER BY c._ts DESC"},
+			for _, c := range []struct{ name, query, access string }{
+				{"asc", "SELECT c.id, c.n FROM c WHERE c.n >= 0 ORDER BY c.n", "ordered-stream"},
+				{"desc", "SELECT c.id, c.n FROM c ORDER BY c.n DESC", "ordered-stream"},
+				{"ties", "SELECT c.id, c.m FROM c WHERE c.m >= 0 ORDER BY c.m", "ordered-stream"},
+				{"keys", "SELECT c.id, c.g, c.m FROM c WHERE c.g >= 0 ORDER BY c.g, c.m DESC", "ordered-stream"},
+				{"keys-few", "SELECT c.id, c.h, c.n FROM c WHERE c.h >= 0 ORDER BY c.h, c.n DESC", "ordered-stream"},
+				{"ts", "SELECT c.id, c._ts FROM c ORDER BY c._ts DESC", "ordered-stream"},
+				{"filtered", "SELECT c.id, c.n FROM c WHERE c.h IN (0, 1, 2, 3, 4, 5, 6, 7, 8) AND c.m < 5 ORDER BY c.n", "filtered-stream"},
 			} {
 				p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: c.query, RangeID: "0", CrossPartition: true, MaxItemCount: 100}
 				benchPages(b, s, p, c.name+"/", func(page *FeedPage) {
-					if page.Plan != nil && page.Plan.Chosen.Access.String() != "ordered-stream" {
+					if page.Plan != nil && page.Plan.Chosen.Access.String() != c.access {
 						b.Fatalf("%s: chose %s", c.query, page.Plan.Explain())
 					}
 				})
