@@ -250,7 +250,8 @@ func (w *orderStream) filterAfterWalk(kept candidateKeeper, t plan.Term, spent i
 	if estimate := passingEntries(kept.items, w.page, w.st); estimate <= maxFilterLocs && plan.FilterPays(spent, estimate) {
 		set, read, err := filterLocsUpTo(w.r, w.c, t, w.s, nil, w.st, min(plan.FilterWorth(spent), maxFilterLocs)+1)
 		if err == nil && set != nil && plan.FilterPays(spent, read) {
-			next.access, k = plan.FilteredStream, &keptCandidates{set: set}
+			// The first of the filter terms (filterPick).
+			next.access, next.terms, k = plan.FilteredStream, []int{0}, &keptCandidates{set: set}
 		}
 	}
 	kept.keep(next, k)
