@@ -318,12 +318,9 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	// found.
 	var spanLocs [][]byte
 	if covering >= 0 && walkUse == nil {
-		u := &in.Composites[covering]
-		comp, _ := c.policyComposite(u.Index.Ordinal)
-		check := newEntryCheck(c, comp, u, terms, s)
 		// Counted as the terms are, outside the page's budget.
 		var counting readStats
-		spanLocs, covered, err = collectLocsUpTo(r, compositeSpans(c, u, terms, s), s, &counting, check.loc, compBound, maxFilterLocs)
+		spanLocs, covered, err = compositeLocsUpTo(r, c, &in.Composites[covering], terms, s, &counting, compBound, maxFilterLocs)
 		if st.entries += counting.entries; err != nil {
 			return nil, err
 		}

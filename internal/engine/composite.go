@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"math"
 	"slices"
 	"time"
 
@@ -229,12 +230,20 @@ func (c *containerRecord) policyComposite(ordinal int) (*compositeIndex, bool) {
 // use's span names, in _rid order. An entry outside the scope costs only
 // its key.
 func compositeLocs(r storage.Reader, c *containerRecord, u *plan.CompositeUse, terms []plan.Term, s *itemScope, st *readStats) ([][]byte, error) {
+	locs, _, err := compositeLocsUpTo(r, c, u, terms, s, st, math.MaxInt64, math.MaxInt64)
+	return locs, err
+}
+
+// compositeLocsUpTo is compositeLocs reading at most limit entries and
+// keeping locations while it has read no more than keep
+// (collectLocsUpTo).
+func compositeLocsUpTo(r storage.Reader, c *containerRecord, u *plan.CompositeUse, terms []plan.Term, s *itemScope, st *readStats, limit, keep int64) (locs [][]byte, read int64, err error) {
 	comp, ok := c.policyComposite(u.Index.Ordinal)
 	if !ok {
-		return nil, nil
+		return nil, 0, nil
 	}
 	check := newEntryCheck(c, comp, u, terms, s)
-	return collectLocs(r, compositeSpans(c, u, terms, s), s, st, check.loc)
+	return collectLocsUpTo(r, compositeSpans(c, u, terms, s), s, st, check.loc, limit, keep)
 }
 
 // compositeItems walks the use's span in key order (backwards when

@@ -182,9 +182,7 @@ func filterComposite(c *containerRecord, q *ast.Query, params map[string]documen
 // composite span u names, as filterLocs does a term's; nil when there are
 // more than maxFilterLocs.
 func compositeFilterLocs(r storage.Reader, c *containerRecord, u *plan.CompositeUse, terms []plan.Term, s *itemScope, st *readStats) (locSet, error) {
-	comp, _ := c.policyComposite(u.Index.Ordinal)
-	check := newEntryCheck(c, comp, u, terms, s)
-	locs, read, err := collectLocsUpTo(r, compositeSpans(c, u, terms, s), s, st, check.loc, maxFilterLocs+1, maxFilterLocs)
+	locs, read, err := compositeLocsUpTo(r, c, u, terms, s, st, maxFilterLocs+1, maxFilterLocs)
 	if err != nil || read > maxFilterLocs {
 		return nil, err
 	}

@@ -647,11 +647,7 @@ func filteredPath(in Input, o *Ordered, path Path, f int) Path {
 func compositeFilteredPath(in Input, o *Ordered, path Path, u *CompositeUse) Path {
 	filtered := path
 	filtered.Access, filtered.Composite, filtered.Terms = FilteredStream, u, orderedTerms(o)
-	n := float64(max(in.Scope.ContainerItems, 1))
-	if u.Scoped {
-		n = math.Max(n*in.Scope.fraction(), 1)
-	}
-	filtered.Records = path.Records * math.Min(1, math.Max(float64(u.Entries), 1)/n)
+	filtered.Records = path.Records * math.Min(1, math.Max(float64(u.Entries), 1)/in.countedAmong(u.Scoped))
 	return filtered
 }
 
@@ -778,16 +774,11 @@ func walkSpan(in Input, o *Ordered) (total, sel float64) {
 // unionSelectivity is the part of the items the OR's terms (Input.Union)
 // hold together, at most: the sum of each one's selectivity.
 func (in Input) unionSelectivity() float64 {
-	n := float64(max(in.Scope.ContainerItems, 1))
 	var sel float64
 	for i, e := range in.UnionEntries {
-		items := n
-		if in.UnionScoped != nil && in.UnionScoped[i] {
-			items = math.Max(n*in.Scope.fraction(), 1)
-		}
-		sel += float64(e) / items
+		sel += float64(e) / in.countedAmong(in.UnionScoped != nil && in.UnionScoped[i])
 	}
-	return math.Min(math.Max(sel, 1/n), 1)
+	return math.Min(math.Max(sel, 1/in.countedAmong(false)), 1)
 }
 
 // termShare is the part of Terms[i]'s counted entries that name items in
@@ -806,11 +797,17 @@ func (in Input) scoped(i int) bool { return in.Scoped != nil && in.Scoped[i] }
 // item's: its count over the items it was counted among (the scope's,
 // or the container's).
 func (in Input) selectivity(i int) float64 {
+	return math.Max(float64(in.Entries[i]), 1) / in.countedAmong(in.scoped(i))
+}
+
+// countedAmong is how many items a count was made among: the scope's
+// when scoped, else the container's; at least one.
+func (in Input) countedAmong(scoped bool) float64 {
 	n := float64(max(in.Scope.ContainerItems, 1))
-	if in.scoped(i) {
+	if scoped {
 		n = math.Max(n*in.Scope.fraction(), 1)
 	}
-	return math.Max(float64(in.Entries[i]), 1) / n
+	return n
 }
 
 // OrderedBound is how many entries of the ORDER BY path's own term are
