@@ -231,7 +231,11 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	if tc == nil {
 		tc = newTermCounts(c, terms, weighed, s)
 		if o := in.Stream; o != nil && len(o.Filter) > 0 {
-			tc.collectLocs(c, terms[o.Filter[0]], o.Filter[0], s)
+			// Each term the stream may filter by: the page goes on
+			// from the locations the chosen one's count gathered.
+			for _, f := range o.Filter {
+				tc.collectLocs(c, terms[f], f, s)
+			}
 		} else if lone {
 			tc.gatherFrom(c, terms[weighed[0]], weighed[0], s)
 		}
@@ -376,6 +380,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	// page's rows: past what that costs, no count changes the choice.
 	bound := probe
 	var walk *walkPace
+	several := false // several terms beside the walks, counted until they settle
 	if o := in.Stream; o != nil && len(o.Within) > 0 && !slices.ContainsFunc(weighed, func(i int) bool { return !slices.Contains(o.Within, i) }) {
 		bound = plan.WithinBound(in, o, probe)
 	} else if others := walkTerms(in, weighed); len(others) > 0 {
@@ -396,6 +401,8 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 			// several, an intersection of them may: they are counted
 			// as any other terms.
 			bound = settles[0]
+		} else {
+			several = true
 		}
 		if try == scanFirstPaced && fresh && slices.Max(settles) > countStep {
 			// The walk is tried first, the terms counted a step at a
@@ -415,11 +422,26 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		tc.gatherFrom(c, terms[weighed[0]], weighed[0], s)
 	}
 	bound = min(bound, compBound)
+	top := bound
+	if several = several && walk == nil; several {
+		// Several terms beside the walks: counted a round at a time
+		// until what is left of each count can change no choice
+		// (plan.CountSettled), or to the bound.
+		bound = min(top, 4*countStep)
+	}
 	for {
 		if err := tc.count(r, size, bound, partners, st); err != nil {
 			return nil, err
 		}
 		tc.fill(&in)
+		if several {
+			want := min(countsSettled(in, weighed), top)
+			if want <= bound {
+				break
+			}
+			bound = want
+			continue
+		}
 		if walkUse == nil || bound >= ceiling {
 			break
 		}
@@ -564,9 +586,10 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	if walk != nil {
 		walk.in, walk.plan = in, qa.plan
 	}
-	if o := in.Stream; qa.access == plan.FilteredStream && o != nil && len(o.Filter) > 0 && p.Chosen.Composite == nil && slices.Contains(p.Chosen.Terms, o.Filter[0]) {
-		// The term whose locations the count gathered.
-		qa.filter = tc.filterStart(o.Filter[0])
+	if o := in.Stream; qa.access == plan.FilteredStream && o != nil && p.Chosen.Composite == nil {
+		// The term chosen, the last of the path's: the page goes on
+		// from the locations its count gathered.
+		qa.filter = tc.filterStart(p.Chosen.Terms[len(p.Chosen.Terms)-1])
 	}
 	if qa.access == plan.Union {
 		// Its terms are the OR's, found again from the query on every
@@ -761,9 +784,18 @@ func (wp *walkPace) admit(keep func()) error {
 			keep()
 			keep = nil
 		}
-		wp.bound = min(wp.bound*4, wp.settle)
-		if wp.read >= plan.WalkSample {
+		switch {
+		case wp.read < plan.WalkSample:
+			wp.bound = min(wp.bound*4, wp.settle)
+		case len(wp.terms) == 1:
 			wp.bound = wp.settle
+		default:
+			// Several terms: counted on a doubling at a time, so
+			// that one that ends ends the walk before the others are
+			// counted far past it; the page is then planned with
+			// them counted only as far as they may change the choice
+			// (countsSettled).
+			wp.bound = min(wp.bound*2, wp.settle)
 		}
 		if err := wp.tc.count(wp.r, wp.size, wp.bound, false, wp.st); err != nil {
 			return err
@@ -1061,9 +1093,12 @@ func (tc *termCounts) fill(in *plan.Input) {
 		}
 		in.Scoped[i] = tc.scoped[k]
 	}
-	in.FilterRead = 0
+	in.FilterRead = nil
 	if o := in.Stream; o != nil && len(o.Filter) > 0 {
-		in.FilterRead = tc.gathered(o.Filter[0])
+		in.FilterRead = make([]int64, len(in.Entries))
+		for _, f := range o.Filter {
+			in.FilterRead[f] = tc.gathered(f)
+		}
 	}
 }
 
@@ -1083,18 +1118,39 @@ func (tc *termCounts) gathered(i int) int64 {
 // stream out of in, when none is left) those whose count holds more
 // locations than a page collects (filterLocs). A count stopped short is
 // not weighed for the filter anyway, and a walk tried first weighs it
-// again once it ends (walkPace). The entries gathered (Input.FilterRead)
-// are the first filter's, and go with it.
+// again once it ends (walkPace).
 func dropWideFilter(in *plan.Input) {
 	o := in.Stream
 	if o == nil || len(o.Filter) == 0 {
 		return
 	}
-	first := o.Filter[0]
 	o.Filter = slices.DeleteFunc(slices.Clone(o.Filter), func(f int) bool { return in.Entries[f] > maxFilterLocs && !in.Stopped[f] })
-	if len(o.Filter) == 0 || o.Filter[0] != first {
-		in.FilterRead = 0
+}
+
+// countsSettled returns how far the weighed terms whose counts stopped
+// are worth counting on, 0 when counting on can change no choice
+// (plan.CountSettled), weighed as the page will weigh them
+// (dropWideFilter): where their entries cost what the chosen path does,
+// when that alone is short; else twice as far as the furthest has gone.
+func countsSettled(in plan.Input, weighed []int) int64 {
+	at := in
+	if in.Stream != nil {
+		o := *in.Stream
+		at.Stream = &o
 	}
+	dropWideFilter(&at)
+	p := plan.Choose(at)
+	var want, furthest int64
+	for _, i := range weighed {
+		furthest = max(furthest, at.Entries[i])
+		if settled, worth := plan.CountSettled(at, i, p.Chosen); !settled {
+			want = max(want, worth, 1)
+		}
+	}
+	if want == 1 {
+		want = 2 * furthest
+	}
+	return want
 }
 
 // walkTerms returns the weighed terms the walks that may serve the page

@@ -2070,3 +2070,48 @@ func TestAStreamFiltersByItsNarrowestTerm(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamTermsCountedAsFarAsTheyMatter runs ORDER BYs whose filter has
+// an equality or IN list beside a narrower range. The first counted the
+// IN list (nine tenths of the items) to the probe, 7,551 entries, for a
+// stream filtered by the range: past where its entries cost what that
+// stream does, and once the range is narrower, its count changes no
+// choice (plan.CountSettled). The second, whose equality holds a tenth,
+// filtered its walk by the equality, whose count had gathered its
+// locations, and read a record for every tenth walked entry, where the
+// range's locations, gathered by its own count, name a twentieth: each
+// term's count gathers them now.
+func TestStreamTermsCountedAsFarAsTheyMatter(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	var items []string
+	for i := range 20000 {
+		items = append(items, fmt.Sprintf(`{"id":"x%d","pk":"p%d","n":%d,"m":%d,"h":%d}`, i, i%100, i*7919%20000, i%100, i%10))
+	}
+	be.seed(t, items...)
+	docs := parseItems(t, items)
+	for _, tc := range []struct {
+		query            string
+		entries, records int // at most: the first page's entries, the drain's records
+	}{
+		// Before: 9,775 entries on the first page.
+		{`SELECT c.id, c.n FROM c WHERE c.h IN (0, 1, 2, 3, 4, 5, 6, 7, 8) AND c.m < 5 ORDER BY c.n`, 3_000, 1_300},
+		// Before: 4,069 entries on the first page, 2,028 records in all.
+		{`SELECT c.id, c.n FROM c WHERE c.h = 3 AND c.m < 5 ORDER BY c.n`, 3_500, 1_200},
+	} {
+		p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, MaxItemCount: 10, Query: tc.query}
+		be.orderReady(t, p)
+		records := 0
+		got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
+			records += page.Examined
+			if n == 0 && (page.Plan == nil || page.Plan.Chosen.Access != plan.FilteredStream || page.IndexEntries > tc.entries) {
+				t.Errorf("%s: the first page read %d index entries by %v, want at most %d by the filtered stream", tc.query, page.IndexEntries, page.Plan, tc.entries)
+			}
+		})
+		if want := oracleRows(t, tc.query, docs, ""); len(want) < 200 || !slices.Equal(got, want) {
+			t.Errorf("%s: %d rows differ from the evaluator's %d", tc.query, len(got), len(want))
+		}
+		if records > tc.records {
+			t.Errorf("%s: the drain read %d records, want at most %d", tc.query, records, tc.records)
+		}
+	}
+}

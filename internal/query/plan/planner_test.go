@@ -768,7 +768,7 @@ func TestGatherBound(t *testing.T) {
 		{read: 171_428 / 4, min: 171_428/4 + 3_000, max: 171_428/4 + 7_000, exact: 171_428, ends: false},
 	} {
 		o := &Ordered{Path: []string{"t"}, Want: 101, Term: -1, Filter: []int{1}}
-		in := Input{Scope: scope, Terms: terms, Entries: []int64{-1, tc.read}, Stopped: []bool{false, true}, WalkEntries: 200_000, Stream: o, FilterRead: tc.read}
+		in := Input{Scope: scope, Terms: terms, Entries: []int64{-1, tc.read}, Stopped: []bool{false, true}, WalkEntries: 200_000, Stream: o, FilterRead: []int64{0, tc.read}}
 		bound := GatherBound(in, o, 1, false, tc.read, probe)
 		if bound < tc.min || bound > tc.max {
 			t.Errorf("read %d: bound %d, want %d to %d", tc.read, bound, tc.min, tc.max)
@@ -779,14 +779,64 @@ func TestGatherBound(t *testing.T) {
 		if !tc.ends {
 			continue
 		}
-		in.Entries, in.Stopped, in.FilterRead = []int64{-1, tc.exact}, nil, tc.exact
+		in.Entries, in.Stopped, in.FilterRead = []int64{-1, tc.exact}, nil, []int64{0, tc.exact}
 		if got := Choose(in).Chosen.Access; got != tc.afterward {
 			t.Errorf("read %d, ended at %d: chose %v, want %v", tc.read, tc.exact, got, tc.afterward)
 		}
 		// Weighed without what the count read, the plain stream wins.
-		in.FilterRead = 0
+		in.FilterRead = nil
 		if got := Choose(in).Chosen.Access; got != OrderedStream {
 			t.Errorf("read %d, ended at %d, the read not counted as paid: chose %v, want %v", tc.read, tc.exact, got, OrderedStream)
+		}
+	}
+}
+
+// CountSettled stops a term's count beside an ORDER BY's walks once a
+// narrower term counted to its end makes the walks' estimates its own and
+// the term's entries so far cost what the chosen path does; a count that
+// gathers its locations for the stream goes on while the stream filtered
+// by it, were the count to end there, would cost less. The shape of
+// c.h IN (0, …, 8) AND c.m < 5 ORDER BY c.n over 10⁵ items.
+func TestCountSettled(t *testing.T) {
+	terms := []Term{
+		{Path: []string{"h"}, Spans: []Span{{Kind: SpanValue, Lo: document.Int(0)}, {Kind: SpanValue, Lo: document.Int(1)}}},
+		{Path: []string{"m"}, Spans: []Span{{Kind: SpanRange, Hi: document.Int(5), HasHi: true, ExclHi: true}}},
+	}
+	scope := Scope{Kind: ScopeAll, Items: 100_000, ContainerItems: 100_000}
+	for _, tc := range []struct {
+		name     string
+		h, m     int64 // counts; m's whole unless mStopped
+		mStopped bool
+		gathered bool // h's count gathered its locations
+		chosen   *Path
+		settled  bool
+		worth    int64 // at least, and within a tenth (0 when no count settles it)
+	}{
+		// The stream filtered by c.m costs 1,300: 8,668 entries' worth.
+		{name: "short", h: 8_000, m: 5_000, worth: 8_668},
+		{name: "past", h: 9_000, m: 5_000, settled: true, worth: 8_668},
+		// Filtered by c.h, the stream reads a record for the share of
+		// the walk's 2,000 entries c.h holds: under 1,300 until 20,000.
+		{name: "gathered", h: 9_000, m: 5_000, gathered: true, worth: 20_000},
+		{name: "gathered past", h: 20_001, m: 5_000, gathered: true, settled: true, worth: 20_000},
+		{name: "none narrower", h: 9_000, m: 5_000, mStopped: true},
+		{name: "wider", h: 9_000, m: 12_000},
+		{name: "chosen reads it", h: 30_000, m: 5_000, chosen: &Path{Access: IndexSpan, Terms: []int{0}, Cost: 1}},
+	} {
+		o := &Ordered{Path: []string{"n"}, Want: 100, Term: -1, Filter: []int{0, 1}}
+		in := Input{Scope: scope, Terms: terms, Entries: []int64{tc.h, tc.m}, Stopped: []bool{true, tc.mStopped}, WalkEntries: 100_000, Stream: o}
+		if tc.gathered {
+			in.FilterRead = []int64{tc.h, 0}
+		}
+		chosen := Choose(in).Chosen
+		if tc.chosen != nil {
+			chosen = *tc.chosen
+		} else if !tc.mStopped && (chosen.Access != FilteredStream || !slices.Equal(chosen.Terms, []int{1})) {
+			t.Fatalf("%s: chose %v %v, want the stream filtered by c.m", tc.name, chosen.Access, chosen.Terms)
+		}
+		settled, worth := CountSettled(in, 0, chosen)
+		if settled != tc.settled || worth < tc.worth || worth > tc.worth+tc.worth/10 {
+			t.Errorf("%s: settled %v, worth %d; want %v, %d", tc.name, settled, worth, tc.settled, tc.worth)
 		}
 	}
 }
