@@ -1127,19 +1127,24 @@ func dropWideFilter(in *plan.Input) {
 	o.Filter = slices.DeleteFunc(slices.Clone(o.Filter), func(f int) bool { return in.Entries[f] > maxFilterLocs && !in.Stopped[f] })
 }
 
+// chooseAsWeighed is the plan the page would take from in as it stands,
+// weighed as the page weighs it (dropWideFilter), and that input.
+func chooseAsWeighed(in plan.Input) (plan.Input, plan.Plan) {
+	if in.Stream != nil {
+		o := *in.Stream
+		in.Stream = &o
+	}
+	dropWideFilter(&in)
+	return in, plan.Choose(in)
+}
+
 // countsSettled returns how far the weighed terms whose counts stopped
 // are worth counting on, 0 when counting on can change no choice
 // (plan.CountSettled), weighed as the page will weigh them
 // (dropWideFilter): where their entries cost what the chosen path does,
 // when that alone is short; else twice as far as the furthest has gone.
 func countsSettled(in plan.Input, weighed []int) int64 {
-	at := in
-	if in.Stream != nil {
-		o := *in.Stream
-		at.Stream = &o
-	}
-	dropWideFilter(&at)
-	p := plan.Choose(at)
+	at, p := chooseAsWeighed(in)
 	var want, furthest int64
 	for _, i := range weighed {
 		furthest = max(furthest, at.Entries[i])
@@ -2021,6 +2026,12 @@ func (e *Engine) weighAbsent(r storage.Reader, c *containerRecord, q *ast.Query,
 		e.wantAbsent(c, path, entryKinds{})
 		return nil
 	}
+	// The absence entries' path reads every one of them: past what the
+	// cheapest path weighed so far costs, its count changes no choice.
+	// Without it, c.u = 'hot' AND NOT IS_DEFINED(c.x), 200 items beside
+	// 10⁵ without x, counted the absence entries to the probe.
+	_, best := chooseAsWeighed(*in)
+	bound = min(bound, plan.EntriesCosting(best.Chosen.Cost))
 	var span keySpan
 	scoped := s.kind == plan.ScopePartition || s.kind == plan.ScopePrefix
 	if scoped {

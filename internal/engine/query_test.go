@@ -696,3 +696,41 @@ func TestNotDefinedReadsItsAbsenceEntries(t *testing.T) {
 		}
 	}
 }
+
+// A NOT IS_DEFINED beside a narrow term counts the path's absence entries
+// only as far as their path could still win: past the entries that cost
+// what the term's span does (plan.EntriesCosting). Beside 200 items of
+// 20,000, nearly all without the path, the first page counted them to
+// the probe, 7,563.
+func TestNotDefinedCountedAsFarAsItMayWin(t *testing.T) {
+	be := newBatchEnv(t, "-1")
+	var items []string
+	for i := range 20000 {
+		u, x := "cold", ""
+		if i%100 == 0 {
+			u = "hot"
+		}
+		if i%1000 == 500 {
+			x = `,"x":1`
+		}
+		items = append(items, fmt.Sprintf(`{"id":"d%d","pk":"p%d","u":"%s"%s}`, i, i%40, u, x))
+	}
+	be.seed(t, items...)
+	q := `SELECT c.id FROM c WHERE c.u = 'hot' AND NOT IS_DEFINED(c.x)`
+	p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, MaxItemCount: 50, Query: q}
+	if _, err := be.e.QueryItems(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	drainIndexer(t, be.e.NewIndexer(nil))
+	if !be.container(t).absentReady([]string{"x"}) {
+		t.Fatal("the absence entries of /x are not built")
+	}
+	got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
+		if n == 0 && (page.Plan == nil || page.Plan.Chosen.Access != plan.IndexSpan || page.IndexEntries > 4_000) {
+			t.Errorf("the first page read %d index entries by %v, want at most 4,000 by the span of c.u", page.IndexEntries, page.Plan)
+		}
+	})
+	if want := oracleRows(t, q, parseItems(t, items), ""); len(want) != 180 || !slices.Equal(got, want) {
+		t.Errorf("%d rows, want %d", len(got), len(want))
+	}
+}

@@ -912,7 +912,7 @@ func CountSettled(in Input, i int, chosen Path) (settled bool, worth int64) {
 	if !narrower {
 		return false, 0
 	}
-	worth = int64(math.Ceil(chosen.Cost/costEntry)) + 1
+	worth = EntriesCosting(chosen.Cost)
 	if o := in.Stream; o != nil && slices.Contains(o.Filter, i) && in.filterRead(i) >= in.Entries[i] {
 		// The count gathers the locations the entries name, which the
 		// stream filtered by i goes on from: worth counting on as long
@@ -964,6 +964,12 @@ func ScanFirstBounds(s Scope, rows, probe int64) (wide, budget int64, ok bool) {
 // with a term that proves narrow has read few records for it.
 func PaceRecords(entries int64) int64 {
 	return int64(math.Ceil(float64(entries) * costEntry / costRecordScan / paceShare))
+}
+
+// EntriesCosting is the fewest index entries that cost more than cost:
+// past them, a path that reads them all cannot beat one weighed at cost.
+func EntriesCosting(cost float64) int64 {
+	return int64(math.Ceil(cost/costEntry)) + 1
 }
 
 // EntriesWorth is how many index entries cost what scanning records
