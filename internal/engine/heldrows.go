@@ -1,11 +1,13 @@
 package engine
 
 import (
+	"bytes"
 	"strings"
 	"time"
 
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/query/ast"
+	"github.com/mayfly-db/mayfly/internal/query/eval"
 )
 
 // A query whose rows the evaluator makes whole (eval.Program.WholeRows: a
@@ -51,12 +53,21 @@ type heldRows struct {
 	// until is the first instant a document the evaluation read
 	// expires; zero when none will.
 	until time.Time
+	// marks, for the rows of an ORDER BY the evaluator sorts
+	// (sortedPage), holds each row's place as its token keeps it
+	// (appendMark), and window the rows' window (next.made counts the
+	// rows before the first); nil for a whole result's rows.
+	marks  [][]byte
+	window rowWindow
 }
+
+// holds reports whether h holds rows.
+func (h *heldRows) holds() bool { return h.rows != nil }
 
 // servesAt reports whether the rows are still the query's, for the page
 // of token cur over container c, whose sequences' state is st, at now.
 func (h *heldRows) servesAt(cur cursor, c *containerRecord, st containerState, now time.Time) bool {
-	return h.next.fingerprint == cur.fingerprint && h.next.skip == cur.skip && h.etag == c.Etag &&
+	return h.next.fingerprint == cur.fingerprint && h.next.skip == cur.skip && bytes.Equal(h.next.pos, cur.pos) && h.next.made == cur.made && h.etag == c.Etag &&
 		h.writes == st.writes && (h.until.IsZero() || now.Before(h.until))
 }
 
@@ -71,20 +82,69 @@ func (e *Engine) heldPage(h *heldRows, limit int, page *FeedPage) {
 		next.kept = newKeptID()
 		rest := *h
 		rest.next, rest.rows = next, h.rows[end:]
-		e.held.keep(next.kept, &rest, heldBytes(rest.rows), e.clock.Now())
+		e.held.keep(next.kept, &rest, rest.size(), e.clock.Now())
 	} else if h.complete {
 		return
 	}
 	page.Continuation = next.String()
 }
 
+// sortedHeldPage fills page with the held rows of a sorted ORDER BY
+// that fall in its window and fit it, as sortedPage would from the same
+// place, and keeps the rest for the page after it. When they run out
+// before the result does, the page after evaluates the query again from
+// the last one's place.
+func (e *Engine) sortedHeldPage(h *heldRows, limit int, page *FeedPage) {
+	win := h.window
+	win.made = h.next.made
+	last := fillSorted(len(h.rows), func(i int) []byte { return h.rows[i] }, &win, limit, page)
+	if last < 0 || win.done() || last+1 == len(h.rows) && h.complete {
+		return
+	}
+	next := h.next
+	next.pos, next.made, next.kept = h.marks[last], win.made, 0
+	if last+1 < len(h.rows) {
+		next.kept = newKeptID()
+		rest := *h
+		rest.next, rest.rows, rest.marks = next, h.rows[last+1:], h.marks[last+1:]
+		e.held.keep(next.kept, &rest, rest.size(), e.clock.Now())
+	}
+	page.Continuation = next.String()
+}
+
+// heldSortedRows is how many rows past its own a later page of a sorted
+// ORDER BY holds for the pages after it (sortedPage): a few pages'
+// worth, at least 256, so that a drain reads the candidates again once
+// per so many pages. A first page holds none: many queries end there,
+// and making the rows cost such a page as much again as reading its
+// candidates (BenchmarkSortedDrain/page-1).
+func heldSortedRows(limit int) int { return max(4*limit, 256) }
+
+// holdSorted makes rows, whose places are marks, the held rows of the
+// sorted page of token next, in the window win as the page left it, as
+// many as fit the room one query may take; complete says they run to the
+// result's end.
+func (h *heldRows) holdSorted(rows []document.Value, marks []eval.Mark, next cursor, win rowWindow, complete bool) {
+	h.hold(rows, next)
+	h.complete = h.complete && complete
+	h.window = win
+	h.marks = make([][]byte, len(h.rows))
+	for i := range h.rows {
+		h.marks[i] = appendMark(nil, marks[i])
+	}
+}
+
 // heldRowOverhead is what a held row costs beyond its bytes.
 const heldRowOverhead = 24
 
-func heldBytes(rows [][]byte) int {
+// size is the room the held rows take, with their places.
+func (h *heldRows) size() int {
 	n := 0
-	for _, r := range rows {
+	for _, r := range h.rows {
 		n += len(r) + heldRowOverhead
+	}
+	for _, m := range h.marks {
+		n += len(m) + heldRowOverhead
 	}
 	return n
 }

@@ -388,13 +388,17 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	var held *heldRows
 	if !distinct && p.Resume == nil && !p.inScript && holdsRows(prog.Query()) {
 		if h, ok := e.held.take(cur.kept); ok && resumed && h.servesAt(cur, c, state, now) {
-			e.heldPage(h, limit, page)
+			if h.marks != nil {
+				e.sortedHeldPage(h, limit, page)
+			} else {
+				e.heldPage(h, limit, page)
+			}
 			return nil
 		}
 		held = &heldRows{etag: c.Etag, writes: state.writes}
 		defer func() {
-			if rerr == nil && held.rows != nil && page.Continuation == held.next.String() {
-				e.held.keep(held.next.kept, held, heldBytes(held.rows), e.clock.Now())
+			if rerr == nil && held.holds() && page.Continuation == held.next.String() {
+				e.held.keep(held.next.kept, held, held.size(), e.clock.Now())
 			}
 		}()
 	}
@@ -521,7 +525,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		}
 		if win != nil {
 			resolve := func(m *eval.Mark, refs []markRef) error { return resolveMarkRefs(r, c, rows, scope, now, st, m, refs) }
-			return sortedPage(qp.src, c, rows, scope, now, cur, next, limit, *win, resolve, page, passed)
+			return sortedPage(qp.src, c, rows, scope, now, cur, next, limit, *win, resolve, page, passed, held)
 		}
 		if partial {
 			return partialGroupsPage(qp.src, c, prog, scope, now, cur, next, limit, &groups, page)
@@ -1434,13 +1438,17 @@ func liveDocuments(src itemSource, c *containerRecord, prog *eval.Program, s *it
 
 // sortedPage pages an ORDER BY the evaluator sorts (its rows, without
 // TOP, OFFSET and LIMIT, are those of a resumable program, in the window
-// win of them). Every page reads the documents of its access path, as
-// the first does, and asks for the rows after the place of the last row
-// the page before went past (eval.Mark, which the token keeps), so it
-// holds only the rows it may return, however deep it is.
+// win of them). A page reads the documents of its access path, as the
+// first does, and asks for the rows after the place of the last row the
+// page before went past (eval.Mark, which the token keeps), so it holds
+// only the rows it may return and, when held is not nil, the rows of a
+// few pages after them (heldSortedRows), which it leaves there with
+// their places for the pages after it (sortedHeldPage): however deep a
+// page is, it holds a bounded number of rows, and the candidates are
+// read again once per so many pages rather than by every page.
 //
 // resolve puts back the mark's keys its token holds as references.
-func sortedPage(src itemSource, c *containerRecord, prog *eval.Program, s *itemScope, now time.Time, cur, next cursor, limit int, win rowWindow, resolve func(*eval.Mark, []markRef) error, page *FeedPage, passed *int) error {
+func sortedPage(src itemSource, c *containerRecord, prog *eval.Program, s *itemScope, now time.Time, cur, next cursor, limit int, win rowWindow, resolve func(*eval.Mark, []markRef) error, page *FeedPage, passed *int, held *heldRows) error {
 	var after *eval.Mark
 	if cur.pos != nil {
 		m, refs, ok := decodeMark(cur.pos, len(prog.Query().OrderBy))
@@ -1458,13 +1466,45 @@ func sortedPage(src itemSource, c *containerRecord, prog *eval.Program, s *itemS
 	if win.done() {
 		return nil
 	}
-	rows, marks, err := prog.RunAfter(documents(src, c, prog, s, now), win.need(limit)+1, passed, after)
+	n, extra := win.need(limit)+1, 0
+	if held != nil && after != nil {
+		held.rows, held.until = nil, time.Time{}
+		src = held.watchExpiry(src, c, s, now)
+		// The rows of a few pages more, within the window and the
+		// rows a sort may hold: a page after the first, of a query
+		// its client reads on.
+		extra = min(heldSortedRows(limit), prog.Budget().SortRows()-n-1)
+		if win.to >= 0 {
+			extra = min(extra, win.to-win.made-n+1)
+		}
+		extra = max(extra, 0)
+	}
+	rows, marks, err := prog.RunAfter(documents(src, c, prog, s, now), n, extra, passed, after)
 	if err != nil {
 		return queryError(err)
 	}
-	// last is the last row the page went past, returned or skipped.
+	last := fillSorted(len(rows), func(i int) []byte { return rows[i].JSON() }, &win, limit, page)
+	if last+1 < len(rows) && !win.done() {
+		next.pos, next.made = appendMark(nil, marks[last]), win.made
+		if held != nil && extra > 0 && len(rows) > n {
+			// More than n rows: none of those asked for past the
+			// page's own was given up for memory (RunAfter), so fewer
+			// than asked are the result's last.
+			next.kept = newKeptID()
+			held.holdSorted(rows[last+1:], marks[last+1:], next, win, len(rows) < n+extra)
+		}
+		page.Continuation = next.String()
+	}
+	return nil
+}
+
+// fillSorted adds to the page the rows of a sorted page (row(i) is the
+// JSON of row i of n) that fall in the window win, as many as fit it, and
+// returns the last row the page went past, returned or skipped; -1 when
+// none.
+func fillSorted(n int, row func(i int) []byte, win *rowWindow, limit int, page *FeedPage) int {
 	last, size := -1, 0
-	for i, row := range rows {
+	for i := range n {
 		if win.done() || len(page.Items) == limit {
 			break
 		}
@@ -1472,7 +1512,7 @@ func sortedPage(src itemSource, c *containerRecord, prog *eval.Program, s *itemS
 			last = i
 			continue
 		}
-		b := row.JSON()
+		b := row(i)
 		if size+len(b) > maxPageBytes && len(page.Items) > 0 {
 			win.made--
 			break
@@ -1481,11 +1521,7 @@ func sortedPage(src itemSource, c *containerRecord, prog *eval.Program, s *itemS
 		size += len(b)
 		last = i
 	}
-	if last+1 < len(rows) && !win.done() {
-		next.pos, next.made = appendMark(nil, marks[last]), win.made
-		page.Continuation = next.String()
-	}
-	return nil
+	return last
 }
 
 // pageRows adds rows[offset:] to the page, as many as fit, and returns

@@ -275,7 +275,7 @@ func benchPage(b *testing.B, s *benchStore, p QueryParams, k, rows int) {
 			b.StartTimer()
 		}
 		if held != nil {
-			s.held.keep(held.next.kept, held, heldBytes(held.rows), time.Time{})
+			s.held.keep(held.next.kept, held, held.size(), time.Time{})
 		}
 		if kept != nil {
 			s.kept.keep(id, kept, 0, time.Time{})

@@ -712,7 +712,25 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 				size += len(r.order)
 			}
 			if err := hold(size); err != nil {
-				return err
+				if !placed || !capped || c.resume.extra == 0 || !errors.Is(err, ErrMemory) {
+					return err
+				}
+				// The rows asked for past the page's own are given up
+				// rather than the page.
+				want -= c.resume.extra
+				c.resume.extra = 0
+				c.sortRows(q, rows)
+				for _, dropped := range rows[min(want, len(rows)):] {
+					size := dropped.size()
+					held -= size
+					c.budget.Release(size)
+				}
+				clear(rows[min(want, len(rows)):])
+				rows = rows[:min(want, len(rows))]
+				compact = min(compact, 2*want+64)
+				if err := hold(0); err != nil {
+					return err
+				}
 			}
 			rows = append(rows, r)
 			if c.passed != nil && cq == c.prog.top {

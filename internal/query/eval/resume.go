@@ -100,10 +100,12 @@ var errNotResumable = errors.New("eval: RunAfter needs a resumable program (Resu
 
 // RunAfter is RunEach for a resumable program (Resumable) that returns
 // only its rows after mark (nil: from the first), at most n of them
-// (n <= 0: every one), each with its mark. It holds at most the rows it
-// may return, and a few more, however many rows come before the mark; a
-// document's Order is the only part of its DocMeta the mark keeps.
-func (p *Program) RunAfter(each Each, n int, passed *int, after *Mark) ([]document.Value, []Mark, error) {
+// (n <= 0: every one), each with its mark, and up to extra rows more
+// while holding them keeps within the budget's memory (without DISTINCT):
+// past it, it returns n. It holds at most the rows it may return, and a
+// few more, however many rows come before the mark; a document's Order
+// is the only part of its DocMeta the mark keeps.
+func (p *Program) RunAfter(each Each, n, extra int, passed *int, after *Mark) ([]document.Value, []Mark, error) {
 	if !p.Resumable() {
 		return nil, nil, errNotResumable
 	}
@@ -116,6 +118,9 @@ func (p *Program) RunAfter(each Each, n int, passed *int, after *Mark) ([]docume
 		ctx.resume.mark = sortRow{keys: after.Keys, order: after.Doc, sub: after.Row}
 	}
 	ctx.resume.order = ctx.rowOrder(p.q) // which sees the run places its rows
+	if n > 0 && extra > 0 && !p.q.Select.Distinct {
+		n, ctx.resume.extra = n+extra, extra
+	}
 	rows, err := p.runEach(ctx, each, n, passed)
 	if err != nil {
 		return nil, nil, err
@@ -130,6 +135,9 @@ type resumeState struct {
 	order func(a, b sortRow) int
 	// marks holds the places of the rows returned, in order.
 	marks []Mark
+	// extra is how many of the rows asked for may be given up when
+	// holding them would pass the budget's memory (RunAfter).
+	extra int
 	// before holds, under DISTINCT, the rows at or before the mark that
 	// tie with it, by canonical key: the only rows before the mark a row
 	// after it may repeat.

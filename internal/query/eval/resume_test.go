@@ -81,7 +81,7 @@ func TestRunAfterPages(t *testing.T) {
 				if page > len(whole)+1 {
 					t.Fatalf("%s: pages of %d go on past %d rows", text, size, len(whole))
 				}
-				rows, marks, err := p.RunAfter(eachOf(docs), size+1, nil, after)
+				rows, marks, err := p.RunAfter(eachOf(docs), size+1, 0, nil, after)
 				if err != nil {
 					t.Fatalf("%s: page %d of %d rows: %v", text, page, size, err)
 				}
@@ -129,7 +129,51 @@ func TestResumable(t *testing.T) {
 		}
 	}
 	p := compile(t, "SELECT * FROM c", eval.Options{})
-	if _, _, err := p.RunAfter(eachOf(nil), 1, nil, nil); err == nil {
+	if _, _, err := p.RunAfter(eachOf(nil), 1, 0, nil, nil); err == nil {
 		t.Errorf("RunAfter of a program without ORDER BY: no error")
+	}
+}
+
+// RunAfter's extra rows are held while they fit the budget's memory: with
+// room, a run returns them too; with room for the page's rows but not for
+// the extra ones, it returns the page's rows rather than failing; and a
+// run that needs more than the room for its own rows still fails.
+func TestRunAfterExtraRows(t *testing.T) {
+	var docs []document.Value
+	for i := range 200 {
+		docs = append(docs, document.Obj([]document.Field{
+			{Name: "id", Value: document.Str(fmt.Sprint(i))},
+			{Name: "k", Value: document.Int(int64((i * 37) % 200))},
+			{Name: "pad", Value: document.Str(fmt.Sprintf("%0500d", i))},
+		}))
+	}
+	const text = "SELECT * FROM c ORDER BY c.k"
+	for _, tc := range []struct {
+		name   string
+		memory int
+		rows   int // -1: the run fails
+	}{
+		{"room", 1 << 20, 11 + 60},
+		{"room for the page", 80 << 10, 11},
+		{"no room", 4 << 10, -1},
+	} {
+		p := compile(t, text, eval.Options{Budget: eval.NewBudget(eval.BudgetParams{MaxMemory: tc.memory})})
+		rows, marks, err := p.RunAfter(eachOf(docs), 11, 60, nil, nil)
+		if tc.rows < 0 {
+			if !errors.Is(err, eval.ErrMemory) {
+				t.Errorf("%s: %d rows, err %v, want ErrMemory", tc.name, len(rows), err)
+			}
+			continue
+		}
+		if err != nil || len(rows) != tc.rows || len(marks) != len(rows) {
+			t.Errorf("%s: %d rows, %d marks, err %v; want %d rows", tc.name, len(rows), len(marks), err, tc.rows)
+			continue
+		}
+		for i, r := range rows {
+			if k := r.Get("k").Int(); k != int64(i) {
+				t.Errorf("%s: row %d has k %d", tc.name, i, k)
+				break
+			}
+		}
 	}
 }
