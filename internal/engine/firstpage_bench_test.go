@@ -98,6 +98,12 @@ func BenchmarkFirstPage(b *testing.B) {
 	past := params("SELECT * FROM c WHERE c.n > 10 ORDER BY c.n, c.k")
 	s.orderReady(b, past)
 	b.Run("order-composite", func(b *testing.B) { benchFirstPage(b, s, past) })
+	// An equality of 20 items beside a NOT IS_DEFINED every item
+	// passes (the path's absence entries, which the page asks for,
+	// built first).
+	absent := params("SELECT * FROM c WHERE c.m = 7 AND NOT IS_DEFINED(c.gone)")
+	s.orderReady(b, absent)
+	b.Run("not-defined-beside", func(b *testing.B) { benchFirstPage(b, s, absent) })
 	// And the composite's span within one logical partition (of 200
 	// items here, 20 rows), before and after the composite's entries of
 	// each partition apart, which the page asks for, are built.
