@@ -181,9 +181,10 @@ func (h *heldRows) hold(rows []document.Value, next cursor) {
 	}
 }
 
-// watchExpiry returns src, noting in h the first instant one of the
-// live documents of scope s it gives expires.
+// watchExpiry returns src, noting in h, which it empties of rows, the
+// first instant one of the live documents of scope s it gives expires.
 func (h *heldRows) watchExpiry(src itemSource, c *containerRecord, s *itemScope, now time.Time) itemSource {
+	h.rows, h.marks, h.until = nil, nil, time.Time{}
 	if !c.TTL.NeedsPurge() {
 		return src
 	}

@@ -1381,7 +1381,6 @@ func (w *rowWindow) need(rows int) int {
 // when it makes them all (heldRows).
 func runQuery(src itemSource, c *containerRecord, prog *eval.Program, s *itemScope, now time.Time, cur, next cursor, limit int, page *FeedPage, passed *int, held *heldRows) error {
 	if held != nil {
-		held.rows, held.until = nil, time.Time{}
 		src = held.watchExpiry(src, c, s, now)
 	}
 	rows, err := prog.RunEach(documents(src, c, prog, s, now), cur.skip+limit+1, passed)
@@ -1468,7 +1467,6 @@ func sortedPage(src itemSource, c *containerRecord, prog *eval.Program, s *itemS
 	}
 	n, extra := win.need(limit)+1, 0
 	if held != nil && after != nil {
-		held.rows, held.until = nil, time.Time{}
 		src = held.watchExpiry(src, c, s, now)
 		// The rows of a few pages more, within the window and the
 		// rows a sort may hold: a page after the first, of a query

@@ -652,6 +652,16 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 			_, vectorKey[i] = vector.IsCall(o.Expr)
 		}
 		produced := 0
+		// trim keeps the first n rows, sorted, releasing the rest.
+		trim := func(n int) {
+			for _, dropped := range rows[n:] {
+				size := dropped.size()
+				held -= size
+				c.budget.Release(size)
+			}
+			clear(rows[n:])
+			rows = rows[:n]
+		}
 		err := produce(func(s scope) error {
 			v, err := c.project(cq, s)
 			if err != nil {
@@ -720,13 +730,7 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 				want -= c.resume.extra
 				c.resume.extra = 0
 				c.sortRows(q, rows)
-				for _, dropped := range rows[min(want, len(rows)):] {
-					size := dropped.size()
-					held -= size
-					c.budget.Release(size)
-				}
-				clear(rows[min(want, len(rows)):])
-				rows = rows[:min(want, len(rows))]
+				trim(min(want, len(rows)))
 				compact = min(compact, 2*want+64)
 				if err := hold(0); err != nil {
 					return err
@@ -747,13 +751,7 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 				if placed && q.Select.Distinct {
 					n = c.resume.distinct(rows, want)
 				}
-				for _, dropped := range rows[n:] {
-					size := dropped.size()
-					held -= size
-					c.budget.Release(size)
-				}
-				clear(rows[n:])
-				rows = rows[:n]
+				trim(n)
 				// Rows that tie with a DISTINCT's mark are kept past
 				// want (resumeState.distinct): the buffer grows
 				// before the next trim, so trims stay rare.
