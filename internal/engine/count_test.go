@@ -611,10 +611,10 @@ func TestCountByIndex(t *testing.T) {
 	indexed := []string{"c.v = 2", "c.v IN (1, 3, 3.0, 'x')", "c.s = 's1'", "ARRAY_CONTAINS(['s0', 's2'], c.s)",
 		"c.v = 2 OR c.v = 0", "c.pk = 'p3'", "IS_NULL(c.v)", "c.v = 9007199254740991",
 		"c.w > 1", "c.w <= 2.5", "c.w >= 'b'", "c.w < 2", "STARTSWITH(c.w, 'b')", "c.w BETWEEN 1 AND 2.5", "c.w > 1 AND c.w < 3",
-		"c.v = 2 OR c.s = 's1'", "c.s IN ('s0', 's2') OR c.w BETWEEN 1 AND 2.5 OR c.v = null"}
+		"c.w != 2", "c.v = 2 OR c.s = 's1'", "c.s IN ('s0', 's2') OR c.w BETWEEN 1 AND 2.5 OR c.v = null"}
 	// Ranges of properties without partition entries: counted by the
 	// index across partitions, evaluated in one.
-	across := []string{"c.v > 1", "c.v <= 9007199254740991", "c.s > 's0'", "STARTSWITH(c.s, 's1')"}
+	across := []string{"c.v > 1", "c.v <= 9007199254740991", "c.s > 's0'", "STARTSWITH(c.s, 's1')", "NOT (c.v = 2)", "c.s != 's1'", "c.v = 2 OR NOT (c.s = 's1')"}
 	// Terms on two properties: counted by stepping through both in a
 	// partition, and across partitions once their tie entries are built
 	// (halfway).
@@ -625,8 +625,8 @@ func TestCountByIndex(t *testing.T) {
 	defined := []string{"IS_DEFINED(c.s)", "NOT IS_DEFINED(c.w)", "IS_DEFINED(c.nothing)", "NOT IS_DEFINED(c.v)"}
 	definedByIndex := 0
 	evaluated := []string{"c.v = 9007199254740992", "ARRAY_CONTAINS(c.tags, 1)", "c.v > 9007199254740992", "c.v < 9007199254740992", "c._ts > 0",
-		"c.v = 2 AND c.s = 's1' AND c.w = 1", "c.v = 9007199254740992 AND c.s = 's1'", "c.v = 2 AND IS_DEFINED(c.s)", "c.v = 2 AND c.v = 3", "NOT (c.v = 2)", "c.w > 1 AND c.w < 'z'", "c.w > 1 AND c.w > 2",
-		"c.v = 2 OR ARRAY_CONTAINS(c.tags, 1)", "c.v = 2 OR NOT (c.s = 's1')", "c.v = 2 OR c.v > 9007199254740992", "(c.v = 2 OR c.s = 's1') AND c.w > 1"}
+		"c.v = 2 AND c.s = 's1' AND c.w = 1", "c.v = 9007199254740992 AND c.s = 's1'", "c.v = 2 AND IS_DEFINED(c.s)", "c.v = 2 AND c.v = 3", "c.v != 9007199254740992", "c.w > 1 AND c.w < 'z'", "c.w > 1 AND c.w > 2",
+		"c.v = 2 OR ARRAY_CONTAINS(c.tags, 1)", "c.v = 2 OR c.v > 9007199254740992", "(c.v = 2 OR c.s = 's1') AND c.w > 1"}
 	count := func(ref ItemRef, rangeID, text string) (string, *FeedPage) {
 		t.Helper()
 		page, err := be.e.QueryItems(ctx, QueryParams{ItemRef: ref, Query: text, RangeID: rangeID, CrossPartition: true})
@@ -1076,9 +1076,9 @@ func TestCountByComposite(t *testing.T) {
 	counted := []string{"c.g = 1 AND c.w = 2.5", "c.g = 'a' AND c.w > 0", "c.w >= 'b' AND c.g = null", "c.g = 1 AND c.w BETWEEN 0 AND 2.5",
 		"c.g = 2 AND c.b = 1", "c.g = 1 AND c.b < 0", "c.g = 1 AND STARTSWITH(c.w, 'b')", "c.g = 1.0 AND c.w < 2", "c.g = 1 AND c.w IN (0, 1, 'c')",
 		"c.g = 1 AND c.o.x = 3 AND c.w = 1", "c.v = 'a' AND c.g = 2", "c.g = 1 AND c.v >= 0 AND c.v < 9", "c.g IN (1, 2) AND c.w = 1",
-		"c.g IN (1, 'a', 2) AND c.w > 0"}
+		"c.g IN (1, 'a', 2) AND c.w > 0", "c.g = 1 AND NOT (c.w = 1)"}
 	evaluated := []string{"c.g = 1 AND c.o.x = 3", "c.g > 1 AND c.w = 2", "c.g = 1 AND c.w > 1 AND c.w > 2", "c.g = 1 AND c.v = 9007199254740993",
-		"c.g = 1 AND c.w > 1 AND c.x = 2", "c.g = 1 AND c.w > 0 AND c.w < 'c'", "c.g = 1 AND NOT (c.w = 1)"}
+		"c.g = 1 AND c.w > 1 AND c.x = 2", "c.g = 1 AND c.w > 0 AND c.w < 'c'", "c.g = 1 AND c.w != null"}
 	byIndex, nonzero := 0, 0
 	for step := range changeSteps() {
 		be.churn(t, "k", rnd, 60, 9, props)

@@ -907,7 +907,7 @@ func (s *diffScenario) atom(q *diffQuery) string {
 	case 3, 4:
 		return "c.s " + op() + " " + s.literal(q, s.str())
 	case 5:
-		return "c.b = " + s.literal(q, document.BoolValue(r.IntN(2) == 0))
+		return "c.b " + []string{"=", "!="}[r.IntN(2)] + " " + s.literal(q, document.BoolValue(r.IntN(2) == 0))
 	case 6:
 		return []string{"c.nul = null", "IS_NULL(c.nul)", "c.nul != null", "c.n = null"}[r.IntN(4)]
 	case 7:
@@ -1298,7 +1298,7 @@ func (s *diffScenario) pathTerm(q *diffQuery, expr string, eq bool) string {
 		return expr + " " + cmp + " " + s.literal(q, s.str())
 	case "c.b":
 		if eq || r.IntN(2) == 0 {
-			return "c.b = " + s.literal(q, document.BoolValue(r.IntN(2) == 0))
+			return "c.b " + []string{"=", "!="}[r.IntN(2)] + " " + s.literal(q, document.BoolValue(r.IntN(2) == 0))
 		}
 		return "c.b IN (true, false)"
 	case "c.nul":

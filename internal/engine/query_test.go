@@ -734,3 +734,39 @@ func TestNotDefinedCountedAsFarAsItMayWin(t *testing.T) {
 		t.Errorf("%d rows, want %d", len(got), len(want))
 	}
 }
+
+// TestInequalityReadsItsSpans: an inequality with a scalar reads the index
+// entries on either side of its value, so a filter that leaves out the
+// value most items hold reads about the rows' records, not every record
+// of the scope.
+func TestInequalityReadsItsSpans(t *testing.T) {
+	be := newBatchEnv(t, "-1")
+	var items []string
+	for i := range 20000 {
+		u, done := "cold", true
+		if i%100 == 0 {
+			u, done = "hot", false
+		}
+		items = append(items, fmt.Sprintf(`{"id":"d%d","pk":"p%d","u":"%s","done":%v,"n":%d}`, i, i%40, u, done, i%100))
+	}
+	be.seed(t, items...)
+	docs := parseItems(t, items)
+	for _, q := range []string{
+		`SELECT c.id FROM c WHERE c.u != 'cold'`,
+		`SELECT c.id FROM c WHERE NOT (c.u = 'cold')`,
+		`SELECT c.id FROM c WHERE c.done != true`,
+		`SELECT c.id FROM c WHERE 0 <> c.n`, // the values on either side: not few, but all right
+		`SELECT c.id FROM c WHERE NOT (c.n < 99)`,
+	} {
+		p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, MaxItemCount: 50, Query: q}
+		records := 0
+		got := drainRows(t, be.e, p, func(n int, page *FeedPage) { records += page.Examined })
+		want := oracleRows(t, q, docs, "")
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: %d rows, want %d", q, len(got), len(want))
+		}
+		if len(want) <= 200 && records > len(want)+len(want)/10+10 {
+			t.Errorf("%s: read %d records for %d rows", q, records, len(want))
+		}
+	}
+}

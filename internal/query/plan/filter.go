@@ -232,6 +232,7 @@ const (
 	In      // Values holds the candidates
 	Prefix  // STARTSWITH(path, Value), case-sensitive
 	OfKinds // a type check (IS_DEFINED, IS_NUMBER, …): the value's kind lies in Kinds
+	Ne      // a value of Value's kind other than Value
 )
 
 // KindRange is the kinds of value from First to Last in the query
@@ -278,8 +279,13 @@ type Predicate struct {
 	Kinds  KindRange        // for OfKinds
 }
 
-var flip = map[ast.BinaryOp]Op{ast.OpEq: Eq, ast.OpLt: Gt, ast.OpLe: Ge, ast.OpGt: Lt, ast.OpGe: Le}
-var direct = map[ast.BinaryOp]Op{ast.OpEq: Eq, ast.OpLt: Lt, ast.OpLe: Le, ast.OpGt: Gt, ast.OpGe: Ge}
+var flip = map[ast.BinaryOp]Op{ast.OpEq: Eq, ast.OpNe: Ne, ast.OpLt: Gt, ast.OpLe: Ge, ast.OpGt: Lt, ast.OpGe: Le}
+var direct = map[ast.BinaryOp]Op{ast.OpEq: Eq, ast.OpNe: Ne, ast.OpLt: Lt, ast.OpLe: Le, ast.OpGt: Gt, ast.OpGe: Ge}
+
+// negated is the comparison NOT (a op b) makes: the same where a and b
+// are scalars of one kind, and undefined, as NOT of undefined is,
+// wherever a op b is undefined.
+var negated = map[ast.BinaryOp]ast.BinaryOp{ast.OpEq: ast.OpNe, ast.OpNe: ast.OpEq, ast.OpLt: ast.OpGe, ast.OpLe: ast.OpGt, ast.OpGt: ast.OpLe, ast.OpGe: ast.OpLt}
 
 // Predicates returns the sargable terms of the top-level AND chain of the
 // WHERE clause of q. Terms of other shapes are left out; the result may be
@@ -295,33 +301,13 @@ func Predicates(q *ast.Query, params map[string]document.Value) []Predicate {
 				}
 				continue
 			}
-			op, ok := direct[x.Op]
-			if !ok {
-				continue
-			}
-			if op == Eq {
-				// An equality on a JOIN alias's elements narrows the
-				// documents to those holding such an element.
-				if p, ok := ElemPath(q, x.L); ok {
-					if v, ok := constant(x.R, params); ok {
-						out = append(out, Predicate{Path: p, Op: op, Value: v})
-					}
-					continue
-				}
-				if p, ok := ElemPath(q, x.R); ok {
-					if v, ok := constant(x.L, params); ok {
-						out = append(out, Predicate{Path: p, Op: op, Value: v})
-					}
-					continue
-				}
-			}
-			if p, ok := DocPath(q, x.L); ok {
-				if v, ok := constant(x.R, params); ok {
-					out = append(out, Predicate{Path: p, Op: op, Value: v})
-				}
-			} else if p, ok := DocPath(q, x.R); ok {
-				if v, ok := constant(x.L, params); ok {
-					out = append(out, Predicate{Path: p, Op: flip[x.Op], Value: v})
+			out = append(out, comparison(q, x, params)...)
+		case *ast.Unary:
+			// NOT (c.n < 5) is c.n >= 5: for a number c.n, as the
+			// comparison says, and for any other value undefined.
+			if b, ok := x.X.(*ast.Binary); ok && x.Op == ast.OpNot {
+				if op, ok := negated[b.Op]; ok {
+					out = append(out, comparison(q, &ast.Binary{Op: op, L: b.L, R: b.R}, params)...)
 				}
 			}
 		case *ast.Exists:
@@ -398,6 +384,42 @@ func Predicates(q *ast.Query, params map[string]document.Value) []Predicate {
 			}
 		}
 	}
+	return out
+}
+
+// comparison returns the predicate of x when it compares a document path
+// (or, for an equality, a JOIN alias's elements) with a constant.
+func comparison(q *ast.Query, x *ast.Binary, params map[string]document.Value) []Predicate {
+	op, ok := direct[x.Op]
+	if !ok {
+		return nil
+	}
+	side := func(path func(*ast.Query, ast.Expr) ([]string, bool), e, other ast.Expr, op Op) ([]Predicate, bool) {
+		p, ok := path(q, e)
+		if !ok {
+			return nil, false
+		}
+		// An inequality with null holds for no value, and one with an
+		// array or an object is undefined: neither names index entries.
+		if v, ok := constant(other, params); ok && (op != Ne || v.Kind() == document.Bool || v.Kind() == document.Number || v.Kind() == document.String) {
+			return []Predicate{{Path: p, Op: op, Value: v}}, true
+		}
+		return nil, true
+	}
+	if op == Eq {
+		// An equality on a JOIN alias's elements narrows the documents
+		// to those holding such an element.
+		if out, ok := side(ElemPath, x.L, x.R, op); ok {
+			return out
+		}
+		if out, ok := side(ElemPath, x.R, x.L, op); ok {
+			return out
+		}
+	}
+	if out, ok := side(DocPath, x.L, x.R, op); ok {
+		return out
+	}
+	out, _ := side(DocPath, x.R, x.L, flip[x.Op])
 	return out
 }
 
@@ -700,7 +722,7 @@ func isFalse(e ast.Expr) bool {
 	return ok && lit.Value.Kind() == document.Bool && !lit.Value.Bool()
 }
 
-var opNames = [...]string{Eq: "=", Lt: "<", Le: "<=", Gt: ">", Ge: ">=", In: "IN", Prefix: "STARTSWITH", OfKinds: "IS"}
+var opNames = [...]string{Eq: "=", Lt: "<", Le: "<=", Gt: ">", Ge: ">=", In: "IN", Prefix: "STARTSWITH", OfKinds: "IS", Ne: "!="}
 
 func (o Op) String() string {
 	if int(o) < len(opNames) {

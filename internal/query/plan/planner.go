@@ -118,7 +118,8 @@ type Term struct {
 
 // Terms groups the predicates by path into index terms. For each path the
 // narrowest form wins: an equality, then IN, then STARTSWITH, then the
-// range the comparisons bound (both sides combined), then a type check
+// range the comparisons bound (both sides combined), then an inequality
+// (the two ranges beside its value), then a type check
 // (every entry of the path of its kinds: the index has an entry for every
 // value, a bare marker for an array or an object). Predicates an index
 // cannot answer (comparisons with arrays or objects) give no term.
@@ -193,8 +194,20 @@ func Terms(preds []Predicate) []Term {
 				rank = 3
 			}
 			offer(g, rank, Term{Spans: []Span{s}, Label: strings.Join(parts, " AND ")})
+		case Ne:
+			// The values of its kind on either side of it: another kind
+			// compares as undefined. A boolean's is the other boolean;
+			// null differs from no null, and gives no term.
+			switch p.Value.Kind() {
+			case document.Bool:
+				offer(g, 0, Term{Spans: []Span{{Kind: SpanValue, Lo: document.BoolValue(!p.Value.Bool())}}, Label: label + " " + string(p.Value.JSON())})
+			case document.Number, document.String:
+				below := Span{Kind: SpanRange, Hi: p.Value, HasHi: true, ExclHi: true}
+				above := Span{Kind: SpanRange, Lo: p.Value, HasLo: true, ExclLo: true}
+				offer(g, 5, Term{Spans: []Span{below, above}, Label: label + " " + string(p.Value.JSON())})
+			}
 		case OfKinds:
-			offer(g, 5, Term{Spans: []Span{{Kind: SpanKinds, Kinds: p.Kinds}}, Label: p.Kinds.Name() + "(" + pathLabel(p.Path) + ")"})
+			offer(g, 6, Term{Spans: []Span{{Kind: SpanKinds, Kinds: p.Kinds}}, Label: p.Kinds.Name() + "(" + pathLabel(p.Path) + ")"})
 		}
 	}
 	var out []Term
