@@ -586,7 +586,10 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	if walk != nil {
 		walk.in, walk.plan = in, qa.plan
 	}
-	if o := in.Stream; qa.access == plan.FilteredStream && o != nil && p.Chosen.Composite == nil {
+	if o := in.Stream; qa.access == plan.FilteredStream && o != nil && p.Chosen.ByUnion {
+		// The OR's items, collected whole while it was weighed.
+		qa.spanLocs, qa.spanRead = union.locs, int64(union.entries)
+	} else if o != nil && qa.access == plan.FilteredStream && p.Chosen.Composite == nil {
 		// The term chosen, the last of the path's: the page goes on
 		// from the locations its count gathered.
 		qa.filter = tc.filterStart(p.Chosen.Terms[len(p.Chosen.Terms)-1])
@@ -1526,6 +1529,7 @@ func (e *Engine) orderedShapes(r storage.Reader, c *containerRecord, q *ast.Quer
 	}
 	in.Stream = o
 	o.Filter = streamFilter(c, q, s, terms, o)
+	o.FilterUnion = unionFilter(c, q, params)
 	if crossesArray(o.Path) {
 		// A JOIN's elements (distinctElems) have no entries of their
 		// own per partition: the walk reads the container's.
@@ -1659,8 +1663,14 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Pr
 			// The page filters by one of the terms, the one the first
 			// page's plan chose; its token keeps the term's place among
 			// them, which an SDK's filter on the ORDER BY path does not
-			// change where it shifts the term's index.
-			if filters := streamFilter(c, q, s, terms, o); len(filters) > 0 {
+			// change where it shifts the term's index. Or it filters by
+			// the OR's items, whose place is past every term's.
+			if qa.plan != nil && qa.plan.Chosen.ByUnion || qa.plan == nil && slices.Equal(chosen, []int{unionPlace}) {
+				if !unionFilter(c, q, params) {
+					return errBadContinuation
+				}
+				o.FilterUnion, qa.terms = true, []int{unionPlace}
+			} else if filters := streamFilter(c, q, s, terms, o); len(filters) > 0 {
 				k := filterPick(filters, qa.plan, len(qa.terms), chosen)
 				o.Filter, qa.terms = filters[k:k+1], []int{k}
 			}

@@ -144,6 +144,33 @@ func streamFilter(c *containerRecord, q *ast.Query, s *itemScope, terms []plan.T
 	return append(single, other...)
 }
 
+// unionPlace is the place a filtered stream's token keeps for a filter by
+// the OR's items (plan.Ordered.FilterUnion), past any term's.
+const unionPlace = 255
+
+// unionFilter reports whether the stream of q may filter its walk's
+// entries by the locations of the items of its OR (plan.UnionTerms), as
+// by a term's (streamFilter): for an ORDER BY without DISTINCT, each of
+// the OR's terms on a path the index keeps and no system property.
+func unionFilter(c *containerRecord, q *ast.Query, params map[string]document.Value) bool {
+	union := plan.UnionTerms(q, params)
+	if q.Select.Distinct || len(union) == 0 {
+		return false
+	}
+	return !slices.ContainsFunc(union, func(t plan.Term) bool { return systemPath(t.Path) || !c.index.indexes(t.Path) })
+}
+
+// unionFilterLocs collects the locations of the scope's items that the
+// entries of q's OR name, for a filtered stream's page (unionFilter); nil
+// when there are more than maxFilterLocs.
+func unionFilterLocs(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, s *itemScope, st *readStats) (locSet, error) {
+	locs, _, ok, err := unionLocs(r, c, plan.UnionTerms(q, params), s, st, maxFilterLocs+1)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return locSetOf(locs), nil
+}
+
 // filterPick is the place among filters (streamFilter) of the term a
 // filtered stream's page filters by: on a first page, the term the plan
 // chose (the last of its terms past the walk's own, none when a composite
@@ -604,7 +631,7 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 		}
 		w.next.kept = newKeptID()
 	}
-	if len(o.Filter) > 0 && w.distinct == nil {
+	if (len(o.Filter) > 0 || o.FilterUnion) && w.distinct == nil {
 		k := took
 		if w.keys == nil {
 			var err error
@@ -618,7 +645,12 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 		if w.filter == nil && qa.spanLocs != nil {
 			w.filter = locSetOf(qa.spanLocs)
 		}
-		if terms := plan.Terms(preds); w.filter == nil && o.Filter[0] < len(terms) {
+		if w.filter == nil && o.FilterUnion {
+			if w.filter, err = unionFilterLocs(r, c, q, params, s, st); err != nil {
+				return err
+			}
+		}
+		if terms := plan.Terms(preds); w.filter == nil && len(o.Filter) > 0 && o.Filter[0] < len(terms) {
 			if u := filterComposite(c, q, params, terms, o); u != nil && qa.plan == nil {
 				// A later page that finds no locations kept: a
 				// composite span within the term's holds no more.

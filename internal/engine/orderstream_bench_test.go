@@ -34,6 +34,8 @@ import (
 //   - filtered: SELECT c.id, c.n FROM c WHERE c.h IN (0, …, 8) AND c.m < 5
 //     ORDER BY c.n, its walk filtered by the range (a twentieth of the
 //     items) where the IN list holds nine tenths
+//   - or: SELECT c.id, c.n FROM c WHERE c.m = 7 OR c.h = 3 ORDER BY c.n,
+//     its walk filtered by the OR's items (eleven hundredths of them)
 //
 // page-1 is the first page, page-k a page at a random position of the
 // drain (its continuation taken once, by draining). The paths n and m
@@ -69,6 +71,7 @@ func BenchmarkOrderByDrain(b *testing.B) {
 				{"keys-few", "SELECT c.id, c.h, c.n FROM c WHERE c.h >= 0 ORDER BY c.h, c.n DESC", "ordered-stream"},
 				{"ts", "SELECT c.id, c._ts FROM c ORDER BY c._ts DESC", "ordered-stream"},
 				{"filtered", "SELECT c.id, c.n FROM c WHERE c.h IN (0, 1, 2, 3, 4, 5, 6, 7, 8) AND c.m < 5 ORDER BY c.n", "filtered-stream"},
+				{"or", "SELECT c.id, c.n FROM c WHERE c.m = 7 OR c.h = 3 ORDER BY c.n", "filtered-stream"},
 			} {
 				p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: c.query, RangeID: "0", CrossPartition: true, MaxItemCount: 100}
 				benchPages(b, s, p, c.name+"/", func(page *FeedPage) {

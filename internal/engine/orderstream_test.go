@@ -2115,3 +2115,50 @@ func TestStreamTermsCountedAsFarAsTheyMatter(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamFilteredByTheOr: an ORDER BY whose filter is an OR of terms on
+// several paths walks its path reading the records only of the items the
+// OR's entries name, on its first page from the locations the OR's
+// weighing collected, on the pages after from those the page before kept,
+// or, when they are gone, collected again.
+func TestStreamFilteredByTheOr(t *testing.T) {
+	be := newBatchEnv(t, "-1")
+	var items []string
+	for i := range 20000 {
+		u := "cold"
+		if i%400 == 0 {
+			u = "hot"
+		}
+		items = append(items, fmt.Sprintf(`{"id":"d%d","pk":"p%d","n":%d,"u":"%s","w":"w%d","h":%d}`, i, i%50, i*7919%20000, u, i%67, i%10))
+	}
+	be.seed(t, items...)
+	docs := parseItems(t, items)
+	for _, q := range []string{
+		`SELECT c.id FROM c WHERE c.u = 'hot' OR c.w = 'w5' ORDER BY c.n`,
+		`SELECT c.id FROM c WHERE c.h = 2 AND (c.u = 'hot' OR c.w = 'w5') ORDER BY c.n DESC`,
+	} {
+		p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, MaxItemCount: 20, Query: q}
+		be.orderReady(t, p)
+		want := oracleRows(t, q, docs, "")
+		for drop := range 2 {
+			records := 0
+			got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
+				if n == 0 && (page.Plan == nil || page.Plan.Chosen.Access != plan.FilteredStream || !page.Plan.Chosen.ByUnion) {
+					t.Errorf("%s: the first page chose %v, want the stream filtered by the OR", q, page.Plan)
+				}
+				records += page.Examined
+				if drop == 1 {
+					be.e.kept.forget(time.Now().Add(time.Hour))
+				}
+			})
+			if len(want) == 0 || !slices.Equal(got, want) {
+				t.Errorf("%s: %d rows, want %d", q, len(got), len(want))
+			}
+			// The OR's items, each read once: those that fail the
+			// other term too.
+			if limit := 367 + 100; records > limit {
+				t.Errorf("%s (kept dropped: %v): read %d records for %d rows, want at most %d", q, drop == 1, records, len(want), limit)
+			}
+		}
+	}
+}

@@ -338,6 +338,11 @@ type Ordered struct {
 	// may filter its walk by the locations they name instead (a
 	// FilteredStream with the use as its Composite).
 	FilterComposite *CompositeUse
+	// FilterUnion is set when the stream may filter its walk by the
+	// locations of the items of the OR the index answers (Input.Union):
+	// every document that passes the filter is among them (a
+	// FilteredStream with ByUnion).
+	FilterUnion bool
 }
 
 // Input is what the planner weighs.
@@ -408,7 +413,10 @@ type Path struct {
 	// First is set for a path chosen before its entries were counted
 	// (SpanFirst): its entries and records are the page's.
 	First bool
-	Cost  float64
+	// ByUnion is set for a FilteredStream filtered by the locations of
+	// the OR's items (Ordered.FilterUnion).
+	ByUnion bool
+	Cost    float64
 }
 
 // Plan is the planner's choice and what it weighed.
@@ -448,6 +456,9 @@ func Choose(in Input) Plan {
 		}
 		if u := o.FilterComposite; u != nil && len(o.Filter) > 0 && u.Entries >= 0 {
 			add(compositeFilteredPath(in, o, path, u))
+		}
+		if o.FilterUnion && len(in.Union) > 0 && len(in.UnionEntries) == len(in.Union) {
+			add(unionFilteredPath(in, o, path))
 		}
 	}
 	best := -1
@@ -648,6 +659,17 @@ func filteredPath(in Input, o *Ordered, path Path, f int) Path {
 	left := max(in.Entries[f]-in.filterRead(f), 0)
 	filtered.Entries += float64(left)
 	filtered.Records = path.Records * math.Min(1, in.selectivity(f))
+	return filtered
+}
+
+// unionFilteredPath is the stream o's page path filtered by the locations
+// of the OR's items (Ordered.FilterUnion): a record only for a walked
+// entry whose item one of the OR's terms names. Its entries were read
+// whole while the OR was weighed (Input.UnionEntries are set only then).
+func unionFilteredPath(in Input, o *Ordered, path Path) Path {
+	filtered := path
+	filtered.Access, filtered.Terms, filtered.ByUnion = FilteredStream, orderedTerms(o), true
+	filtered.Records = path.Records * in.unionSelectivity()
 	return filtered
 }
 
@@ -1146,7 +1168,7 @@ func (p Plan) Explain() string {
 	}
 	b.WriteString("chosen: " + p.describe(p.Chosen) + "\n")
 	for _, c := range p.Considered {
-		if c.Access == p.Chosen.Access && c.Composite == p.Chosen.Composite && slices.Equal(c.Terms, p.Chosen.Terms) {
+		if c.Access == p.Chosen.Access && c.Composite == p.Chosen.Composite && c.ByUnion == p.Chosen.ByUnion && slices.Equal(c.Terms, p.Chosen.Terms) {
 			continue
 		}
 		b.WriteString("considered: " + p.describe(c) + "\n")
@@ -1180,6 +1202,13 @@ func (p Plan) describe(c Path) string {
 	}
 	if c.Access == AbsentScan {
 		b.WriteString(" [NOT IS_DEFINED(" + pathLabel(p.absent) + ")]")
+	}
+	if c.ByUnion {
+		ors := make([]string, len(p.union))
+		for i, t := range p.union {
+			ors[i] = t.Label
+		}
+		b.WriteString(" [" + strings.Join(ors, " OR ") + "]")
 	}
 	if c.Absent {
 		b.WriteString(" absent")
