@@ -465,7 +465,10 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		}
 	}
 	if orderTerm >= 0 && in.Entries[orderTerm] == 0 {
-		bound := plan.OrderedBound(in, cmp.Or(in.Ordered, in.Stream), probe)
+		// The walks read at least their term's entries up to what their
+		// estimate needs: past what the settled paths cost, no count of
+		// it makes them, or its span, the cheaper.
+		bound := min(plan.OrderedBound(in, cmp.Or(in.Ordered, in.Stream), probe), plan.EntriesCosting(plan.SettledCost(in, orderTerm)))
 		n, err := countSpans(r, termSpans(c, terms[orderTerm]), bound, st)
 		if err != nil {
 			return nil, err

@@ -49,6 +49,9 @@ func BenchmarkFirstPage(b *testing.B) {
 		// same under an ORDER BY of another path.
 		{"or-beside", "SELECT * FROM c WHERE c.all = 1 AND (c.m = 7 OR c.k = 3)"},
 		{"or-beside-order", "SELECT * FROM c WHERE c.all = 1 AND (c.m = 7 OR c.k = 3) ORDER BY c.id"},
+		// A range on the ORDER BY path that nearly every item passes,
+		// beside an equality of 20 items.
+		{"order-range-beside", "SELECT * FROM c WHERE c.k >= 5 AND c.m = 7 ORDER BY c.k"},
 	}
 	params := func(query string) QueryParams {
 		return QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: query, RangeID: "0", CrossPartition: true, MaxItemCount: 100}

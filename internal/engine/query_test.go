@@ -770,3 +770,32 @@ func TestInequalityReadsItsSpans(t *testing.T) {
 		}
 	}
 }
+
+// TestOrderTermCountedAsFarAsItMayWin: the term on an ORDER BY's path
+// bounds its walk, and is counted as far as the walk's estimate needs,
+// but no further than the entries that cost what the paths already
+// settled do: past them the walk, which reads at least as many, cannot
+// win.
+func TestOrderTermCountedAsFarAsItMayWin(t *testing.T) {
+	be := newBatchEnv(t, "-1")
+	var items []string
+	for i := range 20000 {
+		u := "cold"
+		if i%200 == 0 {
+			u = "hot"
+		}
+		items = append(items, fmt.Sprintf(`{"id":"d%d","pk":"p%d","n":%d,"u":"%s"}`, i, i%40, i, u))
+	}
+	be.seed(t, items...)
+	q := `SELECT c.id FROM c WHERE c.n >= 50 AND c.u = 'hot' ORDER BY c.n`
+	p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, MaxItemCount: 20, Query: q}
+	be.orderReady(t, p)
+	got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
+		if n == 0 && (page.Plan == nil || page.Plan.Chosen.Access != plan.IndexSpan || page.IndexEntries > 2_500) {
+			t.Errorf("the first page read %d index entries by %v, want at most 2,500 by the span of c.u", page.IndexEntries, page.Plan)
+		}
+	})
+	if want := oracleRows(t, q, parseItems(t, items), ""); len(want) != 99 || !slices.Equal(got, want) {
+		t.Errorf("%d rows, want %d", len(got), len(want))
+	}
+}

@@ -1007,6 +1007,21 @@ func EntriesCosting(cost float64) int64 {
 	return int64(math.Ceil(cost/costEntry)) + 1
 }
 
+// SettledCost is the least cost of the paths whose estimates no count
+// still to be made can change: a scan of the scope, and the spans and
+// intersections of the terms counted to their end (not Stopped), term
+// skip left out. A path that reads more than EntriesCosting(SettledCost)
+// of skip's entries cannot be chosen, whatever its count would say.
+func SettledCost(in Input, skip int) float64 {
+	at := Input{Scope: in.Scope, Terms: in.Terms, Entries: slices.Clone(in.Entries), Scoped: in.Scoped}
+	for i := range at.Entries {
+		if i == skip || in.Stopped != nil && in.Stopped[i] {
+			at.Entries[i] = -1
+		}
+	}
+	return Choose(at).Chosen.Cost
+}
+
 // EntriesWorth is how many index entries cost what scanning records
 // records does.
 func EntriesWorth(records int64) int64 {
