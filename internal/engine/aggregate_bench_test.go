@@ -146,3 +146,54 @@ func BenchmarkIndexAggregates(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGroupCountDrain drains SELECT c.k, COUNT(1) AS n FROM c GROUP
+// BY c.k across the partitions of 10⁵ items, k = i % 5000 (5,000 groups of
+// 20), in pages of the server's choice (1,000 groups): counted/ from k's
+// entries, a page of groups at a time (groupCountByIndex), evaluated/ the
+// same with WHERE true, which the index does not answer, reading every
+// document in key order (keyedgroups.go). Each op is a whole drain;
+// records/op and entries/op are its work.
+//
+//	go test -run '^$' -bench BenchmarkGroupCountDrain -benchtime 10x ./internal/engine/
+func BenchmarkGroupCountDrain(b *testing.B) {
+	const n = 100_000
+	s := openBenchEngine(b, clock.Real{}, nil, "null")
+	s.load(b, 0, n, func(i int) []byte {
+		return []byte(`{"id":"g` + strconv.Itoa(i) + `","pk":"` + benchPK(i) + `","k":` + strconv.Itoa(i%5000) + `,"payload":"` + benchPayload + `"}`)
+	})
+	ctx := context.Background()
+	for _, q := range []string{"SELECT c.k, COUNT(1) AS n FROM c GROUP BY c.k", "SELECT c.k, COUNT(1) AS n FROM c WHERE true GROUP BY c.k"} {
+		s.orderReady(b, QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: q, RangeID: "0", CrossPartition: true, MaxItemCount: 1})
+	}
+	s.settle(b)
+	for _, c := range []struct{ name, query string }{
+		{"counted", "SELECT c.k, COUNT(1) AS n FROM c GROUP BY c.k"},
+		{"evaluated", "SELECT c.k, COUNT(1) AS n FROM c WHERE true GROUP BY c.k"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: c.query, RangeID: "0", CrossPartition: true, MaxItemCount: -1}
+			records, entries, rows := 0, 0, 0
+			for b.Loop() {
+				p.Continuation = ""
+				for {
+					page, err := s.QueryItems(ctx, p)
+					if err != nil {
+						b.Fatal(err)
+					}
+					records, entries, rows = records+page.Examined, entries+page.IndexEntries, rows+len(page.Items)
+					p.Continuation = page.Continuation
+					page.Release()
+					if p.Continuation == "" {
+						break
+					}
+				}
+			}
+			if rows != 5000*b.N {
+				b.Fatalf("%d groups a drain, want 5,000", rows/b.N)
+			}
+			b.ReportMetric(float64(records)/float64(b.N), "records/op")
+			b.ReportMetric(float64(entries)/float64(b.N), "entries/op")
+		})
+	}
+}

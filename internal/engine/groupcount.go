@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
@@ -39,18 +40,30 @@ import (
 // (groupEntriesPerRecord each), and the items that pass are at most
 // maxFilterLocs.
 //
-// It answers only when every group fits the page (limit), so that no page
-// of the query is served by another way in another order; and it leaves
-// the query to the evaluation when an item of the scope (that passes the
-// filter) holds an array or an object at the path (their groups are of
-// whole values, which the index does not keep), when a value is one the
-// index does not tell apart from others (a number of magnitude 2^53 or
-// more), and when the select list reads anything of the document but the
-// path.
-func (e *Engine) groupCountByIndex(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, rangeID string, scope *itemScope, now time.Time, limit int, st *readStats, page *FeedPage) (bool, error) {
+// With a filter, it answers only when every group fits the page (limit),
+// so that no page of the query is served by another way in another
+// order. Without one, the groups page: a page answers up to limit of them
+// and its token (next, with the access IndexCount) holds the last one's
+// value, after which the next page goes on reading the entries (the
+// group of no value comes first, on the first page). It leaves the query
+// to the evaluation when an item of the scope (that passes the filter)
+// holds an array or an object at the path (their groups are of whole
+// values, which the index does not keep), when a value is one the index
+// does not tell apart from others (a number of magnitude 2^53 or more),
+// and when the select list reads anything of the document but the path;
+// a first page whose groups do not fit looks for such entries past its
+// own (scalarGroups), and a later page that meets one, written since,
+// refuses the token.
+//
+// cur is the token's position on a later page, nil on a first.
+func (e *Engine) groupCountByIndex(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, rangeID string, scope *itemScope, now time.Time, limit int, cur *cursor, next cursor, st *readStats, page *FeedPage) (bool, error) {
 	if !c.Index.Ready || c.index.none || q.From == nil || q.From.Iterate || len(q.Joins) > 0 || len(q.GroupBy) != 1 ||
 		len(q.OrderBy) > 0 || q.Select.Distinct || q.Select.Top != nil || q.Offset != nil || q.Limit != nil {
 		return false, nil
+	}
+	resumed := cur != nil
+	if resumed && (q.Where != nil || cur.indexVer != c.Index.Version) {
+		return false, errorf(BadRequest, "Invalid Continuation Token: the container's indexing policy changed since the query began; run the query again.")
 	}
 	var filter *plan.Term
 	if q.Where != nil {
@@ -110,9 +123,11 @@ func (e *Engine) groupCountByIndex(r storage.Reader, c *containerRecord, q *ast.
 	if err != nil {
 		return false, err
 	}
-	defined, without, read, ok, err := e.definedCount(r, c, path, rangeID, scope, now, expired, st)
-	if err != nil || !ok {
-		return false, err
+	var defined, without, read int64
+	if !resumed {
+		if defined, without, read, ok, err = e.definedCount(r, c, path, rangeID, scope, now, expired, st); err != nil || !ok {
+			return false, err
+		}
 	}
 	var passing map[string]bool // the locations that pass the filter; nil: no filter
 	if filter != nil {
@@ -137,12 +152,22 @@ func (e *Engine) groupCountByIndex(r storage.Reader, c *containerRecord, q *ast.
 	}
 	var groups []group
 	var counted, matched int64
-	whole := true
+	whole, more := true, false
+	// Without a filter the page's room is known before it reads: the
+	// group of no value, then as many others as fit.
+	room := limit
+	if without > 0 {
+		room--
+	}
+	from := append(bytes.Clone(base), tagNull)
+	if resumed {
+		from = prefixEnd(append(bytes.Clone(base), cur.pos...))
+	}
 	if passing != nil && len(passing) == 0 {
 		// Nothing passes the filter: no group.
 		counted = defined
 	} else {
-		err = scanEntries(r, c, path, scope, merged, append(bytes.Clone(base), tagNull), prefixEnd(base), func(k, _ []byte) (bool, error) {
+		err = scanEntries(r, c, path, scope, merged, from, prefixEnd(base), func(k, _ []byte) (bool, error) {
 			read++
 			if err := st.entry(); err != nil {
 				return false, err
@@ -164,6 +189,10 @@ func (e *Engine) groupCountByIndex(r storage.Reader, c *containerRecord, q *ast.
 				return false, nil
 			}
 			if n := len(groups); n == 0 || !bytes.Equal(groups[n-1].value, v) {
+				if filter == nil && n == room {
+					more = true
+					return false, nil
+				}
 				if n == limit {
 					whole = false
 					return false, nil
@@ -174,10 +203,19 @@ func (e *Engine) groupCountByIndex(r storage.Reader, c *containerRecord, q *ast.
 			return true, nil
 		})
 	}
-	if err != nil || !whole || counted != defined {
+	switch {
+	case err != nil:
+		return false, err
+	case resumed && !whole:
+		return false, errorf(BadRequest, "Invalid Continuation Token: an item written since the query began holds a value its groups do not page through; run the query again.")
+	case !whole || !more && !resumed && counted != defined:
 		// A count that is not the counters' (an item with the value
 		// twice cannot be: a path holds one value) leaves it too.
-		return false, err
+		return false, nil
+	case more && !resumed:
+		if ok, err := scalarGroups(r, c, path, scope, merged, base, expired, st); err != nil || !ok {
+			return false, err
+		}
 	}
 	if passing != nil {
 		if without = int64(len(passing)) - matched; without < 0 {
@@ -225,6 +263,16 @@ func (e *Engine) groupCountByIndex(r storage.Reader, c *containerRecord, q *ast.
 	for _, row := range rows {
 		page.Items = append(page.Items, row.JSON())
 	}
+	if more {
+		// After the last group's value; a page that held only the
+		// group of no value, before every value (prefixEnd of 0 is
+		// tagNull).
+		next.access, next.pos = plan.IndexCount, []byte{0}
+		if len(groups) > 0 {
+			next.pos = groups[len(groups)-1].value
+		}
+		page.Continuation = next.String()
+	}
 	terms := []plan.Term{{Path: path, Label: "GROUP BY /" + strings.Join(path, "/")}}
 	if filter != nil {
 		terms = append([]plan.Term{*filter}, terms...)
@@ -254,6 +302,49 @@ func scanEntries(r storage.Reader, c *containerRecord, path []string, scope *ite
 	}
 	return it.Err()
 }
+
+// scalarGroups reports whether no live item of the scope holds, at path,
+// a value whose group the index cannot count: an array or an object (a
+// bare marker entry), or a number of magnitude 2^53 or more (whose entries
+// it shares with its neighbours). Their entries lie apart, at the two ends
+// of the numbers' and after the strings', so it seeks to each; where the
+// entries are the container's (a range's), it steps through a few outside
+// the scope and then takes the answer for no.
+func scalarGroups(r storage.Reader, c *containerRecord, path []string, scope *itemScope, merged bool, base []byte, expired map[string]bool, st *readStats) (bool, error) {
+	number := func(f float64) []byte {
+		return binary.BigEndian.AppendUint64(append(bytes.Clone(base), tagNumber), orderedFloat(f))
+	}
+	spans := []keySpan{
+		{lo: append(bytes.Clone(base), tagNumber), hi: prefixEnd(number(-(1 << 53)))},
+		{lo: number(1 << 53), hi: prefixEnd(append(bytes.Clone(base), tagNumber))},
+		{lo: append(bytes.Clone(base), tagArray), hi: prefixEnd(base)},
+	}
+	for _, sp := range spans {
+		found, stepped := false, 0
+		err := scanEntries(r, c, path, scope, merged, sp.lo, sp.hi, func(k, _ []byte) (bool, error) {
+			if err := st.entry(); err != nil {
+				return false, err
+			}
+			l, ok := entryLoc(k, len(base))
+			if !ok {
+				return false, fmt.Errorf("index entry %x: malformed", k)
+			}
+			if stepped++; scope.holds(l) && !expired[string(l)] || stepped > maxScalarSteps {
+				found = true
+				return false, nil
+			}
+			return true, nil
+		})
+		if err != nil || found {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// maxScalarSteps bounds the entries outside the scope scalarGroups steps
+// through in each place it looks.
+const maxScalarSteps = 64
 
 // groupEntriesPerRecord is how many index entries a group count by the
 // index steps through, at most, for each record of an item that passes its

@@ -564,8 +564,11 @@ func TestWholeGroupsUnderAFilterReadItsDocumentsOnce(t *testing.T) {
 		// entries would cost more than their records.
 		{`SELECT c.m, COUNT(1) AS n FROM c WHERE c.s = 7 GROUP BY c.m`, 3, 410, 6600, false},
 		{`SELECT c.k, COUNT(1) AS n FROM c WHERE c.s = 7 GROUP BY c.k`, 40, 410, 2300, false},
-		// 2,000 groups of 10 documents: pages of 100 groups in key order.
-		{`SELECT c.k, COUNT(1) AS n FROM c GROUP BY c.k`, 2000, 1010, 0, true},
+		// 2,000 groups of 10 documents: pages of 100 groups in key order,
+		// and those of a COUNT alone counted from the key's entries, a
+		// record a group for its value (groupCountByIndex).
+		{`SELECT c.k, MAX(c.s) AS n FROM c GROUP BY c.k`, 2000, 1010, 0, true},
+		{`SELECT c.k, COUNT(1) AS n FROM c GROUP BY c.k`, 2000, 100, 1010, false},
 	} {
 		p := ranged
 		p.Query = tc.query

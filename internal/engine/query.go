@@ -298,17 +298,32 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 			return err
 		}
 	}
+	fpOf := func(text string) uint64 {
+		return fingerprint(p.Params, "query", string(c.Rid), text, string(partition.AppendKeyBytes(nil, key)),
+			strconv.FormatBool(hasKey), p.RangeID, string(scope.lo), string(scope.hi))
+	}
 	if p.Continuation == "" {
 		if done, err := e.aggregateByIndex(r, c, short, p.Params, p.RangeID, scope, now, st, page); done || err != nil {
 			return err
 		}
-		if done, err := e.groupCountByIndex(r, c, short, p.Params, p.RangeID, scope, now, pageSize(p.MaxItemCount), st, page); done || err != nil {
-			return err
+	}
+	// A GROUP BY counted by the index pages through the groups' values
+	// under tokens of its own (groupCountByIndex).
+	groupFP := fpOf("groups counted by the index " + p.Query)
+	var groupCur *cursor
+	if p.Continuation != "" {
+		if k, derr := parseCursor(p.Continuation, groupFP); derr == nil && k.access == plan.IndexCount {
+			groupCur = &k
 		}
 	}
-	fpOf := func(text string) uint64 {
-		return fingerprint(p.Params, "query", string(c.Rid), text, string(partition.AppendKeyBytes(nil, key)),
-			strconv.FormatBool(hasKey), p.RangeID, string(scope.lo), string(scope.hi))
+	if p.Continuation == "" || groupCur != nil {
+		next := cursor{fingerprint: groupFP, text: textHash(p.Query), indexVer: c.Index.Version}
+		if done, err := e.groupCountByIndex(r, c, short, p.Params, p.RangeID, scope, now, pageSize(p.MaxItemCount), groupCur, next, st, page); done || err != nil || groupCur != nil {
+			if err == nil && !done {
+				err = errBadContinuation
+			}
+			return err
+		}
 	}
 	// An ORDER BY whose filter fixes the path a composite index names
 	// before its keys may page through that composite (ledByComposite).

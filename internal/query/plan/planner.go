@@ -1280,9 +1280,10 @@ func (a Access) Composite() bool { return a == CompositeSpan || a == CompositeWa
 
 // Paged reports whether a token may name a: an access path a page reads
 // and the next goes on in, not one that answers a count or an aggregate
-// whole.
+// whole; IndexCount names the groups of a GROUP BY the index counts,
+// which page through their values.
 func (a Access) Paged() bool {
-	return a <= OrderedStream || a == Union || a == FilteredStream || a == AbsentScan
+	return a <= OrderedStream || a == Union || a == FilteredStream || a == AbsentScan || a == IndexCount
 }
 
 // Streams reports whether a is the ordered stream, filtered or not, which
