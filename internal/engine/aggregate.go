@@ -107,6 +107,10 @@ func (e *Engine) extremeByIndex(r storage.Reader, c *containerRecord, q *ast.Que
 	var err error
 	merged := false  // the entries are read through newPartsIter
 	var budget int64 // entries past which the index is not read; 0: none
+	// pass, when not nil, holds the locations of the items a filter on
+	// another path passes (filterPasses), which filterRead entries named.
+	var pass map[string]bool
+	var filterRead int64
 	// A filter of one term on the path itself (MAX(c.ts) WHERE c.ts <
 	// @t) bounds the entries read: the items that pass it are those with
 	// an entry in its span, and no array or object passes it.
@@ -154,6 +158,29 @@ func (e *Engine) extremeByIndex(r storage.Reader, c *containerRecord, q *ast.Que
 			return false, nil
 		}
 		comp, value, ok := compositeExtreme(c, q, params, path)
+		if !ok && scope.kind != plan.ScopePartition {
+			// One exact term on another path: the path's entries are
+			// read as without it, those of the items its entries name
+			// alone (pass), up to about what reading those items'
+			// records costs (groupEntriesPerRecord an item).
+			t, exact := loneExactTerm(c, plan.Predicates(q, params), scope)
+			if !exact || !plan.Exact(q, params) {
+				return false, nil
+			}
+			if pass, filterRead, err = filterPasses(r, c, t, scope, nil, 1, st); err != nil || len(pass) == 0 {
+				return false, err
+			}
+			base, marks, budget = own, own, groupEntriesPerRecord*int64(len(pass))+64
+			if name := strings.ToUpper(call.Name); name == "SUM" || name == "AVG" {
+				// A SUM reads every entry of the path: past the budget
+				// unless the scope holds few more items than pass.
+				n, ok, err := e.scopeCount(r, c, rangeID, scope, now, st)
+				if err != nil || !ok || n > budget {
+					return false, err
+				}
+			}
+			break
+		}
 		if !ok {
 			return false, nil
 		}
@@ -217,10 +244,10 @@ func (e *Engine) extremeByIndex(r storage.Reader, c *containerRecord, q *ast.Que
 	if err != nil {
 		return false, err
 	}
-	var read int64
+	read := filterRead
 	// each hands fn the value and location of each entry under base of
-	// the scope's live items in [lo, hi), from the end when reverse, until
-	// fn returns false. A value's entries are in the order of their
+	// the scope's live items in [lo, hi) (that pass, when pass is set),
+	// from the end when reverse, until fn returns false. A value's entries are in the order of their
 	// locations, so it seeks past a run of them outside the scope as an
 	// ordered walk does (seekOutside): under a prefix, the largest value
 	// of a few is most of the container's entries.
@@ -255,7 +282,7 @@ func (e *Engine) extremeByIndex(r storage.Reader, c *containerRecord, q *ast.Que
 					ok, outside = it.SeekGE(seekOutside(k[:len(k)-len(l)], nil, l, scope, reverse)), 0
 					continue
 				}
-			} else if outside = 0; !expired[string(l)] && !fn(k[len(base):len(k)-len(l)], l) {
+			} else if outside = 0; !expired[string(l)] && (pass == nil || pass[string(l)]) && !fn(k[len(base):len(k)-len(l)], l) {
 				break
 			}
 			ok = it.Next()

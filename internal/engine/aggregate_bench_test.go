@@ -25,7 +25,11 @@ import (
 // through the tie entries of both, or their entries in the partition),
 // the items with a value of k (COUNT(c.k), from the counters less the
 // items without k), and the items of each value of k (GROUP BY c.k, from
-// its entries), alone and among those with c.h = 2 (a seventh).
+// its entries), alone and among those with c.h = 2 (a seventh); and the
+// MIN, MAX and SUM of m among the items of one value of another property
+// (c.h = 2, a seventh; c.k = 3, a tenth whose m is 3, so that the MAX
+// walks most of m's entries to the first of them), from m's entries of
+// the items the term's entries name.
 // It takes the MAX of the property across partitions, alone and in the
 // rewrite that carries its count (from the counters, since k has absence
 // entries, and from the entries of m, which has none), in a partition
@@ -104,6 +108,9 @@ func BenchmarkIndexAggregates(b *testing.B) {
 		{"cross", "max-below", "SELECT VALUE MAX(c.k) FROM c WHERE c.k < 5", "SELECT VALUE MAX(c.k) FROM c WHERE c.k < 5 AND true"},
 		{"cross", "sum-count", sumCount, sumCount + " WHERE true"},
 		{"cross", "sum-where", sumWhere, sumWhere + " AND true"},
+		{"cross", "min-beside", "SELECT VALUE MIN(c.m) FROM c WHERE c.h = 2", "SELECT VALUE MIN(c.m) FROM c WHERE c.h = 2 AND true"},
+		{"cross", "max-beside-late", "SELECT VALUE MAX(c.m) FROM c WHERE c.k = 3", "SELECT VALUE MAX(c.m) FROM c WHERE c.k = 3 AND true"},
+		{"cross", "sum-beside", "SELECT VALUE SUM(c.m) FROM c WHERE c.h = 2", "SELECT VALUE SUM(c.m) FROM c WHERE c.h = 2 AND true"},
 	} {
 		scope := bench.scope
 		b.Run(scope+"/"+bench.name, func(b *testing.B) {
