@@ -158,19 +158,30 @@ func (e *Engine) extremeByIndex(r storage.Reader, c *containerRecord, q *ast.Que
 			return false, nil
 		}
 		comp, value, ok := compositeExtreme(c, q, params, path)
-		if !ok && scope.kind != plan.ScopePartition {
+		if !ok {
 			// One exact term on another path: the path's entries are
-			// read as without it, those of the items its entries name
+			// read as without it (in a logical partition its partition
+			// entries, as below), those of the items its entries name
 			// alone (pass), up to about what reading those items'
 			// records costs (groupEntriesPerRecord an item).
 			t, exact := loneExactTerm(c, plan.Predicates(q, params), scope)
 			if !exact || !plan.Exact(q, params) {
 				return false, nil
 			}
+			base = own
+			if scope.kind == plan.ScopePartition {
+				if !c.partsReady(path) {
+					return false, nil
+				}
+				if alone, err := partitionAlone(r, c, scope, st); err != nil || !alone {
+					return false, err
+				}
+				base = partsPrefix(c, path, scope.epk)
+			}
 			if pass, filterRead, err = filterPasses(r, c, t, scope, nil, 1, st); err != nil || len(pass) == 0 {
 				return false, err
 			}
-			base, marks, budget = own, own, groupEntriesPerRecord*int64(len(pass))+64
+			marks, budget = base, groupEntriesPerRecord*int64(len(pass))+64
 			if name := strings.ToUpper(call.Name); name == "SUM" || name == "AVG" {
 				// A SUM reads every entry of the path: past the budget
 				// unless the scope holds few more items than pass.

@@ -901,7 +901,10 @@ func TestExtremeByIndex(t *testing.T) {
 						text := fmt.Sprintf("SELECT VALUE %s(%s) FROM c WHERE %s", agg, path, where)
 						page, _, counted, valued := checkAggregate(t, fmt.Sprintf("step %d, scope %q", step, scope),
 							func(text string) *FeedPage { return query(scope, text) }, text, text+" AND true")
-						answers := agg != "SUM" && path != "c.v" && !inPartition && where != "c.f = 0.2"
+						// In a partition, through the path's partition
+						// entries, and a range only through its own.
+						answers := agg != "SUM" && path != "c.v" && where != "c.f = 0.2" &&
+							(!inPartition || step >= 200 && path == "c.w" && !strings.Contains(where, "<"))
 						if answers && valued && !counted {
 							t.Fatalf("step %d, scope %q, %s: answered by %v", step, scope, text, page.Plan)
 						}

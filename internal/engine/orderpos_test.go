@@ -321,6 +321,8 @@ func TestDistinctSortValuesPageInFewRoundTrips(t *testing.T) {
 		{`SELECT c.k FROM c ORDER BY c.k DESC`, 300},
 		{`SELECT c.k FROM c ORDER BY c.k, c.m`, 300},
 		{`SELECT c.k FROM c ORDER BY c.k DESC, c.m DESC`, 300},
+		{`SELECT c.k, MAX(c.g) AS n FROM c GROUP BY c.k`, 300},
+		// Counted from the index a page of groups at a time.
 		{`SELECT c.k, COUNT(1) AS n FROM c GROUP BY c.k`, 300},
 		{`SELECT c.m, c.k FROM c ORDER BY c.m, c.k`, 300},
 		{`SELECT c.m, c.k FROM c WHERE c.m = 1 ORDER BY c.k`, 100},
@@ -335,7 +337,7 @@ func TestDistinctSortValuesPageInFewRoundTrips(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if page.Plan != nil && page.Plan.Chosen.Access.String() != "ordered-stream" {
+			if page.Plan != nil && page.Plan.Chosen.Access.String() != "ordered-stream" && !(strings.Contains(c.query, "COUNT") && page.Plan.Chosen.Access.String() == "index-count") {
 				t.Fatalf("%s: served by %s", c.query, page.Plan.Chosen.Access)
 			}
 			if trips := teststore.RoundTrips(s) - before; trips > 15 {
