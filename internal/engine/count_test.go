@@ -894,7 +894,7 @@ func TestExtremeByIndex(t *testing.T) {
 			// scope holds few more items than pass).
 			for _, agg := range []string{"MIN", "MAX", "SUM"} {
 				for _, path := range []string{"c.v", "c.w", "c.o.x"} {
-					for _, where := range []string{"c.o.x = 3", "c.o.x < 25", "c.o.x IN (1, 2, 40)", "c.f = 0.2", "c.w = 'b'"} {
+					for _, where := range []string{"c.o.x = 3", "c.o.x < 25", "c.o.x IN (1, 2, 40)", "c.f = 0.2", "c.f IN (0.1, 0.2, 3)", "c.w = 'b'"} {
 						if strings.Contains(where, path+" ") {
 							continue
 						}
