@@ -258,10 +258,11 @@ func (e *Engine) extremeByIndex(r storage.Reader, c *containerRecord, q *ast.Que
 	read := filterRead
 	// each hands fn the value and location of each entry under base of
 	// the scope's live items in [lo, hi) (that pass, when pass is set),
-	// from the end when reverse, until fn returns false. A value's entries are in the order of their
-	// locations, so it seeks past a run of them outside the scope as an
-	// ordered walk does (seekOutside): under a prefix, the largest value
-	// of a few is most of the container's entries.
+	// from the end when reverse, until fn returns false. A value's
+	// entries are in the order of their locations, so it seeks past a
+	// run of them outside the scope as an ordered walk does
+	// (seekOutside): under a prefix, the largest value of a few is most
+	// of the container's entries.
 	each := func(base []byte, mask byte, lo, hi []byte, reverse bool, fn func(value, loc []byte) bool) error {
 		var it storage.Iterator
 		var err error

@@ -507,3 +507,40 @@ func reportWork(b *testing.B, records, entries int) {
 	b.ReportMetric(float64(records)/float64(b.N), "records/op")
 	b.ReportMetric(float64(entries)/float64(b.N), "entries/op")
 }
+
+// drainWork is what benchWholeDrain's pages did, summed over its drains.
+type drainWork struct {
+	pageReads
+	rows, pages int
+}
+
+// benchWholeDrain drains p from its first page once each b.Loop (only the
+// first page unless whole), calling check, when not nil, on each page,
+// and reports the records and index entries read per op: a drain's,
+// where benchDrain reports a page's of a drain's first pages.
+func benchWholeDrain(b *testing.B, s *benchStore, p QueryParams, whole bool, check func(*FeedPage)) drainWork {
+	b.Helper()
+	var w drainWork
+	for b.Loop() {
+		p.Continuation = ""
+		for {
+			page, err := s.QueryItems(context.Background(), p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if check != nil {
+				check(page)
+			}
+			w.add(page)
+			w.rows, w.pages = w.rows+len(page.Items), w.pages+1
+			p.Continuation = page.Continuation
+			page.Release()
+			if p.Continuation == "" || !whole {
+				break
+			}
+		}
+	}
+	b.ReportMetric(float64(w.records)/float64(b.N), "records/op")
+	b.ReportMetric(float64(w.entries)/float64(b.N), "entries/op")
+	return w
+}
