@@ -118,7 +118,7 @@ func (e *Engine) keyOrderGroups(r storage.Reader, c *containerRecord, prog, orde
 			// that way reads it, or says what is wrong with it.
 			return false, nil, nil, nil
 		}
-		if k.access != plan.OrderedStream {
+		if k.access != plan.OrderedStream && k.access != plan.FilteredStream {
 			return true, nil, nil, errBadContinuation
 		}
 		cur = k
@@ -149,7 +149,9 @@ func (e *Engine) keyOrderGroups(r storage.Reader, c *containerRecord, prog, orde
 		}
 	}
 	page.Plan = qp.plan
-	next := cursor{fingerprint: fp, text: textHash(p.Query), access: plan.OrderedStream, terms: qp.terms, indexVer: c.Index.Version}
+	// A later page walks as this one does: a filtered stream by the
+	// same term's locations.
+	next := cursor{fingerprint: fp, text: textHash(p.Query), access: qp.access, terms: qp.terms, indexVer: c.Index.Version}
 	keys, err := groupKeys(prog)
 	if err != nil {
 		return true, nil, nil, queryError(err)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mayfly-db/mayfly/internal/query/plan"
 )
 
 // A GROUP BY of whole groups pages in the order of its key: a page reads
@@ -600,5 +602,44 @@ func TestWholeGroupsUnderAFilterReadItsDocumentsOnce(t *testing.T) {
 		if len(rows) != tc.rows || !slices.Equal(rows, want) {
 			t.Errorf("%s: %d rows, want %d, the evaluation's", tc.query, len(rows), tc.rows)
 		}
+	}
+}
+
+// The pages after a GROUP BY's first page that walked the key's entries
+// filtered by a term's locations (plan.FilteredStream) walk them so too,
+// reading the records of their groups' documents that pass the term
+// alone. Before, the token said an unfiltered stream: every later page
+// read the record of every entry it walked.
+func TestWholeGroupsKeepTheirFilteredStream(t *testing.T) {
+	be := newBatchEnv(t, "-1")
+	var items []string
+	for i := range 20000 {
+		u := "cold"
+		if i%10 == 0 {
+			u = "hot"
+		}
+		items = append(items, fmt.Sprintf(`{"id":"d%d","pk":"p%d","u":"%s","w":%d,"n":%d}`, i, i%50, u, i%1201, i%7))
+	}
+	be.seed(t, items...)
+	p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, MaxItemCount: 100,
+		Query: `SELECT c.w, MAX(c.n) AS n FROM c WHERE c.u = 'hot' GROUP BY c.w`}
+	be.orderReady(t, p)
+	// 2,000 documents pass, about 1.7 in each of 1,201 groups: a page's
+	// 100 groups hold about 170.
+	got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
+		if n == 0 && (page.Plan == nil || page.Plan.Chosen.Access != plan.FilteredStream) {
+			t.Fatalf("page 1 by %v, want a filtered stream", page.Plan)
+		}
+		if page.Examined > 250 {
+			t.Errorf("page %d read %d records for %d groups", n+1, page.Examined, len(page.Items))
+		}
+	})
+	whole := p
+	whole.Query, whole.MaxItemCount = strings.Replace(p.Query, " GROUP BY", " AND true GROUP BY", 1), 5000
+	want, _, _ := drainGroups(t, be, whole, nil)
+	slices.Sort(got)
+	slices.Sort(want)
+	if len(got) != 1201 || !slices.Equal(got, want) {
+		t.Errorf("%d rows, want 1,201, the evaluation's", len(got))
 	}
 }
