@@ -126,7 +126,7 @@ const maxFilterLocs = 1 << 16
 // It depends on the query and the scope alone, so every page of a
 // filtered stream finds the same terms.
 func streamFilter(c *containerRecord, q *ast.Query, s *itemScope, terms []plan.Term, o *plan.Ordered) []int {
-	if q.Select.Distinct {
+	if q.Select.Distinct && !distinctByKey(q) {
 		return nil
 	}
 	var single, other []int
@@ -154,7 +154,7 @@ const unionPlace = 255
 // the OR's terms on a path the index keeps and no system property.
 func unionFilter(c *containerRecord, q *ast.Query, params map[string]document.Value) bool {
 	union := plan.UnionTerms(q, params)
-	if q.Select.Distinct || len(union) == 0 {
+	if q.Select.Distinct && !distinctByKey(q) || len(union) == 0 {
 		return false
 	}
 	return !slices.ContainsFunc(union, func(t plan.Term) bool { return systemPath(t.Path) || !c.index.indexes(t.Path) })
@@ -631,7 +631,7 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 		}
 		w.next.kept = newKeptID()
 	}
-	if (len(o.Filter) > 0 || o.FilterUnion) && w.distinct == nil {
+	if (len(o.Filter) > 0 || o.FilterUnion) && (w.distinct == nil || distinctByKey(q)) {
 		k := took
 		if w.keys == nil {
 			var err error
@@ -1328,7 +1328,7 @@ func (w *orderStream) distinctWalk(wr walkResume) (bool, error) {
 			groups = append(groups, distinctGroup{value: value, at: at})
 		}
 		g := &groups[len(groups)-1]
-		if w.s.holds(loc) {
+		if w.s.holds(loc) && w.admits(loc) {
 			g.locs = append(g.locs, bytes.Clone(loc))
 			if w.grouped && w.entriesInTieOrder() && exactValue(value) && len(g.locs) >= w.groupBatch() {
 				// A batch of a group whose entries come in order: the
@@ -1546,7 +1546,7 @@ func (w *orderStream) exactDistinct(g *distinctGroup) (document.Value, bool, err
 	for ok := it.First(); ok; ok = it.Next() {
 		w.st.entries++
 		loc, good := entryLoc(it.Key(), len(w.prefix))
-		if !good || !w.s.holds(loc) {
+		if !good || !w.s.holds(loc) || !w.admits(loc) {
 			continue
 		}
 		if row, found, err := try(bytes.Clone(loc)); err != nil || found {

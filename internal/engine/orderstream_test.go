@@ -2162,3 +2162,59 @@ func TestStreamFilteredByTheOr(t *testing.T) {
 		}
 	}
 }
+
+// A DISTINCT of one path walks the path's entries filtered by a term's
+// locations, or by its OR's, as an ORDER BY does: a group's first
+// document the filter's entries name is the one read, where before the
+// walk read its documents one by one until one passed, most of the
+// container's for a filter most documents fail. The pages after the first
+// filter by the locations it kept, or collect them again.
+func TestDistinctWalksItsFilteredStream(t *testing.T) {
+	be := newBatchEnv(t, "-1")
+	var items []string
+	for i := range 20000 {
+		u := "cold"
+		if i%10 == 0 {
+			u = "hot"
+		}
+		items = append(items, fmt.Sprintf(`{"id":"d%d","pk":"p%d","u":"%s","w":%d,"n":%d}`, i, i%50, u, i%1201, i%97))
+	}
+	be.seed(t, items...)
+	docs := parseItems(t, items)
+	for _, tc := range []struct {
+		query string
+		union bool
+	}{
+		{`SELECT DISTINCT c.w FROM c WHERE c.u = 'hot'`, false},
+		{`SELECT DISTINCT VALUE c.w FROM c WHERE c.u = 'hot' ORDER BY c.w DESC`, false},
+		{`SELECT DISTINCT VALUE c.w FROM c WHERE c.u = 'hot' OR c.n = 3`, true},
+	} {
+		p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, MaxItemCount: 100, Query: tc.query}
+		be.orderReady(t, p)
+		want := oracleRows(t, tc.query, docs, "")
+		for drop := range 2 {
+			records := 0
+			got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
+				if n == 0 && (page.Plan == nil || page.Plan.Chosen.Access != plan.FilteredStream || page.Plan.Chosen.ByUnion != tc.union) {
+					t.Errorf("%s: the first page chose %v, want a filtered stream", tc.query, page.Plan)
+				}
+				records += page.Examined
+				if drop == 1 {
+					be.e.kept.forget(time.Now().Add(time.Hour))
+				}
+			})
+			if !strings.Contains(tc.query, "ORDER BY") {
+				// In the order of their values, which the evaluation
+				// does not promise.
+				got, want = slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))
+			}
+			if len(want) != 1201 || !slices.Equal(got, want) {
+				t.Errorf("%s: %d rows, want %d", tc.query, len(got), len(want))
+			}
+			// A record a group, and one a page past its rows.
+			if records > 1201+100 {
+				t.Errorf("%s (kept dropped: %v): read %d records for %d rows", tc.query, drop == 1, records, len(want))
+			}
+		}
+	}
+}
