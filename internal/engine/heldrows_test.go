@@ -242,7 +242,8 @@ func TestHoldsRows(t *testing.T) {
 // the span of c.u, 200 of 20,000 items) hold the rows of a few pages
 // after their own with their places, and the pages after take them
 // without reading a document: a drain in pages of 10 read the 200
-// candidates on every page, 4,004 records in all. Whichever way a page is served (held rows, held
+// candidates on every page, 4,004 records in all; a DISTINCT's, until
+// its extra rows were counted as distinct rows, 3,000. Whichever way a page is served (held rows, held
 // rows forgotten, a write between pages, a window), the rows are one
 // evaluation's.
 func TestSortedPagesHoldTheirRows(t *testing.T) {
@@ -253,7 +254,7 @@ func TestSortedPagesHoldTheirRows(t *testing.T) {
 		if i%100 == 0 {
 			u = "hot"
 		}
-		items = append(items, fmt.Sprintf(`{"id":"x%d","pk":"p%d","n":%d,"u":"%s"}`, i, i%50, (i*7919)%20000, u))
+		items = append(items, fmt.Sprintf(`{"id":"x%d","pk":"p%d","n":%d,"u":"%s","m":%d,"k":%d}`, i, i%50, (i*7919)%20000, u, i/100%50, i/100%3))
 	}
 	be.seed(t, items...)
 	docs := parseItems(t, items)
@@ -265,6 +266,9 @@ func TestSortedPagesHoldTheirRows(t *testing.T) {
 		{"held", `SELECT c.id, c.n FROM c WHERE c.u = 'hot' ORDER BY c.n`, false, 450},
 		{"forgotten", `SELECT c.id, c.n FROM c WHERE c.u = 'hot' ORDER BY c.n`, true, 20 * 210},
 		{"window", `SELECT c.id, c.n FROM c WHERE c.u = 'hot' ORDER BY c.n DESC OFFSET 15 LIMIT 150`, false, 450},
+		// 150 distinct rows of the 200 candidates: the extra rows are
+		// distinct rows too.
+		{"distinct", `SELECT DISTINCT c.m, c.k FROM c WHERE c.u = 'hot' ORDER BY c.m DESC`, false, 450},
 	} {
 		p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, MaxItemCount: 10, Query: tc.query}
 		records := 0

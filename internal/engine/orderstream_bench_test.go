@@ -210,7 +210,8 @@ func benchPages(b *testing.B, s *benchStore, p QueryParams, name string, check f
 // sorts over an index span: SELECT * FROM c WHERE c.u = 'hot' ORDER BY
 // c.n, 301 of 10⁵ items, whose span the planner prefers to the stream.
 // Each op of drain/ is the whole drain, of page-1/ its first page;
-// records/op and entries/op are their work.
+// distinct-drain/ drains a DISTINCT of two paths the evaluator sorts over
+// the same span, 100 rows. records/op and entries/op are their work.
 //
 //	go test -run '^$' -bench BenchmarkSortedDrain -benchtime 20x ./internal/engine/
 func BenchmarkSortedDrain(b *testing.B) {
@@ -223,17 +224,21 @@ func BenchmarkSortedDrain(b *testing.B) {
 			u = "hot"
 		}
 		return []byte(`{"id":"x` + strconv.Itoa(i) + `","pk":"q` + strconv.Itoa(i/100) + `","n":` + strconv.Itoa(i*7919%n) +
-			`,"u":"` + u + `","payload":"` + benchPayload + `"}`)
+			`,"u":"` + u + `","m":` + strconv.Itoa(i/333%100) + `,"k":` + strconv.Itoa(i/333%2) + `,"payload":"` + benchPayload + `"}`)
 	})
 	s.settle(b)
-	p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: "SELECT * FROM c WHERE c.u = 'hot' ORDER BY c.n", RangeID: "0", CrossPartition: true, MaxItemCount: 20}
-	for _, whole := range []bool{true, false} {
-		name := "drain"
-		if !whole {
-			name = "page-1" // what a first page pays for the rows it leaves
-		}
-		b.Run(name, func(b *testing.B) {
-			w := benchWholeDrain(b, s, p, whole, func(page *FeedPage) {
+	sorted := "SELECT * FROM c WHERE c.u = 'hot' ORDER BY c.n"
+	for _, c := range []struct {
+		name, query string
+		whole       bool
+	}{
+		{"drain", sorted, true},
+		{"page-1", sorted, false}, // what a first page pays for the rows it leaves
+		{"distinct-drain", "SELECT DISTINCT c.m, c.k FROM c WHERE c.u = 'hot' ORDER BY c.m DESC", true},
+	} {
+		p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: c.query, RangeID: "0", CrossPartition: true, MaxItemCount: 20}
+		b.Run(c.name, func(b *testing.B) {
+			w := benchWholeDrain(b, s, p, c.whole, func(page *FeedPage) {
 				if page.Plan != nil && page.Plan.Chosen.Access != plan.IndexSpan {
 					b.Fatalf("chose %s", page.Plan.Explain())
 				}

@@ -730,7 +730,13 @@ func (c *ctx) run(cq *compiled, produce func(emit func(scope) error) error, stop
 				want -= c.resume.extra
 				c.resume.extra = 0
 				c.sortRows(q, rows)
-				trim(min(want, len(rows)))
+				n := min(want, len(rows))
+				if q.Select.Distinct {
+					// The first want distinct rows, which a count of
+					// rows could cut short where they repeat.
+					n = c.resume.distinct(rows, want)
+				}
+				trim(n)
 				compact = min(compact, 2*want+64)
 				if err := hold(0); err != nil {
 					return err

@@ -101,8 +101,8 @@ var errNotResumable = errors.New("eval: RunAfter needs a resumable program (Resu
 // RunAfter is RunEach for a resumable program (Resumable) that returns
 // only its rows after mark (nil: from the first), at most n of them
 // (n <= 0: every one), each with its mark, and up to extra rows more
-// while holding them keeps within the budget's memory (without DISTINCT):
-// past it, it returns n. It holds at most the rows it may return, and a
+// while holding them keeps within the budget's memory: past it, it
+// returns n (under DISTINCT, n distinct rows). It holds at most the rows it may return, and a
 // few more, however many rows come before the mark; a document's Order
 // is the only part of its DocMeta the mark keeps.
 func (p *Program) RunAfter(each Each, n, extra int, passed *int, after *Mark) ([]document.Value, []Mark, error) {
@@ -118,7 +118,7 @@ func (p *Program) RunAfter(each Each, n, extra int, passed *int, after *Mark) ([
 		ctx.resume.mark = sortRow{keys: after.Keys, order: after.Doc, sub: after.Row}
 	}
 	ctx.resume.order = ctx.rowOrder(p.q) // which sees the run places its rows
-	if n > 0 && extra > 0 && !p.q.Select.Distinct {
+	if n > 0 && extra > 0 {
 		n, ctx.resume.extra = n+extra, extra
 	}
 	rows, err := p.runEach(ctx, each, n, passed)

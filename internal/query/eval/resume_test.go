@@ -176,4 +176,38 @@ func TestRunAfterExtraRows(t *testing.T) {
 			}
 		}
 	}
+	// Under DISTINCT, where every row comes twice: the rows given up for
+	// memory leave the page's distinct rows, not the page's count of
+	// rows with their repeats among them.
+	const distinct = "SELECT DISTINCT c.j, c.pad FROM c ORDER BY c.j"
+	var pairs []document.Value
+	for i := range 200 {
+		j := i / 2 // the rows past those the memory holds are later ones
+		pairs = append(pairs, document.Obj([]document.Field{
+			{Name: "id", Value: document.Str(fmt.Sprint(i))},
+			{Name: "j", Value: document.Int(int64(j))},
+			{Name: "pad", Value: document.Str(fmt.Sprintf("%0500d", j))},
+		}))
+	}
+	for _, tc := range []struct {
+		name   string
+		memory int
+		rows   int
+	}{
+		{"room", 1 << 20, 11 + 60},
+		{"room for the page", 80 << 10, 11},
+	} {
+		p := compile(t, distinct, eval.Options{Budget: eval.NewBudget(eval.BudgetParams{MaxMemory: tc.memory})})
+		rows, marks, err := p.RunAfter(eachOf(pairs), 11, 60, nil, nil)
+		if err != nil || len(rows) != tc.rows || len(marks) != len(rows) {
+			t.Errorf("DISTINCT, %s: %d rows, %d marks, err %v; want %d rows", tc.name, len(rows), len(marks), err, tc.rows)
+			continue
+		}
+		for i, r := range rows {
+			if j := r.Get("j").Int(); j != int64(i) {
+				t.Errorf("DISTINCT, %s: row %d has j %d", tc.name, i, j)
+				break
+			}
+		}
+	}
 }
