@@ -40,12 +40,14 @@ import (
 // (groupEntriesPerRecord each), and the items that pass are at most
 // maxFilterLocs.
 //
-// With a filter, it answers only when every group fits the page (limit),
-// so that no page of the query is served by another way in another
-// order. Without one, the groups page: a page answers up to limit of them
-// and its token (next, with the access IndexCount) holds the last one's
-// value, after which the next page goes on reading the entries (the
-// group of no value comes first, on the first page). It leaves the query
+// The groups page: a page answers up to limit of them and its token
+// (next, with the access IndexCount) holds the last one's value, after
+// which the next page goes on reading the entries (the group of no value
+// comes first, on the first page). Under a filter the first page reads
+// every entry of the path, as the group of no value is known only once
+// every other is counted, and keeps the locations that pass for the
+// pages after (kept), which read them again where items were written
+// since. It leaves the query
 // to the evaluation when an item of the scope (that passes the filter)
 // holds an array or an object at the path (their groups are of whole
 // values, which the index does not keep), when a value is one the index
@@ -56,13 +58,13 @@ import (
 // refuses the token.
 //
 // cur is the token's position on a later page, nil on a first.
-func (e *Engine) groupCountByIndex(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, rangeID string, scope *itemScope, now time.Time, limit int, cur *cursor, next cursor, st *readStats, page *FeedPage) (bool, error) {
+func (e *Engine) groupCountByIndex(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, rangeID string, scope *itemScope, now time.Time, limit int, cur *cursor, next cursor, kept candidateKeeper, st *readStats, page *FeedPage) (bool, error) {
 	if !c.Index.Ready || c.index.none || q.From == nil || q.From.Iterate || len(q.Joins) > 0 || len(q.GroupBy) != 1 ||
 		len(q.OrderBy) > 0 || q.Select.Distinct || q.Select.Top != nil || q.Offset != nil || q.Limit != nil {
 		return false, nil
 	}
 	resumed := cur != nil
-	if resumed && (q.Where != nil || cur.indexVer != c.Index.Version) {
+	if resumed && cur.indexVer != c.Index.Version {
 		return false, errorf(BadRequest, "Invalid Continuation Token: the container's indexing policy changed since the query began; run the query again.")
 	}
 	var filter *plan.Term
@@ -129,20 +131,51 @@ func (e *Engine) groupCountByIndex(r storage.Reader, c *containerRecord, q *ast.
 			return false, err
 		}
 	}
-	var passing map[string]bool // the locations that pass the filter; nil: no filter
-	if filter != nil {
+	// passes, with a filter, tells the locations that pass it: of
+	// passing, those its entries name, or of a set the page before kept
+	// (on a later page, while nothing was written since: the kept
+	// set's catching up with writes takes in every item written, a
+	// candidate the count would take for one that passes).
+	var passes func(loc []byte) bool
+	var passing map[string]bool
+	var set locSet
+	if filter != nil && resumed {
+		if k, err := kept.take(*cur, plan.IndexCount, scope, st); err != nil {
+			return false, err
+		} else if k != nil && k.set != nil && k.writes == kept.writes {
+			set = k.set
+		}
+	}
+	if filter != nil && set == nil {
 		// Over a range, the path's entries stepped through are the
-		// container's.
-		stepped := defined
-		if scope.kind == plan.ScopeRange {
-			stepped *= int64(len(e.rangesOf(c)))
+		// container's. A later page reads them again, however many.
+		least := int64(1)
+		if !resumed {
+			stepped := defined
+			if scope.kind == plan.ScopeRange {
+				stepped *= int64(len(e.rangesOf(c)))
+			}
+			least = max(stepped/groupEntriesPerRecord, 1)
 		}
 		var n int64
-		passing, n, err = filterPasses(r, c, *filter, scope, expired, max(stepped/groupEntriesPerRecord, 1), st)
+		passing, n, err = filterPasses(r, c, *filter, scope, expired, least, st)
 		read += n
-		if err != nil || passing == nil {
+		if err != nil {
 			return false, err
 		}
+		if passing == nil && resumed {
+			return false, errorf(BadRequest, "Invalid Continuation Token: more items pass the query's filter than its groups page through; run the query again.")
+		}
+		if passing == nil {
+			return false, nil
+		}
+		set = make(locSet, len(passing))
+		for l := range passing {
+			set.add([]byte(l))
+		}
+	}
+	if set != nil {
+		passes = set.has
 	}
 	// The groups: each value's count and the location of one of its
 	// items; arrays and objects (their marker entries) end it.
@@ -156,14 +189,19 @@ func (e *Engine) groupCountByIndex(r storage.Reader, c *containerRecord, q *ast.
 	// Without a filter the page's room is known before it reads: the
 	// group of no value, then as many others as fit.
 	room := limit
-	if without > 0 {
+	if without > 0 && filter == nil {
 		room--
 	}
 	from := append(bytes.Clone(base), tagNull)
 	if resumed {
 		from = prefixEnd(append(bytes.Clone(base), cur.pos...))
 	}
-	if passing != nil && len(passing) == 0 {
+	// A first page under a filter reads every entry of the path: the
+	// group of no value, which comes first, is the items that pass less
+	// those the entries name; past the page's groups it counts them
+	// alone (full).
+	full := false
+	if passes != nil && len(set) == 0 {
 		// Nothing passes the filter: no group.
 		counted = defined
 	} else {
@@ -179,7 +217,7 @@ func (e *Engine) groupCountByIndex(r storage.Reader, c *containerRecord, q *ast.
 			if !scope.holds(l) || expired[string(l)] {
 				return true, nil
 			}
-			if counted++; passing != nil && !passing[string(l)] {
+			if counted++; passes != nil && !passes(l) {
 				return true, nil
 			}
 			matched++
@@ -188,14 +226,17 @@ func (e *Engine) groupCountByIndex(r storage.Reader, c *containerRecord, q *ast.
 				whole = false
 				return false, nil
 			}
+			if full {
+				return true, nil
+			}
 			if n := len(groups); n == 0 || !bytes.Equal(groups[n-1].value, v) {
-				if filter == nil && n == room {
+				if n == room {
 					more = true
-					return false, nil
-				}
-				if n == limit {
-					whole = false
-					return false, nil
+					if filter == nil || resumed {
+						return false, nil
+					}
+					full = true
+					return true, nil
 				}
 				groups = append(groups, group{value: bytes.Clone(v), loc: bytes.Clone(l)})
 			}
@@ -208,18 +249,22 @@ func (e *Engine) groupCountByIndex(r storage.Reader, c *containerRecord, q *ast.
 		return false, err
 	case resumed && !whole:
 		return false, errorf(BadRequest, "Invalid Continuation Token: an item written since the query began holds a value its groups do not page through; run the query again.")
-	case !whole || !more && !resumed && counted != defined:
+	case !whole || (!more || filter != nil) && !resumed && counted != defined:
 		// A count that is not the counters' (an item with the value
 		// twice cannot be: a path holds one value) leaves it too.
 		return false, nil
-	case more && !resumed:
+	case more && !resumed && filter == nil:
 		if ok, err := scalarGroups(r, c, path, scope, merged, base, expired, st); err != nil || !ok {
 			return false, err
 		}
 	}
-	if passing != nil {
+	if passes != nil && !resumed {
 		if without = int64(len(passing)) - matched; without < 0 {
 			return false, nil
+		}
+		if without > 0 && len(groups) == limit {
+			// The group of no value takes the page's last place.
+			groups, more = groups[:limit-1], true
 		}
 	}
 	var docs []document.Value
@@ -270,6 +315,10 @@ func (e *Engine) groupCountByIndex(r storage.Reader, c *containerRecord, q *ast.
 		next.access, next.pos = plan.IndexCount, []byte{0}
 		if len(groups) > 0 {
 			next.pos = groups[len(groups)-1].value
+		}
+		if set != nil && kept.k != nil {
+			next.kept = newKeptID()
+			kept.keep(next, &keptCandidates{set: set})
 		}
 		page.Continuation = next.String()
 	}

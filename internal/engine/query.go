@@ -318,7 +318,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	}
 	if p.Continuation == "" || groupCur != nil {
 		next := cursor{fingerprint: groupFP, text: textHash(p.Query), indexVer: c.Index.Version}
-		if done, err := e.groupCountByIndex(r, c, short, p.Params, p.RangeID, scope, now, pageSize(p.MaxItemCount), groupCur, next, st, page); done || err != nil || groupCur != nil {
+		if done, err := e.groupCountByIndex(r, c, short, p.Params, p.RangeID, scope, now, pageSize(p.MaxItemCount), groupCur, next, kept, st, page); done || err != nil || groupCur != nil {
 			if err == nil && !done {
 				err = errBadContinuation
 			}
