@@ -1573,3 +1573,37 @@ func TestAnInListFixesACompositesPath(t *testing.T) {
 		}
 	}
 }
+
+// A scan page beside an equality and a range of many values (c.h = 1 AND
+// c.n < 500: a tenth of the items and half of them) scanned on to the
+// scope's end, as the range's entries would be collected and the two
+// were not stepped through together: the drain read every record for a
+// twentieth of them. Once the drain has scanned what counting the
+// equality's entries costs, and finds it holding few enough of the
+// scope's items, the next page steps through the equality alone
+// (mergeAfterScan), meeting the range on the records.
+func TestThinScanPagesStepThroughTheirEquality(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	var items []string
+	for i := range 20000 {
+		items = append(items, fmt.Sprintf(`{"id":"d%d","pk":"p%d","n":%d,"h":%d}`, i, i%50, i%1000, i%10))
+	}
+	be.seed(t, items...)
+	q := "SELECT c.id FROM c WHERE c.h = 1 AND c.n < 500"
+	p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, MaxItemCount: 20, Query: q}
+	be.orderReady(t, p)
+	records := 0
+	got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
+		if n == 0 && (page.Plan == nil || page.Plan.Chosen.Access != plan.Scan) {
+			t.Fatalf("page 1 by %v, want a scan", page.Plan)
+		}
+		records += page.Examined
+	})
+	if want := oracleRows(t, q, parseItems(t, items), ""); len(want) != 1000 || !slices.Equal(got, want) {
+		t.Fatalf("%d rows, want %d in _rid order", len(got), len(want))
+	}
+	// The equality's 2,000 items, and the scan's first pages.
+	if records > 3500 {
+		t.Errorf("the drain read %d records for 1,000 rows", records)
+	}
+}

@@ -913,6 +913,42 @@ func (e *Engine) mergeAfterScan(r storage.Reader, c *containerRecord, prog *eval
 		}
 		many = !ok
 	}
+	if many && len(pick) > 1 && singleValues(terms[pick[0]]) && (s.kind == plan.ScopeAll || s.kind == plan.ScopeRange) {
+		// A range of too many values beside an equality (c.h = 1 AND
+		// c.n < 500): the equality's entries alone are stepped
+		// through, the range met on the records, where the scan went on
+		// to the scope's end, when the equality holds few enough of the
+		// scope's items that reading each by its location costs less
+		// than scanning (mergeSwitchShareOne). Its entries are counted
+		// up to that share, once the drain has scanned as much as the
+		// count costs, and has as much left (plan.CollectPays): a
+		// client that reads one page pays nothing for it.
+		next, derr := parseCursor(page.Continuation, fp)
+		if derr != nil {
+			return derr
+		}
+		scanned, left, err := e.scanSoFar(r, c, s, st, next.pos, kept.items)
+		if err != nil {
+			return err
+		}
+		bound := int64(mergeSwitchShareOne * float64(scanned+left))
+		n := bound
+		if plan.CollectPays(scanned, left, bound) {
+			spans, _ := scopedSpans(c, terms[pick[0]], s)
+			if n, err = countSpans(r, spans, bound, st); err != nil {
+				return err
+			}
+		}
+		if n < bound {
+			_, ok, err := mergeSpans(r, c, terms[pick[0]], s, st)
+			if err != nil {
+				return err
+			}
+			if ok {
+				pick, access, many = pick[:1], plan.IndexSpan, false
+			}
+		}
+	}
 	if many {
 		// A range of too many values would be collected: once, kept
 		// for the pages after it, when the scan has cost enough.

@@ -118,3 +118,24 @@ func BenchmarkFilteredKeyDrain(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEqualityBesideRangeDrain drains, in pages of 100, SELECT * FROM
+// c WHERE c.h = 1 AND c.n < 500 over 10⁵ items (a tenth hold h = 1, half
+// of them n < 500: 5,000 rows), across partitions: a first page that
+// scans, and pages after it that step through the equality's entries once
+// the scan has cost what counting them does. Each op is the whole drain.
+//
+//	go test -run '^$' -bench BenchmarkEqualityBesideRangeDrain -benchtime 5x ./internal/engine/
+func BenchmarkEqualityBesideRangeDrain(b *testing.B) {
+	const n = 100_000
+	s := openBenchEngine(b, clock.Real{}, nil, "null")
+	s.load(b, 0, n, func(i int) []byte {
+		return []byte(`{"id":"e` + strconv.Itoa(i) + `","pk":"` + benchPK(i) + `","h":` + strconv.Itoa(i%10) + `,"n":` + strconv.Itoa(i%1000) + `,"payload":"` + benchPayload + `"}`)
+	})
+	p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: "SELECT * FROM c WHERE c.h = 1 AND c.n < 500", RangeID: "0", CrossPartition: true, MaxItemCount: 100}
+	s.orderReady(b, p)
+	s.settle(b)
+	if w := benchWholeDrain(b, s, p, true, nil); w.rows != 5000*b.N {
+		b.Fatalf("%d rows a drain, want 5,000", w.rows/b.N)
+	}
+}
