@@ -512,17 +512,21 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	}
 	if !small && ready && !prog.Ranked() && union == nil {
 		bound := probe
-		if wide, _, ok := plan.ScanFirstBounds(size, rows, probe); ok {
-			// A page of rows in scan order: past wide entries a scan
-			// fills it for less than the union's entries cost.
-			bound = wide
-		}
+		beside := false // a term counted whole, which the OR's items may be intersected with
 		for i, e := range in.Entries {
-			// Past the entries of a term counted whole, its span
-			// reads less.
+			// Past the entries of a term counted whole as far as
+			// intersecting the OR's items with the term's could pay
+			// (as a partner of it is counted), its span reads less.
 			if e >= 0 && !(in.Stopped != nil && in.Stopped[i]) {
-				bound = min(bound, e)
+				bound, beside = min(bound, plan.PartnerBound(in.Scope, probe, e, i < len(in.Scoped) && in.Scoped[i])), true
 			}
+		}
+		if wide, _, ok := plan.ScanFirstBounds(size, rows, probe); ok && !(beside && try == noScanFirst) {
+			// A page of rows in scan order: past wide entries a scan
+			// fills it for less than the union's entries cost; unless
+			// a scan was tried and gave up, and the OR may be
+			// intersected with a term.
+			bound = min(bound, wide)
 		}
 		if bound > unionTried { // not counted as far before, and short
 			if union, err = weighUnion(r, c, q, params, s, bound, st, &in); err != nil {
@@ -561,7 +565,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 			}
 		}
 	}
-	if p.Chosen.Access == plan.Union && (s.kind == plan.ScopeAll || s.kind == plan.ScopeRange) && union.entries >= max(tieWishEntries, 8*limit) {
+	if p.Chosen.Access == plan.Union && p.Chosen.Beside == nil && (s.kind == plan.ScopeAll || s.kind == plan.ScopeRange) && union.entries >= max(tieWishEntries, 8*limit) {
 		// As an index span's: the pages after this one merge the
 		// terms' tie entries from their position once they are built.
 		for _, t := range in.Union {
@@ -599,8 +603,10 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	}
 	if qa.access == plan.Union {
 		// Its terms are the OR's, found again from the query on every
-		// page; this one's were collected while they were weighed.
-		qa.terms, qa.collected = nil, union
+		// page; this one's were collected while they were weighed. The
+		// token's terms are the one its items are intersected with, if
+		// any.
+		qa.terms, qa.collected = p.Chosen.Beside, union
 	}
 	if p.Chosen.Composite != nil {
 		qa.composite = p.Chosen.Composite.Index.Ordinal
@@ -1769,8 +1775,35 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Pr
 		}), st)
 	case plan.Union:
 		union := plan.UnionTerms(q, params)
-		if len(union) == 0 {
+		if len(union) == 0 || len(qa.terms) > 1 {
 			return errBadContinuation
+		}
+		if len(qa.terms) == 1 {
+			// The OR's items that the term beside it names too, each
+			// list in the scope's order: collected (on the first page
+			// the OR's as weighed) and kept for the pages after.
+			if qa.terms[0] >= len(terms) {
+				return errBadContinuation
+			}
+			t, weighed := terms[qa.terms[0]], qa.collected
+			qa.collected = nil
+			qa.src = locSource(r, c, s, qa.collecting(st, func() ([][]byte, error) {
+				var a [][]byte
+				if weighed != nil {
+					a = weighed.locs
+				} else {
+					var err error
+					if a, _, _, err = unionLocs(r, c, union, s, st, math.MaxInt64); err != nil {
+						return nil, err
+					}
+				}
+				b, err := spanLocs(r, c, t, s, st)
+				if err != nil {
+					return nil, err
+				}
+				return intersectLocs(a, b, s.byIndexPos), nil
+			}), st)
+			return nil
 		}
 		if weighed := qa.collected; weighed != nil {
 			qa.src = locSource(r, c, s, func() ([][]byte, error) { return weighed.locs, nil }, st)

@@ -147,8 +147,9 @@ func parseCursor(s string, fp uint64) (cursor, *Error) {
 	k.access = plan.Access(b[13])
 	n := int(b[14])
 	b = b[15:]
-	// A union's terms are the query's OR, found again on every page.
-	if !k.access.Paged() || k.access == plan.Union && n > 0 || len(b) < n+4 {
+	// A union's terms are the query's OR, found again on every page;
+	// its token holds at most the term its items are intersected with.
+	if !k.access.Paged() || k.access == plan.Union && n > 1 || len(b) < n+4 {
 		return k, errBadContinuation
 	}
 	for _, t := range b[:n] {

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mayfly-db/mayfly/internal/clock"
 	"github.com/mayfly-db/mayfly/internal/partition"
@@ -1605,5 +1606,51 @@ func TestThinScanPagesStepThroughTheirEquality(t *testing.T) {
 	// The equality's 2,000 items, and the scan's first pages.
 	if records > 3500 {
 		t.Errorf("the drain read %d records for 1,000 rows", records)
+	}
+}
+
+// An OR of wide terms beside a range (a hundredth and a tenth of 20,000
+// items, beside a tenth) has its items intersected with the range's
+// before any is read (plan.Path.Beside): the pages read their rows'
+// records, from a collection kept for them, where the range's span read
+// the records of all of its 2,000 items (2,900 records a drain in pages
+// of 20). Forgotten between pages, the collection is made again.
+func TestAnOrIntersectedWithATerm(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	var items []string
+	for i := range 20000 {
+		u := "cold"
+		if i%100 == 0 {
+			u = "hot"
+		}
+		items = append(items, fmt.Sprintf(`{"id":"d%d","pk":"p%d","n":%d,"u":"%s","h":%d}`, i, i%50, i%1000, u, i%10))
+	}
+	be.seed(t, items...)
+	docs := parseItems(t, items)
+	q := `SELECT c.id FROM c WHERE (c.u = 'hot' OR c.h = 2) AND c.n < 100`
+	p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, MaxItemCount: 20, Query: q}
+	be.orderReady(t, p)
+	want := oracleRows(t, q, docs, "")
+	for drop := range 2 {
+		records := 0
+		got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
+			if n == 0 && (page.Plan == nil || page.Plan.Chosen.Access != plan.Union || len(page.Plan.Chosen.Beside) != 1) {
+				t.Errorf("the first page chose %v, want the OR's items intersected with the range's", page.Plan)
+			}
+			if n > 0 {
+				records += page.Examined
+			}
+			if drop == 1 {
+				be.e.kept.forget(time.Now().Add(time.Hour))
+			}
+		})
+		if len(want) != 220 || !slices.Equal(got, want) {
+			t.Errorf("kept dropped %v: %d rows, want %d", drop == 1, len(got), len(want))
+		}
+		// The pages after the first (which tries a scan) read their
+		// rows' records and the one past each.
+		if records > 220+20 {
+			t.Errorf("kept dropped %v: the pages after the first read %d records", drop == 1, records)
+		}
 	}
 }

@@ -416,7 +416,10 @@ type Path struct {
 	// ByUnion is set for a FilteredStream filtered by the locations of
 	// the OR's items (Ordered.FilterUnion).
 	ByUnion bool
-	Cost    float64
+	// Beside, for a Union, holds a term (an index into Input.Terms)
+	// whose items the OR's are intersected with before any is read.
+	Beside []int
+	Cost   float64
 }
 
 // Plan is the planner's choice and what it weighed.
@@ -527,7 +530,17 @@ func Choose(in Input) Plan {
 			records += float64(e) * share
 			terms = append(terms, i)
 		}
-		add(Path{Access: Union, Terms: terms, Entries: entries, Records: math.Min(records, float64(in.Scope.Items))})
+		records = math.Min(records, float64(in.Scope.Items))
+		add(Path{Access: Union, Terms: terms, Entries: entries, Records: records})
+		// Beside a term counted to its end, the OR's items intersected
+		// with the term's: both read as entries, a record for each
+		// item in both, the term's share of the OR's.
+		for i, e := range in.Entries {
+			if e < 0 || in.Stopped != nil && in.Stopped[i] {
+				continue
+			}
+			add(Path{Access: Union, Terms: terms, Beside: []int{i}, Entries: entries + float64(e), Records: records * math.Min(1, in.selectivity(i))})
+		}
 	}
 	if in.Absent != nil && in.AbsentEntries >= 0 {
 		// The items without the path, in scan order: an entry each, and
@@ -1183,7 +1196,7 @@ func (p Plan) Explain() string {
 	}
 	b.WriteString("chosen: " + p.describe(p.Chosen) + "\n")
 	for _, c := range p.Considered {
-		if c.Access == p.Chosen.Access && c.Composite == p.Chosen.Composite && c.ByUnion == p.Chosen.ByUnion && slices.Equal(c.Terms, p.Chosen.Terms) {
+		if c.Access == p.Chosen.Access && c.Composite == p.Chosen.Composite && c.ByUnion == p.Chosen.ByUnion && slices.Equal(c.Terms, p.Chosen.Terms) && slices.Equal(c.Beside, p.Chosen.Beside) {
 			continue
 		}
 		b.WriteString("considered: " + p.describe(c) + "\n")
@@ -1214,6 +1227,11 @@ func (p Plan) describe(c Path) string {
 			b.WriteString(" OR")
 		}
 		b.WriteString(" [" + labels[t].Label + "]")
+	}
+	for _, t := range c.Beside {
+		if t < len(p.terms) {
+			b.WriteString(" AND [" + p.terms[t].Label + "]")
+		}
 	}
 	if c.Access == AbsentScan {
 		b.WriteString(" [NOT IS_DEFINED(" + pathLabel(p.absent) + ")]")
@@ -1262,6 +1280,11 @@ func (p Plan) UsedPaths() [][]string {
 	for _, t := range p.Chosen.Terms {
 		if t < len(terms) {
 			out = append(out, terms[t].Path)
+		}
+	}
+	for _, t := range p.Chosen.Beside {
+		if t < len(p.terms) {
+			out = append(out, p.terms[t].Path)
 		}
 	}
 	return out
