@@ -544,3 +544,13 @@ func benchWholeDrain(b *testing.B, s *benchStore, p QueryParams, whole bool, che
 	b.ReportMetric(float64(w.entries)/float64(b.N), "entries/op")
 	return w
 }
+
+// hotEvery is the value of the property "u" that the tests and
+// benchmarks of filtered queries give item i: "hot" for every k-th item,
+// "cold" for the others.
+func hotEvery(i, k int) string {
+	if i%k == 0 {
+		return "hot"
+	}
+	return "cold"
+}

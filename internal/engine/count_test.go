@@ -1604,14 +1604,7 @@ func TestGroupCountsPageThroughTheirValues(t *testing.T) {
 	}
 	whole := p
 	whole.Continuation, whole.MaxItemCount, whole.Query = "", 1000, "SELECT c.k, COUNT(1) AS n FROM c WHERE true GROUP BY c.k"
-	page, err := be.e.QueryItems(context.Background(), whole)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want []string
-	for _, it := range page.Items {
-		want = append(want, string(it))
-	}
+	want := drainRows(t, be.e, whole, nil)
 	slices.Sort(got)
 	slices.Sort(want)
 	if len(want) != 501 || !slices.Equal(got, want) {
@@ -1658,29 +1651,16 @@ func TestGroupCountsUnderAFilterPage(t *testing.T) {
 		if i%1000 == 0 {
 			k = "" // the group of no value
 		}
-		u := "cold"
-		if i%5 == 0 {
-			u = "hot"
-		}
+		u := hotEvery(i, 5)
 		items = append(items, fmt.Sprintf(`{"id":"d%d","pk":"p%d",%s"u":"%s"}`, i, i%7, k, u))
 	}
 	be.seed(t, items...)
 	q := "SELECT c.k, COUNT(1) AS n FROM c WHERE c.u = 'hot' GROUP BY c.k"
 	p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, MaxItemCount: 10, Query: q}
 	be.orderReady(t, p)
-	evaluated := func() []string {
-		whole := p
-		whole.Continuation, whole.MaxItemCount, whole.Query = "", 1000, "SELECT c.k, COUNT(1) AS n FROM c WHERE c.u = 'hot' AND true GROUP BY c.k"
-		page, err := be.e.QueryItems(context.Background(), whole)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var want []string
-		for _, it := range page.Items {
-			want = append(want, string(it))
-		}
-		return want
-	}
+	whole := p
+	whole.MaxItemCount, whole.Query = 1000, "SELECT c.k, COUNT(1) AS n FROM c WHERE c.u = 'hot' AND true GROUP BY c.k"
+	evaluated := func() []string { return drainRows(t, be.e, whole, nil) }
 	for _, tc := range []struct {
 		name    string
 		between func(n int) // before page n+2
@@ -1695,28 +1675,19 @@ func TestGroupCountsUnderAFilterPage(t *testing.T) {
 			}
 		}},
 	} {
-		var got []string
 		pages, records := 0, 0
-		for cont := ""; pages == 0 || cont != ""; pages++ {
-			p.Continuation = cont
-			page, err := be.e.QueryItems(context.Background(), p)
-			if err != nil {
-				t.Fatalf("%s: %v", tc.name, err)
-			}
+		got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
 			if page.Plan == nil || page.Plan.Chosen.Access != plan.IndexCount || len(page.Items) > 10 {
-				t.Fatalf("%s: page %d: %d groups by %v", tc.name, pages+1, len(page.Items), page.Plan)
+				t.Fatalf("%s: page %d: %d groups by %v", tc.name, n+1, len(page.Items), page.Plan)
 			}
-			if pages > 0 && tc.between == nil && page.IndexEntries > 800 {
-				t.Errorf("%s: page %d read %d index entries, want its groups' alone", tc.name, pages+1, page.IndexEntries)
+			if n > 0 && tc.between == nil && page.IndexEntries > 800 {
+				t.Errorf("%s: page %d read %d index entries, want its groups' alone", tc.name, n+1, page.IndexEntries)
 			}
-			for _, it := range page.Items {
-				got = append(got, string(it))
+			pages, records = n+1, records+page.Examined
+			if page.Continuation != "" && tc.between != nil {
+				tc.between(n)
 			}
-			records += page.Examined
-			if cont = page.Continuation; cont != "" && tc.between != nil {
-				tc.between(pages)
-			}
-		}
+		})
 		want := evaluated()
 		slices.Sort(got)
 		slices.Sort(want)

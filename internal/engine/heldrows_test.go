@@ -250,10 +250,7 @@ func TestSortedPagesHoldTheirRows(t *testing.T) {
 	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
 	var items []string
 	for i := range 20000 {
-		u := "cold"
-		if i%100 == 0 {
-			u = "hot"
-		}
+		u := hotEvery(i, 100)
 		items = append(items, fmt.Sprintf(`{"id":"x%d","pk":"p%d","n":%d,"u":"%s","m":%d,"k":%d}`, i, i%50, (i*7919)%20000, u, i/100%50, i/100%3))
 	}
 	be.seed(t, items...)

@@ -614,10 +614,7 @@ func TestWholeGroupsKeepTheirFilteredStream(t *testing.T) {
 	be := newBatchEnv(t, "-1")
 	var items []string
 	for i := range 20000 {
-		u := "cold"
-		if i%10 == 0 {
-			u = "hot"
-		}
+		u := hotEvery(i, 10)
 		items = append(items, fmt.Sprintf(`{"id":"d%d","pk":"p%d","u":"%s","w":%d,"n":%d}`, i, i%50, u, i%1201, i%7))
 	}
 	be.seed(t, items...)

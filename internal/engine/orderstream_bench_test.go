@@ -219,10 +219,7 @@ func BenchmarkSortedDrain(b *testing.B) {
 	s := openBenchEngine(b, clock.Real{}, nil, "null")
 	s.pk = func(i int) string { return "q" + strconv.Itoa(i/100) }
 	s.load(b, 0, n, func(i int) []byte {
-		u := "cold"
-		if i%333 == 0 {
-			u = "hot"
-		}
+		u := hotEvery(i, 333)
 		return []byte(`{"id":"x` + strconv.Itoa(i) + `","pk":"q` + strconv.Itoa(i/100) + `","n":` + strconv.Itoa(i*7919%n) +
 			`,"u":"` + u + `","m":` + strconv.Itoa(i/333%100) + `,"k":` + strconv.Itoa(i/333%2) + `,"payload":"` + benchPayload + `"}`)
 	})

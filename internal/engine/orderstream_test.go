@@ -2125,10 +2125,7 @@ func TestStreamFilteredByTheOr(t *testing.T) {
 	be := newBatchEnv(t, "-1")
 	var items []string
 	for i := range 20000 {
-		u := "cold"
-		if i%400 == 0 {
-			u = "hot"
-		}
+		u := hotEvery(i, 400)
 		items = append(items, fmt.Sprintf(`{"id":"d%d","pk":"p%d","n":%d,"u":"%s","w":"w%d","h":%d}`, i, i%50, i*7919%20000, u, i%67, i%10))
 	}
 	be.seed(t, items...)
@@ -2173,10 +2170,7 @@ func TestDistinctWalksItsFilteredStream(t *testing.T) {
 	be := newBatchEnv(t, "-1")
 	var items []string
 	for i := range 20000 {
-		u := "cold"
-		if i%10 == 0 {
-			u = "hot"
-		}
+		u := hotEvery(i, 10)
 		items = append(items, fmt.Sprintf(`{"id":"d%d","pk":"p%d","u":"%s","w":%d,"n":%d}`, i, i%50, u, i%1201, i%97))
 	}
 	be.seed(t, items...)

@@ -1619,10 +1619,7 @@ func TestAnOrIntersectedWithATerm(t *testing.T) {
 	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
 	var items []string
 	for i := range 20000 {
-		u := "cold"
-		if i%100 == 0 {
-			u = "hot"
-		}
+		u := hotEvery(i, 100)
 		items = append(items, fmt.Sprintf(`{"id":"d%d","pk":"p%d","n":%d,"u":"%s","h":%d}`, i, i%50, i%1000, u, i%10))
 	}
 	be.seed(t, items...)

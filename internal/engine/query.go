@@ -913,40 +913,21 @@ func (e *Engine) mergeAfterScan(r storage.Reader, c *containerRecord, prog *eval
 		}
 		many = !ok
 	}
+	next, derr := parseCursor(page.Continuation, fp)
+	if derr != nil {
+		return derr
+	}
 	if many && len(pick) > 1 && singleValues(terms[pick[0]]) && (s.kind == plan.ScopeAll || s.kind == plan.ScopeRange) {
 		// A range of too many values beside an equality (c.h = 1 AND
 		// c.n < 500): the equality's entries alone are stepped
 		// through, the range met on the records, where the scan went on
-		// to the scope's end, when the equality holds few enough of the
-		// scope's items that reading each by its location costs less
-		// than scanning (mergeSwitchShareOne). Its entries are counted
-		// up to that share, once the drain has scanned as much as the
-		// count costs, and has as much left (plan.CollectPays): a
-		// client that reads one page pays nothing for it.
-		next, derr := parseCursor(page.Continuation, fp)
-		if derr != nil {
-			return derr
-		}
-		scanned, left, err := e.scanSoFar(r, c, s, st, next.pos, kept.items)
+		// to the scope's end.
+		ok, err := e.equalityStepsPay(r, c, s, st, next.pos, terms[pick[0]], kept.items)
 		if err != nil {
 			return err
 		}
-		bound := int64(mergeSwitchShareOne * float64(scanned+left))
-		n := bound
-		if plan.CollectPays(scanned, left, bound) {
-			spans, _ := scopedSpans(c, terms[pick[0]], s)
-			if n, err = countSpans(r, spans, bound, st); err != nil {
-				return err
-			}
-		}
-		if n < bound {
-			_, ok, err := mergeSpans(r, c, terms[pick[0]], s, st)
-			if err != nil {
-				return err
-			}
-			if ok {
-				pick, access, many = pick[:1], plan.IndexSpan, false
-			}
+		if ok {
+			pick, access, many = pick[:1], plan.IndexSpan, false
 		}
 	}
 	if many {
@@ -957,16 +938,38 @@ func (e *Engine) mergeAfterScan(r storage.Reader, c *containerRecord, prog *eval
 		}
 		return e.collectAfterScan(r, c, s, st, page, fp, terms[pick[0]], pick[0], kept)
 	}
-	next, derr := parseCursor(page.Continuation, fp)
-	if derr != nil {
-		return derr
-	}
 	if s.kind == plan.ScopePartition && len(next.pos) > 8 {
 		next.pos = bytes.Clone(seqPos(next.pos))
 	}
 	next.access, next.terms = access, pick
 	page.Continuation = next.String()
 	return nil
+}
+
+// equalityStepsPay reports whether the pages of a scan over a range or
+// the whole container, at position pos, should step through equality t's
+// entries from there: when t holds few enough of the scope's items that
+// reading each by its location costs less than scanning
+// (mergeSwitchShareOne), and its entries merge in scan order. They are
+// counted up to that share once the drain has scanned as much as the
+// count costs, and has as much left (plan.CollectPays): a client that
+// reads one page pays nothing for it.
+func (e *Engine) equalityStepsPay(r storage.Reader, c *containerRecord, s *itemScope, st *readStats, pos []byte, t plan.Term, items int64) (bool, error) {
+	scanned, left, err := e.scanSoFar(r, c, s, st, pos, items)
+	if err != nil {
+		return false, err
+	}
+	bound := int64(mergeSwitchShareOne * float64(scanned+left))
+	if !plan.CollectPays(scanned, left, bound) {
+		return false, nil
+	}
+	spans, _ := scopedSpans(c, t, s)
+	n, err := countSpans(r, spans, bound, st)
+	if err != nil || n >= bound {
+		return false, err
+	}
+	_, ok, err := mergeSpans(r, c, t, s, st)
+	return ok, err
 }
 
 // collectAfterScan has the pages after a scan over a range or the whole

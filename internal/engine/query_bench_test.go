@@ -84,6 +84,34 @@ func BenchmarkInequalityDrain(b *testing.B) {
 	}
 }
 
+// drainBench loads 10⁵ items across partitions, item i being
+// {"id", "pk", fields(i), "payload"}, has the index entries each of the
+// queries asks for built, and returns the store.
+func drainBench(b *testing.B, fields func(i int) string, queries ...string) *benchStore {
+	s := openBenchEngine(b, clock.Real{}, nil, "null")
+	s.load(b, 0, 100_000, func(i int) []byte {
+		return []byte(`{"id":"x` + strconv.Itoa(i) + `","pk":"` + benchPK(i) + `",` + fields(i) + `,"payload":"` + benchPayload + `"}`)
+	})
+	for _, q := range queries {
+		s.orderReady(b, drainParams(q))
+	}
+	s.settle(b)
+	return s
+}
+
+// drainParams is query across partitions, in pages of 100.
+func drainParams(query string) QueryParams {
+	return QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: query, RangeID: "0", CrossPartition: true, MaxItemCount: 100}
+}
+
+// benchQueryDrain drains query whole an op (benchWholeDrain), which must
+// make rows rows.
+func benchQueryDrain(b *testing.B, s *benchStore, query string, rows int) {
+	if w := benchWholeDrain(b, s, drainParams(query), true, nil); w.rows != rows*b.N {
+		b.Fatalf("%d rows a drain, want %d", w.rows/b.N, rows)
+	}
+}
+
 // BenchmarkFilteredKeyDrain drains, in pages of 100, a DISTINCT and a
 // GROUP BY of a path of 3,001 values under a term a tenth of 10⁵ items
 // pass, across partitions: the path's walk filtered by the term's
@@ -92,30 +120,15 @@ func BenchmarkInequalityDrain(b *testing.B) {
 //
 //	go test -run '^$' -bench BenchmarkFilteredKeyDrain -benchtime 5x ./internal/engine/
 func BenchmarkFilteredKeyDrain(b *testing.B) {
-	const n = 100_000
-	s := openBenchEngine(b, clock.Real{}, nil, "null")
-	s.load(b, 0, n, func(i int) []byte {
-		u := "cold"
-		if i%10 == 0 {
-			u = "hot"
-		}
-		return []byte(`{"id":"k` + strconv.Itoa(i) + `","pk":"` + benchPK(i) + `","u":"` + u + `","w":` + strconv.Itoa(i%3001) + `,"payload":"` + benchPayload + `"}`)
-	})
 	queries := []struct{ name, query string }{
 		{"distinct", "SELECT DISTINCT VALUE c.w FROM c WHERE c.u = 'hot'"},
 		{"group-by", "SELECT c.w, COUNT(1) AS n FROM c WHERE c.u = 'hot' GROUP BY c.w"},
 	}
+	s := drainBench(b, func(i int) string {
+		return `"u":"` + hotEvery(i, 10) + `","w":` + strconv.Itoa(i%3001)
+	}, queries[0].query, queries[1].query)
 	for _, c := range queries {
-		s.orderReady(b, QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: c.query, RangeID: "0", CrossPartition: true, MaxItemCount: 100})
-	}
-	s.settle(b)
-	for _, c := range queries {
-		b.Run(c.name, func(b *testing.B) {
-			p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: c.query, RangeID: "0", CrossPartition: true, MaxItemCount: 100}
-			if w := benchWholeDrain(b, s, p, true, nil); w.rows != 3001*b.N {
-				b.Fatalf("%d rows a drain, want 3,001", w.rows/b.N)
-			}
-		})
+		b.Run(c.name, func(b *testing.B) { benchQueryDrain(b, s, c.query, 3001) })
 	}
 }
 
@@ -127,17 +140,9 @@ func BenchmarkFilteredKeyDrain(b *testing.B) {
 //
 //	go test -run '^$' -bench BenchmarkEqualityBesideRangeDrain -benchtime 5x ./internal/engine/
 func BenchmarkEqualityBesideRangeDrain(b *testing.B) {
-	const n = 100_000
-	s := openBenchEngine(b, clock.Real{}, nil, "null")
-	s.load(b, 0, n, func(i int) []byte {
-		return []byte(`{"id":"e` + strconv.Itoa(i) + `","pk":"` + benchPK(i) + `","h":` + strconv.Itoa(i%10) + `,"n":` + strconv.Itoa(i%1000) + `,"payload":"` + benchPayload + `"}`)
-	})
-	p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: "SELECT * FROM c WHERE c.h = 1 AND c.n < 500", RangeID: "0", CrossPartition: true, MaxItemCount: 100}
-	s.orderReady(b, p)
-	s.settle(b)
-	if w := benchWholeDrain(b, s, p, true, nil); w.rows != 5000*b.N {
-		b.Fatalf("%d rows a drain, want 5,000", w.rows/b.N)
-	}
+	const q = "SELECT * FROM c WHERE c.h = 1 AND c.n < 500"
+	s := drainBench(b, func(i int) string { return `"h":` + strconv.Itoa(i%10) + `,"n":` + strconv.Itoa(i%1000) }, q)
+	benchQueryDrain(b, s, q, 5000)
 }
 
 // BenchmarkOrBesideRangeDrain drains, in pages of 100, SELECT * FROM c
@@ -148,19 +153,9 @@ func BenchmarkEqualityBesideRangeDrain(b *testing.B) {
 //
 //	go test -run '^$' -bench BenchmarkOrBesideRangeDrain -benchtime 5x ./internal/engine/
 func BenchmarkOrBesideRangeDrain(b *testing.B) {
-	const n = 100_000
-	s := openBenchEngine(b, clock.Real{}, nil, "null")
-	s.load(b, 0, n, func(i int) []byte {
-		u := "cold"
-		if i%100 == 0 {
-			u = "hot"
-		}
-		return []byte(`{"id":"o` + strconv.Itoa(i) + `","pk":"` + benchPK(i) + `","u":"` + u + `","h":` + strconv.Itoa(i%10) + `,"n":` + strconv.Itoa(i%1000) + `,"payload":"` + benchPayload + `"}`)
-	})
-	p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: "SELECT * FROM c WHERE (c.u = 'hot' OR c.h = 2) AND c.n < 100", RangeID: "0", CrossPartition: true, MaxItemCount: 100}
-	s.orderReady(b, p)
-	s.settle(b)
-	if w := benchWholeDrain(b, s, p, true, nil); w.rows != 1100*b.N {
-		b.Fatalf("%d rows a drain, want 1,100", w.rows/b.N)
-	}
+	const q = "SELECT * FROM c WHERE (c.u = 'hot' OR c.h = 2) AND c.n < 100"
+	s := drainBench(b, func(i int) string {
+		return `"u":"` + hotEvery(i, 100) + `","h":` + strconv.Itoa(i%10) + `,"n":` + strconv.Itoa(i%1000)
+	}, q)
+	benchQueryDrain(b, s, q, 1100)
 }

@@ -780,10 +780,7 @@ func TestOrderTermCountedAsFarAsItMayWin(t *testing.T) {
 	be := newBatchEnv(t, "-1")
 	var items []string
 	for i := range 20000 {
-		u := "cold"
-		if i%200 == 0 {
-			u = "hot"
-		}
+		u := hotEvery(i, 200)
 		items = append(items, fmt.Sprintf(`{"id":"d%d","pk":"p%d","n":%d,"u":"%s"}`, i, i%40, i, u))
 	}
 	be.seed(t, items...)
