@@ -315,6 +315,16 @@ func pathBounds(prefix []byte, preds []plan.Predicate, path []string) ([]byte, [
 				}
 			}
 			narrow(k, prefixEnd(k))
+		case plan.Ne:
+			// Another boolean than one: the other boolean's entries.
+			// Another number or string lies on either side of it.
+			if p.Value.Kind() == document.Bool {
+				k, _ := appendIndexValue(bytes.Clone(prefix), document.BoolValue(!p.Value.Bool()))
+				narrow(k, prefixEnd(k))
+			}
+		case plan.OfKinds:
+			lo := append(bytes.Clone(prefix), kindTags[p.Kinds.First][0])
+			narrow(lo, prefixEnd(append(bytes.Clone(prefix), kindTags[p.Kinds.Last][1])))
 		case plan.In:
 			// The hull of the values' entries, when every value is a
 			// scalar (no other value can be equal to one).

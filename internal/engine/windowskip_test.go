@@ -40,6 +40,13 @@ func TestOffsetSkipsByEntries(t *testing.T) {
 		{"", "SELECT * FROM c ORDER BY c.k DESC OFFSET %d LIMIT %d", true},
 		{"", "SELECT * FROM c WHERE c.s = 's1' ORDER BY c.k OFFSET %d LIMIT %d", true},
 		{"", "SELECT c.id FROM c WHERE c.k < 20 ORDER BY c.k OFFSET %d LIMIT %d", true},
+		// A term whose one span is not a range: the walk is bounded to
+		// the other boolean's entries, and counts only those (it
+		// counted the true entries it walked past as rows skipped), or
+		// to the kinds' entries (whose rows are read).
+		{"", "SELECT c.id, c.b FROM c WHERE c.b != true ORDER BY c.b DESC OFFSET %d LIMIT %d", true},
+		{`["p3"]`, "SELECT c.id, c.k FROM c WHERE IS_NUMBER(c.k) ORDER BY c.k DESC OFFSET %d LIMIT %d", false},
+		{"", "SELECT c.id, c.k FROM c WHERE IS_STRING(c.k) ORDER BY c.k OFFSET %d LIMIT %d", false},
 		{`["p3"]`, "SELECT * FROM c OFFSET %d LIMIT %d", true},
 		{`["p3"]`, "SELECT c.id, c.k FROM c WHERE c.pk = 'p3' OFFSET %d LIMIT %d", true},
 		{`["p3"]`, "SELECT VALUE c.k FROM c OFFSET %d LIMIT %d", false},
@@ -104,7 +111,7 @@ func offsetDocs(key func(i int) string) []string {
 		if i%11 == 0 {
 			ttl = `,"ttl":10`
 		}
-		docs = append(docs, fmt.Sprintf(`{"id":"d%04d",%s,"s":"s%d","m":%d%s%s}`, i, key(i), i%5, i%13, k, ttl))
+		docs = append(docs, fmt.Sprintf(`{"id":"d%04d",%s,"s":"s%d","m":%d,"b":%t%s%s}`, i, key(i), i%5, i%13, i%3 == 0, k, ttl))
 	}
 	return docs
 }
