@@ -343,7 +343,14 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		ceiling = compBound
 		tc.atLeast(covered+1, in.Composites[covering].Scoped)
 	}
-	if wide, budget, ok := plan.ScanFirstBounds(size, rows, probe); ok && try != noScanFirst && (len(weighed) > 0 || orOnly) && orderTerm < 0 && !(covering >= 0 && covered < wide) && !(union != nil && int64(union.entries) < wide) {
+	// A filter the index answers only by testing one path's values
+	// (weighValues), and no term: a scan is tried first, as for an OR
+	// alone, before the path's entries are read.
+	valueOnly := false
+	if len(weighed) == 0 && !orOnly && !small && ready && !prog.Ranked() && in.Ordered == nil && in.Stream == nil && len(in.Composites) == 0 {
+		_, valueOnly = newValueTest(s.unheld(q), params, now)
+	}
+	if wide, budget, ok := plan.ScanFirstBounds(size, rows, probe); ok && try != noScanFirst && (len(weighed) > 0 || orOnly || valueOnly) && orderTerm < 0 && !(covering >= 0 && covered < wide) && !(union != nil && int64(union.entries) < wide) {
 		// Every term may hold most of the scope: counted to wide, each
 		// that reaches it makes a scan the likely cheaper way to the
 		// page. Paced, the scan is tried once every term holds enough
@@ -353,11 +360,12 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		if try == scanFirstPaced {
 			sp.bound = min(plan.PaceStart(rows), wide)
 		}
-		if orOnly {
+		if orOnly || valueOnly {
 			// A scan first, for records worth a quarter of the union's
 			// most entries (plan.PaceRecords), at least two pages'
 			// worth: an OR that holds most of the scope fills the page
-			// within them; failing that, the union is weighed.
+			// within them; failing that, the union is weighed. As many
+			// for a value filter, which most items may pass as well.
 			sp.bound, sp.budget = wide, min(budget, max(plan.PaceRecords(wide), 2*rows))
 		}
 		if err := tc.count(r, size, sp.bound, partners, st); err != nil {
@@ -539,6 +547,16 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 			return nil, err
 		}
 	}
+	// A filter no term of the index answers, on one path: the path's
+	// entries are read, each value tested, as far as they cost less than
+	// a scan. Where a term, an OR or an ORDER BY's walk applies, they
+	// cost less, or would need weighing with the test's share.
+	var values *collection
+	if valueOnly && union == nil {
+		if values, err = e.weighValues(r, c, q, params, now, s, size, rows, st, &in); err != nil {
+			return nil, err
+		}
+	}
 	dropWideFilter(&in)
 	p := plan.Choose(in)
 	if (p.Chosen.Access == plan.IndexSpan || p.Chosen.Access == plan.Intersect) && (s.kind == plan.ScopeAll || s.kind == plan.ScopeRange) {
@@ -607,6 +625,11 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		// token's terms are the one its items are intersected with, if
 		// any.
 		qa.terms, qa.collected = p.Chosen.Beside, union
+	}
+	if qa.access == plan.ValueScan {
+		// Its test is found again from the query on every page; this
+		// one's items were collected while it was weighed.
+		qa.collected = values
 	}
 	if p.Chosen.Composite != nil {
 		qa.composite = p.Chosen.Composite.Index.Ordinal
@@ -1831,6 +1854,19 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Pr
 		}
 		qa.src = locSource(r, c, s, qa.collecting(st, func() ([][]byte, error) {
 			locs, _, _, err := unionLocs(r, c, union, s, st, math.MaxInt64)
+			return locs, err
+		}), st)
+	case plan.ValueScan:
+		if weighed := qa.collected; weighed != nil {
+			qa.src = locSource(r, c, s, func() ([][]byte, error) { return weighed.locs, nil }, st)
+			return nil
+		}
+		vt, ok := newValueTest(s.unheld(q), params, now)
+		if !ok || !c.index.indexes(vt.f.Path) {
+			return errBadContinuation
+		}
+		qa.src = locSource(r, c, s, qa.collecting(st, func() ([][]byte, error) {
+			locs, _, _, err := valueLocs(r, c, vt, s, st, nil)
 			return locs, err
 		}), st)
 	case plan.OrderedWalk:

@@ -901,7 +901,9 @@ func (s *diffScenario) atom(q *diffQuery) string {
 	cmp := []string{"=", "!=", "<", "<=", ">", ">="}
 	op := func() string { return cmp[r.IntN(len(cmp))] }
 	numPath := []string{"c.n", "c.n", "c.o.x", `c["n"]`}[r.IntN(4)]
-	switch r.IntN(27) {
+	switch r.IntN(29) {
+	case 27, 28:
+		return s.valueAtom(q, numPath)
 	case 0, 1, 2:
 		return numPath + " " + op() + " " + s.literal(q, s.num())
 	case 3, 4:
@@ -999,6 +1001,53 @@ func (s *diffScenario) atom(q *diffQuery) string {
 		return "ARRAY_CONTAINS(c.tags, " + tag() + ", false)"
 	}
 	return "c.s = " + s.literal(q, s.str())
+}
+
+// valueAtom draws a term on one path that no index span answers, which a
+// value scan tests on each value of the path's entries (plan.ValueTerms):
+// the numbers a function tells apart where the index does not (3 and 3.0,
+// 0 and -0), values past 2^53, and terms that documents without the path
+// pass (which no value scan may serve).
+func (s *diffScenario) valueAtom(q *diffQuery, numPath string) string {
+	r := s.rng
+	piece := func() string {
+		runes := []rune(diffStrings[r.IntN(len(diffStrings))])
+		i := r.IntN(len(runes) + 1)
+		return s.literal(q, document.Str(string(runes[i:i+r.IntN(len(runes)-i+1)])))
+	}
+	switch r.IntN(16) {
+	case 0:
+		return "CONTAINS(c.s, " + piece() + ")"
+	case 1:
+		return "ENDSWITH(c.s, " + piece() + ", " + []string{"true", "false"}[r.IntN(2)] + ")"
+	case 2:
+		return "LOWER(c.s) = " + s.literal(q, s.str())
+	case 3:
+		return "LENGTH(c.s) " + []string{"<", ">", "="}[r.IntN(3)] + " " + strconv.Itoa(r.IntN(4))
+	case 4:
+		return numPath + " * 2 = " + s.literal(q, s.num())
+	case 5:
+		return "ABS(" + numPath + ") < " + strconv.Itoa(r.IntN(6))
+	case 6:
+		return "ToString(" + numPath + ") = " + s.literal(q, document.Str([]string{"0", "-0", "3", "3.0", "2.5", "9007199254740993"}[r.IntN(6)]))
+	case 7:
+		return "1 / " + numPath + " < 0"
+	case 8:
+		return "(IS_STRING(c.n) OR " + numPath + " > " + strconv.Itoa(r.IntN(20)) + ")"
+	case 9:
+		return "c.s ?? \"x\" = \"x\""
+	case 10:
+		return "(NOT IS_DEFINED(c.n) OR " + numPath + " = 1)"
+	case 11:
+		return "ARRAY_LENGTH(c.tags) > " + strconv.Itoa(r.IntN(3))
+	case 12:
+		return "RegexMatch(c.s, " + s.literal(q, document.Str([]string{"a.", "^b", "c$", "A", "["}[r.IntN(5)])) + ")"
+	case 13:
+		return "c.o.x % 2 = " + strconv.Itoa(r.IntN(2))
+	case 14:
+		return "IIF(c.b, 1, 0) = " + strconv.Itoa(r.IntN(2))
+	}
+	return "SUBSTRING(c.id, 1, 1) = " + s.literal(q, document.Str(strconv.Itoa(r.IntN(10))))
 }
 
 // keyTerm draws a term that pins the partition key (or its first path)

@@ -929,7 +929,7 @@ func TestThinScanListsTiesOnlyWhenTheyServe(t *testing.T) {
 // value's span and merges them by location, where it collected every entry
 // of the prefix's values and sorted them by sequence (1,000 to 2,000 a
 // page here). The rows are the scan's, in its order: a filter the index
-// cannot serve (c.k + 0) makes the planner scan.
+// cannot serve (c.k + c.n * 0, on two paths) makes the planner scan.
 func TestPrefixSpanPagesSeek(t *testing.T) {
 	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/t","/u"],"kind":"MultiHash","version":2}}`)
 	items := make([]string, 0, 10_000)
@@ -944,15 +944,15 @@ func TestPrefixSpanPagesSeek(t *testing.T) {
 		rows           int // a page's, when not 50
 		first          int // page 1's bound on entries, when not entries
 	}{
-		{"c.k = 3", "c.k + 0 = 3", 52, 0, 0},
-		{"c.k IN (2, 3)", "c.k + 0 IN (2, 3)", 53, 0, 0},
-		{"c.k >= 2 AND c.k <= 4", "c.k + 0 >= 2 AND c.k + 0 <= 4", 51 + 2*3, 0, 0},
+		{"c.k = 3", "c.k + c.n * 0 = 3", 52, 0, 0},
+		{"c.k IN (2, 3)", "c.k + c.n * 0 IN (2, 3)", 53, 0, 0},
+		{"c.k >= 2 AND c.k <= 4", "c.k + c.n * 0 >= 2 AND c.k + c.n * 0 <= 4", 51 + 2*3, 0, 0},
 		// Page 1 steps through both from the start, uncounted: counted,
 		// it read 2,009 entries.
-		{"c.k = 3 AND c.g = 3", "c.k + 0 = 3 AND c.g + 0 = 3", 240, 0, 400},
+		{"c.k = 3 AND c.g = 3", "c.k + c.n * 0 = 3 AND c.g + c.n * 0 = 3", 240, 0, 400},
 		// Terms on 14% and 33% of the prefix and 4.8% together, in pages
 		// of ten: page 1 steps through both as every page after it.
-		{"c.x = 3 AND c.y BETWEEN 2 AND 4", "c.x + 0 = 3 AND c.y + 0 BETWEEN 2 AND 4", 280, 10, 0},
+		{"c.x = 3 AND c.y BETWEEN 2 AND 4", "c.x + c.n * 0 = 3 AND c.y + c.n * 0 BETWEEN 2 AND 4", 280, 10, 0},
 	} {
 		p := QueryParams{ItemRef: ref, Query: "SELECT VALUE c.n FROM c WHERE " + tc.where, MaxItemCount: cmp.Or(tc.rows, 50)}
 		got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
@@ -1339,7 +1339,7 @@ func TestPlainStreamPagesFilterOnce(t *testing.T) {
 // terms first read every entry of each. A query's first page, counted
 // before the terms' tie entries are built, asks for those of both, even
 // where it reads one term's span. The rows are the scan's, in its order: a
-// filter the index cannot serve (c.k + 0) makes the planner scan.
+// filter the index cannot serve (c.k + c.n * 0, on two paths) makes the planner scan.
 func TestIntersectionFirstPages(t *testing.T) {
 	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
 	items := make([]string, 0, 12_000)
@@ -1358,12 +1358,12 @@ func TestIntersectionFirstPages(t *testing.T) {
 	}{
 		// Most items hold the range: counted, page 1 read the span of
 		// the equality and asked for the tie entries of both.
-		{"c.k = 3 AND c.m >= 2", "c.k + 0 = 3 AND c.m + 0 >= 2", "", 50, 460},
-		{"c.k = 3 AND c.m = 5", "c.k + 0 = 3 AND c.m + 0 = 5", "", 10, 280},
+		{"c.k = 3 AND c.m >= 2", "c.k + c.n * 0 = 3 AND c.m + c.n * 0 >= 2", "", 50, 460},
+		{"c.k = 3 AND c.m = 5", "c.k + c.n * 0 = 3 AND c.m + c.n * 0 = 5", "", 10, 280},
 		// The items of high h lie last: page 1 seeks past those before.
-		{"c.k = 3 AND c.h >= 97", "c.k + 0 = 3 AND c.h + 0 >= 97", "", 10, 90},
-		{"c.k IN (1, 2) AND c.m BETWEEN 3 AND 5", "c.k + 0 IN (1, 2) AND c.m + 0 BETWEEN 3 AND 5", "", 10, 120},
-		{"c.k = 3 AND c.m = 5", "c.k + 0 = 3 AND c.m + 0 = 5", `["big"]`, 10, 280},
+		{"c.k = 3 AND c.h >= 97", "c.k + c.n * 0 = 3 AND c.h + c.n * 0 >= 97", "", 10, 90},
+		{"c.k IN (1, 2) AND c.m BETWEEN 3 AND 5", "c.k + c.n * 0 IN (1, 2) AND c.m + c.n * 0 BETWEEN 3 AND 5", "", 10, 120},
+		{"c.k = 3 AND c.m = 5", "c.k + c.n * 0 = 3 AND c.m + c.n * 0 = 5", `["big"]`, 10, 280},
 	} {
 		p := QueryParams{ItemRef: batchRef(tc.key), Query: "SELECT VALUE c.n FROM c WHERE " + tc.where, MaxItemCount: tc.rows}
 		if tc.key == "" {
@@ -1648,6 +1648,76 @@ func TestAnOrIntersectedWithATerm(t *testing.T) {
 		// rows' records and the one past each.
 		if records > 220+20 {
 			t.Errorf("kept dropped %v: the pages after the first read %d records", drop == 1, records)
+		}
+	}
+}
+
+// A filter no index span answers, on one path (CONTAINS, a function of the
+// value, arithmetic), reads the path's entries and the records of the
+// items whose value passes, not every record (plan.ValueScan); where most
+// items pass, or documents without the path may, the scope is scanned.
+// The first page tries a scan first, for two pages' records; the pages
+// after it read their rows' records, from the locations kept or
+// collected again.
+func TestValueScan(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	var items []string
+	for i := range 10000 {
+		extra := ""
+		if i%7 == 0 {
+			extra = `,"x":"set"`
+		}
+		items = append(items, fmt.Sprintf(`{"id":"d%d","pk":"p%d","n":%d,"w":"w%d","u":"%s"%s}`, i, i%50, i%1000, i%3001, strings.ToUpper(hotEvery(i, 10)), extra))
+	}
+	be.seed(t, items...)
+	docs := parseItems(t, items)
+	for _, tc := range []struct {
+		query string
+		value bool // a value scan, whose pages read their rows' records
+	}{
+		{`SELECT c.id FROM c WHERE CONTAINS(c.w, '77')`, true},
+		{`SELECT c.id FROM c WHERE LOWER(c.u) = 'hot'`, true},
+		{`SELECT c.id, c.n FROM c WHERE c.n * 2 = 40 OR ToString(c.n) = '999'`, true},
+		{`SELECT c.id FROM c WHERE CONTAINS(c.w, 'w')`, false},
+		{`SELECT c.id FROM c WHERE (c.x ?? 'unset') = 'unset' AND c.n = 3`, false},
+	} {
+		for drop := range 2 {
+			p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, MaxItemCount: 50, Query: tc.query}
+			records, entries, pages := 0, 0, 0
+			got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
+				pages++
+				records += page.Examined
+				entries += page.IndexEntries
+				if n == 0 && (page.Plan == nil || (page.Plan.Chosen.Access == plan.ValueScan) != tc.value) {
+					t.Errorf("%s: the first page chose %v", tc.query, page.Plan)
+				}
+				if drop == 1 {
+					be.e.kept.forget(time.Now().Add(time.Hour))
+				}
+			})
+			want := oracleRows(t, tc.query, docs, "")
+			if !slices.Equal(got, want) {
+				t.Fatalf("%s: %d rows, want %d", tc.query, len(got), len(want))
+			}
+			if !tc.value {
+				continue
+			}
+			// A record for each row and the one past each page, and
+			// the first page's scan tried first (two pages' records and
+			// their entries in _rid order); the entries of the path on
+			// the first page, and on every page whose kept locations
+			// were dropped.
+			tried := 2 * p.MaxItemCount
+			if records > len(want)+pages+tried {
+				t.Errorf("%s (kept dropped %v): %d records for %d rows in %d pages", tc.query, drop == 1, records, len(want), pages)
+			}
+			wantEntries := 10000 + pages + tried
+			if drop == 1 {
+				wantEntries = 10000*pages + pages + tried
+			}
+			if entries > wantEntries {
+				t.Errorf("%s (kept dropped %v): %d entries in %d pages", tc.query, drop == 1, entries, pages)
+			}
 		}
 	}
 }

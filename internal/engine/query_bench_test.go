@@ -159,3 +159,36 @@ func BenchmarkOrBesideRangeDrain(b *testing.B) {
 	}, q)
 	benchQueryDrain(b, s, q, 1100)
 }
+
+// BenchmarkValueScanDrain drains, in pages of 100, filters no index span
+// answers over 10⁵ items, across partitions: CONTAINS on a name (280
+// rows), LOWER of a city (1,002 rows: "Oslo", "OSLO" and "oslo" among 300
+// cities), and CONTAINS that every name passes (10⁵ rows). The first two
+// read the path's entries and their rows' records (plan.ValueScan), where
+// a scan reads every record; the third scans, its first page a scan tried
+// first that fills it. Each op is the whole drain, or its first page
+// alone (-page1).
+//
+//	go test -run '^$' -bench BenchmarkValueScanDrain -benchtime 5x ./internal/engine/
+func BenchmarkValueScanDrain(b *testing.B) {
+	queries := []struct {
+		name, query string
+		rows        int
+	}{
+		{"contains", "SELECT * FROM c WHERE CONTAINS(c.name, '777')", 280},
+		{"lower", "SELECT * FROM c WHERE LOWER(c.city) = 'oslo'", 1002},
+		{"most-pass", "SELECT * FROM c WHERE CONTAINS(c.name, 'n')", 100_000},
+	}
+	spellings := []string{"Oslo", "OSLO", "oslo"}
+	s := drainBench(b, func(i int) string {
+		city := "city-" + strconv.Itoa(i%300)
+		if i%300 < 3 {
+			city = spellings[i%300]
+		}
+		return `"name":"n` + strconv.Itoa(i) + `","city":"` + city + `"`
+	})
+	for _, c := range queries {
+		b.Run(c.name, func(b *testing.B) { benchQueryDrain(b, s, c.query, c.rows) })
+		b.Run(c.name+"-page1", func(b *testing.B) { benchFirstPage(b, s, drainParams(c.query)) })
+	}
+}

@@ -164,3 +164,33 @@ func TestPartialContains(t *testing.T) {
 		}
 	}
 }
+
+// TestValueTerms checks which terms a value scan tests on one path's
+// values: those that read that path alone, gathered from the AND chain.
+func TestValueTerms(t *testing.T) {
+	for _, tt := range []struct {
+		where, path, label string // path "": no value filter
+	}{
+		{`CONTAINS(c.name, "x")`, "name", `CONTAINS(c.name, "x")`},
+		{`LOWER(c.a.b) = "oslo" AND c.n > 1 AND ENDSWITH(c.a.b, "o")`, "a/b", `(LOWER(c.a.b) = "oslo") AND ENDSWITH(c.a.b, "o")`},
+		{`c["price"] * 1.2 < @max`, "price", `((c["price"] * 1.2) < @max)`},
+		{`(c.n = 1 OR ToString(c.n) = "2")`, "n", `((c.n = 1) OR (ToString(c.n) = "2"))`},
+		{`c.n + c.m = 3`, "", ""},                                   // two paths
+		{`CONTAINS(c.name, c.other) AND c.k = 1`, "k", `(c.k = 1)`}, // the first term reads two
+		{`c.n > RAND()`, "", ""},
+		{`udf.f(c.n)`, "", ""},
+		{`IS_DEFINED(c)`, "", ""}, // the document itself
+		{`c.tags[0] = "a"`, "", ""},
+		{`EXISTS(SELECT VALUE t FROM t IN c.tags WHERE t = "a")`, "", ""},
+		{`DocumentId(c.n) > 3`, "", ""},
+	} {
+		q, err := parser.Parse("SELECT * FROM c WHERE " + tt.where)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.where, err)
+		}
+		f, ok := ValueTerms(q)
+		if got := strings.Join(f.Path, "/"); ok != (tt.path != "") || got != tt.path || ok && f.Label != tt.label {
+			t.Errorf("%s: path %q label %q ok %v, want %q %q", tt.where, got, f.Label, ok, tt.path, tt.label)
+		}
+	}
+}

@@ -279,11 +279,12 @@ const (
 	Union                        // the items any of an OR's terms' spans hold (Input.Union)
 	FilteredStream               // OrderedStream reading only the records a term's entries name (Ordered.Filter)
 	AbsentScan                   // the scope's items without a path (NOT IS_DEFINED), through its absence entries, in scan order
+	ValueScan                    // every index entry of one path in the scope, its value tested by the filter's terms on it (Input.Values)
 )
 
 var accessNames = [...]string{Scan: "scan", PointRead: "point", IndexSpan: "index", Intersect: "intersect", OrderedWalk: "ordered",
 	CompositeSpan: "composite", CompositeWalk: "composite-ordered", OrderedStream: "ordered-stream", Counters: "counters",
-	IDEntries: "id-entries", IndexCount: "index-count", IndexExtreme: "index-extreme", IndexSum: "index-sum", Union: "union", FilteredStream: "filtered-stream", AbsentScan: "absent"}
+	IDEntries: "id-entries", IndexCount: "index-count", IndexExtreme: "index-extreme", IndexSum: "index-sum", Union: "union", FilteredStream: "filtered-stream", AbsentScan: "absent", ValueScan: "value-scan"}
 
 func (a Access) String() string { return accessNames[a] }
 
@@ -389,6 +390,14 @@ type Input struct {
 	Absent        []string
 	AbsentEntries int64
 	AbsentScoped  bool
+	// Values, when not nil, is the filter's value filter (ValueTerms),
+	// which the engine weighed by reading its path's entries in the
+	// scope: ValueEntries of them, whose values passed for ValuePassing
+	// items of the scope (or could not be told apart from a value that
+	// does: those are read).
+	Values       *ValueFilter
+	ValueEntries int64
+	ValuePassing int64
 }
 
 // Path is one candidate access path with its estimates.
@@ -430,6 +439,7 @@ type Plan struct {
 	terms      []Term
 	union      []Term
 	absent     []string
+	values     *ValueFilter
 }
 
 // Choose enumerates the access paths in, estimates each, and picks the
@@ -439,7 +449,7 @@ type Plan struct {
 func Choose(in Input) Plan {
 	frac := in.Scope.fraction()
 	n := float64(max(in.Scope.ContainerItems, 1))
-	p := Plan{Scope: in.Scope, terms: in.Terms, union: in.Union, absent: in.Absent}
+	p := Plan{Scope: in.Scope, terms: in.Terms, union: in.Union, absent: in.Absent, values: in.Values}
 	add := func(path Path) {
 		path.Cost = path.cost()
 		p.Considered = append(p.Considered, path)
@@ -551,6 +561,11 @@ func Choose(in Input) Plan {
 		}
 		e := float64(in.AbsentEntries)
 		add(Path{Access: AbsentScan, Entries: e, Records: math.Min(e*share, float64(in.Scope.Items))})
+	}
+	if in.Values != nil {
+		// Every entry of the path, and the record of each item whose
+		// value passed.
+		add(Path{Access: ValueScan, Entries: float64(in.ValueEntries), Records: float64(in.ValuePassing)})
 	}
 	p.Chosen = p.Considered[0]
 	for _, c := range p.Considered[1:] {
@@ -737,6 +752,23 @@ func (p Path) cost() float64 {
 		return p.Records * costRecordScan
 	}
 	return p.Entries*costEntry + p.Records*costRecordPoint + p.Scanned*costRecordScan
+}
+
+// ValueScanOver reports whether a value scan in scope s that has read
+// entries of its path, keeping kept items of the scope, can no longer be
+// the cheaper way to the query's pages: they cost more than a scan of the
+// scope, or, for a page that ends after rows (0: a page that needs every
+// candidate), the items kept are as many as make a scan the likely
+// cheaper way to the page, as a term holding them would (ScanFirstBounds'
+// wide, over the scope's items). The share of the entries read that pass
+// says little: they come in the order of their values, those that pass
+// often together (LOWER(c.city) = "oslo" keeps the first entries, "OSLO"
+// and "Oslo", and few after them).
+func ValueScanOver(s Scope, rows, entries, kept int64) bool {
+	if (Path{Access: ValueScan, Entries: float64(entries), Records: float64(kept)}).cost() > float64(s.Items)*costRecordScan {
+		return true
+	}
+	return rows > 0 && float64(kept) >= math.Sqrt(float64(rows)*float64(max(s.Items, 1))*costRecordScan/costEntry)
 }
 
 // WalkBound is how many entries of term i are worth counting for a page
@@ -1102,7 +1134,7 @@ func ScanFirst(in Input, budget int64) Plan {
 // its count. Nothing is counted, and the path is weighed for the page's
 // rows alone.
 func SpanFirst(in Input, access Access, terms []int, rows int64) Plan {
-	p := Plan{Scope: in.Scope, terms: in.Terms, union: in.Union, absent: in.Absent}
+	p := Plan{Scope: in.Scope, terms: in.Terms, union: in.Union, absent: in.Absent, values: in.Values}
 	scan := Path{Access: Scan, Records: float64(in.Scope.Items)}
 	span := Path{Access: access, Terms: terms, Entries: float64(rows), Records: float64(rows), First: true}
 	for _, path := range []Path{scan, span} {
@@ -1236,6 +1268,9 @@ func (p Plan) describe(c Path) string {
 	if c.Access == AbsentScan {
 		b.WriteString(" [NOT IS_DEFINED(" + pathLabel(p.absent) + ")]")
 	}
+	if c.Access == ValueScan && p.values != nil {
+		b.WriteString(" [" + p.values.Label + "]")
+	}
 	if c.ByUnion {
 		ors := make([]string, len(p.union))
 		for i, t := range p.union {
@@ -1287,6 +1322,9 @@ func (p Plan) UsedPaths() [][]string {
 			out = append(out, p.terms[t].Path)
 		}
 	}
+	if p.Chosen.Access == ValueScan && p.values != nil {
+		out = append(out, p.values.Path)
+	}
 	return out
 }
 
@@ -1306,7 +1344,7 @@ func (a Access) Composite() bool { return a == CompositeSpan || a == CompositeWa
 // whole; IndexCount names the groups of a GROUP BY the index counts,
 // which page through their values.
 func (a Access) Paged() bool {
-	return a <= OrderedStream || a == Union || a == FilteredStream || a == AbsentScan || a == IndexCount
+	return a <= OrderedStream || a == Union || a == FilteredStream || a == AbsentScan || a == IndexCount || a == ValueScan
 }
 
 // Streams reports whether a is the ordered stream, filtered or not, which
@@ -1318,7 +1356,7 @@ func (a Access) Streams() bool { return a == OrderedStream || a == FilteredStrea
 // candidate (a GROUP BY's) reads them in once.
 func (a Access) Unordered() bool {
 	switch a {
-	case Scan, IndexSpan, Intersect, CompositeSpan, Union, AbsentScan:
+	case Scan, IndexSpan, Intersect, CompositeSpan, Union, AbsentScan, ValueScan:
 		return true
 	}
 	return false
