@@ -292,7 +292,9 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 		if short.Where == nil {
 			done, err = e.countFromCounters(r, c, p.RangeID, scope, now, boxed, st, page)
 		} else if done, err = e.countDefinedByIndex(r, c, short, boxed, p.RangeID, scope, now, st, page); !done && err == nil {
-			done, err = countByIndex(r, c, short, p.Params, scope, now, boxed, st, page)
+			if done, err = countByIndex(r, c, short, p.Params, scope, now, boxed, st, page); !done && err == nil {
+				done, err = e.countByValues(r, c, short, p.Params, scope, now, state.items, boxed, st, page)
+			}
 		}
 		if done || err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/mayfly-db/mayfly/internal/clock"
@@ -166,8 +167,9 @@ func BenchmarkOrBesideRangeDrain(b *testing.B) {
 // cities), and CONTAINS that every name passes (10⁵ rows). The first two
 // read the path's entries and their rows' records (plan.ValueScan), where
 // a scan reads every record; the third scans, its first page a scan tried
-// first that fills it. Each op is the whole drain, or its first page
-// alone (-page1).
+// first that fills it. Each op is the whole drain, its first page alone
+// (-page1), or the first two's COUNT(1) (-count), counted from the
+// entries.
 //
 //	go test -run '^$' -bench BenchmarkValueScanDrain -benchtime 5x ./internal/engine/
 func BenchmarkValueScanDrain(b *testing.B) {
@@ -190,5 +192,9 @@ func BenchmarkValueScanDrain(b *testing.B) {
 	for _, c := range queries {
 		b.Run(c.name, func(b *testing.B) { benchQueryDrain(b, s, c.query, c.rows) })
 		b.Run(c.name+"-page1", func(b *testing.B) { benchFirstPage(b, s, drainParams(c.query)) })
+		if c.rows < 100_000 {
+			count := strings.Replace(c.query, "SELECT *", "SELECT VALUE COUNT(1)", 1)
+			b.Run(c.name+"-count", func(b *testing.B) { benchFirstPage(b, s, drainParams(count)) })
+		}
 	}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -38,10 +39,11 @@ type valueTest struct {
 	// one field's: it is built once and its value set for each test.
 	doc  document.Value
 	leaf []document.Field
-	// last and lastKeeps remember the verdict on the value before:
-	// entries of one value are adjacent.
-	last      []byte
-	lastKeeps bool
+	// last and the verdict after it remember the test of the value
+	// before: entries of one value are adjacent.
+	last                  []byte
+	lastPasses, lastExact bool
+	lastErr               error
 }
 
 // newValueTest returns the test of q's value filter, or false when q has
@@ -92,21 +94,25 @@ func (vt *valueTest) passes(v document.Value) (bool, error) {
 // pass the filter: its value passes, or the index does not hold it
 // exactly, or the test fails (the record's evaluation says how).
 func (vt *valueTest) keeps(value []byte) bool {
+	keeps, exact, err := vt.test(value)
+	return keeps || !exact || err != nil
+}
+
+// test reports whether an item whose entry holds the encoded value
+// passes the filter, when the index holds the value exactly (exact);
+// err is the evaluation's, which the item's own would meet too.
+func (vt *valueTest) test(value []byte) (passes, exact bool, err error) {
 	if vt.last != nil && bytes.Equal(value, vt.last) {
-		return vt.lastKeeps
+		return vt.lastPasses, vt.lastExact, vt.lastErr
 	}
-	keeps := true
-	if vals, ok := indexScalars(value); ok {
-		keeps = false
-		for _, v := range vals {
-			if passes, err := vt.passes(v); passes || err != nil {
-				keeps = true
-				break
-			}
+	vals, exact := indexScalars(value)
+	for _, v := range vals {
+		if passes, err = vt.passes(v); passes || err != nil {
+			break
 		}
 	}
-	vt.last, vt.lastKeeps = append(vt.last[:0], value...), keeps
-	return keeps
+	vt.last, vt.lastPasses, vt.lastExact, vt.lastErr = append(vt.last[:0], value...), passes, exact, err
+	return passes, exact, err
 }
 
 // indexScalars returns the values a document may hold where its entry
@@ -199,4 +205,99 @@ func (e *Engine) weighValues(r storage.Reader, c *containerRecord, q *ast.Query,
 	}
 	in.Values, in.ValueEntries, in.ValuePassing = &vt.f, read, int64(len(locs))
 	return &collection{locs: locs, entries: int(read), cost: int(read)}, nil
+}
+
+// countByValues answers a COUNT whose WHERE clause is a value filter
+// (plan.ValueTerms, whole) from its path's entries in scope: an entry
+// whose value passes counts its item, one whose value the index does not
+// hold exactly has its record read and the filter evaluated on it, and
+// an expired item not purged yet is left out, as countByIndex leaves it.
+// The entries must be the scope's own, or the scope a range or the whole
+// container, as weighValues has them, and the filter of no term the
+// index reads (plan.Predicates: ARRAY_CONTAINS(c.tags, 1) reads the
+// elements' entries, where the path's hold only the arrays' markers). It
+// stops, reporting false, once the entries and the records read cost more
+// than a scan of the scope of total items would (plan.ValueScanOver). It
+// reports false for any other shape, which the evaluation counts.
+func (e *Engine) countByValues(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, scope *itemScope, now time.Time, total int64, boxed bool, st *readStats, page *FeedPage) (bool, error) {
+	if !c.Index.Ready || c.index.none || len(plan.Predicates(q, params)) > 0 {
+		return false, nil
+	}
+	vt, ok := newValueTest(q, params, now)
+	if !ok || !vt.f.Whole || !c.index.indexes(vt.f.Path) {
+		return false, nil
+	}
+	size, err := e.scopeSize(r, c, scope, total)
+	if err != nil {
+		return false, err
+	}
+	t := vt.term()
+	if scope.kind != plan.ScopeAll && scope.kind != plan.ScopeRange && !scopedTerm(c, t, scope) {
+		return false, nil
+	}
+	if ok, err := countableScope(r, c, scope, st); err != nil || !ok {
+		return false, err
+	}
+	expired, err := expiredIn(r, c, scope, now, st)
+	if err != nil {
+		return false, err
+	}
+	spans, base := scopedSpans(c, t, scope)
+	var n, read int64
+	var unsure [][]byte
+	failed := false
+	err = scanSpans(r, spans, func(k, _ []byte) (bool, error) {
+		if plan.ValueScanOver(size, 0, read, int64(len(unsure))) {
+			failed = true
+			return false, nil
+		}
+		read++
+		if err := st.entry(); err != nil {
+			return false, err
+		}
+		loc, ok := entryLoc(k, base)
+		if !ok {
+			return false, fmt.Errorf("index entry %x: malformed", k)
+		}
+		if !scope.holds(loc) || expired[string(loc)] {
+			return true, nil
+		}
+		passes, exact, err := vt.test(k[base : base+indexValueLen(k[base:])])
+		switch {
+		case err != nil:
+			// The evaluation says what is wrong with the filter.
+			failed = true
+			return false, nil
+		case !exact:
+			unsure = append(unsure, bytes.Clone(loc))
+		case passes:
+			n++
+		}
+		return true, nil
+	})
+	if err != nil || failed {
+		return false, err
+	}
+	for _, loc := range unsure {
+		rec, ok, err := readItemAt(r, c, loc, st)
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			continue
+		}
+		doc, err := document.Parse(rec.json)
+		if err != nil {
+			return false, err
+		}
+		if passes, err := vt.stream.Rows(doc, eval.DocMeta{}); err != nil {
+			return false, queryError(err)
+		} else if len(passes) > 0 {
+			n++
+		}
+	}
+	p := plan.ValueCountPlan(scope.kind, &vt.f, read, int64(len(unsure)))
+	page.Plan = &p
+	page.Items = append(page.Items, partialRow(document.Int(n), boxed))
+	return true, nil
 }

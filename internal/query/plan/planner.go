@@ -1197,6 +1197,17 @@ func IndexCountPlan(kind ScopeKind, terms []Term, comp *CompositeUse, entries in
 	return Plan{Scope: Scope{Kind: kind, Items: -1, ContainerItems: -1}, Chosen: p, Considered: []Path{p}, terms: terms}
 }
 
+// ValueCountPlan is the plan of a COUNT over a scope of kind whose WHERE
+// clause is the value filter f, counted from its path's entries: the
+// values tested, and the records of the items whose entry holds no
+// exact value read (an array's, an object's, a number of 2^53 or more).
+func ValueCountPlan(kind ScopeKind, f *ValueFilter, entries, records int64) Plan {
+	p := Path{Access: IndexCount, Terms: []int{0}, Entries: float64(entries), Records: float64(records)}
+	p.Cost = p.cost()
+	t := Term{Path: f.Path, Label: f.Label}
+	return Plan{Scope: Scope{Kind: kind, Items: -1, ContainerItems: -1}, Chosen: p, Considered: []Path{p}, terms: []Term{t}}
+}
+
 // IndexSumPlan is the plan of a SUM or AVG of a path over a scope of kind,
 // which the values its entries in the scope hold answer (term names the
 // path and the aggregate): entries is how many were read, and no record.

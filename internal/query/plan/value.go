@@ -21,6 +21,8 @@ type ValueFilter struct {
 	Path  []string
 	Where ast.Expr // the terms, ANDed
 	Label string   // for Explain
+	// Whole is set when the terms are the whole WHERE clause.
+	Whole bool
 }
 
 // valueDenied are the built-in functions whose result is not a function
@@ -43,7 +45,8 @@ func ValueTerms(q *ast.Query) (f ValueFilter, ok bool) {
 		return ValueFilter{}, false
 	}
 	var labels []string
-	for _, t := range conjuncts(q.Where) {
+	all := conjuncts(q.Where)
+	for _, t := range all {
 		path, one := onePath(q, t)
 		if !one || f.Path != nil && !slices.Equal(path, f.Path) {
 			continue
@@ -55,7 +58,7 @@ func ValueTerms(q *ast.Query) (f ValueFilter, ok bool) {
 		}
 		labels = append(labels, ast.ExprString(t))
 	}
-	f.Label = strings.Join(labels, " AND ")
+	f.Label, f.Whole = strings.Join(labels, " AND "), len(labels) == len(all)
 	return f, f.Where != nil
 }
 
