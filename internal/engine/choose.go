@@ -553,7 +553,12 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	// cost less, or would need weighing with the test's share.
 	var values *collection
 	if valueOnly && union == nil {
-		if values, err = e.weighValues(r, c, q, params, now, s, size, rows, st, &in); err != nil {
+		if values, err = e.weighValues(r, c, q, params, now, s, size, rows, false, st, &in); err != nil {
+			return nil, err
+		}
+	} else if len(weighed) > 0 && union == nil && !small && ready && !prog.Ranked() && in.Ordered == nil && in.Stream == nil && len(in.Composites) == 0 {
+		// Beside terms whose paths cost more than its entries.
+		if values, err = e.weighValues(r, c, q, params, now, s, size, rows, true, st, &in); err != nil {
 			return nil, err
 		}
 	}
@@ -629,7 +634,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	if qa.access == plan.ValueScan {
 		// Its test is found again from the query on every page; this
 		// one's items were collected while it was weighed.
-		qa.collected = values
+		qa.terms, qa.collected = nil, values
 	}
 	if p.Chosen.Composite != nil {
 		qa.composite = p.Chosen.Composite.Index.Ordinal
@@ -1857,6 +1862,9 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Pr
 			return locs, err
 		}), st)
 	case plan.ValueScan:
+		if len(qa.terms) > 0 {
+			return errBadContinuation
+		}
 		if weighed := qa.collected; weighed != nil {
 			qa.src = locSource(r, c, s, func() ([][]byte, error) { return weighed.locs, nil }, st)
 			return nil

@@ -50,7 +50,7 @@ type valueTest struct {
 // none, or when a document without the path may pass it (the index names
 // no such document): NOT IS_DEFINED(c.x), c.x ?? 1 = 1.
 func newValueTest(q *ast.Query, params map[string]document.Value, now time.Time) (*valueTest, bool) {
-	f, ok := plan.ValueTerms(q)
+	f, ok := plan.ValueTerms(q, params)
 	if !ok {
 		return nil, false
 	}
@@ -186,20 +186,39 @@ func valueLocs(r storage.Reader, c *containerRecord, vt *valueTest, s *itemScope
 // the scope a range or the whole container: a logical partition's page
 // would otherwise read every partition's entries of the path; a large
 // partition asks for its own (absent.go).
-func (e *Engine) weighValues(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, now time.Time, s *itemScope, size plan.Scope, rows int64, st *readStats, in *plan.Input) (*collection, error) {
+//
+// Beside terms (beside; in.Entries holds their counts), it reads no
+// further than a value scan could still win against the paths their
+// counts settle (plan.ValueWalkBound), and not at all where the path's
+// entries cost more than those: the filter `c.kind = 'order' AND
+// CONTAINS(c.note, 'late')` reads the notes' entries where most items are
+// orders, and the orders' where few are. The records of the items whose
+// value passes are read and filtered by the terms.
+func (e *Engine) weighValues(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, now time.Time, s *itemScope, size plan.Scope, rows int64, beside bool, st *readStats, in *plan.Input) (*collection, error) {
 	vt, ok := newValueTest(s.unheld(q), params, now)
 	if !ok || !c.index.indexes(vt.f.Path) {
 		return nil, nil
 	}
-	if s.kind != plan.ScopeAll && s.kind != plan.ScopeRange && !scopedTerm(c, vt.term(), s) {
+	own := scopedTerm(c, vt.term(), s)
+	if s.kind != plan.ScopeAll && s.kind != plan.ScopeRange && !own {
 		if s.kind == plan.ScopePartition && size.Items >= tieWishEntries && !crossesArray(vt.f.Path) {
 			e.wantAbsent(c, vt.f.Path, entryKinds{parts: true})
 		}
 		return nil, nil
 	}
-	locs, read, whole, err := valueLocs(r, c, vt, s, st, func(read, kept int64) bool {
-		return plan.ValueScanOver(size, rows, read, kept)
-	})
+	over := func(read, kept int64) bool { return plan.ValueScanOver(size, rows, read, kept) }
+	if beside {
+		entries := size.ContainerItems
+		if own || s.kind == plan.ScopeAll {
+			entries = size.Items
+		}
+		most, ok := plan.ValueWalkBound(*in, entries)
+		if !ok {
+			return nil, nil
+		}
+		over = func(read, _ int64) bool { return read >= most }
+	}
+	locs, read, whole, err := valueLocs(r, c, vt, s, st, over)
 	if err != nil || !whole {
 		return nil, err
 	}

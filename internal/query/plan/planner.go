@@ -754,6 +754,17 @@ func (p Path) cost() float64 {
 	return p.Entries*costEntry + p.Records*costRecordPoint + p.Scanned*costRecordScan
 }
 
+// ValueWalkBound is how many entries of a value filter's path are worth
+// reading beside the terms weighed in in, and false when none are: past
+// the entries that cost what the cheapest path whose estimate no count
+// will change does (SettledCost), a value scan cannot win; and when the
+// path's entries, at most pathEntries, all cost less than that, a walk
+// that reads them may.
+func ValueWalkBound(in Input, pathEntries int64) (int64, bool) {
+	settled := SettledCost(in, -1)
+	return EntriesCosting(settled), float64(pathEntries)*costEntry < settled
+}
+
 // ValueScanOver reports whether a value scan in scope s that has read
 // entries of its path, keeping kept items of the scope, can no longer be
 // the cheaper way to the query's pages: they cost more than a scan of the
@@ -1271,6 +1282,9 @@ func (p Plan) describe(c Path) string {
 		}
 		b.WriteString(" [" + labels[t].Label + "]")
 	}
+	if c.Access == ValueScan && p.values != nil {
+		b.WriteString(" [" + p.values.Label + "]")
+	}
 	for _, t := range c.Beside {
 		if t < len(p.terms) {
 			b.WriteString(" AND [" + p.terms[t].Label + "]")
@@ -1278,9 +1292,6 @@ func (p Plan) describe(c Path) string {
 	}
 	if c.Access == AbsentScan {
 		b.WriteString(" [NOT IS_DEFINED(" + pathLabel(p.absent) + ")]")
-	}
-	if c.Access == ValueScan && p.values != nil {
-		b.WriteString(" [" + p.values.Label + "]")
 	}
 	if c.ByUnion {
 		ors := make([]string, len(p.union))

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/query/ast"
 )
 
@@ -34,10 +35,11 @@ var valueDenied = []string{"RAND", "DOCUMENTID", "VECTORDISTANCE", "FULLTEXTSCOR
 
 // ValueTerms returns the value filter of q's WHERE clause on the first
 // path one of its top-level AND terms reads alone, with every other such
-// term on that path; ok is false when there is none. Whether documents
+// term on that path; ok is false when there is none. A term an index
+// span answers (Predicates) is left to the span. Whether documents
 // without the path may pass (NOT IS_DEFINED(c.x), c.x ?? 1 = 1) is the
 // engine's to check: the index names only items that hold the path.
-func ValueTerms(q *ast.Query) (f ValueFilter, ok bool) {
+func ValueTerms(q *ast.Query, params map[string]document.Value) (f ValueFilter, ok bool) {
 	if q.From == nil || q.From.Iterate {
 		return ValueFilter{}, false
 	}
@@ -50,6 +52,12 @@ func ValueTerms(q *ast.Query) (f ValueFilter, ok bool) {
 		path, one := onePath(q, t)
 		if !one || f.Path != nil && !slices.Equal(path, f.Path) {
 			continue
+		}
+		if alone := *q; true {
+			alone.Where = t
+			if len(Predicates(&alone, params)) > 0 {
+				continue
+			}
 		}
 		if f.Where == nil {
 			f.Path, f.Where = path, t
