@@ -280,6 +280,17 @@ func countableScope(r storage.Reader, c *containerRecord, scope *itemScope, st *
 	return false, nil
 }
 
+// countingScope is countableScope, and then the locations of the scope's
+// items expired and not purged yet (expiredIn), which a count from
+// entries leaves out; ok is false when the index may not count there.
+func countingScope(r storage.Reader, c *containerRecord, scope *itemScope, now time.Time, st *readStats) (expired map[string]bool, ok bool, err error) {
+	if ok, err := countableScope(r, c, scope, st); err != nil || !ok {
+		return nil, false, err
+	}
+	expired, err = expiredIn(r, c, scope, now, st)
+	return expired, err == nil, err
+}
+
 // countByIntersection counts the items two properties' terms both hold
 // (`c.status = 'open' AND c.priority > 2` with no composite index of the
 // two), each an exact term of one property (as countByIndex's), when the
@@ -436,11 +447,8 @@ func countByIndex(r storage.Reader, c *containerRecord, q *ast.Query, params map
 	if !ok {
 		return false, nil
 	}
-	if ok, err := countableScope(r, c, scope, st); err != nil || !ok {
-		return false, err
-	}
-	expired, err := expiredIn(r, c, scope, now, st)
-	if err != nil {
+	expired, ok, err := countingScope(r, c, scope, now, st)
+	if err != nil || !ok {
 		return false, err
 	}
 	// plan.Terms has dropped an IN list's repeated values (1 and 1.0
@@ -506,11 +514,8 @@ func countByUnion(r storage.Reader, c *containerRecord, ops []*ast.Query, params
 		}
 		terms, labels = append(terms, t), append(labels, t.Label)
 	}
-	if ok, err := countableScope(r, c, scope, st); err != nil || !ok {
-		return false, err
-	}
-	expired, err := expiredIn(r, c, scope, now, st)
-	if err != nil {
+	expired, ok, err := countingScope(r, c, scope, now, st)
+	if err != nil || !ok {
 		return false, err
 	}
 	locs, entries, _, err := unionLocs(r, c, terms, scope, st, math.MaxInt64)
@@ -562,11 +567,8 @@ func countByComposite(r storage.Reader, c *containerRecord, q *ast.Query, params
 		if !ok || len(u.Terms()) != len(terms) || scope.kind == plan.ScopePartition && !partComposite(c, comp, scope) || scope.kind == plan.ScopePrefix && !prefixComposite(c, comp, scope) {
 			continue
 		}
-		if ok, err := countableScope(r, c, scope, st); err != nil || !ok {
-			return false, err
-		}
-		expired, err := expiredIn(r, c, scope, now, st)
-		if err != nil {
+		expired, ok, err := countingScope(r, c, scope, now, st)
+		if err != nil || !ok {
 			return false, err
 		}
 		base := len(compositeStart(c, comp, scope))

@@ -254,11 +254,8 @@ func (e *Engine) countByValues(r storage.Reader, c *containerRecord, q *ast.Quer
 	if scope.kind != plan.ScopeAll && scope.kind != plan.ScopeRange && !scopedTerm(c, t, scope) {
 		return false, nil
 	}
-	if ok, err := countableScope(r, c, scope, st); err != nil || !ok {
-		return false, err
-	}
-	expired, err := expiredIn(r, c, scope, now, st)
-	if err != nil {
+	expired, ok, err := countingScope(r, c, scope, now, st)
+	if err != nil || !ok {
 		return false, err
 	}
 	spans, base := scopedSpans(c, t, scope)

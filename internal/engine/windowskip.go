@@ -97,11 +97,8 @@ func (w *orderStream) countSkips(params map[string]document.Value) error {
 	if !ok || !answeredWhole(t, w.o.Path, filterPath) {
 		return nil
 	}
-	if ok, err := countableScope(w.r, w.c, w.s, w.st); err != nil || !ok {
-		return err
-	}
-	expired, err := expiredIn(w.r, w.c, w.s, w.now, w.st)
-	if err != nil {
+	expired, ok, err := countingScope(w.r, w.c, w.s, w.now, w.st)
+	if err != nil || !ok {
 		return err
 	}
 	w.skip = &skipState{expired: expired, undefined: w.o.Absent && rowEach(each, nil)}
@@ -364,11 +361,8 @@ func skipCounted(r storage.Reader, c *containerRecord, keys keySource, s *itemSc
 	if win == nil || win.made >= win.from {
 		return nil, false, nil
 	}
-	if ok, err := countableScope(r, c, s, st); err != nil || !ok {
-		return nil, false, err
-	}
-	expired, err := expiredIn(r, c, s, now, st)
-	if err != nil {
+	expired, ok, err := countingScope(r, c, s, now, st)
+	if err != nil || !ok {
 		return nil, false, err
 	}
 	err = keys(func(p, loc []byte) (bool, error) {
