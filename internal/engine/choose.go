@@ -65,6 +65,11 @@ type queryAccess struct {
 	// keys, when set, lists the candidates of src without their records,
 	// for a window to count the rows it skips by (skipCounted).
 	keys keySource
+	// total is the container's items, which the plan was made for.
+	total int64
+	// byValues, for a filtered stream's later page, says it filters by
+	// the locations of the items its value filter passes (valuePlace).
+	byValues bool
 }
 
 // collection is what a page that collects its candidates collected: the
@@ -154,12 +159,12 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 			return nil, errorf(BadRequest, "Invalid Continuation Token: the container's indexing policy changed since the query began; run the query again.")
 		}
 		qa := &queryAccess{access: cur.access, terms: cur.terms, composite: cur.composite}
-		return qa, e.buildSource(r, c, prog, params, s, terms, now, st, limit, qa)
+		return qa, e.buildSource(r, c, total, prog, params, s, terms, now, st, limit, qa)
 	}
 	if _, ok := pointID(terms); ok && s.kind == plan.ScopePartition && s.pk != nil {
 		p := plan.PointPlan(s.kind, terms)
 		qa := &queryAccess{plan: &p, access: plan.PointRead}
-		return qa, e.buildSource(r, c, prog, params, s, terms, now, st, limit, qa)
+		return qa, e.buildSource(r, c, total, prog, params, s, terms, now, st, limit, qa)
 	}
 	size, err := e.scopeSize(r, c, s, total)
 	if err != nil {
@@ -380,7 +385,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 				qa := &queryAccess{access: plan.Scan, pace: sp}
 				p := sp.plan()
 				qa.plan = &p
-				return qa, e.buildSource(r, c, prog, params, s, terms, now, st, limit, qa)
+				return qa, e.buildSource(r, c, total, prog, params, s, terms, now, st, limit, qa)
 			}
 		}
 	}
@@ -640,7 +645,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		qa.composite = p.Chosen.Composite.Index.Ordinal
 	}
 	logPlan(c, q, &p)
-	err = e.buildSource(r, c, prog, params, s, terms, now, st, limit, qa)
+	err = e.buildSource(r, c, total, prog, params, s, terms, now, st, limit, qa)
 	if errors.Is(err, errWalkOver) {
 		// The TOP walk, tried first as it was built, found its term
 		// narrow (walkPace).
@@ -1682,8 +1687,10 @@ func composed(c *containerRecord, q *ast.Query, s *itemScope) bool {
 }
 
 // buildSource makes the item source of the access path qa names (for
-// OrderedStream, the shape streamOrdered runs).
-func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, s *itemScope, terms []plan.Term, now time.Time, st *readStats, limit int, qa *queryAccess) error {
+// OrderedStream, the shape streamOrdered runs), in a container of total
+// items.
+func (e *Engine) buildSource(r storage.Reader, c *containerRecord, total int64, prog *eval.Program, params map[string]document.Value, s *itemScope, terms []plan.Term, now time.Time, st *readStats, limit int, qa *queryAccess) error {
+	qa.total = total
 	q := prog.Query()
 	switch qa.access {
 	case plan.OrderedStream, plan.FilteredStream:
@@ -1707,6 +1714,8 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Pr
 					return errBadContinuation
 				}
 				o.FilterUnion, qa.terms = true, []int{unionPlace}
+			} else if qa.plan == nil && slices.Equal(chosen, []int{valuePlace}) {
+				qa.terms, qa.byValues = []int{valuePlace}, true
 			} else if filters := streamFilter(c, q, s, terms, o); len(filters) > 0 {
 				k := filterPick(filters, qa.plan, len(qa.terms), chosen)
 				o.Filter, qa.terms = filters[k:k+1], []int{k}
@@ -1882,7 +1891,7 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, prog *eval.Pr
 		if !ok {
 			return errBadContinuation
 		}
-		found, ok, err := orderedItems(r, c, prog, params, o, s, now, st, qa.walk)
+		found, ok, err := orderedItems(r, c, total, prog, params, o, s, now, st, qa.walk)
 		if err != nil {
 			return err
 		}

@@ -74,7 +74,7 @@ func orderedShape(c *containerRecord, q *ast.Query, params map[string]document.V
 // descending. Without them it reports false when too few documents have
 // the property: the rest of the answer is documents without it, which
 // only a scan finds.
-func orderedItems(r storage.Reader, c *containerRecord, prog *eval.Program, params map[string]document.Value, o *plan.Ordered, s *itemScope, now time.Time, st *readStats, pace *walkPace) ([]foundItem, bool, error) {
+func orderedItems(r storage.Reader, c *containerRecord, total int64, prog *eval.Program, params map[string]document.Value, o *plan.Ordered, s *itemScope, now time.Time, st *readStats, pace *walkPace) ([]foundItem, bool, error) {
 	q := prog.Query()
 	filter, err := rowFilter(prog)
 	if err != nil {
@@ -87,7 +87,13 @@ func orderedItems(r storage.Reader, c *containerRecord, prog *eval.Program, para
 		walkFilter = nil
 	}
 	desc := q.OrderBy[0].Desc
-	defined := filtersOn(q, params, o.Path)
+	// A value filter on the path passes no document without it.
+	vals, err := newValueUse(r, c, q, params, now, s, o.Path, total, true)
+	if err != nil {
+		return nil, false, err
+	}
+	onPath := vals != nil && vals.onPath != nil
+	defined := filtersOn(q, params, o.Path) || onPath
 	prefix := orderPrefix(c, o.Path, s)
 	preds := plan.Predicates(q, params)
 	lo, hi := pathBounds(prefix, preds, o.Path)
@@ -115,7 +121,7 @@ func orderedItems(r storage.Reader, c *containerRecord, prog *eval.Program, para
 	// scalars counts the documents taken toward o.Want: those met through
 	// scalar entries, after (ascending) those without the property.
 	scalars := int64(0)
-	if o.Absent && !desc {
+	if o.Absent && !desc && !onPath {
 		if found, err = absentItems(r, c, s, o, filter, now, st, false, o.Want); err != nil {
 			return nil, false, err
 		}
@@ -139,6 +145,9 @@ func orderedItems(r storage.Reader, c *containerRecord, prog *eval.Program, para
 			}
 		}
 		if ok, err := passes(c, s, walkFilter, now, loc, rec); !ok || err != nil {
+			if err == nil {
+				err = vals.missed(r, c, s, st)
+			}
 			return err
 		}
 		if pace != nil {
@@ -183,6 +192,10 @@ func orderedItems(r storage.Reader, c *containerRecord, prog *eval.Program, para
 			seek = pastValue(prefix, value, desc)
 			continue
 		}
+		if skip, past := vals.skips(prefix, value, desc); skip {
+			seek = past
+			continue
+		}
 		if !s.holds(loc) {
 			if outside++; outside >= skimOutside {
 				seek, outside = seekOutside(prefix, value, loc, s, desc), 0
@@ -190,6 +203,9 @@ func orderedItems(r storage.Reader, c *containerRecord, prog *eval.Program, para
 			continue
 		}
 		outside = 0
+		if !vals.admits(loc) {
+			continue
+		}
 		size := max(o.Want-scalars, 1)
 		if pace != nil {
 			size = min(size, int64(pace.left()))

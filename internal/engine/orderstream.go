@@ -284,10 +284,11 @@ func (w *orderStream) filterAfterWalk(kept candidateKeeper, t plan.Term, spent i
 }
 
 // admits reports whether the walk may read the item at loc: the page
-// filters by no term, or the filter's entries name it (filterLocs).
+// filters by no term, or the filter's entries name it (filterLocs), and
+// the value filter's items, once collected, hold it (valueUse).
 func (w *orderStream) admits(loc []byte) bool {
 	if w.filter == nil {
-		return true
+		return w.vals.admits(loc)
 	}
 	return w.filter.has(loc)
 }
@@ -534,6 +535,8 @@ type orderStream struct {
 	// skip, when set, lets the walk count the documents of the rows its
 	// window skips rather than read them (windowskip.go).
 	skip *skipState
+	// vals is the walk's use of a value filter (valuestream.go).
+	vals *valueUse
 }
 
 // streamFeed takes the rows of the ordered stream in place of a page, for
@@ -631,7 +634,7 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 		}
 		w.next.kept = newKeptID()
 	}
-	if (len(o.Filter) > 0 || o.FilterUnion) && (w.distinct == nil || distinctByKey(q)) {
+	if (len(o.Filter) > 0 || o.FilterUnion || qa.byValues) && (w.distinct == nil || distinctByKey(q)) {
 		k := took
 		if w.keys == nil {
 			var err error
@@ -647,6 +650,11 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 		}
 		if w.filter == nil && o.FilterUnion {
 			if w.filter, err = unionFilterLocs(r, c, q, params, s, st); err != nil {
+				return err
+			}
+		}
+		if w.filter == nil && qa.byValues {
+			if w.filter, err = valueFilterLocs(r, c, q, params, now, s, st); err != nil {
 				return err
 			}
 		}
@@ -687,6 +695,28 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 			defer w.filterAfterWalk(kept, terms[f[0]], spent)
 		}
 	}
+	if qa.access == plan.OrderedStream && !o.FilterUnion {
+		// The group a page ends inside, and a term's filter after the
+		// walk, are handed on under the page's token: the walk then
+		// tests values on its path only.
+		if w.distinct == nil && !w.elems && feed == nil && w.filter == nil {
+			other := w.keys == nil && len(streamFilter(c, q, s, plan.Terms(preds), o)) == 0
+			if w.vals, err = newValueUse(r, c, q, params, now, s, o.Path, qa.total, other); err != nil {
+				return err
+			}
+			if w.vals != nil && w.vals.values != nil {
+				// The records the pages before read for nothing.
+				k, err := kept.take(cur, next.access, s, st)
+				if err != nil {
+					return err
+				}
+				if k != nil {
+					w.vals.misses = k.spent
+				}
+			}
+			defer w.keepValues(kept)
+		}
+	}
 	if err := w.countSkips(params); err != nil {
 		return err
 	}
@@ -708,9 +738,10 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 		}
 		phases = phases[i:]
 	}
-	if !o.Undefined {
+	if !o.Undefined || w.vals != nil && w.vals.onPath != nil {
 		// A token may come from the query with another resume filter
-		// (see fingerprintText), under which the phase was needed.
+		// (see fingerprintText), under which the phase was needed. A
+		// value filter on the path passes no document without it.
 		if pos != nil && pos[0] == phaseUndefined {
 			pos = nil
 		}
@@ -1026,6 +1057,10 @@ func (w *orderStream) walk(pos []byte, skip int) (bool, error) {
 			if outsideList(w.inValues, v) {
 				// A value between an IN list's: past its entries.
 				seek = w.pastGroup(v)
+				continue
+			}
+			if skip, past := w.vals.skips(w.prefix, v, w.desc); skip {
+				seek = past
 				continue
 			}
 			value, read, outside = bytes.Clone(v), 0, 0
@@ -2028,7 +2063,11 @@ func (w *orderStream) groupRows(value, loc []byte) (document.Value, []document.V
 		doc, rows, ok, err := w.docRows(loc, &rec, func(document.Value) bool { return true })
 		return doc, w.groupValues(rows, value), ok, err
 	}
-	return w.docRows(loc, &rec, func(doc document.Value) bool { return encodes(doc.At(w.o.Path), value) })
+	doc, rows, ok, err := w.docRows(loc, &rec, func(doc document.Value) bool { return encodes(doc.At(w.o.Path), value) })
+	if err == nil && ok && len(rows) == 0 {
+		err = w.vals.missed(w.r, w.c, w.s, w.st)
+	}
+	return doc, rows, ok, err
 }
 
 // groupValues returns rows, keeping under elems only those the index

@@ -1760,3 +1760,76 @@ func TestValueScan(t *testing.T) {
 		}
 	}
 }
+
+// TestValueFilteredWalk checks the ORDER BY walks over a value filter
+// (valuestream.go): on the walk's path, the records of the values the
+// filter fails are not read; on another path, once the records read for
+// nothing cost what collecting the filter's items does, the walk reads
+// only theirs, and the pages after it too, also when what the page kept
+// is gone.
+func TestValueFilteredWalk(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	var items []string
+	for i := range 10000 {
+		w := fmt.Sprintf(`"w%d"`, i%3001)
+		switch i % 2000 {
+		case 1:
+			w = `["w77"]`
+		case 3:
+			w = `{"a":"w77"}`
+		}
+		if i%500 == 7 {
+			w = `null`
+		}
+		items = append(items, fmt.Sprintf(`{"id":"d%d","pk":"p%d","n":%d,"w":%s}`, i, i%50, i%1000, w))
+	}
+	be.seed(t, items...)
+	docs := parseItems(t, items)
+	// The records read for nothing before the walk collects: as many as
+	// cost what the path's 10,000 entries do.
+	const switched = 10000 * 0.15 / 2.5
+	// The paths' absence and tie entries, which the first ORDER BY of
+	// each asks for, built.
+	for _, path := range []string{"n", "w"} {
+		p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, Query: "SELECT TOP 1 c.id FROM c ORDER BY c." + path}
+		if _, err := be.e.QueryItems(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drainIndexer(t, be.e.NewIndexer(nil))
+	for _, tc := range []struct {
+		query string
+		top   bool
+		// most is how many records the drain may read past its rows, the
+		// one past each page and the arrays' and objects' (ten).
+		most int
+	}{
+		{query: `SELECT c.id, c.n FROM c WHERE CONTAINS(c.w, '77') ORDER BY c.n`, most: switched},
+		{query: `SELECT c.id, c.n FROM c WHERE CONTAINS(c.w, '77') ORDER BY c.n DESC`, most: switched},
+		{query: `SELECT c.id, c.w FROM c WHERE CONTAINS(c.w, '77') ORDER BY c.w`},
+		{query: `SELECT c.id, c.w FROM c WHERE ENDSWITH(c.w, '7') ORDER BY c.w DESC`},
+		{query: `SELECT TOP 30 c.id, c.n FROM c WHERE CONTAINS(c.w, '77') ORDER BY c.n DESC`, top: true, most: switched},
+		{query: `SELECT TOP 30 c.id, c.w FROM c WHERE CONTAINS(c.w, '77') ORDER BY c.w`, top: true},
+		// A filter most items pass: the walk fills its pages first.
+		{query: `SELECT c.id, c.n FROM c WHERE CONTAINS(c.w, 'w') ORDER BY c.n`, most: 2000},
+	} {
+		for drop := range 2 {
+			p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, MaxItemCount: 50, Query: tc.query}
+			records, pages := 0, 0
+			got := drainRows(t, be.e, p, func(n int, page *FeedPage) {
+				pages++
+				records += page.Examined
+				if drop == 1 {
+					be.e.kept.forget(time.Now().Add(time.Hour))
+				}
+			})
+			want := oracleRows(t, tc.query, docs, "")
+			if !slices.Equal(got, want) {
+				t.Fatalf("%s (kept dropped %v): %d rows, want %d", tc.query, drop == 1, len(got), len(want))
+			}
+			if extra := records - len(want) - pages - 10; extra > tc.most {
+				t.Errorf("%s (kept dropped %v): %d records for %d rows in %d pages", tc.query, drop == 1, records, len(want), pages)
+			}
+		}
+	}
+}
