@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/partition"
 	"github.com/mayfly-db/mayfly/internal/query/ast"
 	"github.com/mayfly-db/mayfly/internal/query/plan"
 	"github.com/mayfly-db/mayfly/internal/storage"
@@ -349,6 +350,50 @@ func countByIntersection(r storage.Reader, c *containerRecord, preds []plan.Pred
 		return false, err
 	}
 	p := plan.IndexCountPlan(scope.kind, terms, nil, int64(st.entries-from))
+	page.Plan = &p
+	page.Items = append(page.Items, partialRow(document.Int(n), boxed))
+	return true, nil
+}
+
+// countByKeys answers a count (countShape) whose WHERE clause is an
+// equality or IN list of whole partition keys (c.pk IN ('a', 'b'), or an
+// OR of equalities), in a container of one key path, over the whole
+// container or a range, as the sum of each key's logical partition count
+// (countPartition): a counter a key, where the key path's entries are one
+// an item. A key outside the range counts none. It reports false for any
+// other shape, and for more keys than a prefix's count sums
+// (maxPrefixPartitions), which the index counts.
+func (e *Engine) countByKeys(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, rangeID string, scope *itemScope, now time.Time, boxed bool, st *readStats, page *FeedPage) (bool, error) {
+	if len(c.pk.paths) != 1 || scope.kind != plan.ScopeAll && scope.kind != plan.ScopeRange || !plan.Exact(q, params) {
+		return false, nil
+	}
+	preds := plan.Predicates(q, params)
+	terms := plan.Terms(preds)
+	if !oneTerm(preds) || len(terms) != 1 || !c.isKeyPath(terms[0].Path) || !singleValues(terms[0]) || len(terms[0].Spans) > maxPrefixPartitions {
+		return false, nil
+	}
+	keys := make([]partition.Key, 0, len(terms[0].Spans))
+	for _, sp := range terms[0].Spans {
+		comp, ok := componentOf(sp.Lo)
+		if !ok || sp.Lo.Kind() == document.Number && math.Abs(sp.Lo.Float()) >= 1<<53 {
+			return false, nil
+		}
+		keys = append(keys, partition.Key{comp})
+	}
+	from := st.entries
+	var n int64
+	for _, key := range keys {
+		part, derr := e.scopeFor(c, key, true, rangeID)
+		if derr != nil {
+			return false, nil
+		}
+		k, _, err := countPartition(r, c, part, now, st)
+		if err != nil {
+			return false, err
+		}
+		n += k
+	}
+	p := plan.KeyCountersPlan(scope.kind, terms[0], int64(st.entries-from))
 	page.Plan = &p
 	page.Items = append(page.Items, partialRow(document.Int(n), boxed))
 	return true, nil

@@ -84,7 +84,10 @@ func TestCountFromCounters(t *testing.T) {
 				q := func(text string) (string, *FeedPage) {
 					t.Helper()
 					page, err := be.e.QueryItems(ctx, QueryParams{ItemRef: ref, Query: text, RangeID: rangeID})
-					if err != nil || len(page.Items) != 1 {
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(page.Items) != 1 {
 						t.Fatalf("%s in p%d, range %q: %v, %d rows", text, part, rangeID, err, len(page.Items))
 					}
 					return string(page.Items[0]), page
@@ -148,7 +151,6 @@ func TestCountFromCounters(t *testing.T) {
 		"SELECT VALUE COUNT(1) FROM x IN c.tags",
 		"SELECT VALUE COUNT(1) FROM c JOIN t IN c.tags",
 		"SELECT VALUE COUNT(1) FROM c WHERE c.pk > 'p1'",
-		"SELECT VALUE COUNT(1) FROM c WHERE c.pk IN ('p1', 'p2')",
 		`SELECT VALUE [{"item": COUNT(1)}, {"item": COUNT(1)}] FROM c`,
 		`SELECT VALUE [{"n": COUNT(1)}] FROM c`,
 		"SELECT VALUE COUNT(1) FROM c GROUP BY c.pk",
@@ -248,7 +250,10 @@ func TestPartitionCountSharedEPK(t *testing.T) {
 	expect := func(pk string, want string, access plan.Access) {
 		t.Helper()
 		page, err := be.e.QueryItems(ctx, QueryParams{ItemRef: ref(pk), Query: "SELECT VALUE COUNT(1) FROM c"})
-		if err != nil || len(page.Items) != 1 {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Items) != 1 {
 			t.Fatalf("%.3s…: %v, %d rows", pk[len(pk)-3:], err, len(page.Items))
 		}
 		if got := string(page.Items[0]); got != want || page.Plan == nil || page.Plan.Chosen.Access != access || page.Examined != 0 {
@@ -633,10 +638,17 @@ func TestCountByIndex(t *testing.T) {
 	// value the index does not hold exactly (a number of 2^53 or more).
 	valued := []string{"c.v = 2 OR c.v > 9007199254740992", "LOWER(c.s) = 's1'", "c.w * 2 = 5"}
 	valuedByIndex := 0
+	// Whole partition keys: across partitions, the sum of their
+	// partitions' counts (countByKeys).
+	keyed := []string{"c.pk IN ('p3', 'p7', 'none')", "c.pk = 'p0' OR c.pk = 'p7'", "c.pk IN ('p1', 'p2', 'p3', 'p4', 'p5', 'p6', 'p7', 'p8')"}
+	keyedByCounters := 0
 	count := func(ref ItemRef, rangeID, text string) (string, *FeedPage) {
 		t.Helper()
 		page, err := be.e.QueryItems(ctx, QueryParams{ItemRef: ref, Query: text, RangeID: rangeID, CrossPartition: true})
-		if err != nil || len(page.Items) != 1 {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Items) != 1 {
 			t.Fatalf("%s, range %q: %v, %d rows", text, rangeID, err, len(page.Items))
 		}
 		return string(page.Items[0]), page
@@ -645,7 +657,7 @@ func TestCountByIndex(t *testing.T) {
 	nonzero, byIndex := 0, 0
 	check := func(ref ItemRef, rangeID string) {
 		t.Helper()
-		for fi, filter := range slices.Concat(indexed, across, paired, defined, evaluated, valued) {
+		for fi, filter := range slices.Concat(indexed, across, paired, defined, evaluated, valued, keyed) {
 			for si, shape := range []string{"SELECT VALUE COUNT(1) FROM c WHERE ", `SELECT VALUE [{"item": COUNT(1)}] FROM c WHERE `} {
 				if !everyOther(fi + si) {
 					continue // each filter in one of the shapes
@@ -659,7 +671,15 @@ func TestCountByIndex(t *testing.T) {
 				// partition's, from the counters or its id entries.
 				counted := page.Plan != nil && (page.Plan.Chosen.Access == plan.IndexCount ||
 					filter == "c.pk = 'p3'" && (page.Plan.Chosen.Access == plan.Counters || page.Plan.Chosen.Access == plan.IDEntries))
-				if slices.Contains(defined, filter) {
+				if slices.Contains(keyed, filter) {
+					byCounters := page.Plan != nil && page.Plan.Chosen.Access == plan.Counters
+					if byCounters != !ref.HasKey {
+						t.Fatalf("%s in %v, range %q: answered by %v", shape+filter, ref.PartitionKey, rangeID, page.Plan)
+					}
+					if byCounters {
+						keyedByCounters++
+					}
+				} else if slices.Contains(defined, filter) {
 					if counted {
 						definedByIndex++
 					}
@@ -710,8 +730,8 @@ func TestCountByIndex(t *testing.T) {
 			}
 		}
 	}
-	if nonzero == 0 || byIndex == 0 || definedByIndex == 0 || valuedByIndex == 0 {
-		t.Fatalf("%d counts were not 0, %d came from the index (%d of IS_DEFINED, %d by values): the test shows nothing", nonzero, byIndex, definedByIndex, valuedByIndex)
+	if nonzero == 0 || byIndex == 0 || definedByIndex == 0 || valuedByIndex == 0 || keyedByCounters == 0 {
+		t.Fatalf("%d counts were not 0, %d came from the index (%d of IS_DEFINED, %d by values), %d from the keys' counters: the test shows nothing", nonzero, byIndex, definedByIndex, valuedByIndex, keyedByCounters)
 	}
 }
 
@@ -782,6 +802,16 @@ func TestCountByIndexSharedEPK(t *testing.T) {
 	expect(two, "1", false)
 	expectMax(two, "5", false)
 	expectBoth(two, "1", false)
+	// Both keys across partitions: each key's count from its id entries,
+	// as its counter is shared.
+	page, err := be.e.QueryItems(ctx, QueryParams{ItemRef: ItemRef{DB: "db", Coll: "c"}, CrossPartition: true, RangeID: "0",
+		Query: fmt.Sprintf("SELECT VALUE COUNT(1) FROM c WHERE c.pk IN (%q, %q, 'none')", one, two)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Items) != 1 || string(page.Items[0]) != "4" || page.Plan == nil || page.Plan.Chosen.Access != plan.Counters {
+		t.Fatalf("both keys: %s by %v, want 4 from the keys' counts", page.Items, page.Plan)
+	}
 }
 
 // MIN and MAX of a path, without a filter, over each range of a
@@ -1176,7 +1206,10 @@ func TestExtremeAsksForPartitionEntries(t *testing.T) {
 	ask := func() *FeedPage {
 		t.Helper()
 		page, err := be.e.QueryItems(ctx, QueryParams{ItemRef: ref, Query: "SELECT VALUE MAX(c.n) FROM c"})
-		if err != nil || len(page.Items) != 1 {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Items) != 1 {
 			t.Fatalf("%v, %d rows", err, len(page.Items))
 		}
 		return page

@@ -287,17 +287,29 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	// meets them.
 	short := scope.unheld(prog.Query())
 	if count, boxed := countShape(short); count && p.Continuation == "" {
-		var done bool
-		var err error
-		if short.Where == nil {
-			done, err = e.countFromCounters(r, c, p.RangeID, scope, now, boxed, st, page)
-		} else if done, err = e.countDefinedByIndex(r, c, short, boxed, p.RangeID, scope, now, st, page); !done && err == nil {
-			if done, err = countByIndex(r, c, short, p.Params, scope, now, boxed, st, page); !done && err == nil {
-				done, err = e.countByValues(r, c, short, p.Params, scope, now, state.items, boxed, st, page)
+		// The counters, then the index, then the values of a path, each
+		// where it can count the clause.
+		counts := []func() (bool, error){
+			func() (bool, error) { return e.countFromCounters(r, c, p.RangeID, scope, now, boxed, st, page) },
+		}
+		if short.Where != nil {
+			counts = []func() (bool, error){
+				func() (bool, error) {
+					return e.countDefinedByIndex(r, c, short, boxed, p.RangeID, scope, now, st, page)
+				},
+				func() (bool, error) {
+					return e.countByKeys(r, c, short, p.Params, p.RangeID, scope, now, boxed, st, page)
+				},
+				func() (bool, error) { return countByIndex(r, c, short, p.Params, scope, now, boxed, st, page) },
+				func() (bool, error) {
+					return e.countByValues(r, c, short, p.Params, scope, now, state.items, boxed, st, page)
+				},
 			}
 		}
-		if done || err != nil {
-			return err
+		for _, count := range counts {
+			if done, err := count(); done || err != nil {
+				return err
+			}
 		}
 	}
 	fpOf := func(text string) uint64 {

@@ -240,3 +240,19 @@ func BenchmarkValueFilteredOrderBy(b *testing.B) {
 		b.Run(c.name+"-page1", func(b *testing.B) { benchFirstPage(b, s, drainParams(c.query)) })
 	}
 }
+
+// BenchmarkCountKeys counts the items of ten logical partitions of 100
+// among 10⁵ items across partitions, SELECT VALUE COUNT(1) FROM c WHERE
+// c.pk IN (…): from the ten partitions' counters (countByKeys), where the
+// partition key's index entries are one an item.
+//
+//	go test -run '^$' -bench BenchmarkCountKeys -benchtime 2000x ./internal/engine/
+func BenchmarkCountKeys(b *testing.B) {
+	keys := make([]string, 10)
+	for i := range keys {
+		keys[i] = "'p" + strconv.Itoa(i*37) + "'"
+	}
+	q := "SELECT VALUE COUNT(1) FROM c WHERE c.pk IN (" + strings.Join(keys, ", ") + ")"
+	s := drainBench(b, func(i int) string { return `"n":` + strconv.Itoa(i%1000) })
+	b.Run("in-10", func(b *testing.B) { benchFirstPage(b, s, drainParams(q)) })
+}

@@ -1187,6 +1187,15 @@ func CountersPlan(kind ScopeKind) Plan {
 	return Plan{Scope: Scope{Kind: kind, Items: -1, ContainerItems: -1}, Chosen: p, Considered: []Path{p}}
 }
 
+// KeyCountersPlan is the plan of a count over a scope of kind whose filter
+// is term alone, an IN list of whole partition keys, which the counters of
+// their logical partitions answer: read is how many counters (and, for a
+// key that shares its counter, id entries) were read.
+func KeyCountersPlan(kind ScopeKind, term Term, read int64) Plan {
+	p := Path{Access: Counters, Terms: []int{0}, Entries: float64(read), Cost: float64(read) * costEntry}
+	return Plan{Scope: Scope{Kind: kind, Items: -1, ContainerItems: -1}, Chosen: p, Considered: []Path{p}, terms: []Term{term}}
+}
+
 // IDEntriesPlan is the plan of the count of a logical partition, which
 // its id entries answer: entries is how many were read, and nothing else
 // is weighed.
@@ -1326,7 +1335,7 @@ func (p Plan) describe(c Path) string {
 // UsedPaths returns the paths whose single-path index the chosen access
 // path reads (UsedComposite names a composite index).
 func (p Plan) UsedPaths() [][]string {
-	if p.Chosen.Access.Composite() {
+	if p.Chosen.Access.Composite() || p.Chosen.Access == Counters {
 		return nil
 	}
 	terms := p.terms
