@@ -411,7 +411,7 @@ func (e *Engine) countPathByIndex(r storage.Reader, c *containerRecord, q *ast.Q
 // answers COUNT(c.path): the first counts what COUNT(c.path) counts, the
 // second the rest of the scope's items.
 func (e *Engine) countDefinedByIndex(r storage.Reader, c *containerRecord, q *ast.Query, boxed bool, rangeID string, scope *itemScope, now time.Time, st *readStats, page *FeedPage) (bool, error) {
-	where, defined := q.Where, true
+	where, defined := plan.Truth(q.Where), true
 	if u, ok := where.(*ast.Unary); ok && u.Op == ast.OpNot {
 		where, defined = u.X, false
 	}

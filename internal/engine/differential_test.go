@@ -1093,13 +1093,16 @@ func diffComponentValue(c partition.Component) document.Value {
 	return document.Undef
 }
 
-// term is an atom, a NOT, or an OR of two atoms.
+// term is an atom, a NOT, an OR of two atoms, or an atom compared with a
+// boolean (plan.Truth).
 func (s *diffScenario) term(q *diffQuery) string {
-	switch s.rng.IntN(8) {
-	case 0:
+	switch s.rng.IntN(16) {
+	case 0, 1:
 		return "NOT (" + s.atom(q) + ")"
-	case 1:
+	case 2, 3:
 		return "(" + s.atom(q) + " OR " + s.atom(q) + ")"
+	case 4:
+		return "(" + s.atom(q) + ") " + []string{"=", "!="}[s.rng.IntN(2)] + " " + []string{"true", "false"}[s.rng.IntN(2)]
 	}
 	return s.atom(q)
 }

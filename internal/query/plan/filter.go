@@ -16,8 +16,10 @@ import (
 	"github.com/mayfly-db/mayfly/internal/query/ast"
 )
 
-// conjuncts returns the terms of the top-level AND chain of e.
+// conjuncts returns the terms of the top-level AND chain of e, each as
+// Truth has it.
 func conjuncts(e ast.Expr) []ast.Expr {
+	e = Truth(e)
 	if b, ok := e.(*ast.Binary); ok && b.Op == ast.OpAnd {
 		return append(conjuncts(b.L), conjuncts(b.R)...)
 	}
@@ -25,6 +27,46 @@ func conjuncts(e ast.Expr) []ast.Expr {
 		return nil
 	}
 	return []ast.Expr{e}
+}
+
+// Truth returns a filter that holds for a document exactly when e does, in
+// a place where only e's being true counts (a WHERE clause, a term of its
+// AND chain): e without its comparisons with a boolean literal, where it
+// is not a property path (whose comparison is a predicate of its own).
+// IS_DEFINED(c.x) = true holds exactly when IS_DEFINED(c.x) does, and
+// IS_DEFINED(c.x) = false or != true exactly when NOT IS_DEFINED(c.x)
+// does: a value of another type compares with a boolean as undefined, as
+// its NOT is undefined.
+func Truth(e ast.Expr) ast.Expr {
+	for {
+		b, ok := e.(*ast.Binary)
+		if !ok || b.Op != ast.OpEq && b.Op != ast.OpNe {
+			return e
+		}
+		x, lit := b.L, b.R
+		if _, isLit := x.(*ast.Literal); isLit {
+			x, lit = b.R, b.L
+		}
+		if !isTrue(lit) && !isFalse(lit) || !computed(x) {
+			return e
+		}
+		if isTrue(lit) == (b.Op == ast.OpEq) {
+			e = x
+		} else {
+			e = &ast.Unary{Op: ast.OpNot, X: x}
+		}
+	}
+}
+
+// computed reports whether e is neither a property path, whose
+// comparison with a boolean is a predicate of its own, nor a literal or a
+// parameter.
+func computed(e ast.Expr) bool {
+	switch e.(type) {
+	case *ast.Member, *ast.Index, *ast.Ident, *ast.Literal, *ast.Param:
+		return false
+	}
+	return true
 }
 
 // DocPath returns the property path e reads from the document bound to

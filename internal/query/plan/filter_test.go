@@ -195,3 +195,37 @@ func TestValueTerms(t *testing.T) {
 		}
 	}
 }
+
+// TestTruth: a term compared with a boolean literal is read as the term
+// or its NOT, unless it is a property path, whose comparison is a
+// predicate; so the planner's readings of the term apply.
+func TestTruth(t *testing.T) {
+	tests := []struct {
+		where, want string
+		absent      int // NOT IS_DEFINED terms (AbsentPaths)
+	}{
+		{"IS_DEFINED(c.x) = false", "(NOT IS_DEFINED(c.x))", 1},
+		{"false = IS_DEFINED(c.x)", "(NOT IS_DEFINED(c.x))", 1},
+		{"IS_DEFINED(c.x) != true", "(NOT IS_DEFINED(c.x))", 1},
+		{"IS_DEFINED(c.x) = true", "IS_DEFINED(c.x)", 0},
+		{"IS_DEFINED(c.x) != false", "IS_DEFINED(c.x)", 0},
+		{"(IS_DEFINED(c.x) = false) = true", "(NOT IS_DEFINED(c.x))", 1},
+		{"(c.n > 1 AND NOT IS_DEFINED(c.y)) = true", "((c.n > 1) AND (NOT IS_DEFINED(c.y)))", 1},
+		{"c.b = true", "(c.b = true)", 0},
+		{"c.b != false", "(c.b != false)", 0},
+		{"@p = true", "(@p = true)", 0},
+		{"NOT (IS_DEFINED(c.x) = true)", "(NOT (IS_DEFINED(c.x) = true))", 0},
+	}
+	for _, tt := range tests {
+		q, err := parser.Parse("SELECT * FROM c WHERE " + tt.where)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ast.ExprString(Truth(q.Where)); got != tt.want {
+			t.Errorf("%s: %s, want %s", tt.where, got, tt.want)
+		}
+		if got := len(AbsentPaths(q)); got != tt.absent {
+			t.Errorf("%s: %d absent paths, want %d", tt.where, got, tt.absent)
+		}
+	}
+}
