@@ -169,8 +169,8 @@ func BenchmarkOrBesideRangeDrain(b *testing.B) {
 // path's entries and their rows' records (plan.ValueScan), where a scan,
 // or the range's span, reads every record; the third scans, its first
 // page a scan tried first that fills it. Each op is the whole drain, its first page alone
-// (-page1), or the first two's COUNT(1) (-count), counted from the
-// entries.
+// (-page1), or the COUNT(1) of the first two and the last (-count),
+// counted from the entries.
 //
 //	go test -run '^$' -bench BenchmarkValueScanDrain -benchtime 5x ./internal/engine/
 func BenchmarkValueScanDrain(b *testing.B) {
@@ -194,7 +194,7 @@ func BenchmarkValueScanDrain(b *testing.B) {
 	for _, c := range queries {
 		b.Run(c.name, func(b *testing.B) { benchQueryDrain(b, s, c.query, c.rows) })
 		b.Run(c.name+"-page1", func(b *testing.B) { benchFirstPage(b, s, drainParams(c.query)) })
-		if c.name == "contains" || c.name == "lower" {
+		if c.name == "contains" || c.name == "lower" || c.name == "beside-range" {
 			count := strings.Replace(c.query, "SELECT *", "SELECT VALUE COUNT(1)", 1)
 			b.Run(c.name+"-count", func(b *testing.B) { benchFirstPage(b, s, drainParams(count)) })
 		}

@@ -227,24 +227,47 @@ func (e *Engine) weighValues(r storage.Reader, c *containerRecord, q *ast.Query,
 }
 
 // countByValues answers a COUNT whose WHERE clause is a value filter
-// (plan.ValueTerms, whole) from its path's entries in scope: an entry
-// whose value passes counts its item, one whose value the index does not
-// hold exactly has its record read and the filter evaluated on it, and
-// an expired item not purged yet is left out, as countByIndex leaves it.
-// The entries must be the scope's own, or the scope a range or the whole
-// container, as weighValues has them, and the filter of no term the
-// index reads (plan.Predicates: ARRAY_CONTAINS(c.tags, 1) reads the
-// elements' entries, where the path's hold only the arrays' markers). It
-// stops, reporting false, once the entries and the records read cost more
-// than a scan of the scope of total items would (plan.ValueScanOver). It
-// reports false for any other shape, which the evaluation counts.
+// (plan.ValueTerms), alone or beside one exact term the index counts
+// (loneExactTerm: c.status = 'open' AND CONTAINS(c.name, 'x')), from
+// their entries in scope: the term's, whose items it keeps, then the
+// path's: an entry whose value passes counts its item (one the term
+// names, if any), one whose value the index does not hold exactly has
+// its record read and the filter evaluated on it, and an expired item not
+// purged yet is left out, as countByIndex leaves it. The entries must be
+// the scope's own, or the scope a range or the whole container, as
+// weighValues has them, and the filter of no other term the index reads
+// (ARRAY_CONTAINS(c.tags, 1) reads the elements' entries, where the
+// path's hold only the arrays' markers). Alone, it stops, reporting
+// false, once the entries and the records read cost more than a scan of
+// the scope of total items would (plan.ValueScanOver); beside a term, it
+// reads the path's entries only where they cost less than the records of
+// the term's items (plan.FilterPays), of which it keeps at most
+// maxFilterLocs. It reports false for any other shape, which the
+// evaluation counts.
 func (e *Engine) countByValues(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, scope *itemScope, now time.Time, total int64, boxed bool, st *readStats, page *FeedPage) (bool, error) {
-	if !c.Index.Ready || c.index.none || len(plan.Predicates(q, params)) > 0 {
+	if !c.Index.Ready || c.index.none {
 		return false, nil
 	}
 	vt, ok := newValueTest(q, params, now)
-	if !ok || !vt.f.Whole || !c.index.indexes(vt.f.Path) {
+	if !ok || !c.index.indexes(vt.f.Path) {
 		return false, nil
+	}
+	var beside *plan.Term
+	if vt.f.Whole {
+		if len(plan.Predicates(q, params)) > 0 {
+			return false, nil
+		}
+	} else {
+		rest := *q
+		rest.Where = vt.f.Rest
+		if !plan.Exact(&rest, params) {
+			return false, nil
+		}
+		t, ok := loneExactTerm(c, plan.Predicates(&rest, params), scope)
+		if !ok {
+			return false, nil
+		}
+		beside = &t
 	}
 	size, err := e.scopeSize(r, c, scope, total)
 	if err != nil {
@@ -258,12 +281,28 @@ func (e *Engine) countByValues(r storage.Reader, c *containerRecord, q *ast.Quer
 	if err != nil || !ok {
 		return false, err
 	}
+	from := st.entries
+	var in locSet
+	over := func(read, unsure int64) bool { return plan.ValueScanOver(size, 0, read, unsure) }
+	if beside != nil {
+		// The path's entries a count reads: the scope's items', or in a
+		// range the container's.
+		entries := size.Items
+		if scope.kind == plan.ScopeRange {
+			entries = size.ContainerItems
+		}
+		var termRead int64
+		if in, termRead, err = besideLocs(r, c, *beside, scope, expired, entries, st); err != nil || in == nil {
+			return false, err
+		}
+		over = func(read, _ int64) bool { return !plan.FilterPays(int64(len(in)), termRead+read) }
+	}
 	spans, base := scopedSpans(c, t, scope)
 	var n, read int64
 	var unsure [][]byte
 	failed := false
 	err = scanSpans(r, spans, func(k, _ []byte) (bool, error) {
-		if plan.ValueScanOver(size, 0, read, int64(len(unsure))) {
+		if over(read, int64(len(unsure))) {
 			failed = true
 			return false, nil
 		}
@@ -275,7 +314,7 @@ func (e *Engine) countByValues(r storage.Reader, c *containerRecord, q *ast.Quer
 		if !ok {
 			return false, fmt.Errorf("index entry %x: malformed", k)
 		}
-		if !scope.holds(loc) || expired[string(loc)] {
+		if !scope.holds(loc) || expired[string(loc)] || in != nil && !in.has(loc) {
 			return true, nil
 		}
 		passes, exact, err := vt.test(k[base : base+indexValueLen(k[base:])])
@@ -312,8 +351,37 @@ func (e *Engine) countByValues(r storage.Reader, c *containerRecord, q *ast.Quer
 			n++
 		}
 	}
-	p := plan.ValueCountPlan(scope.kind, &vt.f, read, int64(len(unsure)))
+	p := plan.ValueCountPlan(scope.kind, &vt.f, beside, int64(st.entries-from), int64(len(unsure)))
 	page.Plan = &p
 	page.Items = append(page.Items, partialRow(document.Int(n), boxed))
 	return true, nil
+}
+
+// besideLocs returns the locations of the live items of scope that the
+// exact term t names, for a count beside it (countByValues), and how many
+// entries it read; nil when they are more than maxFilterLocs, or when
+// their records cost less than their entries and the path's entries
+// (at most pathEntries) together (plan.FilterPays).
+func besideLocs(r storage.Reader, c *containerRecord, t plan.Term, scope *itemScope, expired map[string]bool, pathEntries int64, st *readStats) (set locSet, read int64, err error) {
+	spans, base := scopedSpans(c, t, scope)
+	set = locSet{}
+	many := false
+	err = scanSpans(r, spans, func(k, _ []byte) (bool, error) {
+		if read++; read > maxFilterLocs {
+			many = true
+			return false, nil
+		}
+		loc, good := entryLoc(k, base)
+		if !good {
+			return false, fmt.Errorf("index entry %x: malformed", k)
+		}
+		if scope.holds(loc) && !expired[string(loc)] {
+			set.add(loc)
+		}
+		return true, st.entry()
+	})
+	if err != nil || many || !plan.FilterPays(int64(len(set)), read+pathEntries) {
+		return nil, read, err
+	}
+	return set, read, nil
 }

@@ -1218,14 +1218,18 @@ func IndexCountPlan(kind ScopeKind, terms []Term, comp *CompositeUse, entries in
 }
 
 // ValueCountPlan is the plan of a COUNT over a scope of kind whose WHERE
-// clause is the value filter f, counted from its path's entries: the
-// values tested, and the records of the items whose entry holds no
-// exact value read (an array's, an object's, a number of 2^53 or more).
-func ValueCountPlan(kind ScopeKind, f *ValueFilter, entries, records int64) Plan {
+// clause is the value filter f, beside the exact term beside if not nil,
+// counted from their entries (entries): the values tested among the
+// term's items, and the records of the items whose entry holds no exact
+// value read (an array's, an object's, a number of 2^53 or more).
+func ValueCountPlan(kind ScopeKind, f *ValueFilter, beside *Term, entries, records int64) Plan {
 	p := Path{Access: IndexCount, Terms: []int{0}, Entries: float64(entries), Records: float64(records)}
 	p.Cost = p.cost()
-	t := Term{Path: f.Path, Label: f.Label}
-	return Plan{Scope: Scope{Kind: kind, Items: -1, ContainerItems: -1}, Chosen: p, Considered: []Path{p}, terms: []Term{t}}
+	terms := []Term{{Path: f.Path, Label: f.Label}}
+	if beside != nil {
+		p.Beside, terms = []int{1}, append(terms, *beside)
+	}
+	return Plan{Scope: Scope{Kind: kind, Items: -1, ContainerItems: -1}, Chosen: p, Considered: []Path{p}, terms: terms}
 }
 
 // IndexSumPlan is the plan of a SUM or AVG of a path over a scope of kind,

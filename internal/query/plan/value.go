@@ -22,8 +22,10 @@ type ValueFilter struct {
 	Path  []string
 	Where ast.Expr // the terms, ANDed
 	Label string   // for Explain
-	// Whole is set when the terms are the whole WHERE clause.
+	// Whole is set when the terms are the whole WHERE clause; Rest is
+	// the clause's other terms, ANDed (nil when Whole).
 	Whole bool
+	Rest  ast.Expr
 }
 
 // valueDenied are the built-in functions whose result is not a function
@@ -48,14 +50,17 @@ func ValueTerms(q *ast.Query, params map[string]document.Value) (f ValueFilter, 
 	}
 	var labels []string
 	all := conjuncts(q.Where)
+	var rest []ast.Expr
 	for _, t := range all {
 		path, one := onePath(q, t)
 		if !one || f.Path != nil && !slices.Equal(path, f.Path) {
+			rest = append(rest, t)
 			continue
 		}
 		if alone := *q; true {
 			alone.Where = t
 			if len(Predicates(&alone, params)) > 0 {
+				rest = append(rest, t)
 				continue
 			}
 		}
@@ -67,6 +72,13 @@ func ValueTerms(q *ast.Query, params map[string]document.Value) (f ValueFilter, 
 		labels = append(labels, ast.ExprString(t))
 	}
 	f.Label, f.Whole = strings.Join(labels, " AND "), len(labels) == len(all)
+	for _, t := range rest {
+		if f.Rest == nil {
+			f.Rest = t
+		} else {
+			f.Rest = &ast.Binary{Op: ast.OpAnd, L: f.Rest, R: t}
+		}
+	}
 	return f, f.Where != nil
 }
 
