@@ -10,6 +10,7 @@ import (
 
 	"github.com/mayfly-db/mayfly/internal/clock"
 	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/query/plan"
 	"github.com/mayfly-db/mayfly/internal/storage/teststore"
 )
 
@@ -293,6 +294,45 @@ func TestComputedPropertyMayNotReadAnother(t *testing.T) {
 		var ee *Error
 		if !errors.As(err, &ee) || ee.Code != BadRequest || !strings.Contains(ee.Message, "may not rely on another") {
 			t.Errorf("%s: %v", defs, err)
+		}
+	}
+}
+
+// A filter on a computed property whose definition reads one stored path
+// is that path's value filter (plan.ValueTerms): its entries' values are
+// tested and only the passing items' records read, and a COUNT of it
+// reads none.
+func TestComputedPropertyFilterByItsPathsValues(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},
+		"computedProperties":[{"name":"cp_lower","query":"SELECT VALUE LOWER(c.name) FROM c"}]}`)
+	var items []string
+	for i := range 3000 {
+		items = append(items, fmt.Sprintf(`{"id":"d%d","pk":"p%d","name":"Name%d"}`, i, i%50, i%1500))
+	}
+	be.seed(t, items...)
+	for _, tc := range []struct {
+		query  string
+		access plan.Access
+		want   string
+	}{
+		{`SELECT VALUE c.id FROM c WHERE c.cp_lower = 'name77'`, plan.ValueScan, `["d1577","d77"]`},
+		{`SELECT VALUE COUNT(1) FROM c WHERE c.cp_lower = 'name77'`, plan.IndexCount, `[2]`},
+	} {
+		p := QueryParams{ItemRef: batchRef(""), RangeID: "0", CrossPartition: true, Query: tc.query}
+		page, err := be.e.QueryItems(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows := make([]string, len(page.Items))
+		for i, it := range page.Items {
+			rows[i] = string(it)
+		}
+		slices.Sort(rows)
+		if got := "[" + strings.Join(rows, ",") + "]"; got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.query, got, tc.want)
+		}
+		if page.Plan == nil || page.Plan.Chosen.Access != tc.access || page.Examined > len(page.Items)+2*len(items)/100 {
+			t.Errorf("%s: %d records by %v", tc.query, page.Examined, page.Plan)
 		}
 	}
 }
