@@ -169,7 +169,8 @@ type keptCandidates struct {
 	// reads to place them anew (keptGroup).
 	written [][]byte
 	// spent, kept alone by a plain stream's page, is how many records
-	// its drain read past its rows (filterAfterWalk).
+	// its drain read past its rows (filterAfterWalk); beside a filtered
+	// stream's set, how many the walk read that made no row (valueUse).
 	spent int64
 }
 
@@ -271,7 +272,9 @@ func (ck candidateKeeper) catchUp(k *keptCandidates, cur cursor, s *itemScope, s
 
 // tally reports whether k holds no candidates, only what its drain spent
 // (which writes since leave as it is).
-func (k *keptCandidates) tally() bool { return k.spent > 0 }
+func (k *keptCandidates) tally() bool {
+	return k.spent > 0 && k.set == nil && k.locs == nil && k.group == nil && k.keys == nil && k.written == nil
+}
 
 // mergeLocs merges two lists of locations in the order by, each in it,
 // into one that holds each location once.

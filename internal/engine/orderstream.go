@@ -265,7 +265,9 @@ func filterLocsUpTo(r storage.Reader, c *containerRecord, t plan.Term, s *itemSc
 // a page collects, the locations they name (filterLocs), under the token
 // it hands on.
 func (w *orderStream) filterAfterWalk(kept candidateKeeper, t plan.Term, spent int64) {
-	if w.page.Continuation == "" {
+	if w.page.Continuation == "" || w.vals != nil && w.vals.set != nil {
+		// None, or the page handed on the value filter's items
+		// (keepValues).
 		return
 	}
 	spent += int64(max(w.st.records-len(w.page.Items), 0))
@@ -634,6 +636,7 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 		}
 		w.next.kept = newKeptID()
 	}
+	var missed int64 // the records the pages before read for nothing, kept (valueUse)
 	if (len(o.Filter) > 0 || o.FilterUnion || qa.byValues) && (w.distinct == nil || distinctByKey(q)) {
 		k := took
 		if w.keys == nil {
@@ -643,7 +646,7 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 			}
 		}
 		if k != nil {
-			w.filter = k.set
+			w.filter, missed = k.set, k.spent
 		}
 		if w.filter == nil && qa.spanLocs != nil {
 			w.filter = locSetOf(qa.spanLocs)
@@ -676,7 +679,11 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 			w.next.kept = newKeptID()
 			defer func() {
 				if page.Continuation != "" && !w.groupKept {
-					kept.keep(w.next, &keptCandidates{set: w.filter})
+					k := &keptCandidates{set: w.filter}
+					if w.vals != nil {
+						k.spent = w.vals.misses
+					}
+					kept.keep(w.next, k)
 				}
 			}()
 		}
@@ -696,15 +703,18 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 		}
 	}
 	if qa.access == plan.OrderedStream && !o.FilterUnion {
-		// The group a page ends inside, and a term's filter after the
-		// walk, are handed on under the page's token: the walk then
-		// tests values on its path only.
+		// The group a page ends inside is handed on under the page's
+		// token: a walk of several keys tests values on its path only.
+		// A term's filter after the walk (filterAfterWalk) keeps its own
+		// count of the records read for nothing.
 		if w.distinct == nil && !w.elems && feed == nil && w.filter == nil {
-			other := w.keys == nil && len(streamFilter(c, q, s, plan.Terms(preds), o)) == 0
-			if w.vals, err = newValueUse(r, c, q, params, now, s, o.Path, qa.total, other); err != nil {
+			if w.vals, err = newValueUse(r, c, q, params, now, s, o.Path, qa.total, w.keys == nil); err != nil {
 				return err
 			}
-			if w.vals != nil && w.vals.values != nil {
+			if w.vals != nil {
+				w.vals.carry = len(streamFilter(c, q, s, plan.Terms(preds), o)) == 0
+			}
+			if w.vals != nil && w.vals.values != nil && w.vals.carry {
 				// The records the pages before read for nothing.
 				k, err := kept.take(cur, next.access, s, st)
 				if err != nil {
@@ -715,6 +725,16 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 				}
 			}
 			defer w.keepValues(kept)
+		}
+	} else if qa.access == plan.FilteredStream && w.filter != nil && !qa.byValues && w.distinct == nil && !w.elems && feed == nil {
+		// A stream filtered by a term's items, or an OR's: the value
+		// filter's items, once collected, narrow them (groupRows), and
+		// the page hands on what is left.
+		if w.vals, err = newValueUse(r, c, q, params, now, s, o.Path, qa.total, w.keys == nil); err != nil {
+			return err
+		}
+		if w.vals != nil {
+			w.vals.misses = missed
 		}
 	}
 	if err := w.countSkips(params); err != nil {
@@ -2065,7 +2085,9 @@ func (w *orderStream) groupRows(value, loc []byte) (document.Value, []document.V
 	}
 	doc, rows, ok, err := w.docRows(loc, &rec, func(doc document.Value) bool { return encodes(doc.At(w.o.Path), value) })
 	if err == nil && ok && len(rows) == 0 {
-		err = w.vals.missed(w.r, w.c, w.s, w.st)
+		if err = w.vals.missed(w.r, w.c, w.s, w.st); w.filter != nil && w.vals != nil && w.vals.set != nil {
+			w.filter, w.vals.set = w.filter.within(w.vals.set), nil
+		}
 	}
 	return doc, rows, ok, err
 }

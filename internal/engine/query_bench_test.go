@@ -205,8 +205,9 @@ func BenchmarkValueScanDrain(b *testing.B) {
 // over filters no index span answers, over the items of
 // BenchmarkValueScanDrain: CONTAINS on a name (280 rows) ordered by
 // another path and by the name, a TOP 10 of LOWER of a city (1,002
-// items pass) ordered by another path, and CONTAINS that every name
-// passes. The walk of the ORDER BY path reads the records of the items
+// items pass) ordered by another path, CONTAINS on a name beside the
+// cities that start with "city-1" (111 of 300), and CONTAINS that every
+// name passes. The walk of the ORDER BY path reads the records of the items
 // the filter passes rather than every walked entry's (valuestream.go).
 // Each op is the whole drain, or its first page alone (-page1).
 //
@@ -214,11 +215,12 @@ func BenchmarkValueScanDrain(b *testing.B) {
 func BenchmarkValueFilteredOrderBy(b *testing.B) {
 	queries := []struct {
 		name, query string
-		rows        int // 0: the first page alone
+		rows        int // 0: the first page alone; -1: a drain of rows not counted
 	}{
 		{"by-other", "SELECT * FROM c WHERE CONTAINS(c.name, '777') ORDER BY c.n", 280},
 		{"by-path", "SELECT * FROM c WHERE CONTAINS(c.name, '777') ORDER BY c.name DESC", 280},
 		{"top", "SELECT TOP 10 * FROM c WHERE LOWER(c.city) = 'oslo' ORDER BY c.n DESC", 0},
+		{"beside-term", "SELECT * FROM c WHERE STARTSWITH(c.city, 'city-1') AND CONTAINS(c.name, '77') ORDER BY c.n", -1},
 		{"most-pass", "SELECT * FROM c WHERE CONTAINS(c.name, 'n') ORDER BY c.n", 0},
 	}
 	spellings := []string{"Oslo", "OSLO", "oslo"}
@@ -234,8 +236,11 @@ func BenchmarkValueFilteredOrderBy(b *testing.B) {
 		return `"name":"n` + strconv.Itoa(i) + `","city":"` + city + `","n":` + strconv.Itoa(i%1000)
 	}, all...)
 	for _, c := range queries {
-		if c.rows > 0 {
+		switch {
+		case c.rows > 0:
 			b.Run(c.name, func(b *testing.B) { benchQueryDrain(b, s, c.query, c.rows) })
+		case c.rows < 0:
+			b.Run(c.name, func(b *testing.B) { benchWholeDrain(b, s, drainParams(c.query), true, nil) })
 		}
 		b.Run(c.name+"-page1", func(b *testing.B) { benchFirstPage(b, s, drainParams(c.query)) })
 	}

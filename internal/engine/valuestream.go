@@ -25,7 +25,9 @@ import (
 //     whose value passes does (every entry of the path in the scope, at
 //     most its items), then collects them and reads only those records
 //     from there on, and a stream's later pages too (a filtered stream
-//     whose token names valuePlace). Had the filter passed most items,
+//     whose token names valuePlace). A stream filtered by a term's
+//     items narrows them so, and hands on what is left. Had the filter
+//     passed most items,
 //     the walk would have ended before then, so a wide filter costs what
 //     it did, and a narrow one at most twice what it does filtered.
 
@@ -40,8 +42,10 @@ type valueUse struct {
 	// that reads.
 	onPath, values *valueTest
 	entries        int64
-	// misses counts the records the walk read that made no row.
+	// misses counts the records the walk read that made no row; carry
+	// says a stream's page hands their count on (keepValues).
 	misses int64
+	carry  bool
 	set    locSet
 	// failed is the last value onPath failed, and failing how many of its
 	// entries the walk passed over in a row.
@@ -127,7 +131,7 @@ func (u *valueUse) missed(r storage.Reader, c *containerRecord, s *itemScope, st
 // until it has, the records the pages so far read for nothing.
 func (w *orderStream) keepValues(kept candidateKeeper) {
 	u := w.vals
-	if u == nil || u.set == nil && u.values == nil || w.page.Continuation == "" || kept.k == nil {
+	if u == nil || u.set == nil && (u.values == nil || !u.carry) || w.page.Continuation == "" || kept.k == nil {
 		return
 	}
 	next := w.next
@@ -154,4 +158,18 @@ func valueFilterLocs(r storage.Reader, c *containerRecord, q *ast.Query, params 
 		return nil, err
 	}
 	return locSetOf(locs), nil
+}
+
+// within returns the locations of s that t holds too.
+func (s locSet) within(t locSet) locSet {
+	if len(t) < len(s) {
+		s, t = t, s
+	}
+	out := make(locSet, len(s))
+	for h := range s {
+		if _, ok := t[h]; ok {
+			out[h] = struct{}{}
+		}
+	}
+	return out
 }
