@@ -1667,14 +1667,7 @@ func TestValueScan(t *testing.T) {
 		if i%7 == 0 {
 			extra = `,"x":"set"`
 		}
-		w := fmt.Sprintf(`"w%d"`, i%3001)
-		switch i % 2000 {
-		case 1:
-			w = `["w77"]`
-		case 3:
-			w = `{"a":"w77"}`
-		}
-		items = append(items, fmt.Sprintf(`{"id":"d%d","pk":"p%d","n":%d,"w":%s,"u":"%s"%s}`, i, i%50, i%1000, w, strings.ToUpper(hotEvery(i, 10)), extra))
+		items = append(items, fmt.Sprintf(`{"id":"d%d","pk":"p%d","n":%d,"w":%s,"u":"%s"%s}`, i, i%50, i%1000, wValue(i), strings.ToUpper(hotEvery(i, 10)), extra))
 	}
 	be.seed(t, items...)
 	docs := parseItems(t, items)
@@ -1761,6 +1754,20 @@ func TestValueScan(t *testing.T) {
 	}
 }
 
+// wValue is the JSON of item i's w in TestValueScan and
+// TestValueFilteredWalk: "w" and i among 3,001 values, and every 2,000
+// items an array and an object holding "w77", which the index holds as
+// bare markers.
+func wValue(i int) string {
+	switch i % 2000 {
+	case 1:
+		return `["w77"]`
+	case 3:
+		return `{"a":"w77"}`
+	}
+	return fmt.Sprintf(`"w%d"`, i%3001)
+}
+
 // TestValueFilteredWalk checks the ORDER BY walks over a value filter
 // (valuestream.go): on the walk's path, the records of the values the
 // filter fails are not read; on another path, once the records read for
@@ -1771,13 +1778,7 @@ func TestValueFilteredWalk(t *testing.T) {
 	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
 	var items []string
 	for i := range 10000 {
-		w := fmt.Sprintf(`"w%d"`, i%3001)
-		switch i % 2000 {
-		case 1:
-			w = `["w77"]`
-		case 3:
-			w = `{"a":"w77"}`
-		}
+		w := wValue(i)
 		if i%500 == 7 {
 			w = `null`
 		}

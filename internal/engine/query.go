@@ -289,27 +289,24 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	if count, boxed := countShape(short); count && p.Continuation == "" {
 		// The counters, then the index, then the values of a path, each
 		// where it can count the clause.
-		counts := []func() (bool, error){
-			func() (bool, error) { return e.countFromCounters(r, c, p.RangeID, scope, now, boxed, st, page) },
-		}
-		if short.Where != nil {
-			counts = []func() (bool, error){
-				func() (bool, error) {
-					return e.countDefinedByIndex(r, c, short, boxed, p.RangeID, scope, now, st, page)
-				},
-				func() (bool, error) {
-					return e.countByKeys(r, c, short, p.Params, p.RangeID, scope, now, boxed, st, page)
-				},
-				func() (bool, error) { return countByIndex(r, c, short, p.Params, scope, now, boxed, st, page) },
-				func() (bool, error) {
-					return e.countByValues(r, c, short, p.Params, scope, now, state.items, boxed, st, page)
-				},
+		var done bool
+		var err error
+		if short.Where == nil {
+			done, err = e.countFromCounters(r, c, p.RangeID, scope, now, boxed, st, page)
+		} else {
+			done, err = e.countDefinedByIndex(r, c, short, boxed, p.RangeID, scope, now, st, page)
+			if !done && err == nil {
+				done, err = e.countByKeys(r, c, short, p.Params, p.RangeID, scope, now, boxed, st, page)
+			}
+			if !done && err == nil {
+				done, err = countByIndex(r, c, short, p.Params, scope, now, boxed, st, page)
+			}
+			if !done && err == nil {
+				done, err = e.countByValues(r, c, short, p.Params, scope, now, state.items, boxed, st, page)
 			}
 		}
-		for _, count := range counts {
-			if done, err := count(); done || err != nil {
-				return err
-			}
+		if done || err != nil {
+			return err
 		}
 	}
 	fpOf := func(text string) uint64 {

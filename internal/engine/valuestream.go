@@ -117,12 +117,20 @@ func (u *valueUse) missed(r storage.Reader, c *containerRecord, s *itemScope, st
 	}
 	vt := u.values
 	u.values = nil
+	var err error
+	u.set, err = passingSet(r, c, vt, s, st)
+	return err
+}
+
+// passingSet collects the locations of the items of scope s whose value
+// vt's filter may pass (valueLocs); nil when they are more than
+// maxFilterLocs.
+func passingSet(r storage.Reader, c *containerRecord, vt *valueTest, s *itemScope, st *readStats) (locSet, error) {
 	locs, _, ok, err := valueLocs(r, c, vt, s, st, func(_, kept int64) bool { return kept > maxFilterLocs })
 	if err != nil || !ok {
-		return err
+		return nil, err
 	}
-	u.set = locSetOf(locs)
-	return nil
+	return locSetOf(locs), nil
 }
 
 // keepValues hands on to the page after the stream's what its value
@@ -153,11 +161,7 @@ func valueFilterLocs(r storage.Reader, c *containerRecord, q *ast.Query, params 
 	if err != nil || u == nil {
 		return nil, err
 	}
-	locs, _, ok, err := valueLocs(r, c, u.values, s, st, func(_, kept int64) bool { return kept > maxFilterLocs })
-	if err != nil || !ok {
-		return nil, err
-	}
-	return locSetOf(locs), nil
+	return passingSet(r, c, u.values, s, st)
 }
 
 // within returns the locations of s that t holds too.
