@@ -327,6 +327,17 @@ func batchOpRef(p BatchParams, op *BatchOp) ItemRef {
 	return ref
 }
 
+// batchPoint is the item op names, for prefetchPoints: a create's or an
+// upsert's by the id in its body (none when the body has no valid one,
+// which the operation refuses). A batch answers with its LSN.
+func batchPoint(p BatchParams, op *BatchOp) pointAt {
+	id := op.ID
+	if op.Type == BatchCreate || op.Type == BatchUpsert {
+		id, _ = bodyID(op.Body)
+	}
+	return pointAt{ref: batchOpRef(p, op), id: id, write: op.Type != BatchRead, lsn: true}
+}
+
 // atomicBatch runs every operation in one transaction, or in one snapshot
 // when none writes, so a batch of reads writes nothing.
 func (e *Engine) atomicBatch(ctx context.Context, p BatchParams, now time.Time) (*BatchResult, *containerRecord, error) {
@@ -342,9 +353,14 @@ func (e *Engine) atomicBatch(ctx context.Context, p BatchParams, now time.Time) 
 		failed  int
 		failure *Error
 	)
+	points := make([]pointAt, len(p.Ops))
+	for i := range p.Ops {
+		points[i] = batchPoint(p, &p.Ops[i])
+	}
 	run := func(r storage.Reader, tx storage.Txn) error {
 		res = &BatchResult{Ops: make([]BatchOpResult, len(p.Ops)), Committed: true}
 		failed, failure = -1, nil
+		e.prefetchPoints(r, p.DB, p.Coll, points...)
 		c, err := e.loadContainer(r, p.DB, p.Coll)
 		if err != nil {
 			return err
@@ -448,13 +464,12 @@ func (e *Engine) separateBatch(ctx context.Context, p BatchParams, now time.Time
 				continue
 			}
 		}
-		ref := p.ItemRef
-		if op.HasKey {
-			ref.PartitionKey, ref.HasKey = op.PartitionKey, true
-		}
+		point := batchPoint(p, op)
+		ref := point.ref
 		var out BatchOpResult
 		var lsn uint64
 		run := func(r storage.Reader, tx storage.Txn) error {
+			e.prefetchPoints(r, p.DB, p.Coll, point)
 			c, err := e.loadContainer(r, p.DB, p.Coll)
 			if err != nil {
 				return err

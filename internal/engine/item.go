@@ -761,23 +761,52 @@ func (e *Engine) writeOneAt(ctx context.Context, ref ItemRef, id string, now tim
 // it is stale, the reads that follow find other keys and fetch them as
 // usual, so a wrong guess costs round trips, never a wrong answer.
 func (e *Engine) prefetchPoint(r storage.Reader, ref ItemRef, id string, write bool) {
+	e.prefetchPoints(r, ref.DB, ref.Coll, pointAt{ref: ref, id: id, write: write})
+}
+
+// pointAt is an item a point operation names: under ref, by id, to write
+// it or only read it; lsn when a read answers with its sequence's LSN,
+// whose state it then reads too (a write's comes with its lock).
+type pointAt struct {
+	ref        ItemRef
+	id         string
+	write, lsn bool
+}
+
+// prefetchPoints is prefetchPoint for the items of several operations on
+// container db/coll, named together, so that a store over the network
+// reads them in one round trip rather than one an operation.
+func (e *Engine) prefetchPoints(r storage.Reader, db, coll string, points ...pointAt) {
 	if _, ok := r.(storage.Prefetcher); !ok {
 		return
 	}
-	dbRid, c := e.cachedContainer(ref.DB, ref.Coll)
+	dbRid, c := e.cachedContainer(db, coll)
 	if c == nil {
 		return
 	}
-	pk, derr := c.pointKey(ref)
-	if derr != nil {
-		return
+	reads := []storage.Read{{Key: containerKey(dbRid, coll)}}
+	named := map[string]bool{}
+	name := func(rd storage.Read) {
+		if !named[string(rd.Key)] {
+			named[string(rd.Key)] = true
+			reads = append(reads, rd)
+		}
 	}
-	reads := []storage.Read{{Key: containerKey(dbRid, ref.Coll)}, {Key: itemIDKey(c.Rid, pk, id), Via: collPrefix(famItem, c.Rid)}}
-	if write {
-		// The container's state comes with updateWriting's lock
-		// (lockState).
-		if epk, err := c.epkOf(pk); err == nil {
-			reads = append(reads, storage.Read{Key: partitionCountKey(c.Rid, epk)})
+	for _, p := range points {
+		pk, derr := c.pointKey(p.ref)
+		if derr != nil || p.id == "" {
+			continue
+		}
+		name(storage.Read{Key: itemIDKey(c.Rid, pk, p.id), Via: collPrefix(famItem, c.Rid)})
+		epk, err := c.epkOf(pk)
+		switch {
+		case err != nil:
+		case p.write:
+			// The container's state comes with updateWriting's lock
+			// (lockState).
+			name(storage.Read{Key: partitionCountKey(c.Rid, epk)})
+		case p.lsn:
+			name(storage.Read{Key: stateKey(c.Rid, c.seqOf(epk))})
 		}
 	}
 	storage.Prefetch(r, reads...)

@@ -378,3 +378,44 @@ func TestManyIDsInFewRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+// Over PostgreSQL (MAYFLY_TEST_STORE=postgres), a batch looks up the items
+// its operations name in the round trip that begins its transaction, not
+// in one round trip an operation: an atomic batch's all at once, a bulk
+// batch's each with its own transaction's first statement.
+func TestBatchLooksUpItsItemsTogether(t *testing.T) {
+	s, be := postgresEnv(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	var docs []string
+	for i := range 50 {
+		docs = append(docs, fmt.Sprintf(`{"id":"old%d","pk":"p","n":%d}`, i, i))
+	}
+	be.seed(t, docs...)
+	ops := func(created string) string {
+		var out []string
+		for i := range 25 {
+			out = append(out, fmt.Sprintf(`{"operationType":"Create","resourceBody":{"id":"%s%d","pk":"p"}}`, created, i),
+				fmt.Sprintf(`{"operationType":"Upsert","resourceBody":{"id":"old%d","pk":"p","n":-1}}`, i),
+				fmt.Sprintf(`{"operationType":"Read","id":"old%d"}`, i+25),
+				fmt.Sprintf(`{"operationType":"Patch","id":"old%d","resourceBody":{"operations":[{"op":"set","path":"/n","value":0}]}}`, i+25))
+		}
+		return "[" + strings.Join(out, ",") + "]"
+	}
+	for _, c := range []struct {
+		atomic bool
+		trips  int64 // at most
+	}{
+		{atomic: true, trips: 8},    // 81 before
+		{atomic: false, trips: 230}, // 359 before
+	} {
+		before := teststore.RoundTrips(s)
+		res, err := be.run(t, `["p"]`, c.atomic, ops(fmt.Sprint("new", c.atomic)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		trips := teststore.RoundTrips(s) - before
+		t.Logf("atomic %v: %d round trips", c.atomic, trips)
+		if res.Failed() || trips > c.trips {
+			t.Errorf("atomic %v: %d round trips for 100 operations (want at most %d): %s", c.atomic, trips, c.trips, outcomes(res))
+		}
+	}
+}
