@@ -19,17 +19,12 @@ run: build
 	./bin/mayfly
 
 ## test: lint, Go unit and integration tests (with the storage invariant
-## checks built in), the same under the race detector, the end-to-end SDK
-## suites, then every fuzz target beyond its seeds for FUZZTIME (8 s here);
-## every part runs, and the target fails if any part failed
+## checks built in), the same under the race detector, then the end-to-end
+## SDK suites and, beside them, every fuzz target beyond its seeds for
+## FUZZTIME (8 s here); every part runs, and the target fails if any part
+## failed (scripts/test.sh)
 test:
-	@status=0; for part in lint unit race e2e fuzz; do \
-		start=$$(date +%s); \
-		if FUZZTIME=$${FUZZTIME:-8s} $(MAKE) --no-print-directory $$part; then result=ok; else result=FAILED; status=1; fi; \
-		summary="$$summary$$(printf '\n  %-5s %-6s %4ss' $$part $$result $$(( $$(date +%s) - start )))"; \
-	done; \
-	printf '\nmake test:%s\n' "$$summary"; \
-	exit $$status
+	scripts/test.sh
 
 ## lint: gofmt, go vet, staticcheck, forbidden calls, import direction and
 ## package names (internal/lint)
