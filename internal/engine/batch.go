@@ -415,7 +415,12 @@ func (e *Engine) atomicBatch(ctx context.Context, p BatchParams, now time.Time) 
 	return res, coll, nil
 }
 
-// separateBatch runs each operation in a transaction of its own.
+// separateBatch runs the operations one after another, each committed or
+// failed on its own: all in one transaction, each behind a savepoint so
+// that one that fails is taken back alone (one commit, and over a store
+// across the network a few round trips, for the whole batch), or, when
+// the store's transactions have no savepoints or a budget paces the
+// operations, each in a transaction of its own.
 func (e *Engine) separateBatch(ctx context.Context, p BatchParams, now time.Time) (*BatchResult, *containerRecord, error) {
 	var coll *containerRecord
 	res := &BatchResult{Ops: make([]BatchOpResult, len(p.Ops)), Committed: true}
@@ -433,6 +438,82 @@ func (e *Engine) separateBatch(ctx context.Context, p BatchParams, now time.Time
 	if err != nil {
 		return nil, nil, err
 	}
+	points := make([]pointAt, len(p.Ops))
+	writes := false
+	for i := range p.Ops {
+		points[i] = batchPoint(p, &p.Ops[i])
+		writes = writes || points[i].write
+	}
+	lsn := res.LSN
+	if writes && p.Budget == nil && !e.noSavepoints.Load() {
+		unsupported := false
+		err := e.updateWriting(ctx, batchScope(p), func(tx storage.Txn) error {
+			unsupported = false
+			e.prefetchPoints(tx, p.DB, p.Coll, points...)
+			c, err := e.loadContainer(tx, p.DB, p.Coll)
+			if err != nil {
+				return err
+			}
+			return bulkOps(p, res, lsn, func(i int) (BatchOpResult, uint64, error) {
+				sp, ok := storage.Savepoint(tx)
+				if !ok {
+					unsupported = true
+					return BatchOpResult{}, 0, errNoSavepoints
+				}
+				out, err := e.batchOp(tx, tx, c, points[i].ref, &p.Ops[i], now)
+				if err != nil {
+					if rerr := tx.(storage.Savepointer).RollbackTo(sp); rerr != nil {
+						return BatchOpResult{}, 0, rerr
+					}
+					return BatchOpResult{}, 0, err
+				}
+				at, err := e.currentLSN(tx, c, c.seqOfRef(points[i].ref))
+				return out, at, err
+			})
+		})
+		if !unsupported {
+			if err != nil {
+				return nil, nil, err
+			}
+			return res, coll, nil
+		}
+		e.noSavepoints.Store(true)
+	}
+	err = bulkOps(p, res, lsn, func(i int) (BatchOpResult, uint64, error) {
+		var out BatchOpResult
+		var at uint64
+		run := func(r storage.Reader, tx storage.Txn) error {
+			e.prefetchPoints(r, p.DB, p.Coll, points[i])
+			c, err := e.loadContainer(r, p.DB, p.Coll)
+			if err != nil {
+				return err
+			}
+			if out, err = e.batchOp(r, tx, c, points[i].ref, &p.Ops[i], now); err != nil {
+				return err
+			}
+			at, err = e.currentLSN(r, c, c.seqOfRef(points[i].ref))
+			return err
+		}
+		if !points[i].write {
+			return out, at, e.store.View(ctx, func(r storage.Reader) error { return run(r, nil) })
+		}
+		return out, at, e.updateWriting(ctx, points[i].ref, func(tx storage.Txn) error { return run(tx, tx) })
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return res, coll, nil
+}
+
+// bulkOps runs p's operations in order through run, which runs the i-th
+// and returns its result and the LSN after it, into res (its LSN from
+// lsn up): an operation's *Error fails it alone, and unless p continues
+// on error the operations after it do not run; once the documents
+// returned would pass the response's bound the operations after do not
+// run either; p's budget, if any, refuses operations as it runs out. Any
+// other error ends the whole request.
+func bulkOps(p BatchParams, res *BatchResult, lsn uint64, run func(i int) (BatchOpResult, uint64, error)) error {
+	res.LSN = lsn
 	stopped, full := false, false
 	throttled, throttledFor := false, time.Duration(0)
 	size := 0
@@ -464,36 +545,16 @@ func (e *Engine) separateBatch(ctx context.Context, p BatchParams, now time.Time
 				continue
 			}
 		}
-		point := batchPoint(p, op)
-		ref := point.ref
-		var out BatchOpResult
-		var lsn uint64
-		run := func(r storage.Reader, tx storage.Txn) error {
-			e.prefetchPoints(r, p.DB, p.Coll, point)
-			c, err := e.loadContainer(r, p.DB, p.Coll)
-			if err != nil {
-				return err
-			}
-			if out, err = e.batchOp(r, tx, c, ref, op, now); err != nil {
-				return err
-			}
-			lsn, err = e.currentLSN(r, c, c.seqOfRef(ref))
-			return err
-		}
-		if op.Type == BatchRead {
-			err = e.store.View(ctx, func(r storage.Reader) error { return run(r, nil) })
-		} else {
-			err = e.updateWriting(ctx, ref, func(tx storage.Txn) error { return run(tx, tx) })
-		}
+		out, at, err := run(i)
 		var oe *Error
 		switch {
 		case errors.As(err, &oe):
 			out = BatchOpResult{Type: op.Type, Err: oe, Charge: failedOpCharge}
 			stopped = !p.ContinueOnError
 		case err != nil:
-			return nil, nil, err
-		case lsn > res.LSN:
-			res.LSN = lsn
+			return err
+		case at > res.LSN:
+			res.LSN = at
 		}
 		if p.Budget != nil {
 			p.Budget.Spend(out.Charge)
@@ -512,7 +573,7 @@ func (e *Engine) separateBatch(ctx context.Context, p BatchParams, now time.Time
 		size += len(out.Body)
 		res.Ops[i] = out
 	}
-	return res, coll, nil
+	return nil
 }
 
 // failedOpCharge is what an operation that failed costs: finding out.

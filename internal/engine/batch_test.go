@@ -533,6 +533,37 @@ func TestBatchSeparate(t *testing.T) {
 	}
 }
 
+// An operation of a bulk batch that fails after it has written (a unique
+// key taken: its LSN reserved, its record written) is taken back alone: the
+// operations around it commit, no LSN is spent on it, and the indexes
+// agree with the items. Over PostgreSQL the batch runs in one
+// transaction, each operation behind a savepoint.
+func TestBulkFailureTakenBackAlone(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},
+		"uniqueKeyPolicy":{"uniqueKeys":[{"paths":["/u"]}]}}`)
+	be.seed(t, `{"id":"a","pk":"p","u":0,"v":1}`)
+	res, err := be.run(t, ``, false, `[
+		{"operationType":"Create","resourceBody":{"id":"x","pk":"p","u":1,"v":1}},
+		{"operationType":"Create","resourceBody":{"id":"y","pk":"p","u":1,"v":2}},
+		{"operationType":"Upsert","resourceBody":{"id":"a","pk":"p","u":1,"v":3}},
+		{"operationType":"Create","resourceBody":{"id":"z","pk":"p","u":2,"v":4}}]`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := outcomes(res), "created Conflict Conflict created"; got != want {
+		t.Errorf("outcomes %q, want %q", got, want)
+	}
+	if got, want := be.state(t, "a", "x", "y", "z"), "a=1 x=1 y=- z=4"; got != want {
+		t.Errorf("state %q, want %q", got, want)
+	}
+	if res.LSN != 3 {
+		t.Errorf("LSN %d, want 3: the seed's, x's and z's", res.LSN)
+	}
+	if _, err := be.e.CheckIndexes(context.Background()); err != nil {
+		t.Error(err)
+	}
+}
+
 // TestBatchTTL checks ttl.md inside batches: expired items are absent to
 // every operation, creating over one succeeds, writes restart the
 // countdown and ttl is validated.

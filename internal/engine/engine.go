@@ -154,6 +154,10 @@ type Engine struct {
 	// groups over a shared store and the writes they held
 	// (Engine.updateWriting).
 	groups, groupedWrites atomic.Int64
+	// noSavepoints is set once the store's transactions turned out to
+	// have no savepoints, so that a bulk batch no longer tries to run in
+	// one transaction (separateBatch).
+	noSavepoints atomic.Bool
 }
 
 // WriteGroups returns how many grouped write transactions this engine ran

@@ -3,6 +3,7 @@ package pebblestore
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 
 	"github.com/cockroachdb/pebble"
@@ -188,6 +189,73 @@ type txn struct {
 	// is bracketed (hotKeys) and its own reads of hot keys go to its
 	// batch.
 	wroteHot bool
+	// db makes the batch that replaces b when a rollback takes writes
+	// back (RollbackTo); nil in an optimistic transaction, which has no
+	// savepoints. retired holds the batches replaced, closed with b.
+	db      *pebble.DB
+	retired []*pebble.Batch
+}
+
+// Savepoint marks the writes so far: the batch's count of records.
+func (t *txn) Savepoint() (int, bool) {
+	if t.db == nil {
+		return 0, false
+	}
+	return int(t.b.Count()), true
+}
+
+// RollbackTo takes back the writes made since savepoint sp. An indexed
+// batch cannot drop records, so a new one is made with the records before
+// the mark, copied in order, and takes the old one's place for every
+// read, iterator and the commit that follow. That costs the writes before
+// the mark once per rollback and nothing while no write fails: reading
+// back what each write replaced, to write it again on a rollback, took a
+// third of a bulk batch's time (docs/benchmarks.md, "A bulk batch in one
+// transaction").
+func (t *txn) RollbackTo(sp int) error {
+	if t.finished {
+		return errFinished
+	}
+	n := int(t.b.Count())
+	if t.db == nil || sp < 0 || sp > n {
+		return fmt.Errorf("pebblestore: no savepoint %d", sp)
+	}
+	if sp == n {
+		return nil
+	}
+	nb := t.db.NewIndexedBatch()
+	r := t.b.Reader()
+	for range sp {
+		kind, k, v, ok, err := r.Next()
+		switch {
+		case err != nil:
+		case !ok:
+			err = errors.New("the batch ended before its savepoint")
+		case kind == pebble.InternalKeyKindSet:
+			err = nb.Set(k, v, nil)
+		case kind == pebble.InternalKeyKindDelete:
+			err = nb.Delete(k, nil)
+		case kind == pebble.InternalKeyKindRangeDelete:
+			err = nb.DeleteRange(k, v, nil)
+		default:
+			err = fmt.Errorf("a record of kind %v", kind)
+		}
+		if err != nil {
+			_ = nb.Close()
+			return fmt.Errorf("pebblestore: roll back to %d of %d writes: %w", sp, n, err)
+		}
+	}
+	t.retired = append(t.retired, t.b)
+	t.b, t.src = nb, nb
+	return nil
+}
+
+// close closes the transaction's batches.
+func (t *txn) close() {
+	_ = t.b.Close()
+	for _, b := range t.retired {
+		_ = b.Close()
+	}
 }
 
 // Get reads the transaction's own writes over the latest commits.
@@ -208,7 +276,10 @@ func (t *txn) markHot(key []byte) {
 	}
 }
 
-var _ storage.Txn = (*txn)(nil)
+var (
+	_ storage.Txn         = (*txn)(nil)
+	_ storage.Savepointer = (*txn)(nil)
+)
 
 // Set stores value under key. The batch copies both.
 func (t *txn) Set(key, value []byte) error {

@@ -547,18 +547,19 @@ func (s *Store) update(ctx context.Context, fn func(tx storage.Txn) error, sync 
 	defer unlock() // also when fn panics
 
 	b := s.db.NewIndexedBatch()
+	tx := &txn{reader: reader{src: b, dir: s.dir, hot: s.hot}, b: b, db: s.db}
 	// Runs after SyncWait: Pebble forbids closing a batch whose sync is
 	// pending.
-	defer b.Close()
-	tx := &txn{reader: reader{src: b, dir: s.dir, hot: s.hot}, b: b}
+	defer tx.close()
 	err = func() error {
 		defer tx.finish()
 		return fn(tx)
 	}()
-	if err != nil || b.Empty() {
+	// A rollback to a savepoint replaced the batch (RollbackTo).
+	if err != nil || tx.b.Empty() {
 		return err
 	}
-	return s.commit(tx, b, sync, unlock)
+	return s.commit(tx, tx.b, sync, unlock)
 }
 
 // enterWrite admits a write transaction: the context is live, the store
