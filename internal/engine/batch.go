@@ -420,7 +420,8 @@ func (e *Engine) atomicBatch(ctx context.Context, p BatchParams, now time.Time) 
 // that one that fails is taken back alone (one commit, and over a store
 // across the network a few round trips, for the whole batch), or, when
 // the store's transactions have no savepoints or a budget paces the
-// operations, each in a transaction of its own.
+// operations, each in a transaction of its own. A batch that only reads
+// reads in one snapshot.
 func (e *Engine) separateBatch(ctx context.Context, p BatchParams, now time.Time) (*BatchResult, *containerRecord, error) {
 	var coll *containerRecord
 	res := &BatchResult{Ops: make([]BatchOpResult, len(p.Ops)), Committed: true}
@@ -445,7 +446,29 @@ func (e *Engine) separateBatch(ctx context.Context, p BatchParams, now time.Time
 		writes = writes || points[i].write
 	}
 	lsn := res.LSN
-	if writes && p.Budget == nil && !e.noSavepoints.Load() {
+	if !writes {
+		// Reads only: one snapshot for them all.
+		err := e.store.View(ctx, func(r storage.Reader) error {
+			e.prefetchPoints(r, p.DB, p.Coll, points...)
+			c, err := e.loadContainer(r, p.DB, p.Coll)
+			if err != nil {
+				return err
+			}
+			return bulkOps(p, res, lsn, func(i int) (BatchOpResult, uint64, error) {
+				out, err := e.batchOp(r, nil, c, points[i].ref, &p.Ops[i], now)
+				if err != nil {
+					return BatchOpResult{}, 0, err
+				}
+				at, err := e.currentLSN(r, c, c.seqOfRef(points[i].ref))
+				return out, at, err
+			})
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		return res, coll, nil
+	}
+	if p.Budget == nil && !e.noSavepoints.Load() {
 		unsupported := false
 		err := e.updateWriting(ctx, batchScope(p), func(tx storage.Txn) error {
 			unsupported = false

@@ -418,4 +418,18 @@ func TestBatchLooksUpItsItemsTogether(t *testing.T) {
 			t.Errorf("atomic %v: %d round trips for 100 operations (want at most %d): %s", c.atomic, trips, c.trips, outcomes(res))
 		}
 	}
+	// A bulk batch of reads reads in one snapshot (before, 103 round
+	// trips for 50 reads).
+	var reads []string
+	for i := range 50 {
+		reads = append(reads, fmt.Sprintf(`{"operationType":"Read","id":"old%d"}`, i))
+	}
+	before := teststore.RoundTrips(s)
+	res, err := be.run(t, `["p"]`, false, "["+strings.Join(reads, ",")+"]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if trips := teststore.RoundTrips(s) - before; res.Failed() || trips > 6 {
+		t.Errorf("a bulk batch of 50 reads: %d round trips (want at most 6): %s", trips, outcomes(res))
+	}
 }
