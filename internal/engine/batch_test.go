@@ -639,6 +639,7 @@ func FuzzBatch(f *testing.F) {
 		`[{"operationType":"Replace","id":"a","ifMatch":"*","resourceBody":{"id":"a","pk":"p"}}]`,
 		`[{"operationType":"Patch","id":"a","resourceBody":{"condition":"from c where c.v = 1","operations":[{"op":"move","from":"/v","path":"/w"}]}}]`,
 		`[{"operationType":"Read","id":"a","partitionKey":"[\"q\"]","ifNoneMatch":"*"}]`,
+		`[{"operationType":"Create","resourceBody":{"id":"c","pk":"p","u":1}},{"operationType":"Upsert","resourceBody":{"id":"a","pk":"p","u":1}},{"operationType":"Create","resourceBody":{"id":"d","pk":"p","u":2}}]`,
 	} {
 		f.Add(s, true)
 		f.Add(s, false)
@@ -648,8 +649,11 @@ func FuzzBatch(f *testing.F) {
 		if err != nil {
 			return
 		}
-		be := newBatchEnv(t, "20")
-		be.seed(t, `{"id":"a","pk":"p","v":1,"ttl":10}`, `{"id":"b","pk":"p","v":2}`)
+		// A unique key, so that operations fail after they have written
+		// (a bulk batch takes each back to its savepoint).
+		be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":20,
+			"uniqueKeyPolicy":{"uniqueKeys":[{"paths":["/u"]}]}}`)
+		be.seed(t, `{"id":"a","pk":"p","v":1,"ttl":10}`, `{"id":"b","pk":"p","v":2,"u":0}`)
 		be.clock.Advance(5 * time.Second)
 		res, err := be.e.Batch(context.Background(), BatchParams{ItemRef: batchRef(`["p"]`), Ops: ops, Atomic: atomic, ContinueOnError: true})
 		var e *Error
@@ -670,6 +674,9 @@ func FuzzBatch(f *testing.F) {
 		}
 		if atomic && res.Committed == (causes > 0) || atomic && causes > 1 {
 			t.Fatalf("atomic batch %s: committed %v with %d failures", body, res.Committed, causes)
+		}
+		if _, err := be.e.CheckIndexes(context.Background()); err != nil {
+			t.Fatalf("after %s (atomic %v): %v", body, atomic, err)
 		}
 	})
 }
