@@ -446,6 +446,15 @@ func (e *Engine) separateBatch(ctx context.Context, p BatchParams, now time.Time
 		writes = writes || points[i].write
 	}
 	lsn := res.LSN
+	// runOp runs the i-th operation and reads the LSN after it.
+	runOp := func(r storage.Reader, tx storage.Txn, c *containerRecord, i int) (BatchOpResult, uint64, error) {
+		out, err := e.batchOp(r, tx, c, points[i].ref, &p.Ops[i], now)
+		if err != nil {
+			return BatchOpResult{}, 0, err
+		}
+		at, err := e.currentLSN(r, c, c.seqOfRef(points[i].ref))
+		return out, at, err
+	}
 	if !writes {
 		// Reads only: one snapshot for them all.
 		err := e.store.View(ctx, func(r storage.Reader) error {
@@ -455,12 +464,7 @@ func (e *Engine) separateBatch(ctx context.Context, p BatchParams, now time.Time
 				return err
 			}
 			return bulkOps(p, res, lsn, func(i int) (BatchOpResult, uint64, error) {
-				out, err := e.batchOp(r, nil, c, points[i].ref, &p.Ops[i], now)
-				if err != nil {
-					return BatchOpResult{}, 0, err
-				}
-				at, err := e.currentLSN(r, c, c.seqOfRef(points[i].ref))
-				return out, at, err
+				return runOp(r, nil, c, i)
 			})
 		})
 		if err != nil {
@@ -483,14 +487,12 @@ func (e *Engine) separateBatch(ctx context.Context, p BatchParams, now time.Time
 					unsupported = true
 					return BatchOpResult{}, 0, errNoSavepoints
 				}
-				out, err := e.batchOp(tx, tx, c, points[i].ref, &p.Ops[i], now)
+				out, at, err := runOp(tx, tx, c, i)
 				if err != nil {
 					if rerr := tx.(storage.Savepointer).RollbackTo(sp); rerr != nil {
 						return BatchOpResult{}, 0, rerr
 					}
-					return BatchOpResult{}, 0, err
 				}
-				at, err := e.currentLSN(tx, c, c.seqOfRef(points[i].ref))
 				return out, at, err
 			})
 		})
@@ -511,10 +513,7 @@ func (e *Engine) separateBatch(ctx context.Context, p BatchParams, now time.Time
 			if err != nil {
 				return err
 			}
-			if out, err = e.batchOp(r, tx, c, points[i].ref, &p.Ops[i], now); err != nil {
-				return err
-			}
-			at, err = e.currentLSN(r, c, c.seqOfRef(points[i].ref))
+			out, at, err = runOp(r, tx, c, i)
 			return err
 		}
 		if !points[i].write {
