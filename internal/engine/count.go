@@ -372,13 +372,9 @@ func (e *Engine) countByKeys(r storage.Reader, c *containerRecord, q *ast.Query,
 	if !oneTerm(preds) || len(terms) != 1 || !c.isKeyPath(terms[0].Path) || !singleValues(terms[0]) || len(terms[0].Spans) > maxPrefixPartitions {
 		return false, nil
 	}
-	keys := make([]partition.Key, 0, len(terms[0].Spans))
-	for _, sp := range terms[0].Spans {
-		comp, ok := componentOf(sp.Lo)
-		if !ok || sp.Lo.Kind() == document.Number && math.Abs(sp.Lo.Float()) >= 1<<53 {
-			return false, nil
-		}
-		keys = append(keys, partition.Key{comp})
+	keys, ok := termKeys(terms[0])
+	if !ok {
+		return false, nil
 	}
 	from := st.entries
 	var n int64
@@ -397,6 +393,32 @@ func (e *Engine) countByKeys(r storage.Reader, c *containerRecord, q *ast.Query,
 	page.Plan = &p
 	page.Items = append(page.Items, partialRow(document.Int(n), boxed))
 	return true, nil
+}
+
+// termKeys returns the partition keys of a single-path key whose values
+// term t lists (singleValues), and false when one is not a key (keyOf).
+func termKeys(t plan.Term) ([]partition.Key, bool) {
+	keys := make([]partition.Key, 0, len(t.Spans))
+	for _, sp := range t.Spans {
+		k, ok := keyOf(sp.Lo)
+		if !ok {
+			return nil, false
+		}
+		keys = append(keys, k)
+	}
+	return keys, true
+}
+
+// keyOf returns the partition key of a single-path key of value v, and
+// false when v is not a key's value (an object or an array) or is a
+// number of 2^53 or more, which the index does not hold exactly: its
+// equal values need not be one partition's.
+func keyOf(v document.Value) (partition.Key, bool) {
+	comp, ok := componentOf(v)
+	if !ok || v.Kind() == document.Number && math.Abs(v.Float()) >= 1<<53 {
+		return nil, false
+	}
+	return partition.Key{comp}, true
 }
 
 // countPartition counts the items of the logical partition scope alive at

@@ -945,7 +945,12 @@ func (s *diffScenario) atom(q *diffQuery) string {
 		return checks[r.IntN(len(checks))] + "(" + p + ")"
 	case 15:
 		return "ARRAY_CONTAINS(c.tags, " + s.literal(q, document.Str(diffTags[r.IntN(len(diffTags))])) + ")"
-	case 16, 17:
+	case 16:
+		return s.keyTerm(q)
+	case 17:
+		if r.IntN(2) == 0 {
+			return s.keysTerm(q)
+		}
 		return s.keyTerm(q)
 	case 18:
 		if len(s.docs) > 0 {
@@ -1072,6 +1077,36 @@ func (s *diffScenario) keyTerm(q *diffQuery) string {
 		return "c.pk IN (" + s.literal(q, v) + ")"
 	}
 	return "c.pk = " + s.literal(q, v)
+}
+
+// keysTerm draws a term that lists partition keys (or values of its first
+// path): two to four documents' keys, and at times a value no document
+// has, as an IN list or an OR of equalities.
+func (s *diffScenario) keysTerm(q *diffQuery) string {
+	r := s.rng
+	var vals []string
+	for range 2 + r.IntN(3) {
+		if len(s.keys) == 0 || r.IntN(6) == 0 {
+			vals = append(vals, s.literal(q, document.Str("none")))
+			continue
+		}
+		k := s.keys[r.IntN(len(s.keys))]
+		switch k[0].Kind {
+		case partition.KindUndefined:
+			continue
+		case partition.KindNull:
+			vals = append(vals, "null")
+			continue
+		}
+		vals = append(vals, s.literal(q, diffComponentValue(k[0])))
+	}
+	if len(vals) < 2 {
+		return s.keyTerm(q)
+	}
+	if r.IntN(3) == 0 {
+		return "(c.pk = " + strings.Join(vals, " OR c.pk = ") + ")"
+	}
+	return "c.pk IN (" + strings.Join(vals, ", ") + ")"
 }
 
 // diffKnown (MAYFLY_DIFF_KNOWN=1) makes the generator draw the shapes of

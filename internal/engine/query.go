@@ -176,6 +176,13 @@ func (e *Engine) QueryItems(ctx context.Context, p QueryParams) (*FeedPage, erro
 // program and its "now", into page.
 func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, prog *eval.Program, now time.Time, st *readStats, page *FeedPage) (rerr error) {
 	page.CollRid = c.ridString()
+	if keys, err := e.keyParts(c, p, prog); err != nil {
+		return err
+	} else if keys != nil {
+		if done, err := e.queryParts(r, c, p, now, st, page, keys); done || err != nil {
+			return err
+		}
+	}
 	state, err := readTotals(r, c, c.seqOfScope(p.ItemRef, p.RangeID))
 	if err != nil {
 		return err
@@ -1203,7 +1210,12 @@ func streamQuery(src itemSource, c *containerRecord, prog *eval.Program, s *item
 	if win.done() {
 		return nil
 	}
+	// The page's bytes so far: a page of several logical partitions
+	// (queryParts) comes here once for each.
 	size := 0
+	for _, b := range page.Items {
+		size += len(b)
+	}
 	whole := wholeDocument(prog.Query())
 	parse := docParser(prog.Query(), whole)
 	rowsOf, err := prog.Streamer()

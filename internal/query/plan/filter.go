@@ -202,6 +202,73 @@ func PartitionKeyTerms(q *ast.Query, params map[string]document.Value, paths [][
 	return values, terms, len(paths) > 0
 }
 
+// KeyChoices finds a top-level AND term of q's WHERE clause that lists
+// the values path may take: "path IN (constants)",
+// "ARRAY_CONTAINS(constant array, path)", or an OR of "path = constant"
+// and of such lists. It returns that term, the values in
+// the order written, and for each an equality of path with it that holds
+// for a document exactly when the term holds and path has that value.
+func KeyChoices(q *ast.Query, params map[string]document.Value, path []string) (term ast.Expr, values []document.Value, eqs []ast.Expr, ok bool) {
+	var choices func(e ast.Expr) bool
+	choices = func(e ast.Expr) bool {
+		switch x := e.(type) {
+		case *ast.Binary:
+			if x.Op == ast.OpOr {
+				return choices(x.L) && choices(x.R)
+			}
+			if x.Op != ast.OpEq {
+				return false
+			}
+			for _, side := range [2][2]ast.Expr{{x.L, x.R}, {x.R, x.L}} {
+				if p, ok := DocPath(q, side[0]); ok && samePath(p, path) {
+					if v, ok := constant(side[1], params); ok {
+						values, eqs = append(values, v), append(eqs, x)
+						return true
+					}
+				}
+			}
+		case *ast.In:
+			if p, ok := DocPath(q, x.X); !ok || x.Not || !samePath(p, path) {
+				return false
+			}
+			for _, item := range x.List {
+				v, ok := constant(item, params)
+				if !ok {
+					return false
+				}
+				values, eqs = append(values, v), append(eqs, &ast.Binary{Op: ast.OpEq, L: x.X, R: item})
+			}
+			return true
+		case *ast.Call:
+			// ARRAY_CONTAINS(constant array of scalars, path), as Predicates
+			// reads it: path IN (elements).
+			if x.UDF || !strings.EqualFold(x.Name, "ARRAY_CONTAINS") || len(x.Args) != 2 && !(len(x.Args) == 3 && isFalse(x.Args[2])) {
+				return false
+			}
+			p, ok := DocPath(q, x.Args[1])
+			if !ok || !samePath(p, path) {
+				return false
+			}
+			vals, ok := scalars(x.Args[0], params)
+			if !ok {
+				return false
+			}
+			for _, v := range vals {
+				values, eqs = append(values, v), append(eqs, &ast.Binary{Op: ast.OpEq, L: x.Args[1], R: &ast.Literal{Value: v}})
+			}
+			return true
+		}
+		return false
+	}
+	for _, t := range conjuncts(q.Where) {
+		values, eqs = nil, nil
+		if choices(t) {
+			return t, values, eqs, true
+		}
+	}
+	return nil, nil, nil, false
+}
+
 // WithoutTerms returns q with the top-level AND terms drop left out of
 // its WHERE clause (none left: no WHERE clause); q itself is unchanged.
 func WithoutTerms(q *ast.Query, drop []ast.Expr) *ast.Query {

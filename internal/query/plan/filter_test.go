@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/query/ast"
 	"github.com/mayfly-db/mayfly/internal/query/parser"
 )
@@ -226,6 +227,42 @@ func TestTruth(t *testing.T) {
 		}
 		if got := len(AbsentPaths(q)); got != tt.absent {
 			t.Errorf("%s: %d absent paths, want %d", tt.where, got, tt.absent)
+		}
+	}
+}
+
+func TestKeyChoices(t *testing.T) {
+	params := map[string]document.Value{"@keys": document.Arr([]document.Value{document.Str("a"), document.Int(2)}), "@k": document.Str("b")}
+	for _, tt := range []struct {
+		where string
+		want  string // the values, as JSON; "" when no term lists them
+	}{
+		{"c.pk IN ('a', 'b')", `["a","b"]`},
+		{"c.n > 1 AND (c.pk = 'a' OR 'b' = c.pk OR c.pk IN (3, @k))", `["a","b",3,"b"]`},
+		{"ARRAY_CONTAINS(@keys, c.pk)", `["a",2]`},
+		{"ARRAY_CONTAINS(['a', null], c.pk, false) AND c.x = 1", `["a",null]`},
+		{"c.pk NOT IN ('a', 'b')", ""},
+		{"c.pk = 'a' OR c.s = 'b'", ""},
+		{"c.pk IN ('a', c.s)", ""},
+		{"ARRAY_CONTAINS(['a', 'b'], c.pk, true)", ""},
+		{"ARRAY_CONTAINS([{'a': 1}], c.pk)", ""},
+		{"c.pk.x IN ('a', 'b')", ""},
+		{"NOT (c.pk IN ('a', 'b'))", ""},
+	} {
+		q, err := parser.Parse("SELECT * FROM c WHERE " + tt.where)
+		if err != nil {
+			t.Fatal(err)
+		}
+		term, values, eqs, ok := KeyChoices(q, params, []string{"pk"})
+		got := ""
+		if ok {
+			got = document.Arr(values).String()
+			if term == nil || len(eqs) != len(values) {
+				t.Errorf("%s: term %v, %d equalities for %d values", tt.where, term, len(eqs), len(values))
+			}
+		}
+		if got != tt.want {
+			t.Errorf("%s: values %s, want %s", tt.where, got, tt.want)
 		}
 	}
 }

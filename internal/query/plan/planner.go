@@ -71,6 +71,10 @@ type Scope struct {
 	Items int64
 	// ContainerItems is how many items the container holds.
 	ContainerItems int64
+	// Parts, when above 1, is how many logical partitions a page reads
+	// one after another, each a scope of its own (an IN list of partition
+	// keys); the plan is the first one's (InParts).
+	Parts int
 }
 
 // fraction is the share of the container's items in the scope.
@@ -1256,10 +1260,14 @@ func IndexExtremePlan(kind ScopeKind, term Term, entries int64) Plan {
 //	considered: index /n >= 10 entries=9000 records=90 cost=1575
 func (p Plan) Explain() string {
 	var b strings.Builder
+	scope := p.Scope.Kind.String()
+	if p.Scope.Parts > 1 {
+		scope += fmt.Sprintf(" 1 of %d", p.Scope.Parts)
+	}
 	if p.Scope.ContainerItems < 0 {
-		fmt.Fprintf(&b, "scope=%s (not counted)\n", p.Scope.Kind)
+		fmt.Fprintf(&b, "scope=%s (not counted)\n", scope)
 	} else {
-		fmt.Fprintf(&b, "scope=%s items=%d of %d\n", p.Scope.Kind, p.Scope.Items, p.Scope.ContainerItems)
+		fmt.Fprintf(&b, "scope=%s items=%d of %d\n", scope, p.Scope.Items, p.Scope.ContainerItems)
 	}
 	b.WriteString("chosen: " + p.describe(p.Chosen) + "\n")
 	for _, c := range p.Considered {
@@ -1273,7 +1281,18 @@ func (p Plan) Explain() string {
 
 // Summary is the chosen path in a few words, for a response header.
 func (p Plan) Summary() string {
-	return fmt.Sprintf("scope=%s;%s", p.Scope.Kind, strings.ReplaceAll(p.describe(p.Chosen), " ", ";"))
+	scope := p.Scope.Kind.String()
+	if p.Scope.Parts > 1 {
+		scope = fmt.Sprintf("%s:1:of:%d", scope, p.Scope.Parts)
+	}
+	return fmt.Sprintf("scope=%s;%s", scope, strings.ReplaceAll(p.describe(p.Chosen), " ", ";"))
+}
+
+// InParts returns p, the plan of the first of parts logical partitions a
+// page reads one after another, labelled as such.
+func InParts(p Plan, parts int) Plan {
+	p.Scope.Parts = parts
+	return p
 }
 
 func (p Plan) describe(c Path) string {

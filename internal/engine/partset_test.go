@@ -1,0 +1,140 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/partition"
+)
+
+// TestQueryReadsListedPartitions: a query whose filter lists partition
+// keys reads those logical partitions and no other, page by page, each
+// page going on from where the last ended, in a container of several
+// partition key ranges read whole or range by range.
+func TestQueryReadsListedPartitions(t *testing.T) {
+	be := newBatchEnv(t, "null")
+	ctx := context.Background()
+	ranges := be.rangedContainer(t)
+	const parts, per = 40, 15
+	for i := range parts * per {
+		pk := "p" + strconv.Itoa(i/per)
+		body := fmt.Sprintf(`{"id":"i%d","pk":%q,"n":%d,"s":"s%d"}`, i, pk, i%per, i%3)
+		if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: ItemRef{DB: "db", Coll: "s", HasKey: true, PartitionKey: partition.Key{partition.String(pk)}},
+			Mode: ModeCreate, Body: []byte(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// want returns the ids of the items of partitions keys that keep
+	// holds for (by their number).
+	want := func(keep func(i int) bool, keys ...int) []string {
+		var ids []string
+		for _, k := range keys {
+			for i := k * per; i < (k+1)*per; i++ {
+				if keep(i) {
+					ids = append(ids, "i"+strconv.Itoa(i))
+				}
+			}
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	sIs := func(s int) func(int) bool { return func(i int) bool { return i%3 == s } }
+	type drained struct {
+		ids                     []string
+		pages, records, entries int
+		parts                   int
+	}
+	drain := func(t *testing.T, p QueryParams) drained {
+		t.Helper()
+		var d drained
+		for {
+			page, err := be.e.QueryItems(ctx, p)
+			if err != nil {
+				t.Fatalf("%s, page %d: %v", p.Query, d.pages+1, err)
+			}
+			if d.pages == 0 && page.Plan != nil {
+				d.parts = page.Plan.Scope.Parts
+			}
+			d.pages++
+			d.records += page.Examined
+			d.entries += page.IndexEntries
+			for _, it := range page.Items {
+				v, err := document.Parse(it)
+				if err != nil {
+					t.Fatal(err)
+				}
+				d.ids = append(d.ids, v.Get("id").Str())
+			}
+			if page.Continuation == "" {
+				return d
+			}
+			if d.pages > 100 {
+				t.Fatalf("%s: no end after %d pages", p.Query, d.pages)
+			}
+			p.Continuation = page.Continuation
+		}
+	}
+	for _, c := range []struct {
+		query string
+		keep  func(i int) bool
+		keys  []int
+		parts int // the distinct keys listed
+	}{
+		{"SELECT * FROM c WHERE c.pk IN ('p3', 'p17', 'p30', 'none') AND c.s = 's1'", sIs(1), []int{3, 17, 30}, 4},
+		{"SELECT * FROM c WHERE (c.pk = 'p3' OR c.pk = 'p17') AND c.s = 's2'", sIs(2), []int{3, 17}, 2},
+		{"SELECT * FROM c WHERE c.pk IN ('p5', 'p5', 'p6')", func(int) bool { return true }, []int{5, 6}, 2},
+		{"SELECT * FROM c WHERE ARRAY_CONTAINS(['p9', 'p12', 'p5'], c.pk) AND c.n > 9", func(i int) bool { return i%per > 9 }, []int{5, 9, 12}, 3},
+		{"SELECT * FROM c WHERE c.s = 's0' AND c.pk IN ('p1', 'p2', 'p3', 'p4', 'p5', 'p6', 'p7', 'p8')", sIs(0), []int{1, 2, 3, 4, 5, 6, 7, 8}, 8},
+	} {
+		t.Run(c.query, func(t *testing.T) {
+			wanted := want(c.keep, c.keys...)
+			for _, size := range []int{2, 7, 100} {
+				d := drain(t, QueryParams{ItemRef: ItemRef{DB: "db", Coll: "s"}, Query: c.query, CrossPartition: true, MaxItemCount: size})
+				slices.Sort(d.ids)
+				if !slices.Equal(d.ids, wanted) {
+					t.Fatalf("%d a page: rows %v, want %v", size, d.ids, wanted)
+				}
+				// Each listed partition read once, and the record each
+				// page after the first goes on from again: none of the
+				// other partitions' records or entries.
+				if limit := len(c.keys)*per + d.pages - 1; d.records > limit || d.entries > limit {
+					t.Errorf("%d a page: %d records and %d entries read over %d pages, want at most %d of each", size, d.records, d.entries, d.pages, limit)
+				}
+				if d.parts != c.parts {
+					t.Errorf("%d a page: the plan reads %d partitions, want %d", size, d.parts, c.parts)
+				}
+			}
+			// Range by range, as an SDK sends it: each row once.
+			var got []string
+			for _, rg := range ranges {
+				d := drain(t, QueryParams{ItemRef: ItemRef{DB: "db", Coll: "s"}, Query: c.query, RangeID: rg.ID, MaxItemCount: 3})
+				got = append(got, d.ids...)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, wanted) {
+				t.Fatalf("range by range: rows %v, want %v", got, wanted)
+			}
+		})
+	}
+	// A token is refused by another query, and taken back by its own.
+	p := QueryParams{ItemRef: ItemRef{DB: "db", Coll: "s"}, Query: "SELECT * FROM c WHERE c.pk IN ('p3', 'p4')", CrossPartition: true, MaxItemCount: 20}
+	page, err := be.e.QueryItems(ctx, p)
+	if err != nil || len(page.Items) != 20 || page.Continuation == "" {
+		t.Fatalf("first page: %v, %d rows, token %q", err, len(page.Items), page.Continuation)
+	}
+	other := p
+	other.Query, other.Continuation = "SELECT * FROM c WHERE c.pk IN ('p3', 'p5')", page.Continuation
+	var qe *Error
+	if _, err := be.e.QueryItems(ctx, other); !errors.As(err, &qe) || qe.Code != BadRequest {
+		t.Fatalf("another query's token: %v, want a 400", err)
+	}
+	p.Continuation = page.Continuation
+	if page, err = be.e.QueryItems(ctx, p); err != nil || len(page.Items) != 10 || page.Continuation != "" {
+		t.Fatalf("second page: %v, %d rows, token %q", err, len(page.Items), page.Continuation)
+	}
+}
