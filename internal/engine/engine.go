@@ -158,6 +158,10 @@ type Engine struct {
 	// have no savepoints, so that a bulk batch no longer tries to run in
 	// one transaction (separateBatch).
 	noSavepoints atomic.Bool
+	// keyListsWide reads a query that lists partition keys across the
+	// container rather than partition by partition (keyParts): the path
+	// BenchmarkKeyList compares with.
+	keyListsWide bool
 }
 
 // WriteGroups returns how many grouped write transactions this engine ran

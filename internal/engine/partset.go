@@ -45,7 +45,7 @@ type keyPart struct {
 // maxMergedParts and the page may read them one by one: sorted by their
 // scopes' spans, those outside p's range left out. It does no I/O.
 func (e *Engine) keyParts(c *containerRecord, p QueryParams, prog *eval.Program) ([]keyPart, error) {
-	if p.HasKey || len(c.pk.paths) != 1 || p.MinEPK != "" || p.MaxEPK != "" || p.Resume != nil || p.inScript ||
+	if e.keyListsWide || p.HasKey || len(c.pk.paths) != 1 || p.MinEPK != "" || p.MaxEPK != "" || p.Resume != nil || p.inScript ||
 		!p.CrossPartition && p.RangeID == "" && !p.Whole || !prog.Streaming() || prog.Ranked() {
 		return nil, nil
 	}

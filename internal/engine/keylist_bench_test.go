@@ -1,0 +1,83 @@
+package engine
+
+import (
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mayfly-db/mayfly/internal/clock"
+)
+
+// BenchmarkKeyList drains SELECT * FROM c WHERE c.pk IN (three keys) AND
+// c.s = 's3' (30 rows of 300), and the same query without the c.s term
+// (300 rows), in containers of 100 items a logical partition: "parts"
+// reads the listed partitions one after another (keyParts), "wide" the
+// container through its index (Engine.keyListsWide), alternating every
+// round, seven rounds of 300 ms each, medians.
+//
+//	go test -run '^$' -bench BenchmarkKeyList -benchtime 1x ./internal/engine/
+//
+// MAYFLY_BENCH_KEYLIST_SIZES sets the sizes (default 10000,100000).
+func BenchmarkKeyList(b *testing.B) {
+	sizes := []int{10_000, 100_000}
+	if v := os.Getenv("MAYFLY_BENCH_KEYLIST_SIZES"); v != "" {
+		sizes = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	const per, rounds, slot = 100, 7, 300 * time.Millisecond
+	for _, n := range sizes {
+		s := openBenchEngine(b, clock.Real{}, nil, "null")
+		s.pk = func(i int) string { return "q" + strconv.Itoa(i/per) }
+		s.load(b, 0, n, func(i int) []byte {
+			return []byte(`{"id":"x` + strconv.Itoa(i) + `","pk":"q` + strconv.Itoa(i/per) + `","n":` + strconv.Itoa(i%per) + `,"s":"s` + strconv.Itoa(i%10) + `","payload":"` + benchPayload + `"}`)
+		})
+		s.settle(b)
+		list := func() string {
+			k := make([]string, 3)
+			for i := range k {
+				k[i] = "'q" + strconv.Itoa(rand.IntN(n/per)) + "'"
+			}
+			return strings.Join(k, ", ")
+		}
+		for _, shape := range []struct{ name, where string }{{"filtered", " AND c.s = 's3'"}, {"whole", ""}} {
+			var per [2][]float64
+			var records, entries, ops [2]int
+			for r := range rounds {
+				for k := range 2 {
+					wide := (k+r)%2 == 1
+					s.keyListsWide = wide
+					i := 0
+					if wide {
+						i = 1
+					}
+					start, done := time.Now(), 0
+					for ; done == 0 || time.Since(start) < slot; done++ {
+						p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: "SELECT * FROM c WHERE c.pk IN (" + list() + ")" + shape.where, CrossPartition: true, MaxItemCount: 100}
+						rec, ent := s.queryWork(b, p, true)
+						records[i], entries[i] = records[i]+rec, entries[i]+ent
+					}
+					per[i] = append(per[i], float64(time.Since(start).Nanoseconds())/float64(done))
+					ops[i] += done
+				}
+			}
+			s.keyListsWide = false
+			med := func(xs []float64) float64 { xs = slices.Clone(xs); slices.Sort(xs); return xs[len(xs)/2] }
+			name := strconv.Itoa(n) + "-" + shape.name
+			b.ReportMetric(med(per[0]), name+"-parts-ns/op")
+			b.ReportMetric(med(per[1]), name+"-wide-ns/op")
+			b.Logf("%d items, %s: parts %.0f µs, %.0f records, %.0f entries; wide %.0f µs, %.0f records, %.0f entries; wide/parts %.2f",
+				n, shape.name, med(per[0])/1e3, float64(records[0])/float64(ops[0]), float64(entries[0])/float64(ops[0]),
+				med(per[1])/1e3, float64(records[1])/float64(ops[1]), float64(entries[1])/float64(ops[1]), med(per[1])/med(per[0]))
+		}
+	}
+}
