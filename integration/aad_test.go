@@ -93,6 +93,7 @@ func TestAADWithJWKS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(admin.Close) // as in start
 	ctx := context.Background()
 	if _, err := admin.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db"}, nil); err != nil {
 		t.Fatal(err)
@@ -113,6 +114,7 @@ func TestAADWithJWKS(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(client.Close) // as in start
 		c, _ := client.NewContainer("db", "c")
 		_, err = c.CreateItem(ctx, azcosmos.NewPartitionKeyString("p"), []byte(`{"id":"`+id+`","pk":"p"}`), nil)
 		return err

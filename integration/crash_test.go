@@ -175,6 +175,7 @@ func connect(t *testing.T, p *mayflyProcess) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(client.Close) // as in start
 	return &env{t: t, url: p.url, metricsURL: p.metricsURL, client: client, http: hc}
 }
 

@@ -159,7 +159,7 @@ type Engine struct {
 	// one transaction (separateBatch).
 	noSavepoints atomic.Bool
 	// keyListsWide reads a query that lists partition keys across the
-	// container rather than partition by partition (keyParts): the path
+	// container rather than partition by partition (listedParts): the path
 	// BenchmarkKeyList compares with.
 	keyListsWide bool
 }

@@ -15,7 +15,7 @@ import (
 // BenchmarkKeyList drains SELECT * FROM c WHERE c.pk IN (three keys) AND
 // c.s = 's3' (30 rows of 300), and the same query without the c.s term
 // (300 rows), in containers of 100 items a logical partition: "parts"
-// reads the listed partitions one after another (keyParts), "wide" the
+// reads the listed partitions one after another (listedParts), "wide" the
 // container through its index (Engine.keyListsWide), alternating every
 // round, seven rounds of 300 ms each, medians.
 //

@@ -158,7 +158,9 @@ func TestListedPartitionsInFewRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if trips := teststore.RoundTrips(s) - before; len(page.Items) != 30 || page.Continuation != "" || trips > 16 || page.IndexEntries > 0 {
+	trips := teststore.RoundTrips(s) - before
+	t.Logf("%d round trips", trips)
+	if len(page.Items) != 30 || page.Continuation != "" || trips > 16 || page.IndexEntries > 0 {
 		t.Errorf("%d rows (token %q) in %d round trips, %d entries read", len(page.Items), page.Continuation, trips, page.IndexEntries)
 	}
 }

@@ -176,10 +176,8 @@ func (e *Engine) QueryItems(ctx context.Context, p QueryParams) (*FeedPage, erro
 // program and its "now", into page.
 func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, prog *eval.Program, now time.Time, st *readStats, page *FeedPage) (rerr error) {
 	page.CollRid = c.ridString()
-	if keys, err := e.keyParts(c, p, prog); err != nil {
-		return err
-	} else if keys != nil {
-		if done, err := e.queryParts(r, c, p, now, st, page, keys); done || err != nil {
+	if kp := e.listedParts(c, p, prog); kp != nil {
+		if done, err := e.queryParts(r, c, p, now, st, page, kp); done || err != nil {
 			return err
 		}
 	}
