@@ -80,10 +80,10 @@ func start(t *testing.T, opts ...envOption) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The SDK keeps one cache of partition key ranges for every client of
-	// an endpoint, by container rid: a later test's server on the same
-	// port, whose first container has the same rid, would be routed by
-	// this one's ranges while this client lived.
+	// The SDK shares its caches (partition key ranges by container rid,
+	// container properties) among the clients of an endpoint while one
+	// of them lives; a later test's server may get this one's port, and
+	// its containers the same rids.
 	t.Cleanup(client.Close)
 	e := &env{t: t, srv: srv, url: srv.URL(), metricsURL: srv.MetricsURL(), client: client, http: hc}
 	if c, ok := cfg.Clock.(*clock.Manual); ok {
