@@ -3,6 +3,7 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -115,5 +116,25 @@ func TestSeveralPartitionKeyRanges(t *testing.T) {
 	sort.Strings(ids)
 	if len(ids) != 40 {
 		t.Fatalf("query returned %d items, want 40", len(ids))
+	}
+
+	// A list of partition keys, read partition by partition in each
+	// range, a page of two rows at a time: every listed item once.
+	pager = c.NewQueryItemsPager("SELECT * FROM c WHERE c.pk IN ('p3', 'p10', 'p41', 'p77', 'p5', 'none') AND c.n > 4", azcosmos.NewPartitionKey(), &azcosmos.QueryOptions{PageSizeHint: 2})
+	ids = nil
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range page.Items {
+			var d struct{ ID string }
+			_ = json.Unmarshal(it, &d)
+			ids = append(ids, d.ID)
+		}
+	}
+	sort.Strings(ids)
+	if want := []string{"10", "41", "5", "77"}; !slices.Equal(ids, want) {
+		t.Fatalf("a list of keys: %v, want %v", ids, want)
 	}
 }
