@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/partition"
 	"github.com/mayfly-db/mayfly/internal/query/ast"
 	"github.com/mayfly-db/mayfly/internal/query/eval"
@@ -26,9 +27,9 @@ import (
 // partition's own token.
 //
 // It serves the queries whose rows stream (no ORDER BY, GROUP BY,
-// aggregate, DISTINCT, TOP or OFFSET), whose order across partitions the
-// service does not define either; the rows come a partition at a time, in
-// the order of their effective partition keys. A list of more than
+// aggregate, DISTINCT or OFFSET), whose order across partitions the
+// service does not define either, and a TOP of them; the rows come a
+// partition at a time, in the order of their effective partition keys. A list of more than
 // maxMergedParts keys reads the container as before: each partition costs
 // a plan and a seek at least.
 
@@ -38,13 +39,20 @@ import (
 type keyParts struct {
 	keys []partition.Key
 	eqs  []ast.Expr // keys[i]'s equality
-	rest *ast.Query // the query without the list
+	rest *ast.Query // the query without the list (and its TOP)
 	prog *eval.Program
+	// top is the query's TOP, which the partitions' rows share: each is
+	// read with a TOP of what the ones before it left; -1 for none.
+	top int
 }
 
-// within returns the program of the query within partition i.
-func (kp *keyParts) within(i int) (*eval.Program, error) {
+// within returns the program of the query within partition i, with made
+// rows made in the partitions before it.
+func (kp *keyParts) within(i, made int) (*eval.Program, error) {
 	f := *kp.rest
+	if kp.top >= 0 {
+		f.Select.Top = &ast.Literal{Value: document.Int(int64(kp.top - made))}
+	}
 	f.Where = kp.eqs[i]
 	if kp.rest.Where != nil {
 		f.Where = &ast.Binary{Op: ast.OpAnd, L: kp.eqs[i], R: kp.rest.Where}
@@ -63,12 +71,21 @@ func (kp *keyParts) within(i int) (*eval.Program, error) {
 // no I/O.
 func (e *Engine) listedParts(c *containerRecord, p QueryParams, prog *eval.Program) *keyParts {
 	if e.keyListsWide || p.HasKey || len(c.pk.paths) != 1 || p.MinEPK != "" || p.MaxEPK != "" || p.Resume != nil || p.inScript ||
-		!p.CrossPartition && p.RangeID == "" && !p.Whole || !prog.Streaming() || prog.Ranked() {
+		!p.CrossPartition && p.RangeID == "" && !p.Whole || prog.Ranked() {
 		return nil
+	}
+	top := -1
+	if !prog.Streaming() {
+		// A TOP of rows that stream: the partitions' rows, up to it.
+		rows, w, err := windowed(prog, p.Params)
+		if err != nil || rows == nil || !rows.Streaming() || w.from != 0 || w.to < 0 {
+			return nil
+		}
+		prog, top = rows, w.to
 	}
 	q := prog.Query()
 	term, values, eqs, ok := plan.KeyChoices(q, p.Params, c.pk.paths[0])
-	if !ok || len(values) < 2 || len(values) > maxMergedParts {
+	if !ok || len(values) < 2 || len(values) > maxMergedParts || keyLedComposite(c, q, p) {
 		return nil
 	}
 	type part struct {
@@ -97,11 +114,23 @@ func (e *Engine) listedParts(c *containerRecord, p QueryParams, prog *eval.Progr
 		return cmp.Or(bytes.Compare(a.lo, b.lo), bytes.Compare(a.pk, b.pk))
 	})
 	parts = slices.CompactFunc(parts, func(a, b part) bool { return bytes.Equal(a.lo, b.lo) && bytes.Equal(a.pk, b.pk) })
-	kp := &keyParts{rest: plan.WithoutTerms(q, []ast.Expr{term}), prog: prog}
+	kp := &keyParts{rest: plan.WithoutTerms(q, []ast.Expr{term}), prog: prog, top: top}
 	for _, pt := range parts {
 		kp.keys, kp.eqs = append(kp.keys, pt.key), append(kp.eqs, pt.eq)
 	}
 	return kp
+}
+
+// keyLedComposite reports whether a composite index of c's policy leads
+// with the partition key's path and has a term of q on its second: its
+// spans hold each listed key's items of the term together, in one walk
+// across partitions, which the container-wide plan weighs.
+func keyLedComposite(c *containerRecord, q *ast.Query, p QueryParams) bool {
+	terms := plan.Terms(plan.Predicates(q, p.Params))
+	return slices.ContainsFunc(c.index.composites, func(comp compositeIndex) bool {
+		return comp.kept && len(comp.paths) > 1 && c.isKeyPath(comp.paths[0]) && c.compReady(&comp) &&
+			slices.ContainsFunc(terms, func(t plan.Term) bool { return slices.Equal(t.Path, comp.paths[1]) })
+	})
 }
 
 // queryParts runs one page of query p over the logical partitions kp
@@ -110,20 +139,33 @@ func (e *Engine) listedParts(c *containerRecord, p QueryParams, prog *eval.Progr
 // which that path judges.
 func (e *Engine) queryParts(r storage.Reader, c *containerRecord, p QueryParams, now time.Time, st *readStats, page *FeedPage, kp *keyParts) (bool, error) {
 	fp := fingerprint(p.Params, "query", string(c.Rid), "partitions "+p.Query, p.RangeID)
-	at, inner := 0, ""
+	// A token's position: the partition's place in the list, the rows
+	// the partitions before it made and those it made on pages before
+	// (which a TOP counts), then the partition's own token.
+	at, before, made, inner := 0, 0, 0, ""
 	if p.Continuation != "" {
 		k, derr := parseCursor(p.Continuation, fp)
 		if derr != nil {
 			return false, nil
 		}
-		i, n := binary.Uvarint(k.pos)
-		if n <= 0 || i >= uint64(len(kp.keys)) {
+		var nums [3]uint64
+		b := k.pos
+		for j := range nums {
+			v, n := binary.Uvarint(b)
+			if n <= 0 {
+				return true, errBadContinuation
+			}
+			nums[j], b = v, b[n:]
+		}
+		if nums[0] >= uint64(len(kp.keys)) || kp.top >= 0 && nums[1]+nums[2] > uint64(kp.top) {
 			return true, errBadContinuation
 		}
-		at, inner = int(i), string(k.pos[n:])
+		at, before, made, inner = int(nums[0]), int(nums[1]), int(nums[2]), string(b)
 	}
-	token := func(i int, inner string) string {
+	token := func(i, before, made int, inner string) string {
 		pos := binary.AppendUvarint(nil, uint64(i))
+		pos = binary.AppendUvarint(pos, uint64(before))
+		pos = binary.AppendUvarint(pos, uint64(made))
 		return cursor{fingerprint: fp, text: textHash(p.Query), access: plan.Scan, pos: append(pos, inner...)}.String()
 	}
 	// Each partition's plan reads its count: over the network, in the
@@ -137,7 +179,7 @@ func (e *Engine) queryParts(r storage.Reader, c *containerRecord, p QueryParams,
 	var first *plan.Plan
 	var lsn uint64
 	for i := at; i < len(kp.keys); i++ {
-		prog, err := kp.within(i)
+		prog, err := kp.within(i, before)
 		if err != nil {
 			return true, err
 		}
@@ -145,7 +187,7 @@ func (e *Engine) queryParts(r storage.Reader, c *containerRecord, p QueryParams,
 		sub.PartitionKey, sub.HasKey, sub.Continuation = kp.keys[i], true, inner
 		inner = ""
 		page.Continuation, page.Plan = "", nil
-		made := len(page.Items)
+		rows := len(page.Items)
 		err = e.queryIn(r, c, sub, prog, now, st, page)
 		lsn = max(lsn, page.LSN)
 		if i == 0 && p.Continuation == "" && page.Plan != nil {
@@ -154,22 +196,27 @@ func (e *Engine) queryParts(r storage.Reader, c *containerRecord, p QueryParams,
 			first = &pl
 		}
 		if err != nil {
-			if made > 0 && (err == errPageTime || eval.Exhausted(err)) {
+			if rows > 0 && (err == errPageTime || eval.Exhausted(err)) {
 				// Out of time or work before this partition's first
 				// row: the page ends with the rows it has.
-				page.Items = page.Items[:made]
-				page.Continuation = token(i, "")
+				page.Items = page.Items[:rows]
+				page.Continuation = token(i, before, made, "")
 				break
 			}
 			return true, err
 		}
+		made += len(page.Items) - rows
 		if page.Continuation != "" {
-			page.Continuation = token(i, page.Continuation)
+			page.Continuation = token(i, before, made, page.Continuation)
+			break
+		}
+		before, made = before+made, 0
+		if kp.top >= 0 && before >= kp.top {
 			break
 		}
 		if len(page.Items) >= limit {
 			if i+1 < len(kp.keys) {
-				page.Continuation = token(i+1, "")
+				page.Continuation = token(i+1, before, 0, "")
 			}
 			break
 		}
