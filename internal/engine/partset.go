@@ -77,8 +77,10 @@ func (e *Engine) listedParts(c *containerRecord, p QueryParams, prog *eval.Progr
 	top := -1
 	if !prog.Streaming() {
 		// A TOP of rows that stream: the partitions' rows, up to it.
+		// Across partitions without a range, the gateway refuses it for
+		// the SDK to run range by range (crossPartitionRefusal).
 		rows, w, err := windowed(prog, p.Params)
-		if err != nil || rows == nil || !rows.Streaming() || w.from != 0 || w.to < 0 {
+		if err != nil || rows == nil || !rows.Streaming() || w.from != 0 || w.to < 0 || p.RangeID == "" && !p.Whole {
 			return nil
 		}
 		prog, top = rows, w.to
