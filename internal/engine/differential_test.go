@@ -1307,8 +1307,11 @@ func (s *diffScenario) indexAggregate(q *diffQuery) {
 		fn := []string{"MIN", "MAX", "SUM", "AVG"}[r.IntN(4)]
 		q.sel = "VALUE " + fn + "(" + p + ")"
 	}
-	if r.IntN(2) == 0 { // the partition key pinned in the filter
+	switch r.IntN(4) {
+	case 0, 1: // the partition key pinned in the filter
 		q.where = strings.TrimPrefix(q.where+" AND "+s.keyTerm(q), " AND ")
+	case 2: // or a list of them
+		q.where = strings.TrimPrefix(q.where+" AND "+s.keysTerm(q), " AND ")
 	}
 }
 

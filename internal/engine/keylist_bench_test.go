@@ -14,8 +14,9 @@ import (
 
 // BenchmarkKeyList drains SELECT * FROM c WHERE c.pk IN (three keys) AND
 // c.s = 's3' (30 rows of 300), the same query without the c.s term (300
-// rows), and SELECT TOP 10 * FROM c WHERE c.pk IN (three keys) AND c.n >
-// 50, each as an SDK sends it to a partition key range, in containers of
+// rows), SELECT TOP 10 * FROM c WHERE c.pk IN (three keys) AND c.n > 50,
+// and the count of the first query's rows, each as an SDK sends it to a
+// partition key range, in containers of
 // 100 items a logical partition: "parts"
 // reads the listed partitions one after another (listedParts), "wide" the
 // container through its index (Engine.keyListsWide), alternating every
@@ -55,6 +56,7 @@ func BenchmarkKeyList(b *testing.B) {
 			{"filtered", "SELECT * FROM c", " AND c.s = 's3'"},
 			{"whole", "SELECT * FROM c", ""},
 			{"top", "SELECT TOP 10 * FROM c", " AND c.n > 50"},
+			{"count", `SELECT VALUE [{"item": COUNT(1)}] FROM c`, " AND c.s = 's3'"},
 		} {
 			var per [2][]float64
 			var records, entries, ops [2]int

@@ -11,6 +11,7 @@ import (
 	"github.com/mayfly-db/mayfly/internal/partition"
 	"github.com/mayfly-db/mayfly/internal/query/ast"
 	"github.com/mayfly-db/mayfly/internal/query/eval"
+	"github.com/mayfly-db/mayfly/internal/query/gatewayplan"
 	"github.com/mayfly-db/mayfly/internal/query/plan"
 	"github.com/mayfly-db/mayfly/internal/storage"
 )
@@ -44,6 +45,8 @@ type keyParts struct {
 	// top is the query's TOP, which the partitions' rows share: each is
 	// read with a TOP of what the ones before it left; -1 for none.
 	top int
+	// count marks a count of the items that pass the filter (countShape).
+	count bool
 }
 
 // within returns the program of the query within partition i, with made
@@ -74,16 +77,25 @@ func (e *Engine) listedParts(c *containerRecord, p QueryParams, prog *eval.Progr
 		!p.CrossPartition && p.RangeID == "" && !p.Whole || prog.Ranked() {
 		return nil
 	}
-	top := -1
+	top, count := -1, false
 	if !prog.Streaming() {
-		// A TOP of rows that stream: the partitions' rows, up to it.
-		// Across partitions without a range, the gateway refuses it for
-		// the SDK to run range by range (crossPartitionRefusal).
-		rows, w, err := windowed(prog, p.Params)
-		if err != nil || rows == nil || !rows.Streaming() || w.from != 0 || w.to < 0 || p.RangeID == "" && !p.Whole {
-			return nil
+		// A TOP of rows that stream: the partitions' rows, up to it; or
+		// a count, the sum of the partitions' (countParts), on its first
+		// page. Across partitions without a range, the gateway refuses
+		// the TOP for the SDK to run range by range, and serves the count
+		// whole (queryIn).
+		whole := p.RangeID != "" || p.Whole
+		if count, _ = countShape(prog.Query()); count {
+			if p.Continuation != "" || !whole && !gatewayplan.ServedWhole(prog.Query()) {
+				return nil
+			}
+		} else {
+			rows, w, err := windowed(prog, p.Params)
+			if err != nil || rows == nil || !rows.Streaming() || w.from != 0 || w.to < 0 || !whole {
+				return nil
+			}
+			prog, top = rows, w.to
 		}
-		prog, top = rows, w.to
 	}
 	q := prog.Query()
 	term, values, eqs, ok := plan.KeyChoices(q, p.Params, c.pk.paths[0])
@@ -116,7 +128,11 @@ func (e *Engine) listedParts(c *containerRecord, p QueryParams, prog *eval.Progr
 		return cmp.Or(bytes.Compare(a.lo, b.lo), bytes.Compare(a.pk, b.pk))
 	})
 	parts = slices.CompactFunc(parts, func(a, b part) bool { return bytes.Equal(a.lo, b.lo) && bytes.Equal(a.pk, b.pk) })
-	kp := &keyParts{rest: plan.WithoutTerms(q, []ast.Expr{term}), prog: prog, top: top}
+	rest := plan.WithoutTerms(q, []ast.Expr{term})
+	if count && rest.Where == nil {
+		return nil // the partitions' counters, which countByKeys reads
+	}
+	kp := &keyParts{rest: rest, prog: prog, top: top, count: count}
 	for _, pt := range parts {
 		kp.keys, kp.eqs = append(kp.keys, pt.key), append(kp.eqs, pt.eq)
 	}
@@ -225,4 +241,66 @@ func (e *Engine) queryParts(r storage.Reader, c *containerRecord, p QueryParams,
 	}
 	page.Plan, page.LSN = first, lsn
 	return true, nil
+}
+
+// countParts answers a count over the logical partitions kp (listedParts)
+// with the sum of each partition's, as its count, which the counters or the
+// index answer within the partition, or its evaluation. It reports false
+// when a partition's count did not come whole in one page (the query's
+// evaluation ran out of time): the container-wide plan then counts, the
+// work done so far counted with its own.
+func (e *Engine) countParts(r storage.Reader, c *containerRecord, p QueryParams, now time.Time, st *readStats, page *FeedPage, kp *keyParts) (bool, error) {
+	_, boxed := countShape(kp.prog.Query())
+	var total int64
+	var first *plan.Plan
+	var lsn uint64
+	for i := range kp.keys {
+		prog, err := kp.within(i, 0)
+		if err != nil {
+			return true, err
+		}
+		sub := p
+		sub.PartitionKey, sub.HasKey = kp.keys[i], true
+		var part FeedPage
+		err = e.queryIn(r, c, sub, prog, now, st, &part)
+		if err != nil {
+			return true, err
+		}
+		if i == 0 && part.Plan != nil {
+			pl := plan.InParts(*part.Plan, len(kp.keys))
+			first = &pl
+		}
+		lsn = max(lsn, part.LSN)
+		n, ok := partialCount(part, boxed)
+		part.Release()
+		if !ok {
+			return false, nil
+		}
+		total += n
+	}
+	page.Items = append(page.Items, partialRow(document.Int(total), boxed))
+	page.Plan, page.LSN = first, lsn
+	return true, nil
+}
+
+// partialCount returns the count a count's page holds (partialRow), and
+// false when it holds no whole one.
+func partialCount(page FeedPage, boxed bool) (int64, bool) {
+	if page.Continuation != "" || len(page.Items) != 1 {
+		return 0, false
+	}
+	v, err := document.Parse(page.Items[0])
+	if err != nil {
+		return 0, false
+	}
+	if boxed {
+		if v.Kind() != document.Array || len(v.Array()) != 1 {
+			return 0, false
+		}
+		v = v.Array()[0].Get("item")
+	}
+	if v.Kind() != document.Number || !v.IsInt() {
+		return 0, false
+	}
+	return v.Int(), true
 }

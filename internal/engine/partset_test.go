@@ -135,6 +135,44 @@ func TestQueryReadsListedPartitions(t *testing.T) {
 			}
 		})
 	}
+	// A count: the sum of the listed partitions' counts, whole or range by
+	// range as the SDKs send it, boxed, reading only those partitions'
+	// counters and entries.
+	for _, c := range []struct {
+		where string
+		want  int64
+	}{
+		{"c.pk IN ('p3', 'p17', 'p30', 'none') AND c.s = 's1'", 15},
+		{"(c.pk = 'p3' OR c.pk = 'p4') AND c.n > 9", 10},
+		{"ARRAY_CONTAINS(['p3', 'p4', 'p5'], c.pk) AND IS_DEFINED(c.s)", 45},
+	} {
+		page, err := be.e.QueryItems(ctx, QueryParams{ItemRef: ItemRef{DB: "db", Coll: "s"}, Query: "SELECT VALUE COUNT(1) FROM c WHERE " + c.where, CrossPartition: true, Whole: true})
+		if err != nil || len(page.Items) != 1 || string(page.Items[0]) != strconv.FormatInt(c.want, 10) {
+			t.Fatalf("count of %s: %v, %q, want %d", c.where, err, page.Items, c.want)
+		}
+		if page.Plan == nil {
+			t.Fatalf("count of %s: no plan", c.where)
+		}
+		if page.Plan.Scope.Parts < 2 || page.Examined+page.IndexEntries > 3*per+3 {
+			t.Errorf("count of %s: %d records and %d entries read, plan %v", c.where, page.Examined, page.IndexEntries, page.Plan.Summary())
+		}
+		var sum int64
+		for _, rg := range ranges {
+			page, err := be.e.QueryItems(ctx, QueryParams{ItemRef: ItemRef{DB: "db", Coll: "s"}, Query: `SELECT VALUE [{"item": COUNT(1)}] FROM c WHERE ` + c.where, RangeID: rg.ID, CrossPartition: true})
+			if err != nil || len(page.Items) != 1 {
+				t.Fatalf("count of %s in range %s: %v, %q", c.where, rg.ID, err, page.Items)
+			}
+			n, ok := partialCount(*page, true)
+			if !ok {
+				t.Fatalf("count of %s in range %s: %s", c.where, rg.ID, page.Items[0])
+			}
+			sum += n
+		}
+		if sum != c.want {
+			t.Errorf("count of %s range by range: %d, want %d", c.where, sum, c.want)
+		}
+	}
+
 	// A token is refused by another query, and taken back by its own.
 	p := QueryParams{ItemRef: ItemRef{DB: "db", Coll: "s"}, Query: "SELECT * FROM c WHERE c.pk IN ('p3', 'p4')", CrossPartition: true, MaxItemCount: 20}
 	page, err := be.e.QueryItems(ctx, p)

@@ -177,7 +177,11 @@ func (e *Engine) QueryItems(ctx context.Context, p QueryParams) (*FeedPage, erro
 func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, prog *eval.Program, now time.Time, st *readStats, page *FeedPage) (rerr error) {
 	page.CollRid = c.ridString()
 	if kp := e.listedParts(c, p, prog); kp != nil {
-		if done, err := e.queryParts(r, c, p, now, st, page, kp); done || err != nil {
+		run := e.queryParts
+		if kp.count {
+			run = e.countParts
+		}
+		if done, err := run(r, c, p, now, st, page, kp); done || err != nil {
 			return err
 		}
 	}
