@@ -30,7 +30,9 @@ import (
 // It serves the queries whose rows stream (no ORDER BY, GROUP BY,
 // aggregate, DISTINCT or OFFSET), whose order across partitions the
 // service does not define either, and a TOP of them; the rows come a
-// partition at a time, in the order of their effective partition keys. A list of more than
+// partition at a time, in the order of their effective partition keys.
+// And a count with other terms than the list: the sum of the partitions'
+// counts (countParts). A list of more than
 // maxMergedParts keys reads the container as before: each partition costs
 // a plan and a seek at least.
 
