@@ -123,22 +123,30 @@ func (e *Engine) listedParts(c *containerRecord, p QueryParams, prog *eval.Progr
 			parts = append(parts, part{key: k, eq: eqs[i], lo: s.lo, pk: s.pk})
 		}
 	}
-	if len(parts) == 0 {
-		return nil
+	rest := plan.WithoutTerms(q, []ast.Expr{term})
+	if count && rest.Where == nil {
+		return nil // the partitions' counters, which countByKeys reads
 	}
 	slices.SortStableFunc(parts, func(a, b part) int {
 		return cmp.Or(bytes.Compare(a.lo, b.lo), bytes.Compare(a.pk, b.pk))
 	})
 	parts = slices.CompactFunc(parts, func(a, b part) bool { return bytes.Equal(a.lo, b.lo) && bytes.Equal(a.pk, b.pk) })
-	rest := plan.WithoutTerms(q, []ast.Expr{term})
-	if count && rest.Where == nil {
-		return nil // the partitions' counters, which countByKeys reads
-	}
+	// No key in the range given: no item of the range has one of them,
+	// and the page has no rows (noParts).
 	kp := &keyParts{rest: rest, prog: prog, top: top, count: count}
 	for _, pt := range parts {
 		kp.keys, kp.eqs = append(kp.keys, pt.key), append(kp.eqs, pt.eq)
 	}
 	return kp
+}
+
+// noParts answers a page of a query whose listed keys all lie outside its
+// range, with its rows (none, or a count of 0) already in page: only the
+// LSN of its scope is read.
+func (e *Engine) noParts(r storage.Reader, c *containerRecord, p QueryParams, page *FeedPage) error {
+	state, err := readTotals(r, c, c.seqOfScope(p.ItemRef, p.RangeID))
+	page.LSN = state.lsn
+	return err
 }
 
 // keyLedComposite reports whether a composite index of c's policy leads
@@ -158,6 +166,9 @@ func keyLedComposite(c *containerRecord, q *ast.Query, p QueryParams) bool {
 // token is not one of such pages: a token of the container-wide path's,
 // which that path judges.
 func (e *Engine) queryParts(r storage.Reader, c *containerRecord, p QueryParams, now time.Time, st *readStats, page *FeedPage, kp *keyParts) (bool, error) {
+	if len(kp.keys) == 0 && p.Continuation == "" {
+		return true, e.noParts(r, c, p, page)
+	}
 	fp := fingerprint(p.Params, "query", string(c.Rid), "partitions "+p.Query, p.RangeID)
 	// A token's position: the partition's place in the list, the rows
 	// the partitions before it made and those it made on pages before
@@ -253,6 +264,10 @@ func (e *Engine) queryParts(r storage.Reader, c *containerRecord, p QueryParams,
 // work done so far counted with its own.
 func (e *Engine) countParts(r storage.Reader, c *containerRecord, p QueryParams, now time.Time, st *readStats, page *FeedPage, kp *keyParts) (bool, error) {
 	_, boxed := countShape(kp.prog.Query())
+	if len(kp.keys) == 0 {
+		page.Items = append(page.Items, partialRow(document.Int(0), boxed))
+		return true, e.noParts(r, c, p, page)
+	}
 	var total int64
 	var first *plan.Plan
 	var lsn uint64
