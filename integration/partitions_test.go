@@ -100,41 +100,32 @@ func TestSeveralPartitionKeyRanges(t *testing.T) {
 	}
 
 	// A cross-partition query through the SDK sees every item once.
-	pager := c.NewQueryItemsPager("SELECT * FROM c WHERE c.n >= 40", azcosmos.NewPartitionKey(), nil)
-	var ids []string
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, it := range page.Items {
-			var d struct{ ID string }
-			_ = json.Unmarshal(it, &d)
-			ids = append(ids, d.ID)
-		}
-	}
-	sort.Strings(ids)
-	if len(ids) != 40 {
+	if ids := crossIDs(t, c, "SELECT * FROM c WHERE c.n >= 40", nil); len(ids) != 40 {
 		t.Fatalf("query returned %d items, want 40", len(ids))
 	}
 
 	// A list of partition keys, read partition by partition in each
 	// range, a page of two rows at a time: every listed item once.
-	pager = c.NewQueryItemsPager("SELECT * FROM c WHERE c.pk IN ('p3', 'p10', 'p41', 'p77', 'p5', 'none') AND c.n > 4", azcosmos.NewPartitionKey(), &azcosmos.QueryOptions{PageSizeHint: 2})
-	ids = nil
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, it := range page.Items {
-			var d struct{ ID string }
-			_ = json.Unmarshal(it, &d)
-			ids = append(ids, d.ID)
-		}
-	}
-	sort.Strings(ids)
+	ids := crossIDs(t, c, "SELECT * FROM c WHERE c.pk IN ('p3', 'p10', 'p41', 'p77', 'p5', 'none') AND c.n > 4", &azcosmos.QueryOptions{PageSizeHint: 2})
 	if want := []string{"10", "41", "5", "77"}; !slices.Equal(ids, want) {
 		t.Fatalf("a list of keys: %v, want %v", ids, want)
 	}
+}
+
+// crossIDs drains query q across c's partitions through the SDK and
+// returns the ids of its rows, sorted.
+func crossIDs(t *testing.T, c *azcosmos.ContainerClient, q string, opts *azcosmos.QueryOptions) []string {
+	t.Helper()
+	var rows [][]byte
+	pager := c.NewQueryItemsPager(q, azcosmos.NewPartitionKey(), opts)
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			t.Fatalf("query %q: %v", q, err)
+		}
+		rows = append(rows, page.Items...)
+	}
+	ids := idsOf(t, rows)
+	sort.Strings(ids)
+	return ids
 }
