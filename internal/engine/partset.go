@@ -79,6 +79,12 @@ func (e *Engine) listedParts(c *containerRecord, p QueryParams, prog *eval.Progr
 		!p.CrossPartition && p.RangeID == "" && !p.Whole || prog.Ranked() {
 		return nil
 	}
+	// The list first: most queries have none, and a TOP's rows below
+	// are a program derived for them.
+	term, values, eqs, ok := plan.KeyChoices(prog.Query(), p.Params, c.pk.paths[0])
+	if !ok || len(values) < 2 || len(values) > maxMergedParts {
+		return nil
+	}
 	top, count := -1, false
 	if !prog.Streaming() {
 		// A TOP of rows that stream: the partitions' rows, up to it; or
@@ -96,12 +102,11 @@ func (e *Engine) listedParts(c *containerRecord, p QueryParams, prog *eval.Progr
 			if err != nil || rows == nil || !rows.Streaming() || w.from != 0 || w.to < 0 || !whole {
 				return nil
 			}
-			prog, top = rows, w.to
+			prog, top = rows, w.to // its WHERE clause, and so term, are the query's
 		}
 	}
 	q := prog.Query()
-	term, values, eqs, ok := plan.KeyChoices(q, p.Params, c.pk.paths[0])
-	if !ok || len(values) < 2 || len(values) > maxMergedParts || keyLedComposite(c, q, p) {
+	if keyLedComposite(c, q, p) {
 		return nil
 	}
 	type part struct {
