@@ -517,6 +517,9 @@ func eachAbsent(r storage.Reader, c *containerRecord, s *itemScope, path []strin
 	prefix := absentPrefix(indexPrefix(c), absentSeqMarker, path)
 	lo, hi := s.seqBounds(prefix)
 	lo, hi = resumeBounds(lo, hi, prefix, from, reverse)
+	if s.listed != nil {
+		return eachListedAbsent(r, c, s, path, prefix, lo, hi, reverse, from, st, fn)
+	}
 	return scanRangeDir(r, lo, hi, reverse, func(k, _ []byte) (bool, error) {
 		st.entries++
 		rest := k[len(prefix):]
@@ -530,6 +533,37 @@ func eachAbsent(r storage.Reader, c *containerRecord, s *itemScope, path []strin
 		}
 		return fn(rest[:8], rest[8:])
 	})
+}
+
+// eachListedAbsent is eachAbsent over the partitions a filter lists
+// (itemScope.listed): their absence entries in location order, merged in
+// the order of the sequences (_rid order), as keys prefix + sequence in
+// [lo, hi), the span of the _rid-order entries eachAbsent would read.
+func eachListedAbsent(r storage.Reader, c *containerRecord, s *itemScope, path []string, prefix, lo, hi []byte, reverse bool, from []byte, st *readStats, fn func(pos, loc []byte) (bool, error)) error {
+	base := absentPrefix(indexPrefix(c), absentLocMarker, path)
+	it, err := newMergedIter(r, base, s.listed, prefix, lo, hi, reverse)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	m := it.(*mergedIter)
+	var loc []byte
+	for ok := m.First(); ok; ok = m.Next() {
+		st.entries++
+		seq := m.Key()[len(prefix):]
+		past := from != nil && !reverse && len(seq) >= 8 && bytes.Compare(seq[:8], from) < 0
+		if len(seq) != 8 || past {
+			continue
+		}
+		loc = append(append(loc[:0], m.part()[len(base):]...), seq...)
+		if !s.holds(loc) {
+			continue
+		}
+		if more, err := fn(seq, loc); err != nil || !more {
+			return err
+		}
+	}
+	return m.Err()
 }
 
 // undefinedPath returns the first ORDER BY path of q when an ordered path

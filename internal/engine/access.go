@@ -35,6 +35,12 @@ type itemScope struct {
 	// are more than a walk merges.
 	parts     [][]byte
 	manyParts bool
+	// listed holds, for an ORDER BY whose filter lists partition keys
+	// across a range or the container, the EPK encodings of the listed
+	// logical partitions in the scope, sorted, and listedItems their
+	// items: its walks merge their partition entries (listScope).
+	listed      [][]byte
+	listedItems int64
 	// seqLo and seqHi bound the sequences of the scope's items when the
 	// container keeps a sequence per range and the scope is narrower than
 	// the container: the items of a range have its sequence's LSNs (a
@@ -77,6 +83,16 @@ func (s *itemScope) seqBounds(prefix []byte) (lo, hi []byte) {
 // holds reports whether an item at loc lies in the scope's span.
 func (s *itemScope) holds(loc []byte) bool {
 	return bytes.Compare(loc, s.lo) >= 0 && (s.hi == nil || bytes.Compare(loc, s.hi) < 0)
+}
+
+// inListed reports whether the item at loc is in one of the partitions a
+// filter lists (listed), or in the span when there is no list.
+func (s *itemScope) inListed(loc []byte) bool {
+	if s.listed == nil {
+		return s.holds(loc)
+	}
+	i, found := slices.BinarySearchFunc(s.listed, loc, bytes.Compare)
+	return !found && i > 0 && bytes.HasPrefix(loc, s.listed[i-1])
 }
 
 // keeps reports whether a record read from the span belongs to the scope.

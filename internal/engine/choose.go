@@ -178,7 +178,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 			want := entryKinds{own: true}
 			if orders {
 				want.ties = len(q.OrderBy) == 1 && (s.kind == plan.ScopeAll || s.kind == plan.ScopeRange)
-				want.parts = s.kind == plan.ScopePartition
+				want.parts = s.kind == plan.ScopePartition || s.listed != nil
 			}
 			e.wantAbsent(c, tsPath, want)
 		}
@@ -389,13 +389,21 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 			}
 		}
 	}
-	// A stream whose walk meets every other term itself reads about its
-	// page's rows: past what that costs, no count changes the choice.
+	// A stream (or TOP walk) whose walk meets every other term itself
+	// reads about its page's rows: past what that costs, no count
+	// changes the choice.
 	bound := probe
 	var walk *walkPace
 	several := false // several terms beside the walks, counted until they settle
-	if o := in.Stream; o != nil && len(o.Within) > 0 && !slices.ContainsFunc(weighed, func(i int) bool { return !slices.Contains(o.Within, i) }) {
-		bound = plan.WithinBound(in, o, probe)
+	meetsAll := func(o *plan.Ordered) bool {
+		return o != nil && len(o.Within) > 0 && !slices.ContainsFunc(weighed, func(i int) bool { return !slices.Contains(o.Within, i) })
+	}
+	if meetsAll(in.Stream) || meetsAll(in.Ordered) {
+		for _, o := range []*plan.Ordered{in.Stream, in.Ordered} {
+			if meetsAll(o) {
+				bound = min(bound, plan.WithinBound(in, o, probe))
+			}
+		}
 	} else if others := walkTerms(in, weighed); len(others) > 0 {
 		// Past where each walk costs less than a term's entries, no
 		// count of that term changes the choice between the walks and
@@ -1502,11 +1510,15 @@ func (e *Engine) orderedShapes(r storage.Reader, c *containerRecord, q *ast.Quer
 	}
 	// scoped: within a logical partition, the walk reads the partition's
 	// own entries of the path once they are built (absent.go).
-	// Under a hierarchical prefix of a few partitions, the stream and the
-	// TOP walk merge their partition entries (prefixparts.go).
+	// Under a hierarchical prefix of a few partitions, or over the
+	// partitions a filter lists (listScope), the stream and the TOP walk
+	// merge their partition entries (prefixparts.go); every entry they
+	// read then meets the list.
 	scoped := func(o *plan.Ordered) error {
 		in.WalkEntries = in.Scope.ContainerItems
+		items := in.Scope.Items
 		switch {
+		case s.listed != nil && !crossesArray(o.Path):
 		case s.kind == plan.ScopePrefix && !crossesArray(o.Path):
 			if _, few, err := prefixParts(r, c, s, st); err != nil || !few {
 				return err
@@ -1518,9 +1530,28 @@ func (e *Engine) orderedShapes(r storage.Reader, c *containerRecord, q *ast.Quer
 			e.wantAbsent(c, o.Path, entryKinds{parts: true})
 			return nil
 		}
-		o.Scoped, in.WalkEntries = true, in.Scope.Items
+		if s.listed != nil {
+			var err error
+			if items, err = listedItems(r, c, s, st); err != nil {
+				return err
+			}
+		}
+		o.Scoped, in.WalkEntries = true, items
 		return nil
 	}
+	// The terms every entry of the listed partitions meets.
+	defer func() {
+		for _, o := range []*plan.Ordered{in.Ordered, in.Stream} {
+			if o == nil || !o.Scoped || s.listed == nil {
+				continue
+			}
+			for i, t := range terms {
+				if c.isKeyPath(t.Path) && singleValues(t) && !slices.Contains(o.Within, i) {
+					o.Within = append(o.Within, i)
+				}
+			}
+		}
+	}()
 	// The walk for a TOP or OFFSET and LIMIT reads the whole window's
 	// documents and sorts them, on every page: it serves a window one
 	// page holds, and the stream, whose pages go on from their position,

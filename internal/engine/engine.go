@@ -159,8 +159,10 @@ type Engine struct {
 	// one transaction (separateBatch).
 	noSavepoints atomic.Bool
 	// keyListsWide reads a query that lists partition keys across the
-	// container rather than partition by partition (listedParts): the path
-	// BenchmarkKeyList compares with.
+	// container rather than partition by partition (listedParts), and
+	// walks an ORDER BY over them through the path's own entries rather
+	// than the listed partitions' (listScope): the paths BenchmarkKeyList
+	// and the tests compare with.
 	keyListsWide bool
 }
 

@@ -123,10 +123,12 @@ const maxFilterLocs = 1 << 16
 // the planner weighs each, and a page filters by one (filterPick). A term
 // on the partition key within a logical partition or a prefix holds for
 // every item of the scope, and a system property's entries are not kept.
-// It depends on the query and the scope alone, so every page of a
-// filtered stream finds the same terms.
+// Over the partitions a filter lists (listScope) the walk reads theirs
+// alone, and a term's entries are the container's: none filters it. It
+// depends on the query and the scope alone, so every page of a filtered
+// stream finds the same terms.
 func streamFilter(c *containerRecord, q *ast.Query, s *itemScope, terms []plan.Term, o *plan.Ordered) []int {
-	if q.Select.Distinct && !distinctByKey(q) {
+	if q.Select.Distinct && !distinctByKey(q) || s.listed != nil {
 		return nil
 	}
 	var single, other []int
@@ -2053,7 +2055,7 @@ func (w *orderStream) tieBatches(value, from []byte, each func([][]byte) (bool, 
 	err := scanRangeDir(w.r, lo, hi, w.desc, func(k, _ []byte) (bool, error) {
 		w.st.entries++
 		rest := k[len(prefix):]
-		if len(rest) < 8 || !w.s.holds(rest[8:]) || !w.admits(rest[8:]) {
+		if len(rest) < 8 || !w.s.holds(rest[8:]) || !w.s.inListed(rest[8:]) || !w.admits(rest[8:]) {
 			return true, nil
 		}
 		if batch = append(batch, bytes.Clone(rest[8:])); len(batch) < w.groupBatch() {

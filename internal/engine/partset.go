@@ -326,3 +326,68 @@ func partialCount(page FeedPage, boxed bool) (int64, bool) {
 	}
 	return v.Int(), true
 }
+
+// An ORDER BY whose filter lists partition keys, across a range or the
+// container, has its rows in one order across the listed partitions: read
+// one by one, they would have to be merged row by row, a page's worth from
+// each. The walks of the ORDER BY path (orderstream.go, orderindex.go)
+// merge the listed partitions' partition entries of the path instead, as
+// they do a hierarchical prefix's (prefixparts.go), in the path's order,
+// and the documents without the path their absence entries, in _rid order
+// (eachAbsent): a page reads its rows' entries and a seek a partition,
+// where the path's own entries hold every partition's. The scope stays the
+// range's, so ties come in its scan order, _rid order, as before.
+
+// listScope marks s with the logical partitions q's filter lists
+// (itemScope.listed) when q orders its rows, s is a range or the whole
+// container, and the list holds 2 to maxMergedParts keys of a
+// single-path partition key. It does no I/O. Over a store across the
+// network each partition's seek is a round trip: there the walk reads the
+// path's own entries, as before.
+func (e *Engine) listScope(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, s *itemScope) {
+	if e.keyListsWide || len(q.OrderBy) == 0 || len(c.pk.paths) != 1 || s.kind != plan.ScopeAll && s.kind != plan.ScopeRange || storage.IsNetworked(r) {
+		return
+	}
+	_, values, _, ok := plan.KeyChoices(q, params, c.pk.paths[0])
+	if !ok || len(values) < 2 || len(values) > maxMergedParts {
+		return
+	}
+	listed := make([][]byte, 0, len(values))
+	for _, v := range values {
+		k, ok := keyOf(v)
+		if !ok {
+			return
+		}
+		if loc := appendEPK(nil, c.epk(k), true); s.holds(loc) {
+			listed = append(listed, loc)
+		}
+	}
+	slices.SortFunc(listed, bytes.Compare)
+	s.listed, s.listedItems = slices.CompactFunc(listed, bytes.Equal), -1
+}
+
+// listedItems returns how many items the partitions s lists hold, from
+// their counts, read once for the scope: the entries a walk of a path's
+// partition entries reads at most.
+func listedItems(r storage.Reader, c *containerRecord, s *itemScope, st *readStats) (int64, error) {
+	if s.listedItems >= 0 {
+		return s.listedItems, nil
+	}
+	prefix := collPrefix(famUsage, c.Rid)
+	reads := make([]storage.Read, len(s.listed))
+	for i, epk := range s.listed {
+		reads[i] = storage.Read{Key: append(bytes.Clone(prefix), epk...)}
+	}
+	storage.Prefetch(r, reads...)
+	var items int64
+	for _, rd := range reads {
+		n, err := readCount(r, rd.Key)
+		if err != nil {
+			return 0, err
+		}
+		st.entries++
+		items += n
+	}
+	s.listedItems = items
+	return items, nil
+}

@@ -224,3 +224,122 @@ func TestListedPartitionsInFewRoundTrips(t *testing.T) {
 		t.Errorf("%d rows (token %q) in %d round trips, %d entries read", len(page.Items), page.Continuation, trips, page.IndexEntries)
 	}
 }
+
+// TestOrderByOverListedPartitions: an ORDER BY whose filter lists
+// partition keys walks the listed partitions' entries of its path, merged
+// in its order, and their documents without the path in _rid order: the
+// rows come as the walk of the whole container gives them, ties and all,
+// whole or range by range, page by page, reading the listed partitions'
+// entries and records and no others'.
+func TestOrderByOverListedPartitions(t *testing.T) {
+	be := newBatchEnv(t, "null")
+	ctx := context.Background()
+	ranges := be.rangedContainer(t)
+	const parts, per = 40, 15
+	for i := range parts * per {
+		pk := "p" + strconv.Itoa(i/per)
+		n := ""
+		if i%5 != 0 {
+			// Values repeat within and across partitions; every fifth
+			// item has none.
+			n = fmt.Sprintf(`,"n":%d`, (i*7)%11)
+		}
+		body := fmt.Sprintf(`{"id":"i%d","pk":%q,"s":"s%d"%s}`, i, pk, i%3, n)
+		if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: ItemRef{DB: "db", Coll: "s", HasKey: true, PartitionKey: partition.Key{partition.String(pk)}},
+			Mode: ModeCreate, Body: []byte(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each query's rows are compared with the container's walk; those
+	// marked merged are planned as the walk of the listed partitions,
+	// whose cost is bounded below. Beside another term the planner weighs
+	// that term's entries, which are the container's; and a value many
+	// items share (every _ts here) is read through its tie entries,
+	// which are the container's too.
+	queries := []struct {
+		query  string
+		merged bool
+	}{
+		{"SELECT c.id FROM c WHERE c.pk IN ('p3', 'p17', 'p30', 'none') ORDER BY c.n", true},
+		{"SELECT c.id FROM c WHERE c.pk IN ('p3', 'p17', 'p30') ORDER BY c.n DESC", true},
+		{"SELECT TOP 7 c.id FROM c WHERE c.pk IN ('p3', 'p17', 'p30') ORDER BY c.n", true},
+		{"SELECT TOP 7 c.id FROM c WHERE c.pk IN ('p3', 'p17', 'p30') ORDER BY c.n DESC", true},
+		{"SELECT c.id FROM c WHERE (c.pk = 'p5' OR c.pk = 'p9') AND c.s = 's1' ORDER BY c.n", false},
+		{"SELECT c.id FROM c WHERE ARRAY_CONTAINS(['p9', 'p12', 'p5'], c.pk) AND c.n > 3 ORDER BY c.n DESC", false},
+		{"SELECT c.id FROM c WHERE c.pk IN ('p3', 'p17') ORDER BY c._ts", false},
+	}
+	var asks []QueryParams
+	for _, q := range queries {
+		asks = append(asks, QueryParams{ItemRef: ItemRef{DB: "db", Coll: "s"}, Query: q.query, CrossPartition: true, Whole: true})
+	}
+	be.orderReady(t, asks...)
+	for _, path := range [][]string{{"n"}, {"_ts"}} {
+		be.e.wantAbsent(be.containerOf(t, "s"), path, entryKinds{ties: true, parts: true})
+		drainIndexer(t, be.e.NewIndexer(nil))
+	}
+	if c := be.containerOf(t, "s"); !c.partsReady([]string{"n"}) || !c.absentReady([]string{"n"}) || !c.partsReady([]string{"_ts"}) {
+		t.Fatal("the partition and absence entries of /n and /_ts are not built")
+	}
+	type drained struct {
+		ids                     []string
+		pages, records, entries int
+	}
+	drain := func(t *testing.T, p QueryParams, wide bool) drained {
+		t.Helper()
+		be.e.keyListsWide = wide
+		defer func() { be.e.keyListsWide = false }()
+		var d drained
+		for {
+			page, err := be.e.QueryItems(ctx, p)
+			if err != nil {
+				t.Fatalf("%s, page %d: %v", p.Query, d.pages+1, err)
+			}
+			d.pages++
+			d.records += page.Examined
+			d.entries += page.IndexEntries
+			for _, it := range page.Items {
+				v, err := document.Parse(it)
+				if err != nil {
+					t.Fatal(err)
+				}
+				d.ids = append(d.ids, v.Get("id").Str())
+			}
+			if page.Continuation == "" {
+				return d
+			}
+			if d.pages > 200 {
+				t.Fatalf("%s: no end after %d pages", p.Query, d.pages)
+			}
+			p.Continuation = page.Continuation
+		}
+	}
+	for _, c := range queries {
+		q := c.query
+		t.Run(q, func(t *testing.T) {
+			top := strings.HasPrefix(q, "SELECT TOP")
+			listed := 3 * per // the items of the listed partitions, at most
+			for _, size := range []int{2, 7, 100} {
+				p := QueryParams{ItemRef: ItemRef{DB: "db", Coll: "s"}, Query: q, CrossPartition: true, Whole: true, MaxItemCount: size}
+				want, got := drain(t, p, true), drain(t, p, false)
+				if len(want.ids) == 0 || !slices.Equal(got.ids, want.ids) {
+					t.Fatalf("%d a page: rows %v, want %v", size, got.ids, want.ids)
+				}
+				// Each page reads its rows' entries, a partition's count
+				// and a seek each, and the group it ends in again.
+				if limit := 2*listed + got.pages*8; c.merged && (got.entries > limit || got.records > listed+got.pages) {
+					t.Errorf("%d a page: %d entries and %d records over %d pages, want at most %d and %d (the container's walk: %d and %d)",
+						size, got.entries, got.records, got.pages, limit, listed+got.pages, want.entries, want.records)
+				}
+			}
+			if top {
+				return // the gateway leaves a TOP across ranges to the SDK
+			}
+			for _, rg := range ranges {
+				p := QueryParams{ItemRef: ItemRef{DB: "db", Coll: "s"}, Query: q, RangeID: rg.ID, MaxItemCount: 3}
+				if want, got := drain(t, p, true), drain(t, p, false); !slices.Equal(got.ids, want.ids) {
+					t.Fatalf("range %s: rows %v, want %v", rg.ID, got.ids, want.ids)
+				}
+			}
+		})
+	}
+}

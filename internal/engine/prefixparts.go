@@ -86,8 +86,12 @@ func readPrefixParts(r storage.Reader, c *containerRecord, terms []plan.Term, s 
 
 // mergesParts reports whether a walk of path's entries under scope s
 // merges its partitions' entries (mergedIter): s is a hierarchical prefix
-// of a few partitions, and path's partition entries are complete.
+// of a few partitions, or lists partitions (listScope), and path's
+// partition entries are complete.
 func mergesParts(r storage.Reader, c *containerRecord, path []string, s *itemScope, st *readStats) (bool, error) {
+	if s.listed != nil {
+		return c.partsReady(path) && !crossesArray(path), nil
+	}
 	if s.kind != plan.ScopePrefix || !c.partsReady(path) || crossesArray(path) {
 		return false, nil
 	}
@@ -99,7 +103,11 @@ func mergesParts(r storage.Reader, c *containerRecord, path []string, s *itemSco
 // in [lo, hi) (keys of the path's own entries, under prefix), backwards
 // when reverse, merged from its partitions' partition entries.
 func newPartsIter(r storage.Reader, c *containerRecord, path []string, s *itemScope, prefix, lo, hi []byte, reverse bool) (storage.Iterator, error) {
-	return newMergedIter(r, absentPrefix(indexPrefix(c), partMarker, path), s.parts, prefix, lo, hi, reverse)
+	parts := s.parts
+	if s.listed != nil {
+		parts = s.listed
+	}
+	return newMergedIter(r, absentPrefix(indexPrefix(c), partMarker, path), parts, prefix, lo, hi, reverse)
 }
 
 // newMergedIter returns an iterator over the keys out + rest in [lo, hi),
@@ -236,6 +244,10 @@ func (m *mergedIter) Next() bool {
 }
 
 func (m *mergedIter) Key() []byte { return m.key }
+
+// part is the key space of the sub the iterator is positioned in: the
+// pre its key was read under.
+func (m *mergedIter) part() []byte { return m.subs[m.heap[0]].pre }
 
 func (m *mergedIter) Value() []byte { return m.subs[m.heap[0]].it.Value() }
 

@@ -291,6 +291,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	}
 	scope.narrowToEPKs(p.MinEPK, p.MaxEPK)
 	scope.held = pinnedBy
+	e.listScope(r, c, prog.Query(), p.Params, scope)
 	// The aggregates the counters or the index answer see the query
 	// without the terms that pinned its scope: every item of the scope
 	// meets them.

@@ -853,12 +853,15 @@ func WalkSettled(hits, read, items, settle int64) bool {
 }
 
 // walkSpan returns how many entries a walk of o's path may read (those of
-// its term, if it has one) and the selectivity of the other terms.
+// its term, if it has one; of a walk of the scope's own entries, no more
+// than the scope holds) and the selectivity of the other terms.
 func walkSpan(in Input, o *Ordered) (total, sel float64) {
 	total, sel = float64(in.WalkEntries), 1.0
 	for i, e := range in.Entries {
 		switch {
 		case e < 0:
+		case i == o.Term && o.Scoped:
+			total = math.Min(float64(e), float64(in.WalkEntries))
 		case i == o.Term:
 			total = float64(e)
 		case slices.Contains(o.Within, i):
