@@ -300,9 +300,6 @@ func (s *benchStore) createBlock(ctx context.Context, lo, hi int, body func(i in
 	return nil
 }
 
-// settle waits until the store's files stop changing (Pebble's flushes and
-// compactions after loading have caught up), for at most a minute, so that
-// a timed phase does not share the two cores with the aftermath of loading.
 // orderReady runs an ORDER BY query once, which asks for the absence
 // entries of its path (absent.go), and builds them, as the server's
 // indexer does in the background.
@@ -315,6 +312,9 @@ func (s *benchStore) orderReady(b testing.TB, p QueryParams) {
 	drainIndexer(b, s.NewIndexer(nil))
 }
 
+// settle waits until the store's files stop changing (Pebble's flushes and
+// compactions after loading have caught up), for at most a minute, so that
+// a timed phase does not share the two cores with the aftermath of loading.
 func (s *benchStore) settle(b testing.TB) {
 	b.Helper()
 	sizer, ok := s.store.(storage.Sizer)

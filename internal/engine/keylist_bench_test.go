@@ -15,12 +15,14 @@ import (
 // BenchmarkKeyList drains SELECT * FROM c WHERE c.pk IN (three keys) AND
 // c.s = 's3' (30 rows of 300), the same query without the c.s term (300
 // rows), SELECT TOP 10 * FROM c WHERE c.pk IN (three keys) AND c.n > 50,
-// and the count of the first query's rows, each as an SDK sends it to a
-// partition key range, in containers of
-// 100 items a logical partition: "parts"
-// reads the listed partitions one after another (listedParts), "wide" the
-// container through its index (Engine.keyListsWide), alternating every
-// round, seven rounds of 300 ms each, medians.
+// the count of the first query's rows, SELECT * FROM c WHERE c.pk IN
+// (three keys) ORDER BY c.n (300 rows, three pages) and SELECT TOP 10 *
+// FROM c WHERE c.pk IN (three keys) ORDER BY c.n DESC, each as an SDK
+// sends it to a partition key range, in containers of 100 items a logical
+// partition: "parts" reads the listed partitions one after another
+// (listedParts), or walks them merged (listScope), "wide" the container
+// through its index (Engine.keyListsWide), alternating every round, seven
+// rounds of 300 ms each, medians.
 //
 //	go test -run '^$' -bench BenchmarkKeyList -benchtime 1x ./internal/engine/
 //
@@ -44,6 +46,7 @@ func BenchmarkKeyList(b *testing.B) {
 		s.load(b, 0, n, func(i int) []byte {
 			return []byte(`{"id":"x` + strconv.Itoa(i) + `","pk":"q` + strconv.Itoa(i/per) + `","n":` + strconv.Itoa(i%per) + `,"s":"s` + strconv.Itoa(i%10) + `","payload":"` + benchPayload + `"}`)
 		})
+		s.orderReady(b, QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: "SELECT * FROM c WHERE c.pk IN ('q0', 'q1') ORDER BY c.n", RangeID: "0", CrossPartition: true})
 		s.settle(b)
 		list := func() string {
 			k := make([]string, 3)
@@ -57,6 +60,8 @@ func BenchmarkKeyList(b *testing.B) {
 			{"whole", "SELECT * FROM c", ""},
 			{"top", "SELECT TOP 10 * FROM c", " AND c.n > 50"},
 			{"count", `SELECT VALUE [{"item": COUNT(1)}] FROM c`, " AND c.s = 's3'"},
+			{"ordered", "SELECT * FROM c", " ORDER BY c.n"},
+			{"ordered-top", "SELECT TOP 10 * FROM c", " ORDER BY c.n DESC"},
 		} {
 			var per [2][]float64
 			var records, entries, ops [2]int
