@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"context"
 	"math/rand/v2"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,7 +28,9 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkKeyList -benchtime 1x ./internal/engine/
 //
-// MAYFLY_BENCH_KEYLIST_SIZES sets the sizes (default 10000,100000).
+// MAYFLY_BENCH_KEYLIST_SIZES sets the sizes (default 10000,100000); with
+// -cpuprofile, the samples carry the size, the shape and the path as
+// labels, for pprof's -tagfocus.
 func BenchmarkKeyList(b *testing.B) {
 	sizes := []int{10_000, 100_000}
 	if v := os.Getenv("MAYFLY_BENCH_KEYLIST_SIZES"); v != "" {
@@ -74,11 +78,15 @@ func BenchmarkKeyList(b *testing.B) {
 						i = 1
 					}
 					start, done := time.Now(), 0
-					for ; done == 0 || time.Since(start) < slot; done++ {
-						p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: shape.head + " WHERE c.pk IN (" + list() + ")" + shape.where, RangeID: "0", CrossPartition: true, MaxItemCount: 100}
-						rec, ent := s.queryWork(b, p, true)
-						records[i], entries[i] = records[i]+rec, entries[i]+ent
-					}
+					// Labelled for pprof's -tagfocus.
+					labels := pprof.Labels("size", strconv.Itoa(n), "shape", shape.name, "path", []string{"parts", "wide"}[i])
+					pprof.Do(context.Background(), labels, func(context.Context) {
+						for ; done == 0 || time.Since(start) < slot; done++ {
+							p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: shape.head + " WHERE c.pk IN (" + list() + ")" + shape.where, RangeID: "0", CrossPartition: true, MaxItemCount: 100}
+							rec, ent := s.queryWork(b, p, true)
+							records[i], entries[i] = records[i]+rec, entries[i]+ent
+						}
+					})
 					per[i] = append(per[i], float64(time.Since(start).Nanoseconds())/float64(done))
 					ops[i] += done
 				}

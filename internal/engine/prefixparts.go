@@ -21,7 +21,8 @@ import (
 // with a count (usage.go), which every partition holding an item has.
 // Over a store across the network each of those seeks is a round trip,
 // where stepping through the other entries costs one for many of them:
-// there the walk steps, as before.
+// there the walk steps, as before. An ORDER BY over a list of partition
+// keys merges the listed partitions' entries the same way (listScope).
 
 // maxMergedParts bounds the logical partitions whose entries a walk under
 // a hierarchical prefix merges.
@@ -99,8 +100,8 @@ func mergesParts(r storage.Reader, c *containerRecord, path []string, s *itemSco
 	return ok, err
 }
 
-// newPartsIter returns an iterator over path's entries under the prefix s
-// in [lo, hi) (keys of the path's own entries, under prefix), backwards
+// newPartsIter returns an iterator over path's entries under the prefix s,
+// or in the partitions s lists (listScope), in [lo, hi) (keys of the path's own entries, under prefix), backwards
 // when reverse, merged from its partitions' partition entries.
 func newPartsIter(r storage.Reader, c *containerRecord, path []string, s *itemScope, prefix, lo, hi []byte, reverse bool) (storage.Iterator, error) {
 	parts := s.parts
