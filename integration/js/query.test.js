@@ -70,6 +70,32 @@ describe("JavaScript SDK queries against Mayfly", () => {
     }
   });
 
+  it("orders the rows of a list of partition keys, page by page", async () => {
+    // The server walks the listed partitions' entries merged in the
+    // ORDER BY's order; the SDK sends the query to each range, merges them
+    // and resumes each with its filter on the ORDER BY value.
+    const cases = [
+      ["SELECT c.id, c.n FROM c WHERE c.pk IN ('p1', 'p3') ORDER BY c.n DESC", (i) => i.pk === "p1" || i.pk === "p3", (a, b) => b.n - a.n],
+      ["SELECT c.id, c.n FROM c WHERE (c.pk = 'p0' OR c.pk = 'p4') AND c.n > 5 ORDER BY c.n", (i) => (i.pk === "p0" || i.pk === "p4") && i.n > 5, (a, b) => a.n - b.n],
+      ["SELECT TOP 3 c.id, c.n FROM c WHERE ARRAY_CONTAINS(['p2', 'p3'], c.pk) ORDER BY c.n", (i) => i.pk === "p2" || i.pk === "p3", (a, b) => a.n - b.n],
+    ];
+    for (const [query, keep, order] of cases) {
+      let want = items.filter(keep).sort(order).map((i) => i.id);
+      if (query.startsWith("SELECT TOP 3")) want = want.slice(0, 3);
+      let token;
+      const seen = [];
+      do {
+        const page = await container.items
+          .query(query, { maxItemCount: 2, continuationToken: token, enableQueryControl: true })
+          .fetchNext();
+        seen.push(...page.resources);
+        token = page.continuationToken;
+        assert.ok(seen.length <= items.length, `${query}: more rows than items: ${seen.length}`);
+      } while (token);
+      assert.deepEqual(seen.map((r) => r.id), want, query);
+    }
+  });
+
   it("pages an ORDER BY on two keys served by a composite index", async () => {
     // The first key has three values, so every page falls inside a group
     // of equal first values, which the server walks through the composite

@@ -28,7 +28,8 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkKeyList -benchtime 1x ./internal/engine/
 //
-// MAYFLY_BENCH_KEYLIST_SIZES sets the sizes (default 10000,100000); with
+// MAYFLY_BENCH_KEYLIST_SIZES sets the sizes (default 10000,100000),
+// MAYFLY_BENCH_KEYLIST_SHAPES the shapes by name (default all); with
 // -cpuprofile, the samples carry the size, the shape and the path as
 // labels, for pprof's -tagfocus.
 func BenchmarkKeyList(b *testing.B) {
@@ -67,6 +68,9 @@ func BenchmarkKeyList(b *testing.B) {
 			{"ordered", "SELECT * FROM c", " ORDER BY c.n"},
 			{"ordered-top", "SELECT TOP 10 * FROM c", " ORDER BY c.n DESC"},
 		} {
+			if only := os.Getenv("MAYFLY_BENCH_KEYLIST_SHAPES"); only != "" && !slices.Contains(strings.Split(only, ","), shape.name) {
+				continue
+			}
 			var per [2][]float64
 			var records, entries, ops [2]int
 			for r := range rounds {

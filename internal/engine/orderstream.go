@@ -743,8 +743,12 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 		return err
 	}
 	// Within a partition or a prefix, equal values come in location
-	// order, the order of the path's own entries.
-	w.ties = w.keys == nil && (w.distinct == nil || w.grouped) && (s.kind == plan.ScopeAll || s.kind == plan.ScopeRange) && c.tiesReady(o.Path)
+	// order, the order of the path's own entries. A value's tie entries
+	// are the range's: over the partitions a filter lists, whose entries
+	// the walk merges, a large group is collected from those instead, at
+	// a cost of the listed partitions' share of it and not the range's.
+	w.ties = w.keys == nil && (w.distinct == nil || w.grouped) && (s.kind == plan.ScopeAll || s.kind == plan.ScopeRange) && c.tiesReady(o.Path) &&
+		!(w.merged && s.listed != nil)
 	phases := []byte{phaseUndefined, phaseWalk}
 	if w.desc {
 		phases = []byte{phaseWalk, phaseUndefined}
