@@ -536,6 +536,13 @@ type orderStream struct {
 	// merged is set when the walk reads the path's entries under a
 	// hierarchical prefix merged from its partitions' (prefixparts.go).
 	merged bool
+	// parse decodes a document: only the top-level properties the query
+	// reads (docParser). stored says each row is the document itself
+	// (wholeDocument): docRows then gives it as its stored bytes, a
+	// string value put returns as it is, not the decoded value encoded
+	// again.
+	parse  func([]byte) (document.Value, error)
+	stored bool
 	// skip, when set, lets the walk count the documents of the rows its
 	// window skips rather than read them (windowskip.go).
 	skip *skipState
@@ -603,6 +610,10 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 	if _, elems := distinctElems(q); !elems {
 		w.inValues = inListValues(preds, o.Path)
 	}
+	// A DISTINCT compares its rows, and a GROUP BY's feed groups them:
+	// those take decoded documents.
+	w.stored = wholeDocument(q) && !q.Select.Distinct && feed == nil
+	w.parse = docParser(q, w.stored)
 	if w.win.done() {
 		return nil
 	}
@@ -810,7 +821,12 @@ func (w *orderStream) put(row document.Value) bool {
 	if !w.win.take() {
 		return true
 	}
-	b := row.JSON()
+	var b []byte
+	if w.stored {
+		b = []byte(row.Str()) // the document's stored bytes (docRows)
+	} else {
+		b = row.JSON()
+	}
 	if len(w.page.Items) > 0 && w.size+len(b) > maxPageBytes {
 		w.win.untake()
 		return false
@@ -852,7 +868,7 @@ func (w *orderStream) docRows(loc []byte, rec *itemRecord, keep func(document.Va
 	if w.c.expired(rec, w.now) || !w.s.keeps(rec) {
 		return document.Undef, nil, false, nil
 	}
-	parse := document.Parse
+	parse := w.parse
 	if w.feed != nil {
 		parse = w.feed.parse
 	}
@@ -863,6 +879,11 @@ func (w *orderStream) docRows(loc []byte, rec *itemRecord, keep func(document.Va
 	rows, err := w.rows.Rows(doc, docMeta(loc))
 	if err != nil {
 		return document.Undef, nil, false, err
+	}
+	if w.stored && len(rows) == 1 {
+		// The row is the document, decoded only in part (parse): its
+		// stored bytes stand for it.
+		rows[0] = document.Str(string(rec.json))
 	}
 	if w.pace != nil && len(rows) > 0 {
 		w.pace.hits++
