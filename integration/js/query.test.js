@@ -94,8 +94,9 @@ describe("JavaScript SDK queries against Mayfly", () => {
     }
     // A TOP, drained by one iterator. (Resumed from tokens over a single
     // range, SDK 4.10 does not end a TOP ... ORDER BY, with or without a
-    // list: past the TOP's last row its tokens keep naming the range, with
-    // a limit of 0, in two alternating forms. Not yet understood.)
+    // list: its token manager makes a token from a page's last row while
+    // a range is left, whatever the limit, so past the TOP's last row the
+    // resumed range's rows, which the limit of 0 drops, bring it back.)
     const { resources } = await container.items
       .query("SELECT TOP 3 c.id, c.n FROM c WHERE ARRAY_CONTAINS(['p2', 'p3'], c.pk) ORDER BY c.n", { maxItemCount: 2 })
       .fetchAll();

@@ -18,8 +18,9 @@ import (
 // c.s = 's3' (30 rows of 300), the same query without the c.s term (300
 // rows), SELECT TOP 10 * FROM c WHERE c.pk IN (three keys) AND c.n > 50,
 // the count of the first query's rows, SELECT * FROM c WHERE c.pk IN
-// (three keys) ORDER BY c.n (300 rows, three pages) and SELECT TOP 10 *
-// FROM c WHERE c.pk IN (three keys) ORDER BY c.n DESC, each as an SDK
+// (three keys) ORDER BY c.n (300 rows, three pages), SELECT TOP 10 *
+// FROM c WHERE c.pk IN (three keys) ORDER BY c.n DESC, and that drain
+// with c.s = 's3' beside the list (ordered-filtered), each as an SDK
 // sends it to a partition key range, in containers of 100 items a logical
 // partition: "parts" reads the listed partitions one after another
 // (listedParts), or walks them merged (listScope), "wide" the container
@@ -67,6 +68,7 @@ func BenchmarkKeyList(b *testing.B) {
 			{"count", `SELECT VALUE [{"item": COUNT(1)}] FROM c`, " AND c.s = 's3'"},
 			{"ordered", "SELECT * FROM c", " ORDER BY c.n"},
 			{"ordered-top", "SELECT TOP 10 * FROM c", " ORDER BY c.n DESC"},
+			{"ordered-filtered", "SELECT * FROM c", " AND c.s = 's3' ORDER BY c.n"},
 		} {
 			if only := os.Getenv("MAYFLY_BENCH_KEYLIST_SHAPES"); only != "" && !slices.Contains(strings.Split(only, ","), shape.name) {
 				continue

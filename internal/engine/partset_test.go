@@ -11,6 +11,7 @@ import (
 
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/partition"
+	"github.com/mayfly-db/mayfly/internal/query/plan"
 	"github.com/mayfly-db/mayfly/internal/storage/teststore"
 )
 
@@ -283,6 +284,7 @@ func TestOrderByOverListedPartitions(t *testing.T) {
 	type drained struct {
 		ids                     []string
 		pages, records, entries int
+		plan                    *plan.Plan // the first page's
 	}
 	drain := func(t *testing.T, p QueryParams, wide bool) drained {
 		t.Helper()
@@ -293,6 +295,9 @@ func TestOrderByOverListedPartitions(t *testing.T) {
 			page, err := be.e.QueryItems(ctx, p)
 			if err != nil {
 				t.Fatalf("%s, page %d: %v", p.Query, d.pages+1, err)
+			}
+			if d.pages == 0 {
+				d.plan = page.Plan
 			}
 			d.pages++
 			d.records += page.Examined
@@ -326,7 +331,13 @@ func TestOrderByOverListedPartitions(t *testing.T) {
 				}
 				// Each page reads its rows' entries, a partition's count
 				// and a seek each, and the group it ends in again.
-				if limit := 2*listed + got.pages*8; c.merged && (got.entries > limit || got.records > listed+got.pages) {
+				// Over PostgreSQL a partition's seek is a round trip: the
+				// walk reads the container's entries there (listScope).
+				merged := c.merged && teststore.Backend() != "postgres"
+				if merged && (got.plan == nil || !got.plan.Chosen.Scoped) {
+					t.Errorf("%d a page: the first page's plan walks no partitions' entries: %v", size, got.plan)
+				}
+				if limit := 2*listed + got.pages*8; merged && (got.entries > limit || got.records > listed+got.pages) {
 					t.Errorf("%d a page: %d entries and %d records over %d pages, want at most %d and %d (the container's walk: %d and %d)",
 						size, got.entries, got.records, got.pages, limit, listed+got.pages, want.entries, want.records)
 				}
