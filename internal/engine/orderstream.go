@@ -756,8 +756,8 @@ func streamOrdered(r storage.Reader, c *containerRecord, prog *eval.Program, par
 	// Within a partition or a prefix, equal values come in location
 	// order, the order of the path's own entries. A value's tie entries
 	// are the range's: over the partitions a filter lists, whose entries
-	// the walk merges, a large group is collected from those instead, at
-	// a cost of the listed partitions' share of it and not the range's.
+	// the walk merges by sequence, a group comes in _rid order from
+	// those instead (entriesInTieOrder), a batch at a time.
 	w.ties = w.keys == nil && (w.distinct == nil || w.grouped) && (s.kind == plan.ScopeAll || s.kind == plan.ScopeRange) && c.tiesReady(o.Path) &&
 		!(w.merged && s.listed != nil)
 	phases := []byte{phaseUndefined, phaseWalk}
@@ -1219,8 +1219,8 @@ func (w *orderStream) walkIter(wr walkResume) (storage.Iterator, error) {
 
 // fromItem reports whether the walk resumes at the position's item rather
 // than at its group's first entry: when the group's entries come in the
-// evaluator's order of ties, which within a logical partition or a prefix
-// is that of their locations (scanPos), and the page needs nothing of the
+// evaluator's order of ties (entriesInTieOrder; the item is its scan
+// position, scanPos), and the page needs nothing of the
 // documents before the item: an ORDER BY of one key, or a grouped
 // DISTINCT whose page before kept the rows the group made before it
 // (from).
@@ -1243,9 +1243,11 @@ func (w *orderStream) inBatches() bool {
 }
 
 // entriesInTieOrder reports whether the entries of a value come in the
-// evaluator's order of ties, so that a group may be read a batch at a time.
+// evaluator's order of ties, so that a group may be read a batch at a time:
+// in location order within a partition or a prefix, and in _rid order from
+// the listed partitions' entries merged by sequence (listScope).
 func (w *orderStream) entriesInTieOrder() bool {
-	return w.s.kind == plan.ScopePartition || w.s.kind == plan.ScopePrefix
+	return w.s.kind == plan.ScopePartition || w.s.kind == plan.ScopePrefix || w.merged && w.s.listed != nil
 }
 
 // pastGroup is the key the walk seeks to after the entries of value

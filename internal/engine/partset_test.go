@@ -267,7 +267,7 @@ func TestOrderByOverListedPartitions(t *testing.T) {
 		{"SELECT TOP 7 c.id FROM c WHERE c.pk IN ('p3', 'p17', 'p30') ORDER BY c.n DESC", true},
 		{"SELECT c.id FROM c WHERE (c.pk = 'p5' OR c.pk = 'p9') AND c.s = 's1' ORDER BY c.n", false},
 		{"SELECT c.id FROM c WHERE ARRAY_CONTAINS(['p9', 'p12', 'p5'], c.pk) AND c.n > 3 ORDER BY c.n DESC", false},
-		{"SELECT c.id FROM c WHERE c.pk IN ('p3', 'p17') ORDER BY c._ts", false},
+		{"SELECT c.id FROM c WHERE c.pk IN ('p3', 'p17') ORDER BY c._ts", true},
 	}
 	var asks []QueryParams
 	for _, q := range queries {

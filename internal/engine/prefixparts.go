@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"slices"
 
 	"github.com/mayfly-db/mayfly/internal/query/plan"
@@ -104,26 +105,41 @@ func mergesParts(r storage.Reader, c *containerRecord, path []string, s *itemSco
 // or in the partitions s lists (listScope), in [lo, hi) (keys of the path's own entries, under prefix), backwards
 // when reverse, merged from its partitions' partition entries.
 func newPartsIter(r storage.Reader, c *containerRecord, path []string, s *itemScope, prefix, lo, hi []byte, reverse bool) (storage.Iterator, error) {
-	parts := s.parts
 	if s.listed != nil {
-		parts = s.listed
+		// Over a range, equal values come in _rid order (listScope).
+		return newSeqMergedIter(r, absentPrefix(indexPrefix(c), partMarker, path), s.listed, prefix, lo, hi, reverse)
 	}
-	return newMergedIter(r, absentPrefix(indexPrefix(c), partMarker, path), parts, prefix, lo, hi, reverse)
+	return newMergedIter(r, absentPrefix(indexPrefix(c), partMarker, path), s.parts, prefix, lo, hi, reverse)
+}
+
+// newSeqMergedIter is newMergedIter over entry keys base + part + value
+// + location (a location being the part's EPK encoding and a sequence),
+// the entries of equal values merged in the order of their sequences
+// (_rid order) rather than of their locations. A key out + value +
+// sequence seeks each part to that sequence among its entries of the
+// value.
+func newSeqMergedIter(r storage.Reader, base []byte, parts [][]byte, out, lo, hi []byte, reverse bool) (storage.Iterator, error) {
+	return openMerged(r, &mergedIter{out: out, reverse: reverse, bySeq: true}, base, parts, lo, hi)
 }
 
 // newMergedIter returns an iterator over the keys out + rest in [lo, hi),
 // backwards when reverse, merged from the keys base + part + rest of each
 // of parts.
 func newMergedIter(r storage.Reader, base []byte, parts [][]byte, out, lo, hi []byte, reverse bool) (storage.Iterator, error) {
-	m := &mergedIter{out: out, reverse: reverse}
+	return openMerged(r, &mergedIter{out: out, reverse: reverse}, base, parts, lo, hi)
+}
+
+// openMerged opens m's subs, one for each of parts under base, in [lo, hi).
+func openMerged(r storage.Reader, m *mergedIter, base []byte, parts [][]byte, lo, hi []byte) (storage.Iterator, error) {
 	for _, epk := range parts {
-		pre := append(bytes.Clone(base), epk...)
-		it, err := r.NewIter(storage.IterParams{Lower: m.within(pre, lo), Upper: m.within(pre, hi), Reverse: reverse})
+		sub := mergedSub{pre: append(bytes.Clone(base), epk...), part: len(epk)}
+		it, err := r.NewIter(storage.IterParams{Lower: m.within(sub, lo), Upper: m.within(sub, hi), Reverse: m.reverse})
 		if err != nil {
 			m.Close()
 			return nil, err
 		}
-		m.subs = append(m.subs, mergedSub{it: it, pre: pre})
+		sub.it = it
+		m.subs = append(m.subs, sub)
 	}
 	return m, nil
 }
@@ -140,24 +156,36 @@ type mergedIter struct {
 	reverse bool
 	heap    []int // the positioned subs, the one whose rest comes first on top
 	key     []byte
+	// bySeq orders the rests of equal values by their sequences, their
+	// last 8 bytes, rather than by their locations (newSeqMergedIter).
+	bySeq bool
 }
 
 type mergedSub struct {
 	it  storage.Iterator
 	pre []byte
+	// part is the length of the sub's part, the last bytes of pre: in a
+	// rest of value + location, the location's EPK encoding (bySeq).
+	part int
 }
 
-// within translates a key of the merged space into sub space pre: out +
+// within translates a key of the merged space into sub's space: out +
 // rest is pre + rest; a key before every key under out is pre, one after
-// them all is past pre's keys.
-func (m *mergedIter) within(pre, k []byte) []byte {
+// them all is past pre's keys. Merged by sequence, out + value + sequence
+// is pre + value + the part's EPK + sequence.
+func (m *mergedIter) within(sub mergedSub, k []byte) []byte {
 	switch {
 	case bytes.HasPrefix(k, m.out):
-		return append(bytes.Clone(pre), k[len(m.out):]...)
+		rest := k[len(m.out):]
+		if n := indexValueLen(rest); m.bySeq && n > 0 && len(rest) == n+8 {
+			out := append(bytes.Clone(sub.pre), rest[:n]...)
+			return append(append(out, sub.pre[len(sub.pre)-sub.part:]...), rest[n:]...)
+		}
+		return append(bytes.Clone(sub.pre), rest...)
 	case bytes.Compare(k, m.out) < 0:
-		return bytes.Clone(pre)
+		return bytes.Clone(sub.pre)
 	}
-	return prefixEnd(pre)
+	return prefixEnd(sub.pre)
 }
 
 // rest is the rest of sub i's key.
@@ -168,7 +196,14 @@ func (m *mergedIter) rest(i int) []byte {
 
 // before reports whether sub i's rest comes before sub j's in the order.
 func (m *mergedIter) before(i, j int) bool {
-	c := bytes.Compare(m.rest(i), m.rest(j))
+	a, b := m.rest(i), m.rest(j)
+	var c int
+	if ea, eb := len(a)-m.subs[i].part-8, len(b)-m.subs[j].part-8; m.bySeq && ea > 0 && eb > 0 {
+		// The values, then the sequences.
+		c = cmp.Or(bytes.Compare(a[:ea], b[:eb]), bytes.Compare(a[len(a)-8:], b[len(b)-8:]))
+	} else {
+		c = bytes.Compare(a, b)
+	}
 	if m.reverse {
 		return c > 0
 	}
@@ -225,7 +260,7 @@ func (m *mergedIter) First() bool {
 func (m *mergedIter) SeekGE(key []byte) bool {
 	return m.settle(func(i int) bool {
 		sub := &m.subs[i]
-		return sub.it.SeekGE(m.within(sub.pre, key))
+		return sub.it.SeekGE(m.within(*sub, key))
 	})
 }
 
