@@ -102,8 +102,9 @@ func mergesParts(r storage.Reader, c *containerRecord, path []string, s *itemSco
 }
 
 // newPartsIter returns an iterator over path's entries under the prefix s,
-// or in the partitions s lists (listScope), in [lo, hi) (keys of the path's own entries, under prefix), backwards
-// when reverse, merged from its partitions' partition entries.
+// or in the partitions s lists (listScope), in [lo, hi) (keys of the
+// path's own entries, under prefix), backwards when reverse, merged from
+// its partitions' partition entries.
 func newPartsIter(r storage.Reader, c *containerRecord, path []string, s *itemScope, prefix, lo, hi []byte, reverse bool) (storage.Iterator, error) {
 	if s.listed != nil {
 		// Over a range, equal values come in _rid order (listScope).
@@ -172,12 +173,14 @@ type mergedSub struct {
 // within translates a key of the merged space into sub's space: out +
 // rest is pre + rest; a key before every key under out is pre, one after
 // them all is past pre's keys. Merged by sequence, out + value + sequence
-// is pre + value + the part's EPK + sequence.
+// is pre + value + the part's EPK + sequence, and so is a sequence cut
+// short past its last 0xFF bytes (prefixEnd of such a key, a walk's
+// bound backwards).
 func (m *mergedIter) within(sub mergedSub, k []byte) []byte {
 	switch {
 	case bytes.HasPrefix(k, m.out):
 		rest := k[len(m.out):]
-		if n := indexValueLen(rest); m.bySeq && n > 0 && len(rest) == n+8 {
+		if n := indexValueLen(rest); m.bySeq && n > 0 && len(rest) > n && len(rest) <= n+8 {
 			out := append(bytes.Clone(sub.pre), rest[:n]...)
 			return append(append(out, sub.pre[len(sub.pre)-sub.part:]...), rest[n:]...)
 		}
