@@ -20,10 +20,12 @@ import (
 // the count of the first query's rows, SELECT * FROM c WHERE c.pk IN
 // (three keys) ORDER BY c.n (300 rows, three pages), SELECT TOP 10 *
 // FROM c WHERE c.pk IN (three keys) ORDER BY c.n DESC, and that drain
-// with c.s = 's3' beside the list (ordered-filtered), each as an SDK
-// sends it to a partition key range, in containers of 100 items a logical
-// partition: "parts" reads the listed partitions one after another
-// (listedParts), or walks them merged (listScope), "wide" the container
+// with c.s = 's3' beside the list (ordered-filtered), the MAX of c.n
+// (max) and the SUM of c.n with c.s = 's3' beside the list (sum-filtered),
+// each with its count, each as an SDK sends it to a partition key range,
+// in containers of 100 items a logical partition: "parts" reads the
+// listed partitions one after another (listedParts; an aggregate, each
+// partition's answer combined), or walks them merged (listScope), "wide" the container
 // through its index (Engine.keyListsWide), alternating every round, seven
 // rounds of 300 ms each, medians.
 //
@@ -69,6 +71,8 @@ func BenchmarkKeyList(b *testing.B) {
 			{"ordered", "SELECT * FROM c", " ORDER BY c.n"},
 			{"ordered-top", "SELECT TOP 10 * FROM c", " ORDER BY c.n DESC"},
 			{"ordered-filtered", "SELECT * FROM c", " AND c.s = 's3' ORDER BY c.n"},
+			{"max", `SELECT VALUE [{"item": {"max": MAX(c.n), "count": COUNT(c.n)}}] FROM c`, ""},
+			{"sum-filtered", `SELECT VALUE [{"item": {"sum": SUM(c.n), "count": COUNT(c.n)}}] FROM c`, " AND c.s = 's3'"},
 		} {
 			if only := os.Getenv("MAYFLY_BENCH_KEYLIST_SHAPES"); only != "" && !slices.Contains(strings.Split(only, ","), shape.name) {
 				continue

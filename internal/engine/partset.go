@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
+	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/mayfly-db/mayfly/internal/document"
@@ -31,8 +33,12 @@ import (
 // aggregate, DISTINCT or OFFSET), whose order across partitions the
 // service does not define either, and a TOP of them; the rows come a
 // partition at a time, in the order of their effective partition keys.
-// And a count with other terms than the list: the sum of the partitions'
-// counts (countParts). A list of more than
+// And a count with other terms than the list, the sum of the partitions'
+// counts, and a MIN, MAX, SUM or AVG, from each partition's with its count
+// (foldParts): within a partition each takes the partition's own plan (its
+// counters, its partition entries), where across the container a MIN or
+// MAX walks the path's entries of every partition to the first listed
+// one's, and another term's entries are the container's. A list of more than
 // maxMergedParts keys reads the container as before: each partition costs
 // a plan and a seek at least.
 
@@ -47,8 +53,9 @@ type keyParts struct {
 	// top is the query's TOP, which the partitions' rows share: each is
 	// read with a TOP of what the ones before it left; -1 for none.
 	top int
-	// count marks a count of the items that pass the filter (countShape).
-	count bool
+	// fold, when not nil, combines the partitions' rows of a count or an
+	// aggregate into the query's (foldParts).
+	fold func() partsFold
 }
 
 // within returns the program of the query within partition i, with made
@@ -86,16 +93,27 @@ func (e *Engine) listedParts(c *containerRecord, p QueryParams, prog *eval.Progr
 		return nil
 	}
 	top, count := -1, false
+	var fold func() partsFold
+	var agg *partAgg
 	if !prog.Streaming() {
 		// A TOP of rows that stream: the partitions' rows, up to it; or
-		// a count, the sum of the partitions' (countParts), on its first
-		// page. Across partitions without a range, the gateway refuses
-		// the TOP for the SDK to run range by range, and serves the count
-		// whole (queryIn).
+		// a count or an aggregate, from the partitions' (foldParts), on
+		// its first page. Across partitions without a range, the gateway
+		// refuses the TOP for the SDK to run range by range, and serves
+		// the count whole (queryIn).
 		whole := p.RangeID != "" || p.Whole
-		if count, _ = countShape(prog.Query()); count {
+		var boxed bool
+		count, boxed = countShape(prog.Query())
+		if !count {
+			agg = aggregateParts(prog.Query())
+		}
+		if count || agg != nil {
 			if p.Continuation != "" || !whole && !gatewayplan.ServedWhole(prog.Query()) {
 				return nil
+			}
+			fold = func() partsFold { return &countFold{boxed: boxed} }
+			if agg != nil {
+				fold = func() partsFold { return &aggFold{partAgg: agg} }
 			}
 		} else {
 			rows, w, err := windowed(prog, p.Params)
@@ -132,13 +150,16 @@ func (e *Engine) listedParts(c *containerRecord, p QueryParams, prog *eval.Progr
 	if count && rest.Where == nil {
 		return nil // the partitions' counters, which countByKeys reads
 	}
+	if agg != nil {
+		rest.Select.Value = agg.within
+	}
 	slices.SortStableFunc(parts, func(a, b part) int {
 		return cmp.Or(bytes.Compare(a.lo, b.lo), bytes.Compare(a.pk, b.pk))
 	})
 	parts = slices.CompactFunc(parts, func(a, b part) bool { return bytes.Equal(a.lo, b.lo) && bytes.Equal(a.pk, b.pk) })
 	// No key in the range given: no item of the range has one of them,
 	// and the page has no rows (noParts).
-	kp := &keyParts{rest: rest, prog: prog, top: top, count: count}
+	kp := &keyParts{rest: rest, prog: prog, top: top, fold: fold}
 	for _, pt := range parts {
 		kp.keys, kp.eqs = append(kp.keys, pt.key), append(kp.eqs, pt.eq)
 	}
@@ -261,19 +282,18 @@ func (e *Engine) queryParts(r storage.Reader, c *containerRecord, p QueryParams,
 	return true, nil
 }
 
-// countParts answers a count over the logical partitions kp (listedParts)
-// with the sum of each partition's, as its count, which the counters or the
-// index answer within the partition, or its evaluation. It reports false
-// when a partition's count did not come whole in one page (the query's
-// evaluation ran out of time): the container-wide plan then counts, the
-// work done so far counted with its own.
-func (e *Engine) countParts(r storage.Reader, c *containerRecord, p QueryParams, now time.Time, st *readStats, page *FeedPage, kp *keyParts) (bool, error) {
-	_, boxed := countShape(kp.prog.Query())
+// foldParts answers a count or an aggregate over the logical partitions kp
+// (listedParts) from each partition's answer, which the counters, the
+// index or the evaluation give within the partition (kp.fold). It reports
+// false when a partition's answer did not come whole in one page (the
+// query's evaluation ran out of time): the container-wide plan then
+// answers, the work done so far counted with its own.
+func (e *Engine) foldParts(r storage.Reader, c *containerRecord, p QueryParams, now time.Time, st *readStats, page *FeedPage, kp *keyParts) (bool, error) {
+	fold := kp.fold()
 	if len(kp.keys) == 0 {
-		page.Items = append(page.Items, partialRow(document.Int(0), boxed))
+		page.Items = fold.rows(page.Items)
 		return true, e.noParts(r, c, p, page)
 	}
-	var total int64
 	var first *plan.Plan
 	var lsn uint64
 	for i := range kp.keys {
@@ -293,25 +313,50 @@ func (e *Engine) countParts(r storage.Reader, c *containerRecord, p QueryParams,
 			first = &pl
 		}
 		lsn = max(lsn, part.LSN)
-		n, ok := partialCount(part, boxed)
+		ok := part.Continuation == "" && fold.add(part.Items)
 		part.Release()
 		if !ok {
 			return false, nil
 		}
-		total += n
 	}
-	page.Items = append(page.Items, partialRow(document.Int(total), boxed))
+	page.Items = fold.rows(page.Items)
 	page.Plan, page.LSN = first, lsn
 	return true, nil
 }
 
-// partialCount returns the count a count's page holds (partialRow), and
-// false when it holds no whole one.
-func partialCount(page FeedPage, boxed bool) (int64, bool) {
-	if page.Continuation != "" || len(page.Items) != 1 {
+// partsFold combines the rows of the listed partitions' queries into the
+// query's, for a query whose one row sums up the items it passes.
+type partsFold interface {
+	// add takes one partition's rows, and reports false when they are
+	// not a whole answer.
+	add(rows [][]byte) bool
+	// rows appends the query's rows over the partitions added to items.
+	rows(items [][]byte) [][]byte
+}
+
+// countFold adds up the partitions' counts (countShape).
+type countFold struct {
+	boxed bool
+	total int64
+}
+
+func (f *countFold) add(rows [][]byte) bool {
+	n, ok := partialCount(rows, f.boxed)
+	f.total += n
+	return ok
+}
+
+func (f *countFold) rows(items [][]byte) [][]byte {
+	return append(items, partialRow(document.Int(f.total), f.boxed))
+}
+
+// partialCount returns the count a count's rows hold (partialRow), and
+// false when they hold no whole one.
+func partialCount(rows [][]byte, boxed bool) (int64, bool) {
+	if len(rows) != 1 {
 		return 0, false
 	}
-	v, err := document.Parse(page.Items[0])
+	v, err := document.Parse(rows[0])
 	if err != nil {
 		return 0, false
 	}
@@ -325,6 +370,158 @@ func partialCount(page FeedPage, boxed bool) (int64, bool) {
 		return 0, false
 	}
 	return v.Int(), true
+}
+
+// partAgg is a MIN, MAX, SUM or AVG (aggregateShape) of a query over listed
+// partitions, or the SDKs' rewrite of one with its count
+// (indexAggregateShape), read in each partition with the count of the
+// values it saw: the count tells a partition without values, which the
+// aggregate ignores, from one whose MIN or MAX or SUM is undefined because
+// of a value it refuses (an object, a string to sum), which makes the
+// query's undefined too.
+type partAgg struct {
+	name         string         // MIN, MAX, SUM or AVG
+	obj          *ast.ObjectLit // the rewrite's object, or nil
+	boxed        bool           // the SDKs' [{"item": …}]
+	vName, nName string         // the aggregate's and the count's names in within's rows
+	within       *ast.ObjectLit // the value a partition's query selects
+}
+
+// aggregateParts returns the partAgg of q, nil when q is not such an
+// aggregate.
+func aggregateParts(q *ast.Query) *partAgg {
+	call, obj, boxed := indexAggregateShape(q)
+	if call == nil {
+		return nil
+	}
+	a := &partAgg{name: strings.ToUpper(call.Name), obj: obj, boxed: boxed, within: obj}
+	if obj == nil {
+		// An average is the sum of the partitions' sums over the sum of
+		// their counts.
+		f := *call
+		if a.name == "AVG" {
+			f.Name = "SUM"
+		}
+		a.within = &ast.ObjectLit{Fields: []ast.ObjectField{
+			{Name: "v", Value: &f},
+			{Name: "n", Value: &ast.Call{Name: "COUNT", Args: call.Args}},
+		}}
+	}
+	a.vName, a.nName = a.within.Fields[0].Name, a.within.Fields[1].Name
+	return a
+}
+
+// aggFold combines the partitions' aggregates as the evaluation would
+// over all their values (eval's aggState): the least or greatest value,
+// or the sum, exact while it is an integer, and the count.
+type aggFold struct {
+	*partAgg
+	n       int64
+	best    document.Value
+	isInt   bool // the sum so far is exact in i
+	i       int64
+	f       float64
+	invalid bool
+	added   bool
+}
+
+func (f *aggFold) add(rows [][]byte) bool {
+	if len(rows) != 1 {
+		return false
+	}
+	row, err := document.Parse(rows[0])
+	if err != nil || row.Kind() != document.Object {
+		return false
+	}
+	v, n := row.Get(f.vName), row.Get(f.nName)
+	if n.Kind() != document.Number || !n.IsInt() {
+		return false
+	}
+	if !f.added {
+		f.added, f.isInt = true, true
+	}
+	f.n += n.Int()
+	switch {
+	case !v.IsDefined():
+		// A partition with values whose aggregate is undefined saw one
+		// the aggregate refuses.
+		f.invalid = f.invalid || n.Int() > 0
+	case f.name == "MIN" || f.name == "MAX":
+		if d := document.Compare(v, f.best); !f.best.IsDefined() || f.name == "MIN" && d < 0 || f.name == "MAX" && d > 0 {
+			f.best = v
+		}
+	case v.Kind() != document.Number:
+		return false
+	default:
+		if f.isInt && v.IsInt() {
+			if s := f.i + v.Int(); (s > f.i) == (v.Int() > 0) {
+				f.i = s
+				return true
+			}
+		}
+		if f.isInt {
+			f.f, f.isInt = float64(f.i), false
+		}
+		f.f += v.Float()
+	}
+	return true
+}
+
+// result is the aggregate over the partitions added.
+func (f *aggFold) result() document.Value {
+	if f.invalid {
+		return document.Value{}
+	}
+	sum := func() float64 {
+		if f.isInt {
+			return float64(f.i)
+		}
+		return f.f
+	}
+	switch f.name {
+	case "MIN", "MAX":
+		return f.best
+	case "AVG":
+		if f.n == 0 {
+			return document.Value{}
+		}
+		return finite(sum() / float64(f.n))
+	}
+	if f.isInt || !f.added {
+		return document.Int(f.i)
+	}
+	return finite(f.f)
+}
+
+// finite is x as a number, undefined when it is not finite (as the
+// evaluation's arithmetic gives it).
+func finite(x float64) document.Value {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return document.Value{}
+	}
+	return document.Float(x)
+}
+
+func (f *aggFold) rows(items [][]byte) [][]byte {
+	v := f.result()
+	if f.obj != nil {
+		var fields []document.Field
+		if v.IsDefined() {
+			fields = append(fields, document.Field{Name: f.obj.Fields[0].Name, Value: v})
+		}
+		v = document.Obj(append(fields, document.Field{Name: f.obj.Fields[1].Name, Value: document.Int(f.n)}))
+	}
+	if f.boxed {
+		var item []document.Field
+		if v.IsDefined() {
+			item = []document.Field{{Name: "item", Value: v}}
+		}
+		return append(items, document.Arr([]document.Value{document.Obj(item)}).JSON())
+	}
+	if !v.IsDefined() {
+		return items // SELECT VALUE of an undefined aggregate has no row
+	}
+	return append(items, v.JSON())
 }
 
 // An ORDER BY whose filter lists partition keys, across a range or the

@@ -178,8 +178,8 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	page.CollRid = c.ridString()
 	if kp := e.listedParts(c, p, prog); kp != nil {
 		run := e.queryParts
-		if kp.count {
-			run = e.countParts
+		if kp.fold != nil {
+			run = e.foldParts
 		}
 		if done, err := run(r, c, p, now, st, page, kp); done || err != nil {
 			return err
