@@ -201,6 +201,18 @@ describe("JavaScript SDK queries against Mayfly", () => {
     assert.deepEqual(measured.resources, [29]);
     const retrieved = Object.values(measured.queryMetrics ?? {}).reduce((s, m) => s + m.retrievedDocumentCount, 0);
     assert.ok(retrieved >= 1 && retrieved <= 8, `the MAX retrieved ${retrieved} documents of ${items.length}`);
+    // Over a list of partition keys each range answers from the listed
+    // partitions it holds, each partition's answer with its count.
+    const listed = items.filter((i) => i.pk === "p1" || i.pk === "p3");
+    for (const [query, want] of [
+      ["SELECT VALUE MAX(c.n) FROM c WHERE c.pk IN ('p1', 'p3')", Math.max(...listed.map((i) => i.n))],
+      ["SELECT VALUE MIN(c.n) FROM c WHERE c.pk IN ('p1', 'p3') AND c.kind = 'odd'", Math.min(...listed.filter((i) => i.kind === "odd").map((i) => i.n))],
+      ["SELECT VALUE SUM(c.n) FROM c WHERE ARRAY_CONTAINS(['p1', 'p3'], c.pk)", listed.reduce((s, i) => s + i.n, 0)],
+      ["SELECT VALUE AVG(c.n) FROM c WHERE c.pk = 'p1' OR c.pk = 'p3'", listed.reduce((s, i) => s + i.n, 0) / listed.length],
+    ]) {
+      const { resources } = await container.items.query(query).fetchAll();
+      assert.deepEqual(resources, [want], query);
+    }
     // One aggregate per group, the groups spanning partitions.
     const { resources: perKind } = await container.items
       .query("SELECT VALUE COUNT(1) FROM c GROUP BY c.kind")
