@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/mayfly-db/mayfly/internal/storage"
 	"github.com/mayfly-db/mayfly/internal/storage/pgtest"
 )
@@ -16,7 +18,8 @@ import (
 // value the other was replacing, only to fail at its commit.
 func TestLockAheadWaitsInsteadOfWorkingOnAStaleValue(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, Options{URL: pgtest.URL(t)})
+	url := pgtest.URL(t)
+	s, err := Open(ctx, Options{URL: url})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,8 +48,8 @@ func TestLockAheadWaitsInsteadOfWorkingOnAStaleValue(t *testing.T) {
 			return increment(tx, &first, func() {
 				if len(first) == 1 {
 					close(holding)
-					// Long enough for the other to reach its read.
-					time.Sleep(300 * time.Millisecond)
+					// Until the other waits for the row's lock.
+					waitForLockWaiter(t, url)
 				}
 			})
 		}); err != nil {
@@ -135,4 +138,27 @@ func TestAStoppedWriterReleasesItsLocks(t *testing.T) {
 	default:
 	}
 	wg.Wait()
+}
+
+// waitForLockWaiter returns once a session of the database at url waits
+// for a lock, failing the test after 30 s.
+func waitForLockWaiter(t *testing.T, url string) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer conn.Close(ctx)
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		var n int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
+			t.Error(err)
+			return
+		}
+		if n > 0 {
+			return
+		}
+	}
+	t.Error("no session waits for the row's lock")
 }
