@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/mayfly-db/mayfly/internal/clock"
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/partition"
 )
 
 // BenchmarkKeyList drains SELECT * FROM c WHERE c.pk IN (three keys) AND
@@ -47,7 +49,7 @@ func BenchmarkKeyList(b *testing.B) {
 			sizes = append(sizes, n)
 		}
 	}
-	const per, rounds, slot = 100, 7, 300 * time.Millisecond
+	const per = 100
 	for _, n := range sizes {
 		s := openBenchEngine(b, clock.Real{}, nil, "null")
 		s.pk = func(i int) string { return "q" + strconv.Itoa(i/per) }
@@ -77,38 +79,120 @@ func BenchmarkKeyList(b *testing.B) {
 			if only := os.Getenv("MAYFLY_BENCH_KEYLIST_SHAPES"); only != "" && !slices.Contains(strings.Split(only, ","), shape.name) {
 				continue
 			}
-			var per [2][]float64
-			var records, entries, ops [2]int
-			for r := range rounds {
-				for k := range 2 {
-					wide := (k+r)%2 == 1
-					s.keyListsWide = wide
-					i := 0
-					if wide {
-						i = 1
-					}
-					start, done := time.Now(), 0
-					// Labelled for pprof's -tagfocus.
-					labels := pprof.Labels("size", strconv.Itoa(n), "shape", shape.name, "path", []string{"parts", "wide"}[i])
-					pprof.Do(context.Background(), labels, func(context.Context) {
-						for ; done == 0 || time.Since(start) < slot; done++ {
-							p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: shape.head + " WHERE c.pk IN (" + list() + ")" + shape.where, RangeID: "0", CrossPartition: true, MaxItemCount: 100}
-							rec, ent := s.queryWork(b, p, true)
-							records[i], entries[i] = records[i]+rec, entries[i]+ent
-						}
-					})
-					per[i] = append(per[i], float64(time.Since(start).Nanoseconds())/float64(done))
-					ops[i] += done
-				}
+			keyListRounds(b, s, strconv.Itoa(n), shape.name, func() QueryParams {
+				return QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: shape.head + " WHERE c.pk IN (" + list() + ")" + shape.where, RangeID: "0", CrossPartition: true, MaxItemCount: 100}
+			})
+		}
+	}
+}
+
+// keyListRounds measures a query drained page by page, "parts" as the
+// engine reads a key list and "wide" through the container
+// (Engine.keyListsWide), alternating every round, seven rounds of 300 ms
+// each, and reports the medians as size-shape-path-ns/op and in the log.
+// Each operation drains the query params gives.
+func keyListRounds(b *testing.B, s *benchStore, size, shape string, params func() QueryParams) {
+	const rounds, slot = 7, 300 * time.Millisecond
+	var per [2][]float64
+	var records, entries, ops [2]int
+	for r := range rounds {
+		for k := range 2 {
+			wide := (k+r)%2 == 1
+			s.keyListsWide = wide
+			i := 0
+			if wide {
+				i = 1
 			}
-			s.keyListsWide = false
-			med := func(xs []float64) float64 { xs = slices.Clone(xs); slices.Sort(xs); return xs[len(xs)/2] }
-			name := strconv.Itoa(n) + "-" + shape.name
-			b.ReportMetric(med(per[0]), name+"-parts-ns/op")
-			b.ReportMetric(med(per[1]), name+"-wide-ns/op")
-			b.Logf("%d items, %s: parts %.0f µs, %.0f records, %.0f entries; wide %.0f µs, %.0f records, %.0f entries; wide/parts %.2f",
-				n, shape.name, med(per[0])/1e3, float64(records[0])/float64(ops[0]), float64(entries[0])/float64(ops[0]),
-				med(per[1])/1e3, float64(records[1])/float64(ops[1]), float64(entries[1])/float64(ops[1]), med(per[1])/med(per[0]))
+			start, done := time.Now(), 0
+			// Labelled for pprof's -tagfocus.
+			labels := pprof.Labels("size", size, "shape", shape, "path", []string{"parts", "wide"}[i])
+			pprof.Do(context.Background(), labels, func(context.Context) {
+				for ; done == 0 || time.Since(start) < slot; done++ {
+					rec, ent := s.queryWork(b, params(), true)
+					records[i], entries[i] = records[i]+rec, entries[i]+ent
+				}
+			})
+			per[i] = append(per[i], float64(time.Since(start).Nanoseconds())/float64(done))
+			ops[i] += done
+		}
+	}
+	s.keyListsWide = false
+	med := func(xs []float64) float64 { xs = slices.Clone(xs); slices.Sort(xs); return xs[len(xs)/2] }
+	name := size + "-" + shape
+	b.ReportMetric(med(per[0]), name+"-parts-ns/op")
+	b.ReportMetric(med(per[1]), name+"-wide-ns/op")
+	b.Logf("%s items, %s: parts %.0f µs, %.0f records, %.0f entries; wide %.0f µs, %.0f records, %.0f entries; wide/parts %.2f",
+		size, shape, med(per[0])/1e3, float64(records[0])/float64(ops[0]), float64(entries[0])/float64(ops[0]),
+		med(per[1])/1e3, float64(records[1])/float64(ops[1]), float64(entries[1])/float64(ops[1]), med(per[1])/med(per[0]))
+}
+
+// BenchmarkKeyListUnderAPrefix drains queries that list users under a
+// tenant of a hierarchical key (/t, /u): tenants of 2,000 items in 20
+// users of 100, in containers of 2·10⁴ and 2·10⁵ items
+// (MAYFLY_BENCH_KEYLIST_SIZES), three random users of a random tenant:
+// SELECT * FROM c WHERE c.t = … AND c.u IN (…) (list), the same with
+// ORDER BY c.k (ordered), and SELECT VALUE COUNT(1) of the first with
+// c.g = 3 beside it (count), each as an SDK sends it to a partition key
+// range, pages of 100; "parts" as the engine reads the listed users'
+// partitions, "wide" under the tenant's prefix (keyListRounds).
+//
+//	go test -run '^$' -bench BenchmarkKeyListUnderAPrefix -benchtime 1x ./internal/engine/
+func BenchmarkKeyListUnderAPrefix(b *testing.B) {
+	sizes := []int{20_000, 200_000}
+	if v := os.Getenv("MAYFLY_BENCH_KEYLIST_SIZES"); v != "" {
+		sizes = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	const per, users = 100, 20
+	ctx := context.Background()
+	for _, n := range sizes {
+		s := openBenchEngine(b, clock.Real{}, nil, "null")
+		body := `{"id":"h","partitionKey":{"paths":["/t","/u"],"kind":"MultiHash","version":2}}`
+		if _, err := s.CreateContainer(ctx, benchDB, benchParse(b, body), nil); err != nil {
+			b.Fatal(err)
+		}
+		tenants := n / (per * users)
+		for p := range n / per {
+			t, u := "t"+strconv.Itoa(p%tenants), "u"+strconv.Itoa(p)
+			ops := make([]BatchOp, 0, per)
+			for i := p * per; i < (p+1)*per; i++ {
+				doc := `{"id":"x` + strconv.Itoa(i) + `","t":"` + t + `","u":"` + u + `","k":` + strconv.Itoa(i*37%5000) + `,"g":` + strconv.Itoa(i%7) + `,"payload":"` + benchPayload + `"}`
+				v, err := document.Parse([]byte(doc))
+				if err != nil {
+					b.Fatal(err)
+				}
+				ops = append(ops, BatchOp{Type: BatchCreate, Body: v})
+			}
+			ref := ItemRef{DB: benchDB, Coll: "h", HasKey: true, PartitionKey: partition.Key{partition.String(t), partition.String(u)}}
+			if _, err := s.Batch(ctx, BatchParams{ItemRef: ref, Ops: ops, Atomic: true}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		// Three users of one tenant: user p is under tenant p % tenants.
+		where := func() string {
+			t := rand.IntN(tenants)
+			u := make([]string, 3)
+			for i := range u {
+				u[i] = "'u" + strconv.Itoa(t+tenants*rand.IntN(users)) + "'"
+			}
+			return " WHERE c.t = 't" + strconv.Itoa(t) + "' AND c.u IN (" + strings.Join(u, ", ") + ")"
+		}
+		s.orderReady(b, QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: "h"}, Query: "SELECT * FROM c" + where() + " ORDER BY c.k", RangeID: "0", CrossPartition: true})
+		s.settle(b)
+		for _, shape := range []struct{ name, head, tail string }{
+			{"list", "SELECT * FROM c", ""},
+			{"ordered", "SELECT * FROM c", " ORDER BY c.k"},
+			{"count", `SELECT VALUE [{"item": COUNT(1)}] FROM c`, " AND c.g = 3"},
+		} {
+			keyListRounds(b, s, strconv.Itoa(n), shape.name, func() QueryParams {
+				return QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: "h"}, Query: shape.head + where() + shape.tail, RangeID: "0", CrossPartition: true, MaxItemCount: 100}
+			})
 		}
 	}
 }
