@@ -509,10 +509,42 @@ func eachAbsent(r storage.Reader, c *containerRecord, s *itemScope, path []strin
 		prefix := absentPrefix(indexPrefix(c), absentLocMarker, path)
 		lo, hi := scopeBounds(prefix, s)
 		lo, hi = resumeBounds(lo, hi, prefix, from, reverse)
-		return scanRangeDir(r, lo, hi, reverse, func(k, _ []byte) (bool, error) {
-			st.entries++
-			return fn(k[len(prefix):], k[len(prefix):])
-		})
+		if !s.partsListed {
+			return scanRangeDir(r, lo, hi, reverse, func(k, _ []byte) (bool, error) {
+				st.entries++
+				return fn(k[len(prefix):], k[len(prefix):])
+			})
+		}
+		// Under a prefix whose partitions a filter lists (listScope),
+		// their spans of the prefix's, in location order.
+		parts := slices.Clone(s.parts)
+		if reverse {
+			slices.Reverse(parts)
+		}
+		for _, epk := range parts {
+			plo := append(bytes.Clone(prefix), epk...)
+			phi := prefixEnd(plo)
+			if bytes.Compare(plo, lo) < 0 {
+				plo = lo
+			}
+			if hi != nil && bytes.Compare(phi, hi) > 0 {
+				phi = hi
+			}
+			if bytes.Compare(plo, phi) >= 0 {
+				continue
+			}
+			more := true
+			err := scanRangeDir(r, plo, phi, reverse, func(k, _ []byte) (bool, error) {
+				st.entries++
+				var err error
+				more, err = fn(k[len(prefix):], k[len(prefix):])
+				return more, err
+			})
+			if err != nil || !more {
+				return err
+			}
+		}
+		return nil
 	}
 	prefix := absentPrefix(indexPrefix(c), absentSeqMarker, path)
 	lo, hi := s.seqBounds(prefix)

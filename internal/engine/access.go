@@ -31,10 +31,12 @@ type itemScope struct {
 	epk string
 	pk  []byte
 	// parts holds, for a hierarchical prefix, the EPK encodings of its
-	// logical partitions once read (prefixParts); manyParts says they
+	// logical partitions once read (prefixParts), or of those an ORDER
+	// BY's filter lists (partsListed, listScope); manyParts says they
 	// are more than a walk merges.
-	parts     [][]byte
-	manyParts bool
+	parts       [][]byte
+	manyParts   bool
+	partsListed bool
 	// listed holds, for an ORDER BY whose filter lists partition keys
 	// across a range or the container, the EPK encodings of the listed
 	// logical partitions in the scope, sorted, and listedItems their

@@ -1530,7 +1530,7 @@ func (e *Engine) orderedShapes(r storage.Reader, c *containerRecord, q *ast.Quer
 			e.wantAbsent(c, o.Path, entryKinds{parts: true})
 			return nil
 		}
-		if s.listed != nil {
+		if s.listed != nil || s.partsListed {
 			var err error
 			if items, err = listedItems(r, c, s, st); err != nil {
 				return err
@@ -1542,7 +1542,7 @@ func (e *Engine) orderedShapes(r storage.Reader, c *containerRecord, q *ast.Quer
 	// The terms every entry of the listed partitions meets.
 	defer func() {
 		for _, o := range []*plan.Ordered{in.Ordered, in.Stream} {
-			if o == nil || !o.Scoped || s.listed == nil {
+			if o == nil || !o.Scoped || s.listed == nil && !s.partsListed {
 				continue
 			}
 			for i, t := range terms {

@@ -421,6 +421,20 @@ func keyOf(v document.Value) (partition.Key, bool) {
 	return partition.Key{comp}, true
 }
 
+// keyOfValues returns the partition key of the values of its paths, in
+// order, and false when one is not a key's component (keyOf).
+func keyOfValues(vs []document.Value) (partition.Key, bool) {
+	key := make(partition.Key, 0, len(vs))
+	for _, v := range vs {
+		k, ok := keyOf(v)
+		if !ok {
+			return nil, false
+		}
+		key = append(key, k...)
+	}
+	return key, true
+}
+
 // countPartition counts the items of the logical partition scope alive at
 // now. Its EPK's counter holds that number, less the items expired and not
 // purged, when it counts that partition's items alone (partitionOwner):

@@ -1084,6 +1084,9 @@ func (s *diffScenario) keyTerm(q *diffQuery) string {
 // has, as an IN list or an OR of equalities.
 func (s *diffScenario) keysTerm(q *diffQuery) string {
 	r := s.rng
+	if len(s.def.Paths) > 1 && len(s.keys) > 0 && r.IntN(2) == 0 {
+		return s.wholeKeysTerm(q)
+	}
 	var vals []string
 	for range 2 + r.IntN(3) {
 		if len(s.keys) == 0 || r.IntN(6) == 0 {
@@ -1107,6 +1110,44 @@ func (s *diffScenario) keysTerm(q *diffQuery) string {
 		return "(c.pk = " + strings.Join(vals, " OR c.pk = ") + ")"
 	}
 	return "c.pk IN (" + strings.Join(vals, ", ") + ")"
+}
+
+// wholeKeysTerm draws terms that list whole keys of a hierarchical
+// partition key: a value of the first path, or two, and two or three of
+// the second, from the documents' keys or none of theirs, each path an
+// equality, an IN list or an OR of equalities.
+func (s *diffScenario) wholeKeysTerm(q *diffQuery) string {
+	r := s.rng
+	values := func(i, n int) []string {
+		var vals []string
+		for range n {
+			k := s.keys[r.IntN(len(s.keys))]
+			switch {
+			case r.IntN(6) == 0:
+				vals = append(vals, s.literal(q, document.Str("none")))
+			case k[i].Kind == partition.KindUndefined:
+			case k[i].Kind == partition.KindNull:
+				vals = append(vals, "null")
+			default:
+				vals = append(vals, s.literal(q, diffComponentValue(k[i])))
+			}
+		}
+		return vals
+	}
+	list := func(path string, vals []string) string {
+		switch {
+		case len(vals) == 1:
+			return path + " = " + vals[0]
+		case r.IntN(3) == 0:
+			return "(" + path + " = " + strings.Join(vals, " OR "+path+" = ") + ")"
+		}
+		return path + " IN (" + strings.Join(vals, ", ") + ")"
+	}
+	first, second := values(0, 1+r.IntN(2)), values(1, 2+r.IntN(2))
+	if len(first) == 0 || len(second) == 0 {
+		return s.keyTerm(q)
+	}
+	return list("c.pk", first) + " AND " + list("c.sk", second)
 }
 
 // diffKnown (MAYFLY_DIFF_KNOWN=1) makes the generator draw the shapes of

@@ -20,12 +20,15 @@ import (
 
 // A query whose filter lists the partition keys its rows may have
 // (c.pk IN ('a', 'b'), c.pk = 'a' OR c.pk = 'b', ARRAY_CONTAINS(['a',
-// 'b'], c.pk)) reads only those logical partitions, one after another,
-// each as the query with the list replaced by that partition's equality:
-// the equality pins the partition, so its plan is chosen within it. Read
-// across the container instead, the filter's other terms are walked
-// through every partition's entries, or the list's entries point-read a
-// record each. A page goes on from its position in one partition to the
+// 'b'], c.pk)), or of a hierarchical key fixes every path, each by an
+// equality or a list (c.tenant = 't1' AND c.user IN ('a', 'b'): the keys
+// ['t1', 'a'] and ['t1', 'b']; plan.KeyLists), reads only those logical
+// partitions, one after another, each as the query with the lists
+// replaced by that partition's equalities: they pin the partition, so its
+// plan is chosen within it. Read across the container instead, the
+// filter's other terms are walked through every partition's entries, or
+// the list's entries point-read a record each; under a hierarchical
+// prefix, the prefix's every partition is scanned. A page goes on from its position in one partition to the
 // next: its token is the partition's place in the list and that
 // partition's own token.
 //
@@ -82,14 +85,14 @@ func (kp *keyParts) within(i, made int) (*eval.Program, error) {
 // scopes' spans, those outside p's range left out; nil otherwise. It does
 // no I/O.
 func (e *Engine) listedParts(c *containerRecord, p QueryParams, prog *eval.Program) *keyParts {
-	if e.keyListsWide || p.HasKey || len(c.pk.paths) != 1 || p.MinEPK != "" || p.MaxEPK != "" || p.Resume != nil || p.inScript ||
+	if e.keyListsWide || p.HasKey || len(c.pk.paths) == 0 || p.MinEPK != "" || p.MaxEPK != "" || p.Resume != nil || p.inScript ||
 		!p.CrossPartition && p.RangeID == "" && !p.Whole || prog.Ranked() {
 		return nil
 	}
 	// The list first: most queries have none, and a TOP's rows below
 	// are a program derived for them.
-	term, values, eqs, ok := plan.KeyChoices(prog.Query(), p.Params, c.pk.paths[0])
-	if !ok || len(values) < 2 || len(values) > maxMergedParts {
+	terms, values, eqs, ok := plan.KeyLists(prog.Query(), p.Params, c.pk.paths, maxMergedParts)
+	if !ok || len(values) < 2 {
 		return nil
 	}
 	top, count := -1, false
@@ -134,7 +137,7 @@ func (e *Engine) listedParts(c *containerRecord, p QueryParams, prog *eval.Progr
 	}
 	parts := make([]part, 0, len(values))
 	for i, v := range values {
-		k, ok := keyOf(v)
+		k, ok := keyOfValues(v)
 		if !ok {
 			return nil
 		}
@@ -146,7 +149,7 @@ func (e *Engine) listedParts(c *containerRecord, p QueryParams, prog *eval.Progr
 			parts = append(parts, part{key: k, eq: eqs[i], lo: s.lo, pk: s.pk})
 		}
 	}
-	rest := plan.WithoutTerms(q, []ast.Expr{term})
+	rest := plan.WithoutTerms(q, terms)
 	if count && rest.Where == nil {
 		return nil // the partitions' counters, which countByKeys reads
 	}
@@ -537,21 +540,26 @@ func (f *aggFold) rows(items [][]byte) [][]byte {
 
 // listScope marks s with the logical partitions q's filter lists
 // (itemScope.listed) when q orders its rows, s is a range or the whole
-// container, and the list holds 2 to maxMergedParts keys of a
-// single-path partition key. It does no I/O. Over a store across the
-// network each partition's seek is a round trip: there the walk reads the
-// path's own entries, as before.
+// container, and the filter lists 2 to maxMergedParts whole keys
+// (plan.KeyLists: every path of the key fixed or listed). Under a
+// hierarchical prefix (c.tenant = 't1' AND c.user IN ('a', 'b')), whose
+// walks merge its partitions' entries already, in the order of their
+// locations, the listed partitions are the ones merged (itemScope.parts):
+// every row of q is in one of them. It does no I/O. Over a store across
+// the network each partition's seek is a round trip: there the walk reads
+// the path's own entries, as before.
 func (e *Engine) listScope(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, s *itemScope) {
-	if e.keyListsWide || len(q.OrderBy) == 0 || len(c.pk.paths) != 1 || s.kind != plan.ScopeAll && s.kind != plan.ScopeRange || storage.IsNetworked(r) {
+	if e.keyListsWide || len(q.OrderBy) == 0 || len(c.pk.paths) == 0 || storage.IsNetworked(r) ||
+		s.kind != plan.ScopeAll && s.kind != plan.ScopeRange && s.kind != plan.ScopePrefix {
 		return
 	}
-	_, values, _, ok := plan.KeyChoices(q, params, c.pk.paths[0])
-	if !ok || len(values) < 2 || len(values) > maxMergedParts {
+	_, keys, _, ok := plan.KeyLists(q, params, c.pk.paths, maxMergedParts)
+	if !ok || len(keys) < 2 {
 		return
 	}
-	listed := make([][]byte, 0, len(values))
-	for _, v := range values {
-		k, ok := keyOf(v)
+	listed := make([][]byte, 0, len(keys))
+	for _, vs := range keys {
+		k, ok := keyOfValues(vs)
 		if !ok {
 			return
 		}
@@ -560,19 +568,29 @@ func (e *Engine) listScope(r storage.Reader, c *containerRecord, q *ast.Query, p
 		}
 	}
 	slices.SortFunc(listed, bytes.Compare)
-	s.listed, s.listedItems = slices.CompactFunc(listed, bytes.Equal), -1
+	listed = slices.CompactFunc(listed, bytes.Equal)
+	s.listedItems = -1
+	if s.kind == plan.ScopePrefix {
+		s.parts, s.partsListed = listed, true
+		return
+	}
+	s.listed = listed
 }
 
-// listedItems returns how many items the partitions s lists hold, from
-// their counts, read once for the scope: the entries a walk of a path's
-// partition entries reads at most.
+// listedItems returns how many items the partitions s lists hold (listed,
+// or under a prefix parts), from their counts, read once for the scope:
+// the entries a walk of a path's partition entries reads at most.
 func listedItems(r storage.Reader, c *containerRecord, s *itemScope, st *readStats) (int64, error) {
 	if s.listedItems >= 0 {
 		return s.listedItems, nil
 	}
+	listed := s.listed
+	if s.partsListed {
+		listed = s.parts
+	}
 	prefix := collPrefix(famUsage, c.Rid)
-	reads := make([]storage.Read, len(s.listed))
-	for i, epk := range s.listed {
+	reads := make([]storage.Read, len(listed))
+	for i, epk := range listed {
 		reads[i] = storage.Read{Key: append(bytes.Clone(prefix), epk...)}
 	}
 	storage.Prefetch(r, reads...)

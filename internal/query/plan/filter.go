@@ -269,6 +269,53 @@ func KeyChoices(q *ast.Query, params map[string]document.Value, path []string) (
 	return nil, nil, nil, false
 }
 
+// KeyLists finds the whole keys of paths (a partition key's) that q's WHERE
+// clause allows when it fixes every path, each by an equality (pinned, as
+// PartitionKeyTerms reads it) or by a list of values (KeyChoices), and
+// lists at least one: c.tenant = 't1' AND c.user IN ('a', 'b') allows
+// ['t1', 'a'] and ['t1', 'b']. It returns the list terms, the keys (the
+// lists' values combined, in the order written, the first path's
+// slowest), and for each key a condition that holds for a document
+// exactly when the list terms hold and its paths have the key's values:
+// the lists' equalities with its values, ANDed. It reports false when a
+// path is neither fixed nor listed, when no path is listed, or when the
+// keys would be more than max.
+func KeyLists(q *ast.Query, params map[string]document.Value, paths [][]string, max int) (terms []ast.Expr, keys [][]document.Value, eqs []ast.Expr, ok bool) {
+	all := conjuncts(q.Where)
+	keys = [][]document.Value{nil}
+	eqs = []ast.Expr{nil}
+	for _, want := range paths {
+		if v, t := pinned(q, all, params, want); t != nil {
+			for i := range keys {
+				keys[i] = append(keys[i], v)
+			}
+			continue
+		}
+		term, values, choices, found := KeyChoices(q, params, want)
+		if !found || len(keys)*len(values) > max {
+			return nil, nil, nil, false
+		}
+		terms = append(terms, term)
+		nextKeys := make([][]document.Value, 0, len(keys)*len(values))
+		nextEqs := make([]ast.Expr, 0, len(keys)*len(values))
+		for i, k := range keys {
+			for j, v := range values {
+				nextKeys = append(nextKeys, append(slices.Clip(k), v))
+				eq := choices[j]
+				if eqs[i] != nil {
+					eq = &ast.Binary{Op: ast.OpAnd, L: eqs[i], R: eq}
+				}
+				nextEqs = append(nextEqs, eq)
+			}
+		}
+		keys, eqs = nextKeys, nextEqs
+	}
+	if len(terms) == 0 {
+		return nil, nil, nil, false
+	}
+	return terms, keys, eqs, true
+}
+
 // WithoutTerms returns q with the top-level AND terms drop left out of
 // its WHERE clause (none left: no WHERE clause); q itself is unchanged.
 func WithoutTerms(q *ast.Query, drop []ast.Expr) *ast.Query {
