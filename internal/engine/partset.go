@@ -542,28 +542,42 @@ func (f *aggFold) rows(items [][]byte) [][]byte {
 // (itemScope.listed) when q orders its rows, s is a range or the whole
 // container, and the filter lists 2 to maxMergedParts whole keys
 // (plan.KeyLists: every path of the key fixed or listed). Under a
-// hierarchical prefix (c.tenant = 't1' AND c.user IN ('a', 'b')), whose
-// walks merge its partitions' entries already, in the order of their
-// locations, the listed partitions are the ones merged (itemScope.parts):
-// every row of q is in one of them. It does no I/O. Over a store across
-// the network each partition's seek is a round trip: there the walk reads
-// the path's own entries, as before.
-func (e *Engine) listScope(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, s *itemScope) {
+// hierarchical prefix a header names (c.tenant = 't1' AND c.user IN ('a',
+// 'b'), sent with the key ['t1']), whose walks merge its partitions'
+// entries already, in the order of their locations, the listed partitions
+// are the ones merged (itemScope.parts): every row of q is in one of
+// them. A prefix the WHERE clause pins is read as its range with its
+// partitions listed instead (ridOrderedPrefix). Over a store across the
+// network each partition's seek is a round trip: there the walk reads the
+// path's own entries, as before.
+func (e *Engine) listScope(r storage.Reader, c *containerRecord, q *ast.Query, p QueryParams, pinned bool, s *itemScope, st *readStats) error {
+	if pinned {
+		rs, ok, err := e.ridOrderedPrefix(r, c, q, p, s, st)
+		if err != nil {
+			return err
+		}
+		if ok {
+			*s = *rs
+		}
+	}
 	if e.keyListsWide || len(q.OrderBy) == 0 || len(c.pk.paths) == 0 || storage.IsNetworked(r) ||
 		s.kind != plan.ScopeAll && s.kind != plan.ScopeRange && s.kind != plan.ScopePrefix {
-		return
+		return nil
 	}
-	_, keys, _, ok := plan.KeyLists(q, params, c.pk.paths, maxMergedParts)
+	// A list of keys, narrower than a prefix's partitions.
+	_, keys, _, ok := plan.KeyLists(q, p.Params, c.pk.paths, maxMergedParts)
 	if !ok || len(keys) < 2 {
-		return
+		return nil
 	}
+	span := *s
+	span.listed = nil
 	listed := make([][]byte, 0, len(keys))
 	for _, vs := range keys {
 		k, ok := keyOfValues(vs)
 		if !ok {
-			return
+			return nil
 		}
-		if loc := appendEPK(nil, c.epk(k), true); s.holds(loc) {
+		if loc := appendEPK(nil, c.epk(k), true); span.holds(loc) {
 			listed = append(listed, loc)
 		}
 	}
@@ -572,9 +586,45 @@ func (e *Engine) listScope(r storage.Reader, c *containerRecord, q *ast.Query, p
 	s.listedItems = -1
 	if s.kind == plan.ScopePrefix {
 		s.parts, s.partsListed = listed, true
-		return
+		return nil
 	}
 	s.listed = listed
+	return nil
+}
+
+// ridOrderedPrefix returns, for an ORDER BY under a hierarchical prefix s
+// its WHERE clause pins, the scope of its range (or the whole container),
+// which lists the prefix's logical partitions (itemScope.listed) when they
+// are at most maxMergedParts and the store is local; false for any other
+// query. Under the prefix, rows tied at equal values came in the order of
+// their locations, partition by partition; the SDKs that resume a range's
+// ORDER BY from a token (the JavaScript SDK's RidSkipCountFilter, .NET's)
+// skip the rows of a tie they returned by comparing _rids, as the service
+// keeps a range's ties in _rid order, and with the prefix's order they
+// skipped rows they had not returned. Over the range, ties come in _rid
+// order: the walks of the listed partitions merge their entries by
+// sequence, and without a list the terms that pinned the prefix, which
+// stay in the filter, are read as any other term.
+func (e *Engine) ridOrderedPrefix(r storage.Reader, c *containerRecord, q *ast.Query, p QueryParams, s *itemScope, st *readStats) (*itemScope, bool, error) {
+	if s.kind != plan.ScopePrefix || len(q.OrderBy) == 0 || p.HasKey || p.MinEPK != "" || p.MaxEPK != "" {
+		return nil, false, nil
+	}
+	rs, derr := e.scopeFor(c, nil, false, p.RangeID)
+	if derr != nil {
+		return nil, false, derr
+	}
+	parts, few, err := prefixParts(r, c, s, st) // none over the network
+	if err != nil || !few {
+		return rs, err == nil, err
+	}
+	listed := make([][]byte, 0, len(parts))
+	for _, epk := range parts {
+		if rs.holds(epk) {
+			listed = append(listed, epk)
+		}
+	}
+	rs.listed, rs.listedItems = listed, -1
+	return rs, true, nil
 }
 
 // listedItems returns how many items the partitions s lists hold (listed,

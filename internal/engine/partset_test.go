@@ -450,8 +450,8 @@ func summary(p *plan.Plan) string {
 // combined) reads the listed logical partitions, whole or range by range,
 // page by page: the rows a query whose rows stream makes, its count and
 // its aggregates one partition after another, an ORDER BY's through the
-// listed partitions' entries merged (under the prefix the equality pins,
-// in the prefix's order; across the container, in _rid order). Each gives
+// listed partitions' entries merged in _rid order (a prefix the equality
+// pins is read as its range, ridOrderedPrefix). Each gives
 // the rows the container's plan gives and reads the listed partitions'
 // items, where that plan read the prefix's, or the container's entries.
 func TestKeyListsOfAHierarchicalKey(t *testing.T) {
@@ -519,17 +519,24 @@ func TestKeyListsOfAHierarchicalKey(t *testing.T) {
 				if len(want.ids) == 0 || (!top || c.ordered) && !slices.Equal(got.ids, want.ids) || top && len(got.ids) != len(want.ids) {
 					t.Fatalf("%d a page: rows %v, want %v", size, got.ids, want.ids)
 				}
+				// Over PostgreSQL a partition's seek is a round trip: an
+				// ORDER BY walks the path's own entries there (listScope),
+				// and its rows alone are compared.
+				if c.parts == 0 && teststore.Backend() == "postgres" {
+					continue
+				}
 				switch {
 				case c.parts > 0 && (got.plan == nil || got.plan.Scope.Parts != c.parts):
 					t.Errorf("%d a page: the plan %s, want one of %d partitions", size, summary(got.plan), c.parts)
 				case c.parts == 0 && (got.plan == nil || !got.plan.Chosen.Scoped):
 					t.Errorf("%d a page: the plan %s walks no partitions' entries", size, summary(got.plan))
 				}
-				// Across the container, both lists' terms are counted
+				// An ORDER BY reads the range with its partitions
+				// listed, where the terms on the key's paths are counted
 				// as far as a page's rows (Ordered.Within); the records
 				// are the listed partitions' alone.
 				entries := 2*listed + 8*got.pages
-				if strings.HasPrefix(c.query, "SELECT c.id FROM c WHERE c.t IN") {
+				if c.parts == 0 {
 					entries += 2 * size * got.pages
 				}
 				if limit := listed + 2*got.pages; got.records > limit || got.entries > entries {

@@ -197,7 +197,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	}
 	page.LSN = state.lsn
 	if p.Resume != nil {
-		q, derr := withResumeFilter(prog.Query(), p.Resume, c.Rid, e.ridTies(c, prog.Query(), p))
+		q, derr := withResumeFilter(prog.Query(), p.Resume, c.Rid, e.ridTies(r, c, prog.Query(), p))
 		if derr != nil {
 			return derr
 		}
@@ -291,7 +291,9 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	}
 	scope.narrowToEPKs(p.MinEPK, p.MaxEPK)
 	scope.held = pinnedBy
-	e.listScope(r, c, prog.Query(), p.Params, scope)
+	if err := e.listScope(r, c, prog.Query(), p, pinnedBy != nil, scope, st); err != nil {
+		return err
+	}
 	// The aggregates the counters or the index answer see the query
 	// without the terms that pinned its scope: every item of the scope
 	// meets them.

@@ -7,6 +7,7 @@ import (
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/query/ast"
 	"github.com/mayfly-db/mayfly/internal/query/plan"
+	"github.com/mayfly-db/mayfly/internal/storage"
 )
 
 // ResumeFilter is the .NET SDK's resumeFilter, a field of a query's body:
@@ -165,11 +166,12 @@ func tieFrom(q *ast.Query, f *ResumeFilter, collRid []byte, ridTies bool) (ast.E
 
 // ridTies reports whether the rows of p that tie at equal ORDER BY values
 // keep _rid order, as over a range, the whole container or one logical
-// partition, whose locations follow the sequence; within a hierarchical
-// key's prefix, or a feed range narrower than its range, they keep
-// location order, partition by partition (itemScope.scanPos), where a
-// rid has no place of its own to tell.
-func (e *Engine) ridTies(c *containerRecord, q *ast.Query, p QueryParams) bool {
+// partition, whose locations follow the sequence, and under a prefix the
+// WHERE clause pins, which is read over its range (ridOrderedPrefix);
+// within a prefix a header names, or a feed range narrower than its
+// range, they keep location order, partition by partition
+// (itemScope.scanPos), where a rid has no place of its own to tell.
+func (e *Engine) ridTies(r storage.Reader, c *containerRecord, q *ast.Query, p QueryParams) bool {
 	key, hasKey := p.PartitionKey, p.HasKey
 	if !hasKey && len(c.pk.paths) > 0 {
 		if pinned, _, ok := pinnedKey(c, q, p.Params); ok {
@@ -181,5 +183,11 @@ func (e *Engine) ridTies(c *containerRecord, q *ast.Query, p QueryParams) bool {
 		return false // the query is refused later, for the same reason
 	}
 	s.narrowToEPKs(p.MinEPK, p.MaxEPK)
-	return s.kind != plan.ScopePrefix
+	if s.kind == plan.ScopePrefix {
+		// A prefix the WHERE clause pins is read as its range
+		// (ridOrderedPrefix).
+		_, ok, err := e.ridOrderedPrefix(r, c, q, p, s, &readStats{})
+		return ok && err == nil
+	}
+	return true
 }
