@@ -28,9 +28,9 @@ import (
 // plan is chosen within it. Read across the container instead, the
 // filter's other terms are walked through every partition's entries, or
 // the list's entries point-read a record each; under a hierarchical
-// prefix, the prefix's every partition is scanned. A page goes on from its position in one partition to the
-// next: its token is the partition's place in the list and that
-// partition's own token.
+// prefix, the prefix's every partition is scanned. A page goes on from
+// its position in one partition to the next: its token is the
+// partition's place in the list and that partition's own token.
 //
 // It serves the queries whose rows stream (no ORDER BY, GROUP BY,
 // aggregate, DISTINCT or OFFSET), whose order across partitions the
@@ -41,9 +41,9 @@ import (
 // (foldParts): within a partition each takes the partition's own plan (its
 // counters, its partition entries), where across the container a MIN or
 // MAX walks the path's entries of every partition to the first listed
-// one's, and another term's entries are the container's. A list of more than
-// maxMergedParts keys reads the container as before: each partition costs
-// a plan and a seek at least.
+// one's, and another term's entries are the container's. A list of more
+// than maxMergedParts keys reads the container as before: each partition
+// costs a plan and a seek at least.
 
 // keyParts is the logical partitions a query's filter lists and the
 // query within each: the filter with the list replaced by the equality
