@@ -12,6 +12,23 @@ import { randomUUID } from "node:crypto";
 import { CosmosClient, PartitionKeyKind } from "@azure/cosmos";
 import { endpoint, key, serverCertificate } from "./mayfly.js";
 
+// pageByToken drains query page by page, each page a new query from the
+// last page's continuation token, as an application resumes one, failing
+// past limit rows.
+async function pageByToken(container, query, maxItemCount, limit) {
+  let token;
+  const seen = [];
+  do {
+    const page = await container.items
+      .query(query, { maxItemCount, continuationToken: token, enableQueryControl: true })
+      .fetchNext();
+    seen.push(...page.resources);
+    token = page.continuationToken;
+    assert.ok(seen.length <= limit, `${query}: more rows than items: ${seen.length}`);
+  } while (token);
+  return seen;
+}
+
 describe("JavaScript SDK queries against Mayfly", () => {
   let client;
   let database;
@@ -56,16 +73,7 @@ describe("JavaScript SDK queries against Mayfly", () => {
     for (const query of queries) {
       const { resources: all } = await container.items.query(query).fetchAll();
       assert.equal(all.length, items.length, query);
-      let token;
-      const seen = [];
-      do {
-        const page = await container.items
-          .query(query, { maxItemCount: 4, continuationToken: token, enableQueryControl: true })
-          .fetchNext();
-        seen.push(...page.resources);
-        token = page.continuationToken;
-        assert.ok(seen.length <= items.length, `${query}: more rows than items: ${seen.length}`);
-      } while (token);
+      const seen = await pageByToken(container, query, 4, items.length);
       assert.deepEqual(seen.map((r) => r.id), all.map((r) => r.id), query);
     }
   });
@@ -80,16 +88,7 @@ describe("JavaScript SDK queries against Mayfly", () => {
     ];
     for (const [query, keep, order] of cases) {
       const want = items.filter(keep).sort(order).map((i) => i.id);
-      let token;
-      const seen = [];
-      do {
-        const page = await container.items
-          .query(query, { maxItemCount: 2, continuationToken: token, enableQueryControl: true })
-          .fetchNext();
-        seen.push(...page.resources);
-        token = page.continuationToken;
-        assert.ok(seen.length <= items.length, `${query}: more rows than items: ${seen.length}`);
-      } while (token);
+      const seen = await pageByToken(container, query, 2, items.length);
       assert.deepEqual(seen.map((r) => r.id), want, query);
     }
     // A TOP, drained by one iterator. (Resumed from tokens over a single
@@ -133,16 +132,7 @@ describe("JavaScript SDK queries against Mayfly", () => {
       ["SELECT c.id, c.n FROM c WHERE c.tenant = 't1' AND c.user IN ('u1', 'u3', 'u9') ORDER BY c.n", listed],
       ["SELECT c.id, c.n FROM c WHERE c.tenant = 't1' ORDER BY c.n", tenant],
     ]) {
-      let token;
-      const seen = [];
-      do {
-        const page = await keyed.items
-          .query(query, { maxItemCount: 4, continuationToken: token, enableQueryControl: true })
-          .fetchNext();
-        seen.push(...page.resources);
-        token = page.continuationToken;
-        assert.ok(seen.length <= docs.length, `${query}: more rows than items: ${seen.length}`);
-      } while (token);
+      const seen = await pageByToken(keyed, query, 4, docs.length);
       assert.deepEqual(seen.map((r) => r.n), [...want].sort(byN).map((d) => d.n), query);
       assert.deepEqual(seen.map((r) => r.id).sort(), want.map((d) => d.id).sort(), query);
     }

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/mayfly-db/mayfly/internal/clock"
-	"github.com/mayfly-db/mayfly/internal/document"
-	"github.com/mayfly-db/mayfly/internal/partition"
 )
 
 // BenchmarkKeyList drains SELECT * FROM c WHERE c.pk IN (three keys) AND
@@ -38,17 +36,7 @@ import (
 // -cpuprofile, the samples carry the size, the shape and the path as
 // labels, for pprof's -tagfocus.
 func BenchmarkKeyList(b *testing.B) {
-	sizes := []int{10_000, 100_000}
-	if v := os.Getenv("MAYFLY_BENCH_KEYLIST_SIZES"); v != "" {
-		sizes = nil
-		for _, f := range strings.Split(v, ",") {
-			n, err := strconv.Atoi(f)
-			if err != nil {
-				b.Fatal(err)
-			}
-			sizes = append(sizes, n)
-		}
-	}
+	sizes := keyListSizes(b, 10_000, 100_000)
 	const per = 100
 	for _, n := range sizes {
 		s := openBenchEngine(b, clock.Real{}, nil, "null")
@@ -138,17 +126,7 @@ func keyListRounds(b *testing.B, s *benchStore, size, shape string, params func(
 //
 //	go test -run '^$' -bench BenchmarkKeyListUnderAPrefix -benchtime 1x ./internal/engine/
 func BenchmarkKeyListUnderAPrefix(b *testing.B) {
-	sizes := []int{20_000, 200_000}
-	if v := os.Getenv("MAYFLY_BENCH_KEYLIST_SIZES"); v != "" {
-		sizes = nil
-		for _, f := range strings.Split(v, ",") {
-			n, err := strconv.Atoi(f)
-			if err != nil {
-				b.Fatal(err)
-			}
-			sizes = append(sizes, n)
-		}
-	}
+	sizes := keyListSizes(b, 20_000, 200_000)
 	const per, users = 100, 20
 	ctx := context.Background()
 	for _, n := range sizes {
@@ -158,22 +136,7 @@ func BenchmarkKeyListUnderAPrefix(b *testing.B) {
 			b.Fatal(err)
 		}
 		tenants := n / (per * users)
-		for p := range n / per {
-			t, u := "t"+strconv.Itoa(p%tenants), "u"+strconv.Itoa(p)
-			ops := make([]BatchOp, 0, per)
-			for i := p * per; i < (p+1)*per; i++ {
-				doc := `{"id":"x` + strconv.Itoa(i) + `","t":"` + t + `","u":"` + u + `","k":` + strconv.Itoa(i*37%5000) + `,"g":` + strconv.Itoa(i%7) + `,"payload":"` + benchPayload + `"}`
-				v, err := document.Parse([]byte(doc))
-				if err != nil {
-					b.Fatal(err)
-				}
-				ops = append(ops, BatchOp{Type: BatchCreate, Body: v})
-			}
-			ref := ItemRef{DB: benchDB, Coll: "h", HasKey: true, PartitionKey: partition.Key{partition.String(t), partition.String(u)}}
-			if _, err := s.Batch(ctx, BatchParams{ItemRef: ref, Ops: ops, Atomic: true}); err != nil {
-				b.Fatal(err)
-			}
-		}
+		s.loadTenants(b, n, per, func(p int) (string, string) { return "t" + strconv.Itoa(p%tenants), "u" + strconv.Itoa(p) })
 		// Three users of one tenant: user p is under tenant p % tenants.
 		where := func() string {
 			t := rand.IntN(tenants)
@@ -195,4 +158,22 @@ func BenchmarkKeyListUnderAPrefix(b *testing.B) {
 			})
 		}
 	}
+}
+
+// keyListSizes is the container sizes of a key-list benchmark:
+// MAYFLY_BENCH_KEYLIST_SIZES, a comma-separated list, or defaults.
+func keyListSizes(b *testing.B, defaults ...int) []int {
+	v := os.Getenv("MAYFLY_BENCH_KEYLIST_SIZES")
+	if v == "" {
+		return defaults
+	}
+	var sizes []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes
 }

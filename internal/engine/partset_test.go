@@ -24,14 +24,7 @@ func TestQueryReadsListedPartitions(t *testing.T) {
 	ctx := context.Background()
 	ranges := be.rangedContainer(t)
 	const parts, per = 40, 15
-	for i := range parts * per {
-		pk := "p" + strconv.Itoa(i/per)
-		body := fmt.Sprintf(`{"id":"i%d","pk":%q,"n":%d,"s":"s%d"}`, i, pk, i%per, i%3)
-		if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: ItemRef{DB: "db", Coll: "s", HasKey: true, PartitionKey: partition.Key{partition.String(pk)}},
-			Mode: ModeCreate, Body: []byte(body)}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	be.writePartitions(t, parts, per, func(i int) string { return fmt.Sprintf(`,"n":%d,"s":"s%d"`, i%per, i%3) })
 	// want returns the ids of the items of partitions keys that keep
 	// holds for (by their number).
 	want := func(keep func(i int) bool, keys ...int) []string {
@@ -203,23 +196,17 @@ func TestListedPartitionsInFewRoundTrips(t *testing.T) {
 // entries and records and no others'.
 func TestOrderByOverListedPartitions(t *testing.T) {
 	be := newBatchEnv(t, "null")
-	ctx := context.Background()
 	ranges := be.rangedContainer(t)
 	const parts, per = 40, 15
-	for i := range parts * per {
-		pk := "p" + strconv.Itoa(i/per)
+	be.writePartitions(t, parts, per, func(i int) string {
 		n := ""
 		if i%5 != 0 {
 			// Values repeat within and across partitions; every fifth
 			// item has none.
 			n = fmt.Sprintf(`,"n":%d`, (i*7)%11)
 		}
-		body := fmt.Sprintf(`{"id":"i%d","pk":%q,"s":"s%d"%s}`, i, pk, i%3, n)
-		if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: ItemRef{DB: "db", Coll: "s", HasKey: true, PartitionKey: partition.Key{partition.String(pk)}},
-			Mode: ModeCreate, Body: []byte(body)}); err != nil {
-			t.Fatal(err)
-		}
-	}
+		return fmt.Sprintf(`,"s":"s%d"%s`, i%3, n)
+	})
 	// Each query's rows are compared with the container's walk; those
 	// marked merged are planned as the walk of the listed partitions,
 	// whose cost is bounded below. Beside another term the planner weighs
@@ -344,8 +331,7 @@ func TestAggregatesOverListedPartitions(t *testing.T) {
 	ctx := context.Background()
 	ranges := be.rangedContainer(t)
 	const parts, per = 40, 15
-	for i := range parts * per {
-		pk := "p" + strconv.Itoa(i/per)
+	be.writePartitions(t, parts, per, func(i int) string {
 		var n string
 		switch {
 		case i/per == 25, i%5 == 0: // p25 has no values
@@ -358,12 +344,8 @@ func TestAggregatesOverListedPartitions(t *testing.T) {
 		default:
 			n = fmt.Sprintf(`,"n":%d`, (i*7)%11-3)
 		}
-		body := fmt.Sprintf(`{"id":"i%d","pk":%q,"s":"s%d"%s}`, i, pk, i%3, n)
-		if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: ItemRef{DB: "db", Coll: "s", HasKey: true, PartitionKey: partition.Key{partition.String(pk)}},
-			Mode: ModeCreate, Body: []byte(body)}); err != nil {
-			t.Fatal(err)
-		}
-	}
+		return fmt.Sprintf(`,"s":"s%d"%s`, i%3, n)
+	})
 	answer := func(t *testing.T, p QueryParams, wide bool) *FeedPage {
 		t.Helper()
 		be.e.keyListsWide = wide
@@ -579,6 +561,21 @@ func TestKeyListsOfAHierarchicalKey(t *testing.T) {
 		}
 		if got.Plan == nil || got.Plan.Scope.Parts < 2 || got.Examined+got.IndexEntries > 2*per+4 {
 			t.Errorf("%s: %d records and %d entries read, plan %s (the container's plan: %d and %d)", q, got.Examined, got.IndexEntries, summary(got.Plan), want.Examined, want.IndexEntries)
+		}
+	}
+}
+
+// writePartitions writes parts·per items into the container "s" of
+// rangedContainer, per to a logical partition: item i is {"id": "i<i>",
+// "pk": "p<i/per>"} with the properties props(i) gives (",…" each).
+func (be *batchEnv) writePartitions(t *testing.T, parts, per int, props func(i int) string) {
+	t.Helper()
+	for i := range parts * per {
+		pk := "p" + strconv.Itoa(i/per)
+		body := fmt.Sprintf(`{"id":"i%d","pk":%q%s}`, i, pk, props(i))
+		if _, err := be.e.WriteItem(context.Background(), WriteItemParams{ItemRef: ItemRef{DB: "db", Coll: "s", HasKey: true, PartitionKey: partition.Key{partition.String(pk)}},
+			Mode: ModeCreate, Body: []byte(body)}); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -48,23 +48,7 @@ func BenchmarkRangeUnderAPrefix(b *testing.B) {
 	if _, err := s.CreateContainer(ctx, benchDB, benchParse(b, body), nil); err != nil {
 		b.Fatal(err)
 	}
-	key := func(p int) (string, string) { return "t" + strconv.Itoa(p%tenants), "u" + strconv.Itoa(p/tenants) }
-	for p := range items / per {
-		t, u := key(p)
-		ops := make([]BatchOp, 0, per)
-		for i := p * per; i < (p+1)*per; i++ {
-			doc := `{"id":"x` + strconv.Itoa(i) + `","t":"` + t + `","u":"` + u + `","k":` + strconv.Itoa(i*37%5000) + `,"g":` + strconv.Itoa(i%7) + `,"payload":"` + benchPayload + `"}`
-			v, err := document.Parse([]byte(doc))
-			if err != nil {
-				b.Fatal(err)
-			}
-			ops = append(ops, BatchOp{Type: BatchCreate, Body: v})
-		}
-		ref := ItemRef{DB: benchDB, Coll: "h", HasKey: true, PartitionKey: partition.Key{partition.String(t), partition.String(u)}}
-		if _, err := s.Batch(ctx, BatchParams{ItemRef: ref, Ops: ops, Atomic: true}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	s.loadTenants(b, items, per, func(p int) (string, string) { return "t" + strconv.Itoa(p%tenants), "u" + strconv.Itoa(p/tenants) })
 	prefix := func() ItemRef {
 		return ItemRef{DB: benchDB, Coll: "h", HasKey: true, PartitionKey: partition.Key{partition.String("t" + strconv.Itoa(rand.IntN(tenants)))}}
 	}
@@ -87,4 +71,29 @@ func BenchmarkRangeUnderAPrefix(b *testing.B) {
 	b.Run("narrow", func(b *testing.B) { run(b, narrow, true) })
 	b.Run("composite", func(b *testing.B) { run(b, composite, true) })
 	b.Run("composite-count", func(b *testing.B) { run(b, "SELECT VALUE COUNT(1) FROM c WHERE c.g = 3 AND c.k > 4000", false) })
+}
+
+// loadTenants writes items items into container "h" of key (/t, /u), per
+// to a logical partition, partition p's key being key(p), each partition
+// in one batch: item i has k = i·37 mod 5000, g = i mod 7 and the
+// benchmarks' payload.
+func (s *benchStore) loadTenants(b *testing.B, items, per int, key func(p int) (t, u string)) {
+	b.Helper()
+	ctx := context.Background()
+	for p := range items / per {
+		t, u := key(p)
+		ops := make([]BatchOp, 0, per)
+		for i := p * per; i < (p+1)*per; i++ {
+			doc := `{"id":"x` + strconv.Itoa(i) + `","t":"` + t + `","u":"` + u + `","k":` + strconv.Itoa(i*37%5000) + `,"g":` + strconv.Itoa(i%7) + `,"payload":"` + benchPayload + `"}`
+			v, err := document.Parse([]byte(doc))
+			if err != nil {
+				b.Fatal(err)
+			}
+			ops = append(ops, BatchOp{Type: BatchCreate, Body: v})
+		}
+		ref := ItemRef{DB: benchDB, Coll: "h", HasKey: true, PartitionKey: partition.Key{partition.String(t), partition.String(u)}}
+		if _, err := s.Batch(ctx, BatchParams{ItemRef: ref, Ops: ops, Atomic: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
