@@ -22,7 +22,9 @@ import (
 // FROM c WHERE c.pk IN (three keys) ORDER BY c.n DESC, and that drain
 // with c.s = 's3' beside the list (ordered-filtered), the MAX of c.n
 // (max) and the SUM of c.n with c.s = 's3' beside the list (sum-filtered),
-// each with its count, each as an SDK sends it to a partition key range,
+// each with its count, and the first query's rows 16 to 25 (offset) and
+// the second's 151 to 250 (offset-whole) by OFFSET and LIMIT, each as an
+// SDK sends it to a partition key range,
 // in containers of 100 items a logical partition: "parts" reads the
 // listed partitions one after another (listedParts; an aggregate, each
 // partition's answer combined), or walks them merged (listScope), "wide" the container
@@ -63,6 +65,8 @@ func BenchmarkKeyList(b *testing.B) {
 			{"ordered-filtered", "SELECT * FROM c", " AND c.s = 's3' ORDER BY c.n"},
 			{"max", `SELECT VALUE [{"item": {"max": MAX(c.n), "count": COUNT(c.n)}}] FROM c`, ""},
 			{"sum-filtered", `SELECT VALUE [{"item": {"sum": SUM(c.n), "count": COUNT(c.n)}}] FROM c`, " AND c.s = 's3'"},
+			{"offset", "SELECT * FROM c", " AND c.s = 's3' OFFSET 15 LIMIT 10"},
+			{"offset-whole", "SELECT * FROM c", " OFFSET 150 LIMIT 100"},
 		} {
 			if only := os.Getenv("MAYFLY_BENCH_KEYLIST_SHAPES"); only != "" && !slices.Contains(strings.Split(only, ","), shape.name) {
 				continue

@@ -33,9 +33,10 @@ import (
 // partition's place in the list and that partition's own token.
 //
 // It serves the queries whose rows stream (no ORDER BY, GROUP BY,
-// aggregate, DISTINCT or OFFSET), whose order across partitions the
-// service does not define either, and a TOP of them; the rows come a
-// partition at a time, in the order of their effective partition keys.
+// aggregate or DISTINCT), whose order across partitions the service does
+// not define either, and a TOP or an OFFSET and LIMIT of them; the rows
+// come a partition at a time, in the order of their effective partition
+// keys, and an OFFSET skips the first of them.
 // And a count with other terms than the list, the sum of the partitions'
 // counts, and a MIN, MAX, SUM or AVG, from each partition's with its count
 // (foldParts): within a partition each takes the partition's own plan (its
@@ -54,8 +55,10 @@ type keyParts struct {
 	rest *ast.Query // the query without the list (and its TOP)
 	prog *eval.Program
 	// top is the query's TOP, which the partitions' rows share: each is
-	// read with a TOP of what the ones before it left; -1 for none.
-	top int
+	// read with a TOP of what the ones before it left; -1 for none. An
+	// OFFSET and LIMIT is the TOP of their sum whose first from rows the
+	// pages drop.
+	top, from int
 	// fold, when not nil, combines the partitions' rows of a count or an
 	// aggregate into the query's (foldParts).
 	fold func() partsFold
@@ -95,7 +98,7 @@ func (e *Engine) listedParts(c *containerRecord, p QueryParams, prog *eval.Progr
 	if !ok || len(values) < 2 {
 		return nil
 	}
-	top, count := -1, false
+	top, from, count := -1, 0, false
 	var fold func() partsFold
 	var agg *partAgg
 	if !prog.Streaming() {
@@ -120,10 +123,10 @@ func (e *Engine) listedParts(c *containerRecord, p QueryParams, prog *eval.Progr
 			}
 		} else {
 			rows, w, err := windowed(prog, p.Params)
-			if err != nil || rows == nil || !rows.Streaming() || w.from != 0 || w.to < 0 || !whole {
+			if err != nil || rows == nil || !rows.Streaming() || w.to < 0 || !whole {
 				return nil
 			}
-			prog, top = rows, w.to // its WHERE clause, and so term, are the query's
+			prog, top, from = rows, w.to, w.from // its WHERE clause, and so term, are the query's
 		}
 	}
 	q := prog.Query()
@@ -162,7 +165,7 @@ func (e *Engine) listedParts(c *containerRecord, p QueryParams, prog *eval.Progr
 	parts = slices.CompactFunc(parts, func(a, b part) bool { return bytes.Equal(a.lo, b.lo) && bytes.Equal(a.pk, b.pk) })
 	// No key in the range given: no item of the range has one of them,
 	// and the page has no rows (noParts).
-	kp := &keyParts{rest: rest, prog: prog, top: top, fold: fold}
+	kp := &keyParts{rest: rest, prog: prog, top: top, from: from, fold: fold}
 	for _, pt := range parts {
 		kp.keys, kp.eqs = append(kp.keys, pt.key), append(kp.eqs, pt.eq)
 	}
@@ -238,37 +241,61 @@ func (e *Engine) queryParts(r storage.Reader, c *containerRecord, p QueryParams,
 	limit := pageSize(p.MaxItemCount)
 	var first *plan.Plan
 	var lsn uint64
+	skipped := false // rows an OFFSET skips made on this page
+parts:
 	for i := at; i < len(kp.keys); i++ {
 		prog, err := kp.within(i, before)
 		if err != nil {
 			return true, err
 		}
 		sub := p
-		sub.PartitionKey, sub.HasKey, sub.Continuation = kp.keys[i], true, inner
-		inner = ""
-		page.Continuation, page.Plan = "", nil
-		rows := len(page.Items)
-		err = e.queryIn(r, c, sub, prog, now, st, page)
-		lsn = max(lsn, page.LSN)
-		if i == 0 && p.Continuation == "" && page.Plan != nil {
-			// The plan of a query's first page: its first partition's.
-			pl := plan.InParts(*page.Plan, len(kp.keys))
-			first = &pl
-		}
-		if err != nil {
-			if rows > 0 && (err == errPageTime || eval.Exhausted(err)) {
-				// Out of time or work before this partition's first
-				// row: the page ends with the rows it has.
-				page.Items = page.Items[:rows]
-				page.Continuation = token(i, before, made, "")
+		sub.PartitionKey, sub.HasKey = kp.keys[i], true
+		for {
+			// The rows an OFFSET still skips come first, on a page as
+			// many rows longer, and are dropped; no row was returned
+			// before them, so the page holds none but theirs.
+			skip := max(0, kp.from-before-made)
+			sub.MaxItemCount = p.MaxItemCount
+			if skip > 0 {
+				sub.MaxItemCount = limit + skip
+			}
+			sub.Continuation, inner = inner, ""
+			page.Continuation, page.Plan = "", nil
+			rows := len(page.Items)
+			err = e.queryIn(r, c, sub, prog, now, st, page)
+			lsn = max(lsn, page.LSN)
+			if i == 0 && p.Continuation == "" && page.Plan != nil && first == nil {
+				// The plan of a query's first page: its first partition's.
+				pl := plan.InParts(*page.Plan, len(kp.keys))
+				first = &pl
+			}
+			if err != nil {
+				if (rows > 0 || skipped) && (err == errPageTime || eval.Exhausted(err)) {
+					// Out of time or work before this partition's next
+					// row: the page ends with the rows it has.
+					page.Items = page.Items[:rows]
+					page.Continuation = token(i, before, made, sub.Continuation)
+					break parts
+				}
+				return true, err
+			}
+			n := len(page.Items) - rows
+			made += n
+			if d := min(skip, n); d > 0 {
+				page.Items = slices.Delete(page.Items, rows, rows+d)
+				if len(page.Items) == 0 {
+					page.Release() // the copies of the rows skipped
+				}
+				skipped = true
+			}
+			if page.Continuation == "" {
 				break
 			}
-			return true, err
-		}
-		made += len(page.Items) - rows
-		if page.Continuation != "" {
-			page.Continuation = token(i, before, made, page.Continuation)
-			break
+			if len(page.Items) > 0 || n == 0 {
+				page.Continuation = token(i, before, made, page.Continuation)
+				break parts
+			}
+			inner = page.Continuation // every row skipped: on in the partition
 		}
 		before, made = before+made, 0
 		if kp.top >= 0 && before >= kp.top {

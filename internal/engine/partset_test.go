@@ -163,6 +163,75 @@ func TestQueryReadsListedPartitions(t *testing.T) {
 	}
 }
 
+// An OFFSET and LIMIT without ORDER BY over listed partitions is read in
+// those partitions, as a TOP of their sum whose first rows the pages drop:
+// its rows are those of the same query without them, in the same order,
+// the window's; the work stays within the listed partitions.
+func TestOffsetOverListedPartitions(t *testing.T) {
+	be := newBatchEnv(t, "null")
+	ranges := be.rangedContainer(t)
+	const parts, per = 40, 15
+	be.writePartitions(t, parts, per, func(i int) string { return fmt.Sprintf(`,"n":%d,"s":"s%d"`, i%per, i%3) })
+	for _, c := range []struct {
+		query string
+		keys  int // the keys listed
+	}{
+		{"SELECT c.id FROM c WHERE c.pk IN ('p3', 'p17', 'p30', 'none') AND c.s = 's1'", 4},
+		{"SELECT * FROM c WHERE (c.pk = 'p3' OR c.pk = 'p17' OR c.pk = 'p5') AND c.n > 4", 3},
+		{"SELECT c.id FROM c WHERE ARRAY_CONTAINS(['p9', 'p12'], c.pk)", 2},
+	} {
+		whole := QueryParams{ItemRef: ItemRef{DB: "db", Coll: "s"}, Query: c.query, CrossPartition: true, MaxItemCount: 100}
+		all := drainIDs(t, be.e, whole, 10).ids
+		for _, w := range [][2]int{{0, 5}, {3, 4}, {5, 10}, {14, 100}, {len(all) - 1, 5}, {len(all) + 3, 5}, {2, 0}} {
+			want := all[min(w[0], len(all)):min(w[0]+w[1], len(all))]
+			q := fmt.Sprintf("%s OFFSET %d LIMIT %d", c.query, w[0], w[1])
+			for _, size := range []int{1, 3, 100} {
+				p := whole
+				p.Query, p.Whole, p.MaxItemCount = q, true, size
+				d := drainIDs(t, be.e, p, 100)
+				if !slices.Equal(d.ids, want) && len(d.ids)+len(want) > 0 {
+					t.Fatalf("%s, %d a page: rows %v, want %v", q, size, d.ids, want)
+				}
+				if d.plan == nil || d.plan.Scope.Parts != c.keys {
+					t.Errorf("%s, %d a page: the plan %s, want one of %d partitions", q, size, summary(d.plan), c.keys)
+				}
+				if limit := c.keys*per + d.pages; d.records > limit || d.entries > limit {
+					t.Errorf("%s, %d a page: %d records and %d entries read over %d pages, want at most %d of each", q, size, d.records, d.entries, d.pages, limit)
+				}
+			}
+			// Range by range, the window of each range's rows.
+			for _, rg := range ranges {
+				p := whole
+				p.RangeID, p.MaxItemCount = rg.ID, 100
+				all := drainIDs(t, be.e, p, 10).ids
+				want := all[min(w[0], len(all)):min(w[0]+w[1], len(all))]
+				p.Query, p.MaxItemCount = q, 2
+				if got := drainIDs(t, be.e, p, 100).ids; !slices.Equal(got, want) && len(got)+len(want) > 0 {
+					t.Fatalf("%s in range %s: rows %v, want %v", q, rg.ID, got, want)
+				}
+			}
+		}
+	}
+
+	// Rows to skip past what one page's bytes hold: the partition's page
+	// of skipped rows goes on in the partition, and the first page has
+	// rows.
+	be = newBatchEnv(t, "null")
+	be.rangedContainer(t)
+	big := strings.Repeat("x", 1500<<10)
+	be.writePartitions(t, 2, 3, func(int) string { return `,"big":"` + big + `"` })
+	whole := QueryParams{ItemRef: ItemRef{DB: "db", Coll: "s"}, Query: "SELECT * FROM c WHERE c.pk IN ('p0', 'p1')", CrossPartition: true}
+	all := drainIDs(t, be.e, whole, 10).ids
+	whole.Query, whole.Whole = whole.Query+" OFFSET 4 LIMIT 2", true
+	page, err := be.e.QueryItems(context.Background(), whole)
+	if err != nil || len(page.Items) == 0 {
+		t.Fatalf("%s: %v, first page %d rows", whole.Query, err, len(page.Items))
+	}
+	if d := drainIDs(t, be.e, whole, 10); !slices.Equal(d.ids, all[4:]) {
+		t.Fatalf("%s: rows %v, want %v", whole.Query, d.ids, all[4:])
+	}
+}
+
 // Over PostgreSQL (MAYFLY_TEST_STORE=postgres), a query that lists three
 // partition keys beside a term on another path reads those partitions, a
 // few round trips each, rather than stepping through the other term's
