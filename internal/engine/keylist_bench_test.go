@@ -23,11 +23,14 @@ import (
 // with c.s = 's3' beside the list (ordered-filtered), the MAX of c.n
 // (max) and the SUM of c.n with c.s = 's3' beside the list (sum-filtered),
 // each with its count, and the first query's rows 16 to 25 (offset) and
-// the second's 151 to 250 (offset-whole) by OFFSET and LIMIT, each as an
-// SDK sends it to a partition key range,
-// in containers of 100 items a logical partition: "parts" reads the
-// listed partitions one after another (listedParts; an aggregate, each
-// partition's answer combined), or walks them merged (listScope), "wide" the container
+// the second's 151 to 250 (offset-whole) by OFFSET and LIMIT, as a client
+// that sends a query whole asks them, and the count of each c.s of the
+// second query (groups) and of its rows with c.n > 50 (groups-filtered),
+// as the SDKs rewrite a GROUP BY; each sent with a partition key
+// range's id, as an SDK sends a query to a range, in containers of 100
+// items a logical partition: "parts" reads the listed partitions one
+// after another (listedParts; an aggregate, each partition's answer
+// combined), or walks them merged (listScope), "wide" the container
 // through its index (Engine.keyListsWide), alternating every round, seven
 // rounds of 300 ms each, medians.
 //
@@ -67,6 +70,8 @@ func BenchmarkKeyList(b *testing.B) {
 			{"sum-filtered", `SELECT VALUE [{"item": {"sum": SUM(c.n), "count": COUNT(c.n)}}] FROM c`, " AND c.s = 's3'"},
 			{"offset", "SELECT * FROM c", " AND c.s = 's3' OFFSET 15 LIMIT 10"},
 			{"offset-whole", "SELECT * FROM c", " OFFSET 150 LIMIT 100"},
+			{"groups", `SELECT [{"item": c.s}] AS groupByItems, {"s": c.s, "n": {"item": COUNT(1)}} AS payload FROM c`, " GROUP BY c.s"},
+			{"groups-filtered", `SELECT [{"item": c.s}] AS groupByItems, {"s": c.s, "n": {"item": COUNT(1)}} AS payload FROM c`, " AND c.n > 50 GROUP BY c.s"},
 		} {
 			if only := os.Getenv("MAYFLY_BENCH_KEYLIST_SHAPES"); only != "" && !slices.Contains(strings.Split(only, ","), shape.name) {
 				continue

@@ -36,7 +36,9 @@ import (
 // aggregate or DISTINCT), whose order across partitions the service does
 // not define either, and a TOP or an OFFSET and LIMIT of them; the rows
 // come a partition at a time, in the order of their effective partition
-// keys, and an OFFSET skips the first of them.
+// keys, and an OFFSET skips the first of them. And a GROUP BY an SDK
+// rewrote for a range, whose pages are partial groups the client merges:
+// each partition's own.
 // And a count with other terms than the list, the sum of the partitions'
 // counts, and a MIN, MAX, SUM or AVG, from each partition's with its count
 // (foldParts): within a partition each takes the partition's own plan (its
@@ -62,6 +64,10 @@ type keyParts struct {
 	// fold, when not nil, combines the partitions' rows of a count or an
 	// aggregate into the query's (foldParts).
 	fold func() partsFold
+	// groups is set for a GROUP BY an SDK rewrote, sent to a range: each
+	// partition's pages are partial groups (partialGroups), which the
+	// client merges with the other partitions' as with other pages'.
+	groups bool
 }
 
 // within returns the program of the query within partition i, with made
@@ -101,7 +107,8 @@ func (e *Engine) listedParts(c *containerRecord, p QueryParams, prog *eval.Progr
 	top, from, count := -1, 0, false
 	var fold func() partsFold
 	var agg *partAgg
-	if !prog.Streaming() {
+	groups := p.RangeID != "" && gatewayplan.PartialGroups(prog.Query())
+	if !prog.Streaming() && !groups {
 		// A TOP of rows that stream: the partitions' rows, up to it; or
 		// a count or an aggregate, from the partitions' (foldParts), on
 		// its first page. Across partitions without a range, the gateway
@@ -165,7 +172,7 @@ func (e *Engine) listedParts(c *containerRecord, p QueryParams, prog *eval.Progr
 	parts = slices.CompactFunc(parts, func(a, b part) bool { return bytes.Equal(a.lo, b.lo) && bytes.Equal(a.pk, b.pk) })
 	// No key in the range given: no item of the range has one of them,
 	// and the page has no rows (noParts).
-	kp := &keyParts{rest: rest, prog: prog, top: top, from: from, fold: fold}
+	kp := &keyParts{rest: rest, prog: prog, top: top, from: from, fold: fold, groups: groups}
 	for _, pt := range parts {
 		kp.keys, kp.eqs = append(kp.keys, pt.key), append(kp.eqs, pt.eq)
 	}
@@ -250,14 +257,33 @@ parts:
 		}
 		sub := p
 		sub.PartitionKey, sub.HasKey = kp.keys[i], true
+		if skip := kp.from - before; skip > 0 && made == 0 && inner == "" {
+			// A partition whose rows the OFFSET skips, all of them, is
+			// passed over by its count.
+			n, pl, err := e.partRows(r, c, sub, now, st, kp, i)
+			if err != nil {
+				return true, err
+			}
+			if i == 0 && p.Continuation == "" && pl != nil {
+				first = pl
+			}
+			if n >= 0 && n <= skip {
+				before += n
+				continue
+			}
+		}
 		for {
 			// The rows an OFFSET still skips come first, on a page as
 			// many rows longer, and are dropped; no row was returned
 			// before them, so the page holds none but theirs.
 			skip := max(0, kp.from-before-made)
 			sub.MaxItemCount = p.MaxItemCount
-			if skip > 0 {
+			switch {
+			case skip > 0:
 				sub.MaxItemCount = limit + skip
+			case kp.groups:
+				// A page of partial groups counts its own rows only.
+				sub.MaxItemCount = limit - len(page.Items)
 			}
 			sub.Continuation, inner = inner, ""
 			page.Continuation, page.Plan = "", nil
@@ -266,11 +292,12 @@ parts:
 			lsn = max(lsn, page.LSN)
 			if i == 0 && p.Continuation == "" && page.Plan != nil && first == nil {
 				// The plan of a query's first page: its first partition's.
-				pl := plan.InParts(*page.Plan, len(kp.keys))
-				first = &pl
+				first = inParts(page.Plan, len(kp.keys))
 			}
 			if err != nil {
-				if (rows > 0 || skipped) && (err == errPageTime || eval.Exhausted(err)) {
+				// Not a page of partial groups, which fails instead: the
+				// next could be empty (partialGroupsPage).
+				if (rows > 0 || skipped) && !kp.groups && (err == errPageTime || eval.Exhausted(err)) {
 					// Out of time or work before this partition's next
 					// row: the page ends with the rows it has.
 					page.Items = page.Items[:rows]
@@ -302,14 +329,87 @@ parts:
 			break
 		}
 		if len(page.Items) >= limit {
-			if i+1 < len(kp.keys) {
-				page.Continuation = token(i+1, before, 0, "")
+			next := i + 1
+			if kp.groups {
+				if next, err = e.partWithGroups(r, c, p, now, st, kp, next); err != nil {
+					return true, err
+				}
+			}
+			if next < len(kp.keys) {
+				page.Continuation = token(next, before, 0, "")
 			}
 			break
 		}
 	}
 	page.Plan, page.LSN = first, lsn
 	return true, nil
+}
+
+// partRows returns how many rows partition i of kp makes, from a count of
+// them in the partition (sub, its key in the header) by its counters or
+// its index, with the count's plan; -1 when rows and documents need not
+// be one to one (a SELECT VALUE, whose undefined values make no row; a
+// JOIN; FROM … IN), or only the partition's documents would count them
+// (which its rows' pages read anyway).
+func (e *Engine) partRows(r storage.Reader, c *containerRecord, sub QueryParams, now time.Time, st *readStats, kp *keyParts, i int) (int, *plan.Plan, error) {
+	q := *kp.rest
+	if q.Select.Value != nil || len(q.Joins) > 0 || q.From == nil || q.From.Iterate {
+		return -1, nil, nil
+	}
+	q.Select = ast.Select{Value: &ast.Call{Name: "COUNT", Args: []ast.Expr{&ast.Literal{Value: document.Int(1)}}}}
+	q.Where = kp.eqs[i]
+	if kp.rest.Where != nil {
+		q.Where = &ast.Binary{Op: ast.OpAnd, L: kp.eqs[i], R: kp.rest.Where}
+	}
+	prog, err := kp.prog.Derive(&q)
+	if err != nil {
+		return 0, nil, queryError(err)
+	}
+	sub.MaxItemCount, sub.countOnly = 0, true
+	var part FeedPage
+	defer part.Release()
+	if err := e.queryIn(r, c, sub, prog, now, st, &part); err != nil {
+		return 0, nil, err
+	}
+	n, ok := partialCount(part.Items, false)
+	if !ok || part.Continuation != "" {
+		return -1, nil, nil
+	}
+	return int(n), inParts(part.Plan, len(kp.keys)), nil
+}
+
+// inParts is plan.InParts of a page's plan, nil for none.
+func inParts(pl *plan.Plan, parts int) *plan.Plan {
+	if pl == nil {
+		return nil
+	}
+	in := plan.InParts(*pl, parts)
+	return &in
+}
+
+// partWithGroups returns the first of kp's partitions from i on that has
+// a group of a GROUP BY's partial groups (keyParts.groups), len(kp.keys)
+// for none. A page full at the end of a partition goes on from it: the
+// SDKs' GROUP BY stage takes an empty page for the end of the query
+// (partialGroupsPage), and the partitions after it may have no rows. It
+// reads up to a group of that partition, which its page reads again.
+func (e *Engine) partWithGroups(r storage.Reader, c *containerRecord, p QueryParams, now time.Time, st *readStats, kp *keyParts, i int) (int, error) {
+	for ; i < len(kp.keys); i++ {
+		prog, err := kp.within(i, 0)
+		if err != nil {
+			return 0, err
+		}
+		sub := p
+		sub.PartitionKey, sub.HasKey, sub.Continuation, sub.MaxItemCount = kp.keys[i], true, "", 1
+		var probe FeedPage
+		err = e.queryIn(r, c, sub, prog, now, st, &probe)
+		n := len(probe.Items)
+		probe.Release()
+		if err != nil || n > 0 {
+			return i, err
+		}
+	}
+	return i, nil
 }
 
 // foldParts answers a count or an aggregate over the logical partitions kp
@@ -338,9 +438,8 @@ func (e *Engine) foldParts(r storage.Reader, c *containerRecord, p QueryParams, 
 		if err != nil {
 			return true, err
 		}
-		if i == 0 && part.Plan != nil {
-			pl := plan.InParts(*part.Plan, len(kp.keys))
-			first = &pl
+		if i == 0 {
+			first = inParts(part.Plan, len(kp.keys))
 		}
 		lsn = max(lsn, part.LSN)
 		ok := part.Continuation == "" && fold.add(part.Items)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -229,6 +230,111 @@ func TestOffsetOverListedPartitions(t *testing.T) {
 	}
 	if d := drainIDs(t, be.e, whole, 10); !slices.Equal(d.ids, all[4:]) {
 		t.Fatalf("%s: rows %v, want %v", whole.Query, d.ids, all[4:])
+	}
+}
+
+// A GROUP BY over listed partitions, as an SDK rewrites it for a range, is
+// read partition by partition: each partition's pages are its partial
+// groups, which merge, as the SDKs merge pages, to the whole evaluation's
+// groups; no page but a range's only one is empty, where the partitions
+// after a full page have no rows too; and the work stays within the listed
+// partitions.
+func TestGroupsOverListedPartitions(t *testing.T) {
+	be := newBatchEnv(t, "null")
+	ranges := be.rangedContainer(t)
+	const parts, per = 40, 15
+	be.writePartitions(t, parts, per, func(i int) string { return fmt.Sprintf(`,"n":%d,"s":"s%d"`, i%per, i%3) })
+	sc := be.containerOf(t, "s")
+	for _, c := range []struct {
+		key, where string
+		keys       []string
+	}{
+		{"c.n % 3", "c.pk IN ('p3', 'p17', 'p30', 'none')", []string{"p3", "p17", "p30", "none"}},
+		{"c.n", "c.pk IN ('p3', 'p4', 'p5') AND c.s = 's1'", []string{"p3", "p4", "p5"}},
+		{"c.n % 4", "(c.pk = 'p3' OR c.pk = 'p9') AND c.n > 4", []string{"p3", "p9"}},
+		// The keys after the one with rows have none.
+		{"c.n", "c.pk IN ('p3', 'none1', 'none2', 'none3')", []string{"p3", "none1", "none2", "none3"}},
+	} {
+		// The groups as a client that does not merge gets them: whole.
+		whole := QueryParams{ItemRef: ItemRef{DB: "db", Coll: "s"}, Query: "SELECT " + c.key + " AS k, COUNT(1) AS n, MAX(c.n) AS m FROM c WHERE " + c.where + " GROUP BY " + c.key, CrossPartition: true, Whole: true}
+		page, err := be.e.QueryItems(context.Background(), whole)
+		if err != nil || page.Continuation != "" {
+			t.Fatalf("%s: %v, token %q", whole.Query, err, page.Continuation)
+		}
+		var want []string
+		for _, it := range page.Items {
+			want = append(want, string(it))
+		}
+		slices.Sort(want)
+		sdk := fmt.Sprintf(`SELECT [{"item": %s}] AS groupByItems, {"k": %s, "n": {"item": COUNT(1)}, "m": {"item": MAX(c.n)}} AS payload FROM c WHERE %s GROUP BY %s`, c.key, c.key, c.where, c.key)
+		for _, size := range []int{1, 2, 5, 100} {
+			type group struct{ k, n, m float64 }
+			merged := map[float64]*group{}
+			for _, rg := range ranges {
+				p := QueryParams{ItemRef: ItemRef{DB: "db", Coll: "s"}, Query: sdk, RangeID: rg.ID, CrossPartition: true, MaxItemCount: size}
+				var records, entries, pages int
+				for {
+					page, err := be.e.QueryItems(context.Background(), p)
+					if err != nil {
+						t.Fatalf("%s, range %s, %d a page: %v", sdk, rg.ID, size, err)
+					}
+					pages++
+					records, entries = records+page.Examined, entries+page.IndexEntries
+					if len(page.Items) == 0 && (page.Continuation != "" || pages > 1) {
+						t.Fatalf("%s, range %s, %d a page: page %d is empty", sdk, rg.ID, size, pages)
+					}
+					if len(page.Items) > size {
+						t.Fatalf("%s, range %s, %d a page: page %d has %d rows", sdk, rg.ID, size, pages, len(page.Items))
+					}
+					// The range's keys' partitions, one or the list.
+					held := 0
+					for _, k := range c.keys {
+						epk := sc.epk(partition.Key{partition.String(k)})
+						if rg.Min <= epk && (rg.Max == "" || rg.Max == "FF" || epk < rg.Max) {
+							held++
+						}
+					}
+					if pages == 1 && held > 0 && (page.Plan == nil || !strings.HasPrefix(summary(page.Plan), "scope=partition") || held > 1 && page.Plan.Scope.Parts != held) {
+						t.Errorf("%s, range %s: the plan %s, want one of %d partitions", sdk, rg.ID, summary(page.Plan), held)
+					}
+					for _, it := range page.Items {
+						var row struct {
+							Payload struct {
+								K    float64
+								N, M struct{ Item float64 }
+							}
+						}
+						if err := json.Unmarshal(it, &row); err != nil {
+							t.Fatal(err)
+						}
+						g := merged[row.Payload.K]
+						if g == nil {
+							g = &group{k: row.Payload.K}
+							merged[g.k] = g
+						}
+						g.n += row.Payload.N.Item
+						g.m = max(g.m, row.Payload.M.Item)
+					}
+					if page.Continuation == "" {
+						break
+					}
+					p.Continuation = page.Continuation
+				}
+				// Each listed partition's items, read again as far as a
+				// group by the page that ends before it, and no other's.
+				if limit := 2*len(c.keys)*per + pages; records > limit || entries > limit {
+					t.Errorf("%s, range %s, %d a page: %d records and %d entries read over %d pages, want at most %d of each", sdk, rg.ID, size, records, entries, pages, limit)
+				}
+			}
+			var got []string
+			for _, g := range merged {
+				got = append(got, fmt.Sprintf(`{"k":%g,"n":%g,"m":%g}`, g.k, g.n, g.m))
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				t.Fatalf("%s, %d a page: groups %v, want %v", sdk, size, got, want)
+			}
+		}
 	}
 }
 

@@ -55,6 +55,9 @@ type QueryParams struct {
 	// inScript marks a stored procedure's query, which reads its
 	// transaction's writes: its pages keep no rows (heldRows).
 	inScript bool
+	// countOnly asks a count for what the counters or the index answer,
+	// and an empty page where only the documents would (partRows).
+	countOnly bool
 }
 
 // compileQuery parses and compiles a query, turning its errors into 400s
@@ -317,7 +320,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 				done, err = e.countByValues(r, c, short, p.Params, scope, now, state.items, boxed, st, page)
 			}
 		}
-		if done || err != nil {
+		if done || err != nil || p.countOnly {
 			return err
 		}
 	}
