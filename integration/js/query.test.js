@@ -257,6 +257,19 @@ describe("JavaScript SDK queries against Mayfly", () => {
       .fetchAll();
     const sumOf = (kind) => items.filter((i) => i.kind === kind).reduce((s, i) => s + i.n, 0);
     assert.deepEqual([...sums].sort((a, b) => a - b), [sumOf("even"), sumOf("odd")].sort((a, b) => a - b));
+    // A GROUP BY over a list of partition keys, a group a page, the list's
+    // last keys without items: each range reads its listed partitions'
+    // groups, and no page but a range's only one is empty.
+    const { resources: listedGroups } = await container.items
+      .query("SELECT c.n % 4 AS r, COUNT(1) AS cnt, MAX(c.n) AS m FROM c WHERE c.pk IN ('p1', 'p3', 'none1', 'none2') GROUP BY c.n % 4", { maxItemCount: 1 })
+      .fetchAll();
+    const groups = new Map();
+    for (const it of listed) {
+      const g = groups.get(it.n % 4) ?? { r: it.n % 4, cnt: 0, m: -1 };
+      groups.set(g.r, { r: g.r, cnt: g.cnt + 1, m: Math.max(g.m, it.n) });
+    }
+    const byR = (a, b) => a.r - b.r;
+    assert.deepEqual([...listedGroups].sort(byR), [...groups.values()].sort(byR));
     // A VALUE made of aggregates is no one aggregate the client can merge:
     // the plan asks it for nothing, and the query is served whole.
     const { resources: whole } = await container.items
