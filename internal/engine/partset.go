@@ -264,10 +264,10 @@ parts:
 			if err != nil {
 				return true, err
 			}
-			if i == 0 && p.Continuation == "" && pl != nil {
-				first = pl
-			}
 			if n >= 0 && n <= skip {
+				if i == 0 && p.Continuation == "" {
+					first = pl
+				}
 				before += n
 				continue
 			}
