@@ -773,7 +773,7 @@ func summarizeRounds(out io.Writer, files []string) error {
 	}
 	fmt.Fprintf(out, "\n%s against %s (median of each round's ratio)\n", reps[1].Label, reps[0].Label)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "phase\tops/s\tbaseline ops/s\tratio\trounds\tcpu us/op\tbaseline cpu us/op\tcpu ratio\tpeak MB\tdb cpu us/op\tbaseline db cpu us/op\tround trips/op\t")
+	fmt.Fprintln(tw, "phase\tops/s\tbaseline ops/s\tratio\trounds\tcpu us/op\tbaseline cpu us/op\tcpu ratio\tpeak MiB\tdb cpu us/op\tbaseline db cpu us/op\tround trips/op\t")
 	var phases []string
 	for i := 1; i < len(reps); i += 2 {
 		for _, p := range reps[i].Phases {
