@@ -26,7 +26,8 @@ import (
 // the second's 151 to 250 (offset-whole) by OFFSET and LIMIT, as a client
 // that sends a query whole asks them, and the count of each c.s of the
 // second query (groups) and of its rows with c.n > 50 (groups-filtered),
-// as the SDKs rewrite a GROUP BY; each sent with a partition key
+// as the SDKs rewrite a GROUP BY, and the DISTINCT values of c.s of those
+// two (distinct, distinct-filtered); each sent with a partition key
 // range's id, as an SDK sends a query to a range, in containers of 100
 // items a logical partition: "parts" reads the listed partitions one
 // after another (listedParts; an aggregate, each partition's answer
@@ -50,6 +51,7 @@ func BenchmarkKeyList(b *testing.B) {
 			return []byte(`{"id":"x` + strconv.Itoa(i) + `","pk":"q` + strconv.Itoa(i/per) + `","n":` + strconv.Itoa(i%per) + `,"s":"s` + strconv.Itoa(i%10) + `","payload":"` + benchPayload + `"}`)
 		})
 		s.orderReady(b, QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: "SELECT * FROM c WHERE c.pk IN ('q0', 'q1') ORDER BY c.n", RangeID: "0", CrossPartition: true})
+		s.orderReady(b, QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, Query: "SELECT DISTINCT VALUE c.s FROM c WHERE c.pk IN ('q0', 'q1')", RangeID: "0", CrossPartition: true})
 		s.settle(b)
 		list := func() string {
 			k := make([]string, 3)
@@ -72,6 +74,8 @@ func BenchmarkKeyList(b *testing.B) {
 			{"offset-whole", "SELECT * FROM c", " OFFSET 150 LIMIT 100"},
 			{"groups", `SELECT [{"item": c.s}] AS groupByItems, {"s": c.s, "n": {"item": COUNT(1)}} AS payload FROM c`, " GROUP BY c.s"},
 			{"groups-filtered", `SELECT [{"item": c.s}] AS groupByItems, {"s": c.s, "n": {"item": COUNT(1)}} AS payload FROM c`, " AND c.n > 50 GROUP BY c.s"},
+			{"distinct", "SELECT DISTINCT VALUE c.s FROM c", ""},
+			{"distinct-filtered", "SELECT DISTINCT VALUE c.s FROM c", " AND c.n > 50"},
 		} {
 			if only := os.Getenv("MAYFLY_BENCH_KEYLIST_SHAPES"); only != "" && !slices.Contains(strings.Split(only, ","), shape.name) {
 				continue
