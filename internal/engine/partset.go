@@ -71,10 +71,16 @@ type keyParts struct {
 }
 
 // within returns the program of the query within partition i, with made
-// rows made in the partitions before it.
-func (kp *keyParts) within(i, made int) (*eval.Program, error) {
+// rows made in the partitions before it: with a TOP of what they left, or,
+// windowed, the rest of the OFFSET and its LIMIT, which the partition's
+// plan may skip by its entries where the TOP's rows are dropped as read.
+func (kp *keyParts) within(i, made int, windowed bool) (*eval.Program, error) {
 	f := *kp.rest
-	if kp.top >= 0 {
+	switch {
+	case windowed:
+		f.Offset = &ast.Literal{Value: document.Int(int64(kp.from - made))}
+		f.Limit = &ast.Literal{Value: document.Int(int64(kp.top - kp.from))}
+	case kp.top >= 0:
 		f.Select.Top = &ast.Literal{Value: document.Int(int64(kp.top - made))}
 	}
 	f.Where = kp.eqs[i]
@@ -251,15 +257,18 @@ func (e *Engine) queryParts(r storage.Reader, c *containerRecord, p QueryParams,
 	skipped := false // rows an OFFSET skips made on this page
 parts:
 	for i := at; i < len(kp.keys); i++ {
-		prog, err := kp.within(i, before)
-		if err != nil {
-			return true, err
+		// windowed: the partition the OFFSET's window starts in, read
+		// with the rest of the OFFSET as its own (windowedPart).
+		windowed := false
+		if i == at && strings.HasPrefix(inner, windowedPart) {
+			windowed, inner = true, inner[len(windowedPart):]
 		}
 		sub := p
 		sub.PartitionKey, sub.HasKey = kp.keys[i], true
-		if skip := kp.from - before; skip > 0 && made == 0 && inner == "" {
+		if skip := kp.from - before; skip > 0 && made == 0 && inner == "" && !windowed {
 			// A partition whose rows the OFFSET skips, all of them, is
-			// passed over by its count.
+			// passed over by its count; one with more rows than that
+			// is windowed.
 			n, pl, err := e.partRows(r, c, sub, now, st, kp, i)
 			if err != nil {
 				return true, err
@@ -271,6 +280,19 @@ parts:
 				before += n
 				continue
 			}
+			if n > skip {
+				windowed, made = true, skip
+			}
+		}
+		partToken := func(inner string) string {
+			if windowed {
+				inner = windowedPart + inner
+			}
+			return token(i, before, made, inner)
+		}
+		prog, err := kp.within(i, before, windowed)
+		if err != nil {
+			return true, err
 		}
 		for {
 			// The rows an OFFSET still skips come first, on a page as
@@ -301,7 +323,7 @@ parts:
 					// Out of time or work before this partition's next
 					// row: the page ends with the rows it has.
 					page.Items = page.Items[:rows]
-					page.Continuation = token(i, before, made, sub.Continuation)
+					page.Continuation = partToken(sub.Continuation)
 					break parts
 				}
 				return true, err
@@ -319,7 +341,7 @@ parts:
 				break
 			}
 			if len(page.Items) > 0 || n == 0 {
-				page.Continuation = token(i, before, made, page.Continuation)
+				page.Continuation = partToken(page.Continuation)
 				break parts
 			}
 			inner = page.Continuation // every row skipped: on in the partition
@@ -344,6 +366,11 @@ parts:
 	page.Plan, page.LSN = first, lsn
 	return true, nil
 }
+
+// windowedPart starts a token's partition token when the partition is
+// read with the rest of the OFFSET as its own (keyParts.within); no
+// partition's own token starts with it.
+const windowedPart = "\x01"
 
 // partRows returns how many rows partition i of kp makes, from a count of
 // them in the partition (sub, its key in the header) by its counters or
@@ -395,7 +422,7 @@ func inParts(pl *plan.Plan, parts int) *plan.Plan {
 // reads up to a group of that partition, which its page reads again.
 func (e *Engine) partWithGroups(r storage.Reader, c *containerRecord, p QueryParams, now time.Time, st *readStats, kp *keyParts, i int) (int, error) {
 	for ; i < len(kp.keys); i++ {
-		prog, err := kp.within(i, 0)
+		prog, err := kp.within(i, 0, false)
 		if err != nil {
 			return 0, err
 		}
@@ -427,7 +454,7 @@ func (e *Engine) foldParts(r storage.Reader, c *containerRecord, p QueryParams, 
 	var first *plan.Plan
 	var lsn uint64
 	for i := range kp.keys {
-		prog, err := kp.within(i, 0)
+		prog, err := kp.within(i, 0, false)
 		if err != nil {
 			return true, err
 		}

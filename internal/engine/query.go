@@ -1341,6 +1341,11 @@ func streamQuery(src itemSource, c *containerRecord, prog *eval.Program, s *item
 					return false, queryError(err)
 				}
 			}
+			if win.done() {
+				// A window of no rows (OFFSET n LIMIT 0) is done once
+				// its skipped rows are made.
+				return false, nil
+			}
 			if !win.take() {
 				continue
 			}

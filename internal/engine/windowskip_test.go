@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mayfly-db/mayfly/internal/partition"
 )
 
 // TestOffsetSkipsByEntries pages ORDER BY queries with an OFFSET and
@@ -39,6 +41,14 @@ func TestOffsetSkipsByEntries(t *testing.T) {
 		{"", "SELECT * FROM c ORDER BY c.k OFFSET %d LIMIT %d", true},
 		{"", "SELECT * FROM c ORDER BY c.k DESC OFFSET %d LIMIT %d", true},
 		{"", "SELECT * FROM c WHERE c.s = 's1' ORDER BY c.k OFFSET %d LIMIT %d", true},
+		// A list of partition keys: the partitions the window skips
+		// whole by their counts, the one it starts in by its entries.
+		{"", "SELECT * FROM c WHERE c.pk IN ('p3', 'p5', 'p6') OFFSET %d LIMIT %d", true},
+		// Every item of p6 has s1: its plan is the partition's scan,
+		// which reads the records it skips, as with its key in the
+		// header.
+		{"", "SELECT * FROM c WHERE c.pk IN ('p3', 'p5', 'p6') AND c.s = 's1' OFFSET %d LIMIT %d", false},
+		{"", "SELECT c.id FROM c WHERE c.pk IN ('p1', 'p5', 'p6') AND c.m IN (1, 2, 3) OFFSET %d LIMIT %d", true},
 		{"", "SELECT c.id FROM c WHERE c.k < 20 ORDER BY c.k OFFSET %d LIMIT %d", true},
 		// A term whose one span is not a range: the walk is bounded to
 		// the other boolean's entries, and counts only those (it
@@ -173,6 +183,34 @@ func checkOffsetPages(t *testing.T, be *batchEnv, cases []offsetCase) {
 					t.Errorf("%s (key %s), one page: %d rows, %d records, by %v", q, tc.key, len(page.Items), page.Examined, page.Plan)
 				}
 			}
+		}
+	}
+}
+
+// A window of no rows (OFFSET n LIMIT 0) returns none, by every path: a
+// scan of a logical partition returned the row after the skipped ones.
+func TestAWindowOfNoRows(t *testing.T) {
+	be := newBatchEnv(t, "null")
+	be.rangedContainer(t)
+	be.writePartitions(t, 4, 15, func(i int) string { return fmt.Sprintf(`,"n":%d,"s":"s%d"`, i%15, i%3) })
+	for _, c := range []struct {
+		query string
+		key   bool // sent with p1 as its partition key
+	}{
+		{"SELECT c.id FROM c WHERE c.s = 's1' OFFSET 2 LIMIT 0", true},
+		{"SELECT c.id FROM c OFFSET 2 LIMIT 0", true},
+		{"SELECT c.id FROM c WHERE c.pk = 'p1' AND c.s = 's1' OFFSET 2 LIMIT 0", false},
+		{"SELECT c.id FROM c WHERE c.s = 's1' OFFSET 2 LIMIT 0", false},
+		{"SELECT c.id FROM c WHERE c.pk IN ('p1', 'p2') AND c.s = 's1' OFFSET 2 LIMIT 0", false},
+		{"SELECT c.id FROM c WHERE c.pk = 'p1' ORDER BY c.n OFFSET 2 LIMIT 0", false},
+	} {
+		p := QueryParams{ItemRef: ItemRef{DB: "db", Coll: "s"}, Query: c.query, CrossPartition: !c.key, Whole: !c.key, MaxItemCount: 1}
+		if c.key {
+			p.ItemRef.HasKey, p.ItemRef.PartitionKey = true, partition.Key{partition.String("p1")}
+		}
+		page, err := be.e.QueryItems(context.Background(), p)
+		if err != nil || len(page.Items) != 0 || page.Continuation != "" {
+			t.Errorf("%s (key %v): %v, rows %s, token %q, want none", c.query, c.key, err, page.Items, page.Continuation)
 		}
 	}
 }
