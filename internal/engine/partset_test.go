@@ -94,10 +94,7 @@ func TestQueryReadsListedPartitions(t *testing.T) {
 			for _, rg := range ranges {
 				d := drain(t, QueryParams{ItemRef: ItemRef{DB: "db", Coll: "s"}, Query: c.query, RangeID: rg.ID, MaxItemCount: 3})
 				got = append(got, d.ids...)
-				holds := slices.ContainsFunc(c.keys, func(k int) bool {
-					epk := sc.epk(partition.Key{partition.String("p" + strconv.Itoa(k))})
-					return rg.Min <= epk && (rg.Max == "" || rg.Max == "FF" || epk < rg.Max)
-				})
+				holds := slices.ContainsFunc(c.keys, func(k int) bool { return holdsKey(sc, rg, "p"+strconv.Itoa(k)) })
 				if !holds && d.records+d.entries > 0 {
 					t.Errorf("range %s, none of the keys: %d records and %d entries read", rg.ID, d.records, d.entries)
 				}
@@ -289,8 +286,7 @@ func TestGroupsOverListedPartitions(t *testing.T) {
 					// The range's keys' partitions, one or the list.
 					held := 0
 					for _, k := range c.keys {
-						epk := sc.epk(partition.Key{partition.String(k)})
-						if rg.Min <= epk && (rg.Max == "" || rg.Max == "FF" || epk < rg.Max) {
+						if holdsKey(sc, rg, k) {
 							held++
 						}
 					}
@@ -456,6 +452,13 @@ func TestOrderByOverListedPartitions(t *testing.T) {
 }
 
 // drained is a query drained page by page (drainIDs).
+// holdsKey reports whether range rg of container c holds the partition
+// key with the one string component key.
+func holdsKey(c *containerRecord, rg KeyRange, key string) bool {
+	epk := c.epk(partition.Key{partition.String(key)})
+	return rg.Min <= epk && (rg.Max == "" || rg.Max == "FF" || epk < rg.Max)
+}
+
 type drained struct {
 	ids                     []string   // the rows' ids, in the order they came
 	pages, records, entries int        // the pages, and the records and entries they read
