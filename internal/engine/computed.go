@@ -282,78 +282,11 @@ func (w *computedRewriter) query(q *ast.Query, top bool) *ast.Query {
 
 // expr rewrites an expression; nil stays nil.
 func (w *computedRewriter) expr(e ast.Expr) ast.Expr {
-	if e == nil {
-		return nil
-	}
-	if n, ok := w.sub(e); ok {
-		w.changed = true
-		return n
-	}
-	switch x := e.(type) {
-	case *ast.Member:
-		n := *x
-		n.X = w.expr(x.X)
-		return &n
-	case *ast.Index:
-		n := *x
-		n.X, n.Index = w.expr(x.X), w.expr(x.Index)
-		return &n
-	case *ast.Unary:
-		n := *x
-		n.X = w.expr(x.X)
-		return &n
-	case *ast.Binary:
-		n := *x
-		n.L, n.R = w.expr(x.L), w.expr(x.R)
-		return &n
-	case *ast.Ternary:
-		n := *x
-		n.Cond, n.Then, n.Else = w.expr(x.Cond), w.expr(x.Then), w.expr(x.Else)
-		return &n
-	case *ast.Between:
-		n := *x
-		n.X, n.Lo, n.Hi = w.expr(x.X), w.expr(x.Lo), w.expr(x.Hi)
-		return &n
-	case *ast.In:
-		n := *x
-		n.X = w.expr(x.X)
-		n.List = w.exprs(x.List)
-		return &n
-	case *ast.Like:
-		n := *x
-		n.X, n.Pattern, n.Escape = w.expr(x.X), w.expr(x.Pattern), w.expr(x.Escape)
-		return &n
-	case *ast.Call:
-		n := *x
-		n.Args = w.exprs(x.Args)
-		return &n
-	case *ast.ArrayLit:
-		n := *x
-		n.Elems = w.exprs(x.Elems)
-		return &n
-	case *ast.ObjectLit:
-		n := *x
-		n.Fields = make([]ast.ObjectField, len(x.Fields))
-		for i, f := range x.Fields {
-			n.Fields[i] = ast.ObjectField{Name: f.Name, Value: w.expr(f.Value)}
-		}
-		return &n
-	case *ast.Exists:
-		return &ast.Exists{Query: w.query(x.Query, false), Pos: x.Pos}
-	case *ast.ArrayQuery:
-		return &ast.ArrayQuery{Query: w.query(x.Query, false), Pos: x.Pos}
-	case *ast.Subquery:
-		return &ast.Subquery{Query: w.query(x.Query, false), Pos: x.Pos}
-	}
-	return e
-}
-
-func (w *computedRewriter) exprs(es []ast.Expr) []ast.Expr {
-	out := make([]ast.Expr, len(es))
-	for i, e := range es {
-		out[i] = w.expr(e)
-	}
-	return out
+	return ast.Rewrite(e, func(x ast.Expr) (ast.Expr, bool) {
+		n, ok := w.sub(x)
+		w.changed = w.changed || ok
+		return n, ok
+	}, func(q *ast.Query) *ast.Query { return w.query(q, false) })
 }
 
 // renameAlias returns a definition's expression read through the query's

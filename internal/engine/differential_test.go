@@ -891,10 +891,23 @@ func (s *diffScenario) literal(q *diffQuery, v document.Value) string {
 		q.params[name] = v
 		return name
 	}
+	text := string(v.JSON())
 	if v.Kind() == document.Number && v.Float() == 0 && math.Signbit(v.Float()) {
-		return "-0.0"
+		text = "-0.0"
 	}
-	return string(v.JSON())
+	if s.rng.IntN(6) == 0 {
+		// As an expression of the same value, which the evaluator folds
+		// for the planner (eval's folded filters).
+		switch v.Kind() {
+		case document.Number:
+			return "(" + text + " * 1)"
+		case document.String:
+			return "CONCAT(" + text + ", '')"
+		default:
+			return "(true ? " + text + " : 0)"
+		}
+	}
+	return text
 }
 
 // atom draws one comparison.

@@ -171,6 +171,11 @@ func Compile(q *ast.Query, params map[string]document.Value, opts Options) (*Pro
 		return nil, err
 	}
 	p.top = top
+	if fq, ok := p.folded(q); ok {
+		// Checked as written, run as folded: the folded query compiles
+		// as the one it came from did, and folds no further.
+		return Compile(fq, params, opts)
+	}
 	return p, nil
 }
 
