@@ -200,11 +200,6 @@ func benchRef(i int) ItemRef {
 // while loading, so that Pebble's group commit shares fsyncs between them.
 const benchLoaders = 8
 
-// load creates items from, from+1, … to-1 with body(i) as their JSON,
-// through transactional batches of MaxBatchOps creates: one synced commit
-// per item would take many minutes for a million items on this kind of
-// disk. Items come in blocks of MaxBatchOps that share a partition key (see
-// benchItem), as an atomic batch requires.
 // loadInterleaved writes n items over parts logical partitions one at a
 // time, so that _rid order crosses the partitions at every step: item i,
 // id "x<i>", is the (i / parts)th of partition "q<i % parts>", with the
@@ -227,6 +222,11 @@ func interleavedItem(i, parts int, extra func(i int) string) []byte {
 	return []byte(`{"id":"x` + strconv.Itoa(i) + `","pk":"q` + strconv.Itoa(i%parts) + `"` + more + `,"payload":"` + benchPayload + `"}`)
 }
 
+// load creates items from, from+1, … to-1 with body(i) as their JSON,
+// through transactional batches of MaxBatchOps creates: one synced commit
+// per item would take many minutes for a million items on this kind of
+// disk. Items come in blocks of MaxBatchOps that share a partition key (see
+// benchItem), as an atomic batch requires.
 func (s *benchStore) load(b testing.TB, from, to int, body func(i int) []byte) {
 	b.Helper()
 	ctx := context.Background()

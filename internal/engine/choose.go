@@ -161,8 +161,8 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		qa := &queryAccess{access: cur.access, terms: cur.terms, composite: cur.composite}
 		return qa, e.buildSource(r, c, total, prog, params, s, terms, now, st, limit, qa)
 	}
-	if _, ok := pointID(terms); ok && s.kind == plan.ScopePartition && s.pk != nil {
-		p := plan.PointPlan(s.kind, terms)
+	if ids, ok := pointIDs(terms); ok && s.kind == plan.ScopePartition && s.pk != nil {
+		p := plan.PointPlan(s.kind, terms, len(ids))
 		qa := &queryAccess{plan: &p, access: plan.PointRead}
 		return qa, e.buildSource(r, c, total, prog, params, s, terms, now, st, limit, qa)
 	}
@@ -1696,14 +1696,34 @@ func entriesKept(c *containerRecord, q *ast.Query, params map[string]document.Va
 	return true
 }
 
-// pointID returns the id an equality term pins, if one does.
-func pointID(terms []plan.Term) (string, bool) {
+// maxPointIDs is the most ids of an IN list that a page in a logical
+// partition reads one by one, by their id entries: the shape the SDKs'
+// ReadMany sends for the ids of one partition key (c.id IN (…) with the
+// key), which otherwise read the partition's scan (of up to smallScope
+// items) or the id path's entries.
+const maxPointIDs = 256
+
+// pointIDs returns the ids a term of terms names, an equality or an IN on
+// id of at most maxPointIDs strings: in a logical partition, each names at
+// most one item.
+func pointIDs(terms []plan.Term) ([]string, bool) {
 	for _, t := range terms {
-		if len(t.Path) == 1 && t.Path[0] == "id" && len(t.Spans) == 1 && t.Spans[0].Kind == plan.SpanValue && t.Spans[0].Lo.Kind() == document.String {
-			return t.Spans[0].Lo.Str(), true
+		if len(t.Path) != 1 || t.Path[0] != "id" || len(t.Spans) == 0 || len(t.Spans) > maxPointIDs {
+			continue
+		}
+		ids := make([]string, 0, len(t.Spans))
+		for _, sp := range t.Spans {
+			if sp.Kind != plan.SpanValue || sp.Lo.Kind() != document.String {
+				ids = nil
+				break
+			}
+			ids = append(ids, sp.Lo.Str())
+		}
+		if ids != nil {
+			return ids, true
 		}
 	}
-	return "", false
+	return nil, false
 }
 
 // composed reports whether q orders by several keys whose groups a
@@ -1761,28 +1781,40 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, total int64, 
 			qa.src = absentSource(r, c, s, path, false, st)
 		}
 	case plan.PointRead:
-		id, ok := pointID(terms)
+		ids, ok := pointIDs(terms)
 		if !ok || s.kind != plan.ScopePartition || s.pk == nil {
 			return errBadContinuation
 		}
 		qa.src = locSource(r, c, s, func() ([][]byte, error) {
-			st.entries++
-			// The record the id entry points at comes in the same round
-			// trip, where the store can follow the pointer.
-			storage.Prefetch(r, storage.Read{Key: itemIDKey(c.Rid, s.pk, id), Via: collPrefix(famItem, c.Rid)})
-			loc, err := r.Get(itemIDKey(c.Rid, s.pk, id))
-			if errors.Is(err, storage.ErrNotFound) {
-				return nil, nil
+			// The records the id entries point at come in the same round
+			// trip, where the store can follow the pointers.
+			reads := make([]storage.Read, len(ids))
+			for i, id := range ids {
+				reads[i] = storage.Read{Key: itemIDKey(c.Rid, s.pk, id), Via: collPrefix(famItem, c.Rid)}
 			}
-			if err != nil {
-				return nil, err
+			storage.Prefetch(r, reads...)
+			locs := make([][]byte, 0, len(ids))
+			for _, rd := range reads {
+				st.entries++
+				loc, err := r.Get(rd.Key)
+				if errors.Is(err, storage.ErrNotFound) {
+					continue
+				}
+				if err != nil {
+					return nil, err
+				}
+				if !s.holds(loc) {
+					// The WHERE clause named a partition outside the
+					// page's partition key range: the item is another
+					// range's.
+					continue
+				}
+				locs = append(locs, bytes.Clone(loc))
 			}
-			if !s.holds(loc) {
-				// The WHERE clause named a partition outside the page's
-				// partition key range: the item is another range's.
-				return nil, nil
-			}
-			return [][]byte{bytes.Clone(loc)}, nil
+			// In the partition's scan order, each once, so that a page
+			// resumes from its position (locSource).
+			slices.SortFunc(locs, func(a, b []byte) int { return bytes.Compare(s.indexPos(a), s.indexPos(b)) })
+			return slices.CompactFunc(locs, bytes.Equal), nil
 		}, st)
 	case plan.IndexSpan:
 		if len(qa.terms) != 1 {

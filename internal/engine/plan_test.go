@@ -1841,3 +1841,50 @@ func TestValueFilteredWalk(t *testing.T) {
 		}
 	}
 }
+
+// TestIDListInAPartitionReadsItsIDs: an IN list of ids with the partition
+// key, as the SDKs' ReadMany sends the ids of one key, reads each id's
+// entry and record, however large the partition (one of 100 items, below
+// the size it would scan, and one of 1,000), in the partition's scan
+// order, a page at a time from its position; ids listed twice or of no
+// item return nothing more. Without it the small partition read its 100
+// records and the large one its id entries' counts.
+func TestIDListInAPartitionReadsItsIDs(t *testing.T) {
+	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`)
+	var items []string
+	for n := range 1000 {
+		if n < 100 {
+			items = append(items, fmt.Sprintf(`{"id":"s%d","pk":"small","n":%d}`, n, n))
+		}
+		items = append(items, fmt.Sprintf(`{"id":"b%d","pk":"big","n":%d}`, n, n))
+	}
+	be.seed(t, items...)
+	for _, tc := range []struct {
+		key, list string
+		want      []string
+	}{
+		{"small", "'s70', 's3', 'none', 's3', 's41'", []string{`"s3"`, `"s41"`, `"s70"`}},
+		{"big", "'b999', 'b5', 'b500', 'b5', 'x'", []string{`"b5"`, `"b500"`, `"b999"`}},
+	} {
+		for _, size := range []int{1, 2, 10} {
+			p := QueryParams{ItemRef: batchRef(`["` + tc.key + `"]`), Query: "SELECT VALUE c.id FROM c WHERE c.id IN (" + tc.list + ")", MaxItemCount: size}
+			records, entries := 0, 0
+			got := drainRows(t, be.e, p, func(k int, page *FeedPage) {
+				if k == 0 && (page.Plan == nil || page.Plan.Chosen.Access != plan.PointRead) {
+					t.Errorf("%s: page 1 by %v, want point reads", p.Query, page.Plan)
+				}
+				records += page.Examined
+				entries += page.IndexEntries
+			})
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("%s, %d a page: rows %v, want %v", p.Query, size, got, tc.want)
+			}
+			// An entry an id a page, a record a row and the one after a
+			// page's last.
+			pages := (len(tc.want) + size - 1) / size
+			if records > len(tc.want)+pages || entries > 4*pages {
+				t.Errorf("%s, %d a page: read %d records and %d entries", p.Query, size, records, entries)
+			}
+		}
+	}
+}

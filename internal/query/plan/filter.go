@@ -716,11 +716,22 @@ func Operands(q *ast.Query) []*ast.Query {
 
 // operandTerm picks, of the terms an operand of an OR ANDs together, the
 // one whose items stand for it in the union: any holds every item the
-// operand does; the first of single values (equalities, IN), which hold
-// fewer items than a range as a rule, or else the first.
+// operand does; one of single values (equalities, IN), which hold fewer
+// items than a range as a rule, or else the first. Of single values, one
+// on id first, which names an item a value in each logical partition
+// (as the SDKs' ReadMany writes (c.pk = 'a' AND c.id IN ('x', 'y')) OR …,
+// whose partition key terms hold whole partitions), or else the first.
 func operandTerm(terms []Term) Term {
+	values := func(t Term) bool {
+		return !slices.ContainsFunc(t.Spans, func(sp Span) bool { return sp.Kind != SpanValue })
+	}
 	for _, t := range terms {
-		if !slices.ContainsFunc(t.Spans, func(sp Span) bool { return sp.Kind != SpanValue }) {
+		if values(t) && len(t.Path) == 1 && t.Path[0] == "id" {
+			return t
+		}
+	}
+	for _, t := range terms {
+		if values(t) {
 			return t
 		}
 	}

@@ -70,6 +70,10 @@ func TestUnionTerms(t *testing.T) {
 		{"c.a = 1 OR NOT IS_DEFINED(c.b)", nil},
 		{"NOT (c.a = 1 OR c.b = 2)", nil},
 		{"c.a = 1 AND c.b = 2", nil},
+		// The SDKs' ReadMany: the ids stand for their operands, not the
+		// partition keys.
+		{"(c.pk = 'a' AND c.id IN ('x', 'y')) OR (c.pk = 'b' AND c.id = 'z')", []string{`/id IN (2 values)`, `/id = "z"`}},
+		{"(c.pk = 'a' AND c.id > 'x') OR (c.pk = 'b' AND c.id = 'z')", []string{`/pk = "a"`, `/id = "z"`}},
 	}
 	for _, tt := range tests {
 		q, err := parser.Parse("SELECT * FROM c WHERE " + tt.where)

@@ -1178,11 +1178,12 @@ func orderedTerms(o *Ordered) []int {
 	return nil
 }
 
-// PointPlan is the plan of a page whose id and whole partition key are
-// known: a point read, which no other path can beat, so nothing else is
-// weighed and nothing is counted (the scope's sizes are left at -1).
-func PointPlan(kind ScopeKind, terms []Term) Plan {
-	p := Path{Access: PointRead, Records: 1, Cost: costPoint}
+// PointPlan is the plan of a page whose whole partition key is known and
+// whose ids are (ids of them): a point read each, which no other path
+// can beat, so nothing else is weighed and nothing is counted (the
+// scope's sizes are left at -1).
+func PointPlan(kind ScopeKind, terms []Term, ids int) Plan {
+	p := Path{Access: PointRead, Records: float64(ids), Cost: costPoint * float64(ids)}
 	return Plan{Scope: Scope{Kind: kind, Items: -1, ContainerItems: -1}, Chosen: p, Considered: []Path{p}, terms: terms}
 }
 

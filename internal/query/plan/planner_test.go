@@ -156,7 +156,7 @@ func TestChoose(t *testing.T) {
 		{"a partition's own entries of items without a path", Input{Scope: partition, Absent: []string{"done"}, AbsentEntries: 10, AbsentScoped: true}, AbsentScan},
 		{"a page over several keys scans rather than read half the container", Input{Scope: all, Stream: &Ordered{Path: []string{"n"}, Want: 100, Term: -1, Group: 500_000}, WalkEntries: 1_000_000}, Scan},
 	}
-	if p := PointPlan(ScopePartition, []Term{term}); p.Chosen.Access != PointRead || len(p.Considered) != 1 || p.Explain() == "" {
+	if p := PointPlan(ScopePartition, []Term{term}, 1); p.Chosen.Access != PointRead || len(p.Considered) != 1 || p.Explain() == "" {
 		t.Errorf("PointPlan chose %v of %d paths", p.Chosen.Access, len(p.Considered))
 	}
 	for _, tt := range tests {
