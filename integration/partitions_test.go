@@ -129,3 +129,41 @@ func crossIDs(t *testing.T, c *azcosmos.ContainerClient, q string, opts *azcosmo
 	sort.Strings(ids)
 	return ids
 }
+
+// The SDK's read-many of several ids of one partition key sends one query
+// of them (c.pk = @pk0 AND c.id IN (…)): each id is read by its entry,
+// and the charge is that of the items read, not of the partition's.
+func TestReadManyOfOneKeyReadsItsIDs(t *testing.T) {
+	e := start(t)
+	db := e.database("db")
+	c := e.container(db, azcosmos.ContainerProperties{ID: "c", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}, Version: 2}})
+	pk := azcosmos.NewPartitionKeyString("a")
+	for i := range 200 {
+		if _, err := c.CreateItem(ctx, pk, []byte(fmt.Sprintf(`{"id":"%d","pk":"a","n":%d}`, i, i)), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var items []azcosmos.ItemIdentity
+	for _, id := range []string{"150", "7", "none", "42"} {
+		items = append(items, azcosmos.ItemIdentity{ID: id, PartitionKey: pk})
+	}
+	rm, err := c.ReadManyItems(ctx, items, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := idsOf(t, rm.Items)
+	sort.Strings(ids)
+	if !slices.Equal(ids, []string{"150", "42", "7"}) {
+		t.Fatalf("read-many returned %v", ids)
+	}
+	one, err := c.ReadItem(ctx, pk, "7", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Three records and four entries; the partition's 200 records cost
+	// several times as much.
+	if rm.RequestCharge > 4*one.RequestCharge {
+		t.Errorf("read-many of 3 items charged %.2f RU, a point read %.2f", rm.RequestCharge, one.RequestCharge)
+	}
+	t.Logf("read-many %.2f RU, point read %.2f RU", rm.RequestCharge, one.RequestCharge)
+}
