@@ -22,12 +22,14 @@ import (
 // null, a boolean, a string or a finite number. Anything else, and a part
 // whose evaluation fails, is left to be evaluated as written.
 func (p *Program) folded(q *ast.Query) (*ast.Query, bool) {
+	if !p.foldable(q) {
+		return q, false // most queries: nothing is copied
+	}
 	changed := false
 	var fold func(*ast.Query) *ast.Query
 	sub := func(e ast.Expr) (ast.Expr, bool) {
-		switch e.(type) {
-		case *ast.Literal, *ast.Param:
-			return e, true // nothing to fold
+		if _, ok := ast.Constant(e, p.params); ok {
+			return e, true // read as a constant already
 		}
 		if !p.readsNothing(e) {
 			return nil, false
@@ -49,6 +51,33 @@ func (p *Program) folded(q *ast.Query) (*ast.Query, bool) {
 	}
 	out := fold(q)
 	return out, changed
+}
+
+// foldable reports whether a WHERE clause of q or of its subqueries holds
+// a part folded would replace: one that reads no document and is not
+// what the planner reads as a constant already (ast.Constant: a literal,
+// a parameter, a negated number, a constructor of those).
+func (p *Program) foldable(q *ast.Query) bool {
+	found := false
+	var inWhere func(e ast.Expr) bool
+	inWhere = func(e ast.Expr) bool {
+		if _, ok := ast.Constant(e, p.params); ok {
+			return false // read as a constant already
+		}
+		switch x := e.(type) {
+		case *ast.Exists:
+			found = found || x.Query.Where != nil && p.foldable(x.Query)
+		case *ast.ArrayQuery:
+			found = found || x.Query.Where != nil && p.foldable(x.Query)
+		case *ast.Subquery:
+			found = found || x.Query.Where != nil && p.foldable(x.Query)
+		default:
+			found = found || p.readsNothing(e)
+		}
+		return !found
+	}
+	ast.Walk(q.Where, inWhere)
+	return found
 }
 
 // readsNothing reports whether e's value is the same for every document:

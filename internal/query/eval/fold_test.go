@@ -35,7 +35,7 @@ func TestFoldedFilters(t *testing.T) {
 		{"SELECT * FROM c WHERE 1 = 1", "true"},
 		{"SELECT * FROM c WHERE c.n = @o.min", "(c.n = 3)"},
 		// Left as written.
-		{"SELECT * FROM c WHERE c.n = -5", "(c.n = -5)"},
+		{"SELECT * FROM c WHERE c.n = -5", "(c.n = (-5))"},
 		{"SELECT * FROM c WHERE c.n = c.m + 1", "(c.n = (c.m + 1))"},
 		{"SELECT * FROM c WHERE c.n < RAND()", "(c.n < RAND())"},
 		{"SELECT * FROM c WHERE c.n = udf.f(1)", "(c.n = udf.f(1))"},
@@ -54,6 +54,11 @@ func TestFoldedFilters(t *testing.T) {
 		if got := ast.ExprString(p.Query().Where); got != tc.where {
 			t.Errorf("%s: WHERE %s, want %s", tc.query, got, tc.where)
 		}
+	}
+	// A query with nothing to fold is compiled as parsed, not copied.
+	plain, _ := parser.Parse("SELECT * FROM c WHERE c.n = -5 AND c.s IN ('a', @p) AND EXISTS(SELECT VALUE t FROM t IN c.tags WHERE t = [1, 2])")
+	if p, err := eval.Compile(plain, params, opts); err != nil || p.Query() != plain {
+		t.Errorf("a query with nothing to fold: %v, copied %v", err, p != nil && p.Query() != plain)
 	}
 	// The select list stays as written.
 	q, _ := parser.Parse("SELECT 1 + 1 AS x FROM c WHERE c.n = 2 + 2")
