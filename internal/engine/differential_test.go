@@ -1194,6 +1194,14 @@ func (s *diffScenario) term(q *diffQuery) string {
 		return "(" + s.atom(q) + " OR " + s.atom(q) + ")"
 	case 4:
 		return "(" + s.atom(q) + ") " + []string{"=", "!="}[s.rng.IntN(2)] + " " + []string{"true", "false"}[s.rng.IntN(2)]
+	case 5:
+		// An optional filter, as an application writes one query for
+		// several: a part that reads no document, which the evaluator
+		// folds and the AND or OR then drops, beside an atom.
+		name := "@p" + strconv.Itoa(len(q.params))
+		q.params[name] = []document.Value{document.NullValue(), document.Str("x"), document.Int(0)}[s.rng.IntN(3)]
+		cond := []string{"IS_NULL(" + name + ")", name + " = null", "(" + name + " = 0 OR 1 = 2)", "NOT IS_DEFINED(" + name + ")"}[s.rng.IntN(4)]
+		return "(" + cond + " " + []string{"OR", "AND"}[s.rng.IntN(2)] + " " + s.atom(q) + ")"
 	}
 	return s.atom(q)
 }
@@ -1678,7 +1686,9 @@ func diffCompile(text string, params map[string]document.Value) (*eval.Program, 
 	if err != nil {
 		return nil, err
 	}
-	return eval.Compile(q, params, eval.Options{Now: time.Unix(1_700_000_000, 0)})
+	// As written: the engine's folded filters (eval/fold.go) are checked
+	// against the query the client sent.
+	return eval.Compile(q, params, eval.Options{Now: time.Unix(1_700_000_000, 0), AsWritten: true})
 }
 
 func diffScanRefusal(err error) bool {

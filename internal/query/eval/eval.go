@@ -73,6 +73,10 @@ type Options struct {
 	// coordinates, in their units, rather than on the Earth. It is read
 	// when the program runs, as Vectors is; nil means geography.
 	Planar *bool
+	// AsWritten compiles the query exactly as written, without folding
+	// the parts of its filters that read no document (fold.go): a
+	// reference to check the folded queries against.
+	AsWritten bool
 
 	// orderByExpressions lets ORDER BY items be expressions
 	// (DeriveRewritten).
@@ -171,7 +175,7 @@ func Compile(q *ast.Query, params map[string]document.Value, opts Options) (*Pro
 		return nil, err
 	}
 	p.top = top
-	if fq, ok := p.folded(q); ok {
+	if fq, ok := p.folded(q); ok && !opts.AsWritten {
 		// Checked as written, run as folded: the folded query compiles
 		// as the one it came from did, and folds no further.
 		return Compile(fq, params, opts)

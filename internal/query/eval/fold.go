@@ -19,12 +19,16 @@ import (
 // Folded are the WHERE clauses of q and of the subqueries in them; a
 // part is folded when it reads no alias and holds no subquery, no
 // user-defined function, no aggregate and no RAND, and its value is
-// null, a boolean, a string or a finite number. Anything else, and a part
-// whose evaluation fails, is left to be evaluated as written.
+// undefined, null, a boolean, a string or a finite number (a literal
+// undefined is no constant to the planner, and evaluates as the part
+// did). Anything else, and a part whose evaluation fails, is left to be
+// evaluated as written; a query with nothing to fold or simplify is not
+// copied. The ANDs
+// and ORs of the clause are then simplified where an operand became a
+// literal (truth), so that an optional filter written as
+// "(@status = null OR c.status = @status)" is "c.status = 'open'", or
+// nothing, for the planner; a clause that is true is dropped.
 func (p *Program) folded(q *ast.Query) (*ast.Query, bool) {
-	if !p.foldable(q) {
-		return q, false // most queries: nothing is copied
-	}
 	changed := false
 	var fold func(*ast.Query) *ast.Query
 	sub := func(e ast.Expr) (ast.Expr, bool) {
@@ -35,7 +39,7 @@ func (p *Program) folded(q *ast.Query) (*ast.Query, bool) {
 			return nil, false
 		}
 		v, err := p.newCtx(DocMeta{}).eval(e, nil)
-		if err != nil || !scalar(v) {
+		if err != nil || v.IsDefined() && !scalar(v) {
 			return nil, false
 		}
 		changed = true
@@ -45,8 +49,20 @@ func (p *Program) folded(q *ast.Query) (*ast.Query, bool) {
 		if q.Where == nil {
 			return q
 		}
+		w := q.Where
+		if p.foldable(q) {
+			w = ast.Rewrite(w, sub, fold)
+		}
+		t := truth(w)
+		if isTrue, _ := literalTruth(t); isTrue {
+			t = nil // WHERE true holds for every row
+		}
+		if t == q.Where {
+			return q
+		}
+		changed = changed || t != w
 		out := *q
-		out.Where = ast.Rewrite(q.Where, sub, fold)
+		out.Where = t
 		return &out
 	}
 	out := fold(q)
@@ -113,4 +129,47 @@ func scalar(v document.Value) bool {
 		return v.IsInt() || !math.IsNaN(v.Float()) && !math.IsInf(v.Float(), 0)
 	}
 	return false
+}
+
+// truth returns a filter that passes exactly the rows e passes, where e
+// stands in the place of a WHERE clause (or an operand of its ANDs and ORs
+// there): only whether a value is true counts in such a place, so an AND
+// with a literal operand is its other operand when the literal is true and
+// false otherwise, and an OR with one is true when the literal is true and
+// its other operand otherwise. Anywhere else the value itself counts
+// (true AND 5 is undefined, not 5), and nothing is simplified below a NOT,
+// whose operand's falsity counts too.
+func truth(e ast.Expr) ast.Expr {
+	b, ok := e.(*ast.Binary)
+	if !ok || b.Op != ast.OpAnd && b.Op != ast.OpOr {
+		return e
+	}
+	l, r := truth(b.L), truth(b.R)
+	lTrue, lLit := literalTruth(l)
+	rTrue, rLit := literalTruth(r)
+	switch {
+	case b.Op == ast.OpAnd && (lLit && !lTrue || rLit && !rTrue):
+		return &ast.Literal{Value: document.BoolValue(false), Pos: b.Pos}
+	case b.Op == ast.OpOr && (lLit && lTrue || rLit && rTrue):
+		return &ast.Literal{Value: document.BoolValue(true), Pos: b.Pos}
+	case lLit:
+		return r // the AND's true operand, or the OR's operand that is not
+	case rLit:
+		return l
+	case l == b.L && r == b.R:
+		return e
+	}
+	n := *b
+	n.L, n.R = l, r
+	return &n
+}
+
+// literalTruth reports whether e is a literal (lit) and, if it is, whether
+// it is true.
+func literalTruth(e ast.Expr) (isTrue, lit bool) {
+	x, ok := e.(*ast.Literal)
+	if !ok {
+		return false, false
+	}
+	return x.Value.Kind() == document.Bool && x.Value.Bool(), true
 }

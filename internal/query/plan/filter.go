@@ -468,6 +468,14 @@ func Predicates(q *ast.Query, params map[string]document.Value) []Predicate {
 			}
 		case *ast.Exists:
 			out = append(out, existsPredicates(q, x.Query, params)...)
+		case *ast.Literal:
+			// A clause that is a literal other than true (WHERE false, or
+			// an optional filter whose parameter ruled every row out, as
+			// eval folds it) holds for no document: so does an IN of no
+			// ids, whose span reads nothing.
+			if x.Value.Kind() != document.Bool || !x.Value.Bool() {
+				out = append(out, Predicate{Path: []string{"id"}, Op: In})
+			}
 		case *ast.Like:
 			if p, _, ok := likePrefix(q, x, params); ok {
 				out = append(out, p)
