@@ -22,12 +22,11 @@ import (
 // undefined, null, a boolean, a string or a finite number (a literal
 // undefined is no constant to the planner, and evaluates as the part
 // did). Anything else, and a part whose evaluation fails, is left to be
-// evaluated as written; a query with nothing to fold or simplify is not
-// copied. The ANDs
-// and ORs of the clause are then simplified where an operand became a
-// literal (truth), so that an optional filter written as
-// "(@status = null OR c.status = @status)" is "c.status = 'open'", or
-// nothing, for the planner; a clause that is true is dropped.
+// evaluated as written. The ANDs and ORs of the clause are then
+// simplified where an operand is a literal (truth), so that an optional
+// filter written as "(@status = null OR c.status = @status)" is
+// "c.status = @status", or nothing, for the planner; a clause that is
+// true is dropped. A query with nothing to fold or simplify is not copied.
 func (p *Program) folded(q *ast.Query) (*ast.Query, bool) {
 	changed := false
 	var fold func(*ast.Query) *ast.Query
