@@ -249,7 +249,7 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	}
 	single = single || p.Whole
 	if !single && !prog.Streaming() {
-		return crossPartitionRefusal(c, prog, p.Params, p.Features)
+		return crossPartitionRefusal(c, p.Query, p.Params, p.Features)
 	}
 	if !single && !p.CrossPartition {
 		return errorf(BadRequest, "Cross partition query is required but disabled. Please set x-ms-documentdb-query-enablecrosspartition to true, specify x-ms-documentdb-partitionkey, or revise your query to avoid this exception.")
@@ -1645,8 +1645,16 @@ func fillPage(n int, row func(i int) []byte, limit int, page *FeedPage) int {
 // apply TOP, DISTINCT, OFFSET/LIMIT) and the rewritten query to send to
 // each range. features is the x-ms-cosmos-supported-query-features header
 // sent with the query (gatewayplan.OfQuery).
-func crossPartitionRefusal(c *containerRecord, prog *eval.Program, params map[string]document.Value, features string) error {
-	plan := gatewayplan.JSON(gatewayplan.DescribeFor(prog.Query(), params, gatewayplan.OfQuery(features), c.vectors))
+func crossPartitionRefusal(c *containerRecord, text string, params map[string]document.Value, features string) error {
+	// The plan of the query as the client wrote it, as a query-plan
+	// request gets (PlanFor): its program's query has its constant parts
+	// folded and its computed properties' definitions in their place,
+	// which the client would send to the ranges as written.
+	q, err := parseOnly(text)
+	if err != nil {
+		return err
+	}
+	plan := gatewayplan.JSON(gatewayplan.DescribeFor(q, params, gatewayplan.OfQuery(features), c.vectors))
 	return &Error{Code: BadRequest, SubStatus: SubCrossPartitionNotServed, Additional: plan,
 		Message: "The provided cross partition query can not be directly served by the gateway. This is a first chance (internal) exception that all newer clients will know how to handle gracefully. This exception is traced, but unless you see it bubble up as an exception (which only happens on older SDK clients), then you can safely ignore this message."}
 }

@@ -74,8 +74,7 @@ func (p *Program) folded(q *ast.Query) (*ast.Query, bool) {
 // a parameter, a negated number, a constructor of those).
 func (p *Program) foldable(q *ast.Query) bool {
 	found := false
-	var inWhere func(e ast.Expr) bool
-	inWhere = func(e ast.Expr) bool {
+	inWhere := func(e ast.Expr) bool {
 		if _, ok := ast.Constant(e, p.params); ok {
 			return false // read as a constant already
 		}
