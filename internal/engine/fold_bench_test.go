@@ -40,16 +40,16 @@ func BenchmarkFilterOnNow(b *testing.B) {
 				b.Run(shape.name, func(b *testing.B) {
 					p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, RangeID: "0", CrossPartition: true, MaxItemCount: 100,
 						Query: shape.query, Params: map[string]document.Value{"@s": document.Str("s7"), "@o": document.NullValue()}}
-					foldedPage(b, s, p)
+					firstPage(b, s, p, 100)
 				})
 			}
 		})
 	}
 }
 
-// foldedPage runs query p's first page b.N times and reports the records
-// and entries it read.
-func foldedPage(b *testing.B, s *benchStore, p QueryParams) {
+// firstPage runs query p's first page b.N times, each of rows rows, and
+// reports the records and entries it read.
+func firstPage(b *testing.B, s *benchStore, p QueryParams, rows int) {
 	var records, entries int
 	b.ResetTimer()
 	for b.Loop() {
@@ -57,8 +57,8 @@ func foldedPage(b *testing.B, s *benchStore, p QueryParams) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if len(page.Items) != 100 {
-			b.Fatalf("%d rows, want 100", len(page.Items))
+		if len(page.Items) != rows {
+			b.Fatalf("%d rows, want %d", len(page.Items), rows)
 		}
 		records += page.Examined
 		entries += page.IndexEntries

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,22 +29,7 @@ func BenchmarkIDList(b *testing.B) {
 			}
 			p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: benchColl}, RangeID: "0", CrossPartition: true, MaxItemCount: 100,
 				Query: "SELECT * FROM c WHERE c.pk = 'q0' AND c.id IN (" + strings.Join(ids, ", ") + ")"}
-			var records, entries int
-			b.ResetTimer()
-			for b.Loop() {
-				page, err := s.QueryItems(context.Background(), p)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if len(page.Items) != 10 {
-					b.Fatalf("%d rows, want 10", len(page.Items))
-				}
-				records += page.Examined
-				entries += page.IndexEntries
-				page.Release()
-			}
-			b.ReportMetric(float64(records)/float64(b.N), "records/op")
-			b.ReportMetric(float64(entries)/float64(b.N), "entries/op")
+			firstPage(b, s, p, 10)
 		})
 	}
 }
