@@ -97,6 +97,8 @@ type benchStore struct {
 	store storage.Store
 	// pk is the partition key value of item number i; nil means benchPK.
 	pk func(i int) string
+	// coll is the container load writes to; "" means benchColl.
+	coll string
 	// block is how many items load writes in one batch, which must
 	// share a partition key; 0 means MaxBatchOps.
 	block int
@@ -287,6 +289,9 @@ func (s *benchStore) createBlock(ctx context.Context, lo, hi int, body func(i in
 	ref := benchRef(lo)
 	if s.pk != nil {
 		ref.PartitionKey = partition.Key{partition.String(s.pk(lo))}
+	}
+	if s.coll != "" {
+		ref.Coll = s.coll
 	}
 	res, err := s.Batch(ctx, BatchParams{ItemRef: ref, Ops: ops, Atomic: true})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/query/vector"
 	"github.com/mayfly-db/mayfly/internal/storage"
 	"github.com/mayfly-db/mayfly/internal/ttl"
 )
@@ -431,6 +432,43 @@ func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now time.T
 				if got, ok := owned[string(k)]; !ok || got != seq {
 					report("live item %q (seq %d) does not own its unique entry %x", rec.id, seq, k)
 				}
+			}
+		}
+	}
+
+	// Stored vectors: each is the vector of an existing item at its
+	// index's path, and every item with a vector there has it.
+	for ord, path := range c.vecPaths {
+		prefix := vectorPrefix(c, ord)
+		stored := map[uint64]bool{}
+		err = scanPrefix(r, prefix, func(k, v []byte) (bool, error) {
+			loc := k[len(prefix):]
+			seq := locSeq(loc)
+			rec, ok := items[seq]
+			if !ok || !bytes.Equal(loc, itemLoc(rec.epk, seq)) {
+				report("stored vector %x is dangling: no item at %x", k, loc)
+				return true, nil
+			}
+			body, err := document.Parse(rec.json)
+			if err != nil {
+				return true, nil // reported above
+			}
+			if want, ok := vector.Store(nil, body.At(path)); !ok || !bytes.Equal(v, want) {
+				report("stored vector %x of item %q is not its vector at %v", k, rec.id, path)
+			}
+			stored[seq] = true
+			return true, nil
+		})
+		if err != nil {
+			return counts, err
+		}
+		for seq, rec := range items {
+			body, err := document.Parse(rec.json)
+			if err != nil {
+				continue
+			}
+			if _, ok := vector.Store(nil, body.At(path)); ok && !stored[seq] {
+				report("item %q (seq %d) lacks its stored vector at %v", rec.id, seq, path)
 			}
 		}
 	}

@@ -155,10 +155,15 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 				return nil, errBadContinuation
 			}
 		}
-		if cur.access != plan.Scan && cur.access != plan.PointRead && (!ready || cur.indexVer != c.Index.Version && !entriesKept(c, q, params, terms, cur)) {
+		if cur.access != plan.Scan && cur.access != plan.PointRead && cur.access != plan.VectorTop && (!ready || cur.indexVer != c.Index.Version && !entriesKept(c, q, params, terms, cur)) {
 			return nil, errorf(BadRequest, "Invalid Continuation Token: the container's indexing policy changed since the query began; run the query again.")
 		}
 		qa := &queryAccess{access: cur.access, terms: cur.terms, composite: cur.composite}
+		return qa, e.buildSource(r, c, total, prog, params, s, terms, now, st, limit, qa)
+	}
+	if vo, ok := vectorShape(c, prog, params); ok {
+		p := plan.VectorPlan(s.kind, vo.term(), int64(vo.want))
+		qa := &queryAccess{plan: &p, access: plan.VectorTop}
 		return qa, e.buildSource(r, c, total, prog, params, s, terms, now, st, limit, qa)
 	}
 	if ids, ok := pointIDs(terms); ok && s.kind == plan.ScopePartition && s.pk != nil {
@@ -1780,6 +1785,22 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, total int64, 
 		if path, ok := notDefinedPath(c, q); ok && c.absentReady(path) {
 			qa.src = absentSource(r, c, s, path, false, st)
 		}
+	case plan.VectorTop:
+		vo, ok := vectorShape(c, prog, params)
+		if !ok {
+			return errBadContinuation
+		}
+		var locs [][]byte
+		var found bool
+		qa.src = locSource(r, c, s, func() ([][]byte, error) {
+			if found {
+				return locs, nil
+			}
+			var err error
+			locs, err = e.vectorCandidates(r, c, s, &vo, prog, now, st)
+			found = err == nil
+			return locs, err
+		}, st)
 	case plan.PointRead:
 		ids, ok := pointIDs(terms)
 		if !ok || s.kind != plan.ScopePartition || s.pk == nil {

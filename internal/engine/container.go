@@ -45,7 +45,11 @@ type containerRecord struct {
 	// compares them (eval.CanonicalKey), so 1e18 and 1000000000000000000
 	// collide. A container created before encodes their JSON text, and
 	// keeps doing so: its stored entries are in that form.
-	UniqueByValue bool           `json:"uniqueByValue,omitempty"`
+	UniqueByValue bool `json:"uniqueByValue,omitempty"`
+	// VectorEntries: the items' vectors at the paths of the vector
+	// indexes are stored apart, in binary (vectors.go). A container
+	// created before stores none, and scores every document.
+	VectorEntries bool           `json:"vectorEntries,omitempty"`
 	Props         document.Value `json:"props"`
 	TTL           ttl.History    `json:"ttl"`
 	Index         indexState     `json:"index"`
@@ -55,7 +59,8 @@ type containerRecord struct {
 	mode       string       // indexing mode
 	index      indexPolicy
 	vectors    vector.Policy
-	planar     bool // geospatialConfig Geometry: spatial functions work in the plane
+	vecPaths   [][]string // the paths of the vector indexes whose vectors are stored, by ordinal
+	planar     bool       // geospatialConfig Geometry: spatial functions work in the plane
 	computed   []computedProperty
 }
 
@@ -679,6 +684,10 @@ func (c *containerRecord) derive() (*containerRecord, *Error) {
 	// Checked when the container was written; one stored before the check
 	// existed orders by cosine wherever its policy cannot be read.
 	c.vectors, _ = vector.ParsePolicy(c.Props.Get("vectorEmbeddingPolicy"))
+	if c.VectorEntries {
+		c.vecPaths = vector.IndexPaths(c.Props.Get("indexingPolicy"))
+		c.vecPaths = c.vecPaths[:min(len(c.vecPaths), maxVectorIndexes)]
+	}
 	c.planar = planarConfig(c.Props.Get("geospatialConfig"))
 	// Checked when written; a container stored before they were computed
 	// computes none it cannot read.
@@ -799,6 +808,7 @@ func (e *Engine) CreateContainer(ctx context.Context, db string, body document.V
 		c.Etag = etagFor(rid, n)
 		c.TTL = ttl.NewHistory(setting, now)
 		c.Index = indexState{Version: 1, Ready: true}
+		c.VectorEntries = len(vector.IndexPaths(props.Get("indexingPolicy"))) > 0
 		if _, derr := c.derive(); derr != nil {
 			return derr
 		}
@@ -1099,7 +1109,7 @@ func (e *Engine) ReplaceContainer(ctx context.Context, db, coll string, body doc
 		if from := old.TTL.Current().From; !now.After(from) {
 			now = from.Add(time.Nanosecond)
 		}
-		c = &containerRecord{ID: old.ID, DBID: old.DBID, DBRid: old.DBRid, Rid: old.Rid, Ts: now.Unix(), OfferRid: old.OfferRid, Ranges: old.Ranges, SeqPerRange: old.SeqPerRange, RangesV1: old.RangesV1, UniqueByValue: old.UniqueByValue, Props: props}
+		c = &containerRecord{ID: old.ID, DBID: old.DBID, DBRid: old.DBRid, Rid: old.Rid, Ts: now.Unix(), OfferRid: old.OfferRid, Ranges: old.Ranges, SeqPerRange: old.SeqPerRange, RangesV1: old.RangesV1, UniqueByValue: old.UniqueByValue, VectorEntries: old.VectorEntries, Props: props}
 		c.Etag = etagFor(c.Rid, n)
 		c.TTL = old.TTL.Change(setting, now)
 		c.Index = old.Index

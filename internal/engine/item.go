@@ -363,6 +363,9 @@ func (e *Engine) writeItemTx(tx storage.Txn, c *containerRecord, p WriteItemPara
 	if err := e.putItem(tx, c, loc, &rec, entries, uniq, kept); err != nil {
 		return nil, err
 	}
+	if err := putVectors(tx, c, body, loc, live != nil); err != nil {
+		return nil, err
+	}
 	items, grew := int64(1), int64(len(out))
 	if live != nil {
 		items, grew = 0, grew-int64(len(live.rec.json))
@@ -622,6 +625,9 @@ func deleteEntries(tx storage.Txn, keys, uniq [][]byte, loc []byte) error {
 // purge applies a whole batch's with one update per partition).
 func (e *Engine) removeItem(tx storage.Txn, c *containerRecord, it *liveItem, d *usageDelta) error {
 	if err := e.removeIndexes(tx, c, it); err != nil {
+		return err
+	}
+	if err := deleteVectors(tx, c, it.loc); err != nil {
 		return err
 	}
 	idKey := itemIDKey(c.Rid, it.rec.pk, it.rec.id)

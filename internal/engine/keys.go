@@ -25,6 +25,7 @@ const (
 	famIndex      = 'x' // 'x'+collRid(8)+version(4)+path+value+loc, or +0x00 0x03+ordinal(2)+values+loc for a composite → "" (index.go)
 	famUsage      = 'n' // 'n'+collRid(8)+escaped EPK → items of that EPK (usage.go)
 	famAttachment = 'm' // 'm'+collRid(8)+uvarint(len pk)+pk+uvarint(len id)+id+attachment id → attachment record (attachment.go)
+	famVector     = 'q' // 'q'+collRid(8)+ordinal(1)+loc → the item's vector at the path of vector index ordinal, as float64s (vectors.go)
 
 	// Users and permissions (users.go).
 	famUser       = 'b' // 'b'+dbRid(4)+userID → user record

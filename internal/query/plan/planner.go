@@ -284,11 +284,12 @@ const (
 	FilteredStream               // OrderedStream reading only the records a term's entries name (Ordered.Filter)
 	AbsentScan                   // the scope's items without a path (NOT IS_DEFINED), through its absence entries, in scan order
 	ValueScan                    // every index entry of one path in the scope, its value tested by the filter's terms on it (Input.Values)
+	VectorTop                    // the scope's stored vectors of one path, scored, and the records of the best until enough rows (VectorPlan)
 )
 
 var accessNames = [...]string{Scan: "scan", PointRead: "point", IndexSpan: "index", Intersect: "intersect", OrderedWalk: "ordered",
 	CompositeSpan: "composite", CompositeWalk: "composite-ordered", OrderedStream: "ordered-stream", Counters: "counters",
-	IDEntries: "id-entries", IndexCount: "index-count", IndexExtreme: "index-extreme", IndexSum: "index-sum", Union: "union", FilteredStream: "filtered-stream", AbsentScan: "absent", ValueScan: "value-scan"}
+	IDEntries: "id-entries", IndexCount: "index-count", IndexExtreme: "index-extreme", IndexSum: "index-sum", Union: "union", FilteredStream: "filtered-stream", AbsentScan: "absent", ValueScan: "value-scan", VectorTop: "vector"}
 
 func (a Access) String() string { return accessNames[a] }
 
@@ -1187,6 +1188,18 @@ func PointPlan(kind ScopeKind, terms []Term, ids int) Plan {
 	return Plan{Scope: Scope{Kind: kind, Items: -1, ContainerItems: -1}, Chosen: p, Considered: []Path{p}, terms: terms}
 }
 
+// VectorPlan is the plan of a page ordered by VectorDistance from a path
+// of a vector index (term) to a constant vector, within its first want
+// rows: the scope's stored vectors of the path are scored, and the
+// records of the best read until want of them make rows. Nothing else is
+// weighed, and nothing counted: a scan reads every record, and scores
+// each from its document.
+func VectorPlan(kind ScopeKind, term Term, want int64) Plan {
+	p := Path{Access: VectorTop, Terms: []int{0}, Records: float64(want)}
+	p.Cost = p.cost()
+	return Plan{Scope: Scope{Kind: kind, Items: -1, ContainerItems: -1}, Chosen: p, Considered: []Path{p}, terms: []Term{term}}
+}
+
 // CountersPlan is the plan of the count of a whole container, one of its
 // ranges or one logical partition (kind), which the usage counters
 // answer: nothing else is weighed or counted.
@@ -1402,7 +1415,7 @@ func (a Access) Composite() bool { return a == CompositeSpan || a == CompositeWa
 // whole; IndexCount names the groups of a GROUP BY the index counts,
 // which page through their values.
 func (a Access) Paged() bool {
-	return a <= OrderedStream || a == Union || a == FilteredStream || a == AbsentScan || a == IndexCount || a == ValueScan
+	return a <= OrderedStream || a == Union || a == FilteredStream || a == AbsentScan || a == IndexCount || a == ValueScan || a == VectorTop
 }
 
 // Streams reports whether a is the ordered stream, filtered or not, which

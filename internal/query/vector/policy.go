@@ -158,6 +158,20 @@ func CheckIndexes(indexingPolicy document.Value, p Policy) error {
 	return nil
 }
 
+// IndexPaths are the paths of the vector indexes of an indexing policy
+// CheckIndexes accepted, in its order: a vector index's place in the list
+// is its ordinal, which never changes, since a replace may not change the
+// list (CheckReplace).
+func IndexPaths(indexingPolicy document.Value) [][]string {
+	var out [][]string
+	for _, ix := range indexingPolicy.Get("vectorIndexes").Array() {
+		if path, err := document.ParsePath(ix.Get("path").Str()); err == nil && len(path) > 0 {
+			out = append(out, path)
+		}
+	}
+	return out
+}
+
 // CheckReplace refuses a container replace that changes the embedding
 // policy or the vector indexes: the service keeps both as created.
 func CheckReplace(oldPolicy, newPolicy, oldIndexes, newIndexes document.Value) error {

@@ -10,6 +10,7 @@
 package vector
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"strings"
@@ -57,32 +58,130 @@ func Score(f Function, a, b document.Value) (float64, bool) {
 	if a.Kind() != document.Array || b.Kind() != document.Array || n == 0 || b.Len() != n {
 		return 0, false
 	}
-	var dot, na, nb, sq float64
+	var s sums
 	as, bs := a.Array(), b.Array()
 	for i := range as {
 		x, y := &as[i], &bs[i]
 		if x.Kind() != document.Number || y.Kind() != document.Number {
 			return 0, false
 		}
-		p, q := x.Float(), y.Float()
-		dot += p * q
-		na += p * p
-		nb += q * q
-		sq += (p - q) * (p - q)
+		s.add(x.Float(), y.Float())
 	}
-	var s float64
+	return s.score(f)
+}
+
+// sums accumulates what every distance function needs of two vectors,
+// element by element. Score and Query.Score add the same products in the
+// same order, each rounded to a float64 (an explicit conversion, which no
+// compiler may fuse into a multiply-add), so an item's score from its
+// stored vector is the score the evaluator computes from its document, to
+// the last bit.
+type sums struct{ dot, na, nb, sq float64 }
+
+func (s *sums) add(p, q float64) {
+	s.dot += float64(p * q)
+	s.na += float64(p * p)
+	s.nb += float64(q * q)
+	s.sq += float64((p - q) * (p - q))
+}
+
+func (s *sums) score(f Function) (float64, bool) {
+	var r float64
 	switch f {
 	case Cosine:
-		s = dot / math.Sqrt(na*nb)
+		r = s.dot / math.Sqrt(s.na*s.nb)
 	case DotProduct:
-		s = dot
+		r = s.dot
 	default:
-		s = math.Sqrt(sq)
+		r = math.Sqrt(s.sq)
 	}
-	if math.IsNaN(s) || math.IsInf(s, 0) {
+	if math.IsNaN(r) || math.IsInf(r, 0) {
 		return 0, false
 	}
-	return s, true
+	return r, true
+}
+
+// Store appends v's stored form to dst: its elements as little-endian
+// float64 values, the numbers Score reads. ok is false unless v is an
+// array of one to MaxDimensions numbers, which is every vector that can
+// have a score against a query vector a Query takes.
+func Store(dst []byte, v document.Value) ([]byte, bool) {
+	n := v.Len()
+	if v.Kind() != document.Array || n == 0 || n > MaxDimensions {
+		return dst, false
+	}
+	start := len(dst)
+	for _, x := range v.Array() {
+		if x.Kind() != document.Number {
+			return dst[:start], false
+		}
+		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(x.Float()))
+	}
+	return dst, true
+}
+
+// Query is a query vector and a distance function, which scores stored
+// vectors (Store).
+type Query struct {
+	f Function
+	q []float64
+	// qn is the sum of the query vector's squares, which Score adds up
+	// for every document; the cosine needs it, and it is the same for all.
+	qn float64
+}
+
+// NewQuery is the query of vector v under f; ok is false unless v is an
+// array of one to MaxDimensions numbers.
+func NewQuery(f Function, v document.Value) (*Query, bool) {
+	n := v.Len()
+	if v.Kind() != document.Array || n == 0 || n > MaxDimensions {
+		return nil, false
+	}
+	qv := &Query{f: f, q: make([]float64, n)}
+	for i, x := range v.Array() {
+		if x.Kind() != document.Number {
+			return nil, false
+		}
+		y := x.Float()
+		qv.q[i] = y
+		qv.qn += float64(y * y)
+	}
+	return qv, true
+}
+
+// Dimensions is the query vector's length.
+func (qv *Query) Dimensions() int { return len(qv.q) }
+
+// Score is Score of a stored vector and the query vector, the stored one
+// as Score's first argument, computing only the sums its function needs.
+// Every function is symmetric in its two vectors, bit for bit: the
+// products and squares do not depend on the order of their operands, p-q
+// is -(q-p) exactly, and the cosine's product of the two sums of squares
+// is the same product either way round.
+func (qv *Query) Score(stored []byte) (float64, bool) {
+	q := qv.q
+	if len(stored) != 8*len(q) || len(q) == 0 {
+		return 0, false
+	}
+	s := sums{nb: qv.qn}
+	switch qv.f {
+	case Cosine:
+		for i, y := range q {
+			p := math.Float64frombits(binary.LittleEndian.Uint64(stored[8*i:]))
+			s.dot += float64(p * y)
+			s.na += float64(p * p)
+		}
+	case DotProduct:
+		for i, y := range q {
+			s.dot += float64(math.Float64frombits(binary.LittleEndian.Uint64(stored[8*i:])) * y)
+		}
+	default:
+		for i, y := range q {
+			d := math.Float64frombits(binary.LittleEndian.Uint64(stored[8*i:])) - y
+			s.sq += float64(d * d)
+		}
+	}
+	return s.score(qv.f)
 }
 
 // IsCall reports whether e is a call of VectorDistance.

@@ -2,6 +2,7 @@ package vector
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/mayfly-db/mayfly/internal/document"
@@ -86,5 +87,58 @@ func TestCheckReplace(t *testing.T) {
 		if (err == nil) != tc.ok {
 			t.Errorf("%s -> %s, %s -> %s: %v", tc.oldP, tc.newP, tc.oldIx, tc.newIx, err)
 		}
+	}
+}
+
+// TestScoreStored checks that a stored vector scores as its document does,
+// bit for bit, with the stored vector on either side of the call.
+func TestScoreStored(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200 {
+		n := 1 + rng.IntN(40)
+		a, b := make([]document.Value, n), make([]document.Value, n)
+		for i := range n {
+			a[i], b[i] = document.Float(rng.NormFloat64()*1e3), document.Float(rng.NormFloat64())
+			if rng.IntN(5) == 0 {
+				a[i] = document.Int(int64(rng.IntN(7) - 3))
+			}
+		}
+		av, bv := document.Arr(a), document.Arr(b)
+		stored, ok := Store(nil, av)
+		if !ok {
+			t.Fatalf("Store(%s) refused", av.JSON())
+		}
+		for _, f := range []Function{Cosine, DotProduct, Euclidean} {
+			q, ok := NewQuery(f, bv)
+			if !ok {
+				t.Fatalf("NewQuery(%s) refused", bv.JSON())
+			}
+			want, wok := Score(f, av, bv)
+			got, gok := q.Score(stored)
+			back, bok := Score(f, bv, av)
+			if gok != wok || got != want || bok != wok || back != want {
+				t.Fatalf("%v: Score %v %v, reversed %v %v, ScoreStored %v %v", f, want, wok, back, bok, got, gok)
+			}
+		}
+	}
+	for _, s := range []string{`[]`, `[1,"2"]`, `"AQID"`, `{"a":1}`, `[[1]]`} {
+		if _, ok := Store(nil, val(t, s)); ok {
+			t.Errorf("Store(%s) stored", s)
+		}
+		if _, ok := NewQuery(Cosine, val(t, s)); ok {
+			t.Errorf("NewQuery(%s) read", s)
+		}
+	}
+	if q, _ := NewQuery(Cosine, val(t, "[1,1]")); q == nil {
+		t.Error("NewQuery([1,1]) refused")
+	} else if stored, _ := Store(nil, val(t, "[0,0]")); stored == nil {
+		t.Error("Store([0,0]) refused")
+	} else if _, ok := q.Score(stored); ok {
+		t.Error("the cosine of a vector of zeros scored")
+	}
+	if q, _ := NewQuery(Cosine, val(t, "[1]")); q == nil {
+		t.Error("NewQuery([1]) refused")
+	} else if _, ok := q.Score(make([]byte, 16)); ok {
+		t.Error("a stored vector of another length scored")
 	}
 }

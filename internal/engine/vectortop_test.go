@@ -1,0 +1,215 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mayfly-db/mayfly/internal/partition"
+	"github.com/mayfly-db/mayfly/internal/query/plan"
+	"github.com/mayfly-db/mayfly/internal/query/vector"
+	"github.com/mayfly-db/mayfly/internal/ttl"
+)
+
+// TestVectorTopMatchesTheScan runs vector searches on two containers that
+// hold the same items, one with a vector index (its searches read the
+// stored vectors) and one with the same embedding policy and none (its
+// searches score every document), and requires the same pages, drained a
+// few rows a page: in one partition and across the range of a container
+// of one range and of four. The items' vectors are small integers, so
+// scores tie; some items have no vector, one of another length, one that
+// is not all numbers, or a vector of zeros; some expire, some are
+// replaced with another vector or none, some are deleted. A search filters
+// by a property, or selects a value some items lack.
+func TestVectorTopMatchesTheScan(t *testing.T) {
+	for seed := range int64(4) {
+		t.Run(strconv.FormatInt(seed, 10), func(t *testing.T) { vectorTopScenario(t, seed) })
+	}
+}
+
+func vectorTopScenario(t *testing.T, seed int64) {
+	rng := rand.New(rand.NewSource(seed))
+	ctx := context.Background()
+	dims := 2 + rng.Intn(4)
+	fn := vector.Function(rng.Intn(3))
+	embed := fmt.Sprintf(`"vectorEmbeddingPolicy":{"vectorEmbeddings":[{"path":"/v","dataType":"float32","dimensions":%d,"distanceFunction":%q},{"path":"/w","dataType":"float32","dimensions":2,"distanceFunction":"cosine"}]}`, dims, fn)
+	indexed := `"indexingPolicy":{"vectorIndexes":[{"path":"/w","type":"flat"},{"path":"/v","type":"flat"}]}`
+	body := func(id string, policy string) string {
+		return `{"id":"` + id + `","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":-1,` + embed + `,` + policy + `}`
+	}
+	be := newBatchEnvWith(t, body("c", indexed))
+	colls := map[string]string{"c": "indexed", "plain": "scanned", "wide": "indexed", "plainwide": "scanned"}
+	for _, id := range []string{"plain", "wide", "plainwide"} {
+		policy := `"indexingPolicy":{}`
+		if colls[id] == "indexed" {
+			policy = indexed
+		}
+		var tp *Throughput
+		if strings.HasSuffix(id, "wide") {
+			tp = &Throughput{Manual: 24000} // four ranges
+		}
+		if _, err := be.e.CreateContainer(ctx, "db", batchJSON(t, body(id, policy)), tp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vec := func(n int) string {
+		parts := make([]string, n)
+		for j := range parts {
+			parts[j] = strconv.Itoa(rng.Intn(5) - 2)
+			if rng.Intn(4) == 0 {
+				parts[j] += ".5"
+			}
+		}
+		return "[" + strings.Join(parts, ",") + "]"
+	}
+	item := func(i int) string {
+		doc := `{"id":"i` + strconv.Itoa(i) + `","pk":"p` + strconv.Itoa(rng.Intn(6)) + `","k":` + strconv.Itoa(rng.Intn(10))
+		switch rng.Intn(12) {
+		case 0: // no vector
+		case 1:
+			doc += `,"v":` + vec(dims+1)
+		case 2:
+			doc += `,"v":[1,"2"]`
+		case 3:
+			doc += `,"v":` + "[" + strings.TrimSuffix(strings.Repeat("0,", dims), ",") + "]"
+		default:
+			doc += `,"v":` + vec(dims)
+		}
+		if rng.Intn(3) > 0 {
+			doc += `,"o":` + strconv.Itoa(rng.Intn(100))
+		}
+		if rng.Intn(8) == 0 {
+			doc += `,"ttl":30`
+		}
+		return doc + `,"w":[1,` + strconv.Itoa(rng.Intn(3)) + `]}`
+	}
+	write := func(mode WriteMode, doc string) {
+		for coll := range colls {
+			if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: ItemRef{DB: "db", Coll: coll}, Mode: mode, Body: []byte(doc)}); err != nil {
+				t.Fatalf("%s in %s: %v", doc, coll, err)
+			}
+		}
+	}
+	n := 80 + rng.Intn(80)
+	docs := make([]string, n)
+	for i := range n {
+		docs[i] = item(i)
+		write(ModeCreate, docs[i])
+	}
+	for range n / 8 {
+		i := rng.Intn(n)
+		v := batchJSON(t, docs[i])
+		pk := v.Get("pk").Str()
+		switch rng.Intn(3) {
+		case 0: // another vector, or none
+			next := item(i)
+			next = strings.Replace(next, `"pk":"`+batchJSON(t, next).Get("pk").Str()+`"`, `"pk":"`+pk+`"`, 1)
+			docs[i] = next
+			write(ModeUpsert, next)
+		default:
+			for coll := range colls {
+				_, err := be.e.DeleteItem(ctx, DeleteItemParams{ItemRef: ItemRef{DB: "db", Coll: coll, HasKey: true, PartitionKey: partition.Key{partition.String(pk)}}, ID: "i" + strconv.Itoa(i)})
+				if err != nil && !isNotFound(err) {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	be.clock.Advance(31 * time.Second) // the items with their own ttl expire
+	if _, err := be.e.CheckIndexes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if seed%2 == 1 {
+		// The purge takes them away, and their vectors.
+		for coll := range colls {
+			if _, err := be.e.PurgeDue(ctx, ttl.PurgeParams{Container: "dbs/db/colls/" + coll, Now: be.clock.Now(), Limit: 1000}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := be.e.CheckIndexes(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	for range 40 {
+		qv := vec(dims)
+		if rng.Intn(10) == 0 {
+			qv = vec(dims + 1) // the items of that length score
+		}
+		call := "VectorDistance(c.v, " + qv + ")"
+		if rng.Intn(4) == 0 {
+			call = "VectorDistance(" + qv + ", c.v, false, {distanceFunction: '" + vector.Function(rng.Intn(3)).String() + "'})"
+		}
+		sel := []string{"c.id, " + call + " AS s", "VALUE c.id", "VALUE c.o", "c.id, c.k"}[rng.Intn(4)]
+		// A filter that passes a few items makes the search look past
+		// its first round of candidates.
+		where := ""
+		switch rng.Intn(3) {
+		case 0:
+			where = " WHERE c.k > " + strconv.Itoa(rng.Intn(10))
+		case 1:
+			where = " WHERE c.k = " + strconv.Itoa(rng.Intn(10))
+		}
+		text := fmt.Sprintf("SELECT TOP %d %s FROM c%s ORDER BY %s", 1+rng.Intn(20), sel, where, call)
+		if rng.Intn(4) == 0 {
+			text = fmt.Sprintf("SELECT %s FROM c%s ORDER BY %s OFFSET %d LIMIT %d", sel, where, call, rng.Intn(6), 1+rng.Intn(10))
+		}
+		pk := ""
+		if rng.Intn(3) == 0 {
+			pk = "p" + strconv.Itoa(rng.Intn(6))
+		}
+		pageSize := 1 + rng.Intn(6)
+		for _, pair := range [][2]string{{"c", "plain"}, {"wide", "plainwide"}} {
+			ranges := 1
+			if pair[0] == "wide" && pk == "" {
+				ranges = 4
+			}
+			for r := range ranges {
+				p := QueryParams{ItemRef: ItemRef{DB: "db", Coll: pair[0]}, Query: text, MaxItemCount: pageSize}
+				if pk != "" {
+					p.ItemRef.HasKey, p.ItemRef.PartitionKey = true, partition.Key{partition.String(pk)}
+				} else {
+					p.RangeID, p.CrossPartition = strconv.Itoa(r), true
+				}
+				got, access := drainVectorRows(t, be.e, p)
+				p.ItemRef.Coll = pair[1]
+				want, _ := drainVectorRows(t, be.e, p)
+				if !slices.Equal(got, want) {
+					t.Fatalf("seed %d, %s, key %q, range %d, %d a page: %s\n got %v\nwant %v", seed, pair[0], pk, r, pageSize, text, got, want)
+				}
+				if access != plan.VectorTop {
+					t.Fatalf("%s in %s: read by %v", text, pair[0], access)
+				}
+			}
+		}
+	}
+}
+
+// drainVectorRows returns the rows of every page of p, and the access path of
+// the first page's plan.
+func drainVectorRows(t *testing.T, e *Engine, p QueryParams) ([]string, plan.Access) {
+	t.Helper()
+	var rows []string
+	access := plan.Access(255)
+	for {
+		page, err := e.QueryItems(context.Background(), p)
+		if err != nil {
+			t.Fatalf("%s in %s: %v", p.Query, p.Coll, err)
+		}
+		if page.Plan != nil && access == 255 {
+			access = page.Plan.Chosen.Access
+		}
+		for _, it := range page.Items {
+			rows = append(rows, string(it))
+		}
+		if page.Continuation == "" {
+			return rows, access
+		}
+		p.Continuation = page.Continuation
+	}
+}
