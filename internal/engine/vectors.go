@@ -184,28 +184,68 @@ func (h *bestHeap) Pop() any {
 	return x
 }
 
-// bestVectors scores the stored vectors of vo's path in scope s and
-// returns the best n, best first, and how many had a score.
-func bestVectors(r storage.Reader, c *containerRecord, s *itemScope, vo *vectorOrder, n int, st *readStats) ([]scored, int, error) {
-	prefix := vectorPrefix(c, vo.ord)
-	lo, hi := scopeBounds(prefix, s)
-	h := &bestHeap{vo: vo}
-	total := 0
-	// A score costs the budget what the evaluator's does: a step per
-	// eight elements of the two vectors.
-	steps := 1 + vo.q.Dimensions()/4
-	err := scanRange(r, lo, hi, func(k, v []byte) (bool, error) {
-		st.entries++
-		st.bytes += len(v)
-		if st.budget != nil {
-			if err := st.budget.Spend(steps); err != nil {
+// vectorSource calls fn with stored vectors of one path and their items'
+// locations, until fn returns false.
+type vectorSource func(fn func(loc, v []byte) (bool, error)) error
+
+// chargeVector counts a stored vector read and charges its score to the
+// budget, what the evaluator's costs: a step per eight elements of the two
+// vectors.
+func chargeVector(st *readStats, vo *vectorOrder, v []byte) error {
+	st.entries++
+	st.bytes += len(v)
+	if st.budget == nil {
+		return nil
+	}
+	return st.budget.Spend(1 + vo.q.Dimensions()/4)
+}
+
+// scopeVectors reads the stored vectors of vo's path in scope s.
+func scopeVectors(r storage.Reader, c *containerRecord, s *itemScope, vo *vectorOrder, st *readStats) vectorSource {
+	return func(fn func(loc, v []byte) (bool, error)) error {
+		prefix := vectorPrefix(c, vo.ord)
+		lo, hi := scopeBounds(prefix, s)
+		return scanRange(r, lo, hi, func(k, v []byte) (bool, error) {
+			if err := chargeVector(st, vo, v); err != nil {
 				return false, err
 			}
-		}
-		loc := k[len(prefix):]
-		if !s.holds(loc) {
+			if loc := k[len(prefix):]; s.holds(loc) {
+				return fn(loc, v)
+			}
 			return true, nil
+		})
+	}
+}
+
+// listedVectors reads the stored vectors of vo's path of the items at
+// locs, together.
+func listedVectors(r storage.Reader, c *containerRecord, locs [][]byte, vo *vectorOrder, st *readStats) vectorSource {
+	return func(fn func(loc, v []byte) (bool, error)) error {
+		keys := make([][]byte, len(locs))
+		for i, loc := range locs {
+			keys[i] = vectorKey(c, vo.ord, loc)
 		}
+		more := true
+		return storage.GetMany(r, keys, func(i int, v []byte) error {
+			if v == nil || !more {
+				return nil // no vector there, or fn is done
+			}
+			if err := chargeVector(st, vo, v); err != nil {
+				return err
+			}
+			var err error
+			more, err = fn(locs[i], v)
+			return err
+		})
+	}
+}
+
+// bestVectors scores the vectors of src and returns the best n, best
+// first, and how many had a score.
+func bestVectors(src vectorSource, s *itemScope, vo *vectorOrder, n int) ([]scored, int, error) {
+	h := &bestHeap{vo: vo}
+	total := 0
+	err := src(func(loc, v []byte) (bool, error) {
 		sc, ok := vo.q.Score(v)
 		if !ok {
 			return true, nil
@@ -233,15 +273,43 @@ func bestVectors(r storage.Reader, c *containerRecord, s *itemScope, vo *vectorO
 	return out, total, nil
 }
 
+// vectorTermLocs returns the locations of the items of scope s that a
+// term of q's filter holds, when one holds fewer than limit of them: a
+// filter that passes few items has only those items' vectors scored, read
+// together by their keys, rather than every vector of the scope. Every
+// item that passes the filter is among them (plan.Terms).
+func vectorTermLocs(r storage.Reader, c *containerRecord, s *itemScope, q *ast.Query, params map[string]document.Value, limit int64, st *readStats) ([][]byte, bool, error) {
+	if !c.Index.Ready || c.index.none || q.Where == nil {
+		return nil, false, nil
+	}
+	var best [][]byte
+	found := false
+	for _, t := range plan.Terms(plan.Predicates(q, params)) {
+		if len(t.Spans) == 0 || !c.index.indexes(t.Path) || (s.kind != plan.ScopeAll && s.kind != plan.ScopeRange && c.isKeyPath(t.Path)) {
+			continue
+		}
+		spans, base := scopedSpans(c, t, s)
+		locs, read, err := collectLocsUpTo(r, spans, s, st, func(k []byte) ([]byte, bool) { return entryLoc(k, base) }, limit, limit)
+		if err != nil {
+			return nil, false, err
+		}
+		if read < limit {
+			best, found, limit = locs, true, read
+		}
+	}
+	return best, found, nil
+}
+
 // vectorCandidates returns the locations of the items that make the first
 // vo.want rows of prog's query in scope s at now, in the order of the
 // scope's index positions (locSource): the best scored items whose
 // records are live and pass the query's filter (rowFilter), read best
-// first. A round takes the best few more than it wants; when too few of
+// first. The items scored are the scope's, or, when a term of the filter
+// holds fewer than limit of them, that term's (vectorTermLocs). A round takes the best few more than it wants; when too few of
 // them pass the filter, the next round takes as many more as the share
 // that passed says it needs, twice over, until every scored item has
 // been looked at.
-func (e *Engine) vectorCandidates(r storage.Reader, c *containerRecord, s *itemScope, vo *vectorOrder, prog *eval.Program, now time.Time, st *readStats) ([][]byte, error) {
+func (e *Engine) vectorCandidates(r storage.Reader, c *containerRecord, s *itemScope, vo *vectorOrder, prog *eval.Program, params map[string]document.Value, now time.Time, limit int64, st *readStats) ([][]byte, error) {
 	if vo.want == 0 {
 		return nil, nil
 	}
@@ -259,9 +327,19 @@ func (e *Engine) vectorCandidates(r storage.Reader, c *containerRecord, s *itemS
 		fq.Select = ast.Select{Value: &ast.Literal{Value: document.BoolValue(true)}}
 		parse = docParser(&fq, true)
 	}
+	src := scopeVectors(r, c, s, vo, st)
+	if filter != nil {
+		locs, ok, err := vectorTermLocs(r, c, s, prog.Query(), params, limit, st)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			src = listedVectors(r, c, locs, vo, st)
+		}
+	}
 	n := vo.want + vo.want/4 + 8
 	for {
-		best, total, err := bestVectors(r, c, s, vo, n, st)
+		best, total, err := bestVectors(src, s, vo, n)
 		if err != nil {
 			return nil, err
 		}
