@@ -33,11 +33,12 @@ var updatePlans = flag.Bool("update", false, "rewrite the expected plans in test
 // n = 0..99 within each partition, and one partition of 1,000 ("pbig",
 // n = 0..999); s = "s"+n%10, tags = [n%3, n%5]; the default indexing
 // policy with two composite indexes, (/s ASC, /n ASC) and
-// (/pk ASC, /n DESC).
+// (/pk ASC, /n DESC), and a vector index on /tags, Euclidean.
 func TestPlanTranscript(t *testing.T) {
 	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"indexingPolicy":{"indexingMode":"consistent",
 		"includedPaths":[{"path":"/*"}],"compositeIndexes":[[{"path":"/s","order":"ascending"},{"path":"/n","order":"ascending"}],
-		[{"path":"/pk"},{"path":"/n","order":"descending"}]]}}`)
+		[{"path":"/pk"},{"path":"/n","order":"descending"}]],"vectorIndexes":[{"path":"/tags","type":"flat"}]},
+		"vectorEmbeddingPolicy":{"vectorEmbeddings":[{"path":"/tags","dataType":"float32","dimensions":2,"distanceFunction":"euclidean"}]}}`)
 	ctx := context.Background()
 	for p := 0; p < 50; p++ {
 		ops := make([]string, 0, 100)
