@@ -21,7 +21,8 @@ import (
 // stored vectors) and one with the same embedding policy and none (its
 // searches score every document), and requires the same pages, drained a
 // few rows a page: in one partition and across the range of a container
-// of one range and of four. The items' vectors are small integers, so
+// of one range and of four, and under the first component of a
+// hierarchical key. The items' vectors are small integers, so
 // scores tie; some items have no vector, one of another length, one that
 // is not all numbers, or a vector of zeros; some expire, some are
 // replaced with another vector or none, some are deleted. A search filters
@@ -43,8 +44,8 @@ func vectorTopScenario(t *testing.T, seed int64) {
 		return `{"id":"` + id + `","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":-1,` + embed + `,` + policy + `}`
 	}
 	be := newBatchEnvWith(t, body("c", indexed))
-	colls := map[string]string{"c": "indexed", "plain": "scanned", "wide": "indexed", "plainwide": "scanned"}
-	for _, id := range []string{"plain", "wide", "plainwide"} {
+	colls := map[string]string{"c": "indexed", "plain": "scanned", "wide": "indexed", "plainwide": "scanned", "hpk": "indexed", "plainhpk": "scanned"}
+	for _, id := range []string{"plain", "wide", "plainwide", "hpk", "plainhpk"} {
 		policy := `"indexingPolicy":{}`
 		if colls[id] == "indexed" {
 			policy = indexed
@@ -53,7 +54,13 @@ func vectorTopScenario(t *testing.T, seed int64) {
 		if strings.HasSuffix(id, "wide") {
 			tp = &Throughput{Manual: 24000} // four ranges
 		}
-		if _, err := be.e.CreateContainer(ctx, "db", batchJSON(t, body(id, policy)), tp); err != nil {
+		def := body(id, policy)
+		if strings.HasSuffix(id, "hpk") {
+			// A hierarchical key, whose first component alone is a
+			// prefix of several logical partitions.
+			def = strings.Replace(def, `{"paths":["/pk"],"kind":"Hash","version":2}`, `{"paths":["/pk","/k"],"kind":"MultiHash","version":2}`, 1)
+		}
+		if _, err := be.e.CreateContainer(ctx, "db", batchJSON(t, def), tp); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -113,7 +120,11 @@ func vectorTopScenario(t *testing.T, seed int64) {
 			write(ModeUpsert, next)
 		default:
 			for coll := range colls {
-				_, err := be.e.DeleteItem(ctx, DeleteItemParams{ItemRef: ItemRef{DB: "db", Coll: coll, HasKey: true, PartitionKey: partition.Key{partition.String(pk)}}, ID: "i" + strconv.Itoa(i)})
+				key := partition.Key{partition.String(pk)}
+				if strings.HasSuffix(coll, "hpk") {
+					key = append(key, partition.Number(v.Get("k").Float()))
+				}
+				_, err := be.e.DeleteItem(ctx, DeleteItemParams{ItemRef: ItemRef{DB: "db", Coll: coll, HasKey: true, PartitionKey: key}, ID: "i" + strconv.Itoa(i)})
 				if err != nil && !isNotFound(err) {
 					t.Fatal(err)
 				}
@@ -164,7 +175,7 @@ func vectorTopScenario(t *testing.T, seed int64) {
 			pk = "p" + strconv.Itoa(rng.Intn(6))
 		}
 		pageSize := 1 + rng.Intn(6)
-		for _, pair := range [][2]string{{"c", "plain"}, {"wide", "plainwide"}} {
+		for _, pair := range [][2]string{{"c", "plain"}, {"wide", "plainwide"}, {"hpk", "plainhpk"}} {
 			ranges := 1
 			if pair[0] == "wide" && pk == "" {
 				ranges = 4
@@ -176,39 +187,42 @@ func vectorTopScenario(t *testing.T, seed int64) {
 				} else {
 					p.RangeID, p.CrossPartition = strconv.Itoa(r), true
 				}
-				got, access := drainVectorRows(t, be.e, p)
+				got, access, kind := drainVectorRows(t, be.e, p)
 				p.ItemRef.Coll = pair[1]
-				want, _ := drainVectorRows(t, be.e, p)
+				want, _, _ := drainVectorRows(t, be.e, p)
 				if !slices.Equal(got, want) {
 					t.Fatalf("seed %d, %s, key %q, range %d, %d a page: %s\n got %v\nwant %v", seed, pair[0], pk, r, pageSize, text, got, want)
 				}
 				if access != plan.VectorTop {
 					t.Fatalf("%s in %s: read by %v", text, pair[0], access)
 				}
+				if pair[0] == "hpk" && pk != "" && kind != plan.ScopePrefix {
+					t.Fatalf("%s in %s under %q: scope %v", text, pair[0], pk, kind)
+				}
 			}
 		}
 	}
 }
 
-// drainVectorRows returns the rows of every page of p, and the access path of
-// the first page's plan.
-func drainVectorRows(t *testing.T, e *Engine, p QueryParams) ([]string, plan.Access) {
+// drainVectorRows returns the rows of every page of p, and the access path
+// and scope of the first page's plan.
+func drainVectorRows(t *testing.T, e *Engine, p QueryParams) ([]string, plan.Access, plan.ScopeKind) {
 	t.Helper()
 	var rows []string
-	access := plan.Access(255)
+	access, kind := plan.Access(255), plan.ScopeKind(255)
 	for {
 		page, err := e.QueryItems(context.Background(), p)
 		if err != nil {
 			t.Fatalf("%s in %s: %v", p.Query, p.Coll, err)
 		}
 		if page.Plan != nil && access == 255 {
-			access = page.Plan.Chosen.Access
+			access, kind = page.Plan.Chosen.Access, page.Plan.Scope.Kind
 		}
 		for _, it := range page.Items {
 			rows = append(rows, string(it))
 		}
 		if page.Continuation == "" {
-			return rows, access
+			return rows, access, kind
 		}
 		p.Continuation = page.Continuation
 	}
