@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,9 +27,20 @@ import (
 // scores tie; some items have no vector, one of another length, one that
 // is not all numbers, or a vector of zeros; some expire, some are
 // replaced with another vector or none, some are deleted. A search filters
-// by a property, or selects a value some items lack.
+// by a property, or selects a value some items lack. MAYFLY_VECTOR_TOP_SEEDS
+// sets how many seeds run (default 4), from MAYFLY_VECTOR_TOP_FROM (default 0).
 func TestVectorTopMatchesTheScan(t *testing.T) {
-	for seed := range int64(4) {
+	seeds, from := int64(4), int64(0)
+	for name, v := range map[string]*int64{"MAYFLY_VECTOR_TOP_SEEDS": &seeds, "MAYFLY_VECTOR_TOP_FROM": &from} {
+		if s := os.Getenv(name); s != "" {
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				t.Fatalf("%s=%q: %v", name, s, err)
+			}
+			*v = n
+		}
+	}
+	for seed := from; seed < from+seeds; seed++ {
 		t.Run(strconv.FormatInt(seed, 10), func(t *testing.T) { vectorTopScenario(t, seed) })
 	}
 }
