@@ -1790,17 +1790,19 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, total int64, 
 		if !ok {
 			return errBadContinuation
 		}
-		qa.src = locSource(r, c, s, onceLocs(func() ([][]byte, error) {
-			// A term of the filter is worth reading alone while it holds
-			// under a quarter of the scope: past that, scanning the
-			// scope's vectors in key order costs less than reading them
-			// one by one.
-			size, err := e.scopeSize(r, c, s, total)
-			if err != nil {
-				return nil, err
-			}
-			return e.vectorCandidates(r, c, s, &vo, prog, params, now, max(size.Items/4, 16), st)
-		}), st)
+		// A term of the filter is worth reading alone while it holds
+		// under a quarter of the scope: past that, scanning the scope's
+		// vectors in key order costs less than reading them one by one.
+		size, err := e.scopeSize(r, c, s, total)
+		if err != nil {
+			return err
+		}
+		found, err := e.vectorCandidates(r, c, s, &vo, prog, params, now, max(size.Items/4, 16), st)
+		if err != nil {
+			return err
+		}
+		// The records read to choose them are the page's documents.
+		qa.src = foundSource(inScanOrder(s, found))
 	case plan.PointRead:
 		ids, ok := pointIDs(terms)
 		if !ok || s.kind != plan.ScopePartition || s.pk == nil {

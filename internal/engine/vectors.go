@@ -300,16 +300,15 @@ func vectorTermLocs(r storage.Reader, c *containerRecord, s *itemScope, q *ast.Q
 	return best, found, nil
 }
 
-// vectorCandidates returns the locations of the items that make the first
-// vo.want rows of prog's query in scope s at now, in the order of the
-// scope's index positions (locSource): the best scored items whose
-// records are live and pass the query's filter (rowFilter), read best
-// first. The items scored are the scope's, or, when a term of the filter
+// vectorCandidates returns the items that make the first vo.want rows of
+// prog's query in scope s at now, with their records: the best scored
+// items whose records are live and pass the query's filter (rowFilter),
+// read best first. The items scored are the scope's, or, when a term of the filter
 // holds fewer than limit of them, that term's (vectorTermLocs). A round takes the best few more than it wants; when too few of
 // them pass the filter, the next round takes as many more as the share
 // that passed says it needs, twice over, until every scored item has
 // been looked at.
-func (e *Engine) vectorCandidates(r storage.Reader, c *containerRecord, s *itemScope, vo *vectorOrder, prog *eval.Program, params map[string]document.Value, now time.Time, limit int64, st *readStats) ([][]byte, error) {
+func (e *Engine) vectorCandidates(r storage.Reader, c *containerRecord, s *itemScope, vo *vectorOrder, prog *eval.Program, params map[string]document.Value, now time.Time, limit int64, st *readStats) ([]foundItem, error) {
 	if vo.want == 0 {
 		return nil, nil
 	}
@@ -343,10 +342,10 @@ func (e *Engine) vectorCandidates(r storage.Reader, c *containerRecord, s *itemS
 		if err != nil {
 			return nil, err
 		}
-		var locs [][]byte
+		var found []foundItem
 		looked := 0
-		for rest := best; len(rest) > 0 && len(locs) < vo.want; {
-			k := min(len(rest), vo.want-len(locs))
+		for rest := best; len(rest) > 0 && len(found) < vo.want; {
+			k := min(len(rest), vo.want-len(found))
 			run := make([][]byte, k)
 			for i, b := range rest[:k] {
 				run[i] = b.loc
@@ -366,23 +365,18 @@ func (e *Engine) vectorCandidates(r storage.Reader, c *containerRecord, s *itemS
 						return true, nil
 					}
 				}
-				locs = append(locs, run[i])
+				item := foundItem{loc: run[i], rec: *rec}
+				item.rec.detach()
+				found = append(found, item)
 				return true, nil
 			})
 			if err != nil {
 				return nil, err
 			}
 		}
-		if len(locs) == vo.want || total <= n {
-			sortLocs(s, locs)
-			return locs, nil
+		if len(found) == vo.want || total <= n {
+			return found, nil
 		}
-		n += 2 * (vo.want - len(locs)) * looked / max(len(locs), 1)
+		n += 2 * (vo.want - len(found)) * looked / max(len(found), 1)
 	}
-}
-
-// sortLocs orders locations by their index positions, as a locSource reads
-// them.
-func sortLocs(s *itemScope, locs [][]byte) {
-	slices.SortFunc(locs, func(a, b []byte) int { return bytes.Compare(s.indexPos(a), s.indexPos(b)) })
 }
