@@ -28,6 +28,7 @@ type queryAccess struct {
 	composite int // the composite index's ordinal, for CompositeSpan and CompositeWalk
 	src       itemSource
 	stream    *plan.Ordered // for OrderedStream, which pages itself (streamOrdered)
+	vector    *vectorOrder  // for VectorTop, the search the first page found (vectorShape)
 	// pace, for a scan tried first (plan.ScanFirstBounds), says how many
 	// records it may read before the page is planned again, counting the
 	// terms on while it reads (scanPace); nil otherwise.
@@ -163,7 +164,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 	}
 	if vo, ok := vectorShape(c, prog, params); ok {
 		p := plan.VectorPlan(s.kind, vo.term(), int64(vo.want))
-		qa := &queryAccess{plan: &p, access: plan.VectorTop}
+		qa := &queryAccess{plan: &p, access: plan.VectorTop, vector: &vo}
 		return qa, e.buildSource(r, c, total, prog, params, s, terms, now, st, limit, qa)
 	}
 	if ids, ok := pointIDs(terms); ok && s.kind == plan.ScopePartition && s.pk != nil {
@@ -1786,9 +1787,12 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, total int64, 
 			qa.src = absentSource(r, c, s, path, false, st)
 		}
 	case plan.VectorTop:
-		vo, ok := vectorShape(c, prog, params)
-		if !ok {
-			return errBadContinuation
+		if qa.vector == nil {
+			vo, ok := vectorShape(c, prog, params)
+			if !ok {
+				return errBadContinuation
+			}
+			qa.vector = &vo
 		}
 		// A term of the filter is worth reading alone while it holds
 		// under a quarter of the scope: past that, scanning the scope's
@@ -1797,7 +1801,7 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, total int64, 
 		if err != nil {
 			return err
 		}
-		found, err := e.vectorCandidates(r, c, s, &vo, prog, params, now, max(size.Items/4, 16), st)
+		found, err := e.vectorCandidates(r, c, s, qa.vector, prog, params, now, max(size.Items/4, 16), st)
 		if err != nil {
 			return err
 		}

@@ -303,11 +303,13 @@ func vectorTermLocs(r storage.Reader, c *containerRecord, s *itemScope, q *ast.Q
 // vectorCandidates returns the items that make the first vo.want rows of
 // prog's query in scope s at now, with their records: the best scored
 // items whose records are live and pass the query's filter (rowFilter),
-// read best first. The items scored are the scope's, or, when a term of the filter
-// holds fewer than limit of them, that term's (vectorTermLocs). A round takes the best few more than it wants; when too few of
-// them pass the filter, the next round takes as many more as the share
-// that passed says it needs, twice over, until every scored item has
-// been looked at.
+// read best first. The items scored are the scope's, or, when a term of
+// the filter holds fewer than limit of them, that term's (vectorTermLocs).
+// A round takes the best few more than it wants; when too few of them
+// pass the filter, the next round takes as many more as the share that
+// passed says it needs, twice over, until every scored item has been
+// looked at. The order is total, so a round's best begin with the last
+// round's, whose records it does not read again.
 func (e *Engine) vectorCandidates(r storage.Reader, c *containerRecord, s *itemScope, vo *vectorOrder, prog *eval.Program, params map[string]document.Value, now time.Time, limit int64, st *readStats) ([]foundItem, error) {
 	if vo.want == 0 {
 		return nil, nil
@@ -337,14 +339,14 @@ func (e *Engine) vectorCandidates(r storage.Reader, c *containerRecord, s *itemS
 		}
 	}
 	n := vo.want + vo.want/4 + 8
+	var found []foundItem
+	looked := 0
 	for {
 		best, total, err := bestVectors(src, s, vo, n)
 		if err != nil {
 			return nil, err
 		}
-		var found []foundItem
-		looked := 0
-		for rest := best; len(rest) > 0 && len(found) < vo.want; {
+		for rest := best[min(looked, len(best)):]; len(rest) > 0 && len(found) < vo.want; {
 			k := min(len(rest), vo.want-len(found))
 			run := make([][]byte, k)
 			for i, b := range rest[:k] {
