@@ -29,6 +29,9 @@ type queryAccess struct {
 	src       itemSource
 	stream    *plan.Ordered // for OrderedStream, which pages itself (streamOrdered)
 	vector    *vectorOrder  // for VectorTop, the search the first page found (vectorShape)
+	// distances, for VectorTop, are the chosen documents' scores, which
+	// the programs that make the page's rows take rather than compute.
+	distances *eval.Distances
 	// pace, for a scan tried first (plan.ScanFirstBounds), says how many
 	// records it may read before the page is planned again, counting the
 	// terms on while it reads (scanPace); nil otherwise.
@@ -1801,12 +1804,17 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, total int64, 
 		if err != nil {
 			return err
 		}
-		found, err := e.vectorCandidates(r, c, s, qa.vector, prog, params, now, max(size.Items/4, 16), st)
+		vo := qa.vector
+		found, scores, err := e.vectorCandidates(r, c, s, vo, prog, params, now, max(size.Items/4, 16), st)
 		if err != nil {
 			return err
 		}
-		// The records read to choose them are the page's documents.
+		// The records read to choose them are the page's documents, and
+		// the scores that chose them their scores: the evaluator neither
+		// decodes their vectors nor scores them again.
 		qa.src = foundSource(inScanOrder(s, found))
+		qa.distances = &eval.Distances{Path: vo.path, Vector: vo.vec, Function: vo.fn,
+			Of: func(m eval.DocMeta) (float64, bool) { d, ok := scores[m.DocumentID]; return d, ok }}
 	case plan.PointRead:
 		ids, ok := pointIDs(terms)
 		if !ok || s.kind != plan.ScopePartition || s.pk == nil {

@@ -484,6 +484,12 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	// when not nil, how many more records a paced scan may read.
 	run := func(qp *queryAccess, page *FeedPage, passed *int, left func() int) error {
 		page.Plan = qp.plan
+		if qp.distances != nil {
+			prog.UseDistances(qp.distances)
+			if rows != nil {
+				rows.UseDistances(qp.distances)
+			}
+		}
 		next := cursor{fingerprint: fp, text: textHash(p.Query), access: qp.access, terms: qp.terms, composite: qp.composite, indexVer: c.Index.Version, kept: seenID}
 		if collectedID != 0 && qp.stream == nil {
 			next.kept = collectedID
@@ -1198,7 +1204,28 @@ func wholeDocument(q *ast.Query) bool {
 // a SELECT * row is answered with the stored bytes, not the decoded value.
 func docParser(q *ast.Query, stored bool) func([]byte) (document.Value, error) {
 	names, all := ast.RootFields(q)
-	if all || (q.Select.Star && !stored) {
+	return fieldParser(names, all || (q.Select.Star && !stored))
+}
+
+// progParser is docParser of prog's query for the document of meta, which
+// leaves out what only the vector scores the program knows of that
+// document read (eval.Distances).
+func progParser(prog *eval.Program, stored bool) func(b []byte, meta eval.DocMeta) (document.Value, error) {
+	star := prog.Query().Select.Star && !stored
+	names, all := prog.RootFields(false)
+	full := fieldParser(names, all || star)
+	names, all = prog.RootFields(true)
+	lean := fieldParser(names, all || star)
+	return func(b []byte, meta eval.DocMeta) (document.Value, error) {
+		if prog.KnowsDistance(meta) {
+			return lean(b)
+		}
+		return full(b)
+	}
+}
+
+func fieldParser(names map[string]bool, all bool) func([]byte) (document.Value, error) {
+	if all {
 		return document.Parse
 	}
 	return func(b []byte) (document.Value, error) { return document.ParseTop(b, names) }
@@ -1225,7 +1252,7 @@ func streamQuery(src itemSource, c *containerRecord, prog *eval.Program, s *item
 		size += len(b)
 	}
 	whole := wholeDocument(prog.Query())
-	parse := docParser(prog.Query(), whole)
+	parse := progParser(prog, whole)
 	rowsOf, err := prog.Streamer()
 	if err != nil {
 		return queryError(err)
@@ -1275,11 +1302,12 @@ func streamQuery(src itemSource, c *containerRecord, prog *eval.Program, s *item
 			if c.expired(rec, now) || !s.keeps(rec) {
 				return nil, nil
 			}
-			doc, err := parse(rec.json)
+			meta := docMeta(loc)
+			doc, err := parse(rec.json, meta)
 			if err != nil {
 				return nil, err
 			}
-			return rowsOf.Rows(doc, docMeta(loc))
+			return rowsOf.Rows(doc, meta)
 		}()
 		if err != nil {
 			// A DISTINCT page still rebuilding its set cannot end here:
@@ -1507,7 +1535,7 @@ func documents(src itemSource, c *containerRecord, prog *eval.Program, s *itemSc
 // its place for the evaluator, until fn returns false; every record read
 // counts against the budget.
 func liveDocuments(src itemSource, c *containerRecord, prog *eval.Program, s *itemScope, now time.Time, from []byte, fn func(pos []byte, doc document.Value, meta eval.DocMeta) (bool, error)) error {
-	parse := docParser(prog.Query(), false)
+	parse := progParser(prog, false)
 	return src(from, func(pos, loc []byte, rec *itemRecord) (bool, error) {
 		if err := prog.Budget().Spend(1); err != nil {
 			return false, err
@@ -1515,11 +1543,11 @@ func liveDocuments(src itemSource, c *containerRecord, prog *eval.Program, s *it
 		if c.expired(rec, now) || !s.keeps(rec) {
 			return true, nil
 		}
-		doc, err := parse(rec.json)
+		meta := docMeta(loc)
+		doc, err := parse(rec.json, meta)
 		if err != nil {
 			return false, err
 		}
-		meta := docMeta(loc)
 		meta.Order = s.scanPos(loc)
 		return fn(pos, doc, meta)
 	})

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mayfly-db/mayfly/internal/clock"
+	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/partition"
 )
 
@@ -69,7 +70,8 @@ func BenchmarkVectorSearch(b *testing.B) {
 				for _, coll := range []string{"stored", "scanned"} {
 					b.Run(shape.name+"/"+coll, func(b *testing.B) {
 						p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: coll}, MaxItemCount: 100,
-							Query: "SELECT TOP 10 c.id, VectorDistance(c.v, " + qv + ") AS score FROM c" + shape.where + " ORDER BY VectorDistance(c.v, " + qv + ")"}
+							Query:  "SELECT TOP 10 c.id, VectorDistance(c.v, @v) AS score FROM c" + shape.where + " ORDER BY VectorDistance(c.v, @v)",
+							Params: map[string]document.Value{"@v": benchParse(b, qv)}}
 						if shape.key {
 							p.HasKey, p.PartitionKey = true, key
 						} else {

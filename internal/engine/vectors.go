@@ -84,6 +84,7 @@ type vectorOrder struct {
 	ord  int
 	path []string
 	fn   vector.Function
+	vec  document.Value // the constant vector
 	q    *vector.Query
 	want int
 }
@@ -135,7 +136,7 @@ func vectorShape(c *containerRecord, prog *eval.Program, params map[string]docum
 		}
 		for ord, p := range c.vecPaths {
 			if slices.Equal(p, path) {
-				return vectorOrder{ord: ord, path: path, fn: fn, q: qv, want: want}, true
+				return vectorOrder{ord: ord, path: path, fn: fn, vec: v, q: qv, want: want}, true
 			}
 		}
 	}
@@ -301,25 +302,25 @@ func vectorTermLocs(r storage.Reader, c *containerRecord, s *itemScope, q *ast.Q
 }
 
 // vectorCandidates returns the items that make the first vo.want rows of
-// prog's query in scope s at now, with their records: the best scored
-// items whose records are live and pass the query's filter (rowFilter),
-// read best first. The items scored are the scope's, or, when a term of
+// prog's query in scope s at now, with their records and their scores
+// (by their DocMeta.DocumentID): the best scored items whose records are
+// live and pass the query's filter (rowFilter), read best first. The items scored are the scope's, or, when a term of
 // the filter holds fewer than limit of them, that term's (vectorTermLocs).
 // A round takes the best few more than it wants; when too few of them
 // pass the filter, the next round takes as many more as the share that
 // passed says it needs, twice over, until every scored item has been
 // looked at. The order is total, so a round's best begin with the last
 // round's, whose records it does not read again.
-func (e *Engine) vectorCandidates(r storage.Reader, c *containerRecord, s *itemScope, vo *vectorOrder, prog *eval.Program, params map[string]document.Value, now time.Time, limit int64, st *readStats) ([]foundItem, error) {
+func (e *Engine) vectorCandidates(r storage.Reader, c *containerRecord, s *itemScope, vo *vectorOrder, prog *eval.Program, params map[string]document.Value, now time.Time, limit int64, st *readStats) ([]foundItem, map[int64]float64, error) {
 	if vo.want == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var filter *eval.Program
 	parse := document.Parse
 	if q := prog.Query(); q.Where != nil || q.Select.Value != nil {
 		f, err := rowFilter(prog)
 		if err != nil {
-			return nil, queryError(err)
+			return nil, nil, queryError(err)
 		}
 		filter = f
 		// Only the properties the filter reads are decoded, not the
@@ -332,7 +333,7 @@ func (e *Engine) vectorCandidates(r storage.Reader, c *containerRecord, s *itemS
 	if filter != nil {
 		locs, ok, err := vectorTermLocs(r, c, s, prog.Query(), params, limit, st)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if ok {
 			src = listedVectors(r, c, locs, vo, st)
@@ -340,11 +341,12 @@ func (e *Engine) vectorCandidates(r storage.Reader, c *containerRecord, s *itemS
 	}
 	n := vo.want + vo.want/4 + 8
 	var found []foundItem
+	scores := map[int64]float64{}
 	looked := 0
 	for {
 		best, total, err := bestVectors(src, s, vo, n)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for rest := best[min(looked, len(best)):]; len(rest) > 0 && len(found) < vo.want; {
 			k := min(len(rest), vo.want-len(found))
@@ -352,6 +354,7 @@ func (e *Engine) vectorCandidates(r storage.Reader, c *containerRecord, s *itemS
 			for i, b := range rest[:k] {
 				run[i] = b.loc
 			}
+			chosen := rest[:k]
 			rest, looked = rest[k:], looked+k
 			_, err := readRun(r, c, run, st, func(i int, rec *itemRecord) (bool, error) {
 				if c.expired(rec, now) || !s.keeps(rec) {
@@ -370,14 +373,15 @@ func (e *Engine) vectorCandidates(r storage.Reader, c *containerRecord, s *itemS
 				item := foundItem{loc: run[i], rec: *rec}
 				item.rec.detach()
 				found = append(found, item)
+				scores[docMeta(run[i]).DocumentID] = chosen[i].score
 				return true, nil
 			})
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		if len(found) == vo.want || total <= n {
-			return found, nil
+			return found, scores, nil
 		}
 		n += 2 * (vo.want - len(found)) * looked / max(len(found), 1)
 	}

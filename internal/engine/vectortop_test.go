@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/partition"
 	"github.com/mayfly-db/mayfly/internal/query/gatewayplan"
 	"github.com/mayfly-db/mayfly/internal/query/plan"
@@ -171,7 +172,18 @@ func vectorTopScenario(t *testing.T, seed int64) {
 		if rng.Intn(4) == 0 {
 			call = "VectorDistance(" + qv + ", c.v, false, {distanceFunction: '" + vector.Function(rng.Intn(3)).String() + "'})"
 		}
-		sel := []string{"c.id, " + call + " AS s", "VALUE c.id", "VALUE c.o", "c.id, c.k"}[rng.Intn(4)]
+		var params map[string]document.Value
+		if rng.Intn(3) == 0 {
+			// As applications send it, the query vector a parameter.
+			v, err := document.Parse([]byte(qv))
+			if err != nil {
+				t.Fatal(err)
+			}
+			params, call = map[string]document.Value{"@q": v}, strings.Replace(call, qv, "@q", 1)
+		}
+		// The rows' scores are the search's, or, for another vector,
+		// computed from the documents.
+		sel := []string{"c.id, " + call + " AS s", "VALUE c.id", "VALUE c.o", "c.id, c.k", "c.id, VectorDistance(c.v, " + vec(dims) + ") AS t"}[rng.Intn(5)]
 		// A filter that passes a few items makes the search look past
 		// its first round of candidates.
 		where := ""
@@ -194,7 +206,7 @@ func vectorTopScenario(t *testing.T, seed int64) {
 		if pk == "" {
 			// And as the SDKs send it to each range across partitions:
 			// the gateway plan's rewritten query.
-			raw, err := be.e.PlanFor(ctx, "db", "wide", text, nil, "")
+			raw, err := be.e.PlanFor(ctx, "db", "wide", text, params, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -211,7 +223,7 @@ func vectorTopScenario(t *testing.T, seed int64) {
 					ranges = 4
 				}
 				for r := range ranges {
-					p := QueryParams{ItemRef: ItemRef{DB: "db", Coll: pair[0]}, Query: text, MaxItemCount: pageSize}
+					p := QueryParams{ItemRef: ItemRef{DB: "db", Coll: pair[0]}, Query: text, Params: params, MaxItemCount: pageSize}
 					if pk != "" {
 						p.ItemRef.HasKey, p.ItemRef.PartitionKey = true, partition.Key{partition.String(pk)}
 					} else {

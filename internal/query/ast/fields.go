@@ -11,6 +11,12 @@ import "github.com/mayfly-db/mayfly/internal/document"
 // reads the document whole; that is left to the caller, which may answer
 // it from the stored bytes.
 func RootFields(q *Query) (names map[string]bool, all bool) {
+	return RootFieldsExcept(q, nil)
+}
+
+// RootFieldsExcept is RootFields of q without what the calls skip picks
+// read: calls whose values the caller knows without the document.
+func RootFieldsExcept(q *Query, skip func(*Call) bool) (names map[string]bool, all bool) {
 	if q.From == nil {
 		return nil, false
 	}
@@ -38,6 +44,10 @@ func RootFields(q *Query) (names map[string]bool, all bool) {
 					} else {
 						all = true
 					}
+					return false
+				}
+			case *Call:
+				if skip != nil && skip(x) {
 					return false
 				}
 			case *Ident:

@@ -111,7 +111,11 @@ type Program struct {
 	funcs   map[*ast.Call]*builtin
 	// vectors holds what Compile learned of each call of VectorDistance.
 	vectors map[*ast.Call]*vectorCall
-	rnd     func() float64
+	// distances, when set (UseDistances), holds the scores of the calls
+	// of vectors that known names.
+	distances *Distances
+	known     map[*ast.Call]bool
+	rnd       func() float64
 
 	regexps    sync.Map // pattern → *regexp.Regexp
 	regexCount atomic.Int32

@@ -1,10 +1,12 @@
 package eval
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/query/ast"
+	"github.com/mayfly-db/mayfly/internal/query/plan"
 	"github.com/mayfly-db/mayfly/internal/query/vector"
 )
 
@@ -59,11 +61,74 @@ func (vc *vectorCall) function(p *Program) (vector.Function, error) {
 	return vc.fn, vc.err
 }
 
+// Distances are the scores of one VectorDistance that the caller knows
+// for some of the documents it feeds a run without reading them:
+// VectorDistance of the document's property at Path (a path of the
+// top-level query's FROM alias) and the constant vector Vector, by
+// Function, as Score computes it. Of returns a document's score, if
+// known.
+type Distances struct {
+	Path     []string
+	Vector   document.Value
+	Function vector.Function
+	Of       func(DocMeta) (float64, bool)
+}
+
+// UseDistances has the program take the scores d knows, rather than
+// compute them, for every call of VectorDistance in its top-level query
+// whose scores d holds: one vector the property at d.Path and the other
+// the constant d.Vector, by d.Function.
+func (p *Program) UseDistances(d *Distances) {
+	p.distances, p.known = d, map[*ast.Call]bool{}
+	for call, vc := range p.vectors {
+		if vc.q != p.q {
+			continue
+		}
+		if f, err := vc.function(p); err != nil || f != d.Function {
+			continue
+		}
+		for i := range 2 {
+			path, ok := plan.DocPath(vc.q, vc.x.Args[i])
+			if c := vc.consts[1-i]; ok && slices.Equal(path, d.Path) && c.IsDefined() && document.Equal(c, d.Vector) {
+				p.known[call] = true
+			}
+		}
+	}
+}
+
+// KnowsDistance reports whether the program takes the score of some call
+// of VectorDistance of the document of meta from its Distances.
+func (p *Program) KnowsDistance(meta DocMeta) bool {
+	if len(p.known) == 0 {
+		return false
+	}
+	_, ok := p.distances.Of(meta)
+	return ok
+}
+
+// RootFields is ast.RootFields of the program's query; with known, for a
+// document whose scores it knows (KnowsDistance), less what only the
+// calls of VectorDistance it takes them for read.
+func (p *Program) RootFields(known bool) (names map[string]bool, all bool) {
+	if !known || len(p.known) == 0 {
+		return ast.RootFields(p.q)
+	}
+	return ast.RootFieldsExcept(p.q, func(c *ast.Call) bool { return p.known[c] })
+}
+
 // vectorDistance evaluates the call in scope s. Its options are constant
 // (checked by Compile), so only the vectors are evaluated. A score costs a
 // step per eight elements of the two vectors: a multiply-add is far
 // cheaper than a step of evaluation.
 func (c *ctx) vectorDistance(vc *vectorCall, s scope) (document.Value, error) {
+	if c.prog.known[vc.x] {
+		if d, ok := c.prog.distances.Of(c.meta); ok {
+			if err := c.step(); err != nil {
+				return undef, err
+			}
+			return document.FloatExact(d), nil
+		}
+	}
 	var vecs [2]document.Value
 	for i := range vecs {
 		vecs[i] = vc.consts[i]
