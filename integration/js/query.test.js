@@ -314,6 +314,38 @@ describe("JavaScript SDK queries against Mayfly", () => {
     assert.deepEqual(inA, ["d1", "d3", "d5"]);
   });
 
+  it("filters by full-text containment through the words of a full-text index", async () => {
+    const fullTextPolicy = { defaultLanguage: "en-US", fullTextPaths: [{ path: "/text", language: "en-US" }] };
+    const { container: texts } = await database.containers.create({
+      id: "indexedTexts",
+      partitionKey: { paths: ["/pk"] },
+      fullTextPolicy,
+      indexingPolicy: { includedPaths: [{ path: "/*" }], fullTextIndexes: [{ path: "/text" }] },
+    });
+    const words = ["Fox", "foxes", "whale", "sea", "stories", "story", "blue"];
+    const docs = [];
+    for (let i = 0; i < 60; i++) {
+      const text = [words[i % 7], words[(i * 3) % 7], words[(i * 5 + 1) % 7]].join(i % 2 ? ", " : " ");
+      docs.push({ id: `t${i}`, pk: `p${i % 5}`, text: i % 11 === 0 ? 42 : text });
+    }
+    for (const d of docs) await texts.items.create(d);
+    const norm = (w) => w.toLowerCase().replace(/ies$/, "y").replace(/xes$/, "x").replace(/s$/, "");
+    const has = (d, w) => typeof d.text === "string" && d.text.split(/[^A-Za-z0-9]+/).some((t) => norm(t) === w);
+    const ids = (rows) => rows.map((r) => r.id).sort();
+    const expect = (pred, among = docs) => among.filter(pred).map((d) => d.id).sort();
+    // Drained two rows a page, range by range, with continuation tokens.
+    const drain = async (query, options = {}) => (await texts.items.query(query, { maxItemCount: 2, ...options }).fetchAll()).resources;
+    assert.deepEqual(ids(await drain("SELECT c.id FROM c WHERE FullTextContains(c.text, 'Foxes')")), expect((d) => has(d, "fox")));
+    assert.deepEqual(
+      ids(await drain("SELECT c.id FROM c WHERE FullTextContainsAll(c.text, @a, @b)", { parameters: [{ name: "@a", value: "story" }, { name: "@b", value: "whale" }] })),
+      expect((d) => has(d, "story") && has(d, "whale")),
+    );
+    assert.deepEqual(
+      ids(await drain("SELECT c.id FROM c WHERE FullTextContainsAny(c.text, 'sea', 'blue')", { partitionKey: "p2" })),
+      expect((d) => has(d, "sea") || has(d, "blue"), docs.filter((d) => d.pk === "p2")),
+    );
+  });
+
   it("searches by VectorDistance, most similar first", async () => {
     const vectorEmbeddingPolicy = {
       vectorEmbeddings: [

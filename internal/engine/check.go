@@ -472,6 +472,48 @@ func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now time.T
 			}
 		}
 	}
+	// Stored words: each is a word of an existing item's text at its
+	// path, and every word of every item's text there has one.
+	for ord, path := range c.TextPaths {
+		prefix := wordPrefix(c, ord)
+		stored := map[string]bool{}
+		err = scanPrefix(r, prefix, func(k, _ []byte) (bool, error) {
+			word, loc, ok := bytes.Cut(k[len(prefix):], []byte{0})
+			if !ok || len(loc) < 10 {
+				report("word entry %x has no location", k)
+				return true, nil
+			}
+			seq := locSeq(loc)
+			rec, ok := items[seq]
+			if !ok || !bytes.Equal(loc, itemLoc(rec.epk, seq)) {
+				report("word entry %x is dangling: no item at %x", k, loc)
+				return true, nil
+			}
+			body, err := document.Parse(rec.json)
+			if err != nil {
+				return true, nil // reported above
+			}
+			if _, found := slices.BinarySearch(textWords(body, path), string(word)); !found {
+				report("word entry %x: %q is not a word of item %q at %v", k, word, rec.id, path)
+			}
+			stored[string(k)] = true
+			return true, nil
+		})
+		if err != nil {
+			return counts, err
+		}
+		for seq, rec := range items {
+			body, err := document.Parse(rec.json)
+			if err != nil {
+				continue
+			}
+			for _, w := range textWords(body, path) {
+				if k := append(wordSpanPrefix(c, ord, w), itemLoc(rec.epk, seq)...); !stored[string(k)] {
+					report("item %q (seq %d) lacks its word entry %q at %v", rec.id, seq, w, path)
+				}
+			}
+		}
+	}
 	return counts, nil
 }
 

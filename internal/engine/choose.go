@@ -29,6 +29,8 @@ type queryAccess struct {
 	src       itemSource
 	stream    *plan.Ordered // for OrderedStream, which pages itself (streamOrdered)
 	vector    *vectorOrder  // for VectorTop, the search the first page found (vectorShape)
+	// words, for WordSpan, are the candidates the first page counted.
+	words *wordCandidates
 	// distances, for VectorTop, are the chosen documents' scores, which
 	// the programs that make the page's rows take rather than compute.
 	distances *eval.Distances
@@ -159,7 +161,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 				return nil, errBadContinuation
 			}
 		}
-		if cur.access != plan.Scan && cur.access != plan.PointRead && cur.access != plan.VectorTop && (!ready || cur.indexVer != c.Index.Version && !entriesKept(c, q, params, terms, cur)) {
+		if cur.access != plan.Scan && cur.access != plan.PointRead && cur.access != plan.VectorTop && cur.access != plan.WordSpan && (!ready || cur.indexVer != c.Index.Version && !entriesKept(c, q, params, terms, cur)) {
 			return nil, errorf(BadRequest, "Invalid Continuation Token: the container's indexing policy changed since the query began; run the query again.")
 		}
 		qa := &queryAccess{access: cur.access, terms: cur.terms, composite: cur.composite}
@@ -174,6 +176,46 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		p := plan.PointPlan(s.kind, terms, len(ids))
 		qa := &queryAccess{plan: &p, access: plan.PointRead}
 		return qa, e.buildSource(r, c, total, prog, params, s, terms, now, st, limit, qa)
+	}
+	if wordShape(c, prog) {
+		size, err := e.scopeSize(r, c, s, total)
+		if err != nil {
+			return nil, err
+		}
+		// A page that ends after rows documents, in a scope where a scan
+		// tried first may pay (plan.ScanFirstBounds), tries it as it
+		// would for the filter alone: a common word fills the page from
+		// a few records, where counting its entries would cost many. A
+		// page planned again after it reads the words.
+		rows := scanRows(prog, params, limit)
+		_, _, scanFirst := plan.ScanFirstBounds(size, rows, probeLimit(size))
+		found := false
+		var locs [][]byte
+		var read wordRead
+		if !scanFirst || try != scanFirstPaced {
+			// Read alone while the term's candidates are few enough
+			// (plan.WordBound; after a scan that did not fill the page,
+			// as for a page that reads them all) and no index term of
+			// the filter names fewer.
+			bound := plan.WordBound(size, rows)
+			if scanFirst {
+				bound = plan.WordBound(size, 0)
+			}
+			if locs, read, found, err = wordLocs(r, c, s, q, params, bound, st); err != nil {
+				return nil, err
+			}
+		}
+		if found {
+			_, narrower, err := vectorTermLocs(r, c, s, q, params, read.count, st)
+			if err != nil {
+				return nil, err
+			}
+			if !narrower {
+				p := plan.WordPlan(s.kind, read.term(), read.count)
+				qa := &queryAccess{plan: &p, access: plan.WordSpan, words: &wordCandidates{locs: locs}}
+				return qa, e.buildSource(r, c, total, prog, params, s, terms, now, st, limit, qa)
+			}
+		}
 	}
 	size, err := e.scopeSize(r, c, s, total)
 	if err != nil {
@@ -1815,6 +1857,20 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, total int64, 
 		qa.src = foundSource(inScanOrder(s, found))
 		qa.distances = &eval.Distances{Path: vo.path, Vector: vo.vec, Function: vo.fn,
 			Of: func(m eval.DocMeta) (float64, bool) { d, ok := scores[m.DocumentID]; return d, ok }}
+	case plan.WordSpan:
+		if qa.words == nil {
+			// A page after the first reads the candidates however many.
+			locs, _, ok, err := wordLocs(r, c, s, prog.Query(), params, math.MaxInt64, st)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return errBadContinuation
+			}
+			qa.words = &wordCandidates{locs: locs}
+		}
+		locs := qa.words.locs
+		qa.src = locSource(r, c, s, func() ([][]byte, error) { return locs, nil }, st)
 	case plan.PointRead:
 		ids, ok := pointIDs(terms)
 		if !ok || s.kind != plan.ScopePartition || s.pk == nil {

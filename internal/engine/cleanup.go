@@ -37,7 +37,7 @@ func cleanupKey(id []byte) []byte { return append([]byte{famCleanup}, id...) }
 // containerFamilies are the key families holding a container's data, each
 // under collPrefix(fam, rid).
 var containerFamilies = []byte{famItem, famItemKey, famUnique, famOwnDue, famByTs, famImage, famLSN, famIndex,
-	famFeedLatest, famFeedVersion, famFeedFloor, famUsage, famByRid, famAttachment, famScript, famVector}
+	famFeedLatest, famFeedVersion, famFeedFloor, famUsage, famByRid, famAttachment, famScript, famVector, famWord}
 
 // containerSpans are the spans holding every byte of the data of the
 // container with rid.

@@ -49,10 +49,15 @@ type containerRecord struct {
 	// VectorEntries: the items' vectors at the paths of the vector
 	// indexes are stored apart, in binary (vectors.go). A container
 	// created before stores none, and scores every document.
-	VectorEntries bool           `json:"vectorEntries,omitempty"`
-	Props         document.Value `json:"props"`
-	TTL           ttl.History    `json:"ttl"`
-	Index         indexState     `json:"index"`
+	VectorEntries bool `json:"vectorEntries,omitempty"`
+	// TextPaths are the paths whose texts' words are stored (words.go):
+	// the full-text indexes' paths when the container was created. A
+	// container created before stores none, and reads its scope for a
+	// full-text filter.
+	TextPaths [][]string     `json:"textPaths,omitempty"`
+	Props     document.Value `json:"props"`
+	TTL       ttl.History    `json:"ttl"`
+	Index     indexState     `json:"index"`
 
 	pk         pkDefinition
 	uniqueKeys [][][]string // per unique key, its paths
@@ -809,6 +814,7 @@ func (e *Engine) CreateContainer(ctx context.Context, db string, body document.V
 		c.TTL = ttl.NewHistory(setting, now)
 		c.Index = indexState{Version: 1, Ready: true}
 		c.VectorEntries = len(vector.IndexPaths(props.Get("indexingPolicy"))) > 0
+		c.TextPaths = textIndexPaths(props.Get("indexingPolicy"))
 		if _, derr := c.derive(); derr != nil {
 			return derr
 		}
@@ -1109,7 +1115,7 @@ func (e *Engine) ReplaceContainer(ctx context.Context, db, coll string, body doc
 		if from := old.TTL.Current().From; !now.After(from) {
 			now = from.Add(time.Nanosecond)
 		}
-		c = &containerRecord{ID: old.ID, DBID: old.DBID, DBRid: old.DBRid, Rid: old.Rid, Ts: now.Unix(), OfferRid: old.OfferRid, Ranges: old.Ranges, SeqPerRange: old.SeqPerRange, RangesV1: old.RangesV1, UniqueByValue: old.UniqueByValue, VectorEntries: old.VectorEntries, Props: props}
+		c = &containerRecord{ID: old.ID, DBID: old.DBID, DBRid: old.DBRid, Rid: old.Rid, Ts: now.Unix(), OfferRid: old.OfferRid, Ranges: old.Ranges, SeqPerRange: old.SeqPerRange, RangesV1: old.RangesV1, UniqueByValue: old.UniqueByValue, VectorEntries: old.VectorEntries, TextPaths: old.TextPaths, Props: props}
 		c.Etag = etagFor(c.Rid, n)
 		c.TTL = old.TTL.Change(setting, now)
 		c.Index = old.Index

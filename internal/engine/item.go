@@ -366,6 +366,17 @@ func (e *Engine) writeItemTx(tx storage.Txn, c *containerRecord, p WriteItemPara
 	if err := putVectors(tx, c, body, loc, live != nil); err != nil {
 		return nil, err
 	}
+	if len(c.TextPaths) > 0 {
+		prev := document.Undef
+		if live != nil {
+			if prev, err = itemText(c, &live.rec); err != nil {
+				return nil, err
+			}
+		}
+		if err := putWords(tx, c, body, prev, loc); err != nil {
+			return nil, err
+		}
+	}
 	items, grew := int64(1), int64(len(out))
 	if live != nil {
 		items, grew = 0, grew-int64(len(live.rec.json))
@@ -628,6 +639,13 @@ func (e *Engine) removeItem(tx storage.Txn, c *containerRecord, it *liveItem, d 
 		return err
 	}
 	if err := deleteVectors(tx, c, it.loc); err != nil {
+		return err
+	}
+	text, err := itemText(c, &it.rec)
+	if err != nil {
+		return err
+	}
+	if err := deleteWords(tx, c, text, it.loc); err != nil {
 		return err
 	}
 	idKey := itemIDKey(c.Rid, it.rec.pk, it.rec.id)

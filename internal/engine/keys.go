@@ -26,6 +26,7 @@ const (
 	famUsage      = 'n' // 'n'+collRid(8)+escaped EPK → items of that EPK (usage.go)
 	famAttachment = 'm' // 'm'+collRid(8)+uvarint(len pk)+pk+uvarint(len id)+id+attachment id → attachment record (attachment.go)
 	famVector     = 'q' // 'q'+collRid(8)+ordinal(1)+loc → the item's vector at the path of vector index ordinal, as float64s (vectors.go)
+	famWord       = 'h' // 'h'+collRid(8)+ordinal(1)+word+0x00+loc → "": a word of the item's text at full-text path ordinal (words.go)
 
 	// Users and permissions (users.go).
 	famUser       = 'b' // 'b'+dbRid(4)+userID → user record

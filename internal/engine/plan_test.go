@@ -33,23 +33,35 @@ var updatePlans = flag.Bool("update", false, "rewrite the expected plans in test
 // n = 0..99 within each partition, and one partition of 1,000 ("pbig",
 // n = 0..999); s = "s"+n%10, tags = [n%3, n%5]; the default indexing
 // policy with two composite indexes, (/s ASC, /n ASC) and
-// (/pk ASC, /n DESC), and a vector index on /tags, Euclidean.
+// (/pk ASC, /n DESC), a vector index on /tags, Euclidean, and a
+// full-text index on /t: "the blue whale" when n%20 = 0, "red foxes" when
+// n%10 = 1, "a sea story" otherwise.
 func TestPlanTranscript(t *testing.T) {
 	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"indexingPolicy":{"indexingMode":"consistent",
 		"includedPaths":[{"path":"/*"}],"compositeIndexes":[[{"path":"/s","order":"ascending"},{"path":"/n","order":"ascending"}],
-		[{"path":"/pk"},{"path":"/n","order":"descending"}]],"vectorIndexes":[{"path":"/tags","type":"flat"}]},
-		"vectorEmbeddingPolicy":{"vectorEmbeddings":[{"path":"/tags","dataType":"float32","dimensions":2,"distanceFunction":"euclidean"}]}}`)
+		[{"path":"/pk"},{"path":"/n","order":"descending"}]],"vectorIndexes":[{"path":"/tags","type":"flat"}],"fullTextIndexes":[{"path":"/t"}]},
+		"vectorEmbeddingPolicy":{"vectorEmbeddings":[{"path":"/tags","dataType":"float32","dimensions":2,"distanceFunction":"euclidean"}]},
+		"fullTextPolicy":{"defaultLanguage":"en-US","fullTextPaths":[{"path":"/t","language":"en-US"}]}}`)
+	text := func(n int) string {
+		switch {
+		case n%20 == 0:
+			return "the blue whale"
+		case n%10 == 1:
+			return "red foxes"
+		}
+		return "a sea story"
+	}
 	ctx := context.Background()
 	for p := 0; p < 50; p++ {
 		ops := make([]string, 0, 100)
 		for n := 0; n < 100; n++ {
-			ops = append(ops, fmt.Sprintf(`{"id":"i%d","pk":"p%d","n":%d,"s":"s%d","tags":[%d,%d]}`, p*100+n, p, n, n%10, n%3, n%5))
+			ops = append(ops, fmt.Sprintf(`{"id":"i%d","pk":"p%d","n":%d,"s":"s%d","tags":[%d,%d],"t":%q}`, p*100+n, p, n, n%10, n%3, n%5, text(n)))
 		}
 		be.seed(t, ops...)
 	}
 	big := make([]string, 0, 1000)
 	for n := 0; n < 1000; n++ {
-		big = append(big, fmt.Sprintf(`{"id":"b%d","pk":"pbig","n":%d,"s":"s%d","tags":[%d,%d]}`, n, n, n%10, n%3, n%5))
+		big = append(big, fmt.Sprintf(`{"id":"b%d","pk":"pbig","n":%d,"s":"s%d","tags":[%d,%d],"t":%q}`, n, n, n%10, n%3, n%5, text(n)))
 	}
 	be.seed(t, big...)
 	const file = "testdata/plans.txt"

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/query/ast"
+	"github.com/mayfly-db/mayfly/internal/query/fulltext"
 	"github.com/mayfly-db/mayfly/internal/query/vector"
 )
 
@@ -182,7 +183,7 @@ func (c *compiler) fullTextScore(call *ast.Call, names []string, alias string) (
 			if v.Kind() != document.String {
 				return rankComp{}, errAt(a, "SC2243", "The terms of FullTextScore must be string literals or parameters.")
 			}
-			comp.terms = append(comp.terms, words(v.Str()))
+			comp.terms = append(comp.terms, fulltext.Words(v.Str()))
 		}
 	}
 	return comp, nil
@@ -231,7 +232,7 @@ func (c *ctx) text(comp *rankComp, s scope) ([]string, error) {
 	if err := c.charge(len(v.Str()) / 64); err != nil {
 		return nil, err
 	}
-	return words(v.Str()), nil
+	return fulltext.Words(v.Str()), nil
 }
 
 // count adds a document read by a ranked query to the statistics.

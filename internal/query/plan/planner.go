@@ -285,11 +285,12 @@ const (
 	AbsentScan                   // the scope's items without a path (NOT IS_DEFINED), through its absence entries, in scan order
 	ValueScan                    // every index entry of one path in the scope, its value tested by the filter's terms on it (Input.Values)
 	VectorTop                    // the scope's stored vectors of one path, scored, and the records of the best until enough rows (VectorPlan)
+	WordSpan                     // the items whose stored words at a text path include a full-text term's rarest word (WordPlan)
 )
 
 var accessNames = [...]string{Scan: "scan", PointRead: "point", IndexSpan: "index", Intersect: "intersect", OrderedWalk: "ordered",
 	CompositeSpan: "composite", CompositeWalk: "composite-ordered", OrderedStream: "ordered-stream", Counters: "counters",
-	IDEntries: "id-entries", IndexCount: "index-count", IndexExtreme: "index-extreme", IndexSum: "index-sum", Union: "union", FilteredStream: "filtered-stream", AbsentScan: "absent", ValueScan: "value-scan", VectorTop: "vector"}
+	IDEntries: "id-entries", IndexCount: "index-count", IndexExtreme: "index-extreme", IndexSum: "index-sum", Union: "union", FilteredStream: "filtered-stream", AbsentScan: "absent", ValueScan: "value-scan", VectorTop: "vector", WordSpan: "words"}
 
 func (a Access) String() string { return accessNames[a] }
 
@@ -1188,6 +1189,29 @@ func PointPlan(kind ScopeKind, terms []Term, ids int) Plan {
 	return Plan{Scope: Scope{Kind: kind, Items: -1, ContainerItems: -1}, Chosen: p, Considered: []Path{p}, terms: terms}
 }
 
+// WordBound is how many candidates a full-text filter's stored words may
+// name for reading them to be worth it in scope s, for a page that ends
+// after rows passing documents in scan order (0: one that reads every
+// candidate): a quarter of the scope, and for such a page no more than
+// ScanFirstBounds' wide, past which a scan is expected to fill the page
+// from fewer records than the words' entries cost.
+func WordBound(s Scope, rows int64) int64 {
+	b := max(s.Items/4, 16)
+	if rows > 0 {
+		b = min(b, max(int64(math.Ceil(math.Sqrt(float64(rows)*float64(max(s.Items, 1))*costRecordScan/costEntry))), 16))
+	}
+	return b
+}
+
+// WordPlan is the plan of a page read through the stored words of a text
+// path (WordSpan): the candidates' records, as many as the term's rarest
+// word names.
+func WordPlan(kind ScopeKind, term Term, candidates int64) Plan {
+	p := Path{Access: WordSpan, Terms: []int{0}, Entries: float64(candidates), Records: float64(candidates)}
+	p.Cost = p.cost()
+	return Plan{Scope: Scope{Kind: kind, Items: -1, ContainerItems: -1}, Chosen: p, Considered: []Path{p}, terms: []Term{term}}
+}
+
 // VectorPlan is the plan of a page ordered by VectorDistance from a path
 // of a vector index (term) to a constant vector, within its first want
 // rows: the scope's stored vectors of the path are scored, and the
@@ -1415,7 +1439,7 @@ func (a Access) Composite() bool { return a == CompositeSpan || a == CompositeWa
 // whole; IndexCount names the groups of a GROUP BY the index counts,
 // which page through their values.
 func (a Access) Paged() bool {
-	return a <= OrderedStream || a == Union || a == FilteredStream || a == AbsentScan || a == IndexCount || a == ValueScan || a == VectorTop
+	return a <= OrderedStream || a == Union || a == FilteredStream || a == AbsentScan || a == IndexCount || a == ValueScan || a == VectorTop || a == WordSpan
 }
 
 // Streams reports whether a is the ordered stream, filtered or not, which

@@ -1,0 +1,248 @@
+package engine
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/query/ast"
+	"github.com/mayfly-db/mayfly/internal/query/eval"
+	"github.com/mayfly-db/mayfly/internal/query/fulltext"
+	"github.com/mayfly-db/mayfly/internal/query/plan"
+	"github.com/mayfly-db/mayfly/internal/storage"
+)
+
+// Stored words. A container created with full-text indexes keeps, for
+// each item whose value at an index's path is a string, one entry per
+// distinct word of it (fulltext.Words, as FullTextContains reads it):
+//
+//	'h' + collRid(8) + ordinal(1) + word + 0x00 + loc → ""
+//
+// ordinal being the path's place in containerRecord.TextPaths, fixed when
+// the container was created. A word is letters and digits, so no 0x00
+// within it; ordered by location, a word's items in a logical partition,
+// a hierarchical prefix or a range are one span. A full-text filter
+// (FullTextContains, …All, …Any on such a path, in the WHERE clause's AND
+// chain) names its candidates by the rarest word each of its phrases
+// needs (wordLocs): a page reads those items' records, in the scan's
+// order, and the evaluator decides, phrases' word order included.
+//
+// A word longer than maxWordBytes is not stored; a filter that needs one
+// reads its scope.
+
+// maxTextPaths is how many of a container's full-text paths keep words:
+// an ordinal is one byte.
+const maxTextPaths = 255
+
+// maxWordBytes bounds a stored word: a longer run of letters and digits
+// (an encoded blob, say) is no word anyone searches for, and would make a
+// key as long.
+const maxWordBytes = 64
+
+// textIndexPaths returns the paths of an indexing policy's full-text
+// indexes, at most maxTextPaths.
+func textIndexPaths(indexingPolicy document.Value) [][]string {
+	var out [][]string
+	for _, ix := range indexingPolicy.Get("fullTextIndexes").Array() {
+		if path, ok := propertyPath(ix.Get("path")); ok && len(path) > 0 && len(out) < maxTextPaths {
+			out = append(out, path)
+		}
+	}
+	return out
+}
+
+func wordPrefix(c *containerRecord, ord int) []byte {
+	return append(collPrefix(famWord, c.Rid), byte(ord))
+}
+
+// wordSpanPrefix is the prefix of word's entries at path ordinal ord.
+func wordSpanPrefix(c *containerRecord, ord int, word string) []byte {
+	return append(append(wordPrefix(c, ord), word...), 0)
+}
+
+// textWords returns the distinct stored words of doc's text at path,
+// sorted; none unless the value there is a string.
+func textWords(doc document.Value, path []string) []string {
+	v := doc.At(path)
+	if v.Kind() != document.String {
+		return nil
+	}
+	ws := fulltext.Words(v.Str())
+	slices.Sort(ws)
+	ws = slices.Compact(ws)
+	return slices.DeleteFunc(ws, func(w string) bool { return len(w) > maxWordBytes })
+}
+
+// putWords writes the word entries of the item doc stored at loc; prev,
+// when defined, is the version at loc it replaces, whose entries doc's
+// words no longer hold are deleted.
+func putWords(tx storage.Txn, c *containerRecord, doc, prev document.Value, loc []byte) error {
+	for ord, path := range c.TextPaths {
+		now, before := textWords(doc, path), []string(nil)
+		if prev.IsDefined() {
+			before = textWords(prev, path)
+		}
+		for _, w := range before {
+			if _, found := slices.BinarySearch(now, w); !found {
+				if err := tx.Delete(append(wordSpanPrefix(c, ord, w), loc...)); err != nil {
+					return err
+				}
+			}
+		}
+		for _, w := range now {
+			if _, found := slices.BinarySearch(before, w); !found {
+				if err := tx.Set(append(wordSpanPrefix(c, ord, w), loc...), nil); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// itemText is the stored document of rec as the word entries need it: its
+// full-text paths' properties; undefined when the container stores none.
+func itemText(c *containerRecord, rec *itemRecord) (document.Value, error) {
+	if len(c.TextPaths) == 0 {
+		return document.Undef, nil
+	}
+	names := map[string]bool{}
+	for _, p := range c.TextPaths {
+		names[p[0]] = true
+	}
+	return document.ParseTop(rec.json, names)
+}
+
+// deleteWords takes away the word entries of the item at loc, whose
+// stored document is doc (itemText).
+func deleteWords(tx storage.Txn, c *containerRecord, doc document.Value, loc []byte) error {
+	for ord, path := range c.TextPaths {
+		for _, w := range textWords(doc, path) {
+			if err := tx.Delete(append(wordSpanPrefix(c, ord, w), loc...)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// wordOrdinal returns the ordinal of path among c's stored text paths.
+func wordOrdinal(c *containerRecord, path []string) (int, bool) {
+	for ord, p := range c.TextPaths {
+		if slices.Equal(p, path) {
+			return ord, true
+		}
+	}
+	return 0, false
+}
+
+// wordRead is the choice of a full-text filter's candidates: the words
+// whose items they are (each phrase's rarest, one for a term that needs
+// every phrase) and how many.
+type wordRead struct {
+	ord   int
+	path  []string
+	words []string
+	count int64
+}
+
+// term is the plan's label of the read.
+func (w wordRead) term() plan.Term {
+	return plan.Term{Path: w.path, Label: "words of /" + strings.Join(w.path, "/") + " " + strings.Join(w.words, "|")}
+}
+
+// wordLocs returns the locations of the candidates of the narrowest
+// full-text term of q's filter in scope s (plan.WordTerms) on a path with
+// stored words, sorted by s.byIndexPos, when some term has fewer than
+// limit of them: for a term that needs every phrase, the items of its
+// rarest word; for one that needs any, the union of each phrase's
+// rarest word's. A phrase without words is in no text: a term that needs
+// it has no candidates, and one that needs any phrase none from it.
+func wordLocs(r storage.Reader, c *containerRecord, s *itemScope, q *ast.Query, params map[string]document.Value, limit int64, st *readStats) ([][]byte, wordRead, bool, error) {
+	var best [][]byte
+	var chosen wordRead
+	found := false
+	for _, t := range plan.WordTerms(q, params) {
+		ord, ok := wordOrdinal(c, t.Path)
+		if !ok {
+			continue
+		}
+		// The word of each group whose items hold the term's candidates:
+		// one group of all the phrases' words, or one per phrase.
+		groups := [][]string{slices.Concat(t.Phrases...)}
+		if t.Any {
+			groups = t.Phrases
+		}
+		read := wordRead{ord: ord, path: t.Path}
+		var locs [][]byte
+		usable := true
+		for _, g := range groups {
+			if len(g) == 0 {
+				if t.Any {
+					continue
+				}
+				locs, read.words = nil, nil
+				break // a phrase in no text: no candidates at all
+			}
+			var rare [][]byte
+			rareWord, have := "", false
+			for _, w := range g {
+				if len(w) > maxWordBytes {
+					continue // not stored
+				}
+				bound := limit - int64(len(locs))
+				if have {
+					bound = min(bound, int64(len(rare)))
+				}
+				got, n, err := wordItems(r, c, s, ord, w, bound, st)
+				if err != nil {
+					return nil, wordRead{}, false, err
+				}
+				if n < bound {
+					rare, rareWord, have = got, w, true
+				}
+			}
+			if !have {
+				usable = false // every word too common, or none stored
+				break
+			}
+			locs = append(locs, rare...)
+			read.words = append(read.words, rareWord)
+		}
+		if !usable || int64(len(locs)) >= limit {
+			continue
+		}
+		if t.Any {
+			slices.SortFunc(locs, s.byIndexPos)
+			locs = slices.CompactFunc(locs, bytes.Equal)
+		}
+		read.count = int64(len(locs))
+		best, chosen, found, limit = locs, read, true, read.count
+	}
+	if found {
+		slices.SortFunc(best, s.byIndexPos)
+	}
+	return best, chosen, found, nil
+}
+
+// wordItems returns the locations of the items of scope s whose text at
+// path ordinal ord holds word, and how many entries it read, up to limit:
+// none once it reaches limit.
+func wordItems(r storage.Reader, c *containerRecord, s *itemScope, ord int, word string, limit int64, st *readStats) ([][]byte, int64, error) {
+	prefix := wordSpanPrefix(c, ord, word)
+	lo, hi := scopeBounds(prefix, s)
+	return collectLocsUpTo(r, []keySpan{{lo: lo, hi: hi}}, s, st, func(k []byte) ([]byte, bool) { return k[len(prefix):], true }, limit, limit)
+}
+
+// wordCandidates are the locations a full-text filter's stored words name
+// in a page's scope (wordLocs).
+type wordCandidates struct{ locs [][]byte }
+
+// wordShape reports whether the stored words may name q's candidates: the
+// container stores some, and the query is neither ranked (whose
+// statistics are its whole scope's) nor grouped or DISTINCT.
+func wordShape(c *containerRecord, prog *eval.Program) bool {
+	q := prog.Query()
+	return len(c.TextPaths) > 0 && q.Where != nil && !prog.Ranked() && len(q.GroupBy) == 0 && !q.Select.Distinct
+}

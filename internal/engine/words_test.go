@@ -1,0 +1,255 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/partition"
+	"github.com/mayfly-db/mayfly/internal/query/plan"
+	"github.com/mayfly-db/mayfly/internal/ttl"
+)
+
+// TestWordsMatchTheScan runs full-text filters on two containers that hold
+// the same items, one with full-text indexes (its filters read the stored
+// words) and one without (its filters read every document of their
+// scope), and requires the same pages, drained a few rows a page: in one
+// partition and across the range of a container of one range and of four,
+// and under the first component of a hierarchical key. The texts are
+// drawn from a few words in several forms (case, plurals), with
+// punctuation; some items have no text, one that is not a string, or a
+// word too long to store; some expire, some are replaced with another text
+// or none, some are deleted. MAYFLY_WORDS_SEEDS sets how many seeds run
+// (default 4), from MAYFLY_WORDS_FROM (default 0).
+func TestWordsMatchTheScan(t *testing.T) {
+	seeds, from := int64(4), int64(0)
+	for name, v := range map[string]*int64{"MAYFLY_WORDS_SEEDS": &seeds, "MAYFLY_WORDS_FROM": &from} {
+		if s := os.Getenv(name); s != "" {
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				t.Fatalf("%s=%q: %v", name, s, err)
+			}
+			*v = n
+		}
+	}
+	for seed := from; seed < from+seeds; seed++ {
+		t.Run(strconv.FormatInt(seed, 10), func(t *testing.T) { wordsScenario(t, seed) })
+	}
+}
+
+var testWords = []string{"whale", "Whales", "fox", "foxes", "Blue", "blue", "sea", "seas", "story", "stories", "box", "Boxes", "the", "42"}
+
+func wordsScenario(t *testing.T, seed int64) {
+	rng := rand.New(rand.NewSource(seed))
+	ctx := context.Background()
+	policy := `"fullTextPolicy":{"defaultLanguage":"en-US","fullTextPaths":[{"path":"/t","language":"en-US"},{"path":"/n/t","language":"en-US"}]}`
+	indexed := `"indexingPolicy":{"fullTextIndexes":[{"path":"/n/t"},{"path":"/t"}]}`
+	body := func(id string, ip string) string {
+		return `{"id":"` + id + `","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":-1,` + policy + `,` + ip + `}`
+	}
+	be := newBatchEnvWith(t, body("c", indexed))
+	colls := map[string]string{"c": "indexed", "plain": "scanned", "wide": "indexed", "plainwide": "scanned", "hpk": "indexed", "plainhpk": "scanned"}
+	for _, id := range []string{"plain", "wide", "plainwide", "hpk", "plainhpk"} {
+		ip := `"indexingPolicy":{}`
+		if colls[id] == "indexed" {
+			ip = indexed
+		}
+		var tp *Throughput
+		if strings.HasSuffix(id, "wide") {
+			tp = &Throughput{Manual: 24000} // four ranges
+		}
+		def := body(id, ip)
+		if strings.HasSuffix(id, "hpk") {
+			def = strings.Replace(def, `{"paths":["/pk"],"kind":"Hash","version":2}`, `{"paths":["/pk","/k"],"kind":"MultiHash","version":2}`, 1)
+		}
+		if _, err := be.e.CreateContainer(ctx, "db", batchJSON(t, def), tp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Fewer words in some seeds, so that some filters name many items and
+	// are read by another path.
+	vocab := testWords[:4+rng.Intn(len(testWords)-3)]
+	text := func() string {
+		parts := make([]string, rng.Intn(7))
+		for j := range parts {
+			parts[j] = vocab[rng.Intn(len(vocab))]
+			if rng.Intn(5) == 0 {
+				parts[j] += []string{",", ".", "!", "'s"}[rng.Intn(4)]
+			}
+		}
+		if rng.Intn(10) == 0 {
+			parts = append(parts, strings.Repeat("x", 70)) // too long to store
+		}
+		return document.Str(strings.Join(parts, " ")).String()
+	}
+	item := func(i int) string {
+		doc := `{"id":"i` + strconv.Itoa(i) + `","pk":"p` + strconv.Itoa(rng.Intn(6)) + `","k":` + strconv.Itoa(rng.Intn(10))
+		switch rng.Intn(10) {
+		case 0: // no text
+		case 1:
+			doc += `,"t":42`
+		case 2:
+			doc += `,"t":["whale"]`
+		default:
+			doc += `,"t":` + text()
+		}
+		if rng.Intn(2) == 0 {
+			doc += `,"n":{"t":` + text() + `}`
+		}
+		if rng.Intn(8) == 0 {
+			doc += `,"ttl":30`
+		}
+		return doc + `}`
+	}
+	write := func(mode WriteMode, doc string) {
+		for coll := range colls {
+			if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: ItemRef{DB: "db", Coll: coll}, Mode: mode, Body: []byte(doc)}); err != nil {
+				t.Fatalf("%s in %s: %v", doc, coll, err)
+			}
+		}
+	}
+	n := 80 + rng.Intn(120)
+	docs := make([]string, n)
+	for i := range n {
+		docs[i] = item(i)
+		write(ModeCreate, docs[i])
+	}
+	for range n / 6 {
+		i := rng.Intn(n)
+		v := batchJSON(t, docs[i])
+		pk := v.Get("pk").Str()
+		switch rng.Intn(3) {
+		case 0: // another text, or none
+			next := item(i)
+			next = strings.Replace(next, `"pk":"`+batchJSON(t, next).Get("pk").Str()+`"`, `"pk":"`+pk+`"`, 1)
+			if strings.Contains(docs[i], `"k":`) {
+				// The hierarchical key's second component stays.
+				next = strings.Replace(next, `"k":`+strconv.Itoa(int(batchJSON(t, next).Get("k").Float())), `"k":`+strconv.Itoa(int(v.Get("k").Float())), 1)
+			}
+			docs[i] = next
+			write(ModeUpsert, next)
+		default:
+			for coll := range colls {
+				key := partition.Key{partition.String(pk)}
+				if strings.HasSuffix(coll, "hpk") {
+					key = append(key, partition.Number(v.Get("k").Float()))
+				}
+				_, err := be.e.DeleteItem(ctx, DeleteItemParams{ItemRef: ItemRef{DB: "db", Coll: coll, HasKey: true, PartitionKey: key}, ID: "i" + strconv.Itoa(i)})
+				if err != nil && !isNotFound(err) {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	be.clock.Advance(31 * time.Second) // the items with their own ttl expire
+	if _, err := be.e.CheckIndexes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if seed%2 == 1 {
+		for coll := range colls {
+			if _, err := be.e.PurgeDue(ctx, ttl.PurgeParams{Container: "dbs/db/colls/" + coll, Now: be.clock.Now(), Limit: 1000}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := be.e.CheckIndexes(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	phrase := func() string {
+		switch rng.Intn(12) {
+		case 0:
+			return "!!" // no words
+		case 1:
+			return strings.Repeat("x", 70)
+		}
+		p := testWords[rng.Intn(len(testWords))]
+		if rng.Intn(3) == 0 {
+			p += " " + testWords[rng.Intn(len(testWords))]
+		}
+		return p
+	}
+	chosen := 0
+	for range 40 {
+		path := []string{"c.t", "c.n.t"}[rng.Intn(2)]
+		var params map[string]document.Value
+		arg := func() string {
+			p := phrase()
+			if rng.Intn(4) == 0 {
+				if params == nil {
+					params = map[string]document.Value{}
+				}
+				name := "@p" + strconv.Itoa(len(params))
+				params[name] = document.Str(p)
+				return name
+			}
+			return "'" + p + "'"
+		}
+		var filter string
+		switch rng.Intn(3) {
+		case 0:
+			filter = "FullTextContains(" + path + ", " + arg() + ")"
+		case 1:
+			filter = "FullTextContainsAll(" + path + ", " + arg() + ", " + arg() + ")"
+		default:
+			filter = "FullTextContainsAny(" + path + ", " + arg() + ", " + arg() + ", " + arg() + ")"
+		}
+		switch rng.Intn(4) {
+		case 0:
+			filter += " AND c.k > " + strconv.Itoa(rng.Intn(10))
+		case 1:
+			filter = "c.k = " + strconv.Itoa(rng.Intn(10)) + " AND " + filter
+		}
+		sel := []string{"c.id, c.k", "VALUE c.id", "c.id, c.t", "VALUE COUNT(1)", "COUNT(1) AS n, SUM(c.k) AS s, MAX(c.id) AS m"}[rng.Intn(5)]
+		text := "SELECT " + sel + " FROM c WHERE " + filter
+		// An aggregate of the filter's documents is drawn whole.
+		switch k := rng.Intn(4); {
+		case strings.Contains(sel, "COUNT"):
+		case k == 0:
+			text = fmt.Sprintf("SELECT TOP %d %s FROM c WHERE %s", 1+rng.Intn(10), sel, filter)
+		case k == 1:
+			text += " ORDER BY c.k"
+		case k == 2:
+			text += fmt.Sprintf(" ORDER BY c.id DESC OFFSET %d LIMIT %d", rng.Intn(4), 1+rng.Intn(8))
+		}
+		pk := ""
+		if rng.Intn(3) == 0 {
+			pk = "p" + strconv.Itoa(rng.Intn(6))
+		}
+		pageSize := 1 + rng.Intn(6)
+		for _, pair := range [][2]string{{"c", "plain"}, {"wide", "plainwide"}, {"hpk", "plainhpk"}} {
+			ranges := 1
+			if pair[0] == "wide" && pk == "" {
+				ranges = 4
+			}
+			for r := range ranges {
+				p := QueryParams{ItemRef: ItemRef{DB: "db", Coll: pair[0]}, Query: text, Params: params, MaxItemCount: pageSize}
+				if pk != "" {
+					p.ItemRef.HasKey, p.ItemRef.PartitionKey = true, partition.Key{partition.String(pk)}
+				} else {
+					p.RangeID, p.CrossPartition = strconv.Itoa(r), true
+				}
+				got, access, _ := drainVectorRows(t, be.e, p)
+				p.ItemRef.Coll = pair[1]
+				want, _, _ := drainVectorRows(t, be.e, p)
+				if !slices.Equal(got, want) {
+					t.Fatalf("seed %d, %s, key %q, range %d, %d a page: %s %v\n got %v\nwant %v", seed, pair[0], pk, r, pageSize, text, params, got, want)
+				}
+				if access == plan.WordSpan {
+					chosen++
+				}
+			}
+		}
+	}
+	t.Logf("seed %d: %d pages read the words", seed, chosen)
+	if chosen == 0 {
+		t.Errorf("seed %d: no query read the stored words", seed)
+	}
+}
