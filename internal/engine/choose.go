@@ -206,7 +206,7 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 			}
 		}
 		if found {
-			_, narrower, err := vectorTermLocs(r, c, s, q, params, read.count, st)
+			_, narrower, err := narrowTermLocs(r, c, s, q, params, read.count, st)
 			if err != nil {
 				return nil, err
 			}

@@ -274,12 +274,13 @@ func bestVectors(src vectorSource, s *itemScope, vo *vectorOrder, n int) ([]scor
 	return out, total, nil
 }
 
-// vectorTermLocs returns the locations of the items of scope s that a
+// narrowTermLocs returns the locations of the items of scope s that a
 // term of q's filter holds, when one holds fewer than limit of them: a
 // filter that passes few items has only those items' vectors scored, read
-// together by their keys, rather than every vector of the scope. Every
-// item that passes the filter is among them (plan.Terms).
-func vectorTermLocs(r storage.Reader, c *containerRecord, s *itemScope, q *ast.Query, params map[string]document.Value, limit int64, st *readStats) ([][]byte, bool, error) {
+// together by their keys, rather than every vector of the scope, and a
+// full-text filter's words are read only while no such term names fewer
+// items. Every item that passes the filter is among them (plan.Terms).
+func narrowTermLocs(r storage.Reader, c *containerRecord, s *itemScope, q *ast.Query, params map[string]document.Value, limit int64, st *readStats) ([][]byte, bool, error) {
 	if !c.Index.Ready || c.index.none || q.Where == nil {
 		return nil, false, nil
 	}
@@ -305,7 +306,7 @@ func vectorTermLocs(r storage.Reader, c *containerRecord, s *itemScope, q *ast.Q
 // prog's query in scope s at now, with their records and their scores
 // (by their DocMeta.DocumentID): the best scored items whose records are
 // live and pass the query's filter (rowFilter), read best first. The items scored are the scope's, or, when a term of
-// the filter holds fewer than limit of them, that term's (vectorTermLocs).
+// the filter holds fewer than limit of them, that term's (narrowTermLocs).
 // A round takes the best few more than it wants; when too few of them
 // pass the filter, the next round takes as many more as the share that
 // passed says it needs, twice over, until every scored item has been
@@ -331,7 +332,7 @@ func (e *Engine) vectorCandidates(r storage.Reader, c *containerRecord, s *itemS
 	}
 	src := scopeVectors(r, c, s, vo, st)
 	if filter != nil {
-		locs, ok, err := vectorTermLocs(r, c, s, prog.Query(), params, limit, st)
+		locs, ok, err := narrowTermLocs(r, c, s, prog.Query(), params, limit, st)
 		if err != nil {
 			return nil, nil, err
 		}
