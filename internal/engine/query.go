@@ -317,6 +317,9 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 				done, err = countByIndex(r, c, short, p.Params, scope, now, boxed, st, page)
 			}
 			if !done && err == nil {
+				done, err = countByWords(r, c, short, p.Params, scope, now, boxed, st, page)
+			}
+			if !done && err == nil {
 				done, err = e.countByValues(r, c, short, p.Params, scope, now, state.items, boxed, st, page)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/query/ast"
@@ -245,4 +246,42 @@ type wordCandidates struct{ locs [][]byte }
 func wordShape(c *containerRecord, prog *eval.Program) bool {
 	q := prog.Query()
 	return len(c.TextPaths) > 0 && q.Where != nil && !prog.Ranked() && len(q.GroupBy) == 0 && !q.Select.Distinct
+}
+
+// countByWords answers a count (countShape) whose WHERE clause is one
+// FullTextContains of a phrase of one word, on a path with stored words,
+// by counting that word's entries in the scope: an item holds the phrase
+// exactly when its text has the word, and has one entry for it. The
+// items expired and not purged yet keep their entries, and are left out
+// by their locations in the purge backlog, as countByIndex does. It
+// reports false, and the count is made otherwise, for any other clause.
+func countByWords(r storage.Reader, c *containerRecord, q *ast.Query, params map[string]document.Value, scope *itemScope, now time.Time, boxed bool, st *readStats, page *FeedPage) (bool, error) {
+	call, ok := plan.Truth(q.Where).(*ast.Call)
+	if !ok || len(c.TextPaths) == 0 || !strings.EqualFold(call.Name, "FullTextContains") {
+		return false, nil
+	}
+	terms := plan.WordTerms(q, params)
+	if len(terms) != 1 || len(terms[0].Phrases) != 1 || len(terms[0].Phrases[0]) != 1 || len(terms[0].Phrases[0][0]) > maxWordBytes {
+		return false, nil
+	}
+	t := terms[0]
+	ord, ok := wordOrdinal(c, t.Path)
+	if !ok {
+		return false, nil
+	}
+	expired, ok, err := countingScope(r, c, scope, now, st)
+	if err != nil || !ok {
+		return false, err
+	}
+	word := t.Phrases[0][0]
+	prefix := wordSpanPrefix(c, ord, word)
+	lo, hi := scopeBounds(prefix, scope)
+	n, read, err := countLive(r, []keySpan{{lo: lo, hi: hi}}, func(k []byte) ([]byte, bool) { return k[len(prefix):], true }, scope, expired, st)
+	if err != nil {
+		return false, err
+	}
+	p := plan.IndexCountPlan(scope.kind, []plan.Term{wordRead{path: t.Path, words: []string{word}}.term()}, nil, read)
+	page.Plan = &p
+	page.Items = append(page.Items, partialRow(document.Int(n), boxed))
+	return true, nil
 }

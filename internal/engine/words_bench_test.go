@@ -21,7 +21,8 @@ import (
 // Shapes: a rare word (about half a percent of the items) across the
 // range and in one partition; a middling one (about a tenth) across the
 // range; a common one (most items), which the stored words do not serve;
-// an Any of two rare words. Each the first page of 100, or of 10 rows.
+// an Any of two rare words. Each the first page of 100, or of 10 rows;
+// and the count of the middling word's items.
 //
 //	go test -run '^$' -bench BenchmarkFullTextFilter -benchtime 20x ./internal/engine/
 func BenchmarkFullTextFilter(b *testing.B) {
@@ -84,11 +85,16 @@ func BenchmarkFullTextFilter(b *testing.B) {
 		{"middling", "FullTextContains(c.text, 'w15')", false, 100},
 		{"middling-10", "FullTextContains(c.text, 'w15')", false, 10},
 		{"common-10", "FullTextContains(c.text, 'w0')", false, 10},
+		{"count-middling", "FullTextContains(c.text, 'w15')", false, 1},
 	} {
 		for _, coll := range []string{"stored", "scanned"} {
 			b.Run(shape.name+"/"+coll, func(b *testing.B) {
+				sel := "c.id, c.n"
+				if strings.HasPrefix(shape.name, "count") {
+					sel = "VALUE COUNT(1)"
+				}
 				p := QueryParams{ItemRef: ItemRef{DB: benchDB, Coll: coll}, MaxItemCount: shape.page,
-					Query: "SELECT c.id, c.n FROM c WHERE " + shape.filter}
+					Query: "SELECT " + sel + " FROM c WHERE " + shape.filter}
 				if shape.key {
 					p.HasKey, p.PartitionKey = true, key
 				} else {

@@ -170,9 +170,16 @@ func wordsScenario(t *testing.T, seed int64) {
 		case 1:
 			return strings.Repeat("x", 70)
 		}
-		p := testWords[rng.Intn(len(testWords))]
+		// Mostly the texts' words, in any of their forms.
+		word := func() string {
+			if rng.Intn(4) == 0 {
+				return testWords[rng.Intn(len(testWords))]
+			}
+			return vocab[rng.Intn(len(vocab))]
+		}
+		p := word()
 		if rng.Intn(3) == 0 {
-			p += " " + testWords[rng.Intn(len(testWords))]
+			p += " " + word()
 		}
 		return p
 	}
