@@ -436,6 +436,33 @@ func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now time.T
 		}
 	}
 
+	// The items' bodies, parsed once for the stored vectors and words
+	// (one that does not parse is reported above).
+	bodies := map[uint64]document.Value{}
+	bodyOf := func(seq uint64, rec *itemRecord) (document.Value, bool) {
+		if b, ok := bodies[seq]; ok {
+			return b, b.IsDefined()
+		}
+		b, err := document.Parse(rec.json)
+		if err != nil {
+			b = document.Undef
+		}
+		bodies[seq] = b
+		return b, err == nil
+	}
+	// entryItem is the item an entry (of kind, at key k) names by its
+	// location, and its body; a dangling entry is reported.
+	entryItem := func(kind string, k, loc []byte) (*itemRecord, document.Value, bool) {
+		seq := locSeq(loc)
+		rec, ok := items[seq]
+		if !ok || !bytes.Equal(loc, itemLoc(rec.epk, seq)) {
+			report("%s %x is dangling: no item at %x", kind, k, loc)
+			return nil, document.Undef, false
+		}
+		body, ok := bodyOf(seq, rec)
+		return rec, body, ok
+	}
+
 	// Stored vectors: each is the vector of an existing item at its
 	// index's path, and every item with a vector there has it.
 	for ord, path := range c.vecPaths {
@@ -443,16 +470,11 @@ func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now time.T
 		stored := map[uint64]bool{}
 		err = scanPrefix(r, prefix, func(k, v []byte) (bool, error) {
 			loc := k[len(prefix):]
-			seq := locSeq(loc)
-			rec, ok := items[seq]
-			if !ok || !bytes.Equal(loc, itemLoc(rec.epk, seq)) {
-				report("stored vector %x is dangling: no item at %x", k, loc)
+			rec, body, ok := entryItem("stored vector", k, loc)
+			if !ok {
 				return true, nil
 			}
-			body, err := document.Parse(rec.json)
-			if err != nil {
-				return true, nil // reported above
-			}
+			seq := locSeq(loc)
 			if want, ok := vector.Store(nil, body.At(path)); !ok || !bytes.Equal(v, want) {
 				report("stored vector %x of item %q is not its vector at %v", k, rec.id, path)
 			}
@@ -463,8 +485,8 @@ func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now time.T
 			return counts, err
 		}
 		for seq, rec := range items {
-			body, err := document.Parse(rec.json)
-			if err != nil {
+			body, ok := bodyOf(seq, rec)
+			if !ok {
 				continue
 			}
 			if _, ok := vector.Store(nil, body.At(path)); ok && !stored[seq] {
@@ -483,15 +505,9 @@ func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now time.T
 				report("word entry %x has no location", k)
 				return true, nil
 			}
-			seq := locSeq(loc)
-			rec, ok := items[seq]
-			if !ok || !bytes.Equal(loc, itemLoc(rec.epk, seq)) {
-				report("word entry %x is dangling: no item at %x", k, loc)
+			rec, body, ok := entryItem("word entry", k, loc)
+			if !ok {
 				return true, nil
-			}
-			body, err := document.Parse(rec.json)
-			if err != nil {
-				return true, nil // reported above
 			}
 			if _, found := slices.BinarySearch(textWords(body, path), string(word)); !found {
 				report("word entry %x: %q is not a word of item %q at %v", k, word, rec.id, path)
@@ -503,8 +519,8 @@ func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now time.T
 			return counts, err
 		}
 		for seq, rec := range items {
-			body, err := document.Parse(rec.json)
-			if err != nil {
+			body, ok := bodyOf(seq, rec)
+			if !ok {
 				continue
 			}
 			for _, w := range textWords(body, path) {

@@ -177,11 +177,11 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 		qa := &queryAccess{plan: &p, access: plan.PointRead}
 		return qa, e.buildSource(r, c, total, prog, params, s, terms, now, st, limit, qa)
 	}
+	size, err := e.scopeSize(r, c, s, total)
+	if err != nil {
+		return nil, err
+	}
 	if wordShape(c, prog) {
-		size, err := e.scopeSize(r, c, s, total)
-		if err != nil {
-			return nil, err
-		}
 		// A page that ends after rows documents, in a scope where a scan
 		// tried first may pay (plan.ScanFirstBounds), tries it as it
 		// would for the filter alone: a common word fills the page from
@@ -216,10 +216,6 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 				return qa, e.buildSource(r, c, total, prog, params, s, terms, now, st, limit, qa)
 			}
 		}
-	}
-	size, err := e.scopeSize(r, c, s, total)
-	if err != nil {
-		return nil, err
 	}
 	in := plan.Input{Scope: size, Terms: terms, Entries: make([]int64, len(terms))}
 	if ready && !c.index.ts && c.index.tsListable(tsPath) {

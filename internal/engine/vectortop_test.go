@@ -5,15 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand"
-	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mayfly-db/mayfly/internal/document"
-	"github.com/mayfly-db/mayfly/internal/partition"
 	"github.com/mayfly-db/mayfly/internal/query/gatewayplan"
 	"github.com/mayfly-db/mayfly/internal/query/plan"
 	"github.com/mayfly-db/mayfly/internal/query/vector"
@@ -34,19 +31,7 @@ import (
 // runs as written and as the gateway plan rewrites it for the SDKs. MAYFLY_VECTOR_TOP_SEEDS
 // sets how many seeds run (default 4), from MAYFLY_VECTOR_TOP_FROM (default 0).
 func TestVectorTopMatchesTheScan(t *testing.T) {
-	seeds, from := int64(4), int64(0)
-	for name, v := range map[string]*int64{"MAYFLY_VECTOR_TOP_SEEDS": &seeds, "MAYFLY_VECTOR_TOP_FROM": &from} {
-		if s := os.Getenv(name); s != "" {
-			n, err := strconv.ParseInt(s, 10, 64)
-			if err != nil {
-				t.Fatalf("%s=%q: %v", name, s, err)
-			}
-			*v = n
-		}
-	}
-	for seed := from; seed < from+seeds; seed++ {
-		t.Run(strconv.FormatInt(seed, 10), func(t *testing.T) { vectorTopScenario(t, seed) })
-	}
+	runSeeds(t, "MAYFLY_VECTOR_TOP", vectorTopScenario)
 }
 
 func vectorTopScenario(t *testing.T, seed int64) {
@@ -59,27 +44,12 @@ func vectorTopScenario(t *testing.T, seed int64) {
 	body := func(id string, policy string) string {
 		return `{"id":"` + id + `","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":-1,` + embed + `,` + policy + `}`
 	}
-	be := newBatchEnvWith(t, body("c", indexed))
-	colls := map[string]string{"c": "indexed", "plain": "scanned", "wide": "indexed", "plainwide": "scanned", "hpk": "indexed", "plainhpk": "scanned"}
-	for _, id := range []string{"plain", "wide", "plainwide", "hpk", "plainhpk"} {
-		policy := `"indexingPolicy":{}`
-		if colls[id] == "indexed" {
-			policy = indexed
+	be := newPairedEnv(t, func(id string, withIndex bool) string {
+		if withIndex {
+			return body(id, indexed)
 		}
-		var tp *Throughput
-		if strings.HasSuffix(id, "wide") {
-			tp = &Throughput{Manual: 24000} // four ranges
-		}
-		def := body(id, policy)
-		if strings.HasSuffix(id, "hpk") {
-			// A hierarchical key, whose first component alone is a
-			// prefix of several logical partitions.
-			def = strings.Replace(def, `{"paths":["/pk"],"kind":"Hash","version":2}`, `{"paths":["/pk","/k"],"kind":"MultiHash","version":2}`, 1)
-		}
-		if _, err := be.e.CreateContainer(ctx, "db", batchJSON(t, def), tp); err != nil {
-			t.Fatal(err)
-		}
-	}
+		return body(id, `"indexingPolicy":{}`)
+	})
 	vec := func(n int) string {
 		parts := make([]string, n)
 		for j := range parts {
@@ -111,49 +81,20 @@ func vectorTopScenario(t *testing.T, seed int64) {
 		}
 		return doc + `,"w":[1,` + strconv.Itoa(rng.Intn(3)) + `]}`
 	}
-	write := func(mode WriteMode, doc string) {
-		for coll := range colls {
-			if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: ItemRef{DB: "db", Coll: coll}, Mode: mode, Body: []byte(doc)}); err != nil {
-				t.Fatalf("%s in %s: %v", doc, coll, err)
-			}
-		}
-	}
 	n := 80 + rng.Intn(80)
 	docs := make([]string, n)
 	for i := range n {
 		docs[i] = item(i)
-		write(ModeCreate, docs[i])
+		writePaired(t, be, ModeCreate, docs[i])
 	}
-	for range n / 8 {
-		i := rng.Intn(n)
-		v := batchJSON(t, docs[i])
-		pk := v.Get("pk").Str()
-		switch rng.Intn(3) {
-		case 0: // another vector, or none
-			next := item(i)
-			next = strings.Replace(next, `"pk":"`+batchJSON(t, next).Get("pk").Str()+`"`, `"pk":"`+pk+`"`, 1)
-			docs[i] = next
-			write(ModeUpsert, next)
-		default:
-			for coll := range colls {
-				key := partition.Key{partition.String(pk)}
-				if strings.HasSuffix(coll, "hpk") {
-					key = append(key, partition.Number(v.Get("k").Float()))
-				}
-				_, err := be.e.DeleteItem(ctx, DeleteItemParams{ItemRef: ItemRef{DB: "db", Coll: coll, HasKey: true, PartitionKey: key}, ID: "i" + strconv.Itoa(i)})
-				if err != nil && !isNotFound(err) {
-					t.Fatal(err)
-				}
-			}
-		}
-	}
+	changePaired(t, be, rng, docs, n/8, item)
 	be.clock.Advance(31 * time.Second) // the items with their own ttl expire
 	if _, err := be.e.CheckIndexes(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if seed%2 == 1 {
 		// The purge takes them away, and their vectors.
-		for coll := range colls {
+		for coll := range pairedColls {
 			if _, err := be.e.PurgeDue(ctx, ttl.PurgeParams{Container: "dbs/db/colls/" + coll, Now: be.clock.Now(), Limit: 1000}); err != nil {
 				t.Fatal(err)
 			}
@@ -217,32 +158,15 @@ func vectorTopScenario(t *testing.T, seed int64) {
 			texts = append(texts, strings.ReplaceAll(gp.QueryInfo.RewrittenQuery, gatewayplan.Filter, "true"))
 		}
 		for _, text := range texts {
-			for _, pair := range [][2]string{{"c", "plain"}, {"wide", "plainwide"}, {"hpk", "plainhpk"}} {
-				ranges := 1
-				if pair[0] == "wide" && pk == "" {
-					ranges = 4
+			p := QueryParams{Query: text, Params: params, MaxItemCount: pageSize}
+			drainPaired(t, be, seed, p, pk, func(coll string, access plan.Access, kind plan.ScopeKind) {
+				if access != plan.VectorTop {
+					t.Fatalf("%s in %s: read by %v", text, coll, access)
 				}
-				for r := range ranges {
-					p := QueryParams{ItemRef: ItemRef{DB: "db", Coll: pair[0]}, Query: text, Params: params, MaxItemCount: pageSize}
-					if pk != "" {
-						p.ItemRef.HasKey, p.ItemRef.PartitionKey = true, partition.Key{partition.String(pk)}
-					} else {
-						p.RangeID, p.CrossPartition = strconv.Itoa(r), true
-					}
-					got, access, kind := drainVectorRows(t, be.e, p)
-					p.ItemRef.Coll = pair[1]
-					want, _, _ := drainVectorRows(t, be.e, p)
-					if !slices.Equal(got, want) {
-						t.Fatalf("seed %d, %s, key %q, range %d, %d a page: %s\n got %v\nwant %v", seed, pair[0], pk, r, pageSize, text, got, want)
-					}
-					if access != plan.VectorTop {
-						t.Fatalf("%s in %s: read by %v", text, pair[0], access)
-					}
-					if pair[0] == "hpk" && pk != "" && kind != plan.ScopePrefix {
-						t.Fatalf("%s in %s under %q: scope %v", text, pair[0], pk, kind)
-					}
+				if coll == "hpk" && pk != "" && kind != plan.ScopePrefix {
+					t.Fatalf("%s in %s under %q: scope %v", text, coll, pk, kind)
 				}
-			}
+			})
 		}
 	}
 }

@@ -28,16 +28,7 @@ import (
 func BenchmarkFullTextFilter(b *testing.B) {
 	const items, vocab = 100_000, 1000
 	s := openBenchEngine(b, clock.Real{}, nil, "null")
-	ctx := context.Background()
-	for coll, ip := range map[string]string{
-		"stored":  `"indexingPolicy":{"fullTextIndexes":[{"path":"/text"}]}`,
-		"scanned": `"indexingPolicy":{}`,
-	} {
-		body := `{"id":"` + coll + `","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"fullTextPolicy":{"defaultLanguage":"en-US","fullTextPaths":[{"path":"/text","language":"en-US"}]},` + ip + `}`
-		if _, err := s.CreateContainer(ctx, benchDB, benchParse(b, body), nil); err != nil {
-			b.Fatal(err)
-		}
-	}
+	createTextContainers(b, s)
 	// Zipf's law over the vocabulary: word k (from 1) with weight 1/k.
 	cum := make([]float64, vocab)
 	total := 0.0
@@ -120,15 +111,7 @@ func BenchmarkFullTextFilter(b *testing.B) {
 func BenchmarkFullTextCreate(b *testing.B) {
 	s := openBenchEngine(b, clock.Real{}, nil, "null")
 	ctx := context.Background()
-	for coll, ip := range map[string]string{
-		"stored":  `"indexingPolicy":{"fullTextIndexes":[{"path":"/text"}]}`,
-		"scanned": `"indexingPolicy":{}`,
-	} {
-		body := `{"id":"` + coll + `","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"fullTextPolicy":{"defaultLanguage":"en-US","fullTextPaths":[{"path":"/text","language":"en-US"}]},` + ip + `}`
-		if _, err := s.CreateContainer(ctx, benchDB, benchParse(b, body), nil); err != nil {
-			b.Fatal(err)
-		}
-	}
+	createTextContainers(b, s)
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, coll := range []string{"stored", "scanned"} {
 		b.Run(coll, func(b *testing.B) {
@@ -146,5 +129,19 @@ func BenchmarkFullTextCreate(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// createTextContainers creates the full-text benchmarks' containers:
+// "stored", with a full-text index on /text, and "scanned", without.
+func createTextContainers(b *testing.B, s *benchStore) {
+	for coll, ip := range map[string]string{
+		"stored":  `"indexingPolicy":{"fullTextIndexes":[{"path":"/text"}]}`,
+		"scanned": `"indexingPolicy":{}`,
+	} {
+		body := `{"id":"` + coll + `","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"fullTextPolicy":{"defaultLanguage":"en-US","fullTextPaths":[{"path":"/text","language":"en-US"}]},` + ip + `}`
+		if _, err := s.CreateContainer(context.Background(), benchDB, benchParse(b, body), nil); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

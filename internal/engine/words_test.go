@@ -4,15 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
-	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mayfly-db/mayfly/internal/document"
-	"github.com/mayfly-db/mayfly/internal/partition"
 	"github.com/mayfly-db/mayfly/internal/query/plan"
 	"github.com/mayfly-db/mayfly/internal/ttl"
 )
@@ -29,19 +26,7 @@ import (
 // or none, some are deleted. MAYFLY_WORDS_SEEDS sets how many seeds run
 // (default 4), from MAYFLY_WORDS_FROM (default 0).
 func TestWordsMatchTheScan(t *testing.T) {
-	seeds, from := int64(4), int64(0)
-	for name, v := range map[string]*int64{"MAYFLY_WORDS_SEEDS": &seeds, "MAYFLY_WORDS_FROM": &from} {
-		if s := os.Getenv(name); s != "" {
-			n, err := strconv.ParseInt(s, 10, 64)
-			if err != nil {
-				t.Fatalf("%s=%q: %v", name, s, err)
-			}
-			*v = n
-		}
-	}
-	for seed := from; seed < from+seeds; seed++ {
-		t.Run(strconv.FormatInt(seed, 10), func(t *testing.T) { wordsScenario(t, seed) })
-	}
+	runSeeds(t, "MAYFLY_WORDS", wordsScenario)
 }
 
 var testWords = []string{"whale", "Whales", "fox", "foxes", "Blue", "blue", "sea", "seas", "story", "stories", "box", "Boxes", "the", "42"}
@@ -54,25 +39,12 @@ func wordsScenario(t *testing.T, seed int64) {
 	body := func(id string, ip string) string {
 		return `{"id":"` + id + `","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":-1,` + policy + `,` + ip + `}`
 	}
-	be := newBatchEnvWith(t, body("c", indexed))
-	colls := map[string]string{"c": "indexed", "plain": "scanned", "wide": "indexed", "plainwide": "scanned", "hpk": "indexed", "plainhpk": "scanned"}
-	for _, id := range []string{"plain", "wide", "plainwide", "hpk", "plainhpk"} {
-		ip := `"indexingPolicy":{}`
-		if colls[id] == "indexed" {
-			ip = indexed
+	be := newPairedEnv(t, func(id string, withIndex bool) string {
+		if withIndex {
+			return body(id, indexed)
 		}
-		var tp *Throughput
-		if strings.HasSuffix(id, "wide") {
-			tp = &Throughput{Manual: 24000} // four ranges
-		}
-		def := body(id, ip)
-		if strings.HasSuffix(id, "hpk") {
-			def = strings.Replace(def, `{"paths":["/pk"],"kind":"Hash","version":2}`, `{"paths":["/pk","/k"],"kind":"MultiHash","version":2}`, 1)
-		}
-		if _, err := be.e.CreateContainer(ctx, "db", batchJSON(t, def), tp); err != nil {
-			t.Fatal(err)
-		}
-	}
+		return body(id, `"indexingPolicy":{}`)
+	})
 	// Fewer words in some seeds, so that some filters name many items and
 	// are read by another path.
 	vocab := testWords[:4+rng.Intn(len(testWords)-3)]
@@ -108,52 +80,19 @@ func wordsScenario(t *testing.T, seed int64) {
 		}
 		return doc + `}`
 	}
-	write := func(mode WriteMode, doc string) {
-		for coll := range colls {
-			if _, err := be.e.WriteItem(ctx, WriteItemParams{ItemRef: ItemRef{DB: "db", Coll: coll}, Mode: mode, Body: []byte(doc)}); err != nil {
-				t.Fatalf("%s in %s: %v", doc, coll, err)
-			}
-		}
-	}
 	n := 80 + rng.Intn(120)
 	docs := make([]string, n)
 	for i := range n {
 		docs[i] = item(i)
-		write(ModeCreate, docs[i])
+		writePaired(t, be, ModeCreate, docs[i])
 	}
-	for range n / 6 {
-		i := rng.Intn(n)
-		v := batchJSON(t, docs[i])
-		pk := v.Get("pk").Str()
-		switch rng.Intn(3) {
-		case 0: // another text, or none
-			next := item(i)
-			next = strings.Replace(next, `"pk":"`+batchJSON(t, next).Get("pk").Str()+`"`, `"pk":"`+pk+`"`, 1)
-			if strings.Contains(docs[i], `"k":`) {
-				// The hierarchical key's second component stays.
-				next = strings.Replace(next, `"k":`+strconv.Itoa(int(batchJSON(t, next).Get("k").Float())), `"k":`+strconv.Itoa(int(v.Get("k").Float())), 1)
-			}
-			docs[i] = next
-			write(ModeUpsert, next)
-		default:
-			for coll := range colls {
-				key := partition.Key{partition.String(pk)}
-				if strings.HasSuffix(coll, "hpk") {
-					key = append(key, partition.Number(v.Get("k").Float()))
-				}
-				_, err := be.e.DeleteItem(ctx, DeleteItemParams{ItemRef: ItemRef{DB: "db", Coll: coll, HasKey: true, PartitionKey: key}, ID: "i" + strconv.Itoa(i)})
-				if err != nil && !isNotFound(err) {
-					t.Fatal(err)
-				}
-			}
-		}
-	}
+	changePaired(t, be, rng, docs, n/6, item)
 	be.clock.Advance(31 * time.Second) // the items with their own ttl expire
 	if _, err := be.e.CheckIndexes(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if seed%2 == 1 {
-		for coll := range colls {
+		for coll := range pairedColls {
 			if _, err := be.e.PurgeDue(ctx, ttl.PurgeParams{Container: "dbs/db/colls/" + coll, Now: be.clock.Now(), Limit: 1000}); err != nil {
 				t.Fatal(err)
 			}
@@ -231,29 +170,12 @@ func wordsScenario(t *testing.T, seed int64) {
 			pk = "p" + strconv.Itoa(rng.Intn(6))
 		}
 		pageSize := 1 + rng.Intn(6)
-		for _, pair := range [][2]string{{"c", "plain"}, {"wide", "plainwide"}, {"hpk", "plainhpk"}} {
-			ranges := 1
-			if pair[0] == "wide" && pk == "" {
-				ranges = 4
+		p := QueryParams{Query: text, Params: params, MaxItemCount: pageSize}
+		drainPaired(t, be, seed, p, pk, func(_ string, access plan.Access, _ plan.ScopeKind) {
+			if access == plan.WordSpan {
+				chosen++
 			}
-			for r := range ranges {
-				p := QueryParams{ItemRef: ItemRef{DB: "db", Coll: pair[0]}, Query: text, Params: params, MaxItemCount: pageSize}
-				if pk != "" {
-					p.ItemRef.HasKey, p.ItemRef.PartitionKey = true, partition.Key{partition.String(pk)}
-				} else {
-					p.RangeID, p.CrossPartition = strconv.Itoa(r), true
-				}
-				got, access, _ := drainVectorRows(t, be.e, p)
-				p.ItemRef.Coll = pair[1]
-				want, _, _ := drainVectorRows(t, be.e, p)
-				if !slices.Equal(got, want) {
-					t.Fatalf("seed %d, %s, key %q, range %d, %d a page: %s %v\n got %v\nwant %v", seed, pair[0], pk, r, pageSize, text, params, got, want)
-				}
-				if access == plan.WordSpan {
-					chosen++
-				}
-			}
-		}
+		})
 	}
 	t.Logf("seed %d: %d pages read the words", seed, chosen)
 	if chosen == 0 {
