@@ -1217,6 +1217,9 @@ func progParser(prog *eval.Program, stored bool) func(b []byte, meta eval.DocMet
 	star := prog.Query().Select.Star && !stored
 	names, all := prog.RootFields(false)
 	full := fieldParser(names, all || star)
+	if !prog.UsesDistances() {
+		return func(b []byte, _ eval.DocMeta) (document.Value, error) { return full(b) }
+	}
 	names, all = prog.RootFields(true)
 	lean := fieldParser(names, all || star)
 	return func(b []byte, meta eval.DocMeta) (document.Value, error) {

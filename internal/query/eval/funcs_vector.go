@@ -96,10 +96,14 @@ func (p *Program) UseDistances(d *Distances) {
 	}
 }
 
+// UsesDistances reports whether the program takes some call's scores
+// from its Distances (UseDistances).
+func (p *Program) UsesDistances() bool { return len(p.known) > 0 }
+
 // KnowsDistance reports whether the program takes the score of some call
 // of VectorDistance of the document of meta from its Distances.
 func (p *Program) KnowsDistance(meta DocMeta) bool {
-	if len(p.known) == 0 {
+	if !p.UsesDistances() {
 		return false
 	}
 	_, ok := p.distances.Of(meta)
@@ -110,7 +114,7 @@ func (p *Program) KnowsDistance(meta DocMeta) bool {
 // document whose scores it knows (KnowsDistance), less what only the
 // calls of VectorDistance it takes them for read.
 func (p *Program) RootFields(known bool) (names map[string]bool, all bool) {
-	if !known || len(p.known) == 0 {
+	if !known || !p.UsesDistances() {
 		return ast.RootFields(p.q)
 	}
 	return ast.RootFieldsExcept(p.q, func(c *ast.Call) bool { return p.known[c] })
