@@ -103,6 +103,8 @@ func (qa *queryAccess) collecting(st *readStats, locs func() ([][]byte, error)) 
 			read = int(qa.gathered.entries)
 		} else if qa.spanLocs != nil {
 			read = int(qa.spanRead)
+		} else if qa.words != nil {
+			read = int(qa.words.entries)
 		}
 		qa.collected = &collection{locs: all, entries: read, cost: read}
 		return all, err
@@ -211,8 +213,8 @@ func (e *Engine) planQuery(r storage.Reader, c *containerRecord, total int64, pr
 				return nil, err
 			}
 			if !narrower {
-				p := plan.WordPlan(s.kind, read.term(), read.count)
-				qa := &queryAccess{plan: &p, access: plan.WordSpan, words: &wordCandidates{locs: locs}}
+				p := plan.WordPlan(s.kind, read.term(), read.entries, read.count)
+				qa := &queryAccess{plan: &p, access: plan.WordSpan, words: &wordCandidates{locs: locs, entries: read.entries}}
 				return qa, e.buildSource(r, c, total, prog, params, s, terms, now, st, limit, qa)
 			}
 		}
@@ -1854,19 +1856,20 @@ func (e *Engine) buildSource(r storage.Reader, c *containerRecord, total int64, 
 		qa.distances = &eval.Distances{Path: vo.path, Vector: vo.vec, Function: vo.fn,
 			Of: func(m eval.DocMeta) (float64, bool) { d, ok := scores[m.DocumentID]; return d, ok }}
 	case plan.WordSpan:
-		if qa.words == nil {
-			// A page after the first reads the candidates however many.
+		// The candidates are collected as an index span's are, and kept
+		// for the next page alike (keptCandidates); a page after the
+		// first that finds none kept reads them again however many.
+		first := qa.words
+		qa.src = locSource(r, c, s, qa.collecting(st, func() ([][]byte, error) {
+			if first != nil {
+				return first.locs, nil
+			}
 			locs, _, ok, err := wordLocs(r, c, s, prog.Query(), params, math.MaxInt64, st)
-			if err != nil {
-				return err
+			if err == nil && !ok {
+				err = errBadContinuation
 			}
-			if !ok {
-				return errBadContinuation
-			}
-			qa.words = &wordCandidates{locs: locs}
-		}
-		locs := qa.words.locs
-		qa.src = locSource(r, c, s, func() ([][]byte, error) { return locs, nil }, st)
+			return locs, err
+		}), st)
 	case plan.PointRead:
 		ids, ok := pointIDs(terms)
 		if !ok || s.kind != plan.ScopePartition || s.pk == nil {

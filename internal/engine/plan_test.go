@@ -35,7 +35,7 @@ var updatePlans = flag.Bool("update", false, "rewrite the expected plans in test
 // policy with two composite indexes, (/s ASC, /n ASC) and
 // (/pk ASC, /n DESC), a vector index on /tags, Euclidean, and a
 // full-text index on /t: "the blue whale" when n%20 = 0, "red foxes" when
-// n%10 = 1, "a sea story" otherwise.
+// n%10 = 1, "a blue fox" when n%10 = 5, "a sea story" otherwise.
 func TestPlanTranscript(t *testing.T) {
 	be := newBatchEnvWith(t, `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"indexingPolicy":{"indexingMode":"consistent",
 		"includedPaths":[{"path":"/*"}],"compositeIndexes":[[{"path":"/s","order":"ascending"},{"path":"/n","order":"ascending"}],
@@ -48,6 +48,8 @@ func TestPlanTranscript(t *testing.T) {
 			return "the blue whale"
 		case n%10 == 1:
 			return "red foxes"
+		case n%10 == 5:
+			return "a blue fox"
 		}
 		return "a sea story"
 	}

@@ -461,6 +461,58 @@ func TestKeptCandidatesTakeInWrites(t *testing.T) {
 			}
 		}
 	}
+	// A full-text filter whose candidates a word's stored entries name
+	// (plan.WordSpan) keeps them alike, over one range and four.
+	{
+		body := `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":-1,"indexingPolicy":{"fullTextIndexes":[{"path":"/t"}]}}`
+		text := func(whale bool) string {
+			if whale {
+				return "a blue whale's song"
+			}
+			return "the open sea"
+		}
+		var texts []string
+		for i := range 3000 {
+			texts = append(texts, fmt.Sprintf(`{"id":"d%d","pk":"p%d","t":%q}`, i, i%3, text(i%20 == 0)))
+		}
+		textMix := writeMix{
+			doc: func(rng *rand.Rand, id, pk string) string {
+				return fmt.Sprintf(`{"id":%q,"pk":%q,"t":%q}`, id, pk, text(rng.IntN(2) == 0))
+			},
+			burst: func(rng *rand.Rand, id string) string {
+				return fmt.Sprintf(`{"id":%q,"pk":"p0","t":%q}`, id, text(rng.IntN(20) == 0))
+			},
+		}
+		query := `SELECT c.id FROM c WHERE FullTextContains(c.t, 'whales')`
+		for _, parts := range []int{0, 4} {
+			if testing.Short() && parts > 0 {
+				continue
+			}
+			for seed := range seeds {
+				rows, later := 0, 0
+				for r := range max(parts, 1) {
+					p := QueryParams{ItemRef: batchRef(""), RangeID: strconv.Itoa(r), CrossPartition: true, MaxItemCount: 20, Query: query}
+					d := drainBesideWrites(t, body, texts, p, seed, textMix, parts)
+					if !slices.Equal(d.rows[0], d.rows[1]) {
+						t.Errorf("seed %d: %s, range %d of %d: %d rows kept, %d dropped: %.300v, want %.300v", seed, query, r, parts, len(d.rows[0]), len(d.rows[1]), d.rows[0], d.rows[1])
+					}
+					rows += len(d.rows[0])
+					for n := 1; n < len(d.entries[0]) && n < len(d.entries[1]); n++ {
+						if d.burst[n-1] || d.scans[n] {
+							continue
+						}
+						later++
+						if d.entries[0][n] > 8 {
+							t.Errorf("seed %d: %s, range %d of %d: page %d read %d entries with the candidates kept, %d without", seed, query, r, parts, n+1, d.entries[0][n], d.entries[1][n])
+						}
+					}
+				}
+				if rows < 100 || later < 3 {
+					t.Errorf("seed %d: %s over %d ranges: %d rows, %d later pages by the words", seed, query, parts, rows, later)
+				}
+			}
+		}
+	}
 	// A range of four, each with a sequence of its own: the writes in
 	// every sequence since, of the range's items alone.
 	for _, tc := range short {

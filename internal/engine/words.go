@@ -146,6 +146,8 @@ type wordRead struct {
 	path  []string
 	words []string
 	count int64
+	// entries is how many entries of the words reading them read.
+	entries int64
 }
 
 // term is the plan's label of the read.
@@ -186,30 +188,42 @@ func wordLocs(r storage.Reader, c *containerRecord, s *itemScope, q *ast.Query, 
 				locs, read.words = nil, nil
 				break // a phrase in no text: no candidates at all
 			}
-			var rare [][]byte
-			rareWord, have := "", false
+			// The group's candidates hold each of its words: the items
+			// of the first word read whole, narrowed by those of each
+			// word after it whose entries cost less than the records
+			// they may spare (plan.WordNarrowBound).
+			var cand [][]byte
+			var used []string
+			have := false
 			for _, w := range g {
-				if len(w) > maxWordBytes {
-					continue // not stored
+				if len(w) > maxWordBytes || slices.Contains(used, w) {
+					continue // not stored, or read already
 				}
 				bound := limit - int64(len(locs))
 				if have {
-					bound = min(bound, int64(len(rare)))
+					bound = min(bound, max(int64(len(cand)), plan.WordNarrowBound(int64(len(cand)))))
 				}
 				got, n, err := wordItems(r, c, s, ord, w, bound, st)
 				if err != nil {
 					return nil, wordRead{}, false, err
 				}
-				if n < bound {
-					rare, rareWord, have = got, w, true
+				read.entries += n
+				if n >= bound {
+					continue // too common to be worth it
 				}
+				if have {
+					cand = intersectLocs(cand, got, s.byIndexPos)
+				} else {
+					cand, have = got, true
+				}
+				used = append(used, w)
 			}
 			if !have {
 				usable = false // every word too common, or none stored
 				break
 			}
-			locs = append(locs, rare...)
-			read.words = append(read.words, rareWord)
+			locs = append(locs, cand...)
+			read.words = append(read.words, strings.Join(used, "&"))
 		}
 		if !usable || int64(len(locs)) >= limit {
 			continue
@@ -237,8 +251,12 @@ func wordItems(r storage.Reader, c *containerRecord, s *itemScope, ord int, word
 }
 
 // wordCandidates are the locations a full-text filter's stored words name
-// in a page's scope (wordLocs).
-type wordCandidates struct{ locs [][]byte }
+// in a page's scope (wordLocs), and how many entries reading them again
+// reads at least.
+type wordCandidates struct {
+	locs    [][]byte
+	entries int64
+}
 
 // wordShape reports whether the stored words may name q's candidates: the
 // container stores some, and the query is neither ranked (whose

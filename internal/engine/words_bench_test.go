@@ -21,8 +21,10 @@ import (
 // Shapes: a rare word (about half a percent of the items) across the
 // range and in one partition; a middling one (about a tenth) across the
 // range; a common one (most items), which the stored words do not serve;
-// an Any of two rare words. Each the first page of 100, or of 10 rows;
-// and the count of the middling word's items.
+// an Any of two rare words; an All of two middling words, whose items
+// both hold are a tenth of either's. Each the first page of 100, or of 10 rows;
+// the count of the middling word's items; and the whole drain of the
+// middling word in pages of 100, each op a drain.
 //
 //	go test -run '^$' -bench BenchmarkFullTextFilter -benchtime 20x ./internal/engine/
 func BenchmarkFullTextFilter(b *testing.B) {
@@ -73,10 +75,12 @@ func BenchmarkFullTextFilter(b *testing.B) {
 		{"rare", "FullTextContains(c.text, 'w300')", false, 100},
 		{"rare-partition", "FullTextContains(c.text, 'w300')", true, 100},
 		{"rare-any", "FullTextContainsAny(c.text, 'w300', 'w301')", false, 100},
+		{"all-middling", "FullTextContainsAll(c.text, 'w20', 'w30')", false, 100},
 		{"middling", "FullTextContains(c.text, 'w15')", false, 100},
 		{"middling-10", "FullTextContains(c.text, 'w15')", false, 10},
 		{"common-10", "FullTextContains(c.text, 'w0')", false, 10},
 		{"count-middling", "FullTextContains(c.text, 'w15')", false, 1},
+		{"drain-middling", "FullTextContains(c.text, 'w15')", false, 100},
 	} {
 		for _, coll := range []string{"stored", "scanned"} {
 			b.Run(shape.name+"/"+coll, func(b *testing.B) {
@@ -90,6 +94,11 @@ func BenchmarkFullTextFilter(b *testing.B) {
 					p.HasKey, p.PartitionKey = true, key
 				} else {
 					p.RangeID, p.CrossPartition = "0", true
+				}
+				if strings.HasPrefix(shape.name, "drain") {
+					w := benchWholeDrain(b, s, p, true, nil)
+					b.ReportMetric(float64(w.pages)/float64(b.N), "pages/op")
+					return
 				}
 				rows := shape.page
 				if shape.key {

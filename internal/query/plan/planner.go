@@ -1203,11 +1203,19 @@ func WordBound(s Scope, rows int64) int64 {
 	return b
 }
 
+// WordNarrowBound is how many entries of one more word of a full-text
+// phrase are worth reading to narrow the candidates the words read before
+// it name: the items that lack the word are records not read, so its
+// entries may cost as much as a quarter of the candidates' records.
+func WordNarrowBound(candidates int64) int64 {
+	return int64(float64(candidates) * costRecordPoint / costEntry / 4)
+}
+
 // WordPlan is the plan of a page read through the stored words of a text
-// path (WordSpan): the candidates' records, as many as the term's rarest
-// word names.
-func WordPlan(kind ScopeKind, term Term, candidates int64) Plan {
-	p := Path{Access: WordSpan, Terms: []int{0}, Entries: float64(candidates), Records: float64(candidates)}
+// path (WordSpan): the entries of the term's words read to name its
+// candidates, and the candidates' records.
+func WordPlan(kind ScopeKind, term Term, entries, candidates int64) Plan {
+	p := Path{Access: WordSpan, Terms: []int{0}, Entries: float64(entries), Records: float64(candidates)}
 	p.Cost = p.cost()
 	return Plan{Scope: Scope{Kind: kind, Items: -1, ContainerItems: -1}, Chosen: p, Considered: []Path{p}, terms: []Term{term}}
 }
