@@ -25,9 +25,10 @@ import (
 // within it; ordered by location, a word's items in a logical partition,
 // a hierarchical prefix or a range are one span. A full-text filter
 // (FullTextContains, …All, …Any on such a path, in the WHERE clause's AND
-// chain) names its candidates by the rarest word each of its phrases
-// needs (wordLocs): a page reads those items' records, in the scan's
-// order, and the evaluator decides, phrases' word order included.
+// chain) names its candidates by the items that hold the words its
+// phrases need (wordLocs, groupItems): a page reads those items' records,
+// in the scan's order, and the evaluator decides, phrases' word order
+// included.
 //
 // A word longer than maxWordBytes is not stored; a filter that needs one
 // reads its scope.
@@ -139,8 +140,8 @@ func wordOrdinal(c *containerRecord, path []string) (int, bool) {
 }
 
 // wordRead is the choice of a full-text filter's candidates: the words
-// whose items they are (each phrase's rarest, one for a term that needs
-// every phrase) and how many.
+// whose items they are (for each group of groupItems, the words it read
+// whole) and how many.
 type wordRead struct {
 	ord   int
 	path  []string
@@ -158,9 +159,9 @@ func (w wordRead) term() plan.Term {
 // wordLocs returns the locations of the candidates of the narrowest
 // full-text term of q's filter in scope s (plan.WordTerms) on a path with
 // stored words, sorted by s.byIndexPos, when some term has fewer than
-// limit of them: for a term that needs every phrase, the items of its
-// rarest word; for one that needs any, the union of each phrase's
-// rarest word's. A phrase without words is in no text: a term that needs
+// limit of them: for a term that needs every phrase, the items that hold
+// its phrases' words (groupItems); for one that needs any, the union of
+// each phrase's. A phrase without words is in no text: a term that needs
 // it has no candidates, and one that needs any phrase none from it.
 func wordLocs(r storage.Reader, c *containerRecord, s *itemScope, q *ast.Query, params map[string]document.Value, limit int64, st *readStats) ([][]byte, wordRead, bool, error) {
 	var best [][]byte
@@ -188,35 +189,9 @@ func wordLocs(r storage.Reader, c *containerRecord, s *itemScope, q *ast.Query, 
 				locs, read.words = nil, nil
 				break // a phrase in no text: no candidates at all
 			}
-			// The group's candidates hold each of its words: the items
-			// of the first word read whole, narrowed by those of each
-			// word after it whose entries cost less than the records
-			// they may spare (plan.WordNarrowBound).
-			var cand [][]byte
-			var used []string
-			have := false
-			for _, w := range g {
-				if len(w) > maxWordBytes || slices.Contains(used, w) {
-					continue // not stored, or read already
-				}
-				bound := limit - int64(len(locs))
-				if have {
-					bound = min(bound, max(int64(len(cand)), plan.WordNarrowBound(int64(len(cand)))))
-				}
-				got, n, err := wordItems(r, c, s, ord, w, bound, st)
-				if err != nil {
-					return nil, wordRead{}, false, err
-				}
-				read.entries += n
-				if n >= bound {
-					continue // too common to be worth it
-				}
-				if have {
-					cand = intersectLocs(cand, got, s.byIndexPos)
-				} else {
-					cand, have = got, true
-				}
-				used = append(used, w)
+			cand, used, have, err := groupItems(r, c, s, ord, g, limit-int64(len(locs)), &read, st)
+			if err != nil {
+				return nil, wordRead{}, false, err
 			}
 			if !have {
 				usable = false // every word too common, or none stored
@@ -239,6 +214,116 @@ func wordLocs(r storage.Reader, c *containerRecord, s *itemScope, q *ast.Query, 
 		slices.SortFunc(best, s.byIndexPos)
 	}
 	return best, chosen, found, nil
+}
+
+// groupItems returns the locations of the items of scope s that hold
+// every word of group at path ordinal ord, when some word has fewer than
+// limit items, and the words whose items it read whole (the entries read
+// are added to read.entries). Several words are read side by side, each
+// going on from where it stopped, to bounds growing fourfold from 64,
+// until one has fewer items than its bound: so a common word costs no
+// more than four times the rarest, whatever their order. The items of the
+// words read whole are the candidates, narrowed by each other word that
+// has fewer than plan.WordNarrowBound of them, as its entries then cost
+// less than the records they may spare.
+func groupItems(r storage.Reader, c *containerRecord, s *itemScope, ord int, group []string, limit int64, read *wordRead, st *readStats) (cand [][]byte, used []string, have bool, err error) {
+	var words []*wordSpan
+	for _, w := range group {
+		if len(w) <= maxWordBytes && !slices.ContainsFunc(words, func(ws *wordSpan) bool { return ws.word == w }) {
+			words = append(words, newWordSpan(c, s, ord, w)) // a longer word is not stored
+		}
+	}
+	take := func(ws *wordSpan) {
+		slices.SortFunc(ws.locs, s.byIndexPos)
+		if have {
+			cand = intersectLocs(cand, ws.locs, s.byIndexPos)
+		} else {
+			cand, have = ws.locs, true
+		}
+		used = append(used, ws.word)
+	}
+	rest := words
+	for bound := firstWordRound; !have && len(rest) > 0; bound *= 4 {
+		b := min(bound, limit)
+		if len(rest) == 1 {
+			b = limit // a word alone has nothing to be weighed against
+		}
+		var common []*wordSpan
+		for _, ws := range rest {
+			done, err := ws.readTo(r, s, b, read, st)
+			if err != nil {
+				return nil, nil, false, err
+			}
+			if done {
+				take(ws)
+			} else if b < limit {
+				common = append(common, ws)
+			}
+		}
+		rest = common
+	}
+	for _, ws := range rest {
+		b := min(limit, max(int64(len(cand)), plan.WordNarrowBound(int64(len(cand)))))
+		done, err := ws.readTo(r, s, b, read, st)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		if done {
+			take(ws)
+		}
+	}
+	return cand, used, have, nil
+}
+
+// firstWordRound is the bound of groupItems' first round of reads: a few
+// entries cost little beside a seek, and a rare word is read in one round.
+// (A test lowers it, so that its small containers read in many rounds.)
+var firstWordRound int64 = 64
+
+// wordSpan is one word's entries in a scope as groupItems reads them: the
+// span, lo where the next read goes on, and the locations read so far.
+type wordSpan struct {
+	word   string
+	prefix []byte
+	lo, hi []byte
+	locs   [][]byte
+	n      int64
+}
+
+func newWordSpan(c *containerRecord, s *itemScope, ord int, word string) *wordSpan {
+	prefix := wordSpanPrefix(c, ord, word)
+	lo, hi := scopeBounds(prefix, s)
+	return &wordSpan{word: word, prefix: prefix, lo: lo, hi: hi}
+}
+
+// readTo reads ws's entries on until it has read bound of them in all,
+// and reports whether that is all of them.
+func (ws *wordSpan) readTo(r storage.Reader, s *itemScope, bound int64, read *wordRead, st *readStats) (bool, error) {
+	if ws.n >= bound {
+		return false, nil
+	}
+	want := bound - ws.n
+	var last []byte
+	n := int64(0)
+	err := scanSpans(r, []keySpan{{lo: ws.lo, hi: ws.hi}}, func(k, _ []byte) (bool, error) {
+		n++
+		if loc := k[len(ws.prefix):]; s.holds(loc) {
+			ws.locs = append(ws.locs, bytes.Clone(loc))
+		}
+		if n == want {
+			// The store may reuse k's bytes once this returns.
+			last = append(bytes.Clone(k), 0) // the next key after it
+			return false, st.entry()
+		}
+		return true, st.entry()
+	})
+	ws.n += n
+	read.entries += n
+	if err != nil || n < want {
+		return err == nil, err
+	}
+	ws.lo = last
+	return false, nil
 }
 
 // wordItems returns the locations of the items of scope s whose text at

@@ -22,7 +22,8 @@ import (
 // range and in one partition; a middling one (about a tenth) across the
 // range; a common one (most items), which the stored words do not serve;
 // an Any of two rare words; an All of two middling words, whose items
-// both hold are a tenth of either's. Each the first page of 100, or of 10 rows;
+// both hold are a tenth of either's, and one of the second most common
+// word and the rare one. Each the first page of 100, or of 10 rows;
 // the count of the middling word's items; and the whole drain of the
 // middling word in pages of 100, each op a drain.
 //
@@ -76,6 +77,7 @@ func BenchmarkFullTextFilter(b *testing.B) {
 		{"rare-partition", "FullTextContains(c.text, 'w300')", true, 100},
 		{"rare-any", "FullTextContainsAny(c.text, 'w300', 'w301')", false, 100},
 		{"all-middling", "FullTextContainsAll(c.text, 'w20', 'w30')", false, 100},
+		{"all-common-first", "FullTextContainsAll(c.text, 'w1', 'w300')", false, 100},
 		{"middling", "FullTextContains(c.text, 'w15')", false, 100},
 		{"middling-10", "FullTextContains(c.text, 'w15')", false, 10},
 		{"common-10", "FullTextContains(c.text, 'w0')", false, 10},

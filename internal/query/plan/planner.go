@@ -285,7 +285,7 @@ const (
 	AbsentScan                   // the scope's items without a path (NOT IS_DEFINED), through its absence entries, in scan order
 	ValueScan                    // every index entry of one path in the scope, its value tested by the filter's terms on it (Input.Values)
 	VectorTop                    // the scope's stored vectors of one path, scored, and the records of the best until enough rows (VectorPlan)
-	WordSpan                     // the items whose stored words at a text path include a full-text term's rarest word (WordPlan)
+	WordSpan                     // the items whose stored words at a text path include a full-text term's words (WordPlan)
 )
 
 var accessNames = [...]string{Scan: "scan", PointRead: "point", IndexSpan: "index", Intersect: "intersect", OrderedWalk: "ordered",
