@@ -496,6 +496,39 @@ func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now time.T
 	}
 	// Stored words: each is a word of an existing item's text at its
 	// path, and every word of every item's text there has one.
+	// And, where the container keeps text totals, each sequence's state
+	// holds the words of its items' texts at each path.
+	perSeqWords := map[int][]int64{}
+	if c.TextTotals {
+		for seq, rec := range items {
+			if body, ok := bodyOf(seq, rec); ok {
+				s := c.seqOf(rec.epk)
+				for ord, path := range c.TextPaths {
+					_, n := textWordsAndLength(body, path)
+					perSeqWords[s] = addWords(perSeqWords[s], append(make([]int64, ord), n))
+				}
+			}
+		}
+		for seq := range c.sequences() {
+			st, err := readState(r, c.Rid, seq)
+			if err != nil {
+				return counts, err
+			}
+			want := perSeqWords[seq]
+			for ord := range c.TextPaths {
+				var got, w int64
+				if ord < len(st.words) {
+					got = st.words[ord]
+				}
+				if ord < len(want) {
+					w = want[ord]
+				}
+				if got != w {
+					report("text totals of sequence %d say %d words at %v; its items' texts hold %d", seq, got, c.TextPaths[ord], w)
+				}
+			}
+		}
+	}
 	for ord, path := range c.TextPaths {
 		prefix := wordPrefix(c, ord)
 		stored := map[string]bool{}

@@ -54,10 +54,15 @@ type containerRecord struct {
 	// the full-text indexes' paths when the container was created. A
 	// container created before stores none, and reads its scope for a
 	// full-text filter.
-	TextPaths [][]string     `json:"textPaths,omitempty"`
-	Props     document.Value `json:"props"`
-	TTL       ttl.History    `json:"ttl"`
-	Index     indexState     `json:"index"`
+	TextPaths [][]string `json:"textPaths,omitempty"`
+	// TextTotals: the sequences' states hold the words of the items'
+	// texts at TextPaths (usage.go), which a ranked query's statistics
+	// take (rankwords.go). A container created before keeps none, and
+	// a ranked query reads its scope.
+	TextTotals bool           `json:"textTotals,omitempty"`
+	Props      document.Value `json:"props"`
+	TTL        ttl.History    `json:"ttl"`
+	Index      indexState     `json:"index"`
 
 	pk         pkDefinition
 	uniqueKeys [][][]string // per unique key, its paths
@@ -815,6 +820,7 @@ func (e *Engine) CreateContainer(ctx context.Context, db string, body document.V
 		c.Index = indexState{Version: 1, Ready: true}
 		c.VectorEntries = len(vector.IndexPaths(props.Get("indexingPolicy"))) > 0
 		c.TextPaths = textIndexPaths(props.Get("indexingPolicy"))
+		c.TextTotals = len(c.TextPaths) > 0
 		if _, derr := c.derive(); derr != nil {
 			return derr
 		}
@@ -1115,7 +1121,7 @@ func (e *Engine) ReplaceContainer(ctx context.Context, db, coll string, body doc
 		if from := old.TTL.Current().From; !now.After(from) {
 			now = from.Add(time.Nanosecond)
 		}
-		c = &containerRecord{ID: old.ID, DBID: old.DBID, DBRid: old.DBRid, Rid: old.Rid, Ts: now.Unix(), OfferRid: old.OfferRid, Ranges: old.Ranges, SeqPerRange: old.SeqPerRange, RangesV1: old.RangesV1, UniqueByValue: old.UniqueByValue, VectorEntries: old.VectorEntries, TextPaths: old.TextPaths, Props: props}
+		c = &containerRecord{ID: old.ID, DBID: old.DBID, DBRid: old.DBRid, Rid: old.Rid, Ts: now.Unix(), OfferRid: old.OfferRid, Ranges: old.Ranges, SeqPerRange: old.SeqPerRange, RangesV1: old.RangesV1, UniqueByValue: old.UniqueByValue, VectorEntries: old.VectorEntries, TextPaths: old.TextPaths, TextTotals: old.TextTotals, Props: props}
 		c.Etag = etagFor(c.Rid, n)
 		c.TTL = old.TTL.Change(setting, now)
 		c.Index = old.Index

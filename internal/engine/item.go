@@ -366,6 +366,7 @@ func (e *Engine) writeItemTx(tx storage.Txn, c *containerRecord, p WriteItemPara
 	if err := putVectors(tx, c, body, loc, live != nil); err != nil {
 		return nil, err
 	}
+	var words []int64
 	if len(c.TextPaths) > 0 {
 		prev := document.Undef
 		if live != nil {
@@ -373,7 +374,7 @@ func (e *Engine) writeItemTx(tx storage.Txn, c *containerRecord, p WriteItemPara
 				return nil, err
 			}
 		}
-		if err := putWords(tx, c, body, prev, loc); err != nil {
+		if words, err = putWords(tx, c, body, prev, loc); err != nil {
 			return nil, err
 		}
 	}
@@ -381,7 +382,7 @@ func (e *Engine) writeItemTx(tx storage.Txn, c *containerRecord, p WriteItemPara
 	if live != nil {
 		items, grew = 0, grew-int64(len(live.rec.json))
 	}
-	if err := addUsage(tx, c, rec.epk, rec.pk, items, grew); err != nil {
+	if err := addUsage(tx, c, rec.epk, rec.pk, items, grew, words); err != nil {
 		return nil, err
 	}
 	if live == nil {
@@ -645,7 +646,8 @@ func (e *Engine) removeItem(tx storage.Txn, c *containerRecord, it *liveItem, d 
 	if err != nil {
 		return err
 	}
-	if err := deleteWords(tx, c, text, it.loc); err != nil {
+	words, err := deleteWords(tx, c, text, it.loc)
+	if err != nil {
 		return err
 	}
 	idKey := itemIDKey(c.Rid, it.rec.pk, it.rec.id)
@@ -654,8 +656,8 @@ func (e *Engine) removeItem(tx storage.Txn, c *containerRecord, it *liveItem, d 
 	}
 	e.locHints.forget(idKey)
 	if d != nil {
-		d.add(c, it.rec.epk, -1, -int64(len(it.rec.json)))
-	} else if err := addUsage(tx, c, it.rec.epk, nil, -1, -int64(len(it.rec.json))); err != nil {
+		d.add(c, it.rec.epk, -1, -int64(len(it.rec.json)), words)
+	} else if err := addUsage(tx, c, it.rec.epk, nil, -1, -int64(len(it.rec.json)), words); err != nil {
 		return err
 	}
 	if err := tx.Delete(byRidKey(c.Rid, it.seq())); err != nil {

@@ -450,6 +450,15 @@ func (e *Engine) queryIn(r storage.Reader, c *containerRecord, p QueryParams, pr
 	// the query without them, within their window, from where the last
 	// page ended. A token from before windows (an offset with no
 	// position) still reads from the start.
+	if prog.Ranked() && !distinct && p.Resume == nil && !p.inScript {
+		// A rank by one FullTextScore may be made from the items holding
+		// its terms (rankwords.go). Its pages are placed by their offset
+		// in the ranked rows, as a scan's.
+		next := cursor{fingerprint: fp, text: textHash(p.Query), access: plan.Scan, indexVer: c.Index.Version}
+		if done, err := rankedPage(r, c, prog, scope, now, st, cur, next, limit, page, held); done || err != nil {
+			return err
+		}
+	}
 	rows, window, err := windowed(prog, p.Params)
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/mayfly-db/mayfly/internal/partition"
 	"github.com/mayfly-db/mayfly/internal/storage"
@@ -14,7 +15,7 @@ import (
 // Usage counters. Every write that adds or removes an item, or changes its
 // size, updates in the same transaction
 //
-//	'l'+collRid(+seq)       → last LSN(8), items(8), bytes(8)(, high-water time(8)): a sequence's state
+//	'l'+collRid(+seq)       → last LSN(8), items(8), bytes(8)(, high-water time(8)(, words(8)…)): a sequence's state
 //	'n'+collRid+escaped EPK → items(8): the items of one effective partition key
 //
 // The totals of a sequence's items share the key of its last LSN
@@ -26,6 +27,12 @@ import (
 // before it reads any (plan.Scope). Items that expired but are not yet
 // purged are still counted here; ReadContainer subtracts them (usage in
 // container.go), the expiry index tells which.
+//
+// In a container that keeps text totals (containerRecord.TextTotals), a
+// sequence's state also holds, per path of its stored words, the words of
+// its items' texts there, repeats counted (textLength): what a ranked
+// query's statistics need (rankwords.go). A replace that changes a text
+// changes them, as it changes the bytes.
 //
 // A partition's count is keyed by its EPK, which two partition key values
 // share only on a hash collision; the count is then their sum, which is
@@ -50,16 +57,23 @@ type containerState struct {
 	// sequence's lsn: every write of an item takes an LSN, so it grows
 	// with every write to the container (heldRows).
 	writes uint64
+	// words, in a container that keeps text totals, is per stored text
+	// path the words of the items' texts; nil before the first.
+	words []int64
 }
 
 func (st containerState) encode() []byte {
 	b := binary.BigEndian.AppendUint64(make([]byte, 0, 32), st.lsn)
 	b = binary.BigEndian.AppendUint64(b, uint64(max(st.items, 0)))
 	b = binary.BigEndian.AppendUint64(b, uint64(max(st.bytes, 0)))
-	if st.hw == 0 {
+	if st.hw == 0 && len(st.words) == 0 {
 		return b
 	}
-	return binary.BigEndian.AppendUint64(b, uint64(st.hw))
+	b = binary.BigEndian.AppendUint64(b, uint64(st.hw))
+	for _, n := range st.words {
+		b = binary.BigEndian.AppendUint64(b, uint64(max(n, 0)))
+	}
+	return b
 }
 
 // readState reads the state of the container's sequence seq; a sequence
@@ -73,7 +87,7 @@ func readState(r storage.Reader, collRid []byte, seq int) (containerState, error
 	if err != nil {
 		return st, err
 	}
-	if len(v) != 8 && len(v) != 24 && len(v) != 32 {
+	if len(v) != 8 && len(v) != 24 && (len(v) < 32 || len(v)%8 != 0) {
 		return st, fmt.Errorf("container state %x: %w", v, errBadRecord)
 	}
 	st.lsn = binary.BigEndian.Uint64(v)
@@ -81,8 +95,11 @@ func readState(r storage.Reader, collRid []byte, seq int) (containerState, error
 		st.items = int64(binary.BigEndian.Uint64(v[8:]))
 		st.bytes = int64(binary.BigEndian.Uint64(v[16:]))
 	}
-	if len(v) == 32 {
+	if len(v) >= 32 {
 		st.hw = int64(binary.BigEndian.Uint64(v[24:]))
+	}
+	for i := 32; i < len(v); i += 8 {
+		st.words = append(st.words, int64(binary.BigEndian.Uint64(v[i:])))
 	}
 	return st, nil
 }
@@ -106,6 +123,7 @@ func readTotals(r storage.Reader, c *containerRecord, seq int) (containerState, 
 		sum.items += st.items
 		sum.bytes += st.bytes
 		sum.writes += st.lsn
+		sum.words = addWords(sum.words, st.words)
 	}
 	return sum, nil
 }
@@ -114,19 +132,19 @@ func partitionCountKey(collRid []byte, epk string) []byte {
 	return appendEPK(collPrefix(famUsage, collRid), epk, true)
 }
 
-// addUsage adds items and bytes to the totals of the sequence of epk and
-// items to its partition's count; pk is the key bytes of the items added
-// (unused when items <= 0).
-func addUsage(tx storage.Txn, c *containerRecord, epk string, pk []byte, items, bytes int64) error {
-	if err := addTotals(tx, c, c.seqOf(epk), items, bytes); err != nil {
+// addUsage adds items, bytes and words (per stored text path; nil: none)
+// to the totals of the sequence of epk and items to its partition's
+// count; pk is the key bytes of the items added (unused when items <= 0).
+func addUsage(tx storage.Txn, c *containerRecord, epk string, pk []byte, items, bytes int64, words []int64) error {
+	if err := addTotals(tx, c, c.seqOf(epk), items, bytes, words); err != nil {
 		return err
 	}
 	return addPartitionItems(tx, c, epk, pk, items)
 }
 
-// addTotals adds items and bytes to the totals of sequence seq.
-func addTotals(tx storage.Txn, c *containerRecord, seq int, items, bytes int64) error {
-	if items == 0 && bytes == 0 {
+// addTotals adds items, bytes and words to the totals of sequence seq.
+func addTotals(tx storage.Txn, c *containerRecord, seq int, items, bytes int64, words []int64) error {
+	if items == 0 && bytes == 0 && !slices.ContainsFunc(words, func(n int64) bool { return n != 0 }) {
 		return nil
 	}
 	st, err := readState(tx, c.Rid, seq)
@@ -134,7 +152,20 @@ func addTotals(tx storage.Txn, c *containerRecord, seq int, items, bytes int64) 
 		return err
 	}
 	st.items, st.bytes = st.items+items, st.bytes+bytes
+	st.words = addWords(st.words, words)
 	return tx.Set(stateKey(c.Rid, seq), st.encode())
+}
+
+// addWords returns the per-path word totals a with b added, as long as
+// the longer.
+func addWords(a, b []int64) []int64 {
+	for i, n := range b {
+		if i == len(a) {
+			a = append(a, 0)
+		}
+		a[i] += n
+	}
+	return a
 }
 
 // addPartitionItems adds items to the count of the partition of epk; pk
@@ -207,16 +238,18 @@ func decodeCount(v []byte) int64 {
 // per partition rather than one of each per item.
 type usageDelta struct {
 	perSeq map[int][2]int64 // items, bytes
+	words  map[int][]int64  // per sequence, per stored text path
 	perEPK map[string]int64
 }
 
-func (d *usageDelta) add(c *containerRecord, epk string, items, bytes int64) {
+func (d *usageDelta) add(c *containerRecord, epk string, items, bytes int64, words []int64) {
 	if d.perEPK == nil {
-		d.perEPK, d.perSeq = map[string]int64{}, map[int][2]int64{}
+		d.perEPK, d.perSeq, d.words = map[string]int64{}, map[int][2]int64{}, map[int][]int64{}
 	}
 	seq := c.seqOf(epk)
 	t := d.perSeq[seq]
 	d.perSeq[seq] = [2]int64{t[0] + items, t[1] + bytes}
+	d.words[seq] = addWords(d.words[seq], words)
 	d.perEPK[epk] += items
 }
 
@@ -228,7 +261,7 @@ func (d *usageDelta) apply(tx storage.Txn, c *containerRecord) error {
 	}
 	storage.Prefetch(tx, reads...)
 	for seq, t := range d.perSeq {
-		if err := addTotals(tx, c, seq, t[0], t[1]); err != nil {
+		if err := addTotals(tx, c, seq, t[0], t[1], d.words[seq]); err != nil {
 			return err
 		}
 	}

@@ -66,41 +66,62 @@ func wordSpanPrefix(c *containerRecord, ord int, word string) []byte {
 // textWords returns the distinct stored words of doc's text at path,
 // sorted; none unless the value there is a string.
 func textWords(doc document.Value, path []string) []string {
+	ws, _ := textWordsAndLength(doc, path)
+	return ws
+}
+
+// textWordsAndLength returns textWords, and the text's length in words,
+// repeats and words too long to store counted, as FullTextScore counts
+// them: 0 unless the value there is a string.
+func textWordsAndLength(doc document.Value, path []string) ([]string, int64) {
 	v := doc.At(path)
 	if v.Kind() != document.String {
-		return nil
+		return nil, 0
 	}
 	ws := fulltext.Words(v.Str())
+	n := int64(len(ws))
 	slices.Sort(ws)
 	ws = slices.Compact(ws)
-	return slices.DeleteFunc(ws, func(w string) bool { return len(w) > maxWordBytes })
+	return slices.DeleteFunc(ws, func(w string) bool { return len(w) > maxWordBytes }), n
 }
 
 // putWords writes the word entries of the item doc stored at loc; prev,
 // when defined, is the version at loc it replaces, whose entries doc's
-// words no longer hold are deleted.
-func putWords(tx storage.Txn, c *containerRecord, doc, prev document.Value, loc []byte) error {
+// words no longer hold are deleted. It returns by how much each path's
+// text length changed, for the text totals (nil in a container that
+// keeps none).
+func putWords(tx storage.Txn, c *containerRecord, doc, prev document.Value, loc []byte) ([]int64, error) {
+	var grew []int64
+	if c.TextTotals {
+		grew = make([]int64, len(c.TextPaths))
+	}
 	for ord, path := range c.TextPaths {
-		now, before := textWords(doc, path), []string(nil)
+		now, n := textWordsAndLength(doc, path)
+		var before []string
 		if prev.IsDefined() {
-			before = textWords(prev, path)
+			var m int64
+			before, m = textWordsAndLength(prev, path)
+			n -= m
+		}
+		if grew != nil {
+			grew[ord] = n
 		}
 		for _, w := range before {
 			if _, found := slices.BinarySearch(now, w); !found {
 				if err := tx.Delete(append(wordSpanPrefix(c, ord, w), loc...)); err != nil {
-					return err
+					return nil, err
 				}
 			}
 		}
 		for _, w := range now {
 			if _, found := slices.BinarySearch(before, w); !found {
 				if err := tx.Set(append(wordSpanPrefix(c, ord, w), loc...), nil); err != nil {
-					return err
+					return nil, err
 				}
 			}
 		}
 	}
-	return nil
+	return grew, nil
 }
 
 // itemText is the stored document of rec as the word entries need it: its
@@ -117,16 +138,25 @@ func itemText(c *containerRecord, rec *itemRecord) (document.Value, error) {
 }
 
 // deleteWords takes away the word entries of the item at loc, whose
-// stored document is doc (itemText).
-func deleteWords(tx storage.Txn, c *containerRecord, doc document.Value, loc []byte) error {
+// stored document is doc (itemText), and returns by how much each path's
+// text totals fall (nil in a container that keeps none).
+func deleteWords(tx storage.Txn, c *containerRecord, doc document.Value, loc []byte) ([]int64, error) {
+	var fell []int64
+	if c.TextTotals {
+		fell = make([]int64, len(c.TextPaths))
+	}
 	for ord, path := range c.TextPaths {
-		for _, w := range textWords(doc, path) {
+		ws, n := textWordsAndLength(doc, path)
+		if fell != nil {
+			fell[ord] = -n
+		}
+		for _, w := range ws {
 			if err := tx.Delete(append(wordSpanPrefix(c, ord, w), loc...)); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-	return nil
+	return fell, nil
 }
 
 // wordOrdinal returns the ordinal of path among c's stored text paths.
@@ -250,7 +280,7 @@ func groupItems(r storage.Reader, c *containerRecord, s *itemScope, ord int, gro
 		}
 		var common []*wordSpan
 		for _, ws := range rest {
-			done, err := ws.readTo(r, s, b, read, st)
+			done, err := ws.readTo(r, s, b, st)
 			if err != nil {
 				return nil, nil, false, err
 			}
@@ -264,13 +294,16 @@ func groupItems(r storage.Reader, c *containerRecord, s *itemScope, ord int, gro
 	}
 	for _, ws := range rest {
 		b := min(limit, max(int64(len(cand)), plan.WordNarrowBound(int64(len(cand)))))
-		done, err := ws.readTo(r, s, b, read, st)
+		done, err := ws.readTo(r, s, b, st)
 		if err != nil {
 			return nil, nil, false, err
 		}
 		if done {
 			take(ws)
 		}
+	}
+	for _, ws := range words {
+		read.entries += ws.n
 	}
 	return cand, used, have, nil
 }
@@ -298,7 +331,7 @@ func newWordSpan(c *containerRecord, s *itemScope, ord int, word string) *wordSp
 
 // readTo reads ws's entries on until it has read bound of them in all,
 // and reports whether that is all of them.
-func (ws *wordSpan) readTo(r storage.Reader, s *itemScope, bound int64, read *wordRead, st *readStats) (bool, error) {
+func (ws *wordSpan) readTo(r storage.Reader, s *itemScope, bound int64, st *readStats) (bool, error) {
 	if ws.n >= bound {
 		return false, nil
 	}
@@ -318,21 +351,11 @@ func (ws *wordSpan) readTo(r storage.Reader, s *itemScope, bound int64, read *wo
 		return true, st.entry()
 	})
 	ws.n += n
-	read.entries += n
 	if err != nil || n < want {
 		return err == nil, err
 	}
 	ws.lo = last
 	return false, nil
-}
-
-// wordItems returns the locations of the items of scope s whose text at
-// path ordinal ord holds word, and how many entries it read, up to limit:
-// none once it reaches limit.
-func wordItems(r storage.Reader, c *containerRecord, s *itemScope, ord int, word string, limit int64, st *readStats) ([][]byte, int64, error) {
-	prefix := wordSpanPrefix(c, ord, word)
-	lo, hi := scopeBounds(prefix, s)
-	return collectLocsUpTo(r, []keySpan{{lo: lo, hi: hi}}, s, st, func(k []byte) ([]byte, bool) { return k[len(prefix):], true }, limit, limit)
 }
 
 // wordCandidates are the locations a full-text filter's stored words name

@@ -24,8 +24,11 @@ import (
 // an Any of two rare words; an All of two middling words, whose items
 // both hold are a tenth of either's, and one of the second most common
 // word and the rare one. Each the first page of 100, or of 10 rows;
-// the count of the middling word's items; and the whole drain of the
-// middling word in pages of 100, each op a drain.
+// the count of the middling word's items; the whole drain of the
+// middling word in pages of 100, each op a drain; and SELECT TOP 10 of
+// ORDER BY RANK FullTextScore of the rare word, of it and a word of about
+// 2% of the items, and of the middling word, across the container, and
+// of the rare word in one partition.
 //
 //	go test -run '^$' -bench BenchmarkFullTextFilter -benchtime 20x ./internal/engine/
 func BenchmarkFullTextFilter(b *testing.B) {
@@ -83,6 +86,10 @@ func BenchmarkFullTextFilter(b *testing.B) {
 		{"common-10", "FullTextContains(c.text, 'w0')", false, 10},
 		{"count-middling", "FullTextContains(c.text, 'w15')", false, 1},
 		{"drain-middling", "FullTextContains(c.text, 'w15')", false, 100},
+		{"rank-rare", "ORDER BY RANK FullTextScore(c.text, 'w300')", false, 10},
+		{"rank-two", "ORDER BY RANK FullTextScore(c.text, 'w300', 'w40')", false, 10},
+		{"rank-middling", "ORDER BY RANK FullTextScore(c.text, 'w15')", false, 10},
+		{"rank-rare-partition", "ORDER BY RANK FullTextScore(c.text, 'w300')", true, 10},
 	} {
 		for _, coll := range []string{"stored", "scanned"} {
 			b.Run(shape.name+"/"+coll, func(b *testing.B) {
@@ -96,6 +103,10 @@ func BenchmarkFullTextFilter(b *testing.B) {
 					p.HasKey, p.PartitionKey = true, key
 				} else {
 					p.RangeID, p.CrossPartition = "0", true
+				}
+				if strings.HasPrefix(shape.name, "rank") {
+					// Served whole, without a range, as the SDKs send it.
+					p.Query, p.RangeID = "SELECT TOP 10 c.id, c.n FROM c "+shape.filter, ""
 				}
 				if strings.HasPrefix(shape.name, "drain") {
 					w := benchWholeDrain(b, s, p, true, nil)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -186,5 +187,62 @@ func wordsScenario(t *testing.T, seed int64) {
 	t.Logf("seed %d: %d pages read the words", seed, chosen)
 	if chosen == 0 {
 		t.Errorf("seed %d: no query read the stored words", seed)
+	}
+
+	// Ranked queries, served whole over each container: those of one
+	// FullTextScore of single words rank from the items holding them
+	// and the container's text totals (rankwords.go) as far as those
+	// rank, each page after as the scan does.
+	ranked := 0
+	for range 12 {
+		path := []string{"c.t", "c.n.t"}[rng.Intn(2)]
+		var terms []string
+		for range 1 + rng.Intn(3) {
+			switch rng.Intn(10) {
+			case 0:
+				terms = append(terms, "'!!'") // no words
+			case 1:
+				terms = append(terms, "'blue whale'") // a phrase: read as before
+			default:
+				terms = append(terms, "'"+testWords[rng.Intn(len(testWords))]+"'")
+			}
+		}
+		text := "SELECT c.id FROM c"
+		if rng.Intn(3) == 0 {
+			text += " WHERE c.k > " + strconv.Itoa(rng.Intn(10))
+		}
+		text += " ORDER BY RANK FullTextScore(" + path + ", " + strings.Join(terms, ", ") + ")"
+		if rng.Intn(2) == 0 {
+			text = strings.Replace(text, "SELECT ", fmt.Sprintf("SELECT TOP %d ", 1+rng.Intn(12)), 1)
+		}
+		p := QueryParams{Query: text, MaxItemCount: 1 + rng.Intn(6), CrossPartition: true}
+		for _, pair := range [][2]string{{"c", "plain"}, {"wide", "plainwide"}, {"hpk", "plainhpk"}} {
+			var rows [2][]string
+			for i, coll := range pair {
+				p.ItemRef, p.Continuation = ItemRef{DB: "db", Coll: coll}, ""
+				for {
+					page, err := be.e.QueryItems(ctx, p)
+					if err != nil {
+						t.Fatalf("seed %d: %s in %s: %v", seed, text, coll, err)
+					}
+					if i == 0 && page.Plan != nil && page.Plan.Chosen.Access == plan.WordSpan {
+						ranked++
+					}
+					for _, it := range page.Items {
+						rows[i] = append(rows[i], string(it))
+					}
+					if p.Continuation = page.Continuation; p.Continuation == "" {
+						break
+					}
+				}
+			}
+			if !slices.Equal(rows[0], rows[1]) {
+				t.Fatalf("seed %d: %s in %s, %d a page:\n got %v\nwant %v", seed, text, pair[0], p.MaxItemCount, rows[0], rows[1])
+			}
+		}
+	}
+	t.Logf("seed %d: %d ranked pages read the words", seed, ranked)
+	if ranked == 0 {
+		t.Errorf("seed %d: no ranked page read the stored words", seed)
 	}
 }

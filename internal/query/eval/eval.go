@@ -115,7 +115,10 @@ type Program struct {
 	// of vectors that known names.
 	distances *Distances
 	known     map[*ast.Call]bool
-	rnd       func() float64
+	// corpus, when set (UseCorpus), is the statistics of a ranked query's
+	// scope, which its runs take rather than gather.
+	corpus *corpus
+	rnd    func() float64
 
 	regexps    sync.Map // pattern → *regexp.Regexp
 	regexCount atomic.Int32
@@ -325,7 +328,11 @@ func (p *Program) runEach(ctx *ctx, each Each, n int, passed *int) ([]document.V
 		n = p.eachRows(n)
 	}
 	ctx.passed = passed
-	if p.top.rank != nil {
+	fixed := p.top.rank != nil && p.corpus != nil
+	switch {
+	case fixed:
+		ctx.corpus = p.corpus
+	case p.top.rank != nil:
 		ctx.corpus = &corpus{}
 	}
 	return ctx.run(p.top, func(emit func(scope) error) error {
@@ -336,7 +343,7 @@ func (p *Program) runEach(ctx *ctx, each Each, n int, passed *int) ([]document.V
 			ctx.meta = meta
 			ctx.doc++
 			ctx.docRow = 0
-			if ctx.corpus != nil {
+			if ctx.corpus != nil && !fixed {
 				if err := ctx.corpus.count(ctx, p.top.rank, doc); err != nil {
 					return err
 				}
@@ -373,6 +380,13 @@ func (p *Program) Stop(n int) int {
 	if p.ReadsAll() {
 		return -1
 	}
+	return p.top.stop(p.eachRows(n))
+}
+
+// Wants is how many rows RunEach(each, n, …) returns when its documents
+// make that many or more, whether or not it reads every document: n, or
+// fewer under a TOP or LIMIT (-1: every row).
+func (p *Program) Wants(n int) int {
 	return p.top.stop(p.eachRows(n))
 }
 

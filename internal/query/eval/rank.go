@@ -2,12 +2,14 @@ package eval
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/mayfly-db/mayfly/internal/document"
 	"github.com/mayfly-db/mayfly/internal/query/ast"
 	"github.com/mayfly-db/mayfly/internal/query/fulltext"
+	"github.com/mayfly-db/mayfly/internal/query/plan"
 	"github.com/mayfly-db/mayfly/internal/query/vector"
 )
 
@@ -385,6 +387,45 @@ func (spec *rankSpec) score(st *corpus, rows []sortRow, desc []bool) {
 	for i := range rows {
 		rows[i].keys[0] = document.FloatExact(fused[i])
 	}
+}
+
+// TextRank is a ranked query's FullTextScore, when it is the whole of its
+// ORDER BY RANK: the property path it scores the text of, and each term's
+// words.
+type TextRank struct {
+	Path  []string
+	Terms [][]string
+}
+
+// TextRank returns the query's FullTextScore when it orders by that alone
+// (not by RRF) on a property path of its documents.
+func (p *Program) TextRank() (TextRank, bool) {
+	spec := p.top.rank
+	if spec == nil || spec.weights != nil || len(spec.comps) != 1 || spec.comps[0].vec != nil {
+		return TextRank{}, false
+	}
+	path, ok := plan.DocPath(p.q, spec.comps[0].path)
+	if !ok {
+		return TextRank{}, false
+	}
+	return TextRank{Path: path, Terms: spec.comps[0].terms}, true
+}
+
+// Corpus is what BM25 needs of the documents a ranked query's FullTextScore
+// ranks (TextRank): how many, the words of their texts at its path, and
+// per term the documents whose text holds it.
+type Corpus struct {
+	Docs  int
+	Words int
+	Hits  []int
+}
+
+// UseCorpus makes the runs of p, a query of one FullTextScore (TextRank),
+// score its rows by c rather than by the statistics of the documents they
+// are fed: the engine knows its scope's, and feeds only the documents that
+// may rank first.
+func (p *Program) UseCorpus(c Corpus) {
+	p.corpus = &corpus{docs: c.Docs, words: []int{c.Words}, hits: [][]int{slices.Clone(c.Hits)}}
 }
 
 // Ranked reports whether the query orders by RANK.

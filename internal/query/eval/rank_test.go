@@ -116,3 +116,84 @@ func TestRankPrints(t *testing.T) {
 		t.Errorf("ORDER BY rank: %v", err)
 	}
 }
+
+// A program given its scope's statistics (UseCorpus) ranks the documents
+// that hold a term as the program fed every document does, and by other
+// statistics otherwise. TextRank names what such a program scores.
+func TestUseCorpus(t *testing.T) {
+	var docs []document.Value
+	for _, d := range rankDocs {
+		v, err := document.Parse([]byte(d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, v)
+	}
+	holding := docs[:4] // d5 has no text
+	run := func(query string, c *eval.Corpus, docs []document.Value) string {
+		t.Helper()
+		q, err := parser.Parse(query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := eval.Compile(q, nil, eval.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c != nil {
+			p.UseCorpus(*c)
+		}
+		rows, err := p.RunDocs(docs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range rows {
+			got = append(got, r.Str())
+		}
+		return strings.Join(got, " ")
+	}
+	// 'fox' and 'dog': N = 5, 19 words, three documents hold "fox" and
+	// two "dog" (d3 and d4; "dogs" is "dog" too).
+	query := "SELECT VALUE c.id FROM c ORDER BY RANK FullTextScore(c.text, 'fox', 'dog')"
+	if got, want := run(query, nil, docs), "d4 d3 d2 d1 d5"; got != want {
+		t.Errorf("fed every document: %q, want %q", got, want)
+	}
+	if got, want := run(query, &eval.Corpus{Docs: 5, Words: 19, Hits: []int{3, 2}}, holding), "d4 d3 d2 d1"; got != want {
+		t.Errorf("fed the holders with the scope's statistics: %q, want %q", got, want)
+	}
+	// Longer texts on average weigh a text's length less: d2's three
+	// foxes in three words pass d3's one dog in three.
+	if got, want := run(query, &eval.Corpus{Docs: 50, Words: 1000, Hits: []int{3, 2}}, holding), "d4 d2 d3 d1"; got != want {
+		t.Errorf("with other statistics: %q, want %q", got, want)
+	}
+
+	for _, tc := range []struct {
+		query string
+		path  string
+		terms string
+		ok    bool
+	}{
+		{query, "text", "fox|dog", true},
+		{"SELECT VALUE c.id FROM c ORDER BY RANK FullTextScore(c.a.text, ['Foxes', 'lazy dog'])", "a.text", "fox|lazy dog", true},
+		{"SELECT VALUE c.id FROM c ORDER BY RANK RRF(FullTextScore(c.text, 'fox'), FullTextScore(c.text, 'dog'))", "", "", false},
+		{"SELECT VALUE c.id FROM c ORDER BY c.id", "", "", false},
+	} {
+		q, err := parser.Parse(tc.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := eval.Compile(q, nil, eval.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, ok := p.TextRank()
+		var terms []string
+		for _, term := range r.Terms {
+			terms = append(terms, strings.Join(term, " "))
+		}
+		if ok != tc.ok || strings.Join(r.Path, ".") != tc.path || strings.Join(terms, "|") != tc.terms {
+			t.Errorf("%s: TextRank %v %v, want %v %s %s", tc.query, r, ok, tc.ok, tc.path, tc.terms)
+		}
+	}
+}
