@@ -55,7 +55,9 @@ func wordsScenario(t *testing.T, seed int64) {
 	// Fewer words in some seeds, so that some filters name many items and
 	// are read by another path.
 	vocab := testWords[:4+rng.Intn(len(testWords)-3)]
-	text := func() string {
+	// extra words go at the end of a text: words rarer than the
+	// vocabulary's, so that some ranked queries have few holders.
+	text := func(extra ...string) string {
 		parts := make([]string, rng.Intn(7))
 		for j := range parts {
 			parts[j] = vocab[rng.Intn(len(vocab))]
@@ -66,6 +68,7 @@ func wordsScenario(t *testing.T, seed int64) {
 		if rng.Intn(10) == 0 {
 			parts = append(parts, strings.Repeat("x", 70)) // too long to store
 		}
+		parts = append(parts, extra...)
 		return document.Str(strings.Join(parts, " ")).String()
 	}
 	item := func(i int) string {
@@ -77,7 +80,14 @@ func wordsScenario(t *testing.T, seed int64) {
 		case 2:
 			doc += `,"t":["whale"]`
 		default:
-			doc += `,"t":` + text()
+			var extra []string
+			if i%9 == 4 {
+				extra = append(extra, "narwhal")
+			}
+			if i%11 == 3 {
+				extra = append(extra, "orca")
+			}
+			doc += `,"t":` + text(extra...)
 		}
 		if rng.Intn(2) == 0 {
 			doc += `,"n":{"t":` + text() + `}`
@@ -194,7 +204,7 @@ func wordsScenario(t *testing.T, seed int64) {
 	// and the container's text totals (rankwords.go) as far as those
 	// rank, each page after as the scan does.
 	ranked := 0
-	for range 12 {
+	for k := range 12 {
 		path := []string{"c.t", "c.n.t"}[rng.Intn(2)]
 		var terms []string
 		for range 1 + rng.Intn(3) {
@@ -203,6 +213,8 @@ func wordsScenario(t *testing.T, seed int64) {
 				terms = append(terms, "'!!'") // no words
 			case 1:
 				terms = append(terms, "'blue whale'") // a phrase: read as before
+			case 2, 3:
+				terms = append(terms, "'Narwhals'")
 			default:
 				terms = append(terms, "'"+testWords[rng.Intn(len(testWords))]+"'")
 			}
@@ -214,6 +226,12 @@ func wordsScenario(t *testing.T, seed int64) {
 		text += " ORDER BY RANK FullTextScore(" + path + ", " + strings.Join(terms, ", ") + ")"
 		if rng.Intn(2) == 0 {
 			text = strings.Replace(text, "SELECT ", fmt.Sprintf("SELECT TOP %d ", 1+rng.Intn(12)), 1)
+		}
+		if k == 0 {
+			// One whose terms few items hold, so that every seed ranks
+			// by the words: each term's weight depends on how many
+			// items hold it.
+			text = "SELECT TOP 5 c.id FROM c ORDER BY RANK FullTextScore(c.t, 'narwhal', 'orca')"
 		}
 		p := QueryParams{Query: text, MaxItemCount: 1 + rng.Intn(6), CrossPartition: true}
 		for _, pair := range [][2]string{{"c", "plain"}, {"wide", "plainwide"}, {"hpk", "plainhpk"}} {
@@ -244,5 +262,65 @@ func wordsScenario(t *testing.T, seed int64) {
 	t.Logf("seed %d: %d ranked pages read the words", seed, ranked)
 	if ranked == 0 {
 		t.Errorf("seed %d: no ranked page read the stored words", seed)
+	}
+}
+
+// A ranked query's statistics leave out the items expired and not purged
+// yet (rankByWords), as the scan that reads every live document does:
+// here five live items and three expired ones hold "narwhal", six live
+// ones "orca", so "narwhal" is the rarer term and its holders rank first;
+// counted with the expired holders, it would be the commoner, and rank
+// last. The same query without the index reads the scope.
+func TestRankedByWordsLeavesOutExpiredItems(t *testing.T) {
+	body := func(id string, ip string) string {
+		return `{"id":"` + id + `","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":-1,` + ip + `}`
+	}
+	be := newPairedEnv(t, func(id string, withIndex bool) string {
+		if withIndex {
+			return body(id, `"indexingPolicy":{"fullTextIndexes":[{"path":"/t"}]}`)
+		}
+		return body(id, `"indexingPolicy":{}`)
+	})
+	for i := range 100 {
+		text, ttl := "the sea", ""
+		switch {
+		case i < 5:
+			text = "a narwhal"
+		case i < 8:
+			text, ttl = "a narwhal", `,"ttl":30`
+		case i < 14:
+			text = "an orca"
+		}
+		writePaired(t, be, ModeCreate, fmt.Sprintf(`{"id":"i%02d","pk":"p%d","k":%d,"t":%q%s}`, i, i%7, i%3, text, ttl))
+	}
+	be.clock.Advance(31 * time.Second)
+	for _, query := range []string{
+		"SELECT TOP 11 c.id FROM c ORDER BY RANK FullTextScore(c.t, 'orca', 'narwhal')",
+		"SELECT c.id FROM c WHERE c.k != 1 ORDER BY RANK FullTextScore(c.t, 'orca', 'narwhal')",
+	} {
+		for _, pair := range [][2]string{{"c", "plain"}, {"wide", "plainwide"}, {"hpk", "plainhpk"}} {
+			var rows [2][]string
+			for i, coll := range pair {
+				p := QueryParams{ItemRef: ItemRef{DB: "db", Coll: coll}, Query: query, MaxItemCount: 4, CrossPartition: true}
+				for n := 0; ; n++ {
+					page, err := be.e.QueryItems(context.Background(), p)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if i == 0 && n == 0 && (page.Plan == nil || page.Plan.Chosen.Access != plan.WordSpan) {
+						t.Errorf("%s in %s: page 1 by %v, want the words", query, coll, page.Plan)
+					}
+					for _, it := range page.Items {
+						rows[i] = append(rows[i], string(it))
+					}
+					if p.Continuation = page.Continuation; p.Continuation == "" {
+						break
+					}
+				}
+			}
+			if !slices.Equal(rows[0], rows[1]) || len(rows[0]) < 11 || rows[0][0] != `{"id":"i00"}` {
+				t.Errorf("%s in %s:\n got %v\nwant %v, i00 first", query, pair[0], rows[0], rows[1])
+			}
+		}
 	}
 }
