@@ -504,8 +504,7 @@ func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now time.T
 			if body, ok := bodyOf(seq, rec); ok {
 				s := c.seqOf(rec.epk)
 				for ord, path := range c.TextPaths {
-					_, n := textWordsAndLength(body, path)
-					perSeqWords[s] = addWords(perSeqWords[s], append(make([]int64, ord), n))
+					perSeqWords[s] = addWords(perSeqWords[s], append(make([]int64, ord), textOf(body, path).n))
 				}
 			}
 		}
@@ -532,7 +531,7 @@ func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now time.T
 	for ord, path := range c.TextPaths {
 		prefix := wordPrefix(c, ord)
 		stored := map[string]bool{}
-		err = scanPrefix(r, prefix, func(k, _ []byte) (bool, error) {
+		err = scanPrefix(r, prefix, func(k, v []byte) (bool, error) {
 			word, loc, ok := bytes.Cut(k[len(prefix):], []byte{0})
 			if !ok || len(loc) < 10 {
 				report("word entry %x has no location", k)
@@ -542,8 +541,11 @@ func (e *Engine) checkContainer(r storage.Reader, c *containerRecord, now time.T
 			if !ok {
 				return true, nil
 			}
-			if _, found := slices.BinarySearch(textWords(body, path), string(word)); !found {
+			t := textOf(body, path)
+			if i, found := slices.BinarySearch(t.words, string(word)); !found {
 				report("word entry %x: %q is not a word of item %q at %v", k, word, rec.id, path)
+			} else if want := t.entryValue(c, i); !bytes.Equal(v, want) {
+				report("word entry %x of item %q holds %x, not %x", k, rec.id, v, want)
 			}
 			stored[string(k)] = true
 			return true, nil

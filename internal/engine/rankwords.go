@@ -1,7 +1,7 @@
 package engine
 
 import (
-	"bytes"
+	"cmp"
 	"slices"
 	"strings"
 	"time"
@@ -34,7 +34,10 @@ import (
 // and the items holding a term.
 type rankWords struct {
 	corpus eval.Corpus
+	// locs are the live items holding a term, in scan order, and scores
+	// their scores, when their entries tell them (nil otherwise).
 	locs   [][]byte
+	scores []float64
 	term   plan.Term
 	// entries is how many word entries naming them were read.
 	entries int64
@@ -109,11 +112,16 @@ func rankByWords(r storage.Reader, c *containerRecord, prog *eval.Program, s *it
 	}
 	bound := max(int64(rw.corpus.Docs)/4, 16)
 	var words []string
+	// What each live holder's entries say: per term its occurrences, and
+	// its text's length; scored is false once an entry says neither.
+	holders := map[string]*wordHolder{}
+	scored := true
 	for j, t := range rank.Terms {
 		if len(t) == 0 {
 			continue // no words: held by no text
 		}
 		ws := newWordSpan(c, s, ord, t[0])
+		ws.values = true
 		done, err := ws.readTo(r, s, bound+1, st)
 		if err != nil {
 			return nil, false, err
@@ -125,16 +133,68 @@ func rankByWords(r storage.Reader, c *containerRecord, prog *eval.Program, s *it
 		rw.corpus.Hits[j] = len(ws.locs) - len(held[j])
 		if !slices.Contains(words, t[0]) {
 			words = append(words, t[0])
-			rw.locs = append(rw.locs, ws.locs...)
 		}
-		if int64(len(rw.locs)) > bound {
+		for i, loc := range ws.locs {
+			if expired[string(loc)] {
+				continue // the page would drop it
+			}
+			h := holders[string(loc)]
+			if h == nil {
+				h = &wordHolder{loc: loc, tf: make([]int, len(rank.Terms))}
+				holders[string(loc)] = h
+			}
+			tf, n, ok := decodeWordValue(ws.vals[i])
+			scored = scored && ok
+			h.tf[j], h.n = int(tf), int(n)
+		}
+		if int64(len(holders)) > bound {
 			return nil, false, nil
 		}
 	}
+	for _, h := range holders {
+		rw.locs = append(rw.locs, h.loc)
+	}
 	slices.SortFunc(rw.locs, s.byIndexPos)
-	rw.locs = slices.CompactFunc(rw.locs, bytes.Equal)
+	if scored {
+		rw.scores = make([]float64, len(rw.locs))
+		for i, loc := range rw.locs {
+			h := holders[string(loc)]
+			rw.scores[i] = rw.corpus.Score(h.tf, h.n)
+		}
+	}
 	rw.term = plan.Term{Path: rank.Path, Label: "rank by words of /" + strings.Join(rank.Path, "/") + " " + strings.Join(words, "|")}
 	return rw, true, nil
+}
+
+// wordHolder is an item holding a ranked query's term, as its word
+// entries tell: each term's occurrences in its text, and the text's
+// length.
+type wordHolder struct {
+	loc []byte
+	tf  []int
+	n   int
+}
+
+// best returns the locations of the want holders that rank first, by
+// their scores and then in scan order (as the evaluator orders ties), in
+// scan order; all of them when they are no more, or when their scores are
+// not known.
+func (rw *rankWords) best(want int) [][]byte {
+	if rw.scores == nil || want < 0 || want >= len(rw.locs) {
+		return rw.locs
+	}
+	order := make([]int, len(rw.locs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(rw.scores[b], rw.scores[a]) })
+	order = order[:want]
+	slices.Sort(order)
+	out := make([][]byte, want)
+	for i, k := range order {
+		out[i] = rw.locs[k]
+	}
+	return out
 }
 
 // rankedPage makes the page of a ranked query from the items holding its
@@ -148,15 +208,21 @@ func rankedPage(r storage.Reader, c *containerRecord, prog *eval.Program, s *ite
 		return false, err
 	}
 	prog.UseCorpus(rw.corpus)
+	want := prog.Wants(cur.skip + limit + 1)
+	locs := rw.locs
+	if prog.Query().Where == nil {
+		// Every holder is a row: those that rank first are the page's.
+		locs = rw.best(want)
+	}
 	tried := &FeedPage{CollRid: page.CollRid, LSN: page.LSN}
-	p := plan.WordPlan(s.kind, rw.term, rw.entries, int64(len(rw.locs)))
+	p := plan.WordPlan(s.kind, rw.term, rw.entries, int64(len(locs)))
 	tried.Plan = &p
 	passed := 0
-	src := locSource(r, c, s, func() ([][]byte, error) { return rw.locs, nil }, st)
+	src := locSource(r, c, s, func() ([][]byte, error) { return locs, nil }, st)
 	if err := runQuery(src, c, prog, s, now, cur, next, limit, tried, &passed, held); err != nil {
 		return false, err
 	}
-	if want := prog.Wants(cur.skip + limit + 1); want < 0 || passed < want {
+	if want < 0 || passed < want {
 		return false, nil // the page ranks documents that hold no term
 	}
 	*page = *tried

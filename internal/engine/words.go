@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"encoding/binary"
 	"slices"
 	"strings"
 	"time"
@@ -63,31 +64,74 @@ func wordSpanPrefix(c *containerRecord, ord int, word string) []byte {
 	return append(append(wordPrefix(c, ord), word...), 0)
 }
 
+// wordText is a text as its stored words hold it: its distinct words of
+// at most maxWordBytes, sorted, how often each occurs, and its length in
+// words, repeats and words too long to store counted, as FullTextScore
+// counts them.
+type wordText struct {
+	words []string
+	tf    []int64
+	n     int64
+}
+
+// textOf returns doc's text at path as its stored words hold it: none
+// unless the value there is a string.
+func textOf(doc document.Value, path []string) wordText {
+	v := doc.At(path)
+	if v.Kind() != document.String {
+		return wordText{}
+	}
+	ws := fulltext.Words(v.Str())
+	t := wordText{n: int64(len(ws))}
+	slices.Sort(ws)
+	for i, w := range ws {
+		switch {
+		case len(w) > maxWordBytes:
+		case i > 0 && ws[i-1] == w:
+			t.tf[len(t.tf)-1]++
+		default:
+			t.words, t.tf = append(t.words, w), append(t.tf, 1)
+		}
+	}
+	return t
+}
+
 // textWords returns the distinct stored words of doc's text at path,
 // sorted; none unless the value there is a string.
 func textWords(doc document.Value, path []string) []string {
-	ws, _ := textWordsAndLength(doc, path)
-	return ws
+	return textOf(doc, path).words
 }
 
-// textWordsAndLength returns textWords, and the text's length in words,
-// repeats and words too long to store counted, as FullTextScore counts
-// them: 0 unless the value there is a string.
-func textWordsAndLength(doc document.Value, path []string) ([]string, int64) {
-	v := doc.At(path)
-	if v.Kind() != document.String {
-		return nil, 0
+// entryValue is what the entry of t's word i holds: in a container that
+// keeps text totals, how often the word occurs in the text and the text's
+// length, so that a ranked query scores the item from its entries
+// (rankwords.go); nothing otherwise.
+func (t wordText) entryValue(c *containerRecord, i int) []byte {
+	if !c.TextTotals {
+		return nil
 	}
-	ws := fulltext.Words(v.Str())
-	n := int64(len(ws))
-	slices.Sort(ws)
-	ws = slices.Compact(ws)
-	return slices.DeleteFunc(ws, func(w string) bool { return len(w) > maxWordBytes }), n
+	return binary.AppendUvarint(binary.AppendUvarint(nil, uint64(t.tf[i])), uint64(t.n))
+}
+
+// decodeWordValue reads an entry's value (entryValue): the word's
+// occurrences in its text and the text's length; ok is false for an
+// entry that holds neither.
+func decodeWordValue(v []byte) (tf, n int64, ok bool) {
+	a, k := binary.Uvarint(v)
+	if k <= 0 {
+		return 0, 0, false
+	}
+	b, m := binary.Uvarint(v[k:])
+	if m <= 0 || k+m != len(v) {
+		return 0, 0, false
+	}
+	return int64(a), int64(b), true
 }
 
 // putWords writes the word entries of the item doc stored at loc; prev,
 // when defined, is the version at loc it replaces, whose entries doc's
-// words no longer hold are deleted. It returns by how much each path's
+// words no longer hold are deleted, and whose others are written again
+// where they hold something else. It returns by how much each path's
 // text length changed, for the text totals (nil in a container that
 // keeps none).
 func putWords(tx storage.Txn, c *containerRecord, doc, prev document.Value, loc []byte) ([]int64, error) {
@@ -96,28 +140,27 @@ func putWords(tx storage.Txn, c *containerRecord, doc, prev document.Value, loc 
 		grew = make([]int64, len(c.TextPaths))
 	}
 	for ord, path := range c.TextPaths {
-		now, n := textWordsAndLength(doc, path)
-		var before []string
+		now, before := textOf(doc, path), wordText{}
 		if prev.IsDefined() {
-			var m int64
-			before, m = textWordsAndLength(prev, path)
-			n -= m
+			before = textOf(prev, path)
 		}
 		if grew != nil {
-			grew[ord] = n
+			grew[ord] = now.n - before.n
 		}
-		for _, w := range before {
-			if _, found := slices.BinarySearch(now, w); !found {
+		for _, w := range before.words {
+			if _, found := slices.BinarySearch(now.words, w); !found {
 				if err := tx.Delete(append(wordSpanPrefix(c, ord, w), loc...)); err != nil {
 					return nil, err
 				}
 			}
 		}
-		for _, w := range now {
-			if _, found := slices.BinarySearch(before, w); !found {
-				if err := tx.Set(append(wordSpanPrefix(c, ord, w), loc...), nil); err != nil {
-					return nil, err
-				}
+		for i, w := range now.words {
+			v := now.entryValue(c, i)
+			if j, found := slices.BinarySearch(before.words, w); found && bytes.Equal(before.entryValue(c, j), v) {
+				continue
+			}
+			if err := tx.Set(append(wordSpanPrefix(c, ord, w), loc...), v); err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -146,11 +189,11 @@ func deleteWords(tx storage.Txn, c *containerRecord, doc document.Value, loc []b
 		fell = make([]int64, len(c.TextPaths))
 	}
 	for ord, path := range c.TextPaths {
-		ws, n := textWordsAndLength(doc, path)
+		t := textOf(doc, path)
 		if fell != nil {
-			fell[ord] = -n
+			fell[ord] = -t.n
 		}
-		for _, w := range ws {
+		for _, w := range t.words {
 			if err := tx.Delete(append(wordSpanPrefix(c, ord, w), loc...)); err != nil {
 				return nil, err
 			}
@@ -314,12 +357,15 @@ func groupItems(r storage.Reader, c *containerRecord, s *itemScope, ord int, gro
 var firstWordRound int64 = 64
 
 // wordSpan is one word's entries in a scope as groupItems reads them: the
-// span, lo where the next read goes on, and the locations read so far.
+// span, lo where the next read goes on, and the locations read so far,
+// with the entries' values when values is set (rankByWords).
 type wordSpan struct {
 	word   string
 	prefix []byte
 	lo, hi []byte
 	locs   [][]byte
+	values bool
+	vals   [][]byte
 	n      int64
 }
 
@@ -338,10 +384,13 @@ func (ws *wordSpan) readTo(r storage.Reader, s *itemScope, bound int64, st *read
 	want := bound - ws.n
 	var last []byte
 	n := int64(0)
-	err := scanSpans(r, []keySpan{{lo: ws.lo, hi: ws.hi}}, func(k, _ []byte) (bool, error) {
+	err := scanSpans(r, []keySpan{{lo: ws.lo, hi: ws.hi}}, func(k, v []byte) (bool, error) {
 		n++
 		if loc := k[len(ws.prefix):]; s.holds(loc) {
 			ws.locs = append(ws.locs, bytes.Clone(loc))
+			if ws.values {
+				ws.vals = append(ws.vals, bytes.Clone(v))
+			}
 		}
 		if n == want {
 			// The store may reuse k's bytes once this returns.

@@ -428,5 +428,13 @@ func (p *Program) UseCorpus(c Corpus) {
 	p.corpus = &corpus{docs: c.Docs, words: []int{c.Words}, hits: [][]int{slices.Clone(c.Hits)}}
 }
 
+// Score is the BM25 score, by the statistics c, of a text of n words in
+// which each term occurs tf[j] times: what UseCorpus's runs give the row
+// of such a document.
+func (c Corpus) Score(tf []int, n int) float64 {
+	st := corpus{docs: c.Docs, words: []int{c.Words}, hits: [][]int{c.Hits}}
+	return st.bm25(0, &rankFeatures{tf: [][]int{tf}, dl: []int{n}})
+}
+
 // Ranked reports whether the query orders by RANK.
 func (p *Program) Ranked() bool { return p.top.rank != nil }
