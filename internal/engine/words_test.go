@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,7 +12,11 @@ import (
 	"time"
 
 	"github.com/mayfly-db/mayfly/internal/document"
+	"github.com/mayfly-db/mayfly/internal/query/eval"
+	"github.com/mayfly-db/mayfly/internal/query/fulltext"
+	"github.com/mayfly-db/mayfly/internal/query/parser"
 	"github.com/mayfly-db/mayfly/internal/query/plan"
+	"github.com/mayfly-db/mayfly/internal/storage"
 	"github.com/mayfly-db/mayfly/internal/ttl"
 )
 
@@ -224,8 +229,12 @@ func wordsScenario(t *testing.T, seed int64) {
 			text += " WHERE c.k > " + strconv.Itoa(rng.Intn(10))
 		}
 		text += " ORDER BY RANK FullTextScore(" + path + ", " + strings.Join(terms, ", ") + ")"
+		// Without TOP every item is a row, each page reading the scope
+		// once its holders' rows ran out: pages of more rows.
+		size := 10 + rng.Intn(20)
 		if rng.Intn(2) == 0 {
 			text = strings.Replace(text, "SELECT ", fmt.Sprintf("SELECT TOP %d ", 1+rng.Intn(12)), 1)
+			size = 1 + rng.Intn(6)
 		}
 		if k == 0 {
 			// One whose terms few items hold, so that every seed ranks
@@ -233,7 +242,7 @@ func wordsScenario(t *testing.T, seed int64) {
 			// items hold it.
 			text = "SELECT TOP 5 c.id FROM c ORDER BY RANK FullTextScore(c.t, 'narwhal', 'orca')"
 		}
-		p := QueryParams{Query: text, MaxItemCount: 1 + rng.Intn(6), CrossPartition: true}
+		p := QueryParams{Query: text, MaxItemCount: size, CrossPartition: true}
 		for _, pair := range [][2]string{{"c", "plain"}, {"wide", "plainwide"}, {"hpk", "plainhpk"}} {
 			var rows [2][]string
 			for i, coll := range pair {
@@ -270,7 +279,8 @@ func wordsScenario(t *testing.T, seed int64) {
 // here five live items and three expired ones hold "narwhal", six live
 // ones "orca", so "narwhal" is the rarer term and its holders rank first;
 // counted with the expired holders, it would be the commoner, and rank
-// last. The same query without the index reads the scope.
+// last. The same query without the index reads the scope. The statistics
+// themselves are those of the live items.
 func TestRankedByWordsLeavesOutExpiredItems(t *testing.T) {
 	body := func(id string, ip string) string {
 		return `{"id":"` + id + `","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"defaultTtl":-1,` + ip + `}`
@@ -281,19 +291,44 @@ func TestRankedByWordsLeavesOutExpiredItems(t *testing.T) {
 		}
 		return body(id, `"indexingPolicy":{}`)
 	})
+	liveWords := 0
 	for i := range 100 {
 		text, ttl := "the sea", ""
 		switch {
 		case i < 5:
 			text = "a narwhal"
 		case i < 8:
-			text, ttl = "a narwhal", `,"ttl":30`
+			text, ttl = "a long tale of a narwhal and of the sea", `,"ttl":30`
 		case i < 14:
 			text = "an orca"
+		}
+		if ttl == "" {
+			liveWords += len(fulltext.Words(text))
 		}
 		writePaired(t, be, ModeCreate, fmt.Sprintf(`{"id":"i%02d","pk":"p%d","k":%d,"t":%q%s}`, i, i%7, i%3, text, ttl))
 	}
 	be.clock.Advance(31 * time.Second)
+	q, err := parser.Parse("SELECT c.id FROM c ORDER BY RANK FullTextScore(c.t, 'orca', 'narwhal')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := eval.Compile(q, nil, eval.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = be.e.store.View(context.Background(), func(r storage.Reader) error {
+		rw, ok, err := rankByWords(r, be.container(t), prog, wholeContainer(), be.clock.Now(), &readStats{})
+		if err != nil || !ok {
+			return fmt.Errorf("rankByWords: %v %v", ok, err)
+		}
+		if want := (eval.Corpus{Docs: 97, Words: liveWords, Hits: []int{6, 5}}); !reflect.DeepEqual(rw.corpus, want) || len(rw.locs) != 11 {
+			t.Errorf("statistics %+v of %d holders, want %+v of 11", rw.corpus, len(rw.locs), want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, query := range []string{
 		"SELECT TOP 11 c.id FROM c ORDER BY RANK FullTextScore(c.t, 'orca', 'narwhal')",
 		"SELECT c.id FROM c WHERE c.k != 1 ORDER BY RANK FullTextScore(c.t, 'orca', 'narwhal')",
