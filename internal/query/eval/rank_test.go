@@ -23,7 +23,9 @@ var rankDocs = []string{
 	`{"id":"d5"}`,
 }
 
-func TestOrderByRank(t *testing.T) {
+// parseRankDocs returns rankDocs parsed.
+func parseRankDocs(t *testing.T) []document.Value {
+	t.Helper()
 	var docs []document.Value
 	for _, d := range rankDocs {
 		v, err := document.Parse([]byte(d))
@@ -32,6 +34,11 @@ func TestOrderByRank(t *testing.T) {
 		}
 		docs = append(docs, v)
 	}
+	return docs
+}
+
+func TestOrderByRank(t *testing.T) {
+	docs := parseRankDocs(t)
 	for _, tc := range []struct{ query, want string }{
 		{"SELECT VALUE c.id FROM c ORDER BY RANK FullTextScore(c.text, 'fox')", "d2 d1 d4 d3 d5"},
 		{"SELECT VALUE c.id FROM c ORDER BY RANK FullTextScore(c.text, 'FOXES')", "d2 d1 d4 d3 d5"},
@@ -121,14 +128,7 @@ func TestRankPrints(t *testing.T) {
 // that hold a term as the program fed every document does, and by other
 // statistics otherwise. TextRank names what such a program scores.
 func TestUseCorpus(t *testing.T) {
-	var docs []document.Value
-	for _, d := range rankDocs {
-		v, err := document.Parse([]byte(d))
-		if err != nil {
-			t.Fatal(err)
-		}
-		docs = append(docs, v)
-	}
+	docs := parseRankDocs(t)
 	holding := docs[:4] // d5 has no text
 	run := func(query string, c *eval.Corpus, docs []document.Value) string {
 		t.Helper()
