@@ -180,7 +180,7 @@ type wordHolder struct {
 // scan order; all of them when they are no more, or when their scores are
 // not known.
 func (rw *rankWords) best(want int) [][]byte {
-	if rw.scores == nil || want < 0 || want >= len(rw.locs) {
+	if rw.scores == nil || want >= len(rw.locs) {
 		return rw.locs
 	}
 	order := make([]int, len(rw.locs))
@@ -209,22 +209,30 @@ func rankedPage(r storage.Reader, c *containerRecord, prog *eval.Program, s *ite
 	}
 	prog.UseCorpus(rw.corpus)
 	want := prog.Wants(cur.skip + limit + 1)
-	locs := rw.locs
-	if prog.Query().Where == nil {
-		// Every holder is a row: those that rank first are the page's.
-		locs = rw.best(want)
+	if want < 0 {
+		return false, nil // every row: every document, held or not
 	}
-	tried := &FeedPage{CollRid: page.CollRid, LSN: page.LSN}
-	p := plan.WordPlan(s.kind, rw.term, rw.entries, int64(len(locs)))
-	tried.Plan = &p
-	passed := 0
-	src := locSource(r, c, s, func() ([][]byte, error) { return locs, nil }, st)
-	if err := runQuery(src, c, prog, s, now, cur, next, limit, tried, &passed, held); err != nil {
-		return false, err
+	// The holders that rank first, as many as the page wants: every
+	// holder is a row without a filter; under one, four times as many
+	// again until enough pass or every holder is read. A holder left out
+	// ranks below every one read, so the rows of those read that pass are
+	// the first of all that pass.
+	for n := want; ; n *= 4 {
+		locs := rw.best(n)
+		tried := &FeedPage{CollRid: page.CollRid, LSN: page.LSN}
+		p := plan.WordPlan(s.kind, rw.term, rw.entries, int64(len(locs)))
+		tried.Plan = &p
+		passed := 0
+		src := locSource(r, c, s, func() ([][]byte, error) { return locs, nil }, st)
+		if err := runQuery(src, c, prog, s, now, cur, next, limit, tried, &passed, held); err != nil {
+			return false, err
+		}
+		if passed >= want {
+			*page = *tried
+			return true, nil
+		}
+		if len(locs) == len(rw.locs) {
+			return false, nil // the page ranks documents that hold no term
+		}
 	}
-	if want < 0 || passed < want {
-		return false, nil // the page ranks documents that hold no term
-	}
-	*page = *tried
-	return true, nil
 }
