@@ -489,6 +489,9 @@ func TestKeptCandidatesTakeInWrites(t *testing.T) {
 				continue
 			}
 			for seed := range seeds {
+				if testing.Short() && seed > 0 {
+					continue
+				}
 				rows, later := 0, 0
 				for r := range max(parts, 1) {
 					p := QueryParams{ItemRef: batchRef(""), RangeID: strconv.Itoa(r), CrossPartition: true, MaxItemCount: 20, Query: query}

@@ -209,7 +209,11 @@ func wordsScenario(t *testing.T, seed int64) {
 	// and the container's text totals (rankwords.go) as far as those
 	// rank, each page after as the scan does.
 	ranked := 0
-	for k := range 12 {
+	queries := 12
+	if RaceEnabled {
+		queries = 4
+	}
+	for k := range queries {
 		path := []string{"c.t", "c.n.t"}[rng.Intn(2)]
 		var terms []string
 		for range 1 + rng.Intn(3) {
