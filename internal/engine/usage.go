@@ -30,7 +30,7 @@ import (
 //
 // In a container that keeps text totals (containerRecord.TextTotals), a
 // sequence's state also holds, per path of its stored words, the words of
-// its items' texts there, repeats counted (textLength): what a ranked
+// its items' texts there, repeats counted (wordText.n): what a ranked
 // query's statistics need (rankwords.go). A replace that changes a text
 // changes them, as it changes the bytes.
 //
